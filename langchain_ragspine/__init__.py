@@ -1,0 +1,1 @@
+"""langchain-ragspine: retrieval for Japanese, Chinese and English documents as LangChain parts."""

@@ -1,0 +1,358 @@
+"""BM25 retriever for Japanese, Chinese and English text, a drop-in for LangChain's ``BM25Retriever``.
+
+Okapi BM25 (Robertson & Zaragoza, "The Probabilistic Relevance Framework: BM25 and Beyond", 2009) in Lucene's
+variant: ``idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5))`` — never negative — and
+``tf' = tf / (tf + k1 * (1 - b + b * dl / avgdl))``.  Scores are precomputed into a sparse term-document matrix by
+`bm25s <https://github.com/xhluca/bm25s>`_ (Lù, "BM25S: Orders of magnitude faster lexical search via eager sparse
+scoring", 2024), so a query costs one sparse row-sum instead of a Python loop over every document (which is what
+``rank_bm25`` behind ``langchain_community``'s retriever does).
+
+Differences from ``langchain_community.retrievers.BM25Retriever`` a user may rely on:
+
+* ``tokenizer`` (a name from :mod:`langchain_ragspine.tokenizers` or a callable) replaces ``preprocess_func``
+  (still accepted), and defaults to ``"auto"``, which handles Japanese and Chinese;
+* documents with score 0 (no query term) are never returned; ties break on ``chunk_id``;
+* each result is a copy of the stored ``Document`` with ``metadata["scores"] = {"bm25": s, "vector": None,
+  "fused": s, "rerank": None}``;
+* ``filter`` restricts candidates *before* scoring (see :mod:`langchain_ragspine.filters`);
+* ``save(dir)`` / ``load(dir)`` persist numpy arrays and JSON — never pickle.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from langchain_core.callbacks import CallbackManagerForRetrieverRun
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from pydantic import ConfigDict, Field, PrivateAttr
+
+from langchain_ragspine.errors import StoreError
+from langchain_ragspine.filters import compile_filter, filter_key
+from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer, tokenizer_name
+
+_FORMAT = "ragspine-bm25/1"
+_MASK_CACHE_SIZE = 32
+_LOADED = {"ragspine_bm25_loaded": True}  # validation context: skip the index build in load()
+
+
+def doc_key(doc: Document) -> str | None:
+    """The identity of a chunk: ``metadata["chunk_id"]``, else ``Document.id``, else ``None``."""
+    cid = doc.metadata.get("chunk_id")
+    if cid is not None and cid != "":
+        return str(cid)
+    return doc.id or None
+
+
+def with_scores(doc: Document, **scores: float | None) -> Document:
+    """A copy of ``doc`` whose ``metadata["scores"]`` holds the four channels, updated with ``scores``."""
+    md = dict(doc.metadata)
+    merged: dict[str, float | None] = {"bm25": None, "vector": None, "fused": None, "rerank": None}
+    prev = md.get("scores")
+    if isinstance(prev, Mapping):
+        merged.update(prev)
+    merged.update(scores)
+    md["scores"] = merged
+    return Document(page_content=doc.page_content, metadata=md, id=doc.id)
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, (_dt.date, _dt.datetime)):
+        return value.isoformat()
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"metadata value {value!r} of type {type(value).__name__} is not JSON-serialisable")
+
+
+class BM25Retriever(BaseRetriever):
+    """Okapi BM25 (Lucene variant, via bm25s) over a list of ``Document``s.
+
+    Build with :meth:`from_documents` / :meth:`from_texts`, or directly with ``BM25Retriever(docs=[...])``.
+
+    Attributes:
+        docs: the indexed documents (typically chunks from ``ParagraphTextSplitter``).
+        k: number of results (default 4); ``invoke(query, k=...)`` overrides it per call.
+        tokenizer: tokenizer name (``"auto"``, ``"cjk"``, ``"fugashi"``, ``"whitespace"``) or a callable
+            ``str -> list[str]``; queries and documents use the same one.
+        k1: term-frequency saturation (default 1.5).
+        b: length normalisation in [0, 1] (default 0.75).
+        filter: default metadata filter; ``invoke(query, filter=...)`` overrides it per call.
+
+    ``invoke`` returns at most ``k`` documents with a positive score, best first, ties broken by ``chunk_id``.
+    An empty corpus, an empty or whitespace-only query, and a query with no indexed term return ``[]``.
+
+    Raises:
+        ValueError: ``k < 0``, ``k1 < 0`` or ``b`` outside [0, 1]; an unknown tokenizer; a malformed filter.
+    """
+
+    docs: list[Document] = Field(default_factory=list, repr=False)
+    k: int = 4
+    tokenizer: str | Callable[[str], list[str]] = "auto"
+    k1: float = 1.5
+    b: float = 0.75
+    filter: dict[str, Any] | None = None
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    _tokenize: Tokenizer = PrivateAttr()
+    _bm25: Any = PrivateAttr(default=None)
+    _tie_rank: np.ndarray = PrivateAttr()
+    _mask_cache: dict[str, np.ndarray] = PrivateAttr(default_factory=dict)
+
+    def __init__(self, **data: Any) -> None:
+        # LangChain's BM25Retriever names the tokenizer `preprocess_func`; accept it for drop-in use.
+        if "preprocess_func" in data:
+            pre = data.pop("preprocess_func")
+            data.setdefault("tokenizer", pre)
+        data.pop("vectorizer", None)
+        super().__init__(**data)
+
+    def model_post_init(self, context: Any, /) -> None:
+        """Validate parameters and build the index from ``docs`` (unless :meth:`load` supplies one)."""
+        if self.k < 0:
+            raise ValueError(f"k must be >= 0, got {self.k}")
+        if self.k1 < 0:
+            raise ValueError(f"k1 must be >= 0, got {self.k1}")
+        if not 0.0 <= self.b <= 1.0:
+            raise ValueError(f"b must be in [0, 1], got {self.b}")
+        compile_filter(self.filter)
+        self._tokenize = get_tokenizer(self.tokenizer)
+        self._tie_rank = _tie_ranks(self.docs)
+        if context is not _LOADED:
+            self._bm25 = _build_bm25(
+                [self._tokenize(d.page_content) for d in self.docs], k1=self.k1, b=self.b
+            )
+
+    # -- construction -----------------------------------------------------------------------------------------------
+    @classmethod
+    def from_documents(
+        cls,
+        documents: Iterable[Document],
+        *,
+        k: int = 4,
+        tokenizer: str | Tokenizer = "auto",
+        k1: float = 1.5,
+        b: float = 0.75,
+        bm25_params: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> BM25Retriever:
+        """Index ``documents`` (``bm25_params={"k1":…, "b":…}`` as in LangChain's retriever is accepted too)."""
+        params = {"k1": k1, "b": b, **dict(bm25_params or {})}
+        return cls(docs=list(documents), k=k, tokenizer=tokenizer, **params, **kwargs)
+
+    @classmethod
+    def from_texts(
+        cls,
+        texts: Iterable[str],
+        metadatas: Iterable[dict[str, Any]] | None = None,
+        ids: Iterable[str] | None = None,
+        **kwargs: Any,
+    ) -> BM25Retriever:
+        """Index plain ``texts`` with optional parallel ``metadatas`` and ``ids``; ``kwargs`` as in
+        :meth:`from_documents`.
+
+        Raises:
+            ValueError: ``metadatas`` or ``ids`` has a different length than ``texts``.
+        """
+        texts = list(texts)
+        metas = list(metadatas) if metadatas is not None else [{} for _ in texts]
+        id_list = list(ids) if ids is not None else [None] * len(texts)
+        if len(metas) != len(texts) or len(id_list) != len(texts):
+            raise ValueError(
+                f"from_texts got {len(texts)} texts, {len(metas)} metadatas and {len(id_list)} ids"
+            )
+        docs = [Document(page_content=t, metadata=dict(m), id=i) for t, m, i in zip(texts, metas, id_list)]
+        return cls.from_documents(docs, **kwargs)
+
+    # -- retrieval --------------------------------------------------------------------------------------------------
+    def _candidate_mask(self, filter: Mapping[str, Any] | None) -> np.ndarray | None:
+        pred = compile_filter(filter)
+        if pred is None:
+            return None
+        key = filter_key(filter)
+        mask = self._mask_cache.get(key)
+        if mask is None:
+            mask = np.fromiter((pred(d.metadata) for d in self.docs), dtype=bool, count=len(self.docs))
+            if len(self._mask_cache) >= _MASK_CACHE_SIZE:
+                self._mask_cache.pop(next(iter(self._mask_cache)))
+            self._mask_cache[key] = mask
+        return mask
+
+    def score(self, query: str) -> np.ndarray:
+        """BM25 score of every document for ``query``: float32 array of shape ``(len(docs),)``."""
+        n = len(self.docs)
+        if self._bm25 is None or not query or not query.strip():
+            return np.zeros(n, dtype=np.float32)
+        ids = self._bm25.get_tokens_ids(self._tokenize(query))
+        if not ids:
+            return np.zeros(n, dtype=np.float32)
+        return np.asarray(self._bm25.get_scores_from_ids(ids), dtype=np.float32)
+
+    def search(
+        self, query: str, *, k: int | None = None, filter: Mapping[str, Any] | None = None
+    ) -> list[tuple[int, float]]:
+        """Top ``k`` ``(doc_position, score)`` pairs with score > 0, best first, ties by ``chunk_id``."""
+        k = self.k if k is None else k
+        if k < 0:
+            raise ValueError(f"k must be >= 0, got {k}")
+        mask = self._candidate_mask(filter)
+        if k == 0 or not self.docs:
+            return []
+        scores = self.score(query)
+        ok = scores > 0
+        if mask is not None:
+            ok &= mask
+        cand = np.flatnonzero(ok)
+        if cand.size == 0:
+            return []
+        cs = scores[cand]
+        if cand.size > k:
+            kth = np.partition(cs, cand.size - k)[cand.size - k]
+            keep = cs >= kth  # keep every tie at the boundary, then break ties by chunk_id
+            cand, cs = cand[keep], cs[keep]
+        order = np.lexsort((self._tie_rank[cand], -cs))[:k]
+        return [(int(cand[i]), float(cs[i])) for i in order]
+
+    def _get_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: CallbackManagerForRetrieverRun,
+        k: int | None = None,
+        filter: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        if kwargs:
+            raise TypeError(f"unexpected keyword arguments for BM25Retriever: {sorted(kwargs)}")
+        flt = self.filter if filter is None else filter
+        return [
+            with_scores(self.docs[i], bm25=s, fused=s) for i, s in self.search(query, k=k, filter=flt)
+        ]
+
+    # -- persistence ------------------------------------------------------------------------------------------------
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the index to directory ``path`` (replaced atomically): bm25s arrays (``.npy``, no pickle), the
+        vocabulary and parameters as JSON, the documents as JSON lines.
+
+        Raises:
+            ValueError: the tokenizer is a custom callable (it cannot be persisted; pass it to :meth:`load`), or a
+                metadata value is not JSON-serialisable.
+        """
+        name = tokenizer_name(self.tokenizer)
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+        try:
+            config = {
+                "format": _FORMAT,
+                "k": self.k,
+                "k1": self.k1,
+                "b": self.b,
+                "tokenizer": name,
+                "filter": self.filter,
+                "num_docs": len(self.docs),
+                "empty_index": self._bm25 is None,
+            }
+            (tmp / "retriever.json").write_text(json.dumps(config, ensure_ascii=False, indent=1), "utf-8")
+            with open(tmp / "docs.jsonl", "w", encoding="utf-8") as f:
+                for d in self.docs:
+                    try:
+                        line = json.dumps(
+                            {"id": d.id, "page_content": d.page_content, "metadata": d.metadata},
+                            ensure_ascii=False,
+                            default=_json_default,
+                        )
+                    except (TypeError, ValueError) as e:
+                        raise ValueError(f"cannot save document {doc_key(d)!r}: {e}") from e
+                    f.write(line + "\n")
+            if self._bm25 is not None:
+                self._bm25.save(tmp / "bm25s", show_progress=False)
+            _replace_dir(tmp, target)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+
+    @classmethod
+    def load(
+        cls, path: str | os.PathLike[str], *, tokenizer: str | Tokenizer | None = None, **overrides: Any
+    ) -> BM25Retriever:
+        """Load an index written by :meth:`save`; ``overrides`` replace saved fields such as ``k`` or ``filter``.
+
+        Raises:
+            StoreError: the directory is missing, incomplete, or not a ragspine BM25 index.
+            ValueError: the index was saved with a custom tokenizer and ``tokenizer`` is not given.
+        """
+        root = Path(path)
+        cfg_path = root / "retriever.json"
+        try:
+            config = json.loads(cfg_path.read_text("utf-8"))
+        except FileNotFoundError:
+            raise StoreError("no BM25 index here (retriever.json missing)", path=root) from None
+        except json.JSONDecodeError as e:
+            raise StoreError(f"corrupt index config: {e.msg}", path=cfg_path, line=e.lineno) from None
+        if config.get("format") != _FORMAT:
+            raise StoreError(f"unknown index format {config.get('format')!r}, expected {_FORMAT!r}", path=cfg_path)
+        tok = tokenizer if tokenizer is not None else config.get("tokenizer")
+        if tok is None:
+            raise ValueError(f"{root} was saved with a custom tokenizer; pass tokenizer= to load()")
+        docs: list[Document] = []
+        with open(root / "docs.jsonl", encoding="utf-8") as f:
+            for lineno, line in enumerate(f, 1):
+                try:
+                    row = json.loads(line)
+                    docs.append(Document(page_content=row["page_content"], metadata=row["metadata"], id=row["id"]))
+                except (json.JSONDecodeError, KeyError, TypeError) as e:
+                    raise StoreError(f"corrupt document row: {e}", path=root / "docs.jsonl", line=lineno) from None
+        if len(docs) != config.get("num_docs"):
+            raise StoreError(f"expected {config.get('num_docs')} documents, found {len(docs)}", path=root)
+        fields = {k: config[k] for k in ("k", "k1", "b", "filter")}
+        fields.update(overrides)
+        retriever = cls.model_validate({"docs": docs, "tokenizer": tok, **fields}, context=_LOADED)
+        if not config.get("empty_index"):
+            import bm25s
+
+            retriever._bm25 = bm25s.BM25.load(root / "bm25s", load_corpus=False, allow_pickle=False)
+        return retriever
+
+
+def _tie_ranks(docs: Sequence[Document]) -> np.ndarray:
+    """Rank of each document's tie-break key (``chunk_id``, else ``id``, else position)."""
+    keys = [(doc_key(d) or "", i) for i, d in enumerate(docs)]
+    order = sorted(range(len(keys)), key=keys.__getitem__)
+    ranks = np.empty(len(keys), dtype=np.int64)
+    ranks[np.asarray(order, dtype=np.int64)] = np.arange(len(keys), dtype=np.int64)
+    return ranks
+
+
+def _build_bm25(corpus_tokens: list[list[str]], *, k1: float, b: float) -> Any:
+    """A bm25s Lucene index over ``corpus_tokens``, or ``None`` when there is no token at all."""
+    if not any(corpus_tokens):
+        return None
+    import bm25s
+
+    index = bm25s.BM25(k1=k1, b=b, method="lucene")
+    index.index(corpus_tokens, show_progress=False)
+    return index
+
+
+def _replace_dir(new: Path, target: Path) -> None:
+    """Move directory ``new`` to ``target``, replacing what is there (the old copy is removed after the swap)."""
+    old: Path | None = None
+    if target.exists():
+        old = target.with_name(f".{target.name}.old-{os.getpid()}")
+        if old.exists():
+            shutil.rmtree(old)
+        os.replace(target, old)
+    os.replace(new, target)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
