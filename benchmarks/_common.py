@@ -1,0 +1,45 @@
+"""Shared helpers for the benchmark scripts: locating ../shared/data and updating benchmarks/RESULTS.md."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import platform
+import re
+import subprocess
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "benchmarks" / "RESULTS.md"
+DATA = Path(os.environ.get("RAGSPINE_DATA", REPO.parent / "shared" / "data"))
+
+
+def machine() -> str:
+    """One line describing where the numbers were measured."""
+    return f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+
+
+def git_rev() -> str:
+    try:
+        return subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def update_results_section(name: str, title: str, command: str, body: str) -> None:
+    """Replace (or append) the section ``name`` of RESULTS.md with ``body``, stamped with command, date and commit."""
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    section = (
+        f"<!-- BEGIN {name} -->\n## {title}\n\n"
+        f"Command: `{command}`  \nMeasured: {stamp}, commit {git_rev()}, {machine()}\n\n"
+        f"{body.rstrip()}\n<!-- END {name} -->"
+    )
+    text = RESULTS.read_text("utf-8") if RESULTS.exists() else "# Benchmark results\n\nRegenerate with `make bench`.\n"
+    pattern = re.compile(rf"<!-- BEGIN {re.escape(name)} -->.*?<!-- END {re.escape(name)} -->", re.S)
+    if pattern.search(text):
+        text = pattern.sub(lambda _: section, text)
+    else:
+        text = text.rstrip() + "\n\n" + section + "\n"
+    RESULTS.write_text(text, "utf-8")
