@@ -123,11 +123,12 @@ class ParagraphTextSplitter(TextSplitter):
 
     def _overlap_start(self, text: str, prev: Span, ps: int, pe: int) -> int:
         """Where a chunk holding the paragraph ``[ps, pe)`` starts so that it overlaps the previous chunk ``prev``."""
-        budget = min(self._chunk_overlap, self._chunk_size - (pe - ps))
         prev_start, prev_end = prev
-        if budget <= 0:
+        if self._chunk_overlap == 0:
             return ps
-        cand = max(prev_end - budget, prev_start + 1)
+        # the chunk [start, pe) must fit the budget, overlap at most chunk_overlap chars, and not start inside the
+        # previous chunk's first character (so it is never contained in it)
+        cand = max(prev_end - self._chunk_overlap, pe - self._chunk_size, prev_start + 1)
         if cand >= prev_end:
             return ps
         # prefer a sentence start, then a word start, inside the window; else cut at the character
