@@ -1,0 +1,42 @@
+# make demo / make test / make bench work from a fresh clone: each creates .venv if missing and installs what it
+# needs (re-installing only when pyproject.toml changed), then runs.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
+
+.PHONY: demo test bench lint clean
+
+$(BIN)/python:
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required, found " + sys.version.split()[0]'
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.installed-core: pyproject.toml | $(BIN)/python
+	$(PIP) install -e .
+	@touch $@
+
+$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+	$(PIP) install -e '.[test]'
+	@touch $@
+
+$(VENV)/.installed-bench: pyproject.toml | $(BIN)/python
+	$(PIP) install -e '.[test,bench]'
+	@touch $@
+
+demo: $(VENV)/.installed-core
+	$(BIN)/ragspine demo
+
+test: $(VENV)/.installed-test
+	$(BIN)/python -m pytest -q
+
+bench: $(VENV)/.installed-bench
+	$(BIN)/python benchmarks/quality.py
+	$(BIN)/python benchmarks/speed.py
+
+lint: $(VENV)/.installed-test
+	$(PIP) install ruff mypy
+	$(BIN)/ruff check langchain_ragspine tests benchmarks
+	$(BIN)/mypy langchain_ragspine
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache

@@ -1,0 +1,192 @@
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from langchain_core.documents import Document
+
+from langchain_ragspine.errors import StoreError
+from langchain_ragspine.retrievers import BM25Retriever
+
+CITIES = ["東京都の天気は晴れです", "大阪府の人口について", "データベースの設計方法", "京都の観光名所"]
+
+
+# -- cases from public bug reports against LangChain's BM25Retriever ------------------------------------------------
+def test_japanese_query_finds_the_right_document_first():
+    r = BM25Retriever.from_texts(CITIES)
+    res = r.invoke("東京")
+    assert res and res[0].page_content == "東京都の天気は晴れです"
+
+
+def test_unknown_term_returns_nothing():
+    assert BM25Retriever.from_texts(CITIES).invoke("zzz") == []
+
+
+def test_empty_corpus_and_corpus_of_empty_strings():
+    assert BM25Retriever.from_documents([]).invoke("東京") == []
+    assert BM25Retriever.from_texts(["", ""]).invoke("東京") == []
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\n\t"])
+def test_empty_or_whitespace_query_returns_nothing(query):
+    assert BM25Retriever.from_texts(CITIES).invoke(query) == []
+
+
+# -- scoring --------------------------------------------------------------------------------------------------------
+def test_scores_follow_lucene_bm25_by_hand():
+    docs = ["a b", "a c c", "d"]
+    r = BM25Retriever.from_texts(docs, tokenizer="whitespace", k=3, k1=1.2, b=0.75)
+    n, avgdl = 3, (2 + 3 + 1) / 3
+
+    def expected(tf, dl, df):
+        idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+        return idf * tf / (tf + 1.2 * (1 - 0.75 + 0.75 * dl / avgdl))
+
+    got = {d.page_content: d.metadata["scores"]["bm25"] for d in r.invoke("a c")}
+    assert got["a c c"] == pytest.approx(expected(1, 3, 2) + expected(2, 3, 1), rel=1e-5)
+    assert got["a b"] == pytest.approx(expected(1, 2, 2), rel=1e-5)
+    assert "d" not in got  # zero score is never returned
+
+
+def test_term_in_every_document_still_scores_positive():
+    # rank_bm25's Okapi IDF goes negative (then epsilon) for terms in over half the documents; Lucene's never does.
+    r = BM25Retriever.from_texts(["x y", "x z", "x w"], tokenizer="whitespace", k=3)
+    res = r.invoke("x")
+    assert len(res) == 3
+    assert all(d.metadata["scores"]["bm25"] > 0 for d in res)
+
+
+def test_ties_break_on_chunk_id():
+    docs = [Document(page_content="same text", metadata={"chunk_id": cid}) for cid in ["c#2", "a#0", "b#1"]]
+    res = BM25Retriever.from_documents(docs, k=3, tokenizer="whitespace").invoke("same")
+    assert [d.metadata["chunk_id"] for d in res] == ["a#0", "b#1", "c#2"]
+    top1 = BM25Retriever.from_documents(docs, k=1, tokenizer="whitespace").invoke("same")
+    assert [d.metadata["chunk_id"] for d in top1] == ["a#0"]
+
+
+def test_scores_metadata_and_inputs_not_mutated():
+    docs = [Document(page_content=t, metadata={"chunk_id": f"d#{i}"}) for i, t in enumerate(CITIES)]
+    res = BM25Retriever.from_documents(docs).invoke("京都の観光")
+    assert res[0].page_content == "京都の観光名所"
+    s = res[0].metadata["scores"]
+    assert set(s) == {"bm25", "vector", "fused", "rerank"}
+    assert s["bm25"] == s["fused"] > 0 and s["vector"] is None and s["rerank"] is None
+    assert all("scores" not in d.metadata for d in docs)
+
+
+def test_results_sorted_and_bounded_by_k():
+    texts = [f"梅雨 {'雨 ' * i}" for i in range(10)]
+    r = BM25Retriever.from_texts(texts, k=4)
+    res = r.invoke("梅雨 雨")
+    assert len(res) == 4
+    scores = [d.metadata["scores"]["bm25"] for d in res]
+    assert scores == sorted(scores, reverse=True)
+    assert len(r.invoke("梅雨 雨", k=7)) == 7
+    assert r.invoke("梅雨", k=0) == []
+    with pytest.raises(ValueError):
+        r.invoke("梅雨", k=-1)
+
+
+# -- filters --------------------------------------------------------------------------------------------------------
+def _dept_corpus():
+    near = [Document(page_content="梅雨 前線 梅雨 前線", metadata={"dept": "a", "chunk_id": f"a#{i}"}) for i in range(100)]
+    far = Document(page_content="梅雨 の 話 ではない 長い 文書 です 前線", metadata={"dept": "c", "chunk_id": "c#0"})
+    return near + [far]
+
+
+def test_filter_restricts_candidates_before_scoring():
+    r = BM25Retriever.from_documents(_dept_corpus(), k=4, tokenizer="whitespace")
+    assert all(d.metadata["dept"] == "a" for d in r.invoke("梅雨 前線"))
+    res = r.invoke("梅雨 前線", filter={"dept": "c"})
+    assert [d.metadata["chunk_id"] for d in res] == ["c#0"]
+    assert r.invoke("梅雨 前線", filter={"dept": ["c", "z"]})[0].metadata["chunk_id"] == "c#0"
+    assert r.invoke("梅雨 前線", filter={"dept": "zzz"}) == []
+    assert r.invoke("梅雨 前線", filter={"missing": "x"}) == []
+
+
+def test_default_filter_field_and_per_call_override():
+    r = BM25Retriever.from_documents(_dept_corpus(), k=4, tokenizer="whitespace", filter={"dept": "c"})
+    assert [d.metadata["dept"] for d in r.invoke("梅雨")] == ["c"]
+    assert {d.metadata["dept"] for d in r.invoke("梅雨", filter={"dept": "a"})} == {"a"}
+
+
+def test_malformed_filter_and_unknown_kwargs():
+    r = BM25Retriever.from_texts(CITIES)
+    with pytest.raises(ValueError, match="unknown operator"):
+        r.invoke("東京", filter={"x": {"like": 1}})
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        r.invoke("東京", top_k=3)
+
+
+@pytest.mark.parametrize("kw", [{"k": -1}, {"k1": -0.1}, {"b": 1.5}, {"tokenizer": "nope"}])
+def test_invalid_parameters(kw):
+    with pytest.raises(ValueError):
+        BM25Retriever.from_texts(CITIES, **kw)
+
+
+# -- LangChain drop-in compatibility --------------------------------------------------------------------------------
+def test_accepts_langchain_keyword_names():
+    r = BM25Retriever.from_texts(
+        ["a b", "b c"], ids=["x", "y"], preprocess_func=str.split, bm25_params={"k1": 2.0, "b": 0.5}
+    )
+    assert (r.k1, r.b) == (2.0, 0.5)
+    assert r.invoke("c")[0].id == "y"
+    with pytest.raises(ValueError, match="2 texts"):
+        BM25Retriever.from_texts(["a", "b"], metadatas=[{}])
+
+
+async def test_ainvoke_matches_invoke():
+    r = BM25Retriever.from_texts(CITIES)
+    assert await r.ainvoke("大阪") == r.invoke("大阪")
+
+
+# -- persistence ----------------------------------------------------------------------------------------------------
+def test_save_load_round_trip_without_pickle(tmp_path: Path):
+    docs = [
+        Document(page_content=t, metadata={"chunk_id": f"d#{i}", "lang": "ja", "n": i}, id=f"d#{i}")
+        for i, t in enumerate(CITIES)
+    ]
+    r = BM25Retriever.from_documents(docs, k=3, filter={"lang": "ja"})
+    r.save(tmp_path / "idx")
+    for npy in (tmp_path / "idx").rglob("*.npy"):
+        np.load(npy, allow_pickle=False)  # raises if any array needed pickle
+    assert not list((tmp_path / "idx").rglob("*.pkl"))
+    r2 = BM25Retriever.load(tmp_path / "idx")
+    assert (r2.k, r2.filter, r2.tokenizer) == (3, {"lang": "ja"}, "auto")
+    for q in ["東京", "京都の観光", "人口", "zzz"]:
+        assert r2.invoke(q) == r.invoke(q)
+    assert BM25Retriever.load(tmp_path / "idx", k=1).invoke("東京") == r.invoke("東京", k=1)
+    # saving again replaces the directory atomically
+    BM25Retriever.from_texts(["別の 文書"]).save(tmp_path / "idx")
+    assert BM25Retriever.load(tmp_path / "idx").invoke("文書")[0].page_content == "別の 文書"
+    assert [p.name for p in tmp_path.iterdir()] == ["idx"]
+
+
+def test_save_load_empty_index(tmp_path: Path):
+    BM25Retriever.from_texts(["", ""]).save(tmp_path / "e")
+    assert BM25Retriever.load(tmp_path / "e").invoke("x") == []
+
+
+def test_custom_tokenizer_must_be_given_to_load(tmp_path: Path):
+    tok = lambda s: s.split("|")  # noqa: E731
+    BM25Retriever.from_texts(["a|b", "c|d"], tokenizer=tok).save(tmp_path / "c")
+    with pytest.raises(ValueError, match="custom tokenizer"):
+        BM25Retriever.load(tmp_path / "c")
+    assert BM25Retriever.load(tmp_path / "c", tokenizer=tok).invoke("c|x")[0].page_content == "c|d"
+
+
+def test_load_errors_name_the_path(tmp_path: Path):
+    with pytest.raises(StoreError, match="retriever.json missing"):
+        BM25Retriever.load(tmp_path / "nothing")
+    BM25Retriever.from_texts(CITIES).save(tmp_path / "idx")
+    (tmp_path / "idx" / "retriever.json").write_text(json.dumps({"format": "other"}))
+    with pytest.raises(StoreError, match="unknown index format"):
+        BM25Retriever.load(tmp_path / "idx")
+
+
+def test_unserialisable_metadata_cannot_be_saved(tmp_path: Path):
+    r = BM25Retriever.from_documents([Document(page_content="a", metadata={"obj": object()})])
+    with pytest.raises(ValueError, match="not JSON-serialisable"):
+        r.save(tmp_path / "x")
+    assert not (tmp_path / "x").exists()

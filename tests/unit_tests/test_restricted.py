@@ -1,0 +1,46 @@
+import pytest
+from langchain_core.documents import Document
+
+from langchain_ragspine.document_compressors import RESTRICTED_SENSITIVITY, RestrictedGate, is_restricted
+
+
+def _doc(i, sensitivity):
+    md = {"chunk_id": f"d#{i}"}
+    if sensitivity is not ...:
+        md["sensitivity"] = sensitivity
+    return Document(page_content=f"text {i}", metadata=md)
+
+
+@pytest.mark.parametrize("label", ["RESTRICTED", "restricted", " Restricted\n", "\tRESTRICTED "])
+def test_restricted_labels_are_dropped_case_insensitively(label):
+    docs = [_doc(0, "PUBLIC"), _doc(1, label), _doc(2, "INTERNAL")]
+    out = RestrictedGate().compress_documents(docs, query="q")
+    assert [d.metadata["chunk_id"] for d in out] == ["d#0", "d#2"]
+    assert len(docs) == 3  # input untouched
+
+
+@pytest.mark.parametrize("label", ["PUBLIC", "", None, ..., "RESTRICTED-ISH", "UNRESTRICTED", 5])
+def test_other_labels_pass(label):
+    assert not is_restricted(_doc(0, label).metadata)
+    assert len(RestrictedGate().compress_documents([_doc(0, label)], query="q")) == 1
+
+
+def test_constant():
+    assert RESTRICTED_SENSITIVITY == "RESTRICTED"
+    assert is_restricted(_doc(0, "restricted"))  # a Document is accepted too
+
+
+async def test_async_and_in_a_compression_pipeline():
+    from langchain_classic.retrievers import ContextualCompressionRetriever
+
+    from langchain_ragspine.retrievers import BM25Retriever
+
+    docs = [
+        Document(page_content="鍵の交換手順 社外秘", metadata={"chunk_id": "r#0", "sensitivity": "Restricted"}),
+        Document(page_content="鍵の交換は年に一度", metadata={"chunk_id": "p#0", "sensitivity": "PUBLIC"}),
+    ]
+    base = BM25Retriever.from_documents(docs, k=2)
+    assert len(base.invoke("鍵の交換")) == 2
+    gated = ContextualCompressionRetriever(base_compressor=RestrictedGate(), base_retriever=base)
+    assert [d.metadata["chunk_id"] for d in gated.invoke("鍵の交換")] == ["p#0"]
+    assert [d.metadata["chunk_id"] for d in await gated.ainvoke("鍵の交換")] == ["p#0"]
