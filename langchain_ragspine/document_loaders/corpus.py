@@ -1,0 +1,749 @@
+"""Load a corpus of Markdown, plain-text and JSONL files as LangChain ``Document``s.
+
+A corpus is one or more folders (walked recursively in sorted order, hidden files and folders skipped) or
+files:
+
+* ``.md`` / ``.markdown`` / ``.txt`` — one document per file.  Optional YAML front matter (the Jekyll/Hugo
+  convention: the file opens with a ``---`` line and the block ends at the next ``---`` or ``...`` line) is
+  parsed with ``yaml.safe_load``, removed from the text and merged into the metadata.  The rest of the file is
+  the ``page_content``, verbatim, so chunk offsets point into the file: ``text[body_offset:] == page_content``
+  where ``text = path.read_bytes().decode(encoding)`` (no newline translation) and ``body_offset`` is in the
+  metadata.
+* ``.jsonl`` — one document per non-blank line, each a JSON object with a string ``text`` (the JSON Lines
+  format, https://jsonlines.org, as used by BEIR corpora: ``{"_id": ..., "title": ..., "text": ...}``).
+* ``<name>.json`` beside a document file is its *sidecar*: a JSON object merged into the metadata, winning
+  over front matter (and, for a ``.jsonl``, over each line's fields).  Sidecars are never documents
+  themselves.
+
+Every document's metadata carries ``source`` (path relative to its root, POSIX slashes), ``doc_id``, ``title``
+and ``sensitivity`` (default ``"INTERNAL"``), and only JSON-serialisable values (YAML dates become ISO-8601
+strings). Problems in the data raise :class:`~langchain_ragspine.errors.LoaderError` naming the file, line and
+field, or — with ``on_error="skip"`` — warn with :class:`LoaderWarning`, skip the file (or JSONL line) and
+record it in :attr:`CorpusLoader.stats`.
+"""
+
+from __future__ import annotations
+
+import codecs
+import datetime as _dt
+import errno
+import json
+import math
+import os
+import re
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any, Literal
+
+import yaml
+from langchain_core.document_loaders import BaseLoader
+from langchain_core.documents import Document
+
+from langchain_ragspine.errors import LoaderError
+
+#: Suffixes (compared case-insensitively) loaded as one document per file.
+TEXT_SUFFIXES: tuple[str, ...] = (".md", ".markdown", ".txt")
+#: Suffixes whose files get the Markdown ``# `` title fallback.
+MARKDOWN_SUFFIXES: tuple[str, ...] = (".md", ".markdown")
+#: Suffix loaded as one document per line.
+JSONL_SUFFIX = ".jsonl"
+#: Suffix of metadata sidecars (``a.md`` → ``a.json``).
+SIDECAR_SUFFIX = ".json"
+#: ``sensitivity`` given to documents that do not set one.
+DEFAULT_SENSITIVITY = "INTERNAL"
+
+OnError = Literal["raise", "skip"]
+PathArg = str | os.PathLike[str]
+
+_UNDECODABLE = re.compile("[\udc80-\udcff]")  # bytes mapped by the "surrogateescape" error handler
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_H1 = re.compile(r"^ {0,3}#[ \t]+(.*)$")
+_H1_CLOSING = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
+
+
+class LoaderWarning(UserWarning):
+    """Emitted when a file or JSONL line is skipped (``on_error="skip"``, or an empty document)."""
+
+
+@dataclass
+class LoadStats:
+    """What the last :meth:`CorpusLoader.lazy_load` pass saw; reset at the start of each pass.
+
+    Attributes:
+        files: document files seen (``.md``/``.markdown``/``.txt``/``.jsonl``; sidecars not counted),
+            including the ones skipped.
+        documents: documents yielded.
+        skipped: ``(path, line, reason)`` for each file or JSONL line skipped because of a data problem
+            (``on_error="skip"``); ``line`` is 1-based or ``None``; ``path`` is the file at fault (a sidecar's
+            own path when the sidecar is broken).
+        empty: locations of documents skipped because their text is empty or whitespace: ``"path"`` for a
+            file, ``"path:line"`` for a JSONL line.
+    """
+
+    files: int = 0
+    documents: int = 0
+    skipped: list[tuple[str, int | None, str]] = field(default_factory=list)
+    empty: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """One document file to load: its path (as built from the user's input) and its path below its root."""
+
+    path: Path
+    rel: PurePosixPath
+
+
+class CorpusLoader(BaseLoader):
+    """Load Markdown / text / JSONL files, with YAML front matter and JSON sidecar metadata, as ``Document``s.
+
+    Args:
+        paths: one path or a sequence of paths; each a folder (walked recursively, entries sorted by path,
+            names starting with ``.`` skipped, symlinked folders not followed) or a file.  Folder walks pick
+            up ``.md``, ``.markdown``, ``.txt`` and ``.jsonl`` files (suffix case-insensitive) and ignore the
+            rest. A file reached twice (e.g. a folder and a file inside it) is loaded once, at its first
+            position.
+        root: the folder ``source`` and default ``doc_id`` are relative to.  Default: each folder given is its
+            own root; a file given directly has its parent folder as root.  Every path must lie inside
+            ``root``.
+        on_error: ``"raise"`` (default) raises :class:`LoaderError` at the first data problem; ``"skip"``
+            warns (:class:`LoaderWarning`), skips the file or JSONL line, and records it in :attr:`stats`.
+        encoding: text encoding of every file, sidecars included (default ``"utf-8"``).
+
+    Raises:
+        FileNotFoundError: a path (or ``root``) does not exist; the message names it.
+        ValueError: a file given explicitly has an unsupported suffix (a ``.json`` sidecar included), a path
+            is not inside ``root``, ``root`` is not a folder, ``paths`` is empty, ``on_error`` is not
+            ``"raise"``/``"skip"``, or ``encoding`` is unknown.
+        TypeError: ``paths`` holds something that is not a ``str`` or ``os.PathLike``.
+
+    Documents (``lazy_load``/``load``) come in a deterministic order: the paths in the order given, each
+    folder's files sorted by their path below it, a JSONL file's lines in file order.  ``Document.id`` is the
+    ``doc_id``.
+
+    Metadata, for every document:
+        * ``source``: path relative to its root, POSIX slashes (``"laws/labour.md"``).
+        * ``doc_id``: sidecar / front matter ``doc_id``; else the relative path without suffix
+          (``"laws/labour"``). For JSONL: the line's ``doc_id``, else ``id``, else ``_id`` (BEIR), else
+          ``"<path without suffix>:<line>"``. Strings and integers are accepted (integers become strings).
+        * ``title``: sidecar / front matter ``title`` (JSONL: sidecar / line ``title``); else, for Markdown,
+          the text of the first ``# `` heading outside code fences; else the file stem (JSONL: the
+          ``doc_id``). An empty title counts as missing.
+        * ``sensitivity``: the value given (must be a string), else ``"INTERNAL"``.
+        * ``body_offset`` (``.md``/``.txt``): char offset of ``page_content`` in the decoded file text.
+        * ``line`` (``.jsonl``): 1-based line number of the document in its file.
+        * every other front-matter / sidecar / JSONL field, unchanged except that ``date``/``datetime`` values
+          become ISO-8601 strings.  ``source``, ``body_offset`` and ``line`` are set by the loader and
+          override fields of the same name.  Sidecar keys win over front matter and JSONL line fields.
+
+    Data problems, each a :class:`LoaderError` naming file, line and field where known: undecodable bytes
+    (line of the first bad byte), binary content (NUL bytes), a sidecar that is not valid JSON or not a JSON
+    object, a sidecar of a ``.jsonl`` that sets ``doc_id`` (it would apply to every line), malformed or
+    unclosed YAML front matter or front matter that is not a mapping, a metadata value that is not
+    JSON-serialisable (a set, bytes, NaN, a non-string key), a ``doc_id``/``title``/``sensitivity`` of the
+    wrong type, a JSONL line that is not valid JSON / not an object / has no string ``text``, and a ``doc_id``
+    already used by an earlier document (the message names both; with ``"skip"`` the later one is skipped).
+    Empty or whitespace-only documents are always skipped with a :class:`LoaderWarning` and listed in
+    ``stats.empty``.
+
+    Attributes:
+        paths: the paths given, as ``Path`` objects.
+        root: the explicit root, or ``None``.
+        on_error: ``"raise"`` or ``"skip"``.
+        encoding: the text encoding.
+        stats: :class:`LoadStats` of the current / last ``lazy_load`` pass.
+
+    Example:
+        >>> loader = CorpusLoader("docs/demo", on_error="skip")  # doctest: +SKIP
+        >>> docs = loader.load()  # doctest: +SKIP
+        >>> loader.stats.documents == len(docs)  # doctest: +SKIP
+        True
+    """
+
+    def __init__(
+        self,
+        paths: PathArg | Sequence[PathArg],
+        *,
+        root: PathArg | None = None,
+        on_error: OnError = "raise",
+        encoding: str = "utf-8",
+    ) -> None:
+        if isinstance(paths, (str, os.PathLike)):
+            items: list[Any] = [paths]
+        elif isinstance(paths, (bytes, bytearray)):
+            raise TypeError(f"paths must be str or os.PathLike[str], not bytes: {paths!r}")
+        elif isinstance(paths, Sequence):
+            items = list(paths)
+        else:
+            raise TypeError(
+                f"paths must be a path or a sequence of paths, got {type(paths).__name__}: {paths!r}"
+            )
+        if not items:
+            raise ValueError("paths is empty: give at least one file or folder")
+        for item in items:
+            if not isinstance(item, (str, os.PathLike)) or isinstance(os.fspath(item), bytes):
+                raise TypeError(
+                    f"each path must be a str or os.PathLike[str], got {type(item).__name__}: {item!r}"
+                )
+        if on_error not in ("raise", "skip"):
+            raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
+        try:
+            codecs.lookup(encoding)
+        except (LookupError, TypeError) as exc:
+            raise ValueError(f"unknown encoding {encoding!r}") from exc
+
+        self.paths: tuple[Path, ...] = tuple(Path(p) for p in items)
+        self.root: Path | None = Path(root) if root is not None else None
+        self.on_error: OnError = on_error
+        self.encoding: str = encoding
+        self.stats: LoadStats = LoadStats()
+        if self.root is not None:
+            if not self.root.exists():
+                raise FileNotFoundError(errno.ENOENT, "corpus root does not exist", str(self.root))
+            if not self.root.is_dir():
+                raise ValueError(f"root must be a folder: {self.root}")
+        for path in self.paths:
+            self._check_path(path)
+
+    # ------------------------------------------------------------------ public API
+
+    def lazy_load(self) -> Iterator[Document]:
+        """Yield the corpus's documents one at a time, in deterministic order (see the class docstring).
+
+        ``stats`` is reset first.  Paths are checked (and folders walked) before the first document is
+        yielded.
+
+        Raises:
+            FileNotFoundError, ValueError: as in the constructor, if the file system changed since.
+            LoaderError: a data problem, with ``on_error="raise"``.
+        """
+        self.stats = LoadStats()
+        entries = self._collect()
+        seen: dict[str, str] = {}  # doc_id -> location of its first document
+        for entry in entries:
+            self.stats.files += 1
+            try:
+                docs = self._open(entry)
+            except LoaderError as err:
+                self._problem(err)
+                continue
+            for doc, line in docs:
+                doc_id = doc.metadata["doc_id"]
+                here = str(entry.path) if line is None else f"{entry.path}:{line}"
+                if doc_id in seen:
+                    self._problem(
+                        LoaderError(
+                            f"duplicate doc_id {doc_id!r}: already used by {seen[doc_id]}",
+                            path=entry.path,
+                            line=line,
+                            field="doc_id",
+                        )
+                    )
+                    continue
+                seen[doc_id] = here
+                self.stats.documents += 1
+                yield doc
+
+    # ------------------------------------------------------------------ discovery
+
+    def _check_path(self, path: Path) -> None:
+        """Raise ``FileNotFoundError`` / ``ValueError`` for a top-level path that cannot be loaded."""
+        if not path.exists():
+            raise FileNotFoundError(errno.ENOENT, "corpus path does not exist", str(path))
+        if path.is_dir():
+            pass
+        elif path.is_file():
+            suffix = path.suffix.lower()
+            if suffix == SIDECAR_SUFFIX:
+                raise ValueError(
+                    f"{path} is a sidecar (metadata for the document file of the same stem), not a document; "
+                    "pass the .md/.markdown/.txt/.jsonl file or its folder"
+                )
+            if suffix not in TEXT_SUFFIXES and suffix != JSONL_SUFFIX:
+                raise ValueError(
+                    f"unsupported file type {path.suffix or '(no suffix)'!r}: {path}; "
+                    "supported: .md, .markdown, .txt, .jsonl"
+                )
+        else:
+            raise ValueError(f"not a regular file or folder: {path}")
+        if self.root is not None:
+            _relative(path, self.root)  # raises ValueError when outside
+
+    def _collect(self) -> list[_Entry]:
+        """All document files, in load order, each once."""
+        entries: list[_Entry] = []
+        seen: set[str] = set()
+        for path in self.paths:
+            self._check_path(path)
+            if path.is_dir():
+                root = self.root if self.root is not None else path
+                files = _walk(path)
+            else:
+                root = self.root if self.root is not None else path.parent
+                files = [path]
+            for file in files:
+                key = os.path.realpath(file)
+                if key in seen:
+                    continue
+                seen.add(key)
+                entries.append(_Entry(path=file, rel=_relative(file, root)))
+        return entries
+
+    # ------------------------------------------------------------------ problems
+
+    def _problem(self, err: LoaderError) -> None:
+        """Raise ``err`` (``on_error="raise"``) or warn, and record it in ``stats.skipped``."""
+        if self.on_error == "raise":
+            raise err
+        warnings.warn(f"{err} (skipped)", LoaderWarning, stacklevel=3)
+        self.stats.skipped.append((err.path or "", err.line, err.reason))
+
+    def _empty(self, location: str) -> None:
+        """Warn about and record an empty document at ``location`` (``"path"`` or ``"path:line"``)."""
+        warnings.warn(f"{location}: empty document (no text) (skipped)", LoaderWarning, stacklevel=3)
+        self.stats.empty.append(location)
+
+    # ------------------------------------------------------------------ reading
+
+    def _read_text(self, path: Path) -> str:
+        """Decode ``path``; undecodable bytes are kept as surrogate escapes for the caller to locate.
+
+        Raises:
+            LoaderError: the file is binary (NUL bytes; line of the first one) or cannot be decoded at all.
+        """
+        raw = path.read_bytes()
+        try:
+            text = raw.decode(self.encoding, errors="surrogateescape")
+        except UnicodeDecodeError as exc:
+            raise LoaderError(
+                f"invalid {self.encoding} text: {exc.reason} at byte offset {exc.start}",
+                path=path,
+                line=raw.count(b"\n", 0, exc.start) + 1,
+            ) from None
+        nul = text.find("\x00")
+        if nul != -1:
+            raise LoaderError(
+                "binary file (contains NUL bytes), expected text"
+                + (
+                    ""
+                    if "16" in self.encoding or "32" in self.encoding
+                    else "; if it is UTF-16 text, pass encoding='utf-16'"
+                ),
+                path=path,
+                line=text.count("\n", 0, nul) + 1,
+            )
+        return text
+
+    def _check_decoded(
+        self, text: str, path: Path, start: int = 0, end: int | None = None, line: int = 1
+    ) -> None:
+        """Raise ``LoaderError`` at the first undecodable byte of ``text[start:end]`` (on ``line``)."""
+        m = _UNDECODABLE.search(text, start, len(text) if end is None else end)
+        if m is None:
+            return
+        bad = ord(m.group()) - 0xDC00
+        line_start = max(text.rfind("\n", 0, m.start()) + 1, start)
+        column = m.start() - line_start + 1
+        raise LoaderError(
+            f"invalid {self.encoding} text: undecodable byte 0x{bad:02X} at column {column}",
+            path=path,
+            line=line + text.count("\n", start, m.start()),
+        )
+
+    def _read_sidecar(self, doc_path: Path) -> dict[str, Any]:
+        """The JSON object in ``<stem>.json`` beside ``doc_path`` (``{}`` if none), made JSON-safe."""
+        side = doc_path.with_suffix(SIDECAR_SUFFIX)
+        if not side.is_file():
+            return {}
+        text = self._read_text(side)
+        self._check_decoded(text, side)
+        start = 1 if text.startswith("\ufeff") else 0
+        try:
+            data = json.loads(text[start:])
+        except json.JSONDecodeError as exc:
+            raise LoaderError(
+                f"sidecar of {doc_path.name} is not valid JSON: {exc.msg} (column {exc.colno})",
+                path=side,
+                line=exc.lineno,
+            ) from None
+        if not isinstance(data, dict):
+            first = len(text) - len(text.lstrip())
+            raise LoaderError(
+                f"sidecar of {doc_path.name} must be a JSON object, got {_json_type(data)}",
+                path=side,
+                line=text.count("\n", 0, first) + 1,
+            )
+        return _to_metadata(data, side, lambda key: None)
+
+    def _open(self, entry: _Entry) -> Iterator[tuple[Document, int | None]]:
+        """Check the file (raising ``LoaderError``) and return an iterator of ``(document, line)``."""
+        if entry.path.suffix.lower() == JSONL_SUFFIX:
+            return self._open_jsonl(entry)
+        return self._open_text(entry)
+
+    def _open_text(self, entry: _Entry) -> Iterator[tuple[Document, int | None]]:
+        path = entry.path
+        text = self._read_text(path)
+        self._check_decoded(text, path)
+        start = 1 if text.startswith("\ufeff") else 0
+        front, front_lines, body_offset = _split_front_matter(text, start, path)
+        sidecar = self._read_sidecar(path)
+        body = text[body_offset:]
+        if not body.strip():
+            self._empty(str(path))
+            return iter(())
+        meta: dict[str, Any] = {**front, **sidecar}
+        origin = _Origin(path, sidecar, path.with_suffix(SIDECAR_SUFFIX), front_lines=front_lines)
+        doc_id = _id_value(meta.get("doc_id"), origin, "doc_id") or entry.rel.with_suffix("").as_posix()
+        title = _title_value(meta.get("title"), origin)
+        if title is None and path.suffix.lower() in MARKDOWN_SUFFIXES:
+            title = first_h1(body)
+        if title is None:
+            title = path.stem
+        meta.update(
+            source=entry.rel.as_posix(),
+            doc_id=doc_id,
+            title=title,
+            sensitivity=_sensitivity_value(meta.get("sensitivity"), origin),
+            body_offset=body_offset,
+        )
+        return iter([(Document(id=doc_id, page_content=body, metadata=meta), None)])
+
+    def _open_jsonl(self, entry: _Entry) -> Iterator[tuple[Document, int | None]]:
+        path = entry.path
+        text = self._read_text(path)
+        sidecar = self._read_sidecar(path)
+        if sidecar.get("doc_id") is not None:
+            raise LoaderError(
+                "a sidecar of a .jsonl file applies to every line and cannot set doc_id "
+                f"(set it per line in {path.name})",
+                path=path.with_suffix(SIDECAR_SUFFIX),
+                field="doc_id",
+            )
+        # check the sidecar's labels once here, rather than failing (or skipping) every line for them
+        origin = _Origin(path, sidecar, path.with_suffix(SIDECAR_SUFFIX))
+        _title_value(sidecar.get("title"), origin)
+        _sensitivity_value(sidecar.get("sensitivity"), origin)
+        if not text.lstrip("\ufeff").strip():
+            self._empty(str(path))
+            return iter(())
+        return self._jsonl_lines(entry, text, sidecar)
+
+    def _jsonl_lines(
+        self, entry: _Entry, text: str, sidecar: dict[str, Any]
+    ) -> Iterator[tuple[Document, int | None]]:
+        for lineno, start, end in _line_spans(text):
+            line = text[start:end]
+            if lineno == 1 and line.startswith("\ufeff"):
+                line = line[1:]
+            if not line.strip():
+                continue
+            try:
+                self._check_decoded(text, entry.path, start, end, lineno)
+                doc = self._jsonl_doc(entry, line, lineno, sidecar)
+            except LoaderError as err:
+                self._problem(err)
+                continue
+            if doc is not None:
+                yield doc, lineno
+
+    def _jsonl_doc(self, entry: _Entry, line: str, lineno: int, sidecar: dict[str, Any]) -> Document | None:
+        path = entry.path
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise LoaderError(
+                f"not valid JSON: {exc.msg} (column {exc.colno})", path=path, line=lineno
+            ) from None
+        if not isinstance(obj, dict):
+            raise LoaderError(
+                f"JSONL line must be a JSON object, got {_json_type(obj)}", path=path, line=lineno
+            )
+        if "text" not in obj:
+            raise LoaderError(
+                "missing (every JSONL line needs a string 'text')", path=path, line=lineno, field="text"
+            )
+        body = obj.pop("text")
+        if not isinstance(body, str):
+            raise LoaderError(
+                f"must be a string, got {_json_type(body)}", path=path, line=lineno, field="text"
+            )
+        if not body.strip():
+            self._empty(f"{path}:{lineno}")
+            return None
+        fields = _to_metadata(obj, path, lambda key: lineno)
+        line_origin = _Origin(path, {}, path, line=lineno)
+        doc_id: str | None = None
+        for key in ("doc_id", "id", "_id"):
+            doc_id = _id_value(fields.get(key), line_origin, key)
+            if doc_id is not None:
+                break
+        if doc_id is None:
+            doc_id = f"{entry.rel.with_suffix('').as_posix()}:{lineno}"
+        meta: dict[str, Any] = {**fields, **sidecar}
+        origin = _Origin(path, sidecar, path.with_suffix(SIDECAR_SUFFIX), line=lineno)
+        title = _title_value(meta.get("title"), origin)
+        meta.update(
+            source=entry.rel.as_posix(),
+            doc_id=doc_id,
+            title=doc_id if title is None else title,
+            sensitivity=_sensitivity_value(meta.get("sensitivity"), origin),
+            line=lineno,
+        )
+        return Document(id=doc_id, page_content=body, metadata=meta)
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def first_h1(markdown: str) -> str | None:
+    """Text of the first ATX level-1 heading (``# Title``) outside code fences, or ``None``.
+
+    A closing run of ``#`` is dropped; ``## `` and deeper, Setext headings and fenced code are ignored.
+
+    Example:
+        >>> first_h1("```\\n# not this\\n```\\n# 労働基準法 #\\n")
+        '労働基準法'
+    """
+    fence: str | None = None
+    for raw in markdown.split("\n"):
+        line = raw.rstrip("\r")
+        m = _FENCE.match(line)
+        if m is not None:
+            marker = m.group(1)
+            if fence is None:
+                fence = marker
+            elif (
+                marker[0] == fence[0]
+                and len(marker) >= len(fence)
+                and not line.strip()[len(marker) :].strip()
+            ):
+                fence = None
+            continue
+        if fence is not None:
+            continue
+        h = _H1.match(line)
+        if h is not None:
+            title = _H1_CLOSING.sub("", h.group(1)).strip()
+            if title:
+                return title
+    return None
+
+
+def _walk(folder: Path) -> list[Path]:
+    """Supported document files under ``folder``, hidden names skipped, sorted by their path below it."""
+
+    def fail(exc: OSError) -> None:
+        raise exc
+
+    found: list[tuple[tuple[str, ...], Path]] = []
+    for dirpath, dirnames, filenames in os.walk(folder, onerror=fail):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        base = Path(dirpath)
+        for name in filenames:
+            if name.startswith("."):
+                continue
+            suffix = os.path.splitext(name)[1].lower()
+            if suffix in TEXT_SUFFIXES or suffix == JSONL_SUFFIX:
+                file = base / name
+                if file.is_file():
+                    found.append((file.relative_to(folder).parts, file))
+    found.sort(key=lambda item: item[0])
+    return [file for _, file in found]
+
+
+def _relative(path: Path, root: Path) -> PurePosixPath:
+    """``path`` relative to ``root`` (lexically, else after resolving symlinks), as a POSIX path.
+
+    Raises:
+        ValueError: ``path`` is not inside ``root``.
+    """
+    abs_path, abs_root = Path(os.path.abspath(path)), Path(os.path.abspath(root))
+    try:
+        rel = abs_path.relative_to(abs_root)
+    except ValueError:
+        try:
+            rel = abs_path.resolve().relative_to(abs_root.resolve())
+        except ValueError:
+            raise ValueError(f"{path} is not inside root {root}") from None
+    return PurePosixPath(rel.as_posix())
+
+
+def _line_spans(text: str) -> Iterator[tuple[int, int, int]]:
+    """``(lineno, start, end)`` of each ``\\n``-separated line (``\\r`` kept; no other line breaks)."""
+    pos, lineno, n = 0, 1, len(text)
+    while pos < n:
+        end = text.find("\n", pos)
+        if end == -1:
+            end = n
+        yield lineno, pos, end
+        pos, lineno = end + 1, lineno + 1
+
+
+def _split_front_matter(text: str, start: int, path: Path) -> tuple[dict[str, Any], dict[str, int], int]:
+    """Parse YAML front matter at ``text[start:]``; return ``(metadata, key_lines, body_offset)``.
+
+    ``metadata`` holds the JSON-safe values (``{}`` when there is no front matter); ``key_lines`` maps each
+    top-level key to its 1-based line in the file (for error messages); ``body_offset`` is where the body
+    starts.
+
+    Raises:
+        LoaderError: the YAML is malformed (its line), the block is never closed, it is not a mapping, or a
+            value is not JSON-serialisable (the field and its line).
+    """
+    first_end = text.find("\n", start)
+    first = text[start : len(text) if first_end == -1 else first_end]
+    if first.rstrip(" \t\r") != "---":
+        return {}, {}, start
+    if first_end != -1:
+        for _, s, e in _line_spans(text[first_end + 1 :]):
+            if text[first_end + 1 + s : first_end + 1 + e].rstrip(" \t\r") in ("---", "..."):
+                yaml_text = text[first_end + 1 : first_end + 1 + s]
+                body_offset = min(first_end + 1 + e + 1, len(text))
+                return (*_parse_front_matter(yaml_text, path), body_offset)
+    raise LoaderError(
+        "YAML front matter opened on this line is never closed by a '---' or '...' line", path=path, line=1
+    )
+
+
+def _parse_front_matter(yaml_text: str, path: Path) -> tuple[dict[str, Any], dict[str, int]]:
+    """``yaml.safe_load`` front matter (from file line 2): ``(JSON-safe metadata, key → file line)``."""
+    try:
+        data = yaml.safe_load(yaml_text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        parts = [p for p in (getattr(exc, "context", None), getattr(exc, "problem", None)) if p]
+        reason = ", ".join(parts) if parts else str(exc)
+        raise LoaderError(
+            f"malformed YAML front matter: {reason}", path=path, line=2 + mark.line if mark is not None else 1
+        ) from None
+    if data is None:
+        return {}, {}
+    if not isinstance(data, dict):
+        raise LoaderError(
+            f"YAML front matter must be a mapping, got {type(data).__name__}", path=path, line=2
+        )
+    lines: dict[str, int] = {}
+    node = yaml.compose(yaml_text, Loader=yaml.SafeLoader)
+    if isinstance(node, yaml.MappingNode):
+        for key_node, _ in node.value:
+            if isinstance(key_node, yaml.ScalarNode):
+                lines.setdefault(str(key_node.value), 2 + key_node.start_mark.line)
+    return _to_metadata(data, path, lines.get), lines
+
+
+@dataclass(frozen=True)
+class _Origin:
+    """Where a metadata key came from, for messages: the sidecar if it has the key, else the document."""
+
+    path: Path
+    sidecar: Mapping[str, Any]
+    sidecar_path: Path
+    front_lines: Mapping[str, int] | None = None
+    line: int | None = None
+
+    def error(self, key: str, reason: str) -> LoaderError:
+        if key in self.sidecar:
+            return LoaderError(reason, path=self.sidecar_path, field=key)
+        line = self.line if self.front_lines is None else self.front_lines.get(key)
+        return LoaderError(reason, path=self.path, line=line, field=key)
+
+
+def _id_value(value: Any, origin: _Origin, key: str) -> str | None:
+    """A ``doc_id`` candidate as a string, ``None`` when absent (``None``)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise origin.error(key, f"a document id must be a string or an integer, got {_json_type(value)}")
+    text = str(value)
+    if not text.strip():
+        raise origin.error(key, "a document id must not be empty")
+    return text
+
+
+def _title_value(value: Any, origin: _Origin) -> str | None:
+    """The ``title`` as a string (numbers are converted), ``None`` when absent or blank."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise origin.error("title", f"must be a string, got {_json_type(value)}")
+    text = str(value)
+    return text if text.strip() else None
+
+
+def _sensitivity_value(value: Any, origin: _Origin) -> str:
+    """The ``sensitivity`` label (must be a string, since the RESTRICTED gate only recognises strings)."""
+    if value is None:
+        return DEFAULT_SENSITIVITY
+    if not isinstance(value, str):
+        raise origin.error(
+            "sensitivity", f"must be a string label such as 'INTERNAL', got {_json_type(value)}"
+        )
+    return value
+
+
+def _to_metadata(data: Mapping[Any, Any], path: Path, line_of: Callable[[str], int | None]) -> dict[str, Any]:
+    """Top-level mapping → JSON-safe metadata dict (string keys; dates as ISO strings).
+
+    Raises:
+        LoaderError: a key is not a string or a value is not JSON-serialisable (field = the dotted key path).
+    """
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if not isinstance(key, str):
+            raise LoaderError(
+                f"metadata keys must be strings, got {type(key).__name__} (quote it)",
+                path=path,
+                line=line_of(str(key)),
+                field=str(key),
+            )
+        out[key] = _jsonable(value, key, path, line_of(key))
+    return out
+
+
+def _jsonable(value: Any, where: str, path: Path, line: int | None) -> Any:
+    """``value`` as JSON data (``date``/``datetime`` → ISO-8601 string, tuple → list) or ``LoaderError``."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise LoaderError(f"{value!r} is not valid JSON", path=path, line=line, field=where)
+        return value
+    if isinstance(value, (_dt.date, _dt.datetime)):
+        return value.isoformat()
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v, f"{where}[{i}]", path, line) for i, v in enumerate(value)]
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise LoaderError(
+                    f"nested key {k!r} is a {type(k).__name__}; JSON keys must be strings (quote it)",
+                    path=path,
+                    line=line,
+                    field=where,
+                )
+            out[k] = _jsonable(v, f"{where}.{k}", path, line)
+        return out
+    raise LoaderError(
+        f"a {type(value).__name__} value is not JSON-serialisable", path=path, line=line, field=where
+    )
+
+
+def _json_type(value: Any) -> str:
+    """The JSON name of ``value``'s type, for messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, (list, tuple)):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
