@@ -1,0 +1,918 @@
+"""A versioned SQLite chunk store: each ingest of a document is a new version; old versions stay as history.
+
+:class:`ChunkStore` keeps the chunk ``Document``\\ s produced by the text splitters in one SQLite file (stdlib
+``sqlite3``, no server).  It is the source of truth that derived indexes (BM25, vectors) are rebuilt from.
+
+Design:
+
+* **Append-only versioned rows.**  :meth:`ChunkStore.replace_doc_chunks` never updates a chunk's content: it
+  inserts the new chunks of a document as version ``max(version) + 1`` with ``active = 1`` and flips the
+  previous rows of that document to ``active = 0``, all in one ``BEGIN IMMEDIATE … COMMIT`` transaction.
+  Readers see either the old version or the new one, never a mix.  Old rows stay in the table, so
+  ``iter_chunks(include_inactive=True)`` shows the history.
+* **Soft retraction.**  Replacing a document with no chunks deactivates its rows and records a new version
+  number (marked retracted in ``doc_versions``), so the retraction itself is visible in the history.
+* **Idempotent re-ingest.**  Each document version stores a SHA-256 of its chunks (texts, offsets and
+  metadata, in order); re-ingesting identical content writes nothing and keeps the version number.
+* **WAL journal.**  The file runs in write-ahead-log mode (``synchronous=NORMAL``): readers never block the
+  writer and the writer never blocks readers, and a process killed mid-transaction (even by ``SIGKILL``)
+  leaves every committed version intact — uncommitted WAL frames are ignored when the file is next opened (see
+  https://www.sqlite.org/wal.html and https://www.sqlite.org/atomiccommit.html).
+* **Facets in their own table.**  ``topic``, ``entity``, ``geography``, ``period`` and ``language`` (falling
+  back to ``lang``) are copied from chunk metadata into ``facets(chunk_row, field, value)``, one row per value
+  (a list-valued metadata field gives several rows), so :meth:`ChunkStore.iter_chunks` filters in SQL with
+  ``EXISTS`` before any scoring happens.
+* **Generation counter.**  ``meta.generation`` is bumped inside every transaction that writes; a derived index
+  records the generation it was built from and rebuilds when :attr:`ChunkStore.generation` differs.
+* **Additive migrations.**  ``meta.schema_version`` records the schema; opening an older file (writable)
+  creates the missing tables, adds missing columns with ``ALTER TABLE … ADD COLUMN`` and backfills them, never
+  dropping rows.
+
+All SQL is parameterised; table and column names come only from constants in this module.
+
+Schema history:
+
+* **1** — ``meta(key, value)`` and ``chunks(id, chunk_id, doc_id, version, position, text, start_index,
+  end_index, source_locator, title, metadata_json, ingested_at, active)``.
+* **2** — adds ``chunks.sensitivity`` and ``chunks.valid_as_of``, the ``doc_versions`` table (content hash and
+  retraction marker per document version) and the ``facets`` table.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import hashlib
+import json
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from langchain_core.documents import Document
+
+from langchain_ragspine.errors import StoreError
+
+__all__ = ["FACET_FIELDS", "SCHEMA_VERSION", "ChunkStore", "StoredChunk"]
+
+#: Current schema version written to ``meta.schema_version``.
+SCHEMA_VERSION = 2
+
+#: Metadata keys copied into the ``facets`` table and accepted as :meth:`ChunkStore.iter_chunks` filters.
+FACET_FIELDS: tuple[str, ...] = ("topic", "entity", "geography", "period", "language")
+
+#: Default time a writer waits for another writer's lock before failing, in seconds.
+DEFAULT_BUSY_TIMEOUT_S = 5.0
+
+_LINEAGE_KEYS = ("doc_id", "chunk_id", "start_index", "end_index", "source_locator", "title", "sensitivity")
+
+# -- schema --------------------------------------------------------------------------------------------------
+# Every statement is idempotent (IF NOT EXISTS) so the same list creates a fresh file and completes an older
+# one.
+_SCHEMA_DDL: tuple[str, ...] = (
+    """CREATE TABLE IF NOT EXISTS meta (
+        key   TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS doc_versions (
+        doc_id       TEXT    NOT NULL,
+        version      INTEGER NOT NULL,
+        content_hash TEXT,
+        n_chunks     INTEGER NOT NULL DEFAULT 0,
+        valid_as_of  TEXT    NOT NULL DEFAULT '',
+        ingested_at  TEXT    NOT NULL,
+        retracted    INTEGER NOT NULL DEFAULT 0 CHECK (retracted IN (0, 1)),
+        PRIMARY KEY (doc_id, version)
+    )""",
+    """CREATE TABLE IF NOT EXISTS chunks (
+        id             INTEGER PRIMARY KEY AUTOINCREMENT,
+        chunk_id       TEXT    NOT NULL,
+        doc_id         TEXT    NOT NULL,
+        version        INTEGER NOT NULL,
+        position       INTEGER NOT NULL,
+        text           TEXT    NOT NULL,
+        start_index    INTEGER,
+        end_index      INTEGER,
+        source_locator TEXT,
+        title          TEXT,
+        sensitivity    TEXT,
+        metadata_json  TEXT    NOT NULL,
+        valid_as_of    TEXT    NOT NULL DEFAULT '',
+        ingested_at    TEXT    NOT NULL,
+        active         INTEGER NOT NULL DEFAULT 1 CHECK (active IN (0, 1)),
+        UNIQUE (doc_id, version, chunk_id),
+        FOREIGN KEY (doc_id, version) REFERENCES doc_versions (doc_id, version)
+    )""",
+    """CREATE TABLE IF NOT EXISTS facets (
+        chunk_row INTEGER NOT NULL REFERENCES chunks (id) ON DELETE CASCADE,
+        field     TEXT    NOT NULL,
+        value     TEXT    NOT NULL,
+        PRIMARY KEY (chunk_row, field, value)
+    ) WITHOUT ROWID""",
+)
+
+# Indexes are created after columns are added, because an older ``chunks`` may lack a column they cover.
+_INDEX_DDL: tuple[str, ...] = (
+    "CREATE INDEX IF NOT EXISTS chunks_order ON chunks (doc_id, version, position)",
+    "CREATE INDEX IF NOT EXISTS chunks_active ON chunks (active, doc_id, version, position)",
+    "CREATE INDEX IF NOT EXISTS chunks_chunk_id ON chunks (chunk_id, active)",
+    "CREATE INDEX IF NOT EXISTS facets_lookup ON facets (field, value, chunk_row)",
+)
+
+# Columns added after a table first appeared, with a declaration valid for ``ALTER TABLE … ADD COLUMN`` (a NOT
+# NULL column needs a constant default there).  ``_migrate`` adds whichever of these an older file lacks.
+_ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("chunks", "sensitivity", "TEXT"),
+    ("chunks", "valid_as_of", "TEXT NOT NULL DEFAULT ''"),
+)
+
+_CHUNK_COLUMNS = (
+    "chunk_id, doc_id, version, position, text, start_index, end_index, source_locator, title, sensitivity, "
+    "metadata_json, valid_as_of, ingested_at, active"
+)
+_SELECT_CHUNKS = (
+    f"SELECT c.id, {', '.join('c.' + n.strip() for n in _CHUNK_COLUMNS.split(','))} FROM chunks AS c"
+)
+
+
+# -- value type ----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class StoredChunk:
+    """One chunk row of a :class:`ChunkStore`: the chunk, its lineage and its version bookkeeping.
+
+    Attributes:
+        chunk_id: ``f"{doc_id}#{i}"`` by the splitter convention; unique among active chunks.
+        doc_id: the document the chunk belongs to.
+        text: the chunk text (``Document.page_content``).
+        start_index: char offset of ``text`` in the source document, or ``None`` if the chunk had none.
+        end_index: end char offset (exclusive), or ``None``.
+        source_locator: ``f"{source}#{start}-{end}"``, or ``None``.
+        title: the document title, or ``None``.
+        sensitivity: the sensitivity label (e.g. ``"RESTRICTED"``), or ``None``.
+        metadata: the full metadata dict as given at ingest, after JSON round-tripping (``date``/``datetime``
+            values are ISO-8601 strings, tuples are lists).  A fresh dict on every read.
+        valid_as_of: the ``valid_as_of`` string given at ingest (``""`` when none).
+        ingested_at: when the version was written, ISO-8601 in UTC (``"2025-01-31T09:00:00.000000+00:00"``).
+        version: the document version this row belongs to (1-based).
+        active: ``True`` for rows of the document's current version.
+    """
+
+    chunk_id: str
+    doc_id: str
+    text: str
+    start_index: int | None
+    end_index: int | None
+    source_locator: str | None
+    title: str | None
+    sensitivity: str | None
+    metadata: dict[str, Any] = field(hash=False)
+    valid_as_of: str
+    ingested_at: str
+    version: int
+    active: bool
+
+    def to_document(self) -> Document:
+        """The chunk as a LangChain ``Document`` with ``id = chunk_id``.
+
+        ``metadata`` is the stored metadata, overlaid with the lineage fields that are not ``None``
+        (``doc_id``, ``chunk_id``, ``start_index``, ``end_index``, ``source_locator``, ``title``,
+        ``sensitivity``) and with ``version``, ``valid_as_of`` and ``ingested_at`` (these three replace
+        same-named user keys).
+        """
+        md: dict[str, Any] = dict(self.metadata)
+        for key in _LINEAGE_KEYS:
+            value = getattr(self, key)
+            if value is not None:
+                md[key] = value
+        md["version"] = self.version
+        md["valid_as_of"] = self.valid_as_of
+        md["ingested_at"] = self.ingested_at
+        return Document(page_content=self.text, metadata=md, id=self.chunk_id)
+
+
+@dataclass(frozen=True)
+class _ChunkRow:
+    """A validated chunk ready to insert (internal)."""
+
+    chunk_id: str
+    doc_id: str
+    version: int
+    position: int
+    text: str
+    start_index: int | None
+    end_index: int | None
+    source_locator: str | None
+    title: str | None
+    sensitivity: str | None
+    metadata_json: str
+    valid_as_of: str
+    ingested_at: str
+    facets: tuple[tuple[str, str], ...]
+
+
+# -- helpers -------------------------------------------------------------------------------------------------
+def _utc_now_iso() -> str:
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="microseconds")
+
+
+def _jsonable(value: Any, chunk_id: str, key: str) -> Any:
+    """``value`` with dates as ISO strings, tuples as lists; ``TypeError`` for what JSON cannot hold."""
+    if value is None or isinstance(value, str | bool | int | float):
+        return value
+    if isinstance(value, _dt.date | _dt.time):  # datetime is a date
+        return value.isoformat()
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v, chunk_id, key) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v, chunk_id, key) for v in value]
+    raise TypeError(
+        f"chunk {chunk_id!r}: metadata key {key!r} holds a {type(value).__name__} ({value!r}), "
+        "which is not JSON-serialisable"
+    )
+
+
+def _facet_strings(value: Any) -> list[str]:
+    """Facet strings of one metadata value: one for a scalar, one per element of a list; none for ``None``."""
+    items = value if isinstance(value, list | tuple) else [value]
+    out: list[str] = []
+    for item in items:
+        if item is None or isinstance(item, dict | list | tuple):
+            continue
+        s = item if isinstance(item, str) else json.dumps(item) if isinstance(item, bool) else str(item)
+        if s not in out:
+            out.append(s)
+    return out
+
+
+def _facets_of(metadata: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """``(field, value)`` pairs for the facet fields of (JSON-converted) chunk metadata."""
+    pairs: list[tuple[str, str]] = []
+    for name in FACET_FIELDS:
+        value = metadata.get(name)
+        if value is None and name == "language":
+            value = metadata.get("lang")
+        pairs.extend((name, v) for v in _facet_strings(value))
+    return tuple(pairs)
+
+
+def _content_hash(items: Iterable[tuple[str, int | None, int | None, Mapping[str, Any]]]) -> str:
+    """SHA-256 over ``(text, start_index, end_index, metadata)`` in order; metadata keys are sorted."""
+    h = hashlib.sha256()
+    for text, start, end, metadata in items:
+        h.update(
+            json.dumps(
+                [text, start, end, metadata], sort_keys=True, ensure_ascii=False, separators=(",", ":")
+            ).encode("utf-8")
+        )
+        h.update(b"\n")
+    return h.hexdigest()
+
+
+def _optional_str(md: Mapping[str, Any], key: str) -> str | None:
+    value = md.get(key)
+    return None if value is None else str(value)
+
+
+def _optional_int(md: Mapping[str, Any], key: str, chunk_id: str) -> int | None:
+    value = md.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"chunk {chunk_id!r}: metadata {key!r} must be an int, got {value!r}")
+    return value
+
+
+def _filter_values(name: str, value: str | Sequence[str]) -> list[str]:
+    """Normalise one ``iter_chunks`` filter argument to a list of strings."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+        return list(value)
+    raise TypeError(f"filter {name!r} must be a str or a list/tuple of str, got {value!r}")
+
+
+def _placeholders(n: int) -> str:
+    return ", ".join("?" * n)
+
+
+# -- the store -----------------------------------------------------------------------------------------------
+class ChunkStore:
+    """Versioned chunk storage in one SQLite file (see the module docstring for the design).
+
+    Args:
+        db_path: the SQLite file.  Created (with its parent directories) when missing, unless ``read_only``.
+        read_only: open through a ``file:…?mode=ro`` URI; every write method raises :class:`StoreError`.
+        busy_timeout: seconds a writer waits for another connection's write lock before failing (default 5.0).
+
+    Raises:
+        StoreError: ``read_only`` and the file does not exist; the file is not a SQLite database or not a
+            chunk store; its schema is newer than this library's; or (``read_only``) its schema is older and
+            needs one writable open to migrate.  The message names the path.
+
+    The connection is opened with ``check_same_thread=False``; a lock serialises every use of it, so one store
+    may be shared between threads.  Use it as a context manager, or call :meth:`close`.
+
+    Example::
+
+        with ChunkStore("corpus.sqlite") as store:
+            store.replace_doc_chunks("law-1", ParagraphTextSplitter().split_documents([doc]))
+            docs = [c.to_document() for c in store.iter_chunks(language="ja")]
+    """
+
+    def __init__(
+        self, db_path: str | Path, *, read_only: bool = False, busy_timeout: float = DEFAULT_BUSY_TIMEOUT_S
+    ) -> None:
+        if isinstance(busy_timeout, bool) or not isinstance(busy_timeout, int | float) or busy_timeout < 0:
+            raise ValueError(f"busy_timeout must be a number of seconds >= 0, got {busy_timeout!r}")
+        self._path = Path(db_path)
+        self._read_only = bool(read_only)
+        self._lock = threading.RLock()
+        self._conn: sqlite3.Connection | None = None
+        self._conn = self._connect(float(busy_timeout))
+        try:
+            self._ensure_schema()
+        except BaseException:
+            self.close()
+            raise
+
+    # -- opening ---------------------------------------------------------------------------------------------
+    def _connect(self, busy_timeout: float) -> sqlite3.Connection:
+        path = self._path
+        try:
+            if self._read_only:
+                if not path.is_file():
+                    raise StoreError("chunk store does not exist (opened with read_only=True)", path=path)
+                uri = path.resolve().as_uri() + "?mode=ro"
+                conn = sqlite3.connect(
+                    uri, uri=True, timeout=busy_timeout, isolation_level=None, check_same_thread=False
+                )
+            else:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                conn = sqlite3.connect(
+                    str(path), timeout=busy_timeout, isolation_level=None, check_same_thread=False
+                )
+        except sqlite3.Error as e:
+            raise StoreError(f"cannot open chunk store: {e}", path=path) from e
+        try:
+            busy_ms = int(busy_timeout * 1000)  # PRAGMA takes no bound parameters; this is an int we computed
+            conn.execute(f"PRAGMA busy_timeout = {busy_ms}")
+            conn.execute("PRAGMA foreign_keys = ON")
+            if not self._read_only:
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute("PRAGMA synchronous = NORMAL")
+        except sqlite3.Error as e:
+            conn.close()
+            raise StoreError(f"not a usable SQLite database: {e}", path=path) from e
+        return conn
+
+    def _ensure_schema(self) -> None:
+        """Check the schema; create it (fresh file) or migrate it (older file) when writable.
+
+        A file already at :data:`SCHEMA_VERSION` is only read here, so opening a store never waits for another
+        process's write transaction.
+        """
+        with self._lock, self._sql_errors():
+            conn = self._connection()
+            version = self._read_schema_version(conn)
+            if version is not None:
+                self._check_not_newer(version)
+                if version == SCHEMA_VERSION:
+                    return
+            if self._read_only:
+                if version is None:
+                    raise StoreError("not a chunk store (no meta table or schema_version)", path=self._path)
+                raise StoreError(
+                    f"schema version {version} is older than {SCHEMA_VERSION}; open the store once without "
+                    "read_only to migrate it",
+                    path=self._path,
+                )
+            with self._write_transaction() as cur:
+                version = self._read_schema_version(conn)  # again, under the write lock
+                if version is None:
+                    tables = {
+                        r[0] for r in cur.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+                    }
+                    if tables - {"sqlite_sequence"}:
+                        raise StoreError(
+                            f"not a chunk store: has tables {sorted(tables)} but no meta.schema_version",
+                            path=self._path,
+                        )
+                    self._create_schema(cur)
+                    return
+                self._check_not_newer(version)
+                if version < SCHEMA_VERSION:
+                    self._migrate(cur, version)
+
+    def _read_schema_version(self, conn: sqlite3.Connection) -> int | None:
+        has_meta = conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", ("meta",)
+        ).fetchone()
+        if not has_meta:
+            return None
+        row = conn.execute("SELECT value FROM meta WHERE key = ?", ("schema_version",)).fetchone()
+        if row is None:
+            return None
+        try:
+            return int(row[0])
+        except (TypeError, ValueError) as e:
+            raise StoreError(f"meta.schema_version is not an integer: {row[0]!r}", path=self._path) from e
+
+    def _check_not_newer(self, version: int) -> None:
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"schema version {version} is newer than this langchain-ragspine supports "
+                f"({SCHEMA_VERSION}); upgrade the package",
+                path=self._path,
+            )
+
+    def _create_schema(self, cur: sqlite3.Cursor) -> None:
+        for ddl in _SCHEMA_DDL + _INDEX_DDL:
+            cur.execute(ddl)
+        cur.execute(
+            "INSERT INTO meta (key, value) VALUES (?, ?), (?, ?)",
+            ("schema_version", str(SCHEMA_VERSION), "generation", "0"),
+        )
+        self._bump_generation(cur)
+
+    def _migrate(self, cur: sqlite3.Cursor, from_version: int) -> None:
+        """Bring a schema at ``from_version`` to :data:`SCHEMA_VERSION`, additively, in the open transaction.
+
+        Creates the missing tables, adds the missing columns (``ALTER TABLE … ADD COLUMN``), creates the
+        indexes, then backfills what the new columns and tables hold for existing rows.  No row is deleted or
+        rewritten.
+        """
+        for ddl in _SCHEMA_DDL:
+            cur.execute(ddl)
+        # identifiers cannot be bound parameters; these come from the _ADDED_COLUMNS constant only
+        for table, column, decl in _ADDED_COLUMNS:
+            present = {r[1] for r in cur.execute(f"PRAGMA table_info({table})")}
+            if column not in present:
+                cur.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
+        for ddl in _INDEX_DDL:
+            cur.execute(ddl)
+        if from_version < 2:
+            self._backfill_v2(cur)
+        cur.execute("INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)", ("generation", "0"))
+        cur.execute(
+            "INSERT INTO meta (key, value) VALUES (?, ?) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            ("schema_version", str(SCHEMA_VERSION)),
+        )
+        self._bump_generation(cur)
+
+    def _backfill_v2(self, cur: sqlite3.Cursor) -> None:
+        """Fill ``chunks.sensitivity``, ``facets`` and ``doc_versions`` (content hashes) from old rows."""
+        rows = cur.execute(
+            "SELECT id, doc_id, version, text, start_index, end_index, metadata_json, ingested_at, active "
+            "FROM chunks ORDER BY doc_id, version, position, id"
+        ).fetchall()
+        groups: dict[tuple[str, int], list[tuple[Any, ...]]] = {}
+        for row in rows:
+            rowid, doc_id, version, text, start, end, md_json, _ingested, _active = row
+            try:
+                md = json.loads(md_json)
+            except json.JSONDecodeError as e:
+                raise StoreError(f"chunk row {rowid}: metadata_json is not JSON: {e}", path=self._path) from e
+            if not isinstance(md, dict):
+                md = {}
+            cur.execute(
+                "UPDATE chunks SET sensitivity = ? WHERE id = ?", (_optional_str(md, "sensitivity"), rowid)
+            )
+            cur.executemany(
+                "INSERT OR IGNORE INTO facets (chunk_row, field, value) VALUES (?, ?, ?)",
+                [(rowid, f, v) for f, v in _facets_of(md)],
+            )
+            groups.setdefault((doc_id, version), []).append((text, start, end, md, row[7], row[8]))
+        latest: dict[str, tuple[int, bool]] = {}
+        for (doc_id, version), items in groups.items():
+            digest = _content_hash((t, s, e, m) for t, s, e, m, _, _ in items)
+            cur.execute(
+                "INSERT OR IGNORE INTO doc_versions (doc_id, version, content_hash, n_chunks, valid_as_of, "
+                "ingested_at, retracted) VALUES (?, ?, ?, ?, '', ?, 0)",
+                (doc_id, version, digest, len(items), min(i[4] for i in items)),
+            )
+            any_active = any(i[5] for i in items)
+            if doc_id not in latest or version > latest[doc_id][0]:
+                latest[doc_id] = (version, any_active)
+        # version 1 had no retraction marker: a document whose newest rows are all inactive was retracted
+        now = _utc_now_iso()
+        for doc_id, (version, any_active) in latest.items():
+            if not any_active:
+                cur.execute(
+                    "INSERT OR IGNORE INTO doc_versions (doc_id, version, content_hash, n_chunks, "
+                    "valid_as_of, ingested_at, retracted) VALUES (?, ?, NULL, 0, '', ?, 1)",
+                    (doc_id, version + 1, now),
+                )
+
+    # -- connection plumbing ---------------------------------------------------------------------------------
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise StoreError("chunk store is closed", path=self._path)
+        return self._conn
+
+    @contextlib.contextmanager
+    def _sql_errors(self) -> Iterator[None]:
+        """Re-raise ``sqlite3`` errors as :class:`StoreError` naming the path."""
+        try:
+            yield
+        except sqlite3.Error as e:
+            raise StoreError(f"SQLite error: {e}", path=self._path) from e
+
+    @contextlib.contextmanager
+    def _write_transaction(self) -> Iterator[sqlite3.Cursor]:
+        """``BEGIN IMMEDIATE`` … ``COMMIT``; ``ROLLBACK`` on any exception (also ``KeyboardInterrupt``)."""
+        conn = self._connection()
+        cur = conn.cursor()
+        cur.execute("BEGIN IMMEDIATE")
+        try:
+            yield cur
+        except BaseException:
+            if conn.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+            raise
+        else:
+            cur.execute("COMMIT")
+        finally:
+            cur.close()
+
+    def _require_writable(self) -> None:
+        if self._read_only:
+            raise StoreError(
+                "chunk store is opened read_only=True; open it without read_only to write", path=self._path
+            )
+
+    @staticmethod
+    def _bump_generation(cur: sqlite3.Cursor) -> None:
+        cur.execute(
+            "UPDATE meta SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT) WHERE key = ?", ("generation",)
+        )
+
+    # -- writing ---------------------------------------------------------------------------------------------
+    def replace_doc_chunks(
+        self, doc_id: str, chunks: Iterable[Document], valid_as_of: str | _dt.date = ""
+    ) -> int:
+        """Make ``chunks`` the current version of document ``doc_id``, atomically.
+
+        In one ``BEGIN IMMEDIATE … COMMIT`` transaction (rolled back on any exception): the new version is
+        ``max(existing version) + 1``; the document's previous rows get ``active = 0`` (they stay as history);
+        the new rows are inserted with ``active = 1``, in the given order; ``generation`` is bumped.
+
+        * ``chunks`` empty: retract the document — all its rows become inactive and a new version number is
+          recorded (marked retracted).  Retracting an unknown or already-retracted document is a no-op.
+        * ``chunks`` identical to the current version (same texts, offsets and metadata, in order; compared by
+          a content hash): a no-op — nothing is written, ``generation`` is unchanged.  ``valid_as_of`` is not
+          part of the comparison.
+
+        Args:
+            doc_id: the document id; every chunk's ``metadata["doc_id"]`` must equal it.
+            chunks: chunk ``Document``s from a splitter: ``page_content`` is the text; ``metadata`` holds
+                ``chunk_id`` (else ``Document.id`` is used), ``start_index``, ``end_index``,
+                ``source_locator``, ``title``, ``sensitivity``, ``source`` and any other JSON-serialisable
+                keys (``date``/``datetime`` are stored as ISO-8601 strings).
+            valid_as_of: the date the content is valid as of (a string, or a ``date``/``datetime`` stored as
+                ISO); ``""`` when unknown.
+
+        Returns:
+            The document's version after the call (unchanged for a no-op; ``0`` when retracting an unknown
+            document).
+
+        Raises:
+            TypeError: ``doc_id`` is not a str, a chunk is not a ``Document``, ``valid_as_of`` is not a
+                str/date, or a metadata value is not JSON-serialisable (the message names the chunk_id and
+                key).
+            ValueError: ``doc_id`` is empty; a chunk has no chunk_id; a chunk's ``metadata["doc_id"]`` differs
+                from ``doc_id``; a chunk_id repeats within the call or belongs to an active chunk of another
+                document; ``start_index``/``end_index`` are not ints.  The message names the chunk_id.
+            StoreError: the store is read-only or closed, or SQLite fails (e.g. the write lock was not
+                obtained within ``busy_timeout``).
+        """
+        if not isinstance(doc_id, str):
+            raise TypeError(f"doc_id must be a str, got {doc_id!r}")
+        if not doc_id:
+            raise ValueError("doc_id must be a non-empty string")
+        if isinstance(valid_as_of, _dt.date):
+            valid_as_of = valid_as_of.isoformat()
+        if not isinstance(valid_as_of, str):
+            raise TypeError(f"valid_as_of must be a str or a date, got {valid_as_of!r}")
+        self._require_writable()
+        prepared = self._prepare(doc_id, list(chunks))
+        digest = _content_hash((p[1], p[2], p[3], p[4]) for p in prepared) if prepared else None
+
+        with self._lock, self._sql_errors(), self._write_transaction() as cur:
+            latest = cur.execute(
+                "SELECT version, content_hash, retracted FROM doc_versions WHERE doc_id = ? "
+                "ORDER BY version DESC LIMIT 1",
+                (doc_id,),
+            ).fetchone()
+            current = int(latest[0]) if latest else 0
+            is_retracted = bool(latest[2]) if latest else True
+            if not prepared:
+                if is_retracted:  # unknown or already retracted
+                    return current
+            elif not is_retracted and latest[1] == digest:
+                return current
+
+            if prepared:
+                self._check_chunk_ids_free(cur, doc_id, [p[0] for p in prepared])
+            new_version = current + 1
+            now = _utc_now_iso()
+            cur.execute("UPDATE chunks SET active = 0 WHERE doc_id = ? AND active = 1", (doc_id,))
+            cur.execute(
+                "INSERT INTO doc_versions (doc_id, version, content_hash, n_chunks, valid_as_of, "
+                "ingested_at, retracted) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (doc_id, new_version, digest, len(prepared), valid_as_of, now, 0 if prepared else 1),
+            )
+            for position, (chunk_id, text, start, end, md, md_json) in enumerate(prepared):
+                row = _ChunkRow(
+                    chunk_id=chunk_id,
+                    doc_id=doc_id,
+                    version=new_version,
+                    position=position,
+                    text=text,
+                    start_index=start,
+                    end_index=end,
+                    source_locator=_optional_str(md, "source_locator"),
+                    title=_optional_str(md, "title"),
+                    sensitivity=_optional_str(md, "sensitivity"),
+                    metadata_json=md_json,
+                    valid_as_of=valid_as_of,
+                    ingested_at=now,
+                    facets=_facets_of(md),
+                )
+                self._insert_chunk_row(cur, row)
+            self._bump_generation(cur)
+            return new_version
+
+    def _prepare(
+        self, doc_id: str, chunks: list[Document]
+    ) -> list[tuple[str, str, int | None, int | None, dict[str, Any], str]]:
+        """Validate chunks; return ``(chunk_id, text, start, end, JSON-ready metadata, metadata_json)``."""
+        out: list[tuple[str, str, int | None, int | None, dict[str, Any], str]] = []
+        seen: set[str] = set()
+        for i, doc in enumerate(chunks):
+            if not isinstance(doc, Document):
+                raise TypeError(f"chunks[{i}] must be a langchain_core Document, got {type(doc).__name__}")
+            raw_id = doc.metadata.get("chunk_id", doc.id)
+            if raw_id is None or raw_id == "":
+                raise ValueError(
+                    f"chunks[{i}] of doc_id {doc_id!r} has no metadata 'chunk_id' (and no Document.id)"
+                )
+            chunk_id = str(raw_id)
+            md_doc_id = doc.metadata.get("doc_id")
+            if md_doc_id != doc_id:
+                raise ValueError(f"chunk {chunk_id!r} has metadata doc_id {md_doc_id!r}, expected {doc_id!r}")
+            if chunk_id in seen:
+                raise ValueError(
+                    f"chunk_id {chunk_id!r} appears more than once in the chunks for doc_id {doc_id!r}"
+                )
+            seen.add(chunk_id)
+            md = {str(k): _jsonable(v, chunk_id, str(k)) for k, v in doc.metadata.items()}
+            start = _optional_int(md, "start_index", chunk_id)
+            end = _optional_int(md, "end_index", chunk_id)
+            md_json = json.dumps(md, ensure_ascii=False)
+            out.append((chunk_id, doc.page_content, start, end, md, md_json))
+        return out
+
+    @staticmethod
+    def _check_chunk_ids_free(cur: sqlite3.Cursor, doc_id: str, chunk_ids: list[str]) -> None:
+        """``ValueError`` if one of ``chunk_ids`` is an active chunk of another document (ids key fusion)."""
+        batch = 500
+        for i in range(0, len(chunk_ids), batch):
+            part = chunk_ids[i : i + batch]
+            clash = cur.execute(
+                f"SELECT chunk_id, doc_id FROM chunks WHERE active = 1 AND doc_id <> ? "
+                f"AND chunk_id IN ({_placeholders(len(part))}) ORDER BY chunk_id LIMIT 1",
+                (doc_id, *part),
+            ).fetchone()
+            if clash:
+                raise ValueError(
+                    f"chunk_id {clash[0]!r} of doc_id {doc_id!r} is already an active chunk of doc_id "
+                    f"{clash[1]!r}"
+                )
+
+    def _insert_chunk_row(self, cur: sqlite3.Cursor, row: _ChunkRow) -> int:
+        """Insert one chunk row (``active = 1``) and its facets in the open transaction; return its row id."""
+        cur.execute(
+            f"INSERT INTO chunks ({_CHUNK_COLUMNS}) VALUES ({_placeholders(14)})",
+            (
+                row.chunk_id,
+                row.doc_id,
+                row.version,
+                row.position,
+                row.text,
+                row.start_index,
+                row.end_index,
+                row.source_locator,
+                row.title,
+                row.sensitivity,
+                row.metadata_json,
+                row.valid_as_of,
+                row.ingested_at,
+                1,
+            ),
+        )
+        rowid = int(cur.lastrowid)  # type: ignore[arg-type]
+        if row.facets:
+            cur.executemany(
+                "INSERT OR IGNORE INTO facets (chunk_row, field, value) VALUES (?, ?, ?)",
+                [(rowid, f, v) for f, v in row.facets],
+            )
+        return rowid
+
+    # -- reading ---------------------------------------------------------------------------------------------
+    def iter_chunks(
+        self,
+        *,
+        doc_id: str | Sequence[str] | None = None,
+        topic: str | Sequence[str] | None = None,
+        entity: str | Sequence[str] | None = None,
+        geography: str | Sequence[str] | None = None,
+        period: str | Sequence[str] | None = None,
+        language: str | Sequence[str] | None = None,
+        include_inactive: bool = False,
+    ) -> Iterator[StoredChunk]:
+        """Yield stored chunks matching every given filter, ordered by ``doc_id``, ``version``, chunk
+        position.
+
+        Filters are ANDed and evaluated in SQL.  Each is a str or a list/tuple of str (any of them matches; an
+        empty list matches nothing).  ``topic``/``entity``/``geography``/``period``/``language`` match the
+        chunk metadata key of the same name (``language`` falls back to ``lang``); a list-valued metadata
+        field matches when any element matches; non-string scalars compare by ``str(value)``.  A chunk without
+        the field never matches.
+
+        Args:
+            doc_id: restrict to these documents.
+            topic, entity, geography, period, language: facet filters (see above).
+            include_inactive: also yield rows of superseded and retracted versions (the history).
+
+        Returns:
+            An iterator of :class:`StoredChunk`; the rows are read in one query when iteration starts (a
+            snapshot: later writes do not show up in an iteration already begun).
+
+        Raises:
+            TypeError: a filter is neither a str nor a list/tuple of str.
+            StoreError: the store is closed or SQLite fails.
+        """
+        where: list[str] = []
+        params: list[Any] = []
+        if not include_inactive:
+            where.append("c.active = 1")
+        if doc_id is not None:
+            ids = _filter_values("doc_id", doc_id)
+            where.append(f"c.doc_id IN ({_placeholders(len(ids))})" if ids else "0")
+            params.extend(ids)
+        for name, value in zip(FACET_FIELDS, (topic, entity, geography, period, language), strict=True):
+            if value is None:
+                continue
+            values = _filter_values(name, value)
+            if not values:
+                where.append("0")
+                continue
+            where.append(
+                "EXISTS (SELECT 1 FROM facets AS f WHERE f.chunk_row = c.id AND f.field = ? "
+                f"AND f.value IN ({_placeholders(len(values))}))"
+            )
+            params.append(name)
+            params.extend(values)
+        sql = _SELECT_CHUNKS
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY c.doc_id, c.version, c.position, c.id"
+        return self._iter_rows(sql, params)
+
+    def _iter_rows(self, sql: str, params: list[Any]) -> Iterator[StoredChunk]:
+        with self._lock, self._sql_errors():
+            rows = self._connection().execute(sql, params).fetchall()
+        for row in rows:
+            yield self._to_stored(row)
+
+    def _to_stored(self, row: tuple[Any, ...]) -> StoredChunk:
+        (rowid, chunk_id, doc_id, version, _position, text, start, end, locator, title, sensitivity, md_json,
+         valid_as_of, ingested_at, active) = row  # fmt: skip
+        try:
+            md = json.loads(md_json)
+        except json.JSONDecodeError as e:
+            raise StoreError(
+                f"chunk row {rowid} ({chunk_id!r}): metadata_json is not JSON: {e}", path=self._path
+            ) from e
+        return StoredChunk(
+            chunk_id=chunk_id,
+            doc_id=doc_id,
+            text=text,
+            start_index=start,
+            end_index=end,
+            source_locator=locator,
+            title=title,
+            sensitivity=sensitivity,
+            metadata=md if isinstance(md, dict) else {},
+            valid_as_of=valid_as_of or "",
+            ingested_at=ingested_at,
+            version=int(version),
+            active=bool(active),
+        )
+
+    def doc_ids(self, *, include_retracted: bool = False) -> list[str]:
+        """Sorted ids of the documents in the store.
+
+        Args:
+            include_retracted: also list documents whose current version is a retraction.
+
+        Raises:
+            StoreError: the store is closed or SQLite fails.
+        """
+        sql = (
+            "SELECT d.doc_id FROM doc_versions AS d "
+            "WHERE d.version = (SELECT MAX(version) FROM doc_versions WHERE doc_id = d.doc_id) "
+            "AND (? OR d.retracted = 0) ORDER BY d.doc_id"
+        )
+        with self._lock, self._sql_errors():
+            return [r[0] for r in self._connection().execute(sql, (1 if include_retracted else 0,))]
+
+    def current_version(self, doc_id: str) -> int | None:
+        """The newest version number of ``doc_id`` (a retraction counts as a version), or ``None`` if unknown.
+
+        Raises:
+            StoreError: the store is closed or SQLite fails.
+        """
+        with self._lock, self._sql_errors():
+            row = (
+                self._connection()
+                .execute("SELECT MAX(version) FROM doc_versions WHERE doc_id = ?", (doc_id,))
+                .fetchone()
+            )
+        return None if row is None or row[0] is None else int(row[0])
+
+    def count_chunks(
+        self, *, doc_id: str | Sequence[str] | None = None, include_inactive: bool = False
+    ) -> int:
+        """Number of active chunk rows (all rows, history included, with ``include_inactive=True``).
+
+        Args:
+            doc_id: count only these documents (a str or a list/tuple of str; an empty list counts nothing).
+            include_inactive: also count rows of superseded and retracted versions.
+
+        Raises:
+            TypeError: ``doc_id`` is neither a str nor a list/tuple of str.
+            StoreError: the store is closed or SQLite fails.
+        """
+        where: list[str] = [] if include_inactive else ["active = 1"]
+        params: list[str] = []
+        if doc_id is not None:
+            ids = _filter_values("doc_id", doc_id)
+            where.append(f"doc_id IN ({_placeholders(len(ids))})" if ids else "0")
+            params.extend(ids)
+        sql = "SELECT COUNT(*) FROM chunks" + (" WHERE " + " AND ".join(where) if where else "")
+        with self._lock, self._sql_errors():
+            return int(self._connection().execute(sql, params).fetchone()[0])
+
+    def _meta_int(self, key: str) -> int:
+        with self._lock, self._sql_errors():
+            row = self._connection().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            raise StoreError(f"meta.{key} is missing", path=self._path)
+        return int(row[0])
+
+    @property
+    def generation(self) -> int:
+        """A counter bumped by every committed write (read from the file, so writes by other processes count).
+
+        Derived indexes store the generation they were built from and rebuild when it differs.
+        """
+        return self._meta_int("generation")
+
+    @property
+    def schema_version(self) -> int:
+        """The schema version recorded in the file (equals :data:`SCHEMA_VERSION` once opened)."""
+        return self._meta_int("schema_version")
+
+    @property
+    def path(self) -> Path:
+        """The SQLite file."""
+        return self._path
+
+    @property
+    def read_only(self) -> bool:
+        """Whether the store was opened with ``read_only=True``."""
+        return self._read_only
+
+    # -- lifecycle -------------------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Close the connection (idempotent); later calls raise :class:`StoreError`."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def __enter__(self) -> ChunkStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        mode = ", read_only=True" if self._read_only else ""
+        state = "" if self._conn is not None else " (closed)"
+        return f"ChunkStore({str(self._path)!r}{mode}){state}"
