@@ -12,6 +12,16 @@ from __future__ import annotations
 import re
 import unicodedata
 
+#: Regex character class (without brackets) of CJK characters: CJK unified ideographs (+ext. A, compatibility, and
+#: ext. B-F in the SIP), the iteration marks 々〆, hiragana, katakana (with ー and the phonetic extensions), and
+#: hangul syllables and jamo.
+CJK_CHAR_CLASS = (
+    "\u3005\u3006\u3040-\u309f\u30a0-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+    "\uac00-\ud7af\u1100-\u11ff\u3130-\u318f\U00020000-\U0002fa1f"
+)
+#: Matches one CJK character.
+CJK_CHAR_RE = re.compile(f"[{CJK_CHAR_CLASS}]")
+
 #: Characters that end a sentence in CJK text (full width) and in Latin text.
 CJK_SENTENCE_ENDS = "。！？；"
 LATIN_SENTENCE_ENDS = ".!?;"

@@ -26,18 +26,11 @@ import unicodedata
 from collections.abc import Callable
 from typing import Any
 
-from langchain_ragspine.text import normalize
+from langchain_ragspine.text import CJK_CHAR_CLASS, CJK_CHAR_RE, normalize
 
 Tokenizer = Callable[[str], list[str]]
 
-# CJK characters: CJK unified ideographs (+ext. A, compatibility, ext. B-F in the SIP), the iteration marks 々〆,
-# hiragana, katakana (with the prolonged sound mark ー, and phonetic extensions), and hangul syllables/jamo.
-_CJK_CLASS = (
-    "\u3005\u3006\u3040-\u309f\u30a0-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-    "\uac00-\ud7af\u1100-\u11ff\u3130-\u318f\U00020000-\U0002fa1f"
-)
-_CJK_CHAR_RE = re.compile(f"[{_CJK_CLASS}]")
-_TOKEN_RE = re.compile(rf"(?P<cjk>[{_CJK_CLASS}]+)|(?P<word>[^\W_{_CJK_CLASS}]+)")
+_TOKEN_RE = re.compile(rf"(?P<cjk>[{CJK_CHAR_CLASS}]+)|(?P<word>[^\W_{CJK_CHAR_CLASS}]+)")
 
 
 def _cjk_grams(run: str, out: list[str], *, unigrams: bool = True) -> None:
@@ -116,7 +109,7 @@ def auto_tokenize(text: str) -> list[str]:
         else:
             out.append(m.group("word"))
     if has_cjk:
-        out.extend(w.surface for w in _tagger()(norm) if _CJK_CHAR_RE.search(w.surface))
+        out.extend(w.surface for w in _tagger()(norm) if CJK_CHAR_RE.search(w.surface))
     return out
 
 

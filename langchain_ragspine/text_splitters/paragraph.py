@@ -22,7 +22,7 @@ from typing import Any
 from langchain_core.documents import Document
 from langchain_text_splitters import TextSplitter
 
-from langchain_ragspine.text import sentence_spans
+from langchain_ragspine.text import CJK_CHAR_RE, sentence_spans
 
 #: Default chunk budget in characters.
 DEFAULT_CHUNK_CHARS = 480
@@ -139,7 +139,9 @@ class ParagraphTextSplitter(TextSplitter):
             if text[i - 1].isspace() and not text[i].isspace():
                 return i
         start, _ = _strip(text, cand, prev_end)
-        return start if start < prev_end else ps
+        if start >= prev_end or _inside_word(text, start):
+            return ps  # no clean place to start the overlap: drop it rather than cut a word in two
+        return start
 
     def _split_long(self, text: str, ps: int, pe: int) -> list[Span]:
         """Cut an over-budget paragraph at sentence ends, packing sentences; hard-cut over-budget sentences."""
@@ -213,6 +215,15 @@ class ParagraphTextSplitter(TextSplitter):
             texts.append(d.page_content)
             metas.append(md)
         return self.create_documents(texts, metas)
+
+
+def _inside_word(text: str, i: int) -> bool:
+    """``True`` when position ``i`` splits a run of letters/digits of a space-delimited script (Latin, Cyrillic…).
+
+    CJK text has no spaces between words, so a cut between two CJK characters is not "inside a word".
+    """
+    a, b = text[i - 1], text[i]
+    return a.isalnum() and b.isalnum() and not CJK_CHAR_RE.match(a) and not CJK_CHAR_RE.match(b)
 
 
 def _text_id(text: str) -> str:

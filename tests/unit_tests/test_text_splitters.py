@@ -154,3 +154,13 @@ def test_regression_overlap_counts_the_gap_between_paragraphs():
     # so the overlapping chunk "?\n\n?" (4 chars) exceeded chunk_size=2
     spans = ParagraphTextSplitter(chunk_size=2, chunk_overlap=1).split_spans("??\n\n?")
     assert spans == [(0, 2), (4, 5)]
+
+
+def test_regression_overlap_never_starts_inside_a_latin_word():
+    # the demo corpus showed a chunk starting "ows" (from "rows") when the overlap window held no word start
+    text = "Old rows stay in the table as history\n\n" + "x" * 40
+    chunks = ParagraphTextSplitter(chunk_size=45, chunk_overlap=4).split_text(text)
+    assert chunks == ["Old rows stay in the table as history", "x" * 40]
+    # CJK text has no word boundaries: a character cut is fine there
+    cjk = "あいうえおかきくけこ\n\n" + "さ" * 8
+    assert ParagraphTextSplitter(chunk_size=12, chunk_overlap=3).split_text(cjk)[1] == "けこ\n\n" + "さ" * 8
