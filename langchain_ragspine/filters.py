@@ -202,7 +202,7 @@ def parse_filter_expression(expr: str) -> tuple[str, dict[str, Any]]:
         ValueError: the expression has no operator, no field or no value.
     """
     m = _EXPR_RE.match(expr)
-    if not m or not m.group(3):
+    if not m or not m.group(3) or m.group(3)[0] in "=<>!":
         raise ValueError(f"malformed filter {expr!r}; write FIELD=VALUE, FIELD>=VALUE, FIELD=a,b or FIELD=lo..hi")
     field, sym, raw = m.group(1), m.group(2), m.group(3)
     if sym == "=":

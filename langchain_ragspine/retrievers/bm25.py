@@ -148,6 +148,8 @@ class BM25Retriever(BaseRetriever):
     ) -> BM25Retriever:
         """Index ``documents`` (``bm25_params={"k1":…, "b":…}`` as in LangChain's retriever is accepted too)."""
         params = {"k1": k1, "b": b, **dict(bm25_params or {})}
+        if "preprocess_func" in kwargs:  # LangChain's name for the tokenizer
+            tokenizer = kwargs.pop("preprocess_func")
         return cls(docs=list(documents), k=k, tokenizer=tokenizer, **params, **kwargs)
 
     @classmethod

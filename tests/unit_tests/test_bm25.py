@@ -190,3 +190,12 @@ def test_unserialisable_metadata_cannot_be_saved(tmp_path: Path):
     with pytest.raises(ValueError, match="not JSON-serialisable"):
         r.save(tmp_path / "x")
     assert not (tmp_path / "x").exists()
+
+
+def test_regression_from_documents_honours_preprocess_func():
+    # from_documents used to pass tokenizer="auto" explicitly, so LangChain's preprocess_func was ignored
+    tok = lambda s: s.split("|")  # noqa: E731
+    r = BM25Retriever.from_documents([Document(page_content="a b|c"), Document(page_content="d")], preprocess_func=tok)
+    assert r.tokenizer is tok
+    assert [d.page_content for d in r.invoke("a b")] == ["a b|c"]
+    assert BM25Retriever.from_texts(["a b|c"], preprocess_func=tok).invoke("a") == []  # "a" is not a token

@@ -111,7 +111,7 @@ def test_parse_cli_expressions(expr, parsed):
     assert parse_filter_expression(expr) == parsed
 
 
-@pytest.mark.parametrize("bad", ["lang", "=ja", "lang=", "year=..2", ""])
+@pytest.mark.parametrize("bad", ["lang", "=ja", "lang=", "year=..2", "", "year>>1", "year=<1", "a==b"])
 def test_parse_rejects_malformed_expressions(bad):
     with pytest.raises(ValueError, match="filter"):
         parse_filter_expression(bad)
