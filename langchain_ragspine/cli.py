@@ -1,0 +1,170 @@
+"""The ``ragspine`` command line: ``ingest``, ``search`` and ``demo``.
+
+``ragspine ingest PATH... --store DIR`` loads, chunks and indexes a corpus; ``ragspine search QUERY --store DIR``
+prints ranked, cited chunks (never a RESTRICTED one); ``ragspine demo`` does both on the bundled demo corpus.
+Defaults come from :class:`~langchain_ragspine.config.RagSpineSettings` (``RAGSPINE_*`` environment variables).
+Data errors print one line naming the file and line, and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import tempfile
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+
+from langchain_core.documents import Document
+
+from langchain_ragspine.config import RagSpineSettings
+from langchain_ragspine.errors import RagSpineError
+from langchain_ragspine.filters import parse_filter_expressions
+from langchain_ragspine.indexing import SearchResults, ingest, open_retriever, result_record, search
+from langchain_ragspine.tokenizers import TOKENIZERS
+
+#: The demo's sample questions: Japanese, English, and one whose best lexical match is a RESTRICTED runbook.
+DEMO_QUESTIONS = (
+    "日本語の文書を LangChain の BM25 で検索するとうまくいかないのはなぜですか？",
+    "When I ingest a folder again, what happens to the old chunks of a changed document?",
+    "機密文書の内容が検索結果に漏れたときは、どう対応すればよいですか？",
+)
+
+
+def demo_corpus_dir() -> Path:
+    """The bundled demo corpus: packaged data in a wheel install, else ``docs/demo`` of the source checkout."""
+    packaged = resources.files("langchain_ragspine") / "_demo_corpus"
+    if packaged.is_dir():
+        return Path(str(packaged))
+    checkout = Path(__file__).resolve().parents[1] / "docs" / "demo"
+    if checkout.is_dir():
+        return checkout
+    raise RagSpineError("the demo corpus is missing from this installation", path=checkout)
+
+
+def _snippet(text: str, width: int = 160) -> str:
+    flat = re.sub(r"\s+", " ", text).strip()
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def _print_results(results: SearchResults, *, as_json: bool, out=None) -> None:
+    out = out or sys.stdout
+    if as_json:
+        for rank, doc in enumerate(results.documents, 1):
+            out.write(json.dumps(result_record(rank, doc), ensure_ascii=False, default=str) + "\n")
+        return
+    if not results.documents:
+        out.write("  (no results)\n")
+    for rank, doc in enumerate(results.documents, 1):
+        out.write(_format_hit(rank, doc))
+    if results.withheld:
+        out.write(f"  ({results.withheld} RESTRICTED chunk(s) withheld)\n")
+
+
+def _format_hit(rank: int, doc: Document) -> str:
+    md = doc.metadata
+    score = (md.get("scores") or {}).get("fused")
+    score_txt = f"{score:.3f}" if isinstance(score, (int, float)) else "-"
+    return (
+        f"{rank:>3}. {md.get('title') or md.get('doc_id')}  [{md.get('source_locator')}]  score {score_txt}\n"
+        f"     {_snippet(doc.page_content)}\n"
+    )
+
+
+def _cmd_ingest(args: argparse.Namespace) -> int:
+    summary = ingest(
+        args.paths,
+        args.store,
+        chunk_size=args.chunk_size,
+        chunk_overlap=args.chunk_overlap,
+        tokenizer=args.tokenizer,
+        on_error=args.on_error,
+        retract_missing=not args.keep_missing,
+    )
+    for note in summary.notes:
+        print(f"note: {note}", file=sys.stderr)
+    print(summary.line())
+    return 0
+
+
+def _cmd_search(args: argparse.Namespace) -> int:
+    flt = parse_filter_expressions(args.filter) if args.filter else None
+    retriever = open_retriever(args.store, k=args.k)
+    _print_results(search(retriever, args.query, k=args.k, filter=flt), as_json=args.json)
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    corpus = demo_corpus_dir()
+    with tempfile.TemporaryDirectory(prefix="ragspine-demo-") as tmp:
+        print(f"Ingesting the demo corpus ({corpus}) into a temporary store …")
+        summary = ingest(corpus, tmp, progress=False)
+        print(summary.line())
+        retriever = open_retriever(tmp, k=args.k)
+        for question in DEMO_QUESTIONS:
+            print(f"\nQ: {question}")
+            _print_results(search(retriever, question, k=args.k), as_json=False)
+    print("\nEvery result cites its source as file#start-end (character offsets of the verbatim chunk).")
+    return 0
+
+
+def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentParser:
+    """The argument parser, with defaults from ``settings`` (or the environment)."""
+    s = settings or RagSpineSettings()
+    parser = argparse.ArgumentParser(
+        prog="ragspine", description="Retrieval for Japanese, Chinese and English documents (LangChain parts)."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    store_kw: dict = {"default": s.store, "required": s.store is None, "type": Path}
+
+    p = sub.add_parser("ingest", help="load, chunk and index files into a store directory")
+    p.add_argument("paths", nargs="+", help=".md/.txt/.jsonl files or folders")
+    p.add_argument("--store", help="store directory (created if missing)", **store_kw)
+    p.add_argument("--chunk-size", type=int, default=s.chunk_size, help="chunk budget in characters (480)")
+    p.add_argument("--chunk-overlap", type=int, default=s.chunk_overlap, help="overlap in characters (80)")
+    p.add_argument("--tokenizer", default=s.tokenizer, choices=sorted(TOKENIZERS), help="BM25 tokenizer (auto)")
+    p.add_argument("--on-error", choices=["raise", "skip"], default="raise", help="bad files: stop, or skip")
+    p.add_argument("--keep-missing", action="store_true", help="do not retract documents absent from PATHs")
+    p.set_defaults(func=_cmd_ingest)
+
+    p = sub.add_parser("search", help="ranked, cited chunks for a query")
+    p.add_argument("query")
+    p.add_argument("--store", help="store directory written by `ragspine ingest`", **store_kw)
+    p.add_argument("-k", type=int, default=s.k, help="number of results (10)")
+    p.add_argument(
+        "--filter", action="append", default=[], metavar="FIELD=VALUE",
+        help="metadata filter; repeatable; also FIELD>=V, FIELD!=V, FIELD=a,b, FIELD=lo..hi",
+    )
+    p.add_argument("--json", action="store_true", help="one JSON object per line")
+    p.set_defaults(func=_cmd_search)
+
+    p = sub.add_parser("demo", help="ingest the bundled demo corpus and answer three sample questions")
+    p.add_argument("-k", type=int, default=3, help="results per question (3)")
+    p.set_defaults(func=_cmd_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``ragspine`` console script; returns the exit status."""
+    try:
+        settings = RagSpineSettings()
+    except ValueError as e:
+        print(f"ragspine: error: bad RAGSPINE_* setting: {e}", file=sys.stderr)
+        return 2
+    args = build_parser(settings).parse_args(argv)
+    if getattr(args, "k", 1) <= 0:
+        print(f"ragspine: error: -k must be > 0, got {args.k}", file=sys.stderr)
+        return 2
+    try:
+        return int(args.func(args))
+    except (RagSpineError, FileNotFoundError, ValueError) as e:
+        print(f"ragspine: error: {e}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # e.g. `ragspine search ... | head`
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,259 @@
+"""Ingest a corpus into a store directory, and search it.
+
+A *store directory* holds the versioned chunk store (``chunks.sqlite``, the source of truth) and the BM25 index
+derived from its active chunks (``bm25/``).  :func:`ingest` loads files with
+:class:`~langchain_ragspine.document_loaders.CorpusLoader`, splits them with
+:class:`~langchain_ragspine.text_splitters.ParagraphTextSplitter`, writes each document as a new version only when
+its chunks changed, retracts documents that are no longer in the corpus, and rebuilds the BM25 index only when the
+store changed.  :func:`search` opens the index (rebuilding it in memory if it is stale, e.g. after a crash between
+the store commit and the index write) and passes every result through the RESTRICTED gate.
+
+This mirrors LangChain's ``langchain_core.indexing.index`` (a record of what was indexed, so unchanged content is
+not re-processed), with versions kept instead of deletes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from langchain_core.documents import Document
+from tqdm.auto import tqdm
+
+from langchain_ragspine.document_compressors.restricted import is_restricted
+from langchain_ragspine.document_loaders import CorpusLoader
+from langchain_ragspine.errors import StoreError
+from langchain_ragspine.retrievers.bm25 import BM25Retriever
+from langchain_ragspine.stores import ChunkStore
+from langchain_ragspine.text_splitters import DEFAULT_CHUNK_CHARS, DEFAULT_OVERLAP_CHARS, ParagraphTextSplitter
+from langchain_ragspine.tokenizers import tokenizer_name
+
+#: File and folder names inside a store directory.
+CHUNKS_DB = "chunks.sqlite"
+BM25_DIR = "bm25"
+INDEX_STATE = "index.json"
+
+
+@dataclass
+class IngestSummary:
+    """What one :func:`ingest` run did.
+
+    Attributes:
+        documents: documents loaded from the corpus.
+        chunks: active chunks in the store after the run.
+        new / changed / unchanged / retracted: documents by outcome.
+        skipped: files or JSONL lines skipped because of an error (``on_error="skip"``).
+        empty: empty files skipped.
+        index_rebuilt: whether the BM25 index was (re)written.
+        seconds: wall time.
+        notes: human-readable remarks (e.g. why retraction was skipped).
+    """
+
+    documents: int = 0
+    chunks: int = 0
+    new: int = 0
+    changed: int = 0
+    unchanged: int = 0
+    retracted: int = 0
+    skipped: int = 0
+    empty: int = 0
+    index_rebuilt: bool = False
+    seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    def line(self) -> str:
+        """The one-line summary the CLI prints."""
+        parts = [
+            f"{self.documents} documents",
+            f"{self.chunks} chunks",
+            f"{self.new} new",
+            f"{self.changed} changed",
+            f"{self.unchanged} unchanged",
+            f"{self.retracted} retracted",
+        ]
+        if self.skipped:
+            parts.append(f"{self.skipped} skipped")
+        if self.empty:
+            parts.append(f"{self.empty} empty")
+        return ", ".join(parts) + f" in {self.seconds:.1f}s"
+
+
+def _index_state(store_dir: Path) -> dict[str, Any]:
+    try:
+        state = json.loads((store_dir / INDEX_STATE).read_text("utf-8"))
+        return state if isinstance(state, dict) else {}
+    except (FileNotFoundError, json.JSONDecodeError):
+        return {}
+
+
+def _write_index_state(store_dir: Path, state: Mapping[str, Any]) -> None:
+    tmp = store_dir / f".{INDEX_STATE}.tmp-{os.getpid()}"
+    tmp.write_text(json.dumps(dict(state), ensure_ascii=False, indent=1), "utf-8")
+    os.replace(tmp, store_dir / INDEX_STATE)
+
+
+def build_bm25(store: ChunkStore, *, tokenizer: str = "auto", k: int = 10) -> BM25Retriever:
+    """A :class:`BM25Retriever` over the store's active chunks (RESTRICTED ones included; the gate runs at exit)."""
+    docs = [c.to_document() for c in store.iter_chunks()]
+    return BM25Retriever.from_documents(docs, k=k, tokenizer=tokenizer)
+
+
+def ingest(
+    paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    store_dir: str | os.PathLike[str],
+    *,
+    chunk_size: int = DEFAULT_CHUNK_CHARS,
+    chunk_overlap: int = DEFAULT_OVERLAP_CHARS,
+    tokenizer: str = "auto",
+    on_error: str = "raise",
+    retract_missing: bool = True,
+    progress: bool | None = None,
+) -> IngestSummary:
+    """Load, chunk and store a corpus under ``store_dir``, then (re)build its BM25 index.
+
+    Args:
+        paths: files or folders (``.md``, ``.txt``, ``.jsonl``; see ``CorpusLoader``).
+        store_dir: the store directory (created if missing).
+        chunk_size / chunk_overlap: ``ParagraphTextSplitter`` budgets in characters (defaults 480 / 80).
+        tokenizer: BM25 tokenizer name (default ``"auto"``).
+        on_error: ``"raise"`` (default) or ``"skip"`` bad files with a warning (counted in the summary).
+        retract_missing: retract stored documents that are not in this corpus (default ``True``).  Retraction is
+            skipped when any file failed to load, so a transient error never retracts a good document.
+        progress: show a progress bar; default: only when stderr is a terminal.
+
+    Returns:
+        An :class:`IngestSummary`.  Re-running on an unchanged corpus writes nothing and reports every document
+        as unchanged.
+
+    Raises:
+        RagSpineError: a bad file, with ``on_error="raise"`` (the store keeps its previous versions).
+        ValueError: bad chunk budgets or tokenizer name.
+    """
+    t0 = time.perf_counter()
+    name = tokenizer_name(tokenizer)
+    if name is None:
+        raise ValueError(f"ingest needs a named tokenizer (it is persisted with the index), got {tokenizer!r}")
+    splitter = ParagraphTextSplitter(chunk_size=chunk_size, chunk_overlap=chunk_overlap)
+    root = Path(store_dir)
+    root.mkdir(parents=True, exist_ok=True)
+    loader = CorpusLoader(paths, on_error=on_error)
+    docs = list(loader.lazy_load())
+    summary = IngestSummary(
+        documents=len(docs), skipped=len(loader.stats.skipped), empty=len(loader.stats.empty)
+    )
+    show = sys.stderr.isatty() if progress is None else progress
+    with ChunkStore(root / CHUNKS_DB) as store:
+        seen: set[str] = set()
+        for doc in tqdm(docs, desc="ingest", unit="doc", disable=not show):
+            doc_id = str(doc.metadata["doc_id"])
+            seen.add(doc_id)
+            before = store.current_version(doc_id)
+            was_active = before is not None and store.count_chunks(doc_id=doc_id) > 0
+            after = store.replace_doc_chunks(
+                doc_id, splitter.split_documents([doc]), valid_as_of=str(doc.metadata.get("valid_as_of", ""))
+            )
+            if before is None:
+                summary.new += 1
+            elif after == before:
+                summary.unchanged += 1
+            elif was_active:
+                summary.changed += 1
+            else:
+                summary.new += 1  # a retracted document that came back
+        if retract_missing:
+            if summary.skipped:
+                summary.notes.append(f"retraction skipped: {summary.skipped} item(s) failed to load")
+            else:
+                for doc_id in store.doc_ids():
+                    if doc_id not in seen:
+                        store.replace_doc_chunks(doc_id, [])
+                        summary.retracted += 1
+        summary.chunks = store.count_chunks()
+        state = _index_state(root)
+        wanted = {"generation": store.generation, "tokenizer": name}
+        if any(state.get(key) != value for key, value in wanted.items()) or not (root / BM25_DIR).exists():
+            build_bm25(store, tokenizer=name).save(root / BM25_DIR)
+            _write_index_state(root, wanted)
+            summary.index_rebuilt = True
+    summary.seconds = time.perf_counter() - t0
+    return summary
+
+
+def open_retriever(store_dir: str | os.PathLike[str], *, k: int = 10) -> BM25Retriever:
+    """The BM25 retriever of a store directory, rebuilt in memory from the chunk store if the saved index is stale.
+
+    Raises:
+        StoreError: ``store_dir`` holds no chunk store (run ``ingest`` first).
+    """
+    root = Path(store_dir)
+    if not (root / CHUNKS_DB).exists():
+        raise StoreError("no chunk store here; run `ragspine ingest PATH --store DIR` first", path=root)
+    with ChunkStore(root / CHUNKS_DB, read_only=True) as store:
+        state = _index_state(root)
+        if state.get("generation") == store.generation and (root / BM25_DIR).exists():
+            try:
+                return BM25Retriever.load(root / BM25_DIR, k=k)
+            except StoreError:
+                pass
+        return build_bm25(store, tokenizer=str(state.get("tokenizer") or "auto"), k=k)
+
+
+@dataclass
+class SearchResults:
+    """Ranked, gated search results.
+
+    Attributes:
+        documents: at most ``k`` non-RESTRICTED chunks, best first, with ``metadata["scores"]``.
+        withheld: how many RESTRICTED chunks ranked within the top ``k`` and were removed.
+    """
+
+    documents: list[Document]
+    withheld: int = 0
+
+
+def search(
+    retriever: BM25Retriever, query: str, *, k: int = 10, filter: Mapping[str, Any] | None = None
+) -> SearchResults:
+    """Top ``k`` chunks for ``query`` with RESTRICTED ones removed (the list is refilled from lower ranks).
+
+    Raises:
+        ValueError: ``k <= 0`` or a malformed filter.
+    """
+    if k <= 0:
+        raise ValueError(f"k must be > 0, got {k}")
+    n_restricted = sum(1 for d in retriever.docs if is_restricted(d.metadata))
+    shown: list[Document] = []
+    withheld = 0
+    for doc in retriever.invoke(query, k=k + n_restricted, filter=filter):
+        if len(shown) == k:
+            break
+        if is_restricted(doc.metadata):
+            withheld += 1
+        else:
+            shown.append(doc)
+    return SearchResults(documents=shown, withheld=withheld)
+
+
+def result_record(rank: int, doc: Document) -> dict[str, Any]:
+    """The JSON object ``ragspine search --json`` prints for one result."""
+    md = dict(doc.metadata)
+    scores = md.pop("scores", None) or {}
+    return {
+        "rank": rank,
+        "text": doc.page_content,
+        "doc_id": md.get("doc_id"),
+        "title": md.get("title"),
+        "chunk_id": md.get("chunk_id"),
+        "source_locator": md.get("source_locator"),
+        "start_index": md.get("start_index"),
+        "end_index": md.get("end_index"),
+        "sensitivity": md.get("sensitivity"),
+        "metadata": md,
+        "scores": {"bm25": scores.get("bm25"), "vector": scores.get("vector"), "fused": scores.get("fused")},
+    }
