@@ -1,1 +1,41 @@
-"""langchain-ragspine: retrieval for Japanese, Chinese and English documents as LangChain parts."""
+"""langchain-ragspine: retrieval for Japanese, Chinese and English documents as LangChain parts.
+
+Loaders (``CorpusLoader``) → splitters (``ParagraphTextSplitter``) → versioned chunk store (``ChunkStore``) →
+retrievers (``BM25Retriever``) → compressors (``RestrictedGate``).  See ``docs/architecture.md``.
+"""
+
+from langchain_ragspine.config import RagSpineSettings
+from langchain_ragspine.document_compressors import RESTRICTED_SENSITIVITY, RestrictedGate, is_restricted
+from langchain_ragspine.document_loaders import CorpusLoader
+from langchain_ragspine.errors import LoaderError, RagSpineError, StoreError
+from langchain_ragspine.filters import compile_filter, matches
+from langchain_ragspine.indexing import IngestSummary, SearchResults, ingest, open_retriever, search
+from langchain_ragspine.retrievers import BM25Retriever
+from langchain_ragspine.stores import ChunkStore, StoredChunk
+from langchain_ragspine.text_splitters import ParagraphTextSplitter
+from langchain_ragspine.tokenizers import get_tokenizer
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BM25Retriever",
+    "ChunkStore",
+    "CorpusLoader",
+    "IngestSummary",
+    "LoaderError",
+    "ParagraphTextSplitter",
+    "RESTRICTED_SENSITIVITY",
+    "RagSpineError",
+    "RagSpineSettings",
+    "RestrictedGate",
+    "SearchResults",
+    "StoreError",
+    "StoredChunk",
+    "compile_filter",
+    "get_tokenizer",
+    "ingest",
+    "is_restricted",
+    "matches",
+    "open_retriever",
+    "search",
+]
