@@ -21,6 +21,8 @@ Differences from ``langchain_community.retrievers.BM25Retriever`` a user may rel
 from __future__ import annotations
 
 import datetime as _dt
+from array import array
+from collections import Counter
 import json
 import os
 import shutil
@@ -129,9 +131,7 @@ class BM25Retriever(BaseRetriever):
         self._tokenize = get_tokenizer(self.tokenizer)
         self._tie_rank = _tie_ranks(self.docs)
         if context is not _LOADED:
-            self._bm25 = _build_bm25(
-                [self._tokenize(d.page_content) for d in self.docs], k1=self.k1, b=self.b
-            )
+            self._bm25 = _build_bm25((d.page_content for d in self.docs), self._tokenize, k1=self.k1, b=self.b)
 
     # -- construction -----------------------------------------------------------------------------------------------
     @classmethod
@@ -336,14 +336,52 @@ def _tie_ranks(docs: Sequence[Document]) -> np.ndarray:
     return ranks
 
 
-def _build_bm25(corpus_tokens: list[list[str]], *, k1: float, b: float) -> Any:
-    """A bm25s Lucene index over ``corpus_tokens``, or ``None`` when there is no token at all."""
-    if not any(corpus_tokens):
+def _build_bm25(texts: Iterable[str], tokenize: Tokenizer, *, k1: float, b: float) -> Any:
+    """A bm25s Lucene index over ``texts``, or ``None`` when there is no token at all.
+
+    Documents are tokenized one at a time and reduced at once to (term id, tf) pairs, so the corpus is never held
+    as token strings (at 100k chunks of ~400 CJK chars that is ~80M Python strings).  The eager score matrix is then
+    computed with numpy in bm25s's own layout — ``data`` / ``indices`` (doc ids) / ``indptr`` (per term id), Lucene
+    IDF and TF as in bm25s's ``method="lucene"`` — and handed to a ``bm25s.BM25``, which does the scoring and the
+    (pickle-free) persistence.  ``tests/unit_tests/test_bm25.py`` checks the matrix equals bm25s's own build.
+    """
+    vocab: dict[str, int] = {}
+    setdefault = vocab.setdefault
+    terms = array("i")
+    tfs = array("i")
+    doc_len: list[int] = []
+    doc_terms: list[int] = []
+    for text in texts:
+        tokens = tokenize(text)
+        counts = Counter(tokens)
+        terms.extend([setdefault(t, len(vocab)) for t in counts])
+        tfs.extend(counts.values())
+        doc_len.append(len(tokens))
+        doc_terms.append(len(counts))
+    if not vocab:
         return None
     import bm25s
 
+    n_docs = len(doc_len)
+    term = np.frombuffer(terms, dtype=np.intc).astype(np.int32, copy=False)
+    tf = np.frombuffer(tfs, dtype=np.intc).astype(np.float32)
+    doc = np.repeat(np.arange(n_docs, dtype=np.int32), np.asarray(doc_terms, dtype=np.int64))
+    lengths = np.asarray(doc_len, dtype=np.float32)
+    df = np.bincount(term, minlength=len(vocab))
+    idf = np.log(1.0 + (n_docs - df + 0.5) / (df + 0.5)).astype(np.float32)
+    norm = (k1 * (1.0 - b + b * lengths / lengths.mean())).astype(np.float32)
+    score = idf[term] * tf / (tf + norm[doc])
+    order = np.argsort(term, kind="stable")  # term-major; doc ids stay ascending within a term
     index = bm25s.BM25(k1=k1, b=b, method="lucene")
-    index.index(corpus_tokens, show_progress=False)
+    index.scores = {
+        "data": score[order].astype(np.float32, copy=False),
+        "indices": doc[order],
+        "indptr": np.concatenate([[0], np.cumsum(df)]).astype(np.int64),
+        "num_docs": n_docs,
+    }
+    index.vocab_dict = vocab
+    index.unique_token_ids_set = set(vocab.values())
+    index.nonoccurrence_array = None
     return index
 
 

@@ -199,3 +199,24 @@ def test_regression_from_documents_honours_preprocess_func():
     assert r.tokenizer is tok
     assert [d.page_content for d in r.invoke("a b")] == ["a b|c"]
     assert BM25Retriever.from_texts(["a b|c"], preprocess_func=tok).invoke("a") == []  # "a" is not a token
+
+
+def test_index_matrix_equals_bm25s_own_build():
+    # we build bm25s's eager score matrix with numpy (streaming, no token strings kept); it must be bm25s's matrix
+    import bm25s
+
+    from langchain_ragspine.tokenizers import cjk_tokenize
+
+    texts = ["東京都の天気は晴れです 晴れ 晴れ", "大阪府の人口について", "", "データベースの設計方法 DB db", "京都の観光名所"]
+    ours = BM25Retriever.from_texts(texts, tokenizer="cjk", k1=1.2, b=0.6)._bm25
+    ref = bm25s.BM25(k1=1.2, b=0.6, method="lucene")
+    ref.index([cjk_tokenize(t) for t in texts], show_progress=False)
+    for term, ref_id in ref.vocab_dict.items():
+        if term == "":
+            continue
+        our_id = ours.vocab_dict[term]
+        rs, re_ = ref.scores["indptr"][ref_id], ref.scores["indptr"][ref_id + 1]
+        os_, oe = ours.scores["indptr"][our_id], ours.scores["indptr"][our_id + 1]
+        assert list(ours.scores["indices"][os_:oe]) == list(ref.scores["indices"][rs:re_]), term
+        np.testing.assert_allclose(ours.scores["data"][os_:oe], ref.scores["data"][rs:re_], rtol=1e-6)
+    assert set(ours.vocab_dict) == set(ref.vocab_dict) - {""}
