@@ -30,7 +30,7 @@ def git_rev() -> str:
 
 def update_results_section(name: str, title: str, command: str, body: str) -> None:
     """Replace (or append) the section ``name`` of RESULTS.md with ``body``, stamped with command, date and commit."""
-    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    stamp = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     section = (
         f"<!-- BEGIN {name} -->\n## {title}\n\n"
         f"Command: `{command}`  \nMeasured: {stamp}, commit {git_rev()}, {machine()}\n\n"

@@ -79,8 +79,8 @@ def _typed(value: Any) -> tuple[int, Any] | None:
 
 def _as_utc(value: _dt.datetime) -> _dt.datetime:
     if value.tzinfo is None:
-        return value.replace(tzinfo=_dt.timezone.utc)
-    return value.astimezone(_dt.timezone.utc)
+        return value.replace(tzinfo=_dt.UTC)
+    return value.astimezone(_dt.UTC)
 
 
 def _elements(value: Any) -> list[tuple[int, Any]]:

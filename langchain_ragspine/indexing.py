@@ -21,7 +21,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.documents import Document
 from tqdm.auto import tqdm
@@ -31,7 +31,11 @@ from langchain_ragspine.document_loaders import CorpusLoader
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.retrievers.bm25 import BM25Retriever
 from langchain_ragspine.stores import ChunkStore
-from langchain_ragspine.text_splitters import DEFAULT_CHUNK_CHARS, DEFAULT_OVERLAP_CHARS, ParagraphTextSplitter
+from langchain_ragspine.text_splitters import (
+    DEFAULT_CHUNK_CHARS,
+    DEFAULT_OVERLAP_CHARS,
+    ParagraphTextSplitter,
+)
 from langchain_ragspine.tokenizers import tokenizer_name
 
 #: File and folder names inside a store directory.
@@ -111,7 +115,7 @@ def ingest(
     chunk_size: int = DEFAULT_CHUNK_CHARS,
     chunk_overlap: int = DEFAULT_OVERLAP_CHARS,
     tokenizer: str = "auto",
-    on_error: str = "raise",
+    on_error: Literal["raise", "skip"] = "raise",
     retract_missing: bool = True,
     progress: bool | None = None,
 ) -> IngestSummary:

@@ -21,12 +21,12 @@ Differences from ``langchain_community.retrievers.BM25Retriever`` a user may rel
 from __future__ import annotations
 
 import datetime as _dt
-from array import array
-from collections import Counter
 import json
 import os
 import shutil
 import tempfile
+from array import array
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -173,7 +173,7 @@ class BM25Retriever(BaseRetriever):
             raise ValueError(
                 f"from_texts got {len(texts)} texts, {len(metas)} metadatas and {len(id_list)} ids"
             )
-        docs = [Document(page_content=t, metadata=dict(m), id=i) for t, m, i in zip(texts, metas, id_list)]
+        docs = [Document(page_content=t, metadata=dict(m), id=i) for t, m, i in zip(texts, metas, id_list, strict=True)]
         return cls.from_documents(docs, **kwargs)
 
     # -- retrieval --------------------------------------------------------------------------------------------------

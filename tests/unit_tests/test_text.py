@@ -1,3 +1,5 @@
+from itertools import pairwise
+
 from langchain_ragspine.text import normalize, sentence_spans
 
 
@@ -30,5 +32,5 @@ def test_spans_tile_the_range():
     text = "前置き。一文目。二文目！ trailing words"
     spans = sentence_spans(text, 4, len(text))
     assert spans[0][0] == 4 and spans[-1][1] == len(text)
-    assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
+    assert all(a[1] == b[0] for a, b in pairwise(spans))
     assert sentence_spans(text, 5, 5) == []

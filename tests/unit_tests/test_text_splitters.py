@@ -1,4 +1,5 @@
 import random
+from itertools import pairwise
 
 import pytest
 from hypothesis import given, settings
@@ -46,7 +47,7 @@ def test_packing_respects_budget_and_overlaps():
     assert len(spans) > 3
     assert all(e - s <= 120 for s, e in spans)
     # consecutive packed chunks overlap, and every paragraph is covered by some chunk
-    assert all(b[0] < a[1] for a, b in zip(spans, spans[1:]))
+    assert all(b[0] < a[1] for a, b in pairwise(spans))
     for p in paras:
         assert any(p in text[s:e] for s, e in spans)
 
@@ -66,7 +67,7 @@ def test_long_paragraph_cut_at_sentence_ends_without_overlap():
     spans = sp.split_spans(text)
     chunks = [text[s:e] for s, e in spans]
     assert all(c.endswith("。") for c in chunks)  # cut at sentence ends
-    assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))  # no overlap inside one paragraph
+    assert all(a[1] <= b[0] for a, b in pairwise(spans))  # no overlap inside one paragraph
     assert "".join(chunks) == text
 
 
@@ -89,7 +90,7 @@ def test_empty_and_whitespace_text():
 
 
 def test_documents_carry_lineage_metadata():
-    text = "# Title\n\n" + "\n\n".join("段落%dです。" % i + "う" * 50 for i in range(6))
+    text = "# Title\n\n" + "\n\n".join(f"段落{i}です。" + "う" * 50 for i in range(6))
     doc = Document(page_content=text, metadata={"doc_id": "ja/a", "source": "ja/a.md", "title": "T"})
     docs = ParagraphTextSplitter(chunk_size=120, chunk_overlap=20).split_documents([doc])
     assert len(docs) > 1
