@@ -1,9 +1,11 @@
-"""Retrieval quality on the shared JSQuAD / CMRC 2018 sets: answer recall@1/5/10 per configuration.
+"""Retrieval quality on the shared sets: every configuration the package offers, and LangChain's baselines.
 
-Answer recall@k (see ../shared/data/README.md): a question is a hit at k when one of the top-k chunks comes from the
-question's own document AND contains one of its gold answers verbatim (after NFKC on both sides).  Every question
-of each set is used.  Our rows use ParagraphTextSplitter defaults (480/80); LangChain baselines run on the same
-chunks and, for the article's setup, on RecursiveCharacterTextSplitter 500/100 chunks.
+For each set in ``../shared/data`` (JSQuAD valid, Japanese; CMRC 2018 dev, Chinese) and each configuration, runs
+every question through :func:`langchain_ragspine.evaluation.evaluate` and reports answer recall@1/5/10 (a top-k
+chunk from the question's own article contains a gold answer verbatim, NFKC), paragraph-level nDCG@10 / MRR@10 /
+Recall@100, median query latency and index time.  Chunks: ``ParagraphTextSplitter`` defaults (480/80) unless the
+row says otherwise; every baseline gets the same chunks.  Tables go to ``benchmarks/RESULTS.md`` (section
+``quality``), recall@k curves to ``benchmarks/quality-<set>.png``, full per-query JSON to ``benchmarks/_work/``.
 
     python benchmarks/quality.py [--sets jsquad-valid cmrc2018-dev] [--limit N] [--no-baselines]
 """
@@ -13,90 +15,66 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
-import unicodedata
-from collections.abc import Callable, Sequence
+import warnings
+from collections.abc import Callable
 from pathlib import Path
 
-from _common import DATA, update_results_section
+from _common import DATA, REPO, update_results_section
 from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from langchain_text_splitters import RecursiveCharacterTextSplitter, TextSplitter
 
-from langchain_ragspine.document_loaders import CorpusLoader
+from langchain_ragspine.evaluation import EvalResult, evaluate, load_dataset
+from langchain_ragspine.evaluation.plots import plot_recall_curves
 from langchain_ragspine.retrievers import BM25Retriever
-from langchain_ragspine.text_splitters import ParagraphTextSplitter
-from langchain_ragspine.tokenizers import fugashi_tokenize, whitespace_tokenize
+from langchain_ragspine.tokenizers import auto_tokenize, fugashi_tokenize
 
-KS = (1, 5, 10)
+KS = (1, 5, 10, 100)
+WORK = REPO / "benchmarks" / "_work"
 
-
-def nfkc(s: str) -> str:
-    return unicodedata.normalize("NFKC", s)
+Factory = Callable[[list[Document]], BaseRetriever]
 
 
-def load_set(name: str, limit: int | None) -> tuple[list[Document], list[dict]]:
-    root = DATA / name
-    docs = CorpusLoader(root / "docs").load()
-    with open(root / "questions.jsonl", encoding="utf-8") as f:
-        questions = [json.loads(line) for line in f if line.strip()]
-    return docs, questions[:limit] if limit else questions
-
-
-def answer_recall(
-    search: Callable[[str], Sequence[Document]], questions: list[dict]
-) -> tuple[dict[int, float], float]:
-    hits = dict.fromkeys(KS, 0)
-    t0 = time.perf_counter()
-    for q in questions:
-        answers = [nfkc(a) for a in q["answers"]]
-        for rank, doc in enumerate(search(q["question"])[: max(KS)]):
-            if doc.metadata.get("doc_id") == q["doc_id"] and any(a in nfkc(doc.page_content) for a in answers):
-                for k in KS:
-                    hits[k] += rank < k
-                break
-    ms = (time.perf_counter() - t0) / max(len(questions), 1) * 1000
-    return {k: hits[k] / len(questions) for k in KS}, ms
-
-
-def run(sets: list[str], limit: int | None, baselines: bool) -> str:
-    rows = []
-    for name in sets:
-        docs, questions = load_set(name, limit)
-        chunks = ParagraphTextSplitter().split_documents(docs)
-        configs: list[tuple[str, str, Callable[[], Callable[[str], Sequence[Document]]]]] = []
-        for tok in ("auto", "cjk", "fugashi", "whitespace"):
-            configs.append(
-                (f"ragspine BM25Retriever, tokenizer={tok}", "paragraph 480/80",
-                 lambda tok=tok: BM25Retriever.from_documents(chunks, k=max(KS), tokenizer=tok).invoke)
-            )
-        if baselines:
+def configurations(baselines: bool) -> list[tuple[str, Factory, TextSplitter | None]]:
+    """``(name, factory, splitter)``; ``splitter=None`` means the runner's default ParagraphTextSplitter()."""
+    configs: list[tuple[str, Factory, TextSplitter | None]] = [
+        (f"ragspine BM25 {tok}", lambda c, tok=tok: BM25Retriever.from_documents(c, tokenizer=tok), None)
+        for tok in ("auto", "cjk", "fugashi", "whitespace")
+    ]
+    if baselines:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # langchain-community announces its sunset
             from langchain_community.retrievers import BM25Retriever as LCBM25
-            from langchain_text_splitters import RecursiveCharacterTextSplitter
 
-            rec = RecursiveCharacterTextSplitter(chunk_size=500, chunk_overlap=100).split_documents(docs)
-            configs += [
-                ("langchain_community BM25Retriever (rank_bm25), whitespace", "paragraph 480/80",
-                 lambda: LCBM25.from_documents(chunks, k=max(KS), preprocess_func=whitespace_tokenize).invoke),
-                ("langchain_community BM25Retriever (rank_bm25), fugashi", "paragraph 480/80",
-                 lambda: LCBM25.from_documents(chunks, k=max(KS), preprocess_func=fugashi_tokenize).invoke),
-                ("langchain_community BM25Retriever (rank_bm25), fugashi", "recursive 500/100 (article)",
-                 lambda: LCBM25.from_documents(rec, k=max(KS), preprocess_func=fugashi_tokenize).invoke),
-                ("ragspine BM25Retriever, tokenizer=auto", "recursive 500/100 (article)",
-                 lambda: BM25Retriever.from_documents(rec, k=max(KS), tokenizer="auto").invoke),
-            ]
-        for label, chunking, make in configs:
-            t0 = time.perf_counter()
-            search = make()
-            build = time.perf_counter() - t0
-            recall, ms = answer_recall(search, questions)
-            rows.append((name, len(questions), label, chunking, recall, build, ms))
-            print(f"{name:13s} {label:58s} {chunking:28s} " + " ".join(f"R@{k} {recall[k]:.4f}" for k in KS)
-                  + f"  build {build:.1f}s  {ms:.1f} ms/q", flush=True)
-    head = "| set | questions | retriever | chunks | R@1 | R@5 | R@10 | build s | ms/query |\n|---|---|---|---|---|---|---|---|---|\n"
-    body = "".join(
-        f"| {n} | {q} | {label} | {ch} | {r[1]:.4f} | {r[5]:.4f} | {r[10]:.4f} | {b:.1f} | {ms:.1f} |\n"
-        for n, q, label, ch, r, b, ms in rows
-    )
-    return head + body
+        article = RecursiveCharacterTextSplitter(chunk_size=500, chunk_overlap=100)
+        configs += [
+            ("LangChain BM25 whitespace", lambda c: LCBM25.from_documents(c), None),
+            ("LangChain BM25 fugashi", lambda c: LCBM25.from_documents(c, preprocess_func=fugashi_tokenize), None),
+            ("LangChain BM25 auto tokens", lambda c: LCBM25.from_documents(c, preprocess_func=auto_tokenize), None),
+            ("LangChain BM25 fugashi, recursive 500/100 (article)",
+             lambda c: LCBM25.from_documents(c, preprocess_func=fugashi_tokenize), article),
+            ("ragspine BM25 auto, recursive 500/100", lambda c: BM25Retriever.from_documents(c), article),
+        ]
+    return configs
+
+
+def table(results: list[EvalResult]) -> str:
+    cols = ["answer_recall@1", "answer_recall@5", "answer_recall@10", "ndcg@10", "mrr@10", "recall@100"]
+    head = "| configuration | " + " | ".join(c.replace("answer_recall", "ans R") for c in cols)
+    head += " | p50 ms | p95 ms | index s |\n|---|" + "---:|" * (len(cols) + 3) + "\n"
+    best = {c: max(r.aggregate.get(c, 0.0) for r in results) for c in cols}
+    rows = []
+    for r in results:
+        cells = []
+        for c in cols:
+            v = r.aggregate.get(c)
+            txt = "-" if v is None else f"{v:.4f}"
+            cells.append(f"**{txt}**" if v is not None and v == best[c] else txt)
+        rows.append(
+            f"| {r.name} | " + " | ".join(cells)
+            + f" | {r.latency_ms['p50']:.2f} | {r.latency_ms['p95']:.2f} | {r.index_seconds or 0:.2f} |\n"
+        )
+    return head + "".join(rows)
 
 
 def main() -> int:
@@ -110,16 +88,33 @@ def main() -> int:
         print(f"benchmark data not found: {', '.join(str(DATA / s) for s in missing)} "
               "(expected ../shared/data beside the repo, or set RAGSPINE_DATA)", file=sys.stderr)
         return 2
-    table = run(args.sets, args.limit, not args.no_baselines)
+    WORK.mkdir(parents=True, exist_ok=True)
+    sections = []
+    for name in args.sets:
+        dataset = load_dataset(DATA / name)
+        results = []
+        for label, factory, splitter in configurations(not args.no_baselines):
+            r = evaluate(factory, dataset, ks=KS, limit=args.limit, splitter=splitter, name=label)
+            results.append(r)
+            print(f"{name:13s} {label:55s} ans R@1 {r.aggregate['answer_recall@1']:.4f} "
+                  f"R@5 {r.aggregate['answer_recall@5']:.4f} p50 {r.latency_ms['p50']:.2f} ms", flush=True)
+        (WORK / f"quality-{name}.json").write_text(
+            json.dumps([r.to_dict() for r in results], ensure_ascii=False), "utf-8"
+        )
+        plot = REPO / "benchmarks" / f"quality-{name}.png"
+        plot_recall_curves(results, plot)
+        n = results[0].config["n_questions"]
+        sections.append(f"### {name} ({n} questions)\n\n{table(results)}\n![recall@k]({plot.name})\n")
     note = (
-        "Answer recall@k: a top-k chunk from the question's own article contains a gold answer verbatim (NFKC).\n"
-        "All questions of each set unless the command says --limit.\n\n"
+        "Answer recall@k (ans R@k): a top-k chunk from the question's own article contains a gold answer verbatim "
+        "(NFKC). nDCG@10 / MRR@10 / Recall@100 are paragraph-level (BEIR qrels; a chunk counts for the paragraphs "
+        "it overlaps, most-overlapped first). p50/p95: `invoke` latency per question; index s: build time from "
+        "chunks. Chunks: ParagraphTextSplitter 480/80 unless the row says otherwise; all rows of a set share them.\n\n"
     )
     command = "python benchmarks/quality.py" + "".join(f" {a}" for a in sys.argv[1:])
     if not args.limit:
-        update_results_section("quality-bm25", "BM25 answer recall by tokenizer (and LangChain baselines)", command,
-                               note + table)
-    print(table)
+        update_results_section("quality", "Retrieval quality on the shared sets", command, note + "\n".join(sections))
+    print("\n".join(sections))
     return 0
 
 

@@ -1,7 +1,8 @@
-"""The ``ragspine`` command line: ``ingest``, ``search`` and ``demo``.
+"""The ``ragspine`` command line: ``ingest``, ``search``, ``eval`` and ``demo``.
 
 ``ragspine ingest PATH... --store DIR`` loads, chunks and indexes a corpus; ``ragspine search QUERY --store DIR``
-prints ranked, cited chunks (never a RESTRICTED one); ``ragspine demo`` does both on the bundled demo corpus.
+prints ranked, cited chunks (never a RESTRICTED one); ``ragspine eval DATASET`` measures retrieval quality (see
+:mod:`langchain_ragspine.evaluation`); ``ragspine demo`` ingests and searches the bundled demo corpus.
 Defaults come from :class:`~langchain_ragspine.config.RagSpineSettings` (``RAGSPINE_*`` environment variables).
 Data errors print one line naming the file and line, and exit with status 2.
 """
@@ -13,9 +14,11 @@ import json
 import re
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from langchain_core.documents import Document
 
@@ -23,6 +26,7 @@ from langchain_ragspine.config import RagSpineSettings
 from langchain_ragspine.errors import RagSpineError
 from langchain_ragspine.filters import parse_filter_expressions
 from langchain_ragspine.indexing import SearchResults, ingest, open_retriever, result_record, search
+from langchain_ragspine.retrievers import BM25Retriever
 from langchain_ragspine.tokenizers import TOKENIZERS
 
 #: The demo's sample questions: Japanese, English, and one whose best lexical match is a RESTRICTED runbook.
@@ -96,6 +100,61 @@ def _cmd_search(args: argparse.Namespace) -> int:
     return 0
 
 
+def _eval_retrievers(args: argparse.Namespace, dataset: Any, store_dir: Path) -> list[tuple[str, Any, float]]:
+    """``(name, retriever, index_seconds)`` for every requested mode × tokenizer, built from the ingested store."""
+    from langchain_ragspine.indexing import build_bm25
+    from langchain_ragspine.stores import ChunkStore
+
+    out = []
+    with ChunkStore(store_dir / "chunks.sqlite", read_only=True) as store:
+        for mode in args.mode:
+            for tok in args.tokenizer:
+                t0 = time.perf_counter()
+                retriever = build_bm25(store, tokenizer=tok, k=max(args.ks))
+                out.append((f"{mode} tokenizer={tok}", retriever, time.perf_counter() - t0))
+    return out
+
+
+def _cmd_eval(args: argparse.Namespace) -> int:
+    from langchain_ragspine.evaluation import BEIRDataset, compare_markdown, evaluate, load_dataset
+
+    dataset = load_dataset(args.dataset)
+    if isinstance(dataset, BEIRDataset):
+        results = [
+            evaluate(
+                lambda docs, tok=tok: BM25Retriever.from_documents(docs, k=max(args.ks), tokenizer=tok),
+                dataset, ks=args.ks, limit=args.limit, name=f"{mode} tokenizer={tok}",
+            )
+            for mode in args.mode
+            for tok in args.tokenizer
+        ]
+    else:
+        with tempfile.TemporaryDirectory(prefix="ragspine-eval-") as tmp:
+            store_dir = Path(args.store) if args.store else Path(tmp)
+            summary = ingest(Path(args.dataset) / "docs", store_dir, tokenizer=args.tokenizer[0], progress=None)
+            print(f"ingest: {summary.line()}", file=sys.stderr)
+            results = []
+            for name, retriever, seconds in _eval_retrievers(args, dataset, store_dir):
+                result = evaluate(retriever, dataset, ks=args.ks, limit=args.limit, name=name)
+                result.index_seconds = seconds
+                results.append(result)
+    print(compare_markdown(results))
+    if args.json:
+        Path(args.json).write_text(
+            json.dumps({"results": [r.to_dict() for r in results]}, ensure_ascii=False, indent=1), "utf-8"
+        )
+        print(f"wrote {args.json}", file=sys.stderr)
+    if args.plot:
+        from langchain_ragspine.evaluation.plots import plot_latency_quality, plot_recall_curves
+
+        plot = Path(args.plot)
+        plot_recall_curves(results, plot)
+        latency_plot = plot.with_name(f"{plot.stem}-latency{plot.suffix or '.png'}")
+        plot_latency_quality(results, latency_plot)
+        print(f"wrote {plot} and {latency_plot}", file=sys.stderr)
+    return 0
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     corpus = demo_corpus_dir()
     with tempfile.TemporaryDirectory(prefix="ragspine-demo-") as tmp:
@@ -140,6 +199,25 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
     p.add_argument("--json", action="store_true", help="one JSON object per line")
     p.set_defaults(func=_cmd_search)
 
+    p = sub.add_parser("eval", help="measure retrieval quality on a QA or BEIR dataset folder")
+    p.add_argument("dataset", help="a QA folder (docs/ + questions.jsonl [+ beir/]) or a BEIR folder")
+    p.add_argument(
+        "--mode", nargs="+", default=["bm25"], choices=["bm25"],
+        help="retrieval modes to compare side by side (bm25)",
+    )
+    p.add_argument(
+        "--tokenizer", nargs="+", default=[s.tokenizer], choices=sorted(TOKENIZERS),
+        help="BM25 tokenizers to compare (auto)",
+    )
+    p.add_argument("--limit", type=int, default=None, help="first N questions only")
+    p.add_argument(
+        "--ks", type=int, nargs="+", default=[1, 3, 5, 10, 100], help="cutoffs for recall@k (1 3 5 10 100)"
+    )
+    p.add_argument("--store", default=None, help="keep the ingested store here (default: a temporary one)")
+    p.add_argument("--json", default=None, metavar="OUT", help="write every result as JSON")
+    p.add_argument("--plot", default=None, metavar="OUT.png", help="recall@k curves (and OUT-latency.png)")
+    p.set_defaults(func=_cmd_eval)
+
     p = sub.add_parser("demo", help="ingest the bundled demo corpus and answer three sample questions")
     p.add_argument("-k", type=int, default=3, help="results per question (3)")
     p.set_defaults(func=_cmd_demo)
@@ -156,6 +234,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser(settings).parse_args(argv)
     if getattr(args, "k", 1) <= 0:
         print(f"ragspine: error: -k must be > 0, got {args.k}", file=sys.stderr)
+        return 2
+    if getattr(args, "limit", None) is not None and args.limit <= 0:
+        print(f"ragspine: error: --limit must be > 0, got {args.limit}", file=sys.stderr)
         return 2
     try:
         return int(args.func(args))

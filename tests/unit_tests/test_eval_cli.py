@@ -1,0 +1,89 @@
+"""`ragspine eval` on small QA and BEIR folders built in tmp_path, and on the shared data when present."""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from langchain_ragspine.cli import main
+
+
+def _qa_folder(root: Path) -> Path:
+    docs = root / "docs"
+    docs.mkdir(parents=True)
+    articles = {
+        "a": "# 梅雨\n\n梅雨は北海道と小笠原諸島を除く日本で見られる。\n\n梅雨前線は停滞する。",
+        "b": "# 京都\n\n京都の名所は清水寺である。",
+        "c": "# 大阪\n\n大阪の人口は約二百七十万人である。",
+    }
+    for doc_id, text in articles.items():
+        (docs / f"{doc_id}.md").write_text(text, "utf-8")
+    questions = [
+        {"id": "q1", "question": "梅雨がないのは北海道とどこか", "answers": ["小笠原諸島"], "doc_id": "a", "paragraph": 0},
+        {"id": "q2", "question": "京都の名所は何か", "answers": ["清水寺"], "doc_id": "b", "paragraph": 0},
+        {"id": "q3", "question": "大阪の人口は", "answers": ["存在しない答え"], "doc_id": "c", "paragraph": 0},
+    ]
+    (root / "questions.jsonl").write_text("".join(json.dumps(q, ensure_ascii=False) + "\n" for q in questions), "utf-8")
+    return root
+
+
+def test_eval_qa_folder_prints_table_and_writes_json_and_plots(tmp_path: Path, capsys):
+    ds = _qa_folder(tmp_path / "ds")
+    out = tmp_path / "r.json"
+    png = tmp_path / "r.png"
+    assert main(["eval", str(ds), "--tokenizer", "auto", "cjk", "--json", str(out), "--plot", str(png)]) == 0
+    table = capsys.readouterr().out
+    assert "| answer_recall@1 |" in table and "bm25 tokenizer=auto" in table and "bm25 tokenizer=cjk" in table
+    results = json.loads(out.read_text("utf-8"))["results"]
+    assert [r["name"] for r in results] == ["bm25 tokenizer=auto", "bm25 tokenizer=cjk"]
+    for r in results:
+        # q1 and q2 are found at rank 1; q3's answer is not in the corpus
+        assert r["aggregate"]["answer_recall@1"] == pytest.approx(2 / 3)
+        assert r["config"]["n_questions"] == 3
+    assert png.stat().st_size > 5000 and (tmp_path / "r-latency.png").stat().st_size > 5000
+
+
+def test_eval_limit_and_store(tmp_path: Path, capsys):
+    ds = _qa_folder(tmp_path / "ds")
+    assert main(["eval", str(ds), "--limit", "2", "--store", str(tmp_path / "S"), "--json", str(tmp_path / "r.json")]) == 0
+    res = json.loads((tmp_path / "r.json").read_text("utf-8"))["results"][0]
+    assert res["config"]["n_questions"] == 2 and res["aggregate"]["answer_recall@1"] == 1.0
+    assert (tmp_path / "S" / "chunks.sqlite").exists()
+    assert main(["eval", str(ds), "--limit", "0"]) == 2
+
+
+def test_eval_beir_folder(tmp_path: Path, capsys):
+    root = tmp_path / "beir"
+    root.mkdir()
+    corpus = [{"_id": "d1", "title": "", "text": "梅雨前線が停滞する"}, {"_id": "d2", "title": "", "text": "京都の清水寺"}]
+    (root / "corpus.jsonl").write_text("".join(json.dumps(c, ensure_ascii=False) + "\n" for c in corpus), "utf-8")
+    (root / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "清水寺"}, ensure_ascii=False) + "\n", "utf-8")
+    (root / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td2\t1\n", "utf-8")
+    assert main(["eval", str(root), "--json", str(tmp_path / "b.json")]) == 0
+    res = json.loads((tmp_path / "b.json").read_text("utf-8"))["results"][0]
+    assert res["aggregate"]["ndcg@10"] == 1.0 and res["aggregate"]["mrr@10"] == 1.0
+
+
+def test_eval_bad_dataset_names_file_and_line(tmp_path: Path, capsys):
+    ds = _qa_folder(tmp_path / "ds")
+    with open(ds / "questions.jsonl", "a", encoding="utf-8") as f:
+        f.write('{"id": "q4", "question": "x"}\n')
+    assert main(["eval", str(ds)]) == 2
+    err = capsys.readouterr().err
+    assert "questions.jsonl:4" in err
+
+
+DATA = Path(os.environ.get("RAGSPINE_DATA", Path(__file__).resolve().parents[2].parent / "shared" / "data"))
+
+
+@pytest.mark.skipif(not (DATA / "jsquad-valid").is_dir(), reason=f"shared evaluation data not found at {DATA}")
+def test_eval_on_jsquad(tmp_path: Path, capsys):
+    out = tmp_path / "r.json"
+    assert main(["eval", str(DATA / "jsquad-valid"), "--mode", "bm25", "--limit", "300", "--json", str(out),
+                 "--plot", str(tmp_path / "r.png")]) == 0
+    table = capsys.readouterr().out
+    for metric in ("answer_recall@1", "answer_recall@5", "answer_recall@10", "ndcg@10", "mrr@10", "recall@100"):
+        assert f"| {metric} |" in table
+    agg = json.loads(out.read_text("utf-8"))["results"][0]["aggregate"]
+    assert agg["answer_recall@1"] > 0.85 and agg["answer_recall@10"] > 0.97
