@@ -9,7 +9,7 @@ from langchain_ragspine.document_compressors import RESTRICTED_SENSITIVITY, Rest
 from langchain_ragspine.document_loaders import CorpusLoader
 from langchain_ragspine.errors import LoaderError, RagSpineError, StoreError
 from langchain_ragspine.filters import compile_filter, matches
-from langchain_ragspine.indexing import IngestSummary, SearchResults, ingest, open_retriever, search
+from langchain_ragspine.indexing import IngestSummary, ingest, open_retriever, search
 from langchain_ragspine.retrievers import BM25Retriever
 from langchain_ragspine.stores import ChunkStore, StoredChunk
 from langchain_ragspine.text_splitters import ParagraphTextSplitter
@@ -28,7 +28,6 @@ __all__ = [
     "RagSpineError",
     "RagSpineSettings",
     "RestrictedGate",
-    "SearchResults",
     "StoreError",
     "StoredChunk",
     "compile_filter",

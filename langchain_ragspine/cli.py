@@ -15,6 +15,7 @@ import re
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
@@ -25,7 +26,7 @@ from langchain_core.documents import Document
 from langchain_ragspine.config import RagSpineSettings
 from langchain_ragspine.errors import RagSpineError
 from langchain_ragspine.filters import parse_filter_expressions
-from langchain_ragspine.indexing import SearchResults, ingest, open_retriever, result_record, search
+from langchain_ragspine.indexing import ingest, open_retriever, result_record, search
 from langchain_ragspine.retrievers import BM25Retriever
 from langchain_ragspine.tokenizers import TOKENIZERS
 
@@ -53,18 +54,16 @@ def _snippet(text: str, width: int = 160) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
-def _print_results(results: SearchResults, *, as_json: bool, out=None) -> None:
-    out = out or sys.stdout
+def _print_results(results: Sequence[Document], *, as_json: bool) -> None:
+    out = sys.stdout
     if as_json:
-        for rank, doc in enumerate(results.documents, 1):
+        for rank, doc in enumerate(results, 1):
             out.write(json.dumps(result_record(rank, doc), ensure_ascii=False, default=str) + "\n")
         return
-    if not results.documents:
+    if not results:
         out.write("  (no results)\n")
-    for rank, doc in enumerate(results.documents, 1):
+    for rank, doc in enumerate(results, 1):
         out.write(_format_hit(rank, doc))
-    if results.withheld:
-        out.write(f"  ({results.withheld} RESTRICTED chunk(s) withheld)\n")
 
 
 def _format_hit(rank: int, doc: Document) -> str:
@@ -224,6 +223,14 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
     return parser
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # what Python makes of undecodable bytes in argv
+
+
+def _format_warning(message, category, filename, lineno, line=None) -> str:  # type: ignore[no-untyped-def]
+    """One line per warning, without the source line Python prints by default."""
+    return f"warning: {message}\n"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``ragspine`` console script; returns the exit status."""
     try:
@@ -232,6 +239,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"ragspine: error: bad RAGSPINE_* setting: {e}", file=sys.stderr)
         return 2
     args = build_parser(settings).parse_args(argv)
+    warnings.formatwarning = _format_warning
+    query = getattr(args, "query", None)
+    if isinstance(query, str) and _LONE_SURROGATE.search(query):
+        print("ragspine: error: the query is not valid UTF-8 text", file=sys.stderr)
+        return 2
     if getattr(args, "k", 1) <= 0:
         print(f"ragspine: error: -k must be > 0, got {args.k}", file=sys.stderr)
         return 2
@@ -245,6 +257,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except BrokenPipeError:  # e.g. `ragspine search ... | head`
         return 0
+    except KeyboardInterrupt:
+        print(
+            "ragspine: interrupted; every document committed so far is kept and the store stays usable "
+            "(run the command again to finish)",
+            file=sys.stderr,
+        )
+        return 130
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -5,8 +5,9 @@ derived from its active chunks (``bm25/``).  :func:`ingest` loads files with
 :class:`~langchain_ragspine.document_loaders.CorpusLoader`, splits them with
 :class:`~langchain_ragspine.text_splitters.ParagraphTextSplitter`, writes each document as a new version only when
 its chunks changed, retracts documents that are no longer in the corpus, and rebuilds the BM25 index only when the
-store changed.  :func:`search` opens the index (rebuilding it in memory if it is stale, e.g. after a crash between
-the store commit and the index write) and passes every result through the RESTRICTED gate.
+store changed.  :func:`open_retriever` opens the index (rebuilding it in memory if it is stale or damaged, e.g.
+after a crash between the store commit and the index write) and :func:`search` passes every result through the
+RESTRICTED gate.
 
 This mirrors LangChain's ``langchain_core.indexing.index`` (a record of what was indexed, so unchanged content is
 not re-processed), with versions kept instead of deletes.
@@ -16,18 +17,22 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
 from tqdm.auto import tqdm
 
-from langchain_ragspine.document_compressors.restricted import is_restricted
+from langchain_ragspine.document_compressors.restricted import drop_restricted
 from langchain_ragspine.document_loaders import CorpusLoader
+from langchain_ragspine.document_loaders import corpus as corpus_module
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.retrievers.bm25 import BM25Retriever
 from langchain_ragspine.stores import ChunkStore
@@ -42,6 +47,44 @@ from langchain_ragspine.tokenizers import tokenizer_name
 CHUNKS_DB = "chunks.sqlite"
 BM25_DIR = "bm25"
 INDEX_STATE = "index.json"
+#: Marks a directory as a ragspine store; ``CorpusLoader`` never walks into a folder holding it.
+STORE_MARKER = corpus_module.STORE_MARKER
+
+
+class StaleIndexWarning(UserWarning):
+    """The saved BM25 index did not match the chunk store (or could not be read) and was rebuilt in memory."""
+
+
+def _prepare_store_dir(root: Path) -> None:
+    """Create ``root`` as a store directory, or check that an existing one is a ragspine store.
+
+    Raises:
+        StoreError: ``root`` is a file, or a non-empty directory that is not a ragspine store (so ingest never
+            overwrites someone else's ``index.json`` or ``bm25/``).
+    """
+    if root.exists() and not root.is_dir():
+        raise StoreError("--store must be a directory, but this is a file", path=root)
+    if root.is_dir() and not (root / STORE_MARKER).exists() and not (root / CHUNKS_DB).exists():
+        if any(root.iterdir()):
+            raise StoreError(
+                f"this directory is not empty and is not a ragspine store (no {STORE_MARKER}); "
+                "choose a new or empty directory for --store",
+                path=root,
+            )
+    root.mkdir(parents=True, exist_ok=True)
+    marker = root / STORE_MARKER
+    if not marker.exists():
+        marker.write_text(json.dumps({"format": "ragspine-store/1"}) + "\n", "utf-8")
+    for leftover in list(root.glob(f".{BM25_DIR}.tmp-*")) + list(root.glob(f".{BM25_DIR}.old-*")):
+        shutil.rmtree(leftover, ignore_errors=True)  # left by a process killed while saving the index
+
+
+def _load_saved_index(root: Path, *, k: int) -> tuple[BM25Retriever | None, str]:
+    """The saved BM25 index, or ``(None, why)`` when it is missing or unreadable."""
+    try:
+        return BM25Retriever.load(root / BM25_DIR, k=k), ""
+    except (StoreError, OSError, ValueError, EOFError, KeyError, TypeError) as e:
+        return None, str(e)
 
 
 @dataclass
@@ -103,7 +146,7 @@ def _write_index_state(store_dir: Path, state: Mapping[str, Any]) -> None:
 
 
 def build_bm25(store: ChunkStore, *, tokenizer: str = "auto", k: int = 10) -> BM25Retriever:
-    """A :class:`BM25Retriever` over the store's active chunks (RESTRICTED ones included; the gate runs at exit)."""
+    """A :class:`BM25Retriever` over the store's active chunks (it leaves RESTRICTED ones out of the index)."""
     docs = [c.to_document() for c in store.iter_chunks()]
     return BM25Retriever.from_documents(docs, k=k, tokenizer=tokenizer)
 
@@ -145,9 +188,11 @@ def ingest(
         raise ValueError(f"ingest needs a named tokenizer (it is persisted with the index), got {tokenizer!r}")
     splitter = ParagraphTextSplitter(chunk_size=chunk_size, chunk_overlap=chunk_overlap)
     root = Path(store_dir)
-    root.mkdir(parents=True, exist_ok=True)
+    if root.exists() and not root.is_dir():
+        raise StoreError("--store must be a directory, but this is a file", path=root)
     loader = CorpusLoader(paths, on_error=on_error)
-    docs = list(loader.lazy_load())
+    docs = list(loader.lazy_load())  # every file is read and checked before the store is touched
+    _prepare_store_dir(root)
     summary = IngestSummary(
         documents=len(docs), skipped=len(loader.stats.skipped), empty=len(loader.stats.empty)
     )
@@ -181,7 +226,8 @@ def ingest(
         summary.chunks = store.count_chunks()
         state = _index_state(root)
         wanted = {"generation": store.generation, "tokenizer": name}
-        if any(state.get(key) != value for key, value in wanted.items()) or not (root / BM25_DIR).exists():
+        current = all(state.get(key) == value for key, value in wanted.items())
+        if not current or _load_saved_index(root, k=10)[0] is None:
             build_bm25(store, tokenizer=name).save(root / BM25_DIR)
             _write_index_state(root, wanted)
             summary.index_rebuilt = True
@@ -190,58 +236,49 @@ def ingest(
 
 
 def open_retriever(store_dir: str | os.PathLike[str], *, k: int = 10) -> BM25Retriever:
-    """The BM25 retriever of a store directory, rebuilt in memory from the chunk store if the saved index is stale.
+    """The BM25 retriever of a store directory.
+
+    The saved index is used when it matches the chunk store's generation and loads cleanly; otherwise (a crash
+    between the store commit and the index write, a damaged or deleted ``bm25/``) the index is rebuilt in memory
+    from the store and a :class:`StaleIndexWarning` says so — run ``ingest`` again to rewrite it.
 
     Raises:
         StoreError: ``store_dir`` holds no chunk store (run ``ingest`` first).
     """
     root = Path(store_dir)
-    if not (root / CHUNKS_DB).exists():
+    if not (root / CHUNKS_DB).is_file():
         raise StoreError("no chunk store here; run `ragspine ingest PATH --store DIR` first", path=root)
     with ChunkStore(root / CHUNKS_DB, read_only=True) as store:
         state = _index_state(root)
-        if state.get("generation") == store.generation and (root / BM25_DIR).exists():
-            try:
-                return BM25Retriever.load(root / BM25_DIR, k=k)
-            except StoreError:
-                pass
+        if state.get("generation") == store.generation:
+            retriever, why = _load_saved_index(root, k=k)
+            if retriever is not None:
+                return retriever
+        else:
+            why = "it is older than the chunk store"
+        warnings.warn(
+            f"{root / BM25_DIR}: saved BM25 index not used ({why}); rebuilt in memory from the chunk store — "
+            "run `ragspine ingest` again to rewrite it",
+            StaleIndexWarning,
+            stacklevel=2,
+        )
         return build_bm25(store, tokenizer=str(state.get("tokenizer") or "auto"), k=k)
 
 
-@dataclass
-class SearchResults:
-    """Ranked, gated search results.
-
-    Attributes:
-        documents: at most ``k`` non-RESTRICTED chunks, best first, with ``metadata["scores"]``.
-        withheld: how many RESTRICTED chunks ranked within the top ``k`` and were removed.
-    """
-
-    documents: list[Document]
-    withheld: int = 0
-
-
 def search(
-    retriever: BM25Retriever, query: str, *, k: int = 10, filter: Mapping[str, Any] | None = None
-) -> SearchResults:
-    """Top ``k`` chunks for ``query`` with RESTRICTED ones removed (the list is refilled from lower ranks).
+    retriever: BaseRetriever, query: str, *, k: int = 10, filter: Mapping[str, Any] | None = None
+) -> list[Document]:
+    """Top ``k`` chunks for ``query`` from ``retriever``, passed through the RESTRICTED gate on the way out.
+
+    Our retrievers never index RESTRICTED chunks, so the gate here is the last line of defence, not a filter that
+    changes ``k``; it also covers any other ``BaseRetriever`` a caller hands in.
 
     Raises:
         ValueError: ``k <= 0`` or a malformed filter.
     """
     if k <= 0:
         raise ValueError(f"k must be > 0, got {k}")
-    n_restricted = sum(1 for d in retriever.docs if is_restricted(d.metadata))
-    shown: list[Document] = []
-    withheld = 0
-    for doc in retriever.invoke(query, k=k + n_restricted, filter=filter):
-        if len(shown) == k:
-            break
-        if is_restricted(doc.metadata):
-            withheld += 1
-        else:
-            shown.append(doc)
-    return SearchResults(documents=shown, withheld=withheld)
+    return drop_restricted(retriever.invoke(query, k=k, filter=filter))[:k]
 
 
 def result_record(rank: int, doc: Document) -> dict[str, Any]:

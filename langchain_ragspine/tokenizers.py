@@ -10,7 +10,8 @@ and lower-case Latin letters, so ``ＡＢＣ``, ``ABC`` and ``abc`` are one term
   SIGIR 1997), with unigrams added so that one-character queries still match.
 * ``"fugashi"`` — MeCab morphemes with the unidic-lite dictionary (surface forms after NFKC), punctuation and
   symbols dropped.  Good segmentation for Japanese; Chinese text is segmented as if it were Japanese.
-* ``"whitespace"`` — ``str.split()`` after NFKC and lower-casing; LangChain's default preprocessing.
+* ``"whitespace"`` — ``str.split()`` after NFKC and lower-casing (LangChain's default preprocessing is the bare
+  ``str.split()``).
 * ``"auto"`` (the default) — the ``"cjk"`` tokens plus the fugashi morphemes of CJK text (see
   :func:`auto_tokenize`): the best combination measured on Japanese (JSQuAD) and Chinese (CMRC 2018) text, see
   ``benchmarks/RESULTS.md``.
@@ -56,7 +57,7 @@ def cjk_tokenize(text: str) -> list[str]:
 
 
 def whitespace_tokenize(text: str) -> list[str]:
-    """Tokenize with ``str.split()`` after NFKC and lower-casing (LangChain's default preprocessing)."""
+    """Tokenize with ``str.split()`` after NFKC and lower-casing (LangChain's default is the bare ``str.split()``)."""
     return normalize(text).lower().split()
 
 

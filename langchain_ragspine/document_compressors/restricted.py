@@ -1,12 +1,15 @@
 """The RESTRICTED gate: a ``BaseDocumentCompressor`` that removes restricted chunks.
 
-A chunk is restricted when ``metadata["sensitivity"]``, stripped and upper-cased, equals
-:data:`RESTRICTED_SENSITIVITY`.  The gate runs before anything reaches a prompt and at every exit of the package
+A chunk is restricted when ``metadata["sensitivity"]``, normalised by :func:`normalize_label`, equals
+:data:`RESTRICTED_SENSITIVITY`.  The normalisation folds what a person would still read as "RESTRICTED": case,
+surrounding whitespace, full-width letters (``ＲＥＳＴＲＩＣＴＥＤ``, easy to type with a Japanese input method),
+invisible format characters (a zero-width space), and diacritics (a Turkish ``İ``).  The gate runs before anything reaches a prompt and at every exit of the package
 (``ragspine search``, graph outputs, listwise rerank input); :func:`is_restricted` is the one test all of them use.
 """
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -17,14 +20,28 @@ from langchain_core.documents import BaseDocumentCompressor, Document
 RESTRICTED_SENSITIVITY = "RESTRICTED"
 
 
+#: The labels the loader knows; any other label is kept but warned about.
+KNOWN_SENSITIVITIES = ("PUBLIC", "INTERNAL", "CONFIDENTIAL", RESTRICTED_SENSITIVITY)
+
+
+def normalize_label(value: str) -> str:
+    """A sensitivity label in canonical form: NFKD, combining marks and format characters (Unicode categories
+    Mn, Me, Cf) removed, NFKC, whitespace stripped, upper-cased.  ``" ｒｅｓｔｒｉｃｔｅｄ\u200b"`` →
+    ``"RESTRICTED"``."""
+    decomposed = unicodedata.normalize("NFKD", value)
+    kept = "".join(ch for ch in decomposed if unicodedata.category(ch) not in ("Mn", "Me", "Cf"))
+    return unicodedata.normalize("NFKC", kept).strip().upper()
+
+
 def is_restricted(metadata: Any) -> bool:
-    """``True`` when ``metadata`` (a mapping, or a ``Document``) is labelled RESTRICTED, case-insensitively."""
+    """``True`` when ``metadata`` (a mapping, or a ``Document``) is labelled RESTRICTED (see
+    :func:`normalize_label`)."""
     if isinstance(metadata, Document):
         metadata = metadata.metadata
     if not hasattr(metadata, "get"):
         return False
     value = metadata.get("sensitivity")
-    return isinstance(value, str) and value.strip().upper() == RESTRICTED_SENSITIVITY
+    return isinstance(value, str) and normalize_label(value) == RESTRICTED_SENSITIVITY
 
 
 def drop_restricted(documents: Iterable[Document]) -> list[Document]:
@@ -33,7 +50,7 @@ def drop_restricted(documents: Iterable[Document]) -> list[Document]:
 
 
 class RestrictedGate(BaseDocumentCompressor):
-    """Drop every document whose ``metadata["sensitivity"]`` is ``RESTRICTED`` (after ``strip().upper()``).
+    """Drop every document whose ``metadata["sensitivity"]`` is ``RESTRICTED`` (see :func:`normalize_label`).
 
     Use it as the first compressor in a ``ContextualCompressionRetriever`` or ``DocumentCompressorPipeline``, or as a
     graph node, so restricted text cannot reach an LLM.  Order and all other documents are kept unchanged; the input

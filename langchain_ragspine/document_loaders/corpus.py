@@ -1,6 +1,7 @@
 """Load a corpus of Markdown, plain-text and JSONL files as LangChain ``Document``s.
 
-A corpus is one or more folders (walked recursively in sorted order, hidden files and folders skipped) or
+A corpus is one or more folders (walked recursively in sorted order; hidden files and folders, and ragspine store
+directories, skipped) or
 files:
 
 * ``.md`` / ``.markdown`` / ``.txt`` — one document per file.  Optional YAML front matter (the Jekyll/Hugo
@@ -41,6 +42,7 @@ import yaml
 from langchain_core.document_loaders import BaseLoader
 from langchain_core.documents import Document
 
+from langchain_ragspine.document_compressors.restricted import KNOWN_SENSITIVITIES, is_restricted, normalize_label
 from langchain_ragspine.errors import LoaderError
 
 #: Suffixes (compared case-insensitively) loaded as one document per file.
@@ -406,7 +408,7 @@ class CorpusLoader(BaseLoader):
             source=entry.rel.as_posix(),
             doc_id=doc_id,
             title=title,
-            sensitivity=_sensitivity_value(meta.get("sensitivity"), origin),
+            sensitivity=_merged_sensitivity(front, sidecar, origin),
             body_offset=body_offset,
         )
         return iter([(Document(id=doc_id, page_content=body, metadata=meta), None)])
@@ -470,9 +472,15 @@ class CorpusLoader(BaseLoader):
             raise LoaderError(
                 f"must be a string, got {_json_type(body)}", path=path, line=lineno, field="text"
             )
+        _check_surrogates(body, "text", path, lineno)
         if not body.strip():
             self._empty(f"{path}:{lineno}")
             return None
+        nested = obj.pop("metadata", None)
+        if isinstance(nested, dict):  # LangChain's Document JSON shape: {"page_content"/"text", "metadata": {...}}
+            obj = {**nested, **obj}
+        elif nested is not None:
+            obj["metadata"] = nested
         fields = _to_metadata(obj, path, lambda key: lineno)
         line_origin = _Origin(path, {}, path, line=lineno)
         doc_id: str | None = None
@@ -486,10 +494,10 @@ class CorpusLoader(BaseLoader):
         origin = _Origin(path, sidecar, path.with_suffix(SIDECAR_SUFFIX), line=lineno)
         title = _title_value(meta.get("title"), origin)
         meta.update(
-            source=entry.rel.as_posix(),
+            source=f"{entry.rel.as_posix()}:{lineno}",
             doc_id=doc_id,
             title=doc_id if title is None else title,
-            sensitivity=_sensitivity_value(meta.get("sensitivity"), origin),
+            sensitivity=_merged_sensitivity(fields, sidecar, origin),
             line=lineno,
         )
         return Document(id=doc_id, page_content=body, metadata=meta)
@@ -532,16 +540,24 @@ def first_h1(markdown: str) -> str | None:
     return None
 
 
+#: A folder holding this file is a ragspine store directory (see ``langchain_ragspine.indexing``); the walk skips
+#: it, so a store kept inside the corpus is never read back as documents.
+STORE_MARKER = "ragspine-store.json"
+
+
 def _walk(folder: Path) -> list[Path]:
-    """Supported document files under ``folder``, hidden names skipped, sorted by their path below it."""
+    """Supported document files under ``folder``, hidden names and store directories skipped, sorted by path."""
 
     def fail(exc: OSError) -> None:
         raise exc
 
     found: list[tuple[tuple[str, ...], Path]] = []
     for dirpath, dirnames, filenames in os.walk(folder, onerror=fail):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         base = Path(dirpath)
+        if (base / STORE_MARKER).exists():
+            dirnames[:] = []
+            continue
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         for name in filenames:
             if name.startswith("."):
                 continue
@@ -673,6 +689,42 @@ def _title_value(value: Any, origin: _Origin) -> str | None:
     return text if text.strip() else None
 
 
+def _stricter(a: Any, b: Any) -> Any:
+    """Of two sensitivity values, the RESTRICTED one if either is (fail closed), else ``b``."""
+    if isinstance(a, str) and is_restricted({"sensitivity": a}):
+        return a
+    return b if b is not None else a
+
+
+def _merged_sensitivity(document: Mapping[str, Any], sidecar: Mapping[str, Any], origin: _Origin) -> str:
+    """The label of a document whose own metadata and sidecar may both set one.
+
+    The sidecar wins as for every key — except that it can never lower RESTRICTED: if either says RESTRICTED the
+    document is RESTRICTED (a warning names the conflict).  Labels outside ``KNOWN_SENSITIVITIES`` are kept and
+    warned about, since a misspelt "RESTRICTED" would otherwise pass the gate silently.
+    """
+    own = _sensitivity_value(document.get("sensitivity"), origin) if "sensitivity" in document else None
+    side = _sensitivity_value(sidecar.get("sensitivity"), origin) if "sensitivity" in sidecar else None
+    label = side if side is not None else (own if own is not None else DEFAULT_SENSITIVITY)
+    for candidate in (own, side):
+        if candidate is not None and is_restricted({"sensitivity": candidate}) and not is_restricted({"sensitivity": label}):
+            warnings.warn(
+                f"{origin.path}: sensitivity {candidate!r} in the document and {label!r} in its sidecar disagree; "
+                "keeping RESTRICTED",
+                LoaderWarning,
+                stacklevel=4,
+            )
+            label = candidate
+    if normalize_label(label) not in KNOWN_SENSITIVITIES:
+        warnings.warn(
+            f"{origin.path}: unknown sensitivity label {label!r} (known: {', '.join(KNOWN_SENSITIVITIES)}); "
+            "it is kept as is and is not treated as RESTRICTED",
+            LoaderWarning,
+            stacklevel=4,
+        )
+    return label
+
+
 def _sensitivity_value(value: Any, origin: _Origin) -> str:
     """The ``sensitivity`` label (must be a string, since the RESTRICTED gate only recognises strings)."""
     if value is None:
@@ -699,13 +751,18 @@ def _to_metadata(data: Mapping[Any, Any], path: Path, line_of: Callable[[str], i
                 line=line_of(str(key)),
                 field=str(key),
             )
-        out[key] = _jsonable(value, key, path, line_of(key))
+        converted = _jsonable(value, key, path, line_of(key))
+        name = "sensitivity" if key.strip().lower() == "sensitivity" else key  # `Sensitivity:` is still a label
+        out[name] = _stricter(out[name], converted) if name in out else converted
     return out
 
 
 def _jsonable(value: Any, where: str, path: Path, line: int | None) -> Any:
     """``value`` as JSON data (``date``/``datetime`` → ISO-8601 string, tuple → list) or ``LoaderError``."""
-    if value is None or isinstance(value, (str, bool, int)):
+    if isinstance(value, str):
+        _check_surrogates(value, where, path, line)
+        return value
+    if value is None or isinstance(value, (bool, int)):
         return value
     if isinstance(value, float):
         if not math.isfinite(value):
@@ -730,6 +787,22 @@ def _jsonable(value: Any, where: str, path: Path, line: int | None) -> Any:
     raise LoaderError(
         f"a {type(value).__name__} value is not JSON-serialisable", path=path, line=line, field=where
     )
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _check_surrogates(text: str, where: str, path: Path, line: int | None) -> None:
+    """Reject strings holding a lone UTF-16 surrogate (e.g. from a JSON ``"\\ud800"`` escape): it is not text,
+    cannot be stored as UTF-8, and would fail far from its source."""
+    m = _LONE_SURROGATE.search(text)
+    if m is not None:
+        raise LoaderError(
+            f"contains a lone UTF-16 surrogate U+{ord(m.group()):04X} (an unpaired \\u escape?), which is not text",
+            path=path,
+            line=line,
+            field=where,
+        )
 
 
 def _json_type(value: Any) -> str:

@@ -15,7 +15,9 @@ Differences from ``langchain_community.retrievers.BM25Retriever`` a user may rel
 * each result is a copy of the stored ``Document`` with ``metadata["scores"] = {"bm25": s, "vector": None,
   "fused": s, "rerank": None}``;
 * ``filter`` restricts candidates *before* scoring (see :mod:`langchain_ragspine.filters`);
-* ``save(dir)`` / ``load(dir)`` persist numpy arrays and JSON — never pickle.
+* ``save(dir)`` / ``load(dir)`` persist numpy arrays and JSON — never pickle;
+* documents labelled RESTRICTED (see :mod:`langchain_ragspine.document_compressors.restricted`) are dropped when
+  the retriever is built: they are never indexed (so they do not even shape the IDF), scored or returned.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import shutil
 import tempfile
 from array import array
 from collections import Counter
+from contextvars import ContextVar
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -37,13 +40,16 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr
 
+from langchain_ragspine.document_compressors.restricted import drop_restricted
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.filters import compile_filter, filter_key
 from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer, tokenizer_name
 
 _FORMAT = "ragspine-bm25/1"
 _MASK_CACHE_SIZE = 32
-_LOADED = {"ragspine_bm25_loaded": True}  # validation context: skip the index build in load()
+# Set while load() validates a retriever whose index comes from disk, so model_post_init skips the build.
+# (pydantic's validation context does not reach model_post_init through LangChain's BaseRetriever.)
+_SKIP_BUILD: ContextVar[bool] = ContextVar("ragspine_bm25_skip_build", default=False)
 
 
 def doc_key(doc: Document) -> str | None:
@@ -92,6 +98,7 @@ class BM25Retriever(BaseRetriever):
 
     ``invoke`` returns at most ``k`` documents with a positive score, best first, ties broken by ``chunk_id``.
     An empty corpus, an empty or whitespace-only query, and a query with no indexed term return ``[]``.
+    RESTRICTED documents are removed from ``docs`` at construction.
 
     Raises:
         ValueError: ``k < 0``, ``k1 < 0`` or ``b`` outside [0, 1]; an unknown tokenizer; a malformed filter.
@@ -128,9 +135,10 @@ class BM25Retriever(BaseRetriever):
         if not 0.0 <= self.b <= 1.0:
             raise ValueError(f"b must be in [0, 1], got {self.b}")
         compile_filter(self.filter)
+        self.docs = drop_restricted(self.docs)  # never indexed, scored or returned: one gate at construction
         self._tokenize = get_tokenizer(self.tokenizer)
         self._tie_rank = _tie_ranks(self.docs)
-        if context is not _LOADED:
+        if not _SKIP_BUILD.get():
             self._bm25 = _build_bm25((d.page_content for d in self.docs), self._tokenize, k1=self.k1, b=self.b)
 
     # -- construction -----------------------------------------------------------------------------------------------
@@ -158,10 +166,13 @@ class BM25Retriever(BaseRetriever):
         texts: Iterable[str],
         metadatas: Iterable[dict[str, Any]] | None = None,
         ids: Iterable[str] | None = None,
+        bm25_params: Mapping[str, Any] | None = None,
+        preprocess_func: Tokenizer | None = None,
         **kwargs: Any,
     ) -> BM25Retriever:
         """Index plain ``texts`` with optional parallel ``metadatas`` and ``ids``; ``kwargs`` as in
-        :meth:`from_documents`.
+        :meth:`from_documents`.  The positional order is LangChain's: ``texts, metadatas, ids, bm25_params,
+        preprocess_func``.
 
         Raises:
             ValueError: ``metadatas`` or ``ids`` has a different length than ``texts``.
@@ -174,7 +185,19 @@ class BM25Retriever(BaseRetriever):
                 f"from_texts got {len(texts)} texts, {len(metas)} metadatas and {len(id_list)} ids"
             )
         docs = [Document(page_content=t, metadata=dict(m), id=i) for t, m, i in zip(texts, metas, id_list, strict=True)]
-        return cls.from_documents(docs, **kwargs)
+        if preprocess_func is not None:
+            kwargs["tokenizer"] = preprocess_func
+        return cls.from_documents(docs, bm25_params=bm25_params, **kwargs)
+
+    @property
+    def preprocess_func(self) -> Tokenizer:
+        """The tokenizer callable (LangChain's ``BM25Retriever`` attribute name)."""
+        return self._tokenize
+
+    @property
+    def vectorizer(self) -> Any:
+        """The underlying ``bm25s.BM25`` index (``None`` for an empty corpus); LangChain's attribute name."""
+        return self._bm25
 
     # -- retrieval --------------------------------------------------------------------------------------------------
     def _candidate_mask(self, filter: Mapping[str, Any] | None) -> np.ndarray | None:
@@ -319,11 +342,18 @@ class BM25Retriever(BaseRetriever):
             raise StoreError(f"expected {config.get('num_docs')} documents, found {len(docs)}", path=root)
         fields = {k: config[k] for k in ("k", "k1", "b", "filter")}
         fields.update(overrides)
-        retriever = cls.model_validate({"docs": docs, "tokenizer": tok, **fields}, context=_LOADED)
+        token = _SKIP_BUILD.set(True)
+        try:
+            retriever = cls.model_validate({"docs": docs, "tokenizer": tok, **fields})
+        finally:
+            _SKIP_BUILD.reset(token)
         if not config.get("empty_index"):
             import bm25s
 
-            retriever._bm25 = bm25s.BM25.load(root / "bm25s", load_corpus=False, allow_pickle=False)
+            try:
+                retriever._bm25 = bm25s.BM25.load(root / "bm25s", load_corpus=False, allow_pickle=False)
+            except (OSError, ValueError, EOFError, KeyError, TypeError) as e:
+                raise StoreError(f"unreadable bm25s index files: {e}", path=root / "bm25s") from None
         return retriever
 
 

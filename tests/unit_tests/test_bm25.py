@@ -220,3 +220,24 @@ def test_index_matrix_equals_bm25s_own_build():
         assert list(ours.scores["indices"][os_:oe]) == list(ref.scores["indices"][rs:re_]), term
         np.testing.assert_allclose(ours.scores["data"][os_:oe], ref.scores["data"][rs:re_], rtol=1e-6)
     assert set(ours.vocab_dict) == set(ref.vocab_dict) - {""}
+
+
+
+def test_restricted_documents_are_never_indexed_scored_or_returned():
+    docs = [
+        Document(page_content="鍵 交換 手順 秘密", metadata={"chunk_id": "r#0", "sensitivity": " restricted "}),
+        Document(page_content="鍵 交換 は 年 一度", metadata={"chunk_id": "p#0", "sensitivity": "PUBLIC"}),
+        Document(page_content="天気", metadata={"chunk_id": "q#0"}),
+    ]
+    r = BM25Retriever.from_documents(docs, k=5, tokenizer="whitespace")
+    assert [d.metadata["chunk_id"] for d in r.docs] == ["p#0", "q#0"]
+    assert [d.metadata["chunk_id"] for d in r.invoke("鍵 交換 手順 秘密")] == ["p#0"]
+    assert r.invoke("秘密") == []  # the term exists only in the restricted chunk: not even in the vocabulary
+    assert "秘密" not in r._bm25.vocab_dict
+
+
+def test_regression_langchain_positional_arguments_and_attributes():
+    tok = lambda s: s.split()  # noqa: E731
+    r = BM25Retriever.from_texts(["a b", "b c"], None, ["x", "y"], {"k1": 1.0}, tok)
+    assert r.k1 == 1.0 and r.preprocess_func is tok and r.vectorizer is not None
+    assert r.invoke("c")[0].id == "y"

@@ -229,8 +229,7 @@ def test_beir_style_jsonl(tmp_path: Path) -> None:
     assert d1.metadata == {
         "_id": "doc1",
         "title": "東京",
-        "metadata": {},
-        "source": "corpus.jsonl",
+        "source": "corpus.jsonl:1",
         "doc_id": "doc1",
         "sensitivity": "INTERNAL",
         "line": 1,
@@ -499,7 +498,7 @@ def test_duplicate_doc_ids_from_suffix_and_jsonl(tmp_path: Path) -> None:
     loader = CorpusLoader(tmp_path, on_error="skip")
     with pytest.warns(LoaderWarning, match="duplicate doc_id") as record:
         docs = loader.load()
-    assert [d.metadata["source"] for d in docs] == ["x.md", "y.jsonl"]
+    assert [d.metadata["source"] for d in docs] == ["x.md", "y.jsonl:2"]
     assert [d.id for d in docs] == ["x", "z"]
     assert docs[1].page_content == "t"  # the first "z" is kept
     assert len(loader.stats.skipped) == 3
@@ -623,3 +622,50 @@ def test_bad_paths_arguments(tmp_path: Path) -> None:
         CorpusLoader(tmp_path / "kb", root=other)
     with pytest.raises(ValueError, match="folder"):
         CorpusLoader(tmp_path / "kb", root=tmp_path / "kb" / "a.md")
+
+
+# -- regressions from a fresh-user trial ---------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "line",
+    ['{"text": "lone \\ud800 here"}', '{"text": "ok", "note": "bad \\udc80"}'],
+)
+def test_regression_lone_surrogates_are_data_errors_with_file_and_line(tmp_path: Path, line: str):
+    f = tmp_path / "c.jsonl"
+    f.write_text('{"text": "fine"}\n' + line + "\n", "utf-8")
+    with pytest.raises(LoaderError, match=r"c\.jsonl:2.*surrogate"):
+        CorpusLoader(f).load()
+    with pytest.warns(LoaderWarning, match="surrogate"):
+        docs = CorpusLoader(f, on_error="skip").load()
+    assert [d.page_content for d in docs] == ["fine"]
+
+
+def test_regression_jsonl_locator_names_the_line(tmp_path: Path):
+    f = tmp_path / "corpus.jsonl"
+    f.write_text('{"text": "a"}\n\n{"text": "b"}\n', "utf-8")
+    assert [d.metadata["source"] for d in CorpusLoader(f).load()] == ["corpus.jsonl:1", "corpus.jsonl:3"]
+
+
+def test_regression_langchain_style_nested_metadata_is_flattened(tmp_path: Path):
+    f = tmp_path / "docs.jsonl"
+    f.write_text('{"text": "x", "metadata": {"sensitivity": "RESTRICTED", "lang": "ja"}}\n', "utf-8")
+    md = CorpusLoader(f).load()[0].metadata
+    assert md["sensitivity"] == "RESTRICTED" and md["lang"] == "ja" and "metadata" not in md
+
+
+def test_regression_sensitivity_key_is_case_insensitive(tmp_path: Path):
+    (tmp_path / "a.md").write_text("---\nSensitivity: RESTRICTED\n---\n本文", "utf-8")
+    assert CorpusLoader(tmp_path).load()[0].metadata["sensitivity"] == "RESTRICTED"
+
+
+def test_regression_sidecar_cannot_declassify_restricted(tmp_path: Path):
+    (tmp_path / "a.md").write_text("---\nsensitivity: RESTRICTED\n---\n本文", "utf-8")
+    (tmp_path / "a.json").write_text('{"sensitivity": "PUBLIC", "title": "T"}', "utf-8")
+    with pytest.warns(LoaderWarning, match="keeping RESTRICTED"):
+        md = CorpusLoader(tmp_path).load()[0].metadata
+    assert md["sensitivity"] == "RESTRICTED" and md["title"] == "T"  # the sidecar still wins elsewhere
+
+
+def test_regression_unknown_sensitivity_label_warns(tmp_path: Path):
+    (tmp_path / "a.md").write_text("---\nsensitivity: RESTRICED\n---\n本文", "utf-8")
+    with pytest.warns(LoaderWarning, match="unknown sensitivity label 'RESTRICED'"):
+        CorpusLoader(tmp_path).load()

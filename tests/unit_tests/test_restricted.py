@@ -11,7 +11,14 @@ def _doc(i, sensitivity):
     return Document(page_content=f"text {i}", metadata=md)
 
 
-@pytest.mark.parametrize("label", ["RESTRICTED", "restricted", " Restricted\n", "\tRESTRICTED "])
+@pytest.mark.parametrize(
+    "label",
+    [
+        "RESTRICTED", "restricted", " Restricted\n", "\tRESTRICTED ",
+        # look-alikes found in a fresh-user trial (regressions): full width, zero-width space, Turkish dotted I
+        "ＲＥＳＴＲＩＣＴＥＤ", "RESTRICTED\u200b", "RESTR\u200bICTED", "RESTRİCTED", "ｒｅｓｔｒｉｃｔｅｄ",
+    ],
+)
 def test_restricted_labels_are_dropped_case_insensitively(label):
     docs = [_doc(0, "PUBLIC"), _doc(1, label), _doc(2, "INTERNAL")]
     out = RestrictedGate().compress_documents(docs, query="q")
@@ -30,16 +37,22 @@ def test_constant():
     assert is_restricted(_doc(0, "restricted"))  # a Document is accepted too
 
 
-async def test_async_and_in_a_compression_pipeline():
+async def test_async_and_in_a_compression_pipeline_around_langchains_retriever():
+    import warnings
+
     from langchain_classic.retrievers import ContextualCompressionRetriever
 
-    from langchain_ragspine.retrievers import BM25Retriever
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from langchain_community.retrievers import BM25Retriever as LangChainBM25
+
+    from langchain_ragspine.tokenizers import cjk_tokenize
 
     docs = [
         Document(page_content="鍵の交換手順 社外秘", metadata={"chunk_id": "r#0", "sensitivity": "Restricted"}),
         Document(page_content="鍵の交換は年に一度", metadata={"chunk_id": "p#0", "sensitivity": "PUBLIC"}),
     ]
-    base = BM25Retriever.from_documents(docs, k=2)
+    base = LangChainBM25.from_documents(docs, k=2, preprocess_func=cjk_tokenize)  # knows nothing of labels
     assert len(base.invoke("鍵の交換")) == 2
     gated = ContextualCompressionRetriever(base_compressor=RestrictedGate(), base_retriever=base)
     assert [d.metadata["chunk_id"] for d in gated.invoke("鍵の交換")] == ["p#0"]
