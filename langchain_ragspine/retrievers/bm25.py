@@ -277,6 +277,9 @@ class BM25Retriever(BaseRetriever):
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+        umask = os.umask(0)
+        os.umask(umask)
+        tmp.chmod(0o777 & ~umask)  # mkdtemp makes it 0700; the index is as readable as any directory we create
         try:
             config = {
                 "format": _FORMAT,

@@ -241,3 +241,15 @@ def test_regression_langchain_positional_arguments_and_attributes():
     r = BM25Retriever.from_texts(["a b", "b c"], None, ["x", "y"], {"k1": 1.0}, tok)
     assert r.k1 == 1.0 and r.preprocess_func is tok and r.vectorizer is not None
     assert r.invoke("c")[0].id == "y"
+
+
+def test_regression_saved_index_directory_mode_follows_umask(tmp_path: Path):
+    import os
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        BM25Retriever.from_texts(CITIES).save(tmp_path / "idx")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "idx").stat().st_mode) == 0o755  # was 0700 from mkdtemp
