@@ -1,5 +1,7 @@
 """Retrievers (LangChain ``BaseRetriever``s)."""
 
 from langchain_ragspine.retrievers.bm25 import BM25Retriever
+from langchain_ragspine.retrievers.dense import DenseRetriever
+from langchain_ragspine.retrievers.hybrid import HybridRetriever, fuse
 
-__all__ = ["BM25Retriever"]
+__all__ = ["BM25Retriever", "DenseRetriever", "HybridRetriever", "fuse"]

@@ -253,3 +253,11 @@ def test_regression_saved_index_directory_mode_follows_umask(tmp_path: Path):
     finally:
         os.umask(old)
     assert stat.S_IMODE((tmp_path / "idx").stat().st_mode) == 0o755  # was 0700 from mkdtemp
+
+
+async def test_regression_ainvoke_forwards_k_and_filter():
+    # LangChain's default async path does not forward keyword arguments: ainvoke(q, k=...) raised TypeError
+    docs = [Document(page_content=f"梅雨 {i}", metadata={"chunk_id": f"d#{i}", "n": i}) for i in range(6)]
+    r = BM25Retriever.from_documents(docs, k=4)
+    assert len(await r.ainvoke("梅雨", k=2)) == 2
+    assert [d.metadata["n"] for d in await r.ainvoke("梅雨", filter={"n": 5})] == [5]

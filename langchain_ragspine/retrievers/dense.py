@@ -1,0 +1,444 @@
+"""Dense retriever: embeddings + FAISS inner product over L2-normalised vectors (cosine similarity).
+
+Dense passage retrieval (Karpukhin et al., "Dense Passage Retrieval for Open-Domain Question Answering", EMNLP 2020)
+embeds chunks and queries into one vector space and ranks chunks by the inner product with the query vector.  The
+nearest-neighbour search is FAISS (Johnson, Douze & Jégou, "Billion-scale similarity search with GPUs", IEEE Trans.
+Big Data 2019; Douze et al., "The Faiss library", 2024) through
+:class:`~langchain_ragspine.stores.vector_index.FaissVectorIndex`: exact (``IndexFlatIP``) below 200,000 chunks,
+HNSW above, IVF on request — see that module for the parameters and for how filters are honoured in each kind.
+
+What :class:`DenseRetriever` guarantees:
+
+* each result is a copy of the stored ``Document`` with ``metadata["scores"] = {"bm25": None, "vector": s,
+  "fused": s, "rerank": None}``, ``s`` the cosine similarity; at most ``k`` results, best first, ties broken by
+  ``chunk_id``; an empty query or an empty corpus returns ``[]``;
+* ``filter`` (see :mod:`langchain_ragspine.filters`, the same evaluator as BM25's) restricts the candidates *before*
+  scoring: with 100 ``dept=a`` chunks next to the query and one ``dept=c`` chunk far from it,
+  ``filter={"dept": "c"}`` returns that one chunk; a missing field never matches;
+* documents labelled RESTRICTED are dropped when the retriever is built: never embedded, indexed or returned;
+* with ``cache_path`` the chunk vectors come from an :class:`~langchain_ragspine.stores.vector_index.EmbeddingCache`
+  keyed by ``(model_key, chunk_id, sha256(text))``: rebuilding over an unchanged corpus embeds nothing, a changed
+  document re-embeds only its chunks (:attr:`DenseRetriever.last_embedded` tells how many were embedded);
+* ``save(dir)`` / ``load(dir, embedding=…)`` persist ``index.faiss`` (``faiss.write_index``), the id map
+  ``ids.sqlite``, ``docs.jsonl`` and ``retriever.json`` — never pickle — replacing ``dir`` atomically.
+
+Plugging in any LangChain ``VectorStore`` instead
+-------------------------------------------------
+Every retrieval channel is a plain ``BaseRetriever``, so a vector store a user already runs (Chroma, pgvector,
+Qdrant, LangChain's ``InMemoryVectorStore``, …) replaces this class through ``as_retriever``::
+
+    from langchain_core.vectorstores import InMemoryVectorStore
+    from langchain_ragspine.document_compressors.restricted import drop_restricted
+
+    store = InMemoryVectorStore.from_documents(drop_restricted(chunks), embedding)
+    dense = store.as_retriever(search_kwargs={"k": 4})
+    dense.invoke("梅雨とは", k=2)           # per-call kwargs are merged into search_kwargs
+
+and ``dense`` goes wherever a dense channel goes (e.g. next to ``BM25Retriever`` in a reciprocal-rank fusion,
+which keys results by ``metadata["chunk_id"]``, so keep the chunk metadata in the store).  Three things are then the
+user's job, because a foreign store follows its own rules:
+
+1. **Filters use the store's own syntax** and the store decides whether they run before scoring.
+   ``InMemoryVectorStore`` takes a callable ``Document -> bool``; the package's dict filters convert with
+   ``pred = compile_filter(flt)`` and ``search_kwargs={"filter": lambda d: pred(d.metadata)}``.  Chroma, Qdrant,
+   pgvector, … each take their own filter dialect.
+2. **RESTRICTED chunks** must be removed before they are added (``drop_restricted``), and the ``RestrictedGate``
+   still runs at every exit.
+3. **Scores**: a ``VectorStoreRetriever`` returns documents without ``metadata["scores"]``; rank fusion needs only
+   the order.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.retrievers import BaseRetriever
+from pydantic import ConfigDict, Field, PrivateAttr
+
+from langchain_ragspine.document_compressors.restricted import drop_restricted
+from langchain_ragspine.errors import StoreError
+from langchain_ragspine.filters import compile_filter, filter_key
+from langchain_ragspine.retrievers.bm25 import _json_default, doc_key, with_scores
+from langchain_ragspine.stores.vector_index import (
+    INDEX_KINDS,
+    EmbeddingCache,
+    FaissVectorIndex,
+    _atomic_dir,
+    _check_int,
+    content_hash,
+    embed_in_batches,
+    model_key_for,
+)
+
+__all__ = ["DenseRetriever"]
+
+_FORMAT = "ragspine-dense/1"
+_CONFIG_FILE = "retriever.json"
+_DOCS_FILE = "docs.jsonl"
+_MASK_CACHE_SIZE = 32
+# Set while load() validates a retriever whose index comes from disk, so model_post_init skips the build
+# (the same device as bm25.py: pydantic's validation context does not reach model_post_init via BaseRetriever).
+_SKIP_BUILD: ContextVar[bool] = ContextVar("ragspine_dense_skip_build", default=False)
+
+
+class DenseRetriever(BaseRetriever):
+    """Dense (embedding) retrieval over a list of ``Document``\\ s, searched with FAISS.
+
+    Build with :meth:`from_documents` or ``DenseRetriever(docs=[...], embedding=...)``; the chunks are embedded and
+    indexed at construction.
+
+    Attributes:
+        docs: the indexed documents (RESTRICTED ones are removed at construction).
+        embedding: any LangChain ``Embeddings``; ``embed_documents`` for chunks, ``embed_query`` /
+            ``aembed_query`` for queries.  Vectors are L2-normalised here, so scores are cosine similarities.
+        k: number of results (default 4); ``invoke(query, k=...)`` overrides it per call.
+        filter: default metadata filter; ``invoke(query, filter=...)`` overrides it per call.
+        index_kind: ``"auto"`` (default: exact flat index below 200,000 chunks, HNSW above), ``"flat"``, ``"ivf"``
+            or ``"hnsw"``.
+        cache_path: an :class:`EmbeddingCache` SQLite file (e.g. ``DIR/embeddings.sqlite`` beside the chunk
+            store); chunk vectors are read from it and the misses written to it.  ``None`` (default): no cache.
+        model_key: the cache key of the embedding model; default :func:`model_key_for` of ``embedding``.  Pass your
+            own when that cannot tell two models apart.
+        batch_size: texts per ``embed_documents`` call while building (default 32).
+        show_progress: progress bar while embedding; ``None`` (default) shows it on a terminal only.
+
+    Raises:
+        ValueError: ``k < 0``, ``batch_size < 1``, an unknown ``index_kind``, a malformed filter, or an embedding
+            model returning malformed vectors.
+        StoreError: the embedding cache is unusable.
+        ImportError: faiss-cpu is not installed.
+    """
+
+    docs: list[Document] = Field(default_factory=list, repr=False)
+    embedding: Embeddings
+    k: int = 4
+    filter: dict[str, Any] | None = None
+    index_kind: str = "auto"
+    cache_path: str | Path | None = None
+    model_key: str | None = None
+    batch_size: int = 32
+    show_progress: bool | None = None
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    _index: FaissVectorIndex | None = PrivateAttr(default=None)
+    _mask_cache: dict[str, np.ndarray] = PrivateAttr(default_factory=dict)
+    _last_embedded: int = PrivateAttr(default=0)
+
+    def model_post_init(self, context: Any, /) -> None:
+        """Validate parameters, drop RESTRICTED documents, embed and index (unless :meth:`load` supplies the index)."""
+        _check_int("k", self.k, 0)
+        _check_int("batch_size", self.batch_size, 1)
+        if self.index_kind not in INDEX_KINDS:
+            raise ValueError(f"index_kind must be one of {INDEX_KINDS}, got {self.index_kind!r}")
+        compile_filter(self.filter)
+        self.docs = drop_restricted(self.docs)  # never embedded, indexed or returned: one gate at construction
+        if not _SKIP_BUILD.get():
+            self._build()
+
+    def _build(self) -> None:
+        self._index = None
+        self._last_embedded = 0
+        if not self.docs:
+            return
+        keys = [doc_key(d) or "" for d in self.docs]
+        texts = [d.page_content for d in self.docs]
+        if self.cache_path is not None:
+            with EmbeddingCache(self.cache_path) as cache:
+                vectors = cache.embed_with_cache(
+                    self.embedding,
+                    self.resolved_model_key,
+                    list(zip(keys, texts, strict=True)),
+                    batch_size=self.batch_size,
+                    progress=self.show_progress,
+                )
+                self._last_embedded = cache.last_embedded
+        else:
+            vectors = embed_in_batches(
+                self.embedding, texts, batch_size=self.batch_size, progress=self.show_progress
+            )
+            self._last_embedded = len(texts)
+        self._index = FaissVectorIndex(
+            vectors, keys, content_hashes=[content_hash(t) for t in texts], kind=self.index_kind
+        )
+
+    # -- construction -----------------------------------------------------------------------------------------------
+    @classmethod
+    def from_documents(
+        cls, documents: Iterable[Document], embedding: Embeddings, *, k: int = 4, **kwargs: Any
+    ) -> DenseRetriever:
+        """Embed and index ``documents``; ``kwargs`` are the other fields (``filter``, ``index_kind``,
+        ``cache_path``, ``model_key``, ``batch_size``, ``show_progress``)."""
+        return cls(docs=list(documents), embedding=embedding, k=k, **kwargs)
+
+    @classmethod
+    def from_texts(
+        cls,
+        texts: Iterable[str],
+        embedding: Embeddings,
+        metadatas: Iterable[dict[str, Any]] | None = None,
+        ids: Iterable[str] | None = None,
+        **kwargs: Any,
+    ) -> DenseRetriever:
+        """Index plain ``texts`` with optional parallel ``metadatas`` and ``ids``; ``kwargs`` as in
+        :meth:`from_documents`.
+
+        Raises:
+            ValueError: ``metadatas`` or ``ids`` has a different length than ``texts``.
+        """
+        texts = list(texts)
+        metas = list(metadatas) if metadatas is not None else [{} for _ in texts]
+        id_list = list(ids) if ids is not None else [None] * len(texts)
+        if len(metas) != len(texts) or len(id_list) != len(texts):
+            raise ValueError(f"from_texts got {len(texts)} texts, {len(metas)} metadatas and {len(id_list)} ids")
+        docs = [
+            Document(page_content=t, metadata=dict(m), id=i) for t, m, i in zip(texts, metas, id_list, strict=True)
+        ]
+        return cls.from_documents(docs, embedding, **kwargs)
+
+    @property
+    def resolved_model_key(self) -> str:
+        """``model_key`` if given, else :func:`model_key_for` of ``embedding``."""
+        return self.model_key if self.model_key is not None else model_key_for(self.embedding)
+
+    @property
+    def index(self) -> FaissVectorIndex | None:
+        """The FAISS index (row ``i`` is ``docs[i]``); ``None`` for an empty corpus."""
+        return self._index
+
+    @property
+    def last_embedded(self) -> int:
+        """Chunks sent to ``embed_documents`` when this retriever was built (cache misses; 0 after :meth:`load`)."""
+        return self._last_embedded
+
+    # -- retrieval --------------------------------------------------------------------------------------------------
+    def _candidate_mask(self, filter: Mapping[str, Any] | None) -> np.ndarray | None:
+        pred = compile_filter(filter)
+        if pred is None:
+            return None
+        key = filter_key(filter)
+        mask = self._mask_cache.get(key)
+        if mask is None:
+            mask = np.fromiter((pred(d.metadata) for d in self.docs), dtype=bool, count=len(self.docs))
+            if len(self._mask_cache) >= _MASK_CACHE_SIZE:
+                self._mask_cache.pop(next(iter(self._mask_cache)))
+            self._mask_cache[key] = mask
+        return mask
+
+    def search_by_vector(
+        self,
+        vector: np.ndarray | list[float],
+        *,
+        k: int | None = None,
+        filter: Mapping[str, Any] | None = None,
+    ) -> list[tuple[int, float]]:
+        """Top ``k`` ``(doc_position, cosine)`` pairs for a query ``vector`` of shape ``(d,)``, best first, ties by
+        ``chunk_id``.  ``filter=None`` applies the retriever's default :attr:`filter`; pass ``{}`` for none.
+
+        For benchmarks that time the search without the query embedding.
+
+        Raises:
+            ValueError: ``k < 0``; a malformed filter; a vector of another dimension than the index.
+        """
+        k = self.k if k is None else k
+        _check_int("k", k, 0)
+        flt = self.filter if filter is None else filter
+        mask = self._candidate_mask(flt)
+        if k == 0 or self._index is None:
+            return []
+        return self._index.search(vector, k, allowed=mask)
+
+    def _prepare(
+        self, query: str, k: int | None, filter: Mapping[str, Any] | None, kwargs: Mapping[str, Any]
+    ) -> tuple[int, Mapping[str, Any] | None] | None:
+        """``(k, filter)`` for a call, or ``None`` when the answer is ``[]`` without embedding the query."""
+        if kwargs:
+            raise TypeError(f"unexpected keyword arguments for DenseRetriever: {sorted(kwargs)}")
+        k = self.k if k is None else k
+        _check_int("k", k, 0)
+        flt = self.filter if filter is None else filter
+        mask = self._candidate_mask(flt)  # validates the filter before anything else
+        if k == 0 or self._index is None or not query or not query.strip():
+            return None
+        if mask is not None and not mask.any():
+            return None
+        return k, flt
+
+    def _results(self, hits: list[tuple[int, float]]) -> list[Document]:
+        return [with_scores(self.docs[i], vector=s, fused=s) for i, s in hits]
+
+    def _get_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: CallbackManagerForRetrieverRun,
+        k: int | None = None,
+        filter: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        prepared = self._prepare(query, k, filter, kwargs)
+        if prepared is None:
+            return []
+        k, flt = prepared
+        vector = self.embedding.embed_query(query)
+        return self._results(self.search_by_vector(vector, k=k, filter=flt if flt is not None else {}))
+
+    async def _aget_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun,
+        k: int | None = None,
+        filter: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        prepared = self._prepare(query, k, filter, kwargs)
+        if prepared is None:
+            return []
+        k, flt = prepared
+        vector = await self.embedding.aembed_query(query)
+        return self._results(self.search_by_vector(vector, k=k, filter=flt if flt is not None else {}))
+
+    # -- persistence ------------------------------------------------------------------------------------------------
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the retriever to directory ``path``, replaced atomically: ``index.faiss`` + ``ids.sqlite`` +
+        ``vector_index.json`` (see :class:`FaissVectorIndex`), ``docs.jsonl`` and ``retriever.json``.  The
+        embedding model is not saved; pass it to :meth:`load`.
+
+        Raises:
+            ValueError: a metadata value is not JSON-serialisable.
+        """
+        config = {
+            "format": _FORMAT,
+            "k": self.k,
+            "filter": self.filter,
+            "index_kind": self.index_kind,
+            "model_key": self.resolved_model_key,
+            "model_key_explicit": self.model_key is not None,
+            "cache_path": None if self.cache_path is None else str(self.cache_path),
+            "batch_size": self.batch_size,
+            "num_docs": len(self.docs),
+            "empty_index": self._index is None,
+        }
+        with _atomic_dir(path) as tmp:
+            if self._index is not None:
+                self._index.write_files(tmp)
+            (tmp / _CONFIG_FILE).write_text(json.dumps(config, ensure_ascii=False, indent=1), "utf-8")
+            with open(tmp / _DOCS_FILE, "w", encoding="utf-8") as f:
+                for d in self.docs:
+                    try:
+                        line = json.dumps(
+                            {"id": d.id, "page_content": d.page_content, "metadata": d.metadata},
+                            ensure_ascii=False,
+                            default=_json_default,
+                        )
+                    except (TypeError, ValueError) as e:
+                        raise ValueError(f"cannot save document {doc_key(d)!r}: {e}") from e
+                    f.write(line + "\n")
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], *, embedding: Embeddings, **overrides: Any) -> DenseRetriever:
+        """Load a retriever written by :meth:`save`; nothing is embedded.  ``overrides`` replace saved fields such
+        as ``k``, ``filter``, ``cache_path`` or ``show_progress``.
+
+        ``embedding`` must be the model the index was built with: when the saved key came from
+        :func:`model_key_for`, the key of ``embedding`` must equal it; a saved explicit ``model_key`` is trusted.
+        ``model_key=<saved key>`` in ``overrides`` accepts any model.
+
+        Raises:
+            StoreError: the directory is missing, incomplete or corrupt, or its files disagree (the message names
+                the file).
+            ValueError: ``embedding`` does not match the saved model key; ``index_kind`` differs from the saved
+                one; ``docs`` given as an override.
+        """
+        root = Path(path)
+        cfg_path = root / _CONFIG_FILE
+        try:
+            config = json.loads(cfg_path.read_text("utf-8"))
+        except FileNotFoundError:
+            raise StoreError(f"no dense index here ({_CONFIG_FILE} missing)", path=root) from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise StoreError(f"corrupt retriever config: {e}", path=cfg_path) from None
+        if not isinstance(config, dict) or config.get("format") != _FORMAT:
+            fmt = config.get("format") if isinstance(config, dict) else None
+            raise StoreError(f"unknown index format {fmt!r}, expected {_FORMAT!r}", path=cfg_path)
+        if "docs" in overrides:
+            raise ValueError("load() takes the documents from docs.jsonl; build a new retriever to change them")
+        if "index_kind" in overrides and overrides["index_kind"] != config.get("index_kind"):
+            raise ValueError(
+                f"{root} holds a {config.get('index_kind')!r} index; index_kind={overrides['index_kind']!r} needs a "
+                "rebuild (DenseRetriever.from_documents with the same cache_path re-embeds nothing)"
+            )
+        saved_key = config.get("model_key")
+        if "model_key" in overrides and overrides["model_key"] is not None:
+            current = overrides["model_key"]
+        elif config.get("model_key_explicit"):
+            current = saved_key
+        else:
+            current = model_key_for(embedding)
+        if saved_key is not None and current != saved_key:
+            raise ValueError(
+                f"{root} was built with embeddings {saved_key!r}, got {current!r}; load with the same model, or pass "
+                f"model_key={saved_key!r} to use this one anyway"
+            )
+
+        docs_path = root / _DOCS_FILE
+        docs: list[Document] = []
+        try:
+            with open(docs_path, encoding="utf-8") as f:
+                for lineno, line in enumerate(f, 1):
+                    try:
+                        row = json.loads(line)
+                        docs.append(
+                            Document(page_content=row["page_content"], metadata=row["metadata"], id=row["id"])
+                        )
+                    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+                        raise StoreError(f"corrupt document row: {e}", path=docs_path, line=lineno) from None
+        except FileNotFoundError:
+            raise StoreError("documents file missing", path=docs_path) from None
+        except UnicodeDecodeError as e:
+            raise StoreError(f"documents file is not UTF-8: {e}", path=docs_path) from None
+        if len(docs) != config.get("num_docs"):
+            raise StoreError(f"expected {config.get('num_docs')} documents, found {len(docs)}", path=docs_path)
+
+        fields: dict[str, Any] = {
+            key: config[key] for key in ("k", "filter", "index_kind", "cache_path", "batch_size") if key in config
+        }
+        fields["model_key"] = saved_key if config.get("model_key_explicit") else None
+        fields.update(overrides)
+        token = _SKIP_BUILD.set(True)
+        try:
+            retriever = cls.model_validate({"docs": docs, "embedding": embedding, **fields})
+        finally:
+            _SKIP_BUILD.reset(token)
+
+        if config.get("empty_index"):
+            if retriever.docs:
+                raise StoreError("the index is marked empty but documents are present", path=cfg_path)
+            return retriever
+        index = FaissVectorIndex.load(root)
+        keys = [doc_key(d) or "" for d in retriever.docs]
+        if list(index.chunk_ids) != keys:
+            raise StoreError(
+                f"the id map ({index.count} rows) does not match the chunk ids of {_DOCS_FILE} ({len(keys)} "
+                "indexable documents)",
+                path=root / "ids.sqlite",
+            )
+        for row, (d, h) in enumerate(zip(retriever.docs, index.content_hashes, strict=True)):
+            if h is not None and content_hash(d.page_content) != h:
+                raise StoreError(
+                    f"text of document {keys[row]!r} differs from the text that was embedded",
+                    path=docs_path,
+                    line=row + 1,
+                )
+        retriever._index = index
+        return retriever

@@ -1,0 +1,1097 @@
+"""Vector index persistence for the dense channel: a FAISS index file, a SQLite id map, and an embedding cache.
+
+Dense retrieval scores a chunk by the inner product of its embedding with the query's (dense passage retrieval,
+Karpukhin et al., "Dense Passage Retrieval for Open-Domain Question Answering", EMNLP 2020).  On L2-normalised
+vectors the inner product is the cosine similarity.  The search runs in FAISS (Johnson, Douze & Jégou, "Billion-scale
+similarity search with GPUs", IEEE Trans. Big Data 2019; Douze et al., "The Faiss library", 2024), with one of three
+index kinds:
+
+* ``"flat"`` — ``IndexFlatIP``, exact; the default below :data:`AUTO_HNSW_MIN_ROWS` (200,000) vectors.
+* ``"hnsw"`` — ``IndexHNSWFlat`` (Malkov & Yashunin, "Efficient and robust approximate nearest neighbor search
+  using Hierarchical Navigable Small World graphs", TPAMI 2018), ``M = 32``, ``efConstruction = 40`` (FAISS's
+  default), ``efSearch = 64``; the ``"auto"`` choice from 200,000 vectors up.
+* ``"ivf"`` — ``IndexIVFFlat`` (inverted lists over a k-means coarse quantiser, Jégou et al. 2011) with
+  ``nlist = clamp(round(4·√n), 1, n // 39)`` lists trained on the vectors themselves (FAISS wants at least 39
+  training points per list) and ``nprobe = min(nlist, max(16, ceil(nlist / 8)))`` lists probed per query.
+  Only on request.
+
+**Filters before scoring.**  :meth:`FaissVectorIndex.search` takes a boolean ``allowed`` mask (one entry per row,
+computed by :func:`langchain_ragspine.filters.compile_filter`) and never scores, let alone returns, a row outside
+it.  The rule, verified against faiss-cpu 1.15:
+
+1. When at most :attr:`FaissVectorIndex.exact_max_rows` rows (default :data:`EXACT_MAX_ROWS` = 4,096) are allowed,
+   they are scored exactly with numpy from the index's own stored vectors (``reconstruct_batch``).  This is both
+   faster than a graph walk and exact, so a filter that keeps one chunk finds that chunk in every index kind.
+2. Otherwise FAISS searches with an ``IDSelectorBitmap`` in its ``SearchParameters(sel=…)``
+   (``SearchParametersIVF`` / ``SearchParametersHNSW`` for those kinds — IVF rejects the base class).  FAISS
+   skips rows outside the selector inside the scan, so they are never candidates.  Because a selective filter
+   starves an approximate search (HNSW's graph walk meets few allowed nodes, IVF's probed lists hold few allowed
+   rows), the search effort is scaled by the inverse of the allowed fraction ``f``: ``efSearch = min(4096,
+   ceil(64 / f))`` and ``nprobe = min(nlist, ceil(nprobe / f))``.
+3. If FAISS still returns fewer than ``min(k, allowed rows)`` hits, the allowed rows are scored exactly (as in 1).
+
+Results are ``(row, score)`` pairs, best first, ties broken by ``chunk_id`` (then row).  To see every tie at the
+k-th place the search over-fetches and widens until the boundary score is strictly inside the fetched list.
+
+**Persistence, no pickle.**  :meth:`FaissVectorIndex.save` writes ``index.faiss`` with ``faiss.write_index``, the
+id map ``ids.sqlite`` (``row INTEGER PRIMARY KEY, chunk_id TEXT, content_hash TEXT``) and ``vector_index.json``
+(format, dim, kind, count, search parameters, SHA-256 of ``index.faiss``) into a temporary directory that then
+replaces the target.
+:meth:`FaissVectorIndex.load` reads with ``faiss.read_index`` and validates that the three agree, raising
+:class:`~langchain_ragspine.errors.StoreError` naming the offending file.
+
+**Embedding cache.**  :class:`EmbeddingCache` keeps vectors in SQLite keyed by ``(model_key, chunk_id,
+content_hash)``, so re-ingesting an unchanged corpus embeds nothing and a changed document re-embeds only its
+chunks; misses are embedded in batches behind a progress bar and each finished batch is committed at once, so an
+interrupted run keeps its work.
+
+faiss is imported lazily (the ``embed`` and ``st`` extras install faiss-cpu); nothing here is loaded with pickle.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import math
+import os
+import shutil
+import sqlite3
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from langchain_core.embeddings import Embeddings
+
+from langchain_ragspine.errors import StoreError
+
+__all__ = [
+    "AUTO_HNSW_MIN_ROWS",
+    "EXACT_MAX_ROWS",
+    "INDEX_KINDS",
+    "EmbeddingCache",
+    "FaissVectorIndex",
+    "content_hash",
+    "embed_in_batches",
+    "l2_normalize",
+    "model_key_for",
+]
+
+#: ``kind="auto"`` picks ``"flat"`` below this many vectors and ``"hnsw"`` from it up.
+AUTO_HNSW_MIN_ROWS = 200_000
+
+#: Filtered searches that allow at most this many rows score them exactly with numpy (default of
+#: :attr:`FaissVectorIndex.exact_max_rows`).
+EXACT_MAX_ROWS = 4_096
+
+#: Accepted values of ``kind``.
+INDEX_KINDS = ("auto", "flat", "ivf", "hnsw")
+
+#: HNSW defaults: graph degree, build-time and search-time beam widths.
+HNSW_M = 32
+HNSW_EF_CONSTRUCTION = 40
+HNSW_EF_SEARCH = 64
+#: Upper bound for the selectivity-scaled ``efSearch`` of a filtered HNSW search.
+HNSW_MAX_EF_SEARCH = 4_096
+
+INDEX_FILE = "index.faiss"
+IDS_FILE = "ids.sqlite"
+META_FILE = "vector_index.json"
+_FORMAT = "ragspine-faiss/1"
+
+CACHE_SCHEMA_VERSION = 1
+_CACHE_KIND = "ragspine-embedding-cache"
+_SQL_PAIRS_PER_QUERY = 400  # (chunk_id, hash) pairs per SELECT: 801 bound parameters, under every SQLite limit
+_EXACT_BLOCK_ROWS = 65_536
+
+
+# -- helpers ---------------------------------------------------------------------------------------------------
+def _import_faiss() -> Any:
+    try:
+        import faiss
+    except ImportError as e:  # pragma: no cover - exercised only without faiss
+        raise ImportError(
+            "the dense channel needs FAISS: pip install 'langchain-ragspine[embed]' (or faiss-cpu)"
+        ) from e
+    return faiss
+
+
+def content_hash(text: str) -> str:
+    """SHA-256 hex digest of ``text`` encoded as UTF-8 (64 lowercase hex characters)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def l2_normalize(vectors: np.ndarray) -> np.ndarray:
+    """``vectors`` (shape ``(n, d)`` or ``(d,)``) as float32 rows of unit L2 norm; zero rows stay zero.
+
+    Always returns a new C-contiguous float32 array.
+    """
+    out = np.array(vectors, dtype=np.float32, copy=True, order="C")
+    norms = np.linalg.norm(out, axis=-1, keepdims=True)
+    np.divide(out, norms, out=out, where=norms > 0)
+    return out
+
+
+def _show_progress(progress: bool | None) -> bool:
+    if progress is not None:
+        return bool(progress)
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+class _DimensionMismatch(ValueError):
+    """The model returned vectors of another dimension than earlier ones."""
+
+
+def _embed_batch(embedding: Embeddings, texts: list[str], dim: int | None) -> np.ndarray:
+    """``embedding.embed_documents(texts)`` as a checked float32 array ``(len(texts), d)``."""
+    raw = embedding.embed_documents(texts)
+    try:
+        arr = np.asarray(raw, dtype=np.float32)
+    except (TypeError, ValueError) as e:
+        raise ValueError(
+            f"{type(embedding).__name__}.embed_documents returned ragged or non-numeric vectors: {e}"
+        ) from e
+    if arr.ndim != 2 or arr.shape[0] != len(texts) or arr.shape[1] < 1:
+        raise ValueError(
+            f"{type(embedding).__name__}.embed_documents returned shape {arr.shape} for {len(texts)} texts; "
+            "expected one non-empty vector per text"
+        )
+    if dim is not None and arr.shape[1] != dim:
+        raise _DimensionMismatch(
+            f"{type(embedding).__name__}.embed_documents returned {arr.shape[1]}-dimensional vectors, "
+            f"earlier ones had {dim}"
+        )
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{type(embedding).__name__}.embed_documents returned NaN or infinite values")
+    return arr
+
+
+def embed_in_batches(
+    embedding: Embeddings, texts: Sequence[str], *, batch_size: int = 32, progress: bool | None = None
+) -> np.ndarray:
+    """Embed ``texts`` with ``embedding.embed_documents`` in batches of ``batch_size`` (default 32), behind a tqdm
+    progress bar (shown on a terminal unless ``progress`` says otherwise), without any cache.
+
+    Returns:
+        float32 array ``(len(texts), d)``, rows L2-normalised (zero vectors stay zero).  For no texts: ``(0, 0)``.
+
+    Raises:
+        ValueError: ``batch_size < 1``; the model returns the wrong number of vectors, mixed dimensions or
+            non-finite values.
+    """
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
+    texts = list(texts)
+    if not texts:
+        return np.zeros((0, 0), dtype=np.float32)
+    from tqdm.auto import tqdm
+
+    parts: list[np.ndarray] = []
+    dim: int | None = None
+    with tqdm(total=len(texts), desc="embed", unit="chunk", disable=not _show_progress(progress)) as bar:
+        for start in range(0, len(texts), batch_size):
+            batch = texts[start : start + batch_size]
+            arr = _embed_batch(embedding, batch, dim)
+            dim = arr.shape[1]
+            parts.append(arr)
+            bar.update(len(batch))
+    return l2_normalize(np.concatenate(parts, axis=0))
+
+
+#: Attributes read by :func:`model_key_for`, when they hold a string, number or boolean.
+MODEL_KEY_ATTRIBUTES = (
+    "model_name",
+    "model",
+    "model_id",
+    "model_path",
+    "repo_id",
+    "deployment",
+    "size",
+    "dim",
+    "dimensions",
+    "query_prefix",
+    "document_prefix",
+    "query_instruction",
+    "embed_instruction",
+)
+_INNER_ATTRIBUTES = ("inner", "underlying_embeddings", "embeddings", "base_embeddings")
+
+
+def model_key_for(embedding: Embeddings) -> str:
+    """A stable string identifying the vectors ``embedding`` produces, for :class:`EmbeddingCache` keys.
+
+    It is the class name followed by the scalar values of :data:`MODEL_KEY_ATTRIBUTES` the object has
+    (``model_name``, ``model``, ``size``, the role prefixes, …) and, for wrappers, the key of the wrapped model
+    (attribute ``inner`` / ``underlying_embeddings``): ``"HashingEmbeddings(size=256)"``,
+    ``"PrefixedEmbeddings(query_prefix='query: ', document_prefix='passage: ', inner=E5SmallEmbeddings(dim=384))"``.
+
+    Two models that this function cannot tell apart (a custom class without such attributes, two checkpoints
+    loaded from the same name) would share cached vectors: pass your own ``model_key`` (any string, e.g. a model
+    name plus a weights hash) wherever one is accepted.
+    """
+    return _model_key(embedding, depth=0)
+
+
+def _model_key(embedding: Any, depth: int) -> str:
+    parts: list[str] = []
+    for name in MODEL_KEY_ATTRIBUTES:
+        try:
+            value = getattr(embedding, name, None)
+        except Exception:  # a property that fails is simply not part of the key
+            continue
+        if isinstance(value, (str, int, float, bool)) and not isinstance(value, type):
+            parts.append(f"{name}={value!r}")
+    if depth < 4:
+        for name in _INNER_ATTRIBUTES:
+            inner = getattr(embedding, name, None)
+            if isinstance(inner, Embeddings) and inner is not embedding:
+                parts.append(f"{name}={_model_key(inner, depth + 1)}")
+                break
+    return f"{type(embedding).__name__}({', '.join(parts)})"
+
+
+@contextlib.contextmanager
+def _atomic_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a fresh temporary directory beside ``path``; on success it replaces ``path`` (see ``bm25._replace_dir``),
+    on any exception it is removed and ``path`` is left as it was."""
+    from langchain_ragspine.retrievers.bm25 import _replace_dir  # lazy: retrievers import this module
+
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    tmp.chmod(0o777 & ~umask)  # mkdtemp makes it 0700; the index is as readable as any directory we create
+    try:
+        yield tmp
+        _replace_dir(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+# -- embedding cache -------------------------------------------------------------------------------------------
+_CACHE_DDL = (
+    """CREATE TABLE IF NOT EXISTS meta (
+        key   TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS embeddings (
+        model_key    TEXT    NOT NULL,
+        chunk_id     TEXT    NOT NULL,
+        content_hash TEXT    NOT NULL,
+        dim          INTEGER NOT NULL CHECK (dim > 0),
+        vector       BLOB    NOT NULL,
+        PRIMARY KEY (model_key, chunk_id, content_hash)
+    ) WITHOUT ROWID""",
+)
+
+
+class EmbeddingCache:
+    """Embedding vectors in one SQLite file, keyed by ``(model_key, chunk_id, content_hash)``.
+
+    Table ``embeddings(model_key TEXT, chunk_id TEXT, content_hash TEXT, dim INTEGER, vector BLOB)``; ``vector``
+    holds ``dim`` float32 values, little-endian, exactly as the model returned them (normalisation happens on
+    use).  The file runs in WAL mode (``synchronous=NORMAL``); every write is one ``BEGIN IMMEDIATE … COMMIT``
+    transaction, so a crash keeps every committed batch; all SQL is parameterised.
+
+    Args:
+        db_path: the SQLite file, created with its parent directories when missing (unless ``read_only``).
+            A natural place is beside the chunk store, e.g. ``DIR/embeddings.sqlite``.
+        read_only: open with ``mode=ro``; :meth:`put_many` and :meth:`prune` raise :class:`StoreError`, and
+            :meth:`embed_with_cache` embeds misses without storing them.
+        busy_timeout: seconds to wait for another writer's lock (default 5.0).
+
+    Attributes:
+        last_embedded: texts sent to the model by the last :meth:`embed_with_cache` call (cache misses).
+        last_cached: rows the last :meth:`embed_with_cache` call took from the cache.
+
+    Raises:
+        StoreError: the file is missing (``read_only``), not SQLite, not an embedding cache, or from a newer
+            schema; any later SQLite failure.  The message names the path.
+
+    Use it as a context manager or call :meth:`close`.  One instance may be shared between threads.
+    """
+
+    def __init__(
+        self, db_path: str | os.PathLike[str], *, read_only: bool = False, busy_timeout: float = 5.0
+    ) -> None:
+        if isinstance(busy_timeout, bool) or not isinstance(busy_timeout, (int, float)) or busy_timeout < 0:
+            raise ValueError(f"busy_timeout must be a number of seconds >= 0, got {busy_timeout!r}")
+        self._path = Path(db_path)
+        self._read_only = bool(read_only)
+        self._lock = threading.RLock()
+        self._conn: sqlite3.Connection | None = None
+        self.last_embedded = 0
+        self.last_cached = 0
+        self._conn = self._connect(float(busy_timeout))
+        try:
+            self._ensure_schema()
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def path(self) -> Path:
+        """The SQLite file."""
+        return self._path
+
+    # -- opening ----------------------------------------------------------------------------------------------
+    def _connect(self, busy_timeout: float) -> sqlite3.Connection:
+        path = self._path
+        try:
+            if self._read_only:
+                if not path.is_file():
+                    raise StoreError("embedding cache does not exist (opened with read_only=True)", path=path)
+                conn = sqlite3.connect(
+                    path.resolve().as_uri() + "?mode=ro",
+                    uri=True,
+                    timeout=busy_timeout,
+                    isolation_level=None,
+                    check_same_thread=False,
+                )
+            else:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                conn = sqlite3.connect(
+                    str(path), timeout=busy_timeout, isolation_level=None, check_same_thread=False
+                )
+        except sqlite3.Error as e:
+            raise StoreError(f"cannot open embedding cache: {e}", path=path) from e
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")  # an int we computed, not user text
+            if not self._read_only:
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute("PRAGMA synchronous = NORMAL")
+        except sqlite3.Error as e:
+            conn.close()
+            raise StoreError(f"not a usable SQLite database: {e}", path=path) from e
+        return conn
+
+    def _ensure_schema(self) -> None:
+        with self._lock, self._sql_errors():
+            conn = self._connection()
+            version = self._schema_version(conn)
+            if version is not None:
+                if version > CACHE_SCHEMA_VERSION:
+                    raise StoreError(
+                        f"embedding cache schema {version} is newer than this library's ({CACHE_SCHEMA_VERSION})",
+                        path=self._path,
+                    )
+                return
+            if self._read_only:
+                raise StoreError("not an embedding cache (no meta.schema_version)", path=self._path)
+            with self._write_transaction() as cur:
+                if self._schema_version(conn) is not None:  # created by another process meanwhile
+                    return
+                tables = {r[0] for r in cur.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+                if tables:
+                    raise StoreError(
+                        f"not an embedding cache: has tables {sorted(tables)} but no meta.schema_version",
+                        path=self._path,
+                    )
+                for ddl in _CACHE_DDL:
+                    cur.execute(ddl)
+                cur.executemany(
+                    "INSERT INTO meta (key, value) VALUES (?, ?)",
+                    [("schema_version", str(CACHE_SCHEMA_VERSION)), ("kind", _CACHE_KIND)],
+                )
+
+    def _schema_version(self, conn: sqlite3.Connection) -> int | None:
+        has_meta = conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", ("meta",)
+        ).fetchone()
+        if not has_meta:
+            return None
+        rows = dict(conn.execute("SELECT key, value FROM meta WHERE key IN (?, ?)", ("schema_version", "kind")))
+        if "schema_version" not in rows:
+            return None
+        if rows.get("kind") != _CACHE_KIND:
+            raise StoreError(f"not an embedding cache (meta.kind is {rows.get('kind')!r})", path=self._path)
+        try:
+            return int(rows["schema_version"])
+        except ValueError:
+            raise StoreError(
+                f"meta.schema_version is not an integer: {rows['schema_version']!r}", path=self._path
+            ) from None
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise StoreError("embedding cache is closed", path=self._path)
+        return self._conn
+
+    @contextlib.contextmanager
+    def _sql_errors(self) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.Error as e:
+            raise StoreError(f"SQLite error: {e}", path=self._path) from e
+
+    @contextlib.contextmanager
+    def _write_transaction(self) -> Iterator[sqlite3.Cursor]:
+        conn = self._connection()
+        cur = conn.cursor()
+        cur.execute("BEGIN IMMEDIATE")
+        try:
+            yield cur
+        except BaseException:
+            if conn.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+            raise
+        else:
+            cur.execute("COMMIT")
+        finally:
+            cur.close()
+
+    def _require_writable(self) -> None:
+        if self._read_only:
+            raise StoreError(
+                "embedding cache is opened read_only=True; open it without read_only to write", path=self._path
+            )
+
+    # -- reading and writing ----------------------------------------------------------------------------------
+    def get_many(self, model_key: str, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], np.ndarray]:
+        """The cached vectors for ``keys`` = ``[(chunk_id, content_hash), …]`` under ``model_key``.
+
+        Returns:
+            ``{(chunk_id, content_hash): float32 array (dim,)}`` for the keys present; misses are absent.
+
+        Raises:
+            StoreError: a stored blob's length does not match its ``dim`` (the message names the row).
+        """
+        if not isinstance(model_key, str):
+            raise TypeError(f"model_key must be a str, got {model_key!r}")
+        wanted = list(dict.fromkeys((str(c), str(h)) for c, h in keys))
+        out: dict[tuple[str, str], np.ndarray] = {}
+        with self._lock, self._sql_errors():
+            conn = self._connection()
+            for start in range(0, len(wanted), _SQL_PAIRS_PER_QUERY):
+                part = wanted[start : start + _SQL_PAIRS_PER_QUERY]
+                values = ", ".join(["(?, ?)"] * len(part))
+                params: list[str] = [model_key]
+                for cid, h in part:
+                    params.extend((cid, h))
+                sql = (
+                    "SELECT chunk_id, content_hash, dim, vector FROM embeddings "
+                    f"WHERE model_key = ? AND (chunk_id, content_hash) IN (VALUES {values})"
+                )
+                for cid, h, dim, blob in conn.execute(sql, params):
+                    if not isinstance(blob, bytes) or not isinstance(dim, int) or dim < 1 or len(blob) != 4 * dim:
+                        raise StoreError(
+                            f"corrupt cached vector for chunk {cid!r} (model {model_key!r}): "
+                            f"{len(blob) if isinstance(blob, bytes) else type(blob).__name__} bytes for dim {dim!r}",
+                            path=self._path,
+                            field="vector",
+                        )
+                    out[(cid, h)] = np.frombuffer(blob, dtype="<f4").astype(np.float32)
+        return out
+
+    def put_many(self, model_key: str, items: Sequence[tuple[str, str, np.ndarray]]) -> None:
+        """Store ``[(chunk_id, content_hash, vector), …]`` under ``model_key`` in one transaction (existing keys
+        are replaced).
+
+        Raises:
+            ValueError: a vector is not 1-D, empty, or not finite.
+            StoreError: the cache is read-only, or SQLite fails.
+        """
+        if not isinstance(model_key, str):
+            raise TypeError(f"model_key must be a str, got {model_key!r}")
+        self._require_writable()
+        rows = []
+        for cid, h, vec in items:
+            arr = np.asarray(vec, dtype="<f4")
+            if arr.ndim != 1 or arr.size == 0 or not np.all(np.isfinite(arr)):
+                raise ValueError(
+                    f"vector for chunk {cid!r} must be a finite non-empty 1-D array, got shape {arr.shape}"
+                )
+            rows.append((model_key, str(cid), str(h), int(arr.size), arr.tobytes()))
+        if not rows:
+            return
+        with self._lock, self._sql_errors(), self._write_transaction() as cur:
+            cur.executemany(
+                "INSERT OR REPLACE INTO embeddings (model_key, chunk_id, content_hash, dim, vector) "
+                "VALUES (?, ?, ?, ?, ?)",
+                rows,
+            )
+
+    def prune(self, model_key: str, keep: set[tuple[str, str]] | frozenset[tuple[str, str]]) -> int:
+        """Delete the rows of ``model_key`` whose ``(chunk_id, content_hash)`` is not in ``keep``; other models'
+        rows are untouched.  Returns the number of rows deleted."""
+        self._require_writable()
+        with self._lock, self._sql_errors(), self._write_transaction() as cur:
+            cur.execute("CREATE TEMP TABLE IF NOT EXISTS keep_keys (chunk_id TEXT, content_hash TEXT)")
+            cur.execute("DELETE FROM temp.keep_keys")
+            cur.executemany("INSERT INTO temp.keep_keys VALUES (?, ?)", [(str(c), str(h)) for c, h in keep])
+            cur.execute(
+                "DELETE FROM embeddings WHERE model_key = ? AND NOT EXISTS (SELECT 1 FROM temp.keep_keys k "
+                "WHERE k.chunk_id = embeddings.chunk_id AND k.content_hash = embeddings.content_hash)",
+                (model_key,),
+            )
+            deleted = cur.rowcount
+            cur.execute("DELETE FROM temp.keep_keys")
+        return int(deleted)
+
+    def count(self, model_key: str | None = None) -> int:
+        """Number of cached vectors (of ``model_key``, or of every model)."""
+        with self._lock, self._sql_errors():
+            conn = self._connection()
+            if model_key is None:
+                return int(conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0])
+            row = conn.execute("SELECT COUNT(*) FROM embeddings WHERE model_key = ?", (model_key,)).fetchone()
+            return int(row[0])
+
+    def embed_with_cache(
+        self,
+        embedding: Embeddings,
+        model_key: str | None,
+        chunks: Sequence[tuple[str, str]],
+        *,
+        batch_size: int = 32,
+        progress: bool | None = None,
+    ) -> np.ndarray:
+        """Vectors for ``chunks`` = ``[(chunk_id, text), …]``, embedding only what the cache lacks.
+
+        The key of a chunk is ``(chunk_id, content_hash(text))``: an unchanged chunk is never embedded again, a
+        changed text is, and so is the same text under a new ``chunk_id``.  Misses (each distinct key once) go
+        to ``embedding.embed_documents`` in batches of ``batch_size`` behind a tqdm progress bar (shown on a
+        terminal by default; ``progress=True/False`` forces it); each batch is committed to the cache as soon as
+        it is embedded (not in ``read_only`` mode).
+
+        Args:
+            model_key: identifies the model (see :func:`model_key_for`, used when ``None``).
+
+        Returns:
+            float32 array ``(len(chunks), d)`` in input order, rows L2-normalised (zero vectors stay zero); for no
+            chunks ``(0, 0)``.  :attr:`last_embedded` / :attr:`last_cached` count misses and hits.
+
+        Raises:
+            ValueError: ``batch_size < 1``; the model returns the wrong number of vectors or non-finite values.
+            StoreError: cached vectors of ``model_key`` disagree in dimension with each other or with the model
+                (the key does not identify the model: pass a distinct ``model_key``).
+        """
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
+        key = model_key if model_key is not None else model_key_for(embedding)
+        items = [(str(cid), text) for cid, text in chunks]
+        keys = [(cid, content_hash(text)) for cid, text in items]
+        self.last_embedded = 0
+        self.last_cached = 0
+        if not items:
+            return np.zeros((0, 0), dtype=np.float32)
+        found = self.get_many(key, keys)
+        dims = {v.shape[0] for v in found.values()}
+        if len(dims) > 1:
+            raise StoreError(
+                f"cached vectors of model {key!r} have several dimensions {sorted(dims)}; the model key does not "
+                "identify one model — pass a distinct model_key",
+                path=self._path,
+            )
+        dim: int | None = dims.pop() if dims else None
+        misses: dict[tuple[str, str], str] = {}
+        for k, (_, text) in zip(keys, items, strict=True):
+            if k not in found and k not in misses:
+                misses[k] = text
+        if misses:
+            from tqdm.auto import tqdm
+
+            miss_keys = list(misses)
+            show = _show_progress(progress)
+            with tqdm(total=len(miss_keys), desc="embed", unit="chunk", disable=not show) as bar:
+                for start in range(0, len(miss_keys), batch_size):
+                    batch = miss_keys[start : start + batch_size]
+                    try:
+                        arr = _embed_batch(embedding, [misses[k] for k in batch], dim)
+                    except _DimensionMismatch as e:
+                        raise StoreError(
+                            f"the model returns vectors of another dimension than the cached ones of {key!r} "
+                            f"({e}); pass a distinct model_key",
+                            path=self._path,
+                        ) from e
+                    dim = arr.shape[1]
+                    if not self._read_only:
+                        self.put_many(key, [(c, h, v) for (c, h), v in zip(batch, arr, strict=True)])
+                    for k, v in zip(batch, arr, strict=True):
+                        found[k] = v
+                    self.last_embedded += len(batch)
+                    bar.update(len(batch))
+        assert dim is not None
+        out = np.empty((len(items), dim), dtype=np.float32)
+        for row, k in enumerate(keys):
+            out[row] = found[k]
+        self.last_cached = len(items) - sum(1 for k in keys if k in misses)
+        return l2_normalize(out)
+
+    # -- lifecycle ----------------------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Close the connection (idempotent); later calls raise :class:`StoreError`."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def __enter__(self) -> EmbeddingCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        mode = ", read_only=True" if self._read_only else ""
+        state = "" if self._conn is not None else " (closed)"
+        return f"EmbeddingCache({str(self._path)!r}{mode}){state}"
+
+
+# -- the FAISS index -------------------------------------------------------------------------------------------
+def default_nlist(n: int) -> int:
+    """IVF list count for ``n`` vectors: ``round(4·√n)``, at most ``n // 39`` (FAISS's minimum of 39 training
+    points per list), at least 1."""
+    return max(1, min(round(4 * math.sqrt(max(n, 0))), n // 39))
+
+
+def default_nprobe(nlist: int) -> int:
+    """IVF lists probed per query: ``min(nlist, max(16, ceil(nlist / 8)))``."""
+    return max(1, min(nlist, max(16, math.ceil(nlist / 8))))
+
+
+class FaissVectorIndex:
+    """A FAISS inner-product index over L2-normalised vectors, with a row → ``chunk_id`` map.
+
+    Args:
+        vectors: float array ``(n, d)``, ``d >= 1``; normalised here (a copy; zero rows stay zero).
+        chunk_ids: ``n`` strings; row ``i`` of ``vectors`` is chunk ``chunk_ids[i]``.  Ties break on them.
+        content_hashes: optional ``n`` strings (see :func:`content_hash`) stored in the id map.
+        kind: ``"auto"`` (default: ``"flat"`` below :data:`AUTO_HNSW_MIN_ROWS` vectors, ``"hnsw"`` from there),
+            ``"flat"``, ``"ivf"`` or ``"hnsw"``.  An empty index is always flat.
+        nlist: IVF lists (default :func:`default_nlist`; clamped to ``n``).
+        nprobe: IVF lists probed per query (default :func:`default_nprobe`).
+        hnsw_m: HNSW graph degree ``M`` (default 32).
+        ef_construction: HNSW build beam (default 40).
+        ef_search: HNSW search beam (default 64; raised to the number of results fetched).
+        exact_max_rows: filtered searches allowing at most this many rows score them exactly (default 4,096;
+            ``0`` always uses FAISS's selector).
+
+    ``nprobe``, ``ef_search`` and ``exact_max_rows`` are plain attributes and may be changed between searches.
+
+    Raises:
+        ValueError: a bad shape, length, ``kind`` or parameter; non-finite vectors.
+        ImportError: faiss-cpu is not installed.
+    """
+
+    def __init__(
+        self,
+        vectors: np.ndarray,
+        chunk_ids: Sequence[str],
+        *,
+        content_hashes: Sequence[str | None] | None = None,
+        kind: str = "auto",
+        nlist: int | None = None,
+        nprobe: int | None = None,
+        hnsw_m: int = HNSW_M,
+        ef_construction: int = HNSW_EF_CONSTRUCTION,
+        ef_search: int = HNSW_EF_SEARCH,
+        exact_max_rows: int = EXACT_MAX_ROWS,
+    ) -> None:
+        if kind not in INDEX_KINDS:
+            raise ValueError(f"kind must be one of {INDEX_KINDS}, got {kind!r}")
+        for name, value, low in (
+            ("hnsw_m", hnsw_m, 2),
+            ("ef_construction", ef_construction, 1),
+            ("ef_search", ef_search, 1),
+            ("exact_max_rows", exact_max_rows, 0),
+        ):
+            _check_int(name, value, low)
+        if nlist is not None:
+            _check_int("nlist", nlist, 1)
+        if nprobe is not None:
+            _check_int("nprobe", nprobe, 1)
+        x = np.asarray(vectors)
+        if x.ndim != 2 or x.shape[1] < 1:
+            raise ValueError(f"vectors must have shape (n, d) with d >= 1, got {x.shape}")
+        if not np.issubdtype(x.dtype, np.number) or np.issubdtype(x.dtype, np.complexfloating):
+            raise ValueError(f"vectors must be real numbers, got dtype {x.dtype}")
+        x = l2_normalize(x)
+        if not np.all(np.isfinite(x)):
+            raise ValueError("vectors contain NaN or infinite values")
+        n, d = x.shape
+        ids = [str(c) for c in chunk_ids]
+        if len(ids) != n:
+            raise ValueError(f"got {n} vectors but {len(ids)} chunk_ids")
+        hashes: list[str | None] = list(content_hashes) if content_hashes is not None else [None] * n
+        if len(hashes) != n:
+            raise ValueError(f"got {n} vectors but {len(hashes)} content_hashes")
+        resolved = kind
+        if kind == "auto":
+            resolved = "hnsw" if n >= AUTO_HNSW_MIN_ROWS else "flat"
+        if n == 0:
+            resolved = "flat"
+        faiss = _import_faiss()
+        self.requested_kind = kind
+        self.hnsw_m = hnsw_m
+        self.ef_construction = ef_construction
+        self.ef_search = ef_search
+        self.exact_max_rows = exact_max_rows
+        self.nlist: int | None = None
+        self.nprobe: int | None = None
+        if resolved == "flat":
+            index = faiss.IndexFlatIP(d)
+        elif resolved == "hnsw":
+            index = faiss.IndexHNSWFlat(d, hnsw_m, faiss.METRIC_INNER_PRODUCT)
+            index.hnsw.efConstruction = ef_construction
+        else:  # ivf
+            lists = min(nlist if nlist is not None else default_nlist(n), n)
+            quantizer = faiss.IndexFlatIP(d)
+            index = faiss.IndexIVFFlat(quantizer, d, lists, faiss.METRIC_INNER_PRODUCT)
+            index.cp.min_points_per_centroid = min(39, max(1, n // lists))  # no "too few points" warning
+            index.train(x)
+            index.make_direct_map()  # reconstruct_batch for exact scoring of filtered rows
+            self.nlist = lists
+            self.nprobe = min(lists, nprobe) if nprobe is not None else default_nprobe(lists)
+        if n:
+            index.add(x)
+        self._setup(index, resolved, ids, hashes)
+
+    def _setup(self, index: Any, kind: str, ids: list[str], hashes: list[str | None]) -> None:
+        self._index = index
+        self.kind = kind
+        self._chunk_ids = tuple(ids)
+        self._hashes = tuple(hashes)
+        order = sorted(range(len(ids)), key=lambda i: (ids[i], i))
+        ranks = np.empty(len(ids), dtype=np.int64)
+        ranks[np.asarray(order, dtype=np.int64)] = np.arange(len(ids), dtype=np.int64)
+        self._tie_rank = ranks
+
+    # -- properties -----------------------------------------------------------------------------------------------
+    @property
+    def dim(self) -> int:
+        """Vector dimension ``d``."""
+        return int(self._index.d)
+
+    @property
+    def count(self) -> int:
+        """Number of vectors (rows)."""
+        return int(self._index.ntotal)
+
+    def __len__(self) -> int:
+        return self.count
+
+    @property
+    def chunk_ids(self) -> tuple[str, ...]:
+        """``chunk_id`` of each row."""
+        return self._chunk_ids
+
+    @property
+    def content_hashes(self) -> tuple[str | None, ...]:
+        """Content hash of each row (``None`` where not given)."""
+        return self._hashes
+
+    @property
+    def faiss_index(self) -> Any:
+        """The underlying ``faiss.Index`` (inner-product metric)."""
+        return self._index
+
+    def __repr__(self) -> str:
+        return f"FaissVectorIndex(kind={self.kind!r}, count={self.count}, dim={self.dim})"
+
+    def vectors(self, rows: Sequence[int] | np.ndarray | None = None) -> np.ndarray:
+        """The stored (normalised) vectors of ``rows`` (all rows when ``None``): float32 ``(len(rows), d)``."""
+        if rows is None:
+            ids = np.arange(self.count, dtype=np.int64)
+        else:
+            ids = np.asarray(rows, dtype=np.int64).reshape(-1)
+        if ids.size == 0:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        if ids.min() < 0 or ids.max() >= self.count:
+            raise ValueError(f"rows must be in [0, {self.count}), got min {ids.min()} max {ids.max()}")
+        return np.asarray(self._index.reconstruct_batch(ids), dtype=np.float32).reshape(ids.size, self.dim)
+
+    # -- search ---------------------------------------------------------------------------------------------------
+    def search(
+        self, query_vec: np.ndarray | Sequence[float], k: int, *, allowed: np.ndarray | None = None
+    ) -> list[tuple[int, float]]:
+        """The ``k`` rows most similar to ``query_vec``, restricted to ``allowed`` before scoring.
+
+        Args:
+            query_vec: ``(d,)`` or ``(1, d)``; normalised here (a zero vector scores every row 0).
+            k: number of results, ``>= 0``.
+            allowed: optional bool array ``(count,)``; rows where it is ``False`` are never scored or returned.
+                See the module docstring for how each index kind honours it.
+
+        Returns:
+            ``[(row, score), …]``, at most ``k``, best first; ``score`` is the cosine similarity (float); ties
+            broken by ``chunk_id`` then row.
+
+        Raises:
+            ValueError: ``k < 0``; a query of the wrong dimension or with non-finite values; ``allowed`` of the
+                wrong shape or dtype.
+        """
+        _check_int("k", k, 0)
+        q = np.asarray(query_vec, dtype=np.float32)
+        if q.ndim == 2 and q.shape[0] == 1:
+            q = q[0]
+        if q.ndim != 1 or q.shape[0] != self.dim:
+            raise ValueError(f"query vector must have shape ({self.dim},), got {np.shape(query_vec)}")
+        if not np.all(np.isfinite(q)):
+            raise ValueError("query vector contains NaN or infinite values")
+        n = self.count
+        if allowed is not None:
+            allowed = np.asarray(allowed)
+            if allowed.dtype != np.bool_ or allowed.shape != (n,):
+                raise ValueError(
+                    f"allowed must be a bool array of shape ({n},), got {allowed.dtype} {allowed.shape}"
+                )
+            n_cand = int(np.count_nonzero(allowed))
+        else:
+            n_cand = n
+        if k == 0 or n_cand == 0:
+            return []
+        q = l2_normalize(q)
+        rows = None if allowed is None or n_cand == n else np.flatnonzero(allowed)
+        if not q.any():  # every score is 0: the order is the tie order
+            cand = np.arange(n, dtype=np.int64) if rows is None else rows
+            return self._top(cand, np.zeros(cand.size, dtype=np.float32), k)
+        if rows is not None and n_cand <= self.exact_max_rows:
+            return self._exact(rows, q, k)
+        hits = self._faiss_search(q, k, None if rows is None else allowed, n_cand)
+        if hits is None:
+            return self._exact(rows, q, k)
+        return hits
+
+    def _search_params(self, sel: Any, fetch: int, fraction: float) -> Any:
+        faiss = _import_faiss()
+        if self.kind == "hnsw":
+            ef = max(self.ef_search, fetch)
+            if fraction < 1.0:
+                ef = max(ef, min(HNSW_MAX_EF_SEARCH, math.ceil(self.ef_search / fraction)))
+            params = faiss.SearchParametersHNSW(efSearch=int(ef))
+        elif self.kind == "ivf":
+            nlist = int(self.nlist or 1)
+            probe = min(nlist, int(self.nprobe or default_nprobe(nlist)))
+            if fraction < 1.0:
+                probe = min(nlist, max(probe, math.ceil(probe / fraction)))
+            params = faiss.SearchParametersIVF(nprobe=int(probe))
+        else:
+            if sel is None:
+                return None
+            params = faiss.SearchParameters()
+        if sel is not None:
+            params.sel = sel
+        return params
+
+    def _faiss_search(
+        self, q: np.ndarray, k: int, allowed: np.ndarray | None, n_cand: int
+    ) -> list[tuple[int, float]] | None:
+        """FAISS search with an ``IDSelectorBitmap`` for ``allowed``; ``None`` when it finds fewer than
+        ``min(k, n_cand)`` rows (the caller then scores exactly)."""
+        faiss = _import_faiss()
+        n = self.count
+        sel = None
+        bits = None
+        if allowed is not None:
+            bits = np.packbits(allowed, bitorder="little")  # FAISS reads bit i at bits[i >> 3] >> (i & 7)
+            sel = faiss.IDSelectorBitmap(n, faiss.swig_ptr(bits))
+        fraction = n_cand / n
+        need = min(k, n_cand)
+        fetch = min(n_cand, k + max(k, 8))
+        query = q.reshape(1, -1)
+        while True:
+            scores, ids = self._index.search(query, fetch, params=self._search_params(sel, fetch, fraction))
+            valid = ids[0] >= 0
+            found_ids, found_scores = ids[0][valid].astype(np.int64), scores[0][valid]
+            if found_ids.size < need:
+                return None
+            # more rows may tie with the k-th score beyond what was fetched: fetch more
+            if found_ids.size == fetch and fetch < n_cand and found_scores[-1] == found_scores[need - 1]:
+                fetch = min(n_cand, fetch * 4)
+                continue
+            return self._top(found_ids, found_scores, k)  # `bits` (read by `sel`) lives until here
+
+    def _exact(self, rows: np.ndarray | None, q: np.ndarray, k: int) -> list[tuple[int, float]]:
+        """Exact inner products of ``q`` with ``rows`` (all rows when ``None``), from the stored vectors."""
+        cand = np.arange(self.count, dtype=np.int64) if rows is None else np.asarray(rows, dtype=np.int64)
+        scores = np.empty(cand.size, dtype=np.float32)
+        for start in range(0, cand.size, _EXACT_BLOCK_ROWS):
+            block = cand[start : start + _EXACT_BLOCK_ROWS]
+            scores[start : start + block.size] = self.vectors(block) @ q
+        return self._top(cand, scores, k)
+
+    def _top(self, rows: np.ndarray, scores: np.ndarray, k: int) -> list[tuple[int, float]]:
+        if rows.size > k:
+            kth = np.partition(scores, rows.size - k)[rows.size - k]
+            keep = scores >= kth  # every tie at the boundary, then ties break by chunk_id
+            rows, scores = rows[keep], scores[keep]
+        order = np.lexsort((self._tie_rank[rows], -scores))[:k]
+        return [(int(rows[i]), float(scores[i])) for i in order]
+
+    # -- persistence ----------------------------------------------------------------------------------------------
+    def _meta(self) -> dict[str, Any]:
+        faiss = _import_faiss()
+        return {
+            "format": _FORMAT,
+            "dim": self.dim,
+            "count": self.count,
+            "kind": self.kind,
+            "requested_kind": self.requested_kind,
+            "metric": "inner_product",
+            "normalized": True,
+            "nlist": self.nlist,
+            "nprobe": self.nprobe,
+            "hnsw_m": self.hnsw_m,
+            "ef_construction": self.ef_construction,
+            "ef_search": self.ef_search,
+            "exact_max_rows": self.exact_max_rows,
+            "faiss_version": getattr(faiss, "__version__", None),
+        }
+
+    def write_files(self, directory: str | os.PathLike[str]) -> None:
+        """Write ``index.faiss``, ``ids.sqlite`` and ``vector_index.json`` into the existing ``directory``, in
+        place (not atomic: :meth:`save` wraps this in a temporary directory)."""
+        faiss = _import_faiss()
+        root = Path(directory)
+        faiss.write_index(self._index, str(root / INDEX_FILE))
+        ids_path = root / IDS_FILE
+        if ids_path.exists():
+            ids_path.unlink()
+        conn = sqlite3.connect(str(ids_path), isolation_level=None)
+        try:
+            conn.execute(
+                "CREATE TABLE ids (row INTEGER PRIMARY KEY, chunk_id TEXT NOT NULL, content_hash TEXT)"
+            )
+            conn.execute("BEGIN")
+            conn.executemany(
+                "INSERT INTO ids (row, chunk_id, content_hash) VALUES (?, ?, ?)",
+                zip(range(self.count), self._chunk_ids, self._hashes, strict=True),
+            )
+            conn.execute("COMMIT")
+        finally:
+            conn.close()
+        meta = self._meta()
+        meta["index_sha256"] = _file_sha256(root / INDEX_FILE)
+        (root / META_FILE).write_text(json.dumps(meta, ensure_ascii=False, indent=1), "utf-8")
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the index to directory ``path``, replacing it atomically (a temporary directory beside it is
+        renamed into place): ``index.faiss`` (``faiss.write_index``), ``ids.sqlite``, ``vector_index.json``."""
+        with _atomic_dir(path) as tmp:
+            self.write_files(tmp)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> FaissVectorIndex:
+        """Read an index written by :meth:`save` (``faiss.read_index``; never pickle).
+
+        Raises:
+            StoreError: a file is missing or corrupt, or the three files disagree (count, dimension, kind,
+                metric); the message names the file.
+        """
+        faiss = _import_faiss()
+        root = Path(path)
+        meta_path = root / META_FILE
+        try:
+            meta = json.loads(meta_path.read_text("utf-8"))
+        except FileNotFoundError:
+            raise StoreError(f"no vector index here ({META_FILE} missing)", path=root) from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise StoreError(f"corrupt vector index metadata: {e}", path=meta_path) from None
+        if not isinstance(meta, Mapping) or meta.get("format") != _FORMAT:
+            fmt = meta.get("format") if isinstance(meta, Mapping) else None
+            raise StoreError(f"unknown vector index format {fmt!r}, expected {_FORMAT!r}", path=meta_path)
+        try:
+            dim, count, kind = int(meta["dim"]), int(meta["count"]), str(meta["kind"])
+        except (KeyError, TypeError, ValueError) as e:
+            raise StoreError(f"vector index metadata lacks dim/count/kind: {e}", path=meta_path) from None
+        if kind not in ("flat", "ivf", "hnsw"):
+            raise StoreError(f"unknown index kind {kind!r}", path=meta_path, field="kind")
+
+        index_path = root / INDEX_FILE
+        if not index_path.is_file():
+            raise StoreError("FAISS index file missing", path=index_path)
+        expected_sha = meta.get("index_sha256")
+        if expected_sha is not None and _file_sha256(index_path) != expected_sha:
+            raise StoreError(
+                f"FAISS index file does not match the SHA-256 recorded in {META_FILE}", path=index_path
+            )
+        try:
+            index = faiss.read_index(str(index_path))
+        except (RuntimeError, MemoryError, ValueError, OSError) as e:
+            raise StoreError(f"unreadable FAISS index file: {_faiss_reason(e)}", path=index_path) from None
+        expected_type = {"flat": faiss.IndexFlat, "ivf": faiss.IndexIVFFlat, "hnsw": faiss.IndexHNSWFlat}[kind]
+        if not isinstance(index, expected_type):
+            raise StoreError(f"FAISS index is a {type(index).__name__}, metadata says {kind!r}", path=index_path)
+        if index.metric_type != faiss.METRIC_INNER_PRODUCT:
+            raise StoreError("FAISS index does not use the inner-product metric", path=index_path)
+        if int(index.d) != dim or int(index.ntotal) != count:
+            raise StoreError(
+                f"FAISS index holds {index.ntotal} vectors of dimension {index.d}; {META_FILE} says {count} of {dim}",
+                path=index_path,
+            )
+        ids, hashes = _read_id_map(root / IDS_FILE, count)
+
+        self = cls.__new__(cls)
+        self.requested_kind = str(meta.get("requested_kind", kind))
+        self.hnsw_m = int(meta.get("hnsw_m") or HNSW_M)
+        self.ef_construction = int(meta.get("ef_construction") or HNSW_EF_CONSTRUCTION)
+        self.ef_search = int(meta.get("ef_search") or HNSW_EF_SEARCH)
+        self.exact_max_rows = int(meta.get("exact_max_rows", EXACT_MAX_ROWS))
+        self.nlist = None
+        self.nprobe = None
+        if kind == "ivf":
+            self.nlist = int(index.nlist)
+            self.nprobe = int(meta.get("nprobe") or default_nprobe(self.nlist))
+            if index.direct_map.type == faiss.DirectMap.NoMap:
+                index.make_direct_map()
+        self._setup(index, kind, ids, hashes)
+        return self
+
+
+def _file_sha256(path: Path) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def _faiss_reason(error: BaseException) -> str:
+    """The readable part of a FAISS C++ exception (``"Error in <function> at <file>: Error: '<cond>' failed:
+    <reason>"``)."""
+    text = " ".join(str(error).split())
+    if "failed:" in text:
+        text = text.rsplit("failed:", 1)[1].strip()
+    elif "Error: " in text:
+        text = text.rsplit("Error: ", 1)[1].strip()
+    return text[:300] or type(error).__name__
+
+
+def _read_id_map(path: Path, count: int) -> tuple[list[str], list[str | None]]:
+    if not path.is_file():
+        raise StoreError("id map missing", path=path)
+    try:
+        conn = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
+    except sqlite3.Error as e:
+        raise StoreError(f"cannot open id map: {e}", path=path) from None
+    try:
+        rows = conn.execute("SELECT row, chunk_id, content_hash FROM ids ORDER BY row").fetchall()
+    except sqlite3.Error as e:
+        raise StoreError(f"corrupt id map: {e}", path=path) from None
+    finally:
+        conn.close()
+    if len(rows) != count:
+        raise StoreError(f"id map has {len(rows)} rows, the FAISS index {count} vectors", path=path)
+    ids: list[str] = []
+    hashes: list[str | None] = []
+    for expected, (row, cid, h) in enumerate(rows):
+        if row != expected or not isinstance(cid, str) or not (h is None or isinstance(h, str)):
+            raise StoreError(
+                f"corrupt id map row {row!r} (expected row {expected} with a text chunk_id)", path=path
+            )
+        ids.append(cid)
+        hashes.append(h)
+    return ids, hashes
+
+
+def _check_int(name: str, value: Any, low: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        raise ValueError(f"{name} must be an int >= {low}, got {value!r}")

@@ -1,0 +1,434 @@
+"""HybridRetriever and fuse(): RRF / convex fusion against hand arithmetic, identity by key, filters, async."""
+
+import asyncio
+import time
+import warnings
+from typing import Any
+
+import pytest
+from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
+from langchain_core.documents import Document
+from langchain_core.embeddings import DeterministicFakeEmbedding
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.vectorstores import InMemoryVectorStore
+from langchain_tests.integration_tests import RetrieversIntegrationTests
+
+from langchain_ragspine.embeddings import HashingEmbeddings
+from langchain_ragspine.retrievers import BM25Retriever, HybridRetriever, fuse
+from langchain_ragspine.retrievers.bm25 import with_scores
+
+
+def _d(cid: str | None, text: str | None = None, *, id: str | None = None, **md: Any) -> Document:
+    meta = dict(md)
+    if cid is not None:
+        meta["chunk_id"] = cid
+    return Document(page_content=text if text is not None else f"text of {cid or id}", metadata=meta, id=id)
+
+
+def _ids(docs: list[Document]) -> list[str]:
+    return [d.metadata.get("chunk_id") or d.id for d in docs]
+
+
+class FixedRetriever(BaseRetriever):
+    """A foreign channel: returns a fixed ranked list and takes no k / filter."""
+
+    docs: list[Document]
+
+    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
+        return list(self.docs)
+
+
+class KRetriever(BaseRetriever):
+    """A channel in our style: takes k and filter, and records what it was called with."""
+
+    docs: list[Document]
+    calls: list[dict[str, Any]] = []  # pydantic copies a list passed in: read ``retriever.calls``
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None, filter: Any = None
+    ) -> list[Document]:
+        self.calls.append({"k": k, "filter": filter})
+        return list(self.docs[: k if k is not None else len(self.docs)])
+
+
+class SleepyRetriever(BaseRetriever):
+    """Async channel that waits ``delay`` seconds (sync: blocks the same time)."""
+
+    docs: list[Document]
+    delay: float = 0.2
+
+    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
+        time.sleep(self.delay)
+        return list(self.docs)
+
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        await asyncio.sleep(self.delay)
+        return list(self.docs)
+
+
+A, B, C, D = (_d(x) for x in ("a#0", "b#0", "c#0", "d#0"))
+
+
+# -- RRF against hand arithmetic -------------------------------------------------------------------------------------
+def test_rrf_matches_hand_arithmetic_ranks_from_one_c_60():
+    out = fuse([[A, B, C], [C, A]])
+    # a: 1/(60+1) + 1/(60+2); c: 1/(60+3) + 1/(60+1); b: 1/(60+2)
+    assert _ids(out) == ["a#0", "c#0", "b#0"]
+    fused = [d.metadata["scores"]["fused"] for d in out]
+    assert fused == pytest.approx([0.0325224749, 0.0322664585, 0.0161290323], abs=1e-10)
+    assert fused[0] == 1 / 61 + 1 / 62
+
+
+def test_retriever_gives_the_same_numbers_and_k_truncates():
+    h = HybridRetriever(retrievers=[FixedRetriever(docs=[A, B, C]), FixedRetriever(docs=[C, A])], k=2, fusion="rrf")
+    out = h.invoke("q")
+    assert _ids(out) == ["a#0", "c#0"]
+    assert out[0].metadata["scores"]["fused"] == pytest.approx(1 / 61 + 1 / 62)
+    assert _ids(h.invoke("q", k=3)) == ["a#0", "c#0", "b#0"]
+    assert h.invoke("q", k=0) == []
+
+
+def test_constant_c_is_honoured():
+    out = fuse([[A, B], [B]], c=0)
+    # a: 1/1 = 1.0; b: 1/2 + 1/1 = 1.5
+    assert _ids(out) == ["b#0", "a#0"]
+    assert [d.metadata["scores"]["fused"] for d in out] == [1.5, 1.0]
+
+
+def test_weights_are_honoured():
+    out = fuse([[A, B, C], [C, A]], weights=[2, 1])
+    # a: 2/61 + 1/62 = 0.0489159; c: 2/63 + 1/61 = 0.0481395; b: 2/62 = 0.0322581
+    assert _ids(out) == ["a#0", "c#0", "b#0"]
+    assert [d.metadata["scores"]["fused"] for d in out] == pytest.approx([0.0489159172, 0.0481394744, 0.0322580645])
+    # weight 2 for the second list doubles its influence: now c (rank 1 there) wins over a
+    out = fuse([[A, B, C], [C, A]], weights=[1, 2])
+    # c: 1/63 + 2/61 = 0.0486599; a: 1/61 + 2/62 = 0.0486516
+    assert _ids(out)[:2] == ["c#0", "a#0"]
+    assert out[0].metadata["scores"]["fused"] == pytest.approx(1 / 63 + 2 / 61)
+
+
+def test_weight_zero_removes_a_channel_entirely():
+    alone = fuse([[A, B]])
+    with_zero = fuse([[A, B], [D, B, C]], weights=[1, 0])
+    assert _ids(with_zero) == _ids(alone) == ["a#0", "b#0"]  # d and c (only in the zero channel) are gone
+    assert [d.metadata["scores"] for d in with_zero] == [d.metadata["scores"] for d in alone]
+    # a zero-weight channel is not even called by the retriever
+    off = KRetriever(docs=[D])
+    h = HybridRetriever(retrievers=[FixedRetriever(docs=[A, B]), off], weights=[1.0, 0.0])
+    assert _ids(h.invoke("q")) == ["a#0", "b#0"]
+    assert off.calls == []
+
+
+def test_duplicate_key_in_one_list_counts_once_at_its_best_rank():
+    a_again = _d("a#0", "another rendering of a")
+    out = fuse([[A, a_again, B]])
+    # a counted once at rank 1; b is the second distinct key: rank 2
+    assert _ids(out) == ["a#0", "b#0"]
+    assert [d.metadata["scores"]["fused"] for d in out] == [1 / 61, 1 / 62]
+    assert out[0].page_content == A.page_content  # the first (best-ranked) occurrence is the one kept
+    # across lists the contributions do add up
+    assert fuse([[A, a_again], [a_again]])[0].metadata["scores"]["fused"] == 1 / 61 + 1 / 61
+
+
+# -- identity ----------------------------------------------------------------------------------------------------------
+def test_keys_are_chunk_id_never_page_content():
+    same_text_1 = _d("x#0", "同じ本文")
+    same_text_2 = _d("y#0", "同じ本文")
+    out = fuse([[same_text_1], [same_text_2]])
+    assert _ids(out) == ["x#0", "y#0"]  # same text, different chunks: kept apart (tie broken by chunk_id)
+    v1, v2 = _d("z#0", "本文"), _d("z#0", "本文（prompt_text 版）")
+    out = fuse([[v1], [v2]])
+    assert len(out) == 1 and out[0].metadata["scores"]["fused"] == 2 / 61  # same chunk, different text: merged
+
+
+def test_document_id_is_the_key_when_there_is_no_chunk_id():
+    a1 = _d(None, "one", id="doc-1")
+    a2 = _d(None, "one, again", id="doc-1")
+    b = _d(None, "two", id="doc-2")
+    out = fuse([[a1, b], [a2]])
+    assert _ids(out) == ["doc-1", "doc-2"]
+    assert out[0].metadata["scores"]["fused"] == 2 / 61
+    # chunk_id wins over id
+    assert _ids(fuse([[_d("c#1", id="doc-9")], [_d("c#1", id="other")]])) == ["c#1"]
+
+
+def test_documents_without_any_key_are_never_merged():
+    n1, n2 = _d(None, "same"), _d(None, "same")
+    out = fuse([[n1], [n2], [A]])
+    assert len(out) == 3  # each keyless occurrence is its own key, even with identical text
+    assert _ids(out[:1]) == ["a#0"]  # keyed ties come first, then keyless in first-seen order
+    assert [d.page_content for d in out[1:]] == ["same", "same"]
+
+
+def test_ties_break_on_chunk_id():
+    p, q = _d("zeta#0"), _d("alpha#0")
+    out = fuse([[p, q], [q, p]])
+    assert out[0].metadata["scores"]["fused"] == out[1].metadata["scores"]["fused"]  # 1/61 + 1/62 both
+    assert _ids(out) == ["alpha#0", "zeta#0"]
+    assert _ids(fuse([[q, p], [p, q]])) == ["alpha#0", "zeta#0"]  # order of the lists does not matter
+
+
+def test_scores_are_merged_across_channels():
+    lex = [with_scores(A, bm25=7.5, fused=7.5), with_scores(B, bm25=3.0, fused=3.0)]
+    vec = [with_scores(_d("a#0", "dense copy"), vector=0.83, fused=0.83), with_scores(C, vector=0.5, fused=0.5)]
+    out = {d.metadata["chunk_id"]: d for d in fuse([lex, vec])}
+    assert out["a#0"].metadata["scores"] == {"bm25": 7.5, "vector": 0.83, "fused": 2 / 61, "rerank": None}
+    assert out["b#0"].metadata["scores"] == {"bm25": 3.0, "vector": None, "fused": 1 / 62, "rerank": None}
+    assert out["c#0"].metadata["scores"] == {"bm25": None, "vector": 0.5, "fused": 1 / 62, "rerank": None}
+    assert out["a#0"].page_content == A.page_content  # first occurrence: equal weights → channel order
+    # with a heavier second channel, its copy is the one returned
+    heavy = {d.metadata["chunk_id"]: d for d in fuse([lex, vec], weights=[1, 3])}
+    assert heavy["a#0"].page_content == "dense copy"
+    assert heavy["a#0"].metadata["scores"]["bm25"] == 7.5
+    # inputs untouched
+    assert "scores" not in A.metadata and lex[0].metadata["scores"]["fused"] == 7.5
+
+
+def test_every_result_has_the_four_score_keys():
+    out = HybridRetriever(retrievers=[FixedRetriever(docs=[A, B])]).invoke("q")
+    assert all(set(d.metadata["scores"]) == {"bm25", "vector", "fused", "rerank"} for d in out)
+    assert all(d.metadata["scores"]["rerank"] is None for d in out)
+
+
+# -- convex fusion -----------------------------------------------------------------------------------------------------
+def _convex_lists() -> list[list[Document]]:
+    lex = [with_scores(A, bm25=10.0), with_scores(B, bm25=6.0), with_scores(C, bm25=2.0)]  # normalised 1, .5, 0
+    vec = [with_scores(C, vector=0.9), with_scores(A, vector=0.5), with_scores(D, vector=0.4)]  # 1, .2, 0
+    return [lex, vec]
+
+
+def test_convex_fusion_by_hand():
+    out = fuse(_convex_lists(), fusion="convex", alpha=0.7)
+    # a: .7*1 + .3*.2 = .76; b: .7*.5 = .35; c: .7*0 + .3*1 = .3; d: 0
+    assert _ids(out) == ["a#0", "b#0", "c#0", "d#0"]
+    assert [d.metadata["scores"]["fused"] for d in out] == pytest.approx([0.76, 0.35, 0.30, 0.0])
+    out = fuse(_convex_lists(), fusion="convex")  # alpha 0.5: a .6, c .5, b .25, d 0
+    assert _ids(out) == ["a#0", "c#0", "b#0", "d#0"]
+    assert [d.metadata["scores"]["fused"] for d in out] == pytest.approx([0.6, 0.5, 0.25, 0.0])
+    # explicit weights are rescaled to sum 1: [3, 1] == alpha .75
+    assert [d.metadata["scores"]["fused"] for d in fuse(_convex_lists(), fusion="convex", weights=[3, 1])] == (
+        pytest.approx([d.metadata["scores"]["fused"] for d in fuse(_convex_lists(), fusion="convex", alpha=0.75)])
+    )
+
+
+def test_convex_without_scores_falls_back_to_the_rrf_term():
+    out = fuse([[A, B, C]], fusion="convex")
+    # 1/(60+rank) = 1/61, 1/62, 1/63 → min-max: 1, (1/62 - 1/63) / (1/61 - 1/63) = 3843/7812 = .4919355, 0
+    assert [d.metadata["scores"]["fused"] for d in out] == pytest.approx([1.0, 0.4919355, 0.0])
+    out = fuse([[A, B, C]], fusion="convex", c=0)  # 1, 1/2, 1/3 → 1, .25, 0
+    assert [d.metadata["scores"]["fused"] for d in out] == pytest.approx([1.0, 0.25, 0.0])
+    # a scoreless channel beside a scored one: [a, c, d] → 1, .4919, 0; vectors c .9, b .7, d .5 → 1, .5, 0
+    scored = [with_scores(C, vector=0.9), with_scores(B, vector=0.7), with_scores(D, vector=0.5)]
+    out = fuse([[A, C, D], scored], fusion="convex")
+    # c: .5*.4919355 + .5*1 = .7459677; a: .5*1; b: .5*.5; d: 0
+    assert _ids(out) == ["c#0", "a#0", "b#0", "d#0"]
+    assert [d.metadata["scores"]["fused"] for d in out] == pytest.approx([0.7459677, 0.5, 0.25, 0.0])
+
+
+def test_default_fusion_is_convex_weighting_the_first_channel_0_7():
+    lists = _convex_lists()
+    h = HybridRetriever(retrievers=[FixedRetriever(docs=lst) for lst in lists], k=4)
+    assert h.fusion == "convex" and h.alpha == 0.7
+    assert h.invoke("q") == fuse(lists, fusion="convex", alpha=0.7, k=4)
+    assert [d.metadata["scores"]["fused"] for d in h.invoke("q")] == pytest.approx([0.76, 0.35, 0.30, 0.0])
+    # equal weights are one argument away
+    eq = HybridRetriever(retrievers=[FixedRetriever(docs=lst) for lst in lists], k=4, alpha=0.5).invoke("q")
+    assert [d.metadata["scores"]["fused"] for d in eq] == pytest.approx([0.6, 0.5, 0.25, 0.0])
+
+
+def test_convex_retriever_option():
+    chans = [FixedRetriever(docs=lst) for lst in _convex_lists()]
+    out = HybridRetriever(retrievers=chans, fusion="convex", alpha=0.7, k=2).invoke("q")
+    assert _ids(out) == ["a#0", "b#0"]
+    assert out[0].metadata["scores"] == pytest.approx({"bm25": 10.0, "vector": 0.5, "fused": 0.76, "rerank": None})
+
+
+# -- channels: candidate_k, filter, RESTRICTED --------------------------------------------------------------------------
+def test_candidate_k_is_passed_to_channels_that_take_k_and_truncates_the_others():
+    ours = KRetriever(docs=[A, B, C, D])
+    foreign = FixedRetriever(docs=[D, C, B, A])
+    h = HybridRetriever(retrievers=[ours, foreign], candidate_k=2, k=10, fusion="rrf")
+    out = h.invoke("q")
+    assert ours.calls == [{"k": 2, "filter": None}]
+    # ours: a, b; foreign truncated to d, c — each 1/61 or 1/62, so ties break on chunk_id
+    assert _ids(out) == ["a#0", "d#0", "b#0", "c#0"]
+    assert _ids(h.invoke("q", candidate_k=1)) == ["a#0", "d#0"]
+
+
+def test_candidate_k_counts_distinct_keys():
+    foreign = FixedRetriever(docs=[A, _d("a#0", "dup"), B, C])
+    out = HybridRetriever(retrievers=[foreign], candidate_k=2, k=10).invoke("q")
+    assert _ids(out) == ["a#0", "b#0"]
+
+
+_FILTER_DOCS = [
+    _d("ja#0", "東京 東京 東京 の天気", lang="ja"),
+    _d("en#0", "東京 weather", lang="en"),
+    _d("en#1", "Osaka weather", lang="en"),
+]
+
+
+def test_filter_runs_before_scoring_in_bm25_and_after_in_a_vector_store_channel():
+    bm = BM25Retriever.from_documents(_FILTER_DOCS)
+    store = InMemoryVectorStore(HashingEmbeddings())
+    store.add_documents(_FILTER_DOCS)
+    vec = store.as_retriever()
+    assert _ids(bm.invoke("東京", k=1)) == ["ja#0"]  # unfiltered, the Japanese chunk is the best match
+    h = HybridRetriever(retrievers=[bm, vec], candidate_k=1, k=5, fusion="rrf")
+    out = h.invoke("東京", filter={"lang": "en"})
+    # BM25 filtered before scoring: its one candidate is en#0.  The vector store cannot take our dict filter (it
+    # would call it as a function); its top-1 is ja#0, removed after retrieval — so it contributes nothing.
+    assert _ids(out) == ["en#0"]
+    assert out[0].metadata["scores"]["bm25"] is not None
+    assert out[0].metadata["scores"]["fused"] == 1 / 61
+    # a constructor filter is the default; a per-call filter replaces it
+    h2 = HybridRetriever(retrievers=[bm, vec], filter={"lang": "en"}, k=5)
+    assert {d.metadata["lang"] for d in h2.invoke("東京")} == {"en"}
+    assert {d.metadata["lang"] for d in h2.invoke("東京", filter={"lang": "ja"})} == {"ja"}
+
+
+def test_filter_is_passed_to_channels_that_take_it_and_never_widens():
+    ours = KRetriever(docs=[_d("a#0", lang="ja"), _d("b#0", lang="en")])  # ignores its filter
+    out = HybridRetriever(retrievers=[ours], k=5).invoke("q", filter={"lang": "en"})
+    assert ours.calls == [{"k": 50, "filter": {"lang": "en"}}]
+    assert _ids(out) == ["b#0"]  # post-filtered anyway
+    # a missing field never matches (fail closed)
+    assert HybridRetriever(retrievers=[FixedRetriever(docs=[A])]).invoke("q", filter={"lang": {"ne": "en"}}) == []
+
+
+def test_restricted_documents_from_a_foreign_channel_are_dropped():
+    secret = _d("s#0", "機密", sensitivity="restricted")
+    out = HybridRetriever(retrievers=[FixedRetriever(docs=[secret, A])], k=5).invoke("q")
+    assert _ids(out) == ["a#0"]
+    # a key labelled RESTRICTED in any channel is dropped even if another channel has an unlabelled copy
+    plain = _d("s#0", "機密")
+    out = HybridRetriever(retrievers=[FixedRetriever(docs=[plain, A]), FixedRetriever(docs=[secret])], k=5).invoke("q")
+    assert _ids(out) == ["a#0"]
+    assert _ids(fuse([[secret, B]])) == ["b#0"]
+
+
+# -- async -------------------------------------------------------------------------------------------------------------
+async def test_ainvoke_runs_channels_concurrently():
+    h = HybridRetriever(retrievers=[SleepyRetriever(docs=[A, B]), SleepyRetriever(docs=[B, C])], k=3, fusion="rrf")
+    t0 = time.perf_counter()
+    out = await h.ainvoke("q")
+    elapsed = time.perf_counter() - t0
+    assert elapsed < 0.35, elapsed  # sequential would take >= 0.4 s
+    assert _ids(out) == ["b#0", "a#0", "c#0"]
+
+
+async def test_ainvoke_equals_invoke_with_bm25_and_a_vector_store():
+    # BM25Retriever has no async method taking k/filter: it runs in a worker thread with them instead
+    bm = BM25Retriever.from_documents(_FILTER_DOCS)
+    store = InMemoryVectorStore(DeterministicFakeEmbedding(size=16))
+    store.add_documents(_FILTER_DOCS)
+    h = HybridRetriever(retrievers=[bm, store.as_retriever()], k=3)
+    for kw in ({}, {"filter": {"lang": "en"}}, {"k": 1, "candidate_k": 2}):
+        assert await h.ainvoke("東京", **kw) == h.invoke("東京", **kw)
+
+
+# -- validation --------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"retrievers": []},
+        {"weights": [1.0]},
+        {"weights": [1.0, -1.0]},
+        {"weights": [0.0, 0.0]},
+        {"weights": [1.0, float("nan")]},
+        {"c": -1},
+        {"candidate_k": 0},
+        {"k": -1},
+        {"fusion": "borda"},
+        {"alpha": 1.5},
+        {"weights": [1.0, 1.0], "alpha": 0.3},
+        {"filter": {"year": {"regex": "x"}}},
+    ],
+)
+def test_bad_arguments_raise_value_error(kw):
+    params = {"retrievers": [FixedRetriever(docs=[A]), FixedRetriever(docs=[B])], **kw}
+    with pytest.raises(ValueError):
+        HybridRetriever(**params)
+
+
+def test_type_errors():
+    with pytest.raises((TypeError, ValueError)):
+        HybridRetriever(retrievers=["not a retriever"])
+    h = HybridRetriever(retrievers=[FixedRetriever(docs=[A])])
+    with pytest.raises(TypeError, match="top_n"):
+        h.invoke("q", top_n=3)
+    with pytest.raises(ValueError):
+        h.invoke("q", k=-1)
+    with pytest.raises(ValueError):
+        h.invoke("q", candidate_k=0)
+    with pytest.raises(ValueError):
+        h.invoke("q", filter={"x": {"between": [1]}})
+    with pytest.raises(TypeError):
+        fuse([["plain string"]])
+    with pytest.raises(ValueError):
+        fuse([])
+    with pytest.raises(ValueError):
+        fuse([[A]], k=-2)
+
+
+# -- LangChain's EnsembleRetriever, side by side -------------------------------------------------------------------------
+def test_differences_from_langchain_ensemble_retriever():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from langchain_classic.retrievers import EnsembleRetriever
+
+    twin1, twin2 = _d("law#1", "第一条 本法の目的"), _d("law#9", "第一条 本法の目的")  # same text, two chunks
+    v1, v2 = _d("qa#3", "梅雨とは"), _d("qa#3", "梅雨とは（前後の文脈付き）")  # one chunk, two renderings
+    lex = [twin1, v1, twin1, B]  # twin1 repeated inside one list
+    vec = [twin2, v2, B]
+    chans = [FixedRetriever(docs=lex), FixedRetriever(docs=vec)]
+
+    ens = EnsembleRetriever(retrievers=chans).invoke("q")
+    ours = HybridRetriever(retrievers=chans, k=10, fusion="rrf").invoke("q")
+
+    # Ensemble keys by page_content: the two law chunks collapse into one, which the repeated twin1 makes count three
+    # times (ranks 1 and 3 of lex, rank 1 of vec); the two renderings of qa#3 stay apart, each with half its score;
+    # b keeps its raw rank 4 in lex.  Weights default to 1/2 each.
+    assert [d.metadata["chunk_id"] for d in ens] == ["law#1", "b#0", "qa#3", "qa#3"]
+    # law: .5 * (1/61 + 1/63 + 1/61) = .02433; b: .5 * (1/64 + 1/63) = .01575; qa#3: .5/62 = .00806 twice
+    # Ours keys by chunk_id: two law chunks, one qa#3 found by both channels, twin1 counted once, and b is the third
+    # distinct key of lex: qa#3 2/62 = .03226 > b 2/63 = .03175 > law#1 = law#9 = 1/61 (tie → chunk_id).
+    assert _ids(ours) == ["qa#3", "b#0", "law#1", "law#9"]
+    s = {d.metadata["chunk_id"]: d.metadata["scores"]["fused"] for d in ours}
+    assert s == pytest.approx({"qa#3": 2 / 62, "b#0": 2 / 63, "law#1": 1 / 61, "law#9": 1 / 61})
+    # Ensemble returns documents untouched (no scores), and all of them (no k)
+    assert all("scores" not in d.metadata for d in ens)
+
+    # with unique texts and consistent ids the two agree on the order (weights scale does not matter)
+    chans = [FixedRetriever(docs=[A, B, C]), FixedRetriever(docs=[C, A, D])]
+    ens = EnsembleRetriever(retrievers=chans, weights=[0.7, 0.3], id_key="chunk_id").invoke("q")
+    ours = HybridRetriever(retrievers=chans, weights=[0.7, 0.3], k=10, fusion="rrf").invoke("q")
+    assert _ids(ens) == _ids(ours) == ["a#0", "c#0", "b#0", "d#0"]
+
+
+# -- LangChain's standard retriever suite ------------------------------------------------------------------------------
+_STD_DOCS = [
+    Document(page_content=f"梅雨は東アジアの雨季です。資料{i}番。", metadata={"chunk_id": f"doc{i}#0"}) for i in range(6)
+]
+
+
+def _std_vector_retriever() -> BaseRetriever:
+    store = InMemoryVectorStore(HashingEmbeddings())
+    store.add_documents(_STD_DOCS)
+    return store.as_retriever()
+
+
+class TestHybridRetrieverStandard(RetrieversIntegrationTests):
+    @property
+    def retriever_constructor(self) -> type[HybridRetriever]:
+        return HybridRetriever
+
+    @property
+    def retriever_constructor_params(self) -> dict:
+        return {"retrievers": [BM25Retriever.from_documents(_STD_DOCS), _std_vector_retriever()], "k": 4}
+
+    @property
+    def retriever_query_example(self) -> str:
+        return "梅雨とは"
