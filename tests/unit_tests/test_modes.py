@@ -1,0 +1,167 @@
+"""Retrieval modes through ingest/open_retriever/CLI: hybrid by default when an embedding model is configured,
+pure BM25 (no embedding model, no vector index) otherwise, and the embedding cache across re-ingests."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+import langchain_ragspine.config as config
+from langchain_ragspine.cli import main
+from langchain_ragspine.embeddings import HashingEmbeddings
+from langchain_ragspine.errors import StoreError
+from langchain_ragspine.indexing import VECTOR_DIR, StaleIndexWarning, ingest, open_retriever, search
+from langchain_ragspine.retrievers import BM25Retriever, DenseRetriever, HybridRetriever
+
+
+class CountingEmbeddings(HashingEmbeddings):
+    """Hashing embeddings that count the texts sent to embed_documents (one instance per test)."""
+
+    def __init__(self) -> None:
+        super().__init__(64)
+        self.embedded = 0
+
+    def embed_documents(self, texts):
+        self.embedded += len(texts)
+        return super().embed_documents(texts)
+
+
+def _write(path: Path, text: str, **meta) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, "utf-8")
+    if meta:
+        path.with_suffix(".json").write_text(json.dumps(meta, ensure_ascii=False), "utf-8")
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> Path:
+    root = tmp_path / "corpus"
+    _write(root / "tsuyu.md", "# 梅雨\n\n梅雨は北海道と小笠原諸島を除く日本で見られる雨季である。", lang="ja")
+    _write(root / "kyoto.md", "# 京都\n\n京都の観光名所は清水寺と金閣寺である。", lang="ja")
+    _write(root / "en.md", "# Rainy season\n\nThe rainy season in Japan is called tsuyu.\n\n" + "More text. " * 60, lang="en")
+    return root
+
+
+def test_reingest_of_unchanged_corpus_embeds_nothing_and_changes_reembed_only_their_chunks(corpus, tmp_path):
+    store = tmp_path / "S"
+    emb = CountingEmbeddings()
+    s1 = ingest(corpus, store, embedding=emb)
+    n_chunks = s1.chunks
+    assert emb.embedded == n_chunks == s1.embedded and s1.dense is not None
+    s2 = ingest(corpus, store, embedding=emb)
+    assert (s2.unchanged, s2.embedded) == (3, 0) and emb.embedded == n_chunks  # not one embed_documents text
+    (corpus / "kyoto.md").write_text("# 京都\n\n京都の名所は伏見稲荷大社である。", "utf-8")
+    s3 = ingest(corpus, store, embedding=emb)
+    assert s3.changed == 1 and s3.embedded == 1 and emb.embedded == n_chunks + 1
+
+
+def test_auto_mode_is_hybrid_when_an_embedding_model_is_configured(corpus, tmp_path, monkeypatch):
+    monkeypatch.setenv("RAGSPINE_EMBEDDING", "hashing")
+    store = tmp_path / "S"
+    assert ingest(corpus, store).dense is not None
+    r = open_retriever(store)
+    assert isinstance(r, HybridRetriever)
+    top = search(r, "京都の清水寺", k=2)[0]
+    assert top.metadata["doc_id"] == "kyoto"
+    s = top.metadata["scores"]
+    assert s["bm25"] > 0 and s["vector"] is not None and s["fused"] is not None
+    assert isinstance(open_retriever(store, mode="vector"), DenseRetriever)
+    assert isinstance(open_retriever(store, mode="bm25"), BM25Retriever)
+
+
+@pytest.mark.parametrize("mode", ["economy", "bm25", "lexical"])
+def test_lexical_presets_build_no_embedding_model_and_no_vector_index(corpus, tmp_path, monkeypatch, mode):
+    monkeypatch.setenv("RAGSPINE_EMBEDDING", "hashing")
+
+    def no_model(*a, **k):
+        raise AssertionError("an embedding model was built in a lexical mode")
+
+    monkeypatch.setattr(config, "make_embeddings", no_model)
+    import langchain_ragspine.indexing as indexing
+
+    monkeypatch.setattr(indexing, "make_embeddings", no_model)
+    store = tmp_path / "S"
+    s = ingest(corpus, store, mode=mode)
+    assert s.dense is None and not (store / VECTOR_DIR).exists() and not (store / "embeddings.sqlite").exists()
+    assert isinstance(open_retriever(store, mode=mode), BM25Retriever)
+
+
+def test_hybrid_and_vector_modes_need_an_embedding_model(corpus, tmp_path):
+    with pytest.raises(ValueError, match="needs an embedding model"):
+        ingest(corpus, tmp_path / "S", mode="hybrid")  # RAGSPINE_EMBEDDING=none in tests
+    ingest(corpus, tmp_path / "S2")
+    with pytest.raises(StoreError, match="needs a vector index"):
+        open_retriever(tmp_path / "S2", mode="vector")
+    assert isinstance(open_retriever(tmp_path / "S2", mode="auto"), BM25Retriever)
+
+
+def test_off_means_byte_identical_output(corpus, tmp_path, capsys):
+    store = str(tmp_path / "S")
+    query = ["search", "梅雨 京都 rainy", "--store", store, "--json"]
+    assert main(["ingest", str(corpus), "--store", store]) == 0
+    capsys.readouterr()
+    assert main(query) == 0
+    before = capsys.readouterr().out
+    assert before
+    # switch the dense layer on for the same store: the chunks are unchanged, only a vector index is added
+    assert main(["ingest", str(corpus), "--store", store, "--embedding", "hashing"]) == 0
+    assert "3 unchanged" in capsys.readouterr().out
+    for mode in ("bm25", "economy", "lexical"):
+        assert main(query + ["--mode", mode]) == 0
+        assert capsys.readouterr().out == before  # the layer off: byte for byte what it was
+    assert main(query) == 0  # auto is now hybrid
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert any(r["scores"]["vector"] is not None for r in rows)
+
+
+def test_filter_runs_before_scoring_in_every_mode(tmp_path):
+    root = tmp_path / "c"
+    for i in range(100):
+        _write(root / f"a{i:03d}.md", "梅雨 前線 梅雨 前線 梅雨", dept="a")
+    _write(root / "c000.md", "京都 の 名所 と 梅雨", dept="c")
+    store = tmp_path / "S"
+    ingest(root, store, embedding="hashing")
+    for mode in ("bm25", "vector", "hybrid"):
+        r = open_retriever(store, mode=mode, k=4)
+        assert {d.metadata["dept"] for d in search(r, "梅雨 前線", k=4)} == {"a"}
+        got = search(r, "梅雨 前線", k=4, filter={"dept": "c"})
+        assert [d.metadata["doc_id"] for d in got] == ["c000"], mode
+        assert search(r, "梅雨 前線", k=4, filter={"missing": {"ne": "x"}}) == []
+
+
+def test_stale_vector_index_is_rebuilt_from_the_cache_without_embedding(corpus, tmp_path):
+    store = tmp_path / "S"
+    emb = CountingEmbeddings()
+    ingest(corpus, store, embedding=emb)
+    before = emb.embedded
+    state = json.loads((store / "index.json").read_text())
+    state["vector"]["generation"] = -1
+    (store / "index.json").write_text(json.dumps(state))
+    with pytest.warns(StaleIndexWarning, match="vector index"):
+        r = open_retriever(store, mode="vector", embedding=emb)
+    assert search(r, "清水寺", k=1)[0].metadata["doc_id"] == "kyoto"
+    assert emb.embedded == before  # every vector came from the embedding cache
+
+
+def test_lexical_reingest_drops_the_stale_vector_index(corpus, tmp_path):
+    store = tmp_path / "S"
+    ingest(corpus, store, embedding="hashing")
+    assert (store / VECTOR_DIR).is_dir()
+    (corpus / "kyoto.md").write_text("# 京都\n\n変更", "utf-8")
+    ingest(corpus, store, mode="bm25")
+    assert not (store / VECTOR_DIR).exists()
+    assert isinstance(open_retriever(store), BM25Retriever)  # auto: no vector index any more → BM25
+
+
+def test_cli_eval_compares_modes(corpus, tmp_path, capsys):
+    ds = tmp_path / "ds"
+    (ds / "docs").mkdir(parents=True)
+    for p in corpus.glob("*.md"):
+        (ds / "docs" / p.name).write_text(p.read_text("utf-8"), "utf-8")
+    q = {"id": "q1", "question": "京都の名所は", "answers": ["清水寺"], "doc_id": "kyoto", "paragraph": 0}
+    (ds / "questions.jsonl").write_text(json.dumps(q, ensure_ascii=False) + "\n", "utf-8")
+    out = tmp_path / "r.json"
+    assert main(["eval", str(ds), "--mode", "bm25", "vector", "hybrid", "--embedding", "hashing", "--json", str(out)]) == 0
+    names = [r["name"] for r in json.loads(out.read_text("utf-8"))["results"]]
+    assert names == ["bm25", "vector", "hybrid"]
+    assert "| answer_recall@1 |" in capsys.readouterr().out
