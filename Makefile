@@ -38,6 +38,7 @@ test: $(VENV)/.installed-test
 bench: $(VENV)/.installed-bench
 	$(BIN)/python benchmarks/quality.py
 	$(BIN)/python benchmarks/speed.py
+	$(BIN)/python benchmarks/hybrid_speed.py
 
 lint: $(VENV)/.installed-test
 	$(PIP) install ruff mypy
