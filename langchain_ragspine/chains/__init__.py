@@ -1,0 +1,27 @@
+"""Chains (LCEL ``Runnable``s): answer generation with numbered citations, extractive when there is no LLM."""
+
+from langchain_ragspine.chains.answer import (
+    DONT_KNOW,
+    INSUFFICIENT_CONTEXT,
+    Citation,
+    detect_language,
+    extractive_answer,
+    format_context,
+    insufficient_context,
+    is_dont_know,
+    make_answer_chain,
+    prepare_context,
+)
+
+__all__ = [
+    "Citation",
+    "DONT_KNOW",
+    "INSUFFICIENT_CONTEXT",
+    "detect_language",
+    "extractive_answer",
+    "format_context",
+    "insufficient_context",
+    "is_dont_know",
+    "make_answer_chain",
+    "prepare_context",
+]

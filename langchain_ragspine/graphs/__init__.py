@@ -1,0 +1,60 @@
+"""LangGraph RAG graphs: simple, corrective (CRAG), adaptive and Self-RAG, with shared state, reducers and graders.
+
+Every builder takes a ``BaseRetriever`` and an optional chat model (``None``: the deterministic path — lexical
+graders, deterministic query rewrites, extractive answers) and returns a compiled graph that accepts a
+``checkpointer``.  Every graph takes ``{"question": str, "filters": dict | None}``; its final state holds
+``answer``, ``citations`` (``[{"n", "chunk_id", "doc_id", "title", "source_locator"}]``, ``n`` indexing
+``documents`` from 1), ``documents`` (the passages the answer was given), ``refused`` and a ``trace`` of the
+decisions taken.  RESTRICTED chunks never reach a prompt or the final state.  Every loop is bounded by a counter in
+state; ``*_max_steps(max_retries)`` gives each graph's worst-case number of supersteps.
+
+>>> from langchain_ragspine import open_retriever
+>>> from langchain_ragspine.graphs import build_corrective_rag
+>>> graph = build_corrective_rag(open_retriever("store"))          # doctest: +SKIP
+>>> graph.invoke({"question": "日本で梅雨がないのは北海道とどこか。"})["answer"]  # doctest: +SKIP
+"""
+
+from langchain_ragspine.graphs.adaptive import adaptive_rag_max_steps, build_adaptive_rag
+from langchain_ragspine.graphs.corrective import build_corrective_rag, corrective_rag_max_steps
+from langchain_ragspine.graphs.graders import (
+    Graders,
+    LexicalGrader,
+    LLMRelevanceGrader,
+    LLMSupportGrader,
+    LLMUsefulnessGrader,
+    make_graders,
+    parse_binary,
+)
+from langchain_ragspine.graphs.self_rag import build_self_rag, self_rag_max_steps
+from langchain_ragspine.graphs.simple import SIMPLE_RAG_MAX_STEPS, build_simple_rag
+from langchain_ragspine.graphs.state import RAGInput, RAGOutput, merge_documents
+
+#: The builders by name (e.g. for a ``--graph`` option).  ``build_simple_rag`` takes no ``max_retries``.
+GRAPH_BUILDERS = {
+    "simple": build_simple_rag,
+    "corrective": build_corrective_rag,
+    "adaptive": build_adaptive_rag,
+    "self_rag": build_self_rag,
+}
+
+__all__ = [
+    "GRAPH_BUILDERS",
+    "Graders",
+    "LLMRelevanceGrader",
+    "LLMSupportGrader",
+    "LLMUsefulnessGrader",
+    "LexicalGrader",
+    "RAGInput",
+    "RAGOutput",
+    "SIMPLE_RAG_MAX_STEPS",
+    "adaptive_rag_max_steps",
+    "build_adaptive_rag",
+    "build_corrective_rag",
+    "build_self_rag",
+    "build_simple_rag",
+    "corrective_rag_max_steps",
+    "make_graders",
+    "merge_documents",
+    "parse_binary",
+    "self_rag_max_steps",
+]

@@ -1,0 +1,324 @@
+"""Adaptive RAG: route each question by complexity — no retrieval, single-shot retrieval, or decomposition.
+
+Jeong et al., "Adaptive-RAG: Learning to Adapt Retrieval-Augmented Large Language Models through Question
+Complexity" (NAACL 2024) classify questions into no-retrieval, single-step and multi-step and run a strategy for
+each.  Here:
+
+* the classifier is :func:`~langchain_ragspine.graphs.query_analysis.classify_question` (a deterministic heuristic)
+  by default; with an LLM, the model picks ``single`` or ``decompose`` (an unparsable reply falls back to the
+  heuristic), and ``none`` is only taken for messages the heuristic also recognises as small talk — a question is
+  never answered without documents;
+* ``none`` → ``respond_directly``: a reply that says no documents were used;
+* ``single`` → the corrective loop of :mod:`langchain_ragspine.graphs.corrective` (retrieve, gate, grade, correct
+  within ``max_retries``, refuse);
+* ``decompose`` → at most 3 sub-questions (the LLM's, parsed robustly, else the deterministic split; fewer than 2
+  falls back to ``single``), answered in parallel LangGraph ``Send`` branches (each: retrieve, gate, grade, answer,
+  no retries), then merged deterministically: sub-answers in sub-question order, their passages numbered into one
+  list (de-duplicated by ``chunk_id``) and their ``[n]`` markers renumbered to match.  If no sub-question could be
+  answered, the graph refuses.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from langchain_core.documents import Document
+from langchain_core.language_models import BaseChatModel
+from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import Runnable
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Send
+
+from langchain_ragspine.chains.answer import (
+    _MARKER_RE,
+    _marker_numbers,
+    citation_for,
+    insufficient_context,
+    is_dont_know,
+    prepare_context,
+    strip_think,
+)
+from langchain_ragspine.document_compressors.restricted import RestrictedGate
+from langchain_ragspine.graphs.graders import Graders
+from langchain_ragspine.graphs.nodes import (
+    check_max_retries,
+    check_retriever,
+    default_chain,
+    default_graders,
+    drop_filters,
+    make_generate,
+    make_grade_documents,
+    make_prepare,
+    make_respond_directly,
+    make_retrieve,
+    make_rewrite_query,
+    make_route_after_grading,
+    recursion_limit_for,
+    refuse,
+    resolve_llm,
+    restricted_gate,
+    route_after_rewrite,
+    run_retrieval,
+    wants_no_retrieval,
+)
+from langchain_ragspine.graphs.query_analysis import (
+    MAX_SUB_QUESTIONS,
+    classify_question,
+    parse_lines,
+    shares_tokens,
+    split_question,
+)
+from langchain_ragspine.graphs.state import AdaptiveRAGState, RAGInput, SubAnswer, merge_documents, replace
+from langchain_ragspine.retrievers.bm25 import doc_key
+from langchain_ragspine.tokenizers import Tokenizer
+
+__all__ = ["adaptive_rag_max_steps", "build_adaptive_rag", "merge_sub_answers_text"]
+
+CLASSIFY_PROMPT = ChatPromptTemplate.from_messages(
+    [
+        (
+            "system",
+            "Classify the question for a document search system. Reply with one word: 'single' if one search can "
+            "answer it, 'decompose' if it asks several things or compares things so that it should be split into "
+            "sub-questions, 'none' if it is small talk that needs no documents.",
+        ),
+        ("human", "{question}"),
+    ]
+)
+DECOMPOSE_PROMPT = ChatPromptTemplate.from_messages(
+    [
+        (
+            "system",
+            "Split the question into at most 3 self-contained sub-questions that can each be answered by one "
+            "search. Keep the question's language. Reply with one sub-question per line and nothing else.",
+        ),
+        ("human", "{question}"),
+    ]
+)
+_ROUTE_WORD_RE = re.compile(r"\b(single|decompose|none)\b")
+_GATE = RestrictedGate()
+
+
+def adaptive_rag_max_steps(max_retries: int = 2) -> int:
+    """Worst-case supersteps of :func:`build_adaptive_rag`: ``7 + 4 * max_retries``.
+
+    prepare, classify, decompose (a decomposition that yields < 2 sub-questions falls back to single), then the
+    single path: retrieve, restricted_gate, grade_documents (3), 4 per correction, generate | refuse (1).  The other
+    routes are shorter: ``none`` 3 (prepare, classify, respond_directly), ``decompose`` 5 (… decompose,
+    answer_sub_question branches in one superstep, merge_answers).  ``max_retries=2`` → 15.
+    """
+    return 7 + 4 * check_max_retries(max_retries)
+
+
+def merge_sub_answers_text(sub_answers: list[SubAnswer]) -> tuple[str, list[Any], list[Document]]:
+    """Merge sub-answers deterministically: ``(answer, citations, documents)``.
+
+    Passages of every sub-answer are numbered into one list in sub-question order (a chunk given to two
+    sub-answers gets one number), each sub-answer's ``[n]`` markers are renumbered to that list, and the answer is
+    the sub-questions with their answers, in order, separated by blank lines.  Citations follow first use.
+    """
+    documents: list[Document] = []
+    number: dict[Any, int] = {}
+    blocks: list[str] = []
+    cited: list[int] = []
+    for sub in sorted(sub_answers, key=lambda s: s["index"]):
+        local: dict[int, int] = {}
+        for i, doc in enumerate(sub["documents"], 1):
+            key = doc_key(doc) or ("#", sub["index"], i)
+            if key not in number:
+                documents.append(doc)
+                number[key] = len(documents)
+            local[i] = number[key]
+
+        def renumber(m: re.Match[str], local: dict[int, int] = local) -> str:
+            nums = [local[n] for n in _marker_numbers(m.group(1)) if n in local]
+            return "[" + ", ".join(str(n) for n in nums) + "]" if nums else ""
+
+        text = _MARKER_RE.sub(renumber, sub["answer"]).strip()
+        for c in sub["citations"]:
+            g = local.get(int(c["n"]))
+            if g is not None and g not in cited:
+                cited.append(g)
+        blocks.append(f"{sub['question']}\n{text}")
+    citations = [citation_for(n, documents[n - 1]) for n in cited]
+    return "\n\n".join(blocks), citations, documents
+
+
+def build_adaptive_rag(
+    retriever: BaseRetriever,
+    llm: BaseChatModel | str | None = None,
+    *,
+    max_retries: int = 2,
+    relax_filters: bool = True,
+    graders: Graders | None = None,
+    answer_chain: Runnable[Any, Any] | None = None,
+    k: int | None = None,
+    max_docs: int | None = 6,
+    lost_in_the_middle: bool = False,
+    tokenizer: str | Tokenizer = "auto",
+    checkpointer: Any = None,
+) -> CompiledStateGraph:
+    """Compile the adaptive RAG graph (see the module docstring for the routes).
+
+    Nodes: ``prepare → classify →`` ``respond_directly`` | the corrective loop (``retrieve``, ``restricted_gate``,
+    ``grade_documents``, ``drop_filters``, ``rewrite_query``, ``generate``, ``refuse``) | ``decompose →``
+    ``answer_sub_question`` (parallel ``Send`` branches) ``→ merge_answers``.
+
+    Args: as :func:`~langchain_ragspine.graphs.build_corrective_rag` (``max_retries`` bounds the single path;
+    sub-question branches do not retry).
+
+    The final state also holds ``route`` (``"none"``, ``"single"``, ``"decompose"``), ``sub_questions`` and
+    ``sub_answers``; for a merged answer, ``documents`` is every passage the sub-answers were given, and
+    ``citations[i]["n"]`` indexes it.
+
+    Bound: at most :func:`adaptive_rag_max_steps` ``= 7 + 4 * max_retries`` supersteps (15 by default).
+
+    Raises:
+        TypeError / ValueError: a bad ``retriever``, ``llm``, ``graders`` or ``max_retries``.
+    """
+    check_retriever(retriever)
+    retries = check_max_retries(max_retries)
+    model = resolve_llm(llm)
+    grade = default_graders(graders, model, tokenizer)
+    chain = default_chain(model, answer_chain, tokenizer)
+
+    def classify(state: Mapping[str, Any]) -> dict[str, Any]:
+        question = state["original_query"]
+        heuristic = classify_question(question)
+        route, how = heuristic, "heuristic"
+        if model is not None:
+            try:
+                reply = model.invoke(CLASSIFY_PROMPT.format_messages(question=question))
+                text = strip_think(reply.content if isinstance(reply.content, str) else str(reply.text)).lower()
+                found = _ROUTE_WORD_RE.findall(text)
+                if found and len(set(found)) == 1:
+                    route, how = found[0], "llm"
+            except Exception:  # noqa: BLE001 - documented fallback: the heuristic route
+                pass
+        if route == "none":
+            skip, _ = wants_no_retrieval(question, None)
+            if not skip:  # only small talk goes without documents
+                route, how = ("single" if heuristic == "none" else heuristic), how + "+guard"
+        return {"route": route, "trace": [{"step": "classify", "route": route, "how": how}]}
+
+    def route_by_complexity(state: Mapping[str, Any]) -> str:
+        return {"none": "respond_directly", "decompose": "decompose"}.get(state.get("route", ""), "retrieve")
+
+    def decompose(state: Mapping[str, Any]) -> dict[str, Any]:
+        question = state["original_query"]
+        subs: list[str] = []
+        how = "heuristic"
+        if model is not None:
+            try:
+                reply = model.invoke(DECOMPOSE_PROMPT.format_messages(question=question))
+                subs = [
+                    s for s in parse_lines(reply, limit=MAX_SUB_QUESTIONS * 2) if shares_tokens(s, question, tokenizer)
+                ][:MAX_SUB_QUESTIONS]
+                how = "llm"
+            except Exception:  # noqa: BLE001 - documented fallback: the deterministic split
+                subs = []
+        if len(subs) < 2:
+            subs, how = split_question(question)[:MAX_SUB_QUESTIONS], "heuristic"
+        if len(subs) < 2:
+            subs = []
+        return {
+            "sub_questions": subs,
+            "sub_answers": replace([]),
+            "trace": [{"step": "decompose", "how": how, "sub_questions": len(subs)}],
+        }
+
+    def fan_out(state: Mapping[str, Any]) -> list[Send] | str:
+        subs = state.get("sub_questions") or []
+        if len(subs) < 2:
+            return "retrieve"
+        return [
+            Send("answer_sub_question", {"index": i, "question": q, "filters": state.get("filters")})
+            for i, q in enumerate(subs)
+        ]
+
+    def answer_sub_question(payload: Mapping[str, Any]) -> dict[str, Any]:
+        """One parallel branch: retrieve, gate (RestrictedGate), grade, answer; no retries."""
+        index, question = int(payload["index"]), str(payload["question"])
+        kept, raw, _info = run_retrieval(retriever, question, filters=payload.get("filters"), k=k)
+        gated = merge_documents([], list(_GATE.compress_documents(kept, question)))  # one per chunk_id
+        relevant = [d for d in gated if grade.relevant(question, d) == "yes"]
+        entry: dict[str, Any] = {
+            "step": "answer_sub_question",
+            "index": index,
+            "retrieved": len(gated),
+            "relevant": len(relevant),
+        }
+        if len(raw) != len(gated):
+            entry["restricted_dropped"] = len(raw) - len(gated)
+        if not relevant:
+            sub: SubAnswer = {
+                "index": index, "question": question, "answer": insufficient_context(question), "citations": [],
+                "documents": [], "refused": True,
+            }
+            return {"sub_answers": [sub], "trace": [entry]}
+        shown = prepare_context(relevant, max_docs=max_docs, lost_in_the_middle=lost_in_the_middle)
+        out = chain.invoke({"question": question, "documents": shown})
+        answer = str(out.get("answer") or "")
+        citations = [c for c in out.get("citations") or [] if 1 <= int(c.get("n", 0)) <= len(shown)]
+        entry["mode"] = out.get("mode")
+        sub = {
+            "index": index, "question": question, "answer": answer, "citations": citations, "documents": shown,
+            "refused": is_dont_know(answer),
+        }
+        return {"sub_answers": [sub], "documents": shown, "trace": [entry]}
+
+    def merge_answers(state: Mapping[str, Any]) -> dict[str, Any]:
+        subs = list(state.get("sub_answers") or [])
+        answered = [s for s in subs if not s["refused"]]
+        if not answered:
+            update = refuse({**state, "retry_reason": "no_relevant_documents"})
+            update["trace"] = [{"step": "merge_answers", "answered": 0, "of": len(subs)}] + update["trace"]
+            return update
+        answer, citations, documents = merge_sub_answers_text(subs)
+        return {
+            "answer": answer,
+            "citations": citations,
+            "documents": replace(documents),
+            "refused": False,
+            "mode": "merged",
+            "trace": [{"step": "merge_answers", "answered": len(answered), "of": len(subs)}],
+        }
+
+    builder = StateGraph(AdaptiveRAGState, input_schema=RAGInput)
+    builder.add_node(
+        "prepare", make_prepare(filters_dropped=False, route="", sub_questions=[], sub_answers=replace([]))
+    )
+    builder.add_node("classify", classify)
+    builder.add_node("respond_directly", make_respond_directly(model))
+    builder.add_node("decompose", decompose)
+    builder.add_node("answer_sub_question", answer_sub_question)
+    builder.add_node("merge_answers", merge_answers)
+    builder.add_node("retrieve", make_retrieve(retriever, k=k))
+    builder.add_node("restricted_gate", restricted_gate)
+    builder.add_node("grade_documents", make_grade_documents(grade))
+    builder.add_node("drop_filters", drop_filters)
+    builder.add_node("rewrite_query", make_rewrite_query(model, tokenizer=tokenizer))
+    builder.add_node("generate", make_generate(chain, max_docs=max_docs, lost_in_the_middle=lost_in_the_middle))
+    builder.add_node("refuse", refuse)
+    builder.add_edge(START, "prepare")
+    builder.add_edge("prepare", "classify")
+    builder.add_conditional_edges("classify", route_by_complexity, ["respond_directly", "decompose", "retrieve"])
+    builder.add_conditional_edges("decompose", fan_out, ["answer_sub_question", "retrieve"])
+    builder.add_edge("answer_sub_question", "merge_answers")
+    builder.add_edge("retrieve", "restricted_gate")
+    builder.add_edge("restricted_gate", "grade_documents")
+    builder.add_conditional_edges(
+        "grade_documents",
+        make_route_after_grading(retries, relax_filters=relax_filters),
+        ["generate", "drop_filters", "rewrite_query", "refuse"],
+    )
+    builder.add_edge("drop_filters", "retrieve")
+    builder.add_conditional_edges("rewrite_query", route_after_rewrite, ["retrieve", "refuse"])
+    for end in ("generate", "refuse", "respond_directly", "merge_answers"):
+        builder.add_edge(end, END)
+    graph = builder.compile(checkpointer=checkpointer, name="adaptive_rag")
+    return graph.with_config(recursion_limit=recursion_limit_for(adaptive_rag_max_steps(retries)))

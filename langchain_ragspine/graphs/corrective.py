@@ -1,0 +1,129 @@
+"""Corrective RAG (CRAG) as a LangGraph ``StateGraph``.
+
+Yan et al., "Corrective Retrieval Augmented Generation" (2024): a retrieval evaluator grades what was retrieved;
+when nothing is relevant the system *corrects* before generating.  The paper's corrections are query rewriting and
+web search; here the correction sequence is, in order: drop the metadata filter (when the search had one), rewrite
+the query (with the LLM, else deterministically), and finally refuse with an explicit "insufficient context"
+answer.  Every correction counts against ``max_retries`` (a counter in state, invariant 7), so the graph ends within
+a fixed number of supersteps whatever the graders say.
+
+``original_query`` is what the answer addresses (relevance is graded against it); ``search_query`` is what is
+searched.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import Runnable
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+
+from langchain_ragspine.graphs.graders import Graders
+from langchain_ragspine.graphs.nodes import (
+    check_max_retries,
+    check_retriever,
+    default_chain,
+    default_graders,
+    drop_filters,
+    make_generate,
+    make_grade_documents,
+    make_prepare,
+    make_retrieve,
+    make_rewrite_query,
+    make_route_after_grading,
+    recursion_limit_for,
+    refuse,
+    resolve_llm,
+    restricted_gate,
+    route_after_rewrite,
+)
+from langchain_ragspine.graphs.state import CorrectiveRAGState, RAGInput
+from langchain_ragspine.tokenizers import Tokenizer
+
+__all__ = ["build_corrective_rag", "corrective_rag_max_steps"]
+
+
+def corrective_rag_max_steps(max_retries: int = 2) -> int:
+    """Worst-case supersteps of :func:`build_corrective_rag`: ``5 + 4 * max_retries``.
+
+    prepare, retrieve, restricted_gate, grade_documents (4); each correction adds drop_filters | rewrite_query,
+    retrieve, restricted_gate, grade_documents (4); then generate | refuse (1).  ``max_retries=2`` → 13.
+    """
+    return 5 + 4 * check_max_retries(max_retries)
+
+
+def build_corrective_rag(
+    retriever: BaseRetriever,
+    llm: BaseChatModel | str | None = None,
+    *,
+    max_retries: int = 2,
+    relax_filters: bool = True,
+    graders: Graders | None = None,
+    answer_chain: Runnable[Any, Any] | None = None,
+    k: int | None = None,
+    max_docs: int | None = 6,
+    lost_in_the_middle: bool = False,
+    tokenizer: str | Tokenizer = "auto",
+    checkpointer: Any = None,
+) -> CompiledStateGraph:
+    """Compile the corrective RAG graph.
+
+    Nodes: ``prepare → retrieve → restricted_gate → grade_documents →`` ``generate`` (some document relevant) or a
+    correction — ``drop_filters`` (first, when ``filters`` were given and ``relax_filters``), then
+    ``rewrite_query`` — back to ``retrieve``; ``refuse`` once ``max_retries`` corrections were made or a rewrite
+    repeats a tried query.
+
+    Args:
+        retriever: any ``BaseRetriever`` (``filters`` passed as ``filter=`` when it takes it, else applied to its
+            results).
+        llm: chat model, :func:`~langchain_ragspine.config.make_chat_model` spec, or ``None`` (default: no LLM —
+            lexical graders, deterministic rewrite, extractive answer).
+        max_retries: corrections allowed (default 2: with filters, drop filters → rewrite → refuse; without,
+            rewrite → rewrite → refuse).  ``0`` refuses as soon as nothing is relevant.
+        relax_filters: allow the drop-filters correction (default ``True``, as CRAG's "widen the search").  Set it
+            to ``False`` when filters scope access: dropping them widens what can be retrieved (RESTRICTED chunks
+            stay gated either way).
+        graders, answer_chain, k, max_docs, lost_in_the_middle, tokenizer, checkpointer: as in
+            :func:`~langchain_ragspine.graphs.build_simple_rag`.
+
+    Input ``{"question": str, "filters": dict | None}``; the final state holds ``answer``, ``citations``,
+    ``documents``, ``trace``, ``refused``, ``original_query``, ``search_query``, ``retries``, ``retry_reason``.
+
+    Bound: at most :func:`corrective_rag_max_steps` ``= 5 + 4 * max_retries`` supersteps (13 by default); the
+    compiled graph's ``recursion_limit`` is set to cover it, and any larger limit changes nothing.
+
+    Raises:
+        TypeError / ValueError: a bad ``retriever``, ``llm``, ``graders`` or ``max_retries``.
+    """
+    check_retriever(retriever)
+    retries = check_max_retries(max_retries)
+    model = resolve_llm(llm)
+    grade = default_graders(graders, model, tokenizer)
+    chain = default_chain(model, answer_chain, tokenizer)
+    builder = StateGraph(CorrectiveRAGState, input_schema=RAGInput)
+    builder.add_node("prepare", make_prepare(filters_dropped=False))
+    builder.add_node("retrieve", make_retrieve(retriever, k=k))
+    builder.add_node("restricted_gate", restricted_gate)
+    builder.add_node("grade_documents", make_grade_documents(grade))
+    builder.add_node("drop_filters", drop_filters)
+    builder.add_node("rewrite_query", make_rewrite_query(model, tokenizer=tokenizer))
+    builder.add_node("generate", make_generate(chain, max_docs=max_docs, lost_in_the_middle=lost_in_the_middle))
+    builder.add_node("refuse", refuse)
+    builder.add_edge(START, "prepare")
+    builder.add_edge("prepare", "retrieve")
+    builder.add_edge("retrieve", "restricted_gate")
+    builder.add_edge("restricted_gate", "grade_documents")
+    builder.add_conditional_edges(
+        "grade_documents",
+        make_route_after_grading(retries, relax_filters=relax_filters),
+        ["generate", "drop_filters", "rewrite_query", "refuse"],
+    )
+    builder.add_edge("drop_filters", "retrieve")
+    builder.add_conditional_edges("rewrite_query", route_after_rewrite, ["retrieve", "refuse"])
+    builder.add_edge("generate", END)
+    builder.add_edge("refuse", END)
+    graph = builder.compile(checkpointer=checkpointer, name="corrective_rag")
+    return graph.with_config(recursion_limit=recursion_limit_for(corrective_rag_max_steps(retries)))

@@ -1,0 +1,207 @@
+"""Typed graph state and its reducers, shared by every graph builder of :mod:`langchain_ragspine.graphs`.
+
+LangGraph merges the partial updates nodes return into one state (Pregel-style supersteps; LangGraph's
+``StateGraph``).  Keys written by parallel branches (the sub-questions of the adaptive graph run as ``Send``
+branches) need a reducer; here:
+
+* ``documents`` — :func:`merge_documents`: a list update is *merged* into the current list and de-duplicated by
+  ``chunk_id`` (else ``Document.id``; a document with neither is kept as is — never keyed by text, see invariant 5
+  of ``docs/architecture.md``); ``{"replace": [...]}`` *replaces* the list (a retry that retrieves again, the
+  grader keeping only relevant chunks, a refusal clearing it).  The replace form is a plain dict so that it
+  serialises in checkpoints like any other write.
+* ``trace`` — :func:`append_trace`: lists are appended (``operator.add``), ``{"replace": [...]}`` starts over (every
+  run's first node does this, so a checkpointed thread reports the trace of its latest run).
+* ``sub_answers`` — :func:`merge_sub_answers`: merged and de-duplicated by ``index``, kept sorted by it.
+
+Every other key is last-value-wins.  Every loop of a graph is bounded by a counter in this state (``retries``
+against the builder's ``max_retries``), invariant 7.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, Required, TypedDict
+
+from langchain_core.documents import Document
+
+from langchain_ragspine.chains.answer import Citation
+from langchain_ragspine.retrievers.bm25 import doc_key
+
+__all__ = [
+    "AdaptiveRAGState",
+    "CorrectiveRAGState",
+    "RAGInput",
+    "RAGOutput",
+    "RAGState",
+    "SelfRAGState",
+    "SubAnswer",
+    "append_trace",
+    "merge_documents",
+    "merge_sub_answers",
+    "replace",
+]
+
+
+def replace(items: Sequence[Any]) -> dict[str, list[Any]]:
+    """The update that replaces a list channel (``documents``, ``trace``) instead of merging into it."""
+    return {"replace": list(items)}
+
+
+def _is_replace(value: Any) -> bool:
+    return isinstance(value, Mapping) and set(value) == {"replace"}
+
+
+def _dedupe(documents: Sequence[Document], seen: set[str] | None = None) -> list[Document]:
+    seen = set() if seen is None else seen
+    out: list[Document] = []
+    for doc in documents:
+        key = doc_key(doc)
+        if key is not None:
+            if key in seen:
+                continue
+            seen.add(key)
+        out.append(doc)
+    return out
+
+
+def merge_documents(left: list[Document] | None, right: Any) -> list[Document]:
+    """Reducer of ``documents``: merge a list (or one ``Document``) de-duplicated by ``chunk_id`` — the first
+    occurrence wins and order is kept — or replace with ``{"replace": [...]}``.  ``None`` leaves it unchanged.
+
+    Raises:
+        TypeError: an update that is neither a ``Document``, a list of them, ``None`` nor ``{"replace": list}``.
+    """
+    current = list(left or [])
+    if right is None:
+        return current
+    if _is_replace(right):
+        new = right["replace"] or []
+        if not all(isinstance(d, Document) for d in new):
+            raise TypeError("documents must be langchain_core.documents.Document objects")
+        return _dedupe(list(new))
+    if isinstance(right, Document):
+        right = [right]
+    if not isinstance(right, Sequence) or isinstance(right, (str, bytes)) or not all(
+        isinstance(d, Document) for d in right
+    ):
+        raise TypeError(f"a documents update must be a list of Document or {{'replace': [...]}}, got {right!r}"[:300])
+    seen = {k for k in (doc_key(d) for d in current) if k is not None}
+    return current + _dedupe(list(right), seen)
+
+
+def append_trace(left: list[dict[str, Any]] | None, right: Any) -> list[dict[str, Any]]:
+    """Reducer of ``trace``: append a list of entries (``operator.add``), or start over with ``{"replace": [...]}``."""
+    if right is None:
+        return list(left or [])
+    if _is_replace(right):
+        return list(right["replace"] or [])
+    if isinstance(right, Mapping):
+        return list(left or []) + [dict(right)]
+    return list(left or []) + list(right)
+
+
+class SubAnswer(TypedDict):
+    """The answer to one sub-question of the adaptive graph (written by a parallel branch)."""
+
+    index: int
+    question: str
+    answer: str
+    citations: list[Citation]
+    documents: list[Document]
+    refused: bool
+
+
+def merge_sub_answers(left: list[SubAnswer] | None, right: Any) -> list[SubAnswer]:
+    """Reducer of ``sub_answers``: merge by ``index`` (a later write for the same index wins), sorted by index;
+    ``{"replace": [...]}`` replaces."""
+    if right is None:
+        return list(left or [])
+    if _is_replace(right):
+        items = list(right["replace"] or [])
+        by_index = {}
+    else:
+        items = [right] if isinstance(right, Mapping) else list(right)
+        by_index = {a["index"]: a for a in (left or [])}
+    for item in items:
+        by_index[item["index"]] = item
+    return [by_index[i] for i in sorted(by_index)]
+
+
+class RAGInput(TypedDict, total=False):
+    """What every graph takes: ``{"question": str, "filters": dict | None}`` (``filters`` in the syntax of
+    :mod:`langchain_ragspine.filters`)."""
+
+    question: Required[str]
+    filters: dict[str, Any] | None
+
+
+class RAGOutput(TypedDict, total=False):
+    """What every graph's final state holds (among other keys)."""
+
+    answer: str
+    citations: list[Citation]
+    documents: list[Document]
+    trace: list[dict[str, Any]]
+    refused: bool
+
+
+class RAGState(TypedDict, total=False):
+    """State of the simple graph, and the base of the others.
+
+    Attributes:
+        question: the user's question (input).
+        filters: metadata filter for retrieval (input; the corrective graph may drop it).
+        original_query: the question the answer addresses (always the input question).
+        search_query: what is searched (the question, or a rewrite of it).
+        documents: the chunks in play — retrieved, then gated, then graded; in the final state, exactly the
+            passages the answer was given, numbered ``[1]…`` in this order (empty after a refusal).  Never holds a
+            RESTRICTED chunk.
+        answer: the final answer (a refusal names "insufficient context").
+        citations: ``[{"n", "chunk_id", "doc_id", "title", "source_locator"}]``; ``n`` indexes ``documents`` from 1.
+        trace: one dict per decision taken (``{"step": node name, …}``); it never holds chunk text.
+        refused: whether the graph refused for lack of supported context.
+        retries: corrections / retries taken so far (bounded by the builder's ``max_retries``).
+        retry_reason: why the last retry or the refusal happened (``"no_relevant_documents"``,
+            ``"unsupported"``, ``"not_useful"``, ``"rewrite_exhausted"``), else ``None``.
+        tried_queries: every ``search_query`` searched so far (a rewrite that repeats one ends the loop).
+        mode: how the answer was made (``"llm"``, ``"extractive"``, ``"extractive_fallback"``, ``"direct"``,
+            ``"refusal"``, ``"merged"``).
+    """
+
+    question: str
+    filters: dict[str, Any] | None
+    original_query: str
+    search_query: str
+    documents: Annotated[list[Document], merge_documents]
+    answer: str
+    citations: list[Citation]
+    trace: Annotated[list[dict[str, Any]], append_trace]
+    refused: bool
+    retries: int
+    retry_reason: str | None
+    tried_queries: list[str]
+    mode: str
+
+
+class CorrectiveRAGState(RAGState, total=False):
+    """State of the corrective graph: ``filters_dropped`` records the first correction."""
+
+    filters_dropped: bool
+
+
+class AdaptiveRAGState(CorrectiveRAGState, total=False):
+    """State of the adaptive graph: the ``route`` taken and, for ``"decompose"``, the sub-questions and the answers
+    their parallel branches wrote."""
+
+    route: str
+    sub_questions: list[str]
+    sub_answers: Annotated[list[SubAnswer], merge_sub_answers]
+
+
+class SelfRAGState(RAGState, total=False):
+    """State of the Self-RAG graph: whether retrieval was chosen (``use_retrieval``) and the last support and
+    usefulness verdicts (``retry_reason`` says why the last retry or the refusal happened)."""
+
+    use_retrieval: bool
+    supported: str
+    useful: str

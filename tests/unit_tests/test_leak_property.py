@@ -1,0 +1,138 @@
+"""Property: no RESTRICTED text reaches a prompt or leaves a graph or the answer chain, ever.
+
+Hypothesis builds small corpora of Japanese/English words with a random subset labelled RESTRICTED (in random
+case / width / whitespace variants), each restricted chunk holding a unique marker.  The retriever is BM25 over the
+*unlabelled* texts, mapped back to the labelled documents — so it returns restricted chunks like any others, and
+only the graphs' own gate stands between them and the model.  A spy chat model records every message it gets and
+answers with "yes [1]" (a relevance "yes", a support "yes", an answer citing passage 1).
+"""
+
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langchain_core.callbacks import CallbackManagerForRetrieverRun
+from langchain_core.documents import Document
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.retrievers import BaseRetriever
+from pydantic import ConfigDict, Field
+
+from langchain_ragspine.chains import make_answer_chain
+from langchain_ragspine.document_compressors.restricted import is_restricted
+from langchain_ragspine.graphs import build_adaptive_rag, build_corrective_rag, build_self_rag, build_simple_rag
+from langchain_ragspine.retrievers import BM25Retriever
+
+WORDS = [
+    "梅雨", "北海道", "小笠原", "検索", "文書", "東京", "天気", "graph", "store", "search", "mountain", "Japan", "river",
+    "policy", "budget", "tower", "雨季", "台風", "index", "chunk",
+]
+RESTRICTED_LABELS = ["RESTRICTED", "restricted", " Restricted ", "ＲＥＳＴＲＩＣＴＥＤ", "ｒｅｓｔｒｉｃｔｅｄ\n", "RESTRICTED\u200b"]
+OTHER_LABELS = ["PUBLIC", "INTERNAL", "CONFIDENTIAL", None]
+
+
+class SpyChatModel(BaseChatModel):
+    reply: str = "yes [1]"
+    prompts: list[str] = Field(default_factory=list)
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:  # type: ignore[no-untyped-def]
+        self.prompts.append("\n".join(str(m.content) for m in messages))
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=self.reply))])
+
+    @property
+    def _llm_type(self) -> str:
+        return "spy"
+
+
+class RawBM25Retriever(BaseRetriever):
+    """BM25 ranking over every document, RESTRICTED ones included (BM25Retriever would drop them when built), plus
+    every RESTRICTED chunk appended to each result, so that the graphs' own gate is exercised on every call."""
+
+    docs: list[Document]
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    _bm25: Any = None
+
+    def model_post_init(self, context: Any, /) -> None:
+        unlabelled = [
+            Document(page_content=d.page_content, metadata={k: v for k, v in d.metadata.items() if k != "sensitivity"})
+            for d in self.docs
+        ]
+        self._bm25 = BM25Retriever.from_documents(unlabelled, k=8)
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, filter: dict | None = None, k: int | None = None
+    ) -> list[Document]:
+        by_id = {d.metadata["chunk_id"]: d for d in self.docs}
+        hits = [by_id[d.metadata["chunk_id"]] for d in self._bm25.invoke(query, filter=filter)]
+        # hostile on purpose: every restricted chunk comes along, matching or not, filtered or not
+        return hits + [d for d in self.docs if is_restricted(d) and d not in hits]
+
+
+@st.composite
+def corpora(draw: st.DrawFn) -> tuple[list[Document], list[str], str, dict | None]:
+    n = draw(st.integers(5, 15))
+    restricted = draw(st.lists(st.booleans(), min_size=n, max_size=n).filter(any))
+    docs, markers = [], []
+    for i, secret in enumerate(restricted):
+        words = draw(st.lists(st.sampled_from(WORDS), min_size=3, max_size=12))
+        text = " ".join(words)
+        if secret:
+            marker = f"LEAKMARK{i:02d}秘密"
+            markers.append(marker)
+            text = f"{marker} {text} {marker}。"
+            label = draw(st.sampled_from(RESTRICTED_LABELS))
+        else:
+            label = draw(st.sampled_from(OTHER_LABELS))
+        md = {"chunk_id": f"c{i}#0", "doc_id": f"c{i}", "title": f"title {i}", "source_locator": f"c{i}.md#0-9",
+              "lang": draw(st.sampled_from(["ja", "en"]))}
+        if label is not None:
+            md["sensitivity"] = label
+        docs.append(Document(page_content=text, metadata=md))
+    question = " ".join(draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=4))) + "?"
+    filters = draw(st.sampled_from([None, {"lang": "ja"}, {"lang": "en"}]))
+    return docs, markers, question, filters
+
+
+def _assert_clean(markers: list[str], *texts: Any) -> None:
+    for text in texts:
+        blob = repr(text)
+        for marker in markers:
+            assert marker not in blob
+
+
+BUILDERS = [build_simple_rag, build_corrective_rag, build_adaptive_rag, build_self_rag]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(corpora(), st.booleans())
+def test_no_restricted_text_reaches_a_prompt_or_leaves_a_graph(case, with_llm):
+    docs, markers, question, filters = case
+    retriever = RawBM25Retriever(docs=docs)
+    assert any(is_restricted(d) for d in retriever.invoke(question, filter=filters))
+    for build in BUILDERS:
+        spy = SpyChatModel()
+        graph = build(retriever, spy if with_llm else None)
+        inputs = {"question": question, "filters": filters}
+        streamed: list[Any] = []
+        final: dict[str, Any] = {}
+        for mode, chunk in graph.stream(inputs, stream_mode=["updates", "values"]):
+            streamed.append(chunk)
+            if mode == "values":
+                final = chunk
+        _assert_clean(markers, *spy.prompts)
+        _assert_clean(markers, streamed)  # every intermediate update and state, not only the final one
+        _assert_clean(markers, final.get("answer"), final.get("citations"), final.get("documents"), final.get("trace"))
+        assert not any(is_restricted(d) for d in final.get("documents") or [])
+        assert final.get("answer")
+
+
+@settings(max_examples=25, deadline=None)
+@given(corpora())
+def test_the_answer_chain_never_passes_restricted_text(case):
+    docs, markers, question, _ = case
+    spy = SpyChatModel()
+    for chain in (make_answer_chain(spy), make_answer_chain(spy, lost_in_the_middle=True), make_answer_chain()):
+        out = chain.invoke({"question": question, "documents": docs})
+        _assert_clean(markers, out, *spy.prompts)
+        assert all(c["chunk_id"] in {d.metadata["chunk_id"] for d in docs if not is_restricted(d)} for c in out["citations"])
