@@ -4,13 +4,14 @@ Loaders (``CorpusLoader``) → splitters (``ParagraphTextSplitter``) → version
 retrievers (``BM25Retriever``) → compressors (``RestrictedGate``).  See ``docs/architecture.md``.
 """
 
-from langchain_ragspine.config import RagSpineSettings
+from langchain_ragspine.chains import make_answer_chain
+from langchain_ragspine.config import RagSpineSettings, make_chat_model, make_embeddings
 from langchain_ragspine.document_compressors import RESTRICTED_SENSITIVITY, RestrictedGate, is_restricted
 from langchain_ragspine.document_loaders import CorpusLoader
 from langchain_ragspine.errors import LoaderError, RagSpineError, StoreError
 from langchain_ragspine.filters import compile_filter, matches
 from langchain_ragspine.indexing import IngestSummary, ingest, open_retriever, search
-from langchain_ragspine.retrievers import BM25Retriever
+from langchain_ragspine.retrievers import BM25Retriever, DenseRetriever, HybridRetriever
 from langchain_ragspine.stores import ChunkStore, StoredChunk
 from langchain_ragspine.text_splitters import ParagraphTextSplitter
 from langchain_ragspine.tokenizers import get_tokenizer
@@ -21,6 +22,8 @@ __all__ = [
     "BM25Retriever",
     "ChunkStore",
     "CorpusLoader",
+    "DenseRetriever",
+    "HybridRetriever",
     "IngestSummary",
     "LoaderError",
     "ParagraphTextSplitter",
@@ -34,6 +37,9 @@ __all__ = [
     "get_tokenizer",
     "ingest",
     "is_restricted",
+    "make_answer_chain",
+    "make_chat_model",
+    "make_embeddings",
     "matches",
     "open_retriever",
     "search",

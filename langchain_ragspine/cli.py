@@ -1,7 +1,8 @@
-"""The ``ragspine`` command line: ``ingest``, ``search``, ``eval`` and ``demo``.
+"""The ``ragspine`` command line: ``ingest``, ``search``, ``ask``, ``eval`` and ``demo``.
 
 ``ragspine ingest PATH... --store DIR`` loads, chunks and indexes a corpus; ``ragspine search QUERY --store DIR``
-prints ranked, cited chunks (never a RESTRICTED one); ``ragspine eval DATASET`` measures retrieval quality (see
+prints ranked, cited chunks (never a RESTRICTED one); ``ragspine ask QUESTION --store DIR`` answers with numbered citations through a LangGraph graph
+(:mod:`langchain_ragspine.graphs`); ``ragspine eval DATASET`` measures retrieval quality (see
 :mod:`langchain_ragspine.evaluation`); ``ragspine demo`` ingests and searches the bundled demo corpus.
 Defaults come from :class:`~langchain_ragspine.config.RagSpineSettings` (``RAGSPINE_*`` environment variables).
 Data errors print one line naming the file and line, and exit with status 2.
@@ -11,12 +12,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -36,6 +38,10 @@ DEMO_QUESTIONS = (
     "When I ingest a folder again, what happens to the old chunks of a changed document?",
     "機密文書の内容が検索結果に漏れたときは、どう対応すればよいですか？",
 )
+
+
+#: The question the demo answers with the corrective graph.
+DEMO_ASK = "長い段落はどこで切られますか？"
 
 
 def demo_corpus_dir() -> Path:
@@ -205,6 +211,96 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _resolve_llm(spec: str | None) -> tuple[Any, str]:
+    """``(chat model or None, a sentence saying which path answers)`` for ``ragspine ask`` / ``demo``.
+
+    ``spec`` (default ``RAGSPINE_LLM``, else ``"auto"``): ``none`` → no LLM; ``auto`` → the default chat model
+    (``ollama:qwen2.5:7b``) when its server answers, else no LLM; anything else is built with ``make_chat_model``
+    and, when unreachable, replaced by the deterministic path (never an error: LLM failures degrade).
+    """
+    from langchain_ragspine.config import DEFAULT_CHAT_MODEL, llm_is_reachable, make_chat_model
+
+    raw = (spec if spec is not None else os.environ.get("RAGSPINE_LLM", "auto")).strip()
+    deterministic = "deterministic path: lexical graders and extractive answers (no LLM)"
+    if raw.lower() in ("", "none"):
+        return None, deterministic
+    wanted = DEFAULT_CHAT_MODEL if raw.lower() == "auto" else raw
+    try:
+        llm = make_chat_model(wanted)
+    except (ImportError, ValueError) as e:
+        return None, f"{deterministic}; {wanted} is not available here ({e})"
+    if llm is None:
+        return None, deterministic
+    if not llm_is_reachable(llm):
+        return None, f"{deterministic}; no LLM reachable for {wanted}"
+    return llm, f"LLM path: {wanted}"
+
+
+def _print_answer(state: Mapping[str, Any], how: str) -> None:
+    print(state.get("answer", ""))
+    citations = state.get("citations") or []
+    if citations:
+        print()
+        for c in citations:
+            print(f"[{c['n']}] {c.get('title') or c.get('doc_id')}  ({c.get('source_locator')})")
+    print(f"\n({how})", file=sys.stderr)
+
+
+def _cmd_ask(args: argparse.Namespace) -> int:
+    from langchain_ragspine.graphs import GRAPH_BUILDERS
+
+    retriever = open_retriever(args.store, k=args.k, mode=args.mode)
+    llm, how = _resolve_llm(args.llm)
+    builder = GRAPH_BUILDERS[args.graph]
+    graph = builder(retriever, llm=llm)
+    flt = parse_filter_expressions(args.filter) if args.filter else None
+    inputs = {"question": args.question, "filters": flt}
+    if args.stream:
+        state: dict[str, Any] = {}
+        for chunk in graph.stream(inputs, stream_mode=["updates", "values"]):
+            kind, payload = chunk
+            if kind == "values":
+                state = payload
+                continue
+            for node, update in payload.items():
+                print(f"→ {node}{_node_summary(update)}", file=sys.stderr, flush=True)
+    else:
+        state = graph.invoke(inputs)
+    if args.json:
+        record = {
+            "question": args.question,
+            "graph": args.graph,
+            "llm": how,
+            "answer": state.get("answer"),
+            "citations": state.get("citations") or [],
+            "refused": state.get("refused", False),
+            "documents": [result_record(i, d) for i, d in enumerate(state.get("documents") or [], 1)],
+            "trace": state.get("trace") or [],
+        }
+        print(json.dumps(record, ensure_ascii=False, default=str))
+    else:
+        _print_answer(state, how)
+    return 0
+
+
+def _node_summary(update: Any) -> str:
+    """A short description of what a node wrote, for ``--stream``."""
+    if not isinstance(update, Mapping):
+        return ""
+    parts = []
+    docs = update.get("documents")
+    if isinstance(docs, list):
+        parts.append(f"{len(docs)} documents")
+    elif isinstance(docs, Mapping) and "replace" in docs:
+        parts.append(f"{len(docs['replace'])} documents")
+    for key in ("search_query", "retry_reason"):
+        if update.get(key):
+            parts.append(f"{key}={update[key]!r}")
+    if update.get("answer"):
+        parts.append("answer ready")
+    return f" ({', '.join(parts)})" if parts else ""
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     corpus = demo_corpus_dir()
     with tempfile.TemporaryDirectory(prefix="ragspine-demo-") as tmp:
@@ -219,7 +315,14 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         for question in DEMO_QUESTIONS:
             print(f"\nQ: {question}")
             _print_results(search(retriever, question, k=args.k), as_json=False)
-    print("\nEvery result cites its source as file#start-end (character offsets of the verbatim chunk).")
+        print("\nEvery result cites its source as file#start-end (character offsets of the verbatim chunk).")
+        from langchain_ragspine.graphs import build_corrective_rag
+
+        llm, how = _resolve_llm(args.llm)
+        print(f"\n$ ragspine ask {DEMO_ASK!r} --graph corrective   # {how}")
+        state = build_corrective_rag(retriever, llm=llm).invoke({"question": DEMO_ASK, "filters": None})
+        _print_answer(state, how)
+        sys.stderr.flush()
     return 0
 
 
@@ -283,8 +386,27 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
     p.add_argument("--plot", default=None, metavar="OUT.png", help="recall@k curves (and OUT-latency.png)")
     p.set_defaults(func=_cmd_eval)
 
-    p = sub.add_parser("demo", help="ingest the bundled demo corpus and answer three sample questions")
+    p = sub.add_parser("ask", help="answer a question with cited passages (LangGraph RAG graphs)")
+    p.add_argument("question")
+    p.add_argument("--store", help="store directory written by `ragspine ingest`", **store_kw)
+    p.add_argument(
+        "--graph", default="corrective", choices=["corrective", "adaptive", "self_rag", "simple"],
+        help="which graph answers (corrective)",
+    )
+    p.add_argument(
+        "--llm", default=None, metavar="SPEC",
+        help="none, auto (ollama:qwen2.5:7b when reachable), or a provider:model string (RAGSPINE_LLM)",
+    )
+    p.add_argument("-k", type=int, default=6, help="passages retrieved per search (6)")
+    p.add_argument("--mode", default=None, choices=RETRIEVAL_MODES, help="retrieval mode (auto)")
+    p.add_argument("--filter", action="append", default=[], metavar="FIELD=VALUE", help="metadata filter")
+    p.add_argument("--json", action="store_true", help="print the final state as one JSON object")
+    p.add_argument("--stream", action="store_true", help="print each graph node as it finishes (stderr)")
+    p.set_defaults(func=_cmd_ask)
+
+    p = sub.add_parser("demo", help="ingest the bundled demo corpus, search three questions, answer one")
     p.add_argument("-k", type=int, default=3, help="results per question (3)")
+    p.add_argument("--llm", default=None, metavar="SPEC", help="as for ask (default: auto)")
     p.set_defaults(func=_cmd_demo)
     return parser
 

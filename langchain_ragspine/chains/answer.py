@@ -227,14 +227,25 @@ def _keep_valid_markers(text: str, valid: range) -> str:
 
 
 # -- extractive answer ----------------------------------------------------------------------------------------------
+_FENCE_RE = re.compile(r"^\s*(```|~~~)")
+
+
 def _sentences(text: str) -> list[str]:
-    """Sentences of ``text``, verbatim and stripped, split at line breaks and sentence ends; headings dropped."""
+    """Sentences of ``text``, verbatim and stripped, split at line breaks and sentence ends; headings and fenced
+    code blocks dropped (a code line is not an answer, though it often shares the question's words)."""
     out: list[str] = []
     pos = 0
-    for line in text.splitlines(keepends=True):
+    lines = text.splitlines(keepends=True)
+    fences = [line.strip() for line in lines if _FENCE_RE.match(line)]
+    # a chunk may begin inside a code block: an odd number of fences whose first is a bare ``` (a closing one)
+    in_fence = len(fences) % 2 == 1 and fences[0] in ("```", "~~~")
+    for line in lines:
         start, end = pos, pos + len(line)
         pos = end
-        if not line.strip() or _HEADING_RE.match(line):
+        if _FENCE_RE.match(line):
+            in_fence = not in_fence
+            continue
+        if in_fence or not line.strip() or _HEADING_RE.match(line):
             continue
         for s, e in sentence_spans(text, start, end):
             sentence = text[s:e].strip()

@@ -175,3 +175,32 @@ def test_language_helpers():
     for text in ("I don't know.", "わかりません。", "我不知道", " i do not know ", "", insufficient_context("q")):
         assert is_dont_know(text), text
     assert not is_dont_know("Paris [1]")
+
+
+def test_regression_extractive_answer_skips_fenced_code():
+    # the demo corpus showed a code line (`retriever.invoke("チャンクの重なりは何文字ですか")`) picked as the answer
+    from langchain_core.documents import Document
+
+    from langchain_ragspine.chains import extractive_answer
+
+    doc = Document(
+        page_content='使い方の例です。\n\n```python\nretriever.invoke("チャンクの重なりは何文字ですか")\n```\n\n'
+        "チャンクの重なりは最大 80 文字です。",
+        metadata={"chunk_id": "d#0", "doc_id": "d", "title": "T", "source_locator": "d.md#0-10"},
+    )
+    out = extractive_answer("チャンクの重なりは何文字ですか", [doc])
+    assert "retriever.invoke" not in out["answer"]
+    assert out["answer"].startswith("チャンクの重なりは最大 80 文字です。")
+
+
+def test_regression_extractive_answer_skips_code_when_the_chunk_starts_inside_a_fence():
+    from langchain_core.documents import Document
+
+    from langchain_ragspine.chains import extractive_answer
+
+    doc = Document(
+        page_content='retriever.invoke("チャンクの重なりは何文字ですか")\n```\n\nチャンクの重なりは最大 80 文字です。',
+        metadata={"chunk_id": "d#1", "doc_id": "d", "title": "T", "source_locator": "d.md#10-90"},
+    )
+    out = extractive_answer("チャンクの重なりは何文字ですか", [doc])
+    assert out["answer"] == "チャンクの重なりは最大 80 文字です。 [1]"

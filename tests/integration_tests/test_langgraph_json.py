@@ -1,0 +1,52 @@
+"""Load every entry of graphs/langgraph.json the way `langgraph dev` does, and invoke it."""
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+GRAPHS = Path(__file__).resolve().parents[2] / "graphs"
+
+
+def _load(entry: str):
+    path, _, attr = entry.partition(":")
+    file = (GRAPHS / path).resolve()
+    spec = importlib.util.spec_from_file_location(f"_ragspine_graph_app_{file.stem}", file)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return getattr(module, attr)
+
+
+def test_langgraph_json_entries_load_and_answer(monkeypatch):
+    monkeypatch.delenv("RAGSPINE_STORE", raising=False)
+    monkeypatch.setenv("RAGSPINE_LLM", "none")
+    config = json.loads((GRAPHS / "langgraph.json").read_text("utf-8"))
+    assert set(config["graphs"]) == {"corrective_rag", "adaptive_rag", "self_rag"}
+    for name, entry in config["graphs"].items():
+        graph = _load(entry)
+        state = graph.invoke({"question": "長い段落はどこで切られますか？", "filters": None})
+        assert state["answer"], name
+        assert state["citations"] and all(c["doc_id"] == "ja/splitter" for c in state["citations"]), name
+        assert isinstance(state["trace"], list) and state["trace"], name
+
+
+def test_langgraph_json_uses_a_configured_store(monkeypatch, tmp_path):
+    from langchain_ragspine.indexing import ingest
+
+    corpus = tmp_path / "c"
+    corpus.mkdir()
+    (corpus / "tsuyu.md").write_text("# 梅雨\n\n日本で梅雨がないのは北海道と小笠原諸島である。", "utf-8")
+    ingest(corpus, tmp_path / "S")
+    monkeypatch.setenv("RAGSPINE_STORE", str(tmp_path / "S"))
+    monkeypatch.setenv("RAGSPINE_LLM", "none")
+    graph = _load("./app.py:corrective_rag")
+    state = graph.invoke({"question": "梅雨がないのは北海道とどこか", "filters": None})
+    assert "小笠原諸島" in state["answer"] and state["citations"][0]["doc_id"] == "tsuyu"
+
+
+def test_langgraph_json_is_valid_for_langgraph_cli():
+    cli = pytest.importorskip("langgraph_cli.config", reason="langgraph-cli not installed")
+    cli.validate_config_file(GRAPHS / "langgraph.json")
