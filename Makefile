@@ -42,7 +42,7 @@ bench: $(VENV)/.installed-bench
 
 lint: $(VENV)/.installed-test
 	$(PIP) install ruff mypy
-	$(BIN)/ruff check langchain_ragspine tests benchmarks
+	$(BIN)/ruff check langchain_ragspine tests benchmarks graphs
 	$(BIN)/mypy langchain_ragspine
 
 clean:

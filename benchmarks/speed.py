@@ -107,7 +107,7 @@ def make_queries(n: int, seed: int) -> list[str]:
         rng = random.Random(seed * 1000 + k)
         per_set.append(rng.sample(qs, min(len(qs), (n + 1) // 2)))
     out: list[str] = []
-    for pair in zip(*per_set):
+    for pair in zip(*per_set, strict=False):
         out.extend(pair)
     return out[:n]
 

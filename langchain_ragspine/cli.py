@@ -21,7 +21,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.documents import Document
 
@@ -141,7 +141,10 @@ def _eval_qa_retrievers(args: argparse.Namespace, store_dir: Path) -> list[tuple
                     else:
                         bm25 = build_bm25(store, tokenizer=tok, k=depth)
                         retriever = HybridRetriever(retrievers=[bm25, dense], k=depth)
-                effective = {BM25Retriever: "bm25", HybridRetriever: "hybrid"}.get(type(retriever), mode)
+                effective = (
+                    "bm25" if isinstance(retriever, BM25Retriever)
+                    else "hybrid" if isinstance(retriever, HybridRetriever) else mode
+                )
                 out.append((_mode_label(effective, tok, len(args.tokenizer)), retriever, time.perf_counter() - t0))
     return out
 
@@ -257,8 +260,7 @@ def _cmd_ask(args: argparse.Namespace) -> int:
     inputs = {"question": args.question, "filters": flt}
     if args.stream:
         state: dict[str, Any] = {}
-        for chunk in graph.stream(inputs, stream_mode=["updates", "values"]):
-            kind, payload = chunk
+        for kind, payload in cast(Any, graph.stream(inputs, stream_mode=["updates", "values"])):
             if kind == "values":
                 state = payload
                 continue

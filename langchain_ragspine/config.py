@@ -220,16 +220,9 @@ def make_chat_model(spec: str | BaseChatModel | None = None, **kwargs: object) -
         raw = f"ollama:{model.strip()}"
         options.setdefault("base_url", ollama_base_url())
         options.setdefault("temperature", 0)
-    try:
-        from langchain.chat_models import init_chat_model
-    except ImportError:  # pragma: no cover - langchain-classic carries the same factory
-        try:
-            from langchain_classic.chat_models import init_chat_model
-        except ImportError as e:
-            raise ImportError(
-                f"chat model spec {spec!r} needs LangChain's init_chat_model: pip install langchain"
-            ) from e
-    return init_chat_model(raw, **options)  # type: ignore[return-value]
+    from langchain.chat_models import init_chat_model  # a core dependency (init_chat_model lives there)
+
+    return init_chat_model(raw, **options)  # type: ignore[call-overload, no-any-return]
 
 
 def llm_is_reachable(llm: BaseChatModel | None, timeout: float = 1.0) -> bool:

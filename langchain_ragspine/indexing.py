@@ -31,10 +31,10 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from tqdm.auto import tqdm
 
+from langchain_ragspine.config import LEXICAL_MODES, RETRIEVAL_MODES, make_embeddings
 from langchain_ragspine.document_compressors.restricted import drop_restricted
 from langchain_ragspine.document_loaders import CorpusLoader
 from langchain_ragspine.document_loaders import corpus as corpus_module
-from langchain_ragspine.config import LEXICAL_MODES, RETRIEVAL_MODES, make_embeddings
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.retrievers.bm25 import BM25Retriever
 from langchain_ragspine.retrievers.dense import DenseRetriever

@@ -22,7 +22,7 @@ import logging
 import math
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, TypedDict, cast
 
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
@@ -437,4 +437,5 @@ def make_answer_chain(
     llm_path = (RunnablePassthrough.assign(raw=generate) | RunnableLambda(finish, name="parse_citations")).with_fallbacks(
         [RunnableLambda(fallback, name="extractive_fallback")], exception_key="error"
     )
-    return (prep | RunnableLambda(route, name="answer")).with_config(run_name="ragspine_answer")
+    chain = (prep | RunnableLambda(route, name="answer")).with_config(run_name="ragspine_answer")
+    return cast("Runnable[dict[str, Any], dict[str, Any]]", chain)

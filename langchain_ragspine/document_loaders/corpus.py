@@ -42,7 +42,11 @@ import yaml
 from langchain_core.document_loaders import BaseLoader
 from langchain_core.documents import Document
 
-from langchain_ragspine.document_compressors.restricted import KNOWN_SENSITIVITIES, is_restricted, normalize_label
+from langchain_ragspine.document_compressors.restricted import (
+    KNOWN_SENSITIVITIES,
+    is_restricted,
+    normalize_label,
+)
 from langchain_ragspine.errors import LoaderError
 
 #: Suffixes (compared case-insensitively) loaded as one document per file.

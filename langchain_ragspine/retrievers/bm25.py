@@ -29,8 +29,8 @@ import shutil
 import tempfile
 from array import array
 from collections import Counter
-from contextvars import ContextVar
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 

@@ -21,7 +21,12 @@ from pydantic import ConfigDict, Field
 
 from langchain_ragspine.chains import make_answer_chain
 from langchain_ragspine.document_compressors.restricted import is_restricted
-from langchain_ragspine.graphs import build_adaptive_rag, build_corrective_rag, build_self_rag, build_simple_rag
+from langchain_ragspine.graphs import (
+    build_adaptive_rag,
+    build_corrective_rag,
+    build_self_rag,
+    build_simple_rag,
+)
 from langchain_ragspine.retrievers import BM25Retriever
 
 WORDS = [
