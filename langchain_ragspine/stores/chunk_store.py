@@ -40,20 +40,18 @@ Schema history:
 
 from __future__ import annotations
 
-import contextlib
 import datetime as _dt
 import hashlib
 import json
 import sqlite3
-import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from langchain_core.documents import Document
 
 from langchain_ragspine.errors import StoreError
+from langchain_ragspine.stores._sqlite import SQLiteFile
 
 __all__ = ["FACET_FIELDS", "SCHEMA_VERSION", "ChunkStore", "StoredChunk"]
 
@@ -63,8 +61,6 @@ SCHEMA_VERSION = 2
 #: Metadata keys copied into the ``facets`` table and accepted as :meth:`ChunkStore.iter_chunks` filters.
 FACET_FIELDS: tuple[str, ...] = ("topic", "entity", "geography", "period", "language")
 
-#: Default time a writer waits for another writer's lock before failing, in seconds.
-DEFAULT_BUSY_TIMEOUT_S = 5.0
 
 _LINEAGE_KEYS = ("doc_id", "chunk_id", "start_index", "end_index", "source_locator", "title", "sensitivity")
 
@@ -298,7 +294,7 @@ def _placeholders(n: int) -> str:
 
 
 # -- the store -----------------------------------------------------------------------------------------------
-class ChunkStore:
+class ChunkStore(SQLiteFile):
     """Versioned chunk storage in one SQLite file (see the module docstring for the design).
 
     Args:
@@ -321,51 +317,7 @@ class ChunkStore:
             docs = [c.to_document() for c in store.iter_chunks(language="ja")]
     """
 
-    def __init__(
-        self, db_path: str | Path, *, read_only: bool = False, busy_timeout: float = DEFAULT_BUSY_TIMEOUT_S
-    ) -> None:
-        if isinstance(busy_timeout, bool) or not isinstance(busy_timeout, int | float) or busy_timeout < 0:
-            raise ValueError(f"busy_timeout must be a number of seconds >= 0, got {busy_timeout!r}")
-        self._path = Path(db_path)
-        self._read_only = bool(read_only)
-        self._lock = threading.RLock()
-        self._conn: sqlite3.Connection | None = None
-        self._conn = self._connect(float(busy_timeout))
-        try:
-            self._ensure_schema()
-        except BaseException:
-            self.close()
-            raise
-
-    # -- opening ---------------------------------------------------------------------------------------------
-    def _connect(self, busy_timeout: float) -> sqlite3.Connection:
-        path = self._path
-        try:
-            if self._read_only:
-                if not path.is_file():
-                    raise StoreError("chunk store does not exist (opened with read_only=True)", path=path)
-                uri = path.resolve().as_uri() + "?mode=ro"
-                conn = sqlite3.connect(
-                    uri, uri=True, timeout=busy_timeout, isolation_level=None, check_same_thread=False
-                )
-            else:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                conn = sqlite3.connect(
-                    str(path), timeout=busy_timeout, isolation_level=None, check_same_thread=False
-                )
-        except sqlite3.Error as e:
-            raise StoreError(f"cannot open chunk store: {e}", path=path) from e
-        try:
-            busy_ms = int(busy_timeout * 1000)  # PRAGMA takes no bound parameters; this is an int we computed
-            conn.execute(f"PRAGMA busy_timeout = {busy_ms}")
-            conn.execute("PRAGMA foreign_keys = ON")
-            if not self._read_only:
-                conn.execute("PRAGMA journal_mode = WAL")
-                conn.execute("PRAGMA synchronous = NORMAL")
-        except sqlite3.Error as e:
-            conn.close()
-            raise StoreError(f"not a usable SQLite database: {e}", path=path) from e
-        return conn
+    _what = "chunk store"
 
     def _ensure_schema(self) -> None:
         """Check the schema; create it (fresh file) or migrate it (older file) when writable.
@@ -505,44 +457,6 @@ class ChunkStore:
                     "valid_as_of, ingested_at, retracted) VALUES (?, ?, NULL, 0, '', ?, 1)",
                     (doc_id, version + 1, now),
                 )
-
-    # -- connection plumbing ---------------------------------------------------------------------------------
-    def _connection(self) -> sqlite3.Connection:
-        if self._conn is None:
-            raise StoreError("chunk store is closed", path=self._path)
-        return self._conn
-
-    @contextlib.contextmanager
-    def _sql_errors(self) -> Iterator[None]:
-        """Re-raise ``sqlite3`` errors as :class:`StoreError` naming the path."""
-        try:
-            yield
-        except sqlite3.Error as e:
-            raise StoreError(f"SQLite error: {e}", path=self._path) from e
-
-    @contextlib.contextmanager
-    def _write_transaction(self) -> Iterator[sqlite3.Cursor]:
-        """``BEGIN IMMEDIATE`` … ``COMMIT``; ``ROLLBACK`` on any exception (also ``KeyboardInterrupt``)."""
-        conn = self._connection()
-        cur = conn.cursor()
-        cur.execute("BEGIN IMMEDIATE")
-        try:
-            yield cur
-        except BaseException:
-            if conn.in_transaction:
-                with contextlib.suppress(sqlite3.Error):
-                    conn.execute("ROLLBACK")
-            raise
-        else:
-            cur.execute("COMMIT")
-        finally:
-            cur.close()
-
-    def _require_writable(self) -> None:
-        if self._read_only:
-            raise StoreError(
-                "chunk store is opened read_only=True; open it without read_only to write", path=self._path
-            )
 
     @staticmethod
     def _bump_generation(cur: sqlite3.Cursor) -> None:
@@ -887,32 +801,3 @@ class ChunkStore:
     def schema_version(self) -> int:
         """The schema version recorded in the file (equals :data:`SCHEMA_VERSION` once opened)."""
         return self._meta_int("schema_version")
-
-    @property
-    def path(self) -> Path:
-        """The SQLite file."""
-        return self._path
-
-    @property
-    def read_only(self) -> bool:
-        """Whether the store was opened with ``read_only=True``."""
-        return self._read_only
-
-    # -- lifecycle -------------------------------------------------------------------------------------------
-    def close(self) -> None:
-        """Close the connection (idempotent); later calls raise :class:`StoreError`."""
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
-
-    def __enter__(self) -> ChunkStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        mode = ", read_only=True" if self._read_only else ""
-        state = "" if self._conn is not None else " (closed)"
-        return f"ChunkStore({str(self._path)!r}{mode}){state}"

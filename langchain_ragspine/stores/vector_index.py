@@ -59,7 +59,6 @@ import shutil
 import sqlite3
 import sys
 import tempfile
-import threading
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -68,6 +67,7 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from langchain_ragspine.errors import StoreError
+from langchain_ragspine.stores._sqlite import SQLiteFile
 
 __all__ = [
     "AUTO_HNSW_MIN_ROWS",
@@ -294,7 +294,7 @@ _CACHE_DDL = (
 )
 
 
-class EmbeddingCache:
+class EmbeddingCache(SQLiteFile):
     """Embedding vectors in one SQLite file, keyed by ``(model_key, chunk_id, content_hash)``.
 
     Table ``embeddings(model_key TEXT, chunk_id TEXT, content_hash TEXT, dim INTEGER, vector BLOB)``; ``vector``
@@ -320,59 +320,14 @@ class EmbeddingCache:
     Use it as a context manager or call :meth:`close`.  One instance may be shared between threads.
     """
 
+    _what = "embedding cache"
+
     def __init__(
         self, db_path: str | os.PathLike[str], *, read_only: bool = False, busy_timeout: float = 5.0
     ) -> None:
-        if isinstance(busy_timeout, bool) or not isinstance(busy_timeout, (int, float)) or busy_timeout < 0:
-            raise ValueError(f"busy_timeout must be a number of seconds >= 0, got {busy_timeout!r}")
-        self._path = Path(db_path)
-        self._read_only = bool(read_only)
-        self._lock = threading.RLock()
-        self._conn: sqlite3.Connection | None = None
         self.last_embedded = 0
         self.last_cached = 0
-        self._conn = self._connect(float(busy_timeout))
-        try:
-            self._ensure_schema()
-        except BaseException:
-            self.close()
-            raise
-
-    @property
-    def path(self) -> Path:
-        """The SQLite file."""
-        return self._path
-
-    # -- opening ----------------------------------------------------------------------------------------------
-    def _connect(self, busy_timeout: float) -> sqlite3.Connection:
-        path = self._path
-        try:
-            if self._read_only:
-                if not path.is_file():
-                    raise StoreError("embedding cache does not exist (opened with read_only=True)", path=path)
-                conn = sqlite3.connect(
-                    path.resolve().as_uri() + "?mode=ro",
-                    uri=True,
-                    timeout=busy_timeout,
-                    isolation_level=None,
-                    check_same_thread=False,
-                )
-            else:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                conn = sqlite3.connect(
-                    str(path), timeout=busy_timeout, isolation_level=None, check_same_thread=False
-                )
-        except sqlite3.Error as e:
-            raise StoreError(f"cannot open embedding cache: {e}", path=path) from e
-        try:
-            conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")  # an int we computed, not user text
-            if not self._read_only:
-                conn.execute("PRAGMA journal_mode = WAL")
-                conn.execute("PRAGMA synchronous = NORMAL")
-        except sqlite3.Error as e:
-            conn.close()
-            raise StoreError(f"not a usable SQLite database: {e}", path=path) from e
-        return conn
+        super().__init__(Path(db_path), read_only=read_only, busy_timeout=busy_timeout)
 
     def _ensure_schema(self) -> None:
         with self._lock, self._sql_errors():
@@ -420,41 +375,6 @@ class EmbeddingCache:
             raise StoreError(
                 f"meta.schema_version is not an integer: {rows['schema_version']!r}", path=self._path
             ) from None
-
-    def _connection(self) -> sqlite3.Connection:
-        if self._conn is None:
-            raise StoreError("embedding cache is closed", path=self._path)
-        return self._conn
-
-    @contextlib.contextmanager
-    def _sql_errors(self) -> Iterator[None]:
-        try:
-            yield
-        except sqlite3.Error as e:
-            raise StoreError(f"SQLite error: {e}", path=self._path) from e
-
-    @contextlib.contextmanager
-    def _write_transaction(self) -> Iterator[sqlite3.Cursor]:
-        conn = self._connection()
-        cur = conn.cursor()
-        cur.execute("BEGIN IMMEDIATE")
-        try:
-            yield cur
-        except BaseException:
-            if conn.in_transaction:
-                with contextlib.suppress(sqlite3.Error):
-                    conn.execute("ROLLBACK")
-            raise
-        else:
-            cur.execute("COMMIT")
-        finally:
-            cur.close()
-
-    def _require_writable(self) -> None:
-        if self._read_only:
-            raise StoreError(
-                "embedding cache is opened read_only=True; open it without read_only to write", path=self._path
-            )
 
     # -- reading and writing ----------------------------------------------------------------------------------
     def get_many(self, model_key: str, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], np.ndarray]:
@@ -627,25 +547,6 @@ class EmbeddingCache:
             out[row] = found[k]
         self.last_cached = len(items) - sum(1 for k in keys if k in misses)
         return l2_normalize(out)
-
-    # -- lifecycle ----------------------------------------------------------------------------------------------
-    def close(self) -> None:
-        """Close the connection (idempotent); later calls raise :class:`StoreError`."""
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
-
-    def __enter__(self) -> EmbeddingCache:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        mode = ", read_only=True" if self._read_only else ""
-        state = "" if self._conn is not None else " (closed)"
-        return f"EmbeddingCache({str(self._path)!r}{mode}){state}"
 
 
 # -- the FAISS index -------------------------------------------------------------------------------------------
