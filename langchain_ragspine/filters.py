@@ -35,8 +35,10 @@ import datetime as _dt
 import json
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
+
+import numpy as np
 
 Predicate = Callable[[Mapping[str, Any]], bool]
 
@@ -186,6 +188,37 @@ def matches(metadata: Mapping[str, Any], filter: Mapping[str, Any] | None) -> bo
 def filter_key(filter: Mapping[str, Any] | None) -> str:
     """A stable string key for ``filter`` (for caching candidate masks)."""
     return json.dumps(filter or {}, sort_keys=True, default=str, ensure_ascii=False)
+
+
+class FilterMasks:
+    """Boolean candidate masks over a fixed list of metadata dicts, one per filter, computed once and cached.
+
+    ``mask(filter)`` is ``None`` for an absent/empty filter, else a ``bool`` array of shape ``(len(metadatas),)``
+    with ``True`` where the filter matches — what the retrievers use to restrict candidates before scoring.  At most
+    ``size`` masks are kept (default 32); the oldest is dropped first.
+
+    Raises:
+        ValueError, TypeError: from :func:`compile_filter`, for a malformed filter.
+    """
+
+    def __init__(self, metadatas: Sequence[Mapping[str, Any]], *, size: int = 32) -> None:
+        self._metadatas = metadatas
+        self._size = size
+        self._masks: dict[str, np.ndarray] = {}
+
+    def mask(self, filter: Mapping[str, Any] | None) -> np.ndarray | None:
+        """The candidate mask of ``filter`` (see the class docstring)."""
+        pred = compile_filter(filter)
+        if pred is None:
+            return None
+        key = filter_key(filter)
+        hit = self._masks.get(key)
+        if hit is None:
+            hit = np.fromiter((pred(md) for md in self._metadatas), dtype=bool, count=len(self._metadatas))
+            if len(self._masks) >= self._size:
+                self._masks.pop(next(iter(self._masks)))
+            self._masks[key] = hit
+        return hit
 
 
 _EXPR_RE = re.compile(r"^\s*([^=!<>\s][^=!<>]*?)\s*(>=|<=|!=|=|>|<)\s*(.*?)\s*$", re.S)

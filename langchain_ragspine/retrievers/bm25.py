@@ -42,11 +42,10 @@ from pydantic import ConfigDict, Field, PrivateAttr
 
 from langchain_ragspine.document_compressors.restricted import drop_restricted
 from langchain_ragspine.errors import StoreError
-from langchain_ragspine.filters import compile_filter, filter_key
+from langchain_ragspine.filters import FilterMasks, compile_filter
 from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer, tokenizer_name
 
 _FORMAT = "ragspine-bm25/1"
-_MASK_CACHE_SIZE = 32
 # Set while load() validates a retriever whose index comes from disk, so model_post_init skips the build.
 # (pydantic's validation context does not reach model_post_init through LangChain's BaseRetriever.)
 _SKIP_BUILD: ContextVar[bool] = ContextVar("ragspine_bm25_skip_build", default=False)
@@ -116,7 +115,7 @@ class BM25Retriever(BaseRetriever):
     _tokenize: Tokenizer = PrivateAttr()
     _bm25: Any = PrivateAttr(default=None)
     _tie_rank: np.ndarray = PrivateAttr()
-    _mask_cache: dict[str, np.ndarray] = PrivateAttr(default_factory=dict)
+    _masks: FilterMasks = PrivateAttr()
 
     def __init__(self, **data: Any) -> None:
         # LangChain's BM25Retriever names the tokenizer `preprocess_func`; accept it for drop-in use.
@@ -136,6 +135,7 @@ class BM25Retriever(BaseRetriever):
             raise ValueError(f"b must be in [0, 1], got {self.b}")
         compile_filter(self.filter)
         self.docs = drop_restricted(self.docs)  # never indexed, scored or returned: one gate at construction
+        self._masks = FilterMasks([d.metadata for d in self.docs])
         self._tokenize = get_tokenizer(self.tokenizer)
         self._tie_rank = _tie_ranks(self.docs)
         if not _SKIP_BUILD.get():
@@ -201,17 +201,7 @@ class BM25Retriever(BaseRetriever):
 
     # -- retrieval --------------------------------------------------------------------------------------------------
     def _candidate_mask(self, filter: Mapping[str, Any] | None) -> np.ndarray | None:
-        pred = compile_filter(filter)
-        if pred is None:
-            return None
-        key = filter_key(filter)
-        mask = self._mask_cache.get(key)
-        if mask is None:
-            mask = np.fromiter((pred(d.metadata) for d in self.docs), dtype=bool, count=len(self.docs))
-            if len(self._mask_cache) >= _MASK_CACHE_SIZE:
-                self._mask_cache.pop(next(iter(self._mask_cache)))
-            self._mask_cache[key] = mask
-        return mask
+        return self._masks.mask(filter)
 
     def score(self, query: str) -> np.ndarray:
         """BM25 score of every document for ``query``: float32 array of shape ``(len(docs),)``."""

@@ -66,7 +66,7 @@ from pydantic import ConfigDict, Field, PrivateAttr
 
 from langchain_ragspine.document_compressors.restricted import drop_restricted
 from langchain_ragspine.errors import StoreError
-from langchain_ragspine.filters import compile_filter, filter_key
+from langchain_ragspine.filters import FilterMasks, compile_filter
 from langchain_ragspine.retrievers.bm25 import _json_default, doc_key, with_scores
 from langchain_ragspine.stores.vector_index import (
     INDEX_KINDS,
@@ -84,7 +84,6 @@ __all__ = ["DenseRetriever"]
 _FORMAT = "ragspine-dense/1"
 _CONFIG_FILE = "retriever.json"
 _DOCS_FILE = "docs.jsonl"
-_MASK_CACHE_SIZE = 32
 # Set while load() validates a retriever whose index comes from disk, so model_post_init skips the build
 # (the same device as bm25.py: pydantic's validation context does not reach model_post_init via BaseRetriever).
 _SKIP_BUILD: ContextVar[bool] = ContextVar("ragspine_dense_skip_build", default=False)
@@ -131,7 +130,7 @@ class DenseRetriever(BaseRetriever):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     _index: FaissVectorIndex | None = PrivateAttr(default=None)
-    _mask_cache: dict[str, np.ndarray] = PrivateAttr(default_factory=dict)
+    _masks: FilterMasks = PrivateAttr()
     _last_embedded: int = PrivateAttr(default=0)
 
     def model_post_init(self, context: Any, /) -> None:
@@ -142,6 +141,7 @@ class DenseRetriever(BaseRetriever):
             raise ValueError(f"index_kind must be one of {INDEX_KINDS}, got {self.index_kind!r}")
         compile_filter(self.filter)
         self.docs = drop_restricted(self.docs)  # never embedded, indexed or returned: one gate at construction
+        self._masks = FilterMasks([d.metadata for d in self.docs])
         if not _SKIP_BUILD.get():
             self._build()
 
@@ -222,17 +222,7 @@ class DenseRetriever(BaseRetriever):
 
     # -- retrieval --------------------------------------------------------------------------------------------------
     def _candidate_mask(self, filter: Mapping[str, Any] | None) -> np.ndarray | None:
-        pred = compile_filter(filter)
-        if pred is None:
-            return None
-        key = filter_key(filter)
-        mask = self._mask_cache.get(key)
-        if mask is None:
-            mask = np.fromiter((pred(d.metadata) for d in self.docs), dtype=bool, count=len(self.docs))
-            if len(self._mask_cache) >= _MASK_CACHE_SIZE:
-                self._mask_cache.pop(next(iter(self._mask_cache)))
-            self._mask_cache[key] = mask
-        return mask
+        return self._masks.mask(filter)
 
     def search_by_vector(
         self,
