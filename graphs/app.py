@@ -4,7 +4,8 @@
 Configuration, all optional:
 
 * ``RAGSPINE_STORE`` — a store directory written by ``ragspine ingest``; without it, the bundled demo corpus is
-  ingested into a temporary store on first import, so ``langgraph dev`` works from a fresh clone;
+  ingested into ``$TMPDIR/ragspine-langgraph-demo-<uid>-<hash>`` (reused by later imports and runs), so
+  ``langgraph dev`` works from a fresh clone;
 * ``RAGSPINE_RETRIEVAL_MODE`` / ``RAGSPINE_EMBEDDING`` — the retrieval mode and embedding model (default ``auto``);
 * ``RAGSPINE_LLM`` — a chat model spec (``ollama:qwen2.5:7b``, any ``init_chat_model`` string); unset or ``none``
   means no LLM: every graph then runs its deterministic path.
@@ -15,9 +16,8 @@ Each graph takes ``{"question": str, "filters": dict | None}`` and ends with ``a
 
 from __future__ import annotations
 
-import atexit
+import hashlib
 import os
-import shutil
 import tempfile
 from pathlib import Path
 
@@ -33,10 +33,13 @@ def _store_dir() -> Path:
     configured = os.environ.get("RAGSPINE_STORE")
     if configured:
         return Path(configured)
-    tmp = Path(tempfile.mkdtemp(prefix="ragspine-langgraph-"))
-    atexit.register(shutil.rmtree, tmp, ignore_errors=True)
-    ingest(demo_corpus_dir(), tmp, progress=False)
-    return tmp
+    # One demo store per user and corpus location, reused across imports: `langgraph dev` imports this file once
+    # per graph, and a re-ingest of the unchanged corpus is a no-op (nothing re-embedded).
+    corpus = demo_corpus_dir()
+    tag = hashlib.sha256(str(corpus.resolve()).encode()).hexdigest()[:12]
+    store = Path(tempfile.gettempdir()) / f"ragspine-langgraph-demo-{os.getuid() if hasattr(os, 'getuid') else 0}-{tag}"
+    ingest(corpus, store, progress=False)
+    return store
 
 
 def _retriever() -> BaseRetriever:

@@ -11,6 +11,7 @@ Data errors print one line naming the file and line, and exit with status 2.
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import re
@@ -227,14 +228,19 @@ def _resolve_llm(spec: str | None) -> tuple[Any, str]:
     deterministic = "deterministic path: lexical graders and extractive answers (no LLM)"
     if raw.lower() in ("", "none"):
         return None, deterministic
-    wanted = DEFAULT_CHAT_MODEL if raw.lower() == "auto" else raw
+    auto = raw.lower() == "auto"
+    wanted = DEFAULT_CHAT_MODEL if auto else raw
     try:
         llm = make_chat_model(wanted)
     except (ImportError, ValueError) as e:
+        if not auto:  # a model named explicitly that cannot even be built is a usage error, not a fallback
+            raise ValueError(f"--llm {wanted!r}: {e}") from e
         return None, f"{deterministic}; {wanted} is not available here ({e})"
     if llm is None:
         return None, deterministic
     if not llm_is_reachable(llm):
+        if not auto:
+            print(f"warning: no LLM reachable for {wanted}; answering on the {deterministic}", file=sys.stderr)
         return None, f"{deterministic}; no LLM reachable for {wanted}"
     return llm, f"LLM path: {wanted}"
 
@@ -252,10 +258,13 @@ def _print_answer(state: Mapping[str, Any], how: str) -> None:
 def _cmd_ask(args: argparse.Namespace) -> int:
     from langchain_ragspine.graphs import GRAPH_BUILDERS
 
-    retriever = open_retriever(args.store, k=args.k, mode=args.mode)
+    retriever = open_retriever(args.store, k=args.k, mode=args.mode, embedding=args.embedding)
     llm, how = _resolve_llm(args.llm)
     builder = GRAPH_BUILDERS[args.graph]
-    graph = builder(retriever, llm=llm)
+    options: dict[str, Any] = {}
+    if "relax_filters" in inspect.signature(builder).parameters:
+        options["relax_filters"] = args.relax_filters  # filters scope access: kept unless the user opts in
+    graph = builder(retriever, llm=llm, **options)
     flt = parse_filter_expressions(args.filter) if args.filter else None
     inputs = {"question": args.question, "filters": flt}
     if args.stream:
@@ -268,6 +277,8 @@ def _cmd_ask(args: argparse.Namespace) -> int:
                 print(f"→ {node}{_node_summary(update)}", file=sys.stderr, flush=True)
     else:
         state = graph.invoke(inputs)
+    if any(isinstance(t, Mapping) and t.get("step") == "drop_filters" for t in state.get("trace") or []):
+        print("note: nothing relevant matched the filters, so they were dropped (--relax-filters)", file=sys.stderr)
     if args.json:
         record = {
             "question": args.question,
@@ -402,6 +413,12 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
     p.add_argument("-k", type=int, default=6, help="passages retrieved per search (6)")
     p.add_argument("--mode", default=None, choices=RETRIEVAL_MODES, help="retrieval mode (auto)")
     p.add_argument("--filter", action="append", default=[], metavar="FIELD=VALUE", help="metadata filter")
+    p.add_argument(
+        "--relax-filters", action="store_true",
+        help="let the corrective/adaptive graphs drop the filters when nothing relevant matches (off: filters "
+        "scope access, so by default they are kept and the graph refuses instead)",
+    )
+    p.add_argument("--embedding", default=None, metavar="SPEC", help="query encoder (default: the store's)")
     p.add_argument("--json", action="store_true", help="print the final state as one JSON object")
     p.add_argument("--stream", action="store_true", help="print each graph node as it finishes (stderr)")
     p.set_defaults(func=_cmd_ask)

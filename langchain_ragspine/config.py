@@ -129,9 +129,12 @@ def make_embeddings(spec: str | None = None, **kwargs: object) -> Embeddings | N
         from langchain_ragspine.embeddings import PrefixedEmbeddings, preset_for_model
 
         preset = str(kwargs.pop("preset", preset_for_model(arg)))
-        inner = HuggingFaceEmbeddings(
-            model_name=arg, model_kwargs={"device": "cpu"}, encode_kwargs={"normalize_embeddings": True}
-        )
+        try:
+            inner = HuggingFaceEmbeddings(
+                model_name=arg, model_kwargs={"device": "cpu"}, encode_kwargs={"normalize_embeddings": True}
+            )
+        except Exception as e:  # a missing path, an offline hub, a broken checkpoint: one clear line
+            raise ValueError(f"embedding spec {raw!r}: cannot load the sentence-transformers model: {e}") from e
         return PrefixedEmbeddings(inner, preset=preset, **kwargs)  # type: ignore[arg-type]
     if scheme == "ollama":
         if not arg:

@@ -106,8 +106,15 @@ def _cmp(op: str, a: tuple[int, Any], b: tuple[int, Any]) -> bool:
     return bool(a[1] <= b[1])  # lte
 
 
+_LOOSE_DATE_RE = re.compile(r"\d{4}-\d{1,2}-\d{1,2}(?:[T ].*)?")
+
+
 def _operand_scalar(field: str, op: str, value: Any) -> tuple[int, Any]:
     t = _typed(value)
+    if isinstance(value, str) and _LOOSE_DATE_RE.fullmatch(value.strip()) and (t is None or t[0] != _TIME):
+        raise ValueError(
+            f"filter on {field!r}: {value!r} looks like a date but is not ISO-8601; write YYYY-MM-DD (e.g. 2026-09-01)"
+        )
     if t is None:
         raise ValueError(f"filter on {field!r}: operator {op!r} needs a comparable value, got {value!r}")
     return t

@@ -35,12 +35,12 @@ from langchain_ragspine.config import LEXICAL_MODES, RETRIEVAL_MODES, make_embed
 from langchain_ragspine.document_compressors.restricted import drop_restricted
 from langchain_ragspine.document_loaders import CorpusLoader
 from langchain_ragspine.document_loaders import corpus as corpus_module
-from langchain_ragspine.errors import StoreError
+from langchain_ragspine.errors import RagSpineError, StoreError
 from langchain_ragspine.retrievers.bm25 import BM25Retriever
 from langchain_ragspine.retrievers.dense import DenseRetriever
 from langchain_ragspine.retrievers.hybrid import HybridRetriever
 from langchain_ragspine.stores import ChunkStore
-from langchain_ragspine.stores.vector_index import model_key_for
+from langchain_ragspine.stores.vector_index import EmbeddingCache, model_key_for
 from langchain_ragspine.text_splitters import (
     DEFAULT_CHUNK_CHARS,
     DEFAULT_OVERLAP_CHARS,
@@ -184,10 +184,65 @@ def _spec_name(spec: str | None) -> str | None:
     return "e5" if raw.lower() == "auto" else raw
 
 
-def _dense_from_store(root: Path, store: ChunkStore, emb: Embeddings, *, k: int = 10, progress: bool | None = None) -> DenseRetriever:
+def _open_cache(root: Path, *, read_only: bool = False) -> EmbeddingCache:
+    """The store's embedding cache; an unreadable one (it is only a cache) is moved aside and started afresh."""
+    path = root / EMBEDDING_CACHE
+    try:
+        return EmbeddingCache(path, read_only=read_only)
+    except StoreError as e:
+        if read_only or not path.exists():
+            raise
+        aside = path.with_name(f"{path.name}.corrupt-{int(time.time())}")
+        for suffix in ("", "-wal", "-shm"):
+            src = Path(str(path) + suffix)
+            if src.exists():
+                os.replace(src, Path(str(aside) + suffix))
+        warnings.warn(
+            f"{path}: unreadable embedding cache ({e.reason}); moved to {aside.name} and started a new one",
+            StaleIndexWarning,
+            stacklevel=3,
+        )
+        return EmbeddingCache(path)
+
+
+def _warm_embedding_cache(root: Path, emb: Embeddings, chunks: Sequence[Document], progress: bool) -> int:
+    """Embed the chunks the cache lacks (RESTRICTED ones never); returns how many were sent to the model.
+
+    Raises:
+        RagSpineError: the embedding model failed (unreachable server, bad model), naming it.
+    """
+    items = [(str(c.metadata["chunk_id"]), c.page_content) for c in drop_restricted(chunks)]
+    if not items:
+        return 0
+    with _open_cache(root) as cache:
+        try:
+            cache.embed_with_cache(emb, model_key_for(emb), items, progress=progress)
+        except (RagSpineError, ValueError, TypeError):
+            raise
+        except Exception as e:  # a model or its server failed: name it, keep the store untouched
+            raise RagSpineError(
+                f"embedding model {model_key_for(emb)} failed: {type(e).__name__}: {e}; the store was not changed"
+            ) from e
+        return cache.last_embedded
+
+
+def _dense_from_store(
+    root: Path,
+    store: ChunkStore,
+    emb: Embeddings,
+    *,
+    k: int = 10,
+    progress: bool | None = None,
+    read_only: bool = False,
+) -> DenseRetriever:
     docs = [c.to_document() for c in store.iter_chunks()]
     return DenseRetriever(
-        docs=docs, embedding=emb, k=k, cache_path=str(root / EMBEDDING_CACHE), show_progress=progress
+        docs=docs,
+        embedding=emb,
+        k=k,
+        cache_path=str(root / EMBEDDING_CACHE),
+        cache_read_only=read_only,
+        show_progress=progress,
     )
 
 
@@ -271,20 +326,25 @@ def ingest(
         raise StoreError("--store must be a directory, but this is a file", path=root)
     loader = CorpusLoader(paths, on_error=on_error)
     docs = list(loader.lazy_load())  # every file is read and checked before the store is touched
-    _prepare_store_dir(root)
+    split = [(doc, splitter.split_documents([doc])) for doc in docs]
+    show = sys.stderr.isatty() if progress is None else progress
     summary = IngestSummary(
         documents=len(docs), skipped=len(loader.stats.skipped), empty=len(loader.stats.empty)
     )
-    show = sys.stderr.isatty() if progress is None else progress
+    _prepare_store_dir(root)
+    if emb is not None:
+        # Embed every new or changed chunk into the cache BEFORE the store changes: an unreachable model or a
+        # failure half-way leaves the chunk store and its indexes exactly as they were (the cache only gains vectors).
+        summary.embedded = _warm_embedding_cache(root, emb, [c for _, chunks in split for c in chunks], show)
     with ChunkStore(root / CHUNKS_DB) as store:
         seen: set[str] = set()
-        for doc in tqdm(docs, desc="ingest", unit="doc", disable=not show):
+        for doc, chunks in tqdm(split, desc="ingest", unit="doc", disable=not show):
             doc_id = str(doc.metadata["doc_id"])
             seen.add(doc_id)
             before = store.current_version(doc_id)
             was_active = before is not None and store.count_chunks(doc_id=doc_id) > 0
             after = store.replace_doc_chunks(
-                doc_id, splitter.split_documents([doc]), valid_as_of=str(doc.metadata.get("valid_as_of", ""))
+                doc_id, chunks, valid_as_of=str(doc.metadata.get("valid_as_of", ""))
             )
             if before is None:
                 summary.new += 1
@@ -313,7 +373,8 @@ def ingest(
         if emb is not None:
             spec = embedding if isinstance(embedding, str) or embedding is None else None
             dense = _refresh_dense(root, store, emb, state, spec=_spec_name(spec), progress=show)
-            summary.embedded, summary.dense = dense.last_embedded, dense.resolved_model_key
+            summary.embedded += dense.last_embedded  # 0: the cache was warmed above
+            summary.dense = dense.resolved_model_key
         elif state.pop("vector", None) is not None:
             shutil.rmtree(root / VECTOR_DIR, ignore_errors=True)  # no longer matches; the embedding cache stays
         _write_index_state(root, state)
@@ -338,23 +399,30 @@ def _open_bm25(root: Path, store: ChunkStore, state: Mapping[str, Any], *, k: in
 
 
 def _open_dense(
-    root: Path, store: ChunkStore, state: Mapping[str, Any], emb: Embeddings, *, k: int
+    root: Path, store: ChunkStore, state: Mapping[str, Any], emb: Embeddings, *, k: int, explicit: bool
 ) -> DenseRetriever:
     saved = state.get("vector") or {}
-    if saved.get("generation") == store.generation and saved.get("model_key") == model_key_for(emb):
+    key = model_key_for(emb)
+    if explicit and saved.get("model_key") and saved["model_key"] != key:
+        raise StoreError(
+            f"this store's vector index was built with {saved['model_key']}, not {key}; query it with the same "
+            f"model (leave out --embedding) or re-ingest with the model you want",
+            path=root,
+        )
+    if saved.get("generation") == store.generation and saved.get("model_key") == key:
         try:
             return DenseRetriever.load(root / VECTOR_DIR, embedding=emb, k=k)
         except (StoreError, OSError, ValueError) as e:
             why = str(e)
     else:
-        why = "it is older than the chunk store or was built with another model"
+        why = "it is older than the chunk store"
     warnings.warn(
-        f"{root / VECTOR_DIR}: saved vector index not used ({why}); rebuilt in memory (cached vectors are reused) — "
+        f"{root / VECTOR_DIR}: saved vector index not used ({why}); rebuilt in memory from cached vectors — "
         "run `ragspine ingest` again to rewrite it",
         StaleIndexWarning,
         stacklevel=3,
     )
-    return _dense_from_store(root, store, emb, k=k)
+    return _dense_from_store(root, store, emb, k=k, read_only=True)  # a read path never writes the cache
 
 
 def open_retriever(
@@ -408,7 +476,13 @@ def open_retriever(
                 "(or another spec) first",
                 path=root,
             )
-        dense = _open_dense(root, store, state, emb, k=k)
+        try:
+            dense = _open_dense(root, store, state, emb, k=k, explicit=embedding is not None)
+        except (StoreError, RagSpineError, ImportError, OSError) as e:
+            if mode != "auto" or embedding is not None:
+                raise
+            warnings.warn(f"dense channel unavailable ({e}); searching with BM25 only", StaleIndexWarning, stacklevel=2)
+            return _open_bm25(root, store, state, k=k)
         if mode == "vector":
             return dense
         bm25 = _open_bm25(root, store, state, k=k)

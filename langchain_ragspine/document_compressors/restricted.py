@@ -10,7 +10,7 @@ invisible format characters (a zero-width space), and diacritics (a Turkish ``İ
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.callbacks import Callbacks
@@ -35,13 +35,18 @@ def normalize_label(value: str) -> str:
 
 def is_restricted(metadata: Any) -> bool:
     """``True`` when ``metadata`` (a mapping, or a ``Document``) is labelled RESTRICTED (see
-    :func:`normalize_label`)."""
+    :func:`normalize_label`): under the key ``sensitivity`` in any case, as a string or inside a list of labels."""
     if isinstance(metadata, Document):
         metadata = metadata.metadata
-    if not hasattr(metadata, "get"):
+    if not isinstance(metadata, Mapping):
         return False
-    value = metadata.get("sensitivity")
-    return isinstance(value, str) and normalize_label(value) == RESTRICTED_SENSITIVITY
+    for key, value in metadata.items():
+        # fail closed on documents from other loaders: `Sensitivity`, ` SENSITIVITY `, and list-valued labels
+        if isinstance(key, str) and key.strip().lower() == "sensitivity":
+            values = value if isinstance(value, (list, tuple, set, frozenset)) else [value]
+            if any(isinstance(v, str) and normalize_label(v) == RESTRICTED_SENSITIVITY for v in values):
+                return True
+    return False
 
 
 def drop_restricted(documents: Iterable[Document]) -> list[Document]:

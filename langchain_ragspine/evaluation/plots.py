@@ -101,7 +101,8 @@ def plot_recall_curves(
     """Plot ``metric@k`` against ``k``, one line per result, and save a PNG.
 
     The x axis is logarithmic when the cutoffs span two decades or more (``max(k) / min(k) >= 100``, e.g. the
-    default 1…100), linear otherwise; y runs from 0 to 1.
+    default 1…100), linear otherwise; y runs to 1 from 0, or — when every value is at least 0.5 — from just below
+    the lowest value, so that close configurations stay distinguishable.
 
     Args:
         results: evaluation results (their ``aggregate`` holds ``f"{metric}@{k}"`` values).
@@ -135,7 +136,9 @@ def plot_recall_curves(
         ax.set_xticks(all_ks)
         ax.set_xticklabels([str(k) for k in all_ks])
         ax.minorticks_off()
-        ax.set_ylim(0.0, 1.0)
+        lowest = min(v for _, _, values in curves for v in values)
+        # zoom in when every curve is high (the usual case), so close configurations stay apart; else 0..1
+        ax.set_ylim(max(0.0, math.floor(lowest * 20) / 20 - 0.05) if lowest >= 0.5 else 0.0, 1.0)
         ax.set_xlabel("k (number of retrieved chunks)" if metric == "answer_recall" else "k (cutoff rank)")
         ax.set_ylabel(f"{metric}@k (fraction of questions)" if metric == "answer_recall" else f"{metric}@k")
         ax.set_title(title or f"{metric}@k by cutoff")

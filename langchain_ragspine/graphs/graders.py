@@ -278,6 +278,11 @@ def _normalize_ws(text: str) -> str:
     return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text)).strip()
 
 
+# A token made only of hiragana (particles, copulas, question endings: の, は, です, か) or digits/punctuation
+# carries no topic of its own.
+_FUNCTION_TOKEN_RE = re.compile(r"[\u3040-\u309f\d\W_]+")
+
+
 class LexicalGrader:
     """Deterministic grader, no model: the three checks as methods.
 
@@ -322,10 +327,10 @@ class LexicalGrader:
     def overlap(self, question: str, document: Document) -> float:
         """Share of the question's distinct (non-stopword) tokens found in the chunk, in [0, 1]."""
         q = set(self.tokenize(question or ""))
+        if not any(t not in ENGLISH_STOPWORDS and not _FUNCTION_TOKEN_RE.fullmatch(t) for t in q):
+            return 0.0  # nothing to look for ("the", "です", "What?"): no chunk is relevant
         content = q - ENGLISH_STOPWORDS
         q = content or q
-        if not q:
-            return 0.0
         text = document.page_content
         extra = document.metadata.get("prompt_text")
         if isinstance(extra, str):

@@ -25,6 +25,7 @@ from langchain_ragspine.chains.answer import (
     NO_RETRIEVAL_NOTE,
     detect_language,
     insufficient_context,
+    is_dont_know,
     make_answer_chain,
     prepare_context,
     strip_think,
@@ -281,13 +282,17 @@ def make_generate(chain: Runnable[Any, Any], *, max_docs: int | None = 6, lost_i
         out = chain.invoke({"question": question, "documents": shown})
         citations = [c for c in out.get("citations") or [] if 1 <= int(c.get("n", 0)) <= len(shown)]
         mode = str(out.get("mode") or "llm")
+        answer = str(out.get("answer") or "")
+        dont_know = is_dont_know(answer)  # the chain found no support: a refusal, not an answer
         entry = {"step": "generate", "mode": mode, "passages": len(shown), "cited": [c["n"] for c in citations]}
+        if dont_know:
+            entry["dont_know"] = True
         return {
-            "answer": str(out.get("answer") or ""),
-            "citations": citations,
+            "answer": answer,
+            "citations": [] if dont_know else citations,
             "documents": replace(shown),
             "mode": mode,
-            "refused": False,
+            "refused": dont_know,
             "trace": [entry],
         }
 

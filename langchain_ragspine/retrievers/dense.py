@@ -105,6 +105,7 @@ class DenseRetriever(BaseRetriever):
             or ``"hnsw"``.
         cache_path: an :class:`EmbeddingCache` SQLite file (e.g. ``DIR/embeddings.sqlite`` beside the chunk
             store); chunk vectors are read from it and the misses written to it.  ``None`` (default): no cache.
+        cache_read_only: open the cache read-only: misses are embedded but not stored (for read-only callers).
         model_key: the cache key of the embedding model; default :func:`model_key_for` of ``embedding``.  Pass your
             own when that cannot tell two models apart.
         batch_size: texts per ``embed_documents`` call while building (default 32).
@@ -123,6 +124,7 @@ class DenseRetriever(BaseRetriever):
     filter: dict[str, Any] | None = None
     index_kind: str = "auto"
     cache_path: str | Path | None = None
+    cache_read_only: bool = False
     model_key: str | None = None
     batch_size: int = 32
     show_progress: bool | None = None
@@ -153,7 +155,7 @@ class DenseRetriever(BaseRetriever):
         keys = [doc_key(d) or "" for d in self.docs]
         texts = [d.page_content for d in self.docs]
         if self.cache_path is not None:
-            with EmbeddingCache(self.cache_path) as cache:
+            with EmbeddingCache(self.cache_path, read_only=self.cache_read_only) as cache:
                 vectors = cache.embed_with_cache(
                     self.embedding,
                     self.resolved_model_key,

@@ -106,3 +106,29 @@ def test_ask_on_jsquad_store_cites_the_tsuyu_article(tmp_path, capsys, monkeypat
     assert main(["ask", question, "--store", str(tmp_path / "S"), "--llm", "fake:m", "--json"]) == 0
     record = json.loads(capsys.readouterr().out)
     assert record["answer"] == "小笠原諸島です [1]。" and record["citations"][0]["doc_id"] == "jsquad-valid-a0000"
+
+
+# -- regressions from the second fresh-user trial -----------------------------------------------------------------
+def test_regression_ask_keeps_filters_unless_relaxing_is_asked_for(store, capsys):
+    argv = ["ask", "日本で梅雨がないのは北海道とどこか。", "--store", store, "--llm", "none", "--json",
+            "--filter", "lang=en"]
+    assert main(argv) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["refused"] and record["citations"] == []  # no document has lang=en: refuse, never widen
+    assert "drop_filters" not in [t["step"] for t in record["trace"]]
+    assert main(argv + ["--relax-filters"]) == 0
+    cap = capsys.readouterr()
+    record = json.loads(cap.out)
+    assert record["citations"][0]["doc_id"] == "tsuyu" and "so they were dropped" in cap.err
+
+
+@pytest.mark.parametrize("question", ["the", "What?", "です", "の"])
+def test_regression_contentless_questions_are_refused(store, capsys, question):
+    assert main(["ask", question, "--store", store, "--llm", "none", "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["refused"] and record["citations"] == []
+
+
+def test_regression_explicit_unusable_llm_is_an_error(store, capsys):
+    assert main(["ask", "梅雨", "--store", store, "--llm", "nosuchprovider:model"]) == 2
+    assert "--llm 'nosuchprovider:model'" in capsys.readouterr().err

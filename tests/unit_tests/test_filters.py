@@ -123,3 +123,10 @@ def test_parse_several_on_same_field():
     assert matches({"year": 2022, "lang": "ja"}, f)
     with pytest.raises(ValueError, match="repeats"):
         parse_filter_expressions(["year>=1", "year>=2"])
+
+
+@pytest.mark.parametrize("operand", ["2026-9-01", "2026-11-1", "2026-13-01"])
+def test_regression_non_iso_dates_in_a_filter_are_an_error(operand):
+    # they used to compare as plain strings and silently match nothing (second user trial)
+    with pytest.raises(ValueError, match="not ISO-8601"):
+        compile_filter({"updated": {"gte": operand}})

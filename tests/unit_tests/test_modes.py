@@ -165,3 +165,63 @@ def test_cli_eval_compares_modes(corpus, tmp_path, capsys):
     names = [r["name"] for r in json.loads(out.read_text("utf-8"))["results"]]
     assert names == ["bm25", "vector", "hybrid"]
     assert "| answer_recall@1 |" in capsys.readouterr().out
+
+
+# -- regressions from the second fresh-user trial -----------------------------------------------------------------
+class FailingEmbeddings(HashingEmbeddings):
+    def __init__(self) -> None:
+        super().__init__(64)
+
+    def embed_documents(self, texts):
+        raise ConnectionError("Failed to connect to Ollama")
+
+
+def _cache_rows(store: Path) -> int:
+    import sqlite3
+
+    with sqlite3.connect(store / "embeddings.sqlite") as conn:
+        return conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]
+
+
+def test_regression_failing_embedding_model_leaves_the_store_untouched(corpus, tmp_path):
+    from langchain_ragspine.errors import RagSpineError
+    from langchain_ragspine.stores import ChunkStore
+
+    store = tmp_path / "S"
+    ingest(corpus, store, embedding="hashing")
+    state_before = (store / "index.json").read_text()
+    with ChunkStore(store / "chunks.sqlite", read_only=True) as cs:
+        gen = cs.generation
+    (corpus / "kyoto.md").write_text("# 京都\n\n京都の名所は伏見稲荷大社である。", "utf-8")
+    with pytest.raises(RagSpineError, match="embedding model .* failed: ConnectionError.*store was not changed"):
+        ingest(corpus, store, embedding=FailingEmbeddings())
+    with ChunkStore(store / "chunks.sqlite", read_only=True) as cs:
+        assert cs.generation == gen  # no new version was committed
+    assert (store / "index.json").read_text() == state_before
+    assert search(open_retriever(store), "清水寺", k=1)[0].metadata["doc_id"] == "kyoto"
+
+
+def test_regression_unreadable_embedding_cache_is_moved_aside(corpus, tmp_path):
+    store = tmp_path / "S"
+    ingest(corpus, store, embedding="hashing")
+    with open(store / "embeddings.sqlite", "r+b") as f:
+        f.write(b"\0" * 4096)
+    with pytest.warns(StaleIndexWarning, match="unreadable embedding cache"):
+        s = ingest(corpus, store, embedding="hashing")
+    assert s.embedded == s.chunks  # a fresh cache, re-filled
+    assert list(store.glob("embeddings.sqlite.corrupt-*"))
+    assert isinstance(open_retriever(store), HybridRetriever)
+
+
+def test_regression_query_encoder_must_match_the_index_and_reads_never_write_the_cache(corpus, tmp_path):
+    store = tmp_path / "S"
+    ingest(corpus, store, embedding="hashing")
+    rows = _cache_rows(store)
+    with pytest.raises(StoreError, match="vector index was built with"):
+        open_retriever(store, embedding="hashing:32")
+    state = json.loads((store / "index.json").read_text())
+    state["vector"]["generation"] = -1
+    (store / "index.json").write_text(json.dumps(state))
+    with pytest.warns(StaleIndexWarning):
+        open_retriever(store, mode="vector")
+    assert _cache_rows(store) == rows

@@ -57,3 +57,12 @@ async def test_async_and_in_a_compression_pipeline_around_langchains_retriever()
     gated = ContextualCompressionRetriever(base_compressor=RestrictedGate(), base_retriever=base)
     assert [d.metadata["chunk_id"] for d in gated.invoke("鍵の交換")] == ["p#0"]
     assert [d.metadata["chunk_id"] for d in await gated.ainvoke("鍵の交換")] == ["p#0"]
+
+
+def test_regression_foreign_documents_with_capitalised_key_or_list_label_are_restricted():
+    # documents from another loader, gated by RestrictedGate around a foreign retriever (second user trial)
+    assert is_restricted({"Sensitivity": "RESTRICTED"})
+    assert is_restricted({" SENSITIVITY ": "restricted"})
+    assert is_restricted({"sensitivity": ["INTERNAL", "RESTRICTED"]})
+    assert not is_restricted({"sensitivity": ["INTERNAL", "PUBLIC"]})
+    assert not is_restricted({"classification": "RESTRICTED"})
