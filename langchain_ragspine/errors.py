@@ -8,6 +8,7 @@ the file, the line and the field, so a user can open the file and fix it.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 
 class RagSpineError(Exception):
@@ -51,3 +52,21 @@ class LoaderError(RagSpineError):
 
 class StoreError(RagSpineError):
     """The chunk store or a persisted index is missing, corrupt, or from an incompatible version."""
+
+
+def json_type_name(value: Any) -> str:
+    """The JSON name of ``value``'s type (``null``, ``boolean``, ``number``, ``string``, ``array``, ``object``), else
+    the Python type name — for messages about malformed JSON data."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, (list, tuple)):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__

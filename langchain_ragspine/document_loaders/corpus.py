@@ -47,7 +47,7 @@ from langchain_ragspine.document_compressors.restricted import (
     is_restricted,
     normalize_label,
 )
-from langchain_ragspine.errors import LoaderError
+from langchain_ragspine.errors import LoaderError, json_type_name
 
 #: Suffixes (compared case-insensitively) loaded as one document per file.
 TEXT_SUFFIXES: tuple[str, ...] = (".md", ".markdown", ".txt")
@@ -377,7 +377,7 @@ class CorpusLoader(BaseLoader):
         if not isinstance(data, dict):
             first = len(text) - len(text.lstrip())
             raise LoaderError(
-                f"sidecar of {doc_path.name} must be a JSON object, got {_json_type(data)}",
+                f"sidecar of {doc_path.name} must be a JSON object, got {json_type_name(data)}",
                 path=side,
                 line=text.count("\n", 0, first) + 1,
             )
@@ -465,7 +465,7 @@ class CorpusLoader(BaseLoader):
             ) from None
         if not isinstance(obj, dict):
             raise LoaderError(
-                f"JSONL line must be a JSON object, got {_json_type(obj)}", path=path, line=lineno
+                f"JSONL line must be a JSON object, got {json_type_name(obj)}", path=path, line=lineno
             )
         if "text" not in obj:
             raise LoaderError(
@@ -474,7 +474,7 @@ class CorpusLoader(BaseLoader):
         body = obj.pop("text")
         if not isinstance(body, str):
             raise LoaderError(
-                f"must be a string, got {_json_type(body)}", path=path, line=lineno, field="text"
+                f"must be a string, got {json_type_name(body)}", path=path, line=lineno, field="text"
             )
         _check_surrogates(body, "text", path, lineno)
         if not body.strip():
@@ -676,7 +676,7 @@ def _id_value(value: Any, origin: _Origin, key: str) -> str | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise origin.error(key, f"a document id must be a string or an integer, got {_json_type(value)}")
+        raise origin.error(key, f"a document id must be a string or an integer, got {json_type_name(value)}")
     text = str(value)
     if not text.strip():
         raise origin.error(key, "a document id must not be empty")
@@ -688,7 +688,7 @@ def _title_value(value: Any, origin: _Origin) -> str | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        raise origin.error("title", f"must be a string, got {_json_type(value)}")
+        raise origin.error("title", f"must be a string, got {json_type_name(value)}")
     text = str(value)
     return text if text.strip() else None
 
@@ -735,7 +735,7 @@ def _sensitivity_value(value: Any, origin: _Origin) -> str:
         return DEFAULT_SENSITIVITY
     if not isinstance(value, str):
         raise origin.error(
-            "sensitivity", f"must be a string label such as 'INTERNAL', got {_json_type(value)}"
+            "sensitivity", f"must be a string label such as 'INTERNAL', got {json_type_name(value)}"
         )
     return value
 
@@ -809,18 +809,3 @@ def _check_surrogates(text: str, where: str, path: Path, line: int | None) -> No
         )
 
 
-def _json_type(value: Any) -> str:
-    """The JSON name of ``value``'s type, for messages."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, (list, tuple)):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__

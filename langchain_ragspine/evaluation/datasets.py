@@ -31,7 +31,7 @@ from typing import Any
 from langchain_core.documents import Document
 
 from langchain_ragspine.document_loaders import CorpusLoader
-from langchain_ragspine.errors import RagSpineError
+from langchain_ragspine.errors import RagSpineError, json_type_name
 from langchain_ragspine.text_splitters.paragraph import Span, paragraph_spans
 
 __all__ = [
@@ -215,25 +215,9 @@ def _json_objects(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             ) from None
         if not isinstance(obj, dict):
             raise RagSpineError(
-                f"a line must be a JSON object, got {_json_type(obj)}", path=path, line=lineno
+                f"a line must be a JSON object, got {json_type_name(obj)}", path=path, line=lineno
             )
         yield lineno, obj
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
 
 
 def _id_field(obj: dict[str, Any], key: str, path: Path, lineno: int) -> str:
@@ -242,7 +226,7 @@ def _id_field(obj: dict[str, Any], key: str, path: Path, lineno: int) -> str:
         raise RagSpineError("missing", path=path, line=lineno, field=key)
     value = obj[key]
     if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise RagSpineError(f"must be a string, got {_json_type(value)}", path=path, line=lineno, field=key)
+        raise RagSpineError(f"must be a string, got {json_type_name(value)}", path=path, line=lineno, field=key)
     text = str(value)
     if not text.strip():
         raise RagSpineError("must not be empty", path=path, line=lineno, field=key)
@@ -256,7 +240,7 @@ def _str_field(obj: dict[str, Any], key: str, path: Path, lineno: int, *, defaul
         return default
     value = obj[key]
     if not isinstance(value, str):
-        raise RagSpineError(f"must be a string, got {_json_type(value)}", path=path, line=lineno, field=key)
+        raise RagSpineError(f"must be a string, got {json_type_name(value)}", path=path, line=lineno, field=key)
     return value
 
 
@@ -391,7 +375,7 @@ def _read_questions(path: Path, docs: dict[str, Document]) -> list[QAQuestion]:
         answers = obj["answers"]
         if not isinstance(answers, list) or not answers:
             raise RagSpineError(
-                f"must be a non-empty array of strings, got {_json_type(answers)}"
+                f"must be a non-empty array of strings, got {json_type_name(answers)}"
                 + (" (empty)" if isinstance(answers, list) else ""),
                 path=path,
                 line=lineno,
@@ -399,7 +383,7 @@ def _read_questions(path: Path, docs: dict[str, Document]) -> list[QAQuestion]:
             )
         for i, a in enumerate(answers):
             if not isinstance(a, str) or not a.strip():
-                what = _json_type(a) if not isinstance(a, str) else "an empty string"
+                what = json_type_name(a) if not isinstance(a, str) else "an empty string"
                 raise RagSpineError(
                     f"must be a non-empty string, got {what}", path=path, line=lineno, field=f"answers[{i}]"
                 )
@@ -412,7 +396,7 @@ def _read_questions(path: Path, docs: dict[str, Document]) -> list[QAQuestion]:
         if paragraph is not None:
             if isinstance(paragraph, bool) or not isinstance(paragraph, int):
                 raise RagSpineError(
-                    f"must be an integer or null, got {_json_type(paragraph)}",
+                    f"must be an integer or null, got {json_type_name(paragraph)}",
                     path=path,
                     line=lineno,
                     field="paragraph",

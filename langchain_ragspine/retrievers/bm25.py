@@ -200,9 +200,6 @@ class BM25Retriever(BaseRetriever):
         return self._bm25
 
     # -- retrieval --------------------------------------------------------------------------------------------------
-    def _candidate_mask(self, filter: Mapping[str, Any] | None) -> np.ndarray | None:
-        return self._masks.mask(filter)
-
     def score(self, query: str) -> np.ndarray:
         """BM25 score of every document for ``query``: float32 array of shape ``(len(docs),)``."""
         n = len(self.docs)
@@ -220,7 +217,7 @@ class BM25Retriever(BaseRetriever):
         k = self.k if k is None else k
         if k < 0:
             raise ValueError(f"k must be >= 0, got {k}")
-        mask = self._candidate_mask(filter)
+        mask = self._masks.mask(filter)
         if k == 0 or not self.docs:
             return []
         scores = self.score(query)

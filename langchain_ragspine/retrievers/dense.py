@@ -223,9 +223,6 @@ class DenseRetriever(BaseRetriever):
         return self._last_embedded
 
     # -- retrieval --------------------------------------------------------------------------------------------------
-    def _candidate_mask(self, filter: Mapping[str, Any] | None) -> np.ndarray | None:
-        return self._masks.mask(filter)
-
     def search_by_vector(
         self,
         vector: np.ndarray | list[float],
@@ -244,7 +241,7 @@ class DenseRetriever(BaseRetriever):
         k = self.k if k is None else k
         _check_int("k", k, 0)
         flt = self.filter if filter is None else filter
-        mask = self._candidate_mask(flt)
+        mask = self._masks.mask(flt)
         if k == 0 or self._index is None:
             return []
         return self._index.search(vector, k, allowed=mask)
@@ -258,7 +255,7 @@ class DenseRetriever(BaseRetriever):
         k = self.k if k is None else k
         _check_int("k", k, 0)
         flt = self.filter if filter is None else filter
-        mask = self._candidate_mask(flt)  # validates the filter before anything else
+        mask = self._masks.mask(flt)  # validates the filter before anything else
         if k == 0 or self._index is None or not query or not query.strip():
             return None
         if mask is not None and not mask.any():
