@@ -22,11 +22,8 @@ Differences from ``langchain_community.retrievers.BM25Retriever`` a user may rel
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import os
-import shutil
-import tempfile
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -43,6 +40,7 @@ from pydantic import ConfigDict, Field, PrivateAttr
 from langchain_ragspine.document_compressors.restricted import drop_restricted
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.filters import FilterMasks, compile_filter
+from langchain_ragspine.stores.files import atomic_dir, read_documents, write_documents
 from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer, tokenizer_name
 
 _FORMAT = "ragspine-bm25/1"
@@ -69,16 +67,6 @@ def with_scores(doc: Document, **scores: float | None) -> Document:
     merged.update(scores)
     md["scores"] = merged
     return Document(page_content=doc.page_content, metadata=md, id=doc.id)
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, (_dt.date, _dt.datetime)):
-        return value.isoformat()
-    if isinstance(value, (set, frozenset, tuple)):
-        return list(value)
-    if isinstance(value, np.generic):
-        return value.item()
-    raise TypeError(f"metadata value {value!r} of type {type(value).__name__} is not JSON-serialisable")
 
 
 class BM25Retriever(BaseRetriever):
@@ -275,41 +263,21 @@ class BM25Retriever(BaseRetriever):
                 metadata value is not JSON-serialisable.
         """
         name = tokenizer_name(self.tokenizer)
-        target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
-        umask = os.umask(0)
-        os.umask(umask)
-        tmp.chmod(0o777 & ~umask)  # mkdtemp makes it 0700; the index is as readable as any directory we create
-        try:
-            config = {
-                "format": _FORMAT,
-                "k": self.k,
-                "k1": self.k1,
-                "b": self.b,
-                "tokenizer": name,
-                "filter": self.filter,
-                "num_docs": len(self.docs),
-                "empty_index": self._bm25 is None,
-            }
+        config = {
+            "format": _FORMAT,
+            "k": self.k,
+            "k1": self.k1,
+            "b": self.b,
+            "tokenizer": name,
+            "filter": self.filter,
+            "num_docs": len(self.docs),
+            "empty_index": self._bm25 is None,
+        }
+        with atomic_dir(path) as tmp:
             (tmp / "retriever.json").write_text(json.dumps(config, ensure_ascii=False, indent=1), "utf-8")
-            with open(tmp / "docs.jsonl", "w", encoding="utf-8") as f:
-                for d in self.docs:
-                    try:
-                        line = json.dumps(
-                            {"id": d.id, "page_content": d.page_content, "metadata": d.metadata},
-                            ensure_ascii=False,
-                            default=_json_default,
-                        )
-                    except (TypeError, ValueError) as e:
-                        raise ValueError(f"cannot save document {doc_key(d)!r}: {e}") from e
-                    f.write(line + "\n")
+            write_documents(tmp / "docs.jsonl", self.docs)
             if self._bm25 is not None:
                 self._bm25.save(tmp / "bm25s", show_progress=False)
-            _replace_dir(tmp, target)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
 
     @classmethod
     def load(
@@ -334,16 +302,7 @@ class BM25Retriever(BaseRetriever):
         tok = tokenizer if tokenizer is not None else config.get("tokenizer")
         if tok is None:
             raise ValueError(f"{root} was saved with a custom tokenizer; pass tokenizer= to load()")
-        docs: list[Document] = []
-        with open(root / "docs.jsonl", encoding="utf-8") as f:
-            for lineno, line in enumerate(f, 1):
-                try:
-                    row = json.loads(line)
-                    docs.append(Document(page_content=row["page_content"], metadata=row["metadata"], id=row["id"]))
-                except (json.JSONDecodeError, KeyError, TypeError) as e:
-                    raise StoreError(f"corrupt document row: {e}", path=root / "docs.jsonl", line=lineno) from None
-        if len(docs) != config.get("num_docs"):
-            raise StoreError(f"expected {config.get('num_docs')} documents, found {len(docs)}", path=root)
+        docs = read_documents(root / "docs.jsonl", expected=config.get("num_docs"))
         fields = {k: config[k] for k in ("k", "k1", "b", "filter")}
         fields.update(overrides)
         token = _SKIP_BUILD.set(True)
@@ -417,16 +376,3 @@ def _build_bm25(texts: Iterable[str], tokenize: Tokenizer, *, k1: float, b: floa
     index.unique_token_ids_set = set(vocab.values())
     index.nonoccurrence_array = None
     return index
-
-
-def _replace_dir(new: Path, target: Path) -> None:
-    """Move directory ``new`` to ``target``, replacing what is there (the old copy is removed after the swap)."""
-    old: Path | None = None
-    if target.exists():
-        old = target.with_name(f".{target.name}.old-{os.getpid()}")
-        if old.exists():
-            shutil.rmtree(old)
-        os.replace(target, old)
-    os.replace(new, target)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)

@@ -67,12 +67,12 @@ from pydantic import ConfigDict, Field, PrivateAttr
 from langchain_ragspine.document_compressors.restricted import drop_restricted
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.filters import FilterMasks, compile_filter
-from langchain_ragspine.retrievers.bm25 import _json_default, doc_key, with_scores
+from langchain_ragspine.retrievers.bm25 import doc_key, with_scores
+from langchain_ragspine.stores.files import atomic_dir, read_documents, write_documents
 from langchain_ragspine.stores.vector_index import (
     INDEX_KINDS,
     EmbeddingCache,
     FaissVectorIndex,
-    _atomic_dir,
     _check_int,
     content_hash,
     embed_in_batches,
@@ -318,21 +318,11 @@ class DenseRetriever(BaseRetriever):
             "num_docs": len(self.docs),
             "empty_index": self._index is None,
         }
-        with _atomic_dir(path) as tmp:
+        with atomic_dir(path) as tmp:
             if self._index is not None:
                 self._index.write_files(tmp)
             (tmp / _CONFIG_FILE).write_text(json.dumps(config, ensure_ascii=False, indent=1), "utf-8")
-            with open(tmp / _DOCS_FILE, "w", encoding="utf-8") as f:
-                for d in self.docs:
-                    try:
-                        line = json.dumps(
-                            {"id": d.id, "page_content": d.page_content, "metadata": d.metadata},
-                            ensure_ascii=False,
-                            default=_json_default,
-                        )
-                    except (TypeError, ValueError) as e:
-                        raise ValueError(f"cannot save document {doc_key(d)!r}: {e}") from e
-                    f.write(line + "\n")
+            write_documents(tmp / _DOCS_FILE, self.docs)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], *, embedding: Embeddings, **overrides: Any) -> DenseRetriever:
@@ -381,23 +371,7 @@ class DenseRetriever(BaseRetriever):
             )
 
         docs_path = root / _DOCS_FILE
-        docs: list[Document] = []
-        try:
-            with open(docs_path, encoding="utf-8") as f:
-                for lineno, line in enumerate(f, 1):
-                    try:
-                        row = json.loads(line)
-                        docs.append(
-                            Document(page_content=row["page_content"], metadata=row["metadata"], id=row["id"])
-                        )
-                    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
-                        raise StoreError(f"corrupt document row: {e}", path=docs_path, line=lineno) from None
-        except FileNotFoundError:
-            raise StoreError("documents file missing", path=docs_path) from None
-        except UnicodeDecodeError as e:
-            raise StoreError(f"documents file is not UTF-8: {e}", path=docs_path) from None
-        if len(docs) != config.get("num_docs"):
-            raise StoreError(f"expected {config.get('num_docs')} documents, found {len(docs)}", path=docs_path)
+        docs = read_documents(docs_path, expected=config.get("num_docs"))
 
         fields: dict[str, Any] = {
             key: config[key] for key in ("k", "filter", "index_kind", "cache_path", "batch_size") if key in config

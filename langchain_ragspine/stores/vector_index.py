@@ -50,16 +50,13 @@ faiss is imported lazily (the ``embed`` and ``st`` extras install faiss-cpu); no
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import math
 import os
-import shutil
 import sqlite3
 import sys
-import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +65,7 @@ from langchain_core.embeddings import Embeddings
 
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.stores._sqlite import SQLiteFile
+from langchain_ragspine.stores.files import atomic_dir
 
 __all__ = [
     "AUTO_HNSW_MIN_ROWS",
@@ -255,27 +253,6 @@ def _model_key(embedding: Any, depth: int) -> str:
                 parts.append(f"{name}={_model_key(inner, depth + 1)}")
                 break
     return f"{type(embedding).__name__}({', '.join(parts)})"
-
-
-@contextlib.contextmanager
-def _atomic_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
-    """Yield a fresh temporary directory beside ``path``; on success it replaces ``path`` (see ``bm25._replace_dir``),
-    on any exception it is removed and ``path`` is left as it was."""
-    from langchain_ragspine.retrievers.bm25 import _replace_dir  # lazy: retrievers import this module
-
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
-    umask = os.umask(0)
-    os.umask(umask)
-    tmp.chmod(0o777 & ~umask)  # mkdtemp makes it 0700; the index is as readable as any directory we create
-    try:
-        yield tmp
-        _replace_dir(tmp, target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-
 
 # -- embedding cache -------------------------------------------------------------------------------------------
 _CACHE_DDL = (
@@ -879,7 +856,7 @@ class FaissVectorIndex:
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the index to directory ``path``, replacing it atomically (a temporary directory beside it is
         renamed into place): ``index.faiss`` (``faiss.write_index``), ``ids.sqlite``, ``vector_index.json``."""
-        with _atomic_dir(path) as tmp:
+        with atomic_dir(path) as tmp:
             self.write_files(tmp)
 
     @classmethod

@@ -1,0 +1,116 @@
+"""On-disk helpers shared by every persisted index: atomic directory replacement and documents as JSON lines.
+
+An index directory is written into a fresh temporary sibling and swapped in with two renames (:func:`atomic_dir`),
+so a reader sees the old directory or the new one, and a crash leaves at worst a hidden ``.NAME.tmp-*`` /
+``.NAME.old-*`` sibling that the next ingest removes.  Documents are stored as one JSON object per line
+(``{"id", "page_content", "metadata"}``) — no pickle anywhere.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from langchain_core.documents import Document
+
+from langchain_ragspine.errors import StoreError
+
+
+def replace_dir(new: Path, target: Path) -> None:
+    """Move directory ``new`` to ``target``, replacing what is there (the old copy is removed after the swap)."""
+    old: Path | None = None
+    if target.exists():
+        old = target.with_name(f".{target.name}.old-{os.getpid()}")
+        if old.exists():
+            shutil.rmtree(old)
+        os.replace(target, old)
+    os.replace(new, target)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def atomic_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a fresh temporary directory beside ``path``; on success it replaces ``path`` (:func:`replace_dir`), on
+    any exception it is removed and ``path`` is left as it was.  Its mode follows the umask (``mkdtemp`` makes 0700).
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    tmp.chmod(0o777 & ~umask)
+    try:
+        yield tmp
+        replace_dir(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def json_default(value: Any) -> Any:
+    """``json.dumps`` fallback for metadata: dates as ISO-8601, sets/tuples as lists, numpy scalars as numbers.
+
+    Raises:
+        TypeError: any other type (named in the message).
+    """
+    if isinstance(value, (_dt.date, _dt.datetime)):
+        return value.isoformat()
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"metadata value {value!r} of type {type(value).__name__} is not JSON-serialisable")
+
+
+def write_documents(path: Path, docs: Iterable[Document]) -> None:
+    """Write ``docs`` to ``path`` as JSON lines.
+
+    Raises:
+        ValueError: a metadata value is not JSON-serialisable (the chunk id is named).
+    """
+    with open(path, "w", encoding="utf-8") as f:
+        for d in docs:
+            try:
+                line = json.dumps(
+                    {"id": d.id, "page_content": d.page_content, "metadata": d.metadata},
+                    ensure_ascii=False,
+                    default=json_default,
+                )
+            except (TypeError, ValueError) as e:
+                key = d.metadata.get("chunk_id") or d.id
+                raise ValueError(f"cannot save document {key!r}: {e}") from e
+            f.write(line + "\n")
+
+
+def read_documents(path: Path, *, expected: int | None = None) -> list[Document]:
+    """Read documents written by :func:`write_documents`.
+
+    Raises:
+        StoreError: the file is missing, not UTF-8, has a malformed row (its line is named), or holds a different
+            number of documents than ``expected``.
+    """
+    docs: list[Document] = []
+    try:
+        with open(path, encoding="utf-8") as f:
+            for lineno, line in enumerate(f, 1):
+                try:
+                    row = json.loads(line)
+                    docs.append(Document(page_content=row["page_content"], metadata=row["metadata"], id=row["id"]))
+                except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+                    raise StoreError(f"corrupt document row: {e}", path=path, line=lineno) from None
+    except FileNotFoundError:
+        raise StoreError("documents file missing", path=path) from None
+    except UnicodeDecodeError as e:
+        raise StoreError(f"documents file is not UTF-8: {e}", path=path) from None
+    if expected is not None and len(docs) != expected:
+        raise StoreError(f"expected {expected} documents, found {len(docs)}", path=path)
+    return docs
