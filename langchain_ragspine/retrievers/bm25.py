@@ -40,7 +40,7 @@ from pydantic import ConfigDict, Field, PrivateAttr
 from langchain_ragspine.document_compressors.restricted import drop_restricted
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.filters import FilterMasks, compile_filter
-from langchain_ragspine.stores.files import atomic_dir, read_documents, write_documents
+from langchain_ragspine.stores.files import atomic_dir, read_config, read_documents, write_documents
 from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer, tokenizer_name
 
 _FORMAT = "ragspine-bm25/1"
@@ -290,15 +290,7 @@ class BM25Retriever(BaseRetriever):
             ValueError: the index was saved with a custom tokenizer and ``tokenizer`` is not given.
         """
         root = Path(path)
-        cfg_path = root / "retriever.json"
-        try:
-            config = json.loads(cfg_path.read_text("utf-8"))
-        except FileNotFoundError:
-            raise StoreError("no BM25 index here (retriever.json missing)", path=root) from None
-        except json.JSONDecodeError as e:
-            raise StoreError(f"corrupt index config: {e.msg}", path=cfg_path, line=e.lineno) from None
-        if config.get("format") != _FORMAT:
-            raise StoreError(f"unknown index format {config.get('format')!r}, expected {_FORMAT!r}", path=cfg_path)
+        config = read_config(root, "retriever.json", fmt=_FORMAT, what="BM25 index")
         tok = tokenizer if tokenizer is not None else config.get("tokenizer")
         if tok is None:
             raise ValueError(f"{root} was saved with a custom tokenizer; pass tokenizer= to load()")

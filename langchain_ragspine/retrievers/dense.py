@@ -68,7 +68,7 @@ from langchain_ragspine.document_compressors.restricted import drop_restricted
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.filters import FilterMasks, compile_filter
 from langchain_ragspine.retrievers.bm25 import doc_key, with_scores
-from langchain_ragspine.stores.files import atomic_dir, read_documents, write_documents
+from langchain_ragspine.stores.files import atomic_dir, read_config, read_documents, write_documents
 from langchain_ragspine.stores.vector_index import (
     INDEX_KINDS,
     EmbeddingCache,
@@ -341,15 +341,7 @@ class DenseRetriever(BaseRetriever):
         """
         root = Path(path)
         cfg_path = root / _CONFIG_FILE
-        try:
-            config = json.loads(cfg_path.read_text("utf-8"))
-        except FileNotFoundError:
-            raise StoreError(f"no dense index here ({_CONFIG_FILE} missing)", path=root) from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise StoreError(f"corrupt retriever config: {e}", path=cfg_path) from None
-        if not isinstance(config, dict) or config.get("format") != _FORMAT:
-            fmt = config.get("format") if isinstance(config, dict) else None
-            raise StoreError(f"unknown index format {fmt!r}, expected {_FORMAT!r}", path=cfg_path)
+        config = read_config(root, _CONFIG_FILE, fmt=_FORMAT, what="dense index")
         if "docs" in overrides:
             raise ValueError("load() takes the documents from docs.jsonl; build a new retriever to change them")
         if "index_kind" in overrides and overrides["index_kind"] != config.get("index_kind"):

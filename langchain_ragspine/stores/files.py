@@ -56,6 +56,28 @@ def atomic_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
         raise
 
 
+def read_config(root: Path, filename: str, *, fmt: str, what: str) -> dict[str, Any]:
+    """The JSON object ``root/filename`` of a saved index, checked to carry ``"format": fmt``.
+
+    Raises:
+        StoreError: the file is missing (``"no {what} here"``), not UTF-8 JSON (its line is named), not an
+            object, or of another format.
+    """
+    path = root / filename
+    try:
+        config = json.loads(path.read_text("utf-8"))
+    except FileNotFoundError:
+        raise StoreError(f"no {what} here ({filename} missing)", path=root) from None
+    except json.JSONDecodeError as e:
+        raise StoreError(f"corrupt {filename}: {e.msg}", path=path, line=e.lineno) from None
+    except UnicodeDecodeError as e:
+        raise StoreError(f"corrupt {filename}: {e}", path=path) from None
+    found = config.get("format") if isinstance(config, dict) else None
+    if found != fmt:
+        raise StoreError(f"unknown index format {found!r}, expected {fmt!r}", path=path)
+    return config
+
+
 def json_default(value: Any) -> Any:
     """``json.dumps`` fallback for metadata: dates as ISO-8601, sets/tuples as lists, numpy scalars as numbers.
 

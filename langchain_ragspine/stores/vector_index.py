@@ -56,7 +56,7 @@ import math
 import os
 import sqlite3
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +65,7 @@ from langchain_core.embeddings import Embeddings
 
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.stores._sqlite import SQLiteFile
-from langchain_ragspine.stores.files import atomic_dir
+from langchain_ragspine.stores.files import atomic_dir, read_config
 
 __all__ = [
     "AUTO_HNSW_MIN_ROWS",
@@ -870,15 +870,7 @@ class FaissVectorIndex:
         faiss = _import_faiss()
         root = Path(path)
         meta_path = root / META_FILE
-        try:
-            meta = json.loads(meta_path.read_text("utf-8"))
-        except FileNotFoundError:
-            raise StoreError(f"no vector index here ({META_FILE} missing)", path=root) from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise StoreError(f"corrupt vector index metadata: {e}", path=meta_path) from None
-        if not isinstance(meta, Mapping) or meta.get("format") != _FORMAT:
-            fmt = meta.get("format") if isinstance(meta, Mapping) else None
-            raise StoreError(f"unknown vector index format {fmt!r}, expected {_FORMAT!r}", path=meta_path)
+        meta = read_config(root, META_FILE, fmt=_FORMAT, what="vector index")
         try:
             dim, count, kind = int(meta["dim"]), int(meta["count"]), str(meta["kind"])
         except (KeyError, TypeError, ValueError) as e:
