@@ -350,9 +350,21 @@ Node = Callable[[Mapping[str, Any]], bool | None]
 
 
 def _field_node(field: str, test: Test) -> Node:
+    # scalar values repeat across chunks (dept, lang, year, dates): evaluate each distinct value once, per exact
+    # type (so True, 1 and 1.0 never share an entry)
+    memos: dict[type, dict[Any, bool | None]] = {str: {}, int: {}, float: {}, bool: {}}
+
     def node(md: Mapping[str, Any]) -> bool | None:
-        els = _elements(md.get(field))
-        return test(els) if els else None
+        value = md.get(field)
+        memo = memos.get(type(value))
+        if memo is None:  # None, a list, a date, …
+            els = _elements(value)
+            return test(els) if els else None
+        hit = memo.get(value, _NO)
+        if hit is _NO:
+            els = _elements(value)
+            hit = memo[value] = test(els) if els else None
+        return hit  # type: ignore[return-value]
 
     return node
 

@@ -370,3 +370,11 @@ def test_unknown_field_warns_with_the_closest_known_fields():
         warnings.simplefilter("error")
         masks.mask({"lang": "ja"})  # a field some chunk has: no warning
         FilterMasks([]).mask({"anything": 1})  # an empty corpus: nothing to compare with
+
+
+def test_masks_keep_true_one_and_one_point_zero_apart():
+    # evaluation is memoised per distinct stored value; True == 1 == 1.0 in Python must not share an entry
+    masks = FilterMasks([{"x": True}, {"x": 1}, {"x": 1.0}, {"x": "1"}, {"x": True}, {"x": 1}])
+    assert masks.mask({"x": 1}).tolist() == [False, True, True, True, False, True]
+    assert masks.mask({"x": True}).tolist() == [True, False, False, False, True, False]
+    assert masks.mask({"x": "1.0"}).tolist() == [False, True, True, False, False, True]
