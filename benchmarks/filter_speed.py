@@ -83,6 +83,7 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=100_000)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--baseline", default=None, help="another filters.py to time side by side")
+    ap.add_argument("--baseline-label", default=None, help="what the baseline is, for RESULTS.md (e.g. main@abc123)")
     ap.add_argument("--no-write", action="store_true", help="print only; do not update RESULTS.md")
     args = ap.parse_args()
     metadatas = make_metadatas(args.size)
@@ -100,13 +101,13 @@ def main() -> None:
         f"\n\n{args.size:,} synthetic chunk metadata dicts (16 keys, seeded); each cell is the best of {args.rounds} "
         "rounds of one `FilterMasks(...).mask(filter)` — compile plus one evaluation per chunk, the cost of the first "
         "query with a new filter (later queries reuse the cached mask). Baseline: "
-        + (f"`{Path(args.baseline).name}` (another `filters.py`, timed in the same run)" if base else "none")
+        + (f"{args.baseline_label or Path(args.baseline).name}, timed in the same run" if base else "none")
         + ". Timings on a shared 2-core machine; compare ratios within one run."
     )
     if not args.no_write:
         cmd = "python benchmarks/filter_speed.py" + (f" --size {args.size}" if args.size != 100_000 else "")
         if args.baseline:
-            cmd += " --baseline /tmp/filters_main.py  # git show main:langchain_ragspine/filters.py > /tmp/filters_main.py"
+            cmd += f" --baseline {args.baseline}" + (f" --baseline-label '{args.baseline_label}'" if args.baseline_label else "")
         update_results_section("filter-speed", f"Metadata filter cost over {args.size:,} chunks", cmd, body)
 
 
