@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import random
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -107,7 +108,7 @@ def main() -> None:
     if not args.no_write:
         cmd = "python benchmarks/filter_speed.py" + (f" --size {args.size}" if args.size != 100_000 else "")
         if args.baseline:
-            cmd += f" --baseline {args.baseline}" + (f" --baseline-label '{args.baseline_label}'" if args.baseline_label else "")
+            cmd += f" --baseline {args.baseline}" + (f" --baseline-label {shlex.quote(args.baseline_label)}" if args.baseline_label else "")
         update_results_section("filter-speed", f"Metadata filter cost over {args.size:,} chunks", cmd, body)
 
 
