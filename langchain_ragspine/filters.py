@@ -369,35 +369,23 @@ def _field_node(field: str, test: Test) -> Node:
     return node
 
 
-def _and(nodes: list[Node]) -> Node:
+def _kleene(nodes: list[Node], decisive: bool) -> Node:
+    """Kleene's AND (``decisive=False``) or OR (``decisive=True``): ``decisive`` as soon as one part is, else
+    unknown if any part is unknown, else ``not decisive``."""
     if len(nodes) == 1:
         return nodes[0]
 
-    def and_(md: Mapping[str, Any]) -> bool | None:
+    def combine(md: Mapping[str, Any]) -> bool | None:
         unknown = False
         for n in nodes:
             r = n(md)
-            if r is False:
-                return False
+            if r is decisive:
+                return decisive
             if r is None:
                 unknown = True
-        return None if unknown else True
+        return None if unknown else not decisive
 
-    return and_
-
-
-def _or(nodes: list[Node]) -> Node:
-    def or_(md: Mapping[str, Any]) -> bool | None:
-        unknown = False
-        for n in nodes:
-            r = n(md)
-            if r is True:
-                return True
-            if r is None:
-                unknown = True
-        return None if unknown else False
-
-    return or_
+    return combine
 
 
 def _not(node: Node) -> Node:
@@ -429,9 +417,9 @@ def _compile_nodes(filter: Any, fields: list[str], *, where: str = "filter") -> 
             raise ValueError(f"filter field names must be non-empty strings, got {key!r}")
         if key.startswith("$"):
             if key == "$and":
-                nodes.append(_and(_filter_list(key, cond, fields)))
+                nodes.append(_kleene(_filter_list(key, cond, fields), False))
             elif key == "$or":
-                nodes.append(_or(_filter_list(key, cond, fields)))
+                nodes.append(_kleene(_filter_list(key, cond, fields), True))
             elif key == "$not":
                 nodes.append(_not(_compile_nodes(cond, fields, where="$not")))
             else:
@@ -443,7 +431,7 @@ def _compile_nodes(filter: Any, fields: list[str], *, where: str = "filter") -> 
             continue
         fields.append(key)
         nodes.append(_field_node(key, _compile_condition(key, cond)))
-    return _and(nodes)
+    return _kleene(nodes, False)
 
 
 def _compile(filter: Mapping[str, Any] | None) -> tuple[Predicate | None, list[str]]:
