@@ -28,7 +28,8 @@ Semantics (fail closed, because filters often scope access):
   dates as ``"2026-11-01"`` / ``"2026-11-01T10:00:00+09:00"``); a date without a time zone is UTC.  For equality a
   number operand equals a stored string spelled the same (``98231`` equals ``"98231"``).  Ordering operators
   (``gt``, ``between``, …) compare like with like: numbers as numbers, dates as points in time, strings by code
-  point; a value that cannot be converted to the stored type does not match, and booleans have no order.
+  point; a value that cannot be converted to the stored type does not match (a stored date: see Errors), and
+  booleans have no order.
 * **Missing fields never match** — for every operator, ``ne``, ``nin`` and ``not`` included.  ``None``, NaN and an
   empty list count as missing.  Logical operators follow SQL's three-valued logic (ISO/IEC 9075, as for ``NULL``):
   a condition on a missing field is *unknown*; ``$not`` of unknown is unknown, ``$and`` is false when any part is
@@ -42,8 +43,11 @@ Semantics (fail closed, because filters often scope access):
 * **Errors, not silent empty results.**  An unknown operator (naming the valid ones), a malformed operand
   (``between`` without two bounds, ``in`` with a scalar, a ``dict`` where a value belongs) or an empty field name
   raises ``ValueError`` when the filter is compiled — before any retrieval.  An operand compared with a stored date
-  that is not a date this module reads (``2024/01/01``, ``2024-1-1``) raises ``ValueError`` naming the accepted
-  formats (:data:`DATE_FORMATS`) when the mask is computed, still before scoring.  A field that no indexed chunk
+  that is not a date this module reads raises ``ValueError`` naming the accepted formats (:data:`DATE_FORMATS`)
+  when the mask is computed, still before scoring: for ``gt``/``gte``/``lt``/``lte``/``between`` any such operand
+  (``2024/01/01``, ``2024``), for ``eq``/``ne``/``in``/``nin`` a date-shaped one (``2024/01/01``, ``2024-1-1``,
+  ``2024年1月1日``; a plain word is simply not equal).  A field holding dates in some chunks and other strings in
+  others is therefore best filtered with ISO dates.  A field that no indexed chunk
   has produces an :class:`UnknownFilterFieldWarning` naming the closest known fields (:class:`FilterMasks`).
 
 Retrievers combine a filter given at call time with their own ``filter`` by AND (:func:`and_filters`): a call can
