@@ -369,7 +369,8 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
     p.add_argument("-k", type=int, default=s.k, help="number of results (10)")
     p.add_argument(
         "--filter", action="append", default=[], metavar="FIELD=VALUE",
-        help="metadata filter; repeatable; also FIELD>=V, FIELD!=V, FIELD=a,b, FIELD=lo..hi",
+        help="metadata filter; repeatable (all must hold); also FIELD>=V, FIELD!=V, FIELD=a,b, FIELD=lo..hi; "
+        "V compares in the stored field's type (draft=false matches a boolean, dates as YYYY-MM-DD)",
     )
     p.add_argument("--json", action="store_true", help="one JSON object per line")
     p.add_argument(

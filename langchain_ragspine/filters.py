@@ -1,40 +1,73 @@
 """Metadata predicates: one evaluator for every retrieval channel, applied before scoring.
 
-A filter is a ``dict`` mapping a metadata field to a condition; all fields must hold (AND).  A condition is either a
-bare value (``eq``), a list/tuple/set of values (``in``), or a dict of operators, all of which must hold::
+A filter is a ``dict``; every entry must hold (AND).  An entry is a metadata field mapped to a condition, or a
+logical operator::
 
     {"lang": "ja"}                                  # eq
     {"tags": ["uv", "python"]}                      # in
-    {"year": {"gte": 2020, "lt": 2024}}             # range, typed
-    {"published": {"between": ["2024-01-01", "2024-06-30"]}}
+    {"year": {"gte": 2020, "lt": 2024}}             # range: every operator of a field must hold
+    {"updated": {"between": ["2024-01-01", "2024-06-30"]}}
     {"dept": {"nin": ["hr", "legal"]}}
+    {"draft": {"$not": {"eq": True}}}                # NOT of a field condition
+    {"$or": [{"lang": "ja"}, {"year": {"gte": 2024}}]}
+    {"$and": [{"dept": "a"}, {"$not": {"tags": "old"}}]}
 
-Operators: ``eq ne in nin gt gte lt lte between`` (a leading ``$`` is accepted, as in MongoDB/Chroma filters).
+Comparison operators: ``eq ne in nin gt gte lt lte between`` and ``not`` inside a field's condition (each also
+written with a leading ``$``, as in MongoDB / Chroma / LangChain vector-store filters).  Logical operators at the
+top level of a filter (or of a nested one): ``$and`` and ``$or`` (a non-empty list of filters) and ``$not`` (a
+filter).  A bare value means ``eq``, a list/tuple/set means ``in``.
 
 Semantics (fail closed, because filters often scope access):
 
-* **Typed comparisons.** Both sides are typed before comparing: numbers (and numeric strings such as ``"2020"``)
-  compare as numbers, ISO-8601 dates/datetimes (strings, ``date`` or ``datetime``) as points in time, booleans as
-  booleans, other strings as strings.  Numbers are never compared lexicographically.  Ordering operators between
-  values of different kinds (a number against a word) do not match.
-* **Missing fields never match** — for every operator, ``ne`` and ``nin`` included.  ``None`` and an empty list
-  count as missing.
+* **The stored value decides the type.**  A string in metadata compares as a string: ``{"order_id": "0098231"}``
+  does not match ``"98231"``, ``{"version": "1.10"}`` does not match ``"1.1"`` (and ``{"version": {"ne": "1.10"}}``
+  does).  Only where the stored value is a number, a boolean or a date is the operand converted to that type, never
+  the other way round: the operand ``"2020"`` matches a stored ``2020``, ``"false"`` (also ``no``/``off``, as in
+  YAML) a stored ``False``, ``"2024-01-01"`` orders against a stored date.  Dates are ``date``/``datetime`` values
+  and the ISO-8601 strings they become in JSON (the loader, the chunk store and saved indexes keep front-matter
+  dates as ``"2026-11-01"`` / ``"2026-11-01T10:00:00+09:00"``); a date without a time zone is UTC.  For equality a
+  number operand equals a stored string spelled the same (``98231`` equals ``"98231"``).  Ordering operators
+  (``gt``, ``between``, …) compare like with like: numbers as numbers, dates as points in time, strings by code
+  point; a value that cannot be converted to the stored type does not match (a stored date: see Errors), and
+  booleans have no order.
+* **Missing fields never match** — for every operator, ``ne``, ``nin`` and ``not`` included.  ``None``, NaN and an
+  empty list count as missing.  Logical operators follow SQL's three-valued logic (ISO/IEC 9075, as for ``NULL``):
+  a condition on a missing field is *unknown*; ``$not`` of unknown is unknown, ``$and`` is false when any part is
+  false, ``$or`` true when any part is true; only a filter that is *true* matches.  So
+  ``{"$not": {"dept": "hr"}}`` matches a ``dept: "sales"`` chunk but never a chunk without ``dept``, and
+  ``{"$or": [{"dept": "hr"}, {"lang": "ja"}]}`` matches a ``lang: "ja"`` chunk that has no ``dept``.  A missing
+  field counts only where it would decide the result: ``{"$not": {"$and": [{"dept": "hr"}, {"lang": "ja"}]}}``
+  matches a ``lang: "en"`` chunk without ``dept`` (whatever its ``dept`` were, the ``$and`` is false).
 * **List-valued metadata** (``tags: ["uv", "python"]``) matches a positive operator when *any* element matches;
   ``ne``/``nin`` match when *no* element equals / is in the value(s).
-* An unknown operator or a malformed operand (``between`` without two bounds, ``in`` with a scalar) raises
-  ``ValueError`` naming it, when the filter is compiled — before any retrieval.
+* **Errors, not silent empty results.**  An unknown operator (naming the valid ones), a malformed operand
+  (``between`` without two bounds, ``in`` with a scalar, a ``dict`` where a value belongs) or an empty field name
+  raises ``ValueError`` when the filter is compiled — before any retrieval.  An operand compared with a stored date
+  that is not a date this module reads raises ``ValueError`` naming the accepted formats (:data:`DATE_FORMATS`)
+  when the mask is computed, still before scoring: for ``gt``/``gte``/``lt``/``lte``/``between`` any such operand
+  (``2024/01/01``, ``2024``), for ``eq``/``ne``/``in``/``nin`` a date-shaped one (``2024/01/01``, ``2024-1-1``,
+  ``2024年1月1日``; a plain word is simply not equal).  A field holding dates in some chunks and other strings in
+  others is therefore best filtered with ISO dates.  A field that no indexed chunk
+  has produces an :class:`UnknownFilterFieldWarning` naming the closest known fields (:class:`FilterMasks`).
+
+Retrievers combine a filter given at call time with their own ``filter`` by AND (:func:`and_filters`): a call can
+narrow what a retriever returns, never widen it.
 
 The CLI form (:func:`parse_filter_expressions`) writes the same predicates as ``FIELD<op>VALUE``: ``year>=2020``,
 ``year<2024``, ``dept!=hr``, ``tags=uv,python`` (a comma list means ``in``; ``!=`` with a list means ``nin``),
-``year=2019..2021`` (``between``, inclusive).
+``year=2019..2021`` (``between``, inclusive).  Its values are strings, typed by the stored field as above.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import difflib
+import functools
 import json
 import math
+import numbers
 import re
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -42,41 +75,30 @@ import numpy as np
 
 Predicate = Callable[[Mapping[str, Any]], bool]
 
-OPERATORS = ("eq", "ne", "in", "nin", "gt", "gte", "lt", "lte", "between")
+#: Comparison operators of a field condition (each also accepted with a leading ``$``).
+OPERATORS = ("eq", "ne", "in", "nin", "gt", "gte", "lt", "lte", "between", "not")
+#: Logical operators at the top level of a filter.
+LOGICAL_OPERATORS = ("$and", "$or", "$not")
+#: The date spellings an operand may use when it is compared with a stored date (ISO-8601).
+DATE_FORMATS = "YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS[.ffffff]] with an optional Z or ±HH:MM (ISO-8601)"
 
-_NUMBER_RE = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
-_DATE_RE = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ][0-9:.]+(?:Z|[+-]\d{2}:?\d{2})?)?")
 
-# kinds: order of the tuple's first element keeps values of different kinds apart
+class UnknownFilterFieldWarning(UserWarning):
+    """A filter names a metadata field that no indexed chunk has (it can only match nothing)."""
+
+
+# kinds of a comparable value; a stored value's kind picks the operand's form it is compared with
 _BOOL, _NUM, _TIME, _STR = 0, 1, 2, 3
+_NO = object()  # "the operand has no form of this kind"
 
-
-def _typed(value: Any) -> tuple[int, Any] | None:
-    """``(kind, comparable)`` for a scalar, or ``None`` for a value that cannot be compared (dict, NaN, None)."""
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return (_BOOL, value)
-    if isinstance(value, (int, float)):
-        if isinstance(value, float) and math.isnan(value):
-            return None
-        return (_NUM, value)
-    if isinstance(value, _dt.datetime):
-        return (_TIME, _as_utc(value))
-    if isinstance(value, _dt.date):
-        return (_TIME, _as_utc(_dt.datetime(value.year, value.month, value.day)))
-    if isinstance(value, str):
-        s = value.strip()
-        if _NUMBER_RE.fullmatch(s):
-            num = float(s)
-            return (_NUM, int(num) if num.is_integer() and abs(num) < 2**53 else num)
-        if _DATE_RE.fullmatch(s):
-            try:
-                return (_TIME, _as_utc(_dt.datetime.fromisoformat(s.replace("Z", "+00:00"))))
-            except ValueError:
-                pass
-        return (_STR, value)
-    return None
+_INT_RE = re.compile(r"[+-]?\d+")
+_NUMBER_RE = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_ISO_RE = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?(?:Z|[+-]\d{2}(?::?\d{2})?)?)?")
+# digits in a date-ish layout (2024/01/01, 2024.1.1, 01/02/2024, 2024年1月1日, 2024-1-1 …): meant as a date
+_DATE_LIKE_RE = re.compile(r"\d{1,4}\s*[-/.年]\s*\d{1,2}\s*[-/.月]\s*\d{1,4}\s*日?(?:[T\s].*)?", re.S)
+_TRUE = frozenset({"true", "yes", "on"})
+_FALSE = frozenset({"false", "no", "off"})
+_SEQUENCES = (list, tuple, set, frozenset)
 
 
 def _as_utc(value: _dt.datetime) -> _dt.datetime:
@@ -85,105 +107,375 @@ def _as_utc(value: _dt.datetime) -> _dt.datetime:
     return value.astimezone(_dt.UTC)
 
 
+def _date_value(value: _dt.date) -> _dt.datetime:
+    if isinstance(value, _dt.datetime):
+        return _as_utc(value)
+    return _dt.datetime(value.year, value.month, value.day, tzinfo=_dt.UTC)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _parse_time(text: str) -> _dt.datetime | None:
+    """The UTC instant of an ISO-8601 date/datetime string, else ``None`` (cached: stored values repeat)."""
+    if not _ISO_RE.fullmatch(text):
+        return None
+    try:
+        return _as_utc(_dt.datetime.fromisoformat(text))
+    except ValueError:
+        return None
+
+
+def _stored(value: Any) -> tuple[int, Any] | None:
+    """``(kind, comparable)`` of one stored scalar; ``None`` for a value that cannot be compared (None, NaN, dict)."""
+    tv = type(value)
+    if tv is str:
+        if len(value) < 10 or value[4] != "-":  # cheap: cannot be an ISO date
+            return (_STR, value)
+        t = _parse_time(value)
+        return (_STR, value) if t is None else (_TIME, t)
+    if tv is int:
+        return (_NUM, value)
+    if tv is float:
+        return None if math.isnan(value) else (_NUM, value)
+    if tv is bool:
+        return (_BOOL, value)
+    if isinstance(value, np.bool_):
+        return (_BOOL, bool(value))
+    if isinstance(value, numbers.Real):
+        return None if math.isnan(value) else (_NUM, value)
+    if isinstance(value, _dt.date):
+        return (_TIME, _date_value(value))
+    if isinstance(value, str):  # a str subclass
+        return _stored(str(value))
+    return None
+
+
 def _elements(value: Any) -> list[tuple[int, Any]]:
-    """The typed elements of a metadata value; ``[]`` means missing."""
-    items = list(value) if isinstance(value, (list, tuple, set, frozenset)) else [value]
-    typed = [_typed(v) for v in items]
-    return [t for t in typed if t is not None]
+    """The comparable elements of a stored metadata value; ``[]`` means missing."""
+    if isinstance(value, _SEQUENCES):
+        out = []
+        for v in value:
+            t = _stored(v)
+            if t is not None:
+                out.append(t)
+        return out
+    t = _stored(value)
+    return [] if t is None else [t]
 
 
-def _cmp(op: str, a: tuple[int, Any], b: tuple[int, Any]) -> bool:
-    if op == "eq":
-        return a == b
-    if a[0] != b[0] or a[0] == _BOOL:
-        return False
-    if op == "gt":
-        return bool(a[1] > b[1])
-    if op == "gte":
-        return bool(a[1] >= b[1])
-    if op == "lt":
-        return bool(a[1] < b[1])
-    return bool(a[1] <= b[1])  # lte
+# -- operands -------------------------------------------------------------------------------------------------------
+class _Operand:
+    """One operand in every form it may take: ``eq[kind]`` for equality, ``order[kind]`` for ordering."""
+
+    __slots__ = ("raw", "eq", "order", "date_like")
+
+    def __init__(self, raw: Any, eq: dict[int, Any], order: dict[int, Any], date_like: bool = False) -> None:
+        self.raw = raw
+        self.eq = eq
+        self.order = order
+        self.date_like = date_like
 
 
-_LOOSE_DATE_RE = re.compile(r"\d{4}-\d{1,2}-\d{1,2}(?:[T ].*)?")
+def _number_text(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
 
 
-def _operand_scalar(field: str, op: str, value: Any) -> tuple[int, Any]:
-    t = _typed(value)
-    if isinstance(value, str) and _LOOSE_DATE_RE.fullmatch(value.strip()) and (t is None or t[0] != _TIME):
-        raise ValueError(
-            f"filter on {field!r}: {value!r} looks like a date but is not ISO-8601; write YYYY-MM-DD (e.g. 2026-09-01)"
-        )
-    if t is None:
-        raise ValueError(f"filter on {field!r}: operator {op!r} needs a comparable value, got {value!r}")
-    return t
+def _operand(field: str, op: str, value: Any) -> _Operand:
+    if isinstance(value, str):
+        s = value.strip()
+        eq: dict[int, Any] = {_STR: value}
+        order: dict[int, Any] = {_STR: value}
+        if _NUMBER_RE.fullmatch(s):
+            num: float = int(s) if _INT_RE.fullmatch(s) else float(s)
+            if math.isfinite(num):
+                eq[_NUM] = order[_NUM] = num
+        low = s.lower()
+        if low in _TRUE or low in _FALSE:
+            eq[_BOOL] = low in _TRUE
+        t = _parse_time(s)
+        if t is not None:
+            eq[_TIME] = order[_TIME] = t
+        return _Operand(value, eq, order, date_like=t is None and bool(_DATE_LIKE_RE.fullmatch(s)))
+    if isinstance(value, bool):
+        return _Operand(value, {_BOOL: value, _STR: "true" if value else "false"}, {})
+    if isinstance(value, numbers.Real) and math.isfinite(value):
+        return _Operand(value, {_NUM: value, _STR: _number_text(value)}, {_NUM: value})
+    if isinstance(value, _dt.date):
+        t = _date_value(value)
+        return _Operand(value, {_TIME: t, _STR: value.isoformat()}, {_TIME: t})
+    raise ValueError(
+        f"filter on {field!r}: operator {op!r} needs a comparable value (a string, number, boolean or date), "
+        f"got {value!r}"
+    )
 
 
-def _operand_list(field: str, op: str, value: Any) -> list[tuple[int, Any]]:
+def _date_error(field: str, operand: _Operand) -> ValueError:
+    return ValueError(
+        f"filter on {field!r}: the field holds dates, and {operand.raw!r} is not a date this filter reads; "
+        f"write {DATE_FORMATS}, e.g. 2024-01-01"
+    )
+
+
+def _operand_list(field: str, op: str, value: Any) -> list[_Operand]:
     if isinstance(value, (str, bytes)) or not isinstance(value, Iterable) or isinstance(value, Mapping):
         raise ValueError(f"filter on {field!r}: operator {op!r} needs a list of values, got {value!r}")
-    return [_operand_scalar(field, op, v) for v in value]
+    return [_operand(field, op, v) for v in value]
 
 
-def _compile_op(field: str, op: str, operand: Any) -> Callable[[list[tuple[int, Any]]], bool]:
-    name = op[1:] if op.startswith("$") else op
-    if name not in OPERATORS:
-        raise ValueError(f"filter on {field!r}: unknown operator {op!r}; use one of {', '.join(OPERATORS)}")
+# -- field conditions -----------------------------------------------------------------------------------------------
+Test = Callable[[list[tuple[int, Any]]], bool]  # over the non-empty elements of one field
+
+
+def _eq_test(field: str, o: _Operand) -> Test:
+    forms, date_like = o.eq, o.date_like
+
+    def eq(els: list[tuple[int, Any]]) -> bool:
+        for kind, v in els:
+            f = forms.get(kind, _NO)
+            if f is _NO:
+                if kind == _TIME and date_like:
+                    raise _date_error(field, o)
+            elif f == v:
+                return True
+        return False
+
+    return eq
+
+
+def _in_test(field: str, ops: list[_Operand]) -> Test:
+    sets: dict[int, set[Any]] = {}
+    for o in ops:
+        for kind, f in o.eq.items():
+            sets.setdefault(kind, set()).add(f)
+    bad = next((o for o in ops if o.date_like), None)
+
+    def in_(els: list[tuple[int, Any]]) -> bool:
+        for kind, v in els:
+            if kind == _TIME and bad is not None:
+                raise _date_error(field, bad)
+            s = sets.get(kind)
+            if s is not None and v in s:
+                return True
+        return False
+
+    return in_
+
+
+_ORDER: dict[str, Callable[[Any, Any], bool]] = {
+    "gt": lambda v, f: v > f,
+    "gte": lambda v, f: v >= f,
+    "lt": lambda v, f: v < f,
+    "lte": lambda v, f: v <= f,
+}
+
+
+def _order_test(field: str, name: str, o: _Operand) -> Test:
+    forms, cmp = o.order, _ORDER[name]
+
+    def order(els: list[tuple[int, Any]]) -> bool:
+        for kind, v in els:
+            f = forms.get(kind, _NO)
+            if f is _NO:
+                if kind == _TIME:
+                    raise _date_error(field, o)
+            elif cmp(v, f):
+                return True
+        return False
+
+    return order
+
+
+def _between_test(field: str, lo: _Operand, hi: _Operand) -> Test:
+    def between(els: list[tuple[int, Any]]) -> bool:
+        for kind, v in els:
+            a, b = lo.order.get(kind, _NO), hi.order.get(kind, _NO)
+            if a is _NO or b is _NO:
+                if kind == _TIME:
+                    raise _date_error(field, lo if a is _NO else hi)
+            elif a <= v <= b:
+                return True
+        return False
+
+    return between
+
+
+def _op_name(field: str, op: Any) -> str:
+    name = op[1:] if isinstance(op, str) and op.startswith("$") else op
+    if name in OPERATORS:
+        return str(name)
+    hint = ""
+    if op in LOGICAL_OPERATORS or name in ("and", "or"):
+        hint = f" ({', '.join(LOGICAL_OPERATORS)} combine whole filters, e.g. {{'$or': [{{'a': 1}}, {{'b': 2}}]}})"
+    raise ValueError(
+        f"filter on {field!r}: unknown operator {op!r}; valid operators: {', '.join(OPERATORS)} "
+        f"(also with a leading $){hint}"
+    )
+
+
+def _compile_op(field: str, op: Any, operand: Any) -> Test:
+    name = _op_name(field, op)
+    if name == "not":
+        inner = _compile_condition(field, operand)
+        return lambda els: not inner(els)
     if name in ("in", "nin"):
-        values = _operand_list(field, op, operand)
-        if name == "in":
-            return lambda els: any(e in values for e in els)
-        return lambda els: not any(e in values for e in els)
+        in_ = _in_test(field, _operand_list(field, str(op), operand))
+        return in_ if name == "in" else (lambda els: not in_(els))
     if name == "between":
-        bounds = _operand_list(field, op, operand)
+        bounds = _operand_list(field, str(op), operand)
         if len(bounds) != 2:
             raise ValueError(f"filter on {field!r}: 'between' needs [low, high], got {operand!r}")
-        lo, hi = bounds
-        return lambda els: any(_cmp("gte", e, lo) and _cmp("lte", e, hi) for e in els)
-    value = _operand_scalar(field, op, operand)
+        return _between_test(field, *bounds)
+    value = _operand(field, str(op), operand)
+    if name == "eq":
+        return _eq_test(field, value)
     if name == "ne":
-        return lambda els: not any(e == value for e in els)
-    return lambda els: any(_cmp(name, e, value) for e in els)
+        eq = _eq_test(field, value)
+        return lambda els: not eq(els)
+    return _order_test(field, name, value)
+
+
+def _compile_condition(field: str, cond: Any) -> Test:
+    """A field's condition — bare value (eq), list (in) or operator dict (all must hold) — as a test."""
+    if isinstance(cond, Mapping):
+        if not cond:
+            raise ValueError(f"filter on {field!r}: empty operator dict")
+        tests = [_compile_op(field, op, operand) for op, operand in cond.items()]
+        if len(tests) == 1:
+            return tests[0]
+        return lambda els: all(t(els) for t in tests)
+    if isinstance(cond, _SEQUENCES):
+        return _compile_op(field, "in", list(cond))
+    return _compile_op(field, "eq", cond)
+
+
+# -- filters (three-valued: True, False, or None = unknown because a field is missing) -------------------------------
+Node = Callable[[Mapping[str, Any]], bool | None]
+
+
+def _field_node(field: str, test: Test) -> Node:
+    # scalar values repeat across chunks (dept, lang, year, dates): evaluate each distinct value once, per exact
+    # type (so True, 1 and 1.0 never share an entry)
+    memos: dict[type, dict[Any, bool | None]] = {str: {}, int: {}, float: {}, bool: {}}
+
+    def node(md: Mapping[str, Any]) -> bool | None:
+        value = md.get(field)
+        memo = memos.get(type(value))
+        if memo is None:  # None, a list, a date, …
+            els = _elements(value)
+            return test(els) if els else None
+        hit = memo.get(value, _NO)
+        if hit is _NO:
+            els = _elements(value)
+            hit = memo[value] = test(els) if els else None
+        return hit  # type: ignore[return-value]
+
+    return node
+
+
+def _kleene(nodes: list[Node], decisive: bool) -> Node:
+    """Kleene's AND (``decisive=False``) or OR (``decisive=True``): ``decisive`` as soon as one part is, else
+    unknown if any part is unknown, else ``not decisive``."""
+    if len(nodes) == 1:
+        return nodes[0]
+
+    def combine(md: Mapping[str, Any]) -> bool | None:
+        unknown = False
+        for n in nodes:
+            r = n(md)
+            if r is decisive:
+                return decisive
+            if r is None:
+                unknown = True
+        return None if unknown else not decisive
+
+    return combine
+
+
+def _not(node: Node) -> Node:
+    def not_(md: Mapping[str, Any]) -> bool | None:
+        r = node(md)
+        return None if r is None else not r
+
+    return not_
+
+
+def _filter_list(op: str, value: Any, fields: list[str]) -> list[Node]:
+    if isinstance(value, Mapping) or isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise ValueError(f"filter: {op} needs a non-empty list of filters, got {value!r}")
+    parts = list(value)
+    if not parts:
+        raise ValueError(f"filter: {op} needs a non-empty list of filters, got []")
+    return [_compile_nodes(p, fields, where=f"{op}[{i}]") for i, p in enumerate(parts)]
+
+
+def _compile_nodes(filter: Any, fields: list[str], *, where: str = "filter") -> Node:
+    """The three-valued node of a (nested) filter dict; the fields it names are appended to ``fields``."""
+    if not isinstance(filter, Mapping):
+        raise TypeError(f"{where} must be a dict of field -> condition, got {filter!r}")
+    if not filter:
+        raise ValueError(f"{where} is an empty dict; nested filters need at least one condition")
+    nodes: list[Node] = []
+    for key, cond in filter.items():
+        if not isinstance(key, str) or not key:
+            raise ValueError(f"filter field names must be non-empty strings, got {key!r}")
+        if key.startswith("$"):
+            if key == "$and":
+                nodes.append(_kleene(_filter_list(key, cond, fields), False))
+            elif key == "$or":
+                nodes.append(_kleene(_filter_list(key, cond, fields), True))
+            elif key == "$not":
+                nodes.append(_not(_compile_nodes(cond, fields, where="$not")))
+            else:
+                raise ValueError(
+                    f"filter: unknown logical operator {key!r}; valid ones: {', '.join(LOGICAL_OPERATORS)} "
+                    f"(comparisons go inside a field: {{'field': {{'{key}': value}}}}; operators: "
+                    f"{', '.join(OPERATORS)})"
+                )
+            continue
+        fields.append(key)
+        nodes.append(_field_node(key, _compile_condition(key, cond)))
+    return _kleene(nodes, False)
+
+
+def _compile(filter: Mapping[str, Any] | None) -> tuple[Predicate | None, list[str]]:
+    if filter is None:
+        return None, []
+    if not isinstance(filter, Mapping):
+        raise TypeError(f"filter must be a dict of field -> condition, got {filter!r}")
+    if not filter:
+        return None, []
+    fields: list[str] = []
+    node = _compile_nodes(filter, fields)
+
+    def predicate(metadata: Mapping[str, Any]) -> bool:
+        return node(metadata) is True
+
+    return predicate, list(dict.fromkeys(fields))
 
 
 def compile_filter(filter: Mapping[str, Any] | None) -> Predicate | None:
     """Validate ``filter`` and return a predicate ``metadata -> bool`` (``None`` for an empty/absent filter).
 
+    The predicate is ``True`` only where the filter is true (see the module docstring: stored types decide, a
+    missing field never matches, three-valued ``$and``/``$or``/``$not``).
+
     Raises:
-        ValueError: unknown operator, malformed operand, or an empty field name.
-        TypeError: ``filter`` is not a mapping.
+        ValueError: unknown operator (the message names the valid ones), malformed operand, empty field name, or
+            an empty ``$and``/``$or`` list; when called, an operand compared with a stored date that is not in
+            one of :data:`DATE_FORMATS`.
+        TypeError: ``filter`` (or a nested filter) is not a mapping.
     """
-    if filter is None:
-        return None
-    if not isinstance(filter, Mapping):
-        raise TypeError(f"filter must be a dict of field -> condition, got {filter!r}")
-    if not filter:
-        return None
-    checks: list[tuple[str, list[Callable[[list[tuple[int, Any]]], bool]]]] = []
-    for field, cond in filter.items():
-        if not isinstance(field, str) or not field:
-            raise ValueError(f"filter field names must be non-empty strings, got {field!r}")
-        if isinstance(cond, Mapping):
-            if not cond:
-                raise ValueError(f"filter on {field!r}: empty operator dict")
-            ops = [_compile_op(field, str(op), operand) for op, operand in cond.items()]
-        elif isinstance(cond, (list, tuple, set, frozenset)):
-            ops = [_compile_op(field, "in", list(cond))]
-        else:
-            ops = [_compile_op(field, "eq", cond)]
-        checks.append((field, ops))
+    return _compile(filter)[0]
 
-    def predicate(metadata: Mapping[str, Any]) -> bool:
-        for field, ops in checks:
-            els = _elements(metadata.get(field))
-            if not els:
-                return False
-            if not all(op(els) for op in ops):
-                return False
-        return True
 
-    return predicate
+def filter_fields(filter: Mapping[str, Any] | None) -> list[str]:
+    """The metadata fields ``filter`` names, in order of appearance, nested filters included.
+
+    Raises:
+        ValueError, TypeError: as :func:`compile_filter`.
+    """
+    return _compile(filter)[1]
 
 
 def matches(metadata: Mapping[str, Any], filter: Mapping[str, Any] | None) -> bool:
@@ -192,39 +484,98 @@ def matches(metadata: Mapping[str, Any], filter: Mapping[str, Any] | None) -> bo
     return True if pred is None else pred(metadata)
 
 
+def and_filters(*filters: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The AND of several filters: ``None`` when all are absent/empty, the one filter when only one is given, else
+    ``{"$and": [f1, f2, …]}``.  Retrievers use it to combine their own ``filter`` with a call's: the result never
+    matches more than any of its parts.
+
+    Raises:
+        TypeError: a filter is not a mapping.
+    """
+    parts: list[dict[str, Any]] = []
+    for f in filters:
+        if f is None:
+            continue
+        if not isinstance(f, Mapping):
+            raise TypeError(f"filter must be a dict of field -> condition, got {f!r}")
+        if f and dict(f) not in parts:
+            parts.append(dict(f))
+    if not parts:
+        return None
+    return parts[0] if len(parts) == 1 else {"$and": parts}
+
+
 def filter_key(filter: Mapping[str, Any] | None) -> str:
     """A stable string key for ``filter`` (for caching candidate masks)."""
-    return json.dumps(filter or {}, sort_keys=True, default=str, ensure_ascii=False)
+    return json.dumps(filter or {}, sort_keys=True, default=repr, ensure_ascii=False)
+
+
+def unknown_field_message(field: str, known: Iterable[str]) -> str:
+    """The warning text for a filter ``field`` that no indexed chunk has, naming the closest ``known`` fields
+    (:func:`difflib.get_close_matches`), else a few known ones."""
+    names = sorted(set(known))
+    close = difflib.get_close_matches(field, names, n=3, cutoff=0.6)
+    if close:
+        hint = "closest known fields: " + ", ".join(repr(c) for c in close)
+    else:
+        shown = ", ".join(repr(n) for n in names[:12]) + (", …" if len(names) > 12 else "")
+        hint = f"known fields: {shown}" if names else "the chunks have no metadata"
+    return f"filter field {field!r} is in no indexed chunk's metadata (a missing field never matches); {hint}"
 
 
 class FilterMasks:
     """Boolean candidate masks over a fixed list of metadata dicts, one per filter, computed once and cached.
 
     ``mask(filter)`` is ``None`` for an absent/empty filter, else a ``bool`` array of shape ``(len(metadatas),)``
-    with ``True`` where the filter matches — what the retrievers use to restrict candidates before scoring.  At most
-    ``size`` masks are kept (default 32); the oldest is dropped first.
+    with ``True`` where the filter matches — what the retrievers use to restrict candidates before scoring.  A
+    filter is compiled and evaluated over the metadata once per distinct filter (keyed by :func:`filter_key`); at
+    most ``size`` masks are kept (default 32), the oldest dropped first.  When a mask is computed, every field the
+    filter names that no metadata dict has is reported with an :class:`UnknownFilterFieldWarning` naming the
+    closest known fields.
 
     Raises:
-        ValueError, TypeError: from :func:`compile_filter`, for a malformed filter.
+        ValueError, TypeError: from :func:`compile_filter`, for a malformed filter, or a date operand in a format
+            the filter does not read (see :data:`DATE_FORMATS`).
     """
 
     def __init__(self, metadatas: Sequence[Mapping[str, Any]], *, size: int = 32) -> None:
         self._metadatas = metadatas
         self._size = size
         self._masks: dict[str, np.ndarray] = {}
+        self._known: frozenset[str] | None = None
+
+    def known_fields(self) -> frozenset[str]:
+        """Every metadata key of the indexed chunks (computed once)."""
+        if self._known is None:
+            keys: set[str] = set()
+            for md in self._metadatas:
+                keys.update(md.keys())
+            self._known = frozenset(keys)
+        return self._known
 
     def mask(self, filter: Mapping[str, Any] | None) -> np.ndarray | None:
         """The candidate mask of ``filter`` (see the class docstring)."""
-        pred = compile_filter(filter)
-        if pred is None:
+        if filter is None:
+            return None
+        if not isinstance(filter, Mapping):
+            raise TypeError(f"filter must be a dict of field -> condition, got {filter!r}")
+        if not filter:
             return None
         key = filter_key(filter)
         hit = self._masks.get(key)
-        if hit is None:
-            hit = np.fromiter((pred(md) for md in self._metadatas), dtype=bool, count=len(self._metadatas))
-            if len(self._masks) >= self._size:
-                self._masks.pop(next(iter(self._masks)))
-            self._masks[key] = hit
+        if hit is not None:
+            return hit
+        pred, fields = _compile(filter)
+        assert pred is not None
+        if self._metadatas:
+            known = self.known_fields()
+            for field in fields:
+                if field not in known:
+                    warnings.warn(unknown_field_message(field, known), UnknownFilterFieldWarning, stacklevel=4)
+        hit = np.fromiter((pred(md) for md in self._metadatas), dtype=bool, count=len(self._metadatas))
+        if len(self._masks) >= self._size:
+            self._masks.pop(next(iter(self._masks)))
+        self._masks[key] = hit
         return hit
 
 
@@ -235,8 +586,8 @@ def parse_filter_expression(expr: str) -> tuple[str, dict[str, Any]]:
     """Parse one CLI filter ``FIELD<op>VALUE`` into ``(field, {operator: operand})``.
 
     ``=`` is ``eq`` (``in`` for a comma list, ``between`` for ``low..high``), ``!=`` is ``ne`` (``nin`` for a comma
-    list), and ``>``, ``>=``, ``<``, ``<=`` are ``gt``, ``gte``, ``lt``, ``lte``.  Values stay strings; typing happens
-    at comparison time.
+    list), and ``>``, ``>=``, ``<``, ``<=`` are ``gt``, ``gte``, ``lt``, ``lte``.  Values stay strings; the stored
+    field's type decides how they compare (``draft=false`` matches a stored boolean ``false``).
 
     Raises:
         ValueError: the expression has no operator, no field or no value.

@@ -36,7 +36,7 @@ from langchain_ragspine.document_compressors.restricted import drop_restricted
 from langchain_ragspine.document_loaders import CorpusLoader
 from langchain_ragspine.document_loaders import corpus as corpus_module
 from langchain_ragspine.errors import RagSpineError, StoreError
-from langchain_ragspine.retrievers.bm25 import BM25Retriever
+from langchain_ragspine.retrievers.bm25 import BM25Retriever, check_k
 from langchain_ragspine.retrievers.dense import DenseRetriever
 from langchain_ragspine.retrievers.hybrid import HybridRetriever
 from langchain_ragspine.stores import ChunkStore
@@ -498,10 +498,10 @@ def search(
     changes ``k``; it also covers any other ``BaseRetriever`` a caller hands in.
 
     Raises:
-        ValueError: ``k <= 0`` or a malformed filter.
+        ValueError: ``k < 1`` or a malformed filter.
+        TypeError: ``k`` is not an int (``"3"``, ``2.0``, ``True``).
     """
-    if k <= 0:
-        raise ValueError(f"k must be > 0, got {k}")
+    k = check_k(k)
     return drop_restricted(retriever.invoke(query, k=k, filter=filter))[:k]
 
 

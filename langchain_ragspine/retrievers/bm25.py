@@ -14,7 +14,9 @@ Differences from ``langchain_community.retrievers.BM25Retriever`` a user may rel
 * documents with score 0 (no query term) are never returned; ties break on ``chunk_id``;
 * each result is a copy of the stored ``Document`` with ``metadata["scores"] = {"bm25": s, "vector": None,
   "fused": s, "rerank": None}``;
-* ``filter`` restricts candidates *before* scoring (see :mod:`langchain_ragspine.filters`);
+* ``filter`` restricts candidates *before* scoring (see :mod:`langchain_ragspine.filters`); a filter given to
+  ``invoke`` is ANDed with the retriever's own ``filter``, never replaces it;
+* ``k`` must be an ``int >= 1`` (``"3"``, ``2.0``, ``True``, ``0`` are errors naming ``k``);
 * ``save(dir)`` / ``load(dir)`` persist numpy arrays and JSON — never pickle;
 * documents labelled RESTRICTED (see :mod:`langchain_ragspine.document_compressors.restricted`) are dropped when
   the retriever is built: they are never indexed (so they do not even shape the IDF), scored or returned.
@@ -23,6 +25,7 @@ Differences from ``langchain_community.retrievers.BM25Retriever`` a user may rel
 from __future__ import annotations
 
 import json
+import numbers
 import os
 from array import array
 from collections import Counter
@@ -35,11 +38,11 @@ import numpy as np
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from pydantic import ConfigDict, Field, PrivateAttr
+from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
 from langchain_ragspine.document_compressors.restricted import drop_restricted
 from langchain_ragspine.errors import StoreError
-from langchain_ragspine.filters import FilterMasks, compile_filter
+from langchain_ragspine.filters import FilterMasks, and_filters, compile_filter
 from langchain_ragspine.stores.files import atomic_dir, read_config, read_documents, write_documents
 from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer, tokenizer_name
 
@@ -55,6 +58,20 @@ def doc_key(doc: Document) -> str | None:
     if cid is not None and cid != "":
         return str(cid)
     return doc.id or None
+
+
+def check_k(value: Any, name: str = "k") -> int:
+    """``value`` as a result count: an ``int >= 1`` (numpy integers accepted), else an error naming ``name``.
+
+    Raises:
+        TypeError: ``value`` is not an integer (``"3"``, ``2.0``, ``True``, ``None``).
+        ValueError: ``value < 1``.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int >= 1, got {type(value).__name__} {value!r}")
+    if value < 1:
+        raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+    return int(value)
 
 
 def with_scores(doc: Document, **scores: float | None) -> Document:
@@ -76,19 +93,21 @@ class BM25Retriever(BaseRetriever):
 
     Attributes:
         docs: the indexed documents (typically chunks from ``ParagraphTextSplitter``).
-        k: number of results (default 4); ``invoke(query, k=...)`` overrides it per call.
+        k: number of results (default 4), an ``int >= 1``; ``invoke(query, k=...)`` overrides it per call.
         tokenizer: tokenizer name (``"auto"``, ``"cjk"``, ``"fugashi"``, ``"whitespace"``) or a callable
             ``str -> list[str]``; queries and documents use the same one.
         k1: term-frequency saturation (default 1.5).
         b: length normalisation in [0, 1] (default 0.75).
-        filter: default metadata filter; ``invoke(query, filter=...)`` overrides it per call.
+        filter: the retriever's own metadata filter (:mod:`langchain_ragspine.filters`); ``invoke(query,
+            filter=...)`` is ANDed with it, so a call narrows the results but never widens them.
 
     ``invoke`` returns at most ``k`` documents with a positive score, best first, ties broken by ``chunk_id``.
     An empty corpus, an empty or whitespace-only query, and a query with no indexed term return ``[]``.
     RESTRICTED documents are removed from ``docs`` at construction.
 
     Raises:
-        ValueError: ``k < 0``, ``k1 < 0`` or ``b`` outside [0, 1]; an unknown tokenizer; a malformed filter.
+        ValueError: ``k < 1``, ``k1 < 0`` or ``b`` outside [0, 1]; an unknown tokenizer; a malformed filter.
+        TypeError: ``k`` is not an int.
     """
 
     docs: list[Document] = Field(default_factory=list, repr=False)
@@ -113,10 +132,13 @@ class BM25Retriever(BaseRetriever):
         data.pop("vectorizer", None)
         super().__init__(**data)
 
+    @field_validator("k", mode="before")
+    @classmethod
+    def _strict_k(cls, value: Any) -> int:
+        return check_k(value)
+
     def model_post_init(self, context: Any, /) -> None:
         """Validate parameters and build the index from ``docs`` (unless :meth:`load` supplies one)."""
-        if self.k < 0:
-            raise ValueError(f"k must be >= 0, got {self.k}")
         if self.k1 < 0:
             raise ValueError(f"k1 must be >= 0, got {self.k1}")
         if not 0.0 <= self.b <= 1.0:
@@ -201,12 +223,15 @@ class BM25Retriever(BaseRetriever):
     def search(
         self, query: str, *, k: int | None = None, filter: Mapping[str, Any] | None = None
     ) -> list[tuple[int, float]]:
-        """Top ``k`` ``(doc_position, score)`` pairs with score > 0, best first, ties by ``chunk_id``."""
-        k = self.k if k is None else k
-        if k < 0:
-            raise ValueError(f"k must be >= 0, got {k}")
-        mask = self._masks.mask(filter)
-        if k == 0 or not self.docs:
+        """Top ``k`` ``(doc_position, score)`` pairs with score > 0, best first, ties by ``chunk_id``, among the
+        documents that match both the retriever's own :attr:`filter` and ``filter`` (AND).
+
+        Raises:
+            TypeError, ValueError: a bad ``k`` (see :func:`check_k`); a malformed filter.
+        """
+        k = self.k if k is None else check_k(k)
+        mask = self._masks.mask(and_filters(self.filter, filter))
+        if not self.docs:
             return []
         scores = self.score(query)
         ok = scores > 0
@@ -234,9 +259,8 @@ class BM25Retriever(BaseRetriever):
     ) -> list[Document]:
         if kwargs:
             raise TypeError(f"unexpected keyword arguments for BM25Retriever: {sorted(kwargs)}")
-        flt = self.filter if filter is None else filter
         return [
-            with_scores(self.docs[i], bm25=s, fused=s) for i, s in self.search(query, k=k, filter=flt)
+            with_scores(self.docs[i], bm25=s, fused=s) for i, s in self.search(query, k=k, filter=filter)
         ]
 
     async def _aget_relevant_documents(

@@ -11,10 +11,12 @@ What :class:`DenseRetriever` guarantees:
 
 * each result is a copy of the stored ``Document`` with ``metadata["scores"] = {"bm25": None, "vector": s,
   "fused": s, "rerank": None}``, ``s`` the cosine similarity; at most ``k`` results, best first, ties broken by
-  ``chunk_id``; an empty query or an empty corpus returns ``[]``;
+  ``chunk_id``; an empty query or an empty corpus returns ``[]``; ``k`` must be an ``int >= 1``;
+* a chunk with no visible text (empty, or only white space) is never embedded, indexed or returned;
 * ``filter`` (see :mod:`langchain_ragspine.filters`, the same evaluator as BM25's) restricts the candidates *before*
   scoring: with 100 ``dept=a`` chunks next to the query and one ``dept=c`` chunk far from it,
-  ``filter={"dept": "c"}`` returns that one chunk; a missing field never matches;
+  ``filter={"dept": "c"}`` returns that one chunk; a missing field never matches; a call's ``filter`` is ANDed
+  with the retriever's own;
 * documents labelled RESTRICTED are dropped when the retriever is built: never embedded, indexed or returned;
 * with ``cache_path`` the chunk vectors come from an :class:`~langchain_ragspine.stores.vector_index.EmbeddingCache`
   keyed by ``(model_key, chunk_id, sha256(text))``: rebuilding over an unchanged corpus embeds nothing, a changed
@@ -52,6 +54,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable, Mapping
 from contextvars import ContextVar
 from pathlib import Path
@@ -62,12 +65,12 @@ from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, Callba
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
-from pydantic import ConfigDict, Field, PrivateAttr
+from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
 from langchain_ragspine.document_compressors.restricted import drop_restricted
 from langchain_ragspine.errors import StoreError
-from langchain_ragspine.filters import FilterMasks, compile_filter
-from langchain_ragspine.retrievers.bm25 import doc_key, with_scores
+from langchain_ragspine.filters import FilterMasks, and_filters, compile_filter
+from langchain_ragspine.retrievers.bm25 import check_k, doc_key, with_scores
 from langchain_ragspine.stores.files import atomic_dir, read_config, read_documents, write_documents
 from langchain_ragspine.stores.vector_index import (
     INDEX_KINDS,
@@ -87,6 +90,12 @@ _DOCS_FILE = "docs.jsonl"
 # Set while load() validates a retriever whose index comes from disk, so model_post_init skips the build
 # (the same device as bm25.py: pydantic's validation context does not reach model_post_init via BaseRetriever).
 _SKIP_BUILD: ContextVar[bool] = ContextVar("ragspine_dense_skip_build", default=False)
+# a character that is neither white space nor an invisible format character (zero-width space, BOM, …)
+_VISIBLE_RE = re.compile(r"[^\s\u200b-\u200f\u2028-\u202f\u2060-\u206f\ufeff]")
+
+
+def _has_text(doc: Document) -> bool:
+    return bool(_VISIBLE_RE.search(doc.page_content))
 
 
 class DenseRetriever(BaseRetriever):
@@ -96,11 +105,13 @@ class DenseRetriever(BaseRetriever):
     indexed at construction.
 
     Attributes:
-        docs: the indexed documents (RESTRICTED ones are removed at construction).
+        docs: the indexed documents (RESTRICTED ones and chunks without visible text are removed at
+            construction).
         embedding: any LangChain ``Embeddings``; ``embed_documents`` for chunks, ``embed_query`` /
             ``aembed_query`` for queries.  Vectors are L2-normalised here, so scores are cosine similarities.
-        k: number of results (default 4); ``invoke(query, k=...)`` overrides it per call.
-        filter: default metadata filter; ``invoke(query, filter=...)`` overrides it per call.
+        k: number of results (default 4), an ``int >= 1``; ``invoke(query, k=...)`` overrides it per call.
+        filter: the retriever's own metadata filter (:mod:`langchain_ragspine.filters`); ``invoke(query,
+            filter=...)`` is ANDed with it, so a call narrows the results but never widens them.
         index_kind: ``"auto"`` (default: exact flat index below 200,000 chunks, HNSW above), ``"flat"``, ``"ivf"``
             or ``"hnsw"``.
         cache_path: an :class:`EmbeddingCache` SQLite file (e.g. ``DIR/embeddings.sqlite`` beside the chunk
@@ -112,8 +123,9 @@ class DenseRetriever(BaseRetriever):
         show_progress: progress bar while embedding; ``None`` (default) shows it on a terminal only.
 
     Raises:
-        ValueError: ``k < 0``, ``batch_size < 1``, an unknown ``index_kind``, a malformed filter, or an embedding
+        ValueError: ``k < 1``, ``batch_size < 1``, an unknown ``index_kind``, a malformed filter, or an embedding
             model returning malformed vectors.
+        TypeError: ``k`` is not an int.
         StoreError: the embedding cache is unusable.
         ImportError: faiss-cpu is not installed.
     """
@@ -135,14 +147,20 @@ class DenseRetriever(BaseRetriever):
     _masks: FilterMasks = PrivateAttr()
     _last_embedded: int = PrivateAttr(default=0)
 
+    @field_validator("k", mode="before")
+    @classmethod
+    def _strict_k(cls, value: Any) -> int:
+        return check_k(value)
+
     def model_post_init(self, context: Any, /) -> None:
-        """Validate parameters, drop RESTRICTED documents, embed and index (unless :meth:`load` supplies the index)."""
-        _check_int("k", self.k, 0)
+        """Validate parameters, drop RESTRICTED documents and chunks without visible text, embed and index (unless
+        :meth:`load` supplies the index)."""
         _check_int("batch_size", self.batch_size, 1)
         if self.index_kind not in INDEX_KINDS:
             raise ValueError(f"index_kind must be one of {INDEX_KINDS}, got {self.index_kind!r}")
         compile_filter(self.filter)
-        self.docs = drop_restricted(self.docs)  # never embedded, indexed or returned: one gate at construction
+        # never embedded, indexed or returned: one gate at construction
+        self.docs = [d for d in drop_restricted(self.docs) if _has_text(d)]
         self._masks = FilterMasks([d.metadata for d in self.docs])
         if not _SKIP_BUILD.get():
             self._build()
@@ -231,36 +249,35 @@ class DenseRetriever(BaseRetriever):
         filter: Mapping[str, Any] | None = None,
     ) -> list[tuple[int, float]]:
         """Top ``k`` ``(doc_position, cosine)`` pairs for a query ``vector`` of shape ``(d,)``, best first, ties by
-        ``chunk_id``.  ``filter=None`` applies the retriever's default :attr:`filter`; pass ``{}`` for none.
+        ``chunk_id``, among the documents that match both the retriever's own :attr:`filter` and ``filter`` (AND).
 
         For benchmarks that time the search without the query embedding.
 
         Raises:
-            ValueError: ``k < 0``; a malformed filter; a vector of another dimension than the index.
+            TypeError, ValueError: a bad ``k``; a malformed filter; a vector of another dimension than the index.
         """
-        k = self.k if k is None else k
-        _check_int("k", k, 0)
-        flt = self.filter if filter is None else filter
-        mask = self._masks.mask(flt)
-        if k == 0 or self._index is None:
+        k = self.k if k is None else check_k(k)
+        mask = self._masks.mask(and_filters(self.filter, filter))
+        return self._search(vector, k, mask)
+
+    def _search(self, vector: np.ndarray | list[float], k: int, mask: np.ndarray | None) -> list[tuple[int, float]]:
+        if self._index is None:
             return []
         return self._index.search(vector, k, allowed=mask)
 
     def _prepare(
         self, query: str, k: int | None, filter: Mapping[str, Any] | None, kwargs: Mapping[str, Any]
-    ) -> tuple[int, Mapping[str, Any] | None] | None:
-        """``(k, filter)`` for a call, or ``None`` when the answer is ``[]`` without embedding the query."""
+    ) -> tuple[int, np.ndarray | None] | None:
+        """``(k, candidate mask)`` for a call, or ``None`` when the answer is ``[]`` without embedding the query."""
         if kwargs:
             raise TypeError(f"unexpected keyword arguments for DenseRetriever: {sorted(kwargs)}")
-        k = self.k if k is None else k
-        _check_int("k", k, 0)
-        flt = self.filter if filter is None else filter
-        mask = self._masks.mask(flt)  # validates the filter before anything else
-        if k == 0 or self._index is None or not query or not query.strip():
+        k = self.k if k is None else check_k(k)
+        mask = self._masks.mask(and_filters(self.filter, filter))  # validates the filter before anything else
+        if self._index is None or not query or not query.strip():
             return None
         if mask is not None and not mask.any():
             return None
-        return k, flt
+        return k, mask
 
     def _results(self, hits: list[tuple[int, float]]) -> list[Document]:
         return [with_scores(self.docs[i], vector=s, fused=s) for i, s in hits]
@@ -277,9 +294,8 @@ class DenseRetriever(BaseRetriever):
         prepared = self._prepare(query, k, filter, kwargs)
         if prepared is None:
             return []
-        k, flt = prepared
-        vector = self.embedding.embed_query(query)
-        return self._results(self.search_by_vector(vector, k=k, filter=flt if flt is not None else {}))
+        k, mask = prepared
+        return self._results(self._search(self.embedding.embed_query(query), k, mask))
 
     async def _aget_relevant_documents(
         self,
@@ -293,9 +309,8 @@ class DenseRetriever(BaseRetriever):
         prepared = self._prepare(query, k, filter, kwargs)
         if prepared is None:
             return []
-        k, flt = prepared
-        vector = await self.embedding.aembed_query(query)
-        return self._results(self.search_by_vector(vector, k=k, filter=flt if flt is not None else {}))
+        k, mask = prepared
+        return self._results(self._search(await self.embedding.aembed_query(query), k, mask))
 
     # -- persistence ------------------------------------------------------------------------------------------------
     def save(self, path: str | os.PathLike[str]) -> None:

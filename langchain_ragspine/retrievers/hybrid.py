@@ -58,11 +58,11 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import patch_config, run_in_executor
 from langchain_core.vectorstores import VectorStoreRetriever
-from pydantic import ConfigDict
+from pydantic import ConfigDict, field_validator
 
 from langchain_ragspine.document_compressors.restricted import is_restricted
-from langchain_ragspine.filters import Predicate, compile_filter
-from langchain_ragspine.retrievers.bm25 import doc_key, with_scores
+from langchain_ragspine.filters import Predicate, and_filters, compile_filter
+from langchain_ragspine.retrievers.bm25 import check_k, doc_key, with_scores
 
 __all__ = ["DEFAULT_C", "FUSIONS", "HybridRetriever", "convex_weights", "fuse"]
 
@@ -325,9 +325,10 @@ class HybridRetriever(BaseRetriever):
     scores by default, weighted Reciprocal Rank Fusion with ``fusion="rrf"`` (see the module docstring for both
     formulas and the measurements behind the default).
 
-    Each query asks every channel for ``candidate_k`` candidates — ``invoke(query, k=candidate_k,
+    Each query asks every channel for ``depth = max(candidate_k, k)`` candidates — ``invoke(query, k=depth,
     filter=filter)`` when the channel understands those keywords (this package's retrievers; a
-    ``VectorStoreRetriever`` gets ``k`` only, see :func:`_channel_params`) — and fuses them with :func:`fuse`.
+    ``VectorStoreRetriever`` gets ``k`` only, see :func:`_channel_params`) — and fuses them with :func:`fuse`, so
+    ``invoke(query, k=70)`` returns 70 documents when 70 match.
     ``ainvoke`` runs the channels concurrently (``asyncio.gather``); ``invoke`` runs them one after another.
 
     Attributes:
@@ -337,14 +338,16 @@ class HybridRetriever(BaseRetriever):
         c: the RRF constant (default 60, Cormack et al.'s "k"; named ``c`` like ``EnsembleRetriever``'s because
             ``k`` is the result count).  ``"convex"`` uses it only for a channel that reports no scores
             (``1 / (c + rank)`` stands in for its score).
-        candidate_k: candidates taken from each channel (default 50); a channel that returns more is truncated.
-            For ``"convex"`` it also sets the depth over which each channel's min and max are taken.
-        k: number of fused results (default 4); ``invoke(query, k=...)`` overrides it per call.
-        filter: default metadata filter (:mod:`langchain_ragspine.filters`); ``invoke(query, filter=...)``
-            overrides it per call.  Channels that accept ``filter`` apply it before scoring; every channel's list is
-            also post-filtered here, so a filter never widens the results — but for a channel that cannot take it
-            (a foreign ``VectorStoreRetriever``, say) it is a post-filter only: that channel may then contribute
-            fewer than ``candidate_k`` candidates.
+        candidate_k: candidates taken from each channel (default 50), raised to ``k`` when a call asks for more;
+            a channel that returns more is truncated.  For ``"convex"`` this depth also sets the list over which
+            each channel's min and max are taken.
+        k: number of fused results (default 4), an ``int >= 1``; ``invoke(query, k=...)`` overrides it per call.
+        filter: the retriever's own metadata filter (:mod:`langchain_ragspine.filters`); ``invoke(query,
+            filter=...)`` is ANDed with it, so a call narrows the results but never widens them.  Channels that
+            accept ``filter`` get the combined filter and apply it before scoring (ANDed again with their own
+            ``filter``); every channel's list is also post-filtered here, so a filter never widens the results —
+            but for a channel that cannot take it (a foreign ``VectorStoreRetriever``, say) it is a post-filter
+            only: that channel may then contribute fewer than ``candidate_k`` candidates.
         fusion: ``"convex"`` (default; min-max normalised scores, Bruch et al. 2023) or ``"rrf"``.
         alpha: ``"convex"`` only, when ``weights`` is not given: the weight of the first channel's normalised score;
             the other channels share ``1 - alpha`` (default 0.7, measured best with the lexical channel first).
@@ -355,9 +358,10 @@ class HybridRetriever(BaseRetriever):
     are dropped even when a foreign channel returns them.
 
     Raises:
-        ValueError: no retrievers, bad ``weights``, ``c < 0``, ``candidate_k < 1``, ``k < 0``, an unknown
+        ValueError: no retrievers, bad ``weights``, ``c < 0``, ``candidate_k < 1``, ``k < 1``, an unknown
             ``fusion``, ``alpha`` outside [0, 1] or given together with ``weights``, a malformed ``filter``.
-        TypeError: a channel that is not a ``BaseRetriever``; an unknown keyword argument to ``invoke``.
+        TypeError: a channel that is not a ``BaseRetriever``; ``k`` not an int; an unknown keyword argument to
+            ``invoke``.
     """
 
     retrievers: list[BaseRetriever]
@@ -371,6 +375,11 @@ class HybridRetriever(BaseRetriever):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
+    @field_validator("k", mode="before")
+    @classmethod
+    def _strict_k(cls, value: Any) -> int:
+        return check_k(value)
+
     def model_post_init(self, context: Any, /) -> None:
         """Validate the parameters (see the class docstring)."""
         if not isinstance(self.retrievers, list) or not self.retrievers:
@@ -381,7 +390,6 @@ class HybridRetriever(BaseRetriever):
         _check_weights(self.weights, len(self.retrievers))
         _check_int("c", self.c, 0)
         _check_int("candidate_k", self.candidate_k, 1)
-        _check_int("k", self.k, 0)
         _check_fusion(self.fusion)
         _check_alpha(self.alpha)
         if self.weights is not None and "alpha" in self.model_fields_set:
@@ -392,12 +400,14 @@ class HybridRetriever(BaseRetriever):
     def _params(
         self, k: int | None, filter: Mapping[str, Any] | None, candidate_k: int | None, extra: Mapping[str, Any]
     ) -> tuple[int, Mapping[str, Any] | None, int, Predicate | None]:
+        """``(k, filter, depth, predicate)`` of a call: the call's filter ANDed with :attr:`filter`, and the
+        per-channel depth ``max(candidate_k, k)``."""
         if extra:
             raise TypeError(f"unexpected keyword arguments for HybridRetriever: {sorted(extra)}")
-        k = self.k if k is None else _check_int("k", k, 0)
+        k = self.k if k is None else check_k(k)
         candidate_k = self.candidate_k if candidate_k is None else _check_int("candidate_k", candidate_k, 1)
-        flt = self.filter if filter is None else filter
-        return k, flt, candidate_k, compile_filter(flt)
+        flt = and_filters(self.filter, filter)
+        return k, flt, max(candidate_k, k), compile_filter(flt)
 
     def _weights(self) -> list[float]:
         """The effective channel weights (a channel with weight 0 is not called)."""
@@ -447,12 +457,12 @@ class HybridRetriever(BaseRetriever):
         candidate_k: int | None = None,
         **kwargs: Any,
     ) -> list[Document]:
-        k, flt, candidate_k, pred = self._params(k, filter, candidate_k, kwargs)
+        k, flt, depth, pred = self._params(k, filter, candidate_k, kwargs)
         results = [
             (i, r.invoke(query, patch_config(None, callbacks=run_manager.get_child(tag=f"retriever_{i + 1}")), **kw))
-            for i, r, kw in self._calls(flt, candidate_k)
+            for i, r, kw in self._calls(flt, depth)
         ]
-        return self._fuse(results, k, pred, candidate_k)
+        return self._fuse(results, k, pred, depth)
 
     async def _aget_relevant_documents(
         self,
@@ -464,8 +474,8 @@ class HybridRetriever(BaseRetriever):
         candidate_k: int | None = None,
         **kwargs: Any,
     ) -> list[Document]:
-        k, flt, candidate_k, pred = self._params(k, filter, candidate_k, kwargs)
-        calls = self._calls(flt, candidate_k)
+        k, flt, depth, pred = self._params(k, filter, candidate_k, kwargs)
+        calls = self._calls(flt, depth)
         lists = await asyncio.gather(
             *(
                 _ainvoke_channel(
@@ -474,4 +484,4 @@ class HybridRetriever(BaseRetriever):
                 for i, r, kw in calls
             )
         )
-        return self._fuse([(i, docs) for (i, _, _), docs in zip(calls, lists, strict=True)], k, pred, candidate_k)
+        return self._fuse([(i, docs) for (i, _, _), docs in zip(calls, lists, strict=True)], k, pred, depth)

@@ -7,6 +7,7 @@ import pytest
 from langchain_core.documents import Document
 
 from langchain_ragspine.errors import StoreError
+from langchain_ragspine.filters import UnknownFilterFieldWarning
 from langchain_ragspine.retrievers import BM25Retriever
 
 CITIES = ["東京都の天気は晴れです", "大阪府の人口について", "データベースの設計方法", "京都の観光名所"]
@@ -83,9 +84,9 @@ def test_results_sorted_and_bounded_by_k():
     scores = [d.metadata["scores"]["bm25"] for d in res]
     assert scores == sorted(scores, reverse=True)
     assert len(r.invoke("梅雨 雨", k=7)) == 7
-    assert r.invoke("梅雨", k=0) == []
-    with pytest.raises(ValueError):
-        r.invoke("梅雨", k=-1)
+    for bad in (0, -1):
+        with pytest.raises(ValueError, match="k must be an int >= 1"):
+            r.invoke("梅雨", k=bad)
 
 
 # -- filters --------------------------------------------------------------------------------------------------------
@@ -102,13 +103,15 @@ def test_filter_restricts_candidates_before_scoring():
     assert [d.metadata["chunk_id"] for d in res] == ["c#0"]
     assert r.invoke("梅雨 前線", filter={"dept": ["c", "z"]})[0].metadata["chunk_id"] == "c#0"
     assert r.invoke("梅雨 前線", filter={"dept": "zzz"}) == []
-    assert r.invoke("梅雨 前線", filter={"missing": "x"}) == []
+    with pytest.warns(UnknownFilterFieldWarning, match="'missing' is in no indexed chunk"):
+        assert r.invoke("梅雨 前線", filter={"missing": "x"}) == []
 
 
-def test_default_filter_field_and_per_call_override():
+def test_own_filter_is_anded_with_the_call_filter():
     r = BM25Retriever.from_documents(_dept_corpus(), k=4, tokenizer="whitespace", filter={"dept": "c"})
     assert [d.metadata["dept"] for d in r.invoke("梅雨")] == ["c"]
-    assert {d.metadata["dept"] for d in r.invoke("梅雨", filter={"dept": "a"})} == {"a"}
+    assert r.invoke("梅雨", filter={"dept": "a"}) == []  # a call narrows, never replaces the retriever's filter
+    assert r.invoke("梅雨", filter={}) == r.invoke("梅雨")
 
 
 def test_malformed_filter_and_unknown_kwargs():

@@ -87,7 +87,8 @@ def test_retriever_gives_the_same_numbers_and_k_truncates():
     assert _ids(out) == ["a#0", "c#0"]
     assert out[0].metadata["scores"]["fused"] == pytest.approx(1 / 61 + 1 / 62)
     assert _ids(h.invoke("q", k=3)) == ["a#0", "c#0", "b#0"]
-    assert h.invoke("q", k=0) == []
+    with pytest.raises(ValueError, match="k must be an int >= 1"):
+        h.invoke("q", k=0)
 
 
 def test_constant_c_is_honoured():
@@ -249,18 +250,18 @@ def test_convex_retriever_option():
 def test_candidate_k_is_passed_to_channels_that_take_k_and_truncates_the_others():
     ours = KRetriever(docs=[A, B, C, D])
     foreign = FixedRetriever(docs=[D, C, B, A])
-    h = HybridRetriever(retrievers=[ours, foreign], candidate_k=2, k=10, fusion="rrf")
+    h = HybridRetriever(retrievers=[ours, foreign], candidate_k=2, k=2, fusion="rrf")
     out = h.invoke("q")
     assert ours.calls == [{"k": 2, "filter": None}]
-    # ours: a, b; foreign truncated to d, c — each 1/61 or 1/62, so ties break on chunk_id
-    assert _ids(out) == ["a#0", "d#0", "b#0", "c#0"]
-    assert _ids(h.invoke("q", candidate_k=1)) == ["a#0", "d#0"]
+    # ours: a, b; foreign truncated to d, c — each 1/61 or 1/62, so ties break on chunk_id.  Untruncated, the
+    # foreign list would add b (rank 3) and a (rank 4): a = 1/61 + 1/64, b = 1/62 + 1/63 would be the top two.
+    assert _ids(out) == ["a#0", "d#0"]
 
 
 def test_candidate_k_counts_distinct_keys():
     foreign = FixedRetriever(docs=[A, _d("a#0", "dup"), B, C])
-    out = HybridRetriever(retrievers=[foreign], candidate_k=2, k=10).invoke("q")
-    assert _ids(out) == ["a#0", "b#0"]
+    out = HybridRetriever(retrievers=[foreign], candidate_k=2, k=2).invoke("q")
+    assert _ids(out) == ["a#0", "b#0"]  # counting the duplicate, the depth-2 list would hold a#0 only
 
 
 _FILTER_DOCS = [
@@ -276,17 +277,17 @@ def test_filter_runs_before_scoring_in_bm25_and_after_in_a_vector_store_channel(
     store.add_documents(_FILTER_DOCS)
     vec = store.as_retriever()
     assert _ids(bm.invoke("東京", k=1)) == ["ja#0"]  # unfiltered, the Japanese chunk is the best match
-    h = HybridRetriever(retrievers=[bm, vec], candidate_k=1, k=5, fusion="rrf")
+    h = HybridRetriever(retrievers=[bm, vec], candidate_k=1, k=1, fusion="rrf")
     out = h.invoke("東京", filter={"lang": "en"})
     # BM25 filtered before scoring: its one candidate is en#0.  The vector store cannot take our dict filter (it
     # would call it as a function); its top-1 is ja#0, removed after retrieval — so it contributes nothing.
     assert _ids(out) == ["en#0"]
     assert out[0].metadata["scores"]["bm25"] is not None
     assert out[0].metadata["scores"]["fused"] == 1 / 61
-    # a constructor filter is the default; a per-call filter replaces it
+    # a constructor filter holds on every call; a per-call filter is ANDed with it, never replaces it
     h2 = HybridRetriever(retrievers=[bm, vec], filter={"lang": "en"}, k=5)
     assert {d.metadata["lang"] for d in h2.invoke("東京")} == {"en"}
-    assert {d.metadata["lang"] for d in h2.invoke("東京", filter={"lang": "ja"})} == {"ja"}
+    assert h2.invoke("東京", filter={"lang": "ja"}) == []
 
 
 def test_filter_is_passed_to_channels_that_take_it_and_never_widens():
