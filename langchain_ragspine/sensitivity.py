@@ -202,5 +202,7 @@ def parse_label(value: str | Sequence[str]) -> tuple[str, str | None]:
 def _strings(items: Sequence[Any]) -> list[str]:
     for item in items:
         if not isinstance(item, str):
-            raise TypeError(f"a sensitivity label list may hold only strings, got {type(item).__name__}: {item!r}")
+            raise TypeError(
+                f"a sensitivity label list may hold only strings, got {type(item).__name__}: {item!r}"
+            )
     return list(items)

@@ -174,8 +174,9 @@ class CorpusLoader(BaseLoader):
     object, a sidecar of a ``.jsonl`` that sets ``doc_id`` (it would apply to every line), malformed or
     unclosed YAML front matter or front matter that is not a mapping, a metadata value that is not
     JSON-serialisable (a set, bytes, NaN, a non-string key), a ``doc_id``/``title``/``sensitivity`` of the
-    wrong type (a sensitivity that is not a string or a non-empty list of strings), a JSONL line that is not valid JSON / not an object / has no string ``text``, and a ``doc_id``
-    already used by an earlier document (the message names both; with ``"skip"`` the later one is skipped).
+    wrong type (a sensitivity must be a string or a non-empty list of strings), a JSONL line that is not valid
+    JSON / not an object / has no string ``text``, and a ``doc_id`` already used by an earlier document (the
+    message names both; with ``"skip"`` the later one is skipped).
     Empty or whitespace-only documents are always skipped with a :class:`LoaderWarning` and listed in
     ``stats.empty``.
 
@@ -414,7 +415,8 @@ class CorpusLoader(BaseLoader):
         label = _source_label(labels, side)
         if label is not None:
             out[SENSITIVITY_KEY] = label
-            out.lines.setdefault(SENSITIVITY_KEY, labels[0][2] or 1)
+            if labels[0][2] is not None:
+                out.lines.setdefault(SENSITIVITY_KEY, labels[0][2])
         return out
 
     def _open(self, entry: _Entry) -> Iterator[tuple[Document, int | None]]:
@@ -651,7 +653,10 @@ def _default_ids(found: Sequence[tuple[Path, Path, PurePosixPath]]) -> list[_Ent
         for i, candidate, stem in zip(members, candidates, stems, strict=True):
             names[i] = candidate
             ids[i] = candidate.as_posix() if keep_suffix else stem
-    return [_Entry(path=file, rel=name, id_base=doc_id) for (file, _, _), name, doc_id in zip(found, names, ids, strict=True)]
+    return [
+        _Entry(path=file, rel=name, id_base=doc_id)
+        for (file, _, _), name, doc_id in zip(found, names, ids, strict=True)
+    ]
 
 
 def _relative(path: Path, root: Path) -> PurePosixPath:
@@ -787,7 +792,7 @@ def _title_value(value: Any, origin: _Origin) -> str | None:
 # every place a source sets the label and say where, so that each warning names the file and line.
 
 #: ``(key as written, value, 1-based line or None)``: one occurrence of a sensitivity key in a source.
-_LabelAt = tuple[str, Any, "int | None"]
+_LabelAt = tuple[str, Any, int | None]
 
 
 def _warn(message: str) -> None:
@@ -833,9 +838,12 @@ def _source_label(occurrences: Sequence[_LabelAt], path: Path) -> str | None:
     label = most_restrictive(labels)
     if len(occurrences) > 1:
         where = ", ".join(
-            f"{key!r}: {value!r}" + (f" (line {line})" if line is not None else "") for key, value, line in occurrences
+            f"{key!r}: {value!r}" + ("" if line is None else f" (line {line})") for key, value, line in occurrences
         )
-        _warn(f"{_at(path, occurrences[1][2])}: sensitivity is set {len(occurrences)} times ({where}); keeping {label}")
+        _warn(
+            f"{_at(path, occurrences[1][2])}: sensitivity is set {len(occurrences)} times ({where}); "
+            f"keeping {label}"
+        )
     return label
 
 
@@ -928,7 +936,8 @@ class _PairsHook:
                 if obj_id in label_ids and is_sensitivity_key(key):
                     found.setdefault(obj_id, []).append((key, value, line_of(key, n, obj_id == root)))
                 elif n == 1:
-                    _warn(f"{_at(path, line_of(key, n, obj_id == root))}: duplicate key {key!r}; the last value is used")
+                    where = _at(path, line_of(key, n, obj_id == root))
+                    _warn(f"{where}: duplicate key {key!r}; the last value is used")
         return [label for obj_id in label_ids for label in found.get(obj_id, [])]
 
 

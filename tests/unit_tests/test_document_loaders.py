@@ -647,11 +647,6 @@ def test_regression_langchain_style_nested_metadata_is_flattened(tmp_path: Path)
     assert md["sensitivity"] == "RESTRICTED" and md["lang"] == "ja" and "metadata" not in md
 
 
-def test_regression_sensitivity_key_is_case_insensitive(tmp_path: Path):
-    (tmp_path / "a.md").write_text("---\nSensitivity: RESTRICTED\n---\n本文", "utf-8")
-    assert CorpusLoader(tmp_path).load()[0].metadata["sensitivity"] == "RESTRICTED"
-
-
 def test_regression_sidecar_cannot_declassify_restricted(tmp_path: Path):
     (tmp_path / "a.md").write_text("---\nsensitivity: RESTRICTED\n---\n本文", "utf-8")
     (tmp_path / "a.json").write_text('{"sensitivity": "PUBLIC", "title": "T"}', "utf-8")

@@ -133,7 +133,12 @@ def test_regression_several_folders_with_the_same_file_names_lose_nothing(tmp_pa
     assert (s.documents, s.new, s.skipped) == (4, 4, 0)
     assert _active(store) == ["notes.md", "notes.txt", "projA/README", "projB/README"]
     r = open_retriever(store)
-    for word, doc_id in [("zebra", "projA/README"), ("yak", "projB/README"), ("walrus", "notes.md"), ("vole", "notes.txt")]:
+    for word, doc_id in [
+        ("zebra", "projA/README"),
+        ("yak", "projB/README"),
+        ("walrus", "notes.md"),
+        ("vole", "notes.txt"),
+    ]:
         assert [d.metadata["doc_id"] for d in search(r, word, k=1)] == [doc_id]
     s = ingest(paths, store)  # the same paths again: the same ids
     assert (s.new, s.changed, s.unchanged, s.retracted, s.index_rebuilt) == (0, 0, 4, 0, False)
@@ -156,7 +161,9 @@ def test_summary_counts_documents_and_chunks_on_the_same_scope(corpus, tmp_path)
     assert (first.documents, first.chunks, first.store_documents, first.store_chunks) == (3, 3, 3, 3)
     s = ingest(corpus / "a.md", store, retract_missing=False)
     assert (s.documents, s.chunks, s.store_documents, s.store_chunks) == (1, 1, 3, 3)
-    assert s.line().startswith("this run: 1 documents, 1 chunks (0 new, 0 changed, 1 unchanged, 0 retracted); ")
+    assert s.line().startswith(
+        "this run: 1 documents, 1 chunks (0 new, 0 changed, 1 unchanged, 0 retracted); "
+    )
     assert "; store: 3 documents, 3 chunks; " in s.line()
 
 
@@ -243,7 +250,12 @@ def test_regression_restricted_or_retracted_chunks_leave_nothing_in_derived_file
     # and no search returns any of it
     for mode in ("bm25", "vector", "hybrid"):
         r = open_retriever(store, mode=mode, embedding=emb)
-        for query in ("SECRETTOKEN-ALPHA launch codes.", "RETRACTTOKEN-BETA", "OLDTOKEN-GAMMA", "BORNTOKEN-DELTA"):
+        for query in (
+            "SECRETTOKEN-ALPHA launch codes.",
+            "RETRACTTOKEN-BETA",
+            "OLDTOKEN-GAMMA",
+            "BORNTOKEN-DELTA",
+        ):
             assert {d.metadata["doc_id"] for d in search(r, query, k=10)} <= {"keep", "changed"}
 
 

@@ -28,12 +28,36 @@ from langchain_ragspine.indexing import ingest, open_retriever, search
 from langchain_ragspine.retrievers import BM25Retriever, DenseRetriever, HybridRetriever
 from langchain_ragspine.text_splitters import ParagraphTextSplitter
 
-KEYS = ["sensitivity", "Sensitivity", "SENSITIVITY", " sensitivity ", "Ｓｅｎｓｉｔｉｖｉｔｙ", "sensi\u200btivity", "ｓｅｎｓｉｔｉｖｉｔｙ\u3000"]
-RESTRICTED_VALUES: list[Any] = [
-    "RESTRICTED", "restricted", " Restricted ", "ＲＥＳＴＲＩＣＴＥＤ", "RESTRICTED\u200b", "RESTRICTED, INTERNAL", "Restricted.",
-    "internal / restricted", ["INTERNAL", "RESTRICTED"], ["restricted"],
+KEYS = [
+    "sensitivity",
+    "Sensitivity",
+    "SENSITIVITY",
+    " sensitivity ",
+    "Ｓｅｎｓｉｔｉｖｉｔｙ",
+    "sensi\u200btivity",
+    "ｓｅｎｓｉｔｉｖｉｔｙ\u3000",
 ]
-OTHER_VALUES: list[Any] = ["PUBLIC", "INTERNAL", "CONFIDENTIAL", "public", "Ｉｎｔｅｒｎａｌ", None, ["PUBLIC", "INTERNAL"]]
+RESTRICTED_VALUES: list[Any] = [
+    "RESTRICTED",
+    "restricted",
+    " Restricted ",
+    "ＲＥＳＴＲＩＣＴＥＤ",
+    "RESTRICTED\u200b",
+    "RESTRICTED, INTERNAL",
+    "Restricted.",
+    "internal / restricted",
+    ["INTERNAL", "RESTRICTED"],
+    ["restricted"],
+]
+OTHER_VALUES: list[Any] = [
+    "PUBLIC",
+    "INTERNAL",
+    "CONFIDENTIAL",
+    "public",
+    "Ｉｎｔｅｒｎａｌ",
+    None,
+    ["PUBLIC", "INTERNAL"],
+]
 NOISE = [("title", "T1"), ("title", "T2"), ("lang", "ja"), ("lang", "en"), ("source_note", "x")]
 
 
@@ -106,7 +130,9 @@ def _secret(doc: dict[str, Any]) -> bool:
     return any(secret for part in ("own", "side", "nested") for _, _, secret in doc[part])
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 @given(corpora())
 def test_no_document_meant_to_be_restricted_is_ever_returned(corpus):
     secret_tokens = [_token(d["i"]) for d in corpus if _secret(d)]
@@ -117,7 +143,9 @@ def test_no_document_meant_to_be_restricted_is_ever_returned(corpus):
         return not any(token in blob for token in secret_tokens)
 
     with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # ambiguity warnings are expected here; their wording is tested elsewhere
+        warnings.simplefilter(
+            "ignore"
+        )  # ambiguity warnings are expected here; their wording is tested elsewhere
         root = Path(tmp) / "corpus"
         root.mkdir()
         for doc in corpus:

@@ -24,13 +24,31 @@ def test_one_policy_the_gate_and_the_public_api_re_export_it():
     import langchain_ragspine
 
     assert restricted.is_restricted is sens.is_restricted is langchain_ragspine.is_restricted
-    assert restricted.RESTRICTED_SENSITIVITY is RESTRICTED_SENSITIVITY == langchain_ragspine.RESTRICTED_SENSITIVITY
+    assert (
+        restricted.RESTRICTED_SENSITIVITY
+        is RESTRICTED_SENSITIVITY
+        == langchain_ragspine.RESTRICTED_SENSITIVITY
+    )
     assert restricted.drop_restricted is sens.drop_restricted
-    assert KNOWN_SENSITIVITIES == ("PUBLIC", "INTERNAL", "CONFIDENTIAL", "RESTRICTED")  # least → most restrictive
+    assert KNOWN_SENSITIVITIES == (
+        "PUBLIC",
+        "INTERNAL",
+        "CONFIDENTIAL",
+        "RESTRICTED",
+    )  # least → most restrictive
 
 
 @pytest.mark.parametrize(
-    "key", ["sensitivity", "Sensitivity", " SENSITIVITY ", "Ｓｅｎｓｉｔｉｖｉｔｙ", "sensi\u200btivity", "\ufeffsensitivity", "SENSİTİVİTY"]
+    "key",
+    [
+        "sensitivity",
+        "Sensitivity",
+        " SENSITIVITY ",
+        "Ｓｅｎｓｉｔｉｖｉｔｙ",
+        "sensi\u200btivity",
+        "\ufeffsensitivity",
+        "SENSİTİVİTY",
+    ],
 )
 def test_key_spellings_fold_to_the_label_key(key):
     assert is_sensitivity_key(key)
@@ -92,7 +110,9 @@ def test_most_restrictive():
         most_restrictive(["PUBLIC", None])  # type: ignore[list-item]
 
 
-LABELS = st.sampled_from(["PUBLIC", "INTERNAL", "CONFIDENTIAL", "RESTRICTED", "restricted", "team-a", "Ｐｕｂｌｉｃ"])
+LABELS = st.sampled_from(
+    ["PUBLIC", "INTERNAL", "CONFIDENTIAL", "RESTRICTED", "restricted", "team-a", "Ｐｕｂｌｉｃ"]
+)
 
 
 @given(st.lists(LABELS, min_size=1, max_size=5), st.permutations(range(5)))

@@ -60,7 +60,10 @@ def test_regression_duplicate_key_in_one_jsonl_line(tmp_path):
 
 def test_regression_duplicate_key_in_a_sidecar(tmp_path):
     write(tmp_path / "a.md", "本文\n")
-    side = write(tmp_path / "a.json", '{\n  "sensitivity": "RESTRICTED",\n  "title": "T",\n  "sensitivity": "PUBLIC"\n}\n')
+    side = write(
+        tmp_path / "a.json",
+        '{\n  "sensitivity": "RESTRICTED",\n  "title": "T",\n  "sensitivity": "PUBLIC"\n}\n',
+    )
     docs, messages = load(tmp_path)
     assert docs["a"]["sensitivity"] == "RESTRICTED" and docs["a"]["title"] == "T"
     assert warned(messages, side, 4, "sensitivity is set 2 times", "line 2", "line 4", "keeping RESTRICTED")
@@ -74,18 +77,26 @@ def test_duplicate_key_in_a_jsonl_sidecar_applies_to_every_line(tmp_path):
 
 
 def test_a_label_merged_in_with_a_yaml_anchor_counts(tmp_path):
-    write(tmp_path / "a.md", "---\nbase: &b\n  sensitivity: RESTRICTED\n<<: *b\nsensitivity: PUBLIC\n---\n本文\n")
+    write(
+        tmp_path / "a.md",
+        "---\nbase: &b\n  sensitivity: RESTRICTED\n<<: *b\nsensitivity: PUBLIC\n---\n本文\n",
+    )
     docs, _ = load(tmp_path)
     assert docs["a"]["sensitivity"] == "RESTRICTED"
 
 
 def test_a_jsonl_line_and_its_nested_langchain_metadata_disagree(tmp_path):
-    write(tmp_path / "c.jsonl", '{"text": "x", "sensitivity": "PUBLIC", "metadata": {"sensitivity": "RESTRICTED"}}\n')
+    write(
+        tmp_path / "c.jsonl",
+        '{"text": "x", "sensitivity": "PUBLIC", "metadata": {"sensitivity": "RESTRICTED"}}\n',
+    )
     docs, _ = load(tmp_path)
     assert docs["c:1"]["sensitivity"] == "RESTRICTED"
 
 
-@pytest.mark.parametrize(("first", "second", "label"), [("PUBLIC", "RESTRICTED", "RESTRICTED"), ("PUBLIC", "INTERNAL", "INTERNAL")])
+@pytest.mark.parametrize(
+    ("first", "second", "label"), [("PUBLIC", "RESTRICTED", "RESTRICTED"), ("PUBLIC", "INTERNAL", "INTERNAL")]
+)
 def test_duplicate_keys_in_either_order_keep_the_most_restrictive(tmp_path, first, second, label):
     write(tmp_path / "a.md", f"---\nsensitivity: {first}\nsensitivity: {second}\n---\n本文\n")
     write(tmp_path / "b.md", f"---\nsensitivity: {second}\nsensitivity: {first}\n---\n本文\n")
@@ -97,7 +108,9 @@ def test_duplicate_keys_in_either_order_keep_the_most_restrictive(tmp_path, firs
 
 
 def test_other_duplicate_keys_keep_the_last_value_and_warn_with_file_and_line(tmp_path):
-    f = write(tmp_path / "a.md", "---\ntitle: first\nlang: ja\ntitle: second\nextra: {k: 1, k: 2}\n---\n本文\n")
+    f = write(
+        tmp_path / "a.md", "---\ntitle: first\nlang: ja\ntitle: second\nextra: {k: 1, k: 2}\n---\n本文\n"
+    )
     j = write(tmp_path / "b.jsonl", '{"text": "x", "lang": "ja", "lang": "en"}\n')
     side = write(tmp_path / "b.json", '{"dataset": "a",\n "dataset": "b"}')
     docs, messages = load(tmp_path)
@@ -114,7 +127,9 @@ def test_no_warning_for_clean_files(tmp_path):
     write(tmp_path / "a.md", "---\ntitle: T\nsensitivity: PUBLIC\n---\n本文\n")
     write(tmp_path / "a.json", '{"lang": "ja", "sensitivity": "public"}')
     docs, messages = load(tmp_path)
-    assert messages == [] and docs["a"]["sensitivity"] == "public"  # agree after folding: the sidecar's spelling
+    assert (
+        messages == [] and docs["a"]["sensitivity"] == "public"
+    )  # agree after folding: the sidecar's spelling
 
 
 # ---------------------------------------------------------------------------- key spellings
@@ -147,7 +162,9 @@ def test_the_issue_example_key_unquoted(tmp_path):
     assert docs["a"]["sensitivity"] == "RESTRICTED"
 
 
-def test_regression_sensitivity_key_is_case_insensitive(tmp_path):  # moved here: it now warns about the spelling
+def test_regression_sensitivity_key_is_case_insensitive(
+    tmp_path,
+):  # moved here: it now warns about the spelling
     (tmp_path / "a.md").write_text("---\nSensitivity: RESTRICTED\n---\n本文", "utf-8")
     with pytest.warns(LoaderWarning, match="key 'Sensitivity' is read as 'sensitivity'"):
         assert CorpusLoader(tmp_path).load()[0].metadata["sensitivity"] == "RESTRICTED"
@@ -156,7 +173,16 @@ def test_regression_sensitivity_key_is_case_insensitive(tmp_path):  # moved here
 # ---------------------------------------------------------------------------- values
 
 
-@pytest.mark.parametrize("value", ['"RESTRICTED, INTERNAL"', "Restricted.", "[INTERNAL, RESTRICTED]", "RESTRICTED（社外秘）", "not restricted"])
+@pytest.mark.parametrize(
+    "value",
+    [
+        '"RESTRICTED, INTERNAL"',
+        "Restricted.",
+        "[INTERNAL, RESTRICTED]",
+        "RESTRICTED（社外秘）",
+        "not restricted",
+    ],
+)
 def test_regression_value_naming_restricted_among_other_words(tmp_path, value):
     f = write(tmp_path / "a.md", f"---\ntitle: T\nsensitivity: {value}\n---\n本文\n")
     docs, messages = load(tmp_path)
@@ -167,7 +193,10 @@ def test_regression_value_naming_restricted_among_other_words(tmp_path, value):
 def test_values_in_json_sources(tmp_path):
     write(tmp_path / "a.md", "本文\n")
     write(tmp_path / "a.json", '{"sensitivity": "Restricted."}')
-    write(tmp_path / "b.jsonl", '{"text": "x", "sensitivity": ["PUBLIC", "RESTRICTED"]}\n{"text": "y", "sensitivity": "RESTRICTED, INTERNAL"}\n')
+    write(
+        tmp_path / "b.jsonl",
+        '{"text": "x", "sensitivity": ["PUBLIC", "RESTRICTED"]}\n{"text": "y", "sensitivity": "RESTRICTED, INTERNAL"}\n',
+    )
     docs, _ = load(tmp_path)
     assert [docs[k]["sensitivity"] for k in ("a", "b:1", "b:2")] == ["RESTRICTED"] * 3
 
@@ -182,7 +211,12 @@ def test_several_non_restricted_labels_give_the_most_restrictive(tmp_path):
 
 @pytest.mark.parametrize(
     ("value", "fragment"),
-    [("{level: RESTRICTED}", "got object"), ("3", "got number"), ("[]", "empty list"), ("[PUBLIC, 3]", "only strings")],
+    [
+        ("{level: RESTRICTED}", "got object"),
+        ("3", "got number"),
+        ("[]", "empty list"),
+        ("[PUBLIC, 3]", "only strings"),
+    ],
 )
 def test_values_that_are_not_labels_are_errors_naming_file_line_and_field(tmp_path, value, fragment):
     f = write(tmp_path / "a.md", f"---\ntitle: T\nsensitivity: {value}\n---\n本文\n")
@@ -201,7 +235,9 @@ def test_unknown_labels_are_kept_with_a_warning(tmp_path):
 # ---------------------------------------------------------------------------- sources that disagree
 
 
-@pytest.mark.parametrize(("front", "side"), [("RESTRICTED", "PUBLIC"), ("PUBLIC", "RESTRICTED"), ("public", "Restricted.")])
+@pytest.mark.parametrize(
+    ("front", "side"), [("RESTRICTED", "PUBLIC"), ("PUBLIC", "RESTRICTED"), ("public", "Restricted.")]
+)
 def test_regression_front_matter_and_sidecar_disagree(tmp_path, front, side):
     f = write(tmp_path / "a.md", f"---\ntitle: front\nsensitivity: {front}\n---\n本文\n")
     s = write(tmp_path / "a.json", json.dumps({"title": "sidecar", "sensitivity": side}))
@@ -244,7 +280,10 @@ def test_regression_same_relative_name_in_two_folders_gets_distinct_ids(tmp_path
         ("guide", "guide.md"),  # no collision: the plain default id
         ("projB/README", "projB/README.md"),
     ]
-    assert loader.stats.skipped == [] and [d.page_content for d in docs][::2] == ["# A\nalpha\n", "# B\nbeta\n"]
+    assert loader.stats.skipped == [] and [d.page_content for d in docs][::2] == [
+        "# A\nalpha\n",
+        "# B\nbeta\n",
+    ]
     again = CorpusLoader([tmp_path / "projA", tmp_path / "projB"]).load()
     assert [d.id for d in again] == [d.id for d in docs]  # stable
 
