@@ -3,6 +3,9 @@
 
 import hashlib
 import json
+import os
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 
@@ -282,3 +285,21 @@ def test_prune_without_a_model_key_prunes_every_model(tmp_path):
         assert (cache.count("m1"), cache.count("m2")) == (1, 3)
         assert cache.prune(None, {("a#0", "h1")}) == 2
         assert (cache.count("m1"), cache.count("m2")) == (1, 1)
+
+
+def test_cli_warns_about_an_ambiguous_label_on_stderr_and_never_returns_the_document(tmp_path, capsys):
+    root = tmp_path / "corpus"
+    _write(root / "open.md", "rivers and mountains.")
+    secret = _write(root / "secret.md", "---\nsensitivity: RESTRICTED\nsensitivity: PUBLIC\n---\nSECRETTOKEN rivers.\n")
+    store = tmp_path / "S"
+    proc = subprocess.run(  # a real process: pytest would record the warnings instead of printing them
+        [sys.executable, "-m", "langchain_ragspine", "ingest", str(root), "--store", str(store), "--mode", "bm25"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONIOENCODING": "utf-8"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert f"warning: {secret}:3: sensitivity is set 2 times" in proc.stderr and "keeping RESTRICTED" in proc.stderr
+    assert main(["search", "SECRETTOKEN rivers", "--store", str(store), "--json"]) == 0
+    out = capsys.readouterr().out
+    assert "SECRETTOKEN" not in out and [json.loads(x)["doc_id"] for x in out.splitlines()] == ["open"]
