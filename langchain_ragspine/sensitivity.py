@@ -23,6 +23,7 @@ Categories.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
@@ -91,22 +92,36 @@ def is_sensitivity_key(key: Any) -> bool:
         >>> is_sensitivity_key("Ｓｅｎｓｉｔｉｖｉｔｙ"), is_sensitivity_key("sensitivity_note")
         (True, False)
     """
-    return isinstance(key, str) and fold(key).casefold() == SENSITIVITY_KEY
+    if not isinstance(key, str):
+        return False
+    if key.isascii():  # the common case, without Unicode work: no ASCII character is folded away
+        return key.strip().lower() == SENSITIVITY_KEY
+    return _folded_key(key) == SENSITIVITY_KEY
+
+
+@functools.lru_cache(maxsize=4096)
+def _folded_key(key: str) -> str:
+    return fold(key).casefold()
 
 
 def label_words(value: str) -> list[str]:
     """The runs of ASCII letters in ``normalize_label(value)``: ``"Restricted, internal."`` → ``["RESTRICTED",
     "INTERNAL"]``; ``"RESTRICTED（社外秘）"`` → ``["RESTRICTED"]``."""
-    return _WORD.findall(normalize_label(value))
+    return list(_words(value))
+
+
+@functools.lru_cache(maxsize=4096)
+def _words(value: str) -> tuple[str, ...]:
+    return tuple(_WORD.findall(normalize_label(value)))
 
 
 def is_restricted_label(value: Any) -> bool:
     """Whether a label value is RESTRICTED: a string with the word ``RESTRICTED`` among :func:`label_words`, or a
     list / tuple / set holding such a string.  Any other value (``None``, a number) is not."""
     if isinstance(value, str):
-        return RESTRICTED_SENSITIVITY in label_words(value)
+        return RESTRICTED_SENSITIVITY in _words(value)
     if isinstance(value, _LIST_TYPES):
-        return any(isinstance(v, str) and RESTRICTED_SENSITIVITY in label_words(v) for v in value)
+        return any(isinstance(v, str) and RESTRICTED_SENSITIVITY in _words(v) for v in value)
     return False
 
 

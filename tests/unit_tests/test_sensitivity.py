@@ -137,3 +137,8 @@ def test_is_restricted_on_documents_and_mappings():
     assert not is_restricted({"sensitivity": "PUBLIC"})
     assert not is_restricted(None)
     assert not is_restricted({"sensitivity": 5})
+
+
+@given(st.text(alphabet=st.sampled_from(list("sensitivySENITVY \t\n_\u200b\u3000ｓｅｎＳＩ")), max_size=14))
+def test_the_ascii_fast_path_agrees_with_full_folding(key):
+    assert is_sensitivity_key(key) == (fold(key).casefold() == "sensitivity")
