@@ -76,22 +76,23 @@ def test_duplicate_key_in_a_jsonl_sidecar_applies_to_every_line(tmp_path):
     assert [md["sensitivity"] for md in docs.values()] == ["RESTRICTED", "RESTRICTED"]
 
 
-def test_a_label_merged_in_with_a_yaml_anchor_counts(tmp_path):
-    write(
-        tmp_path / "a.md",
-        "---\nbase: &b\n  sensitivity: RESTRICTED\n<<: *b\nsensitivity: PUBLIC\n---\n本文\n",
-    )
+@pytest.mark.parametrize(
+    ("name", "content", "doc_id"),
+    [
+        # a label merged in with a YAML anchor counts
+        ("a.md", "---\nbase: &b\n  sensitivity: RESTRICTED\n<<: *b\nsensitivity: PUBLIC\n---\n本文\n", "a"),
+        # a JSONL line and its nested LangChain metadata disagree
+        (
+            "c.jsonl",
+            '{"text": "x", "sensitivity": "PUBLIC", "metadata": {"sensitivity": "RESTRICTED"}}\n',
+            "c:1",
+        ),
+    ],
+)
+def test_labels_from_yaml_merges_and_nested_jsonl_metadata_count(tmp_path, name, content, doc_id):
+    write(tmp_path / name, content)
     docs, _ = load(tmp_path)
-    assert docs["a"]["sensitivity"] == "RESTRICTED"
-
-
-def test_a_jsonl_line_and_its_nested_langchain_metadata_disagree(tmp_path):
-    write(
-        tmp_path / "c.jsonl",
-        '{"text": "x", "sensitivity": "PUBLIC", "metadata": {"sensitivity": "RESTRICTED"}}\n',
-    )
-    docs, _ = load(tmp_path)
-    assert docs["c:1"]["sensitivity"] == "RESTRICTED"
+    assert docs[doc_id]["sensitivity"] == "RESTRICTED"
 
 
 @pytest.mark.parametrize(
