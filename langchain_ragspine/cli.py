@@ -94,6 +94,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
         retract_missing=not args.keep_missing,
         embedding=args.embedding,
         mode=args.mode,
+        allow_empty=args.allow_empty,
     )
     for note in summary.notes:
         print(f"note: {note}", file=sys.stderr)
@@ -356,6 +357,10 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
     p.add_argument("--tokenizer", default=s.tokenizer, choices=sorted(TOKENIZERS), help="BM25 tokenizer (auto)")
     p.add_argument("--on-error", choices=["raise", "skip"], default="raise", help="bad files: stop, or skip")
     p.add_argument("--keep-missing", action="store_true", help="do not retract documents absent from PATHs")
+    p.add_argument(
+        "--allow-empty", action="store_true",
+        help="let PATHs that yield no document retract every document of the store (refused by default)",
+    )
     p.add_argument(
         "--embedding", default=None, metavar="SPEC",
         help="dense model: none, auto (e5 if installed), e5, hashing, st:<model>, ollama:<model> (RAGSPINE_EMBEDDING)",

@@ -32,15 +32,15 @@ from langchain_core.retrievers import BaseRetriever
 from tqdm.auto import tqdm
 
 from langchain_ragspine.config import LEXICAL_MODES, RETRIEVAL_MODES, make_embeddings
-from langchain_ragspine.document_compressors.restricted import drop_restricted
 from langchain_ragspine.document_loaders import CorpusLoader
 from langchain_ragspine.document_loaders import corpus as corpus_module
 from langchain_ragspine.errors import RagSpineError, StoreError
 from langchain_ragspine.retrievers.bm25 import BM25Retriever, check_k
 from langchain_ragspine.retrievers.dense import DenseRetriever
 from langchain_ragspine.retrievers.hybrid import HybridRetriever
+from langchain_ragspine.sensitivity import drop_restricted, is_restricted
 from langchain_ragspine.stores import ChunkStore
-from langchain_ragspine.stores.vector_index import EmbeddingCache, model_key_for
+from langchain_ragspine.stores.vector_index import EmbeddingCache, content_hash, model_key_for
 from langchain_ragspine.text_splitters import (
     DEFAULT_CHUNK_CHARS,
     DEFAULT_OVERLAP_CHARS,
@@ -99,9 +99,11 @@ class IngestSummary:
     """What one :func:`ingest` run did.
 
     Attributes:
-        documents: documents loaded from the corpus.
-        chunks: active chunks in the store after the run.
-        new / changed / unchanged / retracted: documents by outcome.
+        documents: documents loaded from the corpus by this run.
+        chunks: chunks of those documents (this run; RESTRICTED ones included).
+        new / changed / unchanged / retracted: documents by outcome (``retracted``: stored documents that are not
+            among this run's).
+        store_documents / store_chunks: active documents and chunks in the store after the run.
         skipped: files or JSONL lines skipped because of an error (``on_error="skip"``).
         empty: empty files skipped.
         index_rebuilt: whether the BM25 index was (re)written.
@@ -113,6 +115,8 @@ class IngestSummary:
 
     documents: int = 0
     chunks: int = 0
+    store_documents: int = 0
+    store_chunks: int = 0
     new: int = 0
     changed: int = 0
     unchanged: int = 0
@@ -126,22 +130,25 @@ class IngestSummary:
     notes: list[str] = field(default_factory=list)
 
     def line(self) -> str:
-        """The one-line summary the CLI prints."""
-        parts = [
-            f"{self.documents} documents",
-            f"{self.chunks} chunks",
+        """The one-line summary the CLI prints, each count on a named scope: ``"this run: 4 documents, 12 chunks
+        (4 new, 0 changed, 0 unchanged, 0 retracted); store: 4 documents, 12 chunks; 0.1s"``."""
+        outcomes = [
             f"{self.new} new",
             f"{self.changed} changed",
             f"{self.unchanged} unchanged",
             f"{self.retracted} retracted",
         ]
         if self.skipped:
-            parts.append(f"{self.skipped} skipped")
+            outcomes.append(f"{self.skipped} skipped")
         if self.empty:
-            parts.append(f"{self.empty} empty")
+            outcomes.append(f"{self.empty} empty")
+        parts = [
+            f"this run: {self.documents} documents, {self.chunks} chunks ({', '.join(outcomes)})",
+            f"store: {self.store_documents} documents, {self.store_chunks} chunks",
+        ]
         if self.dense is not None:
             parts.append(f"{self.embedded} embedded")
-        return ", ".join(parts) + f" in {self.seconds:.1f}s"
+        return "; ".join(parts) + f"; {self.seconds:.1f}s"
 
 
 def _index_state(store_dir: Path) -> dict[str, Any]:
@@ -263,6 +270,25 @@ def _refresh_dense(
     return dense
 
 
+def _active_document_count(root: Path) -> int:
+    """Active documents in the store under ``root`` (0 when there is none yet)."""
+    if not (root / CHUNKS_DB).is_file():
+        return 0
+    with ChunkStore(root / CHUNKS_DB, read_only=True) as store:
+        return len(store.doc_ids())
+
+
+def _prune_embedding_cache(root: Path, store: ChunkStore) -> int:
+    """Delete from ``DIR/embeddings.sqlite`` every vector that search may not return: of chunks that are no longer
+    active (changed or retracted documents) or are RESTRICTED, for every model.  Returns the rows deleted."""
+    if not (root / EMBEDDING_CACHE).is_file():
+        return 0
+    chunks = [c.to_document() for c in store.iter_chunks()]
+    keep = {(str(c.metadata["chunk_id"]), content_hash(c.page_content)) for c in chunks if not is_restricted(c)}
+    with _open_cache(root) as cache:
+        return cache.prune(None, keep)
+
+
 def build_bm25(store: ChunkStore, *, tokenizer: str = "auto", k: int = 10) -> BM25Retriever:
     """A :class:`BM25Retriever` over the store's active chunks (it leaves RESTRICTED ones out of the index)."""
     docs = [c.to_document() for c in store.iter_chunks()]
@@ -281,6 +307,7 @@ def ingest(
     progress: bool | None = None,
     embedding: str | Embeddings | None = None,
     mode: str | None = None,
+    allow_empty: bool = False,
 ) -> IngestSummary:
     """Load, chunk and store a corpus under ``store_dir``, then (re)build its BM25 index.
 
@@ -299,7 +326,11 @@ def ingest(
         mode: a retrieval mode (default ``RAGSPINE_RETRIEVAL_MODE``, else ``"auto"``); the lexical presets
             ``economy`` / ``bm25`` / ``lexical`` build no embedding model and no vector index at all, ``hybrid`` and
             ``vector`` require one.  Chunk vectors are cached by ``chunk_id`` + content hash in
-            ``DIR/embeddings.sqlite``: re-ingesting an unchanged corpus embeds nothing.
+            ``DIR/embeddings.sqlite``: re-ingesting an unchanged corpus embeds nothing.  The cache keeps only what
+            search may return: vectors of chunks that changed, were retracted or became RESTRICTED are deleted.
+        allow_empty: let a run whose paths yield no document retract every document of a store that has some
+            (default ``False``: such a run raises and changes nothing — a wrong path or an emptied folder must not
+            silently empty a store).
 
     Returns:
         An :class:`IngestSummary`.  Re-running on an unchanged corpus writes nothing and reports every document
@@ -307,6 +338,8 @@ def ingest(
 
     Raises:
         RagSpineError: a bad file, with ``on_error="raise"`` (the store keeps its previous versions).
+        StoreError: the paths yield no document while the store has active ones, and neither ``allow_empty`` nor
+            ``retract_missing=False`` was given; the message names the store and how many documents would go.
         ValueError: bad chunk budgets, tokenizer name or mode, or ``hybrid``/``vector`` without an embedding model.
     """
     t0 = time.perf_counter()
@@ -329,8 +362,20 @@ def ingest(
     split = [(doc, splitter.split_documents([doc])) for doc in docs]
     show = sys.stderr.isatty() if progress is None else progress
     summary = IngestSummary(
-        documents=len(docs), skipped=len(loader.stats.skipped), empty=len(loader.stats.empty)
+        documents=len(docs),
+        chunks=sum(len(chunks) for _, chunks in split),
+        skipped=len(loader.stats.skipped),
+        empty=len(loader.stats.empty),
     )
+    active_before = _active_document_count(root)
+    if not docs and retract_missing and not summary.skipped and not allow_empty and active_before:
+        empty = f" ({summary.empty} empty file(s) skipped)" if summary.empty else ""
+        raise StoreError(
+            f"refusing to ingest: the paths yielded 0 documents{empty}, which would retract all {active_before} "
+            "active documents of this store; check the paths, or pass --allow-empty (Python: allow_empty=True) to "
+            "empty the store, or --keep-missing to keep its documents",
+            path=root,
+        )
     _prepare_store_dir(root)
     if emb is not None:
         # Embed every new or changed chunk into the cache BEFORE the store changes: an unreachable model or a
@@ -362,7 +407,15 @@ def ingest(
                     if doc_id not in seen:
                         store.replace_doc_chunks(doc_id, [])
                         summary.retracted += 1
-        summary.chunks = store.count_chunks()
+                if summary.retracted > 1 and 2 * summary.retracted > active_before:
+                    summary.notes.append(
+                        f"this run retracted {summary.retracted} of the store's {active_before} documents (those "
+                        "not among its paths); ingest every folder of the store in one command, or pass "
+                        "--keep-missing to keep them"
+                    )
+        summary.store_documents = len(store.doc_ids())
+        summary.store_chunks = store.count_chunks()
+        _prune_embedding_cache(root, store)
         state = _index_state(root)
         wanted = {"generation": store.generation, "tokenizer": name}
         current = all(state.get(key) == value for key, value in wanted.items())

@@ -13,10 +13,18 @@ files:
 * ``.jsonl`` — one document per non-blank line, each a JSON object with a string ``text`` (the JSON Lines
   format, https://jsonlines.org, as used by BEIR corpora: ``{"_id": ..., "title": ..., "text": ...}``).
 * ``<name>.json`` beside a document file is its *sidecar*: a JSON object merged into the metadata, winning
-  over front matter (and, for a ``.jsonl``, over each line's fields).  Sidecars are never documents
-  themselves.
+  over front matter (and, for a ``.jsonl``, over each line's fields) — except for ``sensitivity``, where the
+  most restrictive label wins.  Sidecars are never documents themselves.
 
-Every document's metadata carries ``source`` (path relative to its root, POSIX slashes), ``doc_id``, ``title``
+Sensitivity labels fail closed (the policy is :mod:`langchain_ragspine.sensitivity`): a key spelled in another
+width, case or spacing (``Ｓｅｎｓｉｔｉｖｉｔｙ``) is the label; a duplicate key (in front matter, a sidecar or a JSONL
+line), a value naming RESTRICTED among other words (``"RESTRICTED, INTERNAL"``, ``Restricted.``), a list of labels,
+and sources that disagree all resolve to the most restrictive reading, with a :class:`LoaderWarning` naming file and
+line.  Any other duplicate key keeps its last value (as ``yaml.safe_load`` and ``json.loads`` do) and is warned
+about too.
+
+Every document's metadata carries ``source`` (path relative to its root, POSIX slashes), ``doc_id`` (distinct and
+stable; see :class:`CorpusLoader`), ``title``
 and ``sensitivity`` (default ``"INTERNAL"``), and only JSON-serialisable values (YAML dates become ISO-8601
 strings). Problems in the data raise :class:`~langchain_ragspine.errors.LoaderError` naming the file, line and
 field, or — with ``on_error="skip"`` — warn with :class:`LoaderWarning`, skip the file (or JSONL line) and
@@ -42,12 +50,15 @@ import yaml
 from langchain_core.document_loaders import BaseLoader
 from langchain_core.documents import Document
 
-from langchain_ragspine.document_compressors.restricted import (
-    KNOWN_SENSITIVITIES,
-    is_restricted,
-    normalize_label,
-)
 from langchain_ragspine.errors import LoaderError, json_type_name
+from langchain_ragspine.sensitivity import (
+    KNOWN_SENSITIVITIES,
+    SENSITIVITY_KEY,
+    is_sensitivity_key,
+    most_restrictive,
+    normalize_label,
+    parse_label,
+)
 
 #: Suffixes (compared case-insensitively) loaded as one document per file.
 TEXT_SUFFIXES: tuple[str, ...] = (".md", ".markdown", ".txt")
@@ -96,10 +107,13 @@ class LoadStats:
 
 @dataclass(frozen=True)
 class _Entry:
-    """One document file to load: its path (as built from the user's input) and its path below its root."""
+    """One document file to load: its path (as built from the user's input), its name in ``source`` (its path below
+    its root, lengthened by the root's own folder names when two roots hold the same path) and the default
+    ``doc_id`` of its document (JSONL: of its lines, before ``:<line>``)."""
 
     path: Path
     rel: PurePosixPath
+    id_base: str
 
 
 class CorpusLoader(BaseLoader):
@@ -134,23 +148,35 @@ class CorpusLoader(BaseLoader):
         * ``doc_id``: sidecar / front matter ``doc_id``; else the relative path without suffix
           (``"laws/labour"``). For JSONL: the line's ``doc_id``, else ``id``, else ``_id`` (BEIR), else
           ``"<path without suffix>:<line>"``. Strings and integers are accepted (integers become strings).
+          Default ids never collide: files of one run that would share one are told apart — the same stem with
+          different suffixes keeps the suffix (``notes.md``, ``notes.txt``); the same path below two roots
+          (``projA/README.md`` and ``projB/README.md`` given as two folders) is lengthened by the roots' folder
+          names, in ``source`` too (``projA/README``, ``projB/README``).  Every other file keeps the plain
+          default, and ids depend only on the files of the run, so re-ingesting the same paths keeps them.
         * ``title``: sidecar / front matter ``title`` (JSONL: sidecar / line ``title``); else, for Markdown,
           the text of the first ``# `` heading outside code fences; else the file stem (JSONL: the
           ``doc_id``). An empty title counts as missing.
-        * ``sensitivity``: the value given (must be a string), else ``"INTERNAL"``.
+        * ``sensitivity``: the label given (a string, or a list of strings), else ``"INTERNAL"``; a key in any
+          width, case or spacing counts.  Ambiguity resolves to the most restrictive label, with a warning naming
+          file and line: duplicate keys, a value naming RESTRICTED among other words or punctuation
+          (``"RESTRICTED, INTERNAL"`` → ``"RESTRICTED"``), a list, front matter / JSONL line and sidecar that
+          disagree, and a disagreement with an unknown label (no order known: ``"RESTRICTED"``).  A label outside
+          ``PUBLIC``/``INTERNAL``/``CONFIDENTIAL``/``RESTRICTED`` is kept and warned about.
         * ``body_offset`` (``.md``/``.txt``): char offset of ``page_content`` in the decoded file text.
         * ``line`` (``.jsonl``): 1-based line number of the document in its file.
         * every other front-matter / sidecar / JSONL field, unchanged except that ``date``/``datetime`` values
           become ISO-8601 strings.  ``source``, ``body_offset`` and ``line`` are set by the loader and
-          override fields of the same name.  Sidecar keys win over front matter and JSONL line fields.
+          override fields of the same name.  Sidecar keys win over front matter and JSONL line fields (except
+          ``sensitivity``, see above); within one source a duplicate key keeps its last value, with a warning.
 
     Data problems, each a :class:`LoaderError` naming file, line and field where known: undecodable bytes
     (line of the first bad byte), binary content (NUL bytes), a sidecar that is not valid JSON or not a JSON
     object, a sidecar of a ``.jsonl`` that sets ``doc_id`` (it would apply to every line), malformed or
     unclosed YAML front matter or front matter that is not a mapping, a metadata value that is not
     JSON-serialisable (a set, bytes, NaN, a non-string key), a ``doc_id``/``title``/``sensitivity`` of the
-    wrong type, a JSONL line that is not valid JSON / not an object / has no string ``text``, and a ``doc_id``
-    already used by an earlier document (the message names both; with ``"skip"`` the later one is skipped).
+    wrong type (a sensitivity must be a string or a non-empty list of strings), a JSONL line that is not valid
+    JSON / not an object / has no string ``text``, and a ``doc_id`` already used by an earlier document (the
+    message names both; with ``"skip"`` the later one is skipped).
     Empty or whitespace-only documents are always skipped with a :class:`LoaderWarning` and listed in
     ``stats.empty``.
 
@@ -278,8 +304,8 @@ class CorpusLoader(BaseLoader):
             _relative(path, self.root)  # raises ValueError when outside
 
     def _collect(self) -> list[_Entry]:
-        """All document files, in load order, each once."""
-        entries: list[_Entry] = []
+        """All document files, in load order, each once, with distinct default ``doc_id``s (:func:`_default_ids`)."""
+        found: list[tuple[Path, Path, PurePosixPath]] = []
         seen: set[str] = set()
         for path in self.paths:
             self._check_path(path)
@@ -294,8 +320,8 @@ class CorpusLoader(BaseLoader):
                 if key in seen:
                     continue
                 seen.add(key)
-                entries.append(_Entry(path=file, rel=_relative(file, root)))
-        return entries
+                found.append((file, root, _relative(file, root)))
+        return _default_ids(found)
 
     # ------------------------------------------------------------------ problems
 
@@ -366,8 +392,9 @@ class CorpusLoader(BaseLoader):
         text = self._read_text(side)
         self._check_decoded(text, side)
         start = 1 if text.startswith("\ufeff") else 0
+        hook = _PairsHook()
         try:
-            data = json.loads(text[start:])
+            data = json.loads(text[start:], object_pairs_hook=hook)
         except json.JSONDecodeError as exc:
             raise LoaderError(
                 f"sidecar of {doc_path.name} is not valid JSON: {exc.msg} (column {exc.colno})",
@@ -381,7 +408,16 @@ class CorpusLoader(BaseLoader):
                 path=side,
                 line=text.count("\n", 0, first) + 1,
             )
-        return _to_metadata(data, side, lambda key: None)
+        line_of = _json_line_of(text[start:])
+        labels = hook.labels_and_duplicates([data], side, line_of)
+        out = _Sidecar(_to_metadata(data, side, lambda key: line_of(key, 0, True)))
+        out.lines = {key: line for depth, key, line in reversed(_json_keys(text[start:])) if depth == 1}
+        label = _source_label(labels, side)
+        if label is not None:
+            out[SENSITIVITY_KEY] = label
+            if labels[0][2] is not None:
+                out.lines.setdefault(SENSITIVITY_KEY, labels[0][2])
+        return out
 
     def _open(self, entry: _Entry) -> Iterator[tuple[Document, int | None]]:
         """Check the file (raising ``LoaderError``) and return an iterator of ``(document, line)``."""
@@ -402,7 +438,7 @@ class CorpusLoader(BaseLoader):
             return iter(())
         meta: dict[str, Any] = {**front, **sidecar}
         origin = _Origin(path, sidecar, path.with_suffix(SIDECAR_SUFFIX), front_lines=front_lines)
-        doc_id = _id_value(meta.get("doc_id"), origin, "doc_id") or entry.rel.with_suffix("").as_posix()
+        doc_id = _id_value(meta.get("doc_id"), origin, "doc_id") or entry.id_base
         title = _title_value(meta.get("title"), origin)
         if title is None and path.suffix.lower() in MARKDOWN_SUFFIXES:
             title = first_h1(body)
@@ -430,8 +466,7 @@ class CorpusLoader(BaseLoader):
             )
         # check the sidecar's labels once here, rather than failing (or skipping) every line for them
         origin = _Origin(path, sidecar, path.with_suffix(SIDECAR_SUFFIX))
-        _title_value(sidecar.get("title"), origin)
-        _sensitivity_value(sidecar.get("sensitivity"), origin)
+        _title_value(sidecar.get("title"), origin)  # (its sensitivity was read by _read_sidecar)
         if not text.lstrip("\ufeff").strip():
             self._empty(str(path))
             return iter(())
@@ -457,8 +492,9 @@ class CorpusLoader(BaseLoader):
 
     def _jsonl_doc(self, entry: _Entry, line: str, lineno: int, sidecar: dict[str, Any]) -> Document | None:
         path = entry.path
+        hook = _PairsHook()
         try:
-            obj = json.loads(line)
+            obj = json.loads(line, object_pairs_hook=hook)
         except json.JSONDecodeError as exc:
             raise LoaderError(
                 f"not valid JSON: {exc.msg} (column {exc.colno})", path=path, line=lineno
@@ -481,11 +517,15 @@ class CorpusLoader(BaseLoader):
             self._empty(f"{path}:{lineno}")
             return None
         nested = obj.pop("metadata", None)
+        labels = hook.labels_and_duplicates([obj, nested], path, lambda key, n, top: lineno)
         if isinstance(nested, dict):  # LangChain's Document JSON shape: {"page_content"/"text", "metadata": {...}}
             obj = {**nested, **obj}
         elif nested is not None:
             obj["metadata"] = nested
         fields = _to_metadata(obj, path, lambda key: lineno)
+        label = _source_label(labels, path)
+        if label is not None:
+            fields[SENSITIVITY_KEY] = label
         line_origin = _Origin(path, {}, path, line=lineno)
         doc_id: str | None = None
         for key in ("doc_id", "id", "_id"):
@@ -493,7 +533,7 @@ class CorpusLoader(BaseLoader):
             if doc_id is not None:
                 break
         if doc_id is None:
-            doc_id = f"{entry.rel.with_suffix('').as_posix()}:{lineno}"
+            doc_id = f"{entry.id_base}:{lineno}"
         meta: dict[str, Any] = {**fields, **sidecar}
         origin = _Origin(path, sidecar, path.with_suffix(SIDECAR_SUFFIX), line=lineno)
         title = _title_value(meta.get("title"), origin)
@@ -574,6 +614,51 @@ def _walk(folder: Path) -> list[Path]:
     return [file for _, file in found]
 
 
+def _default_ids(found: Sequence[tuple[Path, Path, PurePosixPath]]) -> list[_Entry]:
+    """Entries for ``(file, root, path below root)`` triples, each with a default ``doc_id`` no other one shares.
+
+    The default id is the path below the root without its suffix (``laws/labour``).  Files whose default ids would
+    be equal (JSONL files apart from the others, since their ids end in ``:<line>``) are told apart, in this order:
+
+    1. the same stem with different suffixes (``notes.md``, ``notes.txt``): the id keeps the suffix
+       (``notes.md``, ``notes.txt``);
+    2. the same path below different roots (``projA/README.md``, ``projB/README.md`` given as two folders): the
+       path is lengthened by the roots' own trailing folder names until the paths differ, in ``source`` as in the
+       id (``projA/README``, ``projB/README``), keeping the suffix only if that is still needed.
+
+    Only colliding files change, and the ids depend only on the set of files in the run, so a re-ingest of the same
+    paths keeps the same ids, and a store whose ids never collided keeps them.
+    """
+    groups: dict[tuple[str, bool], list[int]] = {}
+    for i, (file, _root, rel) in enumerate(found):
+        groups.setdefault((rel.with_suffix("").as_posix(), file.suffix.lower() == JSONL_SUFFIX), []).append(i)
+    names = [rel for _, _, rel in found]
+    ids = [rel.with_suffix("").as_posix() for rel in names]
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        root_parts = [Path(os.path.abspath(found[i][1])).parts[1:] for i in members]  # without the anchor "/"
+        longest = max(len(parts) for parts in root_parts)
+        for extra in range(longest + 1):
+            candidates = [
+                PurePosixPath(*parts[len(parts) - min(extra, len(parts)) :], *found[i][2].parts)
+                for i, parts in zip(members, root_parts, strict=True)
+            ]
+            if len({c.as_posix() for c in candidates}) == len(candidates):
+                break
+        else:
+            continue  # not told apart (cannot happen for distinct files); the duplicate doc_id error names both
+        stems = [c.with_suffix("").as_posix() for c in candidates]
+        keep_suffix = len(set(stems)) < len(stems)
+        for i, candidate, stem in zip(members, candidates, stems, strict=True):
+            names[i] = candidate
+            ids[i] = candidate.as_posix() if keep_suffix else stem
+    return [
+        _Entry(path=file, rel=name, id_base=doc_id)
+        for (file, _, _), name, doc_id in zip(found, names, ids, strict=True)
+    ]
+
+
 def _relative(path: Path, root: Path) -> PurePosixPath:
     """``path`` relative to ``root`` (lexically, else after resolving symlinks), as a POSIX path.
 
@@ -647,11 +732,19 @@ def _parse_front_matter(yaml_text: str, path: Path) -> tuple[dict[str, Any], dic
         )
     lines: dict[str, int] = {}
     node = yaml.compose(yaml_text, Loader=yaml.SafeLoader)
+    labels: list[_LabelAt] = []
     if isinstance(node, yaml.MappingNode):
         for key_node, _ in node.value:
             if isinstance(key_node, yaml.ScalarNode):
                 lines.setdefault(str(key_node.value), 2 + key_node.start_mark.line)
-    return _to_metadata(data, path, lines.get), lines
+        labels = _yaml_labels_and_duplicates(node, path)
+    meta = _to_metadata(data, path, lines.get)
+    label = _source_label(labels, path)
+    if label is not None:
+        meta[SENSITIVITY_KEY] = label
+        if labels[0][2] is not None:
+            lines.setdefault(SENSITIVITY_KEY, labels[0][2])
+    return meta, lines
 
 
 @dataclass(frozen=True)
@@ -693,51 +786,217 @@ def _title_value(value: Any, origin: _Origin) -> str | None:
     return text if text.strip() else None
 
 
-def _stricter(a: Any, b: Any) -> Any:
-    """Of two sensitivity values, the RESTRICTED one if either is (fail closed), else ``b``."""
-    if isinstance(a, str) and is_restricted({"sensitivity": a}):
-        return a
-    return b if b is not None else a
+# ---------------------------------------------------------------------- sensitivity labels and duplicate keys
+#
+# The policy (folding, "most restrictive wins") lives in langchain_ragspine.sensitivity; the functions below find
+# every place a source sets the label and say where, so that each warning names the file and line.
+
+#: ``(key as written, value, 1-based line or None)``: one occurrence of a sensitivity key in a source.
+_LabelAt = tuple[str, Any, int | None]
 
 
-def _merged_sensitivity(document: Mapping[str, Any], sidecar: Mapping[str, Any], origin: _Origin) -> str:
-    """The label of a document whose own metadata and sidecar may both set one.
+def _warn(message: str) -> None:
+    warnings.warn(message, LoaderWarning, stacklevel=3)
 
-    The sidecar wins as for every key — except that it can never lower RESTRICTED: if either says RESTRICTED the
-    document is RESTRICTED (a warning names the conflict).  Labels outside ``KNOWN_SENSITIVITIES`` are kept and
-    warned about, since a misspelt "RESTRICTED" would otherwise pass the gate silently.
+
+def _at(path: Path, line: int | None) -> str:
+    return f"{path}:{line}" if line is not None else str(path)
+
+
+def _source_label(occurrences: Sequence[_LabelAt], path: Path) -> str | None:
+    """The one label of a source (front matter, sidecar, JSONL line) from every sensitivity key it holds.
+
+    Each value is read with :func:`~langchain_ragspine.sensitivity.parse_label` (``null`` is the default label);
+    several keys (a duplicate key, ``Sensitivity`` beside ``sensitivity``) give the most restrictive.  Every
+    ambiguity is warned about, naming file and line.  ``None`` when the source sets no label.
+
+    Raises:
+        LoaderError: a value is not a string or a list of strings, or is an empty list (field ``sensitivity``).
     """
-    own = _sensitivity_value(document.get("sensitivity"), origin) if "sensitivity" in document else None
-    side = _sensitivity_value(sidecar.get("sensitivity"), origin) if "sensitivity" in sidecar else None
-    label = side if side is not None else (own if own is not None else DEFAULT_SENSITIVITY)
-    for candidate in (own, side):
-        if candidate is not None and is_restricted({"sensitivity": candidate}) and not is_restricted({"sensitivity": label}):
-            warnings.warn(
-                f"{origin.path}: sensitivity {candidate!r} in the document and {label!r} in its sidecar disagree; "
-                "keeping RESTRICTED",
-                LoaderWarning,
-                stacklevel=4,
-            )
-            label = candidate
-    if normalize_label(label) not in KNOWN_SENSITIVITIES:
-        warnings.warn(
-            f"{origin.path}: unknown sensitivity label {label!r} (known: {', '.join(KNOWN_SENSITIVITIES)}); "
-            "it is kept as is and is not treated as RESTRICTED",
-            LoaderWarning,
-            stacklevel=4,
+    labels: list[str] = []
+    for key, value, line in occurrences:
+        if key != SENSITIVITY_KEY:
+            _warn(f"{_at(path, line)}: key {key!r} is read as {SENSITIVITY_KEY!r}")
+        if value is None:
+            labels.append(DEFAULT_SENSITIVITY)
+            continue
+        try:
+            label, why = parse_label(value)
+        except (TypeError, ValueError) as exc:
+            reason = str(exc) if isinstance(value, (list, tuple)) else f"got {json_type_name(value)}"
+            raise LoaderError(
+                f"must be a string label such as 'INTERNAL' (or a list of them): {reason}",
+                path=path,
+                line=line,
+                field=SENSITIVITY_KEY,
+            ) from None
+        if why:
+            _warn(f"{_at(path, line)}: ambiguous sensitivity: {why}; read as {label}")
+        labels.append(label)
+    if not labels:
+        return None
+    label = most_restrictive(labels)
+    if len(occurrences) > 1:
+        where = ", ".join(
+            f"{key!r}: {value!r}" + ("" if line is None else f" (line {line})") for key, value, line in occurrences
+        )
+        _warn(
+            f"{_at(path, occurrences[1][2])}: sensitivity is set {len(occurrences)} times ({where}); "
+            f"keeping {label}"
         )
     return label
 
 
-def _sensitivity_value(value: Any, origin: _Origin) -> str:
-    """The ``sensitivity`` label (must be a string, since the RESTRICTED gate only recognises strings)."""
-    if value is None:
-        return DEFAULT_SENSITIVITY
-    if not isinstance(value, str):
-        raise origin.error(
-            "sensitivity", f"must be a string label such as 'INTERNAL', got {json_type_name(value)}"
+def _merged_sensitivity(document: Mapping[str, Any], sidecar: Mapping[str, Any], origin: _Origin) -> str:
+    """The label of a document whose own metadata and sidecar may both set one (each already read by
+    :func:`_source_label`).
+
+    Where they disagree the most restrictive wins (a warning names both places) — unlike every other key, where the
+    sidecar wins.  A label outside ``KNOWN_SENSITIVITIES`` is kept and warned about.
+    """
+    own, side = document.get(SENSITIVITY_KEY), sidecar.get(SENSITIVITY_KEY)
+    present = [label for label in (own, side) if label is not None]
+    label = most_restrictive(present) if present else DEFAULT_SENSITIVITY
+    own_at = _at(origin.path, origin.line if origin.front_lines is None else origin.front_lines.get(SENSITIVITY_KEY))
+    if own is not None and side is not None and normalize_label(own) != normalize_label(side):
+        side_at = _at(origin.sidecar_path, getattr(sidecar, "lines", {}).get(SENSITIVITY_KEY))
+        _warn(
+            f"{own_at}: sensitivity {own!r} in the document and {side!r} in its sidecar {side_at} disagree; "
+            f"keeping {label} (the most restrictive)"
         )
-    return value
+    if normalize_label(label) not in KNOWN_SENSITIVITIES:
+        _warn(
+            f"{own_at}: unknown sensitivity label {label!r} (known: {', '.join(KNOWN_SENSITIVITIES)}); "
+            "it is kept as is and is not treated as RESTRICTED"
+        )
+    return label
+
+
+class _Sidecar(dict[str, Any]):
+    """A sidecar's metadata, with the 1-based line of each top-level key in :attr:`lines` (for messages)."""
+
+    lines: dict[str, int]
+
+
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:]')
+
+
+def _json_keys(text: str) -> list[tuple[int, str, int]]:
+    """``(depth, key, line)`` of every object key in valid JSON ``text``, in order; top-level keys have depth 1."""
+    out: list[tuple[int, str, int]] = []
+    depth, line, last = 0, 1, 0
+    previous: tuple[str, int] | None = None
+    for m in _JSON_TOKEN.finditer(text):
+        token = m.group()
+        if token[0] == '"':
+            line += text.count("\n", last, m.start())
+            last = m.start()
+            previous = (json.loads(token), line)
+            continue
+        if token in "{[":
+            depth += 1
+        elif token in "}]":
+            depth -= 1
+        elif previous is not None:  # ":" after a string: that string was a key
+            out.append((depth, previous[0], previous[1]))
+        previous = None
+    return out
+
+
+class _PairsHook:
+    """``object_pairs_hook`` for ``json.loads`` that records every object's pairs, duplicate keys included (the
+    plain ``dict`` it returns keeps the last value, as ``json.loads`` does)."""
+
+    def __init__(self) -> None:
+        self.pairs: dict[int, list[tuple[str, Any]]] = {}
+        self._objects: list[dict[str, Any]] = []  # keeps every object alive, so ids stay unique
+
+    def __call__(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj = dict(pairs)
+        self.pairs[id(obj)] = pairs
+        self._objects.append(obj)
+        return obj
+
+    def labels_and_duplicates(
+        self, label_objects: Sequence[Any], path: Path, line_of: Callable[[str, int, bool], int | None]
+    ) -> list[_LabelAt]:
+        """Warn about every duplicate key (the last value is used); return the sensitivity keys of
+        ``label_objects`` (the objects whose keys become metadata, in that order), duplicates included.
+
+        ``line_of(key, n, top)`` is the line of the ``n``-th (0-based) occurrence of ``key`` among the top-level
+        keys (``top``) or the nested ones, or ``None``.
+        """
+        label_ids = [id(obj) for obj in label_objects if isinstance(obj, dict)]
+        root = next(reversed(self.pairs), None)  # json.loads finishes the outermost object last
+        found: dict[int, list[_LabelAt]] = {}
+        for obj_id, pairs in self.pairs.items():
+            counts: dict[str, int] = {}
+            for key, value in pairs:
+                n = counts[key] = counts.get(key, -1) + 1
+                if obj_id in label_ids and is_sensitivity_key(key):
+                    found.setdefault(obj_id, []).append((key, value, line_of(key, n, obj_id == root)))
+                elif n == 1:
+                    where = _at(path, line_of(key, n, obj_id == root))
+                    _warn(f"{where}: duplicate key {key!r}; the last value is used")
+        return [label for obj_id in label_ids for label in found.get(obj_id, [])]
+
+
+def _json_line_of(text: str) -> Callable[[str, int, bool], int | None]:
+    """``line_of`` for :meth:`_PairsHook.labels_and_duplicates` over a JSON file's ``text``."""
+    keys = _json_keys(text)
+
+    def line_of(key: str, n: int, top: bool) -> int | None:
+        lines = [line for depth, k, line in keys if k == key and (depth == 1) == top]
+        return lines[n] if n < len(lines) else (lines[-1] if lines else None)
+
+    return line_of
+
+
+def _yaml_labels_and_duplicates(root: yaml.Node, path: Path) -> list[_LabelAt]:
+    """Warn about every duplicate key in front matter (the last value is used, as ``yaml.safe_load`` does; file
+    line = node line + 2); return the top-level sensitivity keys, duplicates and ``<<`` merges included."""
+    labels: list[_LabelAt] = []
+    visited: set[int] = set()
+    todo: list[yaml.Node] = [root]
+    while todo:
+        node = todo.pop()
+        if id(node) in visited:
+            continue
+        visited.add(id(node))
+        if isinstance(node, yaml.SequenceNode):
+            todo.extend(node.value)
+        if not isinstance(node, yaml.MappingNode):
+            continue
+        first: dict[tuple[str, str], int] = {}
+        for key_node, value_node in node.value:
+            todo.extend((key_node, value_node))
+            if not isinstance(key_node, yaml.ScalarNode):
+                continue
+            line = 2 + key_node.start_mark.line
+            if node is root and key_node.tag == "tag:yaml.org,2002:merge":
+                merged = value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
+                labels.extend(
+                    (str(k.value), _construct(v), 2 + k.start_mark.line)
+                    for source in merged
+                    if isinstance(source, yaml.MappingNode)
+                    for k, v in source.value
+                    if isinstance(k, yaml.ScalarNode) and is_sensitivity_key(k.value)
+                )
+            elif node is root and is_sensitivity_key(key_node.value):
+                labels.append((str(key_node.value), _construct(value_node), line))
+            elif (key_node.tag, str(key_node.value)) in first:
+                _warn(
+                    f"{_at(path, line)}: duplicate key {key_node.value!r} (first on line "
+                    f"{first[(key_node.tag, str(key_node.value))]}); the last value is used"
+                )
+            else:
+                first[(key_node.tag, str(key_node.value))] = line
+    return labels
+
+
+def _construct(node: yaml.Node) -> Any:
+    """The Python value of a composed YAML node, as ``yaml.safe_load`` builds it."""
+    return yaml.constructor.SafeConstructor().construct_document(node)
 
 
 def _to_metadata(data: Mapping[Any, Any], path: Path, line_of: Callable[[str], int | None]) -> dict[str, Any]:
@@ -756,8 +1015,8 @@ def _to_metadata(data: Mapping[Any, Any], path: Path, line_of: Callable[[str], i
                 field=str(key),
             )
         converted = _jsonable(value, key, path, line_of(key))
-        name = "sensitivity" if key.strip().lower() == "sensitivity" else key  # `Sensitivity:` is still a label
-        out[name] = _stricter(out[name], converted) if name in out else converted
+        # `Ｓｅｎｓｉｔｉｖｉｔｙ:` is still the label; the caller sets its value from every such key (_source_label)
+        out[SENSITIVITY_KEY if is_sensitivity_key(key) else key] = converted
     return out
 
 

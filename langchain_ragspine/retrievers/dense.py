@@ -67,10 +67,10 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
-from langchain_ragspine.document_compressors.restricted import drop_restricted
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.filters import FilterMasks, and_filters, compile_filter
 from langchain_ragspine.retrievers.bm25 import check_k, doc_key, with_scores
+from langchain_ragspine.sensitivity import drop_restricted
 from langchain_ragspine.stores.files import atomic_dir, read_config, read_documents, write_documents
 from langchain_ragspine.stores.vector_index import (
     INDEX_KINDS,

@@ -418,21 +418,35 @@ class EmbeddingCache(SQLiteFile):
                 rows,
             )
 
-    def prune(self, model_key: str, keep: set[tuple[str, str]] | frozenset[tuple[str, str]]) -> int:
-        """Delete the rows of ``model_key`` whose ``(chunk_id, content_hash)`` is not in ``keep``; other models'
-        rows are untouched.  Returns the number of rows deleted."""
+    def prune(self, model_key: str | None, keep: set[tuple[str, str]] | frozenset[tuple[str, str]]) -> int:
+        """Delete the rows of ``model_key`` (of every model when ``None``) whose ``(chunk_id, content_hash)`` is not
+        in ``keep``; other models' rows are untouched.  Returns the number of rows deleted.
+
+        Deleted rows leave no trace in the file: the delete runs with ``PRAGMA secure_delete`` (freed pages are
+        overwritten with zeros), and the write-ahead log is checkpointed and truncated afterwards (when no other
+        connection holds it open), so a vector that must go (a chunk that became RESTRICTED or was retracted) is
+        neither in ``embeddings.sqlite`` nor in ``embeddings.sqlite-wal``.
+        """
         self._require_writable()
-        with self._lock, self._sql_errors(), self._write_transaction() as cur:
-            cur.execute("CREATE TEMP TABLE IF NOT EXISTS keep_keys (chunk_id TEXT, content_hash TEXT)")
-            cur.execute("DELETE FROM temp.keep_keys")
-            cur.executemany("INSERT INTO temp.keep_keys VALUES (?, ?)", [(str(c), str(h)) for c, h in keep])
-            cur.execute(
-                "DELETE FROM embeddings WHERE model_key = ? AND NOT EXISTS (SELECT 1 FROM temp.keep_keys k "
-                "WHERE k.chunk_id = embeddings.chunk_id AND k.content_hash = embeddings.content_hash)",
-                (model_key,),
-            )
-            deleted = cur.rowcount
-            cur.execute("DELETE FROM temp.keep_keys")
+        with self._lock, self._sql_errors():
+            conn = self._connection()
+            conn.execute("PRAGMA secure_delete = ON")
+            with self._write_transaction() as cur:
+                cur.execute("CREATE TEMP TABLE IF NOT EXISTS keep_keys (chunk_id TEXT, content_hash TEXT)")
+                cur.execute("DELETE FROM temp.keep_keys")
+                cur.executemany("INSERT INTO temp.keep_keys VALUES (?, ?)", [(str(c), str(h)) for c, h in keep])
+                stale = (
+                    "NOT EXISTS (SELECT 1 FROM temp.keep_keys k "
+                    "WHERE k.chunk_id = embeddings.chunk_id AND k.content_hash = embeddings.content_hash)"
+                )
+                if model_key is None:
+                    cur.execute(f"DELETE FROM embeddings WHERE {stale}")
+                else:
+                    cur.execute(f"DELETE FROM embeddings WHERE model_key = ? AND {stale}", (model_key,))
+                deleted = cur.rowcount
+                cur.execute("DELETE FROM temp.keep_keys")
+            if deleted:
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return int(deleted)
 
     def count(self, model_key: str | None = None) -> int:

@@ -131,7 +131,8 @@ def test_cli_ingest_search_json(corpus: Path, tmp_path: Path, capsys):
     store = str(tmp_path / "store")
     assert main(["ingest", str(corpus), "--store", store]) == 0
     line = capsys.readouterr().out.strip()
-    assert line.startswith("4 documents, ") and "4 new, 0 changed, 0 unchanged, 0 retracted" in line
+    assert line.startswith("this run: 4 documents, 4 chunks (4 new, 0 changed, 0 unchanged, 0 retracted); ")
+    assert "; store: 4 documents, 4 chunks; " in line
     assert main(["search", "梅雨 北海道", "--store", store, "--json", "-k", "5"]) == 0
     rows = _json_lines(capsys.readouterr().out)
     assert [r["rank"] for r in rows] == list(range(1, len(rows) + 1))

@@ -17,6 +17,8 @@ def _doc(i, sensitivity):
         "RESTRICTED", "restricted", " Restricted\n", "\tRESTRICTED ",
         # look-alikes found in a fresh-user trial (regressions): full width, zero-width space, Turkish dotted I
         "ＲＥＳＴＲＩＣＴＥＤ", "RESTRICTED\u200b", "RESTR\u200bICTED", "RESTRİCTED", "ｒｅｓｔｒｉｃｔｅｄ",
+        # issue 8: RESTRICTED among other words or punctuation is RESTRICTED (the most restrictive reading)
+        "RESTRICTED, INTERNAL", "Restricted.", "RESTRICTED-ISH", "RESTRICTED（社外秘）", "internal/restricted",
     ],
 )
 def test_restricted_labels_are_dropped_case_insensitively(label):
@@ -26,7 +28,7 @@ def test_restricted_labels_are_dropped_case_insensitively(label):
     assert len(docs) == 3  # input untouched
 
 
-@pytest.mark.parametrize("label", ["PUBLIC", "", None, ..., "RESTRICTED-ISH", "UNRESTRICTED", 5])
+@pytest.mark.parametrize("label", ["PUBLIC", "", None, ..., "UNRESTRICTED", "PUBLIC, INTERNAL", "社外秘", 5])
 def test_other_labels_pass(label):
     assert not is_restricted(_doc(0, label).metadata)
     assert len(RestrictedGate().compress_documents([_doc(0, label)], query="q")) == 1
@@ -66,3 +68,11 @@ def test_regression_foreign_documents_with_capitalised_key_or_list_label_are_res
     assert is_restricted({"sensitivity": ["INTERNAL", "RESTRICTED"]})
     assert not is_restricted({"sensitivity": ["INTERNAL", "PUBLIC"]})
     assert not is_restricted({"classification": "RESTRICTED"})
+
+
+def test_regression_foreign_documents_with_folded_key_spellings_are_restricted():
+    # issue 8: the key is folded like the value (NFKC width, case, surrounding and zero-width spaces)
+    for key in ["Ｓｅｎｓｉｔｉｖｉｔｙ", " sensitivity ", "sensi\u200btivity", "SENSITIVITY\u3000", "ｓｅｎｓｉｔｉｖｉｔｙ"]:
+        assert is_restricted({key: "RESTRICTED"}), key
+        assert [d.metadata for d in RestrictedGate().compress_documents([Document("x", metadata={key: "restricted."})], "q")] == []
+    assert not is_restricted({"sensitivity_note": "RESTRICTED"})
