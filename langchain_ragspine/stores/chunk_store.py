@@ -174,17 +174,19 @@ class StoredChunk:
 
         ``metadata`` is the stored metadata, overlaid with the lineage fields that are not ``None``
         (``doc_id``, ``chunk_id``, ``start_index``, ``end_index``, ``source_locator``, ``title``,
-        ``sensitivity``) and with ``version``, ``valid_as_of`` and ``ingested_at`` (these three replace
-        same-named user keys).
+        ``sensitivity``) and with ``doc_version`` (the store's version of the document; a reserved key).
+        ``valid_as_of`` and ``ingested_at`` are added only when the stored metadata has no key of that name, so a
+        user's own ``version`` / ``ingested_at`` front matter is never overwritten (and filters on it see the
+        user's value).
         """
         md: dict[str, Any] = dict(self.metadata)
         for key in _LINEAGE_KEYS:
             value = getattr(self, key)
             if value is not None:
                 md[key] = value
-        md["version"] = self.version
-        md["valid_as_of"] = self.valid_as_of
-        md["ingested_at"] = self.ingested_at
+        md["doc_version"] = self.version
+        md.setdefault("valid_as_of", self.valid_as_of)
+        md.setdefault("ingested_at", self.ingested_at)
         return Document(page_content=self.text, metadata=md, id=self.chunk_id)
 
 

@@ -112,7 +112,7 @@ def test_stored_chunk_fields_and_to_document(store: ChunkStore) -> None:
     assert d.id == "a#0" and d.page_content == "本文です"
     assert d.metadata["chunk_id"] == "a#0" and d.metadata["doc_id"] == "a"
     assert d.metadata["start_index"] == 10 and d.metadata["end_index"] == 14
-    assert d.metadata["version"] == 1
+    assert d.metadata["doc_version"] == 1 and "version" not in d.metadata
     assert d.metadata["valid_as_of"] == "2024-06-30"
     assert d.metadata["ingested_at"] == c.ingested_at
     assert d.metadata["published"] == "2024-04-01"
@@ -645,3 +645,21 @@ def test_sigkill_mid_transaction_keeps_committed_version(tmp_path: Path) -> None
         assert con.execute("PRAGMA foreign_key_check").fetchall() == []
     finally:
         con.close()
+
+
+def test_user_version_metadata_survives_the_store(tmp_path: Path) -> None:
+    """Regression: front matter ``version: "1.10"`` used to be replaced by the store's document version (1), so a
+    filter on the user's ``version`` field saw the wrong value after ingest."""
+    from langchain_ragspine.filters import matches
+
+    store = ChunkStore(tmp_path / "c.sqlite")
+    doc = Document(
+        page_content="本文",
+        metadata={"doc_id": "a", "chunk_id": "a#0", "version": "1.10", "ingested_at": "yesterday"},
+    )
+    store.replace_doc_chunks("a", [doc])
+    (chunk,) = store.iter_chunks()
+    md = chunk.to_document().metadata
+    assert md["version"] == "1.10" and md["doc_version"] == 1 and md["ingested_at"] == "yesterday"
+    assert matches(md, {"version": "1.10"}) and not matches(md, {"version": "1.1"})
+    store.close()
