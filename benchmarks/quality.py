@@ -26,7 +26,6 @@ import json
 import sys
 import warnings
 from collections.abc import Callable
-from pathlib import Path
 
 from _common import DATA, REPO, update_results_section
 from langchain_core.documents import Document

@@ -6,7 +6,9 @@ A paragraph longer than ``chunk_size`` is cut at sentence ends (``。！？；.!
 sentence that alone exceeds the budget is hard-cut; the pieces of one long paragraph do not overlap each other.
 
 Every chunk is a contiguous, verbatim substring ``text[start_index:end_index]`` of its source (no normalisation, no
-re-joining), so a citation's offsets always point at the exact text shown to the reader.  This is the
+re-joining), so a citation's offsets always point at the exact text shown to the reader.  A document loaded by
+``CorpusLoader`` carries ``metadata["body_offset"]`` (where its text starts in the file); the chunk offsets then
+index the file itself (see :mod:`langchain_ragspine.document_loaders.locators`).  This is the
 "fixed-size chunking with overlap, respecting paragraph and sentence boundaries" strategy common in RAG practice
 (e.g. LangChain's ``RecursiveCharacterTextSplitter``), with exact offsets instead of ``str.find``.
 """
@@ -22,6 +24,7 @@ from typing import Any
 from langchain_core.documents import Document
 from langchain_text_splitters import TextSplitter
 
+from langchain_ragspine.document_loaders.locators import source_locator_for
 from langchain_ragspine.text import CJK_CHAR_RE, sentence_spans
 
 #: Default chunk budget in characters.
@@ -58,11 +61,6 @@ def chunk_id_for(doc_id: str, i: int) -> str:
     return f"{doc_id}#{i}"
 
 
-def source_locator_for(source: str, start: int, end: int) -> str:
-    """The source locator convention: ``f"{source}#{start}-{end}"`` (char offsets, end exclusive)."""
-    return f"{source}#{start}-{end}"
-
-
 class ParagraphTextSplitter(TextSplitter):
     """Split text into paragraph-packed chunks with exact character offsets.
 
@@ -75,10 +73,13 @@ class ParagraphTextSplitter(TextSplitter):
         ValueError: ``chunk_size <= 0``, ``chunk_overlap < 0`` or ``chunk_overlap >= chunk_size``.
 
     :meth:`split_documents` / :meth:`create_documents` return one ``Document`` per chunk whose ``page_content`` is
-    ``text[start_index:end_index]`` and whose metadata is the source metadata plus ``doc_id`` (kept, else the
-    ``source``, else a hash of the text), ``chunk_id`` = ``f"{doc_id}#{i}"``, ``start_index``, ``end_index`` and
-    ``source_locator`` = ``f"{source}#{start}-{end}"`` (``source`` defaults to ``doc_id``); ``Document.id`` is the
-    ``chunk_id``.
+    ``text[s:e]`` for a span ``(s, e)`` of :meth:`split_spans`, and whose metadata is the source metadata plus
+    ``doc_id`` (kept, else the ``source``, else a hash of the text), ``chunk_id`` = ``f"{doc_id}#{i}"``,
+    ``start_index`` = ``body_offset + s``, ``end_index`` = ``body_offset + e`` and ``source_locator`` =
+    ``f"{source}#{start_index}-{end_index}"`` (``source`` defaults to ``doc_id``).  ``body_offset`` is the
+    source metadata's ``body_offset`` (set by ``CorpusLoader``: where the text starts in its file), else 0 — so
+    offsets index the file a reader opens, see :mod:`langchain_ragspine.document_loaders.locators`.
+    ``Document.id`` is the ``chunk_id``.
     """
 
     def __init__(
@@ -182,7 +183,8 @@ class ParagraphTextSplitter(TextSplitter):
         """Split each text into chunk ``Document``s carrying lineage metadata (see the class docstring).
 
         Raises:
-            ValueError: ``metadatas`` is given with a different length than ``texts``.
+            ValueError: ``metadatas`` is given with a different length than ``texts``, or a ``body_offset`` is not
+                an int ``>= 0``.
         """
         if metadatas is not None and len(metadatas) != len(texts):
             raise ValueError(f"got {len(texts)} texts but {len(metadatas)} metadatas")
@@ -192,14 +194,17 @@ class ParagraphTextSplitter(TextSplitter):
             doc_id = str(base.get("doc_id") or base.get("source") or _text_id(text))
             source = str(base.get("source") or doc_id)
             base["doc_id"] = doc_id
+            offset = base.get("body_offset", 0)
+            if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+                raise ValueError(f"metadata 'body_offset' of {doc_id!r} must be an int >= 0, got {offset!r}")
             for n, (s, e) in enumerate(self.split_spans(text)):
                 md = copy.deepcopy(base)
                 cid = chunk_id_for(doc_id, n)
                 md.update(
                     chunk_id=cid,
-                    start_index=s,
-                    end_index=e,
-                    source_locator=source_locator_for(source, s, e),
+                    start_index=offset + s,
+                    end_index=offset + e,
+                    source_locator=source_locator_for(source, offset + s, offset + e),
                 )
                 docs.append(Document(page_content=text[s:e], metadata=md, id=cid))
         return docs
