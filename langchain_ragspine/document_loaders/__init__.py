@@ -1,5 +1,21 @@
 """Document loaders (LangChain ``BaseLoader``s): Markdown, text and JSONL corpora with sidecar metadata."""
 
 from langchain_ragspine.document_loaders.corpus import CorpusLoader, LoaderWarning, LoadStats
+from langchain_ragspine.document_loaders.locators import (
+    SourceLocator,
+    parse_source_locator,
+    read_source_text,
+    resolve_source_locator,
+    source_locator_for,
+)
 
-__all__ = ["CorpusLoader", "LoadStats", "LoaderWarning"]
+__all__ = [
+    "CorpusLoader",
+    "LoadStats",
+    "LoaderWarning",
+    "SourceLocator",
+    "parse_source_locator",
+    "read_source_text",
+    "resolve_source_locator",
+    "source_locator_for",
+]

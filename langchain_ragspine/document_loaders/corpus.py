@@ -7,11 +7,13 @@ files:
 * ``.md`` / ``.markdown`` / ``.txt`` — one document per file.  Optional YAML front matter (the Jekyll/Hugo
   convention: the file opens with a ``---`` line and the block ends at the next ``---`` or ``...`` line) is
   parsed with ``yaml.safe_load``, removed from the text and merged into the metadata.  The rest of the file is
-  the ``page_content``, verbatim, so chunk offsets point into the file: ``text[body_offset:] == page_content``
-  where ``text = path.read_bytes().decode(encoding)`` (no newline translation) and ``body_offset`` is in the
-  metadata.
+  the ``page_content``, verbatim: ``text[body_offset:] == page_content`` where ``text =
+  path.read_bytes().decode(encoding)`` (no newline translation; a BOM and CRLFs count as stored) and
+  ``body_offset`` is in the metadata, so chunk offsets index the file itself (the convention is defined in
+  :mod:`langchain_ragspine.document_loaders.locators`).
 * ``.jsonl`` — one document per non-blank line, each a JSON object with a string ``text`` (the JSON Lines
   format, https://jsonlines.org, as used by BEIR corpora: ``{"_id": ..., "title": ..., "text": ...}``).
+  Chunk locators name the line and offsets within its decoded ``text``: ``"corpus.jsonl:3#0-412"``.
 * ``<name>.json`` beside a document file is its *sidecar*: a JSON object merged into the metadata, winning
   over front matter (and, for a ``.jsonl``, over each line's fields) — except for ``sensitivity``, where the
   most restrictive label wins.  Sidecars are never documents themselves.
@@ -162,7 +164,9 @@ class CorpusLoader(BaseLoader):
           (``"RESTRICTED, INTERNAL"`` → ``"RESTRICTED"``), a list, front matter / JSONL line and sidecar that
           disagree, and a disagreement with an unknown label (no order known: ``"RESTRICTED"``).  A label outside
           ``PUBLIC``/``INTERNAL``/``CONFIDENTIAL``/``RESTRICTED`` is kept and warned about.
-        * ``body_offset`` (``.md``/``.txt``): char offset of ``page_content`` in the decoded file text.
+        * ``body_offset`` (``.md``/``.txt``): char offset of ``page_content`` in the decoded file text (after
+          front matter and a BOM); ``ParagraphTextSplitter`` adds it to chunk offsets, so they index the file.
+          A JSONL document has none (a line's field of that name is dropped): its offsets index its ``text``.
         * ``line`` (``.jsonl``): 1-based line number of the document in its file.
         * every other front-matter / sidecar / JSONL field, unchanged except that ``date``/``datetime`` values
           become ISO-8601 strings.  ``source``, ``body_offset`` and ``line`` are set by the loader and
@@ -535,6 +539,7 @@ class CorpusLoader(BaseLoader):
         if doc_id is None:
             doc_id = f"{entry.id_base}:{lineno}"
         meta: dict[str, Any] = {**fields, **sidecar}
+        meta.pop("body_offset", None)  # reserved: a line's chunk offsets index its decoded text (see locators)
         origin = _Origin(path, sidecar, path.with_suffix(SIDECAR_SUFFIX), line=lineno)
         title = _title_value(meta.get("title"), origin)
         meta.update(

@@ -156,9 +156,9 @@ def paragraph_ids_for(
 ) -> list[str]:
     """Ids (``f"{doc_id}-p{n}"``) of the paragraphs of ``doc`` that the char range ``[start, end)`` overlaps.
 
-    A chunk with ``metadata["start_index"] = start`` and ``metadata["end_index"] = end`` (offsets into
-    ``doc.page_content``, as written by ``ParagraphTextSplitter``) overlaps paragraph ``[ps, pe)`` when
-    ``start < pe and ps < end``.  The title line and the blank lines between paragraphs belong to no
+    ``start`` / ``end`` are offsets into ``doc.page_content``: for a ``ParagraphTextSplitter`` chunk, its
+    ``start_index`` / ``end_index`` minus ``doc.metadata.get("body_offset", 0)`` (chunk offsets index the source
+    file).  The range overlaps paragraph ``[ps, pe)`` when ``start < pe and ps < end``.  The title line and the blank lines between paragraphs belong to no
     paragraph.
 
     Args:

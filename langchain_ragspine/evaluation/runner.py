@@ -296,7 +296,8 @@ class _ParagraphMap:
     def ids(self, chunk: Document) -> list[str]:
         """Paragraph ids overlapped by ``chunk``, most overlapped characters first (ties in document order).
 
-        The chunk's range in its parent is ``metadata["start_index"]``/``["end_index"]``; without
+        The chunk's range in its parent is ``metadata["start_index"]``/``["end_index"]`` minus the parent's
+        ``body_offset`` (offsets index the source file, see ``document_loaders.locators``); without
         ``end_index`` it is ``start_index + len(page_content)``; without ``start_index`` the first occurrence
         of the chunk text in the parent.  A chunk whose parent or range cannot be found maps to no paragraph.
         """
@@ -306,6 +307,10 @@ class _ParagraphMap:
             return []
         start = chunk.metadata.get("start_index")
         end = chunk.metadata.get("end_index")
+        base = parent.metadata.get("body_offset")
+        if isinstance(base, int) and not isinstance(base, bool) and isinstance(start, int) and base > 0:
+            start -= base
+            end = end - base if isinstance(end, int) else end
         if not isinstance(start, int) or isinstance(start, bool) or start < 0:
             start = parent.page_content.find(chunk.page_content)
             if start < 0:

@@ -1,14 +1,38 @@
 """RAGSpine's paragraph chunker as a LangChain ``TextSplitter``.
 
 Paragraphs (blank-line separated) are packed into chunks of at most ``chunk_size`` characters; consecutive chunks
-overlap by up to ``chunk_overlap`` characters, snapped forward to a sentence or word start inside the overlap window.
-A paragraph longer than ``chunk_size`` is cut at sentence ends (``。！？；.!?;``), sentences packed greedily, and a
-sentence that alone exceeds the budget is hard-cut; the pieces of one long paragraph do not overlap each other.
+overlap by up to ``chunk_overlap`` characters, the overlap starting on the best boundary inside the overlap window.
+
+A paragraph longer than ``chunk_size`` is cut into pieces at the best boundary that fits, in this order:
+
+1. a line break (so Markdown lists, tables and code split between lines),
+2. a sentence end (``。！？`` always; ``.!?`` when followed by whitespace; closing quotes and brackets such as
+   ``」』）"'`` stay with their sentence),
+3. a clause mark (``、，；：`` always; ``,;`` when followed by whitespace),
+4. whitespace,
+5. an extended grapheme cluster boundary (Unicode Standard Annex #29, via the ``regex`` package's ``\\X``) that is
+   not inside a Latin word (between two CJK characters, next to punctuation),
+6. any grapheme cluster boundary (a run of Latin letters longer than the budget, e.g. a URL or base64),
+7. a code point — only when one grapheme cluster alone is longer than ``chunk_size``.
+
+A cut is never placed inside a grapheme cluster (combining marks, emoji ZWJ and flag sequences, CRLF) except in
+case 7, and never inside a Latin word while another boundary exists in the budget.  A piece is filled: among the
+boundaries of the best kind in the second half of its budget it ends at the last one — except that the last piece
+of a paragraph keeps at least ``(chunk_size - chunk_overlap) // 8`` characters (50 by default) of its own, so there
+is no sliver.  Short paragraphs just before a long one (a heading, a lead-in line) open its first piece, so a
+heading is not a chunk of its own.  Consecutive pieces of one paragraph overlap by up to ``chunk_overlap``
+characters: the next piece starts on the earliest boundary of the best kind in the overlap window, and that
+boundary must be as strong as the cut — a line start after a line-break cut (table rows and list items stay
+whole), a sentence or clause start after a sentence or clause cut, a word start after a whitespace cut; without
+one the pieces do not overlap.  Every piece ends after the previous one ended, so splitting always terminates, and
+every non-whitespace character is in some chunk.
 
 Every chunk is a contiguous, verbatim substring ``text[start_index:end_index]`` of its source (no normalisation, no
-re-joining), so a citation's offsets always point at the exact text shown to the reader.  This is the
-"fixed-size chunking with overlap, respecting paragraph and sentence boundaries" strategy common in RAG practice
-(e.g. LangChain's ``RecursiveCharacterTextSplitter``), with exact offsets instead of ``str.find``.
+re-joining), so a citation's offsets always point at the exact text shown to the reader.  A document loaded by
+``CorpusLoader`` carries ``metadata["body_offset"]`` (where its text starts in the file); the chunk offsets then
+index the file itself (see :mod:`langchain_ragspine.document_loaders.locators`).  This is the "recursive" chunking
+of LangChain's ``RecursiveCharacterTextSplitter`` (separators from strong to weak), with exact offsets instead of
+``str.find``, grapheme-safe cuts, and overlap that starts on a boundary.
 """
 
 from __future__ import annotations
@@ -16,41 +40,149 @@ from __future__ import annotations
 import copy
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
+import regex
 from langchain_core.documents import Document
 from langchain_text_splitters import TextSplitter
 
-from langchain_ragspine.text import CJK_CHAR_RE, sentence_spans
+from langchain_ragspine.document_loaders.locators import source_locator_for
+from langchain_ragspine.text import CJK_CHAR_RE
+
+__all__ = [
+    "DEFAULT_CHUNK_CHARS",
+    "DEFAULT_OVERLAP_CHARS",
+    "ParagraphTextSplitter",
+    "chunk_id_for",
+    "paragraph_spans",
+    "source_locator_for",
+]
 
 #: Default chunk budget in characters.
 DEFAULT_CHUNK_CHARS = 480
-#: Default overlap between consecutive packed chunks, in characters.
+#: Default overlap between consecutive chunks, in characters.
 DEFAULT_OVERLAP_CHARS = 80
-
-_PARAGRAPH_BREAK = re.compile(r"\n[ \t\r\f\v]*\n\s*")
 
 Span = tuple[int, int]
 
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t\r\f\v]*\n\s*")
 
-def _strip(text: str, start: int, end: int) -> Span:
+# Boundary kinds, strongest first (the order in which a cut is looked for).
+LINE, SENTENCE, CLAUSE, SPACE, GRAPHEME, IN_WORD, CODE_POINT = range(7)
+_NOT_IN_WORD = (LINE, SENTENCE, CLAUSE, SPACE, GRAPHEME)
+
+_LINE_BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"  # what str.splitlines() splits on
+_CLOSERS = "」』）)】〕〉》\"'”’"
+_CJK_ENDS = "。！？"
+_LATIN_ENDS = ".!?"
+_CJK_CLAUSE = "、，；："
+_LATIN_CLAUSE = ",;"
+_SENTENCE_TAIL = frozenset(_CLOSERS + _CJK_ENDS + _LATIN_ENDS)
+_MARKS = _SENTENCE_TAIL | frozenset(_CJK_CLAUSE + _LATIN_CLAUSE)
+_LINE_RE = re.compile(rf"\s*[{_LINE_BREAKS}]\s*")
+_SENTENCE_RE = re.compile(
+    rf"(?:[{_CJK_ENDS}]+|[{re.escape(_LATIN_ENDS)}]+(?=[{re.escape(_CLOSERS)}]*\s))[{re.escape(_CLOSERS)}]*"
+)
+_CLAUSE_RE = re.compile(rf"[{_CJK_CLAUSE}]|[{_LATIN_CLAUSE}](?=\s)")
+_SPACE_RE = re.compile(r"\s+")
+#: Characters that keep a Latin "word" together (``3.14``, ``well-known``, ``don't``, URLs).
+_WORD_JOINERS = frozenset("._-'’/:@%&+#~=")
+
+_GRAPHEME = regex.compile(r"\X")
+# Between two characters of these grapheme-break classes there is a cluster boundary (except inside CR LF).
+_NOT_SIMPLE_RUN = regex.compile(r"[^\p{GCB=Other}\p{GCB=Control}\p{GCB=LF}\p{GCB=CR}]+")
+
+
+class _Graphemes:
+    """Extended grapheme cluster boundaries (UAX #29) of one text.
+
+    Between two "simple" characters (Latin, CJK ideographs and kana, punctuation, spaces: grapheme break class
+    Other, Control, CR or LF) there is always a boundary, except inside CR LF.  So only the stretches around other
+    characters (combining marks, ZWJ, emoji modifiers, regional indicators, Hangul jamo, Indic marks) are segmented,
+    with the ``regex`` package's ``\\X``, starting from a known boundary.
+    """
+
+    __slots__ = ("_inner", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._inner: set[int] = set()  # positions strictly inside a cluster of several code points
+        n = len(text)
+        region: list[int] | None = None
+        for m in _NOT_SIMPLE_RUN.finditer(text):
+            start, end = max(m.start() - 1, 0), min(m.end() + 1, n)  # one simple character of context each side
+            if start > 0 and text[start - 1 : start + 1] == "\r\n":
+                start -= 1
+            if region is not None and start <= region[1]:
+                region[1] = end
+                continue
+            if region is not None:
+                self._segment(*region)
+            region = [start, end]
+        if region is not None:
+            self._segment(*region)
+
+    def _segment(self, start: int, end: int) -> None:
+        for m in _GRAPHEME.finditer(self.text, start, end):
+            self._inner.update(range(m.start() + 1, m.end()))
+
+    def at(self, i: int) -> bool:
+        """``True`` when ``i`` (``0 <= i <= len(text)``) is a grapheme cluster boundary."""
+        t = self.text
+        return i not in self._inner and (i <= 0 or i >= len(t) or not (t[i - 1] == "\r" and t[i] == "\n"))
+
+    def next(self, i: int) -> int:
+        """The first boundary after ``i``."""
+        j, n = i + 1, len(self.text)
+        while j < n and not self.at(j):
+            j += 1
+        return j
+
+    def prev(self, i: int) -> int:
+        """The last boundary before ``i``."""
+        j = i - 1
+        while j > 0 and not self.at(j):
+            j -= 1
+        return j
+
+
+def _lstrip(g: _Graphemes, start: int, end: int) -> int:
+    """``start`` moved past whole whitespace clusters (a space carrying a combining mark is not whitespace)."""
+    text = g.text
     while start < end and text[start].isspace():
-        start += 1
+        nxt = g.next(start)
+        if nxt > end or not text[start:nxt].isspace():
+            break
+        start = nxt
+    return start
+
+
+def _strip(g: _Graphemes, start: int, end: int) -> Span:
+    start = _lstrip(g, start, end)
+    text = g.text
     while end > start and text[end - 1].isspace():
-        end -= 1
+        prv = max(g.prev(end), start)
+        if not text[prv:end].isspace():
+            break
+        end = prv
     return start, end
+
+
+def _paragraph_spans(g: _Graphemes) -> list[Span]:
+    text = g.text
+    spans: list[Span] = []
+    pos = 0
+    for m in _PARAGRAPH_BREAK.finditer(text):
+        spans.append(_strip(g, pos, m.start()))
+        pos = m.end() if g.at(m.end()) else g.prev(m.end())  # keep a space that carries a combining mark
+    spans.append(_strip(g, pos, len(text)))
+    return [(s, e) for s, e in spans if e > s]
 
 
 def paragraph_spans(text: str) -> list[Span]:
     """``(start, end)`` offsets of the non-empty, whitespace-trimmed, blank-line separated paragraphs of ``text``."""
-    spans: list[Span] = []
-    pos = 0
-    for m in _PARAGRAPH_BREAK.finditer(text):
-        spans.append(_strip(text, pos, m.start()))
-        pos = m.end()
-    spans.append(_strip(text, pos, len(text)))
-    return [(s, e) for s, e in spans if e > s]
+    return _paragraph_spans(_Graphemes(text))
 
 
 def chunk_id_for(doc_id: str, i: int) -> str:
@@ -58,27 +190,136 @@ def chunk_id_for(doc_id: str, i: int) -> str:
     return f"{doc_id}#{i}"
 
 
-def source_locator_for(source: str, start: int, end: int) -> str:
-    """The source locator convention: ``f"{source}#{start}-{end}"`` (char offsets, end exclusive)."""
-    return f"{source}#{start}-{end}"
+def _wordish(ch: str) -> bool:
+    return (ch.isalnum() or ch in _WORD_JOINERS) and CJK_CHAR_RE.match(ch) is None
+
+
+def _inside_word(text: str, i: int) -> bool:
+    """``True`` when position ``i`` splits a run of letters/digits of a space-delimited script (Latin, Cyrillic…),
+    including the marks that join such a word (``3.14``, ``well-known``, ``don't``, ``example.com/a``).
+
+    CJK text has no spaces between words, so a cut between two CJK characters is not "inside a word".
+    """
+    return 0 < i < len(text) and _wordish(text[i - 1]) and _wordish(text[i])
+
+
+def _gap_kind(text: str, j: int, k: int) -> int:
+    """Kind of the boundary between ``text[:j]`` and ``text[k:]``, where ``text[j:k]`` is whitespace (maybe empty)."""
+    gap = text[j:k]
+    if any(c in _LINE_BREAKS for c in gap):
+        return LINE
+    i = j
+    while i > 0 and text[i - 1] in _CLOSERS:
+        i -= 1
+    ends = i > 0 and (text[i - 1] in _CJK_ENDS or (gap and text[i - 1] in _LATIN_ENDS))
+    if ends and (gap or k >= len(text) or text[k] not in _SENTENCE_TAIL):  # "。」" and "！！" end after the last
+        return SENTENCE
+    if j > 0 and (text[j - 1] in _CJK_CLAUSE or (gap and text[j - 1] in _LATIN_CLAUSE)):
+        return CLAUSE
+    if gap:
+        return SPACE
+    return IN_WORD if _inside_word(text, j) else GRAPHEME
+
+
+def _start_candidates(g: _Graphemes, kind: int, lo: int, hi: int) -> Iterator[int]:
+    """Chunk starts ``k`` in ``[lo, hi)`` (``lo >= 1``) that begin on a boundary of exactly ``kind``, in order."""
+    text = g.text
+    scan = lo - 1
+    while scan > 0 and (text[scan].isspace() or text[scan] in _MARKS):  # what a start in the window may follow
+        scan -= 1
+    if kind in (LINE, SENTENCE, CLAUSE, SPACE):
+        pattern = {LINE: _LINE_RE, SENTENCE: _SENTENCE_RE, CLAUSE: _CLAUSE_RE, SPACE: _SPACE_RE}[kind]
+        for m in pattern.finditer(text, scan, hi):
+            j = m.start() if kind in (LINE, SPACE) else m.end()
+            k = _lstrip(g, j, hi)
+            if k >= hi:
+                break
+            if k >= lo and not text[k].isspace() and g.at(k) and _gap_kind(text, j, k) == kind:
+                yield k
+    else:
+        for k in range(lo, hi):
+            if not text[k - 1].isspace() and not text[k].isspace() and _gap_kind(text, k, k) == kind:
+                yield k
+
+
+def _best_start(g: _Graphemes, lo: int, hi: int, worst: int) -> int | None:
+    """Earliest chunk start of the strongest kind (no weaker than ``worst``) in ``[lo, hi)``, or ``None``."""
+    lo = max(lo, 1)
+    for kind in range(min(worst, GRAPHEME) + 1):
+        for k in _start_candidates(g, kind, lo, hi):
+            if g.at(k):
+                return k
+    return None
+
+
+def _cut_candidates(g: _Graphemes, kind: int, a: int, lo: int, hi: int, pe: int) -> Iterator[int]:
+    """Piece ends ``j`` in ``[lo, hi]`` (cutting ``[a, pe)``) that lie on a boundary of exactly ``kind``."""
+    text = g.text
+    if kind == LINE:
+        for m in _LINE_RE.finditer(text, a, pe):
+            if m.start() > hi:
+                break
+            if m.start() >= lo:
+                yield m.start()
+    elif kind in (SENTENCE, CLAUSE):
+        pattern = _SENTENCE_RE if kind == SENTENCE else _CLAUSE_RE
+        for m in pattern.finditer(text, a, pe):
+            j = m.end()
+            if j > hi:
+                break
+            if j >= lo and _gap_kind(text, j, _lstrip(g, j, pe)) == kind:
+                yield j
+    elif kind == SPACE:
+        for m in _SPACE_RE.finditer(text, a, pe):
+            j = m.start()
+            if j > hi:
+                break
+            if j >= lo and _gap_kind(text, j, m.end()) == SPACE:
+                yield j
+    else:
+        for j in range(lo, hi + 1):
+            if kind == CODE_POINT or (not text[j - 1].isspace() and not text[j].isspace() and (
+                kind == IN_WORD or not _inside_word(text, j)
+            )):
+                yield j
+
+
+def _pick_cut(g: _Graphemes, a: int, lo: int, hi: int, pe: int, target: int, kinds: Iterable[int]) -> Span | None:
+    """The ``(end, kind)`` of the strongest boundary in ``[lo, hi]`` (nearest ``target`` among equals), or ``None``."""
+    if lo > hi:
+        return None
+    for kind in kinds:
+        best: int | None = None
+        for j in _cut_candidates(g, kind, a, lo, hi, pe):
+            if (kind == CODE_POINT or g.at(j)) and (best is None or abs(j - target) < abs(best - target)):
+                best = j
+        if best is not None:
+            return best, kind
+    return None
 
 
 class ParagraphTextSplitter(TextSplitter):
-    """Split text into paragraph-packed chunks with exact character offsets.
+    """Split text into paragraph-packed chunks with exact character offsets and natural boundaries.
 
     Args:
-        chunk_size: maximum chunk length in characters (default :data:`DEFAULT_CHUNK_CHARS` = 480).
-        chunk_overlap: characters shared by consecutive packed chunks (default :data:`DEFAULT_OVERLAP_CHARS` = 80).
+        chunk_size: maximum chunk length in characters (code points; default :data:`DEFAULT_CHUNK_CHARS` = 480).
+        chunk_overlap: characters shared by consecutive chunks, at most (default
+            :data:`DEFAULT_OVERLAP_CHARS` = 80); the overlap always starts on a boundary (see the module docstring).
         **kwargs: passed to ``TextSplitter`` (``length_function`` is ignored: budgets are characters).
 
     Raises:
+        TypeError: a budget is not an ``int``.
         ValueError: ``chunk_size <= 0``, ``chunk_overlap < 0`` or ``chunk_overlap >= chunk_size``.
 
     :meth:`split_documents` / :meth:`create_documents` return one ``Document`` per chunk whose ``page_content`` is
-    ``text[start_index:end_index]`` and whose metadata is the source metadata plus ``doc_id`` (kept, else the
-    ``source``, else a hash of the text), ``chunk_id`` = ``f"{doc_id}#{i}"``, ``start_index``, ``end_index`` and
-    ``source_locator`` = ``f"{source}#{start}-{end}"`` (``source`` defaults to ``doc_id``); ``Document.id`` is the
-    ``chunk_id``.
+    ``text[s:e]`` for a span ``(s, e)`` of :meth:`split_spans`, and whose metadata is the source metadata plus
+    ``doc_id`` (kept, else the ``source``, else a hash of the text), ``chunk_id`` = ``f"{doc_id}#{i}"``,
+    ``start_index`` = ``body_offset + s``, ``end_index`` = ``body_offset + e`` and ``source_locator`` =
+    ``f"{source}#{start_index}-{end_index}"`` (``source`` defaults to ``doc_id``).  ``body_offset`` is the
+    source metadata's ``body_offset`` (set by ``CorpusLoader``: where the text starts in its file), else 0 — so
+    offsets index the file a reader opens, see :mod:`langchain_ragspine.document_loaders.locators`.
+    ``Document.id`` is the ``chunk_id``.  Output is deterministic: the same text and metadata give the same chunks
+    and ids.
     """
 
     def __init__(
@@ -99,78 +340,74 @@ class ParagraphTextSplitter(TextSplitter):
 
     # -- spans -------------------------------------------------------------------------------------------------
     def split_spans(self, text: str) -> list[Span]:
-        """Return the ``(start_index, end_index)`` char offsets of the chunks of ``text``, in order."""
+        """Return the ``(start, end)`` char offsets of the chunks of ``text``, in order (offsets into ``text``)."""
+        g = _Graphemes(text)
         size = self._chunk_size
         chunks: list[Span] = []
         cur: Span | None = None
-        for ps, pe in paragraph_spans(text):
+        for ps, pe in _paragraph_spans(g):
             if pe - ps > size:
-                if cur is not None:
-                    chunks.append(cur)
-                    cur = None
-                chunks.extend(self._split_long(text, ps, pe))
+                # the short paragraphs packed so far (a heading, a lead-in line) open the long one's first piece
+                start = ps if cur is None else cur[0]
+                cur = None
+                chunks.extend(self._split_long(g, start, pe))
                 continue
             if cur is not None and pe - cur[0] <= size:
                 cur = (cur[0], pe)
                 continue
             if cur is not None:
                 chunks.append(cur)
-            start = self._overlap_start(text, chunks[-1], ps, pe) if chunks else ps
+            start = self._overlap_start(g, chunks[-1], ps, pe) if chunks else ps
             cur = (start, pe)
         if cur is not None:
             chunks.append(cur)
         return chunks
 
-    def _overlap_start(self, text: str, prev: Span, ps: int, pe: int) -> int:
+    def _overlap_start(self, g: _Graphemes, prev: Span, ps: int, pe: int) -> int:
         """Where a chunk holding the paragraph ``[ps, pe)`` starts so that it overlaps the previous chunk ``prev``."""
         prev_start, prev_end = prev
         if self._chunk_overlap == 0:
             return ps
-        # the chunk [start, pe) must fit the budget, overlap at most chunk_overlap chars, and not start inside the
+        # the chunk [start, pe) must fit the budget, overlap at most chunk_overlap chars, and not start on the
         # previous chunk's first character (so it is never contained in it)
-        cand = max(prev_end - self._chunk_overlap, pe - self._chunk_size, prev_start + 1)
-        if cand >= prev_end:
-            return ps
-        # prefer a sentence start, then a word start, inside the window; else cut at the character
-        for s, _ in sentence_spans(text, prev_start, prev_end):
-            if s >= cand:
-                return s
-        for i in range(cand, prev_end):
-            if text[i - 1].isspace() and not text[i].isspace():
-                return i
-        start, _ = _strip(text, cand, prev_end)
-        if start >= prev_end or _inside_word(text, start):
-            return ps  # no clean place to start the overlap: drop it rather than cut a word in two
-        return start
+        lo = max(prev_end - self._chunk_overlap, pe - self._chunk_size, prev_start + 1)
+        start = _best_start(g, lo, prev_end, GRAPHEME)
+        return ps if start is None else start
 
-    def _split_long(self, text: str, ps: int, pe: int) -> list[Span]:
-        """Cut an over-budget paragraph at sentence ends, packing sentences; hard-cut over-budget sentences."""
-        size = self._chunk_size
+    def _split_long(self, g: _Graphemes, ps: int, pe: int) -> list[Span]:
+        """Cut the over-budget paragraph ``[ps, pe)`` into overlapping pieces at the best boundaries (module doc)."""
+        size, overlap = self._chunk_size, self._chunk_overlap
+        tail = (size - overlap) // 8  # fresh characters the last piece of a paragraph gets at least, if it can
         out: list[Span] = []
-        cur: Span | None = None
-        for ss, se in sentence_spans(text, ps, pe):
-            ss, se = _strip(text, ss, se)
-            if se <= ss:
-                continue
-            if cur is not None and se - cur[0] <= size:
-                cur = (cur[0], se)
-                continue
-            if cur is not None:
-                out.append(cur)
-                cur = None
-            if se - ss <= size:
-                cur = (ss, se)
-                continue
-            pos = ss
-            while pos < se:
-                piece = _strip(text, pos, min(pos + size, se))
-                if piece[1] > piece[0]:
-                    out.append(piece)
-                pos += size
-                while pos < se and text[pos].isspace():
-                    pos += 1
-        if cur is not None:
-            out.append(cur)
+        a, done = ps, ps  # current piece start; end of the text already in a piece
+        while pe - a > size:
+            limit = a + size
+            # fill the piece up to the budget, but leave the paragraph's last piece some text of its own
+            first = max(a, done) + 1  # a piece holds at least one character no earlier piece has
+            hi = limit if pe - limit >= tail else max(first, pe - tail)
+            lo = max(first, hi - (hi - first) // 2)
+            picked = (
+                _pick_cut(g, a, lo, hi, pe, hi, _NOT_IN_WORD)  # the strongest boundary, nearest the budget
+                or _pick_cut(g, a, first, lo - 1, pe, lo, _NOT_IN_WORD)  # a shorter piece
+                or _pick_cut(g, a, hi + 1, limit, pe, hi, _NOT_IN_WORD)  # a shorter last piece
+                or _pick_cut(g, a, first, limit, pe, hi, (IN_WORD,))  # inside a long Latin "word"
+            )
+            if picked is None:
+                if a < done:  # the overlap leaves no room for the next grapheme cluster: start without it
+                    a = _lstrip(g, done, pe)
+                    continue
+                picked = (hi, CODE_POINT)  # inside a grapheme cluster longer than the budget
+            cut, kind = picked
+            out.append((a, cut))
+            nxt = None
+            if overlap and kind <= GRAPHEME:
+                # a piece begins on a boundary as strong as the cut before it: a line after a line-break cut, a
+                # sentence or clause after a sentence or clause cut, a word after a whitespace cut
+                worst = LINE if kind == LINE else max(kind, CLAUSE)
+                nxt = _best_start(g, max(cut - overlap, done, a + 1), cut, worst)
+            a = _lstrip(g, cut, pe) if nxt is None else nxt
+            done = cut
+        out.append((a, pe))
         return out
 
     # -- TextSplitter API ------------------------------------------------------------------------------------------
@@ -182,7 +419,8 @@ class ParagraphTextSplitter(TextSplitter):
         """Split each text into chunk ``Document``s carrying lineage metadata (see the class docstring).
 
         Raises:
-            ValueError: ``metadatas`` is given with a different length than ``texts``.
+            ValueError: ``metadatas`` is given with a different length than ``texts``, or a ``body_offset`` is not
+                an int ``>= 0``.
         """
         if metadatas is not None and len(metadatas) != len(texts):
             raise ValueError(f"got {len(texts)} texts but {len(metadatas)} metadatas")
@@ -192,14 +430,17 @@ class ParagraphTextSplitter(TextSplitter):
             doc_id = str(base.get("doc_id") or base.get("source") or _text_id(text))
             source = str(base.get("source") or doc_id)
             base["doc_id"] = doc_id
+            offset = base.get("body_offset", 0)
+            if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+                raise ValueError(f"metadata 'body_offset' of {doc_id!r} must be an int >= 0, got {offset!r}")
             for n, (s, e) in enumerate(self.split_spans(text)):
                 md = copy.deepcopy(base)
                 cid = chunk_id_for(doc_id, n)
                 md.update(
                     chunk_id=cid,
-                    start_index=s,
-                    end_index=e,
-                    source_locator=source_locator_for(source, s, e),
+                    start_index=offset + s,
+                    end_index=offset + e,
+                    source_locator=source_locator_for(source, offset + s, offset + e),
                 )
                 docs.append(Document(page_content=text[s:e], metadata=md, id=cid))
         return docs
@@ -215,15 +456,6 @@ class ParagraphTextSplitter(TextSplitter):
             texts.append(d.page_content)
             metas.append(md)
         return self.create_documents(texts, metas)
-
-
-def _inside_word(text: str, i: int) -> bool:
-    """``True`` when position ``i`` splits a run of letters/digits of a space-delimited script (Latin, Cyrillic…).
-
-    CJK text has no spaces between words, so a cut between two CJK characters is not "inside a word".
-    """
-    a, b = text[i - 1], text[i]
-    return a.isalnum() and b.isalnum() and not CJK_CHAR_RE.match(a) and not CJK_CHAR_RE.match(b)
 
 
 def _text_id(text: str) -> str:

@@ -1,0 +1,165 @@
+"""Source locators: which characters of which file a chunk is, and how a reader gets them back.
+
+The offsets convention (defined here, once, for the whole package):
+
+* **Files** (``.md`` / ``.markdown`` / ``.txt``). ``start_index`` / ``end_index`` are character offsets (code
+  points, end exclusive) into the file's text *as stored*: its bytes decoded as UTF-8 (the loader's ``encoding``)
+  with no newline translation — ``read_source_text(path)`` = ``path.read_bytes().decode("utf-8")`` =
+  ``open(path, encoding="utf-8", newline="").read()``.  A leading byte-order mark (U+FEFF) counts as one
+  character and a CRLF as two, exactly as stored; YAML front matter counts too, so the first chunk of a file
+  with front matter starts after it.  ``source_locator`` is ``f"{source}#{start}-{end}"`` with ``source`` the
+  path relative to the corpus root (POSIX slashes), e.g. ``"laws/labour.md#120-598"``.  For every chunk
+  ``read_source_text(root / source)[start:end] == page_content``.
+* **JSONL lines** (``.jsonl``). A line's document is the decoded JSON string of its ``text`` field, which is not
+  a slice of the file (JSON escapes), so the locator names the line and offsets *within that decoded string*:
+  ``f"{path}:{line}#{start}-{end}"`` (``line`` 1-based, lines separated by ``\\n``), e.g.
+  ``"corpus.jsonl:3#0-412"``; ``source`` is ``f"{path}:{line}"`` and ``start_index`` / ``end_index`` index the
+  ``text`` value.
+* Documents from elsewhere (no loader metadata) get offsets into their ``page_content``.
+
+The loader records where the page content starts in the file as ``metadata["body_offset"]``
+(``read_source_text(path)[body_offset:] == page_content``); ``ParagraphTextSplitter`` adds it to every chunk's
+offsets.  :func:`resolve_source_locator` turns a locator back into the text a reader should see.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from langchain_ragspine.errors import LoaderError, json_type_name
+
+_LOCATOR = re.compile(r"(?P<source>.+)#(?P<start>\d+)-(?P<end>\d+)", re.S)
+_JSONL_SOURCE = re.compile(r"(?P<path>.+\.jsonl):(?P<line>[1-9]\d*)", re.S | re.I)
+
+
+def source_locator_for(source: str, start: int, end: int) -> str:
+    """The source locator convention: ``f"{source}#{start}-{end}"`` (char offsets, end exclusive).
+
+    Example:
+        >>> source_locator_for("laws/labour.md", 120, 598)
+        'laws/labour.md#120-598'
+    """
+    return f"{source}#{start}-{end}"
+
+
+@dataclass(frozen=True)
+class SourceLocator:
+    """A parsed source locator.
+
+    Attributes:
+        path: the file, relative to the corpus root (POSIX slashes).
+        line: the 1-based JSONL line, or ``None`` for a whole file.
+        start / end: char offsets (end exclusive) into the file's text, or into the line's decoded ``text``.
+    """
+
+    path: str
+    line: int | None
+    start: int
+    end: int
+
+    @property
+    def source(self) -> str:
+        """The ``source`` metadata value this locator was built from (``path`` or ``f"{path}:{line}"``)."""
+        return self.path if self.line is None else f"{self.path}:{self.line}"
+
+    def __str__(self) -> str:
+        return source_locator_for(self.source, self.start, self.end)
+
+
+def parse_source_locator(locator: str) -> SourceLocator:
+    """Parse ``"path#start-end"`` or ``"path.jsonl:line#start-end"`` (see the module docstring).
+
+    The range is the text after the last ``#``, so a ``#`` in a file name is fine.
+
+    Raises:
+        TypeError: ``locator`` is not a string.
+        ValueError: it has no ``#start-end`` range, or ``start > end``.
+    """
+    if not isinstance(locator, str):
+        raise TypeError(f"a source locator must be a string, got {type(locator).__name__}: {locator!r}")
+    m = _LOCATOR.fullmatch(locator)
+    if m is None:
+        raise ValueError(f"not a source locator (expected 'path#start-end'): {locator!r}")
+    start, end = int(m["start"]), int(m["end"])
+    if start > end:
+        raise ValueError(f"source locator range is reversed ({start} > {end}): {locator!r}")
+    source = m["source"]
+    j = _JSONL_SOURCE.fullmatch(source)
+    if j is not None:
+        return SourceLocator(path=j["path"], line=int(j["line"]), start=start, end=end)
+    return SourceLocator(path=source, line=None, start=start, end=end)
+
+
+def read_source_text(path: str | os.PathLike[str], encoding: str = "utf-8") -> str:
+    """The text chunk offsets index: the file's bytes decoded with ``encoding``, no newline translation.
+
+    Equivalent to ``open(path, encoding=encoding, newline="").read()``: a BOM and CRLFs stay as stored.
+
+    Raises:
+        OSError: the file cannot be read (``FileNotFoundError`` when missing).
+        UnicodeDecodeError: the bytes are not valid ``encoding``.
+    """
+    return Path(path).read_bytes().decode(encoding)
+
+
+def resolve_source_locator(
+    locator: str | SourceLocator, root: str | os.PathLike[str], *, encoding: str = "utf-8"
+) -> str:
+    """The text a locator names: ``read_source_text(root / path)[start:end]``, or for a JSONL line its decoded
+    ``text`` field sliced ``[start:end]``.
+
+    Args:
+        locator: a ``source_locator`` string (or a parsed :class:`SourceLocator`).
+        root: the folder the locator's path is relative to: the folder given to ``CorpusLoader`` / ``ingest``
+            (a file's parent folder when a file was given).  When two given folders hold the same path, the
+            loader lengthens ``source`` by the folders' own names (``projA/README.md``); pass their parent then.
+        encoding: the loader's encoding (default ``"utf-8"``).
+
+    Returns:
+        The cited text; equal to the chunk's ``page_content`` while the file is unchanged since it was loaded.
+
+    Raises:
+        ValueError: a malformed locator, a path that is absolute or leaves ``root`` (``..``), or a range past the
+            end of the text (the file changed since it was loaded?).
+        OSError, UnicodeDecodeError: as :func:`read_source_text`.
+        LoaderError: the JSONL line is missing, not JSON, or has no string ``text``.
+
+    Example:
+        >>> resolve_source_locator("laws/labour.md#120-598", "corpus")  # doctest: +SKIP
+    """
+    loc = parse_source_locator(locator) if isinstance(locator, str) else locator
+    rel = PurePosixPath(loc.path)
+    if rel.is_absolute() or ".." in rel.parts:
+        raise ValueError(f"source locator path must be relative to the corpus root, got {loc.path!r}")
+    path = Path(root) / rel
+    text = read_source_text(path, encoding)
+    if loc.line is not None:
+        text = _jsonl_text(text, loc.line, path)
+    if loc.end > len(text):
+        where = "file" if loc.line is None else f"text of line {loc.line}"
+        raise ValueError(
+            f"source locator {str(loc)!r} ends past the {where} ({len(text)} characters): changed since it was loaded?"
+        )
+    return text[loc.start : loc.end]
+
+
+def _jsonl_text(text: str, line: int, path: Path) -> str:
+    """The decoded ``text`` field of 1-based ``line`` of a JSONL file (lines split on ``\\n``, as the loader does)."""
+    lines = text.split("\n")
+    if line > len(lines):
+        raise LoaderError(f"no line {line} (the file has {len(lines)})", path=path, line=line)
+    raw = lines[line - 1]
+    if line == 1 and raw.startswith("\ufeff"):
+        raw = raw[1:]
+    try:
+        obj = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise LoaderError(f"not valid JSON: {exc.msg} (column {exc.colno})", path=path, line=line) from None
+    value = obj.get("text") if isinstance(obj, dict) else None
+    if not isinstance(value, str):
+        raise LoaderError(f"expected a string 'text', got {json_type_name(value)}", path=path, line=line, field="text")
+    return value
