@@ -46,7 +46,7 @@ from langchain_ragspine.text_splitters import (
     DEFAULT_OVERLAP_CHARS,
     ParagraphTextSplitter,
 )
-from langchain_ragspine.tokenizers import tokenizer_name
+from langchain_ragspine.tokenizers import tokenizer_name, tokenizer_version
 
 #: File and folder names inside a store directory.
 CHUNKS_DB = "chunks.sqlite"
@@ -364,7 +364,7 @@ def ingest(
                         summary.retracted += 1
         summary.chunks = store.count_chunks()
         state = _index_state(root)
-        wanted = {"generation": store.generation, "tokenizer": name}
+        wanted = {"generation": store.generation, "tokenizer": name, "tokenizer_version": tokenizer_version(name)}
         current = all(state.get(key) == value for key, value in wanted.items())
         if not current or _load_saved_index(root, k=10)[0] is None:
             build_bm25(store, tokenizer=name).save(root / BM25_DIR)
