@@ -61,7 +61,7 @@ FOLDING = ("auto", "cjk", "fugashi")
 _ALPHABET = st.sampled_from(
     list("關聯資料庫備份與還原東京乾燥髮發後雲葉臺灣薴關联资料库备份与还原东京干燥发后云叶台湾苎")
     + list("のはがをにでとしたカタナー한국어ABCabc ０１２.,。、「」\n")
-    + ["𠁞", "𠀾", "ｶ", "Ａ"]
+    + ["𠁞", "𠀾", "ｶ", "Ａ", "\U000e0100", "\U00030000"]
 )
 _TEXT = st.text(alphabet=_ALPHABET, max_size=40)
 
@@ -75,6 +75,9 @@ def test_fold_maps_traditional_to_simplified_and_leaves_the_rest():
     assert fold_to_simplified("ひらがな カタカナ 한국어 Latin 123 。、") == "ひらがな カタカナ 한국어 Latin 123 。、"
     assert fold_to_simplified("𠁞") == "𠀾"  # a folding character beyond the BMP
     assert fold_to_simplified("薴") == "苎"  # closed under itself: OpenCC gives 薴→苧 and 苧→苎
+    # characters beyond the table (a variation selector, plane 14) and lone surrogates pass through
+    assert fold_to_simplified("關\U000e0100聯\ud800") == "关\U000e0100联\ud800"
+    assert fold_to_simplified("") == "" and fold_to_simplified("ASCII only") == "ASCII only"
 
 
 @settings(max_examples=200, deadline=None)
