@@ -10,17 +10,22 @@ variant (``auto-nofold``: the tokens of before):
   regional vocabulary, which a character fold does not change — shown to mark the limit of the technique;
 * the reverse direction: the articles (and gold answers, so that the verbatim-answer test still applies) converted
   to Traditional, searched with the Simplified questions, next to the Traditional questions on those articles;
-* JSQuAD valid (Japanese; kanji shared with Traditional Chinese fold too): original questions.
+* JSQuAD valid (Japanese; kanji shared with Traditional Chinese fold too): original questions;
+* with ``--alternatives``, the designs the default was chosen against: folding before MeCab, and OpenCC's
+  phrase-level conversion instead of the per-character table.
 
 Speed, in the same process and interleaved so that machine load hits both alike: tokenization throughput (chunks/s)
 of each tokenizer and its ``-nofold`` variant over the same ~400-character chunks (CMRC Simplified, CMRC converted to
 Traditional, JSQuAD; best of ``--rounds``), the per-query cost of the fold, and the one-time build of the fold table.
 
-    python benchmarks/cross_script.py                       # all of the above, writes RESULTS.md (cross-script)
+    python benchmarks/cross_script.py --alternatives        # all of the above (~40 min on 2 busy cores)
+    python benchmarks/cross_script.py --no-quality          # the speed table only (~3 min)
     python benchmarks/cross_script.py --limit 300 --no-write  # a quick look
     python benchmarks/cross_script.py --tokenizers auto cjk fugashi   # quality of all three (~3x longer)
 
-Needs ``../shared/data`` (or ``RAGSPINE_DATA``); exits with status 2 without it.
+Tables go to ``benchmarks/RESULTS.md``, sections ``cross-script`` (quality; not with ``--limit``) and
+``cross-script-speed``, unless ``--no-write``.  Needs ``../shared/data`` (or ``RAGSPINE_DATA``); exits with status 2
+without it.
 """
 
 from __future__ import annotations
@@ -38,8 +43,15 @@ from langchain_core.documents import Document
 from langchain_ragspine.evaluation import evaluate, load_dataset
 from langchain_ragspine.evaluation.datasets import QADataset
 from langchain_ragspine.retrievers import BM25Retriever
+from langchain_ragspine.text import normalize
 from langchain_ragspine.text_splitters import ParagraphTextSplitter
-from langchain_ragspine.tokenizers import _FOLDED_TOKENS, _fold_table, fold_to_simplified, get_tokenizer
+from langchain_ragspine.tokenizers import (
+    Tokenizer,
+    _fold_table,
+    auto_nofold_tokenize,
+    fold_to_simplified,
+    get_tokenizer,
+)
 
 KS = (1, 5)
 
@@ -65,19 +77,19 @@ def _with_documents(ds: QADataset, convert: Callable[[str], str]) -> QADataset:
     return QADataset(ds.name, docs, questions)
 
 
-def _recall(ds: QADataset, tokenizer: str, limit: int | None) -> dict[str, float]:
+def _recall(ds: QADataset, tokenizer: str | Tokenizer, limit: int | None) -> dict[str, float]:
     r = evaluate(
         lambda chunks: BM25Retriever.from_documents(chunks, tokenizer=tokenizer),
         ds,
         ks=KS,
         limit=limit,
         progress=False,
-        name=tokenizer,
+        name=str(tokenizer),
     )
     return {k: r.aggregate[f"answer_recall@{k}"] for k in (1, 5)} | {"n": r.config["n_questions"]}
 
 
-def quality(tokenizers: Sequence[str], limit: int | None) -> str:
+def quality(tokenizers: Sequence[str], limit: int | None, alternatives: bool = False) -> str:
     cmrc = load_dataset(DATA / "cmrc2018-dev")
     jsquad = load_dataset(DATA / "jsquad-valid")
     assert isinstance(cmrc, QADataset) and isinstance(jsquad, QADataset)
@@ -106,7 +118,35 @@ def quality(tokenizers: Sequence[str], limit: int | None) -> str:
         "| tokenizer | set | articles | questions | n | R@1 before | R@1 after | R@5 before | R@5 after |\n"
         "|---|---|---|---|---:|---:|---:|---:|---:|\n"
     )
-    return head + "\n".join(rows) + "\n"
+    out = head + "\n".join(rows) + "\n"
+    if alternatives:
+        out += "\n" + _alternatives([cases[i] for i in (0, 1, 3, 5)], limit)
+    return out
+
+
+def _alternatives(cases: Sequence[tuple[str, str, str, QADataset]], limit: int | None) -> str:
+    """The designs the default was chosen against, as ``auto`` variants: where the fold happens (before or after
+    MeCab) and how (per character, or OpenCC's phrase-level ``t2s`` conversion of the whole text)."""
+    t2s = _converter("t2s")
+    variants: list[tuple[str, str | Tokenizer]] = [
+        ("no fold (`auto-nofold`)", "auto-nofold"),
+        ("per character, MeCab sees the text as written (the default `auto`)", "auto"),
+        ("per character, MeCab sees the folded text",
+         lambda text: auto_nofold_tokenize(fold_to_simplified(normalize(text).lower()))),
+        ("phrase-level OpenCC `t2s`, MeCab sees the converted text",
+         lambda text: auto_nofold_tokenize(t2s(normalize(text).lower()))),
+    ]
+    head = "| auto variant | " + " | ".join(f"{s}: {d} articles, {q} questions" for s, d, q, _ in cases)
+    head += " |\n|---|" + "---:|" * len(cases) + "\n"
+    rows = []
+    for label, tok in variants:
+        cells = []
+        for *_, ds in cases:
+            r = _recall(ds, tok, limit)
+            cells.append(f"{r[1]:.4f} / {r[5]:.4f}")
+        print(f"{label:70s} " + "  ".join(cells), flush=True)
+        rows.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "Alternatives (answer recall@1 / @5):\n\n" + head + "\n".join(rows) + "\n"
 
 
 def _chunk_texts(ds: QADataset, n: int) -> list[str]:
@@ -146,7 +186,6 @@ def speed(tokenizers: Sequence[str], n_chunks: int, rounds: int) -> str:
             rates: dict[str, list[float]] = {"nofold": [], "fold": []}
             for _ in range(rounds):  # interleaved: each round times both, so load changes hit both alike
                 rates["nofold"].append(_best_rate(nofold, texts, 1))
-                _FOLDED_TOKENS.clear()  # a first pass over the chunks, as in one ingest: no token folded before
                 rates["fold"].append(_best_rate(fold, texts, 1))
             before, after = max(rates["nofold"]), max(rates["fold"])
             mean_len = statistics.mean(len(t) for t in texts)
@@ -171,6 +210,22 @@ def speed(tokenizers: Sequence[str], n_chunks: int, rounds: int) -> str:
     return table + notes
 
 
+QUALITY_NOTE = (
+    "Answer recall@k (a top-k chunk of the question's own article contains a gold answer verbatim, NFKC) of "
+    "`BM25Retriever` over ParagraphTextSplitter 480/80 chunks. *Before*: the `-nofold` tokenizer (the tokens the "
+    "package produced before folding); *after*: the default, which folds Traditional characters to Simplified in "
+    "its tokens (OpenCC `t2s` character table). Conversions use OpenCC (`s2t`: OpenCC standard Traditional; "
+    "`s2twp`: Taiwan standard with Taiwan phrasing). For Traditional articles the gold answers are converted the "
+    "same way.\n"
+)
+SPEED_NOTE = (
+    "Tokenization throughput over the same ~400-character chunks (ParagraphTextSplitter chunks of at least 200 "
+    "characters) with and without the fold: chunks per second of process CPU time (`time.process_time`, so time "
+    "spent waiting for a core on a shared machine does not count), best of the interleaved rounds, one process, "
+    "one core.\n"
+)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tokenizers", nargs="+", default=["auto"], choices=["auto", "cjk", "fugashi"],
@@ -180,6 +235,8 @@ def main() -> int:
     ap.add_argument("--limit", type=int, default=None, help="first N questions per set (default: all)")
     ap.add_argument("--chunks", type=int, default=1000, help="chunks per corpus for the speed table (1000)")
     ap.add_argument("--rounds", type=int, default=5, help="timing rounds; the best is reported (5)")
+    ap.add_argument("--alternatives", action="store_true",
+                    help="also evaluate the fold designs the default was chosen against (~10 min more)")
     ap.add_argument("--no-quality", action="store_true")
     ap.add_argument("--no-speed", action="store_true")
     ap.add_argument("--no-write", action="store_true", help="print only; leave RESULTS.md untouched")
@@ -189,29 +246,19 @@ def main() -> int:
         print(f"benchmark data not found: {', '.join(str(DATA / s) for s in missing)} "
               "(expected ../shared/data beside the repo, or set RAGSPINE_DATA)", file=sys.stderr)
         return 2
-    parts = [
-        "Answer recall@k (a top-k chunk of the question's own article contains a gold answer verbatim, NFKC) of "
-        "`BM25Retriever` over ParagraphTextSplitter 480/80 chunks. *Before*: the `-nofold` tokenizer (the tokens "
-        "the package produced before folding); *after*: the default, which folds Traditional characters to "
-        "Simplified in its tokens (OpenCC `t2s` character table). Conversions use OpenCC (`s2t`: OpenCC standard "
-        "Traditional; `s2twp`: Taiwan standard with Taiwan phrasing). For Traditional articles the gold answers "
-        "are converted the same way.\n"
-    ]
+    command = "python benchmarks/cross_script.py" + "".join(f" {a}" for a in sys.argv[1:])
     if not args.no_quality:
-        parts.append(quality(args.tokenizers, args.limit))
+        body = QUALITY_NOTE + "\n" + quality(args.tokenizers, args.limit, args.alternatives)
+        print(body)
+        if not args.no_write and args.limit is None:
+            update_results_section("cross-script", "Chinese in either script: Traditional↔Simplified folding",
+                                   command, body)
     if not args.no_speed:
-        parts.append(
-            "\nTokenization throughput, ~400-character chunks (ParagraphTextSplitter chunks of at least 200 "
-            "characters): chunks per second of process CPU time, best of the interleaved rounds, one process, "
-            "one core:\n\n"
-            + speed(args.speed_tokenizers, args.chunks, args.rounds)
-        )
-    body = "\n".join(parts)
-    print(body)
-    if not args.no_write and args.limit is None and not args.no_quality and not args.no_speed:
-        command = "python benchmarks/cross_script.py" + "".join(f" {a}" for a in sys.argv[1:])
-        update_results_section("cross-script", "Chinese in either script (Traditional↔Simplified folding)",
-                               command, body)
+        body = SPEED_NOTE + "\n" + speed(args.speed_tokenizers, args.chunks, args.rounds)
+        print(body)
+        if not args.no_write:
+            update_results_section("cross-script-speed", "Chinese in either script: cost of the fold",
+                                   command, body)
     return 0
 
 

@@ -49,9 +49,6 @@ _TOKEN_RE = re.compile(rf"(?P<cjk>[{CJK_CHAR_CLASS}]+)|(?P<word>[^\W_{CJK_CHAR_C
 FOLD_VERSION = "t2s-char/1"
 # Code points whose OpenCC conversion is read: the CJK ideograph blocks of ``CJK_CHAR_CLASS``.
 _IDEOGRAPH_RANGES = ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0x20000, 0x2FA1F))
-# Memo of folded tokens (MeCab morphemes repeat a lot); cleared when it grows past this many entries.
-_FOLDED_TOKENS: dict[str, str] = {}
-_FOLDED_TOKENS_MAX = 1 << 15
 
 
 @functools.cache
@@ -123,16 +120,16 @@ def fold_to_simplified(text: str) -> str:
 
 
 def _fold_tokens(tokens: list[str]) -> list[str]:
-    """``tokens`` folded: repeated tokens from a bounded memo, the others with one :func:`fold_to_simplified` call."""
-    memo = _FOLDED_TOKENS
-    if len(memo) > _FOLDED_TOKENS_MAX:
-        memo.clear()
-    missing = [t for t in dict.fromkeys(tokens) if t not in memo]
-    if missing:  # tokens hold no newline (MeCab splits on whitespace)
-        memo.update(zip(missing, fold_to_simplified("\n".join(missing)).split("\n"), strict=True))
-    get = memo.get
-    # a token missing here was dropped by another thread's clear() in between: fold it on its own
-    return [get(t) or fold_to_simplified(t) for t in tokens]
+    """``tokens`` folded with one :func:`fold_to_simplified` call; the same list when nothing folds."""
+    if not tokens:
+        return tokens
+    joined = "\n".join(tokens)
+    folded = fold_to_simplified(joined)
+    if folded == joined:
+        return tokens
+    parts = folded.split("\n")
+    # MeCab's surfaces never hold a newline; a caller's tokens might, then fold them one by one
+    return parts if len(parts) == len(tokens) else [fold_to_simplified(t) for t in tokens]
 
 
 def _cjk_grams(run: str, out: list[str], *, unigrams: bool = True) -> None:

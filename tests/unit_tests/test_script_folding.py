@@ -112,6 +112,15 @@ def test_folding_tokenizers_are_the_folded_nofold_tokens(text):
         assert get_tokenizer(name)(text) == [fold_to_simplified(t) for t in get_tokenizer(f"{name}-nofold")(text)]
 
 
+def test_fold_tokens_keeps_one_token_per_token():
+    from langchain_ragspine.tokenizers import _fold_tokens
+
+    tokens = ["關聯", "の", "東京"]
+    assert _fold_tokens(tokens) == ["关联", "の", "东京"]
+    assert _fold_tokens(["关联", "の"]) == ["关联", "の"] and _fold_tokens([]) == []
+    assert _fold_tokens(["關\n聯", "東"]) == ["关\n联", "东"]  # a token with a newline does not shift the others
+
+
 def test_whitespace_does_not_fold():
     assert get_tokenizer("whitespace")(TRAD_QUERY) == [TRAD_QUERY]
 
