@@ -46,7 +46,7 @@ from langchain_ragspine.text_splitters import (
     DEFAULT_OVERLAP_CHARS,
     ParagraphTextSplitter,
 )
-from langchain_ragspine.tokenizers import tokenizer_name
+from langchain_ragspine.tokenizers import tokenizer_name, tokenizer_version
 
 #: File and folder names inside a store directory.
 CHUNKS_DB = "chunks.sqlite"
@@ -417,7 +417,7 @@ def ingest(
         summary.store_chunks = store.count_chunks()
         _prune_embedding_cache(root, store)
         state = _index_state(root)
-        wanted = {"generation": store.generation, "tokenizer": name}
+        wanted = {"generation": store.generation, "tokenizer": name, "tokenizer_version": tokenizer_version(name)}
         current = all(state.get(key) == value for key, value in wanted.items())
         if not current or _load_saved_index(root, k=10)[0] is None:
             build_bm25(store, tokenizer=name).save(root / BM25_DIR)

@@ -17,7 +17,8 @@ Differences from ``langchain_community.retrievers.BM25Retriever`` a user may rel
 * ``filter`` restricts candidates *before* scoring (see :mod:`langchain_ragspine.filters`); a filter given to
   ``invoke`` is ANDed with the retriever's own ``filter``, never replaces it;
 * ``k`` must be an ``int >= 1`` (``"3"``, ``2.0``, ``True``, ``0`` are errors naming ``k``);
-* ``save(dir)`` / ``load(dir)`` persist numpy arrays and JSON — never pickle;
+* ``save(dir)`` / ``load(dir)`` persist numpy arrays and JSON — never pickle — with the tokenizer's name and
+  version, and ``load`` refuses an index whose tokens the named tokenizer no longer produces;
 * documents labelled RESTRICTED (see :mod:`langchain_ragspine.document_compressors.restricted`) are dropped when
   the retriever is built: they are never indexed (so they do not even shape the IDF), scored or returned.
 """
@@ -44,7 +45,7 @@ from langchain_ragspine.errors import StoreError
 from langchain_ragspine.filters import FilterMasks, and_filters, compile_filter
 from langchain_ragspine.sensitivity import drop_restricted
 from langchain_ragspine.stores.files import atomic_dir, read_config, read_documents, write_documents
-from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer, tokenizer_name
+from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer, tokenizer_name, tokenizer_version
 
 _FORMAT = "ragspine-bm25/1"
 # Set while load() validates a retriever whose index comes from disk, so model_post_init skips the build.
@@ -293,6 +294,7 @@ class BM25Retriever(BaseRetriever):
             "k1": self.k1,
             "b": self.b,
             "tokenizer": name,
+            "tokenizer_version": tokenizer_version(name) if name is not None else None,
             "filter": self.filter,
             "num_docs": len(self.docs),
             "empty_index": self._bm25 is None,
@@ -310,7 +312,10 @@ class BM25Retriever(BaseRetriever):
         """Load an index written by :meth:`save`; ``overrides`` replace saved fields such as ``k`` or ``filter``.
 
         Raises:
-            StoreError: the directory is missing, incomplete, or not a ragspine BM25 index.
+            StoreError: the directory is missing, incomplete, or not a ragspine BM25 index; or it is stale: its
+                recorded tokenizer version (absent = ``"1"``, an index from before script folding) is not the
+                current :func:`~langchain_ragspine.tokenizers.tokenizer_version` of the tokenizer it names, so
+                queries would be tokenized differently from the indexed documents — rebuild it.
             ValueError: the index was saved with a custom tokenizer and ``tokenizer`` is not given.
         """
         root = Path(path)
@@ -318,6 +323,15 @@ class BM25Retriever(BaseRetriever):
         tok = tokenizer if tokenizer is not None else config.get("tokenizer")
         if tok is None:
             raise ValueError(f"{root} was saved with a custom tokenizer; pass tokenizer= to load()")
+        saved_name = config.get("tokenizer")
+        if isinstance(saved_name, str) and tokenizer_name(tok) == saved_name:
+            saved, current = str(config.get("tokenizer_version") or "1"), tokenizer_version(saved_name)
+            if saved != current:
+                raise StoreError(
+                    f"stale index: built with tokenizer {saved_name!r} version {saved}, but {saved_name!r} now "
+                    f"produces version {current} tokens; rebuild it from its documents (ragspine ingest)",
+                    path=root,
+                )
         docs = read_documents(root / "docs.jsonl", expected=config.get("num_docs"))
         fields = {k: config[k] for k in ("k", "k1", "b", "filter")}
         fields.update(overrides)

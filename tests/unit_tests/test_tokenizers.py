@@ -12,7 +12,9 @@ from langchain_ragspine.tokenizers import (
 
 
 def test_cjk_unigrams_and_bigrams_and_lowercased_words():
-    assert cjk_tokenize("東京都のAPI") == ["東", "京", "都", "の", "東京", "京都", "都の", "api"]
+    assert cjk_tokenize("東京都のAPI", fold_scripts=False) == ["東", "京", "都", "の", "東京", "京都", "都の", "api"]
+    # folded Traditional→Simplified by default (test_script_folding.py)
+    assert cjk_tokenize("東京都のAPI") == ["东", "京", "都", "の", "东京", "京都", "都の", "api"]
 
 
 def test_cjk_covers_kana_hangul_and_width_folding():
