@@ -16,8 +16,7 @@ pytest.importorskip("onnxruntime", reason="the embed extra (onnxruntime) is not 
 pytest.importorskip("onnx", reason="the embed extra (onnx) is not installed")
 
 from langchain_ragspine.config import make_embeddings  # noqa: E402
-from langchain_ragspine.embeddings import E5SmallEmbeddings  # noqa: E402
-from langchain_ragspine.embeddings import e5_onnx  # noqa: E402
+from langchain_ragspine.embeddings import E5SmallEmbeddings, e5_onnx  # noqa: E402
 from langchain_ragspine.embeddings.e5_checkpoint import E5Checkpoint  # noqa: E402
 from langchain_ragspine.embeddings.e5_onnx import OnnxE5Engine, load_or_build_model  # noqa: E402
 from langchain_ragspine.embeddings.e5_tokenizer import E5Tokenizer  # noqa: E402
