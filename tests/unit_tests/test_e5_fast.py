@@ -120,9 +120,9 @@ def test_batch_order_restored(engine: OnnxE5Engine) -> None:
     texts = [TEXTS[2], LONG, TEXTS[0], "短い", TEXTS[1], "a medium length English sentence about rivers"]
     batch = engine.passage(texts)
     alone = np.stack([engine.passage(t) for t in texts])
-    sims = batch @ alone.T
-    assert list(sims.argmax(axis=1)) == list(range(len(texts)))
-    assert np.diag(sims).min() >= 0.99  # int8 activations are quantised per batch: close, not bit-identical
+    # every window runs alone: a text's vector does not depend on the texts sent with it, nor on their order
+    assert np.array_equal(batch, alone)
+    assert np.array_equal(engine.passage(texts[::-1]), alone[::-1])
     assert engine.passage([]).shape == (0, 384)
     assert engine.passage("東京").shape == (384,)
 
