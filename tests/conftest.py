@@ -1,14 +1,27 @@
-"""Test-wide settings: no test loads the real e5 model by accident.
+"""Test-wide settings: no test loads the real e5 model by accident, talks to a local LLM server, or writes to the
+user's cache directory.
 
-With the ``embed`` extra installed, ``RAGSPINE_EMBEDDING`` defaults to ``auto`` = offline e5 (~5 chunks/s here), so
-every test runs with ``RAGSPINE_EMBEDDING=none`` unless it sets its own (tests of the dense channel use
-``hashing``, and the few that exercise e5 ask for it explicitly).
+With the ``embed`` extra installed, ``RAGSPINE_EMBEDDING`` defaults to ``auto`` = offline e5, so every test runs
+with ``RAGSPINE_EMBEDDING=none`` unless it sets its own (tests of the dense channel use ``hashing``, and the few
+that exercise e5 ask for it explicitly).  ``OLLAMA_HOST`` points at the discard port, so ``--llm auto`` finds no
+server even on a machine where one runs (tests that need a host set their own), and ``RAGSPINE_CACHE_DIR`` (where
+the ONNX e5 model is built) is one temporary directory per test session.
 """
+
+from pathlib import Path
 
 import pytest
 
 
+@pytest.fixture(scope="session")
+def _session_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("ragspine-cache")
+
+
 @pytest.fixture(autouse=True)
-def _no_implicit_embedding_model(monkeypatch: pytest.MonkeyPatch) -> None:
+def _no_implicit_embedding_model(monkeypatch: pytest.MonkeyPatch, _session_cache_dir: Path) -> None:
     monkeypatch.setenv("RAGSPINE_EMBEDDING", "none")
     monkeypatch.delenv("RAGSPINE_RETRIEVAL_MODE", raising=False)
+    monkeypatch.delenv("RAGSPINE_LLM", raising=False)
+    monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")  # discard port: nothing listens
+    monkeypatch.setenv("RAGSPINE_CACHE_DIR", str(_session_cache_dir))

