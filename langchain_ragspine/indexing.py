@@ -34,13 +34,14 @@ from tqdm.auto import tqdm
 from langchain_ragspine.config import LEXICAL_MODES, RETRIEVAL_MODES, make_embeddings
 from langchain_ragspine.document_loaders import CorpusLoader
 from langchain_ragspine.document_loaders import corpus as corpus_module
+from langchain_ragspine.embeddings.cache import content_hash, model_key_for
 from langchain_ragspine.errors import RagSpineError, StoreError
 from langchain_ragspine.retrievers.bm25 import BM25Retriever, check_k
 from langchain_ragspine.retrievers.dense import DenseRetriever
 from langchain_ragspine.retrievers.hybrid import HybridRetriever
 from langchain_ragspine.sensitivity import drop_restricted, is_restricted
 from langchain_ragspine.stores import ChunkStore
-from langchain_ragspine.stores.vector_index import EmbeddingCache, content_hash, model_key_for
+from langchain_ragspine.stores.embedding_cache import EmbeddingCache
 from langchain_ragspine.text_splitters import (
     DEFAULT_CHUNK_CHARS,
     DEFAULT_OVERLAP_CHARS,

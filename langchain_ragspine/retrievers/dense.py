@@ -4,7 +4,7 @@ Dense passage retrieval (Karpukhin et al., "Dense Passage Retrieval for Open-Dom
 embeds chunks and queries into one vector space and ranks chunks by the inner product with the query vector.  The
 nearest-neighbour search is FAISS (Johnson, Douze & Jégou, "Billion-scale similarity search with GPUs", IEEE Trans.
 Big Data 2019; Douze et al., "The Faiss library", 2024) through
-:class:`~langchain_ragspine.stores.vector_index.FaissVectorIndex`: exact (``IndexFlatIP``) below 200,000 chunks,
+:class:`~langchain_ragspine.stores.faiss_index.FaissVectorIndex`: exact (``IndexFlatIP``) below 200,000 chunks,
 HNSW above, IVF on request — see that module for the parameters and for how filters are honoured in each kind.
 
 What :class:`DenseRetriever` guarantees:
@@ -18,7 +18,7 @@ What :class:`DenseRetriever` guarantees:
   ``filter={"dept": "c"}`` returns that one chunk; a missing field never matches; a call's ``filter`` is ANDed
   with the retriever's own;
 * documents labelled RESTRICTED are dropped when the retriever is built: never embedded, indexed or returned;
-* with ``cache_path`` the chunk vectors come from an :class:`~langchain_ragspine.stores.vector_index.EmbeddingCache`
+* with ``cache_path`` the chunk vectors come from an :class:`~langchain_ragspine.stores.embedding_cache.EmbeddingCache`
   keyed by ``(model_key, chunk_id, sha256(text))``: rebuilding over an unchanged corpus embeds nothing, a changed
   document re-embeds only its chunks (:attr:`DenseRetriever.last_embedded` tells how many were embedded);
 * ``save(dir)`` / ``load(dir, embedding=…)`` persist ``index.faiss`` (``faiss.write_index``), the id map
@@ -67,20 +67,15 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
+from langchain_ragspine.embeddings.batching import embed_in_batches
+from langchain_ragspine.embeddings.cache import content_hash, model_key_for
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.filters import FilterMasks, and_filters, compile_filter
 from langchain_ragspine.retrievers.bm25 import check_k, doc_key, with_scores
 from langchain_ragspine.sensitivity import drop_restricted
+from langchain_ragspine.stores.embedding_cache import EmbeddingCache
+from langchain_ragspine.stores.faiss_index import INDEX_KINDS, FaissVectorIndex, _check_int
 from langchain_ragspine.stores.files import atomic_dir, read_config, read_documents, write_documents
-from langchain_ragspine.stores.vector_index import (
-    INDEX_KINDS,
-    EmbeddingCache,
-    FaissVectorIndex,
-    _check_int,
-    content_hash,
-    embed_in_batches,
-    model_key_for,
-)
 
 __all__ = ["DenseRetriever"]
 
