@@ -68,7 +68,7 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
 from langchain_ragspine.embeddings.batching import embed_in_batches
-from langchain_ragspine.embeddings.cache import content_hash, model_key_for
+from langchain_ragspine.embeddings.cache import CachedEmbeddings, content_hash, model_key_for
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.filters import FilterMasks, and_filters, compile_filter
 from langchain_ragspine.retrievers.bm25 import check_k, doc_key, with_scores
@@ -169,14 +169,15 @@ class DenseRetriever(BaseRetriever):
         texts = [d.page_content for d in self.docs]
         if self.cache_path is not None:
             with EmbeddingCache(self.cache_path, read_only=self.cache_read_only) as cache:
-                vectors = cache.embed_with_cache(
+                cached = CachedEmbeddings(
                     self.embedding,
-                    self.resolved_model_key,
-                    list(zip(keys, texts, strict=True)),
+                    cache,
+                    model_key=self.resolved_model_key,
                     batch_size=self.batch_size,
                     progress=self.show_progress,
                 )
-                self._last_embedded = cache.last_embedded
+                vectors = cached.embed_chunks(list(zip(keys, texts, strict=True)))
+                self._last_embedded = cached.last_embedded
         else:
             vectors = embed_in_batches(
                 self.embedding, texts, batch_size=self.batch_size, progress=self.show_progress

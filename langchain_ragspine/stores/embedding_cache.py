@@ -1,8 +1,10 @@
-"""The embedding cache: chunk vectors in one SQLite file, keyed by ``(model_key, chunk_id, content_hash)``.
+"""The embedding cache's storage: chunk vectors in one SQLite file, keyed by ``(model_key, chunk_id, content_hash)``.
 
-:class:`EmbeddingCache` keeps vectors in SQLite keyed by ``(model_key, chunk_id, content_hash)``, so re-ingesting an
-unchanged corpus embeds nothing and a changed document re-embeds only its chunks; misses are embedded in batches
-behind a progress bar and each finished batch is committed at once, so an interrupted run keeps its work.
+:class:`EmbeddingCache` only holds data (read, write, prune, count); it never calls a model.  The model side is
+:class:`langchain_ragspine.embeddings.cache.CachedEmbeddings`, which wraps an embedding model and this store and
+embeds only what the store lacks — the split of LangChain's ``CacheBackedEmbeddings`` (a model wrapper) and its
+byte store.  With the key ``(model_key, chunk_id, sha256(text))`` re-ingesting an unchanged corpus embeds nothing
+and a changed document re-embeds only its chunks.
 """
 
 from __future__ import annotations
@@ -13,15 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from langchain_core.embeddings import Embeddings
 
-from langchain_ragspine.embeddings.batching import (
-    _DimensionMismatch,
-    _embed_batch,
-    _show_progress,
-    l2_normalize,
-)
-from langchain_ragspine.embeddings.cache import content_hash, model_key_for
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.stores._sqlite import SQLiteFile
 
@@ -59,13 +53,10 @@ class EmbeddingCache(SQLiteFile):
     Args:
         db_path: the SQLite file, created with its parent directories when missing (unless ``read_only``).
             A natural place is beside the chunk store, e.g. ``DIR/embeddings.sqlite``.
-        read_only: open with ``mode=ro``; :meth:`put_many` and :meth:`prune` raise :class:`StoreError`, and
-            :meth:`embed_with_cache` embeds misses without storing them.
+        read_only: open with ``mode=ro``; :meth:`put_many` and :meth:`prune` raise :class:`StoreError` (and a
+            :class:`~langchain_ragspine.embeddings.cache.CachedEmbeddings` over it embeds misses without storing
+            them).
         busy_timeout: seconds to wait for another writer's lock (default 5.0).
-
-    Attributes:
-        last_embedded: texts sent to the model by the last :meth:`embed_with_cache` call (cache misses).
-        last_cached: rows the last :meth:`embed_with_cache` call took from the cache.
 
     Raises:
         StoreError: the file is missing (``read_only``), not SQLite, not an embedding cache, or from a newer
@@ -79,8 +70,6 @@ class EmbeddingCache(SQLiteFile):
     def __init__(
         self, db_path: str | os.PathLike[str], *, read_only: bool = False, busy_timeout: float = 5.0
     ) -> None:
-        self.last_embedded = 0
-        self.last_cached = 0
         super().__init__(Path(db_path), read_only=read_only, busy_timeout=busy_timeout)
 
     def _ensure_schema(self) -> None:
@@ -234,84 +223,3 @@ class EmbeddingCache(SQLiteFile):
                 return int(conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0])
             row = conn.execute("SELECT COUNT(*) FROM embeddings WHERE model_key = ?", (model_key,)).fetchone()
             return int(row[0])
-
-    def embed_with_cache(
-        self,
-        embedding: Embeddings,
-        model_key: str | None,
-        chunks: Sequence[tuple[str, str]],
-        *,
-        batch_size: int = 32,
-        progress: bool | None = None,
-    ) -> np.ndarray:
-        """Vectors for ``chunks`` = ``[(chunk_id, text), …]``, embedding only what the cache lacks.
-
-        The key of a chunk is ``(chunk_id, content_hash(text))``: an unchanged chunk is never embedded again, a
-        changed text is, and so is the same text under a new ``chunk_id``.  Misses (each distinct key once) go
-        to ``embedding.embed_documents`` in batches of ``batch_size`` behind a tqdm progress bar (shown on a
-        terminal by default; ``progress=True/False`` forces it); each batch is committed to the cache as soon as
-        it is embedded (not in ``read_only`` mode).
-
-        Args:
-            model_key: identifies the model (see :func:`model_key_for`, used when ``None``).
-
-        Returns:
-            float32 array ``(len(chunks), d)`` in input order, rows L2-normalised (zero vectors stay zero); for no
-            chunks ``(0, 0)``.  :attr:`last_embedded` / :attr:`last_cached` count misses and hits.
-
-        Raises:
-            ValueError: ``batch_size < 1``; the model returns the wrong number of vectors or non-finite values.
-            StoreError: cached vectors of ``model_key`` disagree in dimension with each other or with the model
-                (the key does not identify the model: pass a distinct ``model_key``).
-        """
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
-        key = model_key if model_key is not None else model_key_for(embedding)
-        items = [(str(cid), text) for cid, text in chunks]
-        keys = [(cid, content_hash(text)) for cid, text in items]
-        self.last_embedded = 0
-        self.last_cached = 0
-        if not items:
-            return np.zeros((0, 0), dtype=np.float32)
-        found = self.get_many(key, keys)
-        dims = {v.shape[0] for v in found.values()}
-        if len(dims) > 1:
-            raise StoreError(
-                f"cached vectors of model {key!r} have several dimensions {sorted(dims)}; the model key does not "
-                "identify one model — pass a distinct model_key",
-                path=self._path,
-            )
-        dim: int | None = dims.pop() if dims else None
-        misses: dict[tuple[str, str], str] = {}
-        for k, (_, text) in zip(keys, items, strict=True):
-            if k not in found and k not in misses:
-                misses[k] = text
-        if misses:
-            from tqdm.auto import tqdm
-
-            miss_keys = list(misses)
-            show = _show_progress(progress)
-            with tqdm(total=len(miss_keys), desc="embed", unit="chunk", disable=not show) as bar:
-                for start in range(0, len(miss_keys), batch_size):
-                    batch = miss_keys[start : start + batch_size]
-                    try:
-                        arr = _embed_batch(embedding, [misses[k] for k in batch], dim)
-                    except _DimensionMismatch as e:
-                        raise StoreError(
-                            f"the model returns vectors of another dimension than the cached ones of {key!r} "
-                            f"({e}); pass a distinct model_key",
-                            path=self._path,
-                        ) from e
-                    dim = arr.shape[1]
-                    if not self._read_only:
-                        self.put_many(key, [(c, h, v) for (c, h), v in zip(batch, arr, strict=True)])
-                    for k, v in zip(batch, arr, strict=True):
-                        found[k] = v
-                    self.last_embedded += len(batch)
-                    bar.update(len(batch))
-        assert dim is not None
-        out = np.empty((len(items), dim), dtype=np.float32)
-        for row, k in enumerate(keys):
-            out[row] = found[k]
-        self.last_cached = len(items) - sum(1 for k in keys if k in misses)
-        return l2_normalize(out)

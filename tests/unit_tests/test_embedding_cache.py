@@ -11,7 +11,7 @@ from langchain_core.embeddings import Embeddings
 
 from langchain_ragspine.embeddings import HashingEmbeddings, PrefixedEmbeddings
 from langchain_ragspine.embeddings.batching import embed_in_batches, l2_normalize
-from langchain_ragspine.embeddings.cache import content_hash, model_key_for
+from langchain_ragspine.embeddings.cache import CachedEmbeddings, content_hash, model_key_for
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.stores import EmbeddingCache
 
@@ -107,24 +107,26 @@ def test_embed_with_cache_embeds_only_misses(tmp_path: Path) -> None:
     emb = CountingEmbeddings()
     chunks = [(f"d{i}#0", f"文書{i}の本文です") for i in range(10)] + [("d0#0", "文書0の本文です")]  # one duplicate
     with EmbeddingCache(tmp_path / "c.sqlite") as cache:
-        first = cache.embed_with_cache(emb, "counting", chunks, batch_size=3, progress=False)
+        cached = CachedEmbeddings(emb, cache, model_key="counting", batch_size=3, progress=False)
+        first = cached.embed_chunks(chunks)
         assert first.shape == (11, 32) and first.dtype == np.float32
         np.testing.assert_allclose(np.linalg.norm(first, axis=1), 1.0, rtol=1e-5)
         np.testing.assert_array_equal(first[0], first[10])
-        assert cache.last_embedded == 10 and len(emb.embedded) == 10  # the duplicate key is embedded once
+        assert cached.last_embedded == 10 and len(emb.embedded) == 10  # the duplicate key is embedded once
         assert [len(b) for b in emb.batches] == [3, 3, 3, 1]
         np.testing.assert_allclose(first, embed_in_batches(emb, [t for _, t in chunks], progress=False), rtol=1e-6)
         emb.batches.clear()
-        again = cache.embed_with_cache(emb, "counting", chunks, progress=False)
-        assert cache.last_embedded == 0 and cache.last_cached == 11 and emb.embedded == []
+        cached = CachedEmbeddings(emb, cache, model_key="counting", progress=False)
+        again = cached.embed_chunks(chunks)
+        assert cached.last_embedded == 0 and cached.last_cached == 11 and emb.embedded == []
         np.testing.assert_array_equal(again, first)
         changed = list(chunks)
         changed[3] = ("d3#0", "書き換えた本文")  # new text, same chunk_id
         changed[4] = ("d4#renamed", chunks[4][1])  # same text, new chunk_id
-        cache.embed_with_cache(emb, "counting", changed, progress=False)
-        assert sorted(emb.embedded) == sorted(["書き換えた本文", chunks[4][1]]) and cache.last_embedded == 2
+        cached.embed_chunks(changed)
+        assert sorted(emb.embedded) == sorted(["書き換えた本文", chunks[4][1]]) and cached.last_embedded == 2
         emb.batches.clear()
-        cache.embed_with_cache(emb, "another-model", chunks[:2], progress=False)
+        CachedEmbeddings(emb, cache, model_key="another-model", progress=False).embed_chunks(chunks[:2])
         assert len(emb.embedded) == 2  # the key includes the model
         keep = {(c, content_hash(t)) for c, t in changed}
         assert cache.prune("counting", keep) == 2  # the old d3#0 and d4#0 rows
@@ -135,18 +137,19 @@ def test_finished_batches_survive_a_crash(tmp_path: Path) -> None:
     chunks = [(f"d{i}#0", f"text number {i}") for i in range(10)]
     crashing = CountingEmbeddings(fail_on_batch=3)
     with EmbeddingCache(tmp_path / "c.sqlite") as cache, pytest.raises(RuntimeError, match="crashed"):
-        cache.embed_with_cache(crashing, "m", chunks, batch_size=4, progress=False)
+        CachedEmbeddings(crashing, cache, model_key="m", batch_size=4, progress=False).embed_chunks(chunks)
     emb = CountingEmbeddings()
     with EmbeddingCache(tmp_path / "c.sqlite") as cache:
-        cache.embed_with_cache(emb, "m", chunks, batch_size=4, progress=False)
-        assert cache.last_embedded == 2 and emb.embedded == ["text number 8", "text number 9"]
+        cached = CachedEmbeddings(emb, cache, model_key="m", batch_size=4, progress=False)
+        cached.embed_chunks(chunks)
+        assert cached.last_embedded == 2 and emb.embedded == ["text number 8", "text number 9"]
 
 
 def test_cache_dimension_conflict_is_a_store_error(tmp_path: Path) -> None:
     with EmbeddingCache(tmp_path / "c.sqlite") as cache:
-        cache.embed_with_cache(HashingEmbeddings(16), "same-key", [("a", "x")], progress=False)
+        CachedEmbeddings(HashingEmbeddings(16), cache, model_key="same-key").embed_chunks([("a", "x")])
         with pytest.raises(StoreError, match="model_key"):
-            cache.embed_with_cache(HashingEmbeddings(32), "same-key", [("a", "x"), ("b", "y")], progress=False)
+            CachedEmbeddings(HashingEmbeddings(32), cache, model_key="same-key").embed_chunks([("a", "x"), ("b", "y")])
 
 
 def test_embed_validates_model_output() -> None:
@@ -171,3 +174,48 @@ def test_model_key_for() -> None:
         "PrefixedEmbeddings(query_prefix='query: ', document_prefix='passage: ', inner=HashingEmbeddings(size=64))"
     )
     assert model_key_for(CountingEmbeddings(32)) == "CountingEmbeddings(inner=HashingEmbeddings(size=32))"
+
+
+# -- CachedEmbeddings as an Embeddings ----------------------------------------------------------------------------
+def test_cached_embeddings_is_an_embeddings_that_embeds_each_text_once(tmp_path: Path) -> None:
+    emb = CountingEmbeddings()
+    with EmbeddingCache(tmp_path / "c.sqlite") as cache:
+        cached = CachedEmbeddings(emb, cache, progress=False)
+        assert isinstance(cached, Embeddings) and cached.model_key == model_key_for(emb)
+        texts = ["梅雨は六月", "typhoon season", "梅雨は六月"]
+        first = cached.embed_documents(texts)
+        assert emb.embedded == ["梅雨は六月", "typhoon season"] and cached.last_embedded == 2
+        # the model's vectors (CountingEmbeddings doubles them: not normalised), in float32 precision
+        expected = np.asarray(emb.embed_documents(texts[:2]), dtype=np.float32)
+        np.testing.assert_array_equal(np.asarray(first, dtype=np.float32), expected[[0, 1, 0]])
+        emb.batches.clear()
+        assert cached.embed_documents(texts) == first and emb.embedded == [] and cached.last_cached == 3
+        assert cache.get_many(cached.model_key, [("", content_hash("typhoon season"))])  # keyed by the empty chunk_id
+        assert cached.embed_documents([]) == [] and cached.embed_chunks([]).shape == (0, 0)
+        assert cached.embed_query("梅雨") == emb.embed_query("梅雨") and emb.embedded == []  # queries: the model's
+
+
+async def test_cached_embeddings_async_query_is_the_models(tmp_path: Path) -> None:
+    emb = HashingEmbeddings(16)
+    with EmbeddingCache(tmp_path / "c.sqlite") as cache:
+        cached = CachedEmbeddings(emb, cache)
+        assert await cached.aembed_query("雨") == emb.embed_query("雨")
+        assert await cached.aembed_documents(["雨"]) == cached.embed_documents(["雨"])
+
+
+def test_read_only_cache_embeds_misses_without_storing_them(tmp_path: Path) -> None:
+    path = tmp_path / "c.sqlite"
+    with EmbeddingCache(path) as cache:
+        CachedEmbeddings(HashingEmbeddings(16), cache).embed_chunks([("a#0", "x")])
+    emb = CountingEmbeddings(16)
+    with EmbeddingCache(path, read_only=True) as ro:
+        cached = CachedEmbeddings(emb, ro, model_key="HashingEmbeddings(size=16)")
+        out = cached.embed_chunks([("a#0", "x"), ("b#0", "y")])
+        assert out.shape == (2, 16) and cached.last_embedded == 1 and cached.last_cached == 1
+        assert emb.embedded == ["y"] and ro.count() == 1  # the miss was embedded, not stored
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.0, True, "8"])
+def test_cached_embeddings_rejects_a_bad_batch_size(tmp_path: Path, bad: object) -> None:
+    with EmbeddingCache(tmp_path / "c.sqlite") as cache, pytest.raises(ValueError, match="batch_size"):
+        CachedEmbeddings(HashingEmbeddings(16), cache, batch_size=bad)  # type: ignore[arg-type]
