@@ -21,6 +21,7 @@ An index directory (written into a temporary sibling that then replaces it, see
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from array import array
@@ -37,7 +38,7 @@ from langchain_ragspine.errors import StoreError
 from langchain_ragspine.stores.files import atomic_dir, read_config, read_documents, write_documents
 from langchain_ragspine.tokenizers import Tokenizer, tokenizer_name, tokenizer_version
 
-__all__ = ["FORMAT", "SavedBM25Index", "build_bm25_index", "load_bm25_index", "save_bm25_index"]
+__all__ = ["FORMAT", "SavedBM25Index", "TermPostings", "build_bm25_index", "load_bm25_index", "save_bm25_index"]
 
 #: ``format`` of ``retriever.json``.
 FORMAT = "ragspine-bm25/1"
@@ -49,50 +50,111 @@ ARRAYS_DIR = "bm25s"
 def build_bm25_index(texts: Iterable[str], tokenize: Tokenizer, *, k1: float, b: float) -> Any:
     """A bm25s Lucene index over ``texts``, or ``None`` when there is no token at all.
 
-    Documents are tokenized one at a time and reduced at once to (term id, tf) pairs, so the corpus is never held
-    as token strings (at 100k chunks of ~400 CJK chars that is ~80M Python strings).  The eager score matrix is then
-    computed with numpy in bm25s's own layout — ``data`` / ``indices`` (doc ids) / ``indptr`` (per term id), Lucene
-    IDF and TF as in bm25s's ``method="lucene"`` — and handed to a ``bm25s.BM25``, which does the scoring and the
-    (pickle-free) persistence.  ``tests/unit_tests/test_bm25.py`` checks the matrix equals bm25s's own build.
+    Documents are tokenized one at a time and reduced at once to (term id, tf) postings (:class:`TermPostings`), so
+    the corpus is never held as token strings (at 100k chunks of ~400 CJK chars that is ~80M Python strings) nor as
+    bm25s's per-document token-id lists.  The postings go to bm25s through its documented hook: ``BM25.index``
+    takes a ``Tokenized``-shaped ``(ids, vocab)`` corpus and calls ``build_index_from_ids``, which our subclass
+    overrides to compute the eager score matrix with numpy (:meth:`TermPostings.lucene_scores`) in bm25s's own
+    layout.  bm25s then does the scoring and the (pickle-free) persistence.  ``tests/unit_tests/test_bm25.py``
+    checks the matrix equals bm25s's own build.
     """
-    vocab: dict[str, int] = {}
-    setdefault = vocab.setdefault
-    terms = array("i")
-    tfs = array("i")
-    doc_len: list[int] = []
-    doc_terms: list[int] = []
+    postings = TermPostings()
     for text in texts:
-        tokens = tokenize(text)
-        counts = Counter(tokens)
-        terms.extend([setdefault(t, len(vocab)) for t in counts])
-        tfs.extend(counts.values())
-        doc_len.append(len(tokens))
-        doc_terms.append(len(counts))
-    if not vocab:
+        postings.add(tokenize(text))
+    if not postings.vocab:
         return None
+    index = _postings_bm25_class()(k1=k1, b=b, method="lucene")
+    index.index(postings, create_empty_token=False, show_progress=False)
+    return index
+
+
+class TermPostings:
+    """A corpus as (term id, term frequency) postings, added one document at a time.
+
+    Memory is two C ints per distinct term of each document plus two per document (a token list lives only
+    during :meth:`add`).  It has the shape bm25s's ``BM25.index`` reads from a ``bm25s.tokenization.Tokenized``
+    (attributes :attr:`ids` and :attr:`vocab`), so it can be handed to it directly; only the subclass made by
+    :func:`build_bm25_index` knows how to index it.
+
+    Attributes:
+        vocab: term → id, ids in order of first occurrence.
+    """
+
+    def __init__(self) -> None:
+        self.vocab: dict[str, int] = {}
+        self._terms = array("i")  # term id of each posting, document by document
+        self._tfs = array("i")  # term frequency of each posting
+        self._doc_len: list[int] = []  # tokens per document
+        self._doc_terms: list[int] = []  # postings per document
+
+    def add(self, tokens: Sequence[str]) -> None:
+        """Append one document given as its tokens."""
+        vocab = self.vocab
+        setdefault = vocab.setdefault
+        counts = Counter(tokens)
+        self._terms.extend([setdefault(t, len(vocab)) for t in counts])
+        self._tfs.extend(counts.values())
+        self._doc_len.append(len(tokens))
+        self._doc_terms.append(len(counts))
+
+    @property
+    def ids(self) -> TermPostings:
+        """The postings themselves (the ``ids`` of bm25s's ``Tokenized``, which ``build_index_from_ids`` gets)."""
+        return self
+
+    @property
+    def num_docs(self) -> int:
+        """Documents added."""
+        return len(self._doc_len)
+
+    def lucene_scores(self, *, k1: float, b: float) -> dict[str, Any]:
+        """bm25s's eager score matrix (``method="lucene"``) as the ``scores`` dict ``build_index_from_ids``
+        returns: ``data`` (float32 BM25 contribution of each posting), ``indices`` (int32 document ids) and
+        ``indptr`` (int64, one slice per term id) of a CSC matrix, term-major with document ids ascending, and
+        ``num_docs``.  Lucene IDF ``ln(1 + (N - df + 0.5) / (df + 0.5))``; TF ``tf / (tf + k1·(1 - b + b·dl/avgdl))``.
+        """
+        n_docs = len(self._doc_len)
+        term = np.frombuffer(self._terms, dtype=np.intc).astype(np.int32, copy=False)
+        tf = np.frombuffer(self._tfs, dtype=np.intc).astype(np.float32)
+        doc = np.repeat(np.arange(n_docs, dtype=np.int32), np.asarray(self._doc_terms, dtype=np.int64))
+        lengths = np.asarray(self._doc_len, dtype=np.float32)
+        df = np.bincount(term, minlength=len(self.vocab))
+        idf = np.log(1.0 + (n_docs - df + 0.5) / (df + 0.5)).astype(np.float32)
+        norm = (k1 * (1.0 - b + b * lengths / lengths.mean())).astype(np.float32)
+        score = idf[term] * tf / (tf + norm[doc])
+        order = np.argsort(term, kind="stable")  # term-major; doc ids stay ascending within a term
+        return {
+            "data": score[order].astype(np.float32, copy=False),
+            "indices": doc[order],
+            "indptr": np.concatenate([[0], np.cumsum(df)]).astype(np.int64),
+            "num_docs": n_docs,
+        }
+
+
+@functools.cache
+def _postings_bm25_class() -> type:
+    """``bm25s.BM25`` whose ``build_index_from_ids`` — bm25s's documented override point — also accepts
+    :class:`TermPostings` (made on first use: bm25s is imported lazily)."""
     import bm25s
 
-    n_docs = len(doc_len)
-    term = np.frombuffer(terms, dtype=np.intc).astype(np.int32, copy=False)
-    tf = np.frombuffer(tfs, dtype=np.intc).astype(np.float32)
-    doc = np.repeat(np.arange(n_docs, dtype=np.int32), np.asarray(doc_terms, dtype=np.int64))
-    lengths = np.asarray(doc_len, dtype=np.float32)
-    df = np.bincount(term, minlength=len(vocab))
-    idf = np.log(1.0 + (n_docs - df + 0.5) / (df + 0.5)).astype(np.float32)
-    norm = (k1 * (1.0 - b + b * lengths / lengths.mean())).astype(np.float32)
-    score = idf[term] * tf / (tf + norm[doc])
-    order = np.argsort(term, kind="stable")  # term-major; doc ids stay ascending within a term
-    index = bm25s.BM25(k1=k1, b=b, method="lucene")
-    index.scores = {
-        "data": score[order].astype(np.float32, copy=False),
-        "indices": doc[order],
-        "indptr": np.concatenate([[0], np.cumsum(df)]).astype(np.int64),
-        "num_docs": n_docs,
-    }
-    index.vocab_dict = vocab
-    index.unique_token_ids_set = set(vocab.values())
-    index.nonoccurrence_array = None
-    return index
+    class PostingsBM25(bm25s.BM25):
+        def build_index_from_ids(
+            self,
+            unique_token_ids: Any,
+            corpus_token_ids: Any,
+            show_progress: bool = True,
+            leave_progress: bool = False,
+        ) -> dict[str, Any]:
+            if not isinstance(corpus_token_ids, TermPostings):
+                return super().build_index_from_ids(
+                    unique_token_ids, corpus_token_ids, show_progress=show_progress, leave_progress=leave_progress
+                )
+            if self.method != "lucene" or self.idf_method != "lucene":
+                raise ValueError(f"TermPostings are scored with method='lucene' only, not {self.method!r}")
+            self.nonoccurrence_array = None  # Lucene BM25 has no non-occurrence term (bm25s sets it the same way)
+            return corpus_token_ids.lucene_scores(k1=self.k1, b=self.b)
+
+    return PostingsBM25
 
 
 # -- persistence -------------------------------------------------------------------------------------------------
