@@ -127,15 +127,15 @@ class CachedEmbeddings(Embeddings):
         ValueError: ``batch_size < 1``.
 
     Example:
-        >>> import tempfile, pathlib
+        >>> import tempfile
+        >>> from pathlib import Path
         >>> from langchain_ragspine.embeddings import CachedEmbeddings, HashingEmbeddings
         >>> from langchain_ragspine.stores import EmbeddingCache
-        >>> path = pathlib.Path(tempfile.mkdtemp()) / "embeddings.sqlite"
         >>> chunks = [("faq#0", "梅雨は六月に始まる"), ("faq#1", "The rainy season starts in June.")]
-        >>> with EmbeddingCache(path) as cache:
+        >>> with tempfile.TemporaryDirectory() as tmp, EmbeddingCache(Path(tmp) / "embeddings.sqlite") as cache:
         ...     cached = CachedEmbeddings(HashingEmbeddings(64), cache)
-        ...     first = cached.embed_chunks(chunks)
-        ...     again = cached.embed_chunks(chunks)
+        ...     first = cached.embed_chunks(chunks)  # both embedded, and stored
+        ...     again = cached.embed_chunks(chunks)  # both from the cache
         >>> first.shape, cached.last_embedded, cached.last_cached
         ((2, 64), 0, 2)
     """

@@ -104,6 +104,20 @@ class BM25Retriever(BaseRetriever):
     Raises:
         ValueError: ``k < 1``, ``k1 < 0`` or ``b`` outside [0, 1]; an unknown tokenizer; a malformed filter.
         TypeError: ``k`` is not an int.
+
+    Example:
+        >>> from langchain_core.documents import Document
+        >>> from langchain_ragspine import BM25Retriever
+        >>> docs = [
+        ...     Document(page_content="梅雨は六月から七月にかけて続く雨の季節。", metadata={"chunk_id": "tsuyu#0"}),
+        ...     Document(page_content="北京是中国的首都。", metadata={"chunk_id": "beijing#0"}),
+        ...     Document(page_content="The chunk store keeps every version.", metadata={"chunk_id": "store#0"}),
+        ... ]
+        >>> retriever = BM25Retriever.from_documents(docs, k=2)
+        >>> [d.metadata["chunk_id"] for d in retriever.invoke("梅雨はいつ")]  # only documents sharing a term
+        ['tsuyu#0']
+        >>> retriever.invoke("北京的首都", k=1)[0].metadata["scores"]["vector"] is None  # one channel: BM25
+        True
     """
 
     docs: list[Document] = Field(default_factory=list, repr=False)

@@ -123,6 +123,19 @@ class DenseRetriever(BaseRetriever):
         TypeError: ``k`` is not an int.
         StoreError: the embedding cache is unusable.
         ImportError: faiss-cpu is not installed.
+
+    Example:
+        >>> from langchain_core.documents import Document
+        >>> from langchain_ragspine import DenseRetriever
+        >>> from langchain_ragspine.embeddings import HashingEmbeddings
+        >>> docs = [
+        ...     Document(page_content="梅雨は六月から七月にかけて続く雨の季節。", metadata={"chunk_id": "tsuyu#0"}),
+        ...     Document(page_content="北京是中国的首都。", metadata={"chunk_id": "beijing#0"}),
+        ... ]
+        >>> dense = DenseRetriever.from_documents(docs, HashingEmbeddings(256), k=1)
+        >>> top = dense.invoke("梅雨の季節")[0]
+        >>> top.metadata["chunk_id"], 0 < top.metadata["scores"]["vector"] <= 1  # cosine similarity
+        ('tsuyu#0', True)
     """
 
     docs: list[Document] = Field(default_factory=list, repr=False)
