@@ -308,10 +308,9 @@ class BM25Retriever(BaseRetriever):
         """Load an index written by :meth:`save`; ``overrides`` replace saved fields such as ``k`` or ``filter``.
 
         Raises:
-            StoreError: the directory is missing, incomplete, or not a ragspine BM25 index; or it is stale: its
-                recorded tokenizer version (absent = ``"1"``, an index from before script folding) is not the
-                current :func:`~langchain_ragspine.tokenizers.tokenizer_version` of the tokenizer it names, so
-                queries would be tokenized differently from the indexed documents — rebuild it.
+            StoreError: the directory is missing, incomplete, not a ragspine BM25 index, or stale (built with
+                another version of its tokenizer: rebuild it); see
+                :func:`~langchain_ragspine.stores.bm25_index.load_bm25_index`.
             ValueError: the index was saved with a custom tokenizer and ``tokenizer`` is not given.
         """
         saved = load_bm25_index(path, tokenizer=tokenizer)

@@ -103,7 +103,7 @@ def test_cache_rejects_other_databases_and_bad_rows(tmp_path: Path) -> None:
         cache.get_many("m", [("a", "h")])
 
 
-def test_embed_with_cache_embeds_only_misses(tmp_path: Path) -> None:
+def test_cached_embeddings_embed_only_misses(tmp_path: Path) -> None:
     emb = CountingEmbeddings()
     chunks = [(f"d{i}#0", f"文書{i}の本文です") for i in range(10)] + [("d0#0", "文書0の本文です")]  # one duplicate
     with EmbeddingCache(tmp_path / "c.sqlite") as cache:
