@@ -1,12 +1,19 @@
 """langchain-ragspine: retrieval for Japanese, Chinese and English documents as LangChain parts.
 
 Loaders (``CorpusLoader``) → splitters (``ParagraphTextSplitter``) → versioned chunk store (``ChunkStore``) →
-retrievers (``BM25Retriever``) → compressors (``RestrictedGate``).  See ``docs/architecture.md``.
+retrievers (``BM25Retriever``, ``DenseRetriever``, ``HybridRetriever``) → compressors (``RestrictedGate``,
+``LostInTheMiddleReorder``).  See ``docs/architecture.md``.
 """
 
+from langchain_ragspine._version import __version__ as __version__
 from langchain_ragspine.chains import make_answer_chain
 from langchain_ragspine.config import RagSpineSettings, make_chat_model, make_embeddings
-from langchain_ragspine.document_compressors import RESTRICTED_SENSITIVITY, RestrictedGate, is_restricted
+from langchain_ragspine.document_compressors import (
+    RESTRICTED_SENSITIVITY,
+    LostInTheMiddleReorder,
+    RestrictedGate,
+    is_restricted,
+)
 from langchain_ragspine.document_loaders import CorpusLoader
 from langchain_ragspine.errors import LoaderError, RagSpineError, StoreError
 from langchain_ragspine.filters import compile_filter, matches
@@ -16,8 +23,6 @@ from langchain_ragspine.stores import ChunkStore, StoredChunk
 from langchain_ragspine.text_splitters import ParagraphTextSplitter
 from langchain_ragspine.tokenizers import get_tokenizer
 
-__version__ = "0.1.0"
-
 __all__ = [
     "BM25Retriever",
     "ChunkStore",
@@ -26,6 +31,7 @@ __all__ = [
     "HybridRetriever",
     "IngestSummary",
     "LoaderError",
+    "LostInTheMiddleReorder",
     "ParagraphTextSplitter",
     "RESTRICTED_SENSITIVITY",
     "RagSpineError",

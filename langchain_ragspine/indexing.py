@@ -34,13 +34,14 @@ from tqdm.auto import tqdm
 from langchain_ragspine.config import LEXICAL_MODES, RETRIEVAL_MODES, make_embeddings
 from langchain_ragspine.document_loaders import CorpusLoader
 from langchain_ragspine.document_loaders import corpus as corpus_module
+from langchain_ragspine.embeddings.cache import CachedEmbeddings, content_hash, model_key_for
 from langchain_ragspine.errors import RagSpineError, StoreError
 from langchain_ragspine.retrievers.bm25 import BM25Retriever, check_k
 from langchain_ragspine.retrievers.dense import DenseRetriever
 from langchain_ragspine.retrievers.hybrid import HybridRetriever
 from langchain_ragspine.sensitivity import drop_restricted, is_restricted
 from langchain_ragspine.stores import ChunkStore
-from langchain_ragspine.stores.vector_index import EmbeddingCache, content_hash, model_key_for
+from langchain_ragspine.stores.embedding_cache import EmbeddingCache
 from langchain_ragspine.text_splitters import (
     DEFAULT_CHUNK_CHARS,
     DEFAULT_OVERLAP_CHARS,
@@ -222,15 +223,16 @@ def _warm_embedding_cache(root: Path, emb: Embeddings, chunks: Sequence[Document
     if not items:
         return 0
     with _open_cache(root) as cache:
+        cached = CachedEmbeddings(emb, cache, progress=progress)
         try:
-            cache.embed_with_cache(emb, model_key_for(emb), items, progress=progress)
+            cached.embed_chunks(items)
         except (RagSpineError, ValueError, TypeError):
             raise
         except Exception as e:  # a model or its server failed: name it, keep the store untouched
             raise RagSpineError(
                 f"embedding model {model_key_for(emb)} failed: {type(e).__name__}: {e}; the store was not changed"
             ) from e
-        return cache.last_embedded
+        return cached.last_embedded
 
 
 def _dense_from_store(

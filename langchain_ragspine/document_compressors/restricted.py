@@ -38,6 +38,16 @@ class RestrictedGate(BaseDocumentCompressor):
     Use it as the first compressor in a ``ContextualCompressionRetriever`` or ``DocumentCompressorPipeline``, or as a
     graph node, so restricted text cannot reach an LLM.  Order and all other documents are kept unchanged; the input
     sequence is not modified.
+
+    Example:
+        >>> from langchain_core.documents import Document
+        >>> from langchain_ragspine import RestrictedGate
+        >>> docs = [
+        ...     Document(page_content="公開の手順書", metadata={"chunk_id": "a#0", "sensitivity": "PUBLIC"}),
+        ...     Document(page_content="鍵の保管場所", metadata={"chunk_id": "b#0", "sensitivity": " Restricted "}),
+        ... ]
+        >>> [d.metadata["chunk_id"] for d in RestrictedGate().compress_documents(docs, query="鍵")]
+        ['a#0']
     """
 
     def compress_documents(

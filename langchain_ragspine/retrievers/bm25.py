@@ -5,7 +5,8 @@ variant: ``idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5))`` — never negative —
 ``tf' = tf / (tf + k1 * (1 - b + b * dl / avgdl))``.  Scores are precomputed into a sparse term-document matrix by
 `bm25s <https://github.com/xhluca/bm25s>`_ (Lù, "BM25S: Orders of magnitude faster lexical search via eager sparse
 scoring", 2024), so a query costs one sparse row-sum instead of a Python loop over every document (which is what
-``rank_bm25`` behind ``langchain_community``'s retriever does).
+``rank_bm25`` behind ``langchain_community``'s retriever does).  The index build and its files are
+:mod:`langchain_ragspine.stores.bm25_index`; this module is the retriever over it.
 
 Differences from ``langchain_community.retrievers.BM25Retriever`` a user may rely on:
 
@@ -25,14 +26,10 @@ Differences from ``langchain_community.retrievers.BM25Retriever`` a user may rel
 
 from __future__ import annotations
 
-import json
 import numbers
 import os
-from array import array
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -41,13 +38,11 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
-from langchain_ragspine.errors import StoreError
 from langchain_ragspine.filters import FilterMasks, and_filters, compile_filter
 from langchain_ragspine.sensitivity import drop_restricted
-from langchain_ragspine.stores.files import atomic_dir, read_config, read_documents, write_documents
-from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer, tokenizer_name, tokenizer_version
+from langchain_ragspine.stores.bm25_index import build_bm25_index, load_bm25_index, save_bm25_index
+from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer
 
-_FORMAT = "ragspine-bm25/1"
 # Set while load() validates a retriever whose index comes from disk, so model_post_init skips the build.
 # (pydantic's validation context does not reach model_post_init through LangChain's BaseRetriever.)
 _SKIP_BUILD: ContextVar[bool] = ContextVar("ragspine_bm25_skip_build", default=False)
@@ -109,6 +104,20 @@ class BM25Retriever(BaseRetriever):
     Raises:
         ValueError: ``k < 1``, ``k1 < 0`` or ``b`` outside [0, 1]; an unknown tokenizer; a malformed filter.
         TypeError: ``k`` is not an int.
+
+    Example:
+        >>> from langchain_core.documents import Document
+        >>> from langchain_ragspine import BM25Retriever
+        >>> docs = [
+        ...     Document(page_content="梅雨は六月から七月にかけて続く雨の季節。", metadata={"chunk_id": "tsuyu#0"}),
+        ...     Document(page_content="北京是中国的首都。", metadata={"chunk_id": "beijing#0"}),
+        ...     Document(page_content="The chunk store keeps every version.", metadata={"chunk_id": "store#0"}),
+        ... ]
+        >>> retriever = BM25Retriever.from_documents(docs, k=2)
+        >>> [d.metadata["chunk_id"] for d in retriever.invoke("梅雨はいつ")]  # only documents sharing a term
+        ['tsuyu#0']
+        >>> retriever.invoke("北京的首都", k=1)[0].metadata["scores"]["vector"] is None  # one channel: BM25
+        True
     """
 
     docs: list[Document] = Field(default_factory=list, repr=False)
@@ -150,7 +159,7 @@ class BM25Retriever(BaseRetriever):
         self._tokenize = get_tokenizer(self.tokenizer)
         self._tie_rank = _tie_ranks(self.docs)
         if not _SKIP_BUILD.get():
-            self._bm25 = _build_bm25((d.page_content for d in self.docs), self._tokenize, k1=self.k1, b=self.b)
+            self._bm25 = build_bm25_index((d.page_content for d in self.docs), self._tokenize, k1=self.k1, b=self.b)
 
     # -- construction -----------------------------------------------------------------------------------------------
     @classmethod
@@ -281,29 +290,16 @@ class BM25Retriever(BaseRetriever):
     # -- persistence ------------------------------------------------------------------------------------------------
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the index to directory ``path`` (replaced atomically): bm25s arrays (``.npy``, no pickle), the
-        vocabulary and parameters as JSON, the documents as JSON lines.
+        vocabulary and parameters as JSON, the documents as JSON lines (see
+        :func:`~langchain_ragspine.stores.bm25_index.save_bm25_index`).
 
         Raises:
-            ValueError: the tokenizer is a custom callable (it cannot be persisted; pass it to :meth:`load`), or a
-                metadata value is not JSON-serialisable.
+            ValueError: a metadata value is not JSON-serialisable.  (A custom tokenizer callable is saved as
+                ``null``: pass it to :meth:`load`.)
         """
-        name = tokenizer_name(self.tokenizer)
-        config = {
-            "format": _FORMAT,
-            "k": self.k,
-            "k1": self.k1,
-            "b": self.b,
-            "tokenizer": name,
-            "tokenizer_version": tokenizer_version(name) if name is not None else None,
-            "filter": self.filter,
-            "num_docs": len(self.docs),
-            "empty_index": self._bm25 is None,
-        }
-        with atomic_dir(path) as tmp:
-            (tmp / "retriever.json").write_text(json.dumps(config, ensure_ascii=False, indent=1), "utf-8")
-            write_documents(tmp / "docs.jsonl", self.docs)
-            if self._bm25 is not None:
-                self._bm25.save(tmp / "bm25s", show_progress=False)
+        save_bm25_index(
+            path, self._bm25, self.docs, tokenizer=self.tokenizer, k=self.k, k1=self.k1, b=self.b, filter=self.filter
+        )
 
     @classmethod
     def load(
@@ -312,41 +308,19 @@ class BM25Retriever(BaseRetriever):
         """Load an index written by :meth:`save`; ``overrides`` replace saved fields such as ``k`` or ``filter``.
 
         Raises:
-            StoreError: the directory is missing, incomplete, or not a ragspine BM25 index; or it is stale: its
-                recorded tokenizer version (absent = ``"1"``, an index from before script folding) is not the
-                current :func:`~langchain_ragspine.tokenizers.tokenizer_version` of the tokenizer it names, so
-                queries would be tokenized differently from the indexed documents — rebuild it.
+            StoreError: the directory is missing, incomplete, not a ragspine BM25 index, or stale (built with
+                another version of its tokenizer: rebuild it); see
+                :func:`~langchain_ragspine.stores.bm25_index.load_bm25_index`.
             ValueError: the index was saved with a custom tokenizer and ``tokenizer`` is not given.
         """
-        root = Path(path)
-        config = read_config(root, "retriever.json", fmt=_FORMAT, what="BM25 index")
-        tok = tokenizer if tokenizer is not None else config.get("tokenizer")
-        if tok is None:
-            raise ValueError(f"{root} was saved with a custom tokenizer; pass tokenizer= to load()")
-        saved_name = config.get("tokenizer")
-        if isinstance(saved_name, str) and tokenizer_name(tok) == saved_name:
-            saved, current = str(config.get("tokenizer_version") or "1"), tokenizer_version(saved_name)
-            if saved != current:
-                raise StoreError(
-                    f"stale index: built with tokenizer {saved_name!r} version {saved}, but {saved_name!r} now "
-                    f"produces version {current} tokens; rebuild it from its documents (ragspine ingest)",
-                    path=root,
-                )
-        docs = read_documents(root / "docs.jsonl", expected=config.get("num_docs"))
-        fields = {k: config[k] for k in ("k", "k1", "b", "filter")}
-        fields.update(overrides)
+        saved = load_bm25_index(path, tokenizer=tokenizer)
+        fields = {**saved.settings, **overrides}
         token = _SKIP_BUILD.set(True)
         try:
-            retriever = cls.model_validate({"docs": docs, "tokenizer": tok, **fields})
+            retriever = cls.model_validate({"docs": saved.docs, "tokenizer": saved.tokenizer, **fields})
         finally:
             _SKIP_BUILD.reset(token)
-        if not config.get("empty_index"):
-            import bm25s
-
-            try:
-                retriever._bm25 = bm25s.BM25.load(root / "bm25s", load_corpus=False, allow_pickle=False)
-            except (OSError, ValueError, EOFError, KeyError, TypeError) as e:
-                raise StoreError(f"unreadable bm25s index files: {e}", path=root / "bm25s") from None
+        retriever._bm25 = saved.index
         return retriever
 
 
@@ -357,52 +331,3 @@ def _tie_ranks(docs: Sequence[Document]) -> np.ndarray:
     ranks = np.empty(len(keys), dtype=np.int64)
     ranks[np.asarray(order, dtype=np.int64)] = np.arange(len(keys), dtype=np.int64)
     return ranks
-
-
-def _build_bm25(texts: Iterable[str], tokenize: Tokenizer, *, k1: float, b: float) -> Any:
-    """A bm25s Lucene index over ``texts``, or ``None`` when there is no token at all.
-
-    Documents are tokenized one at a time and reduced at once to (term id, tf) pairs, so the corpus is never held
-    as token strings (at 100k chunks of ~400 CJK chars that is ~80M Python strings).  The eager score matrix is then
-    computed with numpy in bm25s's own layout — ``data`` / ``indices`` (doc ids) / ``indptr`` (per term id), Lucene
-    IDF and TF as in bm25s's ``method="lucene"`` — and handed to a ``bm25s.BM25``, which does the scoring and the
-    (pickle-free) persistence.  ``tests/unit_tests/test_bm25.py`` checks the matrix equals bm25s's own build.
-    """
-    vocab: dict[str, int] = {}
-    setdefault = vocab.setdefault
-    terms = array("i")
-    tfs = array("i")
-    doc_len: list[int] = []
-    doc_terms: list[int] = []
-    for text in texts:
-        tokens = tokenize(text)
-        counts = Counter(tokens)
-        terms.extend([setdefault(t, len(vocab)) for t in counts])
-        tfs.extend(counts.values())
-        doc_len.append(len(tokens))
-        doc_terms.append(len(counts))
-    if not vocab:
-        return None
-    import bm25s
-
-    n_docs = len(doc_len)
-    term = np.frombuffer(terms, dtype=np.intc).astype(np.int32, copy=False)
-    tf = np.frombuffer(tfs, dtype=np.intc).astype(np.float32)
-    doc = np.repeat(np.arange(n_docs, dtype=np.int32), np.asarray(doc_terms, dtype=np.int64))
-    lengths = np.asarray(doc_len, dtype=np.float32)
-    df = np.bincount(term, minlength=len(vocab))
-    idf = np.log(1.0 + (n_docs - df + 0.5) / (df + 0.5)).astype(np.float32)
-    norm = (k1 * (1.0 - b + b * lengths / lengths.mean())).astype(np.float32)
-    score = idf[term] * tf / (tf + norm[doc])
-    order = np.argsort(term, kind="stable")  # term-major; doc ids stay ascending within a term
-    index = bm25s.BM25(k1=k1, b=b, method="lucene")
-    index.scores = {
-        "data": score[order].astype(np.float32, copy=False),
-        "indices": doc[order],
-        "indptr": np.concatenate([[0], np.cumsum(df)]).astype(np.int64),
-        "num_docs": n_docs,
-    }
-    index.vocab_dict = vocab
-    index.unique_token_ids_set = set(vocab.values())
-    index.nonoccurrence_array = None
-    return index

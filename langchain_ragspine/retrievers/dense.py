@@ -4,7 +4,7 @@ Dense passage retrieval (Karpukhin et al., "Dense Passage Retrieval for Open-Dom
 embeds chunks and queries into one vector space and ranks chunks by the inner product with the query vector.  The
 nearest-neighbour search is FAISS (Johnson, Douze & Jégou, "Billion-scale similarity search with GPUs", IEEE Trans.
 Big Data 2019; Douze et al., "The Faiss library", 2024) through
-:class:`~langchain_ragspine.stores.vector_index.FaissVectorIndex`: exact (``IndexFlatIP``) below 200,000 chunks,
+:class:`~langchain_ragspine.stores.faiss_index.FaissVectorIndex`: exact (``IndexFlatIP``) below 200,000 chunks,
 HNSW above, IVF on request — see that module for the parameters and for how filters are honoured in each kind.
 
 What :class:`DenseRetriever` guarantees:
@@ -18,7 +18,7 @@ What :class:`DenseRetriever` guarantees:
   ``filter={"dept": "c"}`` returns that one chunk; a missing field never matches; a call's ``filter`` is ANDed
   with the retriever's own;
 * documents labelled RESTRICTED are dropped when the retriever is built: never embedded, indexed or returned;
-* with ``cache_path`` the chunk vectors come from an :class:`~langchain_ragspine.stores.vector_index.EmbeddingCache`
+* with ``cache_path`` the chunk vectors come from an :class:`~langchain_ragspine.stores.embedding_cache.EmbeddingCache`
   keyed by ``(model_key, chunk_id, sha256(text))``: rebuilding over an unchanged corpus embeds nothing, a changed
   document re-embeds only its chunks (:attr:`DenseRetriever.last_embedded` tells how many were embedded);
 * ``save(dir)`` / ``load(dir, embedding=…)`` persist ``index.faiss`` (``faiss.write_index``), the id map
@@ -67,20 +67,15 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
+from langchain_ragspine.embeddings.batching import embed_in_batches
+from langchain_ragspine.embeddings.cache import CachedEmbeddings, content_hash, model_key_for
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.filters import FilterMasks, and_filters, compile_filter
 from langchain_ragspine.retrievers.bm25 import check_k, doc_key, with_scores
 from langchain_ragspine.sensitivity import drop_restricted
+from langchain_ragspine.stores.embedding_cache import EmbeddingCache
+from langchain_ragspine.stores.faiss_index import INDEX_KINDS, FaissVectorIndex, _check_int
 from langchain_ragspine.stores.files import atomic_dir, read_config, read_documents, write_documents
-from langchain_ragspine.stores.vector_index import (
-    INDEX_KINDS,
-    EmbeddingCache,
-    FaissVectorIndex,
-    _check_int,
-    content_hash,
-    embed_in_batches,
-    model_key_for,
-)
 
 __all__ = ["DenseRetriever"]
 
@@ -128,6 +123,19 @@ class DenseRetriever(BaseRetriever):
         TypeError: ``k`` is not an int.
         StoreError: the embedding cache is unusable.
         ImportError: faiss-cpu is not installed.
+
+    Example:
+        >>> from langchain_core.documents import Document
+        >>> from langchain_ragspine import DenseRetriever
+        >>> from langchain_ragspine.embeddings import HashingEmbeddings
+        >>> docs = [
+        ...     Document(page_content="梅雨は六月から七月にかけて続く雨の季節。", metadata={"chunk_id": "tsuyu#0"}),
+        ...     Document(page_content="北京是中国的首都。", metadata={"chunk_id": "beijing#0"}),
+        ... ]
+        >>> dense = DenseRetriever.from_documents(docs, HashingEmbeddings(256), k=1)
+        >>> top = dense.invoke("梅雨の季節")[0]
+        >>> top.metadata["chunk_id"], 0 < top.metadata["scores"]["vector"] <= 1  # cosine similarity
+        ('tsuyu#0', True)
     """
 
     docs: list[Document] = Field(default_factory=list, repr=False)
@@ -174,14 +182,15 @@ class DenseRetriever(BaseRetriever):
         texts = [d.page_content for d in self.docs]
         if self.cache_path is not None:
             with EmbeddingCache(self.cache_path, read_only=self.cache_read_only) as cache:
-                vectors = cache.embed_with_cache(
+                cached = CachedEmbeddings(
                     self.embedding,
-                    self.resolved_model_key,
-                    list(zip(keys, texts, strict=True)),
+                    cache,
+                    model_key=self.resolved_model_key,
                     batch_size=self.batch_size,
                     progress=self.show_progress,
                 )
-                self._last_embedded = cache.last_embedded
+                vectors = cached.embed_chunks(list(zip(keys, texts, strict=True)))
+                self._last_embedded = cached.last_embedded
         else:
             vectors = embed_in_batches(
                 self.embedding, texts, batch_size=self.batch_size, progress=self.show_progress

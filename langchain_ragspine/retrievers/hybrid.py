@@ -362,6 +362,21 @@ class HybridRetriever(BaseRetriever):
             ``fusion``, ``alpha`` outside [0, 1] or given together with ``weights``, a malformed ``filter``.
         TypeError: a channel that is not a ``BaseRetriever``; ``k`` not an int; an unknown keyword argument to
             ``invoke``.
+
+    Example:
+        >>> from langchain_core.documents import Document
+        >>> from langchain_ragspine import BM25Retriever, DenseRetriever, HybridRetriever
+        >>> from langchain_ragspine.embeddings import HashingEmbeddings
+        >>> docs = [
+        ...     Document(page_content="梅雨は六月から七月にかけて続く雨の季節。", metadata={"chunk_id": "tsuyu#0"}),
+        ...     Document(page_content="北京是中国的首都。", metadata={"chunk_id": "beijing#0"}),
+        ... ]
+        >>> bm25 = BM25Retriever.from_documents(docs)
+        >>> dense = DenseRetriever.from_documents(docs, HashingEmbeddings(256))
+        >>> hybrid = HybridRetriever(retrievers=[bm25, dense], k=2)
+        >>> top = hybrid.invoke("梅雨はいつ")[0]
+        >>> top.metadata["chunk_id"], sorted(top.metadata["scores"])
+        ('tsuyu#0', ['bm25', 'fused', 'rerank', 'vector'])
     """
 
     retrievers: list[BaseRetriever]

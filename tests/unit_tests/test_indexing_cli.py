@@ -224,8 +224,8 @@ def test_regression_load_reads_the_saved_index_without_rebuilding(corpus: Path, 
     def boom(*a, **k):
         raise AssertionError("load() rebuilt the index")
 
-    monkeypatch.setattr(bm25_mod, "_build_bm25", boom)
-    r = open_retriever(store)  # would call _build_bm25 if load() re-indexed
+    monkeypatch.setattr(bm25_mod, "build_bm25_index", boom)
+    r = open_retriever(store)  # would call build_bm25_index if load() re-indexed
     assert search(r, "清水寺")[0].metadata["doc_id"] == "kyoto"
 
 

@@ -1,0 +1,247 @@
+"""The BM25 index: bm25s's eager score matrix built from tokenized texts, and its persistence (no pickle).
+
+Okapi BM25 (Robertson & Zaragoza, "The Probabilistic Relevance Framework: BM25 and Beyond", 2009) in Lucene's
+variant, ``idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5))`` and ``tf' = tf / (tf + k1 * (1 - b + b * dl / avgdl))``,
+precomputed into a sparse term-document matrix, as `bm25s <https://github.com/xhluca/bm25s>`_ does (Lù, "BM25S:
+Orders of magnitude faster lexical search via eager sparse scoring", 2024).  bm25s keeps tokenization, scoring and
+selection apart; this module is the indexing side: :func:`build_bm25_index` turns texts into a ``bm25s.BM25``
+(scoring and persistence are bm25s's), :func:`save_bm25_index` / :func:`load_bm25_index` write and read an index
+directory.  :class:`~langchain_ragspine.retrievers.bm25.BM25Retriever` is the retriever over it.
+
+An index directory (written into a temporary sibling that then replaces it, see
+:func:`~langchain_ragspine.stores.files.atomic_dir`):
+
+* ``retriever.json`` — format ``"ragspine-bm25/1"``, the retriever's ``k``, ``k1``, ``b`` and ``filter``, the
+  tokenizer's registered name (``null`` for a custom callable) and :func:`~langchain_ragspine.tokenizers.tokenizer_version`,
+  ``num_docs``, and ``empty_index`` (no token at all: no arrays);
+* ``docs.jsonl`` — the indexed documents, one JSON object per line;
+* ``bm25s/`` — bm25s's own files: ``data`` / ``indices`` / ``indptr`` ``.npy`` arrays, ``vocab.index.json``,
+  ``params.index.json``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from array import array
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from langchain_core.documents import Document
+
+from langchain_ragspine.errors import StoreError
+from langchain_ragspine.stores.files import atomic_dir, read_config, read_documents, write_documents
+from langchain_ragspine.tokenizers import Tokenizer, tokenizer_name, tokenizer_version
+
+__all__ = ["FORMAT", "SavedBM25Index", "TermPostings", "build_bm25_index", "load_bm25_index", "save_bm25_index"]
+
+#: ``format`` of ``retriever.json``.
+FORMAT = "ragspine-bm25/1"
+CONFIG_FILE = "retriever.json"
+DOCS_FILE = "docs.jsonl"
+ARRAYS_DIR = "bm25s"
+
+
+def build_bm25_index(texts: Iterable[str], tokenize: Tokenizer, *, k1: float, b: float) -> Any:
+    """A bm25s Lucene index over ``texts``, or ``None`` when there is no token at all.
+
+    Documents are tokenized one at a time and reduced at once to (term id, tf) postings (:class:`TermPostings`), so
+    the corpus is never held as token strings (at 100k chunks of ~400 CJK chars that is ~80M Python strings) nor as
+    bm25s's per-document token-id lists.  The postings go to bm25s through its documented hook: ``BM25.index``
+    takes a ``Tokenized``-shaped ``(ids, vocab)`` corpus and calls ``build_index_from_ids``, which our subclass
+    overrides to compute the eager score matrix with numpy (:meth:`TermPostings.lucene_scores`) in bm25s's own
+    layout.  bm25s then does the scoring and the (pickle-free) persistence.  ``tests/unit_tests/test_bm25.py``
+    checks the matrix equals bm25s's own build.
+    """
+    postings = TermPostings()
+    for text in texts:
+        postings.add(tokenize(text))
+    if not postings.vocab:
+        return None
+    index = _postings_bm25_class()(k1=k1, b=b, method="lucene")
+    index.index(postings, create_empty_token=False, show_progress=False)
+    return index
+
+
+class TermPostings:
+    """A corpus as (term id, term frequency) postings, added one document at a time.
+
+    Memory is two C ints per distinct term of each document plus two per document (a token list lives only
+    during :meth:`add`).  It has the shape bm25s's ``BM25.index`` reads from a ``bm25s.tokenization.Tokenized``
+    (attributes :attr:`ids` and :attr:`vocab`), so it can be handed to it directly; only the subclass made by
+    :func:`build_bm25_index` knows how to index it.
+
+    Attributes:
+        vocab: term → id, ids in order of first occurrence.
+    """
+
+    def __init__(self) -> None:
+        self.vocab: dict[str, int] = {}
+        self._terms = array("i")  # term id of each posting, document by document
+        self._tfs = array("i")  # term frequency of each posting
+        self._doc_len: list[int] = []  # tokens per document
+        self._doc_terms: list[int] = []  # postings per document
+
+    def add(self, tokens: Sequence[str]) -> None:
+        """Append one document given as its tokens."""
+        vocab = self.vocab
+        setdefault = vocab.setdefault
+        counts = Counter(tokens)
+        self._terms.extend([setdefault(t, len(vocab)) for t in counts])
+        self._tfs.extend(counts.values())
+        self._doc_len.append(len(tokens))
+        self._doc_terms.append(len(counts))
+
+    @property
+    def ids(self) -> TermPostings:
+        """The postings themselves (the ``ids`` of bm25s's ``Tokenized``, which ``build_index_from_ids`` gets)."""
+        return self
+
+    @property
+    def num_docs(self) -> int:
+        """Documents added."""
+        return len(self._doc_len)
+
+    def lucene_scores(self, *, k1: float, b: float) -> dict[str, Any]:
+        """bm25s's eager score matrix (``method="lucene"``) as the ``scores`` dict ``build_index_from_ids``
+        returns: ``data`` (float32 BM25 contribution of each posting), ``indices`` (int32 document ids) and
+        ``indptr`` (int64, one slice per term id) of a CSC matrix, term-major with document ids ascending, and
+        ``num_docs``.  Lucene IDF ``ln(1 + (N - df + 0.5) / (df + 0.5))``; TF ``tf / (tf + k1·(1 - b + b·dl/avgdl))``.
+        """
+        n_docs = len(self._doc_len)
+        term = np.frombuffer(self._terms, dtype=np.intc).astype(np.int32, copy=False)
+        tf = np.frombuffer(self._tfs, dtype=np.intc).astype(np.float32)
+        doc = np.repeat(np.arange(n_docs, dtype=np.int32), np.asarray(self._doc_terms, dtype=np.int64))
+        lengths = np.asarray(self._doc_len, dtype=np.float32)
+        df = np.bincount(term, minlength=len(self.vocab))
+        idf = np.log(1.0 + (n_docs - df + 0.5) / (df + 0.5)).astype(np.float32)
+        norm = (k1 * (1.0 - b + b * lengths / lengths.mean())).astype(np.float32)
+        score = idf[term] * tf / (tf + norm[doc])
+        order = np.argsort(term, kind="stable")  # term-major; doc ids stay ascending within a term
+        return {
+            "data": score[order].astype(np.float32, copy=False),
+            "indices": doc[order],
+            "indptr": np.concatenate([[0], np.cumsum(df)]).astype(np.int64),
+            "num_docs": n_docs,
+        }
+
+
+@functools.cache
+def _postings_bm25_class() -> type:
+    """``bm25s.BM25`` whose ``build_index_from_ids`` — bm25s's documented override point — also accepts
+    :class:`TermPostings` (made on first use: bm25s is imported lazily)."""
+    import bm25s
+
+    class PostingsBM25(bm25s.BM25):
+        def build_index_from_ids(
+            self,
+            unique_token_ids: Any,
+            corpus_token_ids: Any,
+            show_progress: bool = True,
+            leave_progress: bool = False,
+        ) -> dict[str, Any]:
+            if not isinstance(corpus_token_ids, TermPostings):
+                return super().build_index_from_ids(
+                    unique_token_ids, corpus_token_ids, show_progress=show_progress, leave_progress=leave_progress
+                )
+            if self.method != "lucene" or self.idf_method != "lucene":
+                raise ValueError(f"TermPostings are scored with method='lucene' only, not {self.method!r}")
+            self.nonoccurrence_array = None  # Lucene BM25 has no non-occurrence term (bm25s sets it the same way)
+            return corpus_token_ids.lucene_scores(k1=self.k1, b=self.b)
+
+    return PostingsBM25
+
+
+# -- persistence -------------------------------------------------------------------------------------------------
+def save_bm25_index(
+    path: str | os.PathLike[str],
+    index: Any,
+    docs: Sequence[Document],
+    *,
+    tokenizer: str | Tokenizer,
+    k: int,
+    k1: float,
+    b: float,
+    filter: Mapping[str, Any] | None,
+) -> None:
+    """Write ``index`` (a ``bm25s.BM25``, or ``None`` for a corpus without tokens) and ``docs`` to directory
+    ``path``, replacing it atomically; ``tokenizer``, ``k``, ``k1``, ``b`` and ``filter`` go to ``retriever.json``.
+
+    Raises:
+        ValueError: a metadata value is not JSON-serialisable.
+    """
+    name = tokenizer_name(tokenizer)
+    config = {
+        "format": FORMAT,
+        "k": k,
+        "k1": k1,
+        "b": b,
+        "tokenizer": name,
+        "tokenizer_version": tokenizer_version(name) if name is not None else None,
+        "filter": filter,
+        "num_docs": len(docs),
+        "empty_index": index is None,
+    }
+    with atomic_dir(path) as tmp:
+        (tmp / CONFIG_FILE).write_text(json.dumps(config, ensure_ascii=False, indent=1), "utf-8")
+        write_documents(tmp / DOCS_FILE, docs)
+        if index is not None:
+            index.save(tmp / ARRAYS_DIR, show_progress=False)
+
+
+@dataclass(frozen=True)
+class SavedBM25Index:
+    """What :func:`load_bm25_index` read: the documents, the ``bm25s.BM25`` (``None`` for an empty index), the
+    tokenizer to query it with, and the saved retriever settings ``{"k", "k1", "b", "filter"}``."""
+
+    docs: list[Document]
+    index: Any
+    tokenizer: str | Tokenizer
+    settings: dict[str, Any]
+
+
+def load_bm25_index(
+    path: str | os.PathLike[str], *, tokenizer: str | Tokenizer | None = None
+) -> SavedBM25Index:
+    """Read an index directory written by :func:`save_bm25_index` (bm25s arrays with ``allow_pickle=False``).
+
+    Args:
+        tokenizer: the tokenizer to query with; default the one named in ``retriever.json``.
+
+    Raises:
+        StoreError: the directory is missing, incomplete, or not a ragspine BM25 index; or it is stale: its
+            recorded tokenizer version (absent = ``"1"``, an index from before script folding) is not the
+            current :func:`~langchain_ragspine.tokenizers.tokenizer_version` of the tokenizer it names, so
+            queries would be tokenized differently from the indexed documents — rebuild it.
+        ValueError: the index was saved with a custom tokenizer and ``tokenizer`` is not given.
+    """
+    root = Path(path)
+    config = read_config(root, CONFIG_FILE, fmt=FORMAT, what="BM25 index")
+    tok = tokenizer if tokenizer is not None else config.get("tokenizer")
+    if tok is None:
+        raise ValueError(f"{root} was saved with a custom tokenizer; pass tokenizer= to load()")
+    saved_name = config.get("tokenizer")
+    if isinstance(saved_name, str) and tokenizer_name(tok) == saved_name:
+        saved, current = str(config.get("tokenizer_version") or "1"), tokenizer_version(saved_name)
+        if saved != current:
+            raise StoreError(
+                f"stale index: built with tokenizer {saved_name!r} version {saved}, but {saved_name!r} now "
+                f"produces version {current} tokens; rebuild it from its documents (ragspine ingest)",
+                path=root,
+            )
+    docs = read_documents(root / DOCS_FILE, expected=config.get("num_docs"))
+    index = None
+    if not config.get("empty_index"):
+        import bm25s
+
+        try:
+            index = bm25s.BM25.load(root / ARRAYS_DIR, load_corpus=False, allow_pickle=False)
+        except (OSError, ValueError, EOFError, KeyError, TypeError) as e:
+            raise StoreError(f"unreadable bm25s index files: {e}", path=root / ARRAYS_DIR) from None
+    settings = {key: config[key] for key in ("k", "k1", "b", "filter")}
+    return SavedBM25Index(docs=docs, index=index, tokenizer=tok, settings=settings)

@@ -1,0 +1,99 @@
+"""stores/bm25_index.py: the BM25 index built from streamed texts through bm25s's ``build_index_from_ids`` hook,
+and its files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import bm25s
+import numpy as np
+import pytest
+from langchain_core.documents import Document
+
+from langchain_ragspine.stores.bm25_index import (
+    TermPostings,
+    _postings_bm25_class,
+    build_bm25_index,
+    load_bm25_index,
+    save_bm25_index,
+)
+from langchain_ragspine.tokenizers import cjk_tokenize
+
+TEXTS = ["東京都の天気は晴れです 晴れ 晴れ", "大阪府の人口について", "", "データベースの設計方法 DB db", "京都の観光名所"]
+
+
+def test_texts_are_read_once_and_tokenized_one_at_a_time():
+    seen: list[str] = []
+
+    def tokenize(text: str) -> list[str]:
+        seen.append(text)
+        return cjk_tokenize(text)
+
+    index = build_bm25_index(iter(TEXTS), tokenize, k1=1.5, b=0.75)  # a one-pass iterator is enough
+    assert seen == TEXTS
+    assert isinstance(index, bm25s.BM25) and index.scores["num_docs"] == len(TEXTS)
+
+
+def test_the_index_scores_as_bm25s_own_lucene_build():
+    ours = build_bm25_index(TEXTS, cjk_tokenize, k1=1.2, b=0.6)
+    ref = bm25s.BM25(k1=1.2, b=0.6, method="lucene")
+    ref.index([cjk_tokenize(t) for t in TEXTS], show_progress=False)
+    for query in ["東京の天気", "db 設計", "京都 観光 晴れ"]:
+        tokens = cjk_tokenize(query)
+        np.testing.assert_allclose(
+            ours.get_scores_from_ids(ours.get_tokens_ids(tokens)),
+            ref.get_scores_from_ids(ref.get_tokens_ids(tokens)),
+            rtol=1e-6,
+        )
+    assert "" not in ours.vocab_dict  # no empty token: the vocabulary is the corpus's terms only
+    assert ours.unique_token_ids_set == set(range(len(ours.vocab_dict))) and ours.nonoccurrence_array is None
+
+
+def test_no_token_at_all_gives_no_index():
+    assert build_bm25_index(["", "  "], cjk_tokenize, k1=1.5, b=0.75) is None
+    assert build_bm25_index([], cjk_tokenize, k1=1.5, b=0.75) is None
+
+
+def test_term_postings_hold_counts_not_tokens():
+    postings = TermPostings()
+    postings.add(["a", "b", "a"])
+    postings.add([])
+    postings.add(["b"])
+    assert postings.vocab == {"a": 0, "b": 1} and postings.num_docs == 3 and postings.ids is postings
+    scores = postings.lucene_scores(k1=1.5, b=0.75)
+    assert list(scores["indptr"]) == [0, 1, 3]  # term a: doc 0; term b: docs 0 and 2
+    assert list(scores["indices"]) == [0, 0, 2] and scores["num_docs"] == 3
+    assert scores["data"].dtype == np.float32 and scores["indices"].dtype == np.int32
+
+
+def test_the_subclass_leaves_other_corpora_and_methods_to_bm25s():
+    cls = _postings_bm25_class()
+    tokens = [cjk_tokenize(t) for t in TEXTS]
+    mine, ref = cls(method="lucene"), bm25s.BM25(method="lucene")
+    mine.index(tokens, show_progress=False)  # token lists: bm25s's own build_index_from_ids
+    ref.index(tokens, show_progress=False)
+    for key in ("data", "indices", "indptr"):
+        np.testing.assert_array_equal(mine.scores[key], ref.scores[key])
+    postings = TermPostings()
+    postings.add(["a"])
+    with pytest.raises(ValueError, match="lucene"):
+        cls(method="bm25+").index(postings, create_empty_token=False, show_progress=False)
+
+
+def test_save_and_load_round_trip(tmp_path: Path):
+    docs = [Document(page_content=t, metadata={"chunk_id": f"d#{i}"}, id=f"d#{i}") for i, t in enumerate(TEXTS)]
+    index = build_bm25_index(TEXTS, cjk_tokenize, k1=1.2, b=0.6)
+    save_bm25_index(tmp_path / "idx", index, docs, tokenizer="cjk", k=3, k1=1.2, b=0.6, filter={"lang": "ja"})
+    config = json.loads((tmp_path / "idx" / "retriever.json").read_text("utf-8"))
+    assert list(config) == [
+        "format", "k", "k1", "b", "tokenizer", "tokenizer_version", "filter", "num_docs", "empty_index"
+    ]
+    saved = load_bm25_index(tmp_path / "idx")
+    assert saved.docs == docs and saved.tokenizer == "cjk"
+    assert saved.settings == {"k": 3, "k1": 1.2, "b": 0.6, "filter": {"lang": "ja"}}
+    for key in ("data", "indices", "indptr"):
+        np.testing.assert_array_equal(saved.index.scores[key], index.scores[key])
+    save_bm25_index(tmp_path / "empty", None, [], tokenizer="cjk", k=3, k1=1.2, b=0.6, filter=None)
+    assert load_bm25_index(tmp_path / "empty").index is None
+    assert not (tmp_path / "empty" / "bm25s").exists()

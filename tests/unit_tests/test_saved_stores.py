@@ -1,0 +1,61 @@
+"""Stores saved by earlier code keep working: the fixture ``tests/fixtures/store-5830ee7`` is a store directory
+(chunk store, BM25 index, FAISS index, embedding cache) written by the code at commit 5830ee7, before the index
+build, the FAISS index and the embedding cache moved modules.  Today's code must load every index as saved (no
+rebuild, no stale-index warning), answer exactly as that code did (``expected.json``, scores included), and find
+every chunk vector in the old embedding cache."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from langchain_ragspine.indexing import StaleIndexWarning, ingest, open_retriever, search
+
+pytest.importorskip("faiss", reason="the dense channel needs faiss-cpu (embed extra)")
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "store-5830ee7"
+QUERIES = ["梅雨はいつ", "北京的首都", "chunk store versions", "台風"]
+
+
+@pytest.fixture()
+def saved(tmp_path: Path) -> Path:
+    """A copy of the fixture (corpus/ and store/), so the test may write to it."""
+    shutil.copytree(FIXTURE / "corpus", tmp_path / "corpus")
+    shutil.copytree(FIXTURE / "store", tmp_path / "store")
+    return tmp_path
+
+
+def _no_rebuild(monkeypatch: pytest.MonkeyPatch) -> None:
+    import langchain_ragspine.retrievers.bm25 as bm25_module
+    from langchain_ragspine.retrievers.dense import DenseRetriever
+
+    def boom(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("a saved index was rebuilt instead of loaded")
+
+    monkeypatch.setattr(bm25_module, "build_bm25_index", boom)
+    monkeypatch.setattr(DenseRetriever, "_build", boom)
+
+
+@pytest.mark.parametrize("mode", ["bm25", "vector", "hybrid"])
+def test_a_saved_store_loads_as_saved_and_answers_as_before(saved: Path, monkeypatch, mode: str) -> None:
+    expected = json.loads((FIXTURE / "expected.json").read_text("utf-8"))[mode]
+    _no_rebuild(monkeypatch)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", StaleIndexWarning)
+        retriever = open_retriever(saved / "store", mode=mode, k=3)
+    got = {q: [[d.metadata["chunk_id"], d.metadata["scores"]] for d in search(retriever, q, k=3)] for q in QUERIES}
+    assert got == expected
+    assert expected["梅雨はいつ"][0][0] == "tsuyu#0"  # the fixture itself is a meaningful answer
+
+
+def test_reingesting_a_saved_store_finds_every_vector_in_the_old_cache(saved: Path) -> None:
+    summary = ingest(
+        saved / "corpus", saved / "store", embedding="hashing", mode="hybrid", tokenizer="cjk-nofold", progress=False
+    )
+    assert (summary.documents, summary.unchanged, summary.new, summary.changed) == (3, 3, 0, 0)
+    assert summary.embedded == 0 and summary.dense == "HashingEmbeddings(size=256)"
