@@ -371,7 +371,7 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
     p = sub.add_parser("search", help="ranked, cited chunks for a query")
     p.add_argument("query")
     p.add_argument("--store", help="store directory written by `ragspine ingest`", **store_kw)
-    p.add_argument("-k", type=int, default=s.k, help="number of results (10)")
+    p.add_argument("-k", type=int, default=s.k_for("search"), help="number of results (RAGSPINE_K, else 10)")
     p.add_argument(
         "--filter", action="append", default=[], metavar="FIELD=VALUE",
         help="metadata filter; repeatable (all must hold); also FIELD>=V, FIELD!=V, FIELD=a,b, FIELD=lo..hi; "
