@@ -294,7 +294,7 @@ def make_chat_model(spec: str | BaseChatModel | None = None, **kwargs: object) -
     if raw.lower() in ("", "none"):
         return None
     if raw.lower() == "auto":
-        return resolve_chat_model("auto", **kwargs).llm
+        return resolve_chat_model("auto", entry="library", **kwargs).llm
     if raw.lower() in ("default", "ollama"):
         raw = DEFAULT_CHAT_MODEL
     provider, sep, model = raw.partition(":")
