@@ -31,7 +31,6 @@ from langchain_ragspine.config import RagSpineSettings, get_settings, resolve_ch
 from langchain_ragspine.errors import RagSpineError
 from langchain_ragspine.evaluation.runner import DEFAULT_KS
 from langchain_ragspine.filters import parse_filter_expressions
-from langchain_ragspine.graphs import GRAPH_BUILDERS
 from langchain_ragspine.indexing import StoreSource, ingest, open_retriever, result_record, search
 from langchain_ragspine.modes import build_retriever, get_mode, mode_factory, mode_names, needs_dense_index
 from langchain_ragspine.retrievers import BM25Retriever, HybridRetriever
@@ -184,6 +183,22 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+class _GraphNames(Sequence[str]):
+    """The names of :data:`~langchain_ragspine.graphs.GRAPH_BUILDERS` as ``--graph`` choices, imported when first
+    needed: langgraph is a sizeable share of the CLI's start-up, and only ``ask`` needs it."""
+
+    def _names(self) -> list[str]:
+        from langchain_ragspine.graphs import GRAPH_BUILDERS
+
+        return list(GRAPH_BUILDERS)
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._names()[index]
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+
 def _resolve_llm(spec: str | None) -> tuple[Any, str]:
     """``(chat model or None, a sentence saying which path answers)`` for ``ragspine ask`` / ``demo``:
     :func:`~langchain_ragspine.config.resolve_chat_model` with the CLI's default (``RAGSPINE_LLM``, else ``auto``);
@@ -208,6 +223,8 @@ def _print_answer(state: Mapping[str, Any], how: str) -> None:
 
 
 def _cmd_ask(args: argparse.Namespace) -> int:
+    from langchain_ragspine.graphs import GRAPH_BUILDERS
+
     retriever = open_retriever(args.store, k=args.k, mode=args.mode, embedding=args.embedding)
     llm, how = _resolve_llm(args.llm)
     builder = GRAPH_BUILDERS[args.graph]
@@ -365,8 +382,8 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
     p.add_argument("question")
     p.add_argument("--store", help="store directory written by `ragspine ingest`", **store_kw)
     p.add_argument(
-        "--graph", default="corrective", choices=list(GRAPH_BUILDERS),
-        help="which graph answers (corrective)",
+        "--graph", default="corrective", choices=_GraphNames(), metavar="GRAPH",
+        help="which graph answers: %(choices)s (corrective)",
     )
     p.add_argument(
         "--llm", default=None, metavar="SPEC",

@@ -210,7 +210,7 @@ def test_replacing_a_mode_is_explicit(toy_mode):
 def test_cli_choices_come_from_library_constants(toy_mode):
     parser = build_parser()
     sub = {a.dest: a for a in parser._subparsers._group_actions[0].choices["ask"]._actions}
-    assert sub["graph"].choices == list(GRAPH_BUILDERS)
+    assert list(sub["graph"].choices) == list(GRAPH_BUILDERS) and "self_rag" in sub["graph"].choices
     assert sub["mode"].choices == mode_names() and "toy" in sub["mode"].choices
     ev = {a.dest: a for a in parser._subparsers._group_actions[0].choices["eval"]._actions}
     assert ev["ks"].default == list(DEFAULT_KS)
