@@ -5,7 +5,7 @@ prints ranked, cited chunks (never a RESTRICTED one); ``ragspine ask QUESTION --
 (:mod:`langchain_ragspine.graphs`); ``ragspine eval DATASET`` measures retrieval quality (see
 :mod:`langchain_ragspine.evaluation`); ``ragspine demo`` ingests and searches the bundled demo corpus.
 Defaults come from :class:`~langchain_ragspine.config.RagSpineSettings` (``RAGSPINE_*`` environment variables or
-``.env``), read once per command; mode names from :mod:`langchain_ragspine.modes`, graph names from
+``.env``); mode names from :mod:`langchain_ragspine.modes`, graph names from
 :data:`~langchain_ragspine.graphs.GRAPH_BUILDERS`.  The CLI parses arguments and prints; the work is the library's.
 Data errors print one line naming the file and line, and exit with status 2.
 """

@@ -3,10 +3,10 @@
 :class:`RagSpineSettings` reads, in order of precedence: explicit arguments, environment variables, a ``.env`` file in
 the working directory, then the defaults below.  :func:`get_settings` is the one accessor: the library never reads
 ``os.environ`` itself, so a value in ``.env`` counts exactly as the same variable exported.  Settings are read when
-needed, once per public call (about half a millisecond), never cached across calls: a variable changed at run time
+a call needs one (about half a millisecond a read) and never cached across calls: a variable changed at run time
 (``monkeypatch.setenv`` in a test, ``os.environ[...] = ...`` in a notebook) takes effect on the next call.  The CLI
-reads them once per command and takes its option defaults from them, so ``RAGSPINE_TOKENIZER=cjk ragspine ingest
-docs --store S`` works like ``--tokenizer cjk``; an argument or option given explicitly always wins.
+takes its option defaults from them, so ``RAGSPINE_TOKENIZER=cjk ragspine ingest docs --store S`` works like
+``--tokenizer cjk``; an argument or option given explicitly always wins.
 """
 
 from __future__ import annotations
@@ -141,8 +141,8 @@ class RagSpineSettings(BaseSettings):
 def get_settings() -> RagSpineSettings:
     """The settings as they are now: the environment and ``.env`` (in the working directory) read afresh.
 
-    The one way the library reads configuration.  Not cached: a call costs about half a millisecond and every
-    public entry point calls it at most once, so a variable changed at run time takes effect on the next call.
+    The one way the library reads configuration.  Not cached: a call costs about half a millisecond, so a variable
+    changed at run time takes effect on the next call (and tests that monkeypatch the environment stay isolated).
 
     Raises:
         pydantic.ValidationError: a variable holds a bad value (the message names it).
@@ -362,7 +362,8 @@ class ChatModelChoice:
 
 
 def resolve_chat_model(spec: str | None = None, *, entry: str = "library", **kwargs: object) -> ChatModelChoice:
-    """The chat model for ``spec`` and a sentence saying which path answers; LLM failures degrade, never raise.
+    """The chat model for ``spec`` and a sentence saying which path answers; an unreachable LLM degrades to the
+    deterministic path (LLM failures degrade, they do not raise).
 
     ``spec`` (default: ``RAGSPINE_LLM``, else :data:`DEFAULT_LLM` of ``entry`` — ``"none"`` for the library,
     ``"auto"`` for the CLI): ``none`` → no LLM; ``auto`` → :data:`DEFAULT_CHAT_MODEL` when its server answers
