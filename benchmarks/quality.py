@@ -34,7 +34,7 @@ from langchain_text_splitters import RecursiveCharacterTextSplitter, TextSplitte
 
 from langchain_ragspine.evaluation import EvalResult, evaluate, load_dataset
 from langchain_ragspine.evaluation.plots import plot_recall_curves
-from langchain_ragspine.retrievers import BM25Retriever
+from langchain_ragspine.modes import mode_factory
 from langchain_ragspine.tokenizers import auto_tokenize, fugashi_tokenize
 
 KS = (1, 5, 10, 100)
@@ -44,27 +44,25 @@ Factory = Callable[[list[Document]], BaseRetriever]
 
 
 def configurations(baselines: bool, dense: bool) -> list[tuple[str, Factory, TextSplitter | None]]:
-    """``(name, factory, splitter)``; ``splitter=None`` means the runner's default ParagraphTextSplitter()."""
+    """``(name, factory, splitter)``; ``splitter=None`` means the runner's default ParagraphTextSplitter().  The
+    package's rows are built by the mode registry (:func:`langchain_ragspine.modes.mode_factory`), as the CLI's."""
+    depth = max(KS)
     configs: list[tuple[str, Factory, TextSplitter | None]] = [
-        (f"ragspine BM25 {tok}", lambda c, tok=tok: BM25Retriever.from_documents(c, tokenizer=tok), None)
+        (f"ragspine BM25 {tok}", mode_factory("bm25", k=depth, tokenizer=tok), None)
         for tok in ("auto", "cjk", "fugashi", "whitespace")
     ]
     emb = None
     if dense:
         from _embedding_cache import cached_e5
 
-        from langchain_ragspine.retrievers import DenseRetriever, HybridRetriever
-
         emb = cached_e5()
 
         def hybrid(**kw: object) -> Factory:
-            return lambda c: HybridRetriever(
-                retrievers=[BM25Retriever.from_documents(c), DenseRetriever.from_documents(c, emb)], **kw
-            )
+            return mode_factory("hybrid", k=depth, embedding=emb, **kw)
 
         configs += [
-            ("ragspine vector (e5-small, FAISS flat)", lambda c: DenseRetriever.from_documents(c, emb), None),
-            ("ragspine hybrid = auto mode (convex, alpha 0.7)", hybrid(), None),
+            ("ragspine vector (e5-small, FAISS flat)", mode_factory("vector", k=depth, embedding=emb), None),
+            ("ragspine hybrid = auto mode (convex, alpha 0.7)", mode_factory("auto", k=depth, embedding=emb), None),
             ("ragspine hybrid, convex alpha 0.5", hybrid(alpha=0.5), None),
             ("ragspine hybrid, RRF c=60", hybrid(fusion="rrf"), None),
             ("ragspine hybrid, weighted RRF 3:1", hybrid(fusion="rrf", weights=[3.0, 1.0]), None),
@@ -81,7 +79,7 @@ def configurations(baselines: bool, dense: bool) -> list[tuple[str, Factory, Tex
             ("LangChain BM25 auto tokens", lambda c: LCBM25.from_documents(c, preprocess_func=auto_tokenize), None),
             ("LangChain BM25 fugashi, recursive 500/100 (article)",
              lambda c: LCBM25.from_documents(c, preprocess_func=fugashi_tokenize), article),
-            ("ragspine BM25 auto, recursive 500/100", lambda c: BM25Retriever.from_documents(c), article),
+            ("ragspine BM25 auto, recursive 500/100", mode_factory("bm25", k=depth), article),
         ]
         if emb is not None:
             from langchain_classic.retrievers import EnsembleRetriever

@@ -1,14 +1,18 @@
-"""LangGraph deployment entry points: ``corrective_rag``, ``adaptive_rag`` and ``self_rag`` built from the environment.
+"""LangGraph deployment entry points: ``corrective_rag``, ``adaptive_rag`` and ``self_rag`` built from the settings.
 
 ``langgraph dev`` (langgraph-cli) reads ``graphs/langgraph.json`` and imports the three compiled graphs below.
-Configuration, all optional:
+Importing this module does no work: each graph is built on first access (a module ``__getattr__``, PEP 562), and
+the store, retriever and chat model they share are made once, then.  Configuration (``RAGSPINE_*`` variables, from
+the environment or ``.env``; see :class:`~langchain_ragspine.config.RagSpineSettings`), all optional:
 
 * ``RAGSPINE_STORE`` — a store directory written by ``ragspine ingest``; without it, the bundled demo corpus is
   ingested into ``$TMPDIR/ragspine-langgraph-demo-<uid>-<hash>`` (reused by later imports and runs), so
   ``langgraph dev`` works from a fresh clone;
-* ``RAGSPINE_RETRIEVAL_MODE`` / ``RAGSPINE_EMBEDDING`` — the retrieval mode and embedding model (default ``auto``);
-* ``RAGSPINE_LLM`` — a chat model spec (``ollama:qwen2.5:7b``, any ``init_chat_model`` string); unset or ``none``
-  means no LLM: every graph then runs its deterministic path.
+* ``RAGSPINE_RETRIEVAL_MODE`` / ``RAGSPINE_EMBEDDING`` — the retrieval mode (any registered one, see
+  :mod:`langchain_ragspine.modes`) and embedding model (default ``auto``);
+* ``RAGSPINE_K`` — passages per search (default 6, as ``ragspine ask``);
+* ``RAGSPINE_LLM`` — a chat model spec (``ollama:qwen2.5:7b``, ``auto``, any ``init_chat_model`` string); unset or
+  ``none`` means no LLM: every graph then runs its deterministic path.
 
 Each graph takes ``{"question": str, "filters": dict | None}`` and ends with ``answer``, ``citations``,
 ``documents`` and ``trace`` in its state.
@@ -16,23 +20,27 @@ Each graph takes ``{"question": str, "filters": dict | None}`` and ends with ``a
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
-from langchain_core.retrievers import BaseRetriever
+#: Entry point name → graph name in :data:`langchain_ragspine.graphs.GRAPH_BUILDERS`.
+GRAPHS = {"corrective_rag": "corrective", "adaptive_rag": "adaptive", "self_rag": "self_rag"}
 
-from langchain_ragspine.cli import demo_corpus_dir
-from langchain_ragspine.config import make_chat_model
-from langchain_ragspine.graphs import build_adaptive_rag, build_corrective_rag, build_self_rag
-from langchain_ragspine.indexing import ingest, open_retriever
+__all__ = list(GRAPHS)
 
 
 def _store_dir() -> Path:
-    configured = os.environ.get("RAGSPINE_STORE")
-    if configured:
-        return Path(configured)
+    from langchain_ragspine.cli import demo_corpus_dir
+    from langchain_ragspine.config import get_settings
+    from langchain_ragspine.indexing import ingest
+
+    configured = get_settings().store
+    if configured is not None:
+        return configured
     # One demo store per user and corpus location, reused across imports: `langgraph dev` imports this file once
     # per graph, and a re-ingest of the unchanged corpus is a no-op (nothing re-embedded).
     corpus = demo_corpus_dir()
@@ -42,13 +50,26 @@ def _store_dir() -> Path:
     return store
 
 
-def _retriever() -> BaseRetriever:
-    return open_retriever(_store_dir(), k=6)
+@functools.cache
+def _parts() -> tuple[Any, Any]:
+    """``(retriever, chat model or None)``, shared by the three graphs."""
+    from langchain_ragspine.config import get_settings, make_chat_model
+    from langchain_ragspine.indexing import open_retriever
+
+    settings = get_settings()
+    retriever = open_retriever(_store_dir(), k=settings.k_for("ask"), mode=settings.retrieval_mode)
+    return retriever, make_chat_model(settings.llm_for("library"))  # unset: no LLM (the deterministic path)
 
 
-_RETRIEVER = _retriever()
-_LLM = make_chat_model()  # RAGSPINE_LLM, else None (deterministic path)
+@functools.cache
+def _graph(name: str) -> Any:
+    from langchain_ragspine.graphs import GRAPH_BUILDERS
 
-corrective_rag = build_corrective_rag(_RETRIEVER, llm=_LLM)
-adaptive_rag = build_adaptive_rag(_RETRIEVER, llm=_LLM)
-self_rag = build_self_rag(_RETRIEVER, llm=_LLM)
+    retriever, llm = _parts()
+    return GRAPH_BUILDERS[GRAPHS[name]](retriever, llm=llm)
+
+
+def __getattr__(name: str) -> Any:
+    if name in GRAPHS:
+        return _graph(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

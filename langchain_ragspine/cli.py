@@ -4,7 +4,9 @@
 prints ranked, cited chunks (never a RESTRICTED one); ``ragspine ask QUESTION --store DIR`` answers with numbered citations through a LangGraph graph
 (:mod:`langchain_ragspine.graphs`); ``ragspine eval DATASET`` measures retrieval quality (see
 :mod:`langchain_ragspine.evaluation`); ``ragspine demo`` ingests and searches the bundled demo corpus.
-Defaults come from :class:`~langchain_ragspine.config.RagSpineSettings` (``RAGSPINE_*`` environment variables).
+Defaults come from :class:`~langchain_ragspine.config.RagSpineSettings` (``RAGSPINE_*`` environment variables or
+``.env``); mode names from :mod:`langchain_ragspine.modes`, graph names from
+:data:`~langchain_ragspine.graphs.GRAPH_BUILDERS`.  The CLI parses arguments and prints; the work is the library's.
 Data errors print one line naming the file and line, and exit with status 2.
 """
 
@@ -13,7 +15,6 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
-import os
 import re
 import sys
 import tempfile
@@ -26,11 +27,13 @@ from typing import Any, cast
 
 from langchain_core.documents import Document
 
-from langchain_ragspine.config import LEXICAL_MODES, RETRIEVAL_MODES, RagSpineSettings
+from langchain_ragspine.config import RagSpineSettings, get_settings, resolve_chat_model
 from langchain_ragspine.errors import RagSpineError
+from langchain_ragspine.evaluation.runner import DEFAULT_KS
 from langchain_ragspine.filters import parse_filter_expressions
-from langchain_ragspine.indexing import ingest, open_retriever, result_record, search
-from langchain_ragspine.retrievers import BM25Retriever
+from langchain_ragspine.indexing import StoreSource, ingest, open_retriever, result_record, search
+from langchain_ragspine.modes import build_retriever, get_mode, mode_factory, mode_names, needs_dense_index
+from langchain_ragspine.retrievers import BM25Retriever, HybridRetriever
 from langchain_ragspine.tokenizers import TOKENIZERS
 
 #: The demo's sample questions: Japanese, English, and one whose best lexical match is a RESTRICTED runbook.
@@ -109,84 +112,48 @@ def _cmd_search(args: argparse.Namespace) -> int:
     return 0
 
 
+def _eval_runs(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """``(mode, tokenizer)`` for every requested mode × tokenizer; a mode without a BM25 channel runs once."""
+    return [
+        (mode, tok)
+        for mode in args.mode
+        for tok in (args.tokenizer if get_mode(mode).uses_tokenizer else ["auto"])
+    ]
+
+
 def _mode_label(mode: str, tok: str, n_tokenizers: int) -> str:
     """``mode`` is the effective one (``auto`` resolved); the tokenizer is named when it varies or is not auto."""
-    return mode if mode == "vector" or n_tokenizers == 1 and tok == "auto" else f"{mode} tokenizer={tok}"
+    plain = not get_mode(mode).uses_tokenizer or n_tokenizers == 1 and tok == "auto"
+    return mode if plain else f"{mode} tokenizer={tok}"
 
 
 def _eval_qa_retrievers(args: argparse.Namespace, store_dir: Path) -> list[tuple[str, Any, float]]:
     """``(name, retriever, build_seconds)`` for every requested mode × tokenizer over the ingested store."""
-    from langchain_ragspine.indexing import build_bm25
-    from langchain_ragspine.retrievers import HybridRetriever
-    from langchain_ragspine.stores import ChunkStore
-
-    depth = max(args.ks)
-    dense = None
     out = []
-    with ChunkStore(store_dir / "chunks.sqlite", read_only=True) as store:
-        for mode in args.mode:
-            for tok in ["auto"] if mode == "vector" else args.tokenizer:
-                t0 = time.perf_counter()
-                if mode in LEXICAL_MODES:
-                    retriever: Any = build_bm25(store, tokenizer=tok, k=depth)
-                else:
-                    if dense is None:
-                        try:
-                            dense = open_retriever(store_dir, mode="vector", k=depth, embedding=args.embedding)
-                        except RagSpineError:
-                            if mode != "auto":
-                                raise
-                    if dense is None:
-                        retriever = build_bm25(store, tokenizer=tok, k=depth)
-                    elif mode == "vector":
-                        retriever = dense
-                    else:
-                        bm25 = build_bm25(store, tokenizer=tok, k=depth)
-                        retriever = HybridRetriever(retrievers=[bm25, dense], k=depth)
-                effective = (
-                    "bm25" if isinstance(retriever, BM25Retriever)
-                    else "hybrid" if isinstance(retriever, HybridRetriever) else mode
-                )
-                out.append((_mode_label(effective, tok, len(args.tokenizer)), retriever, time.perf_counter() - t0))
+    with StoreSource(store_dir, embedding=args.embedding) as source:
+        for mode, tok in _eval_runs(args):
+            t0 = time.perf_counter()
+            retriever = build_retriever(mode, source, k=max(args.ks), tokenizer=tok)
+            effective = (
+                "bm25" if isinstance(retriever, BM25Retriever)
+                else "hybrid" if isinstance(retriever, HybridRetriever) else mode
+            )
+            out.append((_mode_label(effective, tok, len(args.tokenizer)), retriever, time.perf_counter() - t0))
     return out
 
 
-def _beir_factory(mode: str, tok: str, args: argparse.Namespace) -> Any:
-    from langchain_ragspine.indexing import resolve_embedding
-    from langchain_ragspine.retrievers import DenseRetriever, HybridRetriever
-
-    depth = max(args.ks)
-    emb = None if mode in LEXICAL_MODES else resolve_embedding(args.embedding)
-    if emb is None and mode in ("hybrid", "vector"):
-        raise ValueError(f"mode {mode!r} needs an embedding model (--embedding e5, hashing, st:<model>)")
-
-    def factory(docs: list[Document]) -> Any:
-        bm25 = BM25Retriever.from_documents(docs, k=depth, tokenizer=tok)
-        if emb is None:
-            return bm25
-        dense = DenseRetriever.from_documents(docs, emb, k=depth)
-        return dense if mode == "vector" else HybridRetriever(retrievers=[bm25, dense], k=depth)
-
-    return factory
-
-
 def _cmd_eval(args: argparse.Namespace) -> int:
-    from langchain_ragspine.config import make_embeddings
     from langchain_ragspine.evaluation import BEIRDataset, compare_markdown, evaluate, load_dataset
 
     dataset = load_dataset(args.dataset)
     if isinstance(dataset, BEIRDataset):
         results = [
-            evaluate(_beir_factory(mode, tok, args), dataset, ks=args.ks, limit=args.limit,
-                     name=_mode_label(mode, tok, len(args.tokenizer)))
-            for mode in args.mode
-            for tok in (["auto"] if mode == "vector" else args.tokenizer)
+            evaluate(mode_factory(mode, k=max(args.ks), tokenizer=tok, embedding=args.embedding), dataset,
+                     ks=args.ks, limit=args.limit, name=_mode_label(mode, tok, len(args.tokenizer)))
+            for mode, tok in _eval_runs(args)
         ]
     else:
-        dense_modes = {"hybrid", "vector"} & set(args.mode)
-        needs_dense = bool(dense_modes) or (
-            "auto" in args.mode and make_embeddings(args.embedding) is not None
-        )
+        needs_dense = needs_dense_index(args.mode, args.embedding)
         with tempfile.TemporaryDirectory(prefix="ragspine-eval-") as tmp:
             store_dir = Path(args.store) if args.store else Path(tmp)
             summary = ingest(
@@ -216,34 +183,33 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+class _GraphNames(Sequence[str]):
+    """The names of :data:`~langchain_ragspine.graphs.GRAPH_BUILDERS` as ``--graph`` choices, imported when first
+    needed: langgraph is a sizeable share of the CLI's start-up, and only ``ask`` needs it."""
+
+    def _names(self) -> list[str]:
+        from langchain_ragspine.graphs import GRAPH_BUILDERS
+
+        return list(GRAPH_BUILDERS)
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._names()[index]
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+
 def _resolve_llm(spec: str | None) -> tuple[Any, str]:
-    """``(chat model or None, a sentence saying which path answers)`` for ``ragspine ask`` / ``demo``.
-
-    ``spec`` (default ``RAGSPINE_LLM``, else ``"auto"``): ``none`` → no LLM; ``auto`` → the default chat model
-    (``ollama:qwen2.5:7b``) when its server answers, else no LLM; anything else is built with ``make_chat_model``
-    and, when unreachable, replaced by the deterministic path (never an error: LLM failures degrade).
-    """
-    from langchain_ragspine.config import DEFAULT_CHAT_MODEL, llm_is_reachable, make_chat_model
-
-    raw = (spec if spec is not None else os.environ.get("RAGSPINE_LLM", "auto")).strip()
-    deterministic = "deterministic path: lexical graders and extractive answers (no LLM)"
-    if raw.lower() in ("", "none"):
-        return None, deterministic
-    auto = raw.lower() == "auto"
-    wanted = DEFAULT_CHAT_MODEL if auto else raw
+    """``(chat model or None, a sentence saying which path answers)`` for ``ragspine ask`` / ``demo``:
+    :func:`~langchain_ragspine.config.resolve_chat_model` with the CLI's default (``RAGSPINE_LLM``, else ``auto``);
+    its warning, if any, goes to stderr."""
     try:
-        llm = make_chat_model(wanted)
-    except (ImportError, ValueError) as e:
-        if not auto:  # a model named explicitly that cannot even be built is a usage error, not a fallback
-            raise ValueError(f"--llm {wanted!r}: {e}") from e
-        return None, f"{deterministic}; {wanted} is not available here ({e})"
-    if llm is None:
-        return None, deterministic
-    if not llm_is_reachable(llm):
-        if not auto:
-            print(f"warning: no LLM reachable for {wanted}; answering on the {deterministic}", file=sys.stderr)
-        return None, f"{deterministic}; no LLM reachable for {wanted}"
-    return llm, f"LLM path: {wanted}"
+        choice = resolve_chat_model(spec, entry="cli")
+    except ValueError as e:
+        raise ValueError(f"--llm {spec!r}: {e.__cause__ or e}" if spec is not None else f"RAGSPINE_LLM: {e}") from e
+    if choice.warning:
+        print(f"warning: {choice.warning}", file=sys.stderr)
+    return choice.llm, choice.how
 
 
 def _print_answer(state: Mapping[str, Any], how: str) -> None:
@@ -341,8 +307,10 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentParser:
-    """The argument parser, with defaults from ``settings`` (or the environment)."""
-    s = settings or RagSpineSettings()
+    """The argument parser, with defaults from ``settings`` (default: :func:`~langchain_ragspine.config.get_settings`),
+    ``--mode`` choices from the mode registry and ``--graph`` choices from the graph builders."""
+    s = settings or get_settings()
+    modes = mode_names()
     parser = argparse.ArgumentParser(
         prog="ragspine", description="Retrieval for Japanese, Chinese and English documents (LangChain parts)."
     )
@@ -365,13 +333,16 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
         "--embedding", default=None, metavar="SPEC",
         help="dense model: none, auto (e5 if installed), e5, hashing, st:<model>, ollama:<model> (RAGSPINE_EMBEDDING)",
     )
-    p.add_argument("--mode", default=None, choices=RETRIEVAL_MODES, help="bm25/lexical/economy build no vector index")
+    p.add_argument(
+        "--mode", default=None, choices=modes,
+        help="retrieval mode (RAGSPINE_RETRIEVAL_MODE, else auto); bm25/lexical/economy build no vector index",
+    )
     p.set_defaults(func=_cmd_ingest)
 
     p = sub.add_parser("search", help="ranked, cited chunks for a query")
     p.add_argument("query")
     p.add_argument("--store", help="store directory written by `ragspine ingest`", **store_kw)
-    p.add_argument("-k", type=int, default=s.k, help="number of results (10)")
+    p.add_argument("-k", type=int, default=s.k_for("search"), help="number of results (RAGSPINE_K, else 10)")
     p.add_argument(
         "--filter", action="append", default=[], metavar="FIELD=VALUE",
         help="metadata filter; repeatable (all must hold); also FIELD>=V, FIELD!=V, FIELD=a,b, FIELD=lo..hi; "
@@ -379,8 +350,9 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
     )
     p.add_argument("--json", action="store_true", help="one JSON object per line")
     p.add_argument(
-        "--mode", default=None, choices=RETRIEVAL_MODES,
-        help="auto (hybrid when the store has a vector index), hybrid, vector, bm25/lexical/economy",
+        "--mode", default=None, choices=modes,
+        help="auto (hybrid when the store has a vector index), hybrid, vector, bm25/lexical/economy "
+        "(RAGSPINE_RETRIEVAL_MODE, else auto)",
     )
     p.add_argument("--embedding", default=None, metavar="SPEC", help="query encoder (default: the store's)")
     p.set_defaults(func=_cmd_search)
@@ -388,8 +360,8 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
     p = sub.add_parser("eval", help="measure retrieval quality on a QA or BEIR dataset folder")
     p.add_argument("dataset", help="a QA folder (docs/ + questions.jsonl [+ beir/]) or a BEIR folder")
     p.add_argument(
-        "--mode", nargs="+", default=["auto"], choices=RETRIEVAL_MODES,
-        help="retrieval modes to compare side by side (auto)",
+        "--mode", nargs="+", default=[s.retrieval_mode], choices=modes,
+        help="retrieval modes to compare side by side (RAGSPINE_RETRIEVAL_MODE, else auto)",
     )
     p.add_argument("--embedding", default=None, metavar="SPEC", help="dense model for hybrid/vector/auto")
     p.add_argument(
@@ -398,7 +370,8 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
     )
     p.add_argument("--limit", type=int, default=None, help="first N questions only")
     p.add_argument(
-        "--ks", type=int, nargs="+", default=[1, 3, 5, 10, 100], help="cutoffs for recall@k (1 3 5 10 100)"
+        "--ks", type=int, nargs="+", default=list(DEFAULT_KS),
+        help=f"cutoffs for recall@k ({' '.join(map(str, DEFAULT_KS))})",
     )
     p.add_argument("--store", default=None, help="keep the ingested store here (default: a temporary one)")
     p.add_argument("--json", default=None, metavar="OUT", help="write every result as JSON")
@@ -409,15 +382,15 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
     p.add_argument("question")
     p.add_argument("--store", help="store directory written by `ragspine ingest`", **store_kw)
     p.add_argument(
-        "--graph", default="corrective", choices=["corrective", "adaptive", "self_rag", "simple"],
-        help="which graph answers (corrective)",
+        "--graph", default="corrective", choices=_GraphNames(), metavar="GRAPH",
+        help="which graph answers: %(choices)s (corrective)",
     )
     p.add_argument(
         "--llm", default=None, metavar="SPEC",
         help="none, auto (ollama:qwen2.5:7b when reachable), or a provider:model string (RAGSPINE_LLM)",
     )
-    p.add_argument("-k", type=int, default=6, help="passages retrieved per search (6)")
-    p.add_argument("--mode", default=None, choices=RETRIEVAL_MODES, help="retrieval mode (auto)")
+    p.add_argument("-k", type=int, default=s.k_for("ask"), help="passages retrieved per search (RAGSPINE_K, else 6)")
+    p.add_argument("--mode", default=None, choices=modes, help="retrieval mode (RAGSPINE_RETRIEVAL_MODE, else auto)")
     p.add_argument("--filter", action="append", default=[], metavar="FIELD=VALUE", help="metadata filter")
     p.add_argument(
         "--relax-filters", action="store_true",
@@ -430,7 +403,7 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
     p.set_defaults(func=_cmd_ask)
 
     p = sub.add_parser("demo", help="ingest the bundled demo corpus, search three questions, answer one")
-    p.add_argument("-k", type=int, default=3, help="results per question (3)")
+    p.add_argument("-k", type=int, default=s.k_for("demo"), help="results per question (RAGSPINE_K, else 3)")
     p.add_argument("--llm", default=None, metavar="SPEC", help="as for ask (default: auto)")
     p.set_defaults(func=_cmd_demo)
     return parser
@@ -447,7 +420,7 @@ def _format_warning(message, category, filename, lineno, line=None) -> str:  # t
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``ragspine`` console script; returns the exit status."""
     try:
-        settings = RagSpineSettings()
+        settings = get_settings()
     except ValueError as e:
         print(f"ragspine: error: bad RAGSPINE_* setting: {e}", file=sys.stderr)
         return 2

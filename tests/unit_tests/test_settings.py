@@ -1,0 +1,268 @@
+"""One settings object: every RAGSPINE_* variable (and OLLAMA_HOST) reaches the code through RagSpineSettings, with
+the precedence explicit argument > environment > .env > default, and the library never reads os.environ itself.
+
+Each test runs in a temporary working directory, so ``.env`` is the one the test writes."""
+
+import ast
+import json
+from pathlib import Path
+
+import pytest
+
+from langchain_ragspine.config import (
+    DEFAULT_CHAT_MODEL,
+    DEFAULT_K,
+    DEFAULT_LLM,
+    RagSpineSettings,
+    get_settings,
+    make_chat_model,
+    make_embeddings,
+    ollama_base_url,
+    resolve_chat_model,
+)
+from langchain_ragspine.embeddings import HashingEmbeddings
+
+PACKAGE = Path(__file__).resolve().parents[2] / "langchain_ragspine"
+
+#: field -> (default, value in .env, value in the environment, explicit argument).  Four distinct values each.
+CASES: dict[str, tuple[object, str, str, object]] = {
+    "tokenizer": ("auto", "fugashi", "whitespace", "cjk"),
+    "chunk_size": (480, "300", "200", 100),
+    "chunk_overlap": (80, "30", "20", 10),
+    "store": (None, "/from/dotenv", "/from/env", Path("/from/argument")),
+    "k": (None, "9", "7", 5),
+    "embedding": ("auto", "hashing:16", "hashing:8", "none"),
+    "retrieval_mode": ("auto", "hybrid", "vector", "bm25"),
+    "llm": (None, "ollama:dotenv", "ollama:env", "none"),
+    "ollama_host": (None, "http://dotenv:1", "http://env:2", "http://argument:3"),
+    "cache_dir": (None, "/cache/dotenv", "/cache/env", Path("/cache/argument")),
+}
+
+
+def _env_name(field: str) -> str:
+    return "OLLAMA_HOST" if field == "ollama_host" else f"RAGSPINE_{field.upper()}"
+
+
+def _coerce(field: str, raw: object) -> object:
+    """What the setting holds for a raw value (strings from env/.env are parsed into the field's type)."""
+    if raw is None:
+        return None
+    if field in ("chunk_size", "chunk_overlap", "k"):
+        return int(raw)  # type: ignore[arg-type]
+    if field in ("store", "cache_dir"):
+        return Path(str(raw))
+    return raw
+
+
+@pytest.fixture
+def clean(monkeypatch, tmp_path):
+    """No settings variable in the environment and an empty working directory (no .env)."""
+    for field in RagSpineSettings.model_fields:
+        monkeypatch.delenv(_env_name(field), raising=False)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _dotenv(directory: Path, **values: str) -> None:
+    (directory / ".env").write_text("".join(f"{k}={v}\n" for k, v in values.items()), "utf-8")
+
+
+def test_every_field_has_a_precedence_case():
+    assert set(CASES) == set(RagSpineSettings.model_fields)
+
+
+@pytest.mark.parametrize("field", sorted(CASES))
+def test_precedence_argument_over_environment_over_dotenv_over_default(field, clean, monkeypatch):
+    default, in_dotenv, in_env, argument = CASES[field]
+    name = _env_name(field)
+    assert getattr(RagSpineSettings(), field) == default
+    _dotenv(clean, **{name: in_dotenv})
+    assert getattr(get_settings(), field) == _coerce(field, in_dotenv)
+    monkeypatch.setenv(name, in_env)
+    assert getattr(get_settings(), field) == _coerce(field, in_env)
+    assert getattr(RagSpineSettings(**{field: argument}), field) == _coerce(field, argument)
+
+
+def test_settings_are_read_afresh_on_each_call(clean, monkeypatch):
+    """Tests (and notebooks) change variables at run time: the next call sees the change."""
+    assert get_settings().k is None
+    monkeypatch.setenv("RAGSPINE_K", "3")
+    assert get_settings().k == 3
+    _dotenv(clean, RAGSPINE_TOKENIZER="cjk")
+    assert get_settings().tokenizer == "cjk"
+
+
+def test_blank_paths_count_as_unset(clean, monkeypatch):
+    monkeypatch.setenv("RAGSPINE_STORE", "")
+    monkeypatch.setenv("RAGSPINE_CACHE_DIR", "  ")
+    s = get_settings()
+    assert s.store is None and s.cache_dir is None
+
+
+@pytest.mark.parametrize(
+    "name, value, message",
+    [("RAGSPINE_RETRIEVAL_MODE", "fast", "unknown retrieval mode"), ("RAGSPINE_TOKENIZER", "mecab", "unknown tokenizer"),
+     ("RAGSPINE_K", "0", "greater than 0"), ("RAGSPINE_CHUNK_SIZE", "big", "integer")],
+)
+def test_bad_values_are_refused_from_dotenv_too(clean, name, value, message):
+    _dotenv(clean, **{name: value})
+    with pytest.raises(ValueError, match=message):
+        get_settings()
+
+
+# -- the consumers: a value in .env is used, not only validated (regressions: RAGSPINE_EMBEDDING and
+# RAGSPINE_RETRIEVAL_MODE in .env were validated, then ignored; OLLAMA_HOST and RAGSPINE_LLM were read from
+# os.environ only) -------------------------------------------------------------------------------------------------
+def _corpus(root: Path) -> Path:
+    root.mkdir()
+    (root / "tsuyu.md").write_text("# 梅雨\n\n梅雨は北海道と小笠原諸島を除く日本で見られる雨季である。", "utf-8")
+    (root / "kyoto.md").write_text("# 京都\n\n京都の観光名所は清水寺と金閣寺である。\n\n" + "京都の寺。" * 40, "utf-8")
+    (root / "en.md").write_text("# Rain\n\nThe rainy season in Japan is called tsuyu.", "utf-8")
+    return root
+
+
+def test_regression_embedding_in_dotenv_is_used(clean):
+    _dotenv(clean, RAGSPINE_EMBEDDING="hashing:8")
+    emb = make_embeddings()
+    assert isinstance(emb, HashingEmbeddings) and emb.size == 8
+
+
+def test_regression_retrieval_mode_and_embedding_in_dotenv_reach_ingest_and_open_retriever(clean):
+    from langchain_ragspine.indexing import ingest, open_retriever
+    from langchain_ragspine.retrievers import BM25Retriever, HybridRetriever
+
+    corpus = _corpus(clean / "c")
+    _dotenv(clean, RAGSPINE_EMBEDDING="hashing")
+    assert ingest(corpus, clean / "S").dense is not None  # .env's embedding built the dense channel
+    assert isinstance(open_retriever(clean / "S"), HybridRetriever)
+    _dotenv(clean, RAGSPINE_EMBEDDING="hashing", RAGSPINE_RETRIEVAL_MODE="bm25")
+    assert isinstance(open_retriever(clean / "S"), BM25Retriever)  # .env's mode was ignored before
+
+
+def test_k_tokenizer_and_chunking_in_dotenv_reach_ingest_and_search(clean):
+    from langchain_ragspine.indexing import ingest, open_retriever, search
+
+    corpus = _corpus(clean / "c")
+    plain = ingest(corpus, clean / "A").chunks
+    _dotenv(clean, RAGSPINE_TOKENIZER="cjk", RAGSPINE_CHUNK_SIZE="60", RAGSPINE_CHUNK_OVERLAP="0", RAGSPINE_K="2")
+    summary = ingest(corpus, clean / "B")
+    assert summary.chunks > plain  # 60-char chunks
+    assert json.loads((clean / "B" / "index.json").read_text("utf-8"))["tokenizer"] == "cjk"
+    retriever = open_retriever(clean / "B")
+    assert retriever.k == 2 and len(search(retriever, "京都の寺")) == 2
+
+
+def test_llm_and_ollama_host_in_dotenv_reach_the_chat_model(clean):
+    pytest.importorskip("langchain_ollama")
+    _dotenv(clean, RAGSPINE_LLM="ollama:llama3.2:3b", OLLAMA_HOST="gpu-box:11434")
+    llm = make_chat_model()
+    assert llm.model == "llama3.2:3b" and llm.base_url == "http://gpu-box:11434"
+    assert ollama_base_url() == "http://gpu-box:11434"
+    emb = make_embeddings("ollama:bge-m3")
+    assert emb.base_url == "http://gpu-box:11434"
+
+
+def test_cache_dir_in_dotenv_reaches_the_onnx_cache(clean):
+    from langchain_ragspine.embeddings.e5_onnx import default_cache_dir
+
+    _dotenv(clean, RAGSPINE_CACHE_DIR=str(clean / "models"))
+    assert default_cache_dir() == clean / "models"
+
+
+def test_store_in_dotenv_reaches_the_cli(clean, capsys):
+    from langchain_ragspine.cli import main
+
+    corpus = _corpus(clean / "c")
+    _dotenv(clean, RAGSPINE_STORE=str(clean / "S"))
+    assert main(["ingest", str(corpus)]) == 0
+    capsys.readouterr()
+    assert main(["search", "清水寺", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[0])["doc_id"] == "kyoto"
+
+
+# -- one k, one LLM setting: documented meaning per entry point ------------------------------------------------------
+def test_k_unset_is_each_entry_points_default_and_set_is_everyones(clean, monkeypatch):
+    from langchain_ragspine.cli import build_parser
+
+    def parsed_k() -> dict[str, int]:
+        parser = build_parser()
+        return {
+            "search": parser.parse_args(["search", "q", "--store", "S"]).k,
+            "ask": parser.parse_args(["ask", "q", "--store", "S"]).k,
+            "demo": parser.parse_args(["demo"]).k,
+        }
+
+    assert parsed_k() == dict(DEFAULT_K) == {"search": 10, "ask": 6, "demo": 3}
+    monkeypatch.setenv("RAGSPINE_K", "5")
+    assert parsed_k() == {"search": 5, "ask": 5, "demo": 5}
+    assert build_parser().parse_args(["search", "q", "--store", "S", "-k", "2"]).k == 2  # an option wins
+
+
+def test_retriever_classes_keep_langchains_k_and_ignore_the_settings(clean, monkeypatch):
+    from langchain_core.documents import Document
+
+    from langchain_ragspine.retrievers import BM25Retriever
+
+    monkeypatch.setenv("RAGSPINE_K", "9")
+    docs = [Document(page_content=f"梅雨 {i}", metadata={"chunk_id": f"d#{i}"}) for i in range(6)]
+    assert BM25Retriever.from_documents(docs).k == 4
+
+
+def test_llm_unset_means_no_llm_for_the_library_and_auto_for_the_cli(clean, monkeypatch):
+    monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")  # nothing listens
+    assert DEFAULT_LLM == {"library": "none", "cli": "auto"}
+    assert make_chat_model() is None
+    assert resolve_chat_model().llm is None and "no LLM reachable" not in resolve_chat_model().how
+    cli = resolve_chat_model(entry="cli")  # auto: the default model, unreachable here → deterministic, silently
+    assert cli.llm is None and f"no LLM reachable for {DEFAULT_CHAT_MODEL}" in cli.how and cli.warning is None
+    _dotenv(clean, RAGSPINE_LLM="none")  # one setting: it decides for both entry points
+    assert resolve_chat_model(entry="cli").how == resolve_chat_model().how
+    assert "no LLM reachable" not in resolve_chat_model(entry="cli").how
+
+
+def test_every_spec_means_the_same_in_the_library_and_the_cli(clean, monkeypatch):
+    monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")
+    assert make_chat_model("auto") is None  # was an init_chat_model error: auto now means the same everywhere
+    named = resolve_chat_model("ollama:qwen2.5:7b")
+    assert named.llm is None and "no LLM reachable" in (named.warning or "")
+    with pytest.raises(ValueError, match="nosuchprovider"):
+        resolve_chat_model("nosuchprovider:model")
+
+
+def test_cli_ask_without_llm_setting_tries_auto_and_with_dotenv_none_does_not(clean, capsys, monkeypatch):
+    from langchain_ragspine.cli import main
+    from langchain_ragspine.indexing import ingest
+
+    monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")
+    ingest(_corpus(clean / "c"), clean / "S")
+    assert main(["ask", "清水寺はどこ", "--store", str(clean / "S")]) == 0
+    assert f"no LLM reachable for {DEFAULT_CHAT_MODEL}" in capsys.readouterr().err
+    _dotenv(clean, RAGSPINE_LLM="none")
+    assert main(["ask", "清水寺はどこ", "--store", str(clean / "S")]) == 0
+    err = capsys.readouterr().err
+    assert "deterministic path" in err and "no LLM reachable" not in err
+
+
+# -- the rule itself -------------------------------------------------------------------------------------------------
+def _environment_reads(path: Path) -> list[str]:
+    """``os.environ`` / ``os.getenv`` / ``environ`` imported from os, anywhere in a module."""
+    tree = ast.parse(path.read_text("utf-8"))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv", "environb", "putenv"):
+            found.append(f"{path.name}:{node.lineno} os.{node.attr}")
+        if isinstance(node, ast.ImportFrom) and node.module == "os":
+            found += [f"{path.name}:{node.lineno} from os import {a.name}" for a in node.names
+                      if a.name in ("environ", "getenv", "environb", "putenv")]
+    return found
+
+
+def test_the_library_never_reads_the_environment_itself():
+    reads = [r for path in sorted(PACKAGE.rglob("*.py")) for r in _environment_reads(path)]
+    assert reads == [], "read configuration through langchain_ragspine.config.get_settings()"
+
+
+def test_the_rule_checker_finds_environment_reads(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text("import os\nfrom os import getenv\nx = os.environ.get('A')\n", "utf-8")
+    assert len(_environment_reads(probe)) == 2
