@@ -7,7 +7,7 @@ retrievers (``BM25Retriever``, ``DenseRetriever``, ``HybridRetriever``) → comp
 
 from langchain_ragspine._version import __version__ as __version__
 from langchain_ragspine.chains import make_answer_chain
-from langchain_ragspine.config import RagSpineSettings, make_chat_model, make_embeddings
+from langchain_ragspine.config import RagSpineSettings, get_settings, make_chat_model, make_embeddings
 from langchain_ragspine.document_compressors import (
     RESTRICTED_SENSITIVITY,
     LostInTheMiddleReorder,
@@ -18,6 +18,7 @@ from langchain_ragspine.document_loaders import CorpusLoader
 from langchain_ragspine.errors import LoaderError, RagSpineError, StoreError
 from langchain_ragspine.filters import compile_filter, matches
 from langchain_ragspine.indexing import IngestSummary, ingest, open_retriever, search
+from langchain_ragspine.modes import RetrievalMode, register_mode
 from langchain_ragspine.retrievers import BM25Retriever, DenseRetriever, HybridRetriever
 from langchain_ragspine.stores import ChunkStore, StoredChunk
 from langchain_ragspine.text_splitters import ParagraphTextSplitter
@@ -37,9 +38,11 @@ __all__ = [
     "RagSpineError",
     "RagSpineSettings",
     "RestrictedGate",
+    "RetrievalMode",
     "StoreError",
     "StoredChunk",
     "compile_filter",
+    "get_settings",
     "get_tokenizer",
     "ingest",
     "is_restricted",
@@ -48,5 +51,6 @@ __all__ = [
     "make_embeddings",
     "matches",
     "open_retriever",
+    "register_mode",
     "search",
 ]

@@ -26,9 +26,11 @@ PUBLIC_API = [
     "RagSpineError",
     "RagSpineSettings",
     "RestrictedGate",
+    "RetrievalMode",
     "StoreError",
     "StoredChunk",
     "compile_filter",
+    "get_settings",
     "get_tokenizer",
     "ingest",
     "is_restricted",
@@ -37,6 +39,7 @@ PUBLIC_API = [
     "make_embeddings",
     "matches",
     "open_retriever",
+    "register_mode",
     "search",
 ]
 
