@@ -33,6 +33,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_text_splitters import TextSplitter
 from tqdm.auto import tqdm
 
+from langchain_ragspine.documents import doc_key
 from langchain_ragspine.evaluation.datasets import (
     BEIRDataset,
     QADataset,
@@ -275,13 +276,6 @@ def _corpus_key(doc: Document) -> str | None:
     return doc.id or None
 
 
-def _chunk_key(doc: Document) -> str | None:
-    cid = doc.metadata.get("chunk_id")
-    if cid is not None and cid != "":
-        return str(cid)
-    return doc.id or None
-
-
 class _ParagraphMap:
     """Chunk → paragraph ids, with the paragraph spans of each parent document computed once."""
 
@@ -489,7 +483,7 @@ def evaluate(
         record: dict[str, Any] = {"id": qid, "latency_ms": ms, "n_retrieved": len(docs)}
         if kind == "qa":
             question = qa_by_id[qid]
-            record["retrieved"] = [_chunk_key(d) for d in docs[:KEEP_RETRIEVED]]
+            record["retrieved"] = [doc_key(d) for d in docs[:KEEP_RETRIEVED]]
             rank = first_answer_rank(docs, question.doc_id, question.answers)
             record["answer_rank"] = rank
             for k in ks:

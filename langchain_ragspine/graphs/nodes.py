@@ -31,6 +31,7 @@ from langchain_ragspine.chains.answer import (
     strip_think,
 )
 from langchain_ragspine.document_compressors.restricted import RestrictedGate, drop_restricted
+from langchain_ragspine.documents import doc_key
 from langchain_ragspine.filters import compile_filter
 from langchain_ragspine.graphs.graders import Graders, make_graders, parse_binary
 from langchain_ragspine.graphs.query_analysis import (
@@ -40,7 +41,6 @@ from langchain_ragspine.graphs.query_analysis import (
     shares_tokens,
 )
 from langchain_ragspine.graphs.state import merge_documents, replace
-from langchain_ragspine.retrievers.bm25 import doc_key
 from langchain_ragspine.tokenizers import Tokenizer
 
 logger = logging.getLogger(__name__)

@@ -60,8 +60,8 @@ from langchain_core.runnables.config import patch_config, run_in_executor
 from langchain_core.vectorstores import VectorStoreRetriever
 from pydantic import ConfigDict, field_validator
 
+from langchain_ragspine.documents import check_k, doc_key, with_scores
 from langchain_ragspine.filters import Predicate, and_filters, compile_filter
-from langchain_ragspine.retrievers.bm25 import check_k, doc_key, with_scores
 from langchain_ragspine.sensitivity import is_restricted
 
 __all__ = ["DEFAULT_C", "FUSIONS", "HybridRetriever", "convex_weights", "fuse"]

@@ -13,9 +13,9 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import InMemoryVectorStore
 from langchain_tests.integration_tests import RetrieversIntegrationTests
 
+from langchain_ragspine.documents import with_scores
 from langchain_ragspine.embeddings import HashingEmbeddings
 from langchain_ragspine.retrievers import BM25Retriever, HybridRetriever, fuse
-from langchain_ragspine.retrievers.bm25 import with_scores
 
 
 def _d(cid: str | None, text: str | None = None, *, id: str | None = None, **md: Any) -> Document:
