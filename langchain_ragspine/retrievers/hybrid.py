@@ -60,7 +60,7 @@ from langchain_core.runnables.config import patch_config, run_in_executor
 from langchain_core.vectorstores import VectorStoreRetriever
 from pydantic import ConfigDict, field_validator
 
-from langchain_ragspine.documents import check_k, doc_key, with_scores
+from langchain_ragspine.documents import check_k, doc_key, score_of, with_scores
 from langchain_ragspine.filters import Predicate, and_filters, compile_filter
 from langchain_ragspine.sensitivity import is_restricted
 
@@ -159,16 +159,6 @@ def _dedupe(docs: Sequence[Document], channel: int) -> list[tuple[Key, Document]
     return out
 
 
-def _score_of(doc: Document, name: str) -> float | None:
-    scores = doc.metadata.get("scores")
-    if not isinstance(scores, Mapping):
-        return None
-    value = scores.get(name)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return None
-    return float(value)
-
-
 def _normalised_scores(docs: Sequence[Document], c: int) -> list[float]:
     """Min-max normalised own scores of one channel's de-duplicated list (higher = better).
 
@@ -179,7 +169,7 @@ def _normalised_scores(docs: Sequence[Document], c: int) -> list[float]:
     """
     raw: list[float] | None = None
     for name in _OWN_SCORE_KEYS:
-        vals = [_score_of(d, name) for d in docs]
+        vals = [score_of(d, name) for d in docs]
         if all(v is not None for v in vals):
             raw = [v for v in vals if v is not None]
             break
@@ -269,8 +259,8 @@ def fuse(
         if any(is_restricted(d.metadata) for _, d in e.seen):
             continue  # fail closed: a key labelled RESTRICTED anywhere is dropped
         e.seen.sort(key=lambda t: t[0])  # descending weight, then channel order
-        bm25 = next((s for s in (_score_of(d, "bm25") for _, d in e.seen) if s is not None), None)
-        vector = next((s for s in (_score_of(d, "vector") for _, d in e.seen) if s is not None), None)
+        bm25 = next((s for s in (score_of(d, "bm25") for _, d in e.seen) if s is not None), None)
+        vector = next((s for s in (score_of(d, "vector") for _, d in e.seen) if s is not None), None)
         ranked.append((math.fsum(e.parts), key, e.seen[0][1], bm25, vector))
     ranked.sort(key=lambda t: (-t[0], t[1]))
     if k is not None:
