@@ -10,11 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.documents import Document
-from langchain_core.language_models import BaseChatModel
 from langchain_core.language_models.fake_chat_models import FakeListChatModel, GenericFakeChatModel
-from langchain_core.messages import AIMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
-from pydantic import Field
 
 from langchain_ragspine.chains import extractive_answer, make_answer_chain
 from langchain_ragspine.chains.answer import (
@@ -30,6 +26,8 @@ from langchain_ragspine.graphs.graders import LexicalGrader
 from langchain_ragspine.retrievers import BM25Retriever
 from langchain_ragspine.stopwords import content_terms
 
+from .test_answer_chain import SpyChatModel  # records every prompt, answers ``reply``
+
 
 def _doc(i: int, text: str, *, sensitivity: str = "PUBLIC", **md: Any) -> Document:
     meta = {"chunk_id": f"d{i}#0", "doc_id": f"d{i}", "title": f"T{i}", "source_locator": f"d{i}.md#0-{len(text)}",
@@ -42,21 +40,6 @@ DOCS = [
     _doc(2, "Mount Fuji is the highest mountain in Japan. It is 3776 metres tall."),
     _doc(3, "梅雨は北海道と小笠原諸島を除く日本でみられる。梅雨は雨季の一種である。"),
 ]
-
-
-class SpyChatModel(BaseChatModel):
-    """Records every prompt; answers ``reply``."""
-
-    reply: str = ""
-    prompts: list[str] = Field(default_factory=list)
-
-    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:  # type: ignore[no-untyped-def]
-        self.prompts.append("\n".join(str(m.content) for m in messages))
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=self.reply))])
-
-    @property
-    def _llm_type(self) -> str:
-        return "spy"
 
 
 # -- markers --------------------------------------------------------------------------------------------------------
