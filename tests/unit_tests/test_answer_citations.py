@@ -108,7 +108,7 @@ def test_regression_range_marker_gave_no_citations():
 def test_answer_without_markers_is_cited_by_attribution_and_unsupported_sentences_are_flagged():
     llm = FakeListChatModel(responses=["Mount Fuji is 3776 metres tall. Bananas are yellow and grow in Ecuador."])
     out = make_answer_chain(llm).invoke({"question": "How tall is Mount Fuji?", "documents": DOCS})
-    assert out["answer"] == "Mount Fuji is 3776 metres tall. [2] Bananas are yellow and grow in Ecuador."
+    assert out["answer"] == "Mount Fuji is 3776 metres tall [2]. Bananas are yellow and grow in Ecuador."
     assert [(c["n"], c["chunk_id"], c["attributed"]) for c in out["citations"]] == [(2, "d2#0", True)]
     assert out["unsupported_sentences"] == ["Bananas are yellow and grow in Ecuador."]
     assert out["mode"] == "llm" and out["warning"] is None
@@ -117,7 +117,7 @@ def test_answer_without_markers_is_cited_by_attribution_and_unsupported_sentence
 def test_attribution_in_japanese_and_chinese():
     llm = FakeListChatModel(responses=["北海道と小笠原諸島です。"])
     out = make_answer_chain(llm).invoke({"question": "日本で梅雨がないのは北海道とどこか。", "documents": DOCS})
-    assert out["answer"] == "北海道と小笠原諸島です。 [3]"
+    assert out["answer"] == "北海道と小笠原諸島です [3]。"
     assert out["citations"][0]["doc_id"] == "d3" and out["citations"][0]["attributed"] is True
     zh = [_doc(7, "北京大学创办于1898年，初名京师大学堂。"), _doc(8, "清华大学位于北京海淀区。")]
     out = make_answer_chain(FakeListChatModel(responses=["北京大学创办于1898年。"])).invoke(
@@ -234,3 +234,30 @@ def test_demo_corpus_english_question_is_answered_from_the_right_chunk(tmp_path:
     assert any(cid.startswith("en/bm25#") for cid in cited)
     for c in record["citations"]:
         assert record["documents"][c["n"] - 1]["chunk_id"] == c["chunk_id"]
+
+
+def test_ask_reports_attributed_citations_and_unsupported_sentences(tmp_path: Path, capsys, monkeypatch):
+    import langchain_ragspine.config as config
+    from langchain_ragspine import ingest
+    from langchain_ragspine.cli import main
+
+    root = tmp_path / "corpus"
+    root.mkdir()
+    (root / "tsuyu.md").write_text("# 梅雨\n\n日本で梅雨がないのは北海道と小笠原諸島である。梅雨前線は停滞する。", "utf-8")
+    ingest(root, tmp_path / "S", embedding="none", mode="bm25", progress=False)
+
+    class Routing(SpyChatModel):
+        def _generate(self, messages, stop=None, run_manager=None, **kwargs):  # type: ignore[no-untyped-def]
+            text = "\n".join(str(m.content) for m in messages)
+            self.reply = "北海道と小笠原諸島です。Bananas grow in Ecuador." if "numbered context" in text else "yes"
+            return super()._generate(messages, stop, run_manager, **kwargs)
+
+    monkeypatch.setattr(config, "make_chat_model", lambda spec=None, **kw: Routing())
+    argv = ["ask", "日本で梅雨がないのは北海道とどこか。", "--store", str(tmp_path / "S"), "--llm", "fake:m"]
+    assert main([*argv, "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["answer"] == "北海道と小笠原諸島です [1]。Bananas grow in Ecuador."
+    assert [(c["doc_id"], c["attributed"]) for c in record["citations"]] == [("tsuyu", True)]
+    assert record["unsupported_sentences"] == ["Bananas grow in Ecuador."] and record["warning"] is None
+    assert main(argv) == 0
+    assert "no passage supports: Bananas grow in Ecuador." in capsys.readouterr().err
