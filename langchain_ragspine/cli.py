@@ -219,6 +219,10 @@ def _print_answer(state: Mapping[str, Any], how: str) -> None:
         print()
         for c in citations:
             print(f"[{c['n']}] {c.get('title') or c.get('doc_id')}  ({c.get('source_locator')})")
+    for sentence in state.get("unsupported_sentences") or []:
+        print(f"note: no passage supports: {sentence}", file=sys.stderr)
+    if state.get("warning"):
+        print(f"warning: {state['warning']}", file=sys.stderr)
     print(f"\n({how})", file=sys.stderr)
 
 
@@ -254,6 +258,9 @@ def _cmd_ask(args: argparse.Namespace) -> int:
             "answer": state.get("answer"),
             "citations": state.get("citations") or [],
             "refused": state.get("refused", False),
+            "invalid_citations": state.get("invalid_citations") or [],
+            "unsupported_sentences": state.get("unsupported_sentences") or [],
+            "warning": state.get("warning"),
             "documents": [result_record(i, d) for i, d in enumerate(state.get("documents") or [], 1)],
             "trace": state.get("trace") or [],
         }

@@ -137,7 +137,11 @@ def test_no_restricted_text_reaches_a_prompt_or_leaves_a_graph(case, with_llm):
 def test_the_answer_chain_never_passes_restricted_text(case):
     docs, markers, question, _ = case
     spy = SpyChatModel()
-    for chain in (make_answer_chain(spy), make_answer_chain(spy, lost_in_the_middle=True), make_answer_chain()):
+    # a reply without markers is cited by attribution: that path must never cite a restricted chunk either
+    unmarked = SpyChatModel(reply=question.rstrip("?") + ".")
+    chains = (make_answer_chain(spy), make_answer_chain(spy, lost_in_the_middle=True), make_answer_chain(),
+              make_answer_chain(unmarked, uncited="warn"))
+    for chain in chains:
         out = chain.invoke({"question": question, "documents": docs})
-        _assert_clean(markers, out, *spy.prompts)
+        _assert_clean(markers, out, *spy.prompts, *unmarked.prompts)
         assert all(c["chunk_id"] in {d.metadata["chunk_id"] for d in docs if not is_restricted(d)} for c in out["citations"])
