@@ -262,13 +262,15 @@ class LLMListwiseReranker(BaseDocumentCompressor):
         return docs, build_listwise_prompt(query, docs[: self.window], max_chars=self.max_chars)
 
     def _finish(self, docs: list[Document], answer: str | None, error: BaseException | None) -> list[Document]:
+        """The result: the model's order when ``answer`` names an id, else the input order (logged when a call
+        was made: ``answer`` or ``error`` given); cut to ``top_n``."""
         head = docs[: self.window]
         ranked = parse_ranking(answer, len(head)) if answer is not None else None
         if ranked is None:
             if error is not None:
                 logger.warning("listwise rerank: the model call failed (%s: %s); keeping the input order",
                                type(error).__name__, error)
-            else:
+            elif answer is not None:  # (neither: no call was needed)
                 logger.warning("listwise rerank: no passage id in the model's answer %r; keeping the input order",
                                (answer or "")[:200])
             out = list(docs)
@@ -284,7 +286,7 @@ class LLMListwiseReranker(BaseDocumentCompressor):
         """The non-RESTRICTED ``documents`` in the model's order (first ``top_n``); see the class docstring."""
         docs, prompt = self._prepare(documents, query)
         if prompt is None:
-            return docs if self.top_n is None else docs[: self.top_n]
+            return self._finish(docs, None, None)
         try:
             answer = _message_text(self.llm.invoke(prompt, config={"callbacks": callbacks}))
         except Exception as error:  # noqa: BLE001 - any model failure degrades to the input order
@@ -297,7 +299,7 @@ class LLMListwiseReranker(BaseDocumentCompressor):
         """Async twin of :meth:`compress_documents` (awaits ``llm.ainvoke``)."""
         docs, prompt = self._prepare(documents, query)
         if prompt is None:
-            return docs if self.top_n is None else docs[: self.top_n]
+            return self._finish(docs, None, None)
         try:
             answer = _message_text(await self.llm.ainvoke(prompt, config={"callbacks": callbacks}))
         except Exception as error:  # noqa: BLE001 - any model failure degrades to the input order

@@ -193,9 +193,7 @@ class MMRCompressor(BaseDocumentCompressor):
     ) -> Sequence[Document]:
         """At most ``k`` non-RESTRICTED ``documents`` in MMR order (see the class docstring)."""
         docs = drop_restricted(documents)
-        if not docs:
-            return []
-        if self.embeddings is None:
+        if not docs or self.embeddings is None:
             return self._select_by_tokens(docs)
         return self._select_by_vectors(
             docs, self.embeddings.embed_query(query), self.embeddings.embed_documents([d.page_content for d in docs])
@@ -206,9 +204,7 @@ class MMRCompressor(BaseDocumentCompressor):
     ) -> Sequence[Document]:
         """Async twin of :meth:`compress_documents` (awaits the embeddings' async methods)."""
         docs = drop_restricted(documents)
-        if not docs:
-            return []
-        if self.embeddings is None:
+        if not docs or self.embeddings is None:
             return self._select_by_tokens(docs)
         query_vector = await self.embeddings.aembed_query(query)
         doc_vectors = await self.embeddings.aembed_documents([d.page_content for d in docs])

@@ -9,11 +9,7 @@ import numpy as np
 import pytest
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import BaseDocumentCompressor, Document
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.retrievers import BaseRetriever
-from pydantic import Field
 
 from langchain_ragspine.document_compressors import (
     ContextualHeader,
@@ -28,6 +24,7 @@ from langchain_ragspine.document_compressors import (
 )
 from langchain_ragspine.embeddings import HashingEmbeddings
 from langchain_ragspine.retrievers import BM25Retriever
+from tests.unit_tests.spy_models import SpyChatModel
 
 classic = pytest.importorskip("langchain_classic.retrievers")
 from langchain_classic.retrievers import ContextualCompressionRetriever  # noqa: E402
@@ -65,23 +62,11 @@ class StubCrossEncoder:
         return np.asarray([float(len(set(q) & set(t))) for q, t in pairs])
 
 
-class SpyChatModel(BaseChatModel):
-    prompts: list[str] = Field(default_factory=list)
-
-    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:  # type: ignore[no-untyped-def]
-        self.prompts.append("\n".join(str(m.content) for m in messages))
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(content="[2] > [1]"))])
-
-    @property
-    def _llm_type(self) -> str:
-        return "spy"
-
-
 def compressors() -> list[tuple[str, BaseDocumentCompressor]]:
     return [
         ("gate", RestrictedGate()),
         ("cross_encoder", CrossEncoderReranker(model=StubCrossEncoder(), top_n=3)),
-        ("listwise", LLMListwiseReranker(llm=SpyChatModel(), top_n=3)),
+        ("listwise", LLMListwiseReranker(llm=SpyChatModel(reply="[2] > [1]"), top_n=3)),
         ("mmr_tokens", MMRCompressor(k=3)),
         ("mmr_embeddings", MMRCompressor(embeddings=HashingEmbeddings(), k=3)),
         ("lost_in_the_middle", LostInTheMiddleReorder()),
@@ -112,7 +97,7 @@ async def test_in_document_compressor_pipeline_sync_and_async(name, compressor):
 
 
 def test_gated_pipeline_runs_the_gate_first_before_the_listwise_model():
-    spy = SpyChatModel()
+    spy = SpyChatModel(reply="[2] > [1]")
     pipeline = gated_pipeline([LLMListwiseReranker(llm=spy), LostInTheMiddleReorder()])
     assert isinstance(pipeline, DocumentCompressorPipeline)
     assert isinstance(pipeline.transformers[0], RestrictedGate) and len(pipeline.transformers) == 3
@@ -131,7 +116,7 @@ def test_gated_pipeline_rejects_other_objects():
 
 
 def test_gated_compression_retriever():
-    spy = SpyChatModel()
+    spy = SpyChatModel(reply="[2] > [1]")
     retriever = gated_compression_retriever(LeakyRetriever(), [LLMListwiseReranker(llm=spy, top_n=2)])
     assert isinstance(retriever, ContextualCompressionRetriever)
     out = retriever.invoke(QUERY)

@@ -9,11 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.documents import Document
-from langchain_core.language_models import BaseChatModel
 from langchain_core.language_models.fake_chat_models import FakeListChatModel, GenericFakeChatModel
 from langchain_core.messages import AIMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
-from pydantic import Field
 
 from langchain_ragspine.document_compressors.listwise import (
     LLMListwiseReranker,
@@ -21,6 +18,7 @@ from langchain_ragspine.document_compressors.listwise import (
     parse_listwise_response,
     parse_ranking,
 )
+from tests.unit_tests.spy_models import SpyChatModel
 
 
 def _doc(i: int, text: str, **md: Any) -> Document:
@@ -28,24 +26,6 @@ def _doc(i: int, text: str, **md: Any) -> Document:
 
 
 DOCS = [_doc(1, "Paris has the Eiffel Tower."), _doc(2, "Mount Fuji is in Japan."), _doc(3, "梅雨は雨季の一種である。")]
-
-
-class SpyChatModel(BaseChatModel):
-    """Records every prompt; answers ``reply`` (or raises ``error``)."""
-
-    reply: str = "[2] > [1] > [3]"
-    error: str | None = None
-    prompts: list[str] = Field(default_factory=list)
-
-    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:  # type: ignore[no-untyped-def]
-        self.prompts.append("\n".join(str(m.content) for m in messages))
-        if self.error:
-            raise ConnectionError(self.error)
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=self.reply))])
-
-    @property
-    def _llm_type(self) -> str:
-        return "spy"
 
 
 # -- build_listwise_prompt --------------------------------------------------------------------------------------------

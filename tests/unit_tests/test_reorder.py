@@ -6,13 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.documents import Document
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
-from pydantic import Field
 
 from langchain_ragspine.chains import make_answer_chain, prepare_context
 from langchain_ragspine.document_compressors import LostInTheMiddleReorder, lost_in_the_middle_order
+from tests.unit_tests.spy_models import SpyChatModel
 
 EXPECTED = {
     0: [],
@@ -78,22 +75,10 @@ async def test_compressor_async_matches_sync():
     )
 
 
-class SpyChatModel(BaseChatModel):
-    prompts: list[str] = Field(default_factory=list)
-
-    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:  # type: ignore[no-untyped-def]
-        self.prompts.append("\n".join(str(m.content) for m in messages))
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(content="ok [4]"))])
-
-    @property
-    def _llm_type(self) -> str:
-        return "spy"
-
-
 def test_answer_chain_lost_in_the_middle_uses_the_same_order_for_even_n():
     docs = [_doc(i) for i in range(1, 5)]
     assert [d.metadata["doc_id"] for d in prepare_context(docs, lost_in_the_middle=True)] == ["d1", "d3", "d4", "d2"]
-    spy = SpyChatModel()
+    spy = SpyChatModel(reply="ok [4]")
     out = make_answer_chain(spy, lost_in_the_middle=True).invoke({"question": "q?", "documents": docs})
     prompt = spy.prompts[0]
     assert prompt.index("[1] T1") < prompt.index("[2] T3") < prompt.index("[3] T4") < prompt.index("[4] T2")
