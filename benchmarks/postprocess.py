@@ -6,8 +6,10 @@ For each set in ``../shared/data`` (JSQuAD valid, Japanese; CMRC 2018 dev, Chine
 1. **Contextual headers** — answer recall@1/@5/@10 of BM25 (``auto``) and of the default hybrid (BM25 + e5, convex
    0.7) over the plain chunks and over the same chunks indexed with ``ContextualHeader`` (``index_text`` = title
    header + text; the sets' chunks carry a ``title``, no heading path, period or entity).
-2. **MMR** — the base retriever's top 20 (hybrid, else BM25) cut to 5 by ``MMRCompressor`` (token Jaccard, and e5
-   cosine) against the plain top 5: answer recall@1/@5 and the mean number of distinct articles in the top 5.
+2. **MMR** — the base retriever's top 20 (hybrid, else BM25) cut to 5 by ``MMRCompressor`` (similarity by token
+   Jaccard or e5 cosine; relevance from the retrieval scores, and once from the e5 cosine to the query, as
+   LangChain's MMR search does) against the plain top 5: answer recall@1/@5 and the mean number of distinct
+   articles in the top 5.
 3. **Extractive compression** — the base top 5 through ``ExtractiveCompressor(max_chars=…)``: characters of context
    shown to a model (``prompt_text`` else ``page_content``) against the uncompressed top 5, and how often the gold
    answer is still inside the compressed text of a gold-article chunk (of the questions whose top 5 held it).
@@ -153,7 +155,10 @@ def mmr_rows(ds: QADataset, cands: list[list[Document]], questions: list[QAQuest
         configs.append((f"MMR token Jaccard, lambda {lam}", MMRCompressor(k=TOP, lambda_mult=lam)))
     if emb is not None:
         for lam in (0.5, 0.7):
-            configs.append((f"MMR e5 cosine, lambda {lam}", MMRCompressor(embeddings=emb, k=TOP, lambda_mult=lam)))
+            configs.append((f"MMR e5 cosine similarity, lambda {lam}",
+                            MMRCompressor(embeddings=emb, k=TOP, lambda_mult=lam)))
+        configs.append(("MMR e5, relevance = cosine to the query (LangChain's), lambda 0.5",
+                        MMRCompressor(embeddings=emb, relevance="query", k=TOP, lambda_mult=0.5)))
     rows = []
     for label, mmr in configs:
         ranks, distinct, lat = [], [], []

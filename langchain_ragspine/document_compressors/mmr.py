@@ -9,14 +9,15 @@ maximises::
 so a near-duplicate of an already chosen chunk (an overlapping neighbour, the same paragraph in two versions) gives
 way to the next different one.  ``lambda_mult = 1`` is the plain relevance order; ``0`` is maximal diversity.
 
-Two ways to measure, both in [0, 1]:
+Relevance ``rel`` and similarity ``sim``, both in [0, 1] for the usual scores:
 
-* **with embeddings** (any LangChain ``Embeddings``): ``rel`` is the cosine similarity of each candidate to the
-  query (``embed_query`` vs ``embed_documents`` of ``page_content``), ``sim`` the cosine between candidates — as in
-  LangChain's ``max_marginal_relevance_search``, but over the documents a retriever already returned;
-* **without** (offline, deterministic, no model): ``rel`` comes from the retrieval itself — the normalised
-  ``scores`` the documents carry (``rerank``, else ``fused``, else ``bm25``, else ``vector``, the first that every
-  document has), else their rank (``1 - i / n``) — and ``sim`` is the Jaccard overlap of the token sets from the
+* ``rel`` comes from the retrieval itself by default — the normalised ``scores`` the documents carry (``rerank``,
+  else ``fused``, else ``bm25``, else ``vector``, the first that every document has), else their rank
+  (``1 - i / n``) — so MMR keeps the first stage's ranking and only adds the diversity term;
+  ``relevance="query"`` uses the cosine of each candidate to the query embedding instead, as LangChain's
+  ``max_marginal_relevance_search`` does;
+* ``sim`` is the cosine between candidates with ``embeddings`` (any LangChain ``Embeddings``, ``embed_documents``
+  of ``page_content``), else — offline, deterministic, no model — the Jaccard overlap of their token sets from the
   package tokenizer (``"auto"`` by default, the one BM25 uses).
 
 Ties are broken by input position, i.e. by the retrieval order.
@@ -26,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from langchain_core.callbacks import Callbacks
@@ -126,10 +127,14 @@ class MMRCompressor(BaseDocumentCompressor):
     ``BaseDocumentCompressor``).
 
     Args:
-        embeddings: an ``Embeddings`` model for cosine relevance and similarity; ``None`` (default) uses the
-            retrieval scores / order for relevance and token-set Jaccard for similarity (see the module docstring).
-            With embeddings the candidates are embedded on every call (an ``Embeddings`` with a cache, such as
-            LangChain's ``CacheBackedEmbeddings``, avoids repeats).
+        embeddings: an ``Embeddings`` model for the similarity between documents (cosine); ``None`` (default) uses
+            token-set Jaccard (see the module docstring).  With embeddings the candidates are embedded on every
+            call (an ``Embeddings`` with a cache, such as LangChain's ``CacheBackedEmbeddings``, avoids repeats).
+        relevance: ``"retrieval"`` (default) — relevance from the scores / order the documents arrive with
+            (:func:`relevance_from_scores`), so the first-stage ranking is kept and only the diversity term is
+            added; ``"query"`` — cosine of each document to the query embedding, as LangChain's
+            ``max_marginal_relevance_search`` does (needs ``embeddings``); see ``benchmarks/RESULTS.md``, section
+            ``postprocess``, for both measured after the hybrid retriever.
         lambda_mult: relevance weight in [0, 1] (default 0.5, LangChain's default): 1 keeps the relevance order.
         k: documents returned (default 5).
         tokenizer: tokenizer name or callable for the Jaccard similarity (default ``"auto"``).
@@ -140,11 +145,12 @@ class MMRCompressor(BaseDocumentCompressor):
 
     Raises:
         TypeError: ``k`` not an int; ``lambda_mult`` not a number; ``embeddings`` not an ``Embeddings``.
-        ValueError: ``k < 1``; ``lambda_mult`` outside [0, 1]; an unknown tokenizer; at call time, embeddings
-            of the wrong count.
+        ValueError: ``k < 1``; ``lambda_mult`` outside [0, 1]; an unknown ``relevance``, or ``"query"`` without
+            embeddings; an unknown tokenizer; at call time, embeddings of the wrong count.
     """
 
     embeddings: Embeddings | None = None
+    relevance: Literal["retrieval", "query"] = "retrieval"
     lambda_mult: float = 0.5
     k: int = 5
     tokenizer: str | Callable[[str], list[str]] = "auto"
@@ -168,25 +174,25 @@ class MMRCompressor(BaseDocumentCompressor):
         return float(value)
 
     def model_post_init(self, context: Any, /) -> None:
-        """Resolve the tokenizer."""
+        """Check ``relevance`` against ``embeddings`` and resolve the tokenizer."""
+        if self.relevance == "query" and self.embeddings is None:
+            raise ValueError("relevance='query' needs embeddings (the cosine of each document to the query)")
         self._tokenize = get_tokenizer(self.tokenizer)
+
+    def _select(self, docs: list[Document], similarity: Callable[[int, int], float], relevance: list[float]) -> list[Document]:
+        return [docs[i] for i in mmr_select(relevance, similarity, self.k, self.lambda_mult)]
 
     def _select_by_tokens(self, docs: list[Document]) -> list[Document]:
         token_sets = [set(self._tokenize(d.page_content)) for d in docs]
-        picked = mmr_select(
-            relevance_from_scores(docs), lambda i, j: jaccard(token_sets[i], token_sets[j]), self.k, self.lambda_mult
-        )
-        return [docs[i] for i in picked]
+        return self._select(docs, lambda i, j: jaccard(token_sets[i], token_sets[j]), relevance_from_scores(docs))
 
     def _select_by_vectors(self, docs: list[Document], query_vector: Any, doc_vectors: Any) -> list[Document]:
         d = _unit_rows(doc_vectors)
         if d.ndim != 2 or d.shape[0] != len(docs):
             raise ValueError(f"embed_documents returned {d.shape[0] if d.ndim else 0} vectors for {len(docs)} texts")
-        q = _unit_rows(query_vector)
-        relevance = (d @ q).tolist()
+        relevance = (d @ _unit_rows(query_vector)).tolist() if query_vector is not None else relevance_from_scores(docs)
         sim = d @ d.T
-        picked = mmr_select(relevance, lambda i, j: float(sim[i, j]), self.k, self.lambda_mult)
-        return [docs[i] for i in picked]
+        return self._select(docs, lambda i, j: float(sim[i, j]), relevance)
 
     def compress_documents(
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
@@ -195,9 +201,8 @@ class MMRCompressor(BaseDocumentCompressor):
         docs = drop_restricted(documents)
         if not docs or self.embeddings is None:
             return self._select_by_tokens(docs)
-        return self._select_by_vectors(
-            docs, self.embeddings.embed_query(query), self.embeddings.embed_documents([d.page_content for d in docs])
-        )
+        query_vector = self.embeddings.embed_query(query) if self.relevance == "query" else None
+        return self._select_by_vectors(docs, query_vector, self.embeddings.embed_documents([d.page_content for d in docs]))
 
     async def acompress_documents(
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
@@ -206,6 +211,6 @@ class MMRCompressor(BaseDocumentCompressor):
         docs = drop_restricted(documents)
         if not docs or self.embeddings is None:
             return self._select_by_tokens(docs)
-        query_vector = await self.embeddings.aembed_query(query)
+        query_vector = await self.embeddings.aembed_query(query) if self.relevance == "query" else None
         doc_vectors = await self.embeddings.aembed_documents([d.page_content for d in docs])
         return self._select_by_vectors(docs, query_vector, doc_vectors)

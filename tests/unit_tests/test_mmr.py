@@ -84,17 +84,25 @@ def test_without_embeddings_a_near_duplicate_gives_way():
     assert [d.metadata["chunk_id"] for d in plain] == ["d1#0", "d2#0"]
 
 
-def test_with_embeddings_relevance_is_to_the_query():
-    emb = TableEmbeddings(
-        {"q": [1.0, 0.0, 0.0], "a": [0.9, 0.1, 0.0], "a2": [0.89, 0.12, 0.0], "b": [0.6, 0.0, 0.8], "far": [0, 0, 1.0]}
-    )
-    docs = [_doc(1, "far"), _doc(2, "a"), _doc(3, "a2"), _doc(4, "b")]  # retrieval order is ignored with embeddings
-    out = MMRCompressor(embeddings=emb, k=2, lambda_mult=0.5).compress_documents(docs, "q")
+TABLE = {"q": [1.0, 0.0, 0.0], "a": [0.9, 0.1, 0.0], "a2": [0.89, 0.12, 0.0], "b": [0.6, 0.0, 0.8], "far": [0, 0, 1.0]}
+
+
+def test_with_embeddings_and_query_relevance_the_retrieval_order_is_ignored():
+    emb = TableEmbeddings(TABLE)
+    docs = [_doc(1, "far"), _doc(2, "a"), _doc(3, "a2"), _doc(4, "b")]
+    out = MMRCompressor(embeddings=emb, relevance="query", k=2, lambda_mult=0.5).compress_documents(docs, "q")
     assert [d.page_content for d in out] == ["a", "b"]
-    assert [d.page_content for d in MMRCompressor(embeddings=emb, k=2, lambda_mult=1.0).compress_documents(docs, "q")] == [
-        "a",
-        "a2",
-    ]
+    plain = MMRCompressor(embeddings=emb, relevance="query", k=2, lambda_mult=1.0).compress_documents(docs, "q")
+    assert [d.page_content for d in plain] == ["a", "a2"]
+
+
+def test_with_embeddings_and_retrieval_relevance_the_first_stage_ranking_leads():
+    emb = TableEmbeddings({**TABLE, "b": [0.0, 1.0, 0.0]})
+    docs = [_doc(1, "far", 10.0), _doc(2, "a", 9.0), _doc(3, "a2", 8.9), _doc(4, "b", 5.0)]
+    out = MMRCompressor(embeddings=emb, k=3).compress_documents(docs, "q")
+    # "far" stays first (the retriever ranked it first); "a2", a near-copy of "a", gives way to "b"
+    assert [d.page_content for d in out] == ["far", "a", "b"]
+    assert emb.calls == 1  # embed_documents only: the query is not embedded
 
 
 def test_restricted_are_dropped_and_empty_input_makes_no_call():
@@ -114,12 +122,16 @@ def test_bad_arguments():
         MMRCompressor(lambda_mult="0.5")
     with pytest.raises(ValueError, match="k"):
         MMRCompressor(k=0)
+    with pytest.raises(ValueError, match="embeddings"):
+        MMRCompressor(relevance="query")
+    with pytest.raises(ValueError):
+        MMRCompressor(relevance="cosine")
 
 
 async def test_async_matches_sync():
     emb = TableEmbeddings({"q": [1.0, 0.0, 0.0], "a": [0.9, 0.1, 0.0], "a2": [0.89, 0.12, 0.0], "b": [0.6, 0.0, 0.8]})
     docs = [_doc(2, "a"), _doc(3, "a2"), _doc(4, "b")]
-    for mmr in (MMRCompressor(embeddings=emb, k=2), MMRCompressor(k=2)):
+    for mmr in (MMRCompressor(embeddings=emb, k=2), MMRCompressor(embeddings=emb, relevance="query", k=2), MMRCompressor(k=2)):
         assert await mmr.acompress_documents(docs, "q") == mmr.compress_documents(docs, "q")
 
 
