@@ -1,12 +1,23 @@
 """langchain-ragspine: retrieval for Japanese, Chinese and English documents as LangChain parts.
 
 Loaders (``CorpusLoader``) → splitters (``ParagraphTextSplitter``) → versioned chunk store (``ChunkStore``) →
-retrievers (``BM25Retriever``) → compressors (``RestrictedGate``).  See ``docs/architecture.md``.
+retrievers (``BM25Retriever``) → compressors (``RestrictedGate``, rerankers, MMR, lost-in-the-middle, extractive
+compression).  See ``docs/architecture.md``.
 """
 
 from langchain_ragspine.chains import make_answer_chain
 from langchain_ragspine.config import RagSpineSettings, make_chat_model, make_embeddings
-from langchain_ragspine.document_compressors import RESTRICTED_SENSITIVITY, RestrictedGate, is_restricted
+from langchain_ragspine.document_compressors import (
+    RESTRICTED_SENSITIVITY,
+    ContextualHeader,
+    CrossEncoderReranker,
+    ExtractiveCompressor,
+    LLMListwiseReranker,
+    LostInTheMiddleReorder,
+    MMRCompressor,
+    RestrictedGate,
+    is_restricted,
+)
 from langchain_ragspine.document_loaders import CorpusLoader
 from langchain_ragspine.errors import LoaderError, RagSpineError, StoreError
 from langchain_ragspine.filters import compile_filter, matches
@@ -21,11 +32,17 @@ __version__ = "0.1.0"
 __all__ = [
     "BM25Retriever",
     "ChunkStore",
+    "ContextualHeader",
     "CorpusLoader",
+    "CrossEncoderReranker",
     "DenseRetriever",
+    "ExtractiveCompressor",
     "HybridRetriever",
     "IngestSummary",
+    "LLMListwiseReranker",
     "LoaderError",
+    "LostInTheMiddleReorder",
+    "MMRCompressor",
     "ParagraphTextSplitter",
     "RESTRICTED_SENSITIVITY",
     "RagSpineError",
