@@ -44,6 +44,7 @@ from langchain_ragspine.retrievers.dense import DenseRetriever
 from langchain_ragspine.sensitivity import drop_restricted, is_restricted
 from langchain_ragspine.stores import ChunkStore
 from langchain_ragspine.stores.embedding_cache import EmbeddingCache
+from langchain_ragspine.text import index_text
 from langchain_ragspine.text_splitters import ParagraphTextSplitter
 from langchain_ragspine.tokenizers import tokenizer_name, tokenizer_version
 
@@ -276,7 +277,7 @@ def _prune_embedding_cache(root: Path, store: ChunkStore) -> int:
     if not (root / EMBEDDING_CACHE).is_file():
         return 0
     chunks = [c.to_document() for c in store.iter_chunks()]
-    keep = {(str(c.metadata["chunk_id"]), content_hash(c.page_content)) for c in chunks if not is_restricted(c)}
+    keep = {(str(c.metadata["chunk_id"]), content_hash(index_text(c))) for c in chunks if not is_restricted(c)}
     with _open_cache(root) as cache:
         return cache.prune(None, keep)
 
