@@ -66,8 +66,8 @@ def mmr_select(
     while remaining and len(selected) < k:
         best, best_value = remaining[0], -math.inf
         for i in remaining:
-            penalty = max_sim[i] if selected else 0.0
-            value = lambda_mult * relevance[i] - (1.0 - lambda_mult) * penalty
+            # the first pick is the most relevant for every lambda_mult (scaling by a tiny lambda could tie it)
+            value = lambda_mult * relevance[i] - (1.0 - lambda_mult) * max_sim[i] if selected else relevance[i]
             if value > best_value:
                 best, best_value = i, value
         selected.append(best)

@@ -140,5 +140,11 @@ async def test_async_matches_sync():
 def test_mmr_select_returns_distinct_positions_starting_with_the_most_relevant(rel, k, lam):
     out = mmr_select(rel, lambda i, j: 1.0 if i == j else 0.3, k, lam)
     assert len(out) == min(k, len(rel)) and len(set(out)) == len(out)
-    if rel and lam > 0:
+    if rel:
         assert rel[out[0]] == max(rel)
+
+
+def test_regression_a_tiny_lambda_still_picks_the_most_relevant_first():
+    # before: 5e-324 * 0.75 == 5e-324 * 1.0 (underflow), so the tie went to position 0, the less relevant one
+    assert mmr_select([0.75, 1.0], lambda i, j: 0.3, 1, 5e-324) == [1]
+    assert mmr_select([0.75, 1.0], lambda i, j: 0.3, 1, 0.0) == [1]
