@@ -13,7 +13,8 @@ For one shared set, with the package's default splitter, this computes for every
 
 Columns are sorted by ``chunk_id`` so that a stable sort of the scores breaks ties by ``chunk_id``, as every
 retriever of the package does.  The arrays are cached in ``benchmarks/_work/fusion/<set>.npz`` under a fingerprint of
-the chunk texts and questions: new chunk boundaries (another splitter) recompute them.
+the chunk texts and questions (``<set>-sparse.npz`` with the sparse channel): new chunk boundaries (another
+splitter) recompute them.
 """
 
 from __future__ import annotations
@@ -157,7 +158,7 @@ def load_set(name: str, *, sparse: bool = False, limit: int | None = None) -> Se
     chunks = ParagraphTextSplitter().split_documents(ds.docs)
     chunks.sort(key=lambda c: str(c.metadata["chunk_id"]))  # column order = the chunk_id tie-break order
     fp = _fingerprint(chunks, ds, sparse)
-    cache = WORK / (f"{name}.npz" if limit is None else f"{name}-first{limit}.npz")
+    cache = WORK / f"{name}{'' if limit is None else f'-first{limit}'}{'-sparse' if sparse else ''}.npz"
     pmap = _ParagraphMap(ds.docs)
     chunk_paragraphs = [pmap.ids(c) for c in chunks]
     qrels_all = ds.beir.qrels if ds.beir is not None else {}

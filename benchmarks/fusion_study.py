@@ -199,6 +199,15 @@ def pin_first(st: Study, fused: np.ndarray, when: np.ndarray) -> np.ndarray:
     return out
 
 
+def pin_top_of(first: np.ndarray, rest: np.ndarray) -> np.ndarray:
+    """Rank 1 = the top of ``first``; ranks 2+ = ``rest``'s order."""
+    top = np.argsort(-first, axis=1, kind="stable")[:, 0]
+    rows = np.flatnonzero(np.isfinite(first[np.arange(len(first)), top]))
+    out = rest.copy()
+    out[rows, top[rows]] = np.inf
+    return out
+
+
 # ---------------------------------------------------------------------------------------------------- methods
 Params = tuple[float, ...]
 
@@ -253,6 +262,9 @@ def families(with_sparse: bool) -> list[Family]:
                a1, lambda st, p: adaptive(st, p[0]), param_names=("α",)),
         Family("BM25 #1 kept, dense fills (convex below)", "rank 1 = BM25's first; ranks 2+ convex min-max α",
                a1, lambda st, p: pin_first(st, convex(st, norm_minmax, _w2(p[0])), np.ones(st.shape[0], bool)),
+               param_names=("α",)),
+        Family("convex α for rank 1, equal weights below", "rank 1 = top of convex min-max α; ranks 2+ convex 0.5",
+               a1, lambda st, p: pin_top_of(convex(st, norm_minmax, _w2(p[0])), convex(st, norm_minmax, _w2(0.5))),
                param_names=("α",)),
         Family("BM25 #1 kept when its gap ≥ τ, else convex", "pin BM25's first when g_b ≥ τ; convex min-max α",
                [(a, t) for a in ALPHAS for t in GAPS],
