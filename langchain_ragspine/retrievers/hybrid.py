@@ -68,12 +68,15 @@ __all__ = ["DEFAULT_C", "FUSIONS", "HybridRetriever", "convex_weights", "fuse"]
 
 #: The RRF constant of Cormack et al. (their "k"; named ``c`` here because ``k`` is the result count).
 DEFAULT_C = 60
-#: Default convex weight of the first (lexical) channel, measured on JSQuAD and confirmed on CMRC 2018.
+#: Default weight of the first (lexical) channel for ``fusion="convex"``.
 DEFAULT_ALPHA = 0.7
+#: ``fusion="two_stage"`` defaults: the first channel's weight for ranks 2+ (``alpha``) and for rank 1 (``top_alpha``).
+TWO_STAGE_ALPHA = 0.5
+TWO_STAGE_TOP_ALPHA = 0.75
 #: The fusion functions :func:`fuse` and :class:`HybridRetriever` accept.
-FUSIONS = ("rrf", "convex")
+FUSIONS = ("rrf", "convex", "two_stage")
 
-Fusion = Literal["rrf", "convex"]
+Fusion = Literal["rrf", "convex", "two_stage"]
 
 # Score keys a channel's documents may carry, in the order the convex fusion looks for the channel's own score.
 _OWN_SCORE_KEYS = ("fused", "bm25", "vector")
@@ -113,12 +116,15 @@ def _check_fusion(fusion: Any) -> str:
     return str(fusion)
 
 
-def _check_alpha(alpha: Any) -> float:
+def _check_alpha(alpha: Any, name: str = "alpha") -> float:
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)):
-        raise TypeError(f"alpha must be a number, got {alpha!r}")
+        raise TypeError(f"{name} must be a number, got {alpha!r}")
     if not 0.0 <= alpha <= 1.0:
-        raise ValueError(f"alpha must be in [0, 1], got {alpha!r}")
+        raise ValueError(f"{name} must be in [0, 1], got {alpha!r}")
     return float(alpha)
+
+
+
 
 
 def convex_weights(n: int, alpha: float) -> list[float]:
@@ -132,9 +138,11 @@ def convex_weights(n: int, alpha: float) -> list[float]:
 # ---------------------------------------------------------------------------------------------------- fusion
 @dataclass
 class _Entry:
-    """One fused key: its contributions and its occurrences ``(order, doc)`` across lists."""
+    """One fused key: its contributions (``parts``; ``top`` for the rank-1 choice of ``"two_stage"``) and its
+    occurrences ``(order, doc)`` across lists."""
 
     parts: list[float] = field(default_factory=list)
+    top: list[float] = field(default_factory=list)
     seen: list[tuple[tuple[float, int], Document]] = field(default_factory=list)
 
 
@@ -199,6 +207,7 @@ def fuse(
     k: int | None = None,
     fusion: Fusion = "rrf",
     alpha: float = 0.5,
+    top_alpha: float | None = None,
 ) -> list[Document]:
     """Fuse ranked lists of documents into one ranking (a pure function; inputs are not modified).
 
@@ -206,27 +215,34 @@ def fuse(
         ranked_lists: one list per channel, best first.  Within a list only the first occurrence of a key counts
             and ranks (from 1) are positions among the list's distinct keys.
         weights: one per list, each >= 0, not all 0 (default: all 1.0).  A list with weight 0 is ignored entirely
-            (as if it were not passed: it contributes no documents and no scores).  For ``"convex"`` the weights are
-            rescaled to sum to 1; ``None`` means :func:`convex_weights` ``(len(ranked_lists), alpha)``.
-        c: the RRF constant (default 60), ``>= 0``; ``"convex"`` uses it only for a list without scores.
+            (as if it were not passed: it contributes no documents and no scores; for ``"two_stage"`` also not at
+            rank 1).  For ``"convex"`` / ``"two_stage"`` the weights are rescaled to sum to 1; ``None`` means
+            :func:`convex_weights` ``(len(ranked_lists), alpha)``.
+        c: the RRF constant (default 60), ``>= 0``; the score-based fusions use it only for a list without scores.
         k: number of results (default ``None``: all).
-        fusion: ``"rrf"`` (the default here: plain rank fusion, also for lists without comparable scores) or
-            ``"convex"`` (:class:`HybridRetriever`'s default); see the module docstring for both formulas.
-        alpha: ``"convex"`` only, when ``weights`` is ``None``: the first list's weight; the others share
-            ``1 - alpha``.
+        fusion: ``"rrf"`` (the default here: plain rank fusion, also for lists without comparable scores),
+            ``"convex"`` or ``"two_stage"`` (:class:`HybridRetriever`'s default); see the module docstring.
+        alpha: ``"convex"`` / ``"two_stage"`` only, when ``weights`` is ``None``: the first list's weight; the
+            others share ``1 - alpha``.
+        top_alpha: ``"two_stage"`` only: the first list's weight when the rank-1 document is chosen (the others
+            share ``1 - top_alpha``; a list with weight 0 gets 0 here too); default :data:`TWO_STAGE_TOP_ALPHA`.
+            ``1.0`` keeps the first list's best document at rank 1.
 
     Returns:
         At most ``k`` documents sorted by ``(-fused, key)`` — key = ``chunk_id``, else ``Document.id``; documents
-        without either come after keyed ties, in first-seen order.  Each is a copy of the key's first occurrence
-        (lists taken by descending weight, then in the given order) whose ``metadata["scores"]`` holds ``bm25``
-        and ``vector`` (the first non-``None`` value any list reported for the key, same order), ``fused`` (this
-        fusion's score) and ``rerank = None``.  RESTRICTED documents are never returned; a key that is RESTRICTED
-        in any list is dropped altogether (fail closed).
+        without either come after keyed ties, in first-seen order.  For ``"two_stage"`` the document with the
+        highest rank-1 score (ties: the higher ``fused``, then the key) comes first and the others follow by
+        ``(-fused, key)``.  Each is a copy of the key's first occurrence (lists taken by descending weight, then
+        in the given order) whose ``metadata["scores"]`` holds ``bm25`` and ``vector`` (the first non-``None``
+        value any list reported for the key, same order), ``fused`` (this fusion's score; for ``"two_stage"`` the
+        ranks-2+ score, also for rank 1) and ``rerank = None``.  RESTRICTED documents are never returned; a key
+        that is RESTRICTED in any list is dropped altogether (fail closed).
 
     Raises:
         TypeError: a list is not a sequence of ``Document``, or a parameter has the wrong type.
         ValueError: no lists, ``weights`` of the wrong length / negative / all zero, ``c < 0``, ``k < 0``, an
-            unknown ``fusion`` or ``alpha`` outside [0, 1].
+            unknown ``fusion``, ``alpha`` or ``top_alpha`` outside [0, 1], or ``top_alpha`` with another fusion
+            than ``"two_stage"``.
     """
     if isinstance(ranked_lists, (str, bytes)) or not isinstance(ranked_lists, Sequence):
         raise TypeError(f"ranked_lists must be a sequence of lists of Documents, got {type(ranked_lists).__name__}")
@@ -238,44 +254,61 @@ def fuse(
         for d in lst:
             if not isinstance(d, Document):
                 raise TypeError(f"ranked_lists[{i}] holds a {type(d).__name__}, expected Document: {d!r}")
-    ws = _check_weights(weights, len(ranked_lists))
+    n = len(ranked_lists)
+    ws = _check_weights(weights, n)
     _check_int("c", c, 0)
     if k is not None:
         _check_int("k", k, 0)
     fusion = _check_fusion(fusion)  # type: ignore[assignment]
     alpha = _check_alpha(alpha)
-    if fusion == "convex":
+    if top_alpha is not None and fusion != "two_stage":
+        raise ValueError(f"top_alpha is a two_stage parameter, got it with fusion={fusion!r}")
+    tops = [0.0] * n
+    if fusion != "rrf":
         if weights is None:
-            ws = convex_weights(len(ranked_lists), alpha)
+            ws = convex_weights(n, alpha)
         total = math.fsum(ws)
         ws = [w / total for w in ws]
+        if fusion == "two_stage":
+            tw = _check_alpha(TWO_STAGE_TOP_ALPHA if top_alpha is None else top_alpha, "top_alpha")
+            tops = [t if w > 0 else 0.0 for t, w in zip(convex_weights(n, tw), ws, strict=True)]
+            if not any(t > 0 for t in tops):  # every channel weighted at rank 1 is off: rank 1 = the fused best
+                tops = list(ws)
 
     entries: dict[Key, _Entry] = {}
-    for ch, (lst, w) in enumerate(zip(ranked_lists, ws, strict=True)):
+    for ch, (lst, w, tw) in enumerate(zip(ranked_lists, ws, tops, strict=True)):
         if w == 0:
             continue
         unique = _dedupe(lst, ch)
         if fusion == "rrf":
             parts = [w / (c + rank) for rank in range(1, len(unique) + 1)]
+            top = [0.0] * len(unique)
         else:
-            parts = [w * s for s in _normalised_scores([d for _, d in unique], c)]
-        for (key, doc), part in zip(unique, parts, strict=True):
+            scores = _normalised_scores([d for _, d in unique], c)
+            parts = [w * s for s in scores]
+            top = [tw * s for s in scores]
+        for (key, doc), part, tpart in zip(unique, parts, top, strict=True):
             e = entries.setdefault(key, _Entry())
             e.parts.append(part)
+            e.top.append(tpart)
             e.seen.append(((-w, ch), doc))
 
-    ranked: list[tuple[float, Key, Document, float | None, float | None]] = []
+    ranked: list[tuple[float, Key, Document, float | None, float | None, float]] = []
     for key, e in entries.items():
         if any(is_restricted(d.metadata) for _, d in e.seen):
             continue  # fail closed: a key labelled RESTRICTED anywhere is dropped
         e.seen.sort(key=lambda t: t[0])  # descending weight, then channel order
         bm25 = next((s for s in (_score_of(d, "bm25") for _, d in e.seen) if s is not None), None)
         vector = next((s for s in (_score_of(d, "vector") for _, d in e.seen) if s is not None), None)
-        ranked.append((math.fsum(e.parts), key, e.seen[0][1], bm25, vector))
+        ranked.append((math.fsum(e.parts), key, e.seen[0][1], bm25, vector, math.fsum(e.top)))
     ranked.sort(key=lambda t: (-t[0], t[1]))
+    if fusion == "two_stage" and ranked:
+        # rank 1 by the rank-1 weights; ties by the fused score, then the key (= the first such in `ranked`)
+        first = max(range(len(ranked)), key=lambda i: (ranked[i][5], -i))
+        ranked.insert(0, ranked.pop(first))
     if k is not None:
         ranked = ranked[:k]
-    return [with_scores(doc, bm25=b, vector=v, fused=s, rerank=None) for s, _, doc, b, v in ranked]
+    return [with_scores(doc, bm25=b, vector=v, fused=s, rerank=None) for s, _, doc, b, v, _ in ranked]
 
 
 # ---------------------------------------------------------------------------------------------------- retriever
@@ -370,8 +403,9 @@ class HybridRetriever(BaseRetriever):
     candidate_k: int = 50
     k: int = 4
     filter: dict[str, Any] | None = None
-    fusion: Fusion = "convex"
-    alpha: float = DEFAULT_ALPHA
+    fusion: Fusion = "two_stage"
+    alpha: float | None = None
+    top_alpha: float | None = None
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -391,10 +425,29 @@ class HybridRetriever(BaseRetriever):
         _check_int("c", self.c, 0)
         _check_int("candidate_k", self.candidate_k, 1)
         _check_fusion(self.fusion)
-        _check_alpha(self.alpha)
-        if self.weights is not None and "alpha" in self.model_fields_set:
+        if self.alpha is not None:
+            _check_alpha(self.alpha)
+        if self.top_alpha is not None:
+            _check_alpha(self.top_alpha, "top_alpha")
+            if self.fusion != "two_stage":
+                raise ValueError(f"top_alpha is a two_stage parameter, got it with fusion={self.fusion!r}")
+        if self.weights is not None and self.alpha is not None:
             raise ValueError("give either weights or alpha, not both (alpha only sets the default convex weights)")
         compile_filter(self.filter)
+
+    @property
+    def effective_alpha(self) -> float:
+        """:attr:`alpha`, else the fusion's default: 0.7 for ``"convex"``, 0.5 for ``"two_stage"`` (unused by RRF)."""
+        if self.alpha is not None:
+            return self.alpha
+        return DEFAULT_ALPHA if self.fusion == "convex" else TWO_STAGE_ALPHA
+
+    @property
+    def effective_top_alpha(self) -> float | None:
+        """``"two_stage"`` only: :attr:`top_alpha`, else :data:`TWO_STAGE_TOP_ALPHA`; ``None`` for other fusions."""
+        if self.fusion != "two_stage":
+            return None
+        return TWO_STAGE_TOP_ALPHA if self.top_alpha is None else self.top_alpha
 
     # -- plumbing ---------------------------------------------------------------------------------------------------
     def _params(
@@ -411,8 +464,8 @@ class HybridRetriever(BaseRetriever):
 
     def _weights(self) -> list[float]:
         """The effective channel weights (a channel with weight 0 is not called)."""
-        if self.weights is None and self.fusion == "convex":
-            return convex_weights(len(self.retrievers), self.alpha)
+        if self.weights is None and self.fusion != "rrf":
+            return convex_weights(len(self.retrievers), self.effective_alpha)
         return _check_weights(self.weights, len(self.retrievers))
 
     def _calls(
@@ -444,7 +497,10 @@ class HybridRetriever(BaseRetriever):
             if pred is not None:
                 docs = [d for d in docs if pred(d.metadata)]
             lists[i] = [d for _, d in _dedupe(docs, i)[:candidate_k]]
-        return fuse(lists, weights=self.weights, c=self.c, k=k, fusion=self.fusion, alpha=self.alpha)
+        return fuse(
+            lists, weights=self.weights, c=self.c, k=k, fusion=self.fusion, alpha=self.effective_alpha,
+            top_alpha=self.effective_top_alpha,
+        )
 
     # -- retrieval --------------------------------------------------------------------------------------------------
     def _get_relevant_documents(
