@@ -65,8 +65,10 @@ def configurations(baselines: bool, dense: bool) -> list[tuple[str, Factory, Tex
 
         configs += [
             ("ragspine vector (e5-small, FAISS flat)", lambda c: DenseRetriever.from_documents(c, emb), None),
-            ("ragspine hybrid = auto mode (convex, alpha 0.7)", hybrid(), None),
-            ("ragspine hybrid, convex alpha 0.5", hybrid(alpha=0.5), None),
+            ("ragspine hybrid = auto mode (BM25 first, then convex 0.55)", hybrid(), None),
+            ("ragspine hybrid, two-stage top_alpha 0.7", hybrid(top_alpha=0.7), None),
+            ("ragspine hybrid, convex alpha 0.7 (previous default)", hybrid(fusion="convex", alpha=0.7), None),
+            ("ragspine hybrid, convex alpha 0.5", hybrid(fusion="convex", alpha=0.5), None),
             ("ragspine hybrid, RRF c=60", hybrid(fusion="rrf"), None),
             ("ragspine hybrid, weighted RRF 3:1", hybrid(fusion="rrf", weights=[3.0, 1.0]), None),
         ]

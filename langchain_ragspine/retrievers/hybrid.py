@@ -1,9 +1,9 @@
 """Hybrid retrieval: fuse the ranked lists of any number of retrievers (BM25, dense, …) into one ranking.
 
-Two fusion functions are offered:
+Three fusion functions are offered:
 
-* ``"convex"`` (:class:`HybridRetriever`'s default) — a convex combination of min-max normalised scores (Bruch, Gai
-  & Ingber, "An Analysis of Fusion Functions for Hybrid Retrieval", ACM TOIS 42(1), 2023)::
+* ``"convex"`` — a convex combination of min-max normalised scores (Bruch, Gai & Ingber, "An Analysis of Fusion
+  Functions for Hybrid Retrieval", ACM TOIS 42(1), 2023)::
 
       fused(d) = Σ_i  w_i · (s_i(d) - min_i) / (max_i - min_i)      Σ_i w_i = 1
 
@@ -12,6 +12,10 @@ Two fusion functions are offered:
   list, and a document the channel did not return contributes 0 for it.  Without ``weights``, the first channel
   gets ``alpha`` (default 0.7) and the others share ``1 - alpha``: put the lexical channel first, as the package's
   retrieval modes do.
+* ``"two_stage"`` (:class:`HybridRetriever`'s default) — the same convex scores, used twice: rank 1 is the document
+  with the best convex score at the first channel's weight ``top_alpha``; ranks 2+ follow the convex score at
+  ``alpha``.  The defaults, ``top_alpha = 1.0`` and ``alpha = 0.55``, keep the lexical channel's best document at
+  rank 1 and let the dense channel add recall below it ("BM25 first, dense fills").
 * ``"rrf"`` (:func:`fuse`'s default) — Reciprocal Rank Fusion (Cormack, Clarke & Büttcher, "Reciprocal Rank Fusion
   outperforms Condorcet and individual Rank Learning Methods", SIGIR 2009), optionally weighted::
 
@@ -19,16 +23,23 @@ Two fusion functions are offered:
 
   A list in which ``d`` does not appear contributes nothing.  It uses ranks only.
 
-Why ``convex`` with ``alpha = 0.7`` is the retriever's default (measured, BM25 ``auto`` + multilingual-e5-small
-dense, ParagraphTextSplitter 480/80, every question of JSQuAD valid (4,442, Japanese) and CMRC 2018 dev (3,219,
-Chinese), ``candidate_k = 50``; full tables in ``benchmarks/RESULTS.md``): plain RRF (c = 60) *lost* to BM25 alone
-(answer recall@1 0.844 vs 0.919 and 0.870 vs 0.907): when one channel is much stronger, RRF's flat
-``1/(60 + rank)`` lets the weaker channel's top ranks displace the stronger channel's answer; weighted RRF (up to
-3 : 1) still lost at @1.  Convex fusion keeps the score margins.  Equal weights (0.905 / 0.908) beat RRF but not
-BM25 on JSQuAD; ``alpha = 0.7`` on the BM25 channel beat both channels on both sets at recall@1 and @5 (JSQuAD
-0.923 / 0.982 vs BM25 0.919 / 0.979; CMRC 0.916 / 0.992 vs 0.907 / 0.989).  ``alpha`` was chosen on JSQuAD and
-held on CMRC; results are flat for 0.65–0.8.  RRF remains the right choice for lists whose scores are not comparable
-or absent (RAG-Fusion's several queries, :func:`fuse`'s default) and is one keyword away: ``fusion="rrf"``.
+Why ``"two_stage"`` with ``top_alpha = 1.0`` is the retriever's default (BM25 ``auto`` + multilingual-e5-small,
+``ParagraphTextSplitter()`` defaults, every question of JSQuAD valid (4,442, Japanese) and CMRC 2018 dev (3,219,
+Chinese), ``candidate_k = 50``; ``python benchmarks/fusion_study.py``, tables in ``benchmarks/RESULTS.md``, section
+``fusion``).  Thirteen fusion methods (score normalisations: min-max, min-max over a fixed depth, z-score, rank,
+theoretical min-max; weighted RRF; per-query weights from each channel's top-score gap; rules that keep a confident
+lexical top hit) had their one or two parameters chosen on one set and were measured on the other, in both
+directions.  The dense channel's gain at answer recall@1 does not transfer: on CMRC every score fusion gains
++0.010 to +0.015 (significant), on JSQuAD none does (best +0.004, not significant), and a weight chosen on CMRC
+*loses* on JSQuAD (convex: −0.0023).  Below rank 1 the gain does transfer: keeping BM25's first result and filling
+ranks 2+ with convex ``alpha = 0.55`` (chosen alike on either set) gives answer recall@5 +0.0052 (JSQuAD) and +0.0025
+(CMRC), recall@10 +0.0025 / +0.0022, both significant at @5 — and never changes rank 1, so it cannot lose to BM25
+there.  It was the only method whose every transfer difference at @1 and @5 and every 95% interval bound was
+>= 0.  ``top_alpha = 0.7`` (the previous ``"convex"`` default's weight at rank 1) gains recall@1 on CMRC (+0.010) at
+the risk of a loss on Japanese data; plain RRF (c = 60) loses to BM25 at @1 on both sets (when one channel is much
+stronger, its flat ``1/(60 + rank)`` lets the weaker channel's top ranks displace the stronger one's answer).  RRF
+remains the right choice for lists whose scores are not comparable or absent (RAG-Fusion's several queries,
+:func:`fuse`'s default) and is one keyword away: ``fusion="rrf"``.
 
 Identity (``docs/architecture.md``, invariant 5): a document is keyed by ``metadata["chunk_id"]``, else by
 ``Document.id`` — never by ``page_content`` (two chunks with the same text are different chunks; a chunk whose text
@@ -64,15 +75,16 @@ from langchain_ragspine.filters import Predicate, and_filters, compile_filter
 from langchain_ragspine.retrievers.bm25 import check_k, doc_key, with_scores
 from langchain_ragspine.sensitivity import is_restricted
 
-__all__ = ["DEFAULT_C", "FUSIONS", "HybridRetriever", "convex_weights", "fuse"]
+__all__ = ["DEFAULT_C", "FUSIONS", "TWO_STAGE_ALPHA", "TWO_STAGE_TOP_ALPHA", "HybridRetriever", "convex_weights", "fuse"]
 
 #: The RRF constant of Cormack et al. (their "k"; named ``c`` here because ``k`` is the result count).
 DEFAULT_C = 60
 #: Default weight of the first (lexical) channel for ``fusion="convex"``.
 DEFAULT_ALPHA = 0.7
-#: ``fusion="two_stage"`` defaults: the first channel's weight for ranks 2+ (``alpha``) and for rank 1 (``top_alpha``).
-TWO_STAGE_ALPHA = 0.5
-TWO_STAGE_TOP_ALPHA = 0.75
+#: ``fusion="two_stage"`` defaults: the first channel's weight for ranks 2+ (``alpha``) and for rank 1 (``top_alpha``;
+#: 1.0 = the first channel's own best document), measured on both shared sets (``benchmarks/fusion_study.py``).
+TWO_STAGE_ALPHA = 0.55
+TWO_STAGE_TOP_ALPHA = 1.0
 #: The fusion functions :func:`fuse` and :class:`HybridRetriever` accept.
 FUSIONS = ("rrf", "convex", "two_stage")
 
@@ -354,9 +366,11 @@ async def _ainvoke_channel(
 
 
 class HybridRetriever(BaseRetriever):
-    """Fuse any list of ``BaseRetriever`` channels (e.g. BM25 + dense): convex combination of min-max normalised
-    scores by default, weighted Reciprocal Rank Fusion with ``fusion="rrf"`` (see the module docstring for both
-    formulas and the measurements behind the default).
+    """Fuse any list of ``BaseRetriever`` channels (e.g. BM25 + dense, lexical first).  By default
+    (``fusion="two_stage"``) the first channel's best document stays at rank 1 and ranks 2+ follow a convex
+    combination of min-max normalised scores (0.55 on the first channel); ``fusion="convex"`` ranks everything by
+    that combination, ``fusion="rrf"`` by weighted Reciprocal Rank Fusion (see the module docstring for the formulas
+    and the measurements behind the default).
 
     Each query asks every channel for ``depth = max(candidate_k, k)`` candidates — ``invoke(query, k=depth,
     filter=filter)`` when the channel understands those keywords (this package's retrievers; a
@@ -367,13 +381,14 @@ class HybridRetriever(BaseRetriever):
     Attributes:
         retrievers: the channels (at least one), any ``BaseRetriever``.
         weights: one per channel, each >= 0, not all 0 (default: all 1.0; a 0 turns a channel off — it is not
-            even called).  ``"rrf"`` uses them as given (``w / (c + rank)``); ``"convex"`` rescales them to sum 1.
+            even called).  ``"rrf"`` uses them as given (``w / (c + rank)``); ``"convex"`` / ``"two_stage"`` rescale
+            them to sum 1.
         c: the RRF constant (default 60, Cormack et al.'s "k"; named ``c`` like ``EnsembleRetriever``'s because
-            ``k`` is the result count).  ``"convex"`` uses it only for a channel that reports no scores
+            ``k`` is the result count).  The score-based fusions use it only for a channel that reports no scores
             (``1 / (c + rank)`` stands in for its score).
         candidate_k: candidates taken from each channel (default 50), raised to ``k`` when a call asks for more;
-            a channel that returns more is truncated.  For ``"convex"`` this depth also sets the list over which
-            each channel's min and max are taken.
+            a channel that returns more is truncated.  For ``"convex"`` / ``"two_stage"`` this depth also sets the
+            list over which each channel's min and max are taken (a channel's own first document stays first).
         k: number of fused results (default 4), an ``int >= 1``; ``invoke(query, k=...)`` overrides it per call.
         filter: the retriever's own metadata filter (:mod:`langchain_ragspine.filters`); ``invoke(query,
             filter=...)`` is ANDed with it, so a call narrows the results but never widens them.  Channels that
@@ -381,10 +396,14 @@ class HybridRetriever(BaseRetriever):
             ``filter``); every channel's list is also post-filtered here, so a filter never widens the results —
             but for a channel that cannot take it (a foreign ``VectorStoreRetriever``, say) it is a post-filter
             only: that channel may then contribute fewer than ``candidate_k`` candidates.
-        fusion: ``"convex"`` (default; min-max normalised scores, Bruch et al. 2023) or ``"rrf"``.
-        alpha: ``"convex"`` only, when ``weights`` is not given: the weight of the first channel's normalised score;
-            the other channels share ``1 - alpha`` (default 0.7, measured best with the lexical channel first).
-            Setting both ``weights`` and ``alpha`` is an error.
+        fusion: ``"two_stage"`` (default), ``"convex"`` (min-max normalised scores, Bruch et al. 2023) or ``"rrf"``.
+        alpha: ``"convex"`` / ``"two_stage"``, when ``weights`` is not given: the weight of the first channel's
+            normalised score (for ``"two_stage"``: at ranks 2+); the other channels share ``1 - alpha``.  Default
+            ``None``: 0.7 for ``"convex"``, 0.55 for ``"two_stage"`` (:data:`TWO_STAGE_ALPHA`).  Setting both
+            ``weights`` and ``alpha`` is an error.
+        top_alpha: ``"two_stage"`` only: the first channel's weight when rank 1 is chosen (default ``None`` =
+            :data:`TWO_STAGE_TOP_ALPHA` = 1.0: the first channel's own best document; 0.7 lets a strong dense match
+            take rank 1, which gained on Chinese and not on Japanese data).
 
     Results: at most ``k`` documents, best first, ties broken by ``chunk_id`` (else ``Document.id``), each a copy
     with ``metadata["scores"] = {"bm25", "vector", "fused", "rerank"}`` (see :func:`fuse`).  RESTRICTED documents
@@ -392,7 +411,8 @@ class HybridRetriever(BaseRetriever):
 
     Raises:
         ValueError: no retrievers, bad ``weights``, ``c < 0``, ``candidate_k < 1``, ``k < 1``, an unknown
-            ``fusion``, ``alpha`` outside [0, 1] or given together with ``weights``, a malformed ``filter``.
+            ``fusion``, ``alpha`` or ``top_alpha`` outside [0, 1], ``alpha`` given together with ``weights``,
+            ``top_alpha`` with another fusion than ``"two_stage"``, a malformed ``filter``.
         TypeError: a channel that is not a ``BaseRetriever``; ``k`` not an int; an unknown keyword argument to
             ``invoke``.
     """

@@ -230,15 +230,25 @@ def test_convex_without_scores_falls_back_to_the_rrf_term():
     assert [d.metadata["scores"]["fused"] for d in out] == pytest.approx([0.7459677, 0.5, 0.25, 0.0])
 
 
-def test_default_fusion_is_convex_weighting_the_first_channel_0_7():
-    lists = _convex_lists()
+def test_default_fusion_keeps_the_first_channels_best_then_convex_0_55():
+    lists = _convex_lists()  # lexical a 1, b .5, c 0; dense c 1, a .2, d 0
     h = HybridRetriever(retrievers=[FixedRetriever(docs=lst) for lst in lists], k=4)
-    assert h.fusion == "convex" and h.alpha == 0.7
-    assert h.invoke("q") == fuse(lists, fusion="convex", alpha=0.7, k=4)
-    assert [d.metadata["scores"]["fused"] for d in h.invoke("q")] == pytest.approx([0.76, 0.35, 0.30, 0.0])
-    # equal weights are one argument away
-    eq = HybridRetriever(retrievers=[FixedRetriever(docs=lst) for lst in lists], k=4, alpha=0.5).invoke("q")
-    assert [d.metadata["scores"]["fused"] for d in eq] == pytest.approx([0.6, 0.5, 0.25, 0.0])
+    assert h.fusion == "two_stage" and h.alpha is None and h.top_alpha is None
+    assert (h.effective_alpha, h.effective_top_alpha) == (0.55, 1.0)
+    assert h.invoke("q") == fuse(lists, fusion="two_stage", alpha=0.55, top_alpha=1.0, k=4)
+    # a: .55 + .45*.2 = .64 (and the lexical best); c: .45; b: .275; d: 0
+    assert _ids(h.invoke("q")) == ["a#0", "c#0", "b#0", "d#0"]
+    assert [d.metadata["scores"]["fused"] for d in h.invoke("q")] == pytest.approx([0.64, 0.45, 0.275, 0.0])
+    # the dense channel cannot take rank 1 from the lexical best, however strong it is
+    strong = [with_scores(C, vector=0.9), with_scores(D, vector=0.1)]
+    out = HybridRetriever(retrievers=[FixedRetriever(docs=lists[0]), FixedRetriever(docs=strong)], k=4).invoke("q")
+    assert _ids(out)[:2] == ["a#0", "c#0"]  # c: .45 * 1 beats b: .55 * .5 at rank 2
+    # convex keeps its own default weight, 0.7; equal weights are one argument away
+    convex = HybridRetriever(retrievers=[FixedRetriever(docs=lst) for lst in lists], k=4, fusion="convex")
+    assert convex.effective_alpha == 0.7
+    assert [d.metadata["scores"]["fused"] for d in convex.invoke("q")] == pytest.approx([0.76, 0.35, 0.30, 0.0])
+    eq = HybridRetriever(retrievers=[FixedRetriever(docs=lst) for lst in lists], k=4, fusion="convex", alpha=0.5)
+    assert [d.metadata["scores"]["fused"] for d in eq.invoke("q")] == pytest.approx([0.6, 0.5, 0.25, 0.0])
 
 
 def test_convex_retriever_option():
@@ -320,6 +330,12 @@ def test_two_stage_is_its_rank_one_then_convex_order(lex_raw, vec_raw, alpha, to
     # with both channels on at both stages, rank 1 is the convex winner at top_alpha
     top = fuse([lex, vec], fusion="convex", alpha=top_alpha) if 0 < alpha < 1 and 0 < top_alpha < 1 else None
     assert sorted(_ids(out)) == sorted(_ids(plain))
+    first_seen: dict[str, float] = {}
+    for x, sc in lex_raw:
+        first_seen.setdefault(x, float(sc))
+    if first_seen and alpha > 0 and top_alpha == 1.0:
+        # the lexical channel's best score is at rank 1, whatever the dense channel says
+        assert out[0].metadata["scores"]["bm25"] == max(first_seen.values())
     if out:
         # ranks 2+ are the convex order without the rank-1 document
         assert _ids(out)[1:] == [i for i in _ids(plain) if i != _ids(out)[0]]
