@@ -36,7 +36,14 @@ from _common import DATA, REPO, update_results_section
 from _fusion_channels import WORK, SetData, load_set
 
 from langchain_ragspine.evaluation.metrics import dedupe, ndcg_at_k
-from langchain_ragspine.evaluation.significance import paired_bootstrap_interval, paired_randomization_test
+from langchain_ragspine.evaluation.significance import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    PairedComparison,
+    paired_bootstrap_interval,
+    paired_randomization_test,
+)
 
 SETS = ("jsquad-valid", "cmrc2018-dev")
 DEPTH = 50  # HybridRetriever's candidate_k
@@ -345,13 +352,14 @@ class Scores:
 
     def mean(self) -> dict[str, float]:
         out = {f"answer_recall@{k}": float(v.mean()) for k, v in self.recall.items()}
-        out["ndcg@10"] = float(np.nanmean(self.ndcg))
+        judged = self.ndcg[~np.isnan(self.ndcg)]
+        out["ndcg@10"] = float(judged.mean()) if judged.size else float("nan")
         return out
 
 
 def score(st: Study, fused: np.ndarray, with_ndcg: bool = True) -> Scores:
     order = np.argsort(-fused, axis=1, kind="stable")[:, :KEEP]
-    valid = np.isfinite(np.take_along_axis(fused, order, axis=1)) | (np.take_along_axis(fused, order, axis=1) > 0)
+    valid = np.take_along_axis(fused, order, axis=1) > -np.inf  # -inf: in no channel's candidates (+inf: pinned)
     hit = np.take_along_axis(st.data.hits, order, axis=1) & valid
     first = np.where(hit.any(axis=1), hit.argmax(axis=1) + 1, KEEP + 1)
     recall = {k: (first <= k).astype(np.float64) for k in KS}
@@ -372,10 +380,14 @@ def objective(s: Scores) -> float:
 
 
 # ---------------------------------------------------------------------------------------------------- study
-def diff_cell(base: np.ndarray, other: np.ndarray) -> dict[str, float]:
+def diff_cell(base: np.ndarray, other: np.ndarray) -> dict[str, Any]:
+    """``other - base`` per question: mean, 95% paired bootstrap interval, randomisation p, significance."""
     d, lo, hi = paired_bootstrap_interval(base, other)
     p = paired_randomization_test(base, other)
-    return {"diff": d, "low": lo, "high": hi, "p": p, "significant": bool((lo > 0 or hi < 0) and p < 0.05)}
+    c = PairedComparison(metric="", baseline="", other="", n=len(base), baseline_mean=float(np.mean(base)),
+                         other_mean=float(np.mean(other)), difference=d, low=lo, high=hi, p_value=p,
+                         confidence=DEFAULT_CONFIDENCE, n_resamples=DEFAULT_RESAMPLES, seed=DEFAULT_SEED)
+    return {"diff": d, "low": lo, "high": hi, "p": p, "significant": c.significant}
 
 
 def run(sets: Sequence[str], with_sparse: bool, limit: int | None) -> tuple[dict[str, Any], dict[str, Study]]:
