@@ -297,7 +297,8 @@ def merge_answers(state: AdaptiveRAGState) -> dict[str, Any]:
                 "retry_reason": None,
                 "trace": [entry],
             }
-        update = refuse({**state, "retry_reason": "no_relevant_documents"})
+        refusing: AdaptiveRAGState = {**state, "retry_reason": "no_relevant_documents"}
+        update = refuse(refusing)
         update["trace"] = [entry] + update["trace"]
         return update
     answer, citations, documents = merge_sub_answers_text(subs)

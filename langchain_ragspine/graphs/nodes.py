@@ -26,9 +26,11 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
 from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage
+from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.runtime import Runtime
@@ -322,12 +324,49 @@ def question_of(state: Mapping[str, Any]) -> tuple[str, bool]:
     )
 
 
-def reply(state: Mapping[str, Any], answer: str) -> dict[str, Any]:
-    """The ``messages`` update of a node that sets the answer: in chat mode, the answer as this run's
-    ``AIMessage`` (a later answer of the same run replaces it, by id); otherwise nothing."""
+class _AnswerMessageId(BaseCallbackHandler):
+    """Records the id of the last chat-model message generated below the run it is attached to."""
+
+    def __init__(self) -> None:
+        self.id: str | None = None
+
+    def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
+        gens = response.generations
+        if gens and gens[0] and isinstance(gens[0][0], ChatGeneration):
+            self.id = gens[0][0].message.id
+
+
+def invoke_answering(
+    runnable: Runnable[Any, Any], value: Any, state: Mapping[str, Any], config: RunnableConfig | None
+) -> tuple[Any, str | None]:
+    """``runnable.invoke(value)`` and, in chat mode, the id of the answer model's message (``None`` without a
+    model call).  The chat reply then reuses that id, so ``stream_mode="messages"`` — which has already streamed
+    that message's tokens — does not send the answer a second time."""
+    if not state.get("chat"):
+        return runnable.invoke(value), None
+    handler = _AnswerMessageId()
+    callbacks = (config or {}).get("callbacks")
+    manager: Any
+    if isinstance(callbacks, BaseCallbackManager):
+        manager = callbacks.copy()
+        manager.add_handler(handler, inherit=True)
+    else:
+        manager = [*(callbacks or []), handler]
+    return runnable.invoke(value, {"callbacks": manager}), handler.id
+
+
+def reply(state: Mapping[str, Any], answer: str, message_id: str | None = None) -> dict[str, Any]:
+    """The ``messages`` update of a node that sets the answer: in chat mode, the answer as a new ``AIMessage``
+    (id ``message_id`` — the answer model's — else a fresh one) that replaces this run's earlier reply, if any
+    (``RemoveMessage``; Self-RAG may answer more than once in a run), and the new ``reply_id``; otherwise
+    nothing."""
     if not state.get("chat"):
         return {}
-    return {"messages": [AIMessage(content=answer, id=state.get("reply_id") or str(uuid.uuid4()))]}
+    new_id = message_id or str(uuid.uuid4())
+    previous = state.get("reply_id")
+    messages: list[BaseMessage] = [RemoveMessage(id=previous)] if previous and previous != new_id else []
+    messages.append(AIMessage(content=answer, id=new_id))
+    return {"messages": messages, "reply_id": new_id}
 
 
 # -- nodes ----------------------------------------------------------------------------------------------------------
@@ -358,7 +397,7 @@ def prepare(
         "filters": None,
         "search_filters": dict(filters) if filters else None,
         "chat": chat,
-        "reply_id": str(uuid.uuid4()) if chat else None,
+        "reply_id": None,
         "k": k,
         "max_retries": retries,
         "original_query": question,
@@ -452,7 +491,7 @@ def grade_documents(state: RAGState, *, parts: GraphParts) -> dict[str, Any]:
     }
 
 
-def generate(state: RAGState, *, parts: GraphParts) -> dict[str, Any]:
+def generate(state: RAGState, config: RunnableConfig, *, parts: GraphParts) -> dict[str, Any]:
     """Node ``generate``: answer ``original_query`` from the state's documents with the answer chain.
 
     The passages shown are chosen here (:func:`prepare_context`: gate, ``max_docs``, optional lost-in-the-middle
@@ -462,7 +501,7 @@ def generate(state: RAGState, *, parts: GraphParts) -> dict[str, Any]:
     question = state.get("original_query") or ""
     docs = merge_documents([], list(state.get("documents") or []))  # one passage per chunk_id
     shown = prepare_context(docs, max_docs=parts.max_docs, lost_in_the_middle=parts.lost_in_the_middle)
-    out = parts.chain.invoke({"question": question, "documents": shown})
+    out, message_id = invoke_answering(parts.chain, {"question": question, "documents": shown}, state, config)
     citations = [c for c in out.get("citations") or [] if 1 <= int(c.get("n", 0)) <= len(shown)]
     mode = str(out.get("mode") or "llm")
     answer = str(out.get("answer") or "")
@@ -483,7 +522,7 @@ def generate(state: RAGState, *, parts: GraphParts) -> dict[str, Any]:
         "mode": mode,
         "refused": dont_know,
         **report,
-        **reply(state, answer),
+        **reply(state, answer, message_id),
         "trace": [entry],
     }
 
@@ -600,7 +639,7 @@ def wants_no_retrieval(
     return verdict == "yes", "llm"
 
 
-def respond_directly(state: RAGState, *, parts: GraphParts) -> dict[str, Any]:
+def respond_directly(state: RAGState, config: RunnableConfig, *, parts: GraphParts) -> dict[str, Any]:
     """Node ``respond_directly``: a reply without retrieval (small talk) that says no documents were used.
 
     With an LLM: its reply to ``prompts.small_talk`` (no documents in the prompt; streamed like an answer) plus the
@@ -608,10 +647,11 @@ def respond_directly(state: RAGState, *, parts: GraphParts) -> dict[str, Any]:
     """
     question = state.get("original_query") or ""
     lang = detect_language(question)
-    text = ""
+    text, message_id = "", None
     if parts.llm is not None:
         try:
-            answer = parts.llm.invoke(parts.prompts.small_talk.format_messages(question=question))
+            prompt = parts.prompts.small_talk.format_messages(question=question)
+            answer, message_id = invoke_answering(parts.llm, prompt, state, config)
             text = strip_think(message_text(answer))
         except Exception as e:  # noqa: BLE001 - documented fallback: the fixed reply
             logger.warning("small-talk reply by the chat model failed (%s); using the fixed reply", e)
@@ -624,7 +664,7 @@ def respond_directly(state: RAGState, *, parts: GraphParts) -> dict[str, Any]:
         "documents": replace([]),
         "refused": False,
         "mode": "direct",
-        **reply(state, answer_text),
+        **reply(state, answer_text, message_id),
         "trace": [{"step": "respond_directly", "retrieval": False}],
     }
 
