@@ -10,12 +10,11 @@ Graphs are also built with a hostile compressor that adds every RESTRICTED chunk
 compressors must remove them), and asked through a chat state (``{"messages": [...]}``) as well as a question.
 """
 
+from collections.abc import Sequence
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from collections.abc import Sequence
-
 from langchain_core.callbacks import CallbackManagerForRetrieverRun, Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.language_models import BaseChatModel
