@@ -51,11 +51,9 @@ from langchain_ragspine.graphs.graders import Graders
 from langchain_ragspine.graphs.nodes import (
     NOSTREAM,
     GraphParts,
+    add_corrective_loop,
     add_retrieval,
     check_max_retries,
-    drop_filters,
-    generate,
-    grade_documents,
     make_parts,
     message_text,
     prepare,
@@ -63,8 +61,6 @@ from langchain_ragspine.graphs.nodes import (
     refuse,
     reply,
     respond_directly,
-    rewrite_query,
-    route_after_rewrite,
     run_compressors,
     run_retrieval,
     wants_no_retrieval,
@@ -406,26 +402,14 @@ def build_adaptive_rag(
     builder.add_node("answer_sub_question", partial(answer_sub_question, parts=parts))
     builder.add_node("merge_answers", merge_answers)
     add_retrieval(builder, parts)
-    builder.add_node("grade_documents", partial(grade_documents, parts=parts))
-    builder.add_node("drop_filters", drop_filters)
-    builder.add_node("rewrite_query", partial(rewrite_query, parts=parts))
-    builder.add_node("generate", partial(generate, parts=parts))
-    builder.add_node("refuse", refuse)
     builder.add_edge(START, "prepare")
     builder.add_edge("prepare", "classify")
     builder.add_conditional_edges("classify", route_by_complexity, ["respond_directly", "decompose", "retrieve"])
     builder.add_conditional_edges("decompose", fan_out, ["answer_sub_question", "retrieve"])
     builder.add_edge("answer_sub_question", "merge_answers")
     builder.add_conditional_edges("merge_answers", route_after_merge, ["retrieve", END])
-    builder.add_conditional_edges(
-        "grade_documents",
-        partial(route_after_grading, parts=parts),
-        ["generate", "drop_filters", "rewrite_query", "refuse"],
-    )
-    builder.add_edge("drop_filters", "retrieve")
-    builder.add_conditional_edges("rewrite_query", route_after_rewrite, ["retrieve", "refuse"])
-    for end in ("generate", "refuse", "respond_directly"):
-        builder.add_edge(end, END)
+    add_corrective_loop(builder, parts, partial(route_after_grading, parts=parts))
+    builder.add_edge("respond_directly", END)
     graph = builder.compile(checkpointer=checkpointer, name="adaptive_rag")
     bound = adaptive_rag_max_steps(parts.max_retries, compress=bool(parts.compressors))
     return graph.with_config(recursion_limit=recursion_limit_for(bound))

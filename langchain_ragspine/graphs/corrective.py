@@ -21,23 +21,18 @@ from langchain_core.documents import BaseDocumentCompressor
 from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from langchain_ragspine.graphs.graders import Graders
 from langchain_ragspine.graphs.nodes import (
+    add_corrective_loop,
     add_retrieval,
     check_max_retries,
-    drop_filters,
-    generate,
-    grade_documents,
     make_parts,
     prepare,
     recursion_limit_for,
-    refuse,
-    rewrite_query,
     route_after_grading,
-    route_after_rewrite,
 )
 from langchain_ragspine.graphs.prompts import GraphPrompts
 from langchain_ragspine.graphs.state import CorrectiveRAGOutput, CorrectiveRAGState, RAGContext, RAGInput
@@ -119,22 +114,9 @@ def build_corrective_rag(
     )
     builder.add_node("prepare", partial(prepare, parts=parts, extra={"filters_dropped": False}))
     add_retrieval(builder, parts)
-    builder.add_node("grade_documents", partial(grade_documents, parts=parts))
-    builder.add_node("drop_filters", drop_filters)
-    builder.add_node("rewrite_query", partial(rewrite_query, parts=parts))
-    builder.add_node("generate", partial(generate, parts=parts))
-    builder.add_node("refuse", refuse)
+    add_corrective_loop(builder, parts, partial(route_after_grading, parts=parts))
     builder.add_edge(START, "prepare")
     builder.add_edge("prepare", "retrieve")
-    builder.add_conditional_edges(
-        "grade_documents",
-        partial(route_after_grading, parts=parts),
-        ["generate", "drop_filters", "rewrite_query", "refuse"],
-    )
-    builder.add_edge("drop_filters", "retrieve")
-    builder.add_conditional_edges("rewrite_query", route_after_rewrite, ["retrieve", "refuse"])
-    builder.add_edge("generate", END)
-    builder.add_edge("refuse", END)
     graph = builder.compile(checkpointer=checkpointer, name="corrective_rag")
     bound = corrective_rag_max_steps(parts.max_retries, compress=bool(parts.compressors))
     return graph.with_config(recursion_limit=recursion_limit_for(bound))

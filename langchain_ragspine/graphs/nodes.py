@@ -33,6 +33,7 @@ from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable, RunnableConfig
+from langgraph.graph import END
 from langgraph.runtime import Runtime
 
 from langchain_ragspine.chains.answer import (
@@ -69,6 +70,8 @@ __all__ = [
     "SMALL_TALK_CHECK_PROMPT",
     "SMALL_TALK_PROMPT",
     "GraphParts",
+    "add_corrective_loop",
+    "add_retrieval",
     "compress",
     "drop_filters",
     "generate",
@@ -706,3 +709,21 @@ def add_retrieval(builder: Any, parts: GraphParts, *, then: str = "grade_documen
         builder.add_edge("compress", then)
     else:
         builder.add_edge("restricted_gate", then)
+
+
+def add_corrective_loop(builder: Any, parts: GraphParts, route: Any) -> None:
+    """Add CRAG's grade-and-correct loop to ``builder``: ``grade_documents``, then — by ``route`` (an edge function
+    returning one of them) — ``generate``, ``drop_filters`` or ``rewrite_query`` (both back to ``retrieve``; a
+    rewrite that repeats a tried query goes to ``refuse``) or ``refuse``.  ``generate`` and ``refuse`` end the
+    graph.  Used by the corrective and the adaptive graph."""
+    builder.add_node("grade_documents", partial(grade_documents, parts=parts))
+    builder.add_node("drop_filters", drop_filters)
+    builder.add_node("rewrite_query", partial(rewrite_query, parts=parts))
+    builder.add_node("generate", partial(generate, parts=parts))
+    builder.add_node("refuse", refuse)
+    builder.add_conditional_edges("grade_documents", route, ["generate", "drop_filters", "rewrite_query", "refuse"])
+    builder.add_edge("drop_filters", "retrieve")
+    builder.add_conditional_edges("rewrite_query", route_after_rewrite, ["retrieve", "refuse"])
+    builder.add_edge("generate", END)
+    builder.add_edge("refuse", END)
+

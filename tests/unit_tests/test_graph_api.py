@@ -34,26 +34,9 @@ from langchain_ragspine.graphs import (
 from langchain_ragspine.graphs.adaptive import adaptive_rag_max_steps
 from langchain_ragspine.graphs.self_rag import self_rag_max_steps
 from langchain_ragspine.retrievers import BM25Retriever
+from tests.unit_tests.test_graphs import DOCS, QUESTION, _doc
 
-
-def _doc(i: int, text: str, lang: str = "en", sensitivity: str = "PUBLIC") -> Document:
-    return Document(
-        page_content=text,
-        metadata={
-            "chunk_id": f"d{i}#0", "doc_id": f"d{i}", "title": f"T{i}", "source_locator": f"d{i}.md#0-{len(text)}",
-            "lang": lang, "sensitivity": sensitivity,
-        },
-    )
-
-
-DOCS = [
-    _doc(1, "Mount Fuji is the highest mountain in Japan. It is 3776 metres tall."),
-    _doc(2, "The Eiffel Tower is in Paris. It was completed in 1889."),
-    _doc(3, "梅雨は北海道と小笠原諸島を除く日本でみられる。梅雨は雨季の一種である。", lang="ja"),
-    _doc(4, "Mount Fuji last erupted in 1707. The highest mountain in Japan is a volcano.", lang="de"),
-]
 SECRET = _doc(9, "SECRETMARK the highest mountain in Japan is classified", sensitivity="restricted")
-QUESTION = "Which is the highest mountain in Japan?"
 
 
 @pytest.fixture(scope="module")
