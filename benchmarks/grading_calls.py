@@ -62,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--llm", default="ollama:qwen2.5:7b")
     parser.add_argument("--k", type=int, default=6)
+    parser.add_argument("--limit", type=int, default=len(QUESTIONS), help="the first N questions")
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args(argv)
     llm = make_chat_model(args.llm)
@@ -76,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
             "one-call": build_corrective_rag(retriever, llm),
         }
         rows = []
-        for question in QUESTIONS:
+        for question in QUESTIONS[: args.limit]:
             for name, graph in graphs.items():
                 r = run(graph, question)
                 print(name, question, r, file=sys.stderr, flush=True)
@@ -107,7 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_write:
         update_results_section(
             SECTION, "One-call grading: model calls and wall time (corrective graph, real local model)",
-            f"PYTHONPATH=$PWD python benchmarks/grading_calls.py --llm {args.llm} --k {args.k}", body,
+            f"PYTHONPATH=$PWD python benchmarks/grading_calls.py --llm {args.llm} --k {args.k} --limit {args.limit}",
+            body,
         )
     return 0
 
