@@ -1,6 +1,12 @@
-"""Retrievers (LangChain ``BaseRetriever``s)."""
+"""Retrievers (LangChain ``BaseRetriever``s) and the retriever-call contract every stage uses to call one."""
 
 from langchain_ragspine.retrievers.bm25 import BM25Retriever
+from langchain_ragspine.retrievers.contract import (
+    RetrieverParams,
+    ainvoke_retriever,
+    invoke_retriever,
+    retriever_params,
+)
 from langchain_ragspine.retrievers.decomposition import DecompositionRetriever
 from langchain_ragspine.retrievers.deny_list import QueryDenyList
 from langchain_ragspine.retrievers.dense import DenseRetriever
@@ -43,10 +49,14 @@ __all__ = [
     "QueryTransformRetriever",
     "QueryTransformSkippedWarning",
     "RAGFusionRetriever",
+    "RetrieverParams",
     "RuleFilterExtractor",
     "StepBackRetriever",
+    "ainvoke_retriever",
     "fuse",
     "fuse_by_index",
+    "invoke_retriever",
     "merge_index_results",
     "parse_query_variants",
+    "retriever_params",
 ]
