@@ -487,7 +487,7 @@ def make_query_transform(
     if deny_list is None and settings.query_deny_list is not None:
         deny_list = settings.query_deny_list
     if isinstance(deny_list, (str, os.PathLike)):
-        deny_list = QueryDenyList.from_file(deny_list)
+        deny_list = QueryDenyList.from_file(Path(deny_list))
     options: dict[str, object] = dict(kwargs)
     if deny_list is not None:
         options["deny_list"] = deny_list

@@ -8,8 +8,8 @@ from langchain_ragspine.retrievers.contract import (
     retriever_params,
 )
 from langchain_ragspine.retrievers.decomposition import DecompositionRetriever
-from langchain_ragspine.retrievers.deny_list import QueryDenyList
 from langchain_ragspine.retrievers.dense import DenseRetriever
+from langchain_ragspine.retrievers.deny_list import QueryDenyList
 from langchain_ragspine.retrievers.filter_extraction import (
     FilterExtractionRetriever,
     LLMFilterExtractor,
@@ -26,7 +26,10 @@ from langchain_ragspine.retrievers.multi_index import (
     merge_index_results,
 )
 from langchain_ragspine.retrievers.multi_query import MultiQueryRetriever, RAGFusionRetriever
-from langchain_ragspine.retrievers.query_transform import QueryTransformRetriever, QueryTransformSkippedWarning
+from langchain_ragspine.retrievers.query_transform import (
+    QueryTransformRetriever,
+    QueryTransformSkippedWarning,
+)
 from langchain_ragspine.retrievers.query_variants import parse_query_variants
 from langchain_ragspine.retrievers.step_back import StepBackRetriever
 
