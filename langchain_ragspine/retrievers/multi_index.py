@@ -57,6 +57,7 @@ from langchain_ragspine.retrievers.contract import ainvoke_retriever, invoke_ret
 from langchain_ragspine.retrievers.deny_list import fold_term
 from langchain_ragspine.retrievers.hybrid import DEFAULT_C, fuse
 from langchain_ragspine.retrievers.query_variants import reply_text, strip_think
+from langchain_ragspine.sensitivity import drop_restricted
 
 __all__ = [
     "INDEX_ID_KEY",
@@ -299,9 +300,9 @@ class MultiIndexRetriever(BaseRetriever):
         filter: the retriever's own filter, ANDed with a call's; every index gets the combined filter.
         c: the RRF constant (default 60).
 
-    Results: at most ``k`` documents, each with ``metadata["index_id"]``; with one index selected, that index's
-    results in its order and with its scores; with several, fused by RRF (``scores["fused"]``), unique by
-    ``(index_id, chunk_id)``, RESTRICTED ones dropped.  ``ainvoke`` searches the selected indexes concurrently
+    Results: at most ``k`` documents, each with ``metadata["index_id"]``, RESTRICTED ones dropped; with one index
+    selected, that index's results in its order and with its scores; with several, fused by RRF
+    (``scores["fused"]``), unique by ``(index_id, chunk_id)``.  ``ainvoke`` searches the selected indexes concurrently
     (and calls an :class:`LLMRouter` with ``ainvoke``); ``invoke`` searches them one after another.
 
     Raises:
@@ -413,8 +414,8 @@ class MultiIndexRetriever(BaseRetriever):
 
     def _finish(self, decision: RoutingDecision, lists: Sequence[list[Document]], k: int | None) -> list[Document]:
         groups = [(i, tag_index(docs, i)) for i, docs in zip(decision.selected, lists, strict=True)]
-        if len(groups) == 1:
-            docs = groups[0][1]
+        if len(groups) == 1:  # nothing to fuse; the RESTRICTED gate still runs (fuse applies it otherwise)
+            docs = drop_restricted(groups[0][1])
             return docs if k is None else docs[:k]
         limit = k if k is not None else max((len(d) for _, d in groups), default=0)
         return _fuse_groups(groups, k=limit, c=self.c) if limit else []

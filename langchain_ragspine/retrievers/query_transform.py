@@ -16,7 +16,7 @@ decomposition (:mod:`~langchain_ragspine.retrievers.decomposition`) and glossary
 4. **Fuse.**  The ranked lists are fused by Reciprocal Rank Fusion (Cormack, Clarke & Büttcher, SIGIR 2009; ``c =
    60``), as RAG-Fusion does (Raudaschl, "Forget RAG, the Future is RAG-Fusion", 2023), with
    :func:`~langchain_ragspine.retrievers.hybrid.fuse`: results are unique by ``chunk_id`` (else ``Document.id``),
-   ties break on it, and RESTRICTED chunks never come out.
+   ties break on it, and RESTRICTED chunks never come out (also when a single query was searched).
 
 Every returned document carries a trace entry appended to ``metadata["query_transform"]`` (a list, one entry per
 transformation it passed through)::
@@ -63,6 +63,7 @@ from langchain_ragspine.retrievers.contract import ainvoke_retriever, invoke_ret
 from langchain_ragspine.retrievers.deny_list import DeniedQuery, QueryDenyList
 from langchain_ragspine.retrievers.hybrid import DEFAULT_C, fuse
 from langchain_ragspine.retrievers.query_variants import parse_query_variants
+from langchain_ragspine.sensitivity import drop_restricted
 
 __all__ = [
     "PROBE_PLACEHOLDER",
@@ -168,6 +169,8 @@ class QueryTransformRetriever(BaseRetriever):
             data["base"] = base
         elif "retriever" in data:  # LangChain's MultiQueryRetriever names its base `retriever`
             data["base"] = data.pop("retriever")
+        if not isinstance(data.get("base"), BaseRetriever):
+            raise TypeError(f"base must be a langchain_core BaseRetriever, got {type(data.get('base')).__name__}")
         super().__init__(**data)
 
     @field_validator("k", "candidate_k", mode="before")
@@ -262,8 +265,9 @@ class QueryTransformRetriever(BaseRetriever):
     def _finish(
         self, query: str, plan: QueryPlan, lists: Sequence[list[Document]], k: int | None
     ) -> list[Document]:
-        if len(plan.queries) == 1:
-            docs = list(lists[0]) if k is None else list(lists[0])[:k]
+        if len(plan.queries) == 1:  # nothing to fuse; the RESTRICTED gate still runs (fuse applies it otherwise)
+            docs = drop_restricted(lists[0])
+            docs = docs if k is None else docs[:k]
             entry = plan.trace([0])
             return [add_trace_entry(d, entry) for d in docs]
         limit = k if k is not None else max((len(x) for x in lists), default=0)
