@@ -334,7 +334,13 @@ class MultiIndexRetriever(BaseRetriever):
     def __init__(self, indexes: Mapping[str, BaseRetriever] | None = None, router: Any = None, /,
                  **data: Any) -> None:
         if indexes is not None:
-            data["indexes"] = dict(indexes)
+            data["indexes"] = indexes
+        given = data.get("indexes")
+        if isinstance(given, Mapping):
+            data["indexes"] = dict(given)
+            for index_id, retriever in given.items():
+                if not isinstance(retriever, BaseRetriever):
+                    raise TypeError(f"index {index_id!r} is a {type(retriever).__name__}, expected a BaseRetriever")
         if router is not None:
             data["router"] = router
         super().__init__(**data)
