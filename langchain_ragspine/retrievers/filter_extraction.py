@@ -6,7 +6,8 @@ LangChain's ``SelfQueryRetriever`` has a chat model turn a question into a query
 * :class:`RuleFilterExtractor` — deterministic: a year the question is about (``2023年の``, ``2023年に``, ``2023 年``,
   ``in 2023``, ``during 2023``, full-width digits too) becomes a filter on a year field (``{"year": 2023}``) or a
   date field (``{"updated": {"gte": "2023-01-01", "lt": "2024-01-01"}}``); several years become the range that
-  covers them.  Fiscal years (``2023年度``) are not read: their months differ by organisation.
+  covers them.  Fiscal years (``2023年度``) are not read: their months differ by organisation; nor are durations and
+  decades (``1500年前``, ``3年間``, ``1000年以上``, ``2020年代``, ``in the 1990s``).
 * :class:`LLMFilterExtractor` — a chat model writes a JSON filter over fields you describe; anything but a valid
   filter over those fields (:mod:`langchain_ragspine.filters` syntax) is discarded.
 
@@ -45,9 +46,12 @@ __all__ = ["FILTER_PROMPT", "FilterExtractionRetriever", "LLMFilterExtractor", "
 logger = logging.getLogger(__name__)
 
 _YEAR = r"(1[0-9]{3}|2[0-9]{3})"
+# 年 not followed by what makes it a duration or a decade: 1500年前 (years ago), 3年間, 1000年以上, 2020年代 (the 2020s),
+# 年度 (a fiscal year), 年后/年间 (Chinese)
+_NOT_A_YEAR = r"(?!度|前|間|间|以上|以下|以内|未満|後|后|ぶり|目|来|余|代|分|半)"
 _YEAR_RES = (
-    re.compile(_YEAR + r"\s*年(?!度)"),  # 2023年の / 2023年に / 2023 年 (Japanese, Chinese)
-    re.compile(r"(?i)\b(?:in|during|from|for|since|until|of|year)\s+" + _YEAR + r"\b"),
+    re.compile(r"(?<![0-9.])" + _YEAR + r"\s*年" + _NOT_A_YEAR),  # 2023年の / 2023年に / 2023 年 (ja, zh)
+    re.compile(r"(?i)\b(?:in|during|from|for|since|until|of|year)\s+" + _YEAR + r"\b(?!s|'s)"),
 )
 
 
@@ -218,6 +222,8 @@ class FilterExtractionRetriever(BaseRetriever):
             data["base"] = base
         if extractor is not None:
             data["extractor"] = extractor
+        if not isinstance(data.get("base"), BaseRetriever):
+            raise TypeError(f"base must be a langchain_core BaseRetriever, got {type(data.get('base')).__name__}")
         super().__init__(**data)
 
     @field_validator("k", mode="before")
