@@ -18,7 +18,8 @@ from ._transform_fakes import SpyRetriever, doc
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO_GLOSSARY = ROOT / "docs" / "glossaries" / "demo.yaml"
-GENERAL_GLOSSARY = ROOT / "docs" / "glossaries" / "general-ja-zh.yaml"
+GENERAL_JA = ROOT / "docs" / "glossaries" / "general-ja.yaml"
+GENERAL_ZH = ROOT / "docs" / "glossaries" / "general-zh.yaml"
 
 
 def test_groups_are_symmetric_and_expansions_one_way():
@@ -121,9 +122,11 @@ def test_max_queries_is_checked(bad):
 
 def test_shipped_glossaries_load():
     assert len(Glossary.from_file(DEMO_GLOSSARY)) >= 40
-    general = Glossary.from_file(GENERAL_GLOSSARY)
-    assert general.synonyms("米国") == ["アメリカ合衆国", "アメリカ"]
-    assert general.synonyms("逝世") == ["去世", "过世"]
+    ja, zh = Glossary.from_file(GENERAL_JA), Glossary.from_file(GENERAL_ZH)
+    assert ja.synonyms("米国") == ["アメリカ合衆国", "アメリカ"]
+    assert zh.synonyms("逝世") == ["去世", "过世"]
+    # one file per language: a term spelled alike in both (原因) keeps its own language's synonyms
+    assert ja.synonyms("原因") == ["理由"] and zh.synonyms("原因") == ["缘故"]
 
 
 def test_glossary_retriever_searches_every_rewrite_and_fuses():
