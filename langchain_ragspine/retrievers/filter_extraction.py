@@ -32,13 +32,12 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
-from langchain_core.runnables.config import patch_config
 from pydantic import ConfigDict, field_validator
 
 from langchain_ragspine.documents import check_k
 from langchain_ragspine.filters import and_filters, compile_filter
 from langchain_ragspine.retrievers.contract import ainvoke_retriever, invoke_retriever
-from langchain_ragspine.retrievers.query_transform import add_trace_entry
+from langchain_ragspine.retrievers.query_transform import add_trace_entry, call_params, child_config
 from langchain_ragspine.retrievers.query_variants import reply_text, strip_think
 
 __all__ = ["FILTER_PROMPT", "FilterExtractionRetriever", "LLMFilterExtractor", "RuleFilterExtractor"]
@@ -257,11 +256,6 @@ class FilterExtractionRetriever(BaseRetriever):
             return _valid(await self.extractor.acall(question, config))
         return self.extract(question, config)
 
-    def _params(self, k: int | None, extra: Mapping[str, Any]) -> int | None:
-        if extra:
-            raise TypeError(f"unexpected keyword arguments for FilterExtractionRetriever: {sorted(extra)}")
-        return self.k if k is None else check_k(k)
-
     def _finish(self, docs: list[Document], found: dict[str, Any] | None) -> list[Document]:
         if found is None:
             return docs
@@ -272,22 +266,20 @@ class FilterExtractionRetriever(BaseRetriever):
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None,
         filter: Mapping[str, Any] | None = None, **kwargs: Any,
     ) -> list[Document]:
-        k = self._params(k, kwargs)
-        found = self.extract(query, patch_config(None, callbacks=run_manager.get_child(tag="extract")))
-        flt = and_filters(self.filter, filter, found)
-        docs = invoke_retriever(self.base, query, k=k, filter=flt,
-                                config=patch_config(None, callbacks=run_manager.get_child(tag="base")))
+        k, _, _ = call_params("FilterExtractionRetriever", self.k, None, self.filter, k, filter, kwargs)
+        found = self.extract(query, child_config(run_manager, "extract"))
+        docs = invoke_retriever(self.base, query, k=k, filter=and_filters(self.filter, filter, found),
+                                config=child_config(run_manager, "base"))
         return self._finish(docs, found)
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, k: int | None = None,
         filter: Mapping[str, Any] | None = None, **kwargs: Any,
     ) -> list[Document]:
-        k = self._params(k, kwargs)
-        found = await self.aextract(query, patch_config(None, callbacks=run_manager.get_child(tag="extract")))
-        flt = and_filters(self.filter, filter, found)
-        docs = await ainvoke_retriever(self.base, query, k=k, filter=flt,
-                                       config=patch_config(None, callbacks=run_manager.get_child(tag="base")))
+        k, _, _ = call_params("FilterExtractionRetriever", self.k, None, self.filter, k, filter, kwargs)
+        found = await self.aextract(query, child_config(run_manager, "extract"))
+        docs = await ainvoke_retriever(self.base, query, k=k, filter=and_filters(self.filter, filter, found),
+                                       config=child_config(run_manager, "base"))
         return self._finish(docs, found)
 
 

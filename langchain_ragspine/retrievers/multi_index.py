@@ -48,14 +48,14 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
-from langchain_core.runnables.config import patch_config
 from pydantic import ConfigDict, field_validator
 
 from langchain_ragspine.documents import check_k, doc_key
-from langchain_ragspine.filters import and_filters, compile_filter
+from langchain_ragspine.filters import compile_filter
 from langchain_ragspine.retrievers.contract import ainvoke_retriever, invoke_retriever
 from langchain_ragspine.retrievers.deny_list import fold_term
 from langchain_ragspine.retrievers.hybrid import DEFAULT_C, fuse
+from langchain_ragspine.retrievers.query_transform import call_params, child_config
 from langchain_ragspine.retrievers.query_variants import reply_text, strip_think
 from langchain_ragspine.sensitivity import drop_restricted
 
@@ -411,12 +411,7 @@ class MultiIndexRetriever(BaseRetriever):
     # -- retrieval --------------------------------------------------------------------------------------------------
     def _params(self, k: int | None, filter: Mapping[str, Any] | None, extra: Mapping[str, Any]
                 ) -> tuple[int | None, int | None, dict[str, Any] | None]:
-        if extra:
-            raise TypeError(f"unexpected keyword arguments for MultiIndexRetriever: {sorted(extra)}")
-        k = self.k if k is None else check_k(k)
-        flt = and_filters(self.filter, filter)
-        compile_filter(flt)
-        return k, None if k is None else max(k, self.candidate_k or k), flt
+        return call_params("MultiIndexRetriever", self.k, self.candidate_k, self.filter, k, filter, extra)
 
     def _finish(self, decision: RoutingDecision, lists: Sequence[list[Document]], k: int | None) -> list[Document]:
         groups = [(i, tag_index(docs, i)) for i, docs in zip(decision.selected, lists, strict=True)]
@@ -425,9 +420,6 @@ class MultiIndexRetriever(BaseRetriever):
             return docs if k is None else docs[:k]
         limit = k if k is not None else max((len(d) for _, d in groups), default=0)
         return _fuse_groups(groups, k=limit, c=self.c) if limit else []
-
-    def _child(self, run_manager: Any, tag: str) -> RunnableConfig:
-        return patch_config(None, callbacks=run_manager.get_child(tag=tag))
 
     def _get_relevant_documents(
         self,
@@ -439,11 +431,11 @@ class MultiIndexRetriever(BaseRetriever):
         **kwargs: Any,
     ) -> list[Document]:
         k, depth, flt = self._params(k, filter, kwargs)
-        decision = self.route(query, self._child(run_manager, "router"))
+        decision = self.route(query, child_config(run_manager, "router"))
         one = len(decision.selected) == 1
         lists = [
             invoke_retriever(self.indexes[i], query, k=k if one else depth, filter=flt,
-                             config=self._child(run_manager, f"index_{i}"))
+                             config=child_config(run_manager, f"index_{i}"))
             for i in decision.selected
         ]
         return self._finish(decision, lists, k)
@@ -458,11 +450,11 @@ class MultiIndexRetriever(BaseRetriever):
         **kwargs: Any,
     ) -> list[Document]:
         k, depth, flt = self._params(k, filter, kwargs)
-        decision = await self.aroute(query, self._child(run_manager, "router"))
+        decision = await self.aroute(query, child_config(run_manager, "router"))
         one = len(decision.selected) == 1
         lists = await asyncio.gather(*(
             ainvoke_retriever(self.indexes[i], query, k=k if one else depth, filter=flt,
-                              config=self._child(run_manager, f"index_{i}"))
+                              config=child_config(run_manager, f"index_{i}"))
             for i in decision.selected
         ))
         return self._finish(decision, list(lists), k)

@@ -69,6 +69,8 @@ __all__ = [
     "PROBE_PLACEHOLDER",
     "TRACE_KEY",
     "add_trace_entry",
+    "call_params",
+    "child_config",
     "LLMQueryTransformRetriever",
     "QueryPlan",
     "QueryTransformRetriever",
@@ -126,6 +128,39 @@ def add_trace_entry(doc: Document, entry: Mapping[str, Any]) -> Document:
     previous = md.get(TRACE_KEY)
     md[TRACE_KEY] = [*(previous if isinstance(previous, list) else []), dict(entry)]
     return Document(page_content=doc.page_content, metadata=md, id=doc.id)
+
+
+def call_params(
+    owner: str,
+    own_k: int | None,
+    candidate_k: int | None,
+    own_filter: Mapping[str, Any] | None,
+    k: int | None,
+    filter: Mapping[str, Any] | None,
+    extra: Mapping[str, Any],
+) -> tuple[int | None, int | None, dict[str, Any] | None]:
+    """``(k, depth, filter)`` of one call to a wrapper retriever (a query transformation, :class:`~langchain_ragspine.
+    retrievers.multi_index.MultiIndexRetriever`, filter extraction) named ``owner``.
+
+    ``k`` is the call's (checked), else the wrapper's ``own_k`` (``None``: the inner retrievers' defaults); ``depth``
+    — what each inner search asks for — is ``max(k, candidate_k)`` (``None`` when ``k`` is); the filter is the
+    wrapper's ANDed with the call's (:func:`~langchain_ragspine.filters.and_filters`), compiled to check it.
+
+    Raises:
+        TypeError: ``extra`` (keyword arguments the wrapper does not take) is not empty.
+        ValueError: ``k < 1``; a malformed filter.
+    """
+    if extra:
+        raise TypeError(f"unexpected keyword arguments for {owner}: {sorted(extra)}")
+    k = own_k if k is None else check_k(k)
+    flt = and_filters(own_filter, filter)
+    compile_filter(flt)
+    return k, None if k is None else max(k, candidate_k or k), flt
+
+
+def child_config(run_manager: Any, tag: str) -> RunnableConfig:
+    """The config of a wrapper's inner call: a child run of ``run_manager``'s, tagged ``tag``."""
+    return patch_config(None, callbacks=run_manager.get_child(tag=tag))
 
 
 class QueryTransformRetriever(BaseRetriever):
@@ -253,14 +288,8 @@ class QueryTransformRetriever(BaseRetriever):
     def _params(
         self, k: int | None, filter: Mapping[str, Any] | None, extra: Mapping[str, Any]
     ) -> tuple[int | None, int | None, dict[str, Any] | None]:
-        """``(k, depth per query, combined filter)`` of a call."""
-        if extra:
-            raise TypeError(f"unexpected keyword arguments for {type(self).__name__}: {sorted(extra)}")
-        k = self.k if k is None else check_k(k)
-        flt = and_filters(self.filter, filter)
-        compile_filter(flt)
-        depth = None if k is None else max(k, self.candidate_k or k)
-        return k, depth, flt
+        """``(k, depth per query, combined filter)`` of a call (:func:`call_params`)."""
+        return call_params(type(self).__name__, self.k, self.candidate_k, self.filter, k, filter, extra)
 
     def _finish(
         self, query: str, plan: QueryPlan, lists: Sequence[list[Document]], k: int | None
@@ -282,9 +311,6 @@ class QueryTransformRetriever(BaseRetriever):
                     found[key].append(pos)
         return [add_trace_entry(d, plan.trace(found.get(doc_key(d) or "", []))) for d in fused]
 
-    def _child(self, run_manager: Any, tag: str) -> RunnableConfig:
-        return patch_config(None, callbacks=run_manager.get_child(tag=tag))
-
     def _get_relevant_documents(
         self,
         query: str,
@@ -296,11 +322,11 @@ class QueryTransformRetriever(BaseRetriever):
     ) -> list[Document]:
         k, depth, flt = self._params(k, filter, kwargs)
         if not self.active:
-            return invoke_retriever(self.base, query, k=k, filter=flt, config=self._child(run_manager, "base"))
-        plan = self.plan(query, self._child(run_manager, "plan"))
+            return invoke_retriever(self.base, query, k=k, filter=flt, config=child_config(run_manager, "base"))
+        plan = self.plan(query, child_config(run_manager, "plan"))
         lists = [
             invoke_retriever(self.base, q, k=k if len(plan.queries) == 1 else depth, filter=flt,
-                             config=self._child(run_manager, f"query_{i}"))
+                             config=child_config(run_manager, f"query_{i}"))
             for i, q in enumerate(plan.queries)
         ]
         return self._finish(query, plan, lists, k)
@@ -317,11 +343,11 @@ class QueryTransformRetriever(BaseRetriever):
         k, depth, flt = self._params(k, filter, kwargs)
         if not self.active:
             return await ainvoke_retriever(self.base, query, k=k, filter=flt,
-                                           config=self._child(run_manager, "base"))
-        plan = await self.aplan(query, self._child(run_manager, "plan"))
+                                           config=child_config(run_manager, "base"))
+        plan = await self.aplan(query, child_config(run_manager, "plan"))
         lists = await asyncio.gather(*(
             ainvoke_retriever(self.base, q, k=k if len(plan.queries) == 1 else depth, filter=flt,
-                              config=self._child(run_manager, f"query_{i}"))
+                              config=child_config(run_manager, f"query_{i}"))
             for i, q in enumerate(plan.queries)
         ))
         return self._finish(query, plan, list(lists), k)
