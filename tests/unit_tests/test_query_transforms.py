@@ -337,3 +337,18 @@ def test_transformations_stack_and_keep_both_traces():
     docs = outer.invoke("梅雨")
     traces = docs[0].metadata[TRACE_KEY]
     assert [t["transform"] for t in traces] == ["multi_query", "hyde"]
+
+
+@pytest.mark.parametrize("graph_llm", [None, "spy"])
+def test_in_the_corrective_graph_the_probe_is_never_graded_cited_or_answered_from(graph_llm):
+    """HyDE inside a LangGraph corrective-RAG loop: the graders and the answer see corpus chunks only."""
+    from langchain_ragspine.graphs import build_corrective_rag
+
+    spy = SpyChatModel(replies=["yes"]) if graph_llm else None
+    hyde = HyDERetriever(_bm25(k=4), FakeListChatModel(responses=[HYPOTHETICAL]), k=4)
+    final = build_corrective_rag(hyde, llm=spy, max_retries=1).invoke({"question": "梅雨はいつ", "filters": None})
+    dumped = json.dumps(final, ensure_ascii=False, default=str)
+    assert "ZZPROBE" not in dumped and SECRET not in dumped
+    assert all(d.page_content in {c.page_content for c in CORPUS} for d in final.get("documents") or [])
+    if spy is not None:
+        assert spy.prompts and all("ZZPROBE" not in p and SECRET not in p for p in spy.prompts)
