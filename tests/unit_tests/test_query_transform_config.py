@@ -146,3 +146,25 @@ def test_a_bad_env_transform_is_a_clear_cli_error(monkeypatch, capsys):
     monkeypatch.setenv("RAGSPINE_QUERY_TRANSFORM", "hype")
     assert main(["search", "q"]) == 2
     assert "unknown query transformation" in capsys.readouterr().err
+
+
+def test_cli_eval_with_a_transform_labels_and_runs_it(tmp_path, capsys):
+    """``ragspine eval --transform glossary`` wraps every configuration; the label says so; a glossary that maps the
+    question's word to the article's finds what BM25 alone misses."""
+    docs = tmp_path / "ds" / "docs"
+    docs.mkdir(parents=True)
+    (docs / "a.md").write_text("# 梅雨\n\n梅雨は北海道と小笠原諸島を除く日本で見られる雨季である。", "utf-8")
+    (docs / "b.md").write_text("# 京都\n\n京都の名所は清水寺である。", "utf-8")
+    q = {"id": "q1", "question": "rainy season", "answers": ["小笠原諸島"], "doc_id": "a", "paragraph": 0}
+    (tmp_path / "ds" / "questions.jsonl").write_text(json.dumps(q, ensure_ascii=False) + "\n", "utf-8")
+    glossary = tmp_path / "g.yaml"
+    glossary.write_text("- [rainy season, 梅雨]\n", "utf-8")
+    out = tmp_path / "r.json"
+    assert main(["eval", str(tmp_path / "ds"), "--mode", "bm25", "--json", str(out)]) == 0
+    assert json.loads(out.read_text("utf-8"))["results"][0]["aggregate"]["answer_recall@1"] == 0.0
+    assert main(["eval", str(tmp_path / "ds"), "--mode", "bm25", "--transform", "glossary", "--glossary",
+                 str(glossary), "--json", str(out)]) == 0
+    result = json.loads(out.read_text("utf-8"))["results"][0]
+    assert result["name"] == "bm25 +glossary"
+    assert result["aggregate"]["answer_recall@1"] == 1.0
+    assert "bm25 +glossary" in capsys.readouterr().out
