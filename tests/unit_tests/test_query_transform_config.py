@@ -129,7 +129,7 @@ def test_cli_transform_uses_the_configured_chat_model(demo_store, capsys, monkey
     """``--transform multi_query`` asks RAGSPINE_LLM's model (a spy here) and searches its variants."""
     spy = SpyChatModel(replies=["1. 文字位置\n2. 出典"])
     monkeypatch.setattr("langchain_ragspine.cli.resolve_chat_model",
-                        lambda spec, entry: type("C", (), {"llm": spy, "how": "LLM path", "warning": None})())
+                        lambda spec, **kw: type("C", (), {"llm": spy, "how": "LLM path", "warning": None})())
     rows, err = _search(capsys, demo_store, "--transform", "multi_query")
     assert len(spy.prompts) == 1 and "citation offset" in spy.prompts[0]
     assert rows and all(r for r in rows)
