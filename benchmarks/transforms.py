@@ -153,32 +153,28 @@ def llm_section(name: str, spec: str, limit: int, transforms: Sequence[str]) -> 
     results = [evaluate(bm25, dataset, ks=KS, limit=limit, name="ragspine BM25 auto")]
     extras = [" 0 | - |"]
     for transform in transforms:
-        llm = make_chat_model(spec)
-        calls: dict[str, float] = {"n": 0, "s": 0.0}
+        timed = _Timed(inner=make_chat_model(spec))
 
-        def factory(chunks: list[Document], transform: str = transform, llm: Any = llm,
-                    calls: dict[str, float] = calls) -> Any:
-            return make_query_transform(transform, bm25(chunks), llm=_Timed(llm, calls), k=DEPTH)
+        def factory(chunks: list[Document], transform: str = transform, timed: _Timed = timed) -> Any:
+            return make_query_transform(transform, bm25(chunks), llm=timed, k=DEPTH)
 
         r = evaluate(factory, dataset, ks=KS, limit=limit, name=f"+ {transform} ({spec})")
         n = r.config["n_questions"]
         results.append(r)
-        extras.append(f" {calls['n'] / n:.2f} | {calls['s'] / max(calls['n'], 1):.1f} |")
+        extras.append(f" {timed.n / n:.2f} | {timed.seconds / max(timed.n, 1):.1f} |")
         print(f"{name}: {transform} R@1 {r.aggregate['answer_recall@1']:.4f} R@5 {r.aggregate['answer_recall@5']:.4f}"
-              f" ({calls['n']} calls, {calls['s']:.0f} s)", flush=True)
+              f" ({timed.n} calls, {timed.seconds:.0f} s)", flush=True)
     n = results[0].config["n_questions"]
     return (f"### {name}: HyDE and multi-query with a real chat model (first {n} questions)\n\n"
             + _table(results, " LLM calls / question | s per LLM call |", extras) + "\n")
 
 
 class _Timed(BaseChatModel):
-    """Wraps a chat model, counting calls and their wall time."""
+    """Wraps a chat model, counting its calls (``n``) and their wall time (``seconds``) on this instance."""
 
     inner: BaseChatModel
-    stats: dict[str, float]
-
-    def __init__(self, inner: BaseChatModel, stats: dict[str, float]) -> None:
-        super().__init__(inner=inner, stats=stats)  # type: ignore[call-arg]
+    n: int = 0
+    seconds: float = 0.0
 
     def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
                   **kwargs: Any) -> ChatResult:
@@ -186,8 +182,8 @@ class _Timed(BaseChatModel):
         try:
             return self.inner._generate(messages, stop=stop, **kwargs)
         finally:
-            self.stats["n"] += 1
-            self.stats["s"] += time.perf_counter() - t0
+            self.n += 1
+            self.seconds += time.perf_counter() - t0
 
     @property
     def _llm_type(self) -> str:
