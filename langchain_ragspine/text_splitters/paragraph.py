@@ -483,15 +483,16 @@ class ParagraphTextSplitter(TextSplitter):
 
     def split_documents(self, documents: Iterable[Document]) -> list[Document]:
         """Split ``Document``s; a document's ``id`` serves as ``doc_id`` when its metadata has none."""
-        texts: list[str] = []
-        metas: list[dict[Any, Any]] = []
-        for d in documents:
-            md = dict(d.metadata)
-            if not md.get("doc_id") and d.id:
-                md["doc_id"] = d.id
-            texts.append(d.page_content)
-            metas.append(md)
-        return self.create_documents(texts, metas)
+        docs = list(documents)
+        return self.create_documents([d.page_content for d in docs], [document_metadata(d) for d in docs])
+
+
+def document_metadata(document: Document) -> dict[Any, Any]:
+    """A copy of ``document.metadata`` with ``doc_id`` defaulting to ``document.id``."""
+    md = dict(document.metadata)
+    if not md.get("doc_id") and document.id:
+        md["doc_id"] = document.id
+    return md
 
 
 def _text_id(text: str) -> str:
