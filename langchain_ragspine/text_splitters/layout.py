@@ -5,7 +5,8 @@ the next heading), and chunks each section with :class:`~langchain_ragspine.text
 machinery (paragraph packing; long paragraphs cut at a line break, sentence end, clause mark, whitespace, grapheme
 boundary, in that order; overlap inside a section).  A chunk never spans two sibling sections: an article of a law,
 a chapter of a book, a question with its answer each start a chunk of their own.  Small sections nested under a
-section (its sub-headings, the items of an article) are packed with it while the whole fits ``chunk_size``; a
+section (its sub-headings, the items of an article) are packed with it while they fit ``chunk_size`` — but never
+two *units* of a preset (two articles of a law, two questions of a FAQ); a
 section whose heading stands alone (no text before its first sub-heading) opens the chunk of what follows, so a
 heading is never a chunk of its own when something follows it.
 
@@ -46,6 +47,7 @@ from langchain_ragspine.text_splitters.paragraph import (
 
 __all__ = [
     "PRESETS",
+    "UNIT_LEVELS",
     "HeadingRule",
     "LayoutTextSplitter",
     "Section",
@@ -120,6 +122,10 @@ _QUESTION = (
     ),
     HeadingRule(re.compile(r"[^\n]{1,200}[?？][\s\"'”’」』）)]*$"), 7, label="line"),
 )
+
+#: The heading level of a preset's *unit*: a chunk never holds two of them (an article of a law, a question with
+#: its answer), even when they would fit together.  Presets without one pack whatever nests and fits.
+UNIT_LEVELS: dict[str, int] = {"laws": 6, "qa": 7}
 
 #: Heading rules per preset (the first rule that matches a line decides its level).
 PRESETS: dict[str, tuple[HeadingRule, ...]] = {
@@ -242,6 +248,8 @@ class LayoutTextSplitter(ParagraphTextSplitter):
         preset: which headings are detected: ``"layout"`` (default: Markdown and numbered headings), ``"laws"``,
             ``"book"`` or ``"qa"`` (see the module docstring and :data:`PRESETS`).
         heading_rules: your own rules instead of a preset's.
+        unit_level: the heading level of which a chunk holds at most one (default: the preset's,
+            :data:`UNIT_LEVELS`: articles for ``laws``, questions for ``qa``; none for the others).
         **kwargs: passed to ``TextSplitter``.
 
     Raises:
@@ -268,6 +276,7 @@ class LayoutTextSplitter(ParagraphTextSplitter):
         *,
         preset: str = "layout",
         heading_rules: Sequence[HeadingRule] | None = None,
+        unit_level: int | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(chunk_size=chunk_size, chunk_overlap=chunk_overlap, **kwargs)
@@ -275,6 +284,7 @@ class LayoutTextSplitter(ParagraphTextSplitter):
             raise ValueError(f"unknown layout preset {preset!r}; choose one of {', '.join(PRESETS)}")
         self.preset = preset if heading_rules is None else "custom"
         self._rules: tuple[HeadingRule, ...] = tuple(heading_rules) if heading_rules is not None else PRESETS[preset]
+        self.unit_level = unit_level if unit_level is not None else UNIT_LEVELS.get(self.preset)
 
     def sections(self, text: str) -> list[Section]:
         """The sections of ``text`` (see :func:`find_sections`)."""
@@ -306,11 +316,13 @@ class LayoutTextSplitter(ParagraphTextSplitter):
             sec = sections[i]
             start = sec.start if pending is None else pending
             end, j, children = sec.end, i + 1, 0
-            while j < subtree_end[i]:  # whole nested subtrees, in order, while they fit
+            units = int(sec.level == self.unit_level)
+            while j < subtree_end[i]:  # whole nested subtrees, in order, while they fit (and hold one unit at most)
                 last = sections[subtree_end[j] - 1]
-                if last.end - start > size:
+                more = sum(1 for x in sections[j : subtree_end[j]] if x.level == self.unit_level)
+                if last.end - start > size or units + more > 1:
                     break
-                end, j, children = last.end, subtree_end[j], children + 1
+                end, j, children, units = last.end, subtree_end[j], children + 1, units + more
             bare = not text[sec.body_start : sec.end].strip()
             if bare and children == 0 and j < n:
                 pending = start  # a heading alone (nothing nested fits with it): it opens the next chunk
