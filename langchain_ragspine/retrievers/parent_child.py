@@ -120,7 +120,7 @@ class ParentChildRetriever(BaseRetriever):
     @classmethod
     def _check_store(cls, value: Any) -> Any:
         if not callable(getattr(value, "get_parents", None)):
-            raise TypeError(f"store must have get_parents(ids) (a ChunkStore), got {type(value).__name__}")
+            raise ValueError(f"store must have get_parents(ids) (a ChunkStore), got {type(value).__name__}")
         return value
 
     # -- the child call --------------------------------------------------------------------------------------------
