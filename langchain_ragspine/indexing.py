@@ -34,10 +34,12 @@ from tqdm.auto import tqdm
 from langchain_ragspine.config import DEFAULT_K, get_settings, make_embeddings, resolve_embedding
 from langchain_ragspine.document_loaders import CorpusLoader
 from langchain_ragspine.document_loaders import corpus as corpus_module
+from langchain_ragspine.documents import check_k
 from langchain_ragspine.embeddings.cache import CachedEmbeddings, content_hash, model_key_for
 from langchain_ragspine.errors import RagSpineError, StoreError
 from langchain_ragspine.modes import build_retriever, get_mode, needs_embedding_message, resolve_mode
-from langchain_ragspine.retrievers.bm25 import BM25Retriever, check_k
+from langchain_ragspine.retrievers.bm25 import BM25Retriever
+from langchain_ragspine.retrievers.contract import invoke_retriever
 from langchain_ragspine.retrievers.dense import DenseRetriever
 from langchain_ragspine.sensitivity import drop_restricted, is_restricted
 from langchain_ragspine.stores import ChunkStore
@@ -717,14 +719,16 @@ def search(
     RESTRICTED gate on the way out.
 
     Our retrievers never index RESTRICTED chunks, so the gate here is the last line of defence, not a filter that
-    changes ``k``; it also covers any other ``BaseRetriever`` a caller hands in.
+    changes ``k``; it also covers any other ``BaseRetriever`` a caller hands in, which is asked for ``k`` and
+    ``filter`` through the retriever-call contract (:func:`~langchain_ragspine.retrievers.contract.invoke_retriever`:
+    a retriever that cannot take the filter has its results filtered, never ignored).
 
     Raises:
         ValueError: ``k < 1`` or a malformed filter.
         TypeError: ``k`` is not an int (``"3"``, ``2.0``, ``True``).
     """
     k = check_k(k if k is not None else get_settings().k_for("search"))
-    return drop_restricted(retriever.invoke(query, k=k, filter=filter))[:k]
+    return drop_restricted(invoke_retriever(retriever, query, k=k, filter=filter))[:k]
 
 
 def result_record(rank: int, doc: Document) -> dict[str, Any]:

@@ -17,7 +17,6 @@ Markdown.
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import json
 import math
 import sys
@@ -33,6 +32,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_text_splitters import TextSplitter
 from tqdm.auto import tqdm
 
+from langchain_ragspine.documents import doc_key
 from langchain_ragspine.evaluation.datasets import (
     BEIRDataset,
     QADataset,
@@ -47,6 +47,7 @@ from langchain_ragspine.evaluation.metrics import (
     ndcg_at_k,
     recall_at_k,
 )
+from langchain_ragspine.retrievers.contract import invoke_retriever, retriever_params
 from langchain_ragspine.text_splitters import ParagraphTextSplitter
 from langchain_ragspine.tokenizers import tokenizer_name
 
@@ -247,23 +248,15 @@ def _retriever_params(retriever: BaseRetriever) -> dict[str, Any]:
 def _searcher(retriever: BaseRetriever, depth: int) -> tuple[Callable[[str], list[Document]], str]:
     """A ``query -> documents`` function asking ``retriever`` for ``depth`` results, and how it asks.
 
-    In order: ``invoke(query, k=depth)`` when ``_get_relevant_documents`` has a ``k`` parameter (our
-    retrievers); a copy of the retriever with ``k = depth`` when it has a ``k`` field (LangChain's
-    ``BM25Retriever``, ``TFIDFRetriever``…); a copy with ``search_kwargs["k"] = depth``
-    (``VectorStoreRetriever``); else the retriever as it is.  The user's retriever object is never modified.
+    The retriever-call contract (:func:`~langchain_ragspine.retrievers.contract.invoke_retriever`) decides:
+    ``invoke(query, k=depth)`` for our retrievers and a ``VectorStoreRetriever`` (``"invoke(k=...)"``); a copy
+    with ``k = depth`` for a retriever with a ``k`` field (LangChain's ``BM25Retriever``, ``TFIDFRetriever``…;
+    ``"k field"``); else the retriever as it is, cut at ``depth`` (``"as returned"``).  The user's retriever object
+    is never modified.
     """
-    params = inspect.signature(type(retriever)._get_relevant_documents).parameters
-    if "k" in params:
-        return (lambda q: retriever.invoke(q, k=depth)), "invoke(k=...)"
-    fields = type(retriever).model_fields
-    if "k" in fields:
-        copy = retriever.model_copy(update={"k": depth})
-        return copy.invoke, "k field"
-    search_kwargs = getattr(retriever, "search_kwargs", None)
-    if "search_kwargs" in fields and isinstance(search_kwargs, dict):
-        copy = retriever.model_copy(update={"search_kwargs": {**search_kwargs, "k": depth}})
-        return copy.invoke, "search_kwargs"
-    return retriever.invoke, "as returned"
+    params = retriever_params(retriever)
+    via = "k field" if params.k_field else "invoke(k=...)" if params.takes_k else "as returned"
+    return (lambda q: invoke_retriever(retriever, q, k=depth)), via
 
 
 def _corpus_key(doc: Document) -> str | None:
@@ -272,13 +265,6 @@ def _corpus_key(doc: Document) -> str | None:
         value = doc.metadata.get(key)
         if value is not None and value != "":
             return str(value)
-    return doc.id or None
-
-
-def _chunk_key(doc: Document) -> str | None:
-    cid = doc.metadata.get("chunk_id")
-    if cid is not None and cid != "":
-        return str(cid)
     return doc.id or None
 
 
@@ -489,7 +475,7 @@ def evaluate(
         record: dict[str, Any] = {"id": qid, "latency_ms": ms, "n_retrieved": len(docs)}
         if kind == "qa":
             question = qa_by_id[qid]
-            record["retrieved"] = [_chunk_key(d) for d in docs[:KEEP_RETRIEVED]]
+            record["retrieved"] = [doc_key(d) for d in docs[:KEEP_RETRIEVED]]
             rank = first_answer_rank(docs, question.doc_id, question.answers)
             record["answer_rank"] = rank
             for k in ks:

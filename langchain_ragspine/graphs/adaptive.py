@@ -43,6 +43,7 @@ from langchain_ragspine.chains.answer import (
     strip_think,
 )
 from langchain_ragspine.document_compressors.restricted import RestrictedGate
+from langchain_ragspine.documents import doc_key
 from langchain_ragspine.graphs.graders import Graders
 from langchain_ragspine.graphs.nodes import (
     check_max_retries,
@@ -73,7 +74,6 @@ from langchain_ragspine.graphs.query_analysis import (
     split_question,
 )
 from langchain_ragspine.graphs.state import AdaptiveRAGState, RAGInput, SubAnswer, merge_documents, replace
-from langchain_ragspine.retrievers.bm25 import doc_key
 from langchain_ragspine.tokenizers import Tokenizer
 
 __all__ = ["adaptive_rag_max_steps", "build_adaptive_rag", "merge_sub_answers_text"]

@@ -10,7 +10,6 @@ documents that entered state any other way, e.g. ``graph.update_state``).  The a
 
 from __future__ import annotations
 
-import inspect
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -31,6 +30,7 @@ from langchain_ragspine.chains.answer import (
     strip_think,
 )
 from langchain_ragspine.document_compressors.restricted import RestrictedGate, drop_restricted
+from langchain_ragspine.documents import doc_key
 from langchain_ragspine.filters import compile_filter
 from langchain_ragspine.graphs.graders import Graders, make_graders, parse_binary
 from langchain_ragspine.graphs.query_analysis import (
@@ -40,7 +40,7 @@ from langchain_ragspine.graphs.query_analysis import (
     shares_tokens,
 )
 from langchain_ragspine.graphs.state import merge_documents, replace
-from langchain_ragspine.retrievers.bm25 import doc_key
+from langchain_ragspine.retrievers.contract import invoke_retriever, retriever_params
 from langchain_ragspine.tokenizers import Tokenizer
 
 logger = logging.getLogger(__name__)
@@ -134,14 +134,6 @@ def check_max_retries(max_retries: Any) -> int:
     return max_retries
 
 
-def _accepted_kwargs(retriever: BaseRetriever) -> frozenset[str]:
-    try:
-        params = inspect.signature(retriever._get_relevant_documents).parameters
-    except (TypeError, ValueError):
-        return frozenset()
-    return frozenset(name for name, p in params.items() if p.kind is p.KEYWORD_ONLY or p.kind is p.POSITIONAL_OR_KEYWORD)
-
-
 def run_retrieval(
     retriever: BaseRetriever,
     query: str,
@@ -150,32 +142,18 @@ def run_retrieval(
     k: int | None = None,
     config: Any = None,
 ) -> tuple[list[Document], list[Document], dict[str, Any]]:
-    """Retrieve ``query`` and gate the result: ``(kept, raw, info)``.
+    """Retrieve ``query`` through the retriever-call contract and gate the result: ``(kept, raw, info)``.
 
-    ``filters`` goes to the retriever as ``filter=`` when its ``_get_relevant_documents`` takes that keyword (every
-    retriever of this package does); otherwise it is applied to the results with
-    :func:`~langchain_ragspine.filters.compile_filter` (fail closed: a filter never widens what is returned) and
-    ``info["filter"]`` says ``"post"``.  ``k`` is passed when the retriever takes it.  ``kept`` is ``raw`` without
-    RESTRICTED chunks; callers must only ever store ``kept``.
+    :func:`~langchain_ragspine.retrievers.contract.invoke_retriever` asks any retriever for ``k`` results matching
+    ``filters``: a retriever that takes ``filter=`` (every retriever of this package) applies it before scoring;
+    any other (a ``VectorStoreRetriever``, say) has its results filtered by the contract, over-fetching (fail
+    closed: a filter never widens what is returned), and ``info["filter"]`` says ``"post"``.  ``kept`` is ``raw``
+    without RESTRICTED chunks; callers must only ever store ``kept``.
     """
-    accepted = _accepted_kwargs(retriever)
-    kwargs: dict[str, Any] = {}
     info: dict[str, Any] = {"filter": None}
-    if k is not None and "k" in accepted:
-        kwargs["k"] = k
-    post = None
     if filters:
-        if "filter" in accepted:
-            kwargs["filter"] = dict(filters)
-            info["filter"] = "retriever"
-        else:
-            post = compile_filter(filters)
-            info["filter"] = "post"
-    raw = list(retriever.invoke(query, config=config, **kwargs))
-    if not all(isinstance(d, Document) for d in raw):
-        raise TypeError(f"{type(retriever).__name__} returned something other than Documents")
-    if post is not None:
-        raw = [d for d in raw if post(d.metadata)]
+        info["filter"] = "retriever" if retriever_params(retriever).takes_filter else "post"
+    raw = invoke_retriever(retriever, query, k=k, filter=filters or None, config=config)
     kept = drop_restricted(raw)
     return kept, raw, info
 

@@ -202,9 +202,9 @@ def rewrite_query_deterministic(query: str) -> str:
         if not CJK_CHAR_RE.search(run):
             words.extend(w for w in re.findall(r"[^\W_]+(?:[-'][^\W_]+)*", run) if w.lower() not in ENGLISH_STOPWORDS)
         elif japanese:
-            from langchain_ragspine.tokenizers import _tagger
+            from langchain_ragspine.tokenizers import fugashi_tagger
 
-            for w in _tagger()(run):
+            for w in fugashi_tagger()(run):
                 surface = w.surface
                 if not surface or getattr(w.feature, "pos1", None) in _DROP_POS or surface in _JA_QUESTION_WORDS:
                     continue

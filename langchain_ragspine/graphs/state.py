@@ -25,7 +25,7 @@ from typing import Annotated, Any, Required, TypedDict
 from langchain_core.documents import Document
 
 from langchain_ragspine.chains.answer import Citation
-from langchain_ragspine.retrievers.bm25 import doc_key
+from langchain_ragspine.documents import dedupe, doc_key
 
 __all__ = [
     "AdaptiveRAGState",
@@ -51,19 +51,6 @@ def _is_replace(value: Any) -> bool:
     return isinstance(value, Mapping) and set(value) == {"replace"}
 
 
-def _dedupe(documents: Sequence[Document], seen: set[str] | None = None) -> list[Document]:
-    seen = set() if seen is None else seen
-    out: list[Document] = []
-    for doc in documents:
-        key = doc_key(doc)
-        if key is not None:
-            if key in seen:
-                continue
-            seen.add(key)
-        out.append(doc)
-    return out
-
-
 def merge_documents(left: list[Document] | None, right: Any) -> list[Document]:
     """Reducer of ``documents``: merge a list (or one ``Document``) de-duplicated by ``chunk_id`` — the first
     occurrence wins and order is kept — or replace with ``{"replace": [...]}``.  ``None`` leaves it unchanged.
@@ -78,7 +65,7 @@ def merge_documents(left: list[Document] | None, right: Any) -> list[Document]:
         new = right["replace"] or []
         if not all(isinstance(d, Document) for d in new):
             raise TypeError("documents must be langchain_core.documents.Document objects")
-        return _dedupe(list(new))
+        return dedupe(new)
     if isinstance(right, Document):
         right = [right]
     if not isinstance(right, Sequence) or isinstance(right, (str, bytes)) or not all(
@@ -86,7 +73,7 @@ def merge_documents(left: list[Document] | None, right: Any) -> list[Document]:
     ):
         raise TypeError(f"a documents update must be a list of Document or {{'replace': [...]}}, got {right!r}"[:300])
     seen = {k for k in (doc_key(d) for d in current) if k is not None}
-    return current + _dedupe(list(right), seen)
+    return current + [d for d in dedupe(right) if doc_key(d) not in seen]
 
 
 def append_trace(left: list[dict[str, Any]] | None, right: Any) -> list[dict[str, Any]]:

@@ -67,14 +67,14 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
+from langchain_ragspine.documents import check_k, doc_key, with_scores
 from langchain_ragspine.embeddings.batching import embed_in_batches
 from langchain_ragspine.embeddings.cache import CachedEmbeddings, content_hash, model_key_for
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.filters import FilterMasks, and_filters, compile_filter
-from langchain_ragspine.retrievers.bm25 import check_k, doc_key, with_scores
 from langchain_ragspine.sensitivity import drop_restricted
 from langchain_ragspine.stores.embedding_cache import EmbeddingCache
-from langchain_ragspine.stores.faiss_index import INDEX_KINDS, FaissVectorIndex, _check_int
+from langchain_ragspine.stores.faiss_index import INDEX_KINDS, FaissVectorIndex
 from langchain_ragspine.stores.files import atomic_dir, read_config, read_documents, write_documents
 
 __all__ = ["DenseRetriever"]
@@ -163,7 +163,7 @@ class DenseRetriever(BaseRetriever):
     def model_post_init(self, context: Any, /) -> None:
         """Validate parameters, drop RESTRICTED documents and chunks without visible text, embed and index (unless
         :meth:`load` supplies the index)."""
-        _check_int("batch_size", self.batch_size, 1)
+        check_k(self.batch_size, "batch_size")
         if self.index_kind not in INDEX_KINDS:
             raise ValueError(f"index_kind must be one of {INDEX_KINDS}, got {self.index_kind!r}")
         compile_filter(self.filter)

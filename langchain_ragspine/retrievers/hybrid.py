@@ -46,7 +46,6 @@ contribution per repeat and shifts the ranks after it; ties keep first-seen orde
 from __future__ import annotations
 
 import asyncio
-import inspect
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -56,12 +55,12 @@ from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, Callba
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
-from langchain_core.runnables.config import patch_config, run_in_executor
-from langchain_core.vectorstores import VectorStoreRetriever
+from langchain_core.runnables.config import patch_config
 from pydantic import ConfigDict, field_validator
 
+from langchain_ragspine.documents import check_k, doc_key, score_of, with_scores
 from langchain_ragspine.filters import Predicate, and_filters, compile_filter
-from langchain_ragspine.retrievers.bm25 import check_k, doc_key, with_scores
+from langchain_ragspine.retrievers.contract import ainvoke_retriever, invoke_retriever
 from langchain_ragspine.sensitivity import is_restricted
 
 __all__ = ["DEFAULT_C", "FUSIONS", "HybridRetriever", "convex_weights", "fuse"]
@@ -159,16 +158,6 @@ def _dedupe(docs: Sequence[Document], channel: int) -> list[tuple[Key, Document]
     return out
 
 
-def _score_of(doc: Document, name: str) -> float | None:
-    scores = doc.metadata.get("scores")
-    if not isinstance(scores, Mapping):
-        return None
-    value = scores.get(name)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return None
-    return float(value)
-
-
 def _normalised_scores(docs: Sequence[Document], c: int) -> list[float]:
     """Min-max normalised own scores of one channel's de-duplicated list (higher = better).
 
@@ -179,7 +168,7 @@ def _normalised_scores(docs: Sequence[Document], c: int) -> list[float]:
     """
     raw: list[float] | None = None
     for name in _OWN_SCORE_KEYS:
-        vals = [_score_of(d, name) for d in docs]
+        vals = [score_of(d, name) for d in docs]
         if all(v is not None for v in vals):
             raw = [v for v in vals if v is not None]
             break
@@ -269,8 +258,8 @@ def fuse(
         if any(is_restricted(d.metadata) for _, d in e.seen):
             continue  # fail closed: a key labelled RESTRICTED anywhere is dropped
         e.seen.sort(key=lambda t: t[0])  # descending weight, then channel order
-        bm25 = next((s for s in (_score_of(d, "bm25") for _, d in e.seen) if s is not None), None)
-        vector = next((s for s in (_score_of(d, "vector") for _, d in e.seen) if s is not None), None)
+        bm25 = next((s for s in (score_of(d, "bm25") for _, d in e.seen) if s is not None), None)
+        vector = next((s for s in (score_of(d, "vector") for _, d in e.seen) if s is not None), None)
         ranked.append((math.fsum(e.parts), key, e.seen[0][1], bm25, vector))
     ranked.sort(key=lambda t: (-t[0], t[1]))
     if k is not None:
@@ -279,45 +268,11 @@ def fuse(
 
 
 # ---------------------------------------------------------------------------------------------------- retriever
-def _channel_params(retriever: BaseRetriever) -> tuple[bool, bool]:
-    """``(takes_k, takes_filter)``: whether ``retriever.invoke(q, k=…)`` / ``invoke(q, filter=…)`` is understood.
-
-    ``k``/``filter`` are passed only to a ``_get_relevant_documents`` that names them (this package's retrievers);
-    a ``VectorStoreRetriever`` merges call kwargs into ``search_kwargs``, so it gets ``k`` — but never our
-    ``filter``, whose syntax foreign stores do not share.  Other retrievers get neither (their ``**kwargs`` may mean
-    anything); their lists are truncated and post-filtered here instead.
-    """
-    params = inspect.signature(type(retriever)._get_relevant_documents).parameters
-    takes_k = "k" in params and params["k"].kind is not inspect.Parameter.VAR_KEYWORD
-    takes_filter = "filter" in params and params["filter"].kind is not inspect.Parameter.VAR_KEYWORD
-    if isinstance(retriever, VectorStoreRetriever):
-        return True, False
-    return takes_k, takes_filter
-
-
-def _async_takes(retriever: BaseRetriever, kwargs: Mapping[str, Any]) -> bool:
-    """Whether ``retriever``'s ``_aget_relevant_documents`` accepts ``kwargs``.
-
-    ``BaseRetriever``'s default async method forwards no keyword arguments to ``_get_relevant_documents``, so a
-    retriever that takes ``k`` only in its sync method (e.g. one that implements just ``_get_relevant_documents``)
-    would raise ``TypeError`` on ``ainvoke(q, k=...)``.
-    """
-    if not kwargs:
-        return True
-    params = inspect.signature(type(retriever)._aget_relevant_documents).parameters
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        return True
-    return all(name in params for name in kwargs)
-
-
-async def _ainvoke_channel(
-    retriever: BaseRetriever, query: str, config: RunnableConfig, kwargs: Mapping[str, Any]
-) -> list[Document]:
-    """``retriever.ainvoke(query, config, **kwargs)``, or — when its async method cannot take ``kwargs`` — its
-    sync ``invoke`` in a worker thread (still concurrent with the other channels)."""
-    if _async_takes(retriever, kwargs):
-        return await retriever.ainvoke(query, config, **kwargs)
-    return await run_in_executor(config, retriever.invoke, query, config, **kwargs)
+def _child_config(
+    run_manager: CallbackManagerForRetrieverRun | AsyncCallbackManagerForRetrieverRun, i: int
+) -> RunnableConfig:
+    """The config of channel ``i``'s call: a child run of the hybrid's, tagged ``retriever_{i + 1}``."""
+    return patch_config(None, callbacks=run_manager.get_child(tag=f"retriever_{i + 1}"))
 
 
 class HybridRetriever(BaseRetriever):
@@ -325,10 +280,10 @@ class HybridRetriever(BaseRetriever):
     scores by default, weighted Reciprocal Rank Fusion with ``fusion="rrf"`` (see the module docstring for both
     formulas and the measurements behind the default).
 
-    Each query asks every channel for ``depth = max(candidate_k, k)`` candidates — ``invoke(query, k=depth,
-    filter=filter)`` when the channel understands those keywords (this package's retrievers; a
-    ``VectorStoreRetriever`` gets ``k`` only, see :func:`_channel_params`) — and fuses them with :func:`fuse`, so
-    ``invoke(query, k=70)`` returns 70 documents when 70 match.
+    Each query asks every channel for ``depth = max(candidate_k, k)`` candidates matching the filter through the
+    retriever-call contract (:func:`~langchain_ragspine.retrievers.contract.invoke_retriever`: this package's
+    retrievers get ``k`` and ``filter``, a ``VectorStoreRetriever`` gets ``k`` only) and fuses them with
+    :func:`fuse`, so ``invoke(query, k=70)`` returns 70 documents when 70 match.
     ``ainvoke`` runs the channels concurrently (``asyncio.gather``); ``invoke`` runs them one after another.
 
     Attributes:
@@ -345,9 +300,9 @@ class HybridRetriever(BaseRetriever):
         filter: the retriever's own metadata filter (:mod:`langchain_ragspine.filters`); ``invoke(query,
             filter=...)`` is ANDed with it, so a call narrows the results but never widens them.  Channels that
             accept ``filter`` get the combined filter and apply it before scoring (ANDed again with their own
-            ``filter``); every channel's list is also post-filtered here, so a filter never widens the results —
-            but for a channel that cannot take it (a foreign ``VectorStoreRetriever``, say) it is a post-filter
-            only: that channel may then contribute fewer than ``candidate_k`` candidates.
+            ``filter``); a channel that cannot take it (a foreign ``VectorStoreRetriever``, say) has its results
+            filtered by the contract, which over-fetches to make up for what the filter removes, and every
+            channel's list is post-filtered here again, so a filter never widens the results.
         fusion: ``"convex"`` (default; min-max normalised scores, Bruch et al. 2023) or ``"rrf"``.
         alpha: ``"convex"`` only, when ``weights`` is not given: the weight of the first channel's normalised score;
             the other channels share ``1 - alpha`` (default 0.7, measured best with the lexical channel first).
@@ -430,22 +385,9 @@ class HybridRetriever(BaseRetriever):
             return convex_weights(len(self.retrievers), self.alpha)
         return _check_weights(self.weights, len(self.retrievers))
 
-    def _calls(
-        self, flt: Mapping[str, Any] | None, candidate_k: int
-    ) -> list[tuple[int, BaseRetriever, dict[str, Any]]]:
-        """``(index, channel, kwargs)`` for every channel with a non-zero weight."""
-        calls = []
-        for i, (r, w) in enumerate(zip(self.retrievers, self._weights(), strict=True)):
-            if w == 0:
-                continue
-            takes_k, takes_filter = _channel_params(r)
-            kw: dict[str, Any] = {}
-            if takes_k:
-                kw["k"] = candidate_k
-            if takes_filter and flt is not None:
-                kw["filter"] = dict(flt)
-            calls.append((i, r, kw))
-        return calls
+    def _channels(self) -> list[tuple[int, BaseRetriever]]:
+        """``(index, channel)`` for every channel with a non-zero weight (the others are not called)."""
+        return [(i, r) for i, (r, w) in enumerate(zip(self.retrievers, self._weights(), strict=True)) if w != 0]
 
     def _fuse(
         self,
@@ -474,8 +416,8 @@ class HybridRetriever(BaseRetriever):
     ) -> list[Document]:
         k, flt, depth, pred = self._params(k, filter, candidate_k, kwargs)
         results = [
-            (i, r.invoke(query, patch_config(None, callbacks=run_manager.get_child(tag=f"retriever_{i + 1}")), **kw))
-            for i, r, kw in self._calls(flt, depth)
+            (i, invoke_retriever(r, query, k=depth, filter=flt, config=_child_config(run_manager, i)))
+            for i, r in self._channels()
         ]
         return self._fuse(results, k, pred, depth)
 
@@ -490,13 +432,11 @@ class HybridRetriever(BaseRetriever):
         **kwargs: Any,
     ) -> list[Document]:
         k, flt, depth, pred = self._params(k, filter, candidate_k, kwargs)
-        calls = self._calls(flt, depth)
+        channels = self._channels()
         lists = await asyncio.gather(
             *(
-                _ainvoke_channel(
-                    r, query, patch_config(None, callbacks=run_manager.get_child(tag=f"retriever_{i + 1}")), kw
-                )
-                for i, r, kw in calls
+                ainvoke_retriever(r, query, k=depth, filter=flt, config=_child_config(run_manager, i))
+                for i, r in channels
             )
         )
-        return self._fuse([(i, docs) for (i, _, _), docs in zip(calls, lists, strict=True)], k, pred, depth)
+        return self._fuse([(i, docs) for (i, _), docs in zip(channels, lists, strict=True)], k, pred, depth)

@@ -30,10 +30,9 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables.config import patch_config
 from pydantic import ConfigDict, field_validator
 
+from langchain_ragspine.documents import check_k, doc_key, with_scores
 from langchain_ragspine.errors import StoreError
-from langchain_ragspine.filters import compile_filter
-from langchain_ragspine.retrievers.bm25 import check_k, doc_key, with_scores
-from langchain_ragspine.retrievers.hybrid import _ainvoke_channel, _channel_params
+from langchain_ragspine.retrievers.contract import ainvoke_retriever, invoke_retriever
 from langchain_ragspine.sensitivity import drop_restricted, is_restricted
 
 __all__ = ["ParentChildRetriever", "ParentStore"]
@@ -55,9 +54,10 @@ class ParentChildRetriever(BaseRetriever):
     """Retrieve children, return their distinct parents from a persistent store (see the module docstring).
 
     Args:
-        child_retriever: retrieves children (chunks with ``metadata["parent_id"]``).  It is asked for ``child_k``
-            results with ``invoke(query, k=child_k, filter=filter)`` when it takes those keywords (this package's
-            retrievers); otherwise its results are truncated and the filter applied here.
+        child_retriever: retrieves children (chunks with ``metadata["parent_id"]``), any ``BaseRetriever``.  It is
+            asked for ``child_k`` children matching the call's ``filter`` through the retriever-call contract
+            (:func:`~langchain_ragspine.retrievers.contract.invoke_retriever`: passed on when it takes ``k`` /
+            ``filter``, else truncated / filtered here, fail closed).
         store: the parent store — a :class:`~langchain_ragspine.stores.ChunkStore` (or anything with
             ``get_parents(ids) -> {id: parent}``).
         child_k: children retrieved per query (default 50), an ``int >= 1``.
@@ -123,23 +123,8 @@ class ParentChildRetriever(BaseRetriever):
             raise ValueError(f"store must have get_parents(ids) (a ChunkStore), got {type(value).__name__}")
         return value
 
-    # -- the child call --------------------------------------------------------------------------------------------
-    def _child_call(self, filter: Mapping[str, Any] | None) -> tuple[dict[str, Any], Any]:
-        """``(kwargs for the child retriever, predicate to apply here or None)``."""
-        takes_k, takes_filter = _channel_params(self.child_retriever)
-        kw: dict[str, Any] = {"k": self.child_k} if takes_k else {}
-        pred = None
-        if filter is not None:
-            if takes_filter:
-                kw["filter"] = dict(filter)
-            else:
-                pred = compile_filter(dict(filter))
-        return kw, pred
-
-    def _parents(self, children: Sequence[Document], k: int, pred: Any) -> list[Document]:
+    def _parents(self, children: Sequence[Document], k: int) -> list[Document]:
         """Group ranked children by parent; read the parents; the first ``k`` that are not RESTRICTED."""
-        if pred is not None:
-            children = [c for c in children if pred(c.metadata)]
         children = drop_restricted(children[: self.child_k])
         order: list[str] = []
         matched: dict[str, list[Document]] = {}
@@ -189,9 +174,9 @@ class ParentChildRetriever(BaseRetriever):
         filter: Mapping[str, Any] | None = None,
     ) -> list[Document]:
         k = self.parent_k if k is None else check_k(k)
-        kw, pred = self._child_call(filter)
         config = patch_config(None, callbacks=run_manager.get_child(tag="child_retriever"))
-        return self._parents(self.child_retriever.invoke(query, config, **kw), k, pred)
+        children = invoke_retriever(self.child_retriever, query, k=self.child_k, filter=filter, config=config)
+        return self._parents(children, k)
 
     async def _aget_relevant_documents(
         self,
@@ -202,6 +187,6 @@ class ParentChildRetriever(BaseRetriever):
         filter: Mapping[str, Any] | None = None,
     ) -> list[Document]:
         k = self.parent_k if k is None else check_k(k)
-        kw, pred = self._child_call(filter)
         config = patch_config(None, callbacks=run_manager.get_child(tag="child_retriever"))
-        return self._parents(await _ainvoke_channel(self.child_retriever, query, config, kw), k, pred)
+        children = await ainvoke_retriever(self.child_retriever, query, k=self.child_k, filter=filter, config=config)
+        return self._parents(children, k)

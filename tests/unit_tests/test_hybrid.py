@@ -13,9 +13,9 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import InMemoryVectorStore
 from langchain_tests.integration_tests import RetrieversIntegrationTests
 
+from langchain_ragspine.documents import with_scores
 from langchain_ragspine.embeddings import HashingEmbeddings
 from langchain_ragspine.retrievers import BM25Retriever, HybridRetriever, fuse
-from langchain_ragspine.retrievers.bm25 import with_scores
 
 
 def _d(cid: str | None, text: str | None = None, *, id: str | None = None, **md: Any) -> Document:
@@ -280,10 +280,12 @@ def test_filter_runs_before_scoring_in_bm25_and_after_in_a_vector_store_channel(
     h = HybridRetriever(retrievers=[bm, vec], candidate_k=1, k=1, fusion="rrf")
     out = h.invoke("東京", filter={"lang": "en"})
     # BM25 filtered before scoring: its one candidate is en#0.  The vector store cannot take our dict filter (it
-    # would call it as a function); its top-1 is ja#0, removed after retrieval — so it contributes nothing.
+    # would call it as a function); its top-1 is ja#0, removed after retrieval — so the contract asks it again for
+    # 4 (it has 3), filters, and its best English chunk en#0 is its one candidate: both channels rank en#0 first.
+    assert _ids(vec.invoke("東京", k=1)) == ["ja#0"]
     assert _ids(out) == ["en#0"]
     assert out[0].metadata["scores"]["bm25"] is not None
-    assert out[0].metadata["scores"]["fused"] == 1 / 61
+    assert out[0].metadata["scores"]["fused"] == pytest.approx(2 / 61)
     # a constructor filter holds on every call; a per-call filter is ANDed with it, never replaces it
     h2 = HybridRetriever(retrievers=[bm, vec], filter={"lang": "en"}, k=5)
     assert {d.metadata["lang"] for d in h2.invoke("東京")} == {"en"}
