@@ -23,6 +23,7 @@ from langchain_ragspine.text_splitters import (
     SentenceWindowTextSplitter,
 )
 from langchain_ragspine.text_splitters.chunkers import CHUNKERS, chunker_mismatch, make_chunker
+from langchain_ragspine.text_splitters.paragraph import _Graphemes
 from langchain_ragspine.text_splitters.semantic import semantic_breakpoints
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "chunkers"
@@ -276,7 +277,6 @@ def test_property_every_splitter_returns_verbatim_slices_covering_the_text(text,
 @given(text=_texts, size=st.integers(8, 80))
 def test_property_layout_chunks_stay_within_budget_and_one_section(text, size):
     splitter = LayoutTextSplitter(size, size // 4, preset="laws")
-    for s, e, path in splitter.section_chunks(__import__(
-        "langchain_ragspine.text_splitters.paragraph", fromlist=["_Graphemes"])._Graphemes(text)):
+    for s, e, path in splitter.section_chunks(_Graphemes(text)):
         assert e - s <= size or len(text[s:e]) == 1
         assert isinstance(path, tuple)

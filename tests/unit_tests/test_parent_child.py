@@ -23,6 +23,7 @@ from langchain_ragspine.retrievers import BM25Retriever, ParentChildRetriever
 from langchain_ragspine.stores import ChunkStore
 from langchain_ragspine.stores.chunk_store import SCHEMA_VERSION
 from langchain_ragspine.text_splitters import ParentChildTextSplitter
+from langchain_ragspine.text_splitters.chunkers import CHUNKERS
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -315,3 +316,37 @@ def test_parent_child_mode_over_auto_returns_parents(tmp_path):
     assert hits[0].page_content == "第一条　本法は全国に適用する。\n\n第二条　施行は四月とする。"
     assert hits[0].metadata["heading"] == [] and hits[0].metadata["child_ids"]
     assert [h.page_content for h in search(retriever, "台風", k=2)] == ["# 台風\n\n台風は秋に来る。"]
+
+
+@pytest.mark.parametrize("name", CHUNKERS)
+def test_cli_ingest_with_every_chunker_then_search(name, tmp_path, capsys):
+    corpus, store = _corpus(tmp_path), str(tmp_path / "store")
+    extra = ["--embedding", "hashing"] if name == "semantic" else []  # semantic cuts on embeddings
+    assert main(["ingest", str(corpus), "--store", store, "--chunker", name, "--mode", "bm25",
+                 "--chunk-size", "40", "--chunk-overlap", "10", *extra]) == 0
+    assert "this run: 3 documents" in capsys.readouterr().out
+    with ChunkStore(Path(store) / CHUNKS_DB, read_only=True) as chunks:
+        assert chunks.chunker is not None and chunks.chunker["name"] == name
+        assert (chunks.count_parents() > 0) == (name == "parent_child")
+    mode = "parent_child" if name == "parent_child" else "bm25"
+    assert main(["search", "施行は四月", "--store", store, "--json", "-k", "3", "--mode", mode]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.strip()]
+    assert rows and rows[0]["doc_id"] == "law" and "施行は四月" in rows[0]["text"]
+    for row in rows:  # every result, child or parent, is a verbatim slice of its file
+        raw = (corpus / f"{row['doc_id']}.md").read_text("utf-8")
+        assert raw[row["start_index"] : row["end_index"]] == row["text"]
+        assert "機密" not in row["text"]
+    if name != "paragraph":  # another chunker than the store's is refused, by name
+        assert main(["ingest", str(corpus), "--store", store, "--chunker", "paragraph", "--mode", "bm25"]) == 2
+        assert f"chunked by {name}(" in capsys.readouterr().err
+
+
+def test_ragspine_chunker_environment_selects_the_ingest_chunker(tmp_path, monkeypatch, capsys):
+    corpus, store = _corpus(tmp_path), tmp_path / "store"
+    monkeypatch.setenv("RAGSPINE_CHUNKER", "qa")
+    assert main(["ingest", str(corpus), "--store", str(store), "--mode", "bm25"]) == 0
+    with ChunkStore(store / CHUNKS_DB, read_only=True) as chunks:
+        assert chunks.chunker == {"name": "qa", "chunk_size": 480, "chunk_overlap": 80}
+    monkeypatch.setenv("RAGSPINE_CHUNKER", "recursive")
+    with pytest.raises(ValueError, match="unknown chunker 'recursive'"):
+        ingest(corpus, store, mode="bm25")
