@@ -4,7 +4,9 @@ retriever's child_k / parent_k, missing and RESTRICTED parents, a second process
 
 from __future__ import annotations
 
+import hashlib
 import json
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -131,6 +133,38 @@ def test_schema_2_store_opens_read_only_and_migrates(tmp_path):
     with ChunkStore(path) as store:
         assert store.schema_version == SCHEMA_VERSION
         assert store.replace_doc_chunks("a", chunks) == 1  # same hash as schema 2 wrote: unchanged
+
+
+def test_the_saved_schema_2_fixture_migrates_additively(tmp_path):
+    """The store of tests/fixtures/store-5830ee7 (schema 2, written by main before parents existed): a read-only
+    open changes no byte; a writable open migrates to schema 3 keeping every chunk and version row as it was."""
+    fixture = REPO / "tests" / "fixtures" / "store-5830ee7"
+    shutil.copytree(fixture / "store", tmp_path / "store")
+    shutil.copytree(fixture / "corpus", tmp_path / "corpus")
+    path = tmp_path / "store" / CHUNKS_DB
+
+    def rows() -> tuple[list[tuple], list[tuple]]:
+        con = sqlite3.connect(path)
+        try:
+            return (con.execute("SELECT * FROM chunks ORDER BY id").fetchall(),
+                    con.execute("SELECT * FROM doc_versions ORDER BY doc_id, version").fetchall())
+        finally:
+            con.close()
+
+    before_bytes, before_rows = hashlib.sha256(path.read_bytes()).hexdigest(), rows()
+    with ChunkStore(path, read_only=True) as old:
+        assert old.schema_version == 2 and old.chunker is None and old.count_parents() == 0
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before_bytes
+    with ChunkStore(path) as store:
+        assert store.schema_version == SCHEMA_VERSION and store.count_parents() == 0
+    assert rows() == before_rows  # additive: nothing deleted or rewritten
+    summary = ingest(tmp_path / "corpus", tmp_path / "store", tokenizer="cjk-nofold", mode="bm25", progress=False)
+    assert summary.unchanged == summary.documents == 3  # the content hashes schema 2 wrote still match
+    with ChunkStore(path, read_only=True) as store:
+        assert store.chunker == {"name": "paragraph", "chunk_size": 480, "chunk_overlap": 80}
+    with pytest.raises(StoreError, match="built before stores recorded their chunker"):  # before the record
+        shutil.copytree(fixture / "store", tmp_path / "fresh")
+        ingest(tmp_path / "corpus", tmp_path / "fresh", chunker="layout", mode="bm25", progress=False)
 
 
 # -- the retriever -----------------------------------------------------------------------------------------------
