@@ -3,7 +3,7 @@
 :class:`SemanticTextSplitter` embeds every sentence together with its ``buffer_size`` neighbours on each side,
 measures the cosine distance between consecutive such windows, and cuts after sentence ``i`` when the distance to
 ``i + 1`` is above a threshold computed per document: its ``breakpoint_threshold_amount``-th percentile (default 95,
-so about one cut in twenty sentences), or mean + amount × standard deviation, or Q3 + amount × IQR.  A group of
+so about one cut in twenty sentences), or mean + amount × standard deviation, or mean + amount × IQR.  A group of
 sentences longer than ``chunk_size`` is then chunked by the paragraph machinery, so chunks stay within budget.
 Every chunk is a verbatim slice ``text[start:end]`` from its first sentence's start to its last sentence's end.
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -384,3 +385,16 @@ def test_ragspine_chunker_environment_selects_the_ingest_chunker(tmp_path, monke
     monkeypatch.setenv("RAGSPINE_CHUNKER", "recursive")
     with pytest.raises(ValueError, match="unknown chunker 'recursive'"):
         ingest(corpus, store, mode="bm25")
+
+
+def test_the_chunking_doc_python_blocks_run(monkeypatch, capsys):
+    """docs/chunking.md's examples run as written (repo root as cwd), so the page cannot drift from the code."""
+    blocks = re.findall(r"```python\n(.*?)```", (REPO / "docs" / "chunking.md").read_text("utf-8"), re.S)
+    assert blocks
+    monkeypatch.chdir(REPO)
+    namespace: dict[str, Any] = {"__name__": "__chunking_doc__"}
+    for block in blocks:
+        exec(compile(block, "docs/chunking.md", "exec"), namespace)
+    printed = capsys.readouterr().out.splitlines()
+    assert 1 <= len(printed) <= 3 and all("#" in line for line in printed)  # a locator per parent
+    namespace["store"].close()
