@@ -36,6 +36,7 @@ CASES: dict[str, tuple[object, str, str, object]] = {
     "llm": (None, "ollama:dotenv", "ollama:env", "none"),
     "ollama_host": (None, "http://dotenv:1", "http://env:2", "http://argument:3"),
     "cache_dir": (None, "/cache/dotenv", "/cache/env", Path("/cache/argument")),
+    "chunker": (None, "laws", "qa", "book"),
 }
 
 
@@ -102,7 +103,8 @@ def test_blank_paths_count_as_unset(clean, monkeypatch):
 @pytest.mark.parametrize(
     "name, value, message",
     [("RAGSPINE_RETRIEVAL_MODE", "fast", "unknown retrieval mode"), ("RAGSPINE_TOKENIZER", "mecab", "unknown tokenizer"),
-     ("RAGSPINE_K", "0", "greater than 0"), ("RAGSPINE_CHUNK_SIZE", "big", "integer")],
+     ("RAGSPINE_K", "0", "greater than 0"), ("RAGSPINE_CHUNK_SIZE", "big", "integer"),
+     ("RAGSPINE_CHUNKER", "recursive", "unknown chunker")],
 )
 def test_bad_values_are_refused_from_dotenv_too(clean, name, value, message):
     _dotenv(clean, **{name: value})
