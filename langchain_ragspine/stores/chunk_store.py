@@ -71,6 +71,30 @@ FACET_FIELDS: tuple[str, ...] = ("topic", "entity", "geography", "period", "lang
 _LINEAGE_KEYS = ("doc_id", "chunk_id", "start_index", "end_index", "source_locator", "title", "sensitivity")
 
 # -- schema --------------------------------------------------------------------------------------------------
+def _passage_table_ddl(table: str, id_column: str) -> str:
+    """The DDL of a table of versioned passages: ``chunks`` (id column ``chunk_id``) and, from schema 3, ``parents``
+    (``parent_id``) have the same columns and constraints."""
+    return f"""CREATE TABLE IF NOT EXISTS {table} (
+        id             INTEGER PRIMARY KEY AUTOINCREMENT,
+        {id_column:<15}TEXT    NOT NULL,
+        doc_id         TEXT    NOT NULL,
+        version        INTEGER NOT NULL,
+        position       INTEGER NOT NULL,
+        text           TEXT    NOT NULL,
+        start_index    INTEGER,
+        end_index      INTEGER,
+        source_locator TEXT,
+        title          TEXT,
+        sensitivity    TEXT,
+        metadata_json  TEXT    NOT NULL,
+        valid_as_of    TEXT    NOT NULL DEFAULT '',
+        ingested_at    TEXT    NOT NULL,
+        active         INTEGER NOT NULL DEFAULT 1 CHECK (active IN (0, 1)),
+        UNIQUE (doc_id, version, {id_column}),
+        FOREIGN KEY (doc_id, version) REFERENCES doc_versions (doc_id, version)
+    )"""
+
+
 # Every statement is idempotent (IF NOT EXISTS) so the same list creates a fresh file and completes an older
 # one.
 _SCHEMA_DDL: tuple[str, ...] = (
@@ -88,44 +112,8 @@ _SCHEMA_DDL: tuple[str, ...] = (
         retracted    INTEGER NOT NULL DEFAULT 0 CHECK (retracted IN (0, 1)),
         PRIMARY KEY (doc_id, version)
     )""",
-    """CREATE TABLE IF NOT EXISTS chunks (
-        id             INTEGER PRIMARY KEY AUTOINCREMENT,
-        chunk_id       TEXT    NOT NULL,
-        doc_id         TEXT    NOT NULL,
-        version        INTEGER NOT NULL,
-        position       INTEGER NOT NULL,
-        text           TEXT    NOT NULL,
-        start_index    INTEGER,
-        end_index      INTEGER,
-        source_locator TEXT,
-        title          TEXT,
-        sensitivity    TEXT,
-        metadata_json  TEXT    NOT NULL,
-        valid_as_of    TEXT    NOT NULL DEFAULT '',
-        ingested_at    TEXT    NOT NULL,
-        active         INTEGER NOT NULL DEFAULT 1 CHECK (active IN (0, 1)),
-        UNIQUE (doc_id, version, chunk_id),
-        FOREIGN KEY (doc_id, version) REFERENCES doc_versions (doc_id, version)
-    )""",
-    """CREATE TABLE IF NOT EXISTS parents (
-        id             INTEGER PRIMARY KEY AUTOINCREMENT,
-        parent_id      TEXT    NOT NULL,
-        doc_id         TEXT    NOT NULL,
-        version        INTEGER NOT NULL,
-        position       INTEGER NOT NULL,
-        text           TEXT    NOT NULL,
-        start_index    INTEGER,
-        end_index      INTEGER,
-        source_locator TEXT,
-        title          TEXT,
-        sensitivity    TEXT,
-        metadata_json  TEXT    NOT NULL,
-        valid_as_of    TEXT    NOT NULL DEFAULT '',
-        ingested_at    TEXT    NOT NULL,
-        active         INTEGER NOT NULL DEFAULT 1 CHECK (active IN (0, 1)),
-        UNIQUE (doc_id, version, parent_id),
-        FOREIGN KEY (doc_id, version) REFERENCES doc_versions (doc_id, version)
-    )""",
+    _passage_table_ddl("chunks", "chunk_id"),
+    _passage_table_ddl("parents", "parent_id"),
     """CREATE TABLE IF NOT EXISTS facets (
         chunk_row INTEGER NOT NULL REFERENCES chunks (id) ON DELETE CASCADE,
         field     TEXT    NOT NULL,
