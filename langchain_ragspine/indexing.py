@@ -45,7 +45,13 @@ from langchain_ragspine.sensitivity import drop_restricted, is_restricted
 from langchain_ragspine.stores import ChunkStore
 from langchain_ragspine.stores.embedding_cache import EmbeddingCache
 from langchain_ragspine.text_splitters import ParagraphTextSplitter
-from langchain_ragspine.text_splitters.chunkers import DEFAULT_CHUNKER, chunker_mismatch, make_chunker
+from langchain_ragspine.text_splitters.chunkers import (
+    CHUNKERS,
+    DEFAULT_CHUNKER,
+    chunker_mismatch,
+    describe_chunker,
+    make_chunker,
+)
 from langchain_ragspine.tokenizers import tokenizer_name, tokenizer_version
 
 #: File and folder names inside a store directory.
@@ -490,24 +496,32 @@ def _chunker_for(
 
 
 def check_store_chunker(store: ChunkStore, root: Path, chunker: str | None = None) -> None:
-    """Refuse to search a store chunked by another chunker than the one asked for (``chunker``, default
-    ``RAGSPINE_CHUNKER``; when neither is set, any store is searched as it was built).
+    """Refuse to search a store chunked with another configuration than the one asked for: the chunker
+    ``chunker`` (default ``RAGSPINE_CHUNKER``) with the ``chunk_size`` / ``chunk_overlap`` of the settings
+    (``RAGSPINE_CHUNK_SIZE`` / ``RAGSPINE_CHUNK_OVERLAP``, default 480 / 80) — what ``ingest`` would build with the
+    same settings.  When no chunker is asked for, any store is searched as it was built.
 
     Raises:
-        StoreError: the store's recorded chunker (``paragraph`` for a store with no record) is not ``chunker``.
+        StoreError: the store's recorded chunker (``paragraph`` for a store with no record), or its budgets, differ
+            from the asked configuration; the message names both.
         ValueError: an unknown chunker name.
     """
-    wanted = chunker if chunker is not None else get_settings().chunker
+    settings = get_settings()
+    wanted = chunker if chunker is not None else settings.chunker
     if wanted is None:
         return
     wanted = wanted.strip().lower()
-    recorded = store.chunker
-    have = (recorded or {}).get("name") or DEFAULT_CHUNKER
-    if have != wanted:
+    if wanted not in CHUNKERS:
+        raise ValueError(f"unknown chunker {wanted!r}; choose one of {', '.join(CHUNKERS)}")
+    asked = {"name": wanted, "chunk_size": settings.chunk_size, "chunk_overlap": settings.chunk_overlap}
+    recorded = store.chunker or {"name": DEFAULT_CHUNKER}
+    differ = [key for key in asked if key in recorded and recorded[key] != asked[key]]
+    if differ:
+        built = describe_chunker(recorded)
         raise StoreError(
-            f"refusing to search: this store was chunked by {have}, but the chunker asked for is {wanted} "
-            "(RAGSPINE_CHUNKER); search it without RAGSPINE_CHUNKER, or ingest into a new store with "
-            f"--chunker {wanted}",
+            f"refusing to search: this store was chunked by {built}, but the configuration asked for is "
+            f"{describe_chunker(asked)} (RAGSPINE_CHUNKER, RAGSPINE_CHUNK_SIZE, RAGSPINE_CHUNK_OVERLAP); search it "
+            f"without RAGSPINE_CHUNKER, or ingest into a new store with --chunker {wanted}",
             path=root,
         )
 

@@ -332,6 +332,14 @@ def test_search_refuses_a_store_of_another_chunker(tmp_path, monkeypatch):
         open_retriever(store_dir, mode="bm25")
     monkeypatch.setenv("RAGSPINE_CHUNKER", "laws")
     assert open_retriever(store_dir, mode="bm25")
+    monkeypatch.setenv("RAGSPINE_CHUNK_SIZE", "300")  # same chunker, other budgets: another configuration
+    with pytest.raises(StoreError, match=r"chunked by laws\(chunk_overlap=80, chunk_size=480\), but the "
+                                         r"configuration asked for is laws\(chunk_overlap=80, chunk_size=300\)"):
+        open_retriever(store_dir, mode="bm25")
+    monkeypatch.setenv("RAGSPINE_CHUNKER", "book")
+    monkeypatch.delenv("RAGSPINE_CHUNK_SIZE")
+    with pytest.raises(StoreError, match="refusing to search"):
+        open_retriever(store_dir, mode="parent_child")
 
 
 def test_parent_child_mode_needs_a_store_with_parents(tmp_path):
