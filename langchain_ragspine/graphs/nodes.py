@@ -185,6 +185,9 @@ def make_prepare(**extra: Any) -> Node:
             "documents": replace([]),
             "answer": "",
             "citations": [],
+            "invalid_citations": [],
+            "unsupported_sentences": [],
+            "warning": None,
             "refused": False,
             "retries": 0,
             "retry_reason": None,
@@ -262,19 +265,38 @@ def make_generate(chain: Runnable[Any, Any], *, max_docs: int | None = 6, lost_i
         mode = str(out.get("mode") or "llm")
         answer = str(out.get("answer") or "")
         dont_know = is_dont_know(answer)  # the chain found no support: a refusal, not an answer
+        report = answer_report(out)
         entry = {"step": "generate", "mode": mode, "passages": len(shown), "cited": [c["n"] for c in citations]}
         if dont_know:
             entry["dont_know"] = True
+        if any(c.get("attributed") for c in citations):
+            entry["attributed"] = True
+        entry.update({k: len(v) for k, v in report.items() if isinstance(v, list) and v})
+        if report["warning"]:
+            entry["warning"] = report["warning"]
         return {
             "answer": answer,
             "citations": [] if dont_know else citations,
             "documents": replace(shown),
             "mode": mode,
             "refused": dont_know,
+            **report,
             "trace": [entry],
         }
 
     return generate
+
+
+def answer_report(out: Mapping[str, Any]) -> dict[str, Any]:
+    """The answer chain's checks of its own citations, as state keys: ``invalid_citations`` (numbers that named
+    no passage, removed from the text), ``unsupported_sentences`` (sentences no passage supports) and ``warning``
+    (why an answer carries no citation) — empty / ``None`` when an answer chain does not report them."""
+    warning = out.get("warning")
+    return {
+        "invalid_citations": [int(n) for n in out.get("invalid_citations") or []],
+        "unsupported_sentences": [str(x) for x in out.get("unsupported_sentences") or []],
+        "warning": str(warning) if warning else None,
+    }
 
 
 def refuse(state: Mapping[str, Any]) -> dict[str, Any]:
@@ -289,6 +311,9 @@ def refuse(state: Mapping[str, Any]) -> dict[str, Any]:
         "refused": True,
         "mode": "refusal",
         "retry_reason": reason,
+        "invalid_citations": [],
+        "unsupported_sentences": [],
+        "warning": None,
         "trace": [{"step": "refuse", "reason": reason, "retries": state.get("retries", 0)}],
     }
 

@@ -20,7 +20,7 @@ against the builder's ``max_retries``), invariant 7.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any, Required, TypedDict
+from typing import Annotated, Any, NotRequired, Required, TypedDict
 
 from langchain_core.documents import Document
 
@@ -96,6 +96,8 @@ class SubAnswer(TypedDict):
     citations: list[Citation]
     documents: list[Document]
     refused: bool
+    unsupported_sentences: NotRequired[list[str]]
+    warning: NotRequired[str | None]
 
 
 def merge_sub_answers(left: list[SubAnswer] | None, right: Any) -> list[SubAnswer]:
@@ -130,6 +132,9 @@ class RAGOutput(TypedDict, total=False):
     documents: list[Document]
     trace: list[dict[str, Any]]
     refused: bool
+    invalid_citations: list[int]
+    unsupported_sentences: list[str]
+    warning: str | None
 
 
 class RAGState(TypedDict, total=False):
@@ -144,7 +149,12 @@ class RAGState(TypedDict, total=False):
             passages the answer was given, numbered ``[1]…`` in this order (empty after a refusal).  Never holds a
             RESTRICTED chunk.
         answer: the final answer (a refusal names "insufficient context").
-        citations: ``[{"n", "chunk_id", "doc_id", "title", "source_locator"}]``; ``n`` indexes ``documents`` from 1.
+        citations: ``[{"n", "chunk_id", "doc_id", "title", "source_locator", "attributed"}]``; ``n`` indexes
+            ``documents`` from 1; ``attributed`` marks a citation the package attributed to a sentence of an answer
+            whose model wrote no valid marker.
+        invalid_citations: citation numbers the model wrote that named no passage (removed from ``answer``).
+        unsupported_sentences: answer sentences no passage supports (LLM answers cited by attribution).
+        warning: why a returned or refused answer carries no citation (e.g. no passage supports it), else ``None``.
         trace: one dict per decision taken (``{"step": node name, …}``); it never holds chunk text.
         refused: whether the graph refused for lack of supported context.
         retries: corrections / retries taken so far (bounded by the builder's ``max_retries``).
@@ -162,6 +172,9 @@ class RAGState(TypedDict, total=False):
     documents: Annotated[list[Document], merge_documents]
     answer: str
     citations: list[Citation]
+    invalid_citations: list[int]
+    unsupported_sentences: list[str]
+    warning: str | None
     trace: Annotated[list[dict[str, Any]], append_trace]
     refused: bool
     retries: int
@@ -177,10 +190,12 @@ class CorrectiveRAGState(RAGState, total=False):
 
 
 class AdaptiveRAGState(CorrectiveRAGState, total=False):
-    """State of the adaptive graph: the ``route`` taken and, for ``"decompose"``, the sub-questions and the answers
-    their parallel branches wrote."""
+    """State of the adaptive graph: the ``route`` taken and, for ``"decompose"``, the sub-questions, the answers
+    their parallel branches wrote and ``fallbacks`` — how often a decomposition that answered nothing fell back to
+    answering the original question (bounded by ``adaptive.MAX_FALLBACKS``)."""
 
     route: str
+    fallbacks: int
     sub_questions: list[str]
     sub_answers: Annotated[list[SubAnswer], merge_sub_answers]
 
