@@ -1,7 +1,8 @@
 """langchain-ragspine: retrieval for Japanese, Chinese and English documents as LangChain parts.
 
-Loaders (``CorpusLoader``) → splitters (``ParagraphTextSplitter``) → versioned chunk store (``ChunkStore``) →
-retrievers (``BM25Retriever``, ``DenseRetriever``, ``HybridRetriever``) → compressors (``RestrictedGate``, rerankers,
+Loaders (``CorpusLoader``) → splitters (``ParagraphTextSplitter``, ``LayoutTextSplitter``, parent-child, sentence
+window, semantic) → versioned chunk store (``ChunkStore``) → retrievers (``BM25Retriever``, ``DenseRetriever``,
+``HybridRetriever``, ``ParentChildRetriever``) → compressors (``RestrictedGate``, rerankers,
 MMR, lost-in-the-middle, extractive compression).  See ``docs/architecture.md``.
 """
 
@@ -24,9 +25,15 @@ from langchain_ragspine.errors import LoaderError, RagSpineError, StoreError
 from langchain_ragspine.filters import compile_filter, matches
 from langchain_ragspine.indexing import IngestSummary, ingest, open_retriever, search
 from langchain_ragspine.modes import RetrievalMode, register_mode
-from langchain_ragspine.retrievers import BM25Retriever, DenseRetriever, HybridRetriever
+from langchain_ragspine.retrievers import BM25Retriever, DenseRetriever, HybridRetriever, ParentChildRetriever
 from langchain_ragspine.stores import ChunkStore, StoredChunk
-from langchain_ragspine.text_splitters import ParagraphTextSplitter
+from langchain_ragspine.text_splitters import (
+    LayoutTextSplitter,
+    ParagraphTextSplitter,
+    ParentChildTextSplitter,
+    SemanticTextSplitter,
+    SentenceWindowTextSplitter,
+)
 from langchain_ragspine.tokenizers import get_tokenizer
 
 __all__ = [
@@ -40,15 +47,20 @@ __all__ = [
     "HybridRetriever",
     "IngestSummary",
     "LLMListwiseReranker",
+    "LayoutTextSplitter",
     "LoaderError",
     "LostInTheMiddleReorder",
     "MMRCompressor",
     "ParagraphTextSplitter",
+    "ParentChildRetriever",
+    "ParentChildTextSplitter",
     "RESTRICTED_SENSITIVITY",
     "RagSpineError",
     "RagSpineSettings",
     "RestrictedGate",
     "RetrievalMode",
+    "SemanticTextSplitter",
+    "SentenceWindowTextSplitter",
     "StoreError",
     "StoredChunk",
     "compile_filter",
