@@ -2,13 +2,20 @@
 
 Loaders (``CorpusLoader``) → splitters (``ParagraphTextSplitter``, ``LayoutTextSplitter``, parent-child, sentence
 window, semantic) → versioned chunk store (``ChunkStore``) → retrievers (``BM25Retriever``, ``DenseRetriever``,
-``HybridRetriever``, ``ParentChildRetriever``) → compressors (``RestrictedGate``, rerankers,
-MMR, lost-in-the-middle, extractive compression).  See ``docs/architecture.md``.
+``HybridRetriever``, ``ParentChildRetriever``; query transformations such as ``HyDERetriever``,
+``MultiQueryRetriever``, ``GlossaryRetriever``; ``MultiIndexRetriever``) → compressors (``RestrictedGate``,
+rerankers, MMR, lost-in-the-middle, extractive compression).  See ``docs/architecture.md``.
 """
 
 from langchain_ragspine._version import __version__ as __version__
 from langchain_ragspine.chains import make_answer_chain
-from langchain_ragspine.config import RagSpineSettings, get_settings, make_chat_model, make_embeddings
+from langchain_ragspine.config import (
+    RagSpineSettings,
+    get_settings,
+    make_chat_model,
+    make_embeddings,
+    make_query_transform,
+)
 from langchain_ragspine.document_compressors import (
     RESTRICTED_SENSITIVITY,
     ContextualHeader,
@@ -25,7 +32,21 @@ from langchain_ragspine.errors import LoaderError, RagSpineError, StoreError
 from langchain_ragspine.filters import compile_filter, matches
 from langchain_ragspine.indexing import IngestSummary, ingest, open_retriever, search
 from langchain_ragspine.modes import RetrievalMode, register_mode
-from langchain_ragspine.retrievers import BM25Retriever, DenseRetriever, HybridRetriever, ParentChildRetriever
+from langchain_ragspine.retrievers import (
+    BM25Retriever,
+    DecompositionRetriever,
+    DenseRetriever,
+    FilterExtractionRetriever,
+    GlossaryRetriever,
+    HybridRetriever,
+    HyDERetriever,
+    MultiIndexRetriever,
+    MultiQueryRetriever,
+    ParentChildRetriever,
+    QueryDenyList,
+    RAGFusionRetriever,
+    StepBackRetriever,
+)
 from langchain_ragspine.stores import ChunkStore, StoredChunk
 from langchain_ragspine.text_splitters import (
     LayoutTextSplitter,
@@ -42,8 +63,12 @@ __all__ = [
     "ContextualHeader",
     "CorpusLoader",
     "CrossEncoderReranker",
+    "DecompositionRetriever",
     "DenseRetriever",
     "ExtractiveCompressor",
+    "FilterExtractionRetriever",
+    "GlossaryRetriever",
+    "HyDERetriever",
     "HybridRetriever",
     "IngestSummary",
     "LLMListwiseReranker",
@@ -51,9 +76,13 @@ __all__ = [
     "LoaderError",
     "LostInTheMiddleReorder",
     "MMRCompressor",
+    "MultiIndexRetriever",
+    "MultiQueryRetriever",
     "ParagraphTextSplitter",
     "ParentChildRetriever",
     "ParentChildTextSplitter",
+    "QueryDenyList",
+    "RAGFusionRetriever",
     "RESTRICTED_SENSITIVITY",
     "RagSpineError",
     "RagSpineSettings",
@@ -61,6 +90,7 @@ __all__ = [
     "RetrievalMode",
     "SemanticTextSplitter",
     "SentenceWindowTextSplitter",
+    "StepBackRetriever",
     "StoreError",
     "StoredChunk",
     "compile_filter",
@@ -71,6 +101,7 @@ __all__ = [
     "make_answer_chain",
     "make_chat_model",
     "make_embeddings",
+    "make_query_transform",
     "matches",
     "open_retriever",
     "register_mode",
