@@ -43,3 +43,14 @@ def update_results_section(name: str, title: str, command: str, body: str) -> No
     else:
         text = text.rstrip() + "\n\n" + section + "\n"
     RESULTS.write_text(text, "utf-8")
+
+
+def data_missing(sets: list[str]) -> bool:
+    """Whether a set of ``sets`` has no ``questions.jsonl`` under :data:`DATA`; if so, say which on stderr."""
+    import sys
+
+    missing = [s for s in sets if not (DATA / s / "questions.jsonl").exists()]
+    if missing:
+        print(f"benchmark data not found: {', '.join(str(DATA / s) for s in missing)} "
+              "(expected ../shared/data beside the repo, or set RAGSPINE_DATA)", file=sys.stderr)
+    return bool(missing)

@@ -27,7 +27,7 @@ import sys
 import warnings
 from collections.abc import Callable
 
-from _common import DATA, REPO, update_results_section
+from _common import DATA, REPO, data_missing, update_results_section
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_text_splitters import RecursiveCharacterTextSplitter, TextSplitter
@@ -154,10 +154,7 @@ def main() -> int:
     ap.add_argument("--only", nargs="+", default=None, metavar="NAME",
                     help="run only configurations whose name contains one of these strings; print, write nothing")
     args = ap.parse_args()
-    missing = [s for s in args.sets if not (DATA / s / "questions.jsonl").exists()]
-    if missing:
-        print(f"benchmark data not found: {', '.join(str(DATA / s) for s in missing)} "
-              "(expected ../shared/data beside the repo, or set RAGSPINE_DATA)", file=sys.stderr)
+    if data_missing(args.sets):
         return 2
     WORK.mkdir(parents=True, exist_ok=True)
     sections = []

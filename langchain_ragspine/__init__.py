@@ -1,9 +1,10 @@
 """langchain-ragspine: retrieval for Japanese, Chinese and English documents as LangChain parts.
 
-Loaders (``CorpusLoader``) → splitters (``ParagraphTextSplitter``) → versioned chunk store (``ChunkStore``) →
-retrievers (``BM25Retriever``, ``DenseRetriever``, ``HybridRetriever``; query transformations such as
-``HyDERetriever``, ``MultiQueryRetriever``, ``GlossaryRetriever``; ``MultiIndexRetriever``) → compressors
-(``RestrictedGate``, rerankers, MMR, lost-in-the-middle, extractive compression).  See ``docs/architecture.md``.
+Loaders (``CorpusLoader``) → splitters (``ParagraphTextSplitter``, ``LayoutTextSplitter``, parent-child, sentence
+window, semantic) → versioned chunk store (``ChunkStore``) → retrievers (``BM25Retriever``, ``DenseRetriever``,
+``HybridRetriever``, ``ParentChildRetriever``; query transformations such as ``HyDERetriever``,
+``MultiQueryRetriever``, ``GlossaryRetriever``; ``MultiIndexRetriever``) → compressors (``RestrictedGate``,
+rerankers, MMR, lost-in-the-middle, extractive compression).  See ``docs/architecture.md``.
 """
 
 from langchain_ragspine._version import __version__ as __version__
@@ -41,12 +42,19 @@ from langchain_ragspine.retrievers import (
     HyDERetriever,
     MultiIndexRetriever,
     MultiQueryRetriever,
+    ParentChildRetriever,
     QueryDenyList,
     RAGFusionRetriever,
     StepBackRetriever,
 )
 from langchain_ragspine.stores import ChunkStore, StoredChunk
-from langchain_ragspine.text_splitters import ParagraphTextSplitter
+from langchain_ragspine.text_splitters import (
+    LayoutTextSplitter,
+    ParagraphTextSplitter,
+    ParentChildTextSplitter,
+    SemanticTextSplitter,
+    SentenceWindowTextSplitter,
+)
 from langchain_ragspine.tokenizers import get_tokenizer
 
 __all__ = [
@@ -64,12 +72,15 @@ __all__ = [
     "HybridRetriever",
     "IngestSummary",
     "LLMListwiseReranker",
+    "LayoutTextSplitter",
     "LoaderError",
     "LostInTheMiddleReorder",
     "MMRCompressor",
     "MultiIndexRetriever",
     "MultiQueryRetriever",
     "ParagraphTextSplitter",
+    "ParentChildRetriever",
+    "ParentChildTextSplitter",
     "QueryDenyList",
     "RAGFusionRetriever",
     "RESTRICTED_SENSITIVITY",
@@ -77,6 +88,8 @@ __all__ = [
     "RagSpineSettings",
     "RestrictedGate",
     "RetrievalMode",
+    "SemanticTextSplitter",
+    "SentenceWindowTextSplitter",
     "StepBackRetriever",
     "StoreError",
     "StoredChunk",

@@ -42,6 +42,7 @@ from langchain_ragspine.filters import parse_filter_expressions
 from langchain_ragspine.indexing import StoreSource, ingest, open_retriever, result_record, search
 from langchain_ragspine.modes import build_retriever, get_mode, mode_factory, mode_names, needs_dense_index
 from langchain_ragspine.retrievers import BM25Retriever, HybridRetriever
+from langchain_ragspine.text_splitters.chunkers import CHUNKERS
 from langchain_ragspine.tokenizers import TOKENIZERS
 
 #: The demo's sample questions: Japanese, English, and one whose best lexical match is a RESTRICTED runbook.
@@ -106,6 +107,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
         embedding=args.embedding,
         mode=args.mode,
         allow_empty=args.allow_empty,
+        chunker=args.chunker,
     )
     for note in summary.notes:
         print(f"note: {note}", file=sys.stderr)
@@ -388,6 +390,10 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
     p.add_argument("--chunk-size", type=int, default=s.chunk_size, help="chunk budget in characters (480)")
     p.add_argument("--chunk-overlap", type=int, default=s.chunk_overlap, help="overlap in characters (80)")
     p.add_argument("--tokenizer", default=s.tokenizer, choices=sorted(TOKENIZERS), help="BM25 tokenizer (auto)")
+    p.add_argument(
+        "--chunker", default=s.chunker, choices=CHUNKERS,
+        help="how documents are chunked (RAGSPINE_CHUNKER, else the store's, else paragraph); a store keeps one",
+    )
     p.add_argument("--on-error", choices=["raise", "skip"], default="raise", help="bad files: stop, or skip")
     p.add_argument("--keep-missing", action="store_true", help="do not retract documents absent from PATHs")
     p.add_argument(

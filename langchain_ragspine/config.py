@@ -19,6 +19,7 @@ from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from langchain_ragspine.text_splitters import DEFAULT_CHUNK_CHARS, DEFAULT_OVERLAP_CHARS
+from langchain_ragspine.text_splitters.chunkers import CHUNKERS
 from langchain_ragspine.tokenizers import TOKENIZERS
 
 if TYPE_CHECKING:
@@ -70,6 +71,9 @@ class RagSpineSettings(BaseSettings):
             (``RAGSPINE_TOKENIZER``; default ``"auto"``).
         chunk_size: chunk budget in characters (``RAGSPINE_CHUNK_SIZE``; default 480).
         chunk_overlap: overlap in characters (``RAGSPINE_CHUNK_OVERLAP``; default 80).
+        chunker: how ingest chunks documents (``RAGSPINE_CHUNKER``: one of
+            :data:`~langchain_ragspine.text_splitters.chunkers.CHUNKERS`; unset: the store's recorded chunker,
+            ``paragraph`` for a new store).  Set, it must match the store's record for ingest and search alike.
         store: default store directory for the CLI and ``graphs/app.py`` (``RAGSPINE_STORE``; default none: the
             CLI then requires ``--store``, ``graphs/app.py`` ingests the demo corpus).
         k: number of chunks a search returns, for every entry point (``RAGSPINE_K``; default :data:`DEFAULT_K` = 6).
@@ -100,6 +104,7 @@ class RagSpineSettings(BaseSettings):
     tokenizer: str = "auto"
     chunk_size: int = Field(DEFAULT_CHUNK_CHARS, gt=0)
     chunk_overlap: int = Field(DEFAULT_OVERLAP_CHARS, ge=0)
+    chunker: str | None = None
     store: Path | None = None
     k: int = Field(DEFAULT_K, gt=0)
     embedding: str = "auto"
@@ -115,6 +120,16 @@ class RagSpineSettings(BaseSettings):
     @classmethod
     def _blank_is_unset(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("chunker")
+    @classmethod
+    def _known_chunker(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        name = value.strip().lower()
+        if name not in CHUNKERS:
+            raise ValueError(f"unknown chunker {value!r}; choose one of {', '.join(CHUNKERS)}")
+        return name
 
     @field_validator("retrieval_mode")
     @classmethod

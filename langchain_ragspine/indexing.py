@@ -46,6 +46,13 @@ from langchain_ragspine.stores import ChunkStore
 from langchain_ragspine.stores.embedding_cache import EmbeddingCache
 from langchain_ragspine.text import index_text
 from langchain_ragspine.text_splitters import ParagraphTextSplitter
+from langchain_ragspine.text_splitters.chunkers import (
+    CHUNKERS,
+    DEFAULT_CHUNKER,
+    chunker_mismatch,
+    describe_chunker,
+    make_chunker,
+)
 from langchain_ragspine.tokenizers import tokenizer_name, tokenizer_version
 
 #: File and folder names inside a store directory.
@@ -301,6 +308,7 @@ def ingest(
     embedding: str | Embeddings | None = None,
     mode: str | None = None,
     allow_empty: bool = False,
+    chunker: str | None = None,
 ) -> IngestSummary:
     """Load, chunk and store a corpus under ``store_dir``, then (re)build its BM25 index.
 
@@ -326,6 +334,11 @@ def ingest(
         allow_empty: let a run whose paths yield no document retract every document of a store that has some
             (default ``False``: such a run raises and changes nothing — a wrong path or an emptied folder must not
             silently empty a store).
+        chunker: how documents are chunked, a name of
+            :data:`~langchain_ragspine.text_splitters.chunkers.CHUNKERS` (default ``RAGSPINE_CHUNKER``, else the
+            store's recorded chunker, else ``paragraph``).  The store records the chunker and its parameters; an
+            ingest with another configuration is refused (use a new store).  ``parent_child`` also writes the
+            parents, with their document's version; ``semantic`` embeds every sentence with ``embedding``.
 
     Returns:
         An :class:`IngestSummary`.  Re-running on an unchanged corpus writes nothing and reports every document
@@ -335,7 +348,9 @@ def ingest(
         RagSpineError: a bad file, with ``on_error="raise"`` (the store keeps its previous versions).
         StoreError: the paths yield no document while the store has active ones, and neither ``allow_empty`` nor
             ``retract_missing=False`` was given; the message names the store and how many documents would go.
-        ValueError: bad chunk budgets, tokenizer name or mode, or ``hybrid``/``vector`` without an embedding model.
+        ValueError: bad chunk budgets, tokenizer name, chunker or mode, or ``hybrid``/``vector``/``semantic``
+            without an embedding model.
+        StoreError: the store was chunked with another configuration (the message names both).
     """
     t0 = time.perf_counter()
     if chunk_size is None or chunk_overlap is None or tokenizer is None:
@@ -351,17 +366,17 @@ def ingest(
     name = tokenizer_name(tokenizer)
     if name is None:
         raise ValueError(f"ingest needs a named tokenizer (it is persisted with the index), got {tokenizer!r}")
-    splitter = ParagraphTextSplitter(chunk_size=chunk_size, chunk_overlap=chunk_overlap)
     root = Path(store_dir)
     if root.exists() and not root.is_dir():
         raise StoreError("--store must be a directory, but this is a file", path=root)
+    splitter, chunker_config = _chunker_for(root, chunker, chunk_size, chunk_overlap, embedding, emb)
     loader = CorpusLoader(paths, on_error=on_error)
     docs = list(loader.lazy_load())  # every file is read and checked before the store is touched
-    split = [(doc, splitter.split_documents([doc])) for doc in docs]
+    split = [(doc, *_split(splitter, doc)) for doc in docs]
     show = sys.stderr.isatty() if progress is None else progress
     summary = IngestSummary(
         documents=len(docs),
-        chunks=sum(len(chunks) for _, chunks in split),
+        chunks=sum(len(chunks) for _, chunks, _ in split),
         skipped=len(loader.stats.skipped),
         empty=len(loader.stats.empty),
     )
@@ -378,16 +393,18 @@ def ingest(
     if emb is not None:
         # Embed every new or changed chunk into the cache BEFORE the store changes: an unreachable model or a
         # failure half-way leaves the chunk store and its indexes exactly as they were (the cache only gains vectors).
-        summary.embedded = _warm_embedding_cache(root, emb, [c for _, chunks in split for c in chunks], show)
+        summary.embedded = _warm_embedding_cache(root, emb, [c for _, chunks, _ in split for c in chunks], show)
     with ChunkStore(root / CHUNKS_DB) as store:
+        if store.chunker != chunker_config:
+            store.set_chunker(chunker_config)
         seen: set[str] = set()
-        for doc, chunks in tqdm(split, desc="ingest", unit="doc", disable=not show):
+        for doc, chunks, parents in tqdm(split, desc="ingest", unit="doc", disable=not show):
             doc_id = str(doc.metadata["doc_id"])
             seen.add(doc_id)
             before = store.current_version(doc_id)
             was_active = before is not None and store.count_chunks(doc_id=doc_id) > 0
             after = store.replace_doc_chunks(
-                doc_id, chunks, valid_as_of=str(doc.metadata.get("valid_as_of", ""))
+                doc_id, chunks, valid_as_of=str(doc.metadata.get("valid_as_of", "")), parents=parents
             )
             if before is None:
                 summary.new += 1
@@ -431,6 +448,83 @@ def ingest(
         _write_index_state(root, state)
     summary.seconds = time.perf_counter() - t0
     return summary
+
+
+def _split(splitter: ParagraphTextSplitter, doc: Document) -> tuple[list[Document], list[Document] | None]:
+    """``(chunks, parents)`` of one document (``parents`` is ``None`` unless the splitter makes them)."""
+    split_with_parents = getattr(splitter, "split_with_parents", None)
+    if split_with_parents is None:
+        return splitter.split_documents([doc]), None
+    parents, chunks = split_with_parents([doc])
+    return chunks, parents
+
+
+def _recorded_chunker(root: Path) -> tuple[dict[str, Any] | None, bool]:
+    """``(the store's chunker record, whether it has active documents)``; ``(None, False)`` without a store."""
+    if not (root / CHUNKS_DB).is_file():
+        return None, False
+    with ChunkStore(root / CHUNKS_DB, read_only=True) as store:
+        return store.chunker, bool(store.doc_ids())
+
+
+def _chunker_for(
+    root: Path,
+    name: str | None,
+    chunk_size: int,
+    chunk_overlap: int,
+    embedding: str | Embeddings | None,
+    emb: Embeddings | None,
+) -> tuple[ParagraphTextSplitter, dict[str, Any]]:
+    """The splitter of this ingest and its configuration, checked against the store's record.
+
+    Raises:
+        StoreError: the store was chunked with another configuration.
+        ValueError: an unknown chunker; ``semantic`` without an embedding model.
+    """
+    recorded, has_documents = _recorded_chunker(root)
+    if name is None:
+        name = get_settings().chunker or (recorded or {}).get("name") or DEFAULT_CHUNKER
+    model = (emb if emb is not None else resolve_embedding(embedding)) if name == "semantic" else None
+    splitter, config = make_chunker(name, chunk_size=chunk_size, chunk_overlap=chunk_overlap, embedding=model)
+    why = chunker_mismatch(recorded, config, has_documents=has_documents)
+    if why is not None:
+        raise StoreError(
+            f"refusing to ingest: {why}; one store never mixes two chunkers — ingest into a new --store directory "
+            "(or delete this one) to change how documents are chunked",
+            path=root,
+        )
+    return splitter, config
+
+
+def check_store_chunker(store: ChunkStore, root: Path, chunker: str | None = None) -> None:
+    """Refuse to search a store chunked with another configuration than the one asked for: the chunker
+    ``chunker`` (default ``RAGSPINE_CHUNKER``) with the ``chunk_size`` / ``chunk_overlap`` of the settings
+    (``RAGSPINE_CHUNK_SIZE`` / ``RAGSPINE_CHUNK_OVERLAP``, default 480 / 80) — what ``ingest`` would build with the
+    same settings.  When no chunker is asked for, any store is searched as it was built.
+
+    Raises:
+        StoreError: the store's recorded chunker (``paragraph`` for a store with no record), or its budgets, differ
+            from the asked configuration; the message names both.
+        ValueError: an unknown chunker name.
+    """
+    settings = get_settings()
+    wanted = chunker if chunker is not None else settings.chunker
+    if wanted is None:
+        return
+    wanted = wanted.strip().lower()
+    if wanted not in CHUNKERS:
+        raise ValueError(f"unknown chunker {wanted!r}; choose one of {', '.join(CHUNKERS)}")
+    asked = {"name": wanted, "chunk_size": settings.chunk_size, "chunk_overlap": settings.chunk_overlap}
+    recorded = store.chunker or {"name": DEFAULT_CHUNKER}
+    differ = [key for key in asked if key in recorded and recorded[key] != asked[key]]
+    if differ:
+        built = describe_chunker(recorded)
+        raise StoreError(
+            f"refusing to search: this store was chunked by {built}, but the configuration asked for is "
+            f"{describe_chunker(asked)} (RAGSPINE_CHUNKER, RAGSPINE_CHUNK_SIZE, RAGSPINE_CHUNK_OVERLAP); search it "
+            f"without RAGSPINE_CHUNKER, or ingest into a new store with --chunker {wanted}",
+            path=root,
+        )
 
 
 def _open_bm25(root: Path, store: ChunkStore, state: Mapping[str, Any], *, k: int) -> BM25Retriever:
@@ -528,6 +622,22 @@ class StoreSource:
         """The store's active chunks."""
         return [c.to_document() for c in self.store.iter_chunks()]
 
+    def parent_store(self) -> ChunkStore:
+        """The parent store of :class:`~langchain_ragspine.retrievers.ParentChildRetriever`: the chunk store, opened
+        read-only on its own (it stays open for the retriever's lifetime, after this source is closed).
+
+        Raises:
+            StoreError: the store holds no parents (it was not ingested with ``--chunker parent_child``).
+        """
+        if self.store.count_parents() == 0:
+            name = (self.store.chunker or {}).get("name") or DEFAULT_CHUNKER
+            raise StoreError(
+                f"this store holds no parents (it was chunked by {name}); parent-child retrieval needs a store "
+                "ingested with --chunker parent_child",
+                path=self.root,
+            )
+        return ChunkStore(self.root / CHUNKS_DB, read_only=True)  # outlives this source: the retriever reads it
+
     def bm25(self, *, k: int, tokenizer: str | None = None) -> BaseRetriever:
         """The saved BM25 index (``tokenizer=None``), or one built in memory with ``tokenizer``."""
         if tokenizer is not None:
@@ -613,6 +723,7 @@ def open_retriever(
     mode = resolve_mode(mode)
     k = check_k(k if k is not None else get_settings().k)
     with StoreSource(store_dir, embedding=embedding) as source:
+        check_store_chunker(source.store, source.root)
         return build_retriever(mode, source, k=k, candidate_k=candidate_k, **options)
 
 

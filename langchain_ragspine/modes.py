@@ -45,6 +45,7 @@ from langchain_ragspine.config import (
 from langchain_ragspine.retrievers.bm25 import BM25Retriever
 from langchain_ragspine.retrievers.dense import DenseRetriever
 from langchain_ragspine.retrievers.hybrid import HybridRetriever
+from langchain_ragspine.retrievers.parent_child import ParentChildRetriever
 
 __all__ = [
     "DocumentsSource",
@@ -447,3 +448,23 @@ def _transform_mode(name: str) -> RetrievalMode:
 for _name in QUERY_TRANSFORMS[1:]:
     register_mode(_transform_mode(_name))
 del _name
+
+
+#: Children a ``parent_child`` mode retrieves per query (at least ``k``).
+PARENT_CHILD_CHILD_K = 50
+
+
+def _parent_child(children: BaseRetriever, ctx: ModeContext) -> BaseRetriever:
+    parent_store = getattr(ctx.source, "parent_store", None)
+    if parent_store is None:
+        raise ValueError(
+            f"mode {ctx.mode!r} needs a chunk store with parents: ingest with --chunker parent_child and search the "
+            "store"
+        )
+    return ParentChildRetriever(children, parent_store(), child_k=max(PARENT_CHILD_CHILD_K, ctx.k), parent_k=ctx.k)
+
+
+register_mode(RetrievalMode.wrapping(
+    "parent_child", base="auto", wrap=_parent_child,
+    description="auto over the children of a --chunker parent_child store; returns their distinct parents",
+))

@@ -184,15 +184,18 @@ def strip_think(text: str) -> str:
 
 # -- context --------------------------------------------------------------------------------------------------------
 def _prompt_text(doc: Document) -> str:
-    text = doc.metadata.get("prompt_text")
-    return text if isinstance(text, str) and text.strip() else doc.page_content
+    for key in ("prompt_text", "window_text"):  # a compressed passage, else a sentence's window, else the chunk
+        text = doc.metadata.get(key)
+        if isinstance(text, str) and text.strip():
+            return text
+    return doc.page_content
 
 
 def format_context(documents: Sequence[Document]) -> str:
     """The numbered context block the model sees, one passage per document, numbered from 1 in the given order::
 
         [1] {title} ({source_locator})
-        {prompt_text, else page_content}
+        {prompt_text, else window_text, else page_content}
 
     ``title`` falls back to ``doc_id``, then ``"untitled"``; the parenthesis is left out without a locator.
     Passages are separated by a blank line.  RESTRICTED documents are dropped first (the gate), so numbering is

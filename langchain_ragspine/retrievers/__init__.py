@@ -26,6 +26,7 @@ from langchain_ragspine.retrievers.multi_index import (
     merge_index_results,
 )
 from langchain_ragspine.retrievers.multi_query import MultiQueryRetriever, RAGFusionRetriever
+from langchain_ragspine.retrievers.parent_child import ParentChildRetriever
 from langchain_ragspine.retrievers.query_transform import (
     QueryTransformRetriever,
     QueryTransformSkippedWarning,
@@ -48,6 +49,7 @@ __all__ = [
     "LLMRouter",
     "MultiIndexRetriever",
     "MultiQueryRetriever",
+    "ParentChildRetriever",
     "QueryDenyList",
     "QueryTransformRetriever",
     "QueryTransformSkippedWarning",

@@ -36,6 +36,10 @@ Schema history:
   end_index, source_locator, title, metadata_json, ingested_at, active)``.
 * **2** — adds ``chunks.sensitivity`` and ``chunks.valid_as_of``, the ``doc_versions`` table (content hash and
   retraction marker per document version) and the ``facets`` table.
+* **3** — adds the ``parents`` table (the parent passages of parent-child chunking, versioned with their
+  document: written, deactivated and hashed in the same transaction as its chunks) and the ``meta.chunker`` record
+  (which chunker and parameters built the store).  A version-2 file opens read-only as it is (it has no parents
+  and no chunker record); one writable open migrates it.
 """
 
 from __future__ import annotations
@@ -56,7 +60,9 @@ from langchain_ragspine.stores._sqlite import SQLiteFile
 __all__ = ["FACET_FIELDS", "SCHEMA_VERSION", "ChunkStore", "StoredChunk"]
 
 #: Current schema version written to ``meta.schema_version``.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+#: The oldest schema a read-only open accepts without migrating (what it lacks reads as empty).
+_READABLE_SCHEMA = 2
 
 #: Metadata keys copied into the ``facets`` table and accepted as :meth:`ChunkStore.iter_chunks` filters.
 FACET_FIELDS: tuple[str, ...] = ("topic", "entity", "geography", "period", "language")
@@ -65,6 +71,30 @@ FACET_FIELDS: tuple[str, ...] = ("topic", "entity", "geography", "period", "lang
 _LINEAGE_KEYS = ("doc_id", "chunk_id", "start_index", "end_index", "source_locator", "title", "sensitivity")
 
 # -- schema --------------------------------------------------------------------------------------------------
+def _passage_table_ddl(table: str, id_column: str) -> str:
+    """The DDL of a table of versioned passages: ``chunks`` (id column ``chunk_id``) and, from schema 3, ``parents``
+    (``parent_id``) have the same columns and constraints."""
+    return f"""CREATE TABLE IF NOT EXISTS {table} (
+        id             INTEGER PRIMARY KEY AUTOINCREMENT,
+        {id_column:<15}TEXT    NOT NULL,
+        doc_id         TEXT    NOT NULL,
+        version        INTEGER NOT NULL,
+        position       INTEGER NOT NULL,
+        text           TEXT    NOT NULL,
+        start_index    INTEGER,
+        end_index      INTEGER,
+        source_locator TEXT,
+        title          TEXT,
+        sensitivity    TEXT,
+        metadata_json  TEXT    NOT NULL,
+        valid_as_of    TEXT    NOT NULL DEFAULT '',
+        ingested_at    TEXT    NOT NULL,
+        active         INTEGER NOT NULL DEFAULT 1 CHECK (active IN (0, 1)),
+        UNIQUE (doc_id, version, {id_column}),
+        FOREIGN KEY (doc_id, version) REFERENCES doc_versions (doc_id, version)
+    )"""
+
+
 # Every statement is idempotent (IF NOT EXISTS) so the same list creates a fresh file and completes an older
 # one.
 _SCHEMA_DDL: tuple[str, ...] = (
@@ -82,25 +112,8 @@ _SCHEMA_DDL: tuple[str, ...] = (
         retracted    INTEGER NOT NULL DEFAULT 0 CHECK (retracted IN (0, 1)),
         PRIMARY KEY (doc_id, version)
     )""",
-    """CREATE TABLE IF NOT EXISTS chunks (
-        id             INTEGER PRIMARY KEY AUTOINCREMENT,
-        chunk_id       TEXT    NOT NULL,
-        doc_id         TEXT    NOT NULL,
-        version        INTEGER NOT NULL,
-        position       INTEGER NOT NULL,
-        text           TEXT    NOT NULL,
-        start_index    INTEGER,
-        end_index      INTEGER,
-        source_locator TEXT,
-        title          TEXT,
-        sensitivity    TEXT,
-        metadata_json  TEXT    NOT NULL,
-        valid_as_of    TEXT    NOT NULL DEFAULT '',
-        ingested_at    TEXT    NOT NULL,
-        active         INTEGER NOT NULL DEFAULT 1 CHECK (active IN (0, 1)),
-        UNIQUE (doc_id, version, chunk_id),
-        FOREIGN KEY (doc_id, version) REFERENCES doc_versions (doc_id, version)
-    )""",
+    _passage_table_ddl("chunks", "chunk_id"),
+    _passage_table_ddl("parents", "parent_id"),
     """CREATE TABLE IF NOT EXISTS facets (
         chunk_row INTEGER NOT NULL REFERENCES chunks (id) ON DELETE CASCADE,
         field     TEXT    NOT NULL,
@@ -115,6 +128,8 @@ _INDEX_DDL: tuple[str, ...] = (
     "CREATE INDEX IF NOT EXISTS chunks_active ON chunks (active, doc_id, version, position)",
     "CREATE INDEX IF NOT EXISTS chunks_chunk_id ON chunks (chunk_id, active)",
     "CREATE INDEX IF NOT EXISTS facets_lookup ON facets (field, value, chunk_row)",
+    "CREATE INDEX IF NOT EXISTS parents_parent_id ON parents (parent_id, active)",
+    "CREATE INDEX IF NOT EXISTS parents_active ON parents (active, doc_id, version, position)",
 )
 
 # Columns added after a table first appeared, with a declaration valid for ``ALTER TABLE … ADD COLUMN`` (a NOT
@@ -131,6 +146,13 @@ _CHUNK_COLUMNS = (
 _SELECT_CHUNKS = (
     f"SELECT c.id, {', '.join('c.' + n.strip() for n in _CHUNK_COLUMNS.split(','))} FROM chunks AS c"
 )
+# the parents table has the chunks table's columns, with parent_id in place of chunk_id
+_PARENT_COLUMNS = _CHUNK_COLUMNS.replace("chunk_id", "parent_id", 1)
+_SELECT_PARENTS = (
+    f"SELECT c.id, {', '.join('c.' + n.strip() for n in _PARENT_COLUMNS.split(','))} FROM parents AS c"
+)
+#: The ``meta`` key of the chunker record.
+_CHUNKER_KEY = "chunker"
 
 
 # -- value type ----------------------------------------------------------------------------------------------
@@ -295,6 +317,16 @@ def _placeholders(n: int) -> str:
     return ", ".join("?" * n)
 
 
+def _check_parent_links(
+    doc_id: str, prepared: Sequence[tuple[str, str, int | None, int | None, dict[str, Any], str]], parent_ids: set[str]
+) -> None:
+    """``ValueError`` naming the first chunk whose ``parent_id`` is set but not among ``parent_ids``."""
+    for chunk_id, *_, md, _json in prepared:
+        pid = md.get("parent_id")
+        if pid is not None and str(pid) not in parent_ids:
+            raise ValueError(f"chunk {chunk_id!r} of doc_id {doc_id!r} names parent {pid!r}, which is not among its parents")
+
+
 # -- the store -----------------------------------------------------------------------------------------------
 class ChunkStore(SQLiteFile):
     """Versioned chunk storage in one SQLite file (see the module docstring for the design).
@@ -332,7 +364,7 @@ class ChunkStore(SQLiteFile):
             version = self._read_schema_version(conn)
             if version is not None:
                 self._check_not_newer(version)
-                if version == SCHEMA_VERSION:
+                if version == SCHEMA_VERSION or (self._read_only and version >= _READABLE_SCHEMA):
                     return
             if self._read_only:
                 if version is None:
@@ -468,7 +500,12 @@ class ChunkStore(SQLiteFile):
 
     # -- writing ---------------------------------------------------------------------------------------------
     def replace_doc_chunks(
-        self, doc_id: str, chunks: Iterable[Document], valid_as_of: str | _dt.date = ""
+        self,
+        doc_id: str,
+        chunks: Iterable[Document],
+        valid_as_of: str | _dt.date = "",
+        *,
+        parents: Iterable[Document] | None = None,
     ) -> int:
         """Make ``chunks`` the current version of document ``doc_id``, atomically.
 
@@ -490,6 +527,11 @@ class ChunkStore(SQLiteFile):
                 keys (``date``/``datetime`` are stored as ISO-8601 strings).
             valid_as_of: the date the content is valid as of (a string, or a ``date``/``datetime`` stored as
                 ISO); ``""`` when unknown.
+            parents: the parent passages of parent-child chunking
+                (:meth:`~langchain_ragspine.text_splitters.ParentChildTextSplitter.split_with_parents`), each with
+                ``parent_id`` (else ``chunk_id``, else ``Document.id``) and the lineage keys of a chunk.  They are
+                written, deactivated and compared (the content hash covers them) together with the chunks, in
+                the same transaction; every chunk's ``parent_id``, when set, must name one of them.
 
         Returns:
             The document's version after the call (unchanged for a no-op; ``0`` when retracting an unknown
@@ -501,7 +543,8 @@ class ChunkStore(SQLiteFile):
                 key).
             ValueError: ``doc_id`` is empty; a chunk has no chunk_id; a chunk's ``metadata["doc_id"]`` differs
                 from ``doc_id``; a chunk_id repeats within the call or belongs to an active chunk of another
-                document; ``start_index``/``end_index`` are not ints.  The message names the chunk_id.
+                document; ``start_index``/``end_index`` are not ints; parents without chunks, or a chunk whose
+                ``parent_id`` is not among ``parents``.  The message names the chunk_id.
             StoreError: the store is read-only or closed, or SQLite fails (e.g. the write lock was not
                 obtained within ``busy_timeout``).
         """
@@ -515,7 +558,15 @@ class ChunkStore(SQLiteFile):
             raise TypeError(f"valid_as_of must be a str or a date, got {valid_as_of!r}")
         self._require_writable()
         prepared = self._prepare(doc_id, list(chunks))
+        prepared_parents = self._prepare(doc_id, list(parents or ()), what="parents", id_key="parent_id")
+        if prepared_parents and not prepared:
+            raise ValueError(f"doc_id {doc_id!r}: parents were given without chunks")
+        if prepared_parents:
+            _check_parent_links(doc_id, prepared, {p[0] for p in prepared_parents})
         digest = _content_hash((p[1], p[2], p[3], p[4]) for p in prepared) if prepared else None
+        if digest is not None and prepared_parents:  # without parents the hash is what schema 2 wrote
+            parent_digest = _content_hash((p[1], p[2], p[3], p[4]) for p in prepared_parents)
+            digest = hashlib.sha256(f"{digest}\nparents {parent_digest}".encode()).hexdigest()
 
         with self._lock, self._sql_errors(), self._write_transaction() as cur:
             latest = cur.execute(
@@ -533,9 +584,12 @@ class ChunkStore(SQLiteFile):
 
             if prepared:
                 self._check_chunk_ids_free(cur, doc_id, [p[0] for p in prepared])
+            if prepared_parents:
+                self._check_chunk_ids_free(cur, doc_id, [p[0] for p in prepared_parents], table="parents")
             new_version = current + 1
             now = _utc_now_iso()
             cur.execute("UPDATE chunks SET active = 0 WHERE doc_id = ? AND active = 1", (doc_id,))
+            cur.execute("UPDATE parents SET active = 0 WHERE doc_id = ? AND active = 1", (doc_id,))
             cur.execute(
                 "INSERT INTO doc_versions (doc_id, version, content_hash, n_chunks, valid_as_of, "
                 "ingested_at, retracted) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -559,22 +613,29 @@ class ChunkStore(SQLiteFile):
                     facets=_facets_of(md),
                 )
                 self._insert_chunk_row(cur, row)
+            for position, (parent_id, text, start, end, md, md_json) in enumerate(prepared_parents):
+                cur.execute(
+                    f"INSERT INTO parents ({_PARENT_COLUMNS}) VALUES ({_placeholders(14)})",
+                    (parent_id, doc_id, new_version, position, text, start, end, _optional_str(md, "source_locator"),
+                     _optional_str(md, "title"), _optional_str(md, "sensitivity"), md_json, valid_as_of, now, 1),
+                )
             self._bump_generation(cur)
             return new_version
 
     def _prepare(
-        self, doc_id: str, chunks: list[Document]
+        self, doc_id: str, chunks: list[Document], *, what: str = "chunks", id_key: str = "chunk_id"
     ) -> list[tuple[str, str, int | None, int | None, dict[str, Any], str]]:
-        """Validate chunks; return ``(chunk_id, text, start, end, JSON-ready metadata, metadata_json)``."""
+        """Validate chunks (or parents: ``id_key="parent_id"``, falling back to ``chunk_id``); return
+        ``(id, text, start, end, JSON-ready metadata, metadata_json)``."""
         out: list[tuple[str, str, int | None, int | None, dict[str, Any], str]] = []
         seen: set[str] = set()
         for i, doc in enumerate(chunks):
             if not isinstance(doc, Document):
-                raise TypeError(f"chunks[{i}] must be a langchain_core Document, got {type(doc).__name__}")
-            raw_id = doc.metadata.get("chunk_id", doc.id)
+                raise TypeError(f"{what}[{i}] must be a langchain_core Document, got {type(doc).__name__}")
+            raw_id = doc.metadata.get(id_key) or doc.metadata.get("chunk_id", doc.id)
             if raw_id is None or raw_id == "":
                 raise ValueError(
-                    f"chunks[{i}] of doc_id {doc_id!r} has no metadata 'chunk_id' (and no Document.id)"
+                    f"{what}[{i}] of doc_id {doc_id!r} has no metadata {id_key!r} (and no Document.id)"
                 )
             chunk_id = str(raw_id)
             md_doc_id = doc.metadata.get("doc_id")
@@ -582,7 +643,7 @@ class ChunkStore(SQLiteFile):
                 raise ValueError(f"chunk {chunk_id!r} has metadata doc_id {md_doc_id!r}, expected {doc_id!r}")
             if chunk_id in seen:
                 raise ValueError(
-                    f"chunk_id {chunk_id!r} appears more than once in the chunks for doc_id {doc_id!r}"
+                    f"{id_key} {chunk_id!r} appears more than once in the {what} for doc_id {doc_id!r}"
                 )
             seen.add(chunk_id)
             md = {str(k): _jsonable(v, chunk_id, str(k)) for k, v in doc.metadata.items()}
@@ -593,19 +654,24 @@ class ChunkStore(SQLiteFile):
         return out
 
     @staticmethod
-    def _check_chunk_ids_free(cur: sqlite3.Cursor, doc_id: str, chunk_ids: list[str]) -> None:
-        """``ValueError`` if one of ``chunk_ids`` is an active chunk of another document (ids key fusion)."""
+    def _check_chunk_ids_free(
+        cur: sqlite3.Cursor, doc_id: str, chunk_ids: list[str], *, table: str = "chunks"
+    ) -> None:
+        """``ValueError`` if one of ``chunk_ids`` is an active chunk (``table="parents"``: parent) of another
+        document (ids key fusion and parent look-ups)."""
+        column, what = ("chunk_id", "chunk") if table == "chunks" else ("parent_id", "parent")
         batch = 500
         for i in range(0, len(chunk_ids), batch):
             part = chunk_ids[i : i + batch]
+            # identifiers come from the two constants above only
             clash = cur.execute(
-                f"SELECT chunk_id, doc_id FROM chunks WHERE active = 1 AND doc_id <> ? "
-                f"AND chunk_id IN ({_placeholders(len(part))}) ORDER BY chunk_id LIMIT 1",
+                f"SELECT {column}, doc_id FROM {table} WHERE active = 1 AND doc_id <> ? "
+                f"AND {column} IN ({_placeholders(len(part))}) ORDER BY {column} LIMIT 1",
                 (doc_id, *part),
             ).fetchone()
             if clash:
                 raise ValueError(
-                    f"chunk_id {clash[0]!r} of doc_id {doc_id!r} is already an active chunk of doc_id "
+                    f"{column} {clash[0]!r} of doc_id {doc_id!r} is already an active {what} of doc_id "
                     f"{clash[1]!r}"
                 )
 
@@ -729,6 +795,103 @@ class ChunkStore(SQLiteFile):
             version=int(version),
             active=bool(active),
         )
+
+    def _has_parents_table(self) -> bool:
+        with self._lock, self._sql_errors():
+            return bool(
+                self._connection()
+                .execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'parents'")
+                .fetchone()
+            )
+
+    def get_parents(self, parent_ids: Sequence[str]) -> dict[str, StoredChunk]:
+        """The active parents among ``parent_ids``, by id (a :class:`StoredChunk` whose ``chunk_id`` is the parent
+        id).  An id with no active parent is absent from the result (the caller decides whether that is an error).
+
+        Raises:
+            TypeError: ``parent_ids`` is a str or holds a non-str.
+            StoreError: the store is closed or SQLite fails.
+        """
+        if isinstance(parent_ids, str):
+            raise TypeError("parent_ids must be a sequence of str, not a str")
+        ids = _filter_values("parent_ids", list(parent_ids))
+        if not ids or not self._has_parents_table():
+            return {}
+        out: dict[str, StoredChunk] = {}
+        batch = 500
+        for i in range(0, len(ids), batch):
+            part = ids[i : i + batch]
+            sql = f"{_SELECT_PARENTS} WHERE c.active = 1 AND c.parent_id IN ({_placeholders(len(part))})"
+            for stored in self._iter_rows(sql, part):
+                out[stored.chunk_id] = stored
+        return out
+
+    def iter_parents(
+        self, *, doc_id: str | Sequence[str] | None = None, include_inactive: bool = False
+    ) -> Iterator[StoredChunk]:
+        """Yield stored parents (active ones unless ``include_inactive``), ordered by ``doc_id``, ``version``,
+        position.
+
+        Raises:
+            TypeError: ``doc_id`` is neither a str nor a list/tuple of str.
+            StoreError: the store is closed or SQLite fails.
+        """
+        where: list[str] = [] if include_inactive else ["c.active = 1"]
+        params: list[Any] = []
+        if doc_id is not None:
+            ids = _filter_values("doc_id", doc_id)
+            where.append(f"c.doc_id IN ({_placeholders(len(ids))})" if ids else "0")
+            params.extend(ids)
+        if not self._has_parents_table():
+            return iter(())
+        sql = _SELECT_PARENTS + (" WHERE " + " AND ".join(where) if where else "")
+        return self._iter_rows(sql + " ORDER BY c.doc_id, c.version, c.position, c.id", params)
+
+    def count_parents(self) -> int:
+        """Number of active parents (0 in a store without parent-child chunking).
+
+        Raises:
+            StoreError: the store is closed or SQLite fails.
+        """
+        if not self._has_parents_table():
+            return 0
+        with self._lock, self._sql_errors():
+            return int(self._connection().execute("SELECT COUNT(*) FROM parents WHERE active = 1").fetchone()[0])
+
+    @property
+    def chunker(self) -> dict[str, Any] | None:
+        """Which chunker and parameters built the store's chunks (``{"name": "paragraph", "chunk_size": 480,
+        …}``), or ``None`` when none was recorded (a new store, or one written before schema 3).
+
+        Raises:
+            StoreError: the record is not a JSON object, the store is closed or SQLite fails.
+        """
+        with self._lock, self._sql_errors():
+            row = self._connection().execute("SELECT value FROM meta WHERE key = ?", (_CHUNKER_KEY,)).fetchone()
+        if row is None:
+            return None
+        try:
+            value = json.loads(row[0])
+        except json.JSONDecodeError as e:
+            raise StoreError(f"meta.{_CHUNKER_KEY} is not JSON: {e}", path=self._path) from e
+        if not isinstance(value, dict):
+            raise StoreError(f"meta.{_CHUNKER_KEY} is not a JSON object: {row[0]!r}", path=self._path)
+        return value
+
+    def set_chunker(self, config: Mapping[str, Any]) -> None:
+        """Record which chunker and parameters build this store's chunks (see :attr:`chunker`).
+
+        Raises:
+            TypeError: ``config`` is not JSON-serialisable.
+            StoreError: the store is read-only or closed, or SQLite fails.
+        """
+        self._require_writable()
+        value = json.dumps(dict(config), ensure_ascii=False, sort_keys=True)
+        with self._lock, self._sql_errors(), self._write_transaction() as cur:
+            cur.execute(
+                "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (_CHUNKER_KEY, value),
+            )
 
     def doc_ids(self, *, include_retracted: bool = False) -> list[str]:
         """Sorted ids of the documents in the store.

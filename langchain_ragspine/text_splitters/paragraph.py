@@ -41,6 +41,7 @@ import copy
 import hashlib
 import re
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import regex
@@ -169,20 +170,45 @@ def _strip(g: _Graphemes, start: int, end: int) -> Span:
     return start, end
 
 
-def _paragraph_spans(g: _Graphemes) -> list[Span]:
+def _paragraph_spans(g: _Graphemes, start: int = 0, end: int | None = None) -> list[Span]:
+    """Paragraph spans of ``g.text[start:end]`` (offsets into the whole text); ``start`` must be a line start."""
     text = g.text
+    end = len(text) if end is None else end
     spans: list[Span] = []
-    pos = 0
-    for m in _PARAGRAPH_BREAK.finditer(text):
+    pos = start
+    for m in _PARAGRAPH_BREAK.finditer(text, start, end):
         spans.append(_strip(g, pos, m.start()))
         pos = m.end() if g.at(m.end()) else g.prev(m.end())  # keep a space that carries a combining mark
-    spans.append(_strip(g, pos, len(text)))
+    spans.append(_strip(g, pos, end))
     return [(s, e) for s, e in spans if e > s]
 
 
 def paragraph_spans(text: str) -> list[Span]:
     """``(start, end)`` offsets of the non-empty, whitespace-trimmed, blank-line separated paragraphs of ``text``."""
     return _paragraph_spans(_Graphemes(text))
+
+
+def _sentence_spans(g: _Graphemes, start: int = 0, end: int | None = None) -> list[Span]:
+    """Sentence spans of ``g.text[start:end]`` (offsets into the whole text, whitespace-trimmed, in order): the
+    paragraphs cut at every line break and every sentence end, with the boundary rules of the module docstring
+    (``。！？`` always, ``.!?`` before whitespace, closing quotes and brackets kept with their sentence).  A
+    heading, a list item or a table row is a sentence of its own."""
+    out: list[Span] = []
+    for ps, pe in _paragraph_spans(g, start, end):
+        cuts = set(_cut_candidates(g, LINE, ps, ps + 1, pe - 1, pe))
+        cuts.update(_cut_candidates(g, SENTENCE, ps, ps + 1, pe - 1, pe))
+        a = ps
+        for j in sorted(cuts):
+            if not g.at(j):
+                continue
+            s, e = _strip(g, a, j)
+            if e > s:
+                out.append((s, e))
+            a = j
+        s, e = _strip(g, a, pe)
+        if e > s:
+            out.append((s, e))
+    return out
 
 
 def chunk_id_for(doc_id: str, i: int) -> str:
@@ -352,11 +378,17 @@ class ParagraphTextSplitter(TextSplitter):
     # -- spans -------------------------------------------------------------------------------------------------
     def split_spans(self, text: str) -> list[Span]:
         """Return the ``(start, end)`` char offsets of the chunks of ``text``, in order (offsets into ``text``)."""
-        g = _Graphemes(text)
+        return self._pack(_Graphemes(text), 0, len(text))
+
+    def _pack(self, g: _Graphemes, start: int, end: int) -> list[Span]:
+        """Chunk spans of ``g.text[start:end]`` (``start`` a line start): paragraphs packed into ``chunk_size``,
+        long ones cut at the best boundary, consecutive chunks overlapping (the module docstring).  The structural
+        splitters (layout, parent-child, semantic) call this on a section so that the boundary order inside a
+        section is the paragraph splitter's."""
         size = self._chunk_size
         chunks: list[Span] = []
         cur: Span | None = None
-        for ps, pe in _paragraph_spans(g):
+        for ps, pe in _paragraph_spans(g, start, end):
             if pe - ps > size:
                 # the short paragraphs packed so far (a heading, a lead-in line) open the long one's first piece
                 start = ps if cur is None else cur[0]
@@ -437,37 +469,83 @@ class ParagraphTextSplitter(TextSplitter):
             raise ValueError(f"got {len(texts)} texts but {len(metadatas)} metadatas")
         docs: list[Document] = []
         for i, text in enumerate(texts):
-            base = copy.deepcopy(metadatas[i]) if metadatas is not None else {}
-            doc_id = str(base.get("doc_id") or base.get("source") or _text_id(text))
-            source = str(base.get("source") or doc_id)
-            base["doc_id"] = doc_id
-            offset = base.get("body_offset", 0)
-            if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-                raise ValueError(f"metadata 'body_offset' of {doc_id!r} must be an int >= 0, got {offset!r}")
-            for n, (s, e) in enumerate(self.split_spans(text)):
-                md = copy.deepcopy(base)
-                cid = chunk_id_for(doc_id, n)
-                md.update(
-                    chunk_id=cid,
-                    start_index=offset + s,
-                    end_index=offset + e,
-                    source_locator=source_locator_for(source, offset + s, offset + e),
-                )
-                docs.append(Document(page_content=text[s:e], metadata=md, id=cid))
+            source = SourceText.of(text, metadatas[i] if metadatas is not None else None)
+            docs.extend(self._documents_of(source))
         return docs
+
+    def _chunk_spans(self, text: str) -> list[tuple[int, int, dict[str, Any]]]:
+        """``(start, end, extra metadata)`` of each chunk of ``text``; subclasses add structure (headings, windows)."""
+        return [(s, e, {}) for s, e in self.split_spans(text)]
+
+    def _documents_of(self, source: SourceText) -> list[Document]:
+        """The chunk ``Document``s of one source text."""
+        return [source.chunk(n, s, e, extra) for n, (s, e, extra) in enumerate(self._chunk_spans(source.text))]
 
     def split_documents(self, documents: Iterable[Document]) -> list[Document]:
         """Split ``Document``s; a document's ``id`` serves as ``doc_id`` when its metadata has none."""
-        texts: list[str] = []
-        metas: list[dict[Any, Any]] = []
-        for d in documents:
-            md = dict(d.metadata)
-            if not md.get("doc_id") and d.id:
-                md["doc_id"] = d.id
-            texts.append(d.page_content)
-            metas.append(md)
-        return self.create_documents(texts, metas)
+        docs = list(documents)
+        return self.create_documents([d.page_content for d in docs], [document_metadata(d) for d in docs])
+
+
+def document_metadata(document: Document) -> dict[Any, Any]:
+    """A copy of ``document.metadata`` with ``doc_id`` defaulting to ``document.id``."""
+    md = dict(document.metadata)
+    if not md.get("doc_id") and document.id:
+        md["doc_id"] = document.id
+    return md
 
 
 def _text_id(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class SourceText:
+    """One text to split with its lineage: the metadata every chunk starts from, ``doc_id``, ``source`` and the
+    ``body_offset`` that makes chunk offsets index the file (shared by every splitter of the package).
+
+    Build it with :meth:`of`; :meth:`chunk` makes the chunk ``Document`` of a span.
+    """
+
+    text: str
+    base: dict[Any, Any]
+    doc_id: str
+    source: str
+    offset: int
+
+    @classmethod
+    def of(cls, text: str, metadata: dict[Any, Any] | None) -> SourceText:
+        """The lineage of ``text``: ``doc_id`` (the metadata's, else its ``source``, else a hash of the text),
+        ``source`` (default ``doc_id``) and ``body_offset`` (default 0).
+
+        Raises:
+            ValueError: ``body_offset`` is not an int ``>= 0``.
+        """
+        base = copy.deepcopy(metadata) if metadata is not None else {}
+        doc_id = str(base.get("doc_id") or base.get("source") or _text_id(text))
+        source = str(base.get("source") or doc_id)
+        base["doc_id"] = doc_id
+        offset = base.get("body_offset", 0)
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise ValueError(f"metadata 'body_offset' of {doc_id!r} must be an int >= 0, got {offset!r}")
+        return cls(text, base, doc_id, source, offset)
+
+    def locator(self, s: int, e: int) -> str:
+        """The ``source_locator`` of the span ``text[s:e]`` (file offsets)."""
+        return source_locator_for(self.source, self.offset + s, self.offset + e)
+
+    def chunk(self, n: int, s: int, e: int, extra: dict[str, Any] | None = None, *, chunk_id: str | None = None
+              ) -> Document:
+        """The chunk ``Document`` of ``text[s:e]``: the base metadata, ``extra``, then the lineage keys
+        (``chunk_id`` default ``f"{doc_id}#{n}"``, ``start_index``, ``end_index``, ``source_locator``)."""
+        md = copy.deepcopy(self.base)
+        if extra:
+            md.update(extra)
+        cid = chunk_id if chunk_id is not None else chunk_id_for(self.doc_id, n)
+        md.update(
+            chunk_id=cid,
+            start_index=self.offset + s,
+            end_index=self.offset + e,
+            source_locator=self.locator(s, e),
+        )
+        return Document(page_content=self.text[s:e], metadata=md, id=cid)
