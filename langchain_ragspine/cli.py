@@ -27,7 +27,7 @@ from typing import Any, cast
 
 from langchain_core.documents import Document
 
-from langchain_ragspine.config import RagSpineSettings, get_settings, resolve_chat_model
+from langchain_ragspine.config import DEFAULT_K, RagSpineSettings, get_settings, resolve_chat_model
 from langchain_ragspine.errors import RagSpineError
 from langchain_ragspine.evaluation.runner import DEFAULT_KS
 from langchain_ragspine.filters import parse_filter_expressions
@@ -142,15 +142,29 @@ def _eval_qa_retrievers(args: argparse.Namespace, store_dir: Path) -> list[tuple
     return out
 
 
+def _check_baseline(baseline: str | None, names: Sequence[str]) -> None:
+    """Fail before the evaluation runs when ``--baseline`` names none of the configurations."""
+    if baseline is not None and baseline not in names:
+        raise ValueError(f"--baseline {baseline!r} is not one of the configurations: {list(names)}")
+
+
 def _cmd_eval(args: argparse.Namespace) -> int:
-    from langchain_ragspine.evaluation import BEIRDataset, compare_markdown, evaluate, load_dataset
+    from langchain_ragspine.evaluation import (
+        BEIRDataset,
+        compare_markdown,
+        compare_paired,
+        evaluate,
+        load_dataset,
+    )
 
     dataset = load_dataset(args.dataset)
     if isinstance(dataset, BEIRDataset):
+        runs = _eval_runs(args)
+        _check_baseline(args.baseline, [_mode_label(mode, tok, len(args.tokenizer)) for mode, tok in runs])
         results = [
             evaluate(mode_factory(mode, k=max(args.ks), tokenizer=tok, embedding=args.embedding), dataset,
                      ks=args.ks, limit=args.limit, name=_mode_label(mode, tok, len(args.tokenizer)))
-            for mode, tok in _eval_runs(args)
+            for mode, tok in runs
         ]
     else:
         needs_dense = needs_dense_index(args.mode, args.embedding)
@@ -162,14 +176,19 @@ def _cmd_eval(args: argparse.Namespace) -> int:
             )
             print(f"ingest: {summary.line()}", file=sys.stderr)
             results = []
-            for name, retriever, seconds in _eval_qa_retrievers(args, store_dir):
+            retrievers = _eval_qa_retrievers(args, store_dir)
+            _check_baseline(args.baseline, [name for name, _, _ in retrievers])
+            for name, retriever, seconds in retrievers:
                 result = evaluate(retriever, dataset, ks=args.ks, limit=args.limit, name=name)
                 result.index_seconds = seconds
                 results.append(result)
-    print(compare_markdown(results))
+    print(compare_markdown(results, baseline=args.baseline))
     if args.json:
+        base = next((r for r in results if r.name == args.baseline), results[0])
+        paired = [c.to_dict() for r in results if r is not base for c in compare_paired(base, r)]
         Path(args.json).write_text(
-            json.dumps({"results": [r.to_dict() for r in results]}, ensure_ascii=False, indent=1), "utf-8"
+            json.dumps({"results": [r.to_dict() for r in results], "paired": paired}, ensure_ascii=False, indent=1),
+            "utf-8",
         )
         print(f"wrote {args.json}", file=sys.stderr)
     if args.plot:
@@ -201,10 +220,10 @@ class _GraphNames(Sequence[str]):
 
 def _resolve_llm(spec: str | None) -> tuple[Any, str]:
     """``(chat model or None, a sentence saying which path answers)`` for ``ragspine ask`` / ``demo``:
-    :func:`~langchain_ragspine.config.resolve_chat_model` with the CLI's default (``RAGSPINE_LLM``, else ``auto``);
+    :func:`~langchain_ragspine.config.resolve_chat_model` (``RAGSPINE_LLM``, else ``none``);
     its warning, if any, goes to stderr."""
     try:
-        choice = resolve_chat_model(spec, entry="cli")
+        choice = resolve_chat_model(spec)
     except ValueError as e:
         raise ValueError(f"--llm {spec!r}: {e.__cause__ or e}" if spec is not None else f"RAGSPINE_LLM: {e}") from e
     if choice.warning:
@@ -349,7 +368,7 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
     p = sub.add_parser("search", help="ranked, cited chunks for a query")
     p.add_argument("query")
     p.add_argument("--store", help="store directory written by `ragspine ingest`", **store_kw)
-    p.add_argument("-k", type=int, default=s.k_for("search"), help="number of results (RAGSPINE_K, else 10)")
+    p.add_argument("-k", type=int, default=s.k, help=f"number of results (RAGSPINE_K, else {DEFAULT_K})")
     p.add_argument(
         "--filter", action="append", default=[], metavar="FIELD=VALUE",
         help="metadata filter; repeatable (all must hold); also FIELD>=V, FIELD!=V, FIELD=a,b, FIELD=lo..hi; "
@@ -381,6 +400,10 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
         help=f"cutoffs for recall@k ({' '.join(map(str, DEFAULT_KS))})",
     )
     p.add_argument("--store", default=None, help="keep the ingested store here (default: a temporary one)")
+    p.add_argument(
+        "--baseline", default=None, metavar="NAME",
+        help="configuration the others are compared with, paired, with 95%% intervals (default: the first)",
+    )
     p.add_argument("--json", default=None, metavar="OUT", help="write every result as JSON")
     p.add_argument("--plot", default=None, metavar="OUT.png", help="recall@k curves (and OUT-latency.png)")
     p.set_defaults(func=_cmd_eval)
@@ -394,9 +417,10 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
     )
     p.add_argument(
         "--llm", default=None, metavar="SPEC",
-        help="none, auto (ollama:qwen2.5:7b when reachable), or a provider:model string (RAGSPINE_LLM)",
+        help="none (default: extractive answers, no LLM), auto (ollama:qwen2.5:7b when reachable), or a "
+        "provider:model string (RAGSPINE_LLM)",
     )
-    p.add_argument("-k", type=int, default=s.k_for("ask"), help="passages retrieved per search (RAGSPINE_K, else 6)")
+    p.add_argument("-k", type=int, default=s.k, help=f"passages retrieved per search (RAGSPINE_K, else {DEFAULT_K})")
     p.add_argument("--mode", default=None, choices=modes, help="retrieval mode (RAGSPINE_RETRIEVAL_MODE, else auto)")
     p.add_argument("--filter", action="append", default=[], metavar="FIELD=VALUE", help="metadata filter")
     p.add_argument(
@@ -410,8 +434,8 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
     p.set_defaults(func=_cmd_ask)
 
     p = sub.add_parser("demo", help="ingest the bundled demo corpus, search three questions, answer one")
-    p.add_argument("-k", type=int, default=s.k_for("demo"), help="results per question (RAGSPINE_K, else 3)")
-    p.add_argument("--llm", default=None, metavar="SPEC", help="as for ask (default: auto)")
+    p.add_argument("-k", type=int, default=s.k, help=f"results per question (RAGSPINE_K, else {DEFAULT_K})")
+    p.add_argument("--llm", default=None, metavar="SPEC", help="as for ask (default: none)")
     p.set_defaults(func=_cmd_demo)
     return parser
 

@@ -44,6 +44,7 @@ from langchain_ragspine.retrievers.dense import DenseRetriever
 from langchain_ragspine.sensitivity import drop_restricted, is_restricted
 from langchain_ragspine.stores import ChunkStore
 from langchain_ragspine.stores.embedding_cache import EmbeddingCache
+from langchain_ragspine.text import index_text
 from langchain_ragspine.text_splitters import ParagraphTextSplitter
 from langchain_ragspine.tokenizers import tokenizer_name, tokenizer_version
 
@@ -230,7 +231,7 @@ def _dense_from_store(
     store: ChunkStore,
     emb: Embeddings,
     *,
-    k: int = DEFAULT_K["search"],
+    k: int = DEFAULT_K,
     progress: bool | None = None,
     read_only: bool = False,
 ) -> DenseRetriever:
@@ -276,12 +277,12 @@ def _prune_embedding_cache(root: Path, store: ChunkStore) -> int:
     if not (root / EMBEDDING_CACHE).is_file():
         return 0
     chunks = [c.to_document() for c in store.iter_chunks()]
-    keep = {(str(c.metadata["chunk_id"]), content_hash(c.page_content)) for c in chunks if not is_restricted(c)}
+    keep = {(str(c.metadata["chunk_id"]), content_hash(index_text(c))) for c in chunks if not is_restricted(c)}
     with _open_cache(root) as cache:
         return cache.prune(None, keep)
 
 
-def build_bm25(store: ChunkStore, *, tokenizer: str = "auto", k: int = DEFAULT_K["search"]) -> BM25Retriever:
+def build_bm25(store: ChunkStore, *, tokenizer: str = "auto", k: int = DEFAULT_K) -> BM25Retriever:
     """A :class:`BM25Retriever` over the store's active chunks (it leaves RESTRICTED ones out of the index)."""
     docs = [c.to_document() for c in store.iter_chunks()]
     return BM25Retriever.from_documents(docs, k=k, tokenizer=tokenizer)
@@ -416,7 +417,7 @@ def ingest(
         state = _index_state(root)
         wanted = {"generation": store.generation, "tokenizer": name, "tokenizer_version": tokenizer_version(name)}
         current = all(state.get(key) == value for key, value in wanted.items())
-        if not current or _load_saved_index(root, k=DEFAULT_K["search"])[0] is None:
+        if not current or _load_saved_index(root, k=DEFAULT_K)[0] is None:
             build_bm25(store, tokenizer=name).save(root / BM25_DIR)
             summary.index_rebuilt = True
         state.update(wanted)
@@ -610,7 +611,7 @@ def open_retriever(
         TypeError: ``k`` is not an int; options given to a mode that takes none.
     """
     mode = resolve_mode(mode)
-    k = check_k(k if k is not None else get_settings().k_for("search"))
+    k = check_k(k if k is not None else get_settings().k)
     with StoreSource(store_dir, embedding=embedding) as source:
         return build_retriever(mode, source, k=k, candidate_k=candidate_k, **options)
 
@@ -630,7 +631,7 @@ def search(
         ValueError: ``k < 1`` or a malformed filter.
         TypeError: ``k`` is not an int (``"3"``, ``2.0``, ``True``).
     """
-    k = check_k(k if k is not None else get_settings().k_for("search"))
+    k = check_k(k if k is not None else get_settings().k)
     return drop_restricted(invoke_retriever(retriever, query, k=k, filter=filter))[:k]
 
 

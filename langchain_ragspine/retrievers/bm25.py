@@ -21,7 +21,10 @@ Differences from ``langchain_community.retrievers.BM25Retriever`` a user may rel
 * ``save(dir)`` / ``load(dir)`` persist numpy arrays and JSON — never pickle — with the tokenizer's name and
   version, and ``load`` refuses an index whose tokens the named tokenizer no longer produces;
 * documents labelled RESTRICTED (see :mod:`langchain_ragspine.document_compressors.restricted`) are dropped when
-  the retriever is built: they are never indexed (so they do not even shape the IDF), scored or returned.
+  the retriever is built: they are never indexed (so they do not even shape the IDF), scored or returned;
+* a document's tokens come from ``metadata["index_text"]`` when present (e.g. a contextual header + the text, see
+  :func:`langchain_ragspine.text.index_text`), else from ``page_content``; results are the stored documents, so
+  ``page_content`` and citations never change.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from langchain_ragspine.documents import check_k, doc_key, with_scores
 from langchain_ragspine.filters import FilterMasks, and_filters, compile_filter
 from langchain_ragspine.sensitivity import drop_restricted
 from langchain_ragspine.stores.bm25_index import build_bm25_index, load_bm25_index, save_bm25_index
+from langchain_ragspine.text import index_text
 from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer
 
 # Set while load() validates a retriever whose index comes from disk, so model_post_init skips the build.
@@ -125,7 +129,7 @@ class BM25Retriever(BaseRetriever):
         self._tokenize = get_tokenizer(self.tokenizer)
         self._tie_rank = _tie_ranks(self.docs)
         if not _SKIP_BUILD.get():
-            self._bm25 = build_bm25_index((d.page_content for d in self.docs), self._tokenize, k1=self.k1, b=self.b)
+            self._bm25 = build_bm25_index((index_text(d) for d in self.docs), self._tokenize, k1=self.k1, b=self.b)
 
     # -- construction -----------------------------------------------------------------------------------------------
     @classmethod

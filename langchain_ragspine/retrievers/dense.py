@@ -13,6 +13,8 @@ What :class:`DenseRetriever` guarantees:
   "fused": s, "rerank": None}``, ``s`` the cosine similarity; at most ``k`` results, best first, ties broken by
   ``chunk_id``; an empty query or an empty corpus returns ``[]``; ``k`` must be an ``int >= 1``;
 * a chunk with no visible text (empty, or only white space) is never embedded, indexed or returned;
+* the embedded text is ``metadata["index_text"]`` when present (e.g. a contextual header + the text, see
+  :func:`langchain_ragspine.text.index_text`), else ``page_content``; results carry the stored ``page_content``;
 * ``filter`` (see :mod:`langchain_ragspine.filters`, the same evaluator as BM25's) restricts the candidates *before*
   scoring: with 100 ``dept=a`` chunks next to the query and one ``dept=c`` chunk far from it,
   ``filter={"dept": "c"}`` returns that one chunk; a missing field never matches; a call's ``filter`` is ANDed
@@ -76,6 +78,7 @@ from langchain_ragspine.sensitivity import drop_restricted
 from langchain_ragspine.stores.embedding_cache import EmbeddingCache
 from langchain_ragspine.stores.faiss_index import INDEX_KINDS, FaissVectorIndex
 from langchain_ragspine.stores.files import atomic_dir, read_config, read_documents, write_documents
+from langchain_ragspine.text import index_text
 
 __all__ = ["DenseRetriever"]
 
@@ -179,7 +182,7 @@ class DenseRetriever(BaseRetriever):
         if not self.docs:
             return
         keys = [doc_key(d) or "" for d in self.docs]
-        texts = [d.page_content for d in self.docs]
+        texts = [index_text(d) for d in self.docs]
         if self.cache_path is not None:
             with EmbeddingCache(self.cache_path, read_only=self.cache_read_only) as cache:
                 cached = CachedEmbeddings(
@@ -413,7 +416,7 @@ class DenseRetriever(BaseRetriever):
                 path=root / "ids.sqlite",
             )
         for row, (d, h) in enumerate(zip(retriever.docs, index.content_hashes, strict=True)):
-            if h is not None and content_hash(d.page_content) != h:
+            if h is not None and content_hash(index_text(d)) != h:
                 raise StoreError(
                     f"text of document {keys[row]!r} differs from the text that was embedded",
                     path=docs_path,
