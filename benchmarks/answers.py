@@ -245,8 +245,9 @@ def report() -> int:
         "in the answer (NFKC); *refused*: the graph answered \"insufficient context\" / \"I don't know\"; "
         "*cites gold article*: a citation names the question's own article; *refused, article filtered out*: the "
         "same questions asked with the filter `doc_id != gold` (and `relax_filters=False`), which no remaining "
-        "chunk can answer — the share the graph refuses (higher is better). *before* is main's code, *after* this "
-        "change; same sample, same store.",
+        "chunk can answer — the share the graph refuses (higher is better). *before* is the package as it was before "
+        "issue 9 §3 (main at 51ca4b5), *after* with it (answers merge + the document title as evidence, e269663; "
+        "the answer path's code is the same at the commit stamped above); same sample, same store.",
         "",
         "| set | code | gold in answer | refused | cites gold article | mean answer chars | "
         "refused, article filtered out |",
@@ -291,13 +292,14 @@ def report() -> int:
             for label in ("before", "after"):
                 rows = [r for r in runs[label].get("llm_rows", {}).get(name, []) if r["id"] in both[name]]
                 if rows:
-                    secs = sorted(r["seconds"] for r in runs["after"]["llm_rows"][name] if r["id"] in both[name])[
-                        len(rows) // 2]
+                    secs_all = sorted(r["seconds"] for r in runs["after"]["llm_rows"][name] if r["id"] in both[name])
+                    median = secs_all[len(secs_all) // 2]
+                    secs = f"{median:.0f}" if median >= 1.0 else "n/a (cached)"
                     lines.append(
                         f"| {name} | {label} | {len(rows)} | {rate(rows, 'hit'):.2f} | {rate(rows, 'refused'):.2f} | "
                         f"{rate(rows, 'cited'):.2f} | {rate(rows, 'cites_gold_doc'):.2f} | "
                         f"{rate(rows, 'model_cited'):.2f} | {rate(rows, 'attributed'):.2f} | "
-                        f"{rate(rows, 'unsupported'):.2f} | {rate(rows, 'warning'):.2f} | {secs:.0f} |"
+                        f"{rate(rows, 'unsupported'):.2f} | {rate(rows, 'warning'):.2f} | {secs} |"
                     )
         if any(len(both[name]) < llm_n for name in SETS):
             lines += [
