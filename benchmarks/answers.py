@@ -23,6 +23,9 @@ checkout of the older code (``git archive main | tar -x -C /tmp/base``)::
     PYTHONPATH=$PWD python benchmarks/answers.py --label before --llm ollama:qwen2.5:7b --only llm   # served by
     PYTHONPATH=$PWD python benchmarks/answers.py --label after --llm ollama:qwen2.5:7b --only llm    # local-llm
     python benchmarks/answers.py --report
+
+``--cache-only`` measures the LLM path from cached replies alone (the model is not called; a question with no
+cached reply is left out), so a partial LLM run can be reported and continued later.
 """
 
 from __future__ import annotations
@@ -123,7 +126,11 @@ def run_extractive(ds: QADataset, store: Path, questions: list[QAQuestion]) -> l
     return rows
 
 
-def run_llm(ds: QADataset, store: Path, questions: list[QAQuestion], llm: Any, k: int) -> list[dict[str, Any]]:
+def run_llm(
+    ds: QADataset, store: Path, questions: list[QAQuestion], llm: Any, k: int, *, cache_only: bool = False
+) -> list[dict[str, Any]]:
+    """One chat-model call per question (see the module docstring).  With ``cache_only`` the model is unreachable
+    and a question whose reply is not in the cache is left out (the chain fell back to the extractive answer)."""
     retriever = open_retriever(store, k=k, mode="bm25")
     chain = make_answer_chain(llm, max_docs=k)
     rows = []
@@ -131,6 +138,9 @@ def run_llm(ds: QADataset, store: Path, questions: list[QAQuestion], llm: Any, k
         t0 = time.perf_counter()
         docs = retriever.invoke(q.question)
         out = chain.invoke({"question": q.question, "documents": docs})
+        if cache_only and out.get("mode") == "extractive_fallback":
+            print(f"  {q.id}: no cached reply, left out", file=sys.stderr)
+            continue
         kept_hit = None
         if out.get("warning"):  # what the uncited reply said (same prompt: the cached reply, no second model call)
             kept = make_answer_chain(llm, max_docs=k, uncited="warn").invoke({"question": q.question, "documents": docs})
@@ -170,6 +180,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--llm", default=None, metavar="SPEC", help="chat model for the LLM path (e.g. ollama:qwen2.5:7b)")
     ap.add_argument("--only", choices=["extractive", "llm"], default=None)
     ap.add_argument("--report", action="store_true", help="write RESULTS.md from answers-before/after.json")
+    ap.add_argument("--cache-only", action="store_true",
+                    help="LLM path from cached replies only: the model is not called, uncached questions are left out")
     args = ap.parse_args(argv)
     WORK.mkdir(parents=True, exist_ok=True)
     if args.report:
@@ -180,6 +192,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.llm and args.only != "extractive":
         from langchain_ragspine.config import make_chat_model
 
+        if args.cache_only:  # nothing listens on the discard port: a cache miss fails at once and is left out
+            import os
+
+            os.environ["OLLAMA_HOST"] = "http://127.0.0.1:9"
         llm = make_chat_model(args.llm, cache=JSONFileCache(WORK / "answers-llm-cache.json"))
         result["llm"] = args.llm
     with tempfile.TemporaryDirectory(prefix="ragspine-answers-") as tmp:
@@ -193,8 +209,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 result.setdefault("extractive", {})[name] = rows
                 print(f"{name} extractive: {summary(rows)} ({time.perf_counter() - t0:.0f}s)", file=sys.stderr)
             if llm is not None:
-                rows = run_llm(ds, store, sample(ds.questions, args.llm_n, args.seed + 1), llm, args.llm_k)
+                rows = run_llm(ds, store, sample(ds.questions, args.llm_n, args.seed + 1), llm, args.llm_k,
+                               cache_only=args.cache_only)
                 result["llm_k"] = args.llm_k
+                result["llm_n"] = args.llm_n
                 result.setdefault("llm_rows", {})[name] = rows
                 print(f"{name} llm: {summary(rows)}", file=sys.stderr)
     saved: dict[str, Any] = json.loads(out_path.read_text("utf-8")) if out_path.exists() else {}
@@ -227,8 +245,9 @@ def report() -> int:
         "in the answer (NFKC); *refused*: the graph answered \"insufficient context\" / \"I don't know\"; "
         "*cites gold article*: a citation names the question's own article; *refused, article filtered out*: the "
         "same questions asked with the filter `doc_id != gold` (and `relax_filters=False`), which no remaining "
-        "chunk can answer — the share the graph refuses (higher is better). *before* is main's code, *after* this "
-        "change; same sample, same store.",
+        "chunk can answer — the share the graph refuses (higher is better). *before* is the package as it was before "
+        "issue 9 §3 (main at 51ca4b5), *after* with it (answers merge + the document title as evidence, e269663; "
+        "the answer path's code is the same at the commit stamped above); same sample, same store.",
         "",
         "| set | code | gold in answer | refused | cites gold article | mean answer chars | "
         "refused, article filtered out |",
@@ -245,35 +264,53 @@ def report() -> int:
                 )
     if any(r.get("llm_rows") for r in runs.values()):
         spec = runs["after"].get("llm") or runs["before"].get("llm")
+        # before and after over the same questions: those with a model reply in both runs
+        both = {name: {r["id"] for r in runs["after"].get("llm_rows", {}).get(name, [])}
+                & {r["id"] for r in runs["before"].get("llm_rows", {}).get(name, [])} for name in SETS}
+        measured = ", ".join(f"{name} {len(both[name])}" for name in SETS)
+        llm_n = runs["after"].get("llm_n", 25)
         lines += [
             "",
             f"LLM path: `{spec}` served by `../shared/tools/local-llm` (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, "
             "llama.cpp, temperature 0), one model call per question: the **answer chain** (`make_answer_chain(llm, "
             f"max_docs={runs['after'].get('llm_k')})`, default prompt) over the BM25 top {runs['after'].get('llm_k')} "
             "of the same store, no grading (3 passages rather than the default 6: on 2 shared cores the prompt "
-            "takes most of a minute per passage set). 25 questions per set "
-            f"(`random.Random({runs['after']['seed'] + 1})`). Replies are cached by prompt, so *before* and *after* "
+            f"takes most of a minute per passage set). A sample of {llm_n} questions per set "
+            f"(`random.Random({runs['after']['seed'] + 1})`); measured: {measured} (questions with a model reply; "
+            f"the rest had none yet, see below). Replies are cached by prompt, so *before* and *after* "
             "parse the very same model replies. *model-cited*: the answer kept at least one valid `[n]` the model "
             "wrote; *attributed*: citations added by attribution because the reply had no valid marker; "
             "*unsupported*: an answer sentence no passage supports (reported in `unsupported_sentences`); "
             "*uncited, refused*: replies with no valid marker and no attributable sentence, which the chain turns "
             "into \"I don't know\" with a `warning` (counted in *I don't know* too).",
             "",
-            "| set | code | gold in answer | I don't know | citations present | cites gold article | model-cited | "
-            "attributed | unsupported sentence | uncited, refused | median s/question (model call) |",
-            "|---|---|---|---|---|---|---|---|---|---|---|",
+            "| set | code | questions | gold in answer | I don't know | citations present | cites gold article | "
+            "model-cited | attributed | unsupported sentence | uncited, refused | median s/question (model call) |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for name in SETS:
             for label in ("before", "after"):
-                rows = runs[label].get("llm_rows", {}).get(name)
+                rows = [r for r in runs[label].get("llm_rows", {}).get(name, []) if r["id"] in both[name]]
                 if rows:
-                    secs = sorted(r["seconds"] for r in runs["after"]["llm_rows"][name])[len(rows) // 2]
+                    secs_all = sorted(r["seconds"] for r in runs["after"]["llm_rows"][name] if r["id"] in both[name])
+                    median = secs_all[len(secs_all) // 2]
+                    secs = f"{median:.0f}" if median >= 1.0 else "n/a (cached)"
                     lines.append(
-                        f"| {name} | {label} | {rate(rows, 'hit'):.2f} | {rate(rows, 'refused'):.2f} | "
+                        f"| {name} | {label} | {len(rows)} | {rate(rows, 'hit'):.2f} | {rate(rows, 'refused'):.2f} | "
                         f"{rate(rows, 'cited'):.2f} | {rate(rows, 'cites_gold_doc'):.2f} | "
                         f"{rate(rows, 'model_cited'):.2f} | {rate(rows, 'attributed'):.2f} | "
-                        f"{rate(rows, 'unsupported'):.2f} | {rate(rows, 'warning'):.2f} | {secs:.0f} |"
+                        f"{rate(rows, 'unsupported'):.2f} | {rate(rows, 'warning'):.2f} | {secs} |"
                     )
+        if any(len(both[name]) < llm_n for name in SETS):
+            lines += [
+                "",
+                f"Not every question of the {llm_n}-per-set sample has a model reply yet (the model took 1.5-10 "
+                "minutes per call on the shared machine). To continue: start the server as "
+                "`../shared/tools/local-llm/README.md` says, then `python benchmarks/answers.py --label after "
+                f"--llm {spec} --only llm` (cached replies are reused, only the missing ones call the model), "
+                f"`PYTHONPATH=<main before the answers merge> python benchmarks/answers.py --label before --llm {spec} "
+                "--only llm --cache-only`, and `--report`.",
+            ]
     update_results_section(
         SECTION,
         "Answers: the extractive answer of `ask` and the LLM path (issue 9 §3)",
