@@ -65,7 +65,8 @@ class RagSpineSettings(BaseSettings):
             (``RAGSPINE_TOKENIZER``; default ``"auto"``).
         chunk_size: chunk budget in characters (``RAGSPINE_CHUNK_SIZE``; default 480).
         chunk_overlap: overlap in characters (``RAGSPINE_CHUNK_OVERLAP``; default 80).
-        store: default store directory for the CLI and ``graphs/app.py`` (``RAGSPINE_STORE``; default none: the
+        store: default store for the CLI and ``graphs/app.py``: a directory or a ``postgresql://`` URL
+            (``RAGSPINE_STORE``; default none: the
             CLI then requires ``--store``, ``graphs/app.py`` ingests the demo corpus).
         k: number of chunks a search returns (``RAGSPINE_K``; unset: :data:`DEFAULT_K` per entry point —
             10 for a search, 6 for a RAG graph, 3 for the demo).  See :meth:`k_for`.
@@ -79,6 +80,12 @@ class RagSpineSettings(BaseSettings):
             ``http://localhost:11434``).
         cache_dir: where derived models (the ONNX e5 graph) are cached (``RAGSPINE_CACHE_DIR``; default
             ``platformdirs.user_cache_dir("langchain-ragspine")``).
+        pg_pool_size: most connections one process opens to one PostgreSQL store (``RAGSPINE_PG_POOL_SIZE``;
+            default 4; see ``docs/postgres.md``).
+        pg_hnsw_threshold: the dense channel of a PostgreSQL store gets a pgvector HNSW index once it holds this
+            many vectors; below it every search is exact (``RAGSPINE_PG_HNSW_THRESHOLD``; default 20000).
+        pg_ef_search: pgvector's ``hnsw.ef_search`` for a query (raised to ``k`` when smaller;
+            ``RAGSPINE_PG_EF_SEARCH``; default 100).
 
     Raises:
         pydantic.ValidationError: a value of the wrong type, an unknown tokenizer or retrieval mode.
@@ -91,18 +98,25 @@ class RagSpineSettings(BaseSettings):
     tokenizer: str = "auto"
     chunk_size: int = Field(DEFAULT_CHUNK_CHARS, gt=0)
     chunk_overlap: int = Field(DEFAULT_OVERLAP_CHARS, ge=0)
-    store: Path | None = None
+    store: Path | str | None = None  # a directory, or a postgresql:// URL (kept as a string)
     k: int | None = Field(None, gt=0)
     embedding: str = "auto"
     retrieval_mode: str = "auto"
     llm: str | None = None
     ollama_host: str | None = Field(None, validation_alias=AliasChoices("ollama_host", "OLLAMA_HOST"))
     cache_dir: Path | None = None
+    pg_pool_size: int = Field(4, gt=0)
+    pg_hnsw_threshold: int = Field(20_000, ge=0)
+    pg_ef_search: int = Field(100, gt=0)
 
     @field_validator("store", "cache_dir", mode="before")
     @classmethod
     def _blank_is_unset(cls, value: object) -> object:
-        return None if isinstance(value, str) and not value.strip() else value
+        if isinstance(value, str) and not value.strip():
+            return None
+        if isinstance(value, str) and not value.strip().lower().startswith(("postgresql://", "postgres://")):
+            return Path(value)  # a directory; a database URL stays a string (Path would fold its "//")
+        return value
 
     @field_validator("retrieval_mode")
     @classmethod

@@ -562,10 +562,12 @@ class ChunkStore(SQLiteFile):
             self._bump_generation(cur)
             return new_version
 
+    @staticmethod
     def _prepare(
-        self, doc_id: str, chunks: list[Document]
+        doc_id: str, chunks: list[Document]
     ) -> list[tuple[str, str, int | None, int | None, dict[str, Any], str]]:
-        """Validate chunks; return ``(chunk_id, text, start, end, JSON-ready metadata, metadata_json)``."""
+        """Validate chunks; return ``(chunk_id, text, start, end, JSON-ready metadata, metadata_json)`` (also
+        used by the PostgreSQL store, so both validate alike)."""
         out: list[tuple[str, str, int | None, int | None, dict[str, Any], str]] = []
         seen: set[str] = set()
         for i, doc in enumerate(chunks):
