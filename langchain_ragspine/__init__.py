@@ -1,8 +1,8 @@
 """langchain-ragspine: retrieval for Japanese, Chinese and English documents as LangChain parts.
 
 Loaders (``CorpusLoader``) → splitters (``ParagraphTextSplitter``) → versioned chunk store (``ChunkStore``) →
-retrievers (``BM25Retriever``, ``DenseRetriever``, ``HybridRetriever``) → compressors (``RestrictedGate``,
-``LostInTheMiddleReorder``).  See ``docs/architecture.md``.
+retrievers (``BM25Retriever``, ``DenseRetriever``, ``HybridRetriever``) → compressors (``RestrictedGate``, rerankers,
+MMR, lost-in-the-middle, extractive compression).  See ``docs/architecture.md``.
 """
 
 from langchain_ragspine._version import __version__ as __version__
@@ -10,7 +10,12 @@ from langchain_ragspine.chains import make_answer_chain
 from langchain_ragspine.config import RagSpineSettings, get_settings, make_chat_model, make_embeddings
 from langchain_ragspine.document_compressors import (
     RESTRICTED_SENSITIVITY,
+    ContextualHeader,
+    CrossEncoderReranker,
+    ExtractiveCompressor,
+    LLMListwiseReranker,
     LostInTheMiddleReorder,
+    MMRCompressor,
     RestrictedGate,
     is_restricted,
 )
@@ -27,12 +32,17 @@ from langchain_ragspine.tokenizers import get_tokenizer
 __all__ = [
     "BM25Retriever",
     "ChunkStore",
+    "ContextualHeader",
     "CorpusLoader",
+    "CrossEncoderReranker",
     "DenseRetriever",
+    "ExtractiveCompressor",
     "HybridRetriever",
     "IngestSummary",
+    "LLMListwiseReranker",
     "LoaderError",
     "LostInTheMiddleReorder",
+    "MMRCompressor",
     "ParagraphTextSplitter",
     "RESTRICTED_SENSITIVITY",
     "RagSpineError",

@@ -143,15 +143,29 @@ def _eval_qa_retrievers(args: argparse.Namespace, store_dir: Path | str) -> list
     return out
 
 
+def _check_baseline(baseline: str | None, names: Sequence[str]) -> None:
+    """Fail before the evaluation runs when ``--baseline`` names none of the configurations."""
+    if baseline is not None and baseline not in names:
+        raise ValueError(f"--baseline {baseline!r} is not one of the configurations: {list(names)}")
+
+
 def _cmd_eval(args: argparse.Namespace) -> int:
-    from langchain_ragspine.evaluation import BEIRDataset, compare_markdown, evaluate, load_dataset
+    from langchain_ragspine.evaluation import (
+        BEIRDataset,
+        compare_markdown,
+        compare_paired,
+        evaluate,
+        load_dataset,
+    )
 
     dataset = load_dataset(args.dataset)
     if isinstance(dataset, BEIRDataset):
+        runs = _eval_runs(args)
+        _check_baseline(args.baseline, [_mode_label(mode, tok, len(args.tokenizer)) for mode, tok in runs])
         results = [
             evaluate(mode_factory(mode, k=max(args.ks), tokenizer=tok, embedding=args.embedding), dataset,
                      ks=args.ks, limit=args.limit, name=_mode_label(mode, tok, len(args.tokenizer)))
-            for mode, tok in _eval_runs(args)
+            for mode, tok in runs
         ]
     else:
         needs_dense = needs_dense_index(args.mode, args.embedding)
@@ -163,14 +177,19 @@ def _cmd_eval(args: argparse.Namespace) -> int:
             )
             print(f"ingest: {summary.line()}", file=sys.stderr)
             results = []
-            for name, retriever, seconds in _eval_qa_retrievers(args, store_dir):
+            retrievers = _eval_qa_retrievers(args, store_dir)
+            _check_baseline(args.baseline, [name for name, _, _ in retrievers])
+            for name, retriever, seconds in retrievers:
                 result = evaluate(retriever, dataset, ks=args.ks, limit=args.limit, name=name)
                 result.index_seconds = seconds
                 results.append(result)
-    print(compare_markdown(results))
+    print(compare_markdown(results, baseline=args.baseline))
     if args.json:
+        base = next((r for r in results if r.name == args.baseline), results[0])
+        paired = [c.to_dict() for r in results if r is not base for c in compare_paired(base, r)]
         Path(args.json).write_text(
-            json.dumps({"results": [r.to_dict() for r in results]}, ensure_ascii=False, indent=1), "utf-8"
+            json.dumps({"results": [r.to_dict() for r in results], "paired": paired}, ensure_ascii=False, indent=1),
+            "utf-8",
         )
         print(f"wrote {args.json}", file=sys.stderr)
     if args.plot:
@@ -220,6 +239,10 @@ def _print_answer(state: Mapping[str, Any], how: str) -> None:
         print()
         for c in citations:
             print(f"[{c['n']}] {c.get('title') or c.get('doc_id')}  ({c.get('source_locator')})")
+    for sentence in state.get("unsupported_sentences") or []:
+        print(f"note: no passage supports: {sentence}", file=sys.stderr)
+    if state.get("warning"):
+        print(f"warning: {state['warning']}", file=sys.stderr)
     print(f"\n({how})", file=sys.stderr)
 
 
@@ -255,6 +278,9 @@ def _cmd_ask(args: argparse.Namespace) -> int:
             "answer": state.get("answer"),
             "citations": state.get("citations") or [],
             "refused": state.get("refused", False),
+            "invalid_citations": state.get("invalid_citations") or [],
+            "unsupported_sentences": state.get("unsupported_sentences") or [],
+            "warning": state.get("warning"),
             "documents": [result_record(i, d) for i, d in enumerate(state.get("documents") or [], 1)],
             "trace": state.get("trace") or [],
         }
@@ -380,6 +406,10 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
         help=f"cutoffs for recall@k ({' '.join(map(str, DEFAULT_KS))})",
     )
     p.add_argument("--store", default=None, help="keep the ingested store here (default: a temporary one)")
+    p.add_argument(
+        "--baseline", default=None, metavar="NAME",
+        help="configuration the others are compared with, paired, with 95%% intervals (default: the first)",
+    )
     p.add_argument("--json", default=None, metavar="OUT", help="write every result as JSON")
     p.add_argument("--plot", default=None, metavar="OUT.png", help="recall@k curves (and OUT-latency.png)")
     p.set_defaults(func=_cmd_eval)

@@ -34,6 +34,7 @@ from tqdm.auto import tqdm
 from langchain_ragspine.config import DEFAULT_K, get_settings, make_embeddings, resolve_embedding
 from langchain_ragspine.document_loaders import CorpusLoader
 from langchain_ragspine.document_loaders import corpus as corpus_module
+from langchain_ragspine.documents import check_k
 from langchain_ragspine.embeddings.cache import (
     CachedEmbeddings,
     ChunkVectorCache,
@@ -42,12 +43,14 @@ from langchain_ragspine.embeddings.cache import (
 )
 from langchain_ragspine.errors import RagSpineError, StoreError
 from langchain_ragspine.modes import build_retriever, get_mode, needs_embedding_message, resolve_mode
-from langchain_ragspine.retrievers.bm25 import BM25Retriever, check_k
+from langchain_ragspine.retrievers.bm25 import BM25Retriever
+from langchain_ragspine.retrievers.contract import invoke_retriever
 from langchain_ragspine.retrievers.dense import DenseRetriever
 from langchain_ragspine.sensitivity import drop_restricted, is_restricted
 from langchain_ragspine.stores import ChunkStore
 from langchain_ragspine.stores.embedding_cache import EmbeddingCache
 from langchain_ragspine.stores.postgres import is_postgres_url, redact_url
+from langchain_ragspine.text import index_text
 from langchain_ragspine.text_splitters import ParagraphTextSplitter
 from langchain_ragspine.tokenizers import tokenizer_name, tokenizer_version
 
@@ -219,7 +222,8 @@ def warm_embedding_cache(
     Raises:
         RagSpineError: the embedding model failed (unreachable server, bad model), naming it.
     """
-    items = [(str(c.metadata["chunk_id"]), c.page_content) for c in drop_restricted(chunks)]
+    # keyed and embedded by the index text, as DenseRetriever embeds (and the prune keeps) them
+    items = [(str(c.metadata["chunk_id"]), index_text(c)) for c in drop_restricted(chunks)]
     cached = CachedEmbeddings(emb, cache, progress=progress)
     if not items:
         return cached
@@ -290,7 +294,7 @@ def _prune_embedding_cache(root: Path, store: ChunkStore) -> int:
     if not (root / EMBEDDING_CACHE).is_file():
         return 0
     chunks = [c.to_document() for c in store.iter_chunks()]
-    keep = {(str(c.metadata["chunk_id"]), content_hash(c.page_content)) for c in chunks if not is_restricted(c)}
+    keep = {(str(c.metadata["chunk_id"]), content_hash(index_text(c))) for c in chunks if not is_restricted(c)}
     with _open_cache(root) as cache:
         return cache.prune(None, keep)
 
@@ -692,14 +696,16 @@ def search(
     RESTRICTED gate on the way out.
 
     Our retrievers never index RESTRICTED chunks, so the gate here is the last line of defence, not a filter that
-    changes ``k``; it also covers any other ``BaseRetriever`` a caller hands in.
+    changes ``k``; it also covers any other ``BaseRetriever`` a caller hands in, which is asked for ``k`` and
+    ``filter`` through the retriever-call contract (:func:`~langchain_ragspine.retrievers.contract.invoke_retriever`:
+    a retriever that cannot take the filter has its results filtered, never ignored).
 
     Raises:
         ValueError: ``k < 1`` or a malformed filter.
         TypeError: ``k`` is not an int (``"3"``, ``2.0``, ``True``).
     """
     k = check_k(k if k is not None else get_settings().k_for("search"))
-    return drop_restricted(retriever.invoke(query, k=k, filter=filter))[:k]
+    return drop_restricted(invoke_retriever(retriever, query, k=k, filter=filter))[:k]
 
 
 def result_record(rank: int, doc: Document) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from typing import Any
 
 #: Regex character class (without brackets) of CJK characters: CJK unified ideographs (+ext. A, compatibility, and
 #: ext. B-F in the SIP), the iteration marks 々〆, hiragana, katakana (with ー and the phonetic extensions), and
@@ -64,3 +65,18 @@ def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tu
     if pos < end:
         spans.append((pos, end))
     return spans
+
+
+#: Metadata key of the text a chunk is indexed and embedded by, when it differs from ``page_content``.
+INDEX_TEXT_KEY = "index_text"
+
+
+def index_text(doc: Any) -> str:
+    """The text ``doc`` (a ``Document``) is tokenised and embedded by: a non-empty string in
+    ``metadata["index_text"]``, else ``page_content``.  Without the key the result is exactly ``page_content``, so
+    retrievers index documents that carry no index text byte-identically to before.
+    """
+    value = doc.metadata.get(INDEX_TEXT_KEY)
+    if isinstance(value, str) and value:
+        return value
+    return str(doc.page_content)

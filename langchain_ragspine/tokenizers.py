@@ -184,7 +184,12 @@ def whitespace_tokenize(text: str) -> list[str]:
 _local = threading.local()
 
 
-def _tagger() -> Any:
+def fugashi_tagger() -> Any:
+    """This thread's ``fugashi.Tagger`` over the unidic-lite dictionary (created on first use, then reused).
+
+    Raises:
+        ImportError: fugashi or unidic-lite is not installed (both are core dependencies).
+    """
     tagger = getattr(_local, "tagger", None)
     if tagger is None:
         try:
@@ -212,7 +217,7 @@ def fugashi_tokenize(text: str, *, fold_scripts: bool = True) -> list[str]:
     ``fold_scripts=False`` is the ``"fugashi-nofold"`` tokenizer.
     """
     norm = normalize(text).lower()
-    tokens = [w.surface for w in _tagger()(norm) if w.surface and not _is_symbol(w.surface)]
+    tokens = [w.surface for w in fugashi_tagger()(norm) if w.surface and not _is_symbol(w.surface)]
     return _fold_tokens(tokens) if fold_scripts else tokens
 
 
@@ -245,7 +250,7 @@ def auto_tokenize(text: str, *, fold_scripts: bool = True) -> list[str]:
         else:
             out.append(m.group("word"))
     if has_cjk:
-        morphemes = [w.surface for w in _tagger()(norm) if CJK_CHAR_RE.search(w.surface)]
+        morphemes = [w.surface for w in fugashi_tagger()(norm) if CJK_CHAR_RE.search(w.surface)]
         # morphemes are pieces of ``norm``: when folding changed nothing there, it changes nothing in them
         out.extend(_fold_tokens(morphemes) if grams != norm else morphemes)
     return out

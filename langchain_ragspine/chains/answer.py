@@ -7,13 +7,23 @@ ALCE).  The model is also told to say "I don't know" in the question's language 
 an answer.  Passages may be put best-at-both-ends (``lost_in_the_middle=True``; Liu et al., "Lost in the Middle",
 TACL 2024); numbering always follows the order the model sees, so every citation maps back to the chunk it names.
 
-Without an LLM the chain answers extractively: it picks the sentences of the given chunks that share the most
-(IDF-weighted) tokens with the question — the sentence-selection baseline of extractive QA and of extractive
-summarisation (Luhn, "The Automatic Creation of Literature Abstracts", IBM J. R&D 1958) — and returns them verbatim,
-each followed by its citation.  The RESTRICTED gate runs on the documents first, on every path.
+Citations always resolve.  Markers are read in the forms models write (``[1]``, ``[1, 2]``, ``[1][2]``, ``[1-3]``,
+``[1–3]``, ``［１］``, ``【1】``) and rewritten in one form, ``[1, 2, 3]``; a number that names no passage is
+removed from the text and reported in ``invalid_citations``.  Small models often ignore the instruction to cite:
+an answer without a valid marker is cited by attribution — each sentence to the passage that supports it best
+(lexical overlap of content terms, :func:`attribute_citations`), marked ``attributed`` — and a sentence no passage
+supports is listed in ``unsupported_sentences``.  An answer nothing supports is never returned as a normal one
+(see ``uncited`` in :func:`make_answer_chain`).
 
-Output of every path: ``{"answer": str, "citations": [{"n", "chunk_id", "doc_id", "title", "source_locator"}],
-"mode": "llm" | "extractive" | "extractive_fallback"}``.
+Without an LLM the chain answers extractively: it picks the sentences of the given chunks that share the most
+(IDF-weighted) content terms with the question — the sentence-selection baseline of extractive QA and of extractive
+summarisation (Luhn, "The Automatic Creation of Literature Abstracts", IBM J. R&D 1958) — and returns them verbatim,
+each followed by its citation.  Question words and stop words are never evidence
+(:mod:`langchain_ragspine.stopwords`).  The RESTRICTED gate runs on the documents first, on every path.
+
+Output of every path: ``{"answer": str, "citations": [{"n", "chunk_id", "doc_id", "title", "source_locator",
+"attributed"}], "mode": "llm" | "extractive" | "extractive_fallback", "invalid_citations": [int],
+"unsupported_sentences": [str], "warning": str | None}``.
 """
 
 from __future__ import annotations
@@ -21,7 +31,7 @@ from __future__ import annotations
 import logging
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, TypedDict, cast
 
 from langchain_core.documents import Document
@@ -32,25 +42,35 @@ from langchain_core.runnables import Runnable, RunnableLambda, RunnablePassthrou
 
 from langchain_ragspine.document_compressors.reorder import lost_in_the_middle_order
 from langchain_ragspine.document_compressors.restricted import drop_restricted
+from langchain_ragspine.stopwords import content_terms
 from langchain_ragspine.text import CJK_CHAR_RE, normalize, sentence_spans
 from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer
 
 __all__ = [
     "ANSWER_SYSTEM_PROMPT",
     "Citation",
+    "DEFAULT_MIN_SUPPORT",
     "DONT_KNOW",
     "INSUFFICIENT_CONTEXT",
+    "MAX_CITATION_RANGE",
     "NO_RETRIEVAL_NOTE",
+    "UNCITED_WARNING",
+    "attribute_citations",
     "citation_for",
+    "cite_llm_answer",
     "detect_language",
     "dont_know",
     "extractive_answer",
+    "format_citation_marker",
     "format_context",
     "insufficient_context",
     "is_dont_know",
     "make_answer_chain",
+    "normalize_citations",
     "parse_citation_numbers",
     "prepare_context",
+    "rewrite_citation_markers",
+    "strip_citation_markers",
     "strip_think",
 ]
 
@@ -81,19 +101,35 @@ _LANGUAGE_NAMES = {"ja": "Japanese", "zh": "Chinese", "en": "English"}
 _KANA_RE = re.compile("[\u3040-\u30ff\u31f0-\u31ff]")
 _HANGUL_RE = re.compile("[\uac00-\ud7af\u1100-\u11ff\u3130-\u318f]")
 _THINK_RE = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
-# [1]  [1, 2]  ［３］  [1][2] (each bracket matched separately); full-width digits are folded by int()
-_MARKER_RE = re.compile(r"[\[［]\s*([0-9０-９]{1,4}(?:\s*[,，、]\s*[0-9０-９]{1,4})*)\s*[\]］]")
+# A citation marker: one number or a range in brackets, or a list of them — [1]  [1, 2]  [1-3]  [1–3]  ［１］  【1】.
+# Runs of adjacent markers ([1][2], [1] [2]) are read as one (see _MARKER_RUN_RE).
+_OPEN, _CLOSE = r"\[［【", r"\]］】"
+_NUM = "[0-9０-９]{1,4}"
+_RANGE_DASH = "\\-‐‑‒–—―~〜～－"
+_LIST_SEP = ",，、;；"
+_ITEM = rf"{_NUM}(?:\s*[{_RANGE_DASH}]\s*{_NUM})?"
+_MARKER_BODY = rf"{_ITEM}(?:\s*[{_LIST_SEP}]\s*{_ITEM})*"
+_MARKER_RE = re.compile(rf"[{_OPEN}]\s*({_MARKER_BODY})\s*[{_CLOSE}]")
+_MARKER_RUN_RE = re.compile(rf"[{_OPEN}]\s*{_MARKER_BODY}\s*[{_CLOSE}](?:[ \t]*[{_OPEN}]\s*{_MARKER_BODY}\s*[{_CLOSE}])*")
+_SPACED_MARKER_RUN_RE = re.compile(rf"([ \t]*)({_MARKER_RUN_RE.pattern})")
+_CLOSING_PUNCT = frozenset("。．.,，、!！?？:：;；)）」』")
+_ITEM_RE = re.compile(rf"({_NUM})(?:\s*[{_RANGE_DASH}]\s*({_NUM}))?")
+#: A range longer than this is not expanded: ``[1-5000]`` reads as the two numbers 1 and 5000.
+MAX_CITATION_RANGE = 100
 _HEADING_RE = re.compile(r"^\s{0,3}#{1,6}\s")
 
 
 class Citation(TypedDict):
-    """One cited passage: ``n`` is its number in the context the model was given (from 1)."""
+    """One cited passage: ``n`` is its number in the context the model was given (from 1); ``attributed`` is true
+    when the package attributed the citation to an answer sentence (the model wrote no valid marker), false when
+    the model wrote it or the sentence is the passage's own (extractive answers)."""
 
     n: int
     chunk_id: str | None
     doc_id: str | None
     title: str | None
     source_locator: str | None
+    attributed: bool
 
 
 # -- language -------------------------------------------------------------------------------------------------------
@@ -127,7 +163,7 @@ def is_dont_know(answer: Any) -> bool:
     citation markers) or an "insufficient context" refusal."""
     if not isinstance(answer, str):
         return True
-    text = normalize(_MARKER_RE.sub("", strip_think(answer))).lower().replace("’", "'")
+    text = normalize(_MARKER_RUN_RE.sub("", strip_think(answer))).lower().replace("’", "'")
     if "insufficient context" in text:
         return True
     text = re.sub(r"\s+", " ", text).strip(" \t\n。．.!！?？、,，\"“”「」()（）")
@@ -188,8 +224,9 @@ def prepare_context(
     return lost_in_the_middle_order(docs) if lost_in_the_middle else docs
 
 
-def citation_for(n: int, doc: Document) -> Citation:
-    """The citation record of passage ``n`` (``chunk_id`` falls back to ``Document.id``)."""
+def citation_for(n: int, doc: Document, *, attributed: bool = False) -> Citation:
+    """The citation record of passage ``n`` (``chunk_id`` falls back to ``Document.id``); ``attributed`` marks a
+    citation the package attributed to an answer sentence rather than one the model wrote."""
     md = doc.metadata
     chunk_id = md.get("chunk_id") or doc.id
     return {
@@ -198,15 +235,51 @@ def citation_for(n: int, doc: Document) -> Citation:
         "doc_id": None if md.get("doc_id") is None else str(md.get("doc_id")),
         "title": md.get("title"),
         "source_locator": md.get("source_locator"),
+        "attributed": attributed,
     }
 
 
+# -- citation markers -----------------------------------------------------------------------------------------------
 def _marker_numbers(group: str) -> list[int]:
-    return [int(normalize(x)) for x in re.split(r"\s*[,，、]\s*", group.strip()) if x]
+    """The numbers of one marker body (``"1, 3-5"`` → ``[1, 3, 4, 5]``); ranges of more than
+    :data:`MAX_CITATION_RANGE` numbers give their two ends, a reversed range counts down."""
+    out: list[int] = []
+    for m in _ITEM_RE.finditer(group):
+        a = int(normalize(m.group(1)))
+        if m.group(2) is None:
+            out.append(a)
+            continue
+        b = int(normalize(m.group(2)))
+        if abs(b - a) >= MAX_CITATION_RANGE:
+            out.extend((a, b))
+        else:
+            out.extend(range(a, b + 1) if a <= b else range(a, b - 1, -1))
+    return out
+
+
+def _run_numbers(run: str) -> list[int]:
+    """The numbers of a run of adjacent markers, in order, without repeats."""
+    out: list[int] = []
+    for m in _MARKER_RE.finditer(run):
+        for n in _marker_numbers(m.group(1)):
+            if n not in out:
+                out.append(n)
+    return out
+
+
+def format_citation_marker(numbers: Sequence[int]) -> str:
+    """The one marker form the package writes: ``[1]``, ``[1, 2, 3]`` (``""`` for no number)."""
+    return "[" + ", ".join(str(n) for n in numbers) + "]" if numbers else ""
 
 
 def parse_citation_numbers(text: str) -> list[int]:
-    """The citation numbers ``[n]`` / ``[n, m]`` / ``［n］`` in ``text``, in order of first use, without repeats."""
+    """The citation numbers in ``text``, in order of first use, without repeats.
+
+    Markers are read in the forms models write: ``[1]``, ``[1, 2]`` / ``[1，2]`` / ``[1、2]``, ``[1][2]``,
+    ranges ``[1-3]`` / ``[1–3]`` (any dash, ``~``, ``〜``), full-width brackets and digits (``［１］``, ``【1】``).
+    A range expands (``[1-3]`` → 1, 2, 3; at most :data:`MAX_CITATION_RANGE` numbers).  No range check here: see
+    :func:`normalize_citations`.
+    """
     seen: list[int] = []
     for m in _MARKER_RE.finditer(text or ""):
         for n in _marker_numbers(m.group(1)):
@@ -215,45 +288,94 @@ def parse_citation_numbers(text: str) -> list[int]:
     return seen
 
 
-def _keep_valid_markers(text: str, valid: range) -> str:
-    """``text`` with citation numbers outside ``valid`` removed (a marker left empty disappears)."""
+def rewrite_citation_markers(text: str, renumber: Callable[[list[int]], Sequence[int]]) -> str:
+    """``text`` with every run of adjacent citation markers (``[1][2]``, ``[1-3]``, ``［１］``) replaced by one
+    marker in the form of :func:`format_citation_marker` holding ``renumber(numbers)`` (repeats dropped); a marker
+    left without numbers is removed with the spaces before it (``"Paris [9]."`` → ``"Paris."``).  Nothing else of
+    the text changes, apart from surrounding whitespace being stripped."""
 
     def repl(m: re.Match[str]) -> str:
-        kept = [n for n in _marker_numbers(m.group(1)) if n in valid]
-        return "[" + ", ".join(str(n) for n in kept) + "]" if kept else ""
+        kept: list[int] = []
+        for n in renumber(_run_numbers(m.group(2))):
+            if n not in kept:
+                kept.append(n)
+        if kept:
+            return m.group(1) + format_citation_marker(kept)
+        following = source[m.end() : m.end() + 1]
+        return "" if not following or following in _CLOSING_PUNCT or following.isspace() else m.group(1)
 
-    out = _MARKER_RE.sub(repl, text)
-    return re.sub(r"[ \t]+([。．.,，、!！?？])", r"\1", out).strip()
+    source = text or ""
+    return _SPACED_MARKER_RUN_RE.sub(repl, source).strip()
 
 
-# -- extractive answer ----------------------------------------------------------------------------------------------
+def strip_citation_markers(text: str) -> str:
+    """``text`` without citation markers (each run of markers becomes a line break, so sentences stay apart)."""
+    return _MARKER_RUN_RE.sub("\n", text or "")
+
+
+def normalize_citations(text: str, n_passages: int) -> tuple[str, list[int], list[int]]:
+    """Parse, expand and range-check the citation markers of ``text`` against a context of ``n_passages``.
+
+    Returns ``(text, cited, invalid)``: ``text`` with every run of markers rewritten as one ``[a, b, …]`` marker of
+    the numbers that name a passage (``1 … n_passages``) — ``[1-3]`` → ``[1, 2, 3]``, ``[1][2]`` → ``[1, 2]``,
+    ``［２］`` → ``[2]`` — and markers without such a number removed; ``cited`` the valid numbers in order of first
+    use; ``invalid`` the numbers that name no passage, in order of first use (they never stay in the text).
+    """
+    valid = range(1, max(n_passages, 0) + 1)
+    invalid: list[int] = []
+
+    def keep(numbers: list[int]) -> list[int]:
+        invalid.extend(n for n in numbers if n not in valid and n not in invalid)
+        return [n for n in numbers if n in valid]
+
+    out = rewrite_citation_markers(text, keep)
+    return out, parse_citation_numbers(out), invalid
+
+
+# -- sentences ------------------------------------------------------------------------------------------------------
 _FENCE_RE = re.compile(r"^\s*(```|~~~)")
 
 
-def _sentences(text: str) -> list[str]:
-    """Sentences of ``text``, verbatim and stripped, split at line breaks and sentence ends; headings and fenced
-    code blocks dropped (a code line is not an answer, though it often shares the question's words)."""
-    out: list[str] = []
+def _sentence_spans(text: str, *, skip_code: bool = True) -> list[tuple[int, int]]:
+    """``(start, end)`` of the sentences of ``text``, stripped, split at line breaks and sentence ends; headings
+    and (with ``skip_code``) fenced code blocks dropped."""
+    out: list[tuple[int, int]] = []
     pos = 0
     lines = text.splitlines(keepends=True)
     fences = [line.strip() for line in lines if _FENCE_RE.match(line)]
     # a chunk may begin inside a code block: an odd number of fences whose first is a bare ``` (a closing one)
-    in_fence = len(fences) % 2 == 1 and fences[0] in ("```", "~~~")
+    in_fence = skip_code and len(fences) % 2 == 1 and fences[0] in ("```", "~~~")
     for line in lines:
         start, end = pos, pos + len(line)
         pos = end
-        if _FENCE_RE.match(line):
+        if skip_code and _FENCE_RE.match(line):
             in_fence = not in_fence
             continue
         if in_fence or not line.strip() or _HEADING_RE.match(line):
             continue
         for s, e in sentence_spans(text, start, end):
-            sentence = text[s:e].strip()
-            if sentence:
-                out.append(sentence)
+            while s < e and text[s].isspace():
+                s += 1
+            while e > s and text[e - 1].isspace():
+                e -= 1
+            if s < e:
+                out.append((s, e))
     return out
 
 
+def _sentences(text: str) -> list[str]:
+    """Sentences of ``text``, verbatim and stripped, split at line breaks and sentence ends; headings and fenced
+    code blocks dropped (a code line is not an answer, though it often shares the question's words)."""
+    return [text[s:e] for s, e in _sentence_spans(text)]
+
+
+def _idf(terms: set[str], token_sets: Sequence[set[str]]) -> dict[str, float]:
+    """BM25's IDF of each term over ``token_sets``, ``log(1 + (N - df + 0.5) / (df + 0.5))`` (always > 0)."""
+    n = len(token_sets)
+    return {t: math.log(1.0 + (n - (df := sum(1 for s in token_sets if t in s)) + 0.5) / (df + 0.5)) for t in terms}
+
+
+# -- extractive answer ----------------------------------------------------------------------------------------------
 def extractive_answer(
     question: str,
     documents: Sequence[Document],
@@ -265,22 +387,22 @@ def extractive_answer(
 ) -> dict[str, Any]:
     """An answer made of the given chunks' own sentences, each followed by its citation ``[n]``.
 
-    ``documents`` are numbered from 1 in the given order (pass what :func:`prepare_context` returns).  Every
-    sentence of every (non-RESTRICTED) chunk is scored by the IDF-weighted share of the question's distinct tokens it
-    contains (``tokenizer``, default ``"auto"`` — the one BM25 uses; IDF over the candidate sentences, so words every
-    sentence shares, like the article's topic or particles, weigh little).  The best sentence is taken, then up to
-    ``max_sentences - 1`` more whose score is at least ``relative_cutoff`` × the best (default 0.6); repeated text
-    (overlapping chunks) is skipped.  When the best sentence covers less than ``min_coverage`` (default 0.2) of
-    the question, the answer is "I don't know" in the question's language with no citations.
-
-    Defaults, measured on random 500-question samples (BM25 ``auto`` top 6, ParagraphTextSplitter 480/80; "hit" =
-    an answer string appears in the extractive answer): JSQuAD valid 0.850 and CMRC 2018 dev 0.836 at ~120
-    characters per answer.  One sentence: 0.796 / 0.710 (72 / 57 characters); two: 0.832 / 0.798; a cut-off of 0.8
-    instead of 0.6: 0.838 / 0.804 (93 / 86 characters); 0.5: +0.6 points for +16 characters.  ``min_coverage`` 0.2
-    answered "I don't know" for 0 / 1.8 % of these (answerable) questions, 0.3 for 4.2 / 14.6 %.
+    ``documents`` are numbered from 1 in the given order (pass what :func:`prepare_context` returns).  The evidence
+    is the question's content terms (:func:`~langchain_ragspine.stopwords.content_terms` with ``tokenizer``,
+    default ``"auto"``, the BM25 one): question words, stop words and Japanese kana-only tokens never count.  Every
+    sentence of every (non-RESTRICTED) chunk that contains at least one content term is scored by the IDF-weighted
+    share of the content terms it contains (IDF over the candidate sentences, so terms every sentence shares, like
+    the article's topic, weigh little); a sentence without one is never used.  The best sentence is taken, then up
+    to ``max_sentences - 1`` more whose score is at least ``relative_cutoff`` × the best (default 0.6); repeated
+    text (overlapping chunks) is skipped.  When the best sentence covers less than ``min_coverage`` (default 0.2)
+    of the question, or the question has no content term, the answer is "I don't know" in the question's language
+    with no citations.  See ``benchmarks/RESULTS.md`` (section ``extractive-answers``) for how often the answer
+    holds a gold answer on the shared sets.
 
     Returns:
-        ``{"answer": str, "citations": list[Citation], "mode": "extractive"}``, citations in order of first use.
+        ``{"answer": str, "citations": list[Citation], "mode": "extractive", "invalid_citations": [],
+        "unsupported_sentences": [], "warning": None}``, citations in order of first use (``attributed`` false:
+        each cited sentence is a verbatim sentence of its chunk).
 
     Raises:
         ValueError: ``max_sentences < 1``.
@@ -289,24 +411,24 @@ def extractive_answer(
         raise ValueError(f"max_sentences must be >= 1, got {max_sentences}")
     docs = drop_restricted(documents)
     tokenize = get_tokenizer(tokenizer)
-    q_tokens = set(tokenize(question or ""))
+    q_terms = content_terms(question or "", tokenize)
     candidates: list[tuple[int, int, str, set[str]]] = []  # (n, position, sentence, tokens)
     for n, doc in enumerate(docs, 1):
         for i, sentence in enumerate(_sentences(doc.page_content)):
             candidates.append((n, i, sentence, set(tokenize(sentence))))
-    if not q_tokens or not candidates:
-        return {"answer": dont_know(question), "citations": [], "mode": "extractive"}
-    n_sent = len(candidates)
-    df = {t: sum(1 for c in candidates if t in c[3]) for t in q_tokens}
-    weight = {t: math.log(1.0 + (n_sent - df[t] + 0.5) / (df[t] + 0.5)) for t in q_tokens}
-    total = sum(weight.values()) or 1.0
+    nothing = _result(dont_know(question), [], "extractive")
+    if not q_terms or not candidates:
+        return nothing
+    weight = _idf(q_terms, [c[3] for c in candidates])
+    total = sum(weight.values())
     scored = sorted(
-        ((sum(weight[t] for t in q_tokens & toks) / total, n, i, s) for n, i, s, toks in candidates),
+        ((sum(weight[t] for t in shared) / total, n, i, s)
+         for n, i, s, toks in candidates if (shared := q_terms & toks)),
         key=lambda x: (-x[0], x[1], x[2]),
     )
+    if not scored or scored[0][0] < min_coverage:
+        return nothing
     best = scored[0][0]
-    if best < min_coverage:
-        return {"answer": dont_know(question), "citations": [], "mode": "extractive"}
     chosen: list[tuple[str, int]] = []
     for score, n, _i, sentence in scored:
         if len(chosen) >= max_sentences or score < best * relative_cutoff:
@@ -314,15 +436,109 @@ def extractive_answer(
         if any(sentence in prev or prev in sentence for prev, _ in chosen):
             continue
         chosen.append((sentence, n))
-    lines = [f"{sentence} [{n}]" for sentence, n in chosen]
     cited: list[int] = []
     for _, n in chosen:
         if n not in cited:
             cited.append(n)
+    answer = "\n".join(f"{sentence} [{n}]" for sentence, n in chosen)
+    return _result(answer, [citation_for(n, docs[n - 1]) for n in cited], "extractive")
+
+
+def _result(
+    answer: str,
+    citations: list[Citation],
+    mode: str,
+    *,
+    invalid: list[int] | None = None,
+    unsupported: list[str] | None = None,
+    warning: str | None = None,
+) -> dict[str, Any]:
     return {
-        "answer": "\n".join(lines),
-        "citations": [citation_for(n, docs[n - 1]) for n in cited],
-        "mode": "extractive",
+        "answer": answer,
+        "citations": citations,
+        "mode": mode,
+        "invalid_citations": list(invalid or []),
+        "unsupported_sentences": list(unsupported or []),
+        "warning": warning,
+    }
+
+
+# -- attribution ----------------------------------------------------------------------------------------------------
+#: Default share of an answer sentence's (IDF-weighted) content terms a passage must contain to support it.
+DEFAULT_MIN_SUPPORT = 0.5
+
+#: Words answers use to talk about the context rather than the topic ("according to the passage", "答案是").
+_ANSWER_BOILERPLATE = frozenset(
+    "according answer answers passage passages context contexts text document documents source sources mentioned "
+    "mentions states stated provided information based".split()
+)
+# the sentence-final punctuation (and closing quotes) an attributed marker goes in front of: "tall [2]." "です [1]。"
+_SENTENCE_TAIL_RE = re.compile(r"[。．.!！?？;；]*[」』）)】〕〉》\"'”’]*$")
+_ANSWER_BOILERPLATE_CJK = ("根据", "答案", "文中", "文章", "上下文", "提到", "によると", "によれば", "文書", "本文", "回答")
+
+
+def attribute_citations(
+    answer: str,
+    documents: Sequence[Document],
+    *,
+    tokenizer: str | Tokenizer = "auto",
+    min_support: float = DEFAULT_MIN_SUPPORT,
+) -> dict[str, Any]:
+    """Cite an answer that carries no citation markers: each sentence gets the passage that supports it best.
+
+    ``documents`` are the passages the answer was written from, numbered from 1 in this order (the context shown
+    to the model); RESTRICTED ones are never cited (they are dropped first, so pass the gated list you numbered).
+    A sentence is supported by a passage in the share of its content terms
+    (:func:`~langchain_ragspine.stopwords.content_terms` — for CJK text these are character unigrams and bigrams,
+    so the check is character n-gram overlap) that the passage's text (``prompt_text``, else ``page_content``: what
+    the model read) contains, each term weighted by its IDF over the passages — a term of the sentence that no
+    passage has weighs most, so a claim from outside the context lowers the support.  Words that talk about the
+    context ("according to the passage", 根据文章) are not counted.  The best passage (lowest number on a tie)
+    is cited when its support reaches ``min_support`` (default :data:`DEFAULT_MIN_SUPPORT` = 0.5): ``[n]`` is
+    written at the end of the sentence, before its final punctuation (``"… tall [2]."``, ``"…です [1]。"``).  Sentences with no content term ("Yes.") are left as they are.  This is
+    post-hoc attribution by lexical overlap (cf. Gao et al., "RARR: Researching and Revising What Language Models
+    Say", ACL 2023, and ALCE's citation recall, EMNLP 2023), not an entailment check.
+
+    Returns:
+        ``{"answer": str (with the markers), "citations": list[Citation] (``attributed`` true, order of first use),
+        "unsupported_sentences": list[str] (sentences no passage supports, verbatim)}``.
+
+    Raises:
+        ValueError: ``min_support`` outside [0, 1].
+    """
+    if not 0.0 <= min_support <= 1.0:
+        raise ValueError(f"min_support must be in [0, 1], got {min_support}")
+    docs = drop_restricted(documents)
+    tokenize = get_tokenizer(tokenizer)
+    passages = [set(tokenize(_prompt_text(d))) for d in docs]
+    boilerplate = _ANSWER_BOILERPLATE | {t for w in _ANSWER_BOILERPLATE_CJK for t in tokenize(w)}
+    pieces: list[str] = []
+    cited: list[int] = []
+    unsupported: list[str] = []
+    pos = 0
+    for s, e in _sentence_spans(answer, skip_code=False):
+        sentence = answer[s:e]
+        terms = content_terms(sentence, tokenize) - boilerplate
+        if not terms:
+            continue
+        weight = _idf(terms, passages)
+        total = sum(weight.values())
+        support = [sum(weight[t] for t in terms & p) / total for p in passages]
+        best = max(range(len(support)), key=lambda i: (support[i], -i)) if support else -1
+        if best < 0 or support[best] < min_support:
+            unsupported.append(sentence)
+            continue
+        tail = _SENTENCE_TAIL_RE.search(sentence)
+        cut = e - (len(tail.group(0)) if tail else 0)
+        pieces.append(answer[pos:cut] + f" [{best + 1}]" + answer[cut:e])
+        pos = e
+        if best + 1 not in cited:
+            cited.append(best + 1)
+    pieces.append(answer[pos:])
+    return {
+        "answer": "".join(pieces),
+        "citations": [citation_for(n, docs[n - 1], attributed=True) for n in cited],
+        "unsupported_sentences": unsupported,
     }
 
 
@@ -365,29 +581,50 @@ def make_answer_chain(
     max_docs: int | None = 6,
     tokenizer: str | Tokenizer = "auto",
     prompt: ChatPromptTemplate | None = None,
+    min_support: float = DEFAULT_MIN_SUPPORT,
+    uncited: Literal["refuse", "warn"] = "refuse",
 ) -> Runnable[dict[str, Any], dict[str, Any]]:
-    """An LCEL chain ``{"question": str, "documents": list[Document]} -> {"answer", "citations", "mode"}``.
+    """An LCEL chain ``{"question": str, "documents": list[Document]} -> {"answer", "citations", "mode",
+    "invalid_citations", "unsupported_sentences", "warning"}``.
 
     Every path first applies the RESTRICTED gate, keeps the first ``max_docs`` documents (default 6; ``None``: all)
     and, with ``lost_in_the_middle=True``, shows them best-at-both-ends; passages are numbered in the order shown.
 
     * ``llm`` given: ``prompt`` (default :data:`ANSWER_SYSTEM_PROMPT` + the numbered context and the question;
       variables ``context``, ``question``, ``language``, ``dont_know``) → ``llm`` → text.  ``<think>`` blocks are
-      removed; ``citations`` lists the ``[n]`` numbers the text uses that name a passage it was given, in order of
-      first use; other numbers are dropped from the text and the list.  ``mode`` is ``"llm"``.  If the call raises,
-      the chain degrades to the extractive answer (``mode="extractive_fallback"``, logged as a warning).
+      removed and the citation markers are read in the forms models write and normalised
+      (:func:`normalize_citations`: ``[1-3]`` → ``[1, 2, 3]``, ``[1][2]`` → ``[1, 2]``, ``［２］`` → ``[2]``);
+      numbers that name no passage are removed from the text and listed in ``invalid_citations``.  ``citations``
+      lists the valid numbers in order of first use (``attributed: False``).  When the text has no valid marker,
+      each sentence is attributed to the passage that supports it best (:func:`attribute_citations`, ``min_support``)
+      — those citations carry ``attributed: True`` — and sentences no passage supports are listed in
+      ``unsupported_sentences``.  ``mode`` is ``"llm"``.  If the call raises, the chain degrades to the extractive
+      answer (``mode="extractive_fallback"``, logged as a warning).
     * ``llm=None``: :func:`extractive_answer` (``mode="extractive"``), no model, deterministic.
+
+    An answer is never returned without citations silently.  When an LLM answer (not an "I don't know") has no
+    valid marker and no sentence can be attributed, ``uncited`` decides: ``"refuse"`` (default) replaces it with
+    "I don't know" in the question's language, no citations, and says why in ``warning`` (the model's text is
+    logged at debug level, never returned) — an answer nothing in the context supports is not grounded, so it is
+    not presented as one; ``"warn"`` keeps the text with ``citations: []`` and the reason in ``warning``.
+    ``warning`` is ``None`` otherwise.
 
     No document (or only RESTRICTED ones) gives "I don't know" in the question's language without calling a model.
 
-    Raises (at invoke):
-        ValueError: ``question`` is missing or not a string.
-        TypeError: the input is not a mapping, or ``documents`` is not a list of ``Document``.
+    Raises:
+        ValueError: ``max_docs < 1``, ``min_support`` outside [0, 1], an unknown ``uncited``; at invoke,
+            ``question`` is missing or not a string.
+        TypeError: ``llm`` is not a chat model; at invoke, the input is not a mapping, or ``documents`` is not a
+            list of ``Document``.
     """
     if max_docs is not None and max_docs < 1:
         raise ValueError(f"max_docs must be >= 1 or None, got {max_docs}")
     if llm is not None and not isinstance(llm, BaseChatModel):
         raise TypeError(f"llm must be a BaseChatModel or None, got {llm!r}")
+    if not 0.0 <= min_support <= 1.0:
+        raise ValueError(f"min_support must be in [0, 1], got {min_support}")
+    if uncited not in ("refuse", "warn"):
+        raise ValueError(f"uncited must be 'refuse' or 'warn', got {uncited!r}")
     tok = get_tokenizer(tokenizer)
 
     def prepare(inputs: Any) -> dict[str, Any]:
@@ -414,12 +651,10 @@ def make_answer_chain(
     )
 
     def finish(state: dict[str, Any]) -> dict[str, Any]:
-        docs: list[Document] = state["documents"]
-        text = _keep_valid_markers(strip_think(state.get("raw") or ""), range(1, len(docs) + 1))
-        if not text:
-            text = state["dont_know"]
-        cited = [n for n in parse_citation_numbers(text) if 1 <= n <= len(docs)]
-        return {"answer": text, "citations": [citation_for(n, docs[n - 1]) for n in cited], "mode": "llm"}
+        return cite_llm_answer(
+            state.get("raw") or "", state["documents"], question=state["question"], tokenizer=tok,
+            min_support=min_support, uncited=uncited,
+        )
 
     def fallback(state: dict[str, Any]) -> dict[str, Any]:
         error = state.get("error")
@@ -430,7 +665,7 @@ def make_answer_chain(
 
     def route(state: dict[str, Any]) -> Runnable[Any, Any] | dict[str, Any]:
         if not state["documents"]:
-            return {"answer": state["dont_know"], "citations": [], "mode": "llm"}
+            return _result(state["dont_know"], [], "llm")
         return llm_path
 
     generate = template | llm | StrOutputParser()
@@ -439,3 +674,44 @@ def make_answer_chain(
     )
     chain = (prep | RunnableLambda(route, name="answer")).with_config(run_name="ragspine_answer")
     return cast("Runnable[dict[str, Any], dict[str, Any]]", chain)
+
+
+#: ``warning`` of an answer refused (or kept, with ``uncited="warn"``) because no passage supports any sentence.
+UNCITED_WARNING = (
+    "uncited: the model's answer has no valid citation and no passage of the context supports any of its sentences"
+)
+
+
+def cite_llm_answer(
+    raw: str,
+    documents: Sequence[Document],
+    *,
+    question: str,
+    tokenizer: str | Tokenizer = "auto",
+    min_support: float = DEFAULT_MIN_SUPPORT,
+    uncited: Literal["refuse", "warn"] = "refuse",
+) -> dict[str, Any]:
+    """Turn a model's raw reply into the chain's result (see :func:`make_answer_chain`): ``<think>`` removed,
+    markers normalised and range-checked against ``documents`` (the passages shown, numbered from 1), attribution
+    when no valid marker is left, and the ``uncited`` policy when nothing can be cited.
+
+    Returns:
+        ``{"answer", "citations", "mode": "llm", "invalid_citations", "unsupported_sentences", "warning"}``.
+    """
+    docs = drop_restricted(documents)
+    text, cited, invalid = normalize_citations(strip_think(raw), len(docs))
+    if not text or is_dont_know(text):  # no answer: nothing to cite, and no marker left dangling
+        return _result(rewrite_citation_markers(text, lambda _: []) or dont_know(question), [], "llm", invalid=invalid)
+    if cited:
+        return _result(text, [citation_for(n, docs[n - 1]) for n in cited], "llm", invalid=invalid)
+    found = attribute_citations(text, docs, tokenizer=tokenizer, min_support=min_support)
+    if found["citations"]:
+        return _result(
+            found["answer"], found["citations"], "llm", invalid=invalid, unsupported=found["unsupported_sentences"]
+        )
+    unsupported = found["unsupported_sentences"]
+    if uncited == "refuse":
+        logger.debug("refusing an answer no passage supports: %r", text)
+        return _result(dont_know(question), [], "llm", invalid=invalid, unsupported=unsupported,
+                       warning=UNCITED_WARNING)
+    return _result(text, [], "llm", invalid=invalid, unsupported=unsupported, warning=UNCITED_WARNING)

@@ -1,5 +1,20 @@
-"""Document compressors (LangChain ``BaseDocumentCompressor``s)."""
+"""Document compressors (LangChain ``BaseDocumentCompressor``\\ s) and the contextual-header transform.
 
+``RestrictedGate`` (the gate), ``CrossEncoderReranker``, ``LLMListwiseReranker``, ``MMRCompressor``,
+``LostInTheMiddleReorder``, ``ExtractiveCompressor``; ``ContextualHeader`` (a ``BaseDocumentTransformer`` applied
+before indexing); ``gated_pipeline`` / ``gated_compression_retriever`` chain them behind the gate.
+"""
+
+from langchain_ragspine.document_compressors.compression import ExtractiveCompressor
+from langchain_ragspine.document_compressors.contextual import ContextualHeader, contextual_header
+from langchain_ragspine.document_compressors.cross_encoder import CrossEncoderReranker
+from langchain_ragspine.document_compressors.listwise import (
+    LLMListwiseReranker,
+    build_listwise_prompt,
+    parse_listwise_response,
+)
+from langchain_ragspine.document_compressors.mmr import MMRCompressor
+from langchain_ragspine.document_compressors.pipeline import gated_compression_retriever, gated_pipeline
 from langchain_ragspine.document_compressors.reorder import LostInTheMiddleReorder, lost_in_the_middle_order
 from langchain_ragspine.document_compressors.restricted import (
     RESTRICTED_SENSITIVITY,
@@ -9,8 +24,18 @@ from langchain_ragspine.document_compressors.restricted import (
 
 __all__ = [
     "RESTRICTED_SENSITIVITY",
+    "ContextualHeader",
+    "CrossEncoderReranker",
+    "ExtractiveCompressor",
+    "LLMListwiseReranker",
     "LostInTheMiddleReorder",
+    "MMRCompressor",
     "RestrictedGate",
+    "build_listwise_prompt",
+    "contextual_header",
+    "gated_compression_retriever",
+    "gated_pipeline",
     "is_restricted",
     "lost_in_the_middle_order",
+    "parse_listwise_response",
 ]

@@ -5,6 +5,8 @@
 * :mod:`.datasets` — BEIR-layout and QA-layout readers, and the paragraph-id mapping of the QA data;
 * :mod:`.runner` — :func:`evaluate` a retriever (or a factory) and report per-query / aggregate metrics,
   latency and index time as JSON or Markdown;
+* :mod:`.significance` — paired differences between two configurations on the same questions, with a paired
+  bootstrap interval and a randomisation-test p-value;
 * :mod:`.plots` — recall@k curves and latency-vs-quality scatter plots (matplotlib, extra ``eval``).
 """
 
@@ -31,16 +33,30 @@ from langchain_ragspine.evaluation.metrics import (
     recall_at_k,
 )
 from langchain_ragspine.evaluation.plots import plot_latency_quality, plot_recall_curves
-from langchain_ragspine.evaluation.runner import DEFAULT_KS, EvalResult, compare_markdown, evaluate
+from langchain_ragspine.evaluation.runner import (
+    DEFAULT_KS,
+    EvalResult,
+    compare_markdown,
+    evaluate,
+    paired_markdown,
+)
+from langchain_ragspine.evaluation.significance import (
+    PairedComparison,
+    compare_paired,
+    paired_bootstrap_interval,
+    paired_randomization_test,
+)
 
 __all__ = [
     "BEIRDataset",
     "DEFAULT_KS",
     "EvalResult",
     "QADataset",
+    "PairedComparison",
     "QAQuestion",
     "answer_recall_at_k",
     "compare_markdown",
+    "compare_paired",
     "dcg_at_k",
     "dedupe",
     "evaluate",
@@ -52,6 +68,9 @@ __all__ = [
     "mean",
     "mrr_at_k",
     "ndcg_at_k",
+    "paired_bootstrap_interval",
+    "paired_markdown",
+    "paired_randomization_test",
     "paragraph_id",
     "paragraph_ids_for",
     "paragraph_spans_of",

@@ -17,7 +17,6 @@ Markdown.
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import json
 import math
 import sys
@@ -33,6 +32,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_text_splitters import TextSplitter
 from tqdm.auto import tqdm
 
+from langchain_ragspine.documents import doc_key
 from langchain_ragspine.evaluation.datasets import (
     BEIRDataset,
     QADataset,
@@ -47,10 +47,18 @@ from langchain_ragspine.evaluation.metrics import (
     ndcg_at_k,
     recall_at_k,
 )
+from langchain_ragspine.evaluation.significance import (
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    PairedComparison,
+    compare_paired,
+    significance_metrics,
+)
+from langchain_ragspine.retrievers.contract import invoke_retriever, retriever_params
 from langchain_ragspine.text_splitters import ParagraphTextSplitter
 from langchain_ragspine.tokenizers import tokenizer_name
 
-__all__ = ["DEFAULT_KS", "EvalResult", "RetrieverFactory", "compare_markdown", "evaluate"]
+__all__ = ["DEFAULT_KS", "EvalResult", "RetrieverFactory", "compare_markdown", "evaluate", "paired_markdown"]
 
 #: Default cutoffs.
 DEFAULT_KS: tuple[int, ...] = (1, 3, 5, 10, 100)
@@ -167,15 +175,37 @@ class EvalResult:
         return "\n".join(lines) + "\n"
 
 
-def compare_markdown(results: Sequence[EvalResult]) -> str:
+def compare_markdown(
+    results: Sequence[EvalResult],
+    *,
+    baseline: str | None = None,
+    significance: bool = True,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+) -> str:
     """One Markdown table with a column per result and a row per metric (the union, in first-seen order), then
     latency p50/p95 and index time.  The best value of each row is bold (highest quality, lowest time).
 
+    With two or more results and ``significance`` (the default), a second table follows: for every result other
+    than the baseline, the paired difference to the baseline on the same questions with its 95% bootstrap
+    interval and randomisation-test p-value (:func:`~langchain_ragspine.evaluation.significance.compare_paired`:
+    answer recall@k and nDCG@10; ``n.s.`` marks a difference that is not significant: its interval contains 0 or
+    p >= 0.05).
+
+    Args:
+        results: the results to show, all on the same dataset.
+        baseline: the name of the result the others are compared with (default: the first).
+        significance: add the paired-difference table.
+        n_resamples, seed: bootstrap / randomisation resamples (default 10,000) and their seed (default 0).
+
     Raises:
-        ValueError: ``results`` is empty.
+        ValueError: ``results`` is empty, or ``baseline`` is not one of their names.
     """
     if not results:
         raise ValueError("compare_markdown needs at least one result")
+    names = [r.name for r in results]
+    if baseline is not None and baseline not in names:
+        raise ValueError(f"baseline {baseline!r} is not one of the results: {names}")
     metrics: list[str] = []
     for r in results:
         metrics += [m for m in r.aggregate if m not in metrics]
@@ -197,6 +227,61 @@ def compare_markdown(results: Sequence[EvalResult]) -> str:
                 cell = f"**{cell}**"
             cells.append(cell)
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    text = "\n".join(lines) + "\n"
+    if significance and len(results) > 1:
+        base = results[names.index(baseline)] if baseline is not None else results[0]
+        text += "\n" + paired_markdown(base, [r for r in results if r is not base], n_resamples=n_resamples, seed=seed)
+    return text
+
+
+def paired_markdown(
+    baseline: EvalResult,
+    others: Sequence[EvalResult],
+    *,
+    metrics: Sequence[str] | None = None,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+) -> str:
+    """A Markdown table of paired differences ``other - baseline``: a row per metric, a column per other result,
+    each cell ``difference [low, high] p=…`` (95% paired bootstrap interval, two-sided randomisation p-value;
+    `` n.s.`` when not significant, see :attr:`~langchain_ragspine.evaluation.significance.PairedComparison.significant`).
+    A result evaluated on other questions gets ``not paired`` cells.
+
+    Args:
+        baseline: the result every other is compared with.
+        others: the other results.
+        metrics: default :func:`~langchain_ragspine.evaluation.significance.significance_metrics` of the baseline.
+        n_resamples, seed: see :func:`~langchain_ragspine.evaluation.significance.compare_paired`.
+    """
+    names = list(metrics) if metrics is not None else significance_metrics(baseline)
+    columns: list[dict[str, PairedComparison] | None] = []
+    n = 0
+    for other in others:
+        try:
+            found = compare_paired(baseline, other, names, n_resamples=n_resamples, seed=seed)
+        except ValueError:
+            columns.append(None)
+            continue
+        columns.append({c.metric: c for c in found})
+        n = max([n, *(c.n for c in found)])
+    lines = [
+        f"Paired difference to **{_md_escape(baseline.name)}** on the same questions (n = {n}): mean difference "
+        f"[95% paired bootstrap interval] and two-sided randomisation p ({n_resamples:,} resamples, seed {seed}); "
+        "n.s. = not significant (the interval contains 0 or p >= 0.05).",
+        "",
+        "| metric | " + " | ".join(f"{_md_escape(o.name)} − {_md_escape(baseline.name)}" for o in others) + " |",
+        "|---|" + "---:|" * len(others),
+    ]
+    for metric in names:
+        cells = []
+        for col in columns:
+            if col is None:
+                cells.append("not paired")
+            elif metric not in col:
+                cells.append("–")
+            else:
+                cells.append(col[metric].cell(p_value=True))
+        lines.append(f"| {metric} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -247,23 +332,15 @@ def _retriever_params(retriever: BaseRetriever) -> dict[str, Any]:
 def _searcher(retriever: BaseRetriever, depth: int) -> tuple[Callable[[str], list[Document]], str]:
     """A ``query -> documents`` function asking ``retriever`` for ``depth`` results, and how it asks.
 
-    In order: ``invoke(query, k=depth)`` when ``_get_relevant_documents`` has a ``k`` parameter (our
-    retrievers); a copy of the retriever with ``k = depth`` when it has a ``k`` field (LangChain's
-    ``BM25Retriever``, ``TFIDFRetriever``…); a copy with ``search_kwargs["k"] = depth``
-    (``VectorStoreRetriever``); else the retriever as it is.  The user's retriever object is never modified.
+    The retriever-call contract (:func:`~langchain_ragspine.retrievers.contract.invoke_retriever`) decides:
+    ``invoke(query, k=depth)`` for our retrievers and a ``VectorStoreRetriever`` (``"invoke(k=...)"``); a copy
+    with ``k = depth`` for a retriever with a ``k`` field (LangChain's ``BM25Retriever``, ``TFIDFRetriever``…;
+    ``"k field"``); else the retriever as it is, cut at ``depth`` (``"as returned"``).  The user's retriever object
+    is never modified.
     """
-    params = inspect.signature(type(retriever)._get_relevant_documents).parameters
-    if "k" in params:
-        return (lambda q: retriever.invoke(q, k=depth)), "invoke(k=...)"
-    fields = type(retriever).model_fields
-    if "k" in fields:
-        copy = retriever.model_copy(update={"k": depth})
-        return copy.invoke, "k field"
-    search_kwargs = getattr(retriever, "search_kwargs", None)
-    if "search_kwargs" in fields and isinstance(search_kwargs, dict):
-        copy = retriever.model_copy(update={"search_kwargs": {**search_kwargs, "k": depth}})
-        return copy.invoke, "search_kwargs"
-    return retriever.invoke, "as returned"
+    params = retriever_params(retriever)
+    via = "k field" if params.k_field else "invoke(k=...)" if params.takes_k else "as returned"
+    return (lambda q: invoke_retriever(retriever, q, k=depth)), via
 
 
 def _corpus_key(doc: Document) -> str | None:
@@ -272,13 +349,6 @@ def _corpus_key(doc: Document) -> str | None:
         value = doc.metadata.get(key)
         if value is not None and value != "":
             return str(value)
-    return doc.id or None
-
-
-def _chunk_key(doc: Document) -> str | None:
-    cid = doc.metadata.get("chunk_id")
-    if cid is not None and cid != "":
-        return str(cid)
     return doc.id or None
 
 
@@ -489,7 +559,7 @@ def evaluate(
         record: dict[str, Any] = {"id": qid, "latency_ms": ms, "n_retrieved": len(docs)}
         if kind == "qa":
             question = qa_by_id[qid]
-            record["retrieved"] = [_chunk_key(d) for d in docs[:KEEP_RETRIEVED]]
+            record["retrieved"] = [doc_key(d) for d in docs[:KEEP_RETRIEVED]]
             rank = first_answer_rank(docs, question.doc_id, question.answers)
             record["answer_rank"] = rank
             for k in ks:

@@ -15,7 +15,10 @@ each.  Here:
   falls back to ``single``), answered in parallel LangGraph ``Send`` branches (each: retrieve, gate, grade, answer,
   no retries), then merged deterministically: sub-answers in sub-question order, their passages numbered into one
   list (de-duplicated by ``chunk_id``) and their ``[n]`` markers renumbered to match.  If no sub-question could be
-  answered, the graph refuses.
+  answered — typically a factoid question the model misrouted to decomposition, whose invented sub-questions find
+  nothing — the graph falls back once to answering the original question the way the single path does
+  (retrieve, gate, grade, generate; no corrections), and refuses only when that finds nothing relevant either.
+  The fallback is bounded by the ``fallbacks`` counter in state (at most :data:`MAX_FALLBACKS`).
 """
 
 from __future__ import annotations
@@ -34,15 +37,15 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Send
 
 from langchain_ragspine.chains.answer import (
-    _MARKER_RE,
-    _marker_numbers,
     citation_for,
     insufficient_context,
     is_dont_know,
     prepare_context,
+    rewrite_citation_markers,
     strip_think,
 )
 from langchain_ragspine.document_compressors.restricted import RestrictedGate
+from langchain_ragspine.documents import doc_key
 from langchain_ragspine.graphs.graders import Graders
 from langchain_ragspine.graphs.nodes import (
     check_max_retries,
@@ -73,10 +76,18 @@ from langchain_ragspine.graphs.query_analysis import (
     split_question,
 )
 from langchain_ragspine.graphs.state import AdaptiveRAGState, RAGInput, SubAnswer, merge_documents, replace
-from langchain_ragspine.retrievers.bm25 import doc_key
 from langchain_ragspine.tokenizers import Tokenizer
 
-__all__ = ["adaptive_rag_max_steps", "build_adaptive_rag", "merge_sub_answers_text"]
+__all__ = [
+    "MAX_FALLBACKS",
+    "adaptive_rag_max_llm_calls",
+    "adaptive_rag_max_steps",
+    "build_adaptive_rag",
+    "merge_sub_answers_text",
+]
+
+#: How often a failed decomposition falls back to answering the original question (a counter in state).
+MAX_FALLBACKS = 1
 
 CLASSIFY_PROMPT = ChatPromptTemplate.from_messages(
     [
@@ -104,14 +115,37 @@ _GATE = RestrictedGate()
 
 
 def adaptive_rag_max_steps(max_retries: int = 2) -> int:
-    """Worst-case supersteps of :func:`build_adaptive_rag`: ``7 + 4 * max_retries``.
+    """Worst-case supersteps of :func:`build_adaptive_rag`: ``max(7 + 4 * max_retries, 9)``.
 
-    prepare, classify, decompose (a decomposition that yields < 2 sub-questions falls back to single), then the
-    single path: retrieve, restricted_gate, grade_documents (3), 4 per correction, generate | refuse (1).  The other
-    routes are shorter: ``none`` 3 (prepare, classify, respond_directly), ``decompose`` 5 (… decompose,
-    answer_sub_question branches in one superstep, merge_answers).  ``max_retries=2`` → 15.
+    The single path: prepare, classify, decompose (a decomposition that yields < 2 sub-questions falls back to
+    single), retrieve, restricted_gate, grade_documents (6), 4 per correction, generate | refuse (1).  The
+    decomposition path: prepare, classify, decompose, answer_sub_question (every branch in one superstep),
+    merge_answers (5), and when no sub-question was answered the fallback — retrieve, restricted_gate,
+    grade_documents, generate | refuse (4, no corrections): 9.  ``none`` takes 3 (prepare, classify,
+    respond_directly).  ``max_retries=2`` → 15.
     """
-    return 7 + 4 * check_max_retries(max_retries)
+    return max(7 + 4 * check_max_retries(max_retries), 9)
+
+
+def adaptive_rag_max_llm_calls(max_retries: int = 2, k: int = 6) -> int:
+    """Worst-case chat-model calls of :func:`build_adaptive_rag` with an LLM, when every search returns ``k``
+    documents: ``max(2 + (max_retries + 1) * k + max_retries + 1, 2 + 3 * (k + 1) + k + 1)``.
+
+    classify and decompose (2); the single path grades ``k`` documents per search (``max_retries + 1`` searches),
+    rewrites the query once per correction and generates once; the decomposition path grades and answers each of
+    at most :data:`~langchain_ragspine.graphs.query_analysis.MAX_SUB_QUESTIONS` (3) sub-questions, then the fallback
+    grades ``k`` documents and generates.  ``max_retries=2, k=6`` → 30 (23 before the fallback existed).  An LLM
+    grader that fails falls back to the lexical grader, which calls no model.
+
+    Raises:
+        ValueError: ``k < 0`` or a bad ``max_retries``.
+    """
+    retries = check_max_retries(max_retries)
+    if not isinstance(k, int) or k < 0:
+        raise ValueError(f"k must be an int >= 0, got {k!r}")
+    single = 2 + (retries + 1) * k + retries + 1
+    decomposed = 2 + MAX_SUB_QUESTIONS * (k + 1) + k + 1
+    return max(single, decomposed)
 
 
 def merge_sub_answers_text(sub_answers: list[SubAnswer]) -> tuple[str, list[Any], list[Document]]:
@@ -125,6 +159,7 @@ def merge_sub_answers_text(sub_answers: list[SubAnswer]) -> tuple[str, list[Any]
     number: dict[Any, int] = {}
     blocks: list[str] = []
     cited: list[int] = []
+    model_cited: set[int] = set()  # global numbers some sub-answer's model cited itself (not attributed)
     for sub in sorted(sub_answers, key=lambda s: s["index"]):
         local: dict[int, int] = {}
         for i, doc in enumerate(sub["documents"], 1):
@@ -133,18 +168,20 @@ def merge_sub_answers_text(sub_answers: list[SubAnswer]) -> tuple[str, list[Any]
                 documents.append(doc)
                 number[key] = len(documents)
             local[i] = number[key]
+        def renumber(nums: list[int], local: dict[int, int] = local) -> list[int]:
+            return [local[n] for n in nums if n in local]
 
-        def renumber(m: re.Match[str], local: dict[int, int] = local) -> str:
-            nums = [local[n] for n in _marker_numbers(m.group(1)) if n in local]
-            return "[" + ", ".join(str(n) for n in nums) + "]" if nums else ""
-
-        text = _MARKER_RE.sub(renumber, sub["answer"]).strip()
+        text = rewrite_citation_markers(sub["answer"], renumber)
         for c in sub["citations"]:
             g = local.get(int(c["n"]))
-            if g is not None and g not in cited:
+            if g is None:
+                continue
+            if g not in cited:
                 cited.append(g)
+            if not c.get("attributed"):
+                model_cited.add(g)
         blocks.append(f"{sub['question']}\n{text}")
-    citations = [citation_for(n, documents[n - 1]) for n in cited]
+    citations = [citation_for(n, documents[n - 1], attributed=n not in model_cited) for n in cited]
     return "\n\n".join(blocks), citations, documents
 
 
@@ -175,7 +212,12 @@ def build_adaptive_rag(
     ``sub_answers``; for a merged answer, ``documents`` is every passage the sub-answers were given, and
     ``citations[i]["n"]`` indexes it.
 
-    Bound: at most :func:`adaptive_rag_max_steps` ``= 7 + 4 * max_retries`` supersteps (15 by default).
+    When no sub-question could be answered, the graph answers the original question once more on the single path
+    without corrections (``fallbacks`` in state counts this; ``trace`` shows ``"fallback": "single"`` on the
+    ``merge_answers`` step) and refuses only if that finds nothing relevant.
+
+    Bound: at most :func:`adaptive_rag_max_steps` ``= max(7 + 4 * max_retries, 9)`` supersteps (15 by default) and,
+    with an LLM, :func:`adaptive_rag_max_llm_calls` model calls (30 for ``max_retries=2`` and 6 documents a search).
 
     Raises:
         TypeError / ValueError: a bad ``retriever``, ``llm``, ``graders`` or ``max_retries``.
@@ -267,16 +309,28 @@ def build_adaptive_rag(
         entry["mode"] = out.get("mode")
         sub = {
             "index": index, "question": question, "answer": answer, "citations": citations, "documents": shown,
-            "refused": is_dont_know(answer),
+            "refused": is_dont_know(answer), "unsupported_sentences": list(out.get("unsupported_sentences") or []),
+            "warning": out.get("warning"),
         }
         return {"sub_answers": [sub], "documents": shown, "trace": [entry]}
 
     def merge_answers(state: Mapping[str, Any]) -> dict[str, Any]:
         subs = list(state.get("sub_answers") or [])
         answered = [s for s in subs if not s["refused"]]
+        entry: dict[str, Any] = {"step": "merge_answers", "answered": len(answered), "of": len(subs)}
         if not answered:
+            used = int(state.get("fallbacks", 0))
+            if used < MAX_FALLBACKS:  # answer the original question plainly before refusing
+                entry["fallback"] = "single"
+                return {
+                    "fallbacks": used + 1,
+                    "search_query": state["original_query"],
+                    "documents": replace([]),
+                    "retry_reason": None,
+                    "trace": [entry],
+                }
             update = refuse({**state, "retry_reason": "no_relevant_documents"})
-            update["trace"] = [{"step": "merge_answers", "answered": 0, "of": len(subs)}] + update["trace"]
+            update["trace"] = [entry] + update["trace"]
             return update
         answer, citations, documents = merge_sub_answers_text(subs)
         return {
@@ -285,12 +339,25 @@ def build_adaptive_rag(
             "documents": replace(documents),
             "refused": False,
             "mode": "merged",
-            "trace": [{"step": "merge_answers", "answered": len(answered), "of": len(subs)}],
+            "unsupported_sentences": [x for s in answered for x in s.get("unsupported_sentences", [])],
+            "warning": next((s["warning"] for s in answered if s.get("warning")), None),
+            "trace": [entry],
         }
+
+    def route_after_merge(state: Mapping[str, Any]) -> str:
+        return END if state.get("answer") else "retrieve"
+
+    corrective_route = make_route_after_grading(retries, relax_filters=relax_filters)
+
+    def route_after_grading(state: Mapping[str, Any]) -> str:
+        if state.get("fallbacks") and not state.get("documents"):
+            return "refuse"  # the fallback is one plain attempt, without corrections
+        return corrective_route(state)
 
     builder = StateGraph(AdaptiveRAGState, input_schema=RAGInput)
     builder.add_node(
-        "prepare", make_prepare(filters_dropped=False, route="", sub_questions=[], sub_answers=replace([]))
+        "prepare",
+        make_prepare(filters_dropped=False, route="", sub_questions=[], sub_answers=replace([]), fallbacks=0),
     )
     builder.add_node("classify", classify)
     builder.add_node("respond_directly", make_respond_directly(model))
@@ -309,16 +376,17 @@ def build_adaptive_rag(
     builder.add_conditional_edges("classify", route_by_complexity, ["respond_directly", "decompose", "retrieve"])
     builder.add_conditional_edges("decompose", fan_out, ["answer_sub_question", "retrieve"])
     builder.add_edge("answer_sub_question", "merge_answers")
+    builder.add_conditional_edges("merge_answers", route_after_merge, ["retrieve", END])
     builder.add_edge("retrieve", "restricted_gate")
     builder.add_edge("restricted_gate", "grade_documents")
     builder.add_conditional_edges(
         "grade_documents",
-        make_route_after_grading(retries, relax_filters=relax_filters),
+        route_after_grading,
         ["generate", "drop_filters", "rewrite_query", "refuse"],
     )
     builder.add_edge("drop_filters", "retrieve")
     builder.add_conditional_edges("rewrite_query", route_after_rewrite, ["retrieve", "refuse"])
-    for end in ("generate", "refuse", "respond_directly", "merge_answers"):
+    for end in ("generate", "refuse", "respond_directly"):
         builder.add_edge(end, END)
     graph = builder.compile(checkpointer=checkpointer, name="adaptive_rag")
     return graph.with_config(recursion_limit=recursion_limit_for(adaptive_rag_max_steps(retries)))

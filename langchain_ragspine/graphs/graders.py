@@ -10,8 +10,9 @@ agentic-RAG tutorials do, or decided deterministically when there is no LLM.
   はい / いいえ, prose that says "yes" or "no" — into ``"yes"``, ``"no"`` or ``"unknown"``, and never raises.
 * :class:`LLMRelevanceGrader`, :class:`LLMSupportGrader`, :class:`LLMUsefulnessGrader` ask a ``BaseChatModel``;
   any exception becomes ``"unknown"``.  RESTRICTED chunks are never put in their prompts.
-* :class:`LexicalGrader` decides without a model: relevance by the share of the question's tokens the chunk
-  contains (the BM25 tokenizer), support by verbatim containment, usefulness by "not an I-don't-know".
+* :class:`LexicalGrader` decides without a model: relevance by the share of the question's content terms the chunk
+  contains (:mod:`langchain_ragspine.stopwords`, the BM25 tokenizer), support by verbatim containment,
+  usefulness by "not an I-don't-know".
 * :class:`Graders` bundles the three checks the graphs use; :func:`make_graders` builds them for an LLM (with the
   lexical grader deciding whenever the LLM's verdict is unknown) or without one.
 
@@ -35,8 +36,15 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langchain_core.prompts import ChatPromptTemplate
 
-from langchain_ragspine.chains.answer import _MARKER_RE, _sentences, format_context, is_dont_know, strip_think
+from langchain_ragspine.chains.answer import (
+    _sentences,
+    format_context,
+    is_dont_know,
+    strip_citation_markers,
+    strip_think,
+)
 from langchain_ragspine.document_compressors.restricted import drop_restricted, is_restricted
+from langchain_ragspine.stopwords import content_terms
 from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer
 
 __all__ = [
@@ -261,47 +269,39 @@ class LLMUsefulnessGrader(_LLMGrader):
 
 
 # -- deterministic grader -------------------------------------------------------------------------------------------
-#: Default share of the question's distinct tokens a chunk must contain to count as relevant (see LexicalGrader).
-DEFAULT_MIN_OVERLAP = 0.5
-
-#: English function and question words left out of the overlap (they match any English text).
-ENGLISH_STOPWORDS = frozenset(
-    """a about above after again against all am an and any are as at be because been before being below between both
-    but by can could did do does doing down during each few for from further had has have having he her here hers
-    him his how i if in into is it its itself just me more most my no nor not now of off on once only or other our
-    out over own same she should so some such than that the their them then there these they this those through to
-    too under until up very was we were what when where which while who whom why will with would you your""".split()
-)
+#: Default (smoothed) share of the question's content terms a chunk must contain to count as relevant (see
+#: LexicalGrader.overlap).
+DEFAULT_MIN_OVERLAP = 0.55
 
 
 def _normalize_ws(text: str) -> str:
     return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text)).strip()
 
 
-# A token made only of hiragana (particles, copulas, question endings: の, は, です, か) or digits/punctuation
-# carries no topic of its own.
-_FUNCTION_TOKEN_RE = re.compile(r"[\u3040-\u309f\d\W_]+")
-
-
 class LexicalGrader:
     """Deterministic grader, no model: the three checks as methods.
 
     * :meth:`relevance` — ``"yes"`` when the chunk (``page_content`` plus ``prompt_text``) contains at least
-      ``min_overlap`` (default :data:`DEFAULT_MIN_OVERLAP` = 0.5) of the question's distinct tokens (``tokenizer``,
-      default ``"auto"``, the BM25 one; English stopwords are left out unless the question has nothing else), or
-      when one of its retrieval scores reaches its threshold in ``score_thresholds`` (e.g. ``{"rerank": 0.5}``;
-      default none).  RESTRICTED → ``"no"``.
+      ``min_overlap`` (default :data:`DEFAULT_MIN_OVERLAP` = 0.55) of the question's distinct content terms, as
+      the add-one-smoothed share of :meth:`overlap` (:func:`~langchain_ragspine.stopwords.content_terms` with
+      ``tokenizer``, default ``"auto"``, the BM25 one: stop words, question words and kana-only tokens never
+      count; a question with no content term matches nothing), or when one of its retrieval scores reaches its
+      threshold in ``score_thresholds`` (e.g. ``{"rerank": 0.5}``; default none).  RESTRICTED → ``"no"``.
     * :meth:`support` — ``"yes"`` when every sentence of the answer (citation markers removed) occurs verbatim
       (whitespace-normalised) in one of the documents; an "I don't know" is supported.  Extractive answers are
       supported by construction; free LLM text usually is not, which is why an LLM run uses :class:`LLMSupportGrader`.
     * :meth:`usefulness` — ``"yes"`` unless the answer is empty, an "I don't know" or an "insufficient context".
 
-    How the defaults were chosen (BM25 ``auto`` top 6, ParagraphTextSplitter 480/80; answerable = every question of
-    a random 400–500 sample, unanswerable = the same questions with their article filtered out of the index):
-    ``min_overlap`` 0.5 keeps ≥1 chunk for 99.6 % of JSQuAD valid and 92.4 % of CMRC 2018 dev questions and leaves
-    the answer string in the graded extractive answer for 0.877 / 0.777 of them, while it rejects every chunk for
-    46 % / 70 % of the unanswerable ones (0.45: 0.877 / 0.805 answers, but only 24 % / 54 % rejected; 0.55:
-    0.863 / 0.745 and 73 % / 85 %).  Token overlap is a weak answerability signal — it filters clearly off-topic
+    How the defaults were chosen (BM25 ``auto`` top 6, ParagraphTextSplitter 480/80, a fixed random 500-question
+    sample of each set; answerable = the questions as asked, unanswerable = the same questions with their article
+    filtered out; "kept" = a top-6 chunk of the gold article that holds the answer is graded relevant, "rejected" =
+    every chunk of the unanswerable search is graded irrelevant).  Content terms with ``min_overlap`` 0.55 keep the
+    gold chunk for 98.4 % of JSQuAD valid and 94.0 % of CMRC 2018 dev questions and reject 65 % / 61 % of the
+    unanswerable ones; 0.5: 98.6 / 97.6 % kept, 49 / 40 % rejected; 0.6: 97.8 / 91.4 % kept, 75 / 73 % rejected.
+    The grader before content terms (all tokens but English stop words, plain share, 0.5) kept 97.4 / 89.2 % and
+    rejected 46 / 68 %: particles (の, は) matched every Japanese chunk while Chinese interrogative n-grams (什么,
+    是哪) matched none.  End to end (``ragspine ask`` without an LLM), see ``benchmarks/RESULTS.md``, section
+    ``extractive-answers``.  Token overlap is a weak answerability signal — it filters clearly off-topic
     chunks; an LLM grader does the rest.  BM25 score thresholds (40, 60, 80) changed answer containment by at most
     1.5 points while accepting up to 6 points more unanswerable questions, and raw BM25 scores depend on query
     length and corpus, so no score threshold is on by default; ``{"rerank": …}`` or ``{"vector": …}`` are the
@@ -325,17 +325,20 @@ class LexicalGrader:
         self.score_thresholds = dict(score_thresholds or {})
 
     def overlap(self, question: str, document: Document) -> float:
-        """Share of the question's distinct (non-stopword) tokens found in the chunk, in [0, 1]."""
-        q = set(self.tokenize(question or ""))
-        if not any(t not in ENGLISH_STOPWORDS and not _FUNCTION_TOKEN_RE.fullmatch(t) for t in q):
-            return 0.0  # nothing to look for ("the", "です", "What?"): no chunk is relevant
-        content = q - ENGLISH_STOPWORDS
-        q = content or q
+        """The add-one-smoothed share of the question's distinct content terms found in the chunk,
+        ``(found + 1) / (terms + 1)``, in (0, 1]; 0.0 when the question has no content term ("What is it?",
+        "どこですか": nothing to look for, so no chunk is relevant).  Content terms:
+        :func:`~langchain_ragspine.stopwords.content_terms` (no stop words, question words or kana-only tokens).
+        The smoothing keeps short questions from being all-or-nothing: one of two terms gives 0.67, two of four
+        0.6, one of three 0.5."""
+        q = content_terms(question or "", self.tokenize)
+        if not q:
+            return 0.0
         text = document.page_content
         extra = document.metadata.get("prompt_text")
         if isinstance(extra, str):
             text = text + "\n" + extra
-        return len(q & set(self.tokenize(text))) / len(q)
+        return (len(q & set(self.tokenize(text))) + 1) / (len(q) + 1)
 
     def relevance(self, question: str, document: Document) -> Verdict:
         """Relevance of ``document`` to ``question`` (see the class docstring)."""
@@ -359,7 +362,7 @@ class LexicalGrader:
             extra = doc.metadata.get("prompt_text")
             if isinstance(extra, str):
                 haystacks.append(_normalize_ws(extra))
-        sentences = [_normalize_ws(s) for s in _sentences(_MARKER_RE.sub("\n", answer))]
+        sentences = [_normalize_ws(s) for s in _sentences(strip_citation_markers(answer))]
         sentences = [s for s in sentences if s]
         if not sentences or not haystacks:
             return "no"

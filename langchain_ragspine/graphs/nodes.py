@@ -10,7 +10,6 @@ documents that entered state any other way, e.g. ``graph.update_state``).  The a
 
 from __future__ import annotations
 
-import inspect
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -31,6 +30,7 @@ from langchain_ragspine.chains.answer import (
     strip_think,
 )
 from langchain_ragspine.document_compressors.restricted import RestrictedGate, drop_restricted
+from langchain_ragspine.documents import doc_key
 from langchain_ragspine.filters import compile_filter
 from langchain_ragspine.graphs.graders import Graders, make_graders, parse_binary
 from langchain_ragspine.graphs.query_analysis import (
@@ -40,7 +40,7 @@ from langchain_ragspine.graphs.query_analysis import (
     shares_tokens,
 )
 from langchain_ragspine.graphs.state import merge_documents, replace
-from langchain_ragspine.retrievers.bm25 import doc_key
+from langchain_ragspine.retrievers.contract import invoke_retriever, retriever_params
 from langchain_ragspine.tokenizers import Tokenizer
 
 logger = logging.getLogger(__name__)
@@ -134,14 +134,6 @@ def check_max_retries(max_retries: Any) -> int:
     return max_retries
 
 
-def _accepted_kwargs(retriever: BaseRetriever) -> frozenset[str]:
-    try:
-        params = inspect.signature(retriever._get_relevant_documents).parameters
-    except (TypeError, ValueError):
-        return frozenset()
-    return frozenset(name for name, p in params.items() if p.kind is p.KEYWORD_ONLY or p.kind is p.POSITIONAL_OR_KEYWORD)
-
-
 def run_retrieval(
     retriever: BaseRetriever,
     query: str,
@@ -150,32 +142,18 @@ def run_retrieval(
     k: int | None = None,
     config: Any = None,
 ) -> tuple[list[Document], list[Document], dict[str, Any]]:
-    """Retrieve ``query`` and gate the result: ``(kept, raw, info)``.
+    """Retrieve ``query`` through the retriever-call contract and gate the result: ``(kept, raw, info)``.
 
-    ``filters`` goes to the retriever as ``filter=`` when its ``_get_relevant_documents`` takes that keyword (every
-    retriever of this package does); otherwise it is applied to the results with
-    :func:`~langchain_ragspine.filters.compile_filter` (fail closed: a filter never widens what is returned) and
-    ``info["filter"]`` says ``"post"``.  ``k`` is passed when the retriever takes it.  ``kept`` is ``raw`` without
-    RESTRICTED chunks; callers must only ever store ``kept``.
+    :func:`~langchain_ragspine.retrievers.contract.invoke_retriever` asks any retriever for ``k`` results matching
+    ``filters``: a retriever that takes ``filter=`` (every retriever of this package) applies it before scoring;
+    any other (a ``VectorStoreRetriever``, say) has its results filtered by the contract, over-fetching (fail
+    closed: a filter never widens what is returned), and ``info["filter"]`` says ``"post"``.  ``kept`` is ``raw``
+    without RESTRICTED chunks; callers must only ever store ``kept``.
     """
-    accepted = _accepted_kwargs(retriever)
-    kwargs: dict[str, Any] = {}
     info: dict[str, Any] = {"filter": None}
-    if k is not None and "k" in accepted:
-        kwargs["k"] = k
-    post = None
     if filters:
-        if "filter" in accepted:
-            kwargs["filter"] = dict(filters)
-            info["filter"] = "retriever"
-        else:
-            post = compile_filter(filters)
-            info["filter"] = "post"
-    raw = list(retriever.invoke(query, config=config, **kwargs))
-    if not all(isinstance(d, Document) for d in raw):
-        raise TypeError(f"{type(retriever).__name__} returned something other than Documents")
-    if post is not None:
-        raw = [d for d in raw if post(d.metadata)]
+        info["filter"] = "retriever" if retriever_params(retriever).takes_filter else "post"
+    raw = invoke_retriever(retriever, query, k=k, filter=filters or None, config=config)
     kept = drop_restricted(raw)
     return kept, raw, info
 
@@ -207,6 +185,9 @@ def make_prepare(**extra: Any) -> Node:
             "documents": replace([]),
             "answer": "",
             "citations": [],
+            "invalid_citations": [],
+            "unsupported_sentences": [],
+            "warning": None,
             "refused": False,
             "retries": 0,
             "retry_reason": None,
@@ -284,19 +265,38 @@ def make_generate(chain: Runnable[Any, Any], *, max_docs: int | None = 6, lost_i
         mode = str(out.get("mode") or "llm")
         answer = str(out.get("answer") or "")
         dont_know = is_dont_know(answer)  # the chain found no support: a refusal, not an answer
+        report = answer_report(out)
         entry = {"step": "generate", "mode": mode, "passages": len(shown), "cited": [c["n"] for c in citations]}
         if dont_know:
             entry["dont_know"] = True
+        if any(c.get("attributed") for c in citations):
+            entry["attributed"] = True
+        entry.update({k: len(v) for k, v in report.items() if isinstance(v, list) and v})
+        if report["warning"]:
+            entry["warning"] = report["warning"]
         return {
             "answer": answer,
             "citations": [] if dont_know else citations,
             "documents": replace(shown),
             "mode": mode,
             "refused": dont_know,
+            **report,
             "trace": [entry],
         }
 
     return generate
+
+
+def answer_report(out: Mapping[str, Any]) -> dict[str, Any]:
+    """The answer chain's checks of its own citations, as state keys: ``invalid_citations`` (numbers that named
+    no passage, removed from the text), ``unsupported_sentences`` (sentences no passage supports) and ``warning``
+    (why an answer carries no citation) — empty / ``None`` when an answer chain does not report them."""
+    warning = out.get("warning")
+    return {
+        "invalid_citations": [int(n) for n in out.get("invalid_citations") or []],
+        "unsupported_sentences": [str(x) for x in out.get("unsupported_sentences") or []],
+        "warning": str(warning) if warning else None,
+    }
 
 
 def refuse(state: Mapping[str, Any]) -> dict[str, Any]:
@@ -311,6 +311,9 @@ def refuse(state: Mapping[str, Any]) -> dict[str, Any]:
         "refused": True,
         "mode": "refusal",
         "retry_reason": reason,
+        "invalid_citations": [],
+        "unsupported_sentences": [],
+        "warning": None,
         "trace": [{"step": "refuse", "reason": reason, "retries": state.get("retries", 0)}],
     }
 

@@ -28,7 +28,12 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from langchain_ragspine.chains.answer import strip_think
-from langchain_ragspine.graphs.graders import ENGLISH_STOPWORDS
+from langchain_ragspine.stopwords import (
+    CHINESE_QUESTION_WORDS,
+    ENGLISH_STOPWORDS,
+    JAPANESE_QUESTION_WORDS,
+    content_terms,
+)
 from langchain_ragspine.text import CJK_CHAR_CLASS, CJK_CHAR_RE, normalize, sentence_spans
 from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer
 
@@ -76,14 +81,8 @@ _COMPARE_EN_RE = re.compile(
 )
 _COMPARE_JA_RE = re.compile(r"(?P<a>[^、。？?]+?)と(?P<b>[^、。？?と]+?)(?:の|を|は)?(?:違い|比較|差|比べ|相違)")
 _COMPARE_ZH_RE = re.compile(r"(?P<a>[^，。？?]+?)(?:和|与|跟|同)(?P<b>[^，。？?]+?)(?:的)?(?:区别|比较|差异|不同|异同)")
-_JA_QUESTION_WORDS = frozenset(
-    {"どこ", "何", "なに", "なん", "いつ", "誰", "だれ", "どの", "どれ", "どう", "なぜ", "どちら", "どんな", "いくつ",
-     "いくら", "どのよう", "どうして"}
-)
-_ZH_QUESTION_WORDS = frozenset(
-    {"什么", "哪", "哪里", "哪儿", "哪个", "哪些", "哪一年", "谁", "为什么", "怎么", "怎样", "如何", "多少", "几", "吗",
-     "呢", "是", "的"}
-)
+# Chinese runs are cut at these in the deterministic rewrite (the interrogatives, plus 是 and 的).
+_ZH_CUT_WORDS = CHINESE_QUESTION_WORDS | {"是", "的"}
 _KANA_RE = re.compile("[\u3040-\u30ff]")
 # runs of CJK text and runs of anything else (ASCII words inside Japanese stay whole: "BM25", not "BM 25")
 _RUN_RE = re.compile(rf"[{CJK_CHAR_CLASS}]+|[^{CJK_CHAR_CLASS}]+")
@@ -176,14 +175,15 @@ def classify_question(question: str) -> Complexity:
 
 
 def shares_tokens(a: str, b: str, tokenizer: str | Tokenizer = "auto") -> bool:
-    """Whether ``a`` and ``b`` share a content token (``tokenizer``; English stopwords and single CJK characters
-    ignored, unless that leaves nothing) — a sanity check that an LLM's rewrite is still about the question."""
+    """Whether ``a`` and ``b`` share a content term (:func:`~langchain_ragspine.stopwords.content_terms` with
+    ``tokenizer``; single CJK characters ignored unless that leaves nothing) — a sanity check that an LLM's
+    rewrite or sub-question is still about the question."""
     tok = get_tokenizer(tokenizer)
 
     def content(text: str) -> set[str]:
-        tokens = set(tok(text))
-        kept = {t for t in tokens if t not in ENGLISH_STOPWORDS and not (len(t) == 1 and CJK_CHAR_RE.match(t))}
-        return kept or tokens
+        terms = content_terms(text, tok)
+        kept = {t for t in terms if not (len(t) == 1 and CJK_CHAR_RE.match(t))}
+        return kept or terms
 
     return bool(content(a) & content(b))
 
@@ -202,16 +202,16 @@ def rewrite_query_deterministic(query: str) -> str:
         if not CJK_CHAR_RE.search(run):
             words.extend(w for w in re.findall(r"[^\W_]+(?:[-'][^\W_]+)*", run) if w.lower() not in ENGLISH_STOPWORDS)
         elif japanese:
-            from langchain_ragspine.tokenizers import _tagger
+            from langchain_ragspine.tokenizers import fugashi_tagger
 
-            for w in _tagger()(run):
+            for w in fugashi_tagger()(run):
                 surface = w.surface
-                if not surface or getattr(w.feature, "pos1", None) in _DROP_POS or surface in _JA_QUESTION_WORDS:
+                if not surface or getattr(w.feature, "pos1", None) in _DROP_POS or surface in JAPANESE_QUESTION_WORDS:
                     continue
                 if not all(unicodedata.category(ch)[0] in "PSZC" for ch in surface):
                     words.append(surface)
         else:  # Chinese: MeCab would mis-segment it; cut at question words instead
-            for word in sorted(_ZH_QUESTION_WORDS, key=len, reverse=True):
+            for word in sorted(_ZH_CUT_WORDS, key=len, reverse=True):
                 run = run.replace(word, " ")
             words.extend(run.split())
     out: list[str] = []

@@ -20,12 +20,12 @@ against the builder's ``max_retries``), invariant 7.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any, Required, TypedDict
+from typing import Annotated, Any, NotRequired, Required, TypedDict
 
 from langchain_core.documents import Document
 
 from langchain_ragspine.chains.answer import Citation
-from langchain_ragspine.retrievers.bm25 import doc_key
+from langchain_ragspine.documents import dedupe, doc_key
 
 __all__ = [
     "AdaptiveRAGState",
@@ -51,19 +51,6 @@ def _is_replace(value: Any) -> bool:
     return isinstance(value, Mapping) and set(value) == {"replace"}
 
 
-def _dedupe(documents: Sequence[Document], seen: set[str] | None = None) -> list[Document]:
-    seen = set() if seen is None else seen
-    out: list[Document] = []
-    for doc in documents:
-        key = doc_key(doc)
-        if key is not None:
-            if key in seen:
-                continue
-            seen.add(key)
-        out.append(doc)
-    return out
-
-
 def merge_documents(left: list[Document] | None, right: Any) -> list[Document]:
     """Reducer of ``documents``: merge a list (or one ``Document``) de-duplicated by ``chunk_id`` — the first
     occurrence wins and order is kept — or replace with ``{"replace": [...]}``.  ``None`` leaves it unchanged.
@@ -78,7 +65,7 @@ def merge_documents(left: list[Document] | None, right: Any) -> list[Document]:
         new = right["replace"] or []
         if not all(isinstance(d, Document) for d in new):
             raise TypeError("documents must be langchain_core.documents.Document objects")
-        return _dedupe(list(new))
+        return dedupe(new)
     if isinstance(right, Document):
         right = [right]
     if not isinstance(right, Sequence) or isinstance(right, (str, bytes)) or not all(
@@ -86,7 +73,7 @@ def merge_documents(left: list[Document] | None, right: Any) -> list[Document]:
     ):
         raise TypeError(f"a documents update must be a list of Document or {{'replace': [...]}}, got {right!r}"[:300])
     seen = {k for k in (doc_key(d) for d in current) if k is not None}
-    return current + _dedupe(list(right), seen)
+    return current + [d for d in dedupe(right) if doc_key(d) not in seen]
 
 
 def append_trace(left: list[dict[str, Any]] | None, right: Any) -> list[dict[str, Any]]:
@@ -109,6 +96,8 @@ class SubAnswer(TypedDict):
     citations: list[Citation]
     documents: list[Document]
     refused: bool
+    unsupported_sentences: NotRequired[list[str]]
+    warning: NotRequired[str | None]
 
 
 def merge_sub_answers(left: list[SubAnswer] | None, right: Any) -> list[SubAnswer]:
@@ -143,6 +132,9 @@ class RAGOutput(TypedDict, total=False):
     documents: list[Document]
     trace: list[dict[str, Any]]
     refused: bool
+    invalid_citations: list[int]
+    unsupported_sentences: list[str]
+    warning: str | None
 
 
 class RAGState(TypedDict, total=False):
@@ -157,7 +149,12 @@ class RAGState(TypedDict, total=False):
             passages the answer was given, numbered ``[1]…`` in this order (empty after a refusal).  Never holds a
             RESTRICTED chunk.
         answer: the final answer (a refusal names "insufficient context").
-        citations: ``[{"n", "chunk_id", "doc_id", "title", "source_locator"}]``; ``n`` indexes ``documents`` from 1.
+        citations: ``[{"n", "chunk_id", "doc_id", "title", "source_locator", "attributed"}]``; ``n`` indexes
+            ``documents`` from 1; ``attributed`` marks a citation the package attributed to a sentence of an answer
+            whose model wrote no valid marker.
+        invalid_citations: citation numbers the model wrote that named no passage (removed from ``answer``).
+        unsupported_sentences: answer sentences no passage supports (LLM answers cited by attribution).
+        warning: why a returned or refused answer carries no citation (e.g. no passage supports it), else ``None``.
         trace: one dict per decision taken (``{"step": node name, …}``); it never holds chunk text.
         refused: whether the graph refused for lack of supported context.
         retries: corrections / retries taken so far (bounded by the builder's ``max_retries``).
@@ -175,6 +172,9 @@ class RAGState(TypedDict, total=False):
     documents: Annotated[list[Document], merge_documents]
     answer: str
     citations: list[Citation]
+    invalid_citations: list[int]
+    unsupported_sentences: list[str]
+    warning: str | None
     trace: Annotated[list[dict[str, Any]], append_trace]
     refused: bool
     retries: int
@@ -190,10 +190,12 @@ class CorrectiveRAGState(RAGState, total=False):
 
 
 class AdaptiveRAGState(CorrectiveRAGState, total=False):
-    """State of the adaptive graph: the ``route`` taken and, for ``"decompose"``, the sub-questions and the answers
-    their parallel branches wrote."""
+    """State of the adaptive graph: the ``route`` taken and, for ``"decompose"``, the sub-questions, the answers
+    their parallel branches wrote and ``fallbacks`` — how often a decomposition that answered nothing fell back to
+    answering the original question (bounded by ``adaptive.MAX_FALLBACKS``)."""
 
     route: str
+    fallbacks: int
     sub_questions: list[str]
     sub_answers: Annotated[list[SubAnswer], merge_sub_answers]
 

@@ -21,12 +21,14 @@ Differences from ``langchain_community.retrievers.BM25Retriever`` a user may rel
 * ``save(dir)`` / ``load(dir)`` persist numpy arrays and JSON — never pickle — with the tokenizer's name and
   version, and ``load`` refuses an index whose tokens the named tokenizer no longer produces;
 * documents labelled RESTRICTED (see :mod:`langchain_ragspine.document_compressors.restricted`) are dropped when
-  the retriever is built: they are never indexed (so they do not even shape the IDF), scored or returned.
+  the retriever is built: they are never indexed (so they do not even shape the IDF), scored or returned;
+* a document's tokens come from ``metadata["index_text"]`` when present (e.g. a contextual header + the text, see
+  :func:`langchain_ragspine.text.index_text`), else from ``page_content``; results are the stored documents, so
+  ``page_content`` and citations never change.
 """
 
 from __future__ import annotations
 
-import numbers
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
@@ -38,48 +40,16 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
+from langchain_ragspine.documents import check_k, doc_key, with_scores
 from langchain_ragspine.filters import FilterMasks, and_filters, compile_filter
 from langchain_ragspine.sensitivity import drop_restricted
 from langchain_ragspine.stores.bm25_index import build_bm25_index, load_bm25_index, save_bm25_index
+from langchain_ragspine.text import index_text
 from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer
 
 # Set while load() validates a retriever whose index comes from disk, so model_post_init skips the build.
 # (pydantic's validation context does not reach model_post_init through LangChain's BaseRetriever.)
 _SKIP_BUILD: ContextVar[bool] = ContextVar("ragspine_bm25_skip_build", default=False)
-
-
-def doc_key(doc: Document) -> str | None:
-    """The identity of a chunk: ``metadata["chunk_id"]``, else ``Document.id``, else ``None``."""
-    cid = doc.metadata.get("chunk_id")
-    if cid is not None and cid != "":
-        return str(cid)
-    return doc.id or None
-
-
-def check_k(value: Any, name: str = "k") -> int:
-    """``value`` as a result count: an ``int >= 1`` (numpy integers accepted), else an error naming ``name``.
-
-    Raises:
-        TypeError: ``value`` is not an integer (``"3"``, ``2.0``, ``True``, ``None``).
-        ValueError: ``value < 1``.
-    """
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int >= 1, got {type(value).__name__} {value!r}")
-    if value < 1:
-        raise ValueError(f"{name} must be an int >= 1, got {value!r}")
-    return int(value)
-
-
-def with_scores(doc: Document, **scores: float | None) -> Document:
-    """A copy of ``doc`` whose ``metadata["scores"]`` holds the four channels, updated with ``scores``."""
-    md = dict(doc.metadata)
-    merged: dict[str, float | None] = {"bm25": None, "vector": None, "fused": None, "rerank": None}
-    prev = md.get("scores")
-    if isinstance(prev, Mapping):
-        merged.update(prev)
-    merged.update(scores)
-    md["scores"] = merged
-    return Document(page_content=doc.page_content, metadata=md, id=doc.id)
 
 
 class BM25Retriever(BaseRetriever):
@@ -159,7 +129,7 @@ class BM25Retriever(BaseRetriever):
         self._tokenize = get_tokenizer(self.tokenizer)
         self._tie_rank = _tie_ranks(self.docs)
         if not _SKIP_BUILD.get():
-            self._bm25 = build_bm25_index((d.page_content for d in self.docs), self._tokenize, k1=self.k1, b=self.b)
+            self._bm25 = build_bm25_index((index_text(d) for d in self.docs), self._tokenize, k1=self.k1, b=self.b)
 
     # -- construction -----------------------------------------------------------------------------------------------
     @classmethod
@@ -237,7 +207,7 @@ class BM25Retriever(BaseRetriever):
         documents that match both the retriever's own :attr:`filter` and ``filter`` (AND).
 
         Raises:
-            TypeError, ValueError: a bad ``k`` (see :func:`check_k`); a malformed filter.
+            TypeError, ValueError: a bad ``k`` (see :func:`~langchain_ragspine.documents.check_k`); a malformed filter.
         """
         k = self.k if k is None else check_k(k)
         mask = self._masks.mask(and_filters(self.filter, filter))

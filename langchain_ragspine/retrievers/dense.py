@@ -13,6 +13,8 @@ What :class:`DenseRetriever` guarantees:
   "fused": s, "rerank": None}``, ``s`` the cosine similarity; at most ``k`` results, best first, ties broken by
   ``chunk_id``; an empty query or an empty corpus returns ``[]``; ``k`` must be an ``int >= 1``;
 * a chunk with no visible text (empty, or only white space) is never embedded, indexed or returned;
+* the embedded text is ``metadata["index_text"]`` when present (e.g. a contextual header + the text, see
+  :func:`langchain_ragspine.text.index_text`), else ``page_content``; results carry the stored ``page_content``;
 * ``filter`` (see :mod:`langchain_ragspine.filters`, the same evaluator as BM25's) restricts the candidates *before*
   scoring: with 100 ``dept=a`` chunks next to the query and one ``dept=c`` chunk far from it,
   ``filter={"dept": "c"}`` returns that one chunk; a missing field never matches; a call's ``filter`` is ANDed
@@ -67,15 +69,16 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
+from langchain_ragspine.documents import check_k, doc_key, with_scores
 from langchain_ragspine.embeddings.batching import embed_in_batches
 from langchain_ragspine.embeddings.cache import CachedEmbeddings, content_hash, model_key_for
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.filters import FilterMasks, and_filters, compile_filter
-from langchain_ragspine.retrievers.bm25 import check_k, doc_key, with_scores
 from langchain_ragspine.sensitivity import drop_restricted
 from langchain_ragspine.stores.embedding_cache import EmbeddingCache
-from langchain_ragspine.stores.faiss_index import INDEX_KINDS, FaissVectorIndex, _check_int
+from langchain_ragspine.stores.faiss_index import INDEX_KINDS, FaissVectorIndex
 from langchain_ragspine.stores.files import atomic_dir, read_config, read_documents, write_documents
+from langchain_ragspine.text import index_text
 
 __all__ = ["DenseRetriever"]
 
@@ -163,7 +166,7 @@ class DenseRetriever(BaseRetriever):
     def model_post_init(self, context: Any, /) -> None:
         """Validate parameters, drop RESTRICTED documents and chunks without visible text, embed and index (unless
         :meth:`load` supplies the index)."""
-        _check_int("batch_size", self.batch_size, 1)
+        check_k(self.batch_size, "batch_size")
         if self.index_kind not in INDEX_KINDS:
             raise ValueError(f"index_kind must be one of {INDEX_KINDS}, got {self.index_kind!r}")
         compile_filter(self.filter)
@@ -179,7 +182,7 @@ class DenseRetriever(BaseRetriever):
         if not self.docs:
             return
         keys = [doc_key(d) or "" for d in self.docs]
-        texts = [d.page_content for d in self.docs]
+        texts = [index_text(d) for d in self.docs]
         if self.cache_path is not None:
             with EmbeddingCache(self.cache_path, read_only=self.cache_read_only) as cache:
                 cached = CachedEmbeddings(
@@ -413,7 +416,7 @@ class DenseRetriever(BaseRetriever):
                 path=root / "ids.sqlite",
             )
         for row, (d, h) in enumerate(zip(retriever.docs, index.content_hashes, strict=True)):
-            if h is not None and content_hash(d.page_content) != h:
+            if h is not None and content_hash(index_text(d)) != h:
                 raise StoreError(
                     f"text of document {keys[row]!r} differs from the text that was embedded",
                     path=docs_path,

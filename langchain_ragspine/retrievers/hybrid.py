@@ -1,9 +1,9 @@
 """Hybrid retrieval: fuse the ranked lists of any number of retrievers (BM25, dense, …) into one ranking.
 
-Two fusion functions are offered:
+Three fusion functions are offered:
 
-* ``"convex"`` (:class:`HybridRetriever`'s default) — a convex combination of min-max normalised scores (Bruch, Gai
-  & Ingber, "An Analysis of Fusion Functions for Hybrid Retrieval", ACM TOIS 42(1), 2023)::
+* ``"convex"`` — a convex combination of min-max normalised scores (Bruch, Gai & Ingber, "An Analysis of Fusion
+  Functions for Hybrid Retrieval", ACM TOIS 42(1), 2023)::
 
       fused(d) = Σ_i  w_i · (s_i(d) - min_i) / (max_i - min_i)      Σ_i w_i = 1
 
@@ -12,6 +12,10 @@ Two fusion functions are offered:
   list, and a document the channel did not return contributes 0 for it.  Without ``weights``, the first channel
   gets ``alpha`` (default 0.7) and the others share ``1 - alpha``: put the lexical channel first, as the package's
   retrieval modes do.
+* ``"two_stage"`` (:class:`HybridRetriever`'s default) — the same convex scores, used twice: rank 1 is the document
+  with the best convex score at the first channel's weight ``top_alpha``; ranks 2+ follow the convex score at
+  ``alpha``.  The defaults, ``top_alpha = 1.0`` and ``alpha = 0.55``, keep the lexical channel's best document at
+  rank 1 and let the dense channel add recall below it ("BM25 first, dense fills").
 * ``"rrf"`` (:func:`fuse`'s default) — Reciprocal Rank Fusion (Cormack, Clarke & Büttcher, "Reciprocal Rank Fusion
   outperforms Condorcet and individual Rank Learning Methods", SIGIR 2009), optionally weighted::
 
@@ -19,16 +23,23 @@ Two fusion functions are offered:
 
   A list in which ``d`` does not appear contributes nothing.  It uses ranks only.
 
-Why ``convex`` with ``alpha = 0.7`` is the retriever's default (measured, BM25 ``auto`` + multilingual-e5-small
-dense, ParagraphTextSplitter 480/80, every question of JSQuAD valid (4,442, Japanese) and CMRC 2018 dev (3,219,
-Chinese), ``candidate_k = 50``; full tables in ``benchmarks/RESULTS.md``): plain RRF (c = 60) *lost* to BM25 alone
-(answer recall@1 0.844 vs 0.919 and 0.870 vs 0.907): when one channel is much stronger, RRF's flat
-``1/(60 + rank)`` lets the weaker channel's top ranks displace the stronger channel's answer; weighted RRF (up to
-3 : 1) still lost at @1.  Convex fusion keeps the score margins.  Equal weights (0.905 / 0.908) beat RRF but not
-BM25 on JSQuAD; ``alpha = 0.7`` on the BM25 channel beat both channels on both sets at recall@1 and @5 (JSQuAD
-0.923 / 0.982 vs BM25 0.919 / 0.979; CMRC 0.916 / 0.992 vs 0.907 / 0.989).  ``alpha`` was chosen on JSQuAD and
-held on CMRC; results are flat for 0.65–0.8.  RRF remains the right choice for lists whose scores are not comparable
-or absent (RAG-Fusion's several queries, :func:`fuse`'s default) and is one keyword away: ``fusion="rrf"``.
+Why ``"two_stage"`` with ``top_alpha = 1.0`` is the retriever's default (BM25 ``auto`` + multilingual-e5-small,
+``ParagraphTextSplitter()`` defaults, every question of JSQuAD valid (4,442, Japanese) and CMRC 2018 dev (3,219,
+Chinese), ``candidate_k = 50``; ``python benchmarks/fusion_study.py``, tables in ``benchmarks/RESULTS.md``, section
+``fusion``).  Thirteen fusion methods (score normalisations: min-max, min-max over a fixed depth, z-score, rank,
+theoretical min-max; weighted RRF; per-query weights from each channel's top-score gap; rules that keep a confident
+lexical top hit) had their one or two parameters chosen on one set and were measured on the other, in both
+directions.  The dense channel's gain at answer recall@1 does not transfer: on CMRC every score fusion gains
++0.010 to +0.015 (significant), on JSQuAD none does (best +0.004, not significant), and a weight chosen on CMRC
+*loses* on JSQuAD (convex: −0.0023).  Below rank 1 the gain does transfer: keeping BM25's first result and filling
+ranks 2+ with convex ``alpha = 0.55`` (chosen alike on either set) gives answer recall@5 +0.0052 (JSQuAD) and +0.0025
+(CMRC), recall@10 +0.0025 / +0.0022, both significant at @5 — and never changes rank 1, so it cannot lose to BM25
+there.  It was the only method whose every transfer difference at @1 and @5 and every 95% interval bound was
+>= 0.  ``top_alpha = 0.7`` (the previous ``"convex"`` default's weight at rank 1) gains recall@1 on CMRC (+0.010) at
+the risk of a loss on Japanese data; plain RRF (c = 60) loses to BM25 at @1 on both sets (when one channel is much
+stronger, its flat ``1/(60 + rank)`` lets the weaker channel's top ranks displace the stronger one's answer).  RRF
+remains the right choice for lists whose scores are not comparable or absent (RAG-Fusion's several queries,
+:func:`fuse`'s default) and is one keyword away: ``fusion="rrf"``.
 
 Identity (``docs/architecture.md``, invariant 5): a document is keyed by ``metadata["chunk_id"]``, else by
 ``Document.id`` — never by ``page_content`` (two chunks with the same text are different chunks; a chunk whose text
@@ -46,7 +57,6 @@ contribution per repeat and shifts the ranks after it; ties keep first-seen orde
 from __future__ import annotations
 
 import asyncio
-import inspect
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -56,24 +66,28 @@ from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, Callba
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
-from langchain_core.runnables.config import patch_config, run_in_executor
-from langchain_core.vectorstores import VectorStoreRetriever
+from langchain_core.runnables.config import patch_config
 from pydantic import ConfigDict, field_validator
 
+from langchain_ragspine.documents import check_k, doc_key, score_of, with_scores
 from langchain_ragspine.filters import Predicate, and_filters, compile_filter
-from langchain_ragspine.retrievers.bm25 import check_k, doc_key, with_scores
+from langchain_ragspine.retrievers.contract import ainvoke_retriever, invoke_retriever
 from langchain_ragspine.sensitivity import is_restricted
 
-__all__ = ["DEFAULT_C", "FUSIONS", "HybridRetriever", "convex_weights", "fuse"]
+__all__ = ["DEFAULT_C", "FUSIONS", "TWO_STAGE_ALPHA", "TWO_STAGE_TOP_ALPHA", "HybridRetriever", "convex_weights", "fuse"]
 
 #: The RRF constant of Cormack et al. (their "k"; named ``c`` here because ``k`` is the result count).
 DEFAULT_C = 60
-#: Default convex weight of the first (lexical) channel, measured on JSQuAD and confirmed on CMRC 2018.
+#: Default weight of the first (lexical) channel for ``fusion="convex"``.
 DEFAULT_ALPHA = 0.7
+#: ``fusion="two_stage"`` defaults: the first channel's weight for ranks 2+ (``alpha``) and for rank 1 (``top_alpha``;
+#: 1.0 = the first channel's own best document), measured on both shared sets (``benchmarks/fusion_study.py``).
+TWO_STAGE_ALPHA = 0.55
+TWO_STAGE_TOP_ALPHA = 1.0
 #: The fusion functions :func:`fuse` and :class:`HybridRetriever` accept.
-FUSIONS = ("rrf", "convex")
+FUSIONS = ("rrf", "convex", "two_stage")
 
-Fusion = Literal["rrf", "convex"]
+Fusion = Literal["rrf", "convex", "two_stage"]
 
 # Score keys a channel's documents may carry, in the order the convex fusion looks for the channel's own score.
 _OWN_SCORE_KEYS = ("fused", "bm25", "vector")
@@ -113,12 +127,15 @@ def _check_fusion(fusion: Any) -> str:
     return str(fusion)
 
 
-def _check_alpha(alpha: Any) -> float:
+def _check_alpha(alpha: Any, name: str = "alpha") -> float:
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)):
-        raise TypeError(f"alpha must be a number, got {alpha!r}")
+        raise TypeError(f"{name} must be a number, got {alpha!r}")
     if not 0.0 <= alpha <= 1.0:
-        raise ValueError(f"alpha must be in [0, 1], got {alpha!r}")
+        raise ValueError(f"{name} must be in [0, 1], got {alpha!r}")
     return float(alpha)
+
+
+
 
 
 def convex_weights(n: int, alpha: float) -> list[float]:
@@ -132,9 +149,11 @@ def convex_weights(n: int, alpha: float) -> list[float]:
 # ---------------------------------------------------------------------------------------------------- fusion
 @dataclass
 class _Entry:
-    """One fused key: its contributions and its occurrences ``(order, doc)`` across lists."""
+    """One fused key: its contributions (``parts``; ``top`` for the rank-1 choice of ``"two_stage"``) and its
+    occurrences ``(order, doc)`` across lists."""
 
     parts: list[float] = field(default_factory=list)
+    top: list[float] = field(default_factory=list)
     seen: list[tuple[tuple[float, int], Document]] = field(default_factory=list)
 
 
@@ -159,16 +178,6 @@ def _dedupe(docs: Sequence[Document], channel: int) -> list[tuple[Key, Document]
     return out
 
 
-def _score_of(doc: Document, name: str) -> float | None:
-    scores = doc.metadata.get("scores")
-    if not isinstance(scores, Mapping):
-        return None
-    value = scores.get(name)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return None
-    return float(value)
-
-
 def _normalised_scores(docs: Sequence[Document], c: int) -> list[float]:
     """Min-max normalised own scores of one channel's de-duplicated list (higher = better).
 
@@ -179,7 +188,7 @@ def _normalised_scores(docs: Sequence[Document], c: int) -> list[float]:
     """
     raw: list[float] | None = None
     for name in _OWN_SCORE_KEYS:
-        vals = [_score_of(d, name) for d in docs]
+        vals = [score_of(d, name) for d in docs]
         if all(v is not None for v in vals):
             raw = [v for v in vals if v is not None]
             break
@@ -199,6 +208,7 @@ def fuse(
     k: int | None = None,
     fusion: Fusion = "rrf",
     alpha: float = 0.5,
+    top_alpha: float | None = None,
 ) -> list[Document]:
     """Fuse ranked lists of documents into one ranking (a pure function; inputs are not modified).
 
@@ -206,27 +216,34 @@ def fuse(
         ranked_lists: one list per channel, best first.  Within a list only the first occurrence of a key counts
             and ranks (from 1) are positions among the list's distinct keys.
         weights: one per list, each >= 0, not all 0 (default: all 1.0).  A list with weight 0 is ignored entirely
-            (as if it were not passed: it contributes no documents and no scores).  For ``"convex"`` the weights are
-            rescaled to sum to 1; ``None`` means :func:`convex_weights` ``(len(ranked_lists), alpha)``.
-        c: the RRF constant (default 60), ``>= 0``; ``"convex"`` uses it only for a list without scores.
+            (as if it were not passed: it contributes no documents and no scores; for ``"two_stage"`` also not at
+            rank 1).  For ``"convex"`` / ``"two_stage"`` the weights are rescaled to sum to 1; ``None`` means
+            :func:`convex_weights` ``(len(ranked_lists), alpha)``.
+        c: the RRF constant (default 60), ``>= 0``; the score-based fusions use it only for a list without scores.
         k: number of results (default ``None``: all).
-        fusion: ``"rrf"`` (the default here: plain rank fusion, also for lists without comparable scores) or
-            ``"convex"`` (:class:`HybridRetriever`'s default); see the module docstring for both formulas.
-        alpha: ``"convex"`` only, when ``weights`` is ``None``: the first list's weight; the others share
-            ``1 - alpha``.
+        fusion: ``"rrf"`` (the default here: plain rank fusion, also for lists without comparable scores),
+            ``"convex"`` or ``"two_stage"`` (:class:`HybridRetriever`'s default); see the module docstring.
+        alpha: ``"convex"`` / ``"two_stage"`` only, when ``weights`` is ``None``: the first list's weight; the
+            others share ``1 - alpha``.
+        top_alpha: ``"two_stage"`` only: the first list's weight when the rank-1 document is chosen (the others
+            share ``1 - top_alpha``; a list with weight 0 gets 0 here too); default :data:`TWO_STAGE_TOP_ALPHA`.
+            ``1.0`` keeps the first list's best document at rank 1.
 
     Returns:
         At most ``k`` documents sorted by ``(-fused, key)`` — key = ``chunk_id``, else ``Document.id``; documents
-        without either come after keyed ties, in first-seen order.  Each is a copy of the key's first occurrence
-        (lists taken by descending weight, then in the given order) whose ``metadata["scores"]`` holds ``bm25``
-        and ``vector`` (the first non-``None`` value any list reported for the key, same order), ``fused`` (this
-        fusion's score) and ``rerank = None``.  RESTRICTED documents are never returned; a key that is RESTRICTED
-        in any list is dropped altogether (fail closed).
+        without either come after keyed ties, in first-seen order.  For ``"two_stage"`` the document with the
+        highest rank-1 score (ties: the higher ``fused``, then the key) comes first and the others follow by
+        ``(-fused, key)``.  Each is a copy of the key's first occurrence (lists taken by descending weight, then
+        in the given order) whose ``metadata["scores"]`` holds ``bm25`` and ``vector`` (the first non-``None``
+        value any list reported for the key, same order), ``fused`` (this fusion's score; for ``"two_stage"`` the
+        ranks-2+ score, also for rank 1) and ``rerank = None``.  RESTRICTED documents are never returned; a key
+        that is RESTRICTED in any list is dropped altogether (fail closed).
 
     Raises:
         TypeError: a list is not a sequence of ``Document``, or a parameter has the wrong type.
         ValueError: no lists, ``weights`` of the wrong length / negative / all zero, ``c < 0``, ``k < 0``, an
-            unknown ``fusion`` or ``alpha`` outside [0, 1].
+            unknown ``fusion``, ``alpha`` or ``top_alpha`` outside [0, 1], or ``top_alpha`` with another fusion
+            than ``"two_stage"``.
     """
     if isinstance(ranked_lists, (str, bytes)) or not isinstance(ranked_lists, Sequence):
         raise TypeError(f"ranked_lists must be a sequence of lists of Documents, got {type(ranked_lists).__name__}")
@@ -238,120 +255,110 @@ def fuse(
         for d in lst:
             if not isinstance(d, Document):
                 raise TypeError(f"ranked_lists[{i}] holds a {type(d).__name__}, expected Document: {d!r}")
-    ws = _check_weights(weights, len(ranked_lists))
+    n = len(ranked_lists)
+    ws = _check_weights(weights, n)
     _check_int("c", c, 0)
     if k is not None:
         _check_int("k", k, 0)
     fusion = _check_fusion(fusion)  # type: ignore[assignment]
     alpha = _check_alpha(alpha)
-    if fusion == "convex":
+    if top_alpha is not None and fusion != "two_stage":
+        raise ValueError(f"top_alpha is a two_stage parameter, got it with fusion={fusion!r}")
+    tops = [0.0] * n
+    if fusion != "rrf":
         if weights is None:
-            ws = convex_weights(len(ranked_lists), alpha)
+            ws = convex_weights(n, alpha)
         total = math.fsum(ws)
         ws = [w / total for w in ws]
+        if fusion == "two_stage":
+            tw = _check_alpha(TWO_STAGE_TOP_ALPHA if top_alpha is None else top_alpha, "top_alpha")
+            tops = [t if w > 0 else 0.0 for t, w in zip(convex_weights(n, tw), ws, strict=True)]
+            if not any(t > 0 for t in tops):  # every channel weighted at rank 1 is off: rank 1 = the fused best
+                tops = list(ws)
 
     entries: dict[Key, _Entry] = {}
-    for ch, (lst, w) in enumerate(zip(ranked_lists, ws, strict=True)):
+    for ch, (lst, w, tw) in enumerate(zip(ranked_lists, ws, tops, strict=True)):
         if w == 0:
             continue
         unique = _dedupe(lst, ch)
         if fusion == "rrf":
             parts = [w / (c + rank) for rank in range(1, len(unique) + 1)]
+            top = [0.0] * len(unique)
         else:
-            parts = [w * s for s in _normalised_scores([d for _, d in unique], c)]
-        for (key, doc), part in zip(unique, parts, strict=True):
+            scores = _normalised_scores([d for _, d in unique], c)
+            parts = [w * s for s in scores]
+            top = [tw * s for s in scores]
+        for (key, doc), part, tpart in zip(unique, parts, top, strict=True):
             e = entries.setdefault(key, _Entry())
             e.parts.append(part)
+            e.top.append(tpart)
             e.seen.append(((-w, ch), doc))
 
-    ranked: list[tuple[float, Key, Document, float | None, float | None]] = []
+    ranked: list[tuple[float, Key, Document, float | None, float | None, float]] = []
     for key, e in entries.items():
         if any(is_restricted(d.metadata) for _, d in e.seen):
             continue  # fail closed: a key labelled RESTRICTED anywhere is dropped
         e.seen.sort(key=lambda t: t[0])  # descending weight, then channel order
-        bm25 = next((s for s in (_score_of(d, "bm25") for _, d in e.seen) if s is not None), None)
-        vector = next((s for s in (_score_of(d, "vector") for _, d in e.seen) if s is not None), None)
-        ranked.append((math.fsum(e.parts), key, e.seen[0][1], bm25, vector))
+        bm25 = next((s for s in (score_of(d, "bm25") for _, d in e.seen) if s is not None), None)
+        vector = next((s for s in (score_of(d, "vector") for _, d in e.seen) if s is not None), None)
+        ranked.append((math.fsum(e.parts), key, e.seen[0][1], bm25, vector, math.fsum(e.top)))
     ranked.sort(key=lambda t: (-t[0], t[1]))
+    if fusion == "two_stage" and ranked:
+        # rank 1 by the rank-1 weights; ties by the fused score, then the key (= the first such in `ranked`)
+        first = max(range(len(ranked)), key=lambda i: (ranked[i][5], -i))
+        ranked.insert(0, ranked.pop(first))
     if k is not None:
         ranked = ranked[:k]
-    return [with_scores(doc, bm25=b, vector=v, fused=s, rerank=None) for s, _, doc, b, v in ranked]
+    return [with_scores(doc, bm25=b, vector=v, fused=s, rerank=None) for s, _, doc, b, v, _ in ranked]
 
 
 # ---------------------------------------------------------------------------------------------------- retriever
-def _channel_params(retriever: BaseRetriever) -> tuple[bool, bool]:
-    """``(takes_k, takes_filter)``: whether ``retriever.invoke(q, k=…)`` / ``invoke(q, filter=…)`` is understood.
-
-    ``k``/``filter`` are passed only to a ``_get_relevant_documents`` that names them (this package's retrievers);
-    a ``VectorStoreRetriever`` merges call kwargs into ``search_kwargs``, so it gets ``k`` — but never our
-    ``filter``, whose syntax foreign stores do not share.  Other retrievers get neither (their ``**kwargs`` may mean
-    anything); their lists are truncated and post-filtered here instead.
-    """
-    params = inspect.signature(type(retriever)._get_relevant_documents).parameters
-    takes_k = "k" in params and params["k"].kind is not inspect.Parameter.VAR_KEYWORD
-    takes_filter = "filter" in params and params["filter"].kind is not inspect.Parameter.VAR_KEYWORD
-    if isinstance(retriever, VectorStoreRetriever):
-        return True, False
-    return takes_k, takes_filter
-
-
-def _async_takes(retriever: BaseRetriever, kwargs: Mapping[str, Any]) -> bool:
-    """Whether ``retriever``'s ``_aget_relevant_documents`` accepts ``kwargs``.
-
-    ``BaseRetriever``'s default async method forwards no keyword arguments to ``_get_relevant_documents``, so a
-    retriever that takes ``k`` only in its sync method (e.g. one that implements just ``_get_relevant_documents``)
-    would raise ``TypeError`` on ``ainvoke(q, k=...)``.
-    """
-    if not kwargs:
-        return True
-    params = inspect.signature(type(retriever)._aget_relevant_documents).parameters
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        return True
-    return all(name in params for name in kwargs)
-
-
-async def _ainvoke_channel(
-    retriever: BaseRetriever, query: str, config: RunnableConfig, kwargs: Mapping[str, Any]
-) -> list[Document]:
-    """``retriever.ainvoke(query, config, **kwargs)``, or — when its async method cannot take ``kwargs`` — its
-    sync ``invoke`` in a worker thread (still concurrent with the other channels)."""
-    if _async_takes(retriever, kwargs):
-        return await retriever.ainvoke(query, config, **kwargs)
-    return await run_in_executor(config, retriever.invoke, query, config, **kwargs)
+def _child_config(
+    run_manager: CallbackManagerForRetrieverRun | AsyncCallbackManagerForRetrieverRun, i: int
+) -> RunnableConfig:
+    """The config of channel ``i``'s call: a child run of the hybrid's, tagged ``retriever_{i + 1}``."""
+    return patch_config(None, callbacks=run_manager.get_child(tag=f"retriever_{i + 1}"))
 
 
 class HybridRetriever(BaseRetriever):
-    """Fuse any list of ``BaseRetriever`` channels (e.g. BM25 + dense): convex combination of min-max normalised
-    scores by default, weighted Reciprocal Rank Fusion with ``fusion="rrf"`` (see the module docstring for both
-    formulas and the measurements behind the default).
+    """Fuse any list of ``BaseRetriever`` channels (e.g. BM25 + dense, lexical first).  By default
+    (``fusion="two_stage"``) the first channel's best document stays at rank 1 and ranks 2+ follow a convex
+    combination of min-max normalised scores (0.55 on the first channel); ``fusion="convex"`` ranks everything by
+    that combination, ``fusion="rrf"`` by weighted Reciprocal Rank Fusion (see the module docstring for the formulas
+    and the measurements behind the default).
 
-    Each query asks every channel for ``depth = max(candidate_k, k)`` candidates — ``invoke(query, k=depth,
-    filter=filter)`` when the channel understands those keywords (this package's retrievers; a
-    ``VectorStoreRetriever`` gets ``k`` only, see :func:`_channel_params`) — and fuses them with :func:`fuse`, so
-    ``invoke(query, k=70)`` returns 70 documents when 70 match.
+    Each query asks every channel for ``depth = max(candidate_k, k)`` candidates matching the filter through the
+    retriever-call contract (:func:`~langchain_ragspine.retrievers.contract.invoke_retriever`: this package's
+    retrievers get ``k`` and ``filter``, a ``VectorStoreRetriever`` gets ``k`` only) and fuses them with
+    :func:`fuse`, so ``invoke(query, k=70)`` returns 70 documents when 70 match.
     ``ainvoke`` runs the channels concurrently (``asyncio.gather``); ``invoke`` runs them one after another.
 
     Attributes:
         retrievers: the channels (at least one), any ``BaseRetriever``.
         weights: one per channel, each >= 0, not all 0 (default: all 1.0; a 0 turns a channel off — it is not
-            even called).  ``"rrf"`` uses them as given (``w / (c + rank)``); ``"convex"`` rescales them to sum 1.
+            even called).  ``"rrf"`` uses them as given (``w / (c + rank)``); ``"convex"`` / ``"two_stage"`` rescale
+            them to sum 1.
         c: the RRF constant (default 60, Cormack et al.'s "k"; named ``c`` like ``EnsembleRetriever``'s because
-            ``k`` is the result count).  ``"convex"`` uses it only for a channel that reports no scores
+            ``k`` is the result count).  The score-based fusions use it only for a channel that reports no scores
             (``1 / (c + rank)`` stands in for its score).
         candidate_k: candidates taken from each channel (default 50), raised to ``k`` when a call asks for more;
-            a channel that returns more is truncated.  For ``"convex"`` this depth also sets the list over which
-            each channel's min and max are taken.
+            a channel that returns more is truncated.  For ``"convex"`` / ``"two_stage"`` this depth also sets the
+            list over which each channel's min and max are taken (a channel's own first document stays first).
         k: number of fused results (default 4), an ``int >= 1``; ``invoke(query, k=...)`` overrides it per call.
         filter: the retriever's own metadata filter (:mod:`langchain_ragspine.filters`); ``invoke(query,
             filter=...)`` is ANDed with it, so a call narrows the results but never widens them.  Channels that
             accept ``filter`` get the combined filter and apply it before scoring (ANDed again with their own
-            ``filter``); every channel's list is also post-filtered here, so a filter never widens the results —
-            but for a channel that cannot take it (a foreign ``VectorStoreRetriever``, say) it is a post-filter
-            only: that channel may then contribute fewer than ``candidate_k`` candidates.
-        fusion: ``"convex"`` (default; min-max normalised scores, Bruch et al. 2023) or ``"rrf"``.
-        alpha: ``"convex"`` only, when ``weights`` is not given: the weight of the first channel's normalised score;
-            the other channels share ``1 - alpha`` (default 0.7, measured best with the lexical channel first).
-            Setting both ``weights`` and ``alpha`` is an error.
+            ``filter``); a channel that cannot take it (a foreign ``VectorStoreRetriever``, say) has its results
+            filtered by the contract, which over-fetches to make up for what the filter removes, and every
+            channel's list is post-filtered here again, so a filter never widens the results.
+        fusion: ``"two_stage"`` (default), ``"convex"`` (min-max normalised scores, Bruch et al. 2023) or ``"rrf"``.
+        alpha: ``"convex"`` / ``"two_stage"``, when ``weights`` is not given: the weight of the first channel's
+            normalised score (for ``"two_stage"``: at ranks 2+); the other channels share ``1 - alpha``.  Default
+            ``None``: 0.7 for ``"convex"``, 0.55 for ``"two_stage"`` (:data:`TWO_STAGE_ALPHA`).  Setting both
+            ``weights`` and ``alpha`` is an error.
+        top_alpha: ``"two_stage"`` only: the first channel's weight when rank 1 is chosen (default ``None`` =
+            :data:`TWO_STAGE_TOP_ALPHA` = 1.0: the first channel's own best document; 0.7 lets a strong dense match
+            take rank 1, which gained on Chinese and not on Japanese data).
 
     Results: at most ``k`` documents, best first, ties broken by ``chunk_id`` (else ``Document.id``), each a copy
     with ``metadata["scores"] = {"bm25", "vector", "fused", "rerank"}`` (see :func:`fuse`).  RESTRICTED documents
@@ -359,7 +366,8 @@ class HybridRetriever(BaseRetriever):
 
     Raises:
         ValueError: no retrievers, bad ``weights``, ``c < 0``, ``candidate_k < 1``, ``k < 1``, an unknown
-            ``fusion``, ``alpha`` outside [0, 1] or given together with ``weights``, a malformed ``filter``.
+            ``fusion``, ``alpha`` or ``top_alpha`` outside [0, 1], ``alpha`` given together with ``weights``,
+            ``top_alpha`` with another fusion than ``"two_stage"``, a malformed ``filter``.
         TypeError: a channel that is not a ``BaseRetriever``; ``k`` not an int; an unknown keyword argument to
             ``invoke``.
 
@@ -385,8 +393,9 @@ class HybridRetriever(BaseRetriever):
     candidate_k: int = 50
     k: int = 4
     filter: dict[str, Any] | None = None
-    fusion: Fusion = "convex"
-    alpha: float = DEFAULT_ALPHA
+    fusion: Fusion = "two_stage"
+    alpha: float | None = None
+    top_alpha: float | None = None
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -406,10 +415,29 @@ class HybridRetriever(BaseRetriever):
         _check_int("c", self.c, 0)
         _check_int("candidate_k", self.candidate_k, 1)
         _check_fusion(self.fusion)
-        _check_alpha(self.alpha)
-        if self.weights is not None and "alpha" in self.model_fields_set:
+        if self.alpha is not None:
+            _check_alpha(self.alpha)
+        if self.top_alpha is not None:
+            _check_alpha(self.top_alpha, "top_alpha")
+            if self.fusion != "two_stage":
+                raise ValueError(f"top_alpha is a two_stage parameter, got it with fusion={self.fusion!r}")
+        if self.weights is not None and self.alpha is not None:
             raise ValueError("give either weights or alpha, not both (alpha only sets the default convex weights)")
         compile_filter(self.filter)
+
+    @property
+    def effective_alpha(self) -> float:
+        """:attr:`alpha`, else the fusion's default: 0.7 for ``"convex"``, 0.5 for ``"two_stage"`` (unused by RRF)."""
+        if self.alpha is not None:
+            return self.alpha
+        return DEFAULT_ALPHA if self.fusion == "convex" else TWO_STAGE_ALPHA
+
+    @property
+    def effective_top_alpha(self) -> float | None:
+        """``"two_stage"`` only: :attr:`top_alpha`, else :data:`TWO_STAGE_TOP_ALPHA`; ``None`` for other fusions."""
+        if self.fusion != "two_stage":
+            return None
+        return TWO_STAGE_TOP_ALPHA if self.top_alpha is None else self.top_alpha
 
     # -- plumbing ---------------------------------------------------------------------------------------------------
     def _params(
@@ -426,26 +454,13 @@ class HybridRetriever(BaseRetriever):
 
     def _weights(self) -> list[float]:
         """The effective channel weights (a channel with weight 0 is not called)."""
-        if self.weights is None and self.fusion == "convex":
-            return convex_weights(len(self.retrievers), self.alpha)
+        if self.weights is None and self.fusion != "rrf":
+            return convex_weights(len(self.retrievers), self.effective_alpha)
         return _check_weights(self.weights, len(self.retrievers))
 
-    def _calls(
-        self, flt: Mapping[str, Any] | None, candidate_k: int
-    ) -> list[tuple[int, BaseRetriever, dict[str, Any]]]:
-        """``(index, channel, kwargs)`` for every channel with a non-zero weight."""
-        calls = []
-        for i, (r, w) in enumerate(zip(self.retrievers, self._weights(), strict=True)):
-            if w == 0:
-                continue
-            takes_k, takes_filter = _channel_params(r)
-            kw: dict[str, Any] = {}
-            if takes_k:
-                kw["k"] = candidate_k
-            if takes_filter and flt is not None:
-                kw["filter"] = dict(flt)
-            calls.append((i, r, kw))
-        return calls
+    def _channels(self) -> list[tuple[int, BaseRetriever]]:
+        """``(index, channel)`` for every channel with a non-zero weight (the others are not called)."""
+        return [(i, r) for i, (r, w) in enumerate(zip(self.retrievers, self._weights(), strict=True)) if w != 0]
 
     def _fuse(
         self,
@@ -459,7 +474,10 @@ class HybridRetriever(BaseRetriever):
             if pred is not None:
                 docs = [d for d in docs if pred(d.metadata)]
             lists[i] = [d for _, d in _dedupe(docs, i)[:candidate_k]]
-        return fuse(lists, weights=self.weights, c=self.c, k=k, fusion=self.fusion, alpha=self.alpha)
+        return fuse(
+            lists, weights=self.weights, c=self.c, k=k, fusion=self.fusion, alpha=self.effective_alpha,
+            top_alpha=self.effective_top_alpha,
+        )
 
     # -- retrieval --------------------------------------------------------------------------------------------------
     def _get_relevant_documents(
@@ -474,8 +492,8 @@ class HybridRetriever(BaseRetriever):
     ) -> list[Document]:
         k, flt, depth, pred = self._params(k, filter, candidate_k, kwargs)
         results = [
-            (i, r.invoke(query, patch_config(None, callbacks=run_manager.get_child(tag=f"retriever_{i + 1}")), **kw))
-            for i, r, kw in self._calls(flt, depth)
+            (i, invoke_retriever(r, query, k=depth, filter=flt, config=_child_config(run_manager, i)))
+            for i, r in self._channels()
         ]
         return self._fuse(results, k, pred, depth)
 
@@ -490,13 +508,11 @@ class HybridRetriever(BaseRetriever):
         **kwargs: Any,
     ) -> list[Document]:
         k, flt, depth, pred = self._params(k, filter, candidate_k, kwargs)
-        calls = self._calls(flt, depth)
+        channels = self._channels()
         lists = await asyncio.gather(
             *(
-                _ainvoke_channel(
-                    r, query, patch_config(None, callbacks=run_manager.get_child(tag=f"retriever_{i + 1}")), kw
-                )
-                for i, r, kw in calls
+                ainvoke_retriever(r, query, k=depth, filter=flt, config=_child_config(run_manager, i))
+                for i, r in channels
             )
         )
-        return self._fuse([(i, docs) for (i, _, _), docs in zip(calls, lists, strict=True)], k, pred, depth)
+        return self._fuse([(i, docs) for (i, _), docs in zip(channels, lists, strict=True)], k, pred, depth)

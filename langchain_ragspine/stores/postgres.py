@@ -59,6 +59,7 @@ from langchain_ragspine.stores.chunk_store import (
     _utc_now_iso,
 )
 from langchain_ragspine.stores.pg_filter import value_rows
+from langchain_ragspine.text import index_text
 from langchain_ragspine.tokenizers import get_tokenizer, tokenizer_name, tokenizer_version
 
 __all__ = [
@@ -571,9 +572,13 @@ class PostgresChunkStore:
         searchable: list[_Searchable] = []
         for position, (chunk_id, text, _s, _e, md, _j) in enumerate(prepared):
             if not is_restricted(md):
-                tokens = tokenize(text)
+                # Tokenised and embedded by its index text (metadata["index_text"], else the text), as the file
+                # store's BM25Retriever / DenseRetriever do; "has text" is about what a reader sees.
+                indexed = index_text(Document(page_content=text, metadata=md))
+                tokens = tokenize(indexed)
                 searchable.append(_Searchable(
-                    position, chunk_id, content_hash(text), len(tokens), bool(_VISIBLE_RE.search(text)), Counter(tokens)
+                    position, chunk_id, content_hash(indexed), len(tokens), bool(_VISIBLE_RE.search(text)),
+                    Counter(tokens),
                 ))
 
         with self._db.transaction() as cur:

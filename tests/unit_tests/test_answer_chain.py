@@ -99,7 +99,8 @@ def test_extractive_answer_cites_the_right_chunk():
     assert "Mount Fuji is the highest mountain in Japan. [2]" in out["answer"]
     assert out["citations"][0]["chunk_id"] == "doc2#0"
     assert out["citations"][0]["n"] == 2
-    assert set(out["citations"][0]) == {"n", "chunk_id", "doc_id", "title", "source_locator"}
+    assert set(out["citations"][0]) == {"n", "chunk_id", "doc_id", "title", "source_locator", "attributed"}
+    assert out["citations"][0]["attributed"] is False  # a verbatim sentence of the chunk, not an attribution
     # every line is a verbatim sentence of the cited chunk followed by its number
     for line in out["answer"].splitlines():
         sentence, _, n = line.rpartition(" [")
@@ -118,7 +119,10 @@ def test_extractive_answer_japanese():
 )
 def test_extractive_says_i_dont_know_in_the_questions_language(question, expected):
     out = make_answer_chain().invoke({"question": question, "documents": CORPUS})
-    assert out == {"answer": expected, "citations": [], "mode": "extractive"}
+    assert out == {
+        "answer": expected, "citations": [], "mode": "extractive", "invalid_citations": [],
+        "unsupported_sentences": [], "warning": None,
+    }
     assert make_answer_chain().invoke({"question": question, "documents": []})["answer"] == expected
 
 

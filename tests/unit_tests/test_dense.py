@@ -180,6 +180,8 @@ def test_k_bounds_empty_inputs_and_bad_arguments() -> None:
             DenseRetriever(docs=docs, embedding=emb, k=bad)
     with pytest.raises(ValueError, match="index_kind"):
         DenseRetriever(docs=docs, embedding=emb, index_kind="annoy")
+    with pytest.raises(ValueError, match="batch_size must be an int >= 1"):
+        DenseRetriever(docs=docs, embedding=emb, batch_size=0)
     with pytest.raises(ValueError, match="shape"):
         dense.search_by_vector(np.ones(3))
     empty = DenseRetriever(docs=[], embedding=emb)

@@ -44,6 +44,29 @@ def test_eval_qa_folder_prints_table_and_writes_json_and_plots(tmp_path: Path, c
     assert png.stat().st_size > 5000 and (tmp_path / "r-latency.png").stat().st_size > 5000
 
 
+def test_eval_prints_paired_differences_to_the_baseline(tmp_path: Path, capsys):
+    ds = _qa_folder(tmp_path / "ds")
+    out = tmp_path / "r.json"
+    args = ["eval", str(ds), "--tokenizer", "auto", "whitespace", "--baseline", "bm25 tokenizer=whitespace"]
+    assert main([*args, "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "Paired difference to **bm25 tokenizer=whitespace** on the same questions (n = 3)" in text
+    assert "| metric | bm25 tokenizer=auto − bm25 tokenizer=whitespace |" in text
+    row = next(line for line in text.splitlines() if line.startswith("| answer_recall@1 |") and "[" in line)
+    # whitespace tokens cannot match unsegmented Japanese; auto finds 2 of 3, a difference 3 questions cannot prove:
+    # the exact bootstrap interval of d = [1, 1, 0] excludes 0, but the exact randomisation p is 2/4 (regression)
+    assert "+0.6667 [+0.2167, +1.0000] p=0.5 n.s." in row
+    paired = json.loads(out.read_text("utf-8"))["paired"]
+    first = paired[0]
+    assert (first["metric"], first["baseline"], first["other"]) == (
+        "answer_recall@1", "bm25 tokenizer=whitespace", "bm25 tokenizer=auto"
+    )
+    assert first["difference"] == pytest.approx(2 / 3) and first["significant"] is False
+    # an unknown baseline fails before anything is evaluated
+    assert main(["eval", str(ds), "--baseline", "nope"]) == 2
+    assert "--baseline 'nope' is not one of the configurations: ['bm25']" in capsys.readouterr().err
+
+
 def test_eval_limit_and_store(tmp_path: Path, capsys):
     ds = _qa_folder(tmp_path / "ds")
     assert main(["eval", str(ds), "--limit", "2", "--store", str(tmp_path / "S"), "--json", str(tmp_path / "r.json")]) == 0

@@ -172,7 +172,7 @@ def test_llm_graders_never_see_restricted_text():
 
 def test_lexical_relevance_threshold():
     g = LexicalGrader()
-    assert DEFAULT_MIN_OVERLAP == 0.5
+    assert DEFAULT_MIN_OVERLAP == 0.55
     assert g.relevance("Which is the highest mountain in Japan?", DOC) == "yes"
     assert g.relevance("Who painted the Mona Lisa?", DOC) == "no"
     # stopwords do not make an unrelated English chunk relevant

@@ -30,7 +30,7 @@ from langchain_ragspine.graphs import (
     merge_documents,
     self_rag_max_steps,
 )
-from langchain_ragspine.graphs.adaptive import merge_sub_answers_text
+from langchain_ragspine.graphs.adaptive import adaptive_rag_max_llm_calls, merge_sub_answers_text
 from langchain_ragspine.graphs.nodes import restricted_gate
 from langchain_ragspine.graphs.state import append_trace, merge_sub_answers, replace
 from langchain_ragspine.retrievers import BM25Retriever
@@ -163,6 +163,15 @@ def _endless_rewrites(kind: str, human: str, n: int) -> str:
     )
 
 
+def _failed_decomposition(kind: str, human: str, n: int) -> str:
+    return {"classify": "decompose", "decompose": "highest mountain?\nmountain in Japan?"}.get(kind, "Mount Fuji [1].")
+
+
+def _supersteps(names: list[str]) -> int:
+    """Supersteps of a run: parallel ``answer_sub_question`` branches share one."""
+    return sum(1 for i, n in enumerate(names) if not (n == "answer_sub_question" and names[i - 1] == n))
+
+
 @pytest.mark.parametrize("max_retries", [0, 1, 2, 3])
 @pytest.mark.parametrize("name", ["corrective", "adaptive", "self_rag"])
 def test_worst_case_step_count_is_exact_and_suffices(retriever, name, max_retries):
@@ -173,12 +182,15 @@ def test_worst_case_step_count_is_exact_and_suffices(retriever, name, max_retrie
         else Graders.constant("no")
     )
     inputs = {"question": QUESTION, "filters": {"lang": "en"}}
+    # the adaptive worst case is the single path with its corrections, or (max_retries=0) a decomposition that
+    # answers nothing followed by its fallback
+    script = _failed_decomposition if name == "adaptive" and max_retries == 0 else _endless_rewrites
 
     def graph() -> Any:
-        return build(retriever, ScriptedChatModel(script=_endless_rewrites), graders=graders, max_retries=max_retries)
+        return build(retriever, ScriptedChatModel(script=script), graders=graders, max_retries=max_retries)
 
     names, final = _steps(graph(), inputs, recursion_limit=10_000)
-    assert len(names) == bound(max_retries)  # the worst case is reached …
+    assert _supersteps(names) == bound(max_retries)  # the worst case is reached …
     _assert_refusal(final)
     assert final["retries"] == max_retries
     graph().invoke(inputs, {"recursion_limit": bound(max_retries) + 1})  # … and this limit suffices
@@ -294,6 +306,54 @@ def test_adaptive_llm_classification_and_unparsable_decomposition_fall_back(retr
     # an LLM that says "none" for a real question is overruled: questions are answered from documents
     final = build_adaptive_rag(retriever, ScriptedChatModel(script=lambda k, h, n: "none")).invoke({"question": QUESTION})
     assert final["route"] == "single"
+
+
+def test_misrouted_factoid_question_falls_back_to_answering_it_before_refusing(retriever):
+    # the issue's case: a one-entity question the model classifies as "decompose", three invented sub-questions
+    # that all fail — before, the graph refused (after 23 LLM calls) while the corrective graph answered it
+    invented = "Which mountain range has the highest volcano?\nHow was the highest mountain formed?\n" \
+        "Who first climbed the highest mountain?"
+
+    def script(kind: str, human: str, n: int) -> str:
+        if kind == "relevance":  # only the original question finds a relevant passage
+            return "yes" if human.endswith(f"Question: {QUESTION}") and "highest mountain in Japan." in human else "no"
+        return {"classify": "decompose", "decompose": invented, "answer": "Mount Fuji [1]."}.get(kind, "no")
+
+    llm = ScriptedChatModel(script=script)
+    names, final = _steps(build_adaptive_rag(retriever, llm), {"question": QUESTION})
+    assert final["route"] == "decompose" and len(final["sub_questions"]) == 3
+    assert all(s["refused"] for s in final["sub_answers"])
+    assert final["refused"] is False and final["answer"] == "Mount Fuji [1]."
+    assert final["citations"][0]["doc_id"] == "d1" and final["citations"][0]["attributed"] is False
+    assert final["fallbacks"] == 1
+    assert {"step": "merge_answers", "answered": 0, "of": 3, "fallback": "single"} in final["trace"]
+    assert names[-5:] == ["merge_answers", "retrieve", "restricted_gate", "grade_documents", "generate"]
+    assert len(llm.calls) <= adaptive_rag_max_llm_calls(2, k=4)
+    # the corrective graph answers the same question the same way
+    corrective = build_corrective_rag(retriever, ScriptedChatModel(script=script)).invoke({"question": QUESTION})
+    assert corrective["answer"] == final["answer"]
+
+
+def test_the_fallback_is_one_plain_attempt_then_a_refusal(retriever):
+    def script(kind: str, human: str, n: int) -> str:
+        return {"classify": "decompose", "decompose": "highest mountain?\nmountain in Japan?"}.get(kind, "no")
+
+    llm = ScriptedChatModel(script=script)
+    names, final = _steps(build_adaptive_rag(retriever, llm), {"question": QUESTION, "filters": {"lang": "en"}})
+    _assert_refusal(final)
+    assert final["fallbacks"] == 1
+    # no corrections (drop_filters / rewrite_query) after the fallback, one search of the original question
+    assert names[-5:] == ["merge_answers", "retrieve", "restricted_gate", "grade_documents", "refuse"]
+    assert [t["query"] for t in final["trace"] if t["step"] == "retrieve"] == [QUESTION]
+    assert _supersteps(names) <= adaptive_rag_max_steps(2)
+    assert len(llm.calls) <= adaptive_rag_max_llm_calls(2, k=4)
+
+
+def test_llm_call_bound():
+    assert adaptive_rag_max_llm_calls(2, k=6) == 30
+    assert adaptive_rag_max_llm_calls(0, k=0) == 6
+    with pytest.raises(ValueError):
+        adaptive_rag_max_llm_calls(2, k=-1)
 
 
 def test_merge_sub_answers_renumbers_and_dedupes():

@@ -6,6 +6,8 @@ import warnings
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
@@ -13,9 +15,9 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import InMemoryVectorStore
 from langchain_tests.integration_tests import RetrieversIntegrationTests
 
+from langchain_ragspine.documents import with_scores
 from langchain_ragspine.embeddings import HashingEmbeddings
 from langchain_ragspine.retrievers import BM25Retriever, HybridRetriever, fuse
-from langchain_ragspine.retrievers.bm25 import with_scores
 
 
 def _d(cid: str | None, text: str | None = None, *, id: str | None = None, **md: Any) -> Document:
@@ -228,15 +230,25 @@ def test_convex_without_scores_falls_back_to_the_rrf_term():
     assert [d.metadata["scores"]["fused"] for d in out] == pytest.approx([0.7459677, 0.5, 0.25, 0.0])
 
 
-def test_default_fusion_is_convex_weighting_the_first_channel_0_7():
-    lists = _convex_lists()
+def test_default_fusion_keeps_the_first_channels_best_then_convex_0_55():
+    lists = _convex_lists()  # lexical a 1, b .5, c 0; dense c 1, a .2, d 0
     h = HybridRetriever(retrievers=[FixedRetriever(docs=lst) for lst in lists], k=4)
-    assert h.fusion == "convex" and h.alpha == 0.7
-    assert h.invoke("q") == fuse(lists, fusion="convex", alpha=0.7, k=4)
-    assert [d.metadata["scores"]["fused"] for d in h.invoke("q")] == pytest.approx([0.76, 0.35, 0.30, 0.0])
-    # equal weights are one argument away
-    eq = HybridRetriever(retrievers=[FixedRetriever(docs=lst) for lst in lists], k=4, alpha=0.5).invoke("q")
-    assert [d.metadata["scores"]["fused"] for d in eq] == pytest.approx([0.6, 0.5, 0.25, 0.0])
+    assert h.fusion == "two_stage" and h.alpha is None and h.top_alpha is None
+    assert (h.effective_alpha, h.effective_top_alpha) == (0.55, 1.0)
+    assert h.invoke("q") == fuse(lists, fusion="two_stage", alpha=0.55, top_alpha=1.0, k=4)
+    # a: .55 + .45*.2 = .64 (and the lexical best); c: .45; b: .275; d: 0
+    assert _ids(h.invoke("q")) == ["a#0", "c#0", "b#0", "d#0"]
+    assert [d.metadata["scores"]["fused"] for d in h.invoke("q")] == pytest.approx([0.64, 0.45, 0.275, 0.0])
+    # the dense channel cannot take rank 1 from the lexical best, however strong it is
+    strong = [with_scores(C, vector=0.9), with_scores(D, vector=0.1)]
+    out = HybridRetriever(retrievers=[FixedRetriever(docs=lists[0]), FixedRetriever(docs=strong)], k=4).invoke("q")
+    assert _ids(out)[:2] == ["a#0", "c#0"]  # c: .45 * 1 beats b: .55 * .5 at rank 2
+    # convex keeps its own default weight, 0.7; equal weights are one argument away
+    convex = HybridRetriever(retrievers=[FixedRetriever(docs=lst) for lst in lists], k=4, fusion="convex")
+    assert convex.effective_alpha == 0.7
+    assert [d.metadata["scores"]["fused"] for d in convex.invoke("q")] == pytest.approx([0.76, 0.35, 0.30, 0.0])
+    eq = HybridRetriever(retrievers=[FixedRetriever(docs=lst) for lst in lists], k=4, fusion="convex", alpha=0.5)
+    assert [d.metadata["scores"]["fused"] for d in eq.invoke("q")] == pytest.approx([0.6, 0.5, 0.25, 0.0])
 
 
 def test_convex_retriever_option():
@@ -244,6 +256,94 @@ def test_convex_retriever_option():
     out = HybridRetriever(retrievers=chans, fusion="convex", alpha=0.7, k=2).invoke("q")
     assert _ids(out) == ["a#0", "b#0"]
     assert out[0].metadata["scores"] == pytest.approx({"bm25": 10.0, "vector": 0.5, "fused": 0.76, "rerank": None})
+
+
+# -- two-stage fusion --------------------------------------------------------------------------------------------------
+def test_two_stage_by_hand():
+    lists = _convex_lists()  # lexical a 1, b .5, c 0; dense c 1, a .2, d 0
+    # ranks 2+ by alpha .3: c .7, a .3 + .7*.2 = .44, b .15, d 0; rank 1 by top_alpha .75: a .8, b .375, c .25
+    out = fuse(lists, fusion="two_stage", alpha=0.3, top_alpha=0.75)
+    assert _ids(out) == ["a#0", "c#0", "b#0", "d#0"]
+    # every result keeps its ranks-2+ score, so rank 1 may carry a lower "fused" than rank 2
+    assert [d.metadata["scores"]["fused"] for d in out] == pytest.approx([0.44, 0.7, 0.15, 0.0])
+    # top_alpha = alpha is plain convex fusion
+    same = fuse(lists, fusion="two_stage", alpha=0.3, top_alpha=0.3)
+    assert same == fuse(lists, fusion="convex", alpha=0.3)
+    # top_alpha 1.0 keeps the first channel's best at rank 1; top_alpha 0 puts the second channel's best there
+    assert _ids(fuse(lists, fusion="two_stage", alpha=0.3, top_alpha=1.0))[0] == "a#0"
+    assert _ids(fuse(lists, fusion="two_stage", alpha=0.9, top_alpha=0.0)) == ["c#0", "a#0", "b#0", "d#0"]
+    # k cuts after the rank-1 choice
+    assert _ids(fuse(lists, fusion="two_stage", alpha=0.3, top_alpha=0.75, k=1)) == ["a#0"]
+    assert fuse(lists, fusion="two_stage", k=0) == []
+
+
+def test_two_stage_ties_at_rank_one_go_to_the_better_fused_score_then_the_key():
+    lex = [with_scores(A, bm25=5.0), with_scores(B, bm25=5.0), with_scores(C, bm25=1.0)]  # a 1, b 1, c 0
+    vec = [with_scores(B, vector=0.9), with_scores(D, vector=0.1)]  # b 1, d 0
+    out = fuse([lex, vec], fusion="two_stage", alpha=0.5, top_alpha=1.0)
+    assert _ids(out) == ["b#0", "a#0", "c#0", "d#0"]  # a and b tie at rank 1; b's fused score is higher
+    tied = fuse([lex, [with_scores(D, vector=0.9)]], fusion="two_stage", alpha=0.5, top_alpha=1.0)
+    assert _ids(tied)[0] == "a#0"  # a full tie breaks on chunk_id
+
+
+def test_two_stage_rank_one_respects_restricted_and_zero_weights():
+    secret = _d("s#0", sensitivity="RESTRICTED")
+    lex = [with_scores(secret, bm25=9.0), with_scores(A, bm25=6.0), with_scores(B, bm25=1.0)]
+    vec = [with_scores(B, vector=0.9), with_scores(A, vector=0.1)]
+    out = fuse([lex, vec], fusion="two_stage", alpha=0.2, top_alpha=1.0)
+    assert "s#0" not in _ids(out)
+    # without the restricted chunk, the lexical best is a (6 → (6 - 1) / (9 - 1) = .625 vs b 0): a is rank 1
+    assert _ids(out)[0] == "a#0"
+    # a channel with weight 0 is off at rank 1 too: only the lexical list counts
+    only = fuse([lex[1:], vec], fusion="two_stage", weights=[1.0, 0.0], top_alpha=0.0)
+    assert _ids(only) == ["a#0", "b#0"]
+    # an empty first channel leaves rank 1 to the fused order
+    assert _ids(fuse([[], vec], fusion="two_stage", top_alpha=1.0)) == ["b#0", "a#0"]
+
+
+def test_two_stage_retriever_option_and_validation():
+    chans = [FixedRetriever(docs=lst) for lst in _convex_lists()]
+    h = HybridRetriever(retrievers=chans, fusion="two_stage", alpha=0.3, top_alpha=0.75, k=4)
+    assert h.invoke("q") == fuse(_convex_lists(), fusion="two_stage", alpha=0.3, top_alpha=0.75, k=4)
+    with pytest.raises(ValueError, match="top_alpha"):
+        fuse(_convex_lists(), fusion="convex", top_alpha=0.5)
+    with pytest.raises(ValueError, match="top_alpha"):
+        HybridRetriever(retrievers=chans, fusion="rrf", top_alpha=0.5)
+    with pytest.raises(ValueError, match="top_alpha"):
+        HybridRetriever(retrievers=chans, top_alpha=1.5)
+    with pytest.raises(ValueError, match="top_alpha"):
+        fuse(_convex_lists(), fusion="two_stage", top_alpha=-0.1)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from("abcdefg"), st.integers(0, 5)), max_size=7),
+    st.lists(st.tuples(st.sampled_from("abcdefg"), st.integers(0, 5)), max_size=7),
+    st.sampled_from([0.0, 0.3, 0.5, 0.7, 1.0]),
+    st.sampled_from([0.0, 0.25, 0.75, 1.0]),
+)
+def test_two_stage_is_its_rank_one_then_convex_order(lex_raw, vec_raw, alpha, top_alpha):
+    lex = [with_scores(_d(f"{x}#0"), bm25=float(s)) for x, s in lex_raw]
+    vec = [with_scores(_d(f"{x}#0"), vector=float(s)) for x, s in vec_raw]
+    out = fuse([lex, vec], fusion="two_stage", alpha=alpha, top_alpha=top_alpha)
+    plain = fuse([lex, vec], fusion="convex", alpha=alpha)
+    # with both channels on at both stages, rank 1 is the convex winner at top_alpha
+    top = fuse([lex, vec], fusion="convex", alpha=top_alpha) if 0 < alpha < 1 and 0 < top_alpha < 1 else None
+    assert sorted(_ids(out)) == sorted(_ids(plain))
+    first_seen: dict[str, float] = {}
+    for x, sc in lex_raw:
+        first_seen.setdefault(x, float(sc))
+    if first_seen and alpha > 0 and top_alpha == 1.0:
+        # the lexical channel's best score is at rank 1, whatever the dense channel says
+        assert out[0].metadata["scores"]["bm25"] == max(first_seen.values())
+    if out:
+        # ranks 2+ are the convex order without the rank-1 document
+        assert _ids(out)[1:] == [i for i in _ids(plain) if i != _ids(out)[0]]
+        if top is not None:
+            # rank 1 has the best rank-1 score (the convex score with top_alpha)
+            best = top[0].metadata["scores"]["fused"]
+            got = next(d for d in top if d.metadata["chunk_id"] == _ids(out)[0]).metadata["scores"]["fused"]
+            assert got == pytest.approx(best)
 
 
 # -- channels: candidate_k, filter, RESTRICTED --------------------------------------------------------------------------
@@ -280,10 +380,12 @@ def test_filter_runs_before_scoring_in_bm25_and_after_in_a_vector_store_channel(
     h = HybridRetriever(retrievers=[bm, vec], candidate_k=1, k=1, fusion="rrf")
     out = h.invoke("東京", filter={"lang": "en"})
     # BM25 filtered before scoring: its one candidate is en#0.  The vector store cannot take our dict filter (it
-    # would call it as a function); its top-1 is ja#0, removed after retrieval — so it contributes nothing.
+    # would call it as a function); its top-1 is ja#0, removed after retrieval — so the contract asks it again for
+    # 4 (it has 3), filters, and its best English chunk en#0 is its one candidate: both channels rank en#0 first.
+    assert _ids(vec.invoke("東京", k=1)) == ["ja#0"]
     assert _ids(out) == ["en#0"]
     assert out[0].metadata["scores"]["bm25"] is not None
-    assert out[0].metadata["scores"]["fused"] == 1 / 61
+    assert out[0].metadata["scores"]["fused"] == pytest.approx(2 / 61)
     # a constructor filter holds on every call; a per-call filter is ANDed with it, never replaces it
     h2 = HybridRetriever(retrievers=[bm, vec], filter={"lang": "en"}, k=5)
     assert {d.metadata["lang"] for d in h2.invoke("東京")} == {"en"}

@@ -137,7 +137,38 @@ def test_no_restricted_text_reaches_a_prompt_or_leaves_a_graph(case, with_llm):
 def test_the_answer_chain_never_passes_restricted_text(case):
     docs, markers, question, _ = case
     spy = SpyChatModel()
-    for chain in (make_answer_chain(spy), make_answer_chain(spy, lost_in_the_middle=True), make_answer_chain()):
+    # a reply without markers is cited by attribution: that path must never cite a restricted chunk either
+    unmarked = SpyChatModel(reply=question.rstrip("?") + ".")
+    chains = (make_answer_chain(spy), make_answer_chain(spy, lost_in_the_middle=True), make_answer_chain(),
+              make_answer_chain(unmarked, uncited="warn"))
+    for chain in chains:
         out = chain.invoke({"question": question, "documents": docs})
-        _assert_clean(markers, out, *spy.prompts)
+        _assert_clean(markers, out, *spy.prompts, *unmarked.prompts)
         assert all(c["chunk_id"] in {d.metadata["chunk_id"] for d in docs if not is_restricted(d)} for c in out["citations"])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(corpora(), st.sampled_from(["[1] > [2] > [3]", "[3] > [1]", "nonsense", "<think>[2]</think>[2] > [1]"]))
+def test_the_listwise_reranker_never_sends_restricted_text(case, reply):
+    from langchain_classic.retrievers import ContextualCompressionRetriever
+
+    from langchain_ragspine.document_compressors import LLMListwiseReranker, gated_pipeline
+
+    docs, markers, question, filters = case
+    retriever = RawBM25Retriever(docs=docs)
+    candidates = retriever.invoke(question, filter=filters)
+    assert any(is_restricted(d) for d in candidates)
+    spy = SpyChatModel(reply=reply)
+    reranker = LLMListwiseReranker(llm=spy, top_n=None)
+    # directly on hostile input (no gate in front): the reranker gates itself
+    direct = reranker.compress_documents(candidates, question)
+    # and behind the gate, as a pipeline and as a ContextualCompressionRetriever
+    piped = gated_pipeline([reranker]).compress_documents(candidates, question)
+    wrapped = ContextualCompressionRetriever(base_compressor=reranker, base_retriever=retriever).invoke(question)
+    _assert_clean(markers, *spy.prompts)
+    for out in (direct, piped, wrapped):
+        _assert_clean(markers, out)
+        assert not any(is_restricted(d) for d in out)
+    open_ids = sorted(d.metadata["chunk_id"] for d in candidates if not is_restricted(d))
+    assert sorted(d.metadata["chunk_id"] for d in direct) == open_ids  # nothing open is lost either
+    assert len(open_ids) < 2 or len(spy.prompts) >= 2  # with two open candidates the model was asked

@@ -427,3 +427,42 @@ def test_dates_survive_the_postgres_store(pg_url: str) -> None:
     assert r.invoke("梅雨")[0].metadata["day"] == "2024-01-02"
     assert _ids(r.invoke("梅雨", filter={"at": {"between": ["2024-01-02", "2024-01-02T03:04:00Z"]}})) == {"a"}
     assert r.invoke("梅雨", filter={"day": {"gt": "2024-01-02"}}) == []
+
+
+def test_index_text_is_what_both_backends_index(pg_url: str) -> None:
+    """Chunks carrying ``metadata["index_text"]`` (a contextual header + the text) are tokenised and embedded by
+    it in Postgres as in the file store's retrievers; results carry the stored ``page_content``."""
+    docs = corpus_docs()
+    for d in docs[:4]:
+        d.metadata["index_text"] = f"気象庁 weather report\n{d.page_content}"
+    stored = load(pg_url, docs, embedding=EMB)
+    assert {d.metadata["chunk_id"] for d in stored if "index_text" in d.metadata} == {"ja1#0", "ja2#0", "ja3#0", "zh1#0"}
+    bm25 = PostgresBM25Retriever(url=pg_url, k=10)
+    dense = PostgresDenseRetriever(url=pg_url, embedding=EMB, k=10)
+    ours_bm25 = BM25Retriever.from_documents(stored, k=10)
+    ours_dense = DenseRetriever.from_documents(stored, EMB, k=10)
+    for q in ("気象庁", "weather report 梅雨", "北京"):
+        assert_same_ranking(hits(bm25.invoke(q), "bm25"), hits(ours_bm25.invoke(q), "bm25"))
+        assert_same_ranking(hits(dense.invoke(q), "vector"), hits(ours_dense.invoke(q), "vector"))
+    got = bm25.invoke("気象庁")
+    assert {d.metadata["chunk_id"] for d in got} == {f"{d.metadata['doc_id']}#0" for d in docs[:4]}
+    assert all("気象庁" not in d.page_content for d in got)
+
+
+def test_warmed_vectors_are_those_the_dense_channel_reads(tmp_path: Any) -> None:
+    """Regression (file store): ingest's warm-up embedded ``page_content`` while ``DenseRetriever`` embeds the index
+    text, so chunks with ``metadata["index_text"]`` were embedded twice and their warmed vectors pruned.  The shared
+    warm-up (used by both backends) now embeds the index text: the retriever finds every vector cached."""
+    from langchain_ragspine.indexing import warm_embedding_cache
+    from langchain_ragspine.stores.embedding_cache import EmbeddingCache
+
+    from .test_dense import CountingEmbeddings
+
+    docs = corpus_docs()
+    docs[0].metadata["index_text"] = "気象庁 weather report\n" + docs[0].page_content
+    emb = CountingEmbeddings()
+    with EmbeddingCache(tmp_path / "embeddings.sqlite") as cache:
+        assert warm_embedding_cache(cache, emb, docs, False).last_embedded == len(docs) - 1  # not the RESTRICTED one
+    assert docs[0].metadata["index_text"] in emb.embedded
+    dense = DenseRetriever(docs=docs, embedding=emb, cache_path=str(tmp_path / "embeddings.sqlite"))
+    assert dense.last_embedded == 0

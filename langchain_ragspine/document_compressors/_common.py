@@ -1,0 +1,37 @@
+"""Small helpers shared by the compressors: argument checks and the deterministic tie-break key."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.documents import Document
+
+from langchain_ragspine.retrievers.bm25 import check_k, doc_key
+
+__all__ = ["check_top_n", "positive_int", "rank_key"]
+
+
+def positive_int(name: str, value: Any) -> int:
+    """``value`` as an ``int >= 1``, else an error naming ``name``.
+
+    Raises:
+        TypeError: not an int (``"3"``, ``2.0``, ``True``).
+        ValueError: ``value < 1``.
+    """
+    return check_k(value, name)
+
+
+def check_top_n(value: Any, name: str = "top_n") -> int | None:
+    """``value`` as a result count: ``None`` (all) or an ``int >= 1``.
+
+    Raises:
+        TypeError, ValueError: as :func:`positive_int`.
+    """
+    return None if value is None else check_k(value, name)
+
+
+def rank_key(doc: Document, position: int) -> tuple[int, str, int]:
+    """Tie-break key of a document: its ``chunk_id`` (else ``Document.id``); documents with neither come after,
+    in input ``position`` order."""
+    key = doc_key(doc)
+    return (0, key, position) if key is not None else (1, "", position)

@@ -1,0 +1,185 @@
+"""Document helpers shared by every stage: chunk identity, per-channel scores, de-duplication, top-k, result counts.
+
+One home for the few rules every retriever, compressor, graph node and evaluator must apply the same way
+(``docs/architecture.md``, invariants 2 and 5):
+
+* **identity** — a chunk is ``metadata["chunk_id"]``, else ``Document.id``; never its ``page_content`` (two chunks
+  with the same text are two chunks; one chunk shown with another rendering is still one chunk);
+* **scores** — ``metadata["scores"]`` holds one value per channel, ``{"bm25", "vector", "fused", "rerank"}``, an
+  absent channel being ``None``; a stage adds its own channel and keeps the others;
+* **ties** — a ranking by score breaks ties on the chunk identity, so the same input always gives the same order.
+
+The module depends on ``langchain_core`` only, so any module of the package (stores, retrievers, compressors,
+graphs, evaluation) may import it.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from langchain_core.documents import Document
+
+__all__ = ["SCORE_CHANNELS", "check_k", "dedupe", "doc_key", "score_of", "top_k", "with_scores"]
+
+#: The channels of ``metadata["scores"]``, in the order they are written.
+SCORE_CHANNELS: tuple[str, ...] = ("bm25", "vector", "fused", "rerank")
+
+
+def doc_key(doc: Document) -> str | None:
+    """The identity of a chunk: ``metadata["chunk_id"]`` (as a string), else ``Document.id``, else ``None``.
+
+    An empty ``chunk_id`` or ``id`` counts as absent.  A document whose key is ``None`` cannot be matched with any
+    other document.
+
+    Example:
+        >>> from langchain_core.documents import Document
+        >>> doc_key(Document(page_content="x", metadata={"chunk_id": "a#0"}, id="other"))
+        'a#0'
+        >>> doc_key(Document(page_content="x", id="b")), doc_key(Document(page_content="x")) is None
+        ('b', True)
+    """
+    cid = doc.metadata.get("chunk_id")
+    if cid is not None and cid != "":
+        return str(cid)
+    return doc.id or None
+
+
+def check_k(value: Any, name: str = "k") -> int:
+    """``value`` as a result count: an ``int >= 1`` (numpy integers accepted), else an error naming ``name``.
+
+    Raises:
+        TypeError: ``value`` is not an integer (``"3"``, ``2.0``, ``True``, ``None``).
+        ValueError: ``value < 1``.
+
+    Example:
+        >>> check_k(3)
+        3
+        >>> check_k(0, "top_n")
+        Traceback (most recent call last):
+        ...
+        ValueError: top_n must be an int >= 1, got 0
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int >= 1, got {type(value).__name__} {value!r}")
+    if value < 1:
+        raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+    return int(value)
+
+
+def with_scores(doc: Document, **scores: float | None) -> Document:
+    """A copy of ``doc`` whose ``metadata["scores"]`` holds the four channels of :data:`SCORE_CHANNELS`, updated
+    with ``scores``.
+
+    Channels ``doc`` already carries are kept unless ``scores`` names them; absent ones are ``None``.  ``doc`` is not
+    modified (its metadata dict is copied; the values are shared).
+
+    Example:
+        >>> from langchain_core.documents import Document
+        >>> d = with_scores(Document(page_content="x"), bm25=2.5, fused=2.5)
+        >>> with_scores(d, rerank=0.9).metadata["scores"]
+        {'bm25': 2.5, 'vector': None, 'fused': 2.5, 'rerank': 0.9}
+    """
+    md = dict(doc.metadata)
+    merged: dict[str, float | None] = dict.fromkeys(SCORE_CHANNELS)
+    prev = md.get("scores")
+    if isinstance(prev, Mapping):
+        merged.update(prev)
+    merged.update(scores)
+    md["scores"] = merged
+    return Document(page_content=doc.page_content, metadata=md, id=doc.id)
+
+
+def score_of(doc: Document, name: str) -> float | None:
+    """The ``name`` channel of ``doc.metadata["scores"]`` as a float, or ``None`` when the document has no scores,
+    lacks that channel, or holds something that is not a finite number there (a ``bool``, a string, NaN, ±inf).
+
+    Example:
+        >>> from langchain_core.documents import Document
+        >>> d = Document(page_content="x", metadata={"scores": {"bm25": 3, "vector": None, "fused": float("nan")}})
+        >>> score_of(d, "bm25"), score_of(d, "vector"), score_of(d, "fused"), score_of(d, "rerank")
+        (3.0, None, None, None)
+    """
+    scores = doc.metadata.get("scores")
+    if not isinstance(scores, Mapping):
+        return None
+    value = scores.get(name)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def dedupe(docs: Iterable[Document]) -> list[Document]:
+    """``docs`` with every document whose :func:`doc_key` was seen before removed: the first occurrence wins and
+    the order is kept.  Documents without a key are all kept (they cannot be matched; text is never a key).
+
+    Example:
+        >>> from langchain_core.documents import Document
+        >>> a1 = Document(page_content="first", metadata={"chunk_id": "a#0"})
+        >>> a2 = Document(page_content="again", metadata={"chunk_id": "a#0"})
+        >>> b = Document(page_content="b", id="b")
+        >>> [d.page_content for d in dedupe([a1, b, a2, Document(page_content="b")])]
+        ['first', 'b', 'b']
+    """
+    seen: set[str] = set()
+    out: list[Document] = []
+    for doc in docs:
+        key = doc_key(doc)
+        if key is not None:
+            if key in seen:
+                continue
+            seen.add(key)
+        out.append(doc)
+    return out
+
+
+def top_k(
+    docs: Sequence[Document], k: int | None, *, score: str | Callable[[Document], float | None] = "fused"
+) -> list[Document]:
+    """The ``k`` best of ``docs`` by ``score``, highest first, ties broken by :func:`doc_key` (ascending).
+
+    Args:
+        docs: the candidates (not modified; returned documents are the same objects).
+        k: how many to return, an ``int >= 1``; ``None`` sorts all of them.
+        score: a channel of ``metadata["scores"]`` read with :func:`score_of` (default ``"fused"``), or a function
+            ``Document -> float | None``.
+
+    Returns:
+        At most ``k`` documents sorted by ``(-score, key)``.  Documents without a finite score come after every
+        scored one; documents without a key come after the keyed ones of equal score, in their input order — so
+        the result is the same for the same input, whatever order the candidates arrived in, when every document
+        has a key.  Duplicates are not removed (see :func:`dedupe`).
+
+    Raises:
+        TypeError, ValueError: ``k`` is not ``None`` or an ``int >= 1`` (see :func:`check_k`).
+
+    Example:
+        >>> from langchain_core.documents import Document
+        >>> docs = [with_scores(Document(page_content=t, metadata={"chunk_id": t}), rerank=s)
+        ...         for t, s in [("c", 0.5), ("b", 0.9), ("a", 0.5), ("d", None)]]
+        >>> [d.page_content for d in top_k(docs, 3, score="rerank")]
+        ['b', 'a', 'c']
+    """
+    if k is not None:
+        k = check_k(k)
+    read: Callable[[Document], float | None]
+    if isinstance(score, str):
+        name = score
+        read = lambda d: score_of(d, name)  # noqa: E731 - a one-line reader
+    elif callable(score):
+        read = score
+    else:
+        raise TypeError(f"score must be a channel name or a function Document -> float | None, got {score!r}")
+
+    def order(item: tuple[int, Document]) -> tuple[bool, float, bool, str, int]:
+        pos, doc = item
+        value = read(doc)
+        key = doc_key(doc)
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+            return (True, 0.0, key is None, key or "", pos)  # unscored: after every scored document
+        return (False, -float(value), key is None, key or "", pos)
+
+    ranked = [doc for _, doc in sorted(enumerate(docs), key=order)]
+    return ranked if k is None else ranked[:k]
