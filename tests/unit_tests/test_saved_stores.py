@@ -48,6 +48,15 @@ def test_a_saved_store_loads_as_saved_and_answers_as_before(saved: Path, monkeyp
     with warnings.catch_warnings():
         warnings.simplefilter("error", StaleIndexWarning)
         retriever = open_retriever(saved / "store", mode=mode, k=3)
+    if mode == "hybrid":
+        # the default fusion changed after 5830ee7 (convex 0.7 -> two_stage): the saved channels must answer as
+        # before, and fusing them the old way must give the old fused scores exactly
+        for q in QUERIES:
+            old = {cid: (s["bm25"], s["vector"]) for cid, s in expected[q]}
+            new = {d.metadata["chunk_id"]: d.metadata["scores"] for d in search(retriever, q, k=3)}
+            assert new.keys() == old.keys(), q  # three chunks in each query's candidates: the same three
+            assert {cid: (s["bm25"], s["vector"]) for cid, s in new.items()} == old, q
+        retriever = retriever.model_copy(update={"fusion": "convex", "alpha": 0.7})
     got = {q: [[d.metadata["chunk_id"], d.metadata["scores"]] for d in search(retriever, q, k=3)] for q in QUERIES}
     assert got == expected
     assert expected["梅雨はいつ"][0][0] == "tsuyu#0"  # the fixture itself is a meaningful answer
