@@ -14,7 +14,7 @@ fusion in the package as for the file store.  See ``docs/postgres.md``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
@@ -29,7 +29,7 @@ from langchain_ragspine.retrievers.dense import DenseRetriever, _has_text
 from langchain_ragspine.stores.pg_vectors import PostgresEmbeddingCache, ensure_hnsw_index, prune_vectors
 from langchain_ragspine.stores.postgres import META, PostgresChunkStore, PostgresConnection
 
-__all__ = ["PostgresSource", "active_document_count", "add_documents", "ingest_postgres"]
+__all__ = ["PostgresSource", "active_document_count", "add_documents", "ingest_postgres", "write_versions"]
 
 _VECTOR_META = ("vector_model_key", "vector_embedding", "vector_dim")
 
@@ -101,7 +101,7 @@ def add_documents(
     """Write chunk ``Document``\\ s (each with ``metadata["doc_id"]`` and ``chunk_id``) into the store at ``url``:
     the chunks of each ``doc_id`` become that document's new version, in the order given (documents not named are
     left alone).  With ``embedding`` their vectors are stored first (as :func:`ingest_postgres`).  Returns the
-    ``chunk_id``\\ s, in order — the ``add_documents`` of a ``VectorStore`` over the store.
+    ``chunk_id``\\ s, in order.
 
     Raises:
         ValueError: a document without ``doc_id``; the errors of ``replace_doc_chunks``.
@@ -113,13 +113,33 @@ def add_documents(
         if not isinstance(doc_id, str) or not doc_id:
             raise ValueError(f"documents[{i}] has no metadata 'doc_id' (a non-empty string)")
         groups.setdefault(doc_id, []).append(doc)
+    write_versions(url, groups, embedding=embedding, spec=spec, progress=progress)
+    return [str(d.metadata.get("chunk_id", d.id)) for d in documents]
+
+
+def write_versions(
+    url: str,
+    versions: Mapping[str, Sequence[Document]],
+    *,
+    embedding: Embeddings | None = None,
+    spec: str | None = None,
+    progress: bool = False,
+) -> None:
+    """Make each ``versions[doc_id]`` (chunk ``Document``\\ s of that ``doc_id``) the next version of its
+    document, one transaction per document; an empty sequence retracts the document.  With ``embedding`` the
+    searchable chunks' vectors are stored first (a failing model leaves the store as it was), vectors no longer
+    searchable are deleted and the store records the model (as :func:`ingest_postgres`).
+
+    Raises:
+        ValueError, TypeError: the errors of ``replace_doc_chunks``.
+        RagSpineError / StoreError: the embedding model or the database failed.
+    """
     with PostgresChunkStore(url) as store:
-        _embed_first(store, embedding, list(documents), progress)
-        for doc_id, chunks in groups.items():
-            store.replace_doc_chunks(doc_id, chunks)
+        _embed_first(store, embedding, [c for chunks in versions.values() for c in chunks], progress)
+        for doc_id, chunks in versions.items():
+            store.replace_doc_chunks(doc_id, list(chunks))
         _record_vectors(store, embedding, spec)
         store.analyze()
-    return [str(d.metadata.get("chunk_id", d.id)) for d in documents]
 
 
 def _embed_first(
@@ -145,6 +165,8 @@ def _record_vectors(store: PostgresChunkStore, embedding: Embeddings | None, spe
     dim = PostgresEmbeddingCache(store.db).dim(key)
     if dim is None:
         return None
+    if spec is None and store.meta("vector_model_key") == key:
+        spec = store.meta("vector_embedding")  # the same model written through the Python API keeps its spec
     store.set_meta({"vector_model_key": key, "vector_embedding": spec, "vector_dim": str(dim)})
     ensure_hnsw_index(store.db, key, dim, threshold=get_settings().pg_hnsw_threshold)
     return key
