@@ -36,7 +36,6 @@ import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from _common import DATA, update_results_section
 from langchain_core.documents import Document
@@ -99,7 +98,9 @@ def quality(server_url: str, sets: list[str], limit: int | None) -> str:
         dataset = load_dataset(DATA / name)
         sources: dict[int, PostgresSource] = {}
 
-        def pg_factory(mode: str) -> Callable[[list[Document]], BaseRetriever]:
+        def pg_factory(
+            mode: str, sources: dict[int, PostgresSource] = sources
+        ) -> Callable[[list[Document]], BaseRetriever]:
             def factory(chunks: list[Document]) -> BaseRetriever:
                 key = 0  # the same deterministic chunks every call: written once per set, reused by each mode
                 if key not in sources:
