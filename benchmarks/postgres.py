@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from _common import DATA, update_results_section
+from _common import DATA, REPO, update_results_section
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
@@ -49,6 +49,7 @@ from langchain_ragspine.postgres import PostgresSource, add_documents
 from langchain_ragspine.stores.postgres import close_pools
 
 MODES = ("bm25", "vector", "hybrid")
+WORK = REPO / "benchmarks" / "_work"
 KS = (1, 5)
 
 
@@ -225,6 +226,7 @@ def main() -> int:
     ap.add_argument("--no-write", action="store_true", help="print only; leave RESULTS.md alone")
     args = ap.parse_args()
     parts: list[str] = []
+    WORK.mkdir(parents=True, exist_ok=True)
     with postgres_server() as url:
         if not args.skip_quality:
             missing = [s for s in args.sets if not (DATA / s / "questions.jsonl").exists()]
@@ -233,9 +235,11 @@ def main() -> int:
                 return 2
             parts.append("### Answer recall, file store vs Postgres (e5-small vectors, the same for both)\n\n"
                          + quality(url, args.sets, args.limit))
+            (WORK / "postgres-quality.md").write_text(parts[-1], "utf-8")  # kept if a later part fails
         if not args.skip_speed:
             parts.append(f"### Speed at {args.chunks:,} chunks, side by side in one run\n\n"
                          + speed(url, args.chunks, args.queries))
+            (WORK / "postgres-speed.md").write_text(parts[-1], "utf-8")
     body = "\n\n".join(parts)
     print(body)
     partial = args.skip_quality or args.skip_speed or args.limit or args.no_write

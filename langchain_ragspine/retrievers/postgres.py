@@ -98,7 +98,7 @@ class _PostgresRetriever(BaseRetriever):
         out = []
         for r in rows:
             score = float(np.float32(r[-1])) if channel == "bm25" else float(r[-1])
-            out.append(with_scores(row_to_stored(r).to_document(), **{channel: score, "fused": score}))
+            out.append(with_scores(row_to_stored(r, path=self._db.where).to_document(), **{channel: score, "fused": score}))
         return out
 
     def _check_kwargs(self, kwargs: Mapping[str, Any]) -> None:

@@ -57,6 +57,7 @@ from langchain_ragspine.stores.chunk_store import (
     _filter_values,
     _optional_str,
     _utc_now_iso,
+    row_to_stored,
 )
 from langchain_ragspine.stores.pg_filter import value_rows
 from langchain_ragspine.text import index_text
@@ -293,37 +294,6 @@ class _Searchable:
 def chunk_columns(alias: str) -> str:
     """The chunk columns :func:`row_to_stored` reads, qualified by table ``alias``."""
     return ", ".join(f"{alias}.{n}" for n in _CHUNK_COLUMNS.split(", "))
-
-
-def row_to_stored(row: Sequence[Any]) -> StoredChunk:
-    """A :class:`StoredChunk` from the first 15 values of a row selected with :func:`chunk_columns`.
-
-    Raises:
-        StoreError: ``metadata_json`` is not JSON.
-    """
-    import json
-
-    (rowid, chunk_id, doc_id, version, _position, text, start, end, locator, title, sensitivity, md_json,
-     valid_as_of, ingested_at, active) = row[:15]  # fmt: skip
-    try:
-        md = json.loads(md_json)
-    except json.JSONDecodeError as e:
-        raise StoreError(f"chunk row {rowid} ({chunk_id!r}): metadata_json is not JSON: {e}") from e
-    return StoredChunk(
-        chunk_id=chunk_id,
-        doc_id=doc_id,
-        text=text,
-        start_index=start,
-        end_index=end,
-        source_locator=locator,
-        title=title,
-        sensitivity=sensitivity,
-        metadata=md if isinstance(md, dict) else {},
-        valid_as_of=valid_as_of or "",
-        ingested_at=ingested_at,
-        version=int(version),
-        active=bool(active),
-    )
 
 
 class PostgresChunkStore:
@@ -751,7 +721,7 @@ class PostgresChunkStore:
         sql += ' ORDER BY c.doc_id COLLATE "C", c.version, c.position, c.id'
         with self._db.connection() as conn:
             rows = conn.execute(sql, params).fetchall()
-        return iter([row_to_stored(r) for r in rows])
+        return iter([row_to_stored(r, path=self.path) for r in rows])
 
     def get_by_ids(self, chunk_ids: Sequence[str]) -> list[Document]:
         """The active chunks with these ``chunk_id``\\ s as ``Document``\\ s (``id = chunk_id``), in the order asked;
@@ -767,7 +737,7 @@ class PostgresChunkStore:
             rows = conn.execute(
                 f"SELECT {_CHUNK_COLUMNS} FROM {CHUNKS} WHERE active AND chunk_id = ANY(%s)", (ids,)
             ).fetchall()
-        found = {r[1]: row_to_stored(r).to_document() for r in rows}
+        found = {r[1]: row_to_stored(r, path=self.path).to_document() for r in rows}
         return [found[i] for i in ids if i in found]
 
     def doc_ids(self, *, include_retracted: bool = False) -> list[str]:
