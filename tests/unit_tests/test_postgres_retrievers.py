@@ -466,3 +466,18 @@ def test_warmed_vectors_are_those_the_dense_channel_reads(tmp_path: Any) -> None
     assert docs[0].metadata["index_text"] in emb.embedded
     dense = DenseRetriever(docs=docs, embedding=emb, cache_path=str(tmp_path / "embeddings.sqlite"))
     assert dense.last_embedded == 0
+
+
+def test_pooled_connections_never_prepare_statements(pg_url: str) -> None:
+    """Regression: psycopg prepares a query on its 5th execution, and PostgreSQL may then plan it generically —
+    the BM25 query's generic plan re-ran the corpus statistics per posting row, 50-100x slower.  Pool connections
+    are made with ``prepare_threshold=None``: after many queries no statement is prepared on them."""
+    load(pg_url, corpus_docs(), embedding=EMB)
+    bm25 = PostgresBM25Retriever(url=pg_url, k=3)
+    dense = PostgresDenseRetriever(url=pg_url, embedding=EMB, k=3)
+    for q in QUERIES * 2:
+        bm25.invoke(q)
+        dense.invoke(q, filter={"sensitivity": "PUBLIC"})
+    with PostgresChunkStore(pg_url, read_only=True) as store, store.db.connection() as conn:
+        assert conn.prepare_threshold is None
+        assert conn.execute("SELECT count(*) FROM pg_prepared_statements").fetchone()[0] == 0
