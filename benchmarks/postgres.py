@@ -226,13 +226,12 @@ def main() -> int:
     ap.add_argument("--no-write", action="store_true", help="print only; leave RESULTS.md alone")
     ap.add_argument("--combine", action="store_true",
                     help="write RESULTS.md from the parts saved in benchmarks/_work by two partial runs")
+    ap.add_argument("--command", default="python benchmarks/postgres.py", help="with --combine: the runs' commands")
     args = ap.parse_args()
     if args.combine:  # the two parts measured by separate (concurrent) runs, each saved when it finished
         saved = [WORK / "postgres-quality.md", WORK / "postgres-speed.md"]
         body = "\n\n".join(p.read_text("utf-8") for p in saved)
-        update_results_section("postgres", "PostgreSQL + pgvector backend vs the file store",
-                               "python benchmarks/postgres.py --skip-speed & python benchmarks/postgres.py "
-                               "--skip-quality; python benchmarks/postgres.py --combine", body)
+        update_results_section("postgres", "PostgreSQL + pgvector backend vs the file store", args.command, body)
         print(body)
         return 0
     parts: list[str] = []
