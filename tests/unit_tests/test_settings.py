@@ -39,6 +39,9 @@ CASES: dict[str, tuple[object, str, str, object]] = {
     "pg_pool_size": (4, "6", "3", 2),
     "pg_hnsw_threshold": (20_000, "500", "0", 1000),
     "pg_ef_search": (100, "64", "32", 200),
+    "query_transform": ("none", "hyde", "multi_query", "glossary"),
+    "glossary": (None, "/glossary/dotenv.yaml", "/glossary/env.yaml", Path("/glossary/argument.yaml")),
+    "query_deny_list": (None, "/deny/dotenv.txt", "/deny/env.txt", Path("/deny/argument.txt")),
 }
 
 
@@ -52,7 +55,7 @@ def _coerce(field: str, raw: object) -> object:
         return None
     if field in ("chunk_size", "chunk_overlap", "k", "pg_pool_size", "pg_hnsw_threshold", "pg_ef_search"):
         return int(raw)  # type: ignore[arg-type]
-    if field in ("store", "cache_dir"):
+    if field in ("store", "cache_dir", "glossary", "query_deny_list"):
         return Path(str(raw))
     return raw
 
@@ -105,7 +108,8 @@ def test_blank_paths_count_as_unset(clean, monkeypatch):
 @pytest.mark.parametrize(
     "name, value, message",
     [("RAGSPINE_RETRIEVAL_MODE", "fast", "unknown retrieval mode"), ("RAGSPINE_TOKENIZER", "mecab", "unknown tokenizer"),
-     ("RAGSPINE_K", "0", "greater than 0"), ("RAGSPINE_CHUNK_SIZE", "big", "integer")],
+     ("RAGSPINE_K", "0", "greater than 0"), ("RAGSPINE_CHUNK_SIZE", "big", "integer"),
+     ("RAGSPINE_QUERY_TRANSFORM", "hype", "unknown query transformation")],
 )
 def test_bad_values_are_refused_from_dotenv_too(clean, name, value, message):
     _dotenv(clean, **{name: value})
