@@ -39,9 +39,10 @@ from langchain_ragspine.config import (
 from langchain_ragspine.errors import RagSpineError
 from langchain_ragspine.evaluation.runner import DEFAULT_KS
 from langchain_ragspine.filters import parse_filter_expressions
-from langchain_ragspine.indexing import StoreSource, ingest, open_retriever, result_record, search
+from langchain_ragspine.indexing import ingest, open_retriever, open_source, result_record, search
 from langchain_ragspine.modes import build_retriever, get_mode, mode_factory, mode_names, needs_dense_index
 from langchain_ragspine.retrievers import BM25Retriever, HybridRetriever
+from langchain_ragspine.stores.postgres import is_postgres_url
 from langchain_ragspine.text_splitters.chunkers import CHUNKERS
 from langchain_ragspine.tokenizers import TOKENIZERS
 
@@ -149,11 +150,11 @@ def _mode_label(mode: str, tok: str, n_tokenizers: int, transform: str = "none")
     return label if transform == "none" else f"{label} +{transform}"
 
 
-def _eval_qa_retrievers(args: argparse.Namespace, store_dir: Path) -> list[tuple[str, Any, float]]:
+def _eval_qa_retrievers(args: argparse.Namespace, store_dir: Path | str) -> list[tuple[str, Any, float]]:
     """``(name, retriever, build_seconds)`` for every requested mode × tokenizer over the ingested store."""
     out = []
     llm = _resolve_llm(None)[0] if args.transform in LLM_QUERY_TRANSFORMS else ...
-    with StoreSource(store_dir, embedding=args.embedding) as source:
+    with open_source(store_dir, embedding=args.embedding) as source:
         for mode, tok in _eval_runs(args):
             t0 = time.perf_counter()
             retriever = build_retriever(mode, source, k=max(args.ks), tokenizer=tok)
@@ -199,7 +200,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     else:
         needs_dense = needs_dense_index(args.mode, args.embedding)
         with tempfile.TemporaryDirectory(prefix="ragspine-eval-") as tmp:
-            store_dir = Path(args.store) if args.store else Path(tmp)
+            store_dir = _store_arg(args.store) if args.store else Path(tmp)
             summary = ingest(
                 Path(args.dataset) / "docs", store_dir, tokenizer=args.tokenizer[0],
                 embedding=args.embedding, mode="hybrid" if needs_dense else "bm25",
@@ -363,6 +364,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _store_arg(value: str | Path) -> Path | str:
+    """``--store``: a directory, or a ``postgresql://`` URL (kept as given: a ``Path`` would fold its ``//``)."""
+    return value if isinstance(value, Path) or is_postgres_url(value) else Path(value)
 def _add_transform_options(p: argparse.ArgumentParser, s: RagSpineSettings) -> None:
     p.add_argument(
         "--transform", default=s.query_transform, choices=QUERY_TRANSFORMS,
@@ -382,11 +386,11 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
         prog="ragspine", description="Retrieval for Japanese, Chinese and English documents (LangChain parts)."
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    store_kw: dict = {"default": s.store, "required": s.store is None, "type": Path}
+    store_kw: dict = {"default": s.store, "required": s.store is None, "type": _store_arg}
 
     p = sub.add_parser("ingest", help="load, chunk and index files into a store directory")
     p.add_argument("paths", nargs="+", help=".md/.txt/.jsonl files or folders")
-    p.add_argument("--store", help="store directory (created if missing)", **store_kw)
+    p.add_argument("--store", help="store directory (created if missing) or postgresql:// URL", **store_kw)
     p.add_argument("--chunk-size", type=int, default=s.chunk_size, help="chunk budget in characters (480)")
     p.add_argument("--chunk-overlap", type=int, default=s.chunk_overlap, help="overlap in characters (80)")
     p.add_argument("--tokenizer", default=s.tokenizer, choices=sorted(TOKENIZERS), help="BM25 tokenizer (auto)")
@@ -412,7 +416,7 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
 
     p = sub.add_parser("search", help="ranked, cited chunks for a query")
     p.add_argument("query")
-    p.add_argument("--store", help="store directory written by `ragspine ingest`", **store_kw)
+    p.add_argument("--store", help="store directory or postgresql:// URL written by `ragspine ingest`", **store_kw)
     p.add_argument("-k", type=int, default=s.k, help=f"number of results (RAGSPINE_K, else {DEFAULT_K})")
     p.add_argument(
         "--filter", action="append", default=[], metavar="FIELD=VALUE",
@@ -457,7 +461,7 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
 
     p = sub.add_parser("ask", help="answer a question with cited passages (LangGraph RAG graphs)")
     p.add_argument("question")
-    p.add_argument("--store", help="store directory written by `ragspine ingest`", **store_kw)
+    p.add_argument("--store", help="store directory or postgresql:// URL written by `ragspine ingest`", **store_kw)
     p.add_argument(
         "--graph", default="corrective", choices=_GraphNames(), metavar="GRAPH",
         help="which graph answers: %(choices)s (corrective)",

@@ -74,7 +74,8 @@ class RagSpineSettings(BaseSettings):
         chunker: how ingest chunks documents (``RAGSPINE_CHUNKER``: one of
             :data:`~langchain_ragspine.text_splitters.chunkers.CHUNKERS`; unset: the store's recorded chunker,
             ``paragraph`` for a new store).  Set, it must match the store's record for ingest and search alike.
-        store: default store directory for the CLI and ``graphs/app.py`` (``RAGSPINE_STORE``; default none: the
+        store: default store for the CLI and ``graphs/app.py``: a directory or a ``postgresql://`` URL
+            (``RAGSPINE_STORE``; default none: the
             CLI then requires ``--store``, ``graphs/app.py`` ingests the demo corpus).
         k: number of chunks a search returns, for every entry point (``RAGSPINE_K``; default :data:`DEFAULT_K` = 6).
         embedding: embedding spec for :func:`make_embeddings` and ingest (``RAGSPINE_EMBEDDING``; default
@@ -87,6 +88,12 @@ class RagSpineSettings(BaseSettings):
             ``http://localhost:11434``).
         cache_dir: where derived models (the ONNX e5 graph) are cached (``RAGSPINE_CACHE_DIR``; default
             ``platformdirs.user_cache_dir("langchain-ragspine")``).
+        pg_pool_size: most connections one process opens to one PostgreSQL store (``RAGSPINE_PG_POOL_SIZE``;
+            default 4; see ``docs/postgres.md``).
+        pg_hnsw_threshold: the dense channel of a PostgreSQL store gets a pgvector HNSW index once it holds this
+            many vectors; below it every search is exact (``RAGSPINE_PG_HNSW_THRESHOLD``; default 20000).
+        pg_ef_search: pgvector's ``hnsw.ef_search`` for a query (raised to ``k`` when smaller;
+            ``RAGSPINE_PG_EF_SEARCH``; default 100).
         query_transform: the query transformation of :func:`make_query_transform` and the CLI's ``--transform``
             (``RAGSPINE_QUERY_TRANSFORM``; one of :data:`QUERY_TRANSFORMS`, default ``"none"``).
         glossary: the glossary file of the ``glossary`` transformation (``RAGSPINE_GLOSSARY``; default none).
@@ -105,13 +112,16 @@ class RagSpineSettings(BaseSettings):
     chunk_size: int = Field(DEFAULT_CHUNK_CHARS, gt=0)
     chunk_overlap: int = Field(DEFAULT_OVERLAP_CHARS, ge=0)
     chunker: str | None = None
-    store: Path | None = None
+    store: Path | str | None = None  # a directory, or a postgresql:// URL (kept as a string)
     k: int = Field(DEFAULT_K, gt=0)
     embedding: str = "auto"
     retrieval_mode: str = "auto"
     llm: str = DEFAULT_LLM
     ollama_host: str | None = Field(None, validation_alias=AliasChoices("ollama_host", "OLLAMA_HOST"))
     cache_dir: Path | None = None
+    pg_pool_size: int = Field(4, gt=0)
+    pg_hnsw_threshold: int = Field(20_000, ge=0)
+    pg_ef_search: int = Field(100, gt=0)
     query_transform: str = "none"
     glossary: Path | None = None
     query_deny_list: Path | None = None
@@ -119,7 +129,11 @@ class RagSpineSettings(BaseSettings):
     @field_validator("store", "cache_dir", "glossary", "query_deny_list", mode="before")
     @classmethod
     def _blank_is_unset(cls, value: object) -> object:
-        return None if isinstance(value, str) and not value.strip() else value
+        if isinstance(value, str) and not value.strip():
+            return None
+        if isinstance(value, str) and not value.strip().lower().startswith(("postgresql://", "postgres://")):
+            return Path(value)  # a directory; a database URL stays a string (Path would fold its "//")
+        return value
 
     @field_validator("chunker")
     @classmethod

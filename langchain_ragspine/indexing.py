@@ -24,7 +24,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
@@ -35,7 +35,12 @@ from langchain_ragspine.config import DEFAULT_K, get_settings, make_embeddings, 
 from langchain_ragspine.document_loaders import CorpusLoader
 from langchain_ragspine.document_loaders import corpus as corpus_module
 from langchain_ragspine.documents import check_k
-from langchain_ragspine.embeddings.cache import CachedEmbeddings, content_hash, model_key_for
+from langchain_ragspine.embeddings.cache import (
+    CachedEmbeddings,
+    ChunkVectorCache,
+    content_hash,
+    model_key_for,
+)
 from langchain_ragspine.errors import RagSpineError, StoreError
 from langchain_ragspine.modes import build_retriever, get_mode, needs_embedding_message, resolve_mode
 from langchain_ragspine.retrievers.bm25 import BM25Retriever
@@ -44,6 +49,7 @@ from langchain_ragspine.retrievers.dense import DenseRetriever
 from langchain_ragspine.sensitivity import drop_restricted, is_restricted
 from langchain_ragspine.stores import ChunkStore
 from langchain_ragspine.stores.embedding_cache import EmbeddingCache
+from langchain_ragspine.stores.postgres import is_postgres_url, redact_url
 from langchain_ragspine.text import index_text
 from langchain_ragspine.text_splitters import ParagraphTextSplitter
 from langchain_ragspine.text_splitters.chunkers import (
@@ -54,6 +60,9 @@ from langchain_ragspine.text_splitters.chunkers import (
     make_chunker,
 )
 from langchain_ragspine.tokenizers import tokenizer_name, tokenizer_version
+
+if TYPE_CHECKING:
+    from langchain_ragspine.postgres import PostgresSource
 
 #: File and folder names inside a store directory.
 CHUNKS_DB = "chunks.sqlite"
@@ -211,26 +220,29 @@ def _open_cache(root: Path, *, read_only: bool = False) -> EmbeddingCache:
         return EmbeddingCache(path)
 
 
-def _warm_embedding_cache(root: Path, emb: Embeddings, chunks: Sequence[Document], progress: bool) -> int:
-    """Embed the chunks the cache lacks (RESTRICTED ones never); returns how many were sent to the model.
+def warm_embedding_cache(
+    cache: ChunkVectorCache, emb: Embeddings, chunks: Sequence[Document], progress: bool
+) -> CachedEmbeddings:
+    """Embed the chunks ``cache`` lacks (RESTRICTED ones never); the wrapper's ``last_embedded`` tells how many
+    were sent to the model.  Shared by both store backends.
 
     Raises:
         RagSpineError: the embedding model failed (unreachable server, bad model), naming it.
     """
-    items = [(str(c.metadata["chunk_id"]), c.page_content) for c in drop_restricted(chunks)]
+    # keyed and embedded by the index text, as DenseRetriever embeds (and the prune keeps) them
+    items = [(str(c.metadata["chunk_id"]), index_text(c)) for c in drop_restricted(chunks)]
+    cached = CachedEmbeddings(emb, cache, progress=progress)
     if not items:
-        return 0
-    with _open_cache(root) as cache:
-        cached = CachedEmbeddings(emb, cache, progress=progress)
-        try:
-            cached.embed_chunks(items)
-        except (RagSpineError, ValueError, TypeError):
-            raise
-        except Exception as e:  # a model or its server failed: name it, keep the store untouched
-            raise RagSpineError(
-                f"embedding model {model_key_for(emb)} failed: {type(e).__name__}: {e}; the store was not changed"
-            ) from e
-        return cached.last_embedded
+        return cached
+    try:
+        cached.embed_chunks(items)
+    except (RagSpineError, ValueError, TypeError):
+        raise
+    except Exception as e:  # a model or its server failed: name it, keep the store untouched
+        raise RagSpineError(
+            f"embedding model {model_key_for(emb)} failed: {type(e).__name__}: {e}; the store was not changed"
+        ) from e
+    return cached
 
 
 def _dense_from_store(
@@ -270,8 +282,13 @@ def _refresh_dense(
     return dense
 
 
-def _active_document_count(root: Path) -> int:
-    """Active documents in the store under ``root`` (0 when there is none yet)."""
+def _active_document_count(root: Path | str) -> int:
+    """Active documents in the store at ``root`` (0 when there is none yet)."""
+    if is_postgres_url(root):
+        from langchain_ragspine.postgres import active_document_count
+
+        return active_document_count(str(root))
+    root = Path(root)
     if not (root / CHUNKS_DB).is_file():
         return 0
     with ChunkStore(root / CHUNKS_DB, read_only=True) as store:
@@ -295,6 +312,75 @@ def build_bm25(store: ChunkStore, *, tokenizer: str = "auto", k: int = DEFAULT_K
     return BM25Retriever.from_documents(docs, k=k, tokenizer=tokenizer)
 
 
+class DocumentStore(Protocol):
+    """The chunk-store methods :func:`write_documents` uses: :class:`~langchain_ragspine.stores.ChunkStore` and
+    :class:`~langchain_ragspine.stores.postgres.PostgresChunkStore` have them."""
+
+    def current_version(self, doc_id: str) -> int | None: ...
+
+    def count_chunks(self, *, doc_id: str | Sequence[str] | None = None, include_inactive: bool = False) -> int: ...
+
+    def replace_doc_chunks(self, doc_id: str, chunks: Any, valid_as_of: Any = "") -> int: ...
+
+    def doc_ids(self, *, include_retracted: bool = False) -> list[str]: ...
+
+
+def write_documents(
+    store: DocumentStore,
+    split: Sequence[tuple[Document, list[Document], list[Document] | None]],
+    summary: IngestSummary,
+    *,
+    retract_missing: bool,
+    active_before: int,
+    progress: bool,
+) -> None:
+    """Write each loaded document's chunks as its new version (one transaction per document; unchanged ones are
+    no-ops), retract the store's documents absent from ``split`` (unless ``retract_missing`` is false or a file
+    failed to load), and count the outcomes and the store's size into ``summary``.  Shared by both backends;
+    ``split`` holds ``(document, chunks, parents)``, and parents (parent-child chunking) are written only when a
+    document has some."""
+    seen: set[str] = set()
+    for doc, chunks, parents in tqdm(split, desc="ingest", unit="doc", disable=not progress):
+        doc_id = str(doc.metadata["doc_id"])
+        seen.add(doc_id)
+        before = store.current_version(doc_id)
+        was_active = before is not None and store.count_chunks(doc_id=doc_id) > 0
+        valid_as_of = str(doc.metadata.get("valid_as_of", ""))
+        if parents:
+            if not isinstance(store, ChunkStore):
+                raise StoreError(
+                    "parent-child chunking keeps its parents in the file store only; ingest into a store directory, "
+                    "or choose another --chunker for a PostgreSQL store"
+                )
+            after = store.replace_doc_chunks(doc_id, chunks, valid_as_of=valid_as_of, parents=parents)
+        else:
+            after = store.replace_doc_chunks(doc_id, chunks, valid_as_of=valid_as_of)
+        if before is None:
+            summary.new += 1
+        elif after == before:
+            summary.unchanged += 1
+        elif was_active:
+            summary.changed += 1
+        else:
+            summary.new += 1  # a retracted document that came back
+    if retract_missing:
+        if summary.skipped:
+            summary.notes.append(f"retraction skipped: {summary.skipped} item(s) failed to load")
+        else:
+            for doc_id in store.doc_ids():
+                if doc_id not in seen:
+                    store.replace_doc_chunks(doc_id, [])
+                    summary.retracted += 1
+            if summary.retracted > 1 and 2 * summary.retracted > active_before:
+                summary.notes.append(
+                    f"this run retracted {summary.retracted} of the store's {active_before} documents (those "
+                    "not among its paths); ingest every folder of the store in one command, or pass "
+                    "--keep-missing to keep them"
+                )
+    summary.store_documents = len(store.doc_ids())
+    summary.store_chunks = store.count_chunks()
+
+
 def ingest(
     paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     store_dir: str | os.PathLike[str],
@@ -314,7 +400,8 @@ def ingest(
 
     Args:
         paths: files or folders (``.md``, ``.txt``, ``.jsonl``; see ``CorpusLoader``).
-        store_dir: the store directory (created if missing).
+        store_dir: the store directory (created if missing), or a ``postgresql://`` URL: the same versioned store
+            and search tables in PostgreSQL (:mod:`langchain_ragspine.postgres`, ``docs/postgres.md``).
         chunk_size / chunk_overlap: ``ParagraphTextSplitter`` budgets in characters (default
             ``RAGSPINE_CHUNK_SIZE`` / ``RAGSPINE_CHUNK_OVERLAP``, else 480 / 80).
         tokenizer: BM25 tokenizer name (default ``RAGSPINE_TOKENIZER``, else ``"auto"``).
@@ -366,8 +453,9 @@ def ingest(
     name = tokenizer_name(tokenizer)
     if name is None:
         raise ValueError(f"ingest needs a named tokenizer (it is persisted with the index), got {tokenizer!r}")
+    postgres = is_postgres_url(store_dir)
     root = Path(store_dir)
-    if root.exists() and not root.is_dir():
+    if not postgres and root.exists() and not root.is_dir():
         raise StoreError("--store must be a directory, but this is a file", path=root)
     splitter, chunker_config = _chunker_for(root, chunker, chunk_size, chunk_overlap, embedding, emb)
     loader = CorpusLoader(paths, on_error=on_error)
@@ -380,56 +468,37 @@ def ingest(
         skipped=len(loader.stats.skipped),
         empty=len(loader.stats.empty),
     )
-    active_before = _active_document_count(root)
+    active_before = _active_document_count(str(store_dir) if postgres else root)
     if not docs and retract_missing and not summary.skipped and not allow_empty and active_before:
         empty = f" ({summary.empty} empty file(s) skipped)" if summary.empty else ""
         raise StoreError(
             f"refusing to ingest: the paths yielded 0 documents{empty}, which would retract all {active_before} "
             "active documents of this store; check the paths, or pass --allow-empty (Python: allow_empty=True) to "
             "empty the store, or --keep-missing to keep its documents",
-            path=root,
+            path=redact_url(str(store_dir)) if postgres else root,
         )
+    spec = _spec_name(embedding if isinstance(embedding, str) or embedding is None else None)
+    if postgres:
+        from langchain_ragspine.postgres import ingest_postgres
+
+        ingest_postgres(
+            str(store_dir), split, summary, tokenizer=name, embedding=emb, spec=spec,
+            retract_missing=retract_missing, active_before=active_before, progress=show,
+        )
+        summary.seconds = time.perf_counter() - t0
+        return summary
     _prepare_store_dir(root)
     if emb is not None:
         # Embed every new or changed chunk into the cache BEFORE the store changes: an unreachable model or a
         # failure half-way leaves the chunk store and its indexes exactly as they were (the cache only gains vectors).
-        summary.embedded = _warm_embedding_cache(root, emb, [c for _, chunks, _ in split for c in chunks], show)
+        with _open_cache(root) as cache:
+            chunks = [c for _, doc_chunks, _ in split for c in doc_chunks]
+            summary.embedded = warm_embedding_cache(cache, emb, chunks, show).last_embedded
     with ChunkStore(root / CHUNKS_DB) as store:
         if store.chunker != chunker_config:
             store.set_chunker(chunker_config)
-        seen: set[str] = set()
-        for doc, chunks, parents in tqdm(split, desc="ingest", unit="doc", disable=not show):
-            doc_id = str(doc.metadata["doc_id"])
-            seen.add(doc_id)
-            before = store.current_version(doc_id)
-            was_active = before is not None and store.count_chunks(doc_id=doc_id) > 0
-            after = store.replace_doc_chunks(
-                doc_id, chunks, valid_as_of=str(doc.metadata.get("valid_as_of", "")), parents=parents
-            )
-            if before is None:
-                summary.new += 1
-            elif after == before:
-                summary.unchanged += 1
-            elif was_active:
-                summary.changed += 1
-            else:
-                summary.new += 1  # a retracted document that came back
-        if retract_missing:
-            if summary.skipped:
-                summary.notes.append(f"retraction skipped: {summary.skipped} item(s) failed to load")
-            else:
-                for doc_id in store.doc_ids():
-                    if doc_id not in seen:
-                        store.replace_doc_chunks(doc_id, [])
-                        summary.retracted += 1
-                if summary.retracted > 1 and 2 * summary.retracted > active_before:
-                    summary.notes.append(
-                        f"this run retracted {summary.retracted} of the store's {active_before} documents (those "
-                        "not among its paths); ingest every folder of the store in one command, or pass "
-                        "--keep-missing to keep them"
-                    )
-        summary.store_documents = len(store.doc_ids())
-        summary.store_chunks = store.count_chunks()
+        write_documents(store, split, summary, retract_missing=retract_missing, active_before=active_before,
+                        progress=show)
         _prune_embedding_cache(root, store)
         state = _index_state(root)
         wanted = {"generation": store.generation, "tokenizer": name, "tokenizer_version": tokenizer_version(name)}
@@ -439,8 +508,7 @@ def ingest(
             summary.index_rebuilt = True
         state.update(wanted)
         if emb is not None:
-            spec = embedding if isinstance(embedding, str) or embedding is None else None
-            dense = _refresh_dense(root, store, emb, state, spec=_spec_name(spec), progress=show)
+            dense = _refresh_dense(root, store, emb, state, spec=spec, progress=show)
             summary.embedded += dense.last_embedded  # 0: the cache was warmed above
             summary.dense = dense.resolved_model_key
         elif state.pop("vector", None) is not None:
@@ -699,8 +767,8 @@ def open_retriever(
     candidate_k: int = 50,
     **options: Any,
 ) -> BaseRetriever:
-    """The retriever of a store directory for a retrieval ``mode``, built by the mode registry
-    (:mod:`langchain_ragspine.modes`).
+    """The retriever of a store — a directory, or a ``postgresql://`` URL (``docs/postgres.md``) — for a
+    retrieval ``mode``, built by the mode registry (:mod:`langchain_ragspine.modes`).
 
     Modes (default ``RAGSPINE_RETRIEVAL_MODE``, else ``"auto"``): ``bm25`` / ``lexical`` / ``economy`` — the BM25
     index only, no embedding model is loaded; ``vector`` — the dense channel only; ``hybrid`` — BM25 and dense fused
@@ -722,9 +790,26 @@ def open_retriever(
     """
     mode = resolve_mode(mode)
     k = check_k(k if k is not None else get_settings().k)
-    with StoreSource(store_dir, embedding=embedding) as source:
-        check_store_chunker(source.store, source.root)
+    with open_source(store_dir, embedding=embedding) as source:
+        if isinstance(source, StoreSource):
+            check_store_chunker(source.store, source.root)
         return build_retriever(mode, source, k=k, candidate_k=candidate_k, **options)
+
+
+def open_source(
+    store: str | os.PathLike[str], *, embedding: str | Embeddings | None = None
+) -> StoreSource | PostgresSource:
+    """The :class:`~langchain_ragspine.modes.RetrieverSource` of a store: :class:`StoreSource` for a directory,
+    :class:`~langchain_ragspine.postgres.PostgresSource` for a ``postgresql://`` URL.  Use it as a context manager.
+
+    Raises:
+        ImportError: a URL, and psycopg is not installed (names the ``postgres`` extra).
+    """
+    if is_postgres_url(store):
+        from langchain_ragspine.postgres import PostgresSource
+
+        return PostgresSource(str(store), embedding=embedding)
+    return StoreSource(store, embedding=embedding)
 
 
 def search(

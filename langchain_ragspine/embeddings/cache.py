@@ -95,7 +95,7 @@ class ChunkVectorCache(Protocol):
     is the implementation (see it for the semantics of each member)."""
 
     @property
-    def path(self) -> Path: ...
+    def path(self) -> Path | str: ...  # a file, or a database URL with its password hidden
 
     @property
     def read_only(self) -> bool: ...

@@ -50,6 +50,7 @@ import json
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from langchain_core.documents import Document
@@ -328,6 +329,38 @@ def _check_parent_links(
 
 
 # -- the store -----------------------------------------------------------------------------------------------
+
+def row_to_stored(row: Sequence[Any], *, path: str | Path | None = None) -> StoredChunk:
+    """A :class:`StoredChunk` from the first 15 values of a chunk row (``id, chunk_id, doc_id, version, position,
+    text, start_index, end_index, source_locator, title, sensitivity, metadata_json, valid_as_of, ingested_at,
+    active``) — the row layout of both store backends.
+
+    Raises:
+        StoreError: ``metadata_json`` is not JSON (naming the row and ``path``).
+    """
+    (rowid, chunk_id, doc_id, version, _position, text, start, end, locator, title, sensitivity, md_json,
+     valid_as_of, ingested_at, active) = row[:15]  # fmt: skip
+    try:
+        md = json.loads(md_json)
+    except json.JSONDecodeError as e:
+        raise StoreError(f"chunk row {rowid} ({chunk_id!r}): metadata_json is not JSON: {e}", path=path) from e
+    return StoredChunk(
+        chunk_id=chunk_id,
+        doc_id=doc_id,
+        text=text,
+        start_index=start,
+        end_index=end,
+        source_locator=locator,
+        title=title,
+        sensitivity=sensitivity,
+        metadata=md if isinstance(md, dict) else {},
+        valid_as_of=valid_as_of or "",
+        ingested_at=ingested_at,
+        version=int(version),
+        active=bool(active),
+    )
+
+
 class ChunkStore(SQLiteFile):
     """Versioned chunk storage in one SQLite file (see the module docstring for the design).
 
@@ -622,11 +655,13 @@ class ChunkStore(SQLiteFile):
             self._bump_generation(cur)
             return new_version
 
+    @staticmethod
     def _prepare(
-        self, doc_id: str, chunks: list[Document], *, what: str = "chunks", id_key: str = "chunk_id"
+        doc_id: str, chunks: list[Document], *, what: str = "chunks", id_key: str = "chunk_id"
     ) -> list[tuple[str, str, int | None, int | None, dict[str, Any], str]]:
         """Validate chunks (or parents: ``id_key="parent_id"``, falling back to ``chunk_id``); return
-        ``(id, text, start, end, JSON-ready metadata, metadata_json)``."""
+        ``(id, text, start, end, JSON-ready metadata, metadata_json)`` (also used by the PostgreSQL store, so both
+        validate alike)."""
         out: list[tuple[str, str, int | None, int | None, dict[str, Any], str]] = []
         seen: set[str] = set()
         for i, doc in enumerate(chunks):
@@ -772,29 +807,7 @@ class ChunkStore(SQLiteFile):
             yield self._to_stored(row)
 
     def _to_stored(self, row: tuple[Any, ...]) -> StoredChunk:
-        (rowid, chunk_id, doc_id, version, _position, text, start, end, locator, title, sensitivity, md_json,
-         valid_as_of, ingested_at, active) = row  # fmt: skip
-        try:
-            md = json.loads(md_json)
-        except json.JSONDecodeError as e:
-            raise StoreError(
-                f"chunk row {rowid} ({chunk_id!r}): metadata_json is not JSON: {e}", path=self._path
-            ) from e
-        return StoredChunk(
-            chunk_id=chunk_id,
-            doc_id=doc_id,
-            text=text,
-            start_index=start,
-            end_index=end,
-            source_locator=locator,
-            title=title,
-            sensitivity=sensitivity,
-            metadata=md if isinstance(md, dict) else {},
-            valid_as_of=valid_as_of or "",
-            ingested_at=ingested_at,
-            version=int(version),
-            active=bool(active),
-        )
+        return row_to_stored(row, path=self._path)
 
     def _has_parents_table(self) -> bool:
         with self._lock, self._sql_errors():

@@ -37,6 +37,9 @@ CASES: dict[str, tuple[object, str, str, object]] = {
     "ollama_host": (None, "http://dotenv:1", "http://env:2", "http://argument:3"),
     "cache_dir": (None, "/cache/dotenv", "/cache/env", Path("/cache/argument")),
     "chunker": (None, "laws", "qa", "book"),
+    "pg_pool_size": (4, "6", "3", 2),
+    "pg_hnsw_threshold": (20_000, "500", "0", 1000),
+    "pg_ef_search": (100, "64", "32", 200),
     "query_transform": ("none", "hyde", "multi_query", "glossary"),
     "glossary": (None, "/glossary/dotenv.yaml", "/glossary/env.yaml", Path("/glossary/argument.yaml")),
     "query_deny_list": (None, "/deny/dotenv.txt", "/deny/env.txt", Path("/deny/argument.txt")),
@@ -51,7 +54,7 @@ def _coerce(field: str, raw: object) -> object:
     """What the setting holds for a raw value (strings from env/.env are parsed into the field's type)."""
     if raw is None:
         return None
-    if field in ("chunk_size", "chunk_overlap", "k"):
+    if field in ("chunk_size", "chunk_overlap", "k", "pg_pool_size", "pg_hnsw_threshold", "pg_ef_search"):
         return int(raw)  # type: ignore[arg-type]
     if field in ("store", "cache_dir", "glossary", "query_deny_list"):
         return Path(str(raw))

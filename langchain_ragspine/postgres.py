@@ -1,0 +1,305 @@
+"""The PostgreSQL backend for ``ingest`` and the retrieval modes: ``--store postgresql://…`` everywhere a store
+directory goes.
+
+:func:`~langchain_ragspine.indexing.ingest` hands a ``postgresql://`` URL to :func:`ingest_postgres`, which writes
+the versioned chunk store and its search tables (:class:`~langchain_ragspine.stores.postgres.PostgresChunkStore`)
+and, with an embedding model, the chunk vectors (:mod:`langchain_ragspine.stores.pg_vectors`).
+:func:`~langchain_ragspine.indexing.open_source` hands it to :class:`PostgresSource`, the
+:class:`~langchain_ragspine.modes.RetrieverSource` whose channels are
+:class:`~langchain_ragspine.retrievers.postgres.PostgresBM25Retriever` and
+:class:`~langchain_ragspine.retrievers.postgres.PostgresDenseRetriever` — so every registered mode (``bm25``,
+``vector``, ``hybrid``, ``auto``, wrappers), ``search``, ``ask``, ``eval`` and the graphs run on it unchanged, with
+fusion in the package as for the file store.  See ``docs/postgres.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.retrievers import BaseRetriever
+
+from langchain_ragspine.config import get_settings, make_embeddings, resolve_embedding
+from langchain_ragspine.embeddings.cache import model_key_for
+from langchain_ragspine.errors import StoreError
+from langchain_ragspine.indexing import IngestSummary, _warn_stale, warm_embedding_cache, write_documents
+from langchain_ragspine.retrievers.bm25 import BM25Retriever
+from langchain_ragspine.retrievers.dense import DenseRetriever, _has_text
+from langchain_ragspine.stores.pg_vectors import PostgresEmbeddingCache, ensure_hnsw_index, prune_vectors
+from langchain_ragspine.stores.postgres import META, PostgresChunkStore, PostgresConnection
+
+__all__ = ["PostgresSource", "active_document_count", "add_documents", "ingest_postgres", "write_versions"]
+
+_VECTOR_META = ("vector_model_key", "vector_embedding", "vector_dim")
+
+
+def active_document_count(url: str) -> int:
+    """Active documents of the store at ``url`` (0 when the database holds none yet).
+
+    Raises:
+        StoreError: the server cannot be reached.
+    """
+    db = PostgresConnection(url)
+    with db.connection() as conn:
+        if conn.execute("SELECT to_regclass(%s)", (META,)).fetchone()[0] is None:
+            return 0
+    with PostgresChunkStore(url, read_only=True) as store:
+        return len(store.doc_ids())
+
+
+def ingest_postgres(
+    url: str,
+    split: Sequence[tuple[Document, list[Document], list[Document] | None]],
+    summary: IngestSummary,
+    *,
+    tokenizer: str,
+    embedding: Embeddings | None,
+    spec: str | None,
+    retract_missing: bool,
+    active_before: int,
+    progress: bool,
+) -> None:
+    """The store-writing half of :func:`~langchain_ragspine.indexing.ingest` for a ``postgresql://`` URL (the
+    loading, splitting and refusal of an empty run happen there first).
+
+    1. The store's BM25 tokenizer becomes ``tokenizer`` (every posting rewritten, in one transaction, when it
+       differs from the recorded name or version).
+    2. With ``embedding``, the new or changed chunks that are searchable and have visible text are embedded into
+       ``ragspine_embeddings`` *before* the store changes (a failing model leaves the store as it was).
+    3. Each document becomes a new version in its own transaction, with its postings and typed values
+       (:func:`~langchain_ragspine.indexing.write_documents`, shared with the file store); absent documents are
+       retracted.
+    4. Vectors no longer searchable are deleted; the store records the model (key, spec, dimension) and gets an
+       HNSW index once it holds ``RAGSPINE_PG_HNSW_THRESHOLD`` vectors.  Without ``embedding`` the model record is
+       dropped (the vectors stay, as the file store keeps its cache).  The planner's statistics are refreshed.
+
+    Raises:
+        RagSpineError / StoreError: the embedding model or the database failed (the store keeps its committed
+            versions).
+    """
+    with PostgresChunkStore(url) as store:
+        generation = store.generation
+        rewritten = store.set_tokenizer(tokenizer)
+        summary.embedded = _embed_first(store, embedding, [c for _, chunks, _ in split for c in chunks], progress)
+        write_documents(store, split, summary, retract_missing=retract_missing, active_before=active_before,
+                        progress=progress)
+        summary.dense = _record_vectors(store, embedding, spec)
+        summary.index_rebuilt = rewritten or store.generation != generation
+        if summary.index_rebuilt:
+            store.analyze()
+
+
+def add_documents(
+    url: str,
+    documents: Sequence[Document],
+    *,
+    embedding: Embeddings | None = None,
+    spec: str | None = None,
+    progress: bool = False,
+) -> list[str]:
+    """Write chunk ``Document``\\ s (each with ``metadata["doc_id"]`` and ``chunk_id``) into the store at ``url``:
+    the chunks of each ``doc_id`` become that document's new version, in the order given (documents not named are
+    left alone).  With ``embedding`` their vectors are stored first (as :func:`ingest_postgres`).  Returns the
+    ``chunk_id``\\ s, in order.
+
+    Raises:
+        ValueError: a document without ``doc_id``; the errors of ``replace_doc_chunks``.
+        StoreError: the database failed.
+    """
+    groups: dict[str, list[Document]] = {}
+    for i, doc in enumerate(documents):
+        doc_id = doc.metadata.get("doc_id")
+        if not isinstance(doc_id, str) or not doc_id:
+            raise ValueError(f"documents[{i}] has no metadata 'doc_id' (a non-empty string)")
+        groups.setdefault(doc_id, []).append(doc)
+    write_versions(url, groups, embedding=embedding, spec=spec, progress=progress)
+    return [str(d.metadata.get("chunk_id", d.id)) for d in documents]
+
+
+def write_versions(
+    url: str,
+    versions: Mapping[str, Sequence[Document]],
+    *,
+    embedding: Embeddings | None = None,
+    spec: str | None = None,
+    progress: bool = False,
+) -> None:
+    """Make each ``versions[doc_id]`` (chunk ``Document``\\ s of that ``doc_id``) the next version of its
+    document, one transaction per document; an empty sequence retracts the document.  With ``embedding`` the
+    searchable chunks' vectors are stored first (a failing model leaves the store as it was), vectors no longer
+    searchable are deleted and the store records the model (as :func:`ingest_postgres`).
+
+    Raises:
+        ValueError, TypeError: the errors of ``replace_doc_chunks``.
+        RagSpineError / StoreError: the embedding model or the database failed.
+    """
+    with PostgresChunkStore(url) as store:
+        _embed_first(store, embedding, [c for chunks in versions.values() for c in chunks], progress)
+        for doc_id, chunks in versions.items():
+            store.replace_doc_chunks(doc_id, list(chunks))
+        _record_vectors(store, embedding, spec)
+        store.analyze()
+
+
+def _embed_first(
+    store: PostgresChunkStore, embedding: Embeddings | None, chunks: Sequence[Document], progress: bool
+) -> int:
+    """Embed into the store's vector table the searchable chunks with visible text it lacks; returns how many
+    were sent to the model."""
+    if embedding is None:
+        return 0
+    cache = PostgresEmbeddingCache(store.db)
+    return warm_embedding_cache(cache, embedding, [c for c in chunks if _has_text(c)], progress).last_embedded
+
+
+def _record_vectors(store: PostgresChunkStore, embedding: Embeddings | None, spec: str | None) -> str | None:
+    """Delete vectors that are no longer searchable; record ``embedding`` as the store's model (and build its HNSW
+    index at the threshold), or forget the model record without one.  Returns the recorded model key."""
+    prune_vectors(store.db)
+    if embedding is None:
+        if store.meta("vector_model_key") is not None:
+            store.set_meta(dict.fromkeys(_VECTOR_META))
+        return None
+    key = model_key_for(embedding)
+    dim = PostgresEmbeddingCache(store.db).dim(key)
+    if dim is None:
+        return None
+    if spec is None and store.meta("vector_model_key") == key:
+        spec = store.meta("vector_embedding")  # the same model written through the Python API keeps its spec
+    store.set_meta({"vector_model_key": key, "vector_embedding": spec, "vector_dim": str(dim)})
+    ensure_hnsw_index(store.db, key, dim, threshold=get_settings().pg_hnsw_threshold)
+    return key
+
+
+class PostgresSource:
+    """The channels of a PostgreSQL store, for the mode registry (:mod:`langchain_ragspine.modes`) — the twin of
+    :class:`~langchain_ragspine.indexing.StoreSource`.
+
+    Use it as a context manager (it holds the store open, read-only)::
+
+        with PostgresSource("postgresql://localhost/rag") as source:
+            retriever = build_retriever("hybrid", source, k=10)
+
+    Args:
+        url: the store's ``postgresql://`` URL.
+        embedding: the query encoder — a spec or an ``Embeddings``; default: the one the vectors were made with
+            (its spec is recorded at ingest).  Given explicitly, it must be that model.
+
+    The BM25 channel is :class:`~langchain_ragspine.retrievers.postgres.PostgresBM25Retriever` for the store's
+    tokenizer (``tokenizer=None`` or its name), or an in-memory
+    :class:`~langchain_ragspine.retrievers.bm25.BM25Retriever` over the store's chunks for another tokenizer
+    (evaluation compares tokenizers this way) and, with a :class:`~langchain_ragspine.indexing.StaleIndexWarning`,
+    when the postings were written by another version of the tokenizer.  The dense channel is
+    :class:`~langchain_ragspine.retrievers.postgres.PostgresDenseRetriever`.  Channels are made on first use and
+    kept.
+
+    Raises:
+        StoreError: no store at ``url`` (on entering).
+    """
+
+    def __init__(self, url: str, *, embedding: str | Embeddings | None = None) -> None:
+        self.url = url
+        self.embedding = embedding
+        self._store: PostgresChunkStore | None = None
+        self._bm25: dict[tuple[int, str], BaseRetriever] = {}
+        self._dense: dict[int, BaseRetriever | None] = {}
+
+    def __enter__(self) -> PostgresSource:
+        self._store = PostgresChunkStore(self.url, read_only=True)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    @property
+    def store(self) -> PostgresChunkStore:
+        """The open store.
+
+        Raises:
+            RuntimeError: used outside its ``with`` block.
+        """
+        if self._store is None:
+            raise RuntimeError("PostgresSource is used outside its `with` block")
+        return self._store
+
+    def documents(self) -> list[Document]:
+        """The store's active chunks (RESTRICTED ones included: retrievers built from them leave those out)."""
+        return [c.to_document() for c in self.store.iter_chunks()]
+
+    def bm25(self, *, k: int, tokenizer: str | None = None) -> BaseRetriever:
+        """BM25 in SQL for the store's tokenizer; in memory for another (see the class docstring)."""
+        from langchain_ragspine.retrievers.postgres import PostgresBM25Retriever
+
+        store = self.store
+        own = store.tokenizer
+        name = own if tokenizer is None else tokenizer.strip().lower()
+        key = (k, name)
+        if key not in self._bm25:
+            if name == own and store.postings_are_current():
+                self._bm25[key] = PostgresBM25Retriever(url=self.url, k=k)
+            else:
+                if name == own:
+                    _warn_stale(
+                        f"{store.path}: BM25 postings were written by another version of tokenizer {own!r}; "
+                        "BM25 built in memory from the store — run `ragspine ingest` again to rewrite them"
+                    )
+                self._bm25[key] = BM25Retriever.from_documents(self.documents(), k=k, tokenizer=name)
+        return self._bm25[key]
+
+    def dense(self, *, k: int, required: bool, mode: str) -> BaseRetriever | None:
+        """:class:`~langchain_ragspine.retrievers.postgres.PostgresDenseRetriever`, or ``None`` when the store has
+        no vectors (or their model cannot load here) and ``required`` is false.
+
+        Raises:
+            StoreError: ``required`` and the store has no vectors or their model cannot load here; an explicit
+                ``embedding`` that is not the vectors' model.
+            ValueError: ``required``, no vectors, and no embedding model configured.
+        """
+        if k not in self._dense:
+            self._dense[k] = self._open_dense(k=k, required=required, mode=mode)
+        dense = self._dense[k]
+        if dense is None and required:
+            return self._open_dense(k=k, required=True, mode=mode)
+        return dense
+
+    def _open_dense(self, *, k: int, required: bool, mode: str) -> BaseRetriever | None:
+        from langchain_ragspine.retrievers.postgres import PostgresDenseRetriever
+
+        store = self.store
+        saved_key = store.meta("vector_model_key")
+        emb: Embeddings | None = None
+        if self.embedding is not None:
+            emb = resolve_embedding(self.embedding)
+        elif store.meta("vector_embedding"):
+            try:
+                emb = make_embeddings(str(store.meta("vector_embedding")))
+            except ImportError as e:
+                if required:
+                    raise StoreError(
+                        f"this store's vectors need a model that cannot load here: {e}", path=store.path
+                    ) from e
+        if emb is None:
+            if not required:
+                return None
+            raise StoreError(
+                f"mode {mode!r} needs vectors: run `ragspine ingest PATH --store URL --embedding e5` (or another "
+                "spec) first",
+                path=store.path,
+            )
+        key = model_key_for(emb)
+        if self.embedding is not None and saved_key and saved_key != key:
+            raise StoreError(
+                f"this store's vectors were made with {saved_key}, not {key}; query it with the same model (leave "
+                "out --embedding) or re-ingest with the model you want",
+                path=store.path,
+            )
+        if saved_key != key:  # an explicit model for a store without vectors: embed in memory, as the file store
+            _warn_stale(
+                f"{store.path}: the store has no vectors of {key}; the dense channel is built in memory (every "
+                "chunk embedded) — run `ragspine ingest` with this model to store them"
+            )
+            return DenseRetriever(docs=self.documents(), embedding=emb, k=k)
+        return PostgresDenseRetriever(url=self.url, embedding=emb, k=k)

@@ -1,0 +1,348 @@
+"""BM25 and dense retrieval computed inside PostgreSQL, over a :class:`~langchain_ragspine.stores.postgres.PostgresChunkStore`.
+
+:class:`PostgresBM25Retriever` scores Okapi BM25 in Lucene's variant (Robertson & Zaragoza, "The Probabilistic
+Relevance Framework: BM25 and Beyond", 2009) in one SQL statement over the store's postings:
+``idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5))``, ``tf' = tf / (tf + k1 · (1 - b + b · dl / avgdl))``, summed over
+the query's tokens (a repeated token counts again).  It reproduces
+:class:`~langchain_ragspine.retrievers.bm25.BM25Retriever` (bm25s, ``method="lucene"``) operation by operation:
+``idf`` in double precision rounded to ``real``, every later step in single precision (``real``) in bm25s's order,
+and the per-token contributions added in query order — so on the same chunks the scores are the same float32
+numbers (tested within 1e-6; ``avgdl`` is the exact mean rounded once, which equals numpy's float32 mean while a
+corpus holds fewer than 2^24 tokens).  The query is tokenized here, with the store's tokenizer.
+
+:class:`PostgresDenseRetriever` ranks the store's unit vectors by inner product (cosine similarity) with pgvector,
+exactly below ``RAGSPINE_PG_HNSW_THRESHOLD`` vectors and through the HNSW index above it.  A filter is part of the
+query; pgvector's iterative index scan (``hnsw.iterative_scan = relaxed_order``, pgvector >= 0.8) keeps walking
+the graph until ``k`` rows pass it, so a selective filter still returns ``k`` results (without it an HNSW scan
+stops after ``hnsw.ef_search`` candidates, and a filter matching 1% of the rows leaves about 1% of them).  The
+relaxed order is re-sorted before results leave.
+
+Both behave like their in-memory twins: results are copies of the stored chunks (``Document.id = chunk_id``) with
+``metadata["scores"]`` (``bm25`` / ``vector`` and ``fused``), at most ``k``, best first, ties broken by
+``chunk_id``; a filter (:mod:`langchain_ragspine.filters`, run as SQL by :mod:`langchain_ragspine.stores.pg_filter`)
+restricts the candidates before ranking and is ANDed with the retriever's own; RESTRICTED chunks are not in the
+search tables, so they are never scored or returned; an empty query returns ``[]``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables.config import run_in_executor
+from psycopg import sql as _sql
+from pydantic import ConfigDict, PrivateAttr, field_validator
+
+from langchain_ragspine.config import get_settings
+from langchain_ragspine.embeddings.batching import l2_normalize
+from langchain_ragspine.errors import StoreError
+from langchain_ragspine.filters import and_filters, compile_filter
+from langchain_ragspine.retrievers.bm25 import check_k, with_scores
+from langchain_ragspine.stores.pg_filter import SqlFilter, check_filter, filter_sql
+from langchain_ragspine.stores.pg_vectors import EMBEDDINGS, has_hnsw_index, register_vector
+from langchain_ragspine.stores.postgres import (
+    CHUNKS,
+    POSTINGS,
+    SEARCH,
+    PostgresChunkStore,
+    PostgresConnection,
+    chunk_columns,
+    row_to_stored,
+)
+from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer, tokenizer_version
+
+__all__ = ["PostgresBM25Retriever", "PostgresDenseRetriever"]
+
+
+class _PostgresRetriever(BaseRetriever):
+    """What both retrievers share: the store URL, ``k``, the own filter, a call's filter compiled to SQL."""
+
+    url: str
+    k: int = 4
+    filter: dict[str, Any] | None = None
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    _db: PostgresConnection = PrivateAttr()
+
+    @field_validator("k", mode="before")
+    @classmethod
+    def _strict_k(cls, value: Any) -> int:
+        return check_k(value)
+
+    def model_post_init(self, context: Any, /) -> None:
+        compile_filter(self.filter)
+        with PostgresChunkStore(self.url, read_only=True) as store:
+            self._db = store.db
+            self._open(store)
+
+    def _open(self, store: PostgresChunkStore) -> None:  # pragma: no cover - both subclasses override it
+        raise NotImplementedError
+
+    def _call_filter(self, conn: Any, filter: Mapping[str, Any] | None, row: str) -> SqlFilter | None:
+        """The retriever's own filter AND the call's, as SQL on ``row``, after the evaluator's checks."""
+        flt = filter_sql(and_filters(self.filter, filter), row=row)
+        if flt is not None:
+            check_filter(conn, flt, stacklevel=6)
+        return flt
+
+    def _documents(self, rows: list[Any], channel: str) -> list[Document]:
+        """Chunk rows (score last) as scored documents; a ``real`` score is read back as its exact float32
+        value (PostgreSQL prints the shortest decimal that identifies it)."""
+        out = []
+        for r in rows:
+            score = float(np.float32(r[-1])) if channel == "bm25" else float(r[-1])
+            out.append(with_scores(row_to_stored(r, path=self._db.where).to_document(), **{channel: score, "fused": score}))
+        return out
+
+    def _check_kwargs(self, kwargs: Mapping[str, Any]) -> None:
+        if kwargs:
+            raise TypeError(f"unexpected keyword arguments for {type(self).__name__}: {sorted(kwargs)}")
+
+    async def _aget_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun,
+        k: int | None = None,
+        filter: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        # psycopg's blocking pool, run off the event loop (LangChain's default path would drop k / filter)
+        options: dict[str, Any] = {"k": k, "filter": filter, **kwargs}  # the subclasses' own keywords
+        call = functools.partial(self._get_relevant_documents, query, run_manager=run_manager.get_sync(), **options)
+        return await run_in_executor(None, call)
+
+
+class PostgresBM25Retriever(_PostgresRetriever):
+    """Okapi BM25 (Lucene variant) computed in SQL over a PostgreSQL store's postings; a drop-in for
+    :class:`~langchain_ragspine.retrievers.bm25.BM25Retriever` over the same chunks, with the same scores.
+
+    Attributes:
+        url: the store's ``postgresql://`` URL.
+        k: number of results (default 4), an ``int >= 1``; ``invoke(query, k=...)`` overrides it per call.
+        k1: term-frequency saturation (default 1.5).
+        b: length normalisation in [0, 1] (default 0.75).
+        filter: the retriever's own metadata filter; ``invoke(query, filter=...)`` is ANDed with it.
+
+    The tokenizer is the store's (``store.tokenizer``), used for the query as it was for the chunks.
+
+    Raises:
+        ValueError: ``k < 1``, ``k1 < 0``, ``b`` outside [0, 1], a malformed filter.
+        TypeError: ``k`` is not an int.
+        StoreError: no store at ``url``; its postings were written by another version of its tokenizer (re-ingest).
+    """
+
+    k1: float = 1.5
+    b: float = 0.75
+
+    _tokenizer: str = PrivateAttr()
+    _tokenize: Tokenizer = PrivateAttr()
+
+    def model_post_init(self, context: Any, /) -> None:
+        if self.k1 < 0:
+            raise ValueError(f"k1 must be >= 0, got {self.k1}")
+        if not 0.0 <= self.b <= 1.0:
+            raise ValueError(f"b must be in [0, 1], got {self.b}")
+        super().model_post_init(context)
+
+    def _open(self, store: PostgresChunkStore) -> None:
+        self._tokenizer = store.tokenizer
+        if not store.postings_are_current():
+            raise StoreError(
+                f"stale postings: written with tokenizer {self._tokenizer!r} version "
+                f"{store.postings_tokenizer_version}, which now produces version "
+                f"{tokenizer_version(self._tokenizer)} tokens; run `ragspine ingest` again to rewrite them",
+                path=store.path,
+            )
+        self._tokenize = get_tokenizer(self._tokenizer)
+
+    @property
+    def tokenizer(self) -> str:
+        """The store's tokenizer name."""
+        return self._tokenizer
+
+    def search(
+        self, query: str, *, k: int | None = None, filter: Mapping[str, Any] | None = None
+    ) -> list[tuple[Document, float]]:
+        """Top ``k`` ``(chunk, BM25 score)`` pairs with score > 0, best first, ties by ``chunk_id``, among the
+        chunks matching both the retriever's :attr:`filter` and ``filter``.
+
+        Raises:
+            TypeError, ValueError: a bad ``k``; a malformed filter, or a non-date operand for a field holding dates.
+            StoreError: the query fails.
+        """
+        k = self.k if k is None else check_k(k)
+        with self._db.connection() as conn:
+            flt = self._call_filter(conn, filter, "h.chunk_row")
+            if not query or not query.strip():
+                return []
+            tokens = self._tokenize(query)
+            if not tokens:
+                return []
+            where, fparams = (flt.sql, flt.params) if flt is not None else ("TRUE", ())
+            k1, b = np.float32(self.k1), np.float32(self.b)
+            rows = conn.execute(
+                _BM25_SQL.format(filter=where),
+                (tokens, list(dict.fromkeys(tokens)), float(k1), float(np.float32(1.0 - self.b)), float(b),
+                 *fparams, k - 1, k),
+            ).fetchall()
+        return [(d, d.metadata["scores"]["bm25"]) for d in self._documents(rows, "bm25")]
+
+    def _get_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: CallbackManagerForRetrieverRun,
+        k: int | None = None,
+        filter: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        self._check_kwargs(kwargs)
+        return [d for d, _ in self.search(query, k=k, filter=filter)]
+
+
+# Lucene BM25 in bm25s's arithmetic (see the module docstring).  Placeholders: query tokens (in order, repeats
+# kept), the distinct tokens, k1, 1 - b, b (each a float32 value), the filter's, k - 1, k.
+_BM25_SQL = (
+    "WITH q AS (SELECT u.term, u.qpos FROM unnest(%s::text[]) WITH ORDINALITY AS u(term, qpos)), "
+    f"st AS (SELECT count(*)::float8 AS n, coalesce(sum(dl), 0)::float8 AS total FROM {SEARCH}), "
+    "p AS (SELECT p.term, p.chunk_row, p.tf, p.dl, count(*) OVER (PARTITION BY p.term) AS df "
+    f"FROM {POSTINGS} p WHERE p.term = ANY(%s::text[])), "
+    "scored AS (SELECT p.chunk_row, sum("
+    "((ln(1.0::float8 + (st.n - p.df + 0.5::float8) / (p.df + 0.5::float8)))::real * p.tf::real) "
+    "/ (p.tf::real + %s::real * (%s::real + (%s::real * p.dl::real) / (st.total::real / st.n::real))) "
+    "ORDER BY q.qpos) AS score "
+    "FROM p JOIN q ON q.term = p.term CROSS JOIN st GROUP BY p.chunk_row), "
+    "hits AS MATERIALIZED (SELECT h.chunk_row, h.score FROM scored h WHERE h.score > 0 AND {filter}), "
+    "kth AS (SELECT score FROM hits ORDER BY score DESC OFFSET %s LIMIT 1) "
+    f"SELECT {chunk_columns('c')}, h.score FROM hits h JOIN {SEARCH} s ON s.chunk_row = h.chunk_row "
+    f"JOIN {CHUNKS} c ON c.id = h.chunk_row "
+    "WHERE h.score >= coalesce((SELECT score FROM kth), 0::real) ORDER BY h.score DESC, s.chunk_id LIMIT %s"
+)
+
+
+class PostgresDenseRetriever(_PostgresRetriever):
+    """Dense retrieval with pgvector over a PostgreSQL store's vectors (cosine similarity of unit vectors).
+
+    Attributes:
+        url: the store's ``postgresql://`` URL.
+        embedding: the query encoder; it must be the model the store's vectors were made with.
+        model_key: the cache key of the store's vectors (default: the store's ``vector_model_key``).
+        k: number of results (default 4), an ``int >= 1``; ``invoke(query, k=...)`` overrides it per call.
+        filter: the retriever's own metadata filter; ``invoke(query, filter=...)`` is ANDed with it.
+        ef_search: pgvector's ``hnsw.ef_search`` (default ``RAGSPINE_PG_EF_SEARCH``, else 100; raised to ``k``).
+
+    Raises:
+        ValueError: ``k < 1``, a malformed filter.
+        TypeError: ``k`` is not an int.
+        StoreError: no store at ``url``; it has no vectors (ingest with an embedding model first).
+    """
+
+    embedding: Embeddings
+    model_key: str | None = None
+    ef_search: int | None = None
+
+    #: pgvector's ``hnsw.iterative_scan`` mode for filtered HNSW searches (tests switch it ``off`` to show why).
+    _ITERATIVE_SCAN: ClassVar[str] = "relaxed_order"
+
+    _dim: int = PrivateAttr()
+    _key: str = PrivateAttr()
+    _hnsw: bool = PrivateAttr(default=False)
+
+    def _open(self, store: PostgresChunkStore) -> None:
+        key = self.model_key or store.meta("vector_model_key")
+        dim = store.meta("vector_dim")
+        if not key or not dim:
+            raise StoreError(
+                "this store has no vectors: run `ragspine ingest PATH --store URL --embedding e5` (or another spec)",
+                path=store.path,
+            )
+        self._key, self._dim = key, int(dim)
+        self._hnsw = has_hnsw_index(store.db, key)
+
+    @property
+    def resolved_model_key(self) -> str:
+        """The model key of the vectors searched."""
+        return self._key
+
+    @property
+    def uses_hnsw(self) -> bool:
+        """Whether searches go through the HNSW index (read when the retriever was made)."""
+        return self._hnsw
+
+    def search_by_vector(
+        self, vector: np.ndarray | list[float], *, k: int | None = None, filter: Mapping[str, Any] | None = None
+    ) -> list[tuple[Document, float]]:
+        """Top ``k`` ``(chunk, cosine)`` pairs for a query ``vector`` of shape ``(d,)``, best first, ties by
+        ``chunk_id``, among the chunks matching both filters (for benchmarks and a ``VectorStore`` face).
+
+        Raises:
+            TypeError, ValueError: a bad ``k``; a malformed filter; a vector of another dimension or with
+                non-finite values.
+            StoreError: the query fails.
+        """
+        k = self.k if k is None else check_k(k)
+        q = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if q.shape[0] != self._dim:
+            raise ValueError(f"query vector must have shape ({self._dim},), got {np.shape(vector)}")
+        if not np.all(np.isfinite(q)):
+            raise ValueError("query vector contains NaN or infinite values")
+        with self._db.connection() as conn:
+            flt = self._call_filter(conn, filter, "s.chunk_row")
+            return self._search(conn, l2_normalize(q), k, flt)
+
+    def _search(self, conn: Any, q: np.ndarray, k: int, flt: SqlFilter | None) -> list[tuple[Document, float]]:
+        register_vector(conn)
+        where, fparams = (flt.sql, flt.params) if flt is not None else ("TRUE", ())
+        cols = chunk_columns("c")
+        joins = (
+            f"FROM {EMBEDDINGS} e JOIN {SEARCH} s ON s.chunk_id = e.chunk_id AND s.content_hash = e.content_hash "
+            f"JOIN {CHUNKS} c ON c.id = s.chunk_row"
+        )
+        if not self._hnsw:  # exact: every vector scored, ties by chunk_id as in the file store
+            rows = conn.execute(
+                f"SELECT {cols}, -(e.embedding <#> %s::vector) AS score {joins} WHERE e.model_key = %s AND "
+                f"s.has_text AND ({where}) ORDER BY e.embedding <#> %s::vector, s.chunk_id LIMIT %s",
+                (q, self._key, *fparams, q, k),
+            ).fetchall()
+        else:
+            dist = _sql.SQL("e.embedding::vector({dim}) <#> %s::vector({dim})").format(dim=_sql.Literal(self._dim))
+            query = _sql.SQL(
+                "SELECT * FROM (SELECT {cols}, -({dist}) AS score, s.chunk_id AS tie {joins} WHERE e.model_key = {key} "
+                "AND s.has_text AND ({where}) ORDER BY {dist} LIMIT %s) t ORDER BY score DESC, tie"
+            ).format(
+                cols=_sql.SQL(cols), dist=dist, joins=_sql.SQL(joins), key=_sql.Literal(self._key),
+                where=_sql.SQL(where),  # type: ignore[arg-type]  # our own SQL text with %s placeholders
+            )
+            ef = max(self.ef_search or get_settings().pg_ef_search, k)
+            with conn.transaction():
+                conn.execute(_sql.SQL("SET LOCAL hnsw.ef_search = {}").format(_sql.Literal(int(ef))))
+                mode = self._ITERATIVE_SCAN if self._ITERATIVE_SCAN in ("off", "strict_order") else "relaxed_order"
+                conn.execute(f"SET LOCAL hnsw.iterative_scan = {mode}")
+                rows = [r[:-1] for r in conn.execute(query, (q, *fparams, q, k)).fetchall()]
+        return [(d, d.metadata["scores"]["vector"]) for d in self._documents(rows, "vector")]
+
+    def _get_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: CallbackManagerForRetrieverRun,
+        k: int | None = None,
+        filter: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        self._check_kwargs(kwargs)
+        k = self.k if k is None else check_k(k)
+        with self._db.connection() as conn:
+            flt = self._call_filter(conn, filter, "s.chunk_row")
+            if not query or not query.strip():
+                return []
+            q = l2_normalize(np.asarray(self.embedding.embed_query(query), dtype=np.float32))
+            return [d for d, _ in self._search(conn, q, k, flt)]

@@ -1,0 +1,214 @@
+"""What every RagSpine store shows LangChain as a ``VectorStore``, whatever holds the chunks.
+
+LangChain's :class:`~langchain_core.vectorstores.VectorStore` is id-keyed ("add or update these documents, search
+them, get or delete them by id"); a RagSpine store is versioned by document (every write makes a new version of a
+``doc_id``; old versions stay as history).  :class:`RagSpineVectorStore` maps one onto the other, once for every
+backend:
+
+* **ids.**  A ``Document``'s id is its ``chunk_id``: ``ids[i]`` when given, else ``metadata["chunk_id"]``, else
+  ``Document.id``, else a new ``uuid4().hex``.  Its document is ``metadata["doc_id"]``, else the id itself (a
+  one-chunk document).  :meth:`~RagSpineVectorStore.add_documents` returns the ids in order.
+* **add or update.**  The chunks given for a ``doc_id`` become part of that document's next version: a chunk whose
+  id the document already has replaces it in place, a new one is appended; the document's other chunks stay.  One
+  version per document per call.
+* **delete.**  The document's next version leaves those chunks out; a document left with none is retracted (its
+  history stays, search no longer sees it).
+* **the RESTRICTED gate.**  Search reads only the searchable tables, where RESTRICTED chunks are never written;
+  :meth:`~RagSpineVectorStore.get_by_ids` drops them as well (:func:`~langchain_ragspine.sensitivity.drop_restricted`),
+  so no exit of the store returns one.
+* **scores.**  ``similarity_search_with_score`` gives the cosine similarity in ``[-1, 1]`` (the dense channel's
+  ``scores["vector"]``); relevance scores are ``(1 + cosine) / 2`` in ``[0, 1]``.
+* **filters** are the package's own predicate language (:mod:`langchain_ragspine.filters`), applied before
+  scoring: ``similarity_search(query, k, filter={"lang": "ja"})``.
+
+A backend implements :meth:`~RagSpineVectorStore._active_chunks`, :meth:`~RagSpineVectorStore._write_versions`,
+:meth:`~RagSpineVectorStore._search_by_vector` and :meth:`~RagSpineVectorStore._read_by_ids`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from abc import abstractmethod
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.vectorstores import VectorStore
+
+from langchain_ragspine.documents import check_k
+from langchain_ragspine.sensitivity import drop_restricted
+
+__all__ = ["RagSpineVectorStore", "as_chunks"]
+
+
+def as_chunks(documents: Sequence[Document], ids: Sequence[str] | None = None) -> list[Document]:
+    """Copies of ``documents`` as store chunks: ``metadata["chunk_id"]`` and ``Document.id`` set to the id and
+    ``metadata["doc_id"]`` to the document (rules in the module docstring).
+
+    Raises:
+        ValueError: ``ids`` of another length than ``documents``; an empty id; an id given twice;
+            a ``doc_id`` that is not a non-empty string.
+        TypeError: an element that is not a ``Document``.
+    """
+    if ids is not None and len(ids) != len(documents):
+        raise ValueError(f"got {len(ids)} ids for {len(documents)} documents")
+    out: list[Document] = []
+    seen: set[str] = set()
+    for i, doc in enumerate(documents):
+        if not isinstance(doc, Document):
+            raise TypeError(f"documents[{i}] must be a langchain_core Document, got {type(doc).__name__}")
+        raw = ids[i] if ids is not None else doc.metadata.get("chunk_id") or doc.id or uuid.uuid4().hex
+        chunk_id = str(raw)
+        if not chunk_id:
+            raise ValueError(f"documents[{i}] has an empty id")
+        if chunk_id in seen:
+            raise ValueError(f"id {chunk_id!r} is given twice")
+        seen.add(chunk_id)
+        doc_id = doc.metadata.get("doc_id", chunk_id)
+        if not isinstance(doc_id, str) or not doc_id:
+            raise ValueError(f"documents[{i}] has metadata doc_id {doc_id!r}: a non-empty string is required")
+        metadata = {**doc.metadata, "doc_id": doc_id, "chunk_id": chunk_id}
+        out.append(Document(id=chunk_id, page_content=doc.page_content, metadata=metadata))
+    return out
+
+
+def _merge(current: Sequence[Document], new: Iterable[Document]) -> list[Document]:
+    """``current`` with the chunks of ``new`` replacing those of the same id in place, the others appended."""
+    merged = {str(d.metadata["chunk_id"]): d for d in current}
+    for d in new:
+        merged[str(d.metadata["chunk_id"])] = d
+    return list(merged.values())
+
+
+class RagSpineVectorStore(VectorStore):
+    """A RagSpine store as a LangChain ``VectorStore`` (see the module docstring for the id, version, RESTRICTED
+    and score rules); subclasses say where the chunks live.
+
+    Args:
+        embedding: the model of the store's vectors (``embed_documents`` for chunks, ``embed_query`` for queries).
+    """
+
+    def __init__(self, embedding: Embeddings) -> None:
+        if not isinstance(embedding, Embeddings):
+            raise TypeError(f"embedding must be a langchain_core Embeddings, got {type(embedding).__name__}")
+        self._embedding = embedding
+
+    @property
+    def embeddings(self) -> Embeddings:
+        """The embedding model."""
+        return self._embedding
+
+    # -- what a backend provides ------------------------------------------------------------------------------------
+    @abstractmethod
+    def _active_chunks(self, doc_ids: Sequence[str]) -> dict[str, list[Document]]:
+        """The current chunks (RESTRICTED included) of each of ``doc_ids`` that has a current version, in order."""
+
+    @abstractmethod
+    def _write_versions(self, versions: Mapping[str, list[Document]]) -> None:
+        """Make each ``chunks`` the next version of its ``doc_id`` (``[]``: retract it), embedding what needs it."""
+
+    @abstractmethod
+    def _search_by_vector(
+        self, vector: Sequence[float], k: int, filter: Mapping[str, Any] | None
+    ) -> list[tuple[Document, float]]:
+        """Top ``k`` searchable ``(chunk, cosine)`` pairs for a query vector, best first."""
+
+    @abstractmethod
+    def _read_by_ids(self, ids: Sequence[str]) -> list[Document]:
+        """The current chunks with these ids, in the order asked, unknown ids left out."""
+
+    # -- LangChain's VectorStore ----------------------------------------------------------------------------------
+    def add_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
+        """Add or update ``documents`` (keyword ``ids``: their ids, taking precedence over the documents' own);
+        returns the ids, in order.  Each ``doc_id`` touched gets one new version.
+
+        Raises:
+            ValueError, TypeError: see :func:`as_chunks`; the store's own validation (a NUL character, a
+                ``chunk_id`` that is another document's).
+            RagSpineError: the embedding model failed (the store is unchanged).
+        """
+        ids = kwargs.pop("ids", None)
+        if kwargs:
+            raise TypeError(f"unexpected keyword arguments for add_documents: {sorted(kwargs)}")
+        chunks = as_chunks(documents, ids)
+        if not chunks:
+            return []
+        by_doc: dict[str, list[Document]] = {}
+        for c in chunks:
+            by_doc.setdefault(str(c.metadata["doc_id"]), []).append(c)
+        current = self._active_chunks(list(by_doc))
+        self._write_versions({d: _merge(current.get(d, []), new) for d, new in by_doc.items()})
+        return [str(c.metadata["chunk_id"]) for c in chunks]
+
+    def add_texts(
+        self,
+        texts: Iterable[str],
+        metadatas: list[dict[str, Any]] | None = None,
+        *,
+        ids: list[str] | None = None,
+        **kwargs: Any,
+    ) -> list[str]:
+        """``add_documents`` of ``Document(text, metadata)`` pairs (LangChain's signature)."""
+        texts = list(texts)
+        if metadatas is not None and len(metadatas) != len(texts):
+            raise ValueError(f"got {len(metadatas)} metadatas for {len(texts)} texts")
+        docs = [Document(page_content=t, metadata=dict(metadatas[i]) if metadatas else {}) for i, t in enumerate(texts)]
+        return self.add_documents(docs, ids=ids, **kwargs)
+
+    def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
+        """Remove the chunks with these ids from their documents' next versions (a document left empty is
+        retracted).  Returns ``True``; unknown ids are ignored.
+
+        Raises:
+            ValueError: ``ids`` is ``None`` (this store does not delete everything at once).
+        """
+        if ids is None:
+            raise ValueError("delete needs the ids to delete (this store does not delete everything at once)")
+        if kwargs:
+            raise TypeError(f"unexpected keyword arguments for delete: {sorted(kwargs)}")
+        gone = {str(i) for i in ids}
+        found = self._read_by_ids(sorted(gone))
+        doc_ids = sorted({str(d.metadata["doc_id"]) for d in found})
+        current = self._active_chunks(doc_ids)
+        self._write_versions({
+            d: [c for c in current.get(d, []) if str(c.metadata["chunk_id"]) not in gone] for d in doc_ids
+        })
+        return True
+
+    def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
+        """The current chunks with these ids, in the order asked; unknown and RESTRICTED ones are left out."""
+        return drop_restricted(self._read_by_ids([str(i) for i in ids]))
+
+    def similarity_search_with_score(
+        self, query: str, k: int = 4, filter: Mapping[str, Any] | None = None, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
+        """Top ``k`` ``(chunk, cosine similarity)`` pairs for ``query``, best first, ties by ``chunk_id``, among
+        the searchable chunks matching ``filter`` (the package's predicate language).
+
+        Raises:
+            TypeError, ValueError: a bad ``k`` or ``filter``; an unknown keyword argument.
+        """
+        if kwargs:
+            raise TypeError(f"unexpected keyword arguments for similarity_search: {sorted(kwargs)}")
+        k = check_k(k)
+        if not query.strip():
+            return []
+        return self._search_by_vector(self._embedding.embed_query(query), k, filter)
+
+    def similarity_search(
+        self, query: str, k: int = 4, filter: Mapping[str, Any] | None = None, **kwargs: Any
+    ) -> list[Document]:
+        """The chunks of :meth:`similarity_search_with_score` (each carries ``metadata["scores"]``)."""
+        return [d for d, _ in self.similarity_search_with_score(query, k, filter, **kwargs)]
+
+    def similarity_search_by_vector(
+        self, embedding: list[float], k: int = 4, filter: Mapping[str, Any] | None = None, **kwargs: Any
+    ) -> list[Document]:
+        """Top ``k`` chunks for a query vector (normalised here), best first."""
+        if kwargs:
+            raise TypeError(f"unexpected keyword arguments for similarity_search_by_vector: {sorted(kwargs)}")
+        return [d for d, _ in self._search_by_vector(embedding, check_k(k), filter)]
+
+    def _select_relevance_score_fn(self) -> Callable[[float], float]:
+        return lambda cosine: (1.0 + cosine) / 2.0

@@ -1,0 +1,147 @@
+"""``PostgresVectorStore``: a RagSpine store in PostgreSQL through LangChain's ``VectorStore`` face — add or update
+by id (one new version per document), delete (retraction when a document is left empty), ``get_by_ids``,
+similarity search with the package's filters, relevance scores, ``as_retriever``, ``from_documents``; RESTRICTED
+chunks leave through no method.  The same rows serve ``PostgresSource`` (BM25, hybrid) unchanged.
+
+Needs the session's PostgreSQL (``pg_server`` in ``tests/conftest.py``); skips, saying why, without it.
+"""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.documents import Document
+from langchain_core.vectorstores import VectorStore, VectorStoreRetriever
+
+from langchain_ragspine.embeddings import HashingEmbeddings
+from langchain_ragspine.errors import StoreError
+from langchain_ragspine.filters import UnknownFilterFieldWarning
+from langchain_ragspine.modes import build_retriever
+from langchain_ragspine.postgres import PostgresSource
+from langchain_ragspine.retrievers import DenseRetriever
+from langchain_ragspine.stores.postgres import PostgresChunkStore
+from langchain_ragspine.vectorstores import PostgresVectorStore, as_chunks
+
+EMB = HashingEmbeddings(64)
+
+DOCS = [
+    Document(page_content="梅雨は六月から七月にかけて続く雨の季節。", metadata={"lang": "ja", "year": 2024}),
+    Document(page_content="台風は夏から秋にかけて日本に接近する。", metadata={"lang": "ja", "year": 2023}),
+    Document(page_content="The rainy season in Japan starts in June.", metadata={"lang": "en", "year": 2024}),
+    Document(page_content="極秘 梅雨 rain", metadata={"lang": "ja", "sensitivity": "restricted"}),
+]
+IDS = ["tsuyu", "taifu", "rain", "secret"]
+
+
+@pytest.fixture
+def store(pg_url: str) -> PostgresVectorStore:
+    return PostgresVectorStore(pg_url, EMB)
+
+
+def test_is_a_langchain_vectorstore_that_ranks_as_dense_retriever(store: PostgresVectorStore) -> None:
+    assert isinstance(store, VectorStore) and store.embeddings is EMB
+    assert store.similarity_search("梅雨") == []  # empty store: nothing yet, no error
+    assert store.add_documents(DOCS, ids=IDS) == IDS
+    stored = as_chunks(DOCS, IDS)
+    ours = DenseRetriever.from_documents(stored, EMB, k=10)
+    for q in ("梅雨の季節", "rain in June", "台風"):
+        got = store.similarity_search_with_score(q, k=10)
+        want = [(d.metadata["chunk_id"], d.metadata["scores"]["vector"]) for d in ours.invoke(q)]
+        assert [(d.id, round(s, 5)) for d, s in got] == [(c, round(s, 5)) for c, s in want]
+        assert all(d.metadata["scores"]["vector"] == s for d, s in got)
+    top = store.similarity_search("梅雨は六月から七月にかけて続く雨の季節。", k=1)[0]
+    assert top.id == "tsuyu" and top.page_content == DOCS[0].page_content and top.metadata["lang"] == "ja"
+    assert top.metadata["doc_id"] == "tsuyu" and top.metadata["chunk_id"] == "tsuyu"
+
+
+def test_restricted_never_leaves(store: PostgresVectorStore) -> None:
+    store.add_documents(DOCS, ids=IDS)
+    assert all(d.id != "secret" for d in store.similarity_search("極秘 梅雨 rain", k=10))
+    assert [d.id for d in store.get_by_ids(["secret", "rain", "nope"])] == ["rain"]
+    assert all(d.id != "secret" for d in store.as_retriever(search_kwargs={"k": 10}).invoke("極秘"))
+
+
+def test_filters_are_the_package_predicates(store: PostgresVectorStore) -> None:
+    store.add_documents(DOCS, ids=IDS)
+    assert {d.id for d in store.similarity_search("梅雨", k=10, filter={"lang": "ja"})} == {"tsuyu", "taifu"}
+    assert {d.id for d in store.similarity_search("梅雨", k=10, filter={"year": {"gte": 2024}})} == {"tsuyu", "rain"}
+    with pytest.warns(UnknownFilterFieldWarning):
+        assert store.similarity_search("梅雨", k=10, filter={"missing": {"ne": 1}}) == []  # fails closed
+    retriever = store.as_retriever(search_kwargs={"k": 10, "filter": {"lang": "en"}})
+    assert isinstance(retriever, VectorStoreRetriever)
+    assert [d.id for d in retriever.invoke("rain")] == ["rain"]
+    with pytest.raises(ValueError):
+        store.similarity_search("梅雨", filter={"year": {"bogus": 1}})
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        store.similarity_search("梅雨", fetch_k=3)
+    with pytest.raises(ValueError, match="k"):
+        store.similarity_search("梅雨", k=0)
+
+
+def test_add_or_update_by_id_keeps_one_version_per_document(store: PostgresVectorStore, pg_url: str) -> None:
+    chunks = [Document(page_content=f"第{i}条 梅雨", metadata={"doc_id": "law", "chunk_id": f"law#{i}"}) for i in range(3)]
+    assert store.add_documents(chunks) == ["law#0", "law#1", "law#2"]
+    store.add_documents([Document(page_content="第1条 改正 台風", metadata={"doc_id": "law", "chunk_id": "law#1"}),
+                         Document(page_content="第3条 追加", metadata={"doc_id": "law", "chunk_id": "law#3"})])
+    with PostgresChunkStore(pg_url, read_only=True) as s:
+        assert s.current_version("law") == 2
+        assert [(c.chunk_id, c.text) for c in s.iter_chunks(doc_id="law")] == [
+            ("law#0", "第0条 梅雨"), ("law#1", "第1条 改正 台風"), ("law#2", "第2条 梅雨"), ("law#3", "第3条 追加")]
+    assert store.get_by_ids(["law#1"])[0].page_content == "第1条 改正 台風"
+    assert store.similarity_search("第1条 改正 台風", k=1)[0].id == "law#1"
+    with pytest.raises(ValueError, match="given twice"):
+        store.add_documents([Document(page_content="a"), Document(page_content="b")], ids=["x", "x"])
+    with pytest.raises(ValueError, match="3 ids for 1"):
+        store.add_documents([Document(page_content="a")], ids=["x", "y", "z"])
+    generated = store.add_texts(["梅雨 前線"], [{"lang": "ja"}])
+    assert len(generated) == 1 and len(generated[0]) == 32  # uuid4 hex, its own one-chunk document
+    md = store.get_by_ids(generated)[0].metadata
+    assert {k: md[k] for k in ("lang", "doc_id", "chunk_id", "doc_version")} == {
+        "lang": "ja", "doc_id": generated[0], "chunk_id": generated[0], "doc_version": 1}
+
+
+def test_delete_makes_a_new_version_or_retracts(store: PostgresVectorStore, pg_url: str) -> None:
+    store.add_documents(DOCS, ids=IDS)
+    store.add_documents([Document(page_content=f"節{i} 梅雨", metadata={"doc_id": "book"}) for i in range(2)],
+                        ids=["book#0", "book#1"])
+    assert store.delete(["tsuyu", "book#0", "unknown"]) is True
+    assert store.get_by_ids(["tsuyu", "book#0", "book#1"]) == store.get_by_ids(["book#1"])
+    assert all(d.id not in ("tsuyu", "book#0") for d in store.similarity_search("梅雨", k=10))
+    with PostgresChunkStore(pg_url, read_only=True) as s:
+        assert "tsuyu" not in s.doc_ids() and "tsuyu" in s.doc_ids(include_retracted=True)
+        assert s.current_version("book") == 2
+    with pytest.raises(ValueError, match="needs the ids"):
+        store.delete()
+
+
+def test_from_documents_and_the_same_rows_serve_bm25_and_hybrid(pg_url: str) -> None:
+    with pytest.raises(ValueError, match="url="):
+        PostgresVectorStore.from_documents(DOCS, EMB)
+    store = PostgresVectorStore.from_documents([d.model_copy(update={"id": i}) for d, i in zip(DOCS, IDS, strict=True)],
+                                               EMB, url=pg_url)
+    assert sorted(d.id for d in store.get_by_ids(IDS)) == ["rain", "taifu", "tsuyu"]
+    with PostgresSource(pg_url, embedding=EMB) as source:
+        assert build_retriever("bm25", source, k=3).invoke("梅雨")[0].metadata["chunk_id"] == "tsuyu"
+        assert {d.metadata["chunk_id"] for d in build_retriever("hybrid", source, k=10).invoke("梅雨")} == {
+            "tsuyu", "taifu", "rain"}
+    rel = store.similarity_search_with_relevance_scores("梅雨は六月から七月にかけて続く雨の季節。", k=3)
+    assert rel[0][0].id == "tsuyu" and rel[0][1] == pytest.approx(1.0, abs=1e-5)
+    assert all(0.0 <= s <= 1.0 for _, s in rel)
+
+
+def test_a_store_of_another_model_is_refused(pg_url: str) -> None:
+    PostgresVectorStore(pg_url, EMB).add_documents(DOCS[:1], ids=["a"])
+    with pytest.raises(StoreError, match="made with"):
+        PostgresVectorStore(pg_url, HashingEmbeddings(32))
+    with pytest.raises(ValueError, match="not a PostgreSQL URL"):
+        PostgresVectorStore("/tmp/store", EMB)
+    with pytest.raises(TypeError, match="Embeddings"):
+        PostgresVectorStore(pg_url, "hashing")  # type: ignore[arg-type]
+
+
+async def test_async_paths_run_the_sync_ones(store: PostgresVectorStore) -> None:
+    assert await store.aadd_documents(DOCS[:3], ids=IDS[:3]) == IDS[:3]
+    got = await store.asimilarity_search("梅雨の季節", k=2, filter={"lang": "ja"})
+    assert [d.id for d in got] == [d.id for d in store.similarity_search("梅雨の季節", k=2, filter={"lang": "ja"})]
+    retriever = store.as_retriever(search_kwargs={"k": 1})
+    assert [d.id for d in await retriever.ainvoke("The rainy season")] == ["rain"] == [
+        d.id for d in retriever.invoke("The rainy season")]
