@@ -36,6 +36,8 @@ CASES: dict[str, tuple[object, str, str, object]] = {
     "llm": (None, "ollama:dotenv", "ollama:env", "none"),
     "ollama_host": (None, "http://dotenv:1", "http://env:2", "http://argument:3"),
     "cache_dir": (None, "/cache/dotenv", "/cache/env", Path("/cache/argument")),
+    "reranker": ("none", "llm", "cross_encoder:/from/env", "llm:ollama:argument"),
+    "postprocessor": ("none", "mmr", "lost_in_middle,compress", "compress"),
 }
 
 
