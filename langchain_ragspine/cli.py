@@ -138,6 +138,11 @@ def _with_second_stage(retriever: Any, compressors: Sequence[Any], *, k: int) ->
     return SecondStageRetriever(base_retriever=retriever, compressors=list(compressors), k=k)
 
 
+def _second_stage_factory(factory: Any, compressors: Sequence[Any], *, k: int) -> Any:
+    """A retriever factory whose retrievers run behind ``compressors`` (for BEIR evaluation)."""
+    return lambda documents: _with_second_stage(factory(documents), compressors, k=k)
+
+
 def _stage_label(args: argparse.Namespace) -> str:
     """`` + rerank … + postprocess …`` for eval's configuration names (``""`` when both are ``none``)."""
     from langchain_ragspine.config import parse_postprocessor_spec, parse_reranker_spec
@@ -211,10 +216,10 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         results = []
         for mode, tok in runs:
             factory = mode_factory(mode, k=depth, tokenizer=tok, embedding=args.embedding)
-            results.append(evaluate(
-                (lambda docs, f=factory: _with_second_stage(f(docs), stage, k=depth)) if stage else factory,
-                dataset, ks=args.ks, limit=args.limit, name=_mode_label(mode, tok, len(args.tokenizer)) + suffix,
-            ))
+            if stage:
+                factory = _second_stage_factory(factory, stage, k=depth)
+            results.append(evaluate(factory, dataset, ks=args.ks, limit=args.limit,
+                                    name=_mode_label(mode, tok, len(args.tokenizer)) + suffix))
     else:
         needs_dense = needs_dense_index(args.mode, args.embedding)
         with tempfile.TemporaryDirectory(prefix="ragspine-eval-") as tmp:

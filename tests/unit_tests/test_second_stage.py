@@ -414,3 +414,28 @@ def test_ask_rerank_reaches_the_graph_and_no_restricted_text_leaks(store, capsys
     docs = record["documents"]
     assert docs and len(docs) <= 3
     assert all(d["scores"].get("rerank") is not None for d in docs)  # the cross-encoder scored what was used
+
+
+
+def test_eval_beir_runs_the_second_stage_on_every_built_retriever(tmp_path, capsys, monkeypatch):
+    import langchain_ragspine.cli as cli
+
+    root = tmp_path / "beir"
+    root.mkdir()
+    corpus = [{"_id": f"d{i}", "title": "", "text": f"京都の清水寺 score={i}"} for i in range(6)]
+    (root / "corpus.jsonl").write_text("".join(json.dumps(c, ensure_ascii=False) + "\n" for c in corpus), "utf-8")
+    (root / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "清水寺"}, ensure_ascii=False) + "\n", "utf-8")
+    (root / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td5\t1\n", "utf-8")
+    def run(*argv: str) -> dict:
+        out = tmp_path / "b.json"
+        assert main(["eval", str(root), "--mode", "bm25", "--json", str(out), *argv]) == 0
+        capsys.readouterr()
+        return json.loads(out.read_text("utf-8"))["results"][0]
+
+    results = [run()]
+    # the stand-in cross-encoder (no weights here) scores d5, the relevant one, highest
+    monkeypatch.setattr(cli, "_second_stage",
+                        lambda args, *, k, llm=None: [CrossEncoderReranker(model=ScoredModel(), top_n=k)])
+    results.append(run("--rerank", "cross_encoder:scored"))
+    assert results[0]["name"] == "bm25" and results[0]["aggregate"]["mrr@10"] < 1.0  # BM25 ties: chunk_id order
+    assert results[1]["name"] == "bm25 + rerank cross_encoder:scored" and results[1]["aggregate"]["mrr@10"] == 1.0
