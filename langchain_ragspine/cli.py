@@ -27,7 +27,7 @@ from typing import Any, cast
 
 from langchain_core.documents import Document
 
-from langchain_ragspine.config import RagSpineSettings, get_settings, resolve_chat_model
+from langchain_ragspine.config import DEFAULT_K, RagSpineSettings, get_settings, resolve_chat_model
 from langchain_ragspine.errors import RagSpineError
 from langchain_ragspine.evaluation.runner import DEFAULT_KS
 from langchain_ragspine.filters import parse_filter_expressions
@@ -113,7 +113,7 @@ _UNRESOLVED: Any = object()
 def _second_stage(args: argparse.Namespace, *, k: int, llm: Any = _UNRESOLVED) -> list[Any]:
     """The compressors of ``--rerank`` / ``--postprocess`` (defaults ``RAGSPINE_RERANKER`` /
     ``RAGSPINE_POSTPROCESSOR``), keeping ``k``; ``[]`` when both are ``none``.  ``--rerank llm`` uses ``llm`` (else
-    ``--llm`` / ``RAGSPINE_LLM`` / ``auto``, as ``ask``); with no LLM reachable it is left out, with a warning."""
+    ``--llm`` / ``RAGSPINE_LLM``, as ``ask``); with no LLM (none, or unreachable) it is left out, with a warning."""
     from langchain_ragspine.config import make_compressors, parse_reranker_spec
 
     reranker = args.rerank
@@ -121,7 +121,8 @@ def _second_stage(args: argparse.Namespace, *, k: int, llm: Any = _UNRESOLVED) -
     if parse_reranker_spec(reranker) == ("llm", ""):
         chat = _resolve_llm(getattr(args, "llm", None))[0] if llm is _UNRESOLVED else llm
         if chat is None:
-            print("warning: --rerank llm: no LLM reachable; results keep the first-stage order", file=sys.stderr)
+            print("warning: --rerank llm: no LLM (RAGSPINE_LLM / --llm is none or unreachable); results keep the "
+                  "first-stage order", file=sys.stderr)
             reranker = "none"
     try:
         return make_compressors(reranker, args.postprocess, k=k, llm=chat)
@@ -275,10 +276,10 @@ class _GraphNames(Sequence[str]):
 
 def _resolve_llm(spec: str | None) -> tuple[Any, str]:
     """``(chat model or None, a sentence saying which path answers)`` for ``ragspine ask`` / ``demo``:
-    :func:`~langchain_ragspine.config.resolve_chat_model` with the CLI's default (``RAGSPINE_LLM``, else ``auto``);
+    :func:`~langchain_ragspine.config.resolve_chat_model` (``RAGSPINE_LLM``, else ``none``);
     its warning, if any, goes to stderr."""
     try:
-        choice = resolve_chat_model(spec, entry="cli")
+        choice = resolve_chat_model(spec)
     except ValueError as e:
         raise ValueError(f"--llm {spec!r}: {e.__cause__ or e}" if spec is not None else f"RAGSPINE_LLM: {e}") from e
     if choice.warning:
@@ -448,7 +449,7 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
     p = sub.add_parser("search", help="ranked, cited chunks for a query")
     p.add_argument("query")
     p.add_argument("--store", help="store directory written by `ragspine ingest`", **store_kw)
-    p.add_argument("-k", type=int, default=s.k_for("search"), help="number of results (RAGSPINE_K, else 10)")
+    p.add_argument("-k", type=int, default=s.k, help=f"number of results (RAGSPINE_K, else {DEFAULT_K})")
     p.add_argument(
         "--filter", action="append", default=[], metavar="FIELD=VALUE",
         help="metadata filter; repeatable (all must hold); also FIELD>=V, FIELD!=V, FIELD=a,b, FIELD=lo..hi; "
@@ -499,9 +500,10 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
     )
     p.add_argument(
         "--llm", default=None, metavar="SPEC",
-        help="none, auto (ollama:qwen2.5:7b when reachable), or a provider:model string (RAGSPINE_LLM)",
+        help="none (default: extractive answers, no LLM), auto (ollama:qwen2.5:7b when reachable), or a "
+        "provider:model string (RAGSPINE_LLM)",
     )
-    p.add_argument("-k", type=int, default=s.k_for("ask"), help="passages retrieved per search (RAGSPINE_K, else 6)")
+    p.add_argument("-k", type=int, default=s.k, help=f"passages retrieved per search (RAGSPINE_K, else {DEFAULT_K})")
     p.add_argument("--mode", default=None, choices=modes, help="retrieval mode (RAGSPINE_RETRIEVAL_MODE, else auto)")
     p.add_argument("--filter", action="append", default=[], metavar="FIELD=VALUE", help="metadata filter")
     p.add_argument(
@@ -516,8 +518,8 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
     p.set_defaults(func=_cmd_ask)
 
     p = sub.add_parser("demo", help="ingest the bundled demo corpus, search three questions, answer one")
-    p.add_argument("-k", type=int, default=s.k_for("demo"), help="results per question (RAGSPINE_K, else 3)")
-    p.add_argument("--llm", default=None, metavar="SPEC", help="as for ask (default: auto)")
+    p.add_argument("-k", type=int, default=s.k, help=f"results per question (RAGSPINE_K, else {DEFAULT_K})")
+    p.add_argument("--llm", default=None, metavar="SPEC", help="as for ask (default: none)")
     p.set_defaults(func=_cmd_demo)
     return parser
 

@@ -251,7 +251,7 @@ def _dense_from_store(
     store: ChunkStore,
     emb: Embeddings,
     *,
-    k: int = DEFAULT_K["search"],
+    k: int = DEFAULT_K,
     progress: bool | None = None,
     read_only: bool = False,
     header: ContextualHeader | None = None,
@@ -310,7 +310,7 @@ def _prune_embedding_cache(root: Path, store: ChunkStore, header: ContextualHead
 
 
 def build_bm25(
-    store: ChunkStore, *, tokenizer: str = "auto", k: int = DEFAULT_K["search"], header: ContextualHeader | None = None
+    store: ChunkStore, *, tokenizer: str = "auto", k: int = DEFAULT_K, header: ContextualHeader | None = None
 ) -> BM25Retriever:
     """A :class:`BM25Retriever` over the store's active chunks (it leaves RESTRICTED ones out of the index), indexing
     each chunk with ``header`` (a :class:`ContextualHeader`) when given."""
@@ -461,7 +461,7 @@ def ingest(
         wanted = {"generation": store.generation, "tokenizer": name, "tokenizer_version": tokenizer_version(name)}
         current = all(state.get(key) == value for key, value in wanted.items())
         current = current and state.get("contextual") == wanted_header
-        if not current or _load_saved_index(root, k=DEFAULT_K["search"])[0] is None:
+        if not current or _load_saved_index(root, k=DEFAULT_K)[0] is None:
             build_bm25(store, tokenizer=name, header=header).save(root / BM25_DIR)
             summary.index_rebuilt = True
         if wanted_header != state.get("contextual") and active_before:
@@ -671,7 +671,7 @@ def open_retriever(
         TypeError: ``k`` is not an int; options given to a mode that takes none.
     """
     mode = resolve_mode(mode)
-    k = check_k(k if k is not None else get_settings().k_for("search"))
+    k = check_k(k if k is not None else get_settings().k)
     with StoreSource(store_dir, embedding=embedding) as source:
         return build_retriever(mode, source, k=k, candidate_k=candidate_k, **options)
 
@@ -691,7 +691,7 @@ def search(
         ValueError: ``k < 1`` or a malformed filter.
         TypeError: ``k`` is not an int (``"3"``, ``2.0``, ``True``).
     """
-    k = check_k(k if k is not None else get_settings().k_for("search"))
+    k = check_k(k if k is not None else get_settings().k)
     return drop_restricted(invoke_retriever(retriever, query, k=k, filter=filter))[:k]
 
 
