@@ -8,10 +8,8 @@ import warnings
 from pathlib import Path
 
 import pytest
-from langchain_core.embeddings import Embeddings
 
 from langchain_ragspine.cli import main
-from langchain_ragspine.embeddings import HashingEmbeddings
 from langchain_ragspine.indexing import (
     BM25_DIR,
     INDEX_STATE,
@@ -21,6 +19,8 @@ from langchain_ragspine.indexing import (
     open_retriever,
     search,
 )
+
+from .test_dense import CountingEmbeddings
 
 SECRET = "SECRET-MARKER-55"
 #: The Eiffel chunk never names its subject: only the title (front matter) does.
@@ -43,21 +43,6 @@ def corpus(tmp_path: Path) -> Path:
     (root / "tower.md").write_text("---\ntitle: Tokyo Tower\n---\nA tower in Minato, completed in 1958.\n", "utf-8")
     (root / "keys.md").write_text(f"---\ntitle: Eiffel keys\nsensitivity: restricted\n---\n{SECRET} 1889\n", "utf-8")
     return root
-
-
-class CountingEmbeddings(Embeddings):
-    """HashingEmbeddings that records every text it is asked to embed as a document."""
-
-    def __init__(self) -> None:
-        self.inner = HashingEmbeddings(64)
-        self.texts: list[str] = []
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        self.texts.extend(texts)
-        return self.inner.embed_documents(texts)
-
-    def embed_query(self, text: str) -> list[float]:
-        return self.inner.embed_query(text)
 
 
 def _lineage(docs):
@@ -106,14 +91,14 @@ def test_every_chunk_is_embedded_once_by_its_index_text(corpus, tmp_path):
     emb = CountingEmbeddings()
     summary = ingest(corpus, tmp_path / "S", embedding=emb, contextual=True)
     # 3 documents of one chunk each; the RESTRICTED one is never embedded
-    assert summary.embedded == 3 and len(emb.texts) == 3
-    assert sorted(t.split("\n\n")[0] for t in emb.texts) == ["Eiffel Tower", "Golden Gate", "Tokyo Tower"]
+    assert summary.embedded == 3 and len(emb.embedded) == 3
+    assert sorted(t.split("\n\n")[0] for t in emb.embedded) == ["Eiffel Tower", "Golden Gate", "Tokyo Tower"]
     again = ingest(corpus, tmp_path / "S", embedding=emb)  # the store's setting is kept: nothing to embed
-    assert again.embedded == 0 and len(emb.texts) == 3 and not again.index_rebuilt
+    assert again.embedded == 0 and len(emb.embedded) == 3 and not again.index_rebuilt
     state = json.loads((tmp_path / "S" / INDEX_STATE).read_text("utf-8"))
     assert state["contextual"] == state["vector"]["contextual"]
     dense = search(open_retriever(tmp_path / "S", mode="vector", embedding=emb), "Eiffel Tower", k=3)
-    assert len(emb.texts) == 3 and dense  # the saved vector index is used: search embeds no chunk
+    assert len(emb.embedded) == 3 and dense  # the saved vector index is used: search embeds no chunk
 
 
 def test_changing_the_setting_rebuilds_the_indexes_and_says_so(corpus, tmp_path):
