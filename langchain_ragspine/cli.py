@@ -88,7 +88,8 @@ def _print_results(results: Sequence[Document], *, as_json: bool) -> None:
 
 def _format_hit(rank: int, doc: Document) -> str:
     md = doc.metadata
-    score = (md.get("scores") or {}).get("fused")
+    scores = md.get("scores") or {}
+    score = scores.get("rerank") if scores.get("rerank") is not None else scores.get("fused")
     score_txt = f"{score:.3f}" if isinstance(score, (int, float)) else "-"
     return (
         f"{rank:>3}. {md.get('title') or md.get('doc_id')}  [{md.get('source_locator')}]  score {score_txt}\n"
@@ -109,6 +110,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
         mode=args.mode,
         allow_empty=args.allow_empty,
         chunker=args.chunker,
+        contextual=args.contextual,
     )
     for note in summary.notes:
         print(f"note: {note}", file=sys.stderr)
@@ -127,9 +129,58 @@ def _transformed(retriever: Any, args: argparse.Namespace, llm: Any = ...) -> An
     return make_query_transform(args.transform, retriever, llm=llm or "none", glossary=args.glossary)
 
 
+_UNRESOLVED: Any = object()
+
+
+def _second_stage(args: argparse.Namespace, *, k: int, llm: Any = _UNRESOLVED) -> list[Any]:
+    """The compressors of ``--rerank`` / ``--postprocess`` (defaults ``RAGSPINE_RERANKER`` /
+    ``RAGSPINE_POSTPROCESSOR``), keeping ``k``; ``[]`` when both are ``none``.  ``--rerank llm`` uses ``llm`` (else
+    ``--llm`` / ``RAGSPINE_LLM``, as ``ask``); with no LLM (none, or unreachable) it is left out, with a warning."""
+    from langchain_ragspine.config import make_compressors, parse_reranker_spec
+
+    reranker = args.rerank
+    chat = None
+    if parse_reranker_spec(reranker) == ("llm", ""):
+        chat = _resolve_llm(getattr(args, "llm", None))[0] if llm is _UNRESOLVED else llm
+        if chat is None:
+            print("warning: --rerank llm: no LLM (RAGSPINE_LLM / --llm is none or unreachable); results keep the "
+                  "first-stage order", file=sys.stderr)
+            reranker = "none"
+    try:
+        return make_compressors(reranker, args.postprocess, k=k, llm=chat)
+    except (ImportError, OSError) as e:
+        raise ValueError(f"--rerank {reranker!r}: {e}") from e
+
+
+def _with_second_stage(retriever: Any, compressors: Sequence[Any], *, k: int) -> Any:
+    """``retriever`` behind the gate and ``compressors`` (a ``SecondStageRetriever``), or as it is without any."""
+    if not compressors:
+        return retriever
+    from langchain_ragspine.document_compressors import SecondStageRetriever
+
+    return SecondStageRetriever(base_retriever=retriever, compressors=list(compressors), k=k)
+
+
+def _second_stage_factory(factory: Any, compressors: Sequence[Any], *, k: int) -> Any:
+    """A retriever factory whose retrievers run behind ``compressors`` (for BEIR evaluation)."""
+    return lambda documents: _with_second_stage(factory(documents), compressors, k=k)
+
+
+def _stage_label(args: argparse.Namespace) -> str:
+    """`` + rerank … + postprocess …`` for eval's configuration names (``""`` when both are ``none``)."""
+    from langchain_ragspine.config import parse_postprocessor_spec, parse_reranker_spec
+
+    scheme, arg = parse_reranker_spec(args.rerank)
+    steps = parse_postprocessor_spec(args.postprocess)
+    label = f" + rerank {scheme}{':' + arg if arg else ''}" if scheme != "none" else ""
+    return label + (f" + {','.join(steps)}" if steps else "")
+
+
 def _cmd_search(args: argparse.Namespace) -> int:
     flt = parse_filter_expressions(args.filter) if args.filter else None
+    compressors = _second_stage(args, k=args.k)
     retriever = _transformed(open_retriever(args.store, k=args.k, mode=args.mode, embedding=args.embedding), args)
+    retriever = _with_second_stage(retriever, compressors, k=args.k)
     _print_results(search(retriever, args.query, k=args.k, filter=flt), as_json=args.json)
     return 0
 
@@ -183,6 +234,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     )
 
     dataset = load_dataset(args.dataset)
+    depth = max(args.ks)
+    stage, suffix = _second_stage(args, k=depth), _stage_label(args)
     if isinstance(dataset, BEIRDataset):
         llm = _resolve_llm(None)[0] if args.transform in LLM_QUERY_TRANSFORMS else ...
 
@@ -191,12 +244,14 @@ def _cmd_eval(args: argparse.Namespace) -> int:
             return lambda docs: _transformed(build(docs), args, llm)
 
         runs = _eval_runs(args)
-        labels = [_mode_label(mode, tok, len(args.tokenizer), args.transform) for mode, tok in runs]
+        labels = [_mode_label(mode, tok, len(args.tokenizer), args.transform) + suffix for mode, tok in runs]
         _check_baseline(args.baseline, labels)
-        results = [
-            evaluate(factory(mode, tok), dataset, ks=args.ks, limit=args.limit, name=label)
-            for (mode, tok), label in zip(runs, labels, strict=True)
-        ]
+        results = []
+        for (mode, tok), label in zip(runs, labels, strict=True):
+            built = factory(mode, tok)
+            if stage:
+                built = _second_stage_factory(built, stage, k=depth)
+            results.append(evaluate(built, dataset, ks=args.ks, limit=args.limit, name=label))
     else:
         needs_dense = needs_dense_index(args.mode, args.embedding)
         with tempfile.TemporaryDirectory(prefix="ragspine-eval-") as tmp:
@@ -208,9 +263,10 @@ def _cmd_eval(args: argparse.Namespace) -> int:
             print(f"ingest: {summary.line()}", file=sys.stderr)
             results = []
             retrievers = _eval_qa_retrievers(args, store_dir)
-            _check_baseline(args.baseline, [name for name, _, _ in retrievers])
+            _check_baseline(args.baseline, [name + suffix for name, _, _ in retrievers])
             for name, retriever, seconds in retrievers:
-                result = evaluate(retriever, dataset, ks=args.ks, limit=args.limit, name=name)
+                result = evaluate(_with_second_stage(retriever, stage, k=depth), dataset, ks=args.ks,
+                                  limit=args.limit, name=name + suffix)
                 result.index_seconds = seconds
                 results.append(result)
     print(compare_markdown(results, baseline=args.baseline))
@@ -277,15 +333,24 @@ def _print_answer(state: Mapping[str, Any], how: str) -> None:
 
 
 def _cmd_ask(args: argparse.Namespace) -> int:
+    from langchain_ragspine.config import DEFAULT_FETCH_K
+    from langchain_ragspine.document_compressors import selects_candidates
     from langchain_ragspine.graphs import GRAPH_BUILDERS
 
-    retriever = open_retriever(args.store, k=args.k, mode=args.mode, embedding=args.embedding)
     llm, how = _resolve_llm(args.llm)
-    retriever = _transformed(retriever, args, llm)
     builder = GRAPH_BUILDERS[args.graph]
     options: dict[str, Any] = {}
     if "relax_filters" in inspect.signature(builder).parameters:
         options["relax_filters"] = args.relax_filters  # filters scope access: kept unless the user opts in
+    compressors = _second_stage(args, k=args.k, llm=llm)
+    if compressors:  # only when asked: without them the graph is built exactly as before
+        if "compressors" not in inspect.signature(builder).parameters:
+            raise ValueError(f"--rerank / --postprocess: the {args.graph} graph takes no compressors= here")
+        options["compressors"] = compressors
+    # a reranker or MMR chooses the k passages among max(k, DEFAULT_FETCH_K) candidates
+    depth = max(args.k, DEFAULT_FETCH_K) if selects_candidates(compressors) else args.k
+    retriever = open_retriever(args.store, k=depth, mode=args.mode, embedding=args.embedding)
+    retriever = _transformed(retriever, args, llm)
     graph = builder(retriever, llm=llm, **options)
     flt = parse_filter_expressions(args.filter) if args.filter else None
     inputs = {"question": args.question, "filters": flt}
@@ -367,6 +432,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 def _store_arg(value: str | Path) -> Path | str:
     """``--store``: a directory, or a ``postgresql://`` URL (kept as given: a ``Path`` would fold its ``//``)."""
     return value if isinstance(value, Path) or is_postgres_url(value) else Path(value)
+
+
 def _add_transform_options(p: argparse.ArgumentParser, s: RagSpineSettings) -> None:
     p.add_argument(
         "--transform", default=s.query_transform, choices=QUERY_TRANSFORMS,
@@ -375,6 +442,17 @@ def _add_transform_options(p: argparse.ArgumentParser, s: RagSpineSettings) -> N
     )
     p.add_argument("--glossary", default=None, metavar="FILE", help="glossary of --transform glossary "
                    "(.yaml/.json; RAGSPINE_GLOSSARY)")
+
+
+def _second_stage_options(p: argparse.ArgumentParser, s: RagSpineSettings) -> None:
+    p.add_argument(
+        "--rerank", default=s.reranker, metavar="SPEC",
+        help="second-stage reranker: none, cross_encoder:<model>, llm, llm:<chat model> (RAGSPINE_RERANKER, else none)",
+    )
+    p.add_argument(
+        "--postprocess", default=s.postprocessor, metavar="STEPS",
+        help="after the reranker, comma-separated: mmr, lost_in_middle, compress (RAGSPINE_POSTPROCESSOR, else none)",
+    )
 
 
 def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentParser:
@@ -412,6 +490,11 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
         "--mode", default=None, choices=modes,
         help="retrieval mode (RAGSPINE_RETRIEVAL_MODE, else auto); bm25/lexical/economy build no vector index",
     )
+    p.add_argument(
+        "--contextual", action=argparse.BooleanOptionalAction, default=None,
+        help="index and embed each chunk with a title / heading header (results and citations unchanged); "
+        "recorded in the store; default: the store's setting (off for a new store); changing it rebuilds the indexes",
+    )
     p.set_defaults(func=_cmd_ingest)
 
     p = sub.add_parser("search", help="ranked, cited chunks for a query")
@@ -431,6 +514,7 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
     )
     p.add_argument("--embedding", default=None, metavar="SPEC", help="query encoder (default: the store's)")
     _add_transform_options(p, s)
+    _second_stage_options(p, s)
     p.set_defaults(func=_cmd_search)
 
     p = sub.add_parser("eval", help="measure retrieval quality on a QA or BEIR dataset folder")
@@ -457,6 +541,7 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
     p.add_argument("--json", default=None, metavar="OUT", help="write every result as JSON")
     p.add_argument("--plot", default=None, metavar="OUT.png", help="recall@k curves (and OUT-latency.png)")
     _add_transform_options(p, s)
+    _second_stage_options(p, s)
     p.set_defaults(func=_cmd_eval)
 
     p = sub.add_parser("ask", help="answer a question with cited passages (LangGraph RAG graphs)")
@@ -483,6 +568,7 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
     p.add_argument("--json", action="store_true", help="print the final state as one JSON object")
     p.add_argument("--stream", action="store_true", help="print each graph node as it finishes (stderr)")
     _add_transform_options(p, s)
+    _second_stage_options(p, s)
     p.set_defaults(func=_cmd_ask)
 
     p = sub.add_parser("demo", help="ingest the bundled demo corpus, search three questions, answer one")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -23,6 +23,7 @@ from langchain_ragspine.text_splitters.chunkers import CHUNKERS
 from langchain_ragspine.tokenizers import TOKENIZERS
 
 if TYPE_CHECKING:
+    from langchain_core.documents import BaseDocumentCompressor
     from langchain_core.embeddings import Embeddings
     from langchain_core.language_models import BaseChatModel
     from langchain_core.retrievers import BaseRetriever
@@ -99,9 +100,14 @@ class RagSpineSettings(BaseSettings):
         glossary: the glossary file of the ``glossary`` transformation (``RAGSPINE_GLOSSARY``; default none).
         query_deny_list: a file of terms no generated query may mention (``RAGSPINE_QUERY_DENY_LIST``; default
             none: no gate).  See :class:`~langchain_ragspine.retrievers.QueryDenyList`.
+        reranker: the second-stage reranker of ``ragspine search | ask | eval`` (``RAGSPINE_RERANKER``; default
+            ``"none"``); see :func:`make_reranker`.
+        postprocessor: comma-separated post-processing steps after the reranker (``RAGSPINE_POSTPROCESSOR``;
+            default ``"none"``); see :func:`make_postprocessor`.
 
     Raises:
-        pydantic.ValidationError: a value of the wrong type, an unknown tokenizer or retrieval mode.
+        pydantic.ValidationError: a value of the wrong type, an unknown tokenizer, retrieval mode, reranker or
+            post-processing step.
     """
 
     model_config = SettingsConfigDict(
@@ -125,6 +131,8 @@ class RagSpineSettings(BaseSettings):
     query_transform: str = "none"
     glossary: Path | None = None
     query_deny_list: Path | None = None
+    reranker: str = "none"
+    postprocessor: str = "none"
 
     @field_validator("store", "cache_dir", "glossary", "query_deny_list", mode="before")
     @classmethod
@@ -164,6 +172,17 @@ class RagSpineSettings(BaseSettings):
         if name not in TOKENIZERS:
             raise ValueError(f"unknown tokenizer {value!r}; choose one of {sorted(TOKENIZERS)}")
         return name
+
+    @field_validator("reranker")
+    @classmethod
+    def _known_reranker(cls, value: str) -> str:
+        scheme, arg = parse_reranker_spec(value)
+        return f"{scheme}:{arg}" if arg else scheme
+
+    @field_validator("postprocessor")
+    @classmethod
+    def _known_postprocessor(cls, value: str) -> str:
+        return ",".join(parse_postprocessor_spec(value)) or "none"
 
 
 def get_settings() -> RagSpineSettings:
@@ -510,3 +529,160 @@ def make_query_transform(
                "step_back": StepBackRetriever, "decompose": DecompositionRetriever}
     model = make_chat_model(llm)
     return classes[key](base, model, **options)  # type: ignore[abstract, arg-type]
+
+# -- second stage: rerankers and post-processing ----------------------------------------------------------------------
+#: The reranker specs :func:`make_reranker` accepts.
+RERANKER_SPECS = ("none", "cross_encoder:<model name or path>", "llm", "llm:<chat model spec>")
+#: The post-processing steps :func:`make_postprocessor` accepts, in the order they are usually chained.
+POSTPROCESSORS = ("mmr", "lost_in_middle", "compress")
+#: How many first-stage candidates a reranker or MMR chooses from when asked for ``k`` results: ``max(k, 20)``
+#: (LangChain's ``fetch_k`` default for MMR search).
+DEFAULT_FETCH_K = 20
+
+
+def parse_reranker_spec(spec: str) -> tuple[str, str]:
+    """``(scheme, argument)`` of a reranker spec: ``("none", "")``, ``("cross_encoder", model)``, ``("llm", "")`` or
+    ``("llm", chat model spec)``.  The scheme is case-insensitive (``cross-encoder`` is accepted); an empty spec is
+    ``none``.
+
+    Raises:
+        ValueError: an unknown scheme (the message lists :data:`RERANKER_SPECS`), or ``cross_encoder`` without a
+            model.
+    """
+    if not isinstance(spec, str):
+        raise TypeError(f"reranker spec must be a string, got {type(spec).__name__}")
+    raw = spec.strip()
+    scheme, _, arg = raw.partition(":")
+    scheme = scheme.strip().lower().replace("-", "_") or "none"
+    arg = arg.strip()
+    if scheme == "none" and not arg:
+        return "none", ""
+    if scheme == "cross_encoder":
+        if not arg:
+            raise ValueError(f"malformed reranker spec {raw!r}: write cross_encoder:<model name or path>")
+        return scheme, arg
+    if scheme == "llm":
+        return scheme, arg
+    raise ValueError(f"unknown reranker {raw!r}; use one of: {', '.join(RERANKER_SPECS)}")
+
+
+def parse_postprocessor_spec(spec: str) -> tuple[str, ...]:
+    """The steps of a post-processor spec, in order: ``"mmr,lost_in_middle"`` → ``("mmr", "lost_in_middle")``.
+    ``""`` and ``"none"`` give ``()``; names are case-insensitive, ``-`` counts as ``_``, blanks around commas are
+    ignored.
+
+    Raises:
+        ValueError: an unknown or repeated step (the message lists :data:`POSTPROCESSORS`).
+    """
+    if not isinstance(spec, str):
+        raise TypeError(f"post-processor spec must be a string, got {type(spec).__name__}")
+    names = [n.strip().lower().replace("-", "_") for n in spec.split(",")]
+    names = [n for n in names if n]
+    if names == ["none"]:
+        return ()
+    for name in names:
+        if name not in POSTPROCESSORS:
+            raise ValueError(
+                f"unknown post-processing step {name!r} in {spec!r}; use none or a comma-separated list of: "
+                f"{', '.join(POSTPROCESSORS)}"
+            )
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ValueError(f"post-processing step {repeated[0]!r} is repeated in {spec!r}")
+    return tuple(names)
+
+
+def make_reranker(
+    spec: str | None = None, *, llm: BaseChatModel | None = None, **kwargs: Any
+) -> BaseDocumentCompressor | None:
+    """Build the second-stage reranker named by ``spec`` (default: ``RAGSPINE_RERANKER``, else ``"none"``).
+
+    Specs:
+
+    * ``none`` (or ``""``) — ``None``: no reranker; results stay exactly as the first stage ranked them.
+    * ``cross_encoder:<model>`` — :class:`~langchain_ragspine.document_compressors.CrossEncoderReranker` with a
+      sentence-transformers ``CrossEncoder`` name (Hugging Face Hub) or local path, e.g.
+      ``cross_encoder:hotchpotch/japanese-reranker-cross-encoder-xsmall-v1``.  Needs the ``st`` extra; a Hub name
+      needs network access on first use.
+    * ``llm`` — :class:`~langchain_ragspine.document_compressors.LLMListwiseReranker` (RankGPT) with ``llm``, else
+      the chat model of ``RAGSPINE_LLM`` (:func:`make_chat_model`).
+    * ``llm:<chat model spec>`` — the same with ``make_chat_model(<spec>)``, e.g. ``llm:ollama:qwen2.5:7b``.
+
+    ``kwargs`` go to the reranker's constructor (``top_n``, ``max_length``, ``window``, …).
+
+    Raises:
+        ValueError: an unknown spec (the message lists :data:`RERANKER_SPECS`); ``llm`` with no chat model given
+            or configured.
+        ImportError: ``cross_encoder`` without sentence-transformers (the message names the ``st`` extra).
+        OSError: the cross-encoder model cannot be found.
+    """
+    scheme, arg = parse_reranker_spec(spec if spec is not None else get_settings().reranker)
+    if scheme == "none":
+        return None
+    if scheme == "cross_encoder":
+        from langchain_ragspine.document_compressors import CrossEncoderReranker
+
+        return CrossEncoderReranker(model=arg, **kwargs)
+    from langchain_ragspine.document_compressors import LLMListwiseReranker
+
+    chat = make_chat_model(arg) if arg else (llm if llm is not None else make_chat_model(None))
+    if chat is None:
+        raise ValueError(
+            "the llm reranker needs a chat model: pass llm=, set RAGSPINE_LLM, or write llm:<chat model spec> "
+            f"(e.g. llm:{DEFAULT_CHAT_MODEL})"
+        )
+    return LLMListwiseReranker(llm=chat, **kwargs)
+
+
+def make_postprocessor(
+    spec: str | None = None, *, k: int = 5, embeddings: Embeddings | None = None
+) -> list[BaseDocumentCompressor]:
+    """The post-processing steps named by ``spec`` (default: ``RAGSPINE_POSTPROCESSOR``, else ``"none"``), as
+    compressors to run in the order written.
+
+    Steps (comma-separated, see :data:`POSTPROCESSORS`):
+
+    * ``mmr`` — :class:`~langchain_ragspine.document_compressors.MMRCompressor` keeping ``k`` chunks (token
+      Jaccard similarity, or cosine with ``embeddings``); give it more candidates than ``k``.
+    * ``lost_in_middle`` — :class:`~langchain_ragspine.document_compressors.LostInTheMiddleReorder`: the best first,
+      the second best last.
+    * ``compress`` — :class:`~langchain_ragspine.document_compressors.ExtractiveCompressor`: the query's sentences
+      of each chunk in ``metadata["prompt_text"]`` (``page_content`` unchanged).
+
+    Returns:
+        A list of ``BaseDocumentCompressor``; ``[]`` for ``none``.
+
+    Raises:
+        ValueError: an unknown or repeated step (the message lists the valid ones); ``k < 1``.
+    """
+    from langchain_ragspine.document_compressors import (
+        ExtractiveCompressor,
+        LostInTheMiddleReorder,
+        MMRCompressor,
+    )
+
+    steps: list[BaseDocumentCompressor] = []
+    for name in parse_postprocessor_spec(spec if spec is not None else get_settings().postprocessor):
+        if name == "mmr":
+            steps.append(MMRCompressor(embeddings=embeddings, k=k))
+        elif name == "lost_in_middle":
+            steps.append(LostInTheMiddleReorder())
+        else:
+            steps.append(ExtractiveCompressor())
+    return steps
+
+
+def make_compressors(
+    reranker: str | None = None, postprocessor: str | None = None, *, k: int, llm: BaseChatModel | None = None
+) -> list[BaseDocumentCompressor]:
+    """The second stage as one list: the reranker of :func:`make_reranker` (keeping ``top_n=k``), then the steps of
+    :func:`make_postprocessor` (MMR keeping ``k``).  ``[]`` when both are ``none`` (defaults: ``RAGSPINE_RERANKER``
+    and ``RAGSPINE_POSTPROCESSOR``).  Run it behind the RESTRICTED gate
+    (:class:`~langchain_ragspine.document_compressors.SecondStageRetriever`, or a graph's ``compressors=``).
+
+    Raises:
+        ValueError / ImportError / OSError: as :func:`make_reranker` and :func:`make_postprocessor`.
+    """
+    head = make_reranker(reranker, llm=llm, top_n=k)
+    return ([head] if head is not None else []) + make_postprocessor(postprocessor, k=k)
+

@@ -32,6 +32,7 @@ from langchain_core.retrievers import BaseRetriever
 from tqdm.auto import tqdm
 
 from langchain_ragspine.config import DEFAULT_K, get_settings, make_embeddings, resolve_embedding
+from langchain_ragspine.document_compressors.contextual import DEFAULT_HEADER_FIELDS, ContextualHeader
 from langchain_ragspine.document_loaders import CorpusLoader
 from langchain_ragspine.document_loaders import corpus as corpus_module
 from langchain_ragspine.documents import check_k
@@ -179,6 +180,24 @@ class IngestSummary:
         return "; ".join(parts) + f"; {self.seconds:.1f}s"
 
 
+#: The ``index.json`` record of contextual headers switched on with the default fields (see :func:`ingest`).
+CONTEXTUAL_DEFAULT: Mapping[str, Any] = {"fields": list(DEFAULT_HEADER_FIELDS), "separator": " · "}
+
+
+def _header(record: Any) -> ContextualHeader | None:
+    """The :class:`ContextualHeader` an ``index.json`` ``contextual`` record describes (``None``: off)."""
+    if not isinstance(record, Mapping):
+        return None
+    return ContextualHeader(list(record.get("fields") or DEFAULT_HEADER_FIELDS),
+                            separator=str(record.get("separator", " · ")))
+
+
+def _store_documents(store: ChunkStore, header: ContextualHeader | None = None) -> list[Document]:
+    """The store's active chunks as documents, with ``metadata["index_text"]`` when ``header`` is given."""
+    docs = [c.to_document() for c in store.iter_chunks()]
+    return docs if header is None else list(header.transform_documents(docs))
+
+
 def _index_state(store_dir: Path) -> dict[str, Any]:
     try:
         state = json.loads((store_dir / INDEX_STATE).read_text("utf-8"))
@@ -253,8 +272,9 @@ def _dense_from_store(
     k: int = DEFAULT_K,
     progress: bool | None = None,
     read_only: bool = False,
+    header: ContextualHeader | None = None,
 ) -> DenseRetriever:
-    docs = [c.to_document() for c in store.iter_chunks()]
+    docs = _store_documents(store, header)
     return DenseRetriever(
         docs=docs,
         embedding=emb,
@@ -268,17 +288,22 @@ def _dense_from_store(
 def _refresh_dense(
     root: Path, store: ChunkStore, emb: Embeddings, state: dict[str, Any], *, spec: str | None, progress: bool
 ) -> DenseRetriever:
-    """Rebuild and save the vector index unless the saved one matches the store and model (then load it)."""
+    """Rebuild and save the vector index unless the saved one matches the store, model and contextual headers
+    (then load it)."""
     key = model_key_for(emb)
     saved = state.get("vector") or {}
-    if saved.get("generation") == store.generation and saved.get("model_key") == key:
+    contextual = state.get("contextual")
+    if (saved.get("generation") == store.generation and saved.get("model_key") == key
+            and saved.get("contextual") == contextual):
         try:
             return DenseRetriever.load(root / VECTOR_DIR, embedding=emb)
         except (StoreError, OSError, ValueError):
             pass
-    dense = _dense_from_store(root, store, emb, progress=progress)
+    dense = _dense_from_store(root, store, emb, progress=progress, header=_header(contextual))
     dense.save(root / VECTOR_DIR)
     state["vector"] = {"generation": store.generation, "model_key": key, "embedding": spec}
+    if contextual is not None:
+        state["vector"]["contextual"] = contextual
     return dense
 
 
@@ -295,21 +320,24 @@ def _active_document_count(root: Path | str) -> int:
         return len(store.doc_ids())
 
 
-def _prune_embedding_cache(root: Path, store: ChunkStore) -> int:
+def _prune_embedding_cache(root: Path, store: ChunkStore, header: ContextualHeader | None = None) -> int:
     """Delete from ``DIR/embeddings.sqlite`` every vector that search may not return: of chunks that are no longer
-    active (changed or retracted documents) or are RESTRICTED, for every model.  Returns the rows deleted."""
+    active (changed or retracted documents), are RESTRICTED, or were embedded with another index text (contextual
+    headers switched), for every model.  Returns the rows deleted."""
     if not (root / EMBEDDING_CACHE).is_file():
         return 0
-    chunks = [c.to_document() for c in store.iter_chunks()]
+    chunks = _store_documents(store, header)
     keep = {(str(c.metadata["chunk_id"]), content_hash(index_text(c))) for c in chunks if not is_restricted(c)}
     with _open_cache(root) as cache:
         return cache.prune(None, keep)
 
 
-def build_bm25(store: ChunkStore, *, tokenizer: str = "auto", k: int = DEFAULT_K) -> BM25Retriever:
-    """A :class:`BM25Retriever` over the store's active chunks (it leaves RESTRICTED ones out of the index)."""
-    docs = [c.to_document() for c in store.iter_chunks()]
-    return BM25Retriever.from_documents(docs, k=k, tokenizer=tokenizer)
+def build_bm25(
+    store: ChunkStore, *, tokenizer: str = "auto", k: int = DEFAULT_K, header: ContextualHeader | None = None
+) -> BM25Retriever:
+    """A :class:`BM25Retriever` over the store's active chunks (it leaves RESTRICTED ones out of the index), indexing
+    each chunk with ``header`` (a :class:`ContextualHeader`) when given."""
+    return BM25Retriever.from_documents(_store_documents(store, header), k=k, tokenizer=tokenizer)
 
 
 class DocumentStore(Protocol):
@@ -395,6 +423,7 @@ def ingest(
     mode: str | None = None,
     allow_empty: bool = False,
     chunker: str | None = None,
+    contextual: bool | None = None,
 ) -> IngestSummary:
     """Load, chunk and store a corpus under ``store_dir``, then (re)build its BM25 index.
 
@@ -426,6 +455,13 @@ def ingest(
             store's recorded chunker, else ``paragraph``).  The store records the chunker and its parameters; an
             ingest with another configuration is refused (use a new store).  ``parent_child`` also writes the
             parents, with their document's version; ``semantic`` embeds every sentence with ``embedding``.
+        contextual: index and embed every chunk with a contextual header (title · heading path · period / entity
+            fields, :class:`~langchain_ragspine.document_compressors.ContextualHeader`) in front of its text; the
+            chunk store, ``page_content``, offsets and citations are unchanged.  The setting is recorded in
+            ``index.json`` and applies to the whole store, so search reads the index the same way.  Default
+            ``None``: the store's recorded setting (off for a new store).  Changing it rebuilds the BM25 and vector
+            indexes over every active chunk (a note says so); vectors are cached by their index text, so switching
+            back and forth re-embeds only what the cache lacks.
 
     Returns:
         An :class:`IngestSummary`.  Re-running on an unchanged corpus writes nothing and reports every document
@@ -458,6 +494,11 @@ def ingest(
     if not postgres and root.exists() and not root.is_dir():
         raise StoreError("--store must be a directory, but this is a file", path=root)
     splitter, chunker_config = _chunker_for(root, chunker, chunk_size, chunk_overlap, embedding, emb)
+    recorded = _index_state(root).get("contextual") if root.is_dir() else None
+    wanted_header = recorded if contextual is None else dict(CONTEXTUAL_DEFAULT) if contextual else None
+    header = _header(wanted_header)
+    if postgres and wanted_header is not None:
+        raise ValueError("contextual headers are not supported on a PostgreSQL store yet; ingest without --contextual")
     loader = CorpusLoader(paths, on_error=on_error)
     docs = list(loader.lazy_load())  # every file is read and checked before the store is touched
     split = [(doc, *_split(splitter, doc)) for doc in docs]
@@ -491,22 +532,35 @@ def ingest(
     if emb is not None:
         # Embed every new or changed chunk into the cache BEFORE the store changes: an unreachable model or a
         # failure half-way leaves the chunk store and its indexes exactly as they were (the cache only gains vectors).
+        chunks = [c for _, doc_chunks, _ in split for c in doc_chunks]
         with _open_cache(root) as cache:
-            chunks = [c for _, doc_chunks, _ in split for c in doc_chunks]
-            summary.embedded = warm_embedding_cache(cache, emb, chunks, show).last_embedded
+            summary.embedded = warm_embedding_cache(
+                cache, emb, chunks if header is None else header.transform_documents(chunks), show
+            ).last_embedded
     with ChunkStore(root / CHUNKS_DB) as store:
         if store.chunker != chunker_config:
             store.set_chunker(chunker_config)
         write_documents(store, split, summary, retract_missing=retract_missing, active_before=active_before,
                         progress=show)
-        _prune_embedding_cache(root, store)
+        _prune_embedding_cache(root, store, header)
         state = _index_state(root)
         wanted = {"generation": store.generation, "tokenizer": name, "tokenizer_version": tokenizer_version(name)}
         current = all(state.get(key) == value for key, value in wanted.items())
+        current = current and state.get("contextual") == wanted_header
         if not current or _load_saved_index(root, k=DEFAULT_K)[0] is None:
-            build_bm25(store, tokenizer=name).save(root / BM25_DIR)
+            build_bm25(store, tokenizer=name, header=header).save(root / BM25_DIR)
             summary.index_rebuilt = True
+        if wanted_header != state.get("contextual") and active_before:
+            summary.notes.append(
+                f"contextual headers switched {'on' if header is not None else 'off'}: the BM25"
+                f"{' and vector indexes were' if emb is not None else ' index was'} rebuilt over all "
+                f"{summary.store_chunks} chunks of the store"
+            )
         state.update(wanted)
+        if wanted_header is not None:
+            state["contextual"] = wanted_header
+        else:
+            state.pop("contextual", None)
         if emb is not None:
             dense = _refresh_dense(root, store, emb, state, spec=spec, progress=show)
             summary.embedded += dense.last_embedded  # 0: the cache was warmed above
@@ -606,7 +660,9 @@ def _open_bm25(root: Path, store: ChunkStore, state: Mapping[str, Any], *, k: in
         f"{root / BM25_DIR}: saved BM25 index not used ({why}); rebuilt in memory from the chunk store — "
         "run `ragspine ingest` again to rewrite it"
     )
-    return build_bm25(store, tokenizer=str(state.get("tokenizer") or "auto"), k=k)
+    return build_bm25(
+        store, tokenizer=str(state.get("tokenizer") or "auto"), k=k, header=_header(state.get("contextual"))
+    )
 
 
 def _open_dense(
@@ -620,7 +676,8 @@ def _open_dense(
             f"model (leave out --embedding) or re-ingest with the model you want",
             path=root,
         )
-    if saved.get("generation") == store.generation and saved.get("model_key") == key:
+    if (saved.get("generation") == store.generation and saved.get("model_key") == key
+            and saved.get("contextual") == state.get("contextual")):
         try:
             return DenseRetriever.load(root / VECTOR_DIR, embedding=emb, k=k)
         except (StoreError, OSError, ValueError) as e:
@@ -631,7 +688,9 @@ def _open_dense(
         f"{root / VECTOR_DIR}: saved vector index not used ({why}); rebuilt in memory from cached vectors — "
         "run `ragspine ingest` again to rewrite it"
     )
-    return _dense_from_store(root, store, emb, k=k, read_only=True)  # a read path never writes the cache
+    return _dense_from_store(  # a read path never writes the cache
+        root, store, emb, k=k, read_only=True, header=_header(state.get("contextual"))
+    )
 
 
 class StoreSource:
@@ -687,8 +746,8 @@ class StoreSource:
         return self._store
 
     def documents(self) -> list[Document]:
-        """The store's active chunks."""
-        return [c.to_document() for c in self.store.iter_chunks()]
+        """The store's active chunks (with ``metadata["index_text"]`` when the store has contextual headers)."""
+        return _store_documents(self.store, _header(self._state.get("contextual")))
 
     def parent_store(self) -> ChunkStore:
         """The parent store of :class:`~langchain_ragspine.retrievers.ParentChildRetriever`: the chunk store, opened
@@ -707,9 +766,10 @@ class StoreSource:
         return ChunkStore(self.root / CHUNKS_DB, read_only=True)  # outlives this source: the retriever reads it
 
     def bm25(self, *, k: int, tokenizer: str | None = None) -> BaseRetriever:
-        """The saved BM25 index (``tokenizer=None``), or one built in memory with ``tokenizer``."""
+        """The saved BM25 index (``tokenizer=None``), or one built in memory with ``tokenizer`` (and the store's
+        contextual headers)."""
         if tokenizer is not None:
-            return build_bm25(self.store, tokenizer=tokenizer, k=k)
+            return build_bm25(self.store, tokenizer=tokenizer, k=k, header=_header(self._state.get("contextual")))
         return _open_bm25(self.root, self.store, self._state, k=k)
 
     def dense(self, *, k: int, required: bool, mode: str) -> BaseRetriever | None:
@@ -832,7 +892,8 @@ def search(
 
 
 def result_record(rank: int, doc: Document) -> dict[str, Any]:
-    """The JSON object ``ragspine search --json`` prints for one result."""
+    """The JSON object ``ragspine search --json`` prints for one result (``scores`` holds ``rerank`` only when a
+    reranker scored it)."""
     md = dict(doc.metadata)
     scores = md.pop("scores", None) or {}
     return {
@@ -846,5 +907,6 @@ def result_record(rank: int, doc: Document) -> dict[str, Any]:
         "end_index": md.get("end_index"),
         "sensitivity": md.get("sensitivity"),
         "metadata": md,
-        "scores": {"bm25": scores.get("bm25"), "vector": scores.get("vector"), "fused": scores.get("fused")},
+        "scores": {"bm25": scores.get("bm25"), "vector": scores.get("vector"), "fused": scores.get("fused")}
+        | ({"rerank": scores["rerank"]} if scores.get("rerank") is not None else {}),
     }

@@ -2,7 +2,9 @@
 
 ``RestrictedGate`` (the gate), ``CrossEncoderReranker``, ``LLMListwiseReranker``, ``MMRCompressor``,
 ``LostInTheMiddleReorder``, ``ExtractiveCompressor``; ``ContextualHeader`` (a ``BaseDocumentTransformer`` applied
-before indexing); ``gated_pipeline`` / ``gated_compression_retriever`` chain them behind the gate.
+before indexing); ``gated_pipeline`` / ``gated_compression_retriever`` chain them behind the gate (LangChain's classes);
+``SecondStageRetriever`` does the same for the CLI's ``--rerank`` / ``--postprocess`` (fetches a candidate pool,
+honours ``k`` and ``filter``).
 """
 
 from langchain_ragspine.document_compressors.compression import ExtractiveCompressor
@@ -14,7 +16,12 @@ from langchain_ragspine.document_compressors.listwise import (
     parse_listwise_response,
 )
 from langchain_ragspine.document_compressors.mmr import MMRCompressor
-from langchain_ragspine.document_compressors.pipeline import gated_compression_retriever, gated_pipeline
+from langchain_ragspine.document_compressors.pipeline import (
+    SecondStageRetriever,
+    gated_compression_retriever,
+    gated_pipeline,
+    selects_candidates,
+)
 from langchain_ragspine.document_compressors.reorder import LostInTheMiddleReorder, lost_in_the_middle_order
 from langchain_ragspine.document_compressors.restricted import (
     RESTRICTED_SENSITIVITY,
@@ -31,6 +38,7 @@ __all__ = [
     "LostInTheMiddleReorder",
     "MMRCompressor",
     "RestrictedGate",
+    "SecondStageRetriever",
     "build_listwise_prompt",
     "contextual_header",
     "gated_compression_retriever",
@@ -38,4 +46,5 @@ __all__ = [
     "is_restricted",
     "lost_in_the_middle_order",
     "parse_listwise_response",
+    "selects_candidates",
 ]

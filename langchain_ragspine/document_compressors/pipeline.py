@@ -8,19 +8,31 @@ and :func:`gated_compression_retriever` build them that way.
 
 ``langchain-classic`` is imported when one of these functions is called (it is not a core dependency of the
 package); ``pip install langchain-classic`` provides it.
+
+:class:`SecondStageRetriever` is the package's own two-stage retriever, used by ``ragspine search`` / ``eval``
+with ``--rerank`` / ``--postprocess``: it honours a call's ``k`` and ``filter`` (the retriever-call contract),
+fetches ``max(k, fetch_k)`` first-stage candidates when a stage chooses among them (a reranker, MMR), runs the
+gate and the compressors, and returns ``k``.  It needs no ``langchain-classic``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from langchain_core.documents import BaseDocumentCompressor, BaseDocumentTransformer
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    CallbackManagerForRetrieverRun,
+)
+from langchain_core.documents import BaseDocumentCompressor, BaseDocumentTransformer, Document
 from langchain_core.retrievers import BaseRetriever
+from pydantic import ConfigDict, field_validator
 
-from langchain_ragspine.document_compressors.restricted import RestrictedGate
+from langchain_ragspine.config import DEFAULT_FETCH_K
+from langchain_ragspine.document_compressors._common import positive_int
+from langchain_ragspine.document_compressors.restricted import RestrictedGate, drop_restricted
 
-__all__ = ["gated_compression_retriever", "gated_pipeline"]
+__all__ = ["SecondStageRetriever", "gated_compression_retriever", "gated_pipeline", "selects_candidates"]
 
 Step = BaseDocumentCompressor | BaseDocumentTransformer
 
@@ -75,3 +87,124 @@ def gated_compression_retriever(base_retriever: BaseRetriever, transformers: Seq
     pipeline = gated_pipeline(transformers)
     classic, _ = _classic()
     return classic.ContextualCompressionRetriever(base_compressor=pipeline, base_retriever=base_retriever)
+
+
+def _selects(step: object) -> bool:
+    from langchain_ragspine.document_compressors.cross_encoder import CrossEncoderReranker
+    from langchain_ragspine.document_compressors.listwise import LLMListwiseReranker
+    from langchain_ragspine.document_compressors.mmr import MMRCompressor
+
+    return isinstance(step, (CrossEncoderReranker, LLMListwiseReranker, MMRCompressor))
+
+
+def selects_candidates(compressors: Sequence[object]) -> bool:
+    """Whether a second stage chooses among more candidates than it returns — it holds a reranker
+    (``CrossEncoderReranker``, ``LLMListwiseReranker``) or ``MMRCompressor`` — so the first stage should fetch
+    ``max(k, fetch_k)`` candidates; reordering and compression alone need no more than ``k``."""
+    return any(_selects(c) for c in compressors)
+
+
+class SecondStageRetriever(BaseRetriever):
+    """A first-stage retriever followed by the RESTRICTED gate and second-stage compressors (rerankers, MMR,
+    lost-in-the-middle, compression), asked for ``k`` results like any retriever of the package.
+
+    A call ``invoke(query, k=..., filter=...)``:
+
+    1. asks ``base_retriever`` for ``max(k, fetch_k)`` candidates when a compressor chooses among candidates
+       (:func:`selects_candidates`), else for ``k``, passing ``filter`` through the retriever-call contract
+       (:func:`~langchain_ragspine.retrievers.contract.invoke_retriever`: applied before scoring, or to the results);
+    2. drops RESTRICTED candidates (the gate comes first, so no compressor — an LLM reranker included — sees one);
+    3. runs ``compressors`` in order, cutting to ``k`` right after the last choosing one (so a reorder that follows,
+       e.g. lost-in-the-middle, orders the ``k`` that are returned);
+    4. returns at most ``k`` documents, gated once more.
+
+    With no compressors it returns the base retriever's gated top ``k`` unchanged.
+
+    Args:
+        base_retriever: any ``BaseRetriever``.
+        compressors: ``BaseDocumentCompressor``\\ s, run in order (e.g. :func:`~langchain_ragspine.config.make_compressors`).
+        k: results when a call gives none (default 4, LangChain's convention).
+        fetch_k: first-stage candidates for a choosing stage (default
+            :data:`~langchain_ragspine.config.DEFAULT_FETCH_K`, 20); the pool is ``max(k, fetch_k)``.
+
+    Raises:
+        TypeError: ``base_retriever`` is not a ``BaseRetriever``, a compressor is not a ``BaseDocumentCompressor``,
+            ``k`` / ``fetch_k`` not an int.
+        ValueError: ``k`` / ``fetch_k`` < 1.
+    """
+
+    base_retriever: BaseRetriever
+    compressors: list[BaseDocumentCompressor]
+    k: int = 4
+    fetch_k: int = DEFAULT_FETCH_K
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    @field_validator("base_retriever", mode="before")
+    @classmethod
+    def _check_base(cls, value: Any) -> Any:
+        if not isinstance(value, BaseRetriever):
+            raise TypeError(f"base_retriever must be a BaseRetriever, got {type(value).__name__}")
+        return value
+
+    @field_validator("compressors", mode="before")
+    @classmethod
+    def _check_compressors(cls, value: Any) -> Any:
+        steps = list(value)
+        for i, step in enumerate(steps):
+            if not isinstance(step, BaseDocumentCompressor):
+                raise TypeError(f"compressors[{i}] is a {type(step).__name__}; expected a BaseDocumentCompressor")
+        return steps
+
+    @field_validator("k", "fetch_k", mode="before")
+    @classmethod
+    def _check_positive(cls, value: Any, info: Any) -> int:
+        return positive_int(str(info.field_name), value)
+
+    def _plan(self, k: int | None) -> tuple[int, int, int]:
+        """``(k, first-stage depth, index of the last choosing compressor or -1)``."""
+        k = positive_int("k", self.k if k is None else k)
+        last = max((i for i, c in enumerate(self.compressors) if _selects(c)), default=-1)
+        return k, max(k, self.fetch_k) if last >= 0 else k, last
+
+    def _get_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: CallbackManagerForRetrieverRun,
+        k: int | None = None,
+        filter: Mapping[str, Any] | None = None,
+    ) -> list[Document]:
+        from langchain_ragspine.retrievers.contract import invoke_retriever
+
+        k, depth, last = self._plan(k)
+        docs = drop_restricted(invoke_retriever(
+            self.base_retriever, query, k=depth, filter=filter, config={"callbacks": run_manager.get_child()}
+        ))
+        for i, step in enumerate(self.compressors):
+            docs = drop_restricted(step.compress_documents(docs, query, callbacks=run_manager.get_child()))
+            if i == last:
+                docs = docs[:k]
+        return docs[:k]
+
+    async def _aget_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun,
+        k: int | None = None,
+        filter: Mapping[str, Any] | None = None,
+    ) -> list[Document]:
+        from langchain_ragspine.retrievers.contract import ainvoke_retriever
+
+        k, depth, last = self._plan(k)
+        docs = drop_restricted(await ainvoke_retriever(
+            self.base_retriever, query, k=depth, filter=filter, config={"callbacks": run_manager.get_child()}
+        ))
+        for i, step in enumerate(self.compressors):
+            docs = drop_restricted(
+                await step.acompress_documents(docs, query, callbacks=run_manager.get_child())
+            )
+            if i == last:
+                docs = docs[:k]
+        return docs[:k]

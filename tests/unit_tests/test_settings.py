@@ -43,6 +43,8 @@ CASES: dict[str, tuple[object, str, str, object]] = {
     "query_transform": ("none", "hyde", "multi_query", "glossary"),
     "glossary": (None, "/glossary/dotenv.yaml", "/glossary/env.yaml", Path("/glossary/argument.yaml")),
     "query_deny_list": (None, "/deny/dotenv.txt", "/deny/env.txt", Path("/deny/argument.txt")),
+    "reranker": ("none", "llm", "cross_encoder:/from/env", "llm:ollama:argument"),
+    "postprocessor": ("none", "mmr", "lost_in_middle,compress", "compress"),
 }
 
 
