@@ -84,7 +84,7 @@ class TermPostings:
 
     Args:
         memory_postings: postings held in memory before spilling to a temporary file (default
-            :data:`MEMORY_POSTINGS`, 8M = 64 MB); an ``int >= 0``, ``0`` spills every block.
+            :data:`MEMORY_POSTINGS`, 4M = 32 MB); an ``int >= 0``, ``0`` spills every block.
         block_postings: postings per block (default :data:`BLOCK_POSTINGS`); a block ends at a document boundary.
 
     Attributes:
@@ -95,9 +95,9 @@ class TermPostings:
     """
 
     #: Default postings held in memory before the rest go to a temporary file.
-    MEMORY_POSTINGS = 1 << 23
+    MEMORY_POSTINGS = 1 << 22
     #: Default postings per block.
-    BLOCK_POSTINGS = 1 << 21
+    BLOCK_POSTINGS = 1 << 20
 
     def __init__(self, *, memory_postings: int | None = None, block_postings: int | None = None) -> None:
         self._memory_postings = self.MEMORY_POSTINGS if memory_postings is None else int(memory_postings)
@@ -147,8 +147,8 @@ class TermPostings:
         end = len(self._doc_len)
         if end == self._block_first_doc:
             return
-        terms = np.frombuffer(self._terms, dtype=np.intc).astype(np.int32)
-        tfs = np.frombuffer(self._tfs, dtype=np.intc).astype(np.int32)
+        terms = np.array(self._terms, dtype=np.int32)
+        tfs = np.array(self._tfs, dtype=np.int32)
         self._terms, self._tfs = array("i"), array("i")
         counts = np.bincount(terms, minlength=len(self.vocab))
         if counts.size > self._df.size:
