@@ -97,7 +97,7 @@ class TermPostings:
     #: Default postings held in memory before the rest go to a temporary file.
     MEMORY_POSTINGS = 1 << 22
     #: Default postings per block.
-    BLOCK_POSTINGS = 1 << 20
+    BLOCK_POSTINGS = 1 << 18
 
     def __init__(self, *, memory_postings: int | None = None, block_postings: int | None = None) -> None:
         self._memory_postings = self.MEMORY_POSTINGS if memory_postings is None else int(memory_postings)
