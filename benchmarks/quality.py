@@ -39,18 +39,30 @@ from langchain_ragspine.tokenizers import auto_tokenize, fugashi_tokenize
 
 KS = (1, 5, 10, 100)
 WORK = REPO / "benchmarks" / "_work"
+#: The glossary of each set's language (docs/glossaries; hand-written, not tuned on the sets).
+GLOSSARIES = {"jsquad-valid": REPO / "docs" / "glossaries" / "general-ja.yaml",
+              "cmrc2018-dev": REPO / "docs" / "glossaries" / "general-zh.yaml"}
 
 Factory = Callable[[list[Document]], BaseRetriever]
 
 
-def configurations(baselines: bool, dense: bool) -> list[tuple[str, Factory, TextSplitter | None]]:
+def configurations(
+    baselines: bool, dense: bool, set_name: str | None = None
+) -> list[tuple[str, Factory, TextSplitter | None]]:
     """``(name, factory, splitter)``; ``splitter=None`` means the runner's default ParagraphTextSplitter().  The
-    package's rows are built by the mode registry (:func:`langchain_ragspine.modes.mode_factory`), as the CLI's."""
+    package's rows are built by the mode registry (:func:`langchain_ragspine.modes.mode_factory`), as the CLI's.
+    ``set_name`` adds the glossary row of that set's language (``benchmarks/transforms.py`` has the full study)."""
     depth = max(KS)
     configs: list[tuple[str, Factory, TextSplitter | None]] = [
         (f"ragspine BM25 {tok}", mode_factory("bm25", k=depth, tokenizer=tok), None)
         for tok in ("auto", "cjk", "fugashi", "whitespace")
     ]
+    if set_name in GLOSSARIES:
+        from langchain_ragspine.retrievers import GlossaryRetriever
+
+        glossary, bm25 = GLOSSARIES[set_name], mode_factory("bm25", k=depth)
+        configs.append((f"ragspine BM25 auto + glossary ({glossary.name})",
+                        lambda c: GlossaryRetriever(bm25(c), glossary=glossary, k=depth), None))
     emb = None
     if dense:
         from _embedding_cache import cached_e5
@@ -152,7 +164,7 @@ def main() -> int:
     for name in args.sets:
         dataset = load_dataset(DATA / name)
         results = []
-        configs = configurations(not args.no_baselines, not args.no_dense)
+        configs = configurations(not args.no_baselines, not args.no_dense, name)
         if args.only:
             configs = [c for c in configs if any(o in c[0] for o in args.only)]
         for label, factory, splitter in configs:

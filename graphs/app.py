@@ -14,8 +14,9 @@ the environment or ``.env``; see :class:`~langchain_ragspine.config.RagSpineSett
 * ``RAGSPINE_LLM`` — a chat model spec (``ollama:qwen2.5:7b``, ``auto``, any ``init_chat_model`` string); unset or
   ``none`` means no LLM: every graph then runs its deterministic path.
 
-Each graph takes ``{"question": str, "filters": dict | None}`` and ends with ``answer``, ``citations``,
-``documents`` and ``trace`` in its state.
+Each graph takes ``{"question": str, "filters": dict | None}`` or a chat state ``{"messages": [...]}`` (per-run
+``k`` / ``max_retries`` in the run's context or ``configurable``) and returns ``answer``, ``citations``,
+``documents``, ``trace`` (and, for a chat input, ``messages`` with the answer appended).
 """
 
 from __future__ import annotations

@@ -1,13 +1,20 @@
 """langchain-ragspine: retrieval for Japanese, Chinese and English documents as LangChain parts.
 
 Loaders (``CorpusLoader``) → splitters (``ParagraphTextSplitter``) → versioned chunk store (``ChunkStore``) →
-retrievers (``BM25Retriever``, ``DenseRetriever``, ``HybridRetriever``) → compressors (``RestrictedGate``, rerankers,
-MMR, lost-in-the-middle, extractive compression).  See ``docs/architecture.md``.
+retrievers (``BM25Retriever``, ``DenseRetriever``, ``HybridRetriever``; query transformations such as
+``HyDERetriever``, ``MultiQueryRetriever``, ``GlossaryRetriever``; ``MultiIndexRetriever``) → compressors
+(``RestrictedGate``, rerankers, MMR, lost-in-the-middle, extractive compression).  See ``docs/architecture.md``.
 """
 
 from langchain_ragspine._version import __version__ as __version__
 from langchain_ragspine.chains import make_answer_chain
-from langchain_ragspine.config import RagSpineSettings, get_settings, make_chat_model, make_embeddings
+from langchain_ragspine.config import (
+    RagSpineSettings,
+    get_settings,
+    make_chat_model,
+    make_embeddings,
+    make_query_transform,
+)
 from langchain_ragspine.document_compressors import (
     RESTRICTED_SENSITIVITY,
     ContextualHeader,
@@ -24,7 +31,20 @@ from langchain_ragspine.errors import LoaderError, RagSpineError, StoreError
 from langchain_ragspine.filters import compile_filter, matches
 from langchain_ragspine.indexing import IngestSummary, ingest, open_retriever, search
 from langchain_ragspine.modes import RetrievalMode, register_mode
-from langchain_ragspine.retrievers import BM25Retriever, DenseRetriever, HybridRetriever
+from langchain_ragspine.retrievers import (
+    BM25Retriever,
+    DecompositionRetriever,
+    DenseRetriever,
+    FilterExtractionRetriever,
+    GlossaryRetriever,
+    HybridRetriever,
+    HyDERetriever,
+    MultiIndexRetriever,
+    MultiQueryRetriever,
+    QueryDenyList,
+    RAGFusionRetriever,
+    StepBackRetriever,
+)
 from langchain_ragspine.stores import ChunkStore, StoredChunk
 from langchain_ragspine.text_splitters import ParagraphTextSplitter
 from langchain_ragspine.tokenizers import get_tokenizer
@@ -35,20 +55,29 @@ __all__ = [
     "ContextualHeader",
     "CorpusLoader",
     "CrossEncoderReranker",
+    "DecompositionRetriever",
     "DenseRetriever",
     "ExtractiveCompressor",
+    "FilterExtractionRetriever",
+    "GlossaryRetriever",
+    "HyDERetriever",
     "HybridRetriever",
     "IngestSummary",
     "LLMListwiseReranker",
     "LoaderError",
     "LostInTheMiddleReorder",
     "MMRCompressor",
+    "MultiIndexRetriever",
+    "MultiQueryRetriever",
     "ParagraphTextSplitter",
+    "QueryDenyList",
+    "RAGFusionRetriever",
     "RESTRICTED_SENSITIVITY",
     "RagSpineError",
     "RagSpineSettings",
     "RestrictedGate",
     "RetrievalMode",
+    "StepBackRetriever",
     "StoreError",
     "StoredChunk",
     "compile_filter",
@@ -59,6 +88,7 @@ __all__ = [
     "make_answer_chain",
     "make_chat_model",
     "make_embeddings",
+    "make_query_transform",
     "matches",
     "open_retriever",
     "register_mode",

@@ -28,7 +28,15 @@ from typing import Any, cast
 
 from langchain_core.documents import Document
 
-from langchain_ragspine.config import DEFAULT_K, RagSpineSettings, get_settings, resolve_chat_model
+from langchain_ragspine.config import (
+    DEFAULT_K,
+    LLM_QUERY_TRANSFORMS,
+    QUERY_TRANSFORMS,
+    RagSpineSettings,
+    get_settings,
+    make_query_transform,
+    resolve_chat_model,
+)
 from langchain_ragspine.errors import RagSpineError
 from langchain_ragspine.evaluation.runner import DEFAULT_KS
 from langchain_ragspine.filters import parse_filter_expressions
@@ -106,9 +114,20 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     return 0
 
 
+def _transformed(retriever: Any, args: argparse.Namespace, llm: Any = ...) -> Any:
+    """``retriever`` through ``--transform`` (``none``: unchanged).  An LLM transformation uses ``llm`` (``None``:
+    no model), by default ``RAGSPINE_LLM``'s chat model (default none); without one it is skipped with one
+    warning."""
+    if args.transform == "none":
+        return retriever
+    if llm is ... and args.transform in LLM_QUERY_TRANSFORMS:
+        llm, _ = _resolve_llm(None)
+    return make_query_transform(args.transform, retriever, llm=llm or "none", glossary=args.glossary)
+
+
 def _cmd_search(args: argparse.Namespace) -> int:
     flt = parse_filter_expressions(args.filter) if args.filter else None
-    retriever = open_retriever(args.store, k=args.k, mode=args.mode, embedding=args.embedding)
+    retriever = _transformed(open_retriever(args.store, k=args.k, mode=args.mode, embedding=args.embedding), args)
     _print_results(search(retriever, args.query, k=args.k, filter=flt), as_json=args.json)
     return 0
 
@@ -122,15 +141,17 @@ def _eval_runs(args: argparse.Namespace) -> list[tuple[str, str]]:
     ]
 
 
-def _mode_label(mode: str, tok: str, n_tokenizers: int) -> str:
+def _mode_label(mode: str, tok: str, n_tokenizers: int, transform: str = "none") -> str:
     """``mode`` is the effective one (``auto`` resolved); the tokenizer is named when it varies or is not auto."""
     plain = not get_mode(mode).uses_tokenizer or n_tokenizers == 1 and tok == "auto"
-    return mode if plain else f"{mode} tokenizer={tok}"
+    label = mode if plain else f"{mode} tokenizer={tok}"
+    return label if transform == "none" else f"{label} +{transform}"
 
 
 def _eval_qa_retrievers(args: argparse.Namespace, store_dir: Path) -> list[tuple[str, Any, float]]:
     """``(name, retriever, build_seconds)`` for every requested mode × tokenizer over the ingested store."""
     out = []
+    llm = _resolve_llm(None)[0] if args.transform in LLM_QUERY_TRANSFORMS else ...
     with StoreSource(store_dir, embedding=args.embedding) as source:
         for mode, tok in _eval_runs(args):
             t0 = time.perf_counter()
@@ -139,7 +160,8 @@ def _eval_qa_retrievers(args: argparse.Namespace, store_dir: Path) -> list[tuple
                 "bm25" if isinstance(retriever, BM25Retriever)
                 else "hybrid" if isinstance(retriever, HybridRetriever) else mode
             )
-            out.append((_mode_label(effective, tok, len(args.tokenizer)), retriever, time.perf_counter() - t0))
+            label = _mode_label(effective, tok, len(args.tokenizer), args.transform)
+            out.append((label, _transformed(retriever, args, llm), time.perf_counter() - t0))
     return out
 
 
@@ -160,12 +182,18 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
     dataset = load_dataset(args.dataset)
     if isinstance(dataset, BEIRDataset):
+        llm = _resolve_llm(None)[0] if args.transform in LLM_QUERY_TRANSFORMS else ...
+
+        def factory(mode: str, tok: str) -> Any:
+            build = mode_factory(mode, k=max(args.ks), tokenizer=tok, embedding=args.embedding)
+            return lambda docs: _transformed(build(docs), args, llm)
+
         runs = _eval_runs(args)
-        _check_baseline(args.baseline, [_mode_label(mode, tok, len(args.tokenizer)) for mode, tok in runs])
+        labels = [_mode_label(mode, tok, len(args.tokenizer), args.transform) for mode, tok in runs]
+        _check_baseline(args.baseline, labels)
         results = [
-            evaluate(mode_factory(mode, k=max(args.ks), tokenizer=tok, embedding=args.embedding), dataset,
-                     ks=args.ks, limit=args.limit, name=_mode_label(mode, tok, len(args.tokenizer)))
-            for mode, tok in runs
+            evaluate(factory(mode, tok), dataset, ks=args.ks, limit=args.limit, name=label)
+            for (mode, tok), label in zip(runs, labels, strict=True)
         ]
     else:
         needs_dense = needs_dense_index(args.mode, args.embedding)
@@ -251,6 +279,7 @@ def _cmd_ask(args: argparse.Namespace) -> int:
 
     retriever = open_retriever(args.store, k=args.k, mode=args.mode, embedding=args.embedding)
     llm, how = _resolve_llm(args.llm)
+    retriever = _transformed(retriever, args, llm)
     builder = GRAPH_BUILDERS[args.graph]
     options: dict[str, Any] = {}
     if "relax_filters" in inspect.signature(builder).parameters:
@@ -372,6 +401,16 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_transform_options(p: argparse.ArgumentParser, s: RagSpineSettings) -> None:
+    p.add_argument(
+        "--transform", default=s.query_transform, choices=QUERY_TRANSFORMS,
+        help="query transformation (RAGSPINE_QUERY_TRANSFORM, else none); the LLM ones use RAGSPINE_LLM "
+        "(search/eval) or --llm (ask) and are skipped without a reachable model",
+    )
+    p.add_argument("--glossary", default=None, metavar="FILE", help="glossary of --transform glossary "
+                   "(.yaml/.json; RAGSPINE_GLOSSARY)")
+
+
 def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentParser:
     """The argument parser, with defaults from ``settings`` (default: :func:`~langchain_ragspine.config.get_settings`),
     ``--mode`` choices from the mode registry and ``--graph`` choices from the graph builders."""
@@ -421,6 +460,7 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
         "(RAGSPINE_RETRIEVAL_MODE, else auto)",
     )
     p.add_argument("--embedding", default=None, metavar="SPEC", help="query encoder (default: the store's)")
+    _add_transform_options(p, s)
     p.set_defaults(func=_cmd_search)
 
     p = sub.add_parser("eval", help="measure retrieval quality on a QA or BEIR dataset folder")
@@ -446,6 +486,7 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
     )
     p.add_argument("--json", default=None, metavar="OUT", help="write every result as JSON")
     p.add_argument("--plot", default=None, metavar="OUT.png", help="recall@k curves (and OUT-latency.png)")
+    _add_transform_options(p, s)
     p.set_defaults(func=_cmd_eval)
 
     p = sub.add_parser("ask", help="answer a question with cited passages (LangGraph RAG graphs)")
@@ -471,6 +512,7 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
     p.add_argument("--embedding", default=None, metavar="SPEC", help="query encoder (default: the store's)")
     p.add_argument("--json", action="store_true", help="print the final state as one JSON object")
     p.add_argument("--stream", action="store_true", help="print each graph node as it finishes (stderr)")
+    _add_transform_options(p, s)
     p.set_defaults(func=_cmd_ask)
 
     p = sub.add_parser("demo", help="ingest the bundled demo corpus, search three questions, answer one")

@@ -24,12 +24,19 @@ from langchain_ragspine.tokenizers import TOKENIZERS
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
     from langchain_core.language_models import BaseChatModel
+    from langchain_core.retrievers import BaseRetriever
 
 #: The built-in retrieval modes (see :mod:`langchain_ragspine.modes`, the registry, for every registered one).
 #: ``economy``, ``bm25`` and ``lexical`` are zero-embedding presets: no embedding backend and no vector index is
 #: built at all.
 RETRIEVAL_MODES = ("auto", "hybrid", "vector", "economy", "bm25", "lexical")
 LEXICAL_MODES = ("economy", "bm25", "lexical")
+
+#: The query transformations :func:`make_query_transform` builds (``RAGSPINE_QUERY_TRANSFORM``, ``--transform``);
+#: ``none`` (the default) leaves the retriever as it is.
+QUERY_TRANSFORMS = ("none", "hyde", "multi_query", "rag_fusion", "step_back", "decompose", "glossary")
+#: The transformations that need a chat model (without one they are skipped, with one warning).
+LLM_QUERY_TRANSFORMS = ("hyde", "multi_query", "rag_fusion", "step_back", "decompose")
 
 #: ``k`` — how many chunks a search returns — when neither an argument nor ``RAGSPINE_K`` gives one: one number for
 #: every entry point (``ragspine search`` / ``ask`` / ``demo``, :func:`~langchain_ragspine.indexing.open_retriever`,
@@ -76,6 +83,11 @@ class RagSpineSettings(BaseSettings):
             ``http://localhost:11434``).
         cache_dir: where derived models (the ONNX e5 graph) are cached (``RAGSPINE_CACHE_DIR``; default
             ``platformdirs.user_cache_dir("langchain-ragspine")``).
+        query_transform: the query transformation of :func:`make_query_transform` and the CLI's ``--transform``
+            (``RAGSPINE_QUERY_TRANSFORM``; one of :data:`QUERY_TRANSFORMS`, default ``"none"``).
+        glossary: the glossary file of the ``glossary`` transformation (``RAGSPINE_GLOSSARY``; default none).
+        query_deny_list: a file of terms no generated query may mention (``RAGSPINE_QUERY_DENY_LIST``; default
+            none: no gate).  See :class:`~langchain_ragspine.retrievers.QueryDenyList`.
 
     Raises:
         pydantic.ValidationError: a value of the wrong type, an unknown tokenizer or retrieval mode.
@@ -95,8 +107,11 @@ class RagSpineSettings(BaseSettings):
     llm: str = DEFAULT_LLM
     ollama_host: str | None = Field(None, validation_alias=AliasChoices("ollama_host", "OLLAMA_HOST"))
     cache_dir: Path | None = None
+    query_transform: str = "none"
+    glossary: Path | None = None
+    query_deny_list: Path | None = None
 
-    @field_validator("store", "cache_dir", mode="before")
+    @field_validator("store", "cache_dir", "glossary", "query_deny_list", mode="before")
     @classmethod
     def _blank_is_unset(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value
@@ -107,6 +122,11 @@ class RagSpineSettings(BaseSettings):
         from langchain_ragspine.modes import resolve_mode_name
 
         return resolve_mode_name(value)
+
+    @field_validator("query_transform")
+    @classmethod
+    def _known_transform(cls, value: str) -> str:
+        return resolve_query_transform(value)
 
     @field_validator("tokenizer")
     @classmethod
@@ -370,3 +390,94 @@ def resolve_chat_model(spec: str | None = None, **kwargs: object) -> ChatModelCh
         warning = None if auto else f"no LLM reachable for {wanted}; answering on the {DETERMINISTIC_PATH}"
         return ChatModelChoice(None, f"{DETERMINISTIC_PATH}; no LLM reachable for {wanted}", warning)
     return ChatModelChoice(llm, f"LLM path: {wanted}")
+
+
+# -- query transformations --------------------------------------------------------------------------------------------
+def resolve_query_transform(name: str) -> str:
+    """``name`` stripped and lower-cased (``-`` read as ``_``), if it is one of :data:`QUERY_TRANSFORMS`.
+
+    Raises:
+        ValueError: an unknown name (the message lists the valid ones).
+        TypeError: not a string.
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"a query transformation is a string, got {name!r}")
+    key = name.strip().lower().replace("-", "_")
+    if key not in QUERY_TRANSFORMS:
+        raise ValueError(f"unknown query transformation {name!r}; choose one of {', '.join(QUERY_TRANSFORMS)}")
+    return key
+
+
+def make_query_transform(
+    name: str | None,
+    base: BaseRetriever,
+    *,
+    llm: str | BaseChatModel | None = None,
+    glossary: object = None,
+    deny_list: object = None,
+    **kwargs: object,
+) -> BaseRetriever:
+    """``base`` wrapped in the query transformation ``name`` (default ``RAGSPINE_QUERY_TRANSFORM``, else
+    ``"none"``).
+
+    * ``none`` — ``base`` itself, unchanged.
+    * ``hyde`` — :class:`~langchain_ragspine.retrievers.HyDERetriever`; ``multi_query`` —
+      :class:`~langchain_ragspine.retrievers.MultiQueryRetriever`; ``rag_fusion`` —
+      :class:`~langchain_ragspine.retrievers.RAGFusionRetriever`; ``step_back`` —
+      :class:`~langchain_ragspine.retrievers.StepBackRetriever`; ``decompose`` —
+      :class:`~langchain_ragspine.retrievers.DecompositionRetriever`.  They need a chat model: ``llm`` (a spec for
+      :func:`make_chat_model` or a ``BaseChatModel``; default ``RAGSPINE_LLM``, whose library default is no LLM).
+      Without one the transformation is skipped with one warning and the results equal ``base``'s.
+    * ``glossary`` — :class:`~langchain_ragspine.retrievers.GlossaryRetriever` over ``glossary`` (a file path, a
+      ``Glossary``, or glossary data; default ``RAGSPINE_GLOSSARY``).  No LLM.
+
+    Args:
+        name: the transformation (any case; ``-`` for ``_``).
+        base: the retriever to wrap.
+        llm: the chat model of an LLM transformation (ignored by the others).
+        glossary: the ``glossary`` transformation's synonyms.
+        deny_list: terms no generated query may mention — a ``QueryDenyList``, a list of terms, or a file
+            (:meth:`~langchain_ragspine.retrievers.QueryDenyList.from_file`); default ``RAGSPINE_QUERY_DENY_LIST``,
+            else no gate.
+        kwargs: fields of the retriever (``k``, ``candidate_k``, ``filter``, ``n_queries``, ``include_original``,
+            ``max_queries`` for ``glossary``, ``prompt`` …).
+
+    Raises:
+        ValueError: an unknown name; ``glossary`` without a glossary; a bad chat model spec.
+        RagSpineError: a glossary or deny-list file that cannot be read.
+    """
+    import os
+
+    from langchain_ragspine.retrievers import (
+        DecompositionRetriever,
+        GlossaryRetriever,
+        HyDERetriever,
+        MultiQueryRetriever,
+        QueryDenyList,
+        RAGFusionRetriever,
+        StepBackRetriever,
+    )
+
+    settings = get_settings()
+    key = resolve_query_transform(name if name is not None else settings.query_transform)
+    if key == "none":
+        return base
+    if deny_list is None and settings.query_deny_list is not None:
+        deny_list = settings.query_deny_list
+    if isinstance(deny_list, (str, os.PathLike)):
+        deny_list = QueryDenyList.from_file(Path(deny_list))
+    options: dict[str, object] = dict(kwargs)
+    if deny_list is not None:
+        options["deny_list"] = deny_list
+    if key == "glossary":
+        glossary = glossary if glossary is not None else settings.glossary
+        if glossary is None:
+            raise ValueError(
+                "the glossary query transformation needs a glossary file: pass glossary= (or --glossary FILE), "
+                "or set RAGSPINE_GLOSSARY"
+            )
+        return GlossaryRetriever(base, glossary=glossary, **options)
+    classes = {"hyde": HyDERetriever, "multi_query": MultiQueryRetriever, "rag_fusion": RAGFusionRetriever,
+               "step_back": StepBackRetriever, "decompose": DecompositionRetriever}
+    model = make_chat_model(llm)
+    return classes[key](base, model, **options)  # type: ignore[abstract, arg-type]

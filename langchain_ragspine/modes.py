@@ -35,7 +35,13 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 
-from langchain_ragspine.config import LEXICAL_MODES, get_settings, resolve_embedding
+from langchain_ragspine.config import (
+    LEXICAL_MODES,
+    QUERY_TRANSFORMS,
+    get_settings,
+    make_query_transform,
+    resolve_embedding,
+)
 from langchain_ragspine.retrievers.bm25 import BM25Retriever
 from langchain_ragspine.retrievers.dense import DenseRetriever
 from langchain_ragspine.retrievers.hybrid import HybridRetriever
@@ -426,4 +432,18 @@ register_mode(RetrievalMode(
 ))
 for _name in LEXICAL_MODES:
     register_mode(RetrievalMode(_name, _bm25_only, description="BM25 only; no embedding model, no vector index"))
+del _name
+
+
+# -- query transformations as modes: `--mode hyde` is `auto` searched through HyDE (see config.make_query_transform;
+# the chat model is RAGSPINE_LLM's, the glossary RAGSPINE_GLOSSARY's; `--transform` wraps any other mode)
+def _transform_mode(name: str) -> RetrievalMode:
+    return RetrievalMode.wrapping(
+        name, base="auto", wrap=lambda r, ctx: make_query_transform(name, r, k=ctx.k),
+        description=f"auto, searched through the {name!r} query transformation",
+    )
+
+
+for _name in QUERY_TRANSFORMS[1:]:
+    register_mode(_transform_mode(_name))
 del _name

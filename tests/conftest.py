@@ -6,7 +6,8 @@ with ``RAGSPINE_EMBEDDING=none`` unless it sets its own (tests of the dense chan
 that exercise e5 ask for it explicitly).  ``OLLAMA_HOST`` points at the discard port, so ``--llm auto`` finds no
 server even on a machine where one runs (tests that need a host set their own), and ``RAGSPINE_CACHE_DIR`` (where
 the ONNX e5 model is built) is one temporary directory per test session.  Every other ``RAGSPINE_*`` setting the
-library reads (``K``, ``TOKENIZER``, ``CHUNK_SIZE``, ``CHUNK_OVERLAP``, ``STORE``, ``RETRIEVAL_MODE``, ``LLM``) is
+library reads (``K``, ``TOKENIZER``, ``CHUNK_SIZE``, ``CHUNK_OVERLAP``, ``STORE``, ``RETRIEVAL_MODE``, ``LLM``,
+``QUERY_TRANSFORM``, ``GLOSSARY``, ``QUERY_DENY_LIST``) is
 removed from the environment, so a developer's own exports never change a test.
 """
 
@@ -23,7 +24,8 @@ def _session_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(autouse=True)
 def _no_implicit_embedding_model(monkeypatch: pytest.MonkeyPatch, _session_cache_dir: Path) -> None:
     monkeypatch.setenv("RAGSPINE_EMBEDDING", "none")
-    for name in ("RETRIEVAL_MODE", "LLM", "K", "TOKENIZER", "CHUNK_SIZE", "CHUNK_OVERLAP", "STORE"):
+    for name in ("RETRIEVAL_MODE", "LLM", "K", "TOKENIZER", "CHUNK_SIZE", "CHUNK_OVERLAP", "STORE",
+                 "QUERY_TRANSFORM", "GLOSSARY", "QUERY_DENY_LIST"):
         monkeypatch.delenv(f"RAGSPINE_{name}", raising=False)  # a developer's own settings stay out of the tests
     monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")  # discard port: nothing listens
     monkeypatch.setenv("RAGSPINE_CACHE_DIR", str(_session_cache_dir))

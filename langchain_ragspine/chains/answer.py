@@ -32,13 +32,14 @@ import logging
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, TypedDict, cast
+from typing import Any, Literal, cast
 
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import Runnable, RunnableLambda, RunnablePassthrough
+from typing_extensions import TypedDict  # pydantic (graph JSON schemas) needs it on Python < 3.12
 
 from langchain_ragspine.document_compressors.reorder import lost_in_the_middle_order
 from langchain_ragspine.document_compressors.restricted import drop_restricted

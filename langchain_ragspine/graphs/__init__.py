@@ -2,7 +2,9 @@
 
 Every builder takes a ``BaseRetriever`` and an optional chat model (``None``: the deterministic path — lexical
 graders, deterministic query rewrites, extractive answers) and returns a compiled graph that accepts a
-``checkpointer``.  Every graph takes ``{"question": str, "filters": dict | None}``; its final state holds
+``checkpointer``, optional ``compressors`` (run after the RESTRICTED gate, before grading) and ``prompts``.
+Every graph takes ``{"question": str, "filters": dict | None}`` or a chat state ``{"messages": [...]}`` (the answer
+is then appended as an ``AIMessage``), per-run ``k`` / ``max_retries`` in its context; its output holds
 ``answer``, ``citations`` (``[{"n", "chunk_id", "doc_id", "title", "source_locator"}]``, ``n`` indexing
 ``documents`` from 1), ``documents`` (the passages the answer was given), ``refused`` and a ``trace`` of the
 decisions taken.  RESTRICTED chunks never reach a prompt or the final state.  Every loop is bounded by a counter in
@@ -19,15 +21,18 @@ from langchain_ragspine.graphs.corrective import build_corrective_rag, correctiv
 from langchain_ragspine.graphs.graders import (
     Graders,
     LexicalGrader,
+    LLMBatchRelevanceGrader,
     LLMRelevanceGrader,
     LLMSupportGrader,
     LLMUsefulnessGrader,
     make_graders,
+    parse_batch_relevance,
     parse_binary,
 )
+from langchain_ragspine.graphs.prompts import GraphPrompts
 from langchain_ragspine.graphs.self_rag import build_self_rag, self_rag_max_steps
-from langchain_ragspine.graphs.simple import SIMPLE_RAG_MAX_STEPS, build_simple_rag
-from langchain_ragspine.graphs.state import RAGInput, RAGOutput, merge_documents
+from langchain_ragspine.graphs.simple import SIMPLE_RAG_MAX_STEPS, build_simple_rag, simple_rag_max_steps
+from langchain_ragspine.graphs.state import RAGContext, RAGInput, RAGOutput, merge_documents
 
 #: The builders by name (e.g. for a ``--graph`` option).  ``build_simple_rag`` takes no ``max_retries``.
 GRAPH_BUILDERS = {
@@ -39,11 +44,14 @@ GRAPH_BUILDERS = {
 
 __all__ = [
     "GRAPH_BUILDERS",
+    "GraphPrompts",
     "Graders",
+    "LLMBatchRelevanceGrader",
     "LLMRelevanceGrader",
     "LLMSupportGrader",
     "LLMUsefulnessGrader",
     "LexicalGrader",
+    "RAGContext",
     "RAGInput",
     "RAGOutput",
     "SIMPLE_RAG_MAX_STEPS",
@@ -55,6 +63,8 @@ __all__ = [
     "corrective_rag_max_steps",
     "make_graders",
     "merge_documents",
+    "parse_batch_relevance",
     "parse_binary",
     "self_rag_max_steps",
+    "simple_rag_max_steps",
 ]

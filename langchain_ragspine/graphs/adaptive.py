@@ -24,17 +24,18 @@ each.  Here:
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
-from langchain_core.documents import Document
+from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.language_models import BaseChatModel
-from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Send
+from typing_extensions import TypedDict
 
 from langchain_ragspine.chains.answer import (
     citation_for,
@@ -48,26 +49,24 @@ from langchain_ragspine.document_compressors.restricted import RestrictedGate
 from langchain_ragspine.documents import doc_key
 from langchain_ragspine.graphs.graders import Graders
 from langchain_ragspine.graphs.nodes import (
+    NOSTREAM,
+    GraphParts,
+    add_corrective_loop,
+    add_retrieval,
     check_max_retries,
-    check_retriever,
-    default_chain,
-    default_graders,
-    drop_filters,
-    make_generate,
-    make_grade_documents,
-    make_prepare,
-    make_respond_directly,
-    make_retrieve,
-    make_rewrite_query,
-    make_route_after_grading,
+    make_parts,
+    message_text,
+    prepare,
     recursion_limit_for,
     refuse,
-    resolve_llm,
-    restricted_gate,
-    route_after_rewrite,
+    reply,
+    respond_directly,
+    run_compressors,
     run_retrieval,
     wants_no_retrieval,
 )
+from langchain_ragspine.graphs.nodes import route_after_grading as corrective_route
+from langchain_ragspine.graphs.prompts import CLASSIFY_PROMPT, DECOMPOSE_PROMPT, GraphPrompts
 from langchain_ragspine.graphs.query_analysis import (
     MAX_SUB_QUESTIONS,
     classify_question,
@@ -75,47 +74,51 @@ from langchain_ragspine.graphs.query_analysis import (
     shares_tokens,
     split_question,
 )
-from langchain_ragspine.graphs.state import AdaptiveRAGState, RAGInput, SubAnswer, merge_documents, replace
+from langchain_ragspine.graphs.state import (
+    AdaptiveRAGOutput,
+    AdaptiveRAGState,
+    RAGContext,
+    RAGInput,
+    SubAnswer,
+    merge_documents,
+    replace,
+)
 from langchain_ragspine.tokenizers import Tokenizer
 
 __all__ = [
+    "CLASSIFY_PROMPT",
+    "DECOMPOSE_PROMPT",
     "MAX_FALLBACKS",
+    "SubQuestionTask",
     "adaptive_rag_max_llm_calls",
     "adaptive_rag_max_steps",
+    "answer_sub_question",
     "build_adaptive_rag",
+    "classify",
+    "decompose",
+    "merge_answers",
     "merge_sub_answers_text",
 ]
 
 #: How often a failed decomposition falls back to answering the original question (a counter in state).
 MAX_FALLBACKS = 1
 
-CLASSIFY_PROMPT = ChatPromptTemplate.from_messages(
-    [
-        (
-            "system",
-            "Classify the question for a document search system. Reply with one word: 'single' if one search can "
-            "answer it, 'decompose' if it asks several things or compares things so that it should be split into "
-            "sub-questions, 'none' if it is small talk that needs no documents.",
-        ),
-        ("human", "{question}"),
-    ]
-)
-DECOMPOSE_PROMPT = ChatPromptTemplate.from_messages(
-    [
-        (
-            "system",
-            "Split the question into at most 3 self-contained sub-questions that can each be answered by one "
-            "search. Keep the question's language. Reply with one sub-question per line and nothing else.",
-        ),
-        ("human", "{question}"),
-    ]
-)
 _ROUTE_WORD_RE = re.compile(r"\b(single|decompose|none)\b")
 _GATE = RestrictedGate()
 
 
-def adaptive_rag_max_steps(max_retries: int = 2) -> int:
-    """Worst-case supersteps of :func:`build_adaptive_rag`: ``max(7 + 4 * max_retries, 9)``.
+class SubQuestionTask(TypedDict):
+    """The payload of one ``answer_sub_question`` branch (a LangGraph ``Send``)."""
+
+    index: int
+    question: str
+    filters: dict[str, Any] | None
+    k: int | None
+
+
+def adaptive_rag_max_steps(max_retries: int = 2, *, compress: bool = False) -> int:
+    """Worst-case supersteps of :func:`build_adaptive_rag`: ``max(7 + 4 * max_retries, 9)``; with ``compressors``
+    one more per retrieval of the single path: ``max(8 + 5 * max_retries, 10)``.
 
     The single path: prepare, classify, decompose (a decomposition that yields < 2 sub-questions falls back to
     single), retrieve, restricted_gate, grade_documents (6), 4 per correction, generate | refuse (1).  The
@@ -124,13 +127,17 @@ def adaptive_rag_max_steps(max_retries: int = 2) -> int:
     grade_documents, generate | refuse (4, no corrections): 9.  ``none`` takes 3 (prepare, classify,
     respond_directly).  ``max_retries=2`` → 15.
     """
-    return max(7 + 4 * check_max_retries(max_retries), 9)
+    retries = check_max_retries(max_retries)
+    extra = int(compress)
+    return max(7 + 4 * retries + (retries + 1) * extra, 9 + extra)
 
 
 def adaptive_rag_max_llm_calls(max_retries: int = 2, k: int = 6) -> int:
     """Worst-case chat-model calls of :func:`build_adaptive_rag` with an LLM, when every search returns ``k``
     documents: ``max(2 + (max_retries + 1) * k + max_retries + 1, 2 + 3 * (k + 1) + k + 1)``.
 
+    This is the bound with per-document grading (:func:`make_graders` with ``batch=False``, or graders without
+    ``relevance_batch``); the default LLM graders grade each search in one call unless its reply is unusable.
     classify and decompose (2); the single path grades ``k`` documents per search (``max_retries + 1`` searches),
     rewrites the query once per correction and generates once; the decomposition path grades and answers each of
     at most :data:`~langchain_ragspine.graphs.query_analysis.MAX_SUB_QUESTIONS` (3) sub-questions, then the fallback
@@ -185,6 +192,159 @@ def merge_sub_answers_text(sub_answers: list[SubAnswer]) -> tuple[str, list[Any]
     return "\n\n".join(blocks), citations, documents
 
 
+# -- nodes ----------------------------------------------------------------------------------------------------------
+def classify(state: AdaptiveRAGState, *, parts: GraphParts) -> dict[str, Any]:
+    """Node ``classify``: the route — ``"none"`` (small talk only), ``"single"`` or ``"decompose"`` — by
+    :func:`~langchain_ragspine.graphs.query_analysis.classify_question`, or by the LLM (an unparsable reply keeps
+    the heuristic's route)."""
+    question = state.get("original_query") or ""
+    heuristic = classify_question(question)
+    route, how = heuristic, "heuristic"
+    if parts.llm is not None:
+        try:
+            answer = parts.llm.invoke(parts.prompts.classify.format_messages(question=question), NOSTREAM)
+            found = _ROUTE_WORD_RE.findall(strip_think(message_text(answer)).lower())
+            if found and len(set(found)) == 1:
+                route, how = found[0], "llm"
+        except Exception:  # noqa: BLE001 - documented fallback: the heuristic route
+            pass
+    if route == "none":
+        skip, _ = wants_no_retrieval(question, None)
+        if not skip:  # only small talk goes without documents
+            route, how = ("single" if heuristic == "none" else heuristic), how + "+guard"
+    return {"route": route, "trace": [{"step": "classify", "route": route, "how": how}]}
+
+
+def decompose(state: AdaptiveRAGState, *, parts: GraphParts) -> dict[str, Any]:
+    """Node ``decompose``: at most :data:`MAX_SUB_QUESTIONS` sub-questions (the LLM's, each sharing a content
+    token with the question, else :func:`~langchain_ragspine.graphs.query_analysis.split_question`); fewer than
+    two means none (the single path)."""
+    question = state.get("original_query") or ""
+    subs: list[str] = []
+    how = "heuristic"
+    if parts.llm is not None:
+        try:
+            answer = parts.llm.invoke(parts.prompts.decompose.format_messages(question=question), NOSTREAM)
+            subs = [
+                s for s in parse_lines(answer, limit=MAX_SUB_QUESTIONS * 2) if shares_tokens(s, question, parts.tokenizer)
+            ][:MAX_SUB_QUESTIONS]
+            how = "llm"
+        except Exception:  # noqa: BLE001 - documented fallback: the deterministic split
+            subs = []
+    if len(subs) < 2:
+        subs, how = split_question(question)[:MAX_SUB_QUESTIONS], "heuristic"
+    if len(subs) < 2:
+        subs = []
+    return {
+        "sub_questions": subs,
+        "sub_answers": replace([]),
+        "trace": [{"step": "decompose", "how": how, "sub_questions": len(subs)}],
+    }
+
+
+def answer_sub_question(task: SubQuestionTask, *, parts: GraphParts) -> dict[str, Any]:
+    """Node ``answer_sub_question``, one parallel branch per sub-question: retrieve, gate (RestrictedGate), the
+    builder's compressors (gated again), grade (one call for all passages with an LLM), answer; no retries."""
+    index, question = int(task["index"]), str(task["question"])
+    kept, raw, _info = run_retrieval(parts.retriever, question, filters=task.get("filters"), k=task.get("k", parts.k))
+    gated = merge_documents([], list(_GATE.compress_documents(kept, question)))  # one per chunk_id
+    entry: dict[str, Any] = {"step": "answer_sub_question", "index": index, "retrieved": len(gated)}
+    if parts.compressors:
+        gated, steps, _ = run_compressors(parts.compressors, gated, question)
+        entry["compressors"] = steps
+    verdicts = parts.graders.relevant_many(question, gated)
+    relevant = [d for d, v in zip(gated, verdicts, strict=True) if v == "yes"]
+    entry["relevant"] = len(relevant)
+    if len(raw) != entry["retrieved"]:
+        entry["restricted_dropped"] = len(raw) - entry["retrieved"]
+    if not relevant:
+        refused: SubAnswer = {
+            "index": index, "question": question, "answer": insufficient_context(question), "citations": [],
+            "documents": [], "refused": True,
+        }
+        return {"sub_answers": [refused], "trace": [entry]}
+    shown = prepare_context(relevant, max_docs=parts.max_docs, lost_in_the_middle=parts.lost_in_the_middle)
+    out = parts.chain.invoke({"question": question, "documents": shown})
+    answer = str(out.get("answer") or "")
+    citations = [c for c in out.get("citations") or [] if 1 <= int(c.get("n", 0)) <= len(shown)]
+    entry["mode"] = out.get("mode")
+    sub: SubAnswer = {
+        "index": index, "question": question, "answer": answer, "citations": citations, "documents": shown,
+        "refused": is_dont_know(answer), "unsupported_sentences": list(out.get("unsupported_sentences") or []),
+        "warning": out.get("warning"),
+    }
+    return {"sub_answers": [sub], "documents": shown, "trace": [entry]}
+
+
+def merge_answers(state: AdaptiveRAGState) -> dict[str, Any]:
+    """Node ``merge_answers``: :func:`merge_sub_answers_text` over the answered sub-questions; when none was
+    answered, the fallback to the single path (at most :data:`MAX_FALLBACKS`), then a refusal."""
+    subs = list(state.get("sub_answers") or [])
+    answered = [s for s in subs if not s["refused"]]
+    entry: dict[str, Any] = {"step": "merge_answers", "answered": len(answered), "of": len(subs)}
+    if not answered:
+        used = int(state.get("fallbacks", 0))
+        if used < MAX_FALLBACKS:  # answer the original question plainly before refusing
+            entry["fallback"] = "single"
+            return {
+                "fallbacks": used + 1,
+                "search_query": state.get("original_query") or "",
+                "documents": replace([]),
+                "retry_reason": None,
+                "trace": [entry],
+            }
+        refusing: AdaptiveRAGState = {**state, "retry_reason": "no_relevant_documents"}
+        update = refuse(refusing)
+        update["trace"] = [entry] + update["trace"]
+        return update
+    answer, citations, documents = merge_sub_answers_text(subs)
+    return {
+        "answer": answer,
+        "citations": citations,
+        "documents": replace(documents),
+        "refused": False,
+        "mode": "merged",
+        "unsupported_sentences": [x for s in answered for x in s.get("unsupported_sentences", [])],
+        "warning": next((s["warning"] for s in answered if s.get("warning")), None),
+        **reply(state, answer),
+        "trace": [entry],
+    }
+
+
+# -- edges ----------------------------------------------------------------------------------------------------------
+def route_by_complexity(state: AdaptiveRAGState) -> str:
+    """Edge after ``classify``: ``respond_directly`` | ``decompose`` | ``retrieve``."""
+    return {"none": "respond_directly", "decompose": "decompose"}.get(state.get("route", ""), "retrieve")
+
+
+def fan_out(state: AdaptiveRAGState) -> list[Send] | str:
+    """Edge after ``decompose``: one ``Send("answer_sub_question", SubQuestionTask)`` per sub-question, or
+    ``retrieve`` (the single path) when there are fewer than two."""
+    subs = state.get("sub_questions") or []
+    if len(subs) < 2:
+        return "retrieve"
+    return [
+        Send(
+            "answer_sub_question",
+            SubQuestionTask(index=i, question=q, filters=state.get("search_filters"), k=state.get("k")),
+        )
+        for i, q in enumerate(subs)
+    ]
+
+
+def route_after_merge(state: AdaptiveRAGState) -> str:
+    """Edge after ``merge_answers``: the end when it answered (or refused), else the fallback's ``retrieve``."""
+    return END if state.get("answer") else "retrieve"
+
+
+def route_after_grading(state: AdaptiveRAGState, *, parts: GraphParts) -> str:
+    """Edge after ``grade_documents``: as the corrective graph's, except that the fallback after a failed
+    decomposition is one plain attempt (``refuse`` when it finds nothing, no corrections)."""
+    if state.get("fallbacks") and not state.get("documents"):
+        return "refuse"
+    return corrective_route(state, parts=parts)
+
+
 def build_adaptive_rag(
     retriever: BaseRetriever,
     llm: BaseChatModel | str | None = None,
@@ -197,196 +357,59 @@ def build_adaptive_rag(
     max_docs: int | None = 6,
     lost_in_the_middle: bool = False,
     tokenizer: str | Tokenizer = "auto",
+    prompts: GraphPrompts | None = None,
+    compressors: Sequence[BaseDocumentCompressor] | None = None,
     checkpointer: Any = None,
-) -> CompiledStateGraph:
+) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Compile the adaptive RAG graph (see the module docstring for the routes).
 
     Nodes: ``prepare → classify →`` ``respond_directly`` | the corrective loop (``retrieve``, ``restricted_gate``,
-    ``grade_documents``, ``drop_filters``, ``rewrite_query``, ``generate``, ``refuse``) | ``decompose →``
-    ``answer_sub_question`` (parallel ``Send`` branches) ``→ merge_answers``.
+    [``compress``,] ``grade_documents``, ``drop_filters``, ``rewrite_query``, ``generate``, ``refuse``) |
+    ``decompose →`` ``answer_sub_question`` (parallel ``Send`` branches; they run the ``compressors`` too)
+    ``→ merge_answers``.
 
     Args: as :func:`~langchain_ragspine.graphs.build_corrective_rag` (``max_retries`` bounds the single path;
     sub-question branches do not retry).
 
-    The final state also holds ``route`` (``"none"``, ``"single"``, ``"decompose"``), ``sub_questions`` and
-    ``sub_answers``; for a merged answer, ``documents`` is every passage the sub-answers were given, and
-    ``citations[i]["n"]`` indexes it.
+    Output :class:`~langchain_ragspine.graphs.state.AdaptiveRAGOutput`: also ``route`` (``"none"``, ``"single"``,
+    ``"decompose"``) and ``sub_questions``; for a merged answer, ``documents`` is every passage the sub-answers
+    were given, and ``citations[i]["n"]`` indexes it.
 
     When no sub-question could be answered, the graph answers the original question once more on the single path
-    without corrections (``fallbacks`` in state counts this; ``trace`` shows ``"fallback": "single"`` on the
-    ``merge_answers`` step) and refuses only if that finds nothing relevant.
+    without corrections (``trace`` shows ``"fallback": "single"`` on the ``merge_answers`` step) and refuses only
+    if that finds nothing relevant.
 
     Bound: at most :func:`adaptive_rag_max_steps` ``= max(7 + 4 * max_retries, 9)`` supersteps (15 by default) and,
     with an LLM, :func:`adaptive_rag_max_llm_calls` model calls (30 for ``max_retries=2`` and 6 documents a search).
 
     Raises:
-        TypeError / ValueError: a bad ``retriever``, ``llm``, ``graders`` or ``max_retries``.
+        TypeError / ValueError: a bad ``retriever``, ``llm``, ``graders``, ``max_retries``, ``k``, ``prompts`` or
+            ``compressors``.
     """
-    check_retriever(retriever)
-    retries = check_max_retries(max_retries)
-    model = resolve_llm(llm)
-    grade = default_graders(graders, model, tokenizer)
-    chain = default_chain(model, answer_chain, tokenizer)
-
-    def classify(state: Mapping[str, Any]) -> dict[str, Any]:
-        question = state["original_query"]
-        heuristic = classify_question(question)
-        route, how = heuristic, "heuristic"
-        if model is not None:
-            try:
-                reply = model.invoke(CLASSIFY_PROMPT.format_messages(question=question))
-                text = strip_think(reply.content if isinstance(reply.content, str) else str(reply.text)).lower()
-                found = _ROUTE_WORD_RE.findall(text)
-                if found and len(set(found)) == 1:
-                    route, how = found[0], "llm"
-            except Exception:  # noqa: BLE001 - documented fallback: the heuristic route
-                pass
-        if route == "none":
-            skip, _ = wants_no_retrieval(question, None)
-            if not skip:  # only small talk goes without documents
-                route, how = ("single" if heuristic == "none" else heuristic), how + "+guard"
-        return {"route": route, "trace": [{"step": "classify", "route": route, "how": how}]}
-
-    def route_by_complexity(state: Mapping[str, Any]) -> str:
-        return {"none": "respond_directly", "decompose": "decompose"}.get(state.get("route", ""), "retrieve")
-
-    def decompose(state: Mapping[str, Any]) -> dict[str, Any]:
-        question = state["original_query"]
-        subs: list[str] = []
-        how = "heuristic"
-        if model is not None:
-            try:
-                reply = model.invoke(DECOMPOSE_PROMPT.format_messages(question=question))
-                subs = [
-                    s for s in parse_lines(reply, limit=MAX_SUB_QUESTIONS * 2) if shares_tokens(s, question, tokenizer)
-                ][:MAX_SUB_QUESTIONS]
-                how = "llm"
-            except Exception:  # noqa: BLE001 - documented fallback: the deterministic split
-                subs = []
-        if len(subs) < 2:
-            subs, how = split_question(question)[:MAX_SUB_QUESTIONS], "heuristic"
-        if len(subs) < 2:
-            subs = []
-        return {
-            "sub_questions": subs,
-            "sub_answers": replace([]),
-            "trace": [{"step": "decompose", "how": how, "sub_questions": len(subs)}],
-        }
-
-    def fan_out(state: Mapping[str, Any]) -> list[Send] | str:
-        subs = state.get("sub_questions") or []
-        if len(subs) < 2:
-            return "retrieve"
-        return [
-            Send("answer_sub_question", {"index": i, "question": q, "filters": state.get("filters")})
-            for i, q in enumerate(subs)
-        ]
-
-    def answer_sub_question(payload: Mapping[str, Any]) -> dict[str, Any]:
-        """One parallel branch: retrieve, gate (RestrictedGate), grade, answer; no retries."""
-        index, question = int(payload["index"]), str(payload["question"])
-        kept, raw, _info = run_retrieval(retriever, question, filters=payload.get("filters"), k=k)
-        gated = merge_documents([], list(_GATE.compress_documents(kept, question)))  # one per chunk_id
-        relevant = [d for d in gated if grade.relevant(question, d) == "yes"]
-        entry: dict[str, Any] = {
-            "step": "answer_sub_question",
-            "index": index,
-            "retrieved": len(gated),
-            "relevant": len(relevant),
-        }
-        if len(raw) != len(gated):
-            entry["restricted_dropped"] = len(raw) - len(gated)
-        if not relevant:
-            sub: SubAnswer = {
-                "index": index, "question": question, "answer": insufficient_context(question), "citations": [],
-                "documents": [], "refused": True,
-            }
-            return {"sub_answers": [sub], "trace": [entry]}
-        shown = prepare_context(relevant, max_docs=max_docs, lost_in_the_middle=lost_in_the_middle)
-        out = chain.invoke({"question": question, "documents": shown})
-        answer = str(out.get("answer") or "")
-        citations = [c for c in out.get("citations") or [] if 1 <= int(c.get("n", 0)) <= len(shown)]
-        entry["mode"] = out.get("mode")
-        sub = {
-            "index": index, "question": question, "answer": answer, "citations": citations, "documents": shown,
-            "refused": is_dont_know(answer), "unsupported_sentences": list(out.get("unsupported_sentences") or []),
-            "warning": out.get("warning"),
-        }
-        return {"sub_answers": [sub], "documents": shown, "trace": [entry]}
-
-    def merge_answers(state: Mapping[str, Any]) -> dict[str, Any]:
-        subs = list(state.get("sub_answers") or [])
-        answered = [s for s in subs if not s["refused"]]
-        entry: dict[str, Any] = {"step": "merge_answers", "answered": len(answered), "of": len(subs)}
-        if not answered:
-            used = int(state.get("fallbacks", 0))
-            if used < MAX_FALLBACKS:  # answer the original question plainly before refusing
-                entry["fallback"] = "single"
-                return {
-                    "fallbacks": used + 1,
-                    "search_query": state["original_query"],
-                    "documents": replace([]),
-                    "retry_reason": None,
-                    "trace": [entry],
-                }
-            update = refuse({**state, "retry_reason": "no_relevant_documents"})
-            update["trace"] = [entry] + update["trace"]
-            return update
-        answer, citations, documents = merge_sub_answers_text(subs)
-        return {
-            "answer": answer,
-            "citations": citations,
-            "documents": replace(documents),
-            "refused": False,
-            "mode": "merged",
-            "unsupported_sentences": [x for s in answered for x in s.get("unsupported_sentences", [])],
-            "warning": next((s["warning"] for s in answered if s.get("warning")), None),
-            "trace": [entry],
-        }
-
-    def route_after_merge(state: Mapping[str, Any]) -> str:
-        return END if state.get("answer") else "retrieve"
-
-    corrective_route = make_route_after_grading(retries, relax_filters=relax_filters)
-
-    def route_after_grading(state: Mapping[str, Any]) -> str:
-        if state.get("fallbacks") and not state.get("documents"):
-            return "refuse"  # the fallback is one plain attempt, without corrections
-        return corrective_route(state)
-
-    builder = StateGraph(AdaptiveRAGState, input_schema=RAGInput)
-    builder.add_node(
-        "prepare",
-        make_prepare(filters_dropped=False, route="", sub_questions=[], sub_answers=replace([]), fallbacks=0),
+    parts = make_parts(
+        retriever, llm, max_retries=max_retries, relax_filters=relax_filters, graders=graders,
+        answer_chain=answer_chain, k=k, max_docs=max_docs, lost_in_the_middle=lost_in_the_middle,
+        tokenizer=tokenizer, prompts=prompts, compressors=compressors,
     )
-    builder.add_node("classify", classify)
-    builder.add_node("respond_directly", make_respond_directly(model))
-    builder.add_node("decompose", decompose)
-    builder.add_node("answer_sub_question", answer_sub_question)
+    builder = StateGraph(
+        AdaptiveRAGState, context_schema=RAGContext, input_schema=RAGInput, output_schema=AdaptiveRAGOutput
+    )
+    resets = {"filters_dropped": False, "route": "", "sub_questions": [], "sub_answers": replace([]), "fallbacks": 0}
+    builder.add_node("prepare", partial(prepare, parts=parts, extra=resets))
+    builder.add_node("classify", partial(classify, parts=parts))
+    builder.add_node("respond_directly", partial(respond_directly, parts=parts))
+    builder.add_node("decompose", partial(decompose, parts=parts))
+    builder.add_node("answer_sub_question", partial(answer_sub_question, parts=parts))
     builder.add_node("merge_answers", merge_answers)
-    builder.add_node("retrieve", make_retrieve(retriever, k=k))
-    builder.add_node("restricted_gate", restricted_gate)
-    builder.add_node("grade_documents", make_grade_documents(grade))
-    builder.add_node("drop_filters", drop_filters)
-    builder.add_node("rewrite_query", make_rewrite_query(model, tokenizer=tokenizer))
-    builder.add_node("generate", make_generate(chain, max_docs=max_docs, lost_in_the_middle=lost_in_the_middle))
-    builder.add_node("refuse", refuse)
+    add_retrieval(builder, parts)
     builder.add_edge(START, "prepare")
     builder.add_edge("prepare", "classify")
     builder.add_conditional_edges("classify", route_by_complexity, ["respond_directly", "decompose", "retrieve"])
     builder.add_conditional_edges("decompose", fan_out, ["answer_sub_question", "retrieve"])
     builder.add_edge("answer_sub_question", "merge_answers")
     builder.add_conditional_edges("merge_answers", route_after_merge, ["retrieve", END])
-    builder.add_edge("retrieve", "restricted_gate")
-    builder.add_edge("restricted_gate", "grade_documents")
-    builder.add_conditional_edges(
-        "grade_documents",
-        route_after_grading,
-        ["generate", "drop_filters", "rewrite_query", "refuse"],
-    )
-    builder.add_edge("drop_filters", "retrieve")
-    builder.add_conditional_edges("rewrite_query", route_after_rewrite, ["retrieve", "refuse"])
-    for end in ("generate", "refuse", "respond_directly"):
-        builder.add_edge(end, END)
+    add_corrective_loop(builder, parts, partial(route_after_grading, parts=parts))
+    builder.add_edge("respond_directly", END)
     graph = builder.compile(checkpointer=checkpointer, name="adaptive_rag")
-    return graph.with_config(recursion_limit=recursion_limit_for(adaptive_rag_max_steps(retries)))
+    bound = adaptive_rag_max_steps(parts.max_retries, compress=bool(parts.compressors))
+    return graph.with_config(recursion_limit=recursion_limit_for(bound))

@@ -13,46 +13,44 @@ searched.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
+from langchain_core.documents import BaseDocumentCompressor
 from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from langchain_ragspine.graphs.graders import Graders
 from langchain_ragspine.graphs.nodes import (
+    add_corrective_loop,
+    add_retrieval,
     check_max_retries,
-    check_retriever,
-    default_chain,
-    default_graders,
-    drop_filters,
-    make_generate,
-    make_grade_documents,
-    make_prepare,
-    make_retrieve,
-    make_rewrite_query,
-    make_route_after_grading,
+    make_parts,
+    prepare,
     recursion_limit_for,
-    refuse,
-    resolve_llm,
-    restricted_gate,
-    route_after_rewrite,
+    route_after_grading,
 )
-from langchain_ragspine.graphs.state import CorrectiveRAGState, RAGInput
+from langchain_ragspine.graphs.prompts import GraphPrompts
+from langchain_ragspine.graphs.state import CorrectiveRAGOutput, CorrectiveRAGState, RAGContext, RAGInput
 from langchain_ragspine.tokenizers import Tokenizer
 
 __all__ = ["build_corrective_rag", "corrective_rag_max_steps"]
 
 
-def corrective_rag_max_steps(max_retries: int = 2) -> int:
-    """Worst-case supersteps of :func:`build_corrective_rag`: ``5 + 4 * max_retries``.
+def corrective_rag_max_steps(max_retries: int = 2, *, compress: bool = False) -> int:
+    """Worst-case supersteps of :func:`build_corrective_rag`: ``5 + 4 * max_retries`` (``6 + 5 * max_retries`` with
+    ``compressors``).
 
     prepare, retrieve, restricted_gate, grade_documents (4); each correction adds drop_filters | rewrite_query,
-    retrieve, restricted_gate, grade_documents (4); then generate | refuse (1).  ``max_retries=2`` → 13.
+    retrieve, restricted_gate, grade_documents (4); then generate | refuse (1); ``compress`` adds one step per
+    retrieval.  ``max_retries=2`` → 13 (16 with compressors).
     """
-    return 5 + 4 * check_max_retries(max_retries)
+    retries = check_max_retries(max_retries)
+    return 5 + 4 * retries + (retries + 1) * int(compress)
 
 
 def build_corrective_rag(
@@ -67,12 +65,14 @@ def build_corrective_rag(
     max_docs: int | None = 6,
     lost_in_the_middle: bool = False,
     tokenizer: str | Tokenizer = "auto",
+    prompts: GraphPrompts | None = None,
+    compressors: Sequence[BaseDocumentCompressor] | None = None,
     checkpointer: Any = None,
-) -> CompiledStateGraph:
+) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Compile the corrective RAG graph.
 
-    Nodes: ``prepare → retrieve → restricted_gate → grade_documents →`` ``generate`` (some document relevant) or a
-    correction — ``drop_filters`` (first, when ``filters`` were given and ``relax_filters``), then
+    Nodes: ``prepare → retrieve → restricted_gate [→ compress] → grade_documents →`` ``generate`` (some document
+    relevant) or a correction — ``drop_filters`` (first, when ``filters`` were given and ``relax_filters``), then
     ``rewrite_query`` — back to ``retrieve``; ``refuse`` once ``max_retries`` corrections were made or a rewrite
     repeats a tried query.
 
@@ -80,50 +80,43 @@ def build_corrective_rag(
         retriever: any ``BaseRetriever`` (``filters`` passed as ``filter=`` when it takes it, else applied to its
             results).
         llm: chat model, :func:`~langchain_ragspine.config.make_chat_model` spec, or ``None`` (default: no LLM —
-            lexical graders, deterministic rewrite, extractive answer).
+            lexical graders, deterministic rewrite, extractive answer).  With an LLM the common path makes two
+            model calls: one grades every retrieved passage, one answers.
         max_retries: corrections allowed (default 2: with filters, drop filters → rewrite → refuse; without,
-            rewrite → rewrite → refuse).  ``0`` refuses as soon as nothing is relevant.
+            rewrite → rewrite → refuse).  ``0`` refuses as soon as nothing is relevant.  A run may lower it
+            (``context={"max_retries": 0}``), never raise it.
         relax_filters: allow the drop-filters correction (default ``True``, as CRAG's "widen the search").  Set it
             to ``False`` when filters scope access: dropping them widens what can be retrieved (RESTRICTED chunks
             stay gated either way).
-        graders, answer_chain, k, max_docs, lost_in_the_middle, tokenizer, checkpointer: as in
+        graders, answer_chain, k, max_docs, lost_in_the_middle, tokenizer, prompts, compressors, checkpointer: as in
             :func:`~langchain_ragspine.graphs.build_simple_rag`.
 
-    Input ``{"question": str, "filters": dict | None}``; the final state holds ``answer``, ``citations``,
-    ``documents``, ``trace``, ``refused``, ``original_query``, ``search_query``, ``retries``, ``retry_reason``.
+    Input :class:`~langchain_ragspine.graphs.state.RAGInput` (``{"question", "filters"}`` or ``{"messages"}``);
+    output :class:`~langchain_ragspine.graphs.state.CorrectiveRAGOutput`: ``answer``, ``citations``,
+    ``documents``, ``trace``, ``refused``, ``original_query``, ``search_query``, ``retries``, ``retry_reason``,
+    ``filters_dropped``, … .
 
-    Bound: at most :func:`corrective_rag_max_steps` ``= 5 + 4 * max_retries`` supersteps (13 by default); the
-    compiled graph's ``recursion_limit`` is set to cover it, and any larger limit changes nothing.
+    Bound: at most :func:`corrective_rag_max_steps` ``= 5 + 4 * max_retries`` supersteps (13 by default; one more
+    per retrieval with compressors); the compiled graph's ``recursion_limit`` is set to cover it, and any larger
+    limit changes nothing.
 
     Raises:
-        TypeError / ValueError: a bad ``retriever``, ``llm``, ``graders`` or ``max_retries``.
+        TypeError / ValueError: a bad ``retriever``, ``llm``, ``graders``, ``max_retries``, ``k``, ``prompts`` or
+            ``compressors``.
     """
-    check_retriever(retriever)
-    retries = check_max_retries(max_retries)
-    model = resolve_llm(llm)
-    grade = default_graders(graders, model, tokenizer)
-    chain = default_chain(model, answer_chain, tokenizer)
-    builder = StateGraph(CorrectiveRAGState, input_schema=RAGInput)
-    builder.add_node("prepare", make_prepare(filters_dropped=False))
-    builder.add_node("retrieve", make_retrieve(retriever, k=k))
-    builder.add_node("restricted_gate", restricted_gate)
-    builder.add_node("grade_documents", make_grade_documents(grade))
-    builder.add_node("drop_filters", drop_filters)
-    builder.add_node("rewrite_query", make_rewrite_query(model, tokenizer=tokenizer))
-    builder.add_node("generate", make_generate(chain, max_docs=max_docs, lost_in_the_middle=lost_in_the_middle))
-    builder.add_node("refuse", refuse)
+    parts = make_parts(
+        retriever, llm, max_retries=max_retries, relax_filters=relax_filters, graders=graders,
+        answer_chain=answer_chain, k=k, max_docs=max_docs, lost_in_the_middle=lost_in_the_middle,
+        tokenizer=tokenizer, prompts=prompts, compressors=compressors,
+    )
+    builder = StateGraph(
+        CorrectiveRAGState, context_schema=RAGContext, input_schema=RAGInput, output_schema=CorrectiveRAGOutput
+    )
+    builder.add_node("prepare", partial(prepare, parts=parts, extra={"filters_dropped": False}))
+    add_retrieval(builder, parts)
+    add_corrective_loop(builder, parts, partial(route_after_grading, parts=parts))
     builder.add_edge(START, "prepare")
     builder.add_edge("prepare", "retrieve")
-    builder.add_edge("retrieve", "restricted_gate")
-    builder.add_edge("restricted_gate", "grade_documents")
-    builder.add_conditional_edges(
-        "grade_documents",
-        make_route_after_grading(retries, relax_filters=relax_filters),
-        ["generate", "drop_filters", "rewrite_query", "refuse"],
-    )
-    builder.add_edge("drop_filters", "retrieve")
-    builder.add_conditional_edges("rewrite_query", route_after_rewrite, ["retrieve", "refuse"])
-    builder.add_edge("generate", END)
-    builder.add_edge("refuse", END)
     graph = builder.compile(checkpointer=checkpointer, name="corrective_rag")
-    return graph.with_config(recursion_limit=recursion_limit_for(corrective_rag_max_steps(retries)))
+    bound = corrective_rag_max_steps(parts.max_retries, compress=bool(parts.compressors))
+    return graph.with_config(recursion_limit=recursion_limit_for(bound))

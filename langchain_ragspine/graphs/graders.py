@@ -13,8 +13,12 @@ agentic-RAG tutorials do, or decided deterministically when there is no LLM.
 * :class:`LexicalGrader` decides without a model: relevance by the share of the question's content terms the chunk
   contains (:mod:`langchain_ragspine.stopwords`, the BM25 tokenizer), support by verbatim containment,
   usefulness by "not an I-don't-know".
-* :class:`Graders` bundles the three checks the graphs use; :func:`make_graders` builds them for an LLM (with the
-  lexical grader deciding whenever the LLM's verdict is unknown) or without one.
+* :class:`LLMBatchRelevanceGrader` grades every passage of a retrieval in ONE call (one numbered list in, one
+  verdict per number out, read by :func:`parse_batch_relevance`); the per-document grader is asked only about the
+  passages that reply left ungraded, so the common corrective path makes two model calls (grade, answer).
+* :class:`Graders` bundles the checks the graphs use; :func:`make_graders` builds them for an LLM (with the
+  lexical grader deciding whenever the LLM's verdict is unknown) or without one.  LLM grader calls carry the
+  ``nostream`` tag, so LangGraph's ``stream_mode="messages"`` does not stream them.
 
 How a graph treats a verdict (conservative: nothing unvetted reaches the answer): ``"unknown"`` that is left after
 the lexical fallback counts as ``"no"`` for relevance, support and usefulness alike — a chunk is used only when
@@ -35,6 +39,7 @@ from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.runnables import RunnableConfig
 
 from langchain_ragspine.chains.answer import (
     _sentences,
@@ -44,18 +49,28 @@ from langchain_ragspine.chains.answer import (
     strip_think,
 )
 from langchain_ragspine.document_compressors.restricted import drop_restricted, is_restricted
+from langchain_ragspine.graphs.prompts import (
+    BATCH_RELEVANCE_PROMPT,
+    RELEVANCE_PROMPT,
+    SUPPORT_PROMPT,
+    USEFULNESS_PROMPT,
+    GraphPrompts,
+)
 from langchain_ragspine.stopwords import content_terms
 from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer
 
 __all__ = [
     "DEFAULT_MIN_OVERLAP",
+    "NOSTREAM_TAG",
     "Graders",
+    "LLMBatchRelevanceGrader",
     "LLMRelevanceGrader",
     "LLMSupportGrader",
     "LLMUsefulnessGrader",
     "LexicalGrader",
     "Verdict",
     "make_graders",
+    "parse_batch_relevance",
     "parse_binary",
 ]
 
@@ -179,39 +194,10 @@ def _parse_text(text: str, depth: int) -> Verdict:
 
 
 # -- LLM graders ----------------------------------------------------------------------------------------------------
-_JSON_INSTRUCTION = 'Reply with JSON only: {{"binary_score": "yes"}} or {{"binary_score": "no"}}.'
-
-RELEVANCE_PROMPT = ChatPromptTemplate.from_messages(
-    [
-        (
-            "system",
-            "You grade whether a retrieved passage is relevant to a question. The passage is relevant if it "
-            "contains keywords or meaning that help answer the question. It need not answer it fully. "
-            + _JSON_INSTRUCTION,
-        ),
-        ("human", "Passage:\n{document}\n\nQuestion: {question}"),
-    ]
-)
-SUPPORT_PROMPT = ChatPromptTemplate.from_messages(
-    [
-        (
-            "system",
-            "You check whether an answer is supported by the numbered passages. Answer yes only if every claim in "
-            "the answer is stated in the passages; a plain \"I don't know\" counts as supported. " + _JSON_INSTRUCTION,
-        ),
-        ("human", "Passages:\n{documents}\n\nAnswer: {answer}"),
-    ]
-)
-USEFULNESS_PROMPT = ChatPromptTemplate.from_messages(
-    [
-        (
-            "system",
-            "You check whether an answer resolves a question. Answer yes if it answers what was asked; answer no "
-            "if it evades, says it does not know, or answers something else. " + _JSON_INSTRUCTION,
-        ),
-        ("human", "Question: {question}\n\nAnswer: {answer}"),
-    ]
-)
+#: The tag LangGraph's ``stream_mode="messages"`` skips: grader, rewrite and routing calls carry it, so a chat app
+#: streams only the answer's tokens.
+NOSTREAM_TAG = "nostream"
+_NOSTREAM: RunnableConfig = {"tags": [NOSTREAM_TAG]}
 
 
 class _LLMGrader:
@@ -227,7 +213,7 @@ class _LLMGrader:
 
     def _ask(self, **variables: str) -> Verdict:
         try:
-            return parse_binary(self.llm.invoke(self.prompt.format_messages(**variables)))
+            return parse_binary(self.llm.invoke(self.prompt.format_messages(**variables), _NOSTREAM))
         except Exception:  # noqa: BLE001 - documented fallback: an LLM failure is an unknown verdict
             return "unknown"
 
@@ -266,6 +252,225 @@ class LLMUsefulnessGrader(_LLMGrader):
 
     def __call__(self, question: str, answer: str) -> Verdict:
         return self._ask(question=question, answer=answer)
+
+
+# -- one-call (batch) relevance grading ------------------------------------------------------------------------------
+_NUM_KEY_RE = re.compile(r"^\s*(?:\[|\(|#|passage|document|doc|chunk|id|no\.?|段落|文書|文章|パッセージ)?\s*(\d+)\s*[\])]?\s*$")
+_ID_KEYS = ("id", "n", "index", "number", "num", "passage", "passage_id", "document", "doc", "doc_id", "chunk")
+_LIST_KEYS = ("grades", "results", "scores", "passages", "documents", "verdicts", "ratings", "items", "answers")
+_YES_LIST_KEYS = ("relevant", "relevant_passages", "relevant_ids", "relevant_documents", "yes")
+_NO_LIST_KEYS = ("irrelevant", "not_relevant", "irrelevant_passages", "no")
+_LINE_RE = re.compile(
+    r"^\s*(?:[-*•]\s*)?(?:\*\*)?(?:passage|document|doc|chunk|段落|文書|文章|パッセージ|#)?\s*[\[(（【]?\s*(\d+)\s*"
+    r"[\])）】]?\s*(?:\*\*)?\s*[.:：=\-–—、,，)）]?\s*(.+?)\s*$",
+    re.IGNORECASE,
+)
+_PAIR_RE = re.compile(
+    r"[\[(（]?(\d+)[\])）]?\s*[.:：=\-–—]\s*\"?(yes|no|true|false|relevant|irrelevant|はい|いいえ|是|否)\b",
+    re.IGNORECASE,
+)
+_NUMBERS_LINE_RE = re.compile(
+    r"^\s*(?:relevant(?:\s+passages?)?|yes|関連(?:あり)?|相关)\s*[:：=]\s*(none|なし|无|[\d\s,，、\[\]()#and&]+)\s*$",
+    re.IGNORECASE,
+)
+_VERDICT_TOKEN_RE = re.compile(r"\b(yes|no|true|false)\b|(はい|いいえ)", re.IGNORECASE)
+
+
+def _number(key: Any) -> int | None:
+    if isinstance(key, bool):
+        return None
+    if isinstance(key, int):
+        return key
+    m = _NUM_KEY_RE.match(unicodedata.normalize("NFKC", str(key)).lower()) if isinstance(key, str) else None
+    return int(m.group(1)) if m else None
+
+
+def _numbers(value: Any) -> list[int] | None:
+    """A list of passage numbers (``[1, 3]``, ``"1, 3"``, ``"none"``), else ``None``."""
+    if isinstance(value, str):
+        text = unicodedata.normalize("NFKC", value).strip().lower()
+        if text in ("none", "なし", "无", ""):
+            return []
+        found = re.findall(r"\d+", text)
+        return [int(x) for x in found] if found and not re.search(r"[a-z]{3,}", text.replace("and", "")) else None
+    if isinstance(value, (list, tuple)) and all(_number(v) is not None for v in value):
+        return [n for n in (_number(v) for v in value) if n is not None]
+    return None
+
+
+class _Votes:
+    """Verdicts by passage number (1-based); a number given two different verdicts becomes ``"unknown"``."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.by_number: dict[int, Verdict] = {}
+
+    def add(self, number: int | None, verdict: Verdict) -> None:
+        if number is None or not 1 <= number <= self.n or verdict == "unknown":
+            return
+        old = self.by_number.get(number)
+        self.by_number[number] = verdict if old in (None, verdict) else "unknown"
+
+    def listed(self, yes: Sequence[int] | None, no: Sequence[int] | None) -> None:
+        """``{"relevant": [1, 3]}``-style answers: listed numbers get the verdict, the others its opposite when
+        only one kind of list was given."""
+        yes_set = {x for x in yes or [] if 1 <= x <= self.n}
+        no_set = {x for x in no or [] if 1 <= x <= self.n}
+        for i in range(1, self.n + 1):
+            if i in yes_set:
+                self.add(i, "yes")
+            elif i in no_set:
+                self.add(i, "no")
+            elif yes is not None and no is None:
+                self.add(i, "no")
+            elif no is not None and yes is None:
+                self.add(i, "yes")
+
+    def result(self) -> list[Verdict]:
+        return [self.by_number.get(i, "unknown") for i in range(1, self.n + 1)]
+
+
+def _batch_from_json(value: Any, votes: _Votes, depth: int = 0) -> None:
+    if depth > _MAX_DEPTH:
+        return
+    if isinstance(value, Mapping):
+        lowered = {str(k).strip().lower(): v for k, v in value.items()}
+        yes = next((_numbers(lowered[k]) for k in _YES_LIST_KEYS if k in lowered and _numbers(lowered[k]) is not None), None)
+        no = next((_numbers(lowered[k]) for k in _NO_LIST_KEYS if k in lowered and _numbers(lowered[k]) is not None), None)
+        if yes is not None or no is not None:
+            votes.listed(yes, no)
+            return
+        for key in _LIST_KEYS:
+            if key in lowered and isinstance(lowered[key], (list, tuple, Mapping)):
+                _batch_from_json(lowered[key], votes, depth + 1)
+                return
+        for key, v in value.items():
+            votes.add(_number(key), parse_binary(v))
+        return
+    if isinstance(value, (list, tuple)):
+        items = list(value)
+        if items and all(isinstance(x, Mapping) for x in items):
+            for item in items:
+                low = {str(k).strip().lower(): v for k, v in item.items()}
+                number = next((_number(low[k]) for k in _ID_KEYS if k in low and _number(low[k]) is not None), None)
+                rest = {k: v for k, v in low.items() if k not in _ID_KEYS}
+                if number is not None:
+                    votes.add(number, parse_binary(rest))
+                elif len(items) == votes.n:
+                    votes.add(items.index(item) + 1, parse_binary(rest))
+            return
+        ints = [x for x in items if isinstance(x, int) and not isinstance(x, bool)]
+        positional = len(items) == votes.n and (
+            len(ints) < len(items) or any(x == 0 for x in ints) or all(x in (0, 1) for x in ints)
+        )
+        if positional:
+            for i, x in enumerate(items, 1):
+                votes.add(i, parse_binary(x))
+        elif len(ints) == len(items):
+            votes.listed(ints, None)
+
+
+def _batch_from_text(text: str, votes: _Votes) -> None:
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    for line in lines:
+        m = _NUMBERS_LINE_RE.match(unicodedata.normalize("NFKC", line))
+        if m:
+            votes.listed(_numbers(m.group(1)) or [], None)
+            return
+    pairs = _PAIR_RE.findall(unicodedata.normalize("NFKC", text))
+    if len(pairs) > 1 or (len(pairs) == 1 and len(lines) == 1 and votes.n == 1):
+        for number, word in pairs:
+            votes.add(int(number), parse_binary(word))
+        return
+    numbered = [m for m in (_LINE_RE.match(unicodedata.normalize("NFKC", ln)) for ln in lines) if m]
+    if numbered:
+        for m in numbered:
+            votes.add(int(m.group(1)), parse_binary(m.group(2)))
+        return
+    tokens = [(a or b).lower() for a, b in _VERDICT_TOKEN_RE.findall(text)]
+    if len(tokens) == votes.n:  # a bare yes/no list in passage order
+        for i, token in enumerate(tokens, 1):
+            votes.add(i, parse_binary(token))
+
+
+def parse_batch_relevance(output: Any, n: int) -> list[Verdict]:
+    """``n`` verdicts (passage 1 first) from one model reply that grades ``n`` numbered passages; never raises.
+
+    Read, in order: ``<think>`` blocks and code fences are dropped; JSON — an object keyed by number
+    (``{"1": "yes", "[2]": "no"}``, values anything :func:`parse_binary` reads), a list of verdicts in passage
+    order (``["yes", "no"]``, ``[1, 0]``), a list of objects with a number (``[{"id": 1, "relevant": true}]``), or
+    the numbers of the relevant passages (``{"relevant": [1, 3]}``, ``[1, 3]``: the others are ``"no"``); else
+    text — a ``Relevant: 1, 3`` line, ``1: yes, 2: no`` pairs, one numbered line per passage (``[1] yes``,
+    ``Passage 2 - not relevant``, ``3. はい``), or a bare ``yes / no`` list with exactly ``n`` entries.  A number
+    given two different verdicts, a number outside ``1..n`` and a passage the reply does not mention give
+    ``"unknown"`` (the caller asks for those one by one).
+    """
+    if n <= 0:
+        return []
+    votes = _Votes(n)
+    try:
+        if isinstance(output, BaseMessage):
+            output = output.content
+        if isinstance(output, list):
+            texts = [x if isinstance(x, str) else x.get("text") for x in output if isinstance(x, (str, Mapping))]
+            output = "".join(t for t in texts if isinstance(t, str))
+        if not isinstance(output, str):
+            _batch_from_json(output, votes)
+            return votes.result()
+        text = strip_think(output)
+        fenced = _FENCE_RE.search(text)
+        if fenced:
+            text = fenced.group(1)
+        text = text.strip()
+        for opener, closer in (("{", "}"), ("[", "]")):
+            if opener in text and closer in text:
+                try:
+                    _batch_from_json(json.loads(text[text.index(opener) : text.rindex(closer) + 1]), votes)
+                except (ValueError, RecursionError):
+                    continue
+                if votes.by_number:
+                    return votes.result()
+        _batch_from_text(text, votes)
+    except Exception:  # noqa: BLE001 - a grader never raises
+        return ["unknown"] * n
+    return votes.result()
+
+
+class LLMBatchRelevanceGrader:
+    """``grader(question, documents) -> list[Verdict]``: every passage graded in ONE chat-model call.
+
+    The passages are numbered ``[1]…[n]`` (:func:`~langchain_ragspine.chains.answer.format_context`:
+    ``prompt_text``, else ``page_content``) in :data:`~langchain_ragspine.graphs.prompts.BATCH_RELEVANCE_PROMPT`
+    (variables ``question``, ``documents``, ``n``) and the reply is read by :func:`parse_batch_relevance`.  A
+    RESTRICTED document is ``"no"`` and never enters the prompt; a failed call gives ``"unknown"`` for all.
+    :meth:`Graders.relevant_many` asks the per-document grader about every ``"unknown"`` left.
+    """
+
+    def __init__(self, llm: BaseChatModel, prompt: ChatPromptTemplate | None = None) -> None:
+        if not isinstance(llm, BaseChatModel):
+            raise TypeError(f"llm must be a BaseChatModel, got {llm!r}")
+        self.llm = llm
+        self.prompt = prompt or BATCH_RELEVANCE_PROMPT
+
+    def __call__(self, question: str, documents: Sequence[Document]) -> list[Verdict]:
+        verdicts: list[Verdict] = ["no" if is_restricted(d) else "unknown" for d in documents]
+        open_at = [i for i, d in enumerate(documents) if not is_restricted(d)]
+        if not open_at:
+            return verdicts
+        shown = [documents[i] for i in open_at]
+        try:
+            reply = self.llm.invoke(
+                self.prompt.format_messages(question=question, documents=format_context(shown), n=str(len(shown))),
+                _NOSTREAM,
+            )
+        except Exception:  # noqa: BLE001 - documented fallback: per-document grading
+            return verdicts
+        for i, verdict in zip(open_at, parse_batch_relevance(reply, len(shown)), strict=True):
+            verdicts[i] = verdict
+        return verdicts
+
+    def __repr__(self) -> str:
+        return f"LLMBatchRelevanceGrader({type(self.llm).__name__})"
 
 
 # -- deterministic grader -------------------------------------------------------------------------------------------
@@ -380,6 +585,7 @@ class LexicalGrader:
 RelevanceCheck = Callable[[str, Document], Any]
 SupportCheck = Callable[[str, Sequence[Document]], Any]
 UsefulnessCheck = Callable[[str, str], Any]
+BatchRelevanceCheck = Callable[[str, Sequence[Document]], Sequence[Any]]
 
 
 def _with_fallback(primary: Callable[..., Any], fallback: Callable[..., Any] | None) -> Callable[..., Verdict]:
@@ -406,6 +612,8 @@ class Graders:
         relevance: ``(question, document) -> verdict``.
         support: ``(answer, documents) -> verdict`` — is the answer grounded in the documents it was given?
         usefulness: ``(question, answer) -> verdict`` — does the answer resolve the question?
+        relevance_batch: optional ``(question, documents) -> [verdict, …]`` grading every document in one call
+            (:class:`LLMBatchRelevanceGrader`); ``None`` (default): one ``relevance`` call per document.
 
     Use :meth:`constant` to stub them (tests, demos) and :func:`make_graders` for the usual ones.  The graphs call
     them through :meth:`relevant`, :meth:`supported` and :meth:`useful`, which never raise and return a
@@ -415,6 +623,7 @@ class Graders:
     relevance: RelevanceCheck
     support: SupportCheck
     usefulness: UsefulnessCheck
+    relevance_batch: BatchRelevanceCheck | None = None
 
     @classmethod
     def constant(cls, verdict: Any) -> Graders:
@@ -433,6 +642,27 @@ class Graders:
             return "no"
         return _with_fallback(self.relevance, None)(question, document)
 
+    def relevant_many(self, question: str, documents: Sequence[Document]) -> list[Verdict]:
+        """One relevance verdict per document, in order; RESTRICTED documents are ``"no"`` and never asked about.
+
+        With ``relevance_batch``: one batch call for all open documents, then :meth:`relevant` (the per-document
+        check, with its own fallbacks) only for those the batch answer left ``"unknown"`` — all of them when the
+        batch answer was unusable (or raised), none when it graded every passage.  Without it: :meth:`relevant`
+        for each document.  Never raises.
+        """
+        docs = list(documents)
+        open_docs = [d for d in docs if not is_restricted(d)]
+        batch: list[Verdict] = ["unknown"] * len(open_docs)
+        if self.relevance_batch is not None and open_docs:
+            try:
+                raw = list(self.relevance_batch(question, open_docs))
+                if len(raw) == len(open_docs):
+                    batch = [parse_binary(v) for v in raw]
+            except Exception:  # noqa: BLE001 - documented fallback: per-document grading
+                pass
+        verdicts = iter(v if v != "unknown" else self.relevant(question, d) for d, v in zip(open_docs, batch, strict=True))
+        return ["no" if is_restricted(d) else next(verdicts) for d in docs]
+
     def supported(self, answer: str, documents: Sequence[Document]) -> Verdict:
         """The support verdict, over the non-RESTRICTED ``documents``."""
         return _with_fallback(self.support, None)(answer, drop_restricted(documents))
@@ -447,18 +677,26 @@ def make_graders(
     *,
     lexical: LexicalGrader | None = None,
     tokenizer: str | Tokenizer = "auto",
+    prompts: GraphPrompts | None = None,
+    batch: bool = True,
 ) -> Graders:
     """The graders a graph uses by default.
 
-    Without ``llm``: :class:`LexicalGrader` (``lexical``, default ``LexicalGrader(tokenizer=tokenizer)``).  With an
-    ``llm``: the three LLM graders, each falling back to the lexical check when its verdict is ``"unknown"`` (a
-    failed call, an unparsable reply) — the documented fallback for LLM failures.
+    Without ``llm``: :class:`LexicalGrader` (``lexical``, default ``LexicalGrader(tokenizer=tokenizer)``); no model
+    call, ever.  With an ``llm``: relevance of all passages of a retrieval in one call
+    (:class:`LLMBatchRelevanceGrader`, unless ``batch=False``) with the per-document :class:`LLMRelevanceGrader`
+    for passages the batch reply left ungraded, and the support and usefulness graders — each falling back to
+    the lexical check when its verdict is ``"unknown"`` (a failed call, an unparsable reply), the documented
+    fallback for LLM failures.  ``prompts`` (default :class:`~langchain_ragspine.graphs.prompts.GraphPrompts`)
+    supplies the prompts.
     """
     lex = lexical or LexicalGrader(tokenizer=tokenizer)
     if llm is None:
         return Graders.lexical(lex)
+    p = prompts or GraphPrompts()
     return Graders(
-        relevance=_with_fallback(LLMRelevanceGrader(llm), lex.relevance),
-        support=_with_fallback(LLMSupportGrader(llm), lex.support),
-        usefulness=_with_fallback(LLMUsefulnessGrader(llm), lex.usefulness),
+        relevance=_with_fallback(LLMRelevanceGrader(llm, p.relevance), lex.relevance),
+        support=_with_fallback(LLMSupportGrader(llm, p.support), lex.support),
+        usefulness=_with_fallback(LLMUsefulnessGrader(llm, p.usefulness), lex.usefulness),
+        relevance_batch=LLMBatchRelevanceGrader(llm, p.batch_relevance) if batch else None,
     )

@@ -1,24 +1,40 @@
-"""Graph nodes and edges shared by the builders: each node is a plain function ``state -> partial update``, each
-edge a small function returning a node name.  Factories (``make_*``) close over the parts a node needs (retriever,
-graders, chain, LLM); the returned functions are ordinary ``state -> dict`` callables.
+"""Graph nodes and edges shared by the builders, as module-level functions.
 
-The RESTRICTED gate runs twice before anything reads documents: the ``retrieve`` node drops RESTRICTED chunks the
-moment the retriever returns them (so restricted text never enters graph state, checkpoints or streamed updates),
-and the ``restricted_gate`` node then passes the state's documents through :class:`RestrictedGate` (covering
-documents that entered state any other way, e.g. ``graph.update_state``).  The answer chain gates once more.
+A node is ``node(state, *, parts) -> partial update``; an edge is ``edge(state, *, parts) -> node name``.  The
+builders bind the run-independent parts (retriever, graders, answer chain, chat model, prompts, compressors) with
+``functools.partial(node, parts=parts)`` — one frozen :class:`GraphParts` per compiled graph — so every node is a
+plain, typed, documented function that a test can call with a state dict.  Per-run settings (``k``,
+``max_retries``: :class:`~langchain_ragspine.graphs.state.RAGContext`) are read once by :func:`prepare` and kept in
+state, so every loop is bounded by state (invariant 7).
+
+The RESTRICTED gate runs before anything reads documents: the ``retrieve`` node drops RESTRICTED chunks the moment
+the retriever returns them (so restricted text never enters graph state, checkpoints or streamed updates), the
+``restricted_gate`` node then passes the state's documents through :class:`RestrictedGate` (covering documents
+that entered state any other way, e.g. ``graph.update_state``), the optional ``compress`` node runs the builder's
+``compressors`` and gates again after them, and the answer chain gates once more.
+
+Model calls made for grading, rewriting and routing carry the ``nostream`` tag, so LangGraph's
+``stream_mode="messages"`` streams the answer's tokens only.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
-from langchain_core.documents import Document
+from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
+from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.language_models import BaseChatModel
-from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage
+from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.runnables import Runnable
+from langchain_core.runnables import Runnable, RunnableConfig
+from langgraph.graph import END
+from langgraph.runtime import Runtime
 
 from langchain_ragspine.chains.answer import (
     NO_RETRIEVAL_NOTE,
@@ -32,23 +48,52 @@ from langchain_ragspine.chains.answer import (
 from langchain_ragspine.document_compressors.restricted import RestrictedGate, drop_restricted
 from langchain_ragspine.documents import doc_key
 from langchain_ragspine.filters import compile_filter
-from langchain_ragspine.graphs.graders import Graders, make_graders, parse_binary
+from langchain_ragspine.graphs.graders import NOSTREAM_TAG, Graders, make_graders, parse_binary
+from langchain_ragspine.graphs.prompts import (
+    REWRITE_PROMPT,
+    SMALL_TALK_CHECK_PROMPT,
+    SMALL_TALK_PROMPT,
+    GraphPrompts,
+)
 from langchain_ragspine.graphs.query_analysis import (
     clean_query,
     is_small_talk,
     rewrite_query_deterministic,
     shares_tokens,
 )
-from langchain_ragspine.graphs.state import merge_documents, replace
+from langchain_ragspine.graphs.state import CorrectiveRAGState, RAGContext, RAGState, merge_documents, replace
 from langchain_ragspine.retrievers.contract import invoke_retriever, retriever_params
 from langchain_ragspine.tokenizers import Tokenizer
 
-logger = logging.getLogger(__name__)
+__all__ = [
+    "REWRITE_PROMPT",
+    "SMALL_TALK_CHECK_PROMPT",
+    "SMALL_TALK_PROMPT",
+    "GraphParts",
+    "add_corrective_loop",
+    "add_retrieval",
+    "compress",
+    "drop_filters",
+    "generate",
+    "grade_documents",
+    "make_parts",
+    "prepare",
+    "refuse",
+    "respond_directly",
+    "restricted_gate",
+    "retrieve",
+    "rewrite_query",
+    "route_after_grading",
+    "route_after_rewrite",
+]
 
-Node = Callable[[Mapping[str, Any]], dict[str, Any]]
+logger = logging.getLogger(__name__)
 
 #: LangGraph's default ``recursion_limit``; builders raise it when their worst case needs more.
 DEFAULT_RECURSION_LIMIT = 25
+
+#: The config of every model call that is not the answer (not streamed in ``stream_mode="messages"``).
+NOSTREAM: RunnableConfig = {"tags": [NOSTREAM_TAG]}
 
 _GATE = RestrictedGate()
 
@@ -58,39 +103,37 @@ SMALL_TALK_REPLY: dict[str, str] = {
     "en": "Hello! I answer questions about the indexed documents.",
 }
 
-REWRITE_PROMPT = ChatPromptTemplate.from_messages(
-    [
-        (
-            "system",
-            "You rewrite a question into a better search query for a keyword search over documents. Keep names "
-            "and key terms, drop question words and filler, keep the question's language. Reply with the query "
-            "only, on one line.",
-        ),
-        ("human", "Question: {question}\nQueries already tried: {tried}"),
-    ]
-)
-SMALL_TALK_PROMPT = ChatPromptTemplate.from_messages(
-    [
-        (
-            "system",
-            "You are the assistant of a document search system. This message is small talk; no documents were "
-            "retrieved for it. Reply briefly and politely in the language of the message, and do not state facts "
-            "as if they came from documents.",
-        ),
-        ("human", "{question}"),
-    ]
-)
-SMALL_TALK_CHECK_PROMPT = ChatPromptTemplate.from_messages(
-    [
-        (
-            "system",
-            "Decide whether a message is small talk (a greeting, thanks, a farewell) that needs no information "
-            'from a document collection. Reply with JSON only: {{"binary_score": "yes"}} if it is small talk, '
-            '{{"binary_score": "no"}} otherwise.',
-        ),
-        ("human", "{question}"),
-    ]
-)
+
+@dataclass(frozen=True)
+class GraphParts:
+    """What the nodes of one compiled graph share (built by :func:`make_parts`; never changes between runs).
+
+    Attributes:
+        retriever: the ``BaseRetriever`` searched.
+        llm: the chat model, or ``None`` (the deterministic path).
+        graders: the relevance / support / usefulness checks.
+        chain: the answer chain (``{"question", "documents"} -> {"answer", "citations", …}``).
+        k: results per retrieval (``None``: the retriever's own); a run may override it.
+        max_retries: the retry ceiling of the compiled graph; a run may lower it.
+        max_docs: passages given to the answer.  lost_in_the_middle: reorder them best-at-both-ends.
+        tokenizer: for the deterministic rewrite and the lexical checks.
+        prompts: the prompts of the model calls.
+        compressors: ``BaseDocumentCompressor``s run after the RESTRICTED gate, before grading.
+        relax_filters: whether the corrective loop may drop the metadata filter.
+    """
+
+    retriever: BaseRetriever
+    llm: BaseChatModel | None
+    graders: Graders
+    chain: Runnable[Any, Any]
+    k: int | None = None
+    max_retries: int = 2
+    max_docs: int | None = 6
+    lost_in_the_middle: bool = False
+    tokenizer: str | Tokenizer = "auto"
+    prompts: GraphPrompts = field(default_factory=GraphPrompts)
+    compressors: tuple[BaseDocumentCompressor, ...] = ()
+    relax_filters: bool = True
 
 
 # -- parts ----------------------------------------------------------------------------------------------------------
@@ -158,65 +201,240 @@ def run_retrieval(
     return kept, raw, info
 
 
-def _chunk_ids(documents: Sequence[Document]) -> list[str | None]:
-    return [doc_key(d) for d in documents]
+def check_k(k: Any, *, name: str = "k") -> int | None:
+    """``k`` if it is ``None`` or an ``int >= 1``.
+
+    Raises:
+        TypeError: not an int.  ValueError: ``k < 1``.
+    """
+    if k is None:
+        return None
+    if isinstance(k, bool) or not isinstance(k, int):
+        raise TypeError(f"{name} must be an int or None, got {k!r}")
+    if k < 1:
+        raise ValueError(f"{name} must be >= 1, got {k}")
+    return k
+
+
+def check_compressors(compressors: Sequence[BaseDocumentCompressor] | None) -> tuple[BaseDocumentCompressor, ...]:
+    """``compressors`` as a tuple (``None`` → ``()``).
+
+    Raises:
+        TypeError: a single compressor instead of a sequence, or an item that is not a ``BaseDocumentCompressor``.
+    """
+    if compressors is None:
+        return ()
+    if isinstance(compressors, BaseDocumentCompressor) or not isinstance(compressors, Sequence):
+        raise TypeError(f"compressors must be a sequence of BaseDocumentCompressor, got {compressors!r}"[:300])
+    for c in compressors:
+        if not isinstance(c, BaseDocumentCompressor):
+            raise TypeError(f"compressors must be BaseDocumentCompressor objects, got {type(c).__name__}")
+    return tuple(compressors)
+
+
+def make_parts(
+    retriever: BaseRetriever,
+    llm: BaseChatModel | str | None = None,
+    *,
+    max_retries: int = 2,
+    relax_filters: bool = True,
+    graders: Graders | None = None,
+    answer_chain: Runnable[Any, Any] | None = None,
+    k: int | None = None,
+    max_docs: int | None = 6,
+    lost_in_the_middle: bool = False,
+    tokenizer: str | Tokenizer = "auto",
+    prompts: GraphPrompts | None = None,
+    compressors: Sequence[BaseDocumentCompressor] | None = None,
+) -> GraphParts:
+    """Check a builder's arguments and bundle them as :class:`GraphParts` (arguments as in the builders).
+
+    Raises:
+        TypeError / ValueError: a bad ``retriever``, ``llm``, ``graders``, ``max_retries``, ``k``, ``prompts`` or
+            ``compressors``.
+    """
+    check_retriever(retriever)
+    retries = check_max_retries(max_retries)
+    if prompts is not None and not isinstance(prompts, GraphPrompts):
+        raise TypeError(f"prompts must be a GraphPrompts, got {prompts!r}")
+    p = prompts or GraphPrompts()
+    model = resolve_llm(llm)
+    if graders is None:
+        grade = make_graders(model, tokenizer=tokenizer, prompts=p)
+    elif isinstance(graders, Graders):
+        grade = graders
+    else:
+        raise TypeError(f"graders must be a Graders bundle, got {graders!r}")
+    chain = answer_chain or make_answer_chain(model, max_docs=None, lost_in_the_middle=False, tokenizer=tokenizer)
+    return GraphParts(
+        retriever=retriever, llm=model, graders=grade, chain=chain, k=check_k(k), max_retries=retries,
+        max_docs=max_docs, lost_in_the_middle=lost_in_the_middle, tokenizer=tokenizer, prompts=p,
+        compressors=check_compressors(compressors), relax_filters=relax_filters,
+    )
+
+
+def run_settings(parts: GraphParts, runtime: Runtime[RAGContext] | None, config: RunnableConfig | None) -> tuple[int | None, int]:
+    """This run's ``(k, max_retries)``: the run context (``context={...}``), else ``config["configurable"]``, else
+    the builder's values.
+
+    Raises:
+        ValueError: ``k < 1``, a negative ``max_retries``, or one above the builder's (the compiled ceiling).
+        TypeError: a value that is not an int.
+    """
+    context: Mapping[str, Any] = {}
+    if runtime is not None and isinstance(runtime.context, Mapping):
+        context = runtime.context
+    configurable: Mapping[str, Any] = (config or {}).get("configurable") or {}
+
+    def pick(key: str, default: Any) -> Any:
+        if context.get(key) is not None:
+            return context[key]
+        if configurable.get(key) is not None:
+            return configurable[key]
+        return default
+
+    k = check_k(pick("k", parts.k))
+    retries = check_max_retries(pick("max_retries", parts.max_retries))
+    if retries > parts.max_retries:
+        raise ValueError(
+            f"max_retries={retries} for this run exceeds the graph's max_retries={parts.max_retries}; build the "
+            "graph with a larger max_retries"
+        )
+    return k, retries
+
+
+def message_text(message: BaseMessage) -> str:
+    """The text of a message (string content, or the text blocks of a content list)."""
+    return message.content if isinstance(message.content, str) else str(message.text)
+
+
+def question_of(state: Mapping[str, Any]) -> tuple[str, bool]:
+    """The run's question and whether it came from ``messages``: ``question`` when it is a non-blank string, else
+    the last human message of ``messages``.
+
+    Raises:
+        ValueError: neither gives a non-empty question.
+    """
+    question = state.get("question")
+    if isinstance(question, str) and question.strip():
+        return question, False
+    humans = [m for m in state.get("messages") or [] if isinstance(m, BaseMessage) and m.type == "human"]
+    if question is None and humans and message_text(humans[-1]).strip():
+        return message_text(humans[-1]), True
+    raise ValueError(
+        f"the graph input needs a non-empty 'question' string or 'messages' ending in a human message, got "
+        f"question={question!r}"
+    )
+
+
+class _AnswerMessageId(BaseCallbackHandler):
+    """Records the id of the last chat-model message generated below the run it is attached to."""
+
+    def __init__(self) -> None:
+        self.id: str | None = None
+
+    def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
+        gens = response.generations
+        if gens and gens[0] and isinstance(gens[0][0], ChatGeneration):
+            self.id = gens[0][0].message.id
+
+
+def invoke_answering(
+    runnable: Runnable[Any, Any], value: Any, state: Mapping[str, Any], config: RunnableConfig | None
+) -> tuple[Any, str | None]:
+    """``runnable.invoke(value)`` and, in chat mode, the id of the answer model's message (``None`` without a
+    model call).  The chat reply then reuses that id, so ``stream_mode="messages"`` — which has already streamed
+    that message's tokens — does not send the answer a second time."""
+    if not state.get("chat"):
+        return runnable.invoke(value), None
+    handler = _AnswerMessageId()
+    callbacks = (config or {}).get("callbacks")
+    manager: Any
+    if isinstance(callbacks, BaseCallbackManager):
+        manager = callbacks.copy()
+        manager.add_handler(handler, inherit=True)
+    else:
+        manager = [*(callbacks or []), handler]
+    return runnable.invoke(value, {"callbacks": manager}), handler.id
+
+
+def reply(state: Mapping[str, Any], answer: str, message_id: str | None = None) -> dict[str, Any]:
+    """The ``messages`` update of a node that sets the answer: in chat mode, the answer as a new ``AIMessage``
+    (id ``message_id`` — the answer model's — else a fresh one) that replaces this run's earlier reply, if any
+    (``RemoveMessage``; Self-RAG may answer more than once in a run), and the new ``reply_id``; otherwise
+    nothing."""
+    if not state.get("chat"):
+        return {}
+    new_id = message_id or str(uuid.uuid4())
+    previous = state.get("reply_id")
+    messages: list[BaseMessage] = [RemoveMessage(id=previous)] if previous and previous != new_id else []
+    messages.append(AIMessage(content=answer, id=new_id))
+    return {"messages": messages, "reply_id": new_id}
 
 
 # -- nodes ----------------------------------------------------------------------------------------------------------
-def make_prepare(**extra: Any) -> Node:
-    """The first node: check the input and reset every per-run key (``extra`` adds graph-specific resets).
+def prepare(
+    state: RAGState,
+    runtime: Runtime[RAGContext],
+    config: RunnableConfig,
+    *,
+    parts: GraphParts,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The first node: check the input, read this run's settings, and reset every per-run key (``extra`` adds
+    graph-specific resets).  It consumes ``question`` and ``filters`` (sets them to ``None``): they apply to this
+    run only; the run's filter lives on in ``search_filters``.
 
     Raises (when the node runs):
-        ValueError: ``question`` missing, not a string or blank; a malformed ``filters``.
+        ValueError: no question (``question`` missing or blank and no human message); a malformed ``filters``; a
+            bad per-run ``k`` / ``max_retries`` (see :func:`run_settings`).
     """
-
-    def prepare(state: Mapping[str, Any]) -> dict[str, Any]:
-        question = state.get("question")
-        if not isinstance(question, str) or not question.strip():
-            raise ValueError(f"the graph input needs a non-empty 'question' string, got {question!r}")
-        filters = state.get("filters") or None
-        if filters is not None and not isinstance(filters, Mapping):
-            raise ValueError(f"'filters' must be a dict or None, got {filters!r}")
-        compile_filter(filters)
-        return {
-            "original_query": question,
-            "search_query": question,
-            "filters": dict(filters) if filters else None,
-            "documents": replace([]),
-            "answer": "",
-            "citations": [],
-            "invalid_citations": [],
-            "unsupported_sentences": [],
-            "warning": None,
-            "refused": False,
-            "retries": 0,
-            "retry_reason": None,
-            "tried_queries": [question],
-            "mode": "",
-            "trace": replace([{"step": "prepare", "filters": bool(filters)}]),
-            **extra,
-        }
-
-    return prepare
-
-
-def make_retrieve(retriever: BaseRetriever, *, k: int | None = None) -> Node:
-    """Node ``retrieve``: search ``search_query`` with ``filters``; RESTRICTED chunks are dropped on arrival."""
-
-    def retrieve(state: Mapping[str, Any]) -> dict[str, Any]:
-        query = state.get("search_query") or state["question"]
-        kept, raw, info = run_retrieval(retriever, query, filters=state.get("filters"), k=k)
-        entry: dict[str, Any] = {"step": "retrieve", "query": query, "retrieved": len(kept)}
-        if info["filter"]:
-            entry["filter"] = info["filter"]
-        if len(raw) != len(kept):
-            entry["restricted_dropped"] = len(raw) - len(kept)
-        return {"documents": replace(kept), "trace": [entry]}
-
-    return retrieve
+    question, chat = question_of(state)
+    filters = state.get("filters") or None
+    if filters is not None and not isinstance(filters, Mapping):
+        raise ValueError(f"'filters' must be a dict or None, got {filters!r}")
+    compile_filter(filters)
+    k, retries = run_settings(parts, runtime, config)
+    return {
+        "question": None,
+        "filters": None,
+        "search_filters": dict(filters) if filters else None,
+        "chat": chat,
+        "reply_id": None,
+        "k": k,
+        "max_retries": retries,
+        "original_query": question,
+        "search_query": question,
+        "documents": replace([]),
+        "answer": "",
+        "citations": [],
+        "invalid_citations": [],
+        "unsupported_sentences": [],
+        "warning": None,
+        "refused": False,
+        "retries": 0,
+        "retry_reason": None,
+        "tried_queries": [question],
+        "mode": "",
+        "trace": replace([{"step": "prepare", "filters": bool(filters)}]),
+        **(extra or {}),
+    }
 
 
-def restricted_gate(state: Mapping[str, Any]) -> dict[str, Any]:
+def retrieve(state: RAGState, *, parts: GraphParts) -> dict[str, Any]:
+    """Node ``retrieve``: search ``search_query`` with ``search_filters`` for ``k`` results; RESTRICTED chunks are
+    dropped on arrival."""
+    query = state.get("search_query") or state.get("original_query") or ""
+    kept, raw, info = run_retrieval(parts.retriever, query, filters=state.get("search_filters"), k=state.get("k", parts.k))
+    entry: dict[str, Any] = {"step": "retrieve", "query": query, "retrieved": len(kept)}
+    if info["filter"]:
+        entry["filter"] = info["filter"]
+    if len(raw) != len(kept):
+        entry["restricted_dropped"] = len(raw) - len(kept)
+    return {"documents": replace(kept), "trace": [entry]}
+
+
+def restricted_gate(state: RAGState) -> dict[str, Any]:
     """Node ``restricted_gate``: :class:`RestrictedGate` as a compressor over the state's documents."""
     docs = list(state.get("documents") or [])
     kept = list(_GATE.compress_documents(docs, state.get("search_query") or ""))
@@ -226,65 +444,90 @@ def restricted_gate(state: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def make_grade_documents(graders: Graders) -> Node:
+def run_compressors(
+    compressors: Sequence[BaseDocumentCompressor], documents: Sequence[Document], query: str
+) -> tuple[list[Document], list[dict[str, Any]], int]:
+    """``documents`` through each compressor in turn, then through the RESTRICTED gate again (a compressor must
+    never re-introduce RESTRICTED content): ``(kept, steps, restricted_dropped)`` — ``steps`` holds one
+    ``{"compressor": class name, "in": n, "out": m}`` per compressor."""
+    docs = drop_restricted(documents)
+    steps: list[dict[str, Any]] = []
+    for compressor in compressors:
+        out = list(compressor.compress_documents(docs, query))
+        steps.append({"compressor": type(compressor).__name__, "in": len(docs), "out": len(out)})
+        docs = out
+    kept = drop_restricted(docs)
+    return kept, steps, len(docs) - len(kept)
+
+
+def compress(state: RAGState, *, parts: GraphParts) -> dict[str, Any]:
+    """Node ``compress`` (only when the builder got ``compressors``): the builder's ``BaseDocumentCompressor``s
+    (rerankers, MMR, reordering, …) over the gated documents, against ``original_query``, then the RESTRICTED gate
+    again.  The trace entry lists each compressor with its input and output counts."""
+    query = state.get("original_query") or state.get("search_query") or ""
+    kept, steps, dropped = run_compressors(parts.compressors, list(state.get("documents") or []), query)
+    entry: dict[str, Any] = {"step": "compress", "compressors": steps, "kept": len(kept)}
+    if dropped:
+        entry["restricted_dropped"] = dropped
+    return {"documents": replace(kept), "trace": [entry]}
+
+
+def grade_documents(state: RAGState, *, parts: GraphParts) -> dict[str, Any]:
     """Node ``grade_documents``: keep the documents graded relevant to ``original_query`` (``"unknown"`` counts as
-    not relevant); sets ``retry_reason="no_relevant_documents"`` when none is."""
+    not relevant; with an LLM all of them are graded in one call, see :meth:`Graders.relevant_many`); sets
+    ``retry_reason="no_relevant_documents"`` when none is."""
+    question = state.get("original_query") or ""
+    docs = drop_restricted(state.get("documents") or [])
+    verdicts = parts.graders.relevant_many(question, docs)
+    relevant = [d for d, v in zip(docs, verdicts, strict=True) if v == "yes"]
+    entry = {
+        "step": "grade_documents",
+        "graded": len(docs),
+        "relevant": len(relevant),
+        "unknown": sum(v == "unknown" for v in verdicts),
+        "kept": [doc_key(d) for d in relevant],
+    }
+    return {
+        "documents": replace(relevant),
+        "trace": [entry],
+        "retry_reason": None if relevant else "no_relevant_documents",
+    }
 
-    def grade_documents(state: Mapping[str, Any]) -> dict[str, Any]:
-        question = state.get("original_query") or state["question"]
-        docs = drop_restricted(state.get("documents") or [])
-        verdicts = [graders.relevant(question, d) for d in docs]
-        relevant = [d for d, v in zip(docs, verdicts, strict=True) if v == "yes"]
-        entry = {
-            "step": "grade_documents",
-            "graded": len(docs),
-            "relevant": len(relevant),
-            "unknown": sum(v == "unknown" for v in verdicts),
-            "kept": _chunk_ids(relevant),
-        }
-        update: dict[str, Any] = {"documents": replace(relevant), "trace": [entry]}
-        update["retry_reason"] = None if relevant else "no_relevant_documents"
-        return update
 
-    return grade_documents
-
-
-def make_generate(chain: Runnable[Any, Any], *, max_docs: int | None = 6, lost_in_the_middle: bool = False) -> Node:
-    """Node ``generate``: answer ``original_query`` from the state's documents with ``chain``.
+def generate(state: RAGState, config: RunnableConfig, *, parts: GraphParts) -> dict[str, Any]:
+    """Node ``generate``: answer ``original_query`` from the state's documents with the answer chain.
 
     The passages shown are chosen here (:func:`prepare_context`: gate, ``max_docs``, optional lost-in-the-middle
-    order) and written back as ``documents``, so ``citations[i]["n"]`` indexes the final ``documents``.
+    order) and written back as ``documents``, so ``citations[i]["n"]`` indexes the final ``documents``.  The answer
+    model's tokens are what ``stream_mode="messages"`` streams.
     """
-
-    def generate(state: Mapping[str, Any]) -> dict[str, Any]:
-        question = state.get("original_query") or state["question"]
-        docs = merge_documents([], list(state.get("documents") or []))  # one passage per chunk_id
-        shown = prepare_context(docs, max_docs=max_docs, lost_in_the_middle=lost_in_the_middle)
-        out = chain.invoke({"question": question, "documents": shown})
-        citations = [c for c in out.get("citations") or [] if 1 <= int(c.get("n", 0)) <= len(shown)]
-        mode = str(out.get("mode") or "llm")
-        answer = str(out.get("answer") or "")
-        dont_know = is_dont_know(answer)  # the chain found no support: a refusal, not an answer
-        report = answer_report(out)
-        entry = {"step": "generate", "mode": mode, "passages": len(shown), "cited": [c["n"] for c in citations]}
-        if dont_know:
-            entry["dont_know"] = True
-        if any(c.get("attributed") for c in citations):
-            entry["attributed"] = True
-        entry.update({k: len(v) for k, v in report.items() if isinstance(v, list) and v})
-        if report["warning"]:
-            entry["warning"] = report["warning"]
-        return {
-            "answer": answer,
-            "citations": [] if dont_know else citations,
-            "documents": replace(shown),
-            "mode": mode,
-            "refused": dont_know,
-            **report,
-            "trace": [entry],
-        }
-
-    return generate
+    question = state.get("original_query") or ""
+    docs = merge_documents([], list(state.get("documents") or []))  # one passage per chunk_id
+    shown = prepare_context(docs, max_docs=parts.max_docs, lost_in_the_middle=parts.lost_in_the_middle)
+    out, message_id = invoke_answering(parts.chain, {"question": question, "documents": shown}, state, config)
+    citations = [c for c in out.get("citations") or [] if 1 <= int(c.get("n", 0)) <= len(shown)]
+    mode = str(out.get("mode") or "llm")
+    answer = str(out.get("answer") or "")
+    dont_know = is_dont_know(answer)  # the chain found no support: a refusal, not an answer
+    report = answer_report(out)
+    entry: dict[str, Any] = {"step": "generate", "mode": mode, "passages": len(shown), "cited": [c["n"] for c in citations]}
+    if dont_know:
+        entry["dont_know"] = True
+    if any(c.get("attributed") for c in citations):
+        entry["attributed"] = True
+    entry.update({k: len(v) for k, v in report.items() if isinstance(v, list) and v})
+    if report["warning"]:
+        entry["warning"] = report["warning"]
+    return {
+        "answer": answer,
+        "citations": [] if dont_know else citations,
+        "documents": replace(shown),
+        "mode": mode,
+        "refused": dont_know,
+        **report,
+        **reply(state, answer, message_id),
+        "trace": [entry],
+    }
 
 
 def answer_report(out: Mapping[str, Any]) -> dict[str, Any]:
@@ -299,13 +542,14 @@ def answer_report(out: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def refuse(state: Mapping[str, Any]) -> dict[str, Any]:
+def refuse(state: RAGState) -> dict[str, Any]:
     """Node ``refuse``: the explicit "insufficient context" answer in the question's language, no citations, no
     documents."""
     question = state.get("original_query") or state.get("question") or ""
     reason = state.get("retry_reason") or "no_relevant_documents"
+    answer = insufficient_context(question)
     return {
-        "answer": insufficient_context(question),
+        "answer": answer,
         "citations": [],
         "documents": replace([]),
         "refused": True,
@@ -314,17 +558,19 @@ def refuse(state: Mapping[str, Any]) -> dict[str, Any]:
         "invalid_citations": [],
         "unsupported_sentences": [],
         "warning": None,
+        **reply(state, answer),
         "trace": [{"step": "refuse", "reason": reason, "retries": state.get("retries", 0)}],
     }
 
 
-def drop_filters(state: Mapping[str, Any]) -> dict[str, Any]:
+def drop_filters(state: RAGState) -> dict[str, Any]:
     """Node ``drop_filters`` (CRAG's first correction): search again without the metadata filter."""
+    attempt = int(state.get("retries", 0)) + 1
     return {
-        "filters": None,
+        "search_filters": None,
         "filters_dropped": True,
-        "retries": int(state.get("retries", 0)) + 1,
-        "trace": [{"step": "drop_filters", "attempt": int(state.get("retries", 0)) + 1}],
+        "retries": attempt,
+        "trace": [{"step": "drop_filters", "attempt": attempt}],
     }
 
 
@@ -334,18 +580,20 @@ def rewrite(
     *,
     llm: BaseChatModel | None = None,
     tokenizer: str | Tokenizer = "auto",
+    prompts: GraphPrompts | None = None,
 ) -> tuple[str, str]:
     """A new search query for ``question`` and how it was made (``"llm"`` or ``"deterministic"``).
 
-    With an ``llm``: its reply (cleaned by :func:`clean_query`) when it is non-empty, new, and shares a content
-    token with the question; anything else — including an exception — falls back to
+    With an ``llm``: its reply to ``prompts.rewrite`` (cleaned by :func:`clean_query`) when it is non-empty, new,
+    and shares a content token with the question; anything else — including an exception — falls back to
     :func:`rewrite_query_deterministic`.  The result may equal a tried query; the caller decides what that means.
     """
     tried_norm = {t.strip() for t in tried}
     if llm is not None:
+        prompt = (prompts or GraphPrompts()).rewrite
         try:
-            reply = llm.invoke(REWRITE_PROMPT.format_messages(question=question, tried=" | ".join(tried)))
-            candidate = clean_query(reply)
+            answer = llm.invoke(prompt.format_messages(question=question, tried=" | ".join(tried)), NOSTREAM)
+            candidate = clean_query(answer)
             if candidate and candidate.strip() not in tried_norm and shares_tokens(candidate, question, tokenizer):
                 return candidate, "llm"
         except Exception as e:  # noqa: BLE001 - documented fallback: deterministic rewrite
@@ -353,31 +601,29 @@ def rewrite(
     return rewrite_query_deterministic(question), "deterministic"
 
 
-def make_rewrite_query(llm: BaseChatModel | None = None, *, tokenizer: str | Tokenizer = "auto") -> Node:
+def rewrite_query(state: RAGState, *, parts: GraphParts) -> dict[str, Any]:
     """Node ``rewrite_query`` (counts as a retry): a new ``search_query`` (see :func:`rewrite`).  When the rewrite
     repeats a query already searched, ``retry_reason`` becomes ``"rewrite_exhausted"`` and the search query is
     left unchanged (the edge after this node then refuses)."""
-
-    def rewrite_query(state: Mapping[str, Any]) -> dict[str, Any]:
-        question = state.get("original_query") or state["question"]
-        tried = list(state.get("tried_queries") or [question])
-        attempt = int(state.get("retries", 0)) + 1
-        new, how = rewrite(question, tried, llm=llm, tokenizer=tokenizer)
-        exhausted = new.strip() in {t.strip() for t in tried}
-        entry = {"step": "rewrite_query", "attempt": attempt, "query": new, "how": how, "exhausted": exhausted}
-        update: dict[str, Any] = {"retries": attempt, "trace": [entry]}
-        if exhausted:
-            update["retry_reason"] = "rewrite_exhausted"
-        else:
-            update["search_query"] = new
-            update["tried_queries"] = tried + [new]
-            update["retry_reason"] = None
-        return update
-
-    return rewrite_query
+    question = state.get("original_query") or ""
+    tried = list(state.get("tried_queries") or [question])
+    attempt = int(state.get("retries", 0)) + 1
+    new, how = rewrite(question, tried, llm=parts.llm, tokenizer=parts.tokenizer, prompts=parts.prompts)
+    exhausted = new.strip() in {t.strip() for t in tried}
+    entry = {"step": "rewrite_query", "attempt": attempt, "query": new, "how": how, "exhausted": exhausted}
+    update: dict[str, Any] = {"retries": attempt, "trace": [entry]}
+    if exhausted:
+        update["retry_reason"] = "rewrite_exhausted"
+    else:
+        update["search_query"] = new
+        update["tried_queries"] = tried + [new]
+        update["retry_reason"] = None
+    return update
 
 
-def wants_no_retrieval(question: str, llm: BaseChatModel | None = None) -> tuple[bool, str]:
+def wants_no_retrieval(
+    question: str, llm: BaseChatModel | None = None, prompts: GraphPrompts | None = None
+) -> tuple[bool, str]:
     """Whether ``question`` needs no retrieval, and who decided.
 
     Conservative: only a message :func:`is_small_talk` recognises can skip retrieval; with an ``llm``, the model
@@ -388,66 +634,42 @@ def wants_no_retrieval(question: str, llm: BaseChatModel | None = None) -> tuple
         return False, "heuristic"
     if llm is None:
         return True, "heuristic"
+    prompt = (prompts or GraphPrompts()).small_talk_check
     try:
-        verdict = parse_binary(llm.invoke(SMALL_TALK_CHECK_PROMPT.format_messages(question=question)))
+        verdict = parse_binary(llm.invoke(prompt.format_messages(question=question), NOSTREAM))
     except Exception:  # noqa: BLE001 - keep retrieval when the model fails
         verdict = "unknown"
     return verdict == "yes", "llm"
 
 
-def make_respond_directly(llm: BaseChatModel | None = None) -> Node:
+def respond_directly(state: RAGState, config: RunnableConfig, *, parts: GraphParts) -> dict[str, Any]:
     """Node ``respond_directly``: a reply without retrieval (small talk) that says no documents were used.
 
-    With an ``llm``: its reply to :data:`SMALL_TALK_PROMPT` (no documents in the prompt) plus the note; on failure or
-    without an LLM: a fixed greeting in the question's language plus the note.
+    With an LLM: its reply to ``prompts.small_talk`` (no documents in the prompt; streamed like an answer) plus the
+    note; on failure or without an LLM: a fixed greeting in the question's language plus the note.
     """
-
-    def respond_directly(state: Mapping[str, Any]) -> dict[str, Any]:
-        question = state.get("original_query") or state["question"]
-        lang = detect_language(question)
-        text, mode = "", "direct"
-        if llm is not None:
-            try:
-                reply = llm.invoke(SMALL_TALK_PROMPT.format_messages(question=question))
-                content = reply.content if isinstance(reply.content, str) else str(reply.text)
-                text = strip_think(content)
-            except Exception as e:  # noqa: BLE001 - documented fallback: the fixed reply
-                logger.warning("small-talk reply by the chat model failed (%s); using the fixed reply", e)
-        if not text:
-            text = SMALL_TALK_REPLY[lang]
-        return {
-            "answer": f"{text}\n{NO_RETRIEVAL_NOTE[lang]}",
-            "citations": [],
-            "documents": replace([]),
-            "refused": False,
-            "mode": mode,
-            "trace": [{"step": "respond_directly", "retrieval": False}],
-        }
-
-    return respond_directly
-
-
-def default_chain(
-    llm: BaseChatModel | None, answer_chain: Runnable[Any, Any] | None, tokenizer: str | Tokenizer
-) -> Runnable[Any, Any]:
-    """``answer_chain``, else :func:`make_answer_chain` for ``llm`` that shows the passages as given (selection and
-    ordering happen in :func:`make_generate`)."""
-    if answer_chain is not None:
-        return answer_chain
-    return make_answer_chain(llm, max_docs=None, lost_in_the_middle=False, tokenizer=tokenizer)
-
-
-def default_graders(graders: Graders | None, llm: BaseChatModel | None, tokenizer: str | Tokenizer) -> Graders:
-    """``graders``, else :func:`make_graders` for ``llm``.
-
-    Raises:
-        TypeError: ``graders`` is not a :class:`Graders`.
-    """
-    if graders is None:
-        return make_graders(llm, tokenizer=tokenizer)
-    if not isinstance(graders, Graders):
-        raise TypeError(f"graders must be a Graders bundle, got {graders!r}")
-    return graders
+    question = state.get("original_query") or ""
+    lang = detect_language(question)
+    text, message_id = "", None
+    if parts.llm is not None:
+        try:
+            prompt = parts.prompts.small_talk.format_messages(question=question)
+            answer, message_id = invoke_answering(parts.llm, prompt, state, config)
+            text = strip_think(message_text(answer))
+        except Exception as e:  # noqa: BLE001 - documented fallback: the fixed reply
+            logger.warning("small-talk reply by the chat model failed (%s); using the fixed reply", e)
+    if not text:
+        text = SMALL_TALK_REPLY[lang]
+    answer_text = f"{text}\n{NO_RETRIEVAL_NOTE[lang]}"
+    return {
+        "answer": answer_text,
+        "citations": [],
+        "documents": replace([]),
+        "refused": False,
+        "mode": "direct",
+        **reply(state, answer_text, message_id),
+        "trace": [{"step": "respond_directly", "retrieval": False}],
+    }
 
 
 def recursion_limit_for(max_steps: int) -> int:
@@ -457,23 +679,51 @@ def recursion_limit_for(max_steps: int) -> int:
 
 
 # -- edges ----------------------------------------------------------------------------------------------------------
-def make_route_after_grading(max_retries: int, *, relax_filters: bool = True) -> Callable[[Mapping[str, Any]], str]:
+def route_after_grading(state: CorrectiveRAGState, *, parts: GraphParts) -> str:
     """Edge after ``grade_documents`` (CRAG's correction order): ``generate`` when a document is relevant; else
-    ``refuse`` once ``retries`` reached ``max_retries``; else ``drop_filters`` when the search was filtered (and
-    ``relax_filters``); else ``rewrite_query``."""
-
-    def route_after_grading(state: Mapping[str, Any]) -> str:
-        if state.get("documents"):
-            return "generate"
-        if int(state.get("retries", 0)) >= max_retries:
-            return "refuse"
-        if relax_filters and state.get("filters") and not state.get("filters_dropped"):
-            return "drop_filters"
-        return "rewrite_query"
-
-    return route_after_grading
+    ``refuse`` once ``retries`` reached the run's ``max_retries``; else ``drop_filters`` when the search was
+    filtered (and the builder's ``relax_filters``); else ``rewrite_query``."""
+    if state.get("documents"):
+        return "generate"
+    if int(state.get("retries", 0)) >= int(state.get("max_retries", parts.max_retries)):
+        return "refuse"
+    if parts.relax_filters and state.get("search_filters") and not state.get("filters_dropped"):
+        return "drop_filters"
+    return "rewrite_query"
 
 
-def route_after_rewrite(state: Mapping[str, Any]) -> str:
+def route_after_rewrite(state: RAGState) -> str:
     """Edge after ``rewrite_query``: ``refuse`` when the rewrite repeated a tried query, else ``retrieve``."""
     return "refuse" if state.get("retry_reason") == "rewrite_exhausted" else "retrieve"
+
+
+def add_retrieval(builder: Any, parts: GraphParts, *, then: str = "grade_documents") -> None:
+    """Add ``retrieve → restricted_gate [→ compress] → then`` to ``builder`` (``compress`` only when the parts have
+    compressors, so a graph without them is unchanged)."""
+    builder.add_node("retrieve", partial(retrieve, parts=parts))
+    builder.add_node("restricted_gate", restricted_gate)
+    builder.add_edge("retrieve", "restricted_gate")
+    if parts.compressors:
+        builder.add_node("compress", partial(compress, parts=parts))
+        builder.add_edge("restricted_gate", "compress")
+        builder.add_edge("compress", then)
+    else:
+        builder.add_edge("restricted_gate", then)
+
+
+def add_corrective_loop(builder: Any, parts: GraphParts, route: Any) -> None:
+    """Add CRAG's grade-and-correct loop to ``builder``: ``grade_documents``, then — by ``route`` (an edge function
+    returning one of them) — ``generate``, ``drop_filters`` or ``rewrite_query`` (both back to ``retrieve``; a
+    rewrite that repeats a tried query goes to ``refuse``) or ``refuse``.  ``generate`` and ``refuse`` end the
+    graph.  Used by the corrective and the adaptive graph."""
+    builder.add_node("grade_documents", partial(grade_documents, parts=parts))
+    builder.add_node("drop_filters", drop_filters)
+    builder.add_node("rewrite_query", partial(rewrite_query, parts=parts))
+    builder.add_node("generate", partial(generate, parts=parts))
+    builder.add_node("refuse", refuse)
+    builder.add_conditional_edges("grade_documents", route, ["generate", "drop_filters", "rewrite_query", "refuse"])
+    builder.add_edge("drop_filters", "retrieve")
+    builder.add_conditional_edges("rewrite_query", route_after_rewrite, ["retrieve", "refuse"])
+    builder.add_edge("generate", END)
+    builder.add_edge("refuse", END)
+

@@ -14,9 +14,11 @@ then the graph refuses with the explicit "insufficient context" answer, so an un
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
+from langchain_core.documents import BaseDocumentCompressor
 from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable
@@ -25,36 +27,128 @@ from langgraph.graph.state import CompiledStateGraph
 
 from langchain_ragspine.graphs.graders import Graders
 from langchain_ragspine.graphs.nodes import (
+    GraphParts,
+    add_retrieval,
     check_max_retries,
-    check_retriever,
-    default_chain,
-    default_graders,
-    make_generate,
-    make_grade_documents,
-    make_prepare,
-    make_respond_directly,
-    make_retrieve,
+    generate,
+    grade_documents,
+    make_parts,
+    prepare,
     recursion_limit_for,
     refuse,
-    resolve_llm,
-    restricted_gate,
+    respond_directly,
     rewrite,
     wants_no_retrieval,
 )
-from langchain_ragspine.graphs.state import RAGInput, SelfRAGState
+from langchain_ragspine.graphs.prompts import GraphPrompts
+from langchain_ragspine.graphs.state import RAGContext, RAGInput, SelfRAGOutput, SelfRAGState
 from langchain_ragspine.tokenizers import Tokenizer
 
-__all__ = ["build_self_rag", "self_rag_max_steps"]
+__all__ = [
+    "build_self_rag",
+    "check_support",
+    "check_usefulness",
+    "decide_retrieval",
+    "retry",
+    "self_rag_max_steps",
+]
 
 
-def self_rag_max_steps(max_retries: int = 2) -> int:
-    """Worst-case supersteps of :func:`build_self_rag`: ``9 + 7 * max_retries``.
+def self_rag_max_steps(max_retries: int = 2, *, compress: bool = False) -> int:
+    """Worst-case supersteps of :func:`build_self_rag`: ``9 + 7 * max_retries`` (``10 + 8 * max_retries`` with
+    ``compressors``).
 
     prepare, decide_retrieval, retrieve, restricted_gate, grade_documents, generate, check_support,
     check_usefulness (8); each retry adds retry, retrieve, restricted_gate, grade_documents, generate,
-    check_support, check_usefulness (7 at most); then refuse (1).  ``max_retries=2`` → 23.
+    check_support, check_usefulness (7 at most); then refuse (1); ``compress`` adds one step per retrieval.
+    ``max_retries=2`` → 23 (26 with compressors).
     """
-    return 9 + 7 * check_max_retries(max_retries)
+    retries = check_max_retries(max_retries)
+    return 9 + 7 * retries + (retries + 1) * int(compress)
+
+
+# -- nodes ----------------------------------------------------------------------------------------------------------
+def decide_retrieval(state: SelfRAGState, *, parts: GraphParts) -> dict[str, Any]:
+    """Node ``decide_retrieval`` (Self-RAG's Retrieve token): skip retrieval only for small talk
+    (:func:`~langchain_ragspine.graphs.nodes.wants_no_retrieval`)."""
+    skip, how = wants_no_retrieval(state.get("original_query") or "", parts.llm, parts.prompts)
+    return {"use_retrieval": not skip, "trace": [{"step": "decide_retrieval", "retrieve": not skip, "how": how}]}
+
+
+def check_support(state: SelfRAGState, *, parts: GraphParts) -> dict[str, Any]:
+    """Node ``check_support`` (ISSUP): is the answer supported by the passages it was given?"""
+    verdict = parts.graders.supported(state.get("answer") or "", state.get("documents") or [])
+    return {
+        "supported": verdict,
+        "retry_reason": None if verdict == "yes" else "unsupported",
+        "trace": [{"step": "check_support", "verdict": verdict}],
+    }
+
+
+def check_usefulness(state: SelfRAGState, *, parts: GraphParts) -> dict[str, Any]:
+    """Node ``check_usefulness`` (ISUSE): does the answer resolve the question?"""
+    verdict = parts.graders.useful(state.get("original_query") or "", state.get("answer") or "")
+    return {
+        "useful": verdict,
+        "retry_reason": None if verdict == "yes" else "not_useful",
+        "trace": [{"step": "check_usefulness", "verdict": verdict}],
+    }
+
+
+def retry(state: SelfRAGState, *, parts: GraphParts) -> dict[str, Any]:
+    """Node ``retry`` (counts against ``max_retries``): ``"unsupported"`` regenerates; ``"no_relevant_documents"``
+    and ``"not_useful"`` rewrite the query (a rewrite that repeats a tried query sets ``"rewrite_exhausted"``)."""
+    reason = state.get("retry_reason") or "no_relevant_documents"
+    attempt = int(state.get("retries", 0)) + 1
+    entry: dict[str, Any] = {"step": "retry", "reason": reason, "attempt": attempt}
+    update: dict[str, Any] = {"retries": attempt, "trace": [entry]}
+    if reason == "unsupported":
+        entry["action"] = "regenerate"
+        return update
+    question = state.get("original_query") or ""
+    tried = list(state.get("tried_queries") or [question])
+    new, how = rewrite(question, tried, llm=parts.llm, tokenizer=parts.tokenizer, prompts=parts.prompts)
+    if new.strip() in {t.strip() for t in tried}:
+        entry["action"] = "rewrite_exhausted"
+        update["retry_reason"] = "rewrite_exhausted"
+        return update
+    entry.update(action="rewrite_query", query=new, how=how)
+    update.update(search_query=new, tried_queries=tried + [new])
+    return update
+
+
+# -- edges ----------------------------------------------------------------------------------------------------------
+def route_retrieval(state: SelfRAGState) -> str:
+    """Edge after ``decide_retrieval``: ``retrieve``, or ``respond_directly`` for small talk."""
+    return "retrieve" if state.get("use_retrieval", True) else "respond_directly"
+
+
+def retry_or_refuse(state: SelfRAGState) -> str:
+    """``refuse`` once ``retries`` reached the run's ``max_retries`` (in state), else ``retry``."""
+    return "refuse" if int(state.get("retries", 0)) >= int(state.get("max_retries", 0)) else "retry"
+
+
+def route_after_grading(state: SelfRAGState) -> str:
+    """Edge after ``grade_documents``: ``generate`` when a document is relevant, else retry or refuse."""
+    return "generate" if state.get("documents") else retry_or_refuse(state)
+
+
+def route_after_support(state: SelfRAGState) -> str:
+    """Edge after ``check_support``: ``check_usefulness`` when supported, else retry or refuse."""
+    return "check_usefulness" if state.get("supported") == "yes" else retry_or_refuse(state)
+
+
+def route_after_usefulness(state: SelfRAGState) -> str:
+    """Edge after ``check_usefulness``: the end when useful, else retry or refuse."""
+    return END if state.get("useful") == "yes" else retry_or_refuse(state)
+
+
+def route_after_retry(state: SelfRAGState) -> str:
+    """Edge after ``retry``: ``refuse`` (rewrite exhausted), ``generate`` (unsupported) or ``retrieve``."""
+    reason = state.get("retry_reason")
+    if reason == "rewrite_exhausted":
+        return "refuse"
+    return "generate" if reason == "unsupported" else "retrieve"
 
 
 def build_self_rag(
@@ -68,8 +162,10 @@ def build_self_rag(
     max_docs: int | None = 6,
     lost_in_the_middle: bool = False,
     tokenizer: str | Tokenizer = "auto",
+    prompts: GraphPrompts | None = None,
+    compressors: Sequence[BaseDocumentCompressor] | None = None,
     checkpointer: Any = None,
-) -> CompiledStateGraph:
+) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Compile the Self-RAG graph (see the module docstring for the flow).
 
     Retrieval is skipped only for small talk (a greeting or thanks the heuristic recognises and, with an LLM, the
@@ -79,97 +175,36 @@ def build_self_rag(
     Args: as :func:`~langchain_ragspine.graphs.build_corrective_rag` (no filter relaxation here: retries rewrite
     the query and keep ``filters``).
 
-    The final state also holds ``use_retrieval``, ``supported`` / ``useful`` (the last verdicts) and
-    ``retry_reason`` (why the last retry, or the refusal, happened).
+    Output :class:`~langchain_ragspine.graphs.state.SelfRAGOutput`: also ``use_retrieval``, ``supported`` /
+    ``useful`` (the last verdicts) and ``retry_reason`` (why the last retry, or the refusal, happened).
 
     Bound: at most :func:`self_rag_max_steps` ``= 9 + 7 * max_retries`` supersteps (23 by default).
 
     Raises:
-        TypeError / ValueError: a bad ``retriever``, ``llm``, ``graders`` or ``max_retries``.
+        TypeError / ValueError: a bad ``retriever``, ``llm``, ``graders``, ``max_retries``, ``k``, ``prompts`` or
+            ``compressors``.
     """
-    check_retriever(retriever)
-    retries = check_max_retries(max_retries)
-    model = resolve_llm(llm)
-    grade = default_graders(graders, model, tokenizer)
-    chain = default_chain(model, answer_chain, tokenizer)
-
-    def decide_retrieval(state: Mapping[str, Any]) -> dict[str, Any]:
-        skip, how = wants_no_retrieval(state["original_query"], model)
-        return {"use_retrieval": not skip, "trace": [{"step": "decide_retrieval", "retrieve": not skip, "how": how}]}
-
-    def route_retrieval(state: Mapping[str, Any]) -> str:
-        return "retrieve" if state.get("use_retrieval", True) else "respond_directly"
-
-    def check_support(state: Mapping[str, Any]) -> dict[str, Any]:
-        verdict = grade.supported(state.get("answer") or "", state.get("documents") or [])
-        return {
-            "supported": verdict,
-            "retry_reason": None if verdict == "yes" else "unsupported",
-            "trace": [{"step": "check_support", "verdict": verdict}],
-        }
-
-    def check_usefulness(state: Mapping[str, Any]) -> dict[str, Any]:
-        verdict = grade.useful(state["original_query"], state.get("answer") or "")
-        return {
-            "useful": verdict,
-            "retry_reason": None if verdict == "yes" else "not_useful",
-            "trace": [{"step": "check_usefulness", "verdict": verdict}],
-        }
-
-    def retry_or_refuse(state: Mapping[str, Any]) -> str:
-        return "refuse" if int(state.get("retries", 0)) >= retries else "retry"
-
-    def route_after_grading(state: Mapping[str, Any]) -> str:
-        return "generate" if state.get("documents") else retry_or_refuse(state)
-
-    def route_after_support(state: Mapping[str, Any]) -> str:
-        return "check_usefulness" if state.get("supported") == "yes" else retry_or_refuse(state)
-
-    def route_after_usefulness(state: Mapping[str, Any]) -> str:
-        return END if state.get("useful") == "yes" else retry_or_refuse(state)
-
-    def retry(state: Mapping[str, Any]) -> dict[str, Any]:
-        reason = state.get("retry_reason") or "no_relevant_documents"
-        attempt = int(state.get("retries", 0)) + 1
-        entry: dict[str, Any] = {"step": "retry", "reason": reason, "attempt": attempt}
-        update: dict[str, Any] = {"retries": attempt, "trace": [entry]}
-        if reason == "unsupported":
-            entry["action"] = "regenerate"
-            return update
-        question = state["original_query"]
-        tried = list(state.get("tried_queries") or [question])
-        new, how = rewrite(question, tried, llm=model, tokenizer=tokenizer)
-        if new.strip() in {t.strip() for t in tried}:
-            entry["action"] = "rewrite_exhausted"
-            update["retry_reason"] = "rewrite_exhausted"
-            return update
-        entry.update(action="rewrite_query", query=new, how=how)
-        update.update(search_query=new, tried_queries=tried + [new])
-        return update
-
-    def route_after_retry(state: Mapping[str, Any]) -> str:
-        reason = state.get("retry_reason")
-        if reason == "rewrite_exhausted":
-            return "refuse"
-        return "generate" if reason == "unsupported" else "retrieve"
-
-    builder = StateGraph(SelfRAGState, input_schema=RAGInput)
-    builder.add_node("prepare", make_prepare(use_retrieval=True, supported="", useful=""))
-    builder.add_node("decide_retrieval", decide_retrieval)
-    builder.add_node("respond_directly", make_respond_directly(model))
-    builder.add_node("retrieve", make_retrieve(retriever, k=k))
-    builder.add_node("restricted_gate", restricted_gate)
-    builder.add_node("grade_documents", make_grade_documents(grade))
-    builder.add_node("generate", make_generate(chain, max_docs=max_docs, lost_in_the_middle=lost_in_the_middle))
-    builder.add_node("check_support", check_support)
-    builder.add_node("check_usefulness", check_usefulness)
-    builder.add_node("retry", retry)
+    parts = make_parts(
+        retriever, llm, max_retries=max_retries, graders=graders, answer_chain=answer_chain, k=k,
+        max_docs=max_docs, lost_in_the_middle=lost_in_the_middle, tokenizer=tokenizer, prompts=prompts,
+        compressors=compressors,
+    )
+    builder = StateGraph(SelfRAGState, context_schema=RAGContext, input_schema=RAGInput, output_schema=SelfRAGOutput)
+    builder.add_node(
+        "prepare", partial(prepare, parts=parts, extra={"use_retrieval": True, "supported": "", "useful": ""})
+    )
+    builder.add_node("decide_retrieval", partial(decide_retrieval, parts=parts))
+    builder.add_node("respond_directly", partial(respond_directly, parts=parts))
+    add_retrieval(builder, parts)
+    builder.add_node("grade_documents", partial(grade_documents, parts=parts))
+    builder.add_node("generate", partial(generate, parts=parts))
+    builder.add_node("check_support", partial(check_support, parts=parts))
+    builder.add_node("check_usefulness", partial(check_usefulness, parts=parts))
+    builder.add_node("retry", partial(retry, parts=parts))
     builder.add_node("refuse", refuse)
     builder.add_edge(START, "prepare")
     builder.add_edge("prepare", "decide_retrieval")
     builder.add_conditional_edges("decide_retrieval", route_retrieval, ["retrieve", "respond_directly"])
-    builder.add_edge("retrieve", "restricted_gate")
-    builder.add_edge("restricted_gate", "grade_documents")
     builder.add_conditional_edges("grade_documents", route_after_grading, ["generate", "retry", "refuse"])
     builder.add_edge("generate", "check_support")
     builder.add_conditional_edges("check_support", route_after_support, ["check_usefulness", "retry", "refuse"])
@@ -178,4 +213,5 @@ def build_self_rag(
     builder.add_edge("respond_directly", END)
     builder.add_edge("refuse", END)
     graph = builder.compile(checkpointer=checkpointer, name="self_rag")
-    return graph.with_config(recursion_limit=recursion_limit_for(self_rag_max_steps(retries)))
+    bound = self_rag_max_steps(parts.max_retries, compress=bool(parts.compressors))
+    return graph.with_config(recursion_limit=recursion_limit_for(bound))

@@ -7,8 +7,11 @@ answer gets the explicit "insufficient context" refusal instead of an answer bui
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
+from langchain_core.documents import BaseDocumentCompressor
 from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable
@@ -17,28 +20,30 @@ from langgraph.graph.state import CompiledStateGraph
 
 from langchain_ragspine.graphs.graders import Graders
 from langchain_ragspine.graphs.nodes import (
-    check_retriever,
-    default_chain,
-    default_graders,
-    make_generate,
-    make_grade_documents,
-    make_prepare,
-    make_retrieve,
+    add_retrieval,
+    generate,
+    grade_documents,
+    make_parts,
+    prepare,
     recursion_limit_for,
     refuse,
-    resolve_llm,
-    restricted_gate,
 )
-from langchain_ragspine.graphs.state import RAGInput, RAGState
+from langchain_ragspine.graphs.prompts import GraphPrompts
+from langchain_ragspine.graphs.state import RAGContext, RAGInput, RAGOutput, RAGState
 from langchain_ragspine.tokenizers import Tokenizer
 
-__all__ = ["SIMPLE_RAG_MAX_STEPS", "build_simple_rag"]
+__all__ = ["SIMPLE_RAG_MAX_STEPS", "build_simple_rag", "route_after_grading_simple", "simple_rag_max_steps"]
 
 #: Supersteps of the simple graph, always: prepare, retrieve, restricted_gate, grade_documents, generate | refuse.
 SIMPLE_RAG_MAX_STEPS = 5
 
 
-def route_after_grading_simple(state: dict[str, Any]) -> str:
+def simple_rag_max_steps(*, compress: bool = False) -> int:
+    """Supersteps of :func:`build_simple_rag`: :data:`SIMPLE_RAG_MAX_STEPS` (5), 6 with ``compressors``."""
+    return SIMPLE_RAG_MAX_STEPS + int(compress)
+
+
+def route_after_grading_simple(state: RAGState) -> str:
     """Edge after ``grade_documents``: ``generate`` when a document is relevant, else ``refuse``."""
     return "generate" if state.get("documents") else "refuse"
 
@@ -53,51 +58,60 @@ def build_simple_rag(
     max_docs: int | None = 6,
     lost_in_the_middle: bool = False,
     tokenizer: str | Tokenizer = "auto",
+    prompts: GraphPrompts | None = None,
+    compressors: Sequence[BaseDocumentCompressor] | None = None,
     checkpointer: Any = None,
-) -> CompiledStateGraph:
+) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Compile the simple RAG graph.
 
-    Nodes: ``prepare → retrieve → restricted_gate → grade_documents → generate | refuse``.
+    Nodes: ``prepare → retrieve → restricted_gate [→ compress] → grade_documents → generate | refuse``.
 
     Args:
         retriever: any ``BaseRetriever``; ``filters`` go to it as ``filter=`` when it takes that keyword, else they
             are applied to its results.
         llm: a chat model, a :func:`~langchain_ragspine.config.make_chat_model` spec, or ``None`` (default: no LLM —
             extractive answer, lexical graders; the environment is not consulted).
-        graders: the relevance / support / usefulness checks (default :func:`make_graders` for ``llm``).
+        graders: the relevance / support / usefulness checks (default :func:`make_graders` for ``llm``: with an
+            LLM, every retrieval is graded in one call).
         answer_chain: replaces the default :func:`~langchain_ragspine.chains.make_answer_chain` (it receives the
             passages already selected and ordered, and must return ``{"answer", "citations"}``).
-        k: results per retrieval (passed when the retriever takes ``k``; default: the retriever's own).
+        k: results per retrieval (passed when the retriever takes ``k``; default: the retriever's own); a run may
+            override it (``context={"k": 3}``).
         max_docs: passages given to the answer (default 6).
         lost_in_the_middle: show the passages best-at-both-ends.
         tokenizer: for the extractive answer and the lexical graders (default ``"auto"``, BM25's).
+        prompts: the prompts of the model calls (default :class:`~langchain_ragspine.graphs.prompts.GraphPrompts`).
+        compressors: ``BaseDocumentCompressor``s (rerankers, MMR, lost-in-the-middle, …) run in order in a
+            ``compress`` node after the RESTRICTED gate and before grading, against the question; the gate runs
+            again after them.  Default ``None``: no ``compress`` node, the graph is unchanged.
         checkpointer: a LangGraph checkpointer (``None``: none).
 
-    Input ``{"question": str, "filters": dict | None}``; the final state holds ``answer``, ``citations``,
-    ``documents`` (the passages the answer was given; ``[]`` after a refusal), ``trace``, ``refused``.
+    Input ``{"question": str, "filters": dict | None}`` or ``{"messages": [...]}``
+    (:class:`~langchain_ragspine.graphs.state.RAGInput`); output
+    :class:`~langchain_ragspine.graphs.state.RAGOutput` — ``answer``, ``citations``, ``documents`` (the passages
+    the answer was given; ``[]`` after a refusal), ``trace``, ``refused``, … .
 
-    Bound: exactly :data:`SIMPLE_RAG_MAX_STEPS` = 5 supersteps.
+    Bound: exactly :func:`simple_rag_max_steps` supersteps (5; 6 with compressors).
 
     Raises:
-        TypeError: ``retriever`` is not a ``BaseRetriever``; a bad ``llm`` or ``graders``.
+        TypeError: ``retriever`` is not a ``BaseRetriever``; a bad ``llm``, ``graders``, ``prompts`` or
+            ``compressors``.
     """
-    check_retriever(retriever)
-    model = resolve_llm(llm)
-    grade = default_graders(graders, model, tokenizer)
-    chain = default_chain(model, answer_chain, tokenizer)
-    builder = StateGraph(RAGState, input_schema=RAGInput)
-    builder.add_node("prepare", make_prepare())
-    builder.add_node("retrieve", make_retrieve(retriever, k=k))
-    builder.add_node("restricted_gate", restricted_gate)
-    builder.add_node("grade_documents", make_grade_documents(grade))
-    builder.add_node("generate", make_generate(chain, max_docs=max_docs, lost_in_the_middle=lost_in_the_middle))
+    parts = make_parts(
+        retriever, llm, graders=graders, answer_chain=answer_chain, k=k, max_docs=max_docs,
+        lost_in_the_middle=lost_in_the_middle, tokenizer=tokenizer, prompts=prompts, compressors=compressors,
+        max_retries=0,
+    )
+    builder = StateGraph(RAGState, context_schema=RAGContext, input_schema=RAGInput, output_schema=RAGOutput)
+    builder.add_node("prepare", partial(prepare, parts=parts))
+    add_retrieval(builder, parts)
+    builder.add_node("grade_documents", partial(grade_documents, parts=parts))
+    builder.add_node("generate", partial(generate, parts=parts))
     builder.add_node("refuse", refuse)
     builder.add_edge(START, "prepare")
     builder.add_edge("prepare", "retrieve")
-    builder.add_edge("retrieve", "restricted_gate")
-    builder.add_edge("restricted_gate", "grade_documents")
     builder.add_conditional_edges("grade_documents", route_after_grading_simple, ["generate", "refuse"])
     builder.add_edge("generate", END)
     builder.add_edge("refuse", END)
     graph = builder.compile(checkpointer=checkpointer, name="simple_rag")
-    return graph.with_config(recursion_limit=recursion_limit_for(SIMPLE_RAG_MAX_STEPS))
+    return graph.with_config(recursion_limit=recursion_limit_for(simple_rag_max_steps(compress=bool(parts.compressors))))  # type: ignore[return-value]

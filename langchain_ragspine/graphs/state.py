@@ -20,19 +20,26 @@ against the builder's ``max_retries``), invariant 7.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any, NotRequired, Required, TypedDict
+from typing import Annotated, Any, NotRequired
 
 from langchain_core.documents import Document
+from langchain_core.messages import AnyMessage
+from langgraph.graph.message import add_messages
+from typing_extensions import TypedDict
 
 from langchain_ragspine.chains.answer import Citation
 from langchain_ragspine.documents import dedupe, doc_key
 
 __all__ = [
+    "AdaptiveRAGOutput",
     "AdaptiveRAGState",
+    "CorrectiveRAGOutput",
     "CorrectiveRAGState",
+    "RAGContext",
     "RAGInput",
     "RAGOutput",
     "RAGState",
+    "SelfRAGOutput",
     "SelfRAGState",
     "SubAnswer",
     "append_trace",
@@ -118,31 +125,90 @@ def merge_sub_answers(left: list[SubAnswer] | None, right: Any) -> list[SubAnswe
 
 class RAGInput(TypedDict, total=False):
     """What every graph takes: ``{"question": str, "filters": dict | None}`` (``filters`` in the syntax of
-    :mod:`langchain_ragspine.filters`)."""
+    :mod:`langchain_ragspine.filters`), or a chat state ``{"messages": [...]}`` whose last human message is the
+    question (then the answer is appended to ``messages`` as an ``AIMessage``).  ``question`` wins when both are
+    given.  Both ``question`` and ``filters`` apply to the run that passed them only: on a checkpointed thread a
+    later run without ``filters`` has none."""
 
-    question: Required[str]
+    question: str
+    messages: Annotated[list[AnyMessage], add_messages]
     filters: dict[str, Any] | None
 
 
+class RAGContext(TypedDict, total=False):
+    """Per-run settings (LangGraph's run context — ``graph.invoke(inputs, context={"k": 3})`` — or, as older
+    LangGraph and ``langgraph dev`` pass them, ``config={"configurable": {"k": 3}}``).
+
+    Attributes:
+        k: results per retrieval for this run (default: the builder's ``k``).  An ``int >= 1``.
+        max_retries: corrections / retries allowed for this run, ``0 <= max_retries <=`` the builder's
+            ``max_retries`` (the builder's value is the ceiling, so the compiled bound still holds).
+    """
+
+    k: int
+    max_retries: int
+
+
 class RAGOutput(TypedDict, total=False):
-    """What every graph's final state holds (among other keys)."""
+    """What every graph returns (its ``output_schema``; working keys such as ``tried_queries`` stay internal).
+
+    ``answer``, ``citations`` (``[{"n", "chunk_id", "doc_id", "title", "source_locator", "attributed"}]``),
+    ``documents`` (the passages the answer was given, ``citations[i]["n"]`` indexes them), ``trace``, ``refused``,
+    ``mode``, the answer chain's reports (``invalid_citations``, ``unsupported_sentences``, ``warning``), the
+    loop's outcome (``retries``, ``retry_reason``, ``original_query``, ``search_query``) and, for a chat input,
+    ``messages`` with the answer appended.
+    """
 
     answer: str
     citations: list[Citation]
     documents: list[Document]
     trace: list[dict[str, Any]]
     refused: bool
+    mode: str
     invalid_citations: list[int]
     unsupported_sentences: list[str]
     warning: str | None
+    retries: int
+    retry_reason: str | None
+    original_query: str
+    search_query: str
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
+class CorrectiveRAGOutput(RAGOutput, total=False):
+    """The corrective graph's output: also ``filters_dropped`` (the answer was found without the filter)."""
+
+    filters_dropped: bool
+
+
+class AdaptiveRAGOutput(CorrectiveRAGOutput, total=False):
+    """The adaptive graph's output: also the ``route`` taken and the ``sub_questions``."""
+
+    route: str
+    sub_questions: list[str]
+
+
+class SelfRAGOutput(RAGOutput, total=False):
+    """The Self-RAG graph's output: also ``use_retrieval`` and the last ``supported`` / ``useful`` verdicts."""
+
+    use_retrieval: bool
+    supported: str
+    useful: str
 
 
 class RAGState(TypedDict, total=False):
     """State of the simple graph, and the base of the others.
 
     Attributes:
-        question: the user's question (input).
-        filters: metadata filter for retrieval (input; the corrective graph may drop it).
+        question: the user's question (input; ``prepare`` consumes it and sets it to ``None``, so a later run on a
+            checkpointed thread never sees it).
+        messages: the chat state (input and, in chat mode, output; reducer ``add_messages``).
+        filters: metadata filter (input; consumed by ``prepare`` like ``question``).
+        search_filters: the filter the searches of this run use (the corrective graph may drop it).
+        chat: whether the question came from ``messages`` (the answer is then appended to them).
+        reply_id: the id of this run's ``AIMessage`` (a later node's answer replaces the earlier one's).
+        max_retries: the retry bound of this run (builder ``max_retries``, or a smaller per-run value).
+        k: results per retrieval for this run (``None``: the retriever's own).
         original_query: the question the answer addresses (always the input question).
         search_query: what is searched (the question, or a rewrite of it).
         documents: the chunks in play — retrieved, then gated, then graded; in the final state, exactly the
@@ -165,8 +231,14 @@ class RAGState(TypedDict, total=False):
             ``"refusal"``, ``"merged"``).
     """
 
-    question: str
+    question: str | None
+    messages: Annotated[list[AnyMessage], add_messages]
     filters: dict[str, Any] | None
+    search_filters: dict[str, Any] | None
+    chat: bool
+    reply_id: str | None
+    max_retries: int
+    k: int | None
     original_query: str
     search_query: str
     documents: Annotated[list[Document], merge_documents]

@@ -7,16 +7,59 @@ from langchain_ragspine.retrievers.contract import (
     invoke_retriever,
     retriever_params,
 )
+from langchain_ragspine.retrievers.decomposition import DecompositionRetriever
 from langchain_ragspine.retrievers.dense import DenseRetriever
+from langchain_ragspine.retrievers.deny_list import QueryDenyList
+from langchain_ragspine.retrievers.filter_extraction import (
+    FilterExtractionRetriever,
+    LLMFilterExtractor,
+    RuleFilterExtractor,
+)
+from langchain_ragspine.retrievers.glossary import Glossary, GlossaryQueryRewriter, GlossaryRetriever
 from langchain_ragspine.retrievers.hybrid import HybridRetriever, fuse
+from langchain_ragspine.retrievers.hyde import HyDERetriever
+from langchain_ragspine.retrievers.multi_index import (
+    KeywordRouter,
+    LLMRouter,
+    MultiIndexRetriever,
+    fuse_by_index,
+    merge_index_results,
+)
+from langchain_ragspine.retrievers.multi_query import MultiQueryRetriever, RAGFusionRetriever
+from langchain_ragspine.retrievers.query_transform import (
+    QueryTransformRetriever,
+    QueryTransformSkippedWarning,
+)
+from langchain_ragspine.retrievers.query_variants import parse_query_variants
+from langchain_ragspine.retrievers.step_back import StepBackRetriever
 
 __all__ = [
     "BM25Retriever",
+    "DecompositionRetriever",
     "DenseRetriever",
+    "FilterExtractionRetriever",
+    "Glossary",
+    "GlossaryQueryRewriter",
+    "GlossaryRetriever",
+    "HyDERetriever",
     "HybridRetriever",
+    "KeywordRouter",
+    "LLMFilterExtractor",
+    "LLMRouter",
+    "MultiIndexRetriever",
+    "MultiQueryRetriever",
+    "QueryDenyList",
+    "QueryTransformRetriever",
+    "QueryTransformSkippedWarning",
+    "RAGFusionRetriever",
     "RetrieverParams",
+    "RuleFilterExtractor",
+    "StepBackRetriever",
     "ainvoke_retriever",
     "fuse",
+    "fuse_by_index",
     "invoke_retriever",
+    "merge_index_results",
+    "parse_query_variants",
     "retriever_params",
 ]

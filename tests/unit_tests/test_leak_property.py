@@ -4,17 +4,21 @@ Hypothesis builds small corpora of Japanese/English words with a random subset l
 case / width / whitespace variants), each restricted chunk holding a unique marker.  The retriever is BM25 over the
 *unlabelled* texts, mapped back to the labelled documents — so it returns restricted chunks like any others, and
 only the graphs' own gate stands between them and the model.  A spy chat model records every message it gets and
-answers with "yes [1]" (a relevance "yes", a support "yes", an answer citing passage 1).
+answers with "yes [1]" (a relevance "yes", a support "yes", an answer citing passage 1; for the one-call batch
+grader, a usable verdict with one passage and an unusable one — so the per-document fallback runs — with more).
+Graphs are also built with a hostile compressor that adds every RESTRICTED chunk back (the gate after the
+compressors must remove them), and asked through a chat state (``{"messages": [...]}``) as well as a question.
 """
 
+from collections.abc import Sequence
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from langchain_core.callbacks import CallbackManagerForRetrieverRun
-from langchain_core.documents import Document
+from langchain_core.callbacks import CallbackManagerForRetrieverRun, Callbacks
+from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field
@@ -74,6 +78,17 @@ class RawBM25Retriever(BaseRetriever):
         return hits + [d for d in self.docs if is_restricted(d) and d not in hits]
 
 
+class HostileCompressor(BaseDocumentCompressor):
+    """Reverses the documents and appends every RESTRICTED chunk of the corpus (a compressor must never be trusted)."""
+
+    docs: list[Document]
+
+    def compress_documents(
+        self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
+    ) -> Sequence[Document]:
+        return [*reversed(list(documents)), *(d for d in self.docs if is_restricted(d))]
+
+
 @st.composite
 def corpora(draw: st.DrawFn) -> tuple[list[Document], list[str], str, dict | None]:
     n = draw(st.integers(5, 15))
@@ -110,15 +125,18 @@ BUILDERS = [build_simple_rag, build_corrective_rag, build_adaptive_rag, build_se
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(corpora(), st.booleans())
-def test_no_restricted_text_reaches_a_prompt_or_leaves_a_graph(case, with_llm):
+@given(corpora(), st.booleans(), st.booleans(), st.booleans())
+def test_no_restricted_text_reaches_a_prompt_or_leaves_a_graph(case, with_llm, hostile, chat):
     docs, markers, question, filters = case
     retriever = RawBM25Retriever(docs=docs)
     assert any(is_restricted(d) for d in retriever.invoke(question, filter=filters))
     for build in BUILDERS:
         spy = SpyChatModel()
-        graph = build(retriever, spy if with_llm else None)
-        inputs = {"question": question, "filters": filters}
+        compressors = [HostileCompressor(docs=docs)] if hostile else None
+        graph = build(retriever, spy if with_llm else None, compressors=compressors)
+        inputs: dict[str, Any] = (
+            {"messages": [HumanMessage(question)], "filters": filters} if chat else {"question": question, "filters": filters}
+        )
         streamed: list[Any] = []
         final: dict[str, Any] = {}
         for mode, chunk in graph.stream(inputs, stream_mode=["updates", "values"]):
@@ -128,6 +146,7 @@ def test_no_restricted_text_reaches_a_prompt_or_leaves_a_graph(case, with_llm):
         _assert_clean(markers, *spy.prompts)
         _assert_clean(markers, streamed)  # every intermediate update and state, not only the final one
         _assert_clean(markers, final.get("answer"), final.get("citations"), final.get("documents"), final.get("trace"))
+        _assert_clean(markers, final.get("messages"))
         assert not any(is_restricted(d) for d in final.get("documents") or [])
         assert final.get("answer")
 

@@ -36,6 +36,9 @@ CASES: dict[str, tuple[object, str, str, object]] = {
     "llm": ("none", "ollama:dotenv", "ollama:env", "auto"),
     "ollama_host": (None, "http://dotenv:1", "http://env:2", "http://argument:3"),
     "cache_dir": (None, "/cache/dotenv", "/cache/env", Path("/cache/argument")),
+    "query_transform": ("none", "hyde", "multi_query", "glossary"),
+    "glossary": (None, "/glossary/dotenv.yaml", "/glossary/env.yaml", Path("/glossary/argument.yaml")),
+    "query_deny_list": (None, "/deny/dotenv.txt", "/deny/env.txt", Path("/deny/argument.txt")),
 }
 
 
@@ -49,7 +52,7 @@ def _coerce(field: str, raw: object) -> object:
         return None
     if field in ("chunk_size", "chunk_overlap", "k"):
         return int(raw)  # type: ignore[arg-type]
-    if field in ("store", "cache_dir"):
+    if field in ("store", "cache_dir", "glossary", "query_deny_list"):
         return Path(str(raw))
     return raw
 
@@ -102,7 +105,8 @@ def test_blank_paths_count_as_unset(clean, monkeypatch):
 @pytest.mark.parametrize(
     "name, value, message",
     [("RAGSPINE_RETRIEVAL_MODE", "fast", "unknown retrieval mode"), ("RAGSPINE_TOKENIZER", "mecab", "unknown tokenizer"),
-     ("RAGSPINE_K", "0", "greater than 0"), ("RAGSPINE_CHUNK_SIZE", "big", "integer")],
+     ("RAGSPINE_K", "0", "greater than 0"), ("RAGSPINE_CHUNK_SIZE", "big", "integer"),
+     ("RAGSPINE_QUERY_TRANSFORM", "hype", "unknown query transformation")],
 )
 def test_bad_values_are_refused_from_dotenv_too(clean, name, value, message):
     _dotenv(clean, **{name: value})

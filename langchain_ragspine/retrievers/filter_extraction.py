@@ -1,0 +1,294 @@
+"""Filter extraction: read a metadata filter out of the question ("2023年の…" → ``{"year": 2023}``) and search with it.
+
+LangChain's ``SelfQueryRetriever`` has a chat model turn a question into a query plus a structured filter
+("self-querying"); here extraction is optional and conservative, by rules or by a model:
+
+* :class:`RuleFilterExtractor` — deterministic: a year the question is about (``2023年の``, ``2023年に``, ``2023 年``,
+  ``in 2023``, ``during 2023``, full-width digits too) becomes a filter on a year field (``{"year": 2023}``) or a
+  date field (``{"updated": {"gte": "2023-01-01", "lt": "2024-01-01"}}``); several years become the range that
+  covers them.  Fiscal years (``2023年度``) are not read: their months differ by organisation; nor are durations and
+  decades (``1500年前``, ``3年間``, ``1000年以上``, ``2020年代``, ``in the 1990s``).
+* :class:`LLMFilterExtractor` — a chat model writes a JSON filter over fields you describe; anything but a valid
+  filter over those fields (:mod:`langchain_ragspine.filters` syntax) is discarded.
+
+:class:`FilterExtractionRetriever` ANDs the extracted filter with the call's and its own
+(:func:`~langchain_ragspine.filters.and_filters`): **it can only narrow** the candidate set, never widen it.
+**A failed extraction means no filter, not an error**: nothing found, a model that fails or replies nonsense, a
+filter that does not compile — the call then runs with the other filters only, exactly as the base would.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import unicodedata
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
+
+from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
+from langchain_core.documents import Document
+from langchain_core.language_models import BaseChatModel
+from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import RunnableConfig
+from pydantic import ConfigDict, field_validator
+
+from langchain_ragspine.documents import check_k
+from langchain_ragspine.filters import and_filters, compile_filter
+from langchain_ragspine.retrievers.contract import ainvoke_retriever, invoke_retriever
+from langchain_ragspine.retrievers.query_transform import add_trace_entry, call_params, child_config
+from langchain_ragspine.retrievers.query_variants import reply_text, strip_think
+
+__all__ = ["FILTER_PROMPT", "FilterExtractionRetriever", "LLMFilterExtractor", "RuleFilterExtractor"]
+
+logger = logging.getLogger(__name__)
+
+_YEAR = r"(1[0-9]{3}|2[0-9]{3})"
+# 年 not followed by what makes it a duration or a decade: 1500年前 (years ago), 3年間, 1000年以上, 2020年代 (the 2020s),
+# 年度 (a fiscal year), 年后/年间 (Chinese)
+_NOT_A_YEAR = r"(?!度|前|間|间|以上|以下|以内|未満|後|后|ぶり|目|来|余|代|分|半)"
+_YEAR_RES = (
+    re.compile(r"(?<![0-9.])" + _YEAR + r"\s*年" + _NOT_A_YEAR),  # 2023年の / 2023年に / 2023 年 (ja, zh)
+    re.compile(r"(?i)\b(?:in|during|from|for|since|until|of|year)\s+" + _YEAR + r"\b(?!s|'s)"),
+)
+
+
+class RuleFilterExtractor:
+    """Extract a year filter by rules (see the module docstring).
+
+    Args:
+        field: the metadata field to filter (default ``"year"``).
+        kind: ``"year"`` — the field holds a year (``{"year": 2023}``; several years: ``between``); ``"date"`` — it
+            holds ISO dates (``{"updated": {"gte": "2023-01-01", "lt": "2024-01-01"}}``).
+
+    Calling it with a question returns the filter, or ``None`` when the question names no year.
+
+    Example:
+        >>> RuleFilterExtractor()("2023年の売上は？"), RuleFilterExtractor()("売上は？")
+        ({'year': 2023}, None)
+        >>> RuleFilterExtractor("updated", kind="date")("What changed in ２０２４?")
+        {'updated': {'gte': '2024-01-01', 'lt': '2025-01-01'}}
+        >>> RuleFilterExtractor()("2020年から2022年までの変化")
+        {'year': {'between': [2020, 2022]}}
+    """
+
+    def __init__(self, field: str = "year", *, kind: Literal["year", "date"] = "year") -> None:
+        if not isinstance(field, str) or not field.strip():
+            raise ValueError(f"field must be a non-empty string, got {field!r}")
+        if kind not in ("year", "date"):
+            raise ValueError(f"kind must be 'year' or 'date', got {kind!r}")
+        self.field = field
+        self.kind = kind
+
+    def years(self, question: str) -> list[int]:
+        """The years ``question`` is about, sorted, distinct."""
+        if not isinstance(question, str):
+            return []
+        text = unicodedata.normalize("NFKC", question)
+        return sorted({int(m.group(1)) for rx in _YEAR_RES for m in rx.finditer(text)})
+
+    def __call__(self, question: str) -> dict[str, Any] | None:
+        years = self.years(question)
+        if not years:
+            return None
+        lo, hi = years[0], years[-1]
+        if self.kind == "date":
+            return {self.field: {"gte": f"{lo:04d}-01-01", "lt": f"{hi + 1:04d}-01-01"}}
+        return {self.field: lo if lo == hi else {"between": [lo, hi]}}
+
+    def __repr__(self) -> str:
+        return f"RuleFilterExtractor({self.field!r}, kind={self.kind!r})"
+
+
+#: The default prompt of :class:`LLMFilterExtractor` (variables ``fields`` and ``question``).
+FILTER_PROMPT = ChatPromptTemplate.from_messages([
+    ("system", "You turn constraints stated in a question into a JSON metadata filter. You never guess."),
+    ("human", "Metadata fields:\n{fields}\n\nWrite a JSON object that keeps only documents matching what the "
+              "question explicitly requires of these fields, using {{\"field\": value}} for equality or "
+              "{{\"field\": {{\"gte\": x, \"lte\": y}}}} for ranges. Use only the fields listed. If the question states "
+              "no such constraint, reply {{}}. Reply with the JSON object only.\n\nQuestion: {question}"),
+])
+
+
+class LLMFilterExtractor:
+    """Extract a filter with a chat model.
+
+    Args:
+        llm: the chat model.
+        fields: ``{field: description}`` — the only fields a filter may use.
+        prompt: a ``ChatPromptTemplate`` with ``fields`` and ``question`` (default :data:`FILTER_PROMPT`).
+
+    Calling it returns the filter, or ``None`` when the model finds none, fails, or writes anything but a JSON
+    object that compiles as a filter (:func:`~langchain_ragspine.filters.compile_filter`) and names only ``fields``
+    at its top level (logical operators ``$and`` / ``$or`` / ``$not`` are refused: an extracted filter is a plain
+    conjunction).  Never raises.
+    """
+
+    def __init__(self, llm: BaseChatModel, fields: Mapping[str, str], prompt: ChatPromptTemplate | None = None
+                 ) -> None:
+        if not isinstance(llm, BaseChatModel):
+            raise TypeError(f"llm must be a BaseChatModel, got {type(llm).__name__}")
+        if not fields:
+            raise ValueError("fields must name at least one metadata field")
+        self.llm = llm
+        self.fields = {str(k): str(v) for k, v in fields.items()}
+        self.prompt = prompt or FILTER_PROMPT
+
+    def messages(self, question: str) -> list[Any]:
+        """The messages sent to the model."""
+        listing = "\n".join(f"- {f}: {d}" for f, d in self.fields.items())
+        return self.prompt.format_messages(fields=listing, question=question)
+
+    def parse(self, reply: Any) -> dict[str, Any] | None:
+        """The filter in ``reply``, or ``None`` (see the class docstring)."""
+        text = strip_think(reply_text(reply)).strip()
+        fence = re.search(r"```[A-Za-z0-9_-]*\s*(.*?)```", text, re.DOTALL)
+        if fence:
+            text = fence.group(1).strip()
+        start, end = text.find("{"), text.rfind("}")
+        if start < 0 or end < start:
+            return None
+        try:
+            data = json.loads(text[start : end + 1])
+        except ValueError:
+            return None
+        if not isinstance(data, dict) or not data or not set(data) <= set(self.fields):
+            return None
+        try:
+            compile_filter(data)
+        except (ValueError, TypeError):
+            return None
+        return data
+
+    def __call__(self, question: str, config: RunnableConfig | None = None) -> dict[str, Any] | None:
+        try:
+            return self.parse(self.llm.invoke(self.messages(question), config))
+        except Exception as e:  # noqa: BLE001 - a failed extraction means no filter
+            logger.warning("LLMFilterExtractor: extraction failed, no filter: %s", e)
+            return None
+
+    async def acall(self, question: str, config: RunnableConfig | None = None) -> dict[str, Any] | None:
+        """Async ``__call__``."""
+        try:
+            return self.parse(await self.llm.ainvoke(self.messages(question), config))
+        except Exception as e:  # noqa: BLE001
+            logger.warning("LLMFilterExtractor: extraction failed, no filter: %s", e)
+            return None
+
+    def __repr__(self) -> str:
+        return f"LLMFilterExtractor({sorted(self.fields)})"
+
+
+Extractor = Callable[..., "dict[str, Any] | None"]
+
+
+class FilterExtractionRetriever(BaseRetriever):
+    """Search ``base`` with a filter extracted from the question, ANDed with the call's and its own.
+
+    ``FilterExtractionRetriever(base, extractor)``.
+
+    Attributes:
+        base: the retriever searched (through the retriever-call contract).
+        extractor: a :class:`RuleFilterExtractor` (default), an :class:`LLMFilterExtractor`, or any callable
+            ``question -> filter | None``.
+        k: results per call (``invoke(query, k=…)`` overrides); ``None``: the base's default.
+        filter: the retriever's own filter.
+
+    With a filter extracted, every result carries a trace entry ``{"transform": "filter_extraction", "filter":
+    {...}}`` in ``metadata["query_transform"]``; with none (or a failed extraction) the results are exactly the
+    base's for the call's ``k`` and ``filter``.
+
+    Example:
+        >>> from langchain_core.documents import Document
+        >>> from langchain_ragspine import BM25Retriever
+        >>> docs = [Document(page_content="売上は10億円だった。", metadata={"chunk_id": "a#0", "year": 2022}),
+        ...         Document(page_content="売上は12億円だった。", metadata={"chunk_id": "b#0", "year": 2023})]
+        >>> retriever = FilterExtractionRetriever(BM25Retriever.from_documents(docs), k=2)
+        >>> [d.metadata["chunk_id"] for d in retriever.invoke("2023年の売上は？")]
+        ['b#0']
+    """
+
+    base: BaseRetriever
+    extractor: Any = None
+    k: int | None = None
+    filter: dict[str, Any] | None = None
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    def __init__(self, base: BaseRetriever | None = None, extractor: Any = None, /, **data: Any) -> None:
+        if base is not None:
+            data["base"] = base
+        if extractor is not None:
+            data["extractor"] = extractor
+        if not isinstance(data.get("base"), BaseRetriever):
+            raise TypeError(f"base must be a langchain_core BaseRetriever, got {type(data.get('base')).__name__}")
+        super().__init__(**data)
+
+    @field_validator("k", mode="before")
+    @classmethod
+    def _strict_k(cls, value: Any) -> int | None:
+        return None if value is None else check_k(value)
+
+    def model_post_init(self, context: Any, /) -> None:
+        """Validate; the default extractor is :class:`RuleFilterExtractor`."""
+        if not isinstance(self.base, BaseRetriever):
+            raise TypeError(f"base must be a langchain_core BaseRetriever, got {type(self.base).__name__}")
+        if self.extractor is None:
+            self.extractor = RuleFilterExtractor()
+        elif not callable(self.extractor):
+            raise TypeError(f"extractor must be callable, got {type(self.extractor).__name__}")
+        compile_filter(self.filter)
+
+    def extract(self, question: str, config: RunnableConfig | None = None) -> dict[str, Any] | None:
+        """The filter extracted from ``question``, or ``None``.  Never raises."""
+        try:
+            found = self.extractor(question, config) if isinstance(self.extractor, LLMFilterExtractor) \
+                else self.extractor(question)
+        except Exception as e:  # noqa: BLE001 - a failed extraction means no filter
+            logger.warning("filter extraction failed, no filter: %s", e)
+            return None
+        return _valid(found)
+
+    async def aextract(self, question: str, config: RunnableConfig | None = None) -> dict[str, Any] | None:
+        """Async :meth:`extract`."""
+        if isinstance(self.extractor, LLMFilterExtractor):
+            return _valid(await self.extractor.acall(question, config))
+        return self.extract(question, config)
+
+    def _finish(self, docs: list[Document], found: dict[str, Any] | None) -> list[Document]:
+        if found is None:
+            return docs
+        entry = {"transform": "filter_extraction", "filter": found}
+        return [add_trace_entry(d, entry) for d in docs]
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None,
+        filter: Mapping[str, Any] | None = None, **kwargs: Any,
+    ) -> list[Document]:
+        k, _, _ = call_params("FilterExtractionRetriever", self.k, None, self.filter, k, filter, kwargs)
+        found = self.extract(query, child_config(run_manager, "extract"))
+        docs = invoke_retriever(self.base, query, k=k, filter=and_filters(self.filter, filter, found),
+                                config=child_config(run_manager, "base"))
+        return self._finish(docs, found)
+
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, k: int | None = None,
+        filter: Mapping[str, Any] | None = None, **kwargs: Any,
+    ) -> list[Document]:
+        k, _, _ = call_params("FilterExtractionRetriever", self.k, None, self.filter, k, filter, kwargs)
+        found = await self.aextract(query, child_config(run_manager, "extract"))
+        docs = await ainvoke_retriever(self.base, query, k=k, filter=and_filters(self.filter, filter, found),
+                                       config=child_config(run_manager, "base"))
+        return self._finish(docs, found)
+
+
+def _valid(found: Any) -> dict[str, Any] | None:
+    """``found`` when it is a non-empty filter that compiles, else ``None`` (a failed extraction is no filter)."""
+    if not isinstance(found, Mapping) or not found:
+        return None
+    try:
+        compile_filter(found)
+    except (ValueError, TypeError):
+        return None
+    return dict(found)

@@ -1,0 +1,96 @@
+"""HyDE: search with a hypothetical answer a chat model writes, never with it as evidence.
+
+Hypothetical Document Embeddings (Gao, Ma, Lin & Callan, "Precise Zero-Shot Dense Retrieval without Relevance
+Labels", ACL 2023; arXiv 2212.10496, 2022) asks an instruction-following model to *write a passage that answers the
+question*, and searches with that passage instead of the question: a passage resembles the passages that hold the
+answer more than the question does, in vocabulary and in embedding space, even when its facts are wrong.  Here the
+passage is searched through any base retriever (dense, BM25, hybrid); with ``include_original`` (the default) the
+user's question is searched too and the two lists are fused by Reciprocal Rank Fusion
+(:class:`~langchain_ragspine.retrievers.query_transform.QueryTransformRetriever`).  LangChain's own
+``HypotheticalDocumentEmbedder`` is an ``Embeddings`` wrapper (dense retrieval only, the question is not searched).
+
+**The hypothetical document is a probe.**  Its facts are invented, so it is never returned, cited, stored, put in
+metadata or a trace (the trace shows :data:`~langchain_ragspine.retrievers.query_transform.PROBE_PLACEHOLDER`), or
+shown to a grader as evidence: only chunks of the corpus come out.  It leaves the package only as a query to the
+base retriever — and, when it mentions a denied term, not even that (the deny-list gate drops it).  A callback
+handler attached to the call sees it as the chat model's output, as it sees every model call.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from langchain_core.prompts import ChatPromptTemplate
+from pydantic import Field
+
+from langchain_ragspine.retrievers.query_transform import PROBE_PLACEHOLDER, LLMQueryTransformRetriever
+from langchain_ragspine.retrievers.query_variants import fold_query, reply_text, strip_think
+
+__all__ = ["HYDE_PROMPT", "HyDERetriever"]
+
+#: The default HyDE prompt (Gao et al.'s instruction, "write a passage to answer the question", with the language
+#: kept and the length bounded for a small model).
+HYDE_PROMPT = ChatPromptTemplate.from_messages([
+    ("system", "You write short encyclopedia-style passages. Write in the language of the question."),
+    ("human", "Please write a passage of two to four sentences that answers the question.\n"
+              "Question: {question}\nPassage:"),
+])
+
+
+class HyDERetriever(LLMQueryTransformRetriever):
+    """Search ``base`` with a hypothetical answer written by ``llm`` (and, by default, the question); fuse by RRF.
+
+    ``HyDERetriever(base, llm, include_original=True)``.
+
+    Attributes:
+        include_original: search the question as well and fuse both lists (default ``True``); ``False`` searches
+            the hypothetical document alone (the question alone when none could be written).
+        max_chars: the hypothetical document is cut to this many characters before it is searched (default 1000).
+        n_queries: unused (one hypothetical document is written).
+        (and those of :class:`~langchain_ragspine.retrievers.query_transform.LLMQueryTransformRetriever`)
+
+    Results: chunks of the corpus only — at most ``k``, unique by ``chunk_id``, each with a trace entry whose
+    ``queries`` are ``[question, "<hypothetical document>"]``.  Without a model: the base's results, unchanged.
+
+    Example:
+        >>> from langchain_core.documents import Document
+        >>> from langchain_core.language_models import FakeListChatModel
+        >>> from langchain_ragspine import BM25Retriever
+        >>> docs = [Document(page_content="梅雨は六月から七月にかけて続く雨の季節。", metadata={"chunk_id": "tsuyu#0"}),
+        ...         Document(page_content="北京是中国的首都。", metadata={"chunk_id": "beijing#0"})]
+        >>> llm = FakeListChatModel(responses=["梅雨は毎年六月ごろに始まる長雨の季節です。"])
+        >>> hyde = HyDERetriever(BM25Retriever.from_documents(docs), llm, k=1)
+        >>> [d.metadata["chunk_id"] for d in hyde.invoke("梅雨はいつ？")]
+        ['tsuyu#0']
+        >>> hyde.invoke("梅雨はいつ？")[0].metadata["query_transform"][0]["queries"]
+        ['梅雨はいつ？', '<hypothetical document>']
+    """
+
+    include_original: bool = True
+    max_chars: int = Field(default=1000, gt=0)
+    n_queries: int = 1
+
+    transform_name: ClassVar[str] = "hyde"
+    default_prompt: ClassVar[ChatPromptTemplate] = HYDE_PROMPT
+
+    def searches_original(self) -> bool:
+        """The ``include_original`` field."""
+        return self.include_original
+
+    def show(self, generated: str) -> str:
+        """The probe is shown as :data:`PROBE_PLACEHOLDER`, never as text."""
+        return PROBE_PLACEHOLDER
+
+    def parse(self, reply: Any, query: str) -> list[str]:
+        """The hypothetical document: the reply's text without ``<think>`` blocks, whitespace runs collapsed, cut
+        to :attr:`max_chars`; ``[]`` when empty or a restatement of the question."""
+        text = " ".join(strip_think(reply_text(reply)).split())[: self.max_chars].strip()
+        if not text or fold_query(text) == fold_query(query):
+            return []
+        return [text]
+
+    def messages(self, query: str) -> list[Any]:
+        """The HyDE prompt for ``query``."""
+        template = self.prompt or self.default_prompt
+        return template.format_messages(question=query, n=1)
+

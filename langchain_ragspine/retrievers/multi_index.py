@@ -1,0 +1,460 @@
+"""Multi-index routing: send a query to the indexes (libraries) it is about, search them concurrently, fuse.
+
+Query routing ("logical routing" in LangChain's RAG-from-scratch series; the router of Adaptive-RAG, Jeong et al.,
+NAACL 2024) picks, per query, the data sources worth searching — an HR handbook, the engineering wiki, the product
+FAQ — so a query does not pay for, or get distracted by, the others.  :class:`MultiIndexRetriever` takes named
+indexes (any ``BaseRetriever`` each) and a router:
+
+* :class:`KeywordRouter` (the default): rules ``index_id -> keywords``; a query mentioning a keyword (NFKC, case
+  folded, substring — so Japanese and Chinese work) selects that index.  Deterministic, no LLM.
+* :class:`LLMRouter`: a chat model reads the index descriptions and names the indexes to search.
+* any callable ``query -> list of index ids``.
+
+The router never narrows recall silently: **if it fails (raises, times out, replies nonsense) or names no known
+index, every index is searched** (:class:`RoutingDecision` says which happened).  The selected indexes are searched
+through the retriever-call contract with the call's ``k`` and ``filter`` — concurrently under ``ainvoke`` — and
+their lists are fused by Reciprocal Rank Fusion (Cormack et al., SIGIR 2009; scores of different indexes are not
+comparable, ranks are).  A chunk is identified *within its index*: ``(index_id, chunk_id)``, because two libraries
+ingested separately may both have a ``README#0``.  Every result carries ``metadata["index_id"]``.
+
+**Inside a LangGraph graph**, a fan-out over indexes (one ``Send`` per index, each branch writing its documents)
+merges through :func:`merge_index_results`, a reducer, and a node after the fan-in ranks the merged list with
+:func:`fuse_by_index` — the same fusion :class:`MultiIndexRetriever` uses::
+
+    class State(TypedDict):
+        question: str
+        index_results: Annotated[list[Document], merge_index_results]
+
+    def search_one(state):                       # run once per index, in parallel (Send("search_one", {...}))
+        docs = invoke_retriever(indexes[state["index_id"]], state["question"], k=6)
+        return {"index_results": tag_index(docs, state["index_id"])}
+
+    def rank(state):
+        return {"documents": fuse_by_index(state["index_results"], k=6)}
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
+from langchain_core.documents import Document
+from langchain_core.language_models import BaseChatModel
+from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import RunnableConfig
+from pydantic import ConfigDict, field_validator
+
+from langchain_ragspine.documents import check_k, doc_key
+from langchain_ragspine.filters import compile_filter
+from langchain_ragspine.retrievers.contract import ainvoke_retriever, invoke_retriever
+from langchain_ragspine.retrievers.deny_list import fold_term
+from langchain_ragspine.retrievers.hybrid import DEFAULT_C, fuse
+from langchain_ragspine.retrievers.query_transform import call_params, child_config
+from langchain_ragspine.retrievers.query_variants import reply_text, strip_think
+from langchain_ragspine.sensitivity import drop_restricted
+
+__all__ = [
+    "INDEX_ID_KEY",
+    "ROUTER_PROMPT",
+    "KeywordRouter",
+    "LLMRouter",
+    "MultiIndexRetriever",
+    "RoutingDecision",
+    "fuse_by_index",
+    "merge_index_results",
+    "tag_index",
+]
+
+logger = logging.getLogger(__name__)
+
+#: The metadata key naming the index a result came from.
+INDEX_ID_KEY = "index_id"
+
+#: The default prompt of :class:`LLMRouter` (variables ``indexes``: one ``- id: description`` line each, and
+#: ``question``).
+ROUTER_PROMPT = ChatPromptTemplate.from_messages([
+    ("system", "You route questions to the document collections that can answer them."),
+    ("human", "Collections:\n{indexes}\n\nWhich collections should be searched for the question below? Reply with "
+              "their names only, separated by commas. If you are unsure, name all of them.\n\n"
+              "Question: {question}"),
+])
+
+
+@dataclass(frozen=True)
+class RoutingDecision:
+    """Which indexes one query searches.
+
+    Attributes:
+        selected: the index ids searched, in the indexes' order.
+        routed: the ids the router named (known ones, in the router's order).
+        fallback: ``None`` when the router's choice is searched; ``"router_error"`` (it raised) or
+            ``"no_known_index"`` (it named none of the indexes) when every index is searched instead.
+    """
+
+    selected: tuple[str, ...]
+    routed: tuple[str, ...] = ()
+    fallback: str | None = None
+
+
+class KeywordRouter:
+    """Select indexes by keywords: ``{index_id: [keyword, …]}``.
+
+    A query selects every index one of whose keywords it contains (compared after NFKC, case folding and
+    whitespace folding, as a substring).  Returns ``[]`` when no keyword matches (the retriever then searches every
+    index).
+
+    Raises:
+        TypeError: ``rules`` is not a mapping of strings to lists of strings.
+
+    Example:
+        >>> router = KeywordRouter({"hr": ["休暇", "給与", "leave"], "eng": ["BM25", "デプロイ"]})
+        >>> router("有給休暇は何日？"), router("How is ＢＭ２５ tuned?"), router("天気")
+        (['hr'], ['eng'], [])
+    """
+
+    def __init__(self, rules: Mapping[str, Iterable[str]]) -> None:
+        if not isinstance(rules, Mapping):
+            raise TypeError(f"rules must map index ids to lists of keywords, got {type(rules).__name__}")
+        self.rules: dict[str, list[str]] = {}
+        for index_id, keywords in rules.items():
+            if isinstance(keywords, str) or not all(isinstance(w, str) for w in keywords):
+                raise TypeError(f"the keywords of {index_id!r} must be a list of strings, got {keywords!r}")
+            self.rules[str(index_id)] = [w for w in keywords if fold_term(w)]
+        self._folded = {i: [fold_term(w) for w in ws] for i, ws in self.rules.items()}
+
+    def __call__(self, query: str) -> list[str]:
+        text = fold_term(query) if isinstance(query, str) else ""
+        return [i for i, words in self._folded.items() if any(w in text for w in words)]
+
+    def __repr__(self) -> str:
+        return f"KeywordRouter({sorted(self.rules)})"
+
+
+class LLMRouter:
+    """Select indexes with a chat model that reads their descriptions.
+
+    Args:
+        llm: the chat model.
+        descriptions: ``{index_id: what the index holds}`` — the ids the model may name.
+        prompt: a ``ChatPromptTemplate`` with ``indexes`` and ``question`` (default :data:`ROUTER_PROMPT`).
+
+    The reply is read for the known ids (whole words, any case, after ``<think>`` blocks are removed), in the order
+    they appear; unknown names are ignored.  A failed call raises (the retriever then searches every index).
+    """
+
+    def __init__(
+        self, llm: BaseChatModel, descriptions: Mapping[str, str], prompt: ChatPromptTemplate | None = None
+    ) -> None:
+        if not isinstance(llm, BaseChatModel):
+            raise TypeError(f"llm must be a BaseChatModel, got {type(llm).__name__}")
+        if not descriptions:
+            raise ValueError("descriptions must name at least one index")
+        self.llm = llm
+        self.descriptions = {str(k): str(v) for k, v in descriptions.items()}
+        self.prompt = prompt or ROUTER_PROMPT
+
+    def messages(self, query: str) -> list[Any]:
+        """The messages sent to the model."""
+        listing = "\n".join(f"- {i}: {d}" for i, d in self.descriptions.items())
+        return self.prompt.format_messages(indexes=listing, question=query)
+
+    def parse(self, reply: Any) -> list[str]:
+        """The known index ids named in ``reply``, in order of first mention."""
+        text = strip_think(reply_text(reply)).casefold()
+        found: list[tuple[int, str]] = []
+        for index_id in self.descriptions:
+            m = re.search(rf"(?<![\w-]){re.escape(index_id.casefold())}(?![\w-])", text)
+            if m:
+                found.append((m.start(), index_id))
+        return [i for _, i in sorted(found)]
+
+    def __call__(self, query: str, config: RunnableConfig | None = None) -> list[str]:
+        return self.parse(self.llm.invoke(self.messages(query), config))
+
+    async def acall(self, query: str, config: RunnableConfig | None = None) -> list[str]:
+        """Async ``__call__``."""
+        return self.parse(await self.llm.ainvoke(self.messages(query), config))
+
+    def __repr__(self) -> str:
+        return f"LLMRouter({sorted(self.descriptions)})"
+
+
+# -- fusion and the graph reducer ---------------------------------------------------------------------------------------
+def tag_index(docs: Iterable[Document], index_id: str) -> list[Document]:
+    """Copies of ``docs`` with ``metadata["index_id"] = index_id``."""
+    out = []
+    for d in docs:
+        md = dict(d.metadata)
+        md[INDEX_ID_KEY] = index_id
+        out.append(Document(page_content=d.page_content, metadata=md, id=d.id))
+    return out
+
+
+def _index_key(doc: Document) -> tuple[str, str] | None:
+    key = doc_key(doc)
+    return None if key is None else (str(doc.metadata.get(INDEX_ID_KEY)), key)
+
+
+def merge_index_results(left: list[Document] | None, right: Document | Sequence[Document] | None) -> list[Document]:
+    """LangGraph reducer for a fan-out over indexes: ``left + right``, where a document whose ``(index_id,
+    chunk_id)`` is already present is dropped (the first occurrence wins; documents without a key are kept).
+
+    Use it as ``Annotated[list[Document], merge_index_results]``; the order is arrival order, so rank the merged
+    list with :func:`fuse_by_index`.
+
+    Raises:
+        TypeError: ``right`` is not a ``Document``, a list of them, or ``None``.
+
+    Example:
+        >>> a = tag_index([Document(page_content="x", metadata={"chunk_id": "README#0"})], "hr")
+        >>> b = tag_index([Document(page_content="y", metadata={"chunk_id": "README#0"})], "eng")
+        >>> [d.metadata["index_id"] for d in merge_index_results(merge_index_results(None, a), b + a)]
+        ['hr', 'eng']
+    """
+    current = list(left or [])
+    if right is None:
+        return current
+    items = [right] if isinstance(right, Document) else right
+    if isinstance(items, (str, bytes)) or not isinstance(items, Sequence) or not all(
+        isinstance(d, Document) for d in items
+    ):
+        raise TypeError(f"an index_results update must be a Document or a list of them, got {right!r}"[:300])
+    seen = {k for k in map(_index_key, current) if k is not None}
+    for d in items:
+        key = _index_key(d)
+        if key is not None:
+            if key in seen:
+                continue
+            seen.add(key)
+        current.append(d)
+    return current
+
+
+def fuse_by_index(docs: Sequence[Document], *, k: int | None = None, c: int = DEFAULT_C) -> list[Document]:
+    """Rank documents of several indexes: each ``metadata["index_id"]`` group, in its given order, is one ranked
+    list; the lists are fused by Reciprocal Rank Fusion (:func:`~langchain_ragspine.retrievers.hybrid.fuse`).
+
+    A chunk is ``(index_id, chunk_id)``: the same ``chunk_id`` in two indexes is two results.  Returns at most
+    ``k`` documents (``None``: all), each a copy with ``metadata["scores"]["fused"]`` set; RESTRICTED ones are
+    dropped.  Ties break on ``index_id``, then ``chunk_id``.
+
+    Raises:
+        TypeError / ValueError: bad ``k`` or ``c``.
+    """
+    groups: dict[str, list[Document]] = {}
+    for d in docs:
+        groups.setdefault(str(d.metadata.get(INDEX_ID_KEY)), []).append(d)
+    return _fuse_groups(list(groups.items()), k=k, c=c)
+
+
+def _fuse_groups(groups: Sequence[tuple[str, list[Document]]], *, k: int | None, c: int) -> list[Document]:
+    if not groups:
+        return []
+    originals: dict[str, Document] = {}
+    lists: list[list[Document]] = []
+    for index_id, docs in groups:
+        keyed = []
+        for pos, d in enumerate(docs):
+            key = doc_key(d)
+            ns = f"{index_id}\x1f{key}" if key is not None else f"{index_id}\x1f\x00{pos}"
+            originals.setdefault(ns, d)
+            md = dict(d.metadata)
+            md["chunk_id"] = ns
+            keyed.append(Document(page_content=d.page_content, metadata=md))
+        lists.append(keyed)
+    out = []
+    for fused in fuse(lists, k=k, c=c):
+        original = originals[fused.metadata["chunk_id"]]
+        md = dict(original.metadata)
+        md["scores"] = fused.metadata["scores"]
+        md[INDEX_ID_KEY] = fused.metadata.get(INDEX_ID_KEY, md.get(INDEX_ID_KEY))
+        out.append(Document(page_content=original.page_content, metadata=md, id=original.id))
+    return out
+
+
+# -- the retriever ------------------------------------------------------------------------------------------------------
+RouterLike = Callable[..., Sequence[str]]
+
+
+class MultiIndexRetriever(BaseRetriever):
+    """Route each query to some of several named indexes, search those, fuse by RRF.
+
+    ``MultiIndexRetriever(indexes, router)``.
+
+    Attributes:
+        indexes: ``{index_id: retriever}`` (at least one; ids are non-empty strings).
+        router: :class:`KeywordRouter`, :class:`LLMRouter`, a mapping of keyword rules (made a
+            :class:`KeywordRouter`), a ``BaseChatModel`` (made an :class:`LLMRouter` over ``descriptions``), or any
+            callable ``query -> list of index ids``.  ``None`` (default): a :class:`KeywordRouter` whose keywords are
+            the index ids themselves.
+        descriptions: ``{index_id: description}`` for an LLM router (default: the ids).
+        k: results per call (``invoke(query, k=…)`` overrides); ``None``: the indexes' own defaults, the fused
+            list cut to the longest list.
+        candidate_k: results asked of each index when ``k`` is known (default ``k``).
+        filter: the retriever's own filter, ANDed with a call's; every index gets the combined filter.
+        c: the RRF constant (default 60).
+
+    Results: at most ``k`` documents, each with ``metadata["index_id"]``, RESTRICTED ones dropped; with one index
+    selected, that index's results in its order and with its scores; with several, fused by RRF
+    (``scores["fused"]``), unique by ``(index_id, chunk_id)``.  ``ainvoke`` searches the selected indexes concurrently
+    (and calls an :class:`LLMRouter` with ``ainvoke``); ``invoke`` searches them one after another.
+
+    Raises:
+        ValueError: no indexes, an empty id, bad ``k``/``candidate_k``/``c``, a malformed filter.
+        TypeError: an index that is not a ``BaseRetriever``; a router of another type.
+
+    Example:
+        >>> from langchain_core.documents import Document
+        >>> from langchain_ragspine import BM25Retriever
+        >>> hr = BM25Retriever.from_documents([Document(page_content="有給休暇は年20日。", metadata={"chunk_id": "leave#0"})])
+        >>> eng = BM25Retriever.from_documents([Document(page_content="BM25 の k1 は 1.5。", metadata={"chunk_id": "bm25#0"})])
+        >>> retriever = MultiIndexRetriever({"hr": hr, "eng": eng}, {"hr": ["休暇"], "eng": ["BM25"]}, k=3)
+        >>> [(d.metadata["index_id"], d.metadata["chunk_id"]) for d in retriever.invoke("有給休暇は何日？")]
+        [('hr', 'leave#0')]
+        >>> retriever.route("天気は？")
+        RoutingDecision(selected=('hr', 'eng'), routed=(), fallback='no_known_index')
+    """
+
+    indexes: dict[str, BaseRetriever]
+    router: Any = None
+    descriptions: dict[str, str] | None = None
+    k: int | None = None
+    candidate_k: int | None = None
+    filter: dict[str, Any] | None = None
+    c: int = DEFAULT_C
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    def __init__(self, indexes: Mapping[str, BaseRetriever] | None = None, router: Any = None, /,
+                 **data: Any) -> None:
+        if indexes is not None:
+            data["indexes"] = indexes
+        given = data.get("indexes")
+        if isinstance(given, Mapping):
+            data["indexes"] = dict(given)
+            for index_id, retriever in given.items():
+                if not isinstance(retriever, BaseRetriever):
+                    raise TypeError(f"index {index_id!r} is a {type(retriever).__name__}, expected a BaseRetriever")
+        if router is not None:
+            data["router"] = router
+        super().__init__(**data)
+
+    @field_validator("k", "candidate_k", mode="before")
+    @classmethod
+    def _strict_k(cls, value: Any, info: Any) -> int | None:
+        return None if value is None else check_k(value, info.field_name)
+
+    def model_post_init(self, context: Any, /) -> None:
+        """Validate; build the router from its shorthand."""
+        if not isinstance(self.indexes, dict) or not self.indexes:
+            raise ValueError("indexes must map at least one index id to a retriever")
+        for index_id, retriever in self.indexes.items():
+            if not isinstance(index_id, str) or not index_id.strip():
+                raise ValueError(f"an index id is a non-empty string, got {index_id!r}")
+            if not isinstance(retriever, BaseRetriever):
+                raise TypeError(f"index {index_id!r} is a {type(retriever).__name__}, expected a BaseRetriever")
+        if isinstance(self.c, bool) or not isinstance(self.c, int) or self.c < 0:
+            raise ValueError(f"c must be an int >= 0, got {self.c!r}")
+        compile_filter(self.filter)
+        router = self.router
+        if router is None:
+            router = KeywordRouter({i: [i] for i in self.indexes})
+        elif isinstance(router, Mapping):
+            router = KeywordRouter(router)
+        elif isinstance(router, BaseChatModel):
+            router = LLMRouter(router, self.descriptions or {i: i for i in self.indexes})
+        elif not callable(router):
+            raise TypeError(f"router must be a KeywordRouter, an LLMRouter, keyword rules, a chat model or a "
+                            f"callable, got {type(router).__name__}")
+        self.router = router
+
+    # -- routing ----------------------------------------------------------------------------------------------------
+    def _decide(self, routed: Any) -> RoutingDecision:
+        if isinstance(routed, str):
+            routed = [routed]
+        named = []
+        for i in routed if isinstance(routed, Iterable) else []:
+            if isinstance(i, str) and i in self.indexes and i not in named:
+                named.append(i)
+        if not named:
+            return RoutingDecision(tuple(self.indexes), (), "no_known_index")
+        return RoutingDecision(tuple(i for i in self.indexes if i in named), tuple(named))
+
+    def _failed(self, e: Exception) -> RoutingDecision:
+        logger.warning("MultiIndexRetriever: routing failed, searching every index: %s", e)
+        return RoutingDecision(tuple(self.indexes), (), "router_error")
+
+    def route(self, query: str, config: RunnableConfig | None = None) -> RoutingDecision:
+        """The indexes ``query`` searches (this calls the router, nothing is searched).  Never raises."""
+        try:
+            routed = self.router(query, config) if isinstance(self.router, LLMRouter) else self.router(query)
+        except Exception as e:  # noqa: BLE001 - a failed router searches everything
+            return self._failed(e)
+        return self._decide(routed)
+
+    async def aroute(self, query: str, config: RunnableConfig | None = None) -> RoutingDecision:
+        """Async :meth:`route` (an :class:`LLMRouter` is called with ``ainvoke``)."""
+        if not isinstance(self.router, LLMRouter):
+            return self.route(query, config)
+        try:
+            routed = await self.router.acall(query, config)
+        except Exception as e:  # noqa: BLE001
+            return self._failed(e)
+        return self._decide(routed)
+
+    # -- retrieval --------------------------------------------------------------------------------------------------
+    def _params(self, k: int | None, filter: Mapping[str, Any] | None, extra: Mapping[str, Any]
+                ) -> tuple[int | None, int | None, dict[str, Any] | None]:
+        return call_params("MultiIndexRetriever", self.k, self.candidate_k, self.filter, k, filter, extra)
+
+    def _finish(self, decision: RoutingDecision, lists: Sequence[list[Document]], k: int | None) -> list[Document]:
+        groups = [(i, tag_index(docs, i)) for i, docs in zip(decision.selected, lists, strict=True)]
+        if len(groups) == 1:  # nothing to fuse; the RESTRICTED gate still runs (fuse applies it otherwise)
+            docs = drop_restricted(groups[0][1])
+            return docs if k is None else docs[:k]
+        limit = k if k is not None else max((len(d) for _, d in groups), default=0)
+        return _fuse_groups(groups, k=limit, c=self.c) if limit else []
+
+    def _get_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: CallbackManagerForRetrieverRun,
+        k: int | None = None,
+        filter: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        k, depth, flt = self._params(k, filter, kwargs)
+        decision = self.route(query, child_config(run_manager, "router"))
+        one = len(decision.selected) == 1
+        lists = [
+            invoke_retriever(self.indexes[i], query, k=k if one else depth, filter=flt,
+                             config=child_config(run_manager, f"index_{i}"))
+            for i in decision.selected
+        ]
+        return self._finish(decision, lists, k)
+
+    async def _aget_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun,
+        k: int | None = None,
+        filter: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        k, depth, flt = self._params(k, filter, kwargs)
+        decision = await self.aroute(query, child_config(run_manager, "router"))
+        one = len(decision.selected) == 1
+        lists = await asyncio.gather(*(
+            ainvoke_retriever(self.indexes[i], query, k=k if one else depth, filter=flt,
+                              config=child_config(run_manager, f"index_{i}"))
+            for i in decision.selected
+        ))
+        return self._finish(decision, list(lists), k)

@@ -1,0 +1,421 @@
+"""Query transformations: search a base retriever with several queries derived from the user's and fuse the lists.
+
+The machinery every transformation shares — HyDE (:mod:`~langchain_ragspine.retrievers.hyde`), multi-query and
+RAG-Fusion (:mod:`~langchain_ragspine.retrievers.multi_query`), step-back (:mod:`~langchain_ragspine.retrievers.step_back`),
+decomposition (:mod:`~langchain_ragspine.retrievers.decomposition`) and glossary expansion
+(:mod:`~langchain_ragspine.retrievers.glossary`):
+
+1. **Plan.**  A subclass generates queries (an LLM call, or a glossary lookup); the user's query comes first.
+2. **Gate.**  Every *generated* query passes the deny-list (:class:`~langchain_ragspine.retrievers.deny_list.QueryDenyList`):
+   one that mentions a denied term is dropped before it is searched, and the drop is recorded (position and term
+   index, never the text).
+3. **Search.**  Each remaining query goes to the base retriever through the package's retriever-call contract
+   (:func:`~langchain_ragspine.retrievers.contract.invoke_retriever`), with the call's ``k`` (or ``candidate_k``) and
+   ``filter`` — the call's filter ANDed with the wrapper's own, so a transformation can only narrow what its base
+   would return.  ``ainvoke`` searches the queries concurrently.
+4. **Fuse.**  The ranked lists are fused by Reciprocal Rank Fusion (Cormack, Clarke & Büttcher, SIGIR 2009; ``c =
+   60``), as RAG-Fusion does (Raudaschl, "Forget RAG, the Future is RAG-Fusion", 2023), with
+   :func:`~langchain_ragspine.retrievers.hybrid.fuse`: results are unique by ``chunk_id`` (else ``Document.id``),
+   ties break on it, and RESTRICTED chunks never come out (also when a single query was searched).
+
+Every returned document carries a trace entry appended to ``metadata["query_transform"]`` (a list, one entry per
+transformation it passed through)::
+
+    {"transform": "multi_query", "queries": ["<user query>", "<variant 1>", …], "matched": [0, 2],
+     "dropped": [{"position": 3, "term": 0, "reason": "deny_list"}], "llm_calls": 1, "fallback": None}
+
+``matched`` lists the positions (in ``queries``) of the queries that found the document.  ``fallback`` says why
+fewer queries than planned were searched: ``"llm_error"`` (the model failed; the user's query alone is searched),
+``"no_variants"`` (nothing usable was generated, or the deny-list dropped it all).  HyDE's hypothetical document
+appears in the trace only as the placeholder :data:`PROBE_PLACEHOLDER`: it is a probe, never evidence.
+
+**Off means unchanged.**  A transformation that needs an LLM and has none (``llm=None``) warns once, when it is
+built (:class:`QueryTransformSkippedWarning`), and every call returns exactly what the base retriever returns for
+the same ``k`` and ``filter`` — no fusion, no trace.  When the model fails at run time the user's query is searched
+alone (the results are the base's, with a trace entry saying ``"llm_error"``); LLM failures degrade, they never
+raise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    CallbackManagerForRetrieverRun,
+)
+from langchain_core.documents import Document
+from langchain_core.language_models import BaseChatModel
+from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import patch_config
+from pydantic import ConfigDict, Field, field_validator
+
+from langchain_ragspine.documents import check_k, doc_key
+from langchain_ragspine.filters import and_filters, compile_filter
+from langchain_ragspine.retrievers.contract import ainvoke_retriever, invoke_retriever
+from langchain_ragspine.retrievers.deny_list import DeniedQuery, QueryDenyList
+from langchain_ragspine.retrievers.hybrid import DEFAULT_C, fuse
+from langchain_ragspine.retrievers.query_variants import parse_query_variants
+from langchain_ragspine.sensitivity import drop_restricted
+
+__all__ = [
+    "PROBE_PLACEHOLDER",
+    "TRACE_KEY",
+    "add_trace_entry",
+    "call_params",
+    "child_config",
+    "LLMQueryTransformRetriever",
+    "QueryPlan",
+    "QueryTransformRetriever",
+    "QueryTransformSkippedWarning",
+]
+
+logger = logging.getLogger(__name__)
+
+#: The metadata key of the trace every transformation appends to.
+TRACE_KEY = "query_transform"
+#: What a trace shows in place of generated text that is only a probe (HyDE's hypothetical document).
+PROBE_PLACEHOLDER = "<hypothetical document>"
+
+
+class QueryTransformSkippedWarning(UserWarning):
+    """An LLM query transformation was built without a chat model: it passes every call to its base retriever."""
+
+
+@dataclass
+class QueryPlan:
+    """The queries one call searches, and what happened to the others.
+
+    Attributes:
+        transform: the transformation's name (``"hyde"``, ``"multi_query"``, …).
+        queries: the queries searched, in order; the user's query first unless the transformation leaves it out
+            (HyDE with ``include_original=False``).
+        shown: what the trace shows for each query (the query itself, or :data:`PROBE_PLACEHOLDER`).
+        dropped: generated queries the deny-list removed.
+        llm_calls: chat-model calls made to plan.
+        fallback: ``None``, ``"llm_error"`` or ``"no_variants"`` (see the module docstring).
+    """
+
+    transform: str
+    queries: list[str]
+    shown: list[str]
+    dropped: list[DeniedQuery] = field(default_factory=list)
+    llm_calls: int = 0
+    fallback: str | None = None
+
+    def trace(self, matched: Sequence[int] = ()) -> dict[str, Any]:
+        """The trace entry (JSON-safe) for a document found by the queries at positions ``matched``."""
+        return {
+            "transform": self.transform,
+            "queries": list(self.shown),
+            "matched": list(matched),
+            "dropped": [d.record() for d in self.dropped],
+            "llm_calls": self.llm_calls,
+            "fallback": self.fallback,
+        }
+
+
+def add_trace_entry(doc: Document, entry: Mapping[str, Any]) -> Document:
+    """A copy of ``doc`` with ``entry`` appended to its ``metadata["query_transform"]`` list."""
+    md = dict(doc.metadata)
+    previous = md.get(TRACE_KEY)
+    md[TRACE_KEY] = [*(previous if isinstance(previous, list) else []), dict(entry)]
+    return Document(page_content=doc.page_content, metadata=md, id=doc.id)
+
+
+def call_params(
+    owner: str,
+    own_k: int | None,
+    candidate_k: int | None,
+    own_filter: Mapping[str, Any] | None,
+    k: int | None,
+    filter: Mapping[str, Any] | None,
+    extra: Mapping[str, Any],
+) -> tuple[int | None, int | None, dict[str, Any] | None]:
+    """``(k, depth, filter)`` of one call to a wrapper retriever (a query transformation, :class:`~langchain_ragspine.
+    retrievers.multi_index.MultiIndexRetriever`, filter extraction) named ``owner``.
+
+    ``k`` is the call's (checked), else the wrapper's ``own_k`` (``None``: the inner retrievers' defaults); ``depth``
+    — what each inner search asks for — is ``max(k, candidate_k)`` (``None`` when ``k`` is); the filter is the
+    wrapper's ANDed with the call's (:func:`~langchain_ragspine.filters.and_filters`), compiled to check it.
+
+    Raises:
+        TypeError: ``extra`` (keyword arguments the wrapper does not take) is not empty.
+        ValueError: ``k < 1``; a malformed filter.
+    """
+    if extra:
+        raise TypeError(f"unexpected keyword arguments for {owner}: {sorted(extra)}")
+    k = own_k if k is None else check_k(k)
+    flt = and_filters(own_filter, filter)
+    compile_filter(flt)
+    return k, None if k is None else max(k, candidate_k or k), flt
+
+
+def child_config(run_manager: Any, tag: str) -> RunnableConfig:
+    """The config of a wrapper's inner call: a child run of ``run_manager``'s, tagged ``tag``."""
+    return patch_config(None, callbacks=run_manager.get_child(tag=tag))
+
+
+class QueryTransformRetriever(BaseRetriever):
+    """Base class of the query transformations: plan queries, gate them, search the base with each, fuse by RRF.
+
+    Subclasses implement :meth:`generate` (and :meth:`agenerate` when they call a model) and set
+    :attr:`transform_name`.
+
+    Attributes:
+        base: the retriever searched (any ``BaseRetriever``; called through the retriever-call contract).
+        k: results per call (an ``int >= 1``; ``invoke(query, k=…)`` overrides it).  ``None`` (default): the base's
+            own default — each query is searched with no ``k`` and the fused list is cut to the longest of the
+            lists fused.
+        candidate_k: results asked of the base per query when ``k`` is known (default ``None``: ``k``); a larger
+            value lets RRF see deeper into each list.  Raised to ``k`` when smaller.
+        filter: the wrapper's own metadata filter, ANDed with a call's ``filter`` (and with the base's own, which
+            the base applies): a call can narrow, never widen.
+        deny_list: terms a generated query must not mention (:class:`QueryDenyList`, or a list of terms);
+            ``None``: no gate.
+        c: the RRF constant (default 60).
+
+    Raises:
+        TypeError: ``base`` is not a ``BaseRetriever``; an unknown keyword argument to ``invoke``.
+        ValueError: ``k`` / ``candidate_k`` < 1; ``c < 0``; a malformed filter.
+    """
+
+    base: BaseRetriever
+    k: int | None = None
+    candidate_k: int | None = None
+    filter: dict[str, Any] | None = None
+    deny_list: QueryDenyList | None = None
+    c: int = DEFAULT_C
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    #: The transformation's name in traces and in :data:`~langchain_ragspine.config.QUERY_TRANSFORMS`.
+    transform_name: ClassVar[str] = "transform"
+
+    def __init__(self, base: BaseRetriever | None = None, /, **data: Any) -> None:
+        if base is not None:
+            data["base"] = base
+        elif "retriever" in data:  # LangChain's MultiQueryRetriever names its base `retriever`
+            data["base"] = data.pop("retriever")
+        if not isinstance(data.get("base"), BaseRetriever):
+            raise TypeError(f"base must be a langchain_core BaseRetriever, got {type(data.get('base')).__name__}")
+        super().__init__(**data)
+
+    @field_validator("k", "candidate_k", mode="before")
+    @classmethod
+    def _strict_k(cls, value: Any, info: Any) -> int | None:
+        return None if value is None else check_k(value, info.field_name)
+
+    @field_validator("deny_list", mode="before")
+    @classmethod
+    def _deny_list(cls, value: Any) -> QueryDenyList | None:
+        if value is None or isinstance(value, QueryDenyList):
+            return value
+        return QueryDenyList(value)
+
+    def model_post_init(self, context: Any, /) -> None:
+        """Validate the parameters (see the class docstring)."""
+        if not isinstance(self.base, BaseRetriever):
+            raise TypeError(f"base must be a langchain_core BaseRetriever, got {type(self.base).__name__}")
+        if isinstance(self.c, bool) or not isinstance(self.c, int) or self.c < 0:
+            raise ValueError(f"c must be an int >= 0, got {self.c!r}")
+        compile_filter(self.filter)
+
+    # -- planning (subclasses) ----------------------------------------------------------------------------------------
+    @property
+    def active(self) -> bool:
+        """Whether the transformation runs (an LLM transformation without a model does not)."""
+        return True
+
+    def generate(self, query: str, config: RunnableConfig | None = None) -> tuple[list[str], int]:
+        """``(generated queries, model calls)`` for ``query`` — without the user's query.  Raise to signal a
+        failed model call (the plan then falls back to the user's query)."""
+        raise NotImplementedError
+
+    async def agenerate(self, query: str, config: RunnableConfig | None = None) -> tuple[list[str], int]:
+        """Async :meth:`generate` (default: the sync one in a worker thread)."""
+        return await asyncio.to_thread(self.generate, query, config)
+
+    def searches_original(self) -> bool:
+        """Whether the user's query is searched too (it always is, except for HyDE with ``include_original=False``
+        when a probe was generated)."""
+        return True
+
+    def show(self, generated: str) -> str:
+        """How a generated query appears in the trace (itself; HyDE's probe as :data:`PROBE_PLACEHOLDER`)."""
+        return generated
+
+    def _make_plan(self, query: str, generated: list[str] | None, calls: int) -> QueryPlan:
+        if generated is None:
+            return QueryPlan(self.transform_name, [query], [query], llm_calls=calls, fallback="llm_error")
+        dropped: list[DeniedQuery] = []
+        if self.deny_list:
+            generated, dropped = self.deny_list.split(generated, first=1)
+        if not generated:
+            return QueryPlan(self.transform_name, [query], [query], dropped, calls, "no_variants")
+        lead = [query] if self.searches_original() else []
+        return QueryPlan(
+            self.transform_name, lead + generated, lead + [self.show(g) for g in generated], dropped, calls
+        )
+
+    def plan(self, query: str, config: RunnableConfig | None = None) -> QueryPlan:
+        """The queries a call with ``query`` would search (this makes the model call; nothing is searched).  Graphs
+        use it to show or answer the generated queries separately."""
+        try:
+            generated, calls = self.generate(query, config)
+        except Exception as e:  # noqa: BLE001 - LLM failures degrade to the user's query
+            logger.warning("%s: query generation failed, searching the query alone: %s", self.transform_name, e)
+            return self._make_plan(query, None, 1)
+        return self._make_plan(query, generated, calls)
+
+    async def aplan(self, query: str, config: RunnableConfig | None = None) -> QueryPlan:
+        """Async :meth:`plan`."""
+        try:
+            generated, calls = await self.agenerate(query, config)
+        except Exception as e:  # noqa: BLE001
+            logger.warning("%s: query generation failed, searching the query alone: %s", self.transform_name, e)
+            return self._make_plan(query, None, 1)
+        return self._make_plan(query, generated, calls)
+
+    # -- retrieval ----------------------------------------------------------------------------------------------------
+    def _params(
+        self, k: int | None, filter: Mapping[str, Any] | None, extra: Mapping[str, Any]
+    ) -> tuple[int | None, int | None, dict[str, Any] | None]:
+        """``(k, depth per query, combined filter)`` of a call (:func:`call_params`)."""
+        return call_params(type(self).__name__, self.k, self.candidate_k, self.filter, k, filter, extra)
+
+    def _finish(
+        self, query: str, plan: QueryPlan, lists: Sequence[list[Document]], k: int | None
+    ) -> list[Document]:
+        if len(plan.queries) == 1:  # nothing to fuse; the RESTRICTED gate still runs (fuse applies it otherwise)
+            docs = drop_restricted(lists[0])
+            docs = docs if k is None else docs[:k]
+            entry = plan.trace([0])
+            return [add_trace_entry(d, entry) for d in docs]
+        limit = k if k is not None else max((len(x) for x in lists), default=0)
+        if limit == 0:
+            return []
+        fused = fuse(list(lists), k=limit, c=self.c)
+        found: dict[str, list[int]] = {}
+        for pos, docs in enumerate(lists):
+            for d in docs:
+                key = doc_key(d)
+                if key is not None and pos not in found.setdefault(key, []):
+                    found[key].append(pos)
+        return [add_trace_entry(d, plan.trace(found.get(doc_key(d) or "", []))) for d in fused]
+
+    def _get_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: CallbackManagerForRetrieverRun,
+        k: int | None = None,
+        filter: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        k, depth, flt = self._params(k, filter, kwargs)
+        if not self.active:
+            return invoke_retriever(self.base, query, k=k, filter=flt, config=child_config(run_manager, "base"))
+        plan = self.plan(query, child_config(run_manager, "plan"))
+        lists = [
+            invoke_retriever(self.base, q, k=k if len(plan.queries) == 1 else depth, filter=flt,
+                             config=child_config(run_manager, f"query_{i}"))
+            for i, q in enumerate(plan.queries)
+        ]
+        return self._finish(query, plan, lists, k)
+
+    async def _aget_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun,
+        k: int | None = None,
+        filter: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        k, depth, flt = self._params(k, filter, kwargs)
+        if not self.active:
+            return await ainvoke_retriever(self.base, query, k=k, filter=flt,
+                                           config=child_config(run_manager, "base"))
+        plan = await self.aplan(query, child_config(run_manager, "plan"))
+        lists = await asyncio.gather(*(
+            ainvoke_retriever(self.base, q, k=k if len(plan.queries) == 1 else depth, filter=flt,
+                              config=child_config(run_manager, f"query_{i}"))
+            for i, q in enumerate(plan.queries)
+        ))
+        return self._finish(query, plan, list(lists), k)
+
+
+class LLMQueryTransformRetriever(QueryTransformRetriever):
+    """A query transformation whose queries a chat model writes.
+
+    Attributes:
+        llm: the chat model (any ``BaseChatModel``), or ``None``: the transformation is skipped — one
+            :class:`QueryTransformSkippedWarning` when built, and every call returns the base's results unchanged.
+        prompt: a ``ChatPromptTemplate`` with the variables ``question`` and ``n`` (default: the subclass's
+            :attr:`default_prompt`).
+        n_queries: how many queries the model is asked for, and the most that are used (the user's query is added
+            to them).
+    """
+
+    llm: BaseChatModel | None = None
+    prompt: ChatPromptTemplate | None = None
+    n_queries: int = Field(default=3)
+
+    #: The prompt used when ``prompt`` is not given.
+    default_prompt: ClassVar[ChatPromptTemplate]
+
+    def __init__(self, base: BaseRetriever | None = None, llm: BaseChatModel | None = None, /, **data: Any) -> None:
+        if llm is not None:
+            data["llm"] = llm
+        super().__init__(base, **data)
+
+    @field_validator("n_queries", mode="before")
+    @classmethod
+    def _strict_n(cls, value: Any) -> int:
+        return check_k(value, "n_queries")
+
+    def model_post_init(self, context: Any, /) -> None:
+        """Validate; warn once when there is no model."""
+        super().model_post_init(context)
+        if self.llm is None:
+            warnings.warn(
+                f"{type(self).__name__}: no chat model, so the {self.transform_name!r} query transformation is "
+                "skipped and the base retriever's results are returned unchanged (set RAGSPINE_LLM or pass llm=)",
+                QueryTransformSkippedWarning,
+                stacklevel=4,
+            )
+
+    @property
+    def active(self) -> bool:
+        """Whether a chat model is set."""
+        return self.llm is not None
+
+    def messages(self, query: str) -> list[Any]:
+        """The messages sent to the model for ``query``."""
+        template = self.prompt or self.default_prompt
+        return template.format_messages(question=query, n=self.n_queries)
+
+    def parse(self, reply: Any, query: str) -> list[str]:
+        """The generated queries in the model's ``reply`` (without ``query``); at most :attr:`n_queries`."""
+        return parse_query_variants(reply, query, self.n_queries)[1:]
+
+    def generate(self, query: str, config: RunnableConfig | None = None) -> tuple[list[str], int]:
+        """One model call; its reply parsed with :meth:`parse`."""
+        assert self.llm is not None
+        reply = self.llm.invoke(self.messages(query), config)
+        return self.parse(reply, query), 1
+
+    async def agenerate(self, query: str, config: RunnableConfig | None = None) -> tuple[list[str], int]:
+        """One async model call (``ainvoke``)."""
+        assert self.llm is not None
+        reply = await self.llm.ainvoke(self.messages(query), config)
+        return self.parse(reply, query), 1
+

@@ -1,0 +1,123 @@
+"""Filter extraction: "2023年の…" becomes a filter that can only narrow the candidate set; a failed extraction
+(nothing found, a failing or nonsensical model, a filter that does not compile) means no filter, never an error."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langchain_core.documents import Document
+from langchain_core.language_models import FakeListChatModel
+
+from langchain_ragspine import BM25Retriever
+from langchain_ragspine.retrievers import FilterExtractionRetriever, LLMFilterExtractor, RuleFilterExtractor
+from langchain_ragspine.retrievers.query_transform import TRACE_KEY
+
+from ._transform_fakes import SpyChatModel, SpyRetriever, doc
+
+CORPUS = [
+    Document(page_content=f"売上の報告 {y} 年度版 第{i}部", metadata={"chunk_id": f"r{y}#{i}", "year": y,
+                                                                "updated": f"{y}-06-0{i + 1}"})
+    for y in (2021, 2022, 2023) for i in range(2)
+]
+
+
+@pytest.mark.parametrize(
+    "question, expected",
+    [("2023年の売上は？", {"year": 2023}), ("２０２３年に何があった", {"year": 2023}), ("2023 年 売上", {"year": 2023}),
+     ("2023年的销售额是多少？", {"year": 2023}), ("What changed in 2022?", {"year": 2022}),
+     ("2020年から2022年までの変化", {"year": {"between": [2020, 2022]}}),
+     ("売上は？", None), ("2023年度の予算", None), ("約1500年前の遺跡", None), ("3年間の推移", None),
+     ("1000年以上続く祭り", None), ("2020年代の傾向", None), ("trends of the 1990s", None), ("12023年", None),
+     ("version 2.2023年", None)],
+)
+def test_rule_extraction(question, expected):
+    assert RuleFilterExtractor()(question) == expected
+
+
+def test_date_fields_get_a_half_open_range():
+    assert RuleFilterExtractor("updated", kind="date")("2022年と2023年") == {
+        "updated": {"gte": "2022-01-01", "lt": "2024-01-01"}}
+
+
+@pytest.mark.parametrize("kwargs", [{"field": ""}, {"field": "y", "kind": "month"}])
+def test_rule_extractor_bad_arguments(kwargs):
+    with pytest.raises(ValueError):
+        RuleFilterExtractor(**kwargs)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_extracted_filter_is_anded_with_the_call_and_own_filters(mode):
+    base = SpyRetriever(default=[doc("a", year=2023, lang="ja"), doc("b", year=2022, lang="ja")])
+    retriever = FilterExtractionRetriever(base, filter={"lang": "ja"}, k=3)
+    docs = (retriever.invoke("2023年の売上", filter={"lang": {"ne": "en"}}) if mode == "sync"
+            else await retriever.ainvoke("2023年の売上", filter={"lang": {"ne": "en"}}))
+    assert base.calls == [("2023年の売上", 3, {"$and": [{"lang": "ja"}, {"lang": {"ne": "en"}}, {"year": 2023}]})]
+    assert [d.metadata["chunk_id"] for d in docs] == ["a"]
+    assert docs[0].metadata[TRACE_KEY] == [{"transform": "filter_extraction", "filter": {"year": 2023}}]
+
+
+def test_without_an_extracted_filter_the_results_are_the_bases_byte_for_byte():
+    base = BM25Retriever.from_documents(CORPUS, k=4)
+    retriever = FilterExtractionRetriever(base)
+    for call in ({}, {"k": 2}, {"filter": {"year": 2022}}):
+        assert retriever.invoke("売上の報告", **call) == base.invoke("売上の報告", **call)
+
+
+def _raises(question: str) -> dict:
+    raise RuntimeError("extractor down")
+
+
+@pytest.mark.parametrize(
+    "extractor",
+    [_raises, lambda q: {"year": {"near": 3}}, lambda q: "year=2023", lambda q: {},
+     LLMFilterExtractor(SpyChatModel(error="timeout"), {"year": "publication year"}),
+     LLMFilterExtractor(FakeListChatModel(responses=["I think the year is 2023."]), {"year": "publication year"}),
+     LLMFilterExtractor(FakeListChatModel(responses=['{"author": "x"}']), {"year": "publication year"}),
+     LLMFilterExtractor(FakeListChatModel(responses=['{"$or": [{"year": 2021}]}']), {"year": "year"}),
+     LLMFilterExtractor(FakeListChatModel(responses=['{"year": {"gte": 2023']), {"year": "year"})],
+)
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_a_failed_extraction_means_no_filter(extractor, mode):
+    base = BM25Retriever.from_documents(CORPUS, k=6)
+    retriever = FilterExtractionRetriever(base, extractor)
+    got = retriever.invoke("2023年の売上") if mode == "sync" else await retriever.ainvoke("2023年の売上")
+    assert got == base.invoke("2023年の売上")
+
+
+def test_llm_extractor_reads_fenced_json_after_think_and_sees_only_the_question():
+    llm = SpyChatModel(replies=['<think>year?</think>```json\n{"year": {"gte": 2022, "lte": 2023}}\n```'])
+    extractor = LLMFilterExtractor(llm, {"year": "the year the report covers"})
+    docs = FilterExtractionRetriever(BM25Retriever.from_documents(CORPUS, k=6), extractor).invoke("最近の売上")
+    assert {d.metadata["year"] for d in docs} == {2022, 2023}
+    assert "the year the report covers" in llm.prompts[0] and "最近の売上" in llm.prompts[0]
+    assert "売上の報告" not in llm.prompts[0]  # no chunk text reaches the model
+
+
+def test_bad_arguments():
+    with pytest.raises(TypeError):
+        FilterExtractionRetriever("x")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        FilterExtractionRetriever(SpyRetriever(), 3)
+    with pytest.raises(ValueError):
+        LLMFilterExtractor(FakeListChatModel(responses=["{}"]), {})
+
+
+_BM25 = BM25Retriever.from_documents(CORPUS, k=6)
+_WORDS = ["売上", "報告", "年", "の", "は", "？", " ", "in", "2021", "2022", "2023", "1999", "年度", "前", "第1部"]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(parts=st.lists(st.sampled_from(_WORDS), min_size=1, max_size=8),
+       call_filter=st.sampled_from([None, {"year": {"gte": 2022}}, {"chunk_id": {"nin": ["r2023#0"]}}]))
+def test_property_extraction_only_narrows(parts, call_filter):
+    question = "".join(parts)
+    narrowed = FilterExtractionRetriever(_BM25).invoke(question, filter=call_filter)
+    plain = _BM25.invoke(question, filter=call_filter)
+    plain_ids = [d.metadata["chunk_id"] for d in plain]
+    assert {d.metadata["chunk_id"] for d in narrowed} <= set(plain_ids)
+    found = RuleFilterExtractor()(question)
+    if found is None:
+        assert json.dumps([d.model_dump() for d in narrowed]) == json.dumps([d.model_dump() for d in plain])

@@ -1,0 +1,170 @@
+"""Query transformations as configuration: make_query_transform, RAGSPINE_QUERY_TRANSFORM / _GLOSSARY /
+_QUERY_DENY_LIST, the mode registry (``--mode hyde``) and the CLI's ``--transform`` — all off by default, and an LLM
+transformation without a model is skipped with one warning, its results the base's byte for byte."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from langchain_core.language_models import FakeListChatModel
+
+from langchain_ragspine.cli import demo_corpus_dir, main
+from langchain_ragspine.config import LLM_QUERY_TRANSFORMS, QUERY_TRANSFORMS, make_query_transform
+from langchain_ragspine.indexing import ingest, open_retriever
+from langchain_ragspine.modes import get_mode, mode_factory
+from langchain_ragspine.retrievers import (
+    DecompositionRetriever,
+    GlossaryRetriever,
+    HyDERetriever,
+    MultiQueryRetriever,
+    QueryTransformSkippedWarning,
+    RAGFusionRetriever,
+    StepBackRetriever,
+)
+
+from ._transform_fakes import SpyChatModel, SpyRetriever, doc
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO_GLOSSARY = ROOT / "docs" / "glossaries" / "demo.yaml"
+CLASSES = {"hyde": HyDERetriever, "multi_query": MultiQueryRetriever, "rag_fusion": RAGFusionRetriever,
+           "step_back": StepBackRetriever, "decompose": DecompositionRetriever}
+
+
+@pytest.fixture(scope="module")
+def demo_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    store = tmp_path_factory.mktemp("demo") / "store"
+    ingest(demo_corpus_dir(), store, mode="bm25")
+    return store
+
+
+def test_none_is_the_default_and_returns_the_base_itself():
+    base = SpyRetriever()
+    assert make_query_transform(None, base) is base
+    assert make_query_transform("none", base) is base
+    assert make_query_transform(" NONE ", base) is base
+
+
+@pytest.mark.parametrize("name", LLM_QUERY_TRANSFORMS)
+def test_each_llm_transform_is_built_with_a_model_and_kwargs(name):
+    llm = FakeListChatModel(responses=["v1\nv2"])
+    retriever = make_query_transform(name.replace("_", "-").upper(), SpyRetriever(), llm=llm, k=3)
+    assert type(retriever) is CLASSES[name] and retriever.llm is llm and retriever.k == 3
+
+
+@pytest.mark.parametrize("name", LLM_QUERY_TRANSFORMS)
+def test_without_a_model_an_llm_transform_warns_once_and_returns_the_bases_results(name, demo_store):
+    base = open_retriever(demo_store, k=5, mode="bm25")
+    with pytest.warns(QueryTransformSkippedWarning) as record:
+        retriever = make_query_transform(name, base)  # RAGSPINE_LLM unset: the library default is no LLM
+    assert len(record) == 1
+    for call in ({}, {"k": 2}, {"filter": {"lang": "en"}}):
+        assert retriever.invoke("chunk offsets", **call) == base.invoke("chunk offsets", **call)
+
+
+def test_unknown_names_and_a_missing_glossary_are_clear_errors():
+    with pytest.raises(ValueError, match="unknown query transformation 'hype'.*hyde"):
+        make_query_transform("hype", SpyRetriever())
+    with pytest.raises(ValueError, match="glossary"):
+        make_query_transform("glossary", SpyRetriever())
+
+
+def test_settings_choose_the_transform_glossary_and_deny_list(monkeypatch, tmp_path):
+    deny = tmp_path / "deny.txt"
+    deny.write_text("# code names\nretrieval\n", "utf-8")
+    monkeypatch.setenv("RAGSPINE_QUERY_TRANSFORM", "glossary")
+    monkeypatch.setenv("RAGSPINE_GLOSSARY", str(DEMO_GLOSSARY))
+    monkeypatch.setenv("RAGSPINE_QUERY_DENY_LIST", str(deny))
+    base = SpyRetriever(default=[doc("a")])
+    retriever = make_query_transform(None, base, max_queries=3)
+    assert isinstance(retriever, GlossaryRetriever)
+    retriever.invoke("search")
+    assert base.queries == ["search", "検索"]  # "retrieval" is denied; max_queries=3 would have allowed it
+    assert retriever.invoke("search")[0].metadata["query_transform"][-1]["dropped"] == [
+        {"position": 2, "term": 0, "reason": "deny_list"}]
+
+
+def test_transform_modes_are_registered_and_wrap_auto(monkeypatch):
+    assert set(QUERY_TRANSFORMS[1:]) <= {n for n in QUERY_TRANSFORMS[1:] if get_mode(n)}
+    monkeypatch.setenv("RAGSPINE_GLOSSARY", str(DEMO_GLOSSARY))
+    from langchain_ragspine.document_loaders import CorpusLoader
+    from langchain_ragspine.text_splitters import ParagraphTextSplitter
+
+    chunks = ParagraphTextSplitter().split_documents(CorpusLoader(demo_corpus_dir()).load())
+    glossary = mode_factory("glossary", k=10)(chunks)
+    assert isinstance(glossary, GlossaryRetriever) and glossary.k == 10
+    assert "ja/splitter" in {d.metadata["doc_id"] for d in glossary.invoke("citation offset")}
+    with pytest.warns(QueryTransformSkippedWarning):
+        hyde = mode_factory("hyde", k=5)(chunks)
+    assert hyde.invoke("citation offset") == mode_factory("auto", k=5)(chunks).invoke("citation offset")
+
+
+def _search(capsys, store: Path, *extra: str) -> tuple[list[dict], str]:
+    assert main(["search", "citation offset", "--store", str(store), "--json", "-k", "10", *extra]) == 0
+    out, err = capsys.readouterr()
+    return [json.loads(line) for line in out.splitlines()], err
+
+
+def test_cli_transform_glossary_reaches_the_page_in_the_other_language(demo_store, capsys):
+    plain, _ = _search(capsys, demo_store)
+    expanded, _ = _search(capsys, demo_store, "--transform", "glossary", "--glossary", str(DEMO_GLOSSARY))
+    doc_ids = [r.get("doc_id") or r.get("metadata", {}).get("doc_id") for r in expanded]
+    assert "ja/splitter" in doc_ids
+    assert "ja/splitter" not in [r.get("doc_id") or r.get("metadata", {}).get("doc_id") for r in plain]
+
+
+@pytest.mark.parametrize("name", LLM_QUERY_TRANSFORMS)
+def test_cli_llm_transform_without_a_model_prints_what_the_plain_search_prints(name, demo_store, capsys):
+    assert main(["search", "citation offset", "--store", str(demo_store), "-k", "5"]) == 0
+    plain_out, _ = capsys.readouterr()
+    with pytest.warns(QueryTransformSkippedWarning) as record:
+        assert main(["search", "citation offset", "--store", str(demo_store), "-k", "5", "--transform", name]) == 0
+    out, _ = capsys.readouterr()
+    assert out == plain_out  # byte for byte
+    assert len(record) == 1
+
+
+def test_cli_transform_uses_the_configured_chat_model(demo_store, capsys, monkeypatch):
+    """``--transform multi_query`` asks RAGSPINE_LLM's model (a spy here) and searches its variants."""
+    spy = SpyChatModel(replies=["1. 文字位置\n2. 出典"])
+    monkeypatch.setattr("langchain_ragspine.cli.resolve_chat_model",
+                        lambda spec, **kw: type("C", (), {"llm": spy, "how": "LLM path", "warning": None})())
+    rows, err = _search(capsys, demo_store, "--transform", "multi_query")
+    assert len(spy.prompts) == 1 and "citation offset" in spy.prompts[0]
+    assert rows and all(r for r in rows)
+
+
+def test_cli_rejects_an_unknown_transform(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["search", "q", "--transform", "hype"])
+    assert info.value.code == 2
+    assert "invalid choice" in capsys.readouterr().err
+
+
+def test_a_bad_env_transform_is_a_clear_cli_error(monkeypatch, capsys):
+    monkeypatch.setenv("RAGSPINE_QUERY_TRANSFORM", "hype")
+    assert main(["search", "q"]) == 2
+    assert "unknown query transformation" in capsys.readouterr().err
+
+
+def test_cli_eval_with_a_transform_labels_and_runs_it(tmp_path, capsys):
+    """``ragspine eval --transform glossary`` wraps every configuration; the label says so; a glossary that maps the
+    question's word to the article's finds what BM25 alone misses."""
+    docs = tmp_path / "ds" / "docs"
+    docs.mkdir(parents=True)
+    (docs / "a.md").write_text("# 梅雨\n\n梅雨は北海道と小笠原諸島を除く日本で見られる雨季である。", "utf-8")
+    (docs / "b.md").write_text("# 京都\n\n京都の名所は清水寺である。", "utf-8")
+    q = {"id": "q1", "question": "rainy season", "answers": ["小笠原諸島"], "doc_id": "a", "paragraph": 0}
+    (tmp_path / "ds" / "questions.jsonl").write_text(json.dumps(q, ensure_ascii=False) + "\n", "utf-8")
+    glossary = tmp_path / "g.yaml"
+    glossary.write_text("- [rainy season, 梅雨]\n", "utf-8")
+    out = tmp_path / "r.json"
+    assert main(["eval", str(tmp_path / "ds"), "--mode", "bm25", "--json", str(out)]) == 0
+    assert json.loads(out.read_text("utf-8"))["results"][0]["aggregate"]["answer_recall@1"] == 0.0
+    assert main(["eval", str(tmp_path / "ds"), "--mode", "bm25", "--transform", "glossary", "--glossary",
+                 str(glossary), "--json", str(out)]) == 0
+    result = json.loads(out.read_text("utf-8"))["results"][0]
+    assert result["name"] == "bm25 +glossary"
+    assert result["aggregate"]["answer_recall@1"] == 1.0
+    assert "bm25 +glossary" in capsys.readouterr().out
