@@ -67,8 +67,11 @@ def sentence_pool(set_name: str) -> list[str]:
     return pool
 
 
-def make_corpus(size: int, seed: int) -> list[Any]:
-    """``size`` synthetic chunks (alternating Japanese / Chinese) of recombined real sentences, deterministic."""
+def make_corpus(size: int, seed: int, parts_out: list[tuple[int, tuple[int, ...]]] | None = None) -> list[Any]:
+    """``size`` synthetic chunks (alternating Japanese / Chinese) of recombined real sentences, deterministic.
+
+    With ``parts_out``, each chunk's ``(set index, sentence indices into sentence_pool(SETS[set index]))`` is
+    appended to it."""
     from langchain_core.documents import Document
 
     pools = [sentence_pool(s) for s in SETS]
@@ -79,15 +82,20 @@ def make_corpus(size: int, seed: int) -> list[Any]:
         pool = pools[set_idx]
         target = rng.randint(MIN_CHARS, MAX_CHARS)
         parts: list[str] = []
+        picked: list[int] = []
         length = 0
         while length < target:
-            sent = pool[rng.randrange(len(pool))]
+            j = rng.randrange(len(pool))
+            sent = pool[j]
             if length + len(sent) > MAX_CHARS:
                 if length >= MIN_CHARS:
                     break
                 continue  # too long to fit: draw another
             parts.append(sent)
+            picked.append(j)
             length += len(sent)
+        if parts_out is not None:
+            parts_out.append((set_idx, tuple(picked)))
         doc_id = f"synth-{SETS[set_idx]}-{i // 8:06d}"  # 8 chunks per synthetic "document"
         docs.append(
             Document(

