@@ -74,7 +74,7 @@ def _warn_stale(message: str) -> None:
     warnings.warn(message, StaleIndexWarning, stacklevel=level)
 
 
-def _prepare_store_dir(root: Path) -> None:
+def prepare_store_dir(root: Path) -> None:
     """Create ``root`` as a store directory, or check that an existing one is a ragspine store.
 
     Raises:
@@ -374,7 +374,7 @@ def ingest(
             "empty the store, or --keep-missing to keep its documents",
             path=root,
         )
-    _prepare_store_dir(root)
+    prepare_store_dir(root)
     if emb is not None:
         # Embed every new or changed chunk into the cache BEFORE the store changes: an unreachable model or a
         # failure half-way leaves the chunk store and its indexes exactly as they were (the cache only gains vectors).
