@@ -28,6 +28,7 @@ from langchain_ragspine.retrievers import BM25Retriever, DenseRetriever, HybridR
 from langchain_ragspine.stores import ChunkStore, StoredChunk
 from langchain_ragspine.text_splitters import ParagraphTextSplitter
 from langchain_ragspine.tokenizers import get_tokenizer
+from langchain_ragspine.vectorstores import RagSpineVectorStore
 
 __all__ = [
     "BM25Retriever",
@@ -47,6 +48,7 @@ __all__ = [
     "RESTRICTED_SENSITIVITY",
     "RagSpineError",
     "RagSpineSettings",
+    "RagSpineVectorStore",
     "RestrictedGate",
     "RetrievalMode",
     "StoreError",

@@ -76,6 +76,8 @@ RECORD_MARKER = "_ragspine_record"
 # keywords LangChain's VectorStoreRetriever / similarity_search_with_relevance_scores pass along that a search type
 # does not use (they are accepted and ignored, as every LangChain store does)
 _PASSED_ALONG = ("fetch_k", "lambda_mult", "score_threshold", "candidate_k")
+# the named parameters, listed so that a misspelling of one gets a did-you-mean
+_NAMED = ("k", "filter")
 
 
 # ------------------------------------------------------------------------------------------------ the backend face
@@ -410,7 +412,7 @@ class RagSpineVectorStore(VectorStore):
     def _dense_hits(
         self, vector: Sequence[float], k: int, filter: Any, kwargs: Mapping[str, Any], name: str
     ) -> list[tuple[Document, float]]:
-        check_arguments(f"{type(self).__name__}.{name}", kwargs, _PASSED_ALONG)
+        check_arguments(f"{type(self).__name__}.{name}", kwargs, (*_PASSED_ALONG, *_NAMED))
         k = check_k(k)
         flt = _check_filter(filter)
         idx = self._current()
@@ -459,7 +461,7 @@ class RagSpineVectorStore(VectorStore):
     def _mmr(
         self, vector: Sequence[float], k: int, fetch_k: int, lambda_mult: float, filter: Any, kwargs: Mapping[str, Any]
     ) -> list[Document]:
-        check_arguments(f"{type(self).__name__}.max_marginal_relevance_search", kwargs, ("score_threshold",))
+        check_arguments(f"{type(self).__name__}.max_marginal_relevance_search", kwargs, (*_PASSED_ALONG, *_NAMED))
         k, fetch_k = check_k(k), check_k(fetch_k, "fetch_k")
         if not 0.0 <= lambda_mult <= 1.0:
             raise ValueError(f"lambda_mult must be in [0, 1], got {lambda_mult!r}")
@@ -470,7 +472,7 @@ class RagSpineVectorStore(VectorStore):
             return []
         rows = np.asarray([i for i, _ in hits], dtype=np.int64)
         picked = maximal_marginal_relevance(
-            np.asarray(vector, dtype=np.float32), idx.dense.index.vectors(rows), lambda_mult=lambda_mult, k=k
+            np.asarray(vector, dtype=np.float32), idx.dense.index.vectors(rows).tolist(), lambda_mult=lambda_mult, k=k
         )
         return [idx.records[str(idx.dense.docs[hits[j][0]].id)] for j in picked]
 
@@ -515,7 +517,7 @@ class RagSpineVectorStore(VectorStore):
         return await asyncio.to_thread(self._mmr, vector, k, fetch_k, lambda_mult, filter, kwargs)
 
     def _fused(self, channel: str, query: str, k: int, filter: Any, kwargs: Mapping[str, Any]) -> list[Document]:
-        check_arguments(f"{type(self).__name__}.{channel}_search", kwargs, _PASSED_ALONG)
+        check_arguments(f"{type(self).__name__}.{channel}_search", kwargs, (*_PASSED_ALONG, *_NAMED))
         k = check_k(k)
         flt = _check_filter(filter)
         idx = self._current()

@@ -30,6 +30,7 @@ PUBLIC_API = [
     "RESTRICTED_SENSITIVITY",
     "RagSpineError",
     "RagSpineSettings",
+    "RagSpineVectorStore",
     "RestrictedGate",
     "RetrievalMode",
     "StoreError",
