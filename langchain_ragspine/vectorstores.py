@@ -58,7 +58,7 @@ from langchain_core.vectorstores import VectorStore, VectorStoreRetriever
 from langchain_core.vectorstores.utils import maximal_marginal_relevance
 
 from langchain_ragspine.arguments import check_arguments
-from langchain_ragspine.documents import check_k, with_scores
+from langchain_ragspine.documents import check_k
 from langchain_ragspine.filters import compile_filter
 from langchain_ragspine.indexing import CHUNKS_DB, EMBEDDING_CACHE, prepare_store_dir
 from langchain_ragspine.retrievers.bm25 import BM25Retriever
@@ -527,7 +527,11 @@ class RagSpineVectorStore(VectorStore):
             depth = kwargs.get("fetch_k") or kwargs.get("candidate_k") or 50
             hybrid = HybridRetriever(retrievers=[idx.bm25, idx.dense], k=k, candidate_k=check_k(depth, "fetch_k"))
             found = hybrid.invoke(query, k=k, filter=flt)
-        return [with_scores(idx.records[str(d.id)], **d.metadata["scores"]) for d in found]
+        out = []
+        for d in found:  # the record as stored, with the channel scores; id = the record id (its chunk_id)
+            r = idx.records[str(d.id)]
+            out.append(Document(page_content=r.page_content, metadata={**r.metadata, "scores": d.metadata["scores"]}, id=r.id))
+        return out
 
     def hybrid_search(
         self, query: str, k: int = 4, filter: Mapping[str, Any] | None = None, **kwargs: Any

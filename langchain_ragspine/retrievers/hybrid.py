@@ -71,10 +71,11 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import patch_config
-from pydantic import ConfigDict, field_validator
+from pydantic import field_validator
 
 from langchain_ragspine.documents import check_k, doc_key, score_of, with_scores
 from langchain_ragspine.filters import Predicate, and_filters, compile_filter
+from langchain_ragspine.retrievers.base import RagSpineRetriever
 from langchain_ragspine.retrievers.bm25 import BM25Retriever
 from langchain_ragspine.retrievers.contract import ainvoke_retriever, invoke_retriever
 from langchain_ragspine.retrievers.dense import DenseRetriever
@@ -334,7 +335,7 @@ def _child_config(
     return patch_config(None, callbacks=run_manager.get_child(tag=f"retriever_{i + 1}"))
 
 
-class HybridRetriever(BaseRetriever):
+class HybridRetriever(RagSpineRetriever):
     """Fuse any list of ``BaseRetriever`` channels (e.g. BM25 + dense, lexical first).  By default
     (``fusion="two_stage"``) the first channel's best document stays at rank 1 and ranks 2+ follow a convex
     combination of min-max normalised scores (0.55 on the first channel); ``fusion="convex"`` ranks everything by
@@ -410,8 +411,6 @@ class HybridRetriever(BaseRetriever):
     fusion: Fusion = "two_stage"
     alpha: float | None = None
     top_alpha: float | None = None
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
 
     @field_validator("k", mode="before")
     @classmethod
