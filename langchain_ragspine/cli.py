@@ -311,7 +311,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     corpus = demo_corpus_dir()
     with tempfile.TemporaryDirectory(prefix="ragspine-demo-") as tmp:
         print(f"Ingesting the demo corpus ({corpus}) into a temporary store …")
-        summary = ingest(corpus, tmp, progress=False)
+        summary = ingest(corpus, tmp)  # progress per phase on stderr (a bar on a terminal)
         print(summary.line())
         retriever = open_retriever(tmp, k=args.k)
         if summary.dense is None:

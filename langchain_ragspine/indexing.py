@@ -29,7 +29,6 @@ from typing import Any, Literal
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
-from tqdm.auto import tqdm
 
 from langchain_ragspine.config import DEFAULT_K, get_settings, make_embeddings, resolve_embedding
 from langchain_ragspine.document_loaders import CorpusLoader
@@ -38,6 +37,7 @@ from langchain_ragspine.documents import check_k
 from langchain_ragspine.embeddings.cache import CachedEmbeddings, content_hash, model_key_for
 from langchain_ragspine.errors import RagSpineError, StoreError
 from langchain_ragspine.modes import build_retriever, get_mode, needs_embedding_message, resolve_mode
+from langchain_ragspine.progress import progress_bar, reporting
 from langchain_ragspine.retrievers.bm25 import BM25Retriever
 from langchain_ragspine.retrievers.contract import invoke_retriever
 from langchain_ragspine.retrievers.dense import DenseRetriever
@@ -204,7 +204,7 @@ def _open_cache(root: Path, *, read_only: bool = False) -> EmbeddingCache:
         return EmbeddingCache(path)
 
 
-def _warm_embedding_cache(root: Path, emb: Embeddings, chunks: Sequence[Document], progress: bool) -> int:
+def _warm_embedding_cache(root: Path, emb: Embeddings, chunks: Sequence[Document], progress: bool | None) -> int:
     """Embed the chunks the cache lacks (RESTRICTED ones never); returns how many were sent to the model.
 
     Raises:
@@ -247,7 +247,7 @@ def _dense_from_store(
 
 
 def _refresh_dense(
-    root: Path, store: ChunkStore, emb: Embeddings, state: dict[str, Any], *, spec: str | None, progress: bool
+    root: Path, store: ChunkStore, emb: Embeddings, state: dict[str, Any], *, spec: str | None, progress: bool | None
 ) -> DenseRetriever:
     """Rebuild and save the vector index unless the saved one matches the store and model (then load it)."""
     key = model_key_for(emb)
@@ -313,7 +313,9 @@ def ingest(
         on_error: ``"raise"`` (default) or ``"skip"`` bad files with a warning (counted in the summary).
         retract_missing: retract stored documents that are not in this corpus (default ``True``).  Retraction is
             skipped when any file failed to load, so a transient error never retracts a good document.
-        progress: show a progress bar; default: only when stderr is a terminal.
+        progress: ``None`` (default) or ``True``: one progress bar per phase (load, chunk, embed, index) on a
+            terminal or in Jupyter, else a start line and a line every ~10 s on stderr
+            (:mod:`langchain_ragspine.progress`); ``False``: silent.
         embedding: the dense channel's model — a :func:`~langchain_ragspine.config.make_embeddings` spec or an
             ``Embeddings``; default ``RAGSPINE_EMBEDDING``, else ``"auto"`` (offline e5 when the ``embed`` extra is
             installed, else no dense channel).
@@ -337,6 +339,28 @@ def ingest(
             ``retract_missing=False`` was given; the message names the store and how many documents would go.
         ValueError: bad chunk budgets, tokenizer name or mode, or ``hybrid``/``vector`` without an embedding model.
     """
+    with reporting(progress):
+        return _ingest(
+            paths, store_dir, chunk_size=chunk_size, chunk_overlap=chunk_overlap, tokenizer=tokenizer,
+            on_error=on_error, retract_missing=retract_missing, progress=progress, embedding=embedding, mode=mode,
+            allow_empty=allow_empty,
+        )
+
+
+def _ingest(
+    paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    store_dir: str | os.PathLike[str],
+    *,
+    chunk_size: int | None,
+    chunk_overlap: int | None,
+    tokenizer: str | None,
+    on_error: Literal["raise", "skip"],
+    retract_missing: bool,
+    progress: bool | None,
+    embedding: str | Embeddings | None,
+    mode: str | None,
+    allow_empty: bool,
+) -> IngestSummary:
     t0 = time.perf_counter()
     if chunk_size is None or chunk_overlap is None or tokenizer is None:
         settings = get_settings()
@@ -356,9 +380,9 @@ def ingest(
     if root.exists() and not root.is_dir():
         raise StoreError("--store must be a directory, but this is a file", path=root)
     loader = CorpusLoader(paths, on_error=on_error)
-    docs = list(loader.lazy_load())  # every file is read and checked before the store is touched
-    split = [(doc, splitter.split_documents([doc])) for doc in docs]
-    show = sys.stderr.isatty() if progress is None else progress
+    # every file is read and checked before the store is touched
+    docs = list(progress_bar(loader.lazy_load(), desc="load", unit="doc", show=progress))
+    split = [(doc, splitter.split_documents([doc])) for doc in progress_bar(docs, desc="chunk", unit="doc", show=progress)]
     summary = IngestSummary(
         documents=len(docs),
         chunks=sum(len(chunks) for _, chunks in split),
@@ -378,10 +402,10 @@ def ingest(
     if emb is not None:
         # Embed every new or changed chunk into the cache BEFORE the store changes: an unreachable model or a
         # failure half-way leaves the chunk store and its indexes exactly as they were (the cache only gains vectors).
-        summary.embedded = _warm_embedding_cache(root, emb, [c for _, chunks in split for c in chunks], show)
+        summary.embedded = _warm_embedding_cache(root, emb, [c for _, chunks in split for c in chunks], progress)
     with ChunkStore(root / CHUNKS_DB) as store:
         seen: set[str] = set()
-        for doc, chunks in tqdm(split, desc="ingest", unit="doc", disable=not show):
+        for doc, chunks in progress_bar(split, desc="index", unit="doc", show=progress):
             doc_id = str(doc.metadata["doc_id"])
             seen.add(doc_id)
             before = store.current_version(doc_id)
@@ -423,7 +447,7 @@ def ingest(
         state.update(wanted)
         if emb is not None:
             spec = embedding if isinstance(embedding, str) or embedding is None else None
-            dense = _refresh_dense(root, store, emb, state, spec=_spec_name(spec), progress=show)
+            dense = _refresh_dense(root, store, emb, state, spec=_spec_name(spec), progress=progress)
             summary.embedded += dense.last_embedded  # 0: the cache was warmed above
             summary.dense = dense.resolved_model_key
         elif state.pop("vector", None) is not None:
