@@ -27,6 +27,7 @@ from typing import Any, cast
 
 from langchain_core.documents import Document
 
+from langchain_ragspine._version import __version__
 from langchain_ragspine.config import RagSpineSettings, get_settings, resolve_chat_model
 from langchain_ragspine.errors import RagSpineError
 from langchain_ragspine.evaluation.runner import DEFAULT_KS
@@ -340,6 +341,7 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
     parser = argparse.ArgumentParser(
         prog="ragspine", description="Retrieval for Japanese, Chinese and English documents (LangChain parts)."
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     store_kw: dict = {"default": s.store, "required": s.store is None, "type": Path}
 
