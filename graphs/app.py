@@ -57,8 +57,8 @@ def _parts() -> tuple[Any, Any]:
     from langchain_ragspine.indexing import open_retriever
 
     settings = get_settings()
-    retriever = open_retriever(_store_dir(), k=settings.k_for("ask"), mode=settings.retrieval_mode)
-    return retriever, make_chat_model(settings.llm_for("library"))  # unset: no LLM (the deterministic path)
+    retriever = open_retriever(_store_dir(), k=settings.k, mode=settings.retrieval_mode)
+    return retriever, make_chat_model(settings.llm)  # unset: no LLM (the deterministic path)
 
 
 @functools.cache

@@ -28,7 +28,7 @@ from typing import Any, cast
 from langchain_core.documents import Document
 
 from langchain_ragspine._version import __version__
-from langchain_ragspine.config import RagSpineSettings, get_settings, resolve_chat_model
+from langchain_ragspine.config import DEFAULT_K, RagSpineSettings, get_settings, resolve_chat_model
 from langchain_ragspine.errors import RagSpineError
 from langchain_ragspine.evaluation.runner import DEFAULT_KS
 from langchain_ragspine.filters import parse_filter_expressions
@@ -221,10 +221,10 @@ class _GraphNames(Sequence[str]):
 
 def _resolve_llm(spec: str | None) -> tuple[Any, str]:
     """``(chat model or None, a sentence saying which path answers)`` for ``ragspine ask`` / ``demo``:
-    :func:`~langchain_ragspine.config.resolve_chat_model` with the CLI's default (``RAGSPINE_LLM``, else ``auto``);
+    :func:`~langchain_ragspine.config.resolve_chat_model` (``RAGSPINE_LLM``, else ``none``);
     its warning, if any, goes to stderr."""
     try:
-        choice = resolve_chat_model(spec, entry="cli")
+        choice = resolve_chat_model(spec)
     except ValueError as e:
         raise ValueError(f"--llm {spec!r}: {e.__cause__ or e}" if spec is not None else f"RAGSPINE_LLM: {e}") from e
     if choice.warning:
@@ -370,7 +370,7 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
     p = sub.add_parser("search", help="ranked, cited chunks for a query")
     p.add_argument("query")
     p.add_argument("--store", help="store directory written by `ragspine ingest`", **store_kw)
-    p.add_argument("-k", type=int, default=s.k_for("search"), help="number of results (RAGSPINE_K, else 10)")
+    p.add_argument("-k", type=int, default=s.k, help=f"number of results (RAGSPINE_K, else {DEFAULT_K})")
     p.add_argument(
         "--filter", action="append", default=[], metavar="FIELD=VALUE",
         help="metadata filter; repeatable (all must hold); also FIELD>=V, FIELD!=V, FIELD=a,b, FIELD=lo..hi; "
@@ -419,9 +419,10 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
     )
     p.add_argument(
         "--llm", default=None, metavar="SPEC",
-        help="none, auto (ollama:qwen2.5:7b when reachable), or a provider:model string (RAGSPINE_LLM)",
+        help="none (default: extractive answers, no LLM), auto (ollama:qwen2.5:7b when reachable), or a "
+        "provider:model string (RAGSPINE_LLM)",
     )
-    p.add_argument("-k", type=int, default=s.k_for("ask"), help="passages retrieved per search (RAGSPINE_K, else 6)")
+    p.add_argument("-k", type=int, default=s.k, help=f"passages retrieved per search (RAGSPINE_K, else {DEFAULT_K})")
     p.add_argument("--mode", default=None, choices=modes, help="retrieval mode (RAGSPINE_RETRIEVAL_MODE, else auto)")
     p.add_argument("--filter", action="append", default=[], metavar="FIELD=VALUE", help="metadata filter")
     p.add_argument(
@@ -435,8 +436,8 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
     p.set_defaults(func=_cmd_ask)
 
     p = sub.add_parser("demo", help="ingest the bundled demo corpus, search three questions, answer one")
-    p.add_argument("-k", type=int, default=s.k_for("demo"), help="results per question (RAGSPINE_K, else 3)")
-    p.add_argument("--llm", default=None, metavar="SPEC", help="as for ask (default: auto)")
+    p.add_argument("-k", type=int, default=s.k, help=f"results per question (RAGSPINE_K, else {DEFAULT_K})")
+    p.add_argument("--llm", default=None, metavar="SPEC", help="as for ask (default: none)")
     p.set_defaults(func=_cmd_demo)
     return parser
 

@@ -11,10 +11,8 @@ takes its option defaults from them, so ``RAGSPINE_TOKENIZER=cjk ragspine ingest
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from pydantic import AliasChoices, Field, field_validator
@@ -33,20 +31,20 @@ if TYPE_CHECKING:
 RETRIEVAL_MODES = ("auto", "hybrid", "vector", "economy", "bm25", "lexical")
 LEXICAL_MODES = ("economy", "bm25", "lexical")
 
-#: ``k`` — how many chunks a search returns — when neither an argument nor ``RAGSPINE_K`` gives one, by entry point:
-#: a search (``ragspine search``, :func:`~langchain_ragspine.indexing.open_retriever`,
-#: :func:`~langchain_ragspine.indexing.search`) returns 10, a RAG graph is given 6 passages per search
-#: (``ragspine ask``, ``graphs/app.py``: a short prompt for a small model), the demo shows 3.  ``RAGSPINE_K``, when
-#: set, is the ``k`` of every one of them.  Retriever classes constructed directly (``BM25Retriever``,
-#: ``DenseRetriever``, ``HybridRetriever``) never read settings and default to ``k=4``, LangChain's convention
-#: (``VectorStore.as_retriever``, ``langchain_community``'s ``BM25Retriever``), so they stay drop-ins.
-DEFAULT_K: Mapping[str, int] = MappingProxyType({"search": 10, "ask": 6, "demo": 3})
+#: ``k`` — how many chunks a search returns — when neither an argument nor ``RAGSPINE_K`` gives one: one number for
+#: every entry point (``ragspine search`` / ``ask`` / ``demo``, :func:`~langchain_ragspine.indexing.open_retriever`,
+#: :func:`~langchain_ragspine.indexing.search`, ``graphs/app.py``).  6 is what a RAG graph is given per search (a
+#: short prompt for a small model) and what the answer benchmarks measure.  Retriever classes constructed directly
+#: (``BM25Retriever``, ``DenseRetriever``, ``HybridRetriever``) never read settings and default to ``k=4``,
+#: LangChain's convention (``VectorStore.as_retriever``, ``langchain_community``'s ``BM25Retriever``), so they stay
+#: drop-ins.
+DEFAULT_K = 6
 
-#: The chat model spec when neither an argument nor ``RAGSPINE_LLM`` gives one, by entry point: the library
-#: (:func:`make_chat_model`, :func:`resolve_chat_model`, ``graphs/app.py``) uses no LLM — offline and deterministic
-#: unless asked; ``ragspine ask`` / ``ragspine demo`` use ``auto`` — the default chat model when its server
-#: answers, else the deterministic path.  Every spec means the same everywhere (see :func:`resolve_chat_model`).
-DEFAULT_LLM: Mapping[str, str] = MappingProxyType({"library": "none", "cli": "auto"})
+#: The chat model spec when neither an argument nor ``RAGSPINE_LLM`` gives one, everywhere (library, ``ragspine
+#: ask`` / ``demo``, ``graphs/app.py``): no LLM — offline and deterministic unless asked.  ``auto`` (the default chat
+#: model when its server answers, else the deterministic path) is one ``--llm auto`` or ``RAGSPINE_LLM=auto`` away;
+#: every spec means the same everywhere (see :func:`resolve_chat_model`).
+DEFAULT_LLM = "none"
 
 #: The chat model used when an LLM is asked for without naming one (``make_chat_model("default")``, ``auto``).
 DEFAULT_CHAT_MODEL = "ollama:qwen2.5:7b"
@@ -67,14 +65,13 @@ class RagSpineSettings(BaseSettings):
         chunk_overlap: overlap in characters (``RAGSPINE_CHUNK_OVERLAP``; default 80).
         store: default store directory for the CLI and ``graphs/app.py`` (``RAGSPINE_STORE``; default none: the
             CLI then requires ``--store``, ``graphs/app.py`` ingests the demo corpus).
-        k: number of chunks a search returns (``RAGSPINE_K``; unset: :data:`DEFAULT_K` per entry point —
-            10 for a search, 6 for a RAG graph, 3 for the demo).  See :meth:`k_for`.
+        k: number of chunks a search returns, for every entry point (``RAGSPINE_K``; default :data:`DEFAULT_K` = 6).
         embedding: embedding spec for :func:`make_embeddings` and ingest (``RAGSPINE_EMBEDDING``; default
             ``"auto"``).
         retrieval_mode: a registered retrieval mode (``RAGSPINE_RETRIEVAL_MODE``; default ``"auto"``; see
             :mod:`langchain_ragspine.modes`).
-        llm: chat model spec (``RAGSPINE_LLM``; unset: :data:`DEFAULT_LLM` per entry point — no LLM for the
-            library, ``auto`` for ``ragspine ask`` / ``demo``).  See :meth:`llm_for`.
+        llm: chat model spec (``RAGSPINE_LLM``; default :data:`DEFAULT_LLM` = ``"none"``: the deterministic
+            path everywhere; ``"auto"`` uses the default chat model when its server answers).
         ollama_host: where Ollama listens (``OLLAMA_HOST``, Ollama's own variable, no prefix; default
             ``http://localhost:11434``).
         cache_dir: where derived models (the ONNX e5 graph) are cached (``RAGSPINE_CACHE_DIR``; default
@@ -92,10 +89,10 @@ class RagSpineSettings(BaseSettings):
     chunk_size: int = Field(DEFAULT_CHUNK_CHARS, gt=0)
     chunk_overlap: int = Field(DEFAULT_OVERLAP_CHARS, ge=0)
     store: Path | None = None
-    k: int | None = Field(None, gt=0)
+    k: int = Field(DEFAULT_K, gt=0)
     embedding: str = "auto"
     retrieval_mode: str = "auto"
-    llm: str | None = None
+    llm: str = DEFAULT_LLM
     ollama_host: str | None = Field(None, validation_alias=AliasChoices("ollama_host", "OLLAMA_HOST"))
     cache_dir: Path | None = None
 
@@ -118,24 +115,6 @@ class RagSpineSettings(BaseSettings):
         if name not in TOKENIZERS:
             raise ValueError(f"unknown tokenizer {value!r}; choose one of {sorted(TOKENIZERS)}")
         return name
-
-    def k_for(self, entry: str) -> int:
-        """``k`` for an entry point of :data:`DEFAULT_K` (``"search"``, ``"ask"``, ``"demo"``): ``RAGSPINE_K``
-        when set, else that entry point's default.
-
-        Raises:
-            KeyError: an unknown entry point.
-        """
-        return self.k if self.k is not None else DEFAULT_K[entry]
-
-    def llm_for(self, entry: str) -> str:
-        """The chat model spec for an entry point of :data:`DEFAULT_LLM` (``"library"``, ``"cli"``):
-        ``RAGSPINE_LLM`` when set, else that entry point's default.
-
-        Raises:
-            KeyError: an unknown entry point.
-        """
-        return self.llm if self.llm is not None else DEFAULT_LLM[entry]
 
 
 def get_settings() -> RagSpineSettings:
@@ -287,14 +266,14 @@ def make_chat_model(spec: str | BaseChatModel | None = None, **kwargs: object) -
     if isinstance(spec, BaseChatModel):
         return spec
     if spec is None:
-        spec = get_settings().llm_for("library")
+        spec = get_settings().llm
     if not isinstance(spec, str):
         raise TypeError(f"chat model spec must be a string, None or a BaseChatModel, got {spec!r}")
     raw = spec.strip()
     if raw.lower() in ("", "none"):
         return None
     if raw.lower() == "auto":
-        return resolve_chat_model("auto", entry="library", **kwargs).llm
+        return resolve_chat_model("auto", **kwargs).llm
     if raw.lower() in ("default", "ollama"):
         raw = DEFAULT_CHAT_MODEL
     provider, sep, model = raw.partition(":")
@@ -361,21 +340,20 @@ class ChatModelChoice:
     warning: str | None = None
 
 
-def resolve_chat_model(spec: str | None = None, *, entry: str = "library", **kwargs: object) -> ChatModelChoice:
+def resolve_chat_model(spec: str | None = None, **kwargs: object) -> ChatModelChoice:
     """The chat model for ``spec`` and a sentence saying which path answers; an unreachable LLM degrades to the
     deterministic path (LLM failures degrade, they do not raise).
 
-    ``spec`` (default: ``RAGSPINE_LLM``, else :data:`DEFAULT_LLM` of ``entry`` — ``"none"`` for the library,
-    ``"auto"`` for the CLI): ``none`` → no LLM; ``auto`` → :data:`DEFAULT_CHAT_MODEL` when its server answers
+    ``spec`` (default: ``RAGSPINE_LLM``, else :data:`DEFAULT_LLM`, ``"none"``): ``none`` → no LLM; ``auto`` →
+    :data:`DEFAULT_CHAT_MODEL` when its server answers
     (:func:`llm_is_reachable`, one probe), else no LLM, silently; anything else is built with
     :func:`make_chat_model` and, when unreachable, replaced by the deterministic path with a ``warning``.
 
     Raises:
         ValueError: a model named explicitly (not ``auto``) that cannot even be built (unknown provider, missing
             integration package): a usage error, not a fallback.  The message names the spec.
-        KeyError: an unknown ``entry``.
     """
-    raw = (spec if spec is not None else get_settings().llm_for(entry)).strip()
+    raw = (spec if spec is not None else get_settings().llm).strip()
     if raw.lower() in ("", "none"):
         return ChatModelChoice(None, DETERMINISTIC_PATH)
     auto = raw.lower() == "auto"

@@ -231,7 +231,7 @@ def _dense_from_store(
     store: ChunkStore,
     emb: Embeddings,
     *,
-    k: int = DEFAULT_K["search"],
+    k: int = DEFAULT_K,
     progress: bool | None = None,
     read_only: bool = False,
 ) -> DenseRetriever:
@@ -282,7 +282,7 @@ def _prune_embedding_cache(root: Path, store: ChunkStore) -> int:
         return cache.prune(None, keep)
 
 
-def build_bm25(store: ChunkStore, *, tokenizer: str = "auto", k: int = DEFAULT_K["search"]) -> BM25Retriever:
+def build_bm25(store: ChunkStore, *, tokenizer: str = "auto", k: int = DEFAULT_K) -> BM25Retriever:
     """A :class:`BM25Retriever` over the store's active chunks (it leaves RESTRICTED ones out of the index)."""
     docs = [c.to_document() for c in store.iter_chunks()]
     return BM25Retriever.from_documents(docs, k=k, tokenizer=tokenizer)
@@ -441,7 +441,7 @@ def _ingest(
         state = _index_state(root)
         wanted = {"generation": store.generation, "tokenizer": name, "tokenizer_version": tokenizer_version(name)}
         current = all(state.get(key) == value for key, value in wanted.items())
-        if not current or _load_saved_index(root, k=DEFAULT_K["search"])[0] is None:
+        if not current or _load_saved_index(root, k=DEFAULT_K)[0] is None:
             build_bm25(store, tokenizer=name).save(root / BM25_DIR)
             summary.index_rebuilt = True
         state.update(wanted)
@@ -635,7 +635,7 @@ def open_retriever(
         TypeError: ``k`` is not an int; options given to a mode that takes none.
     """
     mode = resolve_mode(mode)
-    k = check_k(k if k is not None else get_settings().k_for("search"))
+    k = check_k(k if k is not None else get_settings().k)
     with StoreSource(store_dir, embedding=embedding) as source:
         return build_retriever(mode, source, k=k, candidate_k=candidate_k, **options)
 
@@ -655,7 +655,7 @@ def search(
         ValueError: ``k < 1`` or a malformed filter.
         TypeError: ``k`` is not an int (``"3"``, ``2.0``, ``True``).
     """
-    k = check_k(k if k is not None else get_settings().k_for("search"))
+    k = check_k(k if k is not None else get_settings().k)
     return drop_restricted(invoke_retriever(retriever, query, k=k, filter=filter))[:k]
 
 

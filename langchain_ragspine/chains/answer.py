@@ -390,14 +390,19 @@ def extractive_answer(
     ``documents`` are numbered from 1 in the given order (pass what :func:`prepare_context` returns).  The evidence
     is the question's content terms (:func:`~langchain_ragspine.stopwords.content_terms` with ``tokenizer``,
     default ``"auto"``, the BM25 one): question words, stop words and Japanese kana-only tokens never count.  Every
-    sentence of every (non-RESTRICTED) chunk that contains at least one content term is scored by the IDF-weighted
-    share of the content terms it contains (IDF over the candidate sentences, so terms every sentence shares, like
-    the article's topic, weigh little); a sentence without one is never used.  The best sentence is taken, then up
-    to ``max_sentences - 1`` more whose score is at least ``relative_cutoff`` × the best (default 0.6); repeated
+    sentence of every (non-RESTRICTED) chunk that contains at least one content term itself is a candidate; a
+    sentence without one is never used.  A candidate is scored by the IDF-weighted share of the question's content
+    terms found in the sentence *or in its document's title* (``metadata["title"]``): a sentence is read in the
+    context of the article it belongs to — "The engine is bm25s." under the title "BM25 ranking … why the engine is
+    bm25s" is about BM25, and the sentences of a CMRC or JSQuAD article name its subject by a pronoun or not at all
+    (the title-with-passage input of dense passage retrieval, Karpukhin et al., EMNLP 2020).  IDF is BM25's, over
+    the candidate sentences (the title does not count towards document frequency), so terms every sentence shares
+    weigh little and a question term no sentence and no title holds weighs most.  The best sentence is taken, then
+    up to ``max_sentences - 1`` more whose score is at least ``relative_cutoff`` × the best (default 0.6); repeated
     text (overlapping chunks) is skipped.  When the best sentence covers less than ``min_coverage`` (default 0.2)
     of the question, or the question has no content term, the answer is "I don't know" in the question's language
     with no citations.  See ``benchmarks/RESULTS.md`` (section ``extractive-answers``) for how often the answer
-    holds a gold answer on the shared sets.
+    holds a gold answer on the shared sets, and ``docs/answer-graphs.md`` for the rules measured against this one.
 
     Returns:
         ``{"answer": str, "citations": list[Citation], "mode": "extractive", "invalid_citations": [],
@@ -413,7 +418,10 @@ def extractive_answer(
     tokenize = get_tokenizer(tokenizer)
     q_terms = content_terms(question or "", tokenize)
     candidates: list[tuple[int, int, str, set[str]]] = []  # (n, position, sentence, tokens)
+    titles: dict[int, set[str]] = {}  # n -> the question's content terms in the document's title
     for n, doc in enumerate(docs, 1):
+        title = doc.metadata.get("title")
+        titles[n] = q_terms & set(tokenize(title)) if isinstance(title, str) else set()
         for i, sentence in enumerate(_sentences(doc.page_content)):
             candidates.append((n, i, sentence, set(tokenize(sentence))))
     nothing = _result(dont_know(question), [], "extractive")
@@ -422,8 +430,8 @@ def extractive_answer(
     weight = _idf(q_terms, [c[3] for c in candidates])
     total = sum(weight.values())
     scored = sorted(
-        ((sum(weight[t] for t in shared) / total, n, i, s)
-         for n, i, s, toks in candidates if (shared := q_terms & toks)),
+        ((sum(weight[t] for t in own | titles[n]) / total, n, i, s)
+         for n, i, s, toks in candidates if (own := q_terms & toks)),
         key=lambda x: (-x[0], x[1], x[2]),
     )
     if not scored or scored[0][0] < min_coverage:

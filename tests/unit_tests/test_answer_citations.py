@@ -211,6 +211,48 @@ def test_regression_an_answer_only_uses_sentences_that_share_content_terms():
         assert final["answer"] == "Aomori is famous for apples. [1]", build.__name__
 
 
+# The two chunks of the demo corpus that the corrective graph kept for "Which BM25 engine does the package use?"
+# after the paragraph splitter changed (overlap inside long paragraphs, headings joined to their section).
+BM25_TITLE = "BM25 ranking, Lucene IDF and why the engine is bm25s"
+BM25_CHUNKS = [
+    _doc(6, "this matters: particles and endings such as 「です」 or 「ます」 occur everywhere.\n\n## Why bm25s\n\n"
+            "The engine is bm25s. When the index is built, it tokenizes every chunk once and precomputes the BM25 "
+            "contribution of every (term, chunk) pair into a sparse matrix. A query then selects the rows of its "
+            "terms and sums them, which is a few vectorised operations regardless of corpus size.", title=BM25_TITLE),
+    _doc(0, f"# {BM25_TITLE}\n\nBM25Retriever ranks chunks with Okapi BM25, the lexical scoring function behind "
+            "Lucene, Elasticsearch and most search engines. A chunk's score sums, over the query's terms, how rare "
+            "the term is in the collection (inverse document frequency, IDF) times how often it occurs in the "
+            "chunk, saturated and corrected for chunk length.\n\n## The formula", title=BM25_TITLE),
+]
+
+
+def test_regression_the_documents_title_is_evidence_for_its_sentences():
+    # before: "I don't know" — "The engine is bm25s." shares only "engine" with the question ("bm25s" is not
+    # "bm25"; "package" and "use" occur in no sentence), 0.196 of its IDF weight, under min_coverage 0.2
+    out = extractive_answer("Which BM25 engine does the package use?", BM25_CHUNKS)
+    assert out["answer"].splitlines()[0] == "The engine is bm25s. [1]"
+    assert out["citations"][0]["chunk_id"] == "d6#0"
+    # without a title the same sentence is not enough evidence: the title is what makes it an answer
+    untitled = [Document(page_content=d.page_content, metadata={**d.metadata, "title": None}) for d in BM25_CHUNKS]
+    assert extractive_answer("Which BM25 engine does the package use?", untitled)["answer"] == "I don't know"
+
+
+def test_title_picks_the_sentence_of_the_article_the_question_names():
+    docs = [_doc(1, "It is 3,776 metres tall. It last erupted in 1707.", title="Mount Fuji"),
+            _doc(2, "It is 333 metres tall.", title="Tokyo Tower")]
+    # before: "I don't know" (only "tall" was evidence, and both sentences have it)
+    assert extractive_answer("How tall is Mount Fuji?", docs)["answer"] == "It is 3,776 metres tall. [1]"
+    assert extractive_answer("How tall is Tokyo Tower?", docs)["answer"] == "It is 333 metres tall. [2]"
+
+
+def test_title_alone_never_makes_a_sentence_an_answer():
+    # every sentence needs a content term of its own: a title that matches the whole question is not an answer
+    docs = [_doc(1, "It last erupted in 1707. Climbers start at the fifth station.", title="Mount Fuji height")]
+    assert extractive_answer("Mount Fuji height?", docs)["answer"] == "I don't know"
+    assert extractive_answer("Which station do Mount Fuji climbers start at?", docs)["answer"] == (
+        "Climbers start at the fifth station. [1]")
+
+
 def test_lexical_grader_ignores_question_words_and_particles():
     g = LexicalGrader()
     unrelated = Document(page_content="What is it? Where is it? それはどこですか。")

@@ -30,10 +30,10 @@ CASES: dict[str, tuple[object, str, str, object]] = {
     "chunk_size": (480, "300", "200", 100),
     "chunk_overlap": (80, "30", "20", 10),
     "store": (None, "/from/dotenv", "/from/env", Path("/from/argument")),
-    "k": (None, "9", "7", 5),
+    "k": (6, "9", "7", 5),
     "embedding": ("auto", "hashing:16", "hashing:8", "none"),
     "retrieval_mode": ("auto", "hybrid", "vector", "bm25"),
-    "llm": (None, "ollama:dotenv", "ollama:env", "none"),
+    "llm": ("none", "ollama:dotenv", "ollama:env", "auto"),
     "ollama_host": (None, "http://dotenv:1", "http://env:2", "http://argument:3"),
     "cache_dir": (None, "/cache/dotenv", "/cache/env", Path("/cache/argument")),
 }
@@ -85,7 +85,7 @@ def test_precedence_argument_over_environment_over_dotenv_over_default(field, cl
 
 def test_settings_are_read_afresh_on_each_call(clean, monkeypatch):
     """Tests (and notebooks) change variables at run time: the next call sees the change."""
-    assert get_settings().k is None
+    assert get_settings().k == 6
     monkeypatch.setenv("RAGSPINE_K", "3")
     assert get_settings().k == 3
     _dotenv(clean, RAGSPINE_TOKENIZER="cjk")
@@ -192,7 +192,7 @@ def test_k_unset_is_each_entry_points_default_and_set_is_everyones(clean, monkey
             "demo": parser.parse_args(["demo"]).k,
         }
 
-    assert parsed_k() == dict(DEFAULT_K) == {"search": 10, "ask": 6, "demo": 3}
+    assert DEFAULT_K == 6 and parsed_k() == {"search": 6, "ask": 6, "demo": 6}  # one default k
     monkeypatch.setenv("RAGSPINE_K", "5")
     assert parsed_k() == {"search": 5, "ask": 5, "demo": 5}
     assert build_parser().parse_args(["search", "q", "--store", "S", "-k", "2"]).k == 2  # an option wins
@@ -208,16 +208,18 @@ def test_retriever_classes_keep_langchains_k_and_ignore_the_settings(clean, monk
     assert BM25Retriever.from_documents(docs).k == 4
 
 
-def test_llm_unset_means_no_llm_for_the_library_and_auto_for_the_cli(clean, monkeypatch):
+def test_llm_unset_means_no_llm_everywhere(clean, monkeypatch):
     monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")  # nothing listens
-    assert DEFAULT_LLM == {"library": "none", "cli": "auto"}
+    assert DEFAULT_LLM == "none"  # one default: before, the library said "none" and the CLI "auto"
     assert make_chat_model() is None
     assert resolve_chat_model().llm is None and "no LLM reachable" not in resolve_chat_model().how
-    cli = resolve_chat_model(entry="cli")  # auto: the default model, unreachable here → deterministic, silently
-    assert cli.llm is None and f"no LLM reachable for {DEFAULT_CHAT_MODEL}" in cli.how and cli.warning is None
-    _dotenv(clean, RAGSPINE_LLM="none")  # one setting: it decides for both entry points
-    assert resolve_chat_model(entry="cli").how == resolve_chat_model().how
-    assert "no LLM reachable" not in resolve_chat_model(entry="cli").how
+    from langchain_ragspine.cli import _resolve_llm
+
+    assert _resolve_llm(None)[1] == resolve_chat_model().how  # ragspine ask / demo: the same default
+    _dotenv(clean, RAGSPINE_LLM="auto")  # one setting: it decides for every entry point
+    auto = resolve_chat_model()
+    assert auto.llm is None and f"no LLM reachable for {DEFAULT_CHAT_MODEL}" in auto.how and auto.warning is None
+    assert _resolve_llm(None)[1] == auto.how
 
 
 def test_every_spec_means_the_same_in_the_library_and_the_cli(clean, monkeypatch):
@@ -229,18 +231,18 @@ def test_every_spec_means_the_same_in_the_library_and_the_cli(clean, monkeypatch
         resolve_chat_model("nosuchprovider:model")
 
 
-def test_cli_ask_without_llm_setting_tries_auto_and_with_dotenv_none_does_not(clean, capsys, monkeypatch):
+def test_cli_ask_without_llm_setting_uses_no_llm_and_with_dotenv_auto_tries_one(clean, capsys, monkeypatch):
     from langchain_ragspine.cli import main
     from langchain_ragspine.indexing import ingest
 
     monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")
     ingest(_corpus(clean / "c"), clean / "S")
     assert main(["ask", "清水寺はどこ", "--store", str(clean / "S")]) == 0
-    assert f"no LLM reachable for {DEFAULT_CHAT_MODEL}" in capsys.readouterr().err
-    _dotenv(clean, RAGSPINE_LLM="none")
-    assert main(["ask", "清水寺はどこ", "--store", str(clean / "S")]) == 0
     err = capsys.readouterr().err
-    assert "deterministic path" in err and "no LLM reachable" not in err
+    assert "deterministic path" in err and "no LLM reachable" not in err  # no probe: the LLM is opt-in
+    _dotenv(clean, RAGSPINE_LLM="auto")
+    assert main(["ask", "清水寺はどこ", "--store", str(clean / "S")]) == 0
+    assert f"no LLM reachable for {DEFAULT_CHAT_MODEL}" in capsys.readouterr().err
 
 
 # -- the rule itself -------------------------------------------------------------------------------------------------
