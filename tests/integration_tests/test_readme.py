@@ -18,7 +18,7 @@ def _blocks() -> list[tuple[str | None, str]]:
 
 def test_every_readme_python_block_says_whether_it_runs():
     blocks = _blocks()
-    assert len(blocks) >= 5
+    assert len(blocks) >= 6
     unmarked = [code.splitlines()[0] for mark, code in blocks if mark is None]
     assert not unmarked, f"README python blocks without a readme-test marker: {unmarked}"
     for _, code in blocks:
@@ -38,13 +38,15 @@ def test_readme_python_blocks_run(monkeypatch, capsys, tmp_path):
             continue
         exec(compile(code, f"README.md python block {i + 1}", "exec"), namespace)
         ran += 1
-    assert ran >= 5
+    assert ran >= 6
     out = capsys.readouterr().out
     assert "ja/tokenizers.md#" in out  # the ten-line example cites its source
     assert "長い段落は文末で切ります [1]。" in out  # the LCEL chain ran through the chat model
     assert "INTERNAL-ONLY-7f3a" not in out  # the demo corpus' RESTRICTED runbook never comes out
     assert namespace["final"]["citations"], "the corrective graph answered with citations"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["docs"]  # nothing written beside the clone either
+    # what the blocks write stays in the git-ignored .ragspine/ (here under the temporary directory)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".ragspine", "docs"]
+    assert namespace["store"].get_by_ids(["note-1"]) == []  # the vector-store block deleted what it added
 
 
 def test_readme_stores_go_to_an_ignored_directory():
