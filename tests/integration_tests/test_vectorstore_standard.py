@@ -27,13 +27,7 @@ class TestRagSpineVectorStoreStandard(VectorStoreIntegrationTests):
             store.close()
 
 
-class TestRagSpineVectorStoreStandardDefaultEmbeddings(VectorStoreIntegrationTests):
+class TestRagSpineVectorStoreStandardDefaultEmbeddings(TestRagSpineVectorStoreStandard):
     """The same suite with langchain-tests' own DeterministicFakeEmbedding (random vectors per text)."""
 
-    @pytest.fixture
-    def vectorstore(self, tmp_path: Path) -> Generator[VectorStore, None, None]:  # type: ignore[override]
-        store = RagSpineVectorStore(tmp_path / "store", self.get_embeddings())
-        try:
-            yield store
-        finally:
-            store.close()
+    get_embeddings = staticmethod(VectorStoreIntegrationTests.get_embeddings)
