@@ -43,7 +43,7 @@ bench: $(VENV)/.installed-bench
 lint: $(VENV)/.installed-test
 	$(PIP) install ruff mypy
 	$(BIN)/ruff check langchain_ragspine tests benchmarks graphs
-	$(BIN)/mypy langchain_ragspine
+	$(BIN)/mypy langchain_ragspine tests/typing
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache

@@ -1,7 +1,9 @@
 """LangGraph deployment entry points: ``corrective_rag``, ``adaptive_rag`` and ``self_rag`` built from the settings.
 
-``langgraph dev`` (langgraph-cli) reads ``graphs/langgraph.json`` and imports the three compiled graphs below.
-Importing this module does no work: each graph is built on first access (a module ``__getattr__``, PEP 562), and
+``langgraph dev`` (langgraph-cli) reads ``graphs/langgraph.json``, which names the factories ``make_corrective_rag``,
+``make_adaptive_rag`` and ``make_self_rag`` (the server looks names up in the module's ``__dict__``, where a PEP 562
+attribute is not).  Importing this module does no work: each graph is built on first access (a module
+``__getattr__`` for ``corrective_rag`` and the others, or a factory call; built once either way), and
 the store, retriever and chat model they share are made once, then.  Configuration (``RAGSPINE_*`` variables, from
 the environment or ``.env``; see :class:`~langchain_ragspine.config.RagSpineSettings`), all optional:
 
@@ -21,6 +23,7 @@ Each graph takes ``{"question": str, "filters": dict | None}`` or a chat state `
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import hashlib
 import os
@@ -68,6 +71,23 @@ def _graph(name: str) -> Any:
 
     retriever, llm = _parts()
     return GRAPH_BUILDERS[GRAPHS[name]](retriever, llm=llm)
+
+
+async def make_corrective_rag() -> Any:
+    """Graph factory for ``langgraph dev``, which looks names up in ``module.__dict__`` (a PEP 562 attribute is not
+    there).  Async, and the first build (ingest of the demo corpus, opening the store) runs in a worker thread: the
+    server forbids blocking calls in its event loop."""
+    return await asyncio.to_thread(_graph, "corrective_rag")
+
+
+async def make_adaptive_rag() -> Any:
+    """Graph factory for ``langgraph dev``: the ``adaptive_rag`` graph (built once, in a worker thread)."""
+    return await asyncio.to_thread(_graph, "adaptive_rag")
+
+
+async def make_self_rag() -> Any:
+    """Graph factory for ``langgraph dev``: the ``self_rag`` graph (built once, in a worker thread)."""
+    return await asyncio.to_thread(_graph, "self_rag")
 
 
 def __getattr__(name: str) -> Any:

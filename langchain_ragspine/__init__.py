@@ -56,6 +56,7 @@ from langchain_ragspine.text_splitters import (
     SentenceWindowTextSplitter,
 )
 from langchain_ragspine.tokenizers import get_tokenizer
+from langchain_ragspine.vectorstores import RagSpineVectorStore
 
 __all__ = [
     "BM25Retriever",
@@ -86,6 +87,7 @@ __all__ = [
     "RESTRICTED_SENSITIVITY",
     "RagSpineError",
     "RagSpineSettings",
+    "RagSpineVectorStore",
     "RestrictedGate",
     "RetrievalMode",
     "SemanticTextSplitter",

@@ -28,6 +28,7 @@ from typing import Any, cast
 
 from langchain_core.documents import Document
 
+from langchain_ragspine._version import __version__
 from langchain_ragspine.config import (
     DEFAULT_K,
     LLM_QUERY_TRANSFORMS,
@@ -418,11 +419,11 @@ def _demo_ingest(corpus: Path, store: Path, embedding: Any) -> Any:
     import sqlite3
 
     from langchain_ragspine.embeddings.e5_onnx import default_cache_dir
-    from langchain_ragspine.indexing import EMBEDDING_CACHE, _prepare_store_dir
+    from langchain_ragspine.indexing import EMBEDDING_CACHE, prepare_store_dir
 
     saved = default_cache_dir() / DEMO_EMBEDDING_CACHE
     target = store / EMBEDDING_CACHE
-    _prepare_store_dir(store)
+    prepare_store_dir(store)
     if saved.is_file():
         try:
             shutil.copyfile(saved, target)
@@ -503,6 +504,7 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
     parser = argparse.ArgumentParser(
         prog="ragspine", description="Retrieval for Japanese, Chinese and English documents (LangChain parts)."
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     store_kw: dict = {"default": s.store, "required": s.store is None, "type": _store_arg}
 

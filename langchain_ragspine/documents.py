@@ -74,13 +74,17 @@ def with_scores(doc: Document, **scores: float | None) -> Document:
     with ``scores``.
 
     Channels ``doc`` already carries are kept unless ``scores`` names them; absent ones are ``None``.  ``doc`` is not
-    modified (its metadata dict is copied; the values are shared).
+    modified (its metadata dict is copied; the values are shared).  The copy's ``id`` is the chunk's identity,
+    :func:`doc_key` (``chunk_id``, else ``Document.id``), so every scored result a retriever or compressor returns
+    has ``id = chunk_id``.
 
     Example:
         >>> from langchain_core.documents import Document
         >>> d = with_scores(Document(page_content="x"), bm25=2.5, fused=2.5)
         >>> with_scores(d, rerank=0.9).metadata["scores"]
         {'bm25': 2.5, 'vector': None, 'fused': 2.5, 'rerank': 0.9}
+        >>> with_scores(Document(page_content="x", metadata={"chunk_id": "a#0"})).id
+        'a#0'
     """
     md = dict(doc.metadata)
     merged: dict[str, float | None] = dict.fromkeys(SCORE_CHANNELS)
@@ -89,7 +93,7 @@ def with_scores(doc: Document, **scores: float | None) -> Document:
         merged.update(prev)
     merged.update(scores)
     md["scores"] = merged
-    return Document(page_content=doc.page_content, metadata=md, id=doc.id)
+    return Document(page_content=doc.page_content, metadata=md, id=doc_key(doc))
 
 
 def score_of(doc: Document, name: str) -> float | None:

@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
-from tqdm.auto import tqdm
 
 from langchain_ragspine.config import DEFAULT_K, get_settings, make_embeddings, resolve_embedding
 from langchain_ragspine.document_compressors.contextual import DEFAULT_HEADER_FIELDS, ContextualHeader
@@ -44,6 +43,7 @@ from langchain_ragspine.embeddings.cache import (
 )
 from langchain_ragspine.errors import RagSpineError, StoreError
 from langchain_ragspine.modes import build_retriever, get_mode, needs_embedding_message, resolve_mode
+from langchain_ragspine.progress import progress_bar, reporting
 from langchain_ragspine.retrievers.bm25 import BM25Retriever
 from langchain_ragspine.retrievers.contract import invoke_retriever
 from langchain_ragspine.retrievers.dense import DenseRetriever, _has_text
@@ -91,7 +91,7 @@ def _warn_stale(message: str) -> None:
     warnings.warn(message, StaleIndexWarning, stacklevel=level)
 
 
-def _prepare_store_dir(root: Path) -> None:
+def prepare_store_dir(root: Path) -> None:
     """Create ``root`` as a store directory, or check that an existing one is a ragspine store.
 
     Raises:
@@ -348,7 +348,7 @@ def _dense_from_store(
 
 
 def _refresh_dense(
-    root: Path, store: ChunkStore, emb: Embeddings, state: dict[str, Any], *, spec: str | None, progress: bool
+    root: Path, store: ChunkStore, emb: Embeddings, state: dict[str, Any], *, spec: str | None, progress: bool | None
 ) -> DenseRetriever:
     """Rebuild and save the vector index unless the saved one matches the store, model and contextual headers
     (then load it)."""
@@ -430,7 +430,7 @@ def write_documents(
     ``split`` holds ``(document, chunks, parents)``, and parents (parent-child chunking) are written only when a
     document has some."""
     seen: set[str] = set()
-    for doc, chunks, parents in tqdm(split, desc="ingest", unit="doc", disable=not progress):
+    for doc, chunks, parents in progress_bar(split, desc="index", unit="doc", show=progress):
         doc_id = str(doc.metadata["doc_id"])
         seen.add(doc_id)
         before = store.current_version(doc_id)
@@ -499,7 +499,9 @@ def ingest(
         on_error: ``"raise"`` (default) or ``"skip"`` bad files with a warning (counted in the summary).
         retract_missing: retract stored documents that are not in this corpus (default ``True``).  Retraction is
             skipped when any file failed to load, so a transient error never retracts a good document.
-        progress: show a progress bar; default: only when stderr is a terminal.
+        progress: ``None`` (default) or ``True``: one progress bar per phase (load, chunk, embed, index) on a
+            terminal or in Jupyter, else a start line and a line every ~10 s on stderr
+            (:mod:`langchain_ragspine.progress`); ``False``: silent.
         embedding: the dense channel's model — a :func:`~langchain_ragspine.config.make_embeddings` spec or an
             ``Embeddings``; default ``RAGSPINE_EMBEDDING``, else ``"auto"`` (offline e5 when the ``embed`` extra is
             installed, else no dense channel).
@@ -537,6 +539,30 @@ def ingest(
             without an embedding model.
         StoreError: the store was chunked with another configuration (the message names both).
     """
+    with reporting(progress):
+        return _ingest(
+            paths, store_dir, chunk_size=chunk_size, chunk_overlap=chunk_overlap, tokenizer=tokenizer,
+            on_error=on_error, retract_missing=retract_missing, progress=progress, embedding=embedding, mode=mode,
+            allow_empty=allow_empty, chunker=chunker, contextual=contextual,
+        )
+
+
+def _ingest(
+    paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    store_dir: str | os.PathLike[str],
+    *,
+    chunk_size: int | None,
+    chunk_overlap: int | None,
+    tokenizer: str | None,
+    on_error: Literal["raise", "skip"],
+    retract_missing: bool,
+    progress: bool | None,
+    embedding: str | Embeddings | None,
+    mode: str | None,
+    allow_empty: bool,
+    chunker: str | None,
+    contextual: bool | None,
+) -> IngestSummary:
     t0 = time.perf_counter()
     if chunk_size is None or chunk_overlap is None or tokenizer is None:
         settings = get_settings()
@@ -562,8 +588,9 @@ def ingest(
     if postgres and wanted_header is not None:
         raise ValueError("contextual headers are not supported on a PostgreSQL store yet; ingest without --contextual")
     loader = CorpusLoader(paths, on_error=on_error)
-    docs = list(loader.lazy_load())  # every file is read and checked before the store is touched
-    split = [(doc, *_split(splitter, doc)) for doc in docs]
+    # every file is read and checked before the store is touched
+    docs = list(progress_bar(loader.lazy_load(), desc="load", unit="doc", show=progress))
+    split = [(doc, *_split(splitter, doc)) for doc in progress_bar(docs, desc="chunk", unit="doc", show=progress)]
     show = sys.stderr.isatty() if progress is None else progress
     summary = IngestSummary(
         documents=len(docs),
@@ -590,7 +617,7 @@ def ingest(
         )
         summary.seconds = time.perf_counter() - t0
         return summary
-    _prepare_store_dir(root)
+    prepare_store_dir(root)
     all_chunks = [c for _, chunks, _ in split for c in chunks]
     if header is not None:  # embedded (and keyed) by the index text with its contextual header
         all_chunks = list(header.transform_documents(all_chunks))

@@ -7,11 +7,12 @@ is checked (one finite vector per text, one dimension) before it reaches an inde
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
+
+from langchain_ragspine.progress import progress_bar
 
 __all__ = ["embed_in_batches", "l2_normalize"]
 
@@ -25,15 +26,6 @@ def l2_normalize(vectors: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(out, axis=-1, keepdims=True)
     np.divide(out, norms, out=out, where=norms > 0)
     return out
-
-
-def _show_progress(progress: bool | None) -> bool:
-    if progress is not None:
-        return bool(progress)
-    try:
-        return sys.stderr.isatty()
-    except (AttributeError, ValueError):
-        return False
 
 
 class _DimensionMismatch(ValueError):
@@ -82,11 +74,9 @@ def embed_in_batches(
     texts = list(texts)
     if not texts:
         return np.zeros((0, 0), dtype=np.float32)
-    from tqdm.auto import tqdm
-
     parts: list[np.ndarray] = []
     dim: int | None = None
-    with tqdm(total=len(texts), desc="embed", unit="chunk", disable=not _show_progress(progress)) as bar:
+    with progress_bar(total=len(texts), desc="embed", unit="chunk", show=progress) as bar:
         for start in range(0, len(texts), batch_size):
             batch = texts[start : start + batch_size]
             arr = _embed_batch(embedding, batch, dim)

@@ -24,10 +24,10 @@ from langchain_core.embeddings import Embeddings
 from langchain_ragspine.embeddings.batching import (
     _DimensionMismatch,
     _embed_batch,
-    _show_progress,
     l2_normalize,
 )
 from langchain_ragspine.errors import StoreError
+from langchain_ragspine.progress import progress_bar
 
 __all__ = ["MODEL_KEY_ATTRIBUTES", "CachedEmbeddings", "ChunkVectorCache", "content_hash", "model_key_for"]
 
@@ -217,11 +217,8 @@ class CachedEmbeddings(Embeddings):
             if k not in found and k not in misses:
                 misses[k] = text
         if misses:
-            from tqdm.auto import tqdm
-
             miss_keys = list(misses)
-            show = _show_progress(self.progress)
-            with tqdm(total=len(miss_keys), desc="embed", unit="chunk", disable=not show) as bar:
+            with progress_bar(total=len(miss_keys), desc="embed", unit="chunk", show=self.progress) as bar:
                 for start in range(0, len(miss_keys), self.batch_size):
                     batch = miss_keys[start : start + self.batch_size]
                     try:

@@ -21,14 +21,14 @@ and never embeds an unchanged chunk twice.
 from __future__ import annotations
 
 import logging
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
-from tqdm.auto import tqdm
+
+from langchain_ragspine.progress import progress_bar
 
 logger = logging.getLogger(__name__)
 
@@ -97,8 +97,8 @@ class E5SmallEmbeddings(Embeddings):
         """Passage-role embeddings as a float32 array of shape ``(len(texts), 384)``."""
         texts = list(texts)
         out = np.empty((len(texts), self.dim), dtype=np.float32)
-        show = sys.stderr.isatty() if self.progress is None else self.progress
-        with tqdm(total=len(texts), desc="embed", unit="chunk", disable=not show or len(texts) <= self.batch_size) as bar:
+        show = False if len(texts) <= self.batch_size else self.progress  # one batch: no bar
+        with progress_bar(total=len(texts), desc="embed", unit="chunk", show=show) as bar:
             for i in range(0, len(texts), self.batch_size):
                 batch = texts[i : i + self.batch_size]
                 out[i : i + len(batch)] = self._model.passage(batch) if len(batch) > 1 else self._model.passage(batch[0])

@@ -19,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import sys
 import time
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Mapping, Sequence
@@ -30,7 +29,6 @@ import numpy as np
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_text_splitters import TextSplitter
-from tqdm.auto import tqdm
 
 from langchain_ragspine.documents import doc_key
 from langchain_ragspine.evaluation.datasets import (
@@ -54,6 +52,7 @@ from langchain_ragspine.evaluation.significance import (
     compare_paired,
     significance_metrics,
 )
+from langchain_ragspine.progress import progress_bar, reporting
 from langchain_ragspine.retrievers.contract import invoke_retriever, retriever_params
 from langchain_ragspine.text_splitters import ParagraphTextSplitter
 from langchain_ragspine.tokenizers import tokenizer_name
@@ -451,7 +450,8 @@ def evaluate(
             BEIR).
         splitter: how a factory's QA documents are chunked (default ``ParagraphTextSplitter()``: 480/80
             chars).
-        progress: show a tqdm bar; default: only when stderr is a terminal.
+        progress: ``None`` (default) or ``True``: a progress bar per phase on a terminal or in Jupyter, else a
+            start line and a line every ~10 s on stderr (:mod:`langchain_ragspine.progress`); ``False``: silent.
         name: label of the result (default: the retriever's class name).
 
     Returns:
@@ -473,6 +473,22 @@ def evaluate(
             that is not a ``BaseRetriever``, or ``dataset`` is of an unknown type.
         ValueError: bad ``ks`` or ``limit``, or ``splitter`` given with a built retriever.
     """
+    with reporting(progress):
+        return _evaluate(
+            retriever_or_factory, dataset, ks=ks, limit=limit, splitter=splitter, progress=progress, name=name
+        )
+
+
+def _evaluate(
+    retriever_or_factory: BaseRetriever | RetrieverFactory,
+    dataset: QADataset | BEIRDataset,
+    *,
+    ks: Sequence[int],
+    limit: int | None,
+    splitter: TextSplitter | None,
+    progress: bool | None,
+    name: str | None,
+) -> EvalResult:
     ks = _check_ks(ks)
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
         raise ValueError(f"limit must be None or an int >= 0, got {limit!r}")
@@ -545,11 +561,10 @@ def evaluate(
 
     qa_by_id = {q.id: q for q in dataset.questions} if isinstance(dataset, QADataset) else {}
     pmap = _ParagraphMap(dataset.docs) if isinstance(dataset, QADataset) and qrels is not None else None
-    show = sys.stderr.isatty() if progress is None else bool(progress)
     per_query: list[dict[str, Any]] = []
     latencies: list[float] = []
-    for qid, text in tqdm(
-        questions, desc=f"eval {name or type(retriever).__name__}", unit="q", disable=not show
+    for qid, text in progress_bar(
+        questions, desc=f"eval {name or type(retriever).__name__}", unit="q", show=progress
     ):
         t0 = time.perf_counter()
         docs = list(search(text))

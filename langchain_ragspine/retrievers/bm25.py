@@ -37,11 +37,11 @@ from typing import Any
 import numpy as np
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
-from langchain_core.retrievers import BaseRetriever
-from pydantic import ConfigDict, Field, PrivateAttr, field_validator
+from pydantic import Field, PrivateAttr, field_validator
 
 from langchain_ragspine.documents import check_k, doc_key, with_scores
 from langchain_ragspine.filters import FilterMasks, and_filters, compile_filter
+from langchain_ragspine.retrievers.base import RagSpineRetriever
 from langchain_ragspine.sensitivity import drop_restricted
 from langchain_ragspine.stores.bm25_index import build_bm25_index, load_bm25_index, save_bm25_index
 from langchain_ragspine.text import index_text
@@ -52,7 +52,7 @@ from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer
 _SKIP_BUILD: ContextVar[bool] = ContextVar("ragspine_bm25_skip_build", default=False)
 
 
-class BM25Retriever(BaseRetriever):
+class BM25Retriever(RagSpineRetriever):
     """Okapi BM25 (Lucene variant, via bm25s) over a list of ``Document``s.
 
     Build with :meth:`from_documents` / :meth:`from_texts`, or directly with ``BM25Retriever(docs=[...])``.
@@ -97,20 +97,22 @@ class BM25Retriever(BaseRetriever):
     b: float = 0.75
     filter: dict[str, Any] | None = None
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    #: Assigning one of these after construction rebuilds the index (see :class:`RagSpineRetriever`).
+    index_fields = ("docs", "tokenizer", "k1", "b")
 
     _tokenize: Tokenizer = PrivateAttr()
     _bm25: Any = PrivateAttr(default=None)
     _tie_rank: np.ndarray = PrivateAttr()
     _masks: FilterMasks = PrivateAttr()
 
-    def __init__(self, **data: Any) -> None:
+    @classmethod
+    def _translate_arguments(cls, data: dict[str, Any]) -> dict[str, Any]:
         # LangChain's BM25Retriever names the tokenizer `preprocess_func`; accept it for drop-in use.
         if "preprocess_func" in data:
             pre = data.pop("preprocess_func")
             data.setdefault("tokenizer", pre)
         data.pop("vectorizer", None)
-        super().__init__(**data)
+        return data
 
     @field_validator("k", mode="before")
     @classmethod
@@ -130,6 +132,7 @@ class BM25Retriever(BaseRetriever):
         self._tie_rank = _tie_ranks(self.docs)
         if not _SKIP_BUILD.get():
             self._bm25 = build_bm25_index((index_text(d) for d in self.docs), self._tokenize, k1=self.k1, b=self.b)
+        self._mark_built()
 
     # -- construction -----------------------------------------------------------------------------------------------
     @classmethod

@@ -66,14 +66,14 @@ import numpy as np
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
-from langchain_core.retrievers import BaseRetriever
-from pydantic import ConfigDict, Field, PrivateAttr, field_validator
+from pydantic import Field, PrivateAttr, field_validator
 
 from langchain_ragspine.documents import check_k, doc_key, with_scores
 from langchain_ragspine.embeddings.batching import embed_in_batches
 from langchain_ragspine.embeddings.cache import CachedEmbeddings, content_hash, model_key_for
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.filters import FilterMasks, and_filters, compile_filter
+from langchain_ragspine.retrievers.base import RagSpineRetriever
 from langchain_ragspine.sensitivity import drop_restricted
 from langchain_ragspine.stores.embedding_cache import EmbeddingCache
 from langchain_ragspine.stores.faiss_index import INDEX_KINDS, FaissVectorIndex
@@ -96,7 +96,7 @@ def _has_text(doc: Document) -> bool:
     return bool(_VISIBLE_RE.search(doc.page_content))
 
 
-class DenseRetriever(BaseRetriever):
+class DenseRetriever(RagSpineRetriever):
     """Dense (embedding) retrieval over a list of ``Document``\\ s, searched with FAISS.
 
     Build with :meth:`from_documents` or ``DenseRetriever(docs=[...], embedding=...)``; the chunks are embedded and
@@ -152,7 +152,8 @@ class DenseRetriever(BaseRetriever):
     batch_size: int = 32
     show_progress: bool | None = None
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    #: Assigning one of these after construction rebuilds the index (see :class:`RagSpineRetriever`).
+    index_fields = ("docs", "embedding", "index_kind", "cache_path", "model_key")
 
     _index: FaissVectorIndex | None = PrivateAttr(default=None)
     _masks: FilterMasks = PrivateAttr()
@@ -175,6 +176,7 @@ class DenseRetriever(BaseRetriever):
         self._masks = FilterMasks([d.metadata for d in self.docs])
         if not _SKIP_BUILD.get():
             self._build()
+        self._mark_built()
 
     def _build(self) -> None:
         self._index = None

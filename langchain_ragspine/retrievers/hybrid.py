@@ -57,22 +57,31 @@ contribution per repeat and shifts the ranks after it; ties keep first-seen orde
 from __future__ import annotations
 
 import asyncio
+import json
 import math
-from collections.abc import Mapping, Sequence
+import os
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import patch_config
-from pydantic import ConfigDict, field_validator
+from pydantic import field_validator
 
 from langchain_ragspine.documents import check_k, doc_key, score_of, with_scores
 from langchain_ragspine.filters import Predicate, and_filters, compile_filter
+from langchain_ragspine.retrievers.base import RagSpineRetriever
+from langchain_ragspine.retrievers.bm25 import BM25Retriever
 from langchain_ragspine.retrievers.contract import ainvoke_retriever, invoke_retriever
+from langchain_ragspine.retrievers.dense import DenseRetriever
 from langchain_ragspine.sensitivity import is_restricted
+from langchain_ragspine.stores.files import atomic_dir, read_config
+from langchain_ragspine.tokenizers import Tokenizer
 
 __all__ = ["DEFAULT_C", "FUSIONS", "TWO_STAGE_ALPHA", "TWO_STAGE_TOP_ALPHA", "HybridRetriever", "convex_weights", "fuse"]
 
@@ -144,6 +153,12 @@ def convex_weights(n: int, alpha: float) -> list[float]:
     if n == 1:
         return [1.0]
     return [alpha] + [(1.0 - alpha) / (n - 1)] * (n - 1)
+
+
+_FORMAT = "ragspine-hybrid/1"
+_CONFIG_FILE = "hybrid.json"
+# the HybridRetriever fields save() writes to hybrid.json (the channels are saved in sub-directories)
+_SAVED_FIELDS = ("weights", "c", "candidate_k", "k", "filter", "fusion", "alpha", "top_alpha")
 
 
 # ---------------------------------------------------------------------------------------------------- fusion
@@ -320,7 +335,7 @@ def _child_config(
     return patch_config(None, callbacks=run_manager.get_child(tag=f"retriever_{i + 1}"))
 
 
-class HybridRetriever(BaseRetriever):
+class HybridRetriever(RagSpineRetriever):
     """Fuse any list of ``BaseRetriever`` channels (e.g. BM25 + dense, lexical first).  By default
     (``fusion="two_stage"``) the first channel's best document stays at rank 1 and ranks 2+ follow a convex
     combination of min-max normalised scores (0.55 on the first channel); ``fusion="convex"`` ranks everything by
@@ -396,8 +411,6 @@ class HybridRetriever(BaseRetriever):
     fusion: Fusion = "two_stage"
     alpha: float | None = None
     top_alpha: float | None = None
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
 
     @field_validator("k", mode="before")
     @classmethod
@@ -516,3 +529,92 @@ class HybridRetriever(BaseRetriever):
             )
         )
         return self._fuse([(i, docs) for (i, _), docs in zip(channels, lists, strict=True)], k, pred, depth)
+
+    # -- construction and persistence -------------------------------------------------------------------------------
+    @classmethod
+    def from_documents(
+        cls,
+        documents: Iterable[Document],
+        embedding: Embeddings,
+        *,
+        k: int = 4,
+        tokenizer: str | Tokenizer = "auto",
+        bm25_kwargs: Mapping[str, Any] | None = None,
+        dense_kwargs: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> HybridRetriever:
+        """BM25 (first channel) + dense over ``documents``, fused — the two-channel retriever of the package's
+        ``hybrid`` mode, like :meth:`BM25Retriever.from_documents` / :meth:`DenseRetriever.from_documents`.
+
+        Args:
+            documents: the chunks (RESTRICTED ones are dropped by each channel).
+            embedding: the dense channel's model.
+            k: fused results (default 4).
+            tokenizer: the BM25 tokenizer (default ``"auto"``).
+            bm25_kwargs / dense_kwargs: other fields of each channel (``k1``, ``b`` / ``cache_path``,
+                ``index_kind``, …); the channels' own ``k`` is irrelevant (the hybrid asks each for its depth).
+            kwargs: the hybrid's own fields (``fusion``, ``alpha``, ``weights``, ``candidate_k``, ``filter``, …).
+
+        Raises:
+            TypeError, ValueError: as the constructors of the three classes.
+        """
+        docs = list(documents)
+        bm25 = BM25Retriever.from_documents(docs, tokenizer=tokenizer, **dict(bm25_kwargs or {}))
+        dense = DenseRetriever.from_documents(docs, embedding, **dict(dense_kwargs or {}))
+        return cls(retrievers=[bm25, dense], k=k, **kwargs)
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the retriever to directory ``path`` (replaced atomically): ``hybrid.json`` (the fusion settings
+        and the channel list) and one sub-directory per channel, written by that channel's own ``save`` (no
+        pickle).  Every channel must be a :class:`BM25Retriever` or a :class:`DenseRetriever`.
+
+        Raises:
+            TypeError: a channel of another class (it has no file format here: save it yourself).
+            ValueError: a metadata value is not JSON-serialisable.
+        """
+        channels: list[dict[str, str]] = []
+        for i, r in enumerate(self.retrievers):
+            if not isinstance(r, (BM25Retriever, DenseRetriever)):
+                raise TypeError(
+                    f"retrievers[{i}] is a {type(r).__name__}; save() writes BM25Retriever and DenseRetriever "
+                    "channels only"
+                )
+            channels.append({"kind": "bm25" if isinstance(r, BM25Retriever) else "dense", "dir": f"channel-{i}"})
+        config = {"format": _FORMAT, "channels": channels, **{f: getattr(self, f) for f in _SAVED_FIELDS}}
+        with atomic_dir(path) as tmp:
+            for r, ch in zip(self.retrievers, channels, strict=True):
+                r.save(tmp / ch["dir"])  # type: ignore[attr-defined]
+            (tmp / _CONFIG_FILE).write_text(json.dumps(config, ensure_ascii=False, indent=1), "utf-8")
+
+    @classmethod
+    def load(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        embedding: Embeddings | None = None,
+        tokenizer: str | Tokenizer | None = None,
+        **overrides: Any,
+    ) -> HybridRetriever:
+        """Load a retriever written by :meth:`save`; nothing is embedded.  ``embedding`` is the dense channel's
+        model (as for :meth:`DenseRetriever.load`), ``tokenizer`` the BM25 channel's when it was a custom callable;
+        ``overrides`` replace saved hybrid fields such as ``k``, ``filter`` or ``fusion``.
+
+        Raises:
+            StoreError: the directory is missing, incomplete, or not a ragspine hybrid retriever (the file named).
+            ValueError: a dense channel and no ``embedding``; ``embedding`` not the saved model (see
+                :meth:`DenseRetriever.load`).
+        """
+        root = Path(path)
+        config = read_config(root, _CONFIG_FILE, fmt=_FORMAT, what="hybrid retriever")
+        retrievers: list[BaseRetriever] = []
+        for ch in config.get("channels", []):
+            sub = root / str(ch.get("dir"))
+            if ch.get("kind") == "dense":
+                if embedding is None:
+                    raise ValueError(f"{root} has a dense channel: pass embedding= (the model it was built with)")
+                retrievers.append(DenseRetriever.load(sub, embedding=embedding))
+            else:
+                retrievers.append(BM25Retriever.load(sub, tokenizer=tokenizer))
+        fields = {f: config[f] for f in _SAVED_FIELDS if f in config}
+        fields.update(overrides)
+        return cls(retrievers=retrievers, **fields)

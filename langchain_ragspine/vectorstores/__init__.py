@@ -1,17 +1,18 @@
-"""RagSpine stores as LangChain ``VectorStore``\\ s: the shared id / version / RESTRICTED rules
-(:class:`RagSpineVectorStore`) and the PostgreSQL + pgvector store (:class:`PostgresVectorStore`, imported lazily:
-it needs the ``postgres`` extra)."""
+"""RagSpine stores as LangChain ``VectorStore``\\ s: :class:`RagSpineVectorStore` over a store directory (chunk store +
+BM25 + dense), the versioned-document rules a database store shares (:class:`VersionedVectorStore`), and the
+PostgreSQL + pgvector store (:class:`PostgresVectorStore`, imported lazily: it needs the ``postgres`` extra)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from langchain_ragspine.vectorstores.base import RagSpineVectorStore, as_chunks
+from langchain_ragspine.vectorstores.base import VersionedVectorStore, as_chunks
+from langchain_ragspine.vectorstores.store import RagSpineVectorStore
 
 if TYPE_CHECKING:
     from langchain_ragspine.vectorstores.postgres import PostgresVectorStore
 
-__all__ = ["PostgresVectorStore", "RagSpineVectorStore", "as_chunks"]
+__all__ = ["PostgresVectorStore", "RagSpineVectorStore", "VersionedVectorStore", "as_chunks"]
 
 
 def __getattr__(name: str) -> Any:

@@ -2,27 +2,27 @@
 
 LangChain's :class:`~langchain_core.vectorstores.VectorStore` is id-keyed ("add or update these documents, search
 them, get or delete them by id"); a RagSpine store is versioned by document (every write makes a new version of a
-``doc_id``; old versions stay as history).  :class:`RagSpineVectorStore` maps one onto the other, once for every
+``doc_id``; old versions stay as history).  :class:`VersionedVectorStore` maps one onto the other, once for every
 backend:
 
 * **ids.**  A ``Document``'s id is its ``chunk_id``: ``ids[i]`` when given, else ``metadata["chunk_id"]``, else
   ``Document.id``, else a new ``uuid4().hex``.  Its document is ``metadata["doc_id"]``, else the id itself (a
-  one-chunk document).  :meth:`~RagSpineVectorStore.add_documents` returns the ids in order.
+  one-chunk document).  :meth:`~VersionedVectorStore.add_documents` returns the ids in order.
 * **add or update.**  The chunks given for a ``doc_id`` become part of that document's next version: a chunk whose
   id the document already has replaces it in place, a new one is appended; the document's other chunks stay.  One
   version per document per call.
 * **delete.**  The document's next version leaves those chunks out; a document left with none is retracted (its
   history stays, search no longer sees it).
 * **the RESTRICTED gate.**  Search reads only the searchable tables, where RESTRICTED chunks are never written;
-  :meth:`~RagSpineVectorStore.get_by_ids` drops them as well (:func:`~langchain_ragspine.sensitivity.drop_restricted`),
+  :meth:`~VersionedVectorStore.get_by_ids` drops them as well (:func:`~langchain_ragspine.sensitivity.drop_restricted`),
   so no exit of the store returns one.
 * **scores.**  ``similarity_search_with_score`` gives the cosine similarity in ``[-1, 1]`` (the dense channel's
   ``scores["vector"]``); relevance scores are ``(1 + cosine) / 2`` in ``[0, 1]``.
 * **filters** are the package's own predicate language (:mod:`langchain_ragspine.filters`), applied before
   scoring: ``similarity_search(query, k, filter={"lang": "ja"})``.
 
-A backend implements :meth:`~RagSpineVectorStore._active_chunks`, :meth:`~RagSpineVectorStore._write_versions`,
-:meth:`~RagSpineVectorStore._search_by_vector` and :meth:`~RagSpineVectorStore._read_by_ids`.
+A backend implements :meth:`~VersionedVectorStore._active_chunks`, :meth:`~VersionedVectorStore._write_versions`,
+:meth:`~VersionedVectorStore._search_by_vector` and :meth:`~VersionedVectorStore._read_by_ids`.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from langchain_core.vectorstores import VectorStore
 from langchain_ragspine.documents import check_k
 from langchain_ragspine.sensitivity import drop_restricted
 
-__all__ = ["RagSpineVectorStore", "as_chunks"]
+__all__ = ["VersionedVectorStore", "as_chunks"]
 
 
 def as_chunks(documents: Sequence[Document], ids: Sequence[str] | None = None) -> list[Document]:
@@ -81,7 +81,7 @@ def _merge(current: Sequence[Document], new: Iterable[Document]) -> list[Documen
     return list(merged.values())
 
 
-class RagSpineVectorStore(VectorStore):
+class VersionedVectorStore(VectorStore):
     """A RagSpine store as a LangChain ``VectorStore`` (see the module docstring for the id, version, RESTRICTED
     and score rules); subclasses say where the chunks live.
 

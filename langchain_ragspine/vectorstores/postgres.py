@@ -2,7 +2,7 @@
 
 :class:`PostgresVectorStore` is the store ``ragspine ingest PATH --store postgresql://…`` writes, seen through
 LangChain's ``VectorStore`` face (the rules for ids, versions, RESTRICTED and scores are
-:class:`~langchain_ragspine.vectorstores.base.RagSpineVectorStore`'s)::
+:class:`~langchain_ragspine.vectorstores.base.VersionedVectorStore`'s)::
 
     store = PostgresVectorStore("postgresql://rag@db/rag", embedding=make_embeddings("e5"))
     store.add_documents([Document("梅雨は六月から。", metadata={"lang": "ja"})])
@@ -30,12 +30,12 @@ from langchain_ragspine.embeddings.cache import model_key_for
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.postgres import write_versions
 from langchain_ragspine.stores.postgres import PostgresChunkStore, is_postgres_url, redact_url
-from langchain_ragspine.vectorstores.base import RagSpineVectorStore
+from langchain_ragspine.vectorstores.base import VersionedVectorStore
 
 __all__ = ["PostgresVectorStore"]
 
 
-class PostgresVectorStore(RagSpineVectorStore):
+class PostgresVectorStore(VersionedVectorStore):
     """A LangChain ``VectorStore`` over a RagSpine store in PostgreSQL with pgvector.
 
     Args:

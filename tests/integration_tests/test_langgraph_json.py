@@ -1,6 +1,8 @@
 """Load every entry of graphs/langgraph.json the way `langgraph dev` does, and invoke it."""
 
+import asyncio
 import importlib.util
+import inspect
 import json
 import sys
 from pathlib import Path
@@ -17,7 +19,10 @@ def _load(entry: str):
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
-    return getattr(module, attr)
+    value = getattr(module, attr)
+    if inspect.iscoroutinefunction(value):  # an async graph factory, as langgraph dev calls it
+        return asyncio.run(value())
+    return value
 
 
 def test_langgraph_json_entries_load_and_answer(monkeypatch):

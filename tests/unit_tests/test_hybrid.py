@@ -535,3 +535,57 @@ class TestHybridRetrieverStandard(RetrieversIntegrationTests):
     @property
     def retriever_query_example(self) -> str:
         return "梅雨とは"
+
+
+# -- from_documents, save / load (like BM25Retriever and DenseRetriever) ------------------------------------------
+def _hybrid_docs():
+    from langchain_core.documents import Document
+
+    return [
+        Document(page_content="梅雨は六月から七月にかけて続く雨の季節。", metadata={"chunk_id": "tsuyu#0", "dept": "a"}),
+        Document(page_content="梅雨前線が停滞すると大雨になる。", metadata={"chunk_id": "front#0", "dept": "b"}),
+        Document(page_content="北京是中国的首都。", metadata={"chunk_id": "beijing#0", "dept": "a"}),
+        Document(page_content="機密の梅雨メモ", metadata={"chunk_id": "secret#0", "sensitivity": "RESTRICTED"}),
+    ]
+
+
+def test_from_documents_builds_bm25_then_dense_and_save_load_round_trips(tmp_path):
+    from langchain_ragspine.embeddings import HashingEmbeddings
+    from langchain_ragspine.retrievers import BM25Retriever, DenseRetriever, HybridRetriever
+
+    emb = HashingEmbeddings(128)
+    h = HybridRetriever.from_documents(_hybrid_docs(), emb, k=3, fusion="convex", alpha=0.6, filter={"dept": {"$in": ["a", "b"]}})
+    assert [type(r) for r in h.retrievers] == [BM25Retriever, DenseRetriever]
+    before = h.invoke("梅雨の季節")
+    assert before and all(d.metadata["chunk_id"] != "secret#0" for d in before)
+    h.save(tmp_path / "H")
+    loaded = HybridRetriever.load(tmp_path / "H", embedding=emb)
+    assert (loaded.k, loaded.fusion, loaded.alpha, loaded.filter) == (3, "convex", 0.6, h.filter)
+    after = loaded.invoke("梅雨の季節")
+    assert [(d.metadata["chunk_id"], d.metadata["scores"]) for d in after] == [
+        (d.metadata["chunk_id"], d.metadata["scores"]) for d in before
+    ]
+    assert HybridRetriever.load(tmp_path / "H", embedding=emb, k=1).invoke("梅雨の季節") == after[:1]
+
+
+def test_hybrid_load_errors_name_what_is_missing(tmp_path):
+    import pytest
+
+    from langchain_ragspine.embeddings import HashingEmbeddings
+    from langchain_ragspine.errors import StoreError
+    from langchain_ragspine.retrievers import BM25Retriever, HybridRetriever
+
+    HybridRetriever.from_documents(_hybrid_docs(), HashingEmbeddings(128)).save(tmp_path / "H")
+    with pytest.raises(ValueError, match="embedding="):
+        HybridRetriever.load(tmp_path / "H")
+    with pytest.raises(ValueError, match="built with embeddings"):
+        HybridRetriever.load(tmp_path / "H", embedding=HashingEmbeddings(64))
+    with pytest.raises(StoreError, match="no hybrid retriever here"):
+        HybridRetriever.load(tmp_path / "nothing")
+    from langchain_core.vectorstores import InMemoryVectorStore
+
+    vs = InMemoryVectorStore(HashingEmbeddings(16))
+    foreign = HybridRetriever(retrievers=[BM25Retriever.from_documents(_hybrid_docs()), vs.as_retriever()])
+    with pytest.raises(TypeError, match=r"retrievers\[1\] is a VectorStoreRetriever"):
+        foreign.save(tmp_path / "F")
+    assert not (tmp_path / "F").exists()

@@ -104,7 +104,8 @@ def test_cli_refuses_zero_documents_with_exit_code_and_message(corpus, tmp_path,
     empty.mkdir()
     assert main(["ingest", str(empty), "--store", str(store)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("ragspine: error: ") and str(store) in err
+    errors = [line for line in err.splitlines() if line.startswith("ragspine: error: ")]  # after progress lines
+    assert len(errors) == 1 and err.splitlines()[-1] == errors[0] and str(store) in errors[0]
     assert "retract all 3 active documents" in err and "--allow-empty" in err
     assert _active(store) == ["a", "b", "c"]
     assert main(["ingest", str(empty), "--store", str(store), "--allow-empty"]) == 0

@@ -41,6 +41,7 @@ PUBLIC_API = [
     "RESTRICTED_SENSITIVITY",
     "RagSpineError",
     "RagSpineSettings",
+    "RagSpineVectorStore",
     "RestrictedGate",
     "RetrievalMode",
     "SemanticTextSplitter",

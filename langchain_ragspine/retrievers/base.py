@@ -1,0 +1,94 @@
+"""The base class of the package's retrievers: strict, typed arguments and a query that must be a string.
+
+LangChain's ``BaseRetriever`` is a pydantic model that ignores unknown constructor fields, so ``BM25Retriever(
+top_k=3)`` would silently keep ``k = 4``; assigning ``retriever.docs = other`` after construction would leave the
+index built from the old documents; and ``retriever.invoke(["q1", "q2"])`` fails deep inside a tokenizer.
+:class:`RagSpineRetriever` closes these three holes for every retriever of the package:
+
+* an unknown constructor argument is a ``TypeError`` naming the closest field (:mod:`langchain_ragspine.arguments`),
+  and the model forbids extra fields, so the pydantic mypy plugin gives each class a typed ``__init__`` — a type
+  checker flags ``BM25Retriever(kk=3)`` too;
+* assignments are validated (``retriever.k = "3"`` is an error), and assigning a field the index is built from
+  (:attr:`RagSpineRetriever.index_fields`, e.g. ``docs``) rebuilds the index;
+* ``invoke`` / ``ainvoke`` take one query string; anything else is a ``TypeError`` of one line pointing at
+  ``.batch`` (several queries) or ``itemgetter`` (one field of a dict).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import RunnableConfig
+from pydantic import ConfigDict, PrivateAttr, model_validator
+
+from langchain_ragspine.arguments import check_arguments
+
+__all__ = ["RagSpineRetriever", "check_query"]
+
+
+def check_query(owner: str, query: Any) -> str:
+    """``query`` if it is a string, else a ``TypeError`` of one line saying what to do instead.
+
+    Example:
+        >>> check_query("BM25Retriever", ["a", "b"])
+        Traceback (most recent call last):
+        ...
+        TypeError: BM25Retriever.invoke takes one query string, got a list; for several queries use .batch([...]), for one field of a dict use `itemgetter("question") | retriever` (from operator import itemgetter)
+    """
+    if isinstance(query, str):
+        return query
+    got = "None" if query is None else f"a {type(query).__name__}"
+    raise TypeError(
+        f"{owner}.invoke takes one query string, got {got}; for several queries use .batch([...]), for one field "
+        'of a dict use `itemgetter("question") | retriever` (from operator import itemgetter)'
+    )
+
+
+class RagSpineRetriever(BaseRetriever):
+    """A ``BaseRetriever`` with strict arguments (see the module docstring).
+
+    Subclasses list in :attr:`index_fields` the fields their index is built from, call :meth:`_mark_built` at the
+    end of ``model_post_init``, and may translate LangChain synonyms in :meth:`_translate_arguments`.
+
+    Raises:
+        TypeError: an unknown constructor argument (with a did-you-mean); a query that is not a string.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid", validate_assignment=True)
+
+    #: Fields the index is built from: assigning one after construction rebuilds the index.
+    index_fields: ClassVar[tuple[str, ...]] = ()
+
+    _built: bool = PrivateAttr(default=False)
+
+    @classmethod
+    def _translate_arguments(cls, data: dict[str, Any]) -> dict[str, Any]:
+        """Map accepted synonyms (e.g. LangChain's names) onto fields; the default accepts none."""
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _reject_unknown_arguments(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            data = cls._translate_arguments(dict(data))
+            known = set(cls.model_fields) | {f.alias for f in cls.model_fields.values() if f.alias}
+            check_arguments(cls.__name__, data, known)
+        return data
+
+    def _mark_built(self) -> None:
+        """Called at the end of ``model_post_init``: from now on an assignment to an index field rebuilds."""
+        self._built = True
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        if name in type(self).index_fields and self._built:
+            self._built = False
+            self.model_post_init(None)  # rebuild from the new value (and mark built again)
+
+    def invoke(self, input: str, config: RunnableConfig | None = None, **kwargs: Any) -> list[Document]:
+        return super().invoke(check_query(type(self).__name__, input), config, **kwargs)
+
+    async def ainvoke(self, input: str, config: RunnableConfig | None = None, **kwargs: Any) -> list[Document]:
+        return await super().ainvoke(check_query(type(self).__name__, input), config, **kwargs)

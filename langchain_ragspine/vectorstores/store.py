@@ -1,0 +1,618 @@
+"""A LangChain ``VectorStore`` face over a ragspine store directory: chunk store + BM25 + dense, one object.
+
+:class:`RagSpineVectorStore` is what an app that only knows LangChain's vector-store habits reaches for —
+``add_documents(ids=…)``, ``delete(ids)``, ``get_by_ids``, ``similarity_search(_with_score)(filter=…)``,
+``max_marginal_relevance_search``, ``as_retriever(search_type=…, search_kwargs=…)``, the async twins, and
+``langchain_core.indexing.index()`` with a record manager — while the records live in the versioned chunk store
+(:class:`~langchain_ragspine.stores.ChunkStore`) of a store directory (the one ``ragspine ingest`` writes), so
+every write is a new document version and a crash leaves the previous one intact.
+
+Two layers, so another backend (e.g. PostgreSQL) can plug in under the same face:
+
+* a :class:`RecordBackend` — where records live: ``records()`` (the active ones), ``upsert(docs)``,
+  ``delete(ids)`` and a ``generation`` counter that changes with every write.  :class:`ChunkStoreBackend` is the
+  SQLite one;
+* the vector store — the derived indexes (a :class:`~langchain_ragspine.retrievers.BM25Retriever` and a
+  :class:`~langchain_ragspine.retrievers.DenseRetriever` over the records), rebuilt in memory when the backend's
+  generation differs from the one they were built from (checked on every call, so writes by another process are
+  seen).  Chunk vectors come from the store's embedding cache (``DIR/embeddings.sqlite``, keyed by chunk id and
+  text hash): a rebuild embeds only new or changed records.
+
+Identity: a record's id is its ``chunk_id`` — the ``ids`` given to ``add_documents``, else ``Document.id``, else
+``metadata["chunk_id"]``, else a new UUID4.  Every returned ``Document`` has ``id`` = that id.  Records written
+through this face come back with exactly the ``page_content`` and ``metadata`` they were added with (the chunk
+store's lineage keys are stored beside them and removed on the way out); chunks written by ``ragspine ingest``
+come back as :meth:`~langchain_ragspine.stores.StoredChunk.to_document` gives them (full lineage).
+
+Search types: ``similarity`` (dense cosine, LangChain's meaning), ``mmr`` (Carbonell & Goldstein, "The Use of MMR,
+Diversity-Based Reranking for Reordering Documents and Producing Summaries", SIGIR 1998, over the dense channel,
+via ``langchain_core``'s ``maximal_marginal_relevance``), ``similarity_score_threshold``, ``bm25`` and ``hybrid``
+(BM25 + dense fused by :class:`~langchain_ragspine.retrievers.HybridRetriever`; :meth:`as_retriever`'s default, so
+an app that only calls ``vectorstore.as_retriever()`` gets the package's retrieval).  ``bm25`` / ``hybrid`` results
+carry ``metadata["scores"]`` like every retriever of the package; the LangChain search types return the stored
+metadata untouched (scores come as tuples from the ``*_with_score`` methods).
+
+Filters (``filter=``) are the package's metadata filters (:mod:`langchain_ragspine.filters`, a dict), applied
+before scoring in every search type and failing closed (a missing field never matches; a malformed filter raises;
+a callable raises ``TypeError``).  They see the record's metadata with ``chunk_id`` = the record id.
+RESTRICTED records (:mod:`langchain_ragspine.sensitivity`) may be stored but are never embedded, indexed or
+returned — not by a search and not by ``get_by_ids``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+import numpy as np
+from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.vectorstores import VectorStore, VectorStoreRetriever
+from langchain_core.vectorstores.utils import maximal_marginal_relevance
+
+from langchain_ragspine.arguments import check_arguments
+from langchain_ragspine.documents import check_k
+from langchain_ragspine.filters import compile_filter
+from langchain_ragspine.indexing import CHUNKS_DB, EMBEDDING_CACHE, prepare_store_dir
+from langchain_ragspine.retrievers.bm25 import BM25Retriever
+from langchain_ragspine.retrievers.dense import DenseRetriever
+from langchain_ragspine.retrievers.hybrid import HybridRetriever
+from langchain_ragspine.sensitivity import is_restricted
+from langchain_ragspine.stores.chunk_store import ChunkStore, StoredChunk
+
+__all__ = ["ChunkStoreBackend", "RagSpineStoreRetriever", "RagSpineVectorStore", "RecordBackend"]
+
+#: Metadata key, stored beside a record written through the vector store, that lists the lineage keys the chunk
+#: store needed (``added``) or overwrote (``replaced``: their original values), so the record reads back as given.
+RECORD_MARKER = "_ragspine_record"
+
+# keywords LangChain's VectorStoreRetriever / similarity_search_with_relevance_scores pass along that a search type
+# does not use (they are accepted and ignored, as every LangChain store does)
+_PASSED_ALONG = ("fetch_k", "lambda_mult", "score_threshold", "candidate_k")
+# the named parameters, listed so that a misspelling of one gets a did-you-mean
+_NAMED = ("k", "filter")
+
+
+# ------------------------------------------------------------------------------------------------ the backend face
+@runtime_checkable
+class RecordBackend(Protocol):
+    """Where a :class:`RagSpineVectorStore` keeps its records (the part a PostgreSQL backend would replace).
+
+    A record is a ``Document`` whose ``id`` is set (its ``chunk_id``).  Implementations must make each ``upsert`` /
+    ``delete`` call atomic per document group, keep RESTRICTED records out of nothing (the vector store gates
+    them), and bump :attr:`generation` on every write that changes something.
+    """
+
+    @property
+    def generation(self) -> int:
+        """A number that changes whenever the active records change (also by another process)."""
+        ...
+
+    @property
+    def cache_path(self) -> Path | None:
+        """An embedding-cache file for chunk vectors, or ``None`` for no cache."""
+        ...
+
+    def records(self) -> list[Document]:
+        """The active records, in a stable order."""
+        ...
+
+    def upsert(self, docs: Sequence[Document]) -> None:
+        """Insert or replace records by id (every ``doc.id`` is set; the last of repeated ids wins)."""
+        ...
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Remove the records with these ids; unknown ids are ignored."""
+        ...
+
+    def close(self) -> None:
+        """Release the connection."""
+        ...
+
+
+def _external(chunk: StoredChunk) -> Document:
+    """A stored chunk as the vector store returns it (see the module docstring)."""
+    md = dict(chunk.metadata)
+    mark = md.pop(RECORD_MARKER, None)
+    if not isinstance(mark, dict):
+        return chunk.to_document()
+    for key in mark.get("added", []):
+        md.pop(key, None)
+    md.update(mark.get("replaced", {}))
+    return Document(page_content=chunk.text, metadata=md, id=chunk.chunk_id)
+
+
+def _doc_id_of(doc: Document) -> str:
+    value = doc.metadata.get("doc_id")
+    return value if isinstance(value, str) and value else str(doc.id)
+
+
+def _stored(doc: Document) -> Document:
+    """A record in the form the chunk store takes: lineage keys set, the user's values kept in the marker."""
+    if RECORD_MARKER in doc.metadata:
+        raise ValueError(f"metadata key {RECORD_MARKER!r} is reserved (record {doc.id!r})")
+    md = dict(doc.metadata)
+    lineage = {"doc_id": _doc_id_of(doc), "chunk_id": str(doc.id)}
+    added = [key for key in lineage if key not in md]
+    replaced = {key: md[key] for key in lineage if key in md and md[key] != lineage[key]}
+    md.update(lineage)
+    md[RECORD_MARKER] = {"added": added, "replaced": replaced}
+    return Document(page_content=doc.page_content, metadata=md, id=str(doc.id))
+
+
+class ChunkStoreBackend:
+    """Records in a store directory's versioned SQLite chunk store (``DIR/chunks.sqlite``).
+
+    A record belongs to the document ``metadata["doc_id"]`` (a non-empty string), else to a document of its own
+    (``doc_id`` = its id).  A write re-versions each touched document in one transaction
+    (:meth:`ChunkStore.replace_doc_chunks`): its other chunks are kept, a record with a known id is replaced in
+    place, new ones are appended; writing what is already stored is a no-op.  A record that moves to another
+    ``doc_id`` is first removed from its old document (two transactions).
+
+    Args:
+        store_dir: the store directory (created when missing; an existing one must be a ragspine store).
+
+    Raises:
+        StoreError: ``store_dir`` is a file, or a non-empty directory that is not a ragspine store.
+    """
+
+    def __init__(self, store_dir: str | os.PathLike[str]) -> None:
+        self.root = Path(store_dir)
+        prepare_store_dir(self.root)
+        self._store = ChunkStore(self.root / CHUNKS_DB)
+
+    @property
+    def generation(self) -> int:
+        return self._store.generation
+
+    @property
+    def cache_path(self) -> Path | None:
+        return self.root / EMBEDDING_CACHE
+
+    def records(self) -> list[Document]:
+        return [_external(c) for c in self._store.iter_chunks()]
+
+    def _rewrite(self, active: list[StoredChunk], doc_id: str, drop: set[str], put: Mapping[str, Document]) -> None:
+        rows = [c for c in active if c.doc_id == doc_id]
+        out: list[Document] = []
+        for c in rows:
+            if c.chunk_id in drop:
+                continue
+            out.append(put[c.chunk_id] if c.chunk_id in put else Document(page_content=c.text, metadata=c.metadata))
+        known = {c.chunk_id for c in rows}
+        out += [d for cid, d in put.items() if cid not in known]
+        valid_as_of = rows[0].valid_as_of if rows else ""
+        self._store.replace_doc_chunks(doc_id, out, valid_as_of=valid_as_of)
+
+    def upsert(self, docs: Sequence[Document]) -> None:
+        active = list(self._store.iter_chunks())
+        where = {c.chunk_id: c.doc_id for c in active}
+        groups: dict[str, dict[str, Document]] = {}
+        moved: dict[str, set[str]] = {}
+        for doc in docs:
+            stored = _stored(doc)
+            doc_id, cid = stored.metadata["doc_id"], str(doc.id)
+            for group in groups.values():  # the last of repeated ids wins, wherever it goes
+                group.pop(cid, None)
+            groups.setdefault(doc_id, {})[cid] = stored
+            old = where.get(cid)
+            if old is not None and old != doc_id:
+                moved.setdefault(old, set()).add(cid)
+        for doc_id, drop in moved.items():
+            self._rewrite(active, doc_id, drop, {})
+        if moved:
+            active = list(self._store.iter_chunks())
+        for doc_id, put in groups.items():
+            if put:
+                self._rewrite(active, doc_id, set(), put)
+
+    def delete(self, ids: Sequence[str]) -> None:
+        wanted = {str(i) for i in ids}
+        active = list(self._store.iter_chunks())
+        by_doc: dict[str, set[str]] = {}
+        for c in active:
+            if c.chunk_id in wanted:
+                by_doc.setdefault(c.doc_id, set()).add(c.chunk_id)
+        for doc_id, drop in by_doc.items():
+            self._rewrite(active, doc_id, drop, {})
+
+    def close(self) -> None:
+        self._store.close()
+
+
+# ------------------------------------------------------------------------------------------------ the indexes
+@dataclass
+class _Indexes:
+    """The derived indexes of one backend generation."""
+
+    generation: int
+    records: dict[str, Document]  # id -> the record as returned (RESTRICTED ones left out)
+    bm25: BM25Retriever
+    dense: DenseRetriever
+
+
+def _internal(doc: Document) -> Document:
+    """A record as the indexes see it: ``chunk_id`` = the record id (the key of fusion and of the vector cache)."""
+    return Document(page_content=doc.page_content, metadata={**doc.metadata, "chunk_id": doc.id}, id=doc.id)
+
+
+def _check_filter(filter: Any) -> Mapping[str, Any] | None:
+    if filter is not None and not isinstance(filter, Mapping):
+        raise TypeError(
+            f"filter must be a metadata filter dict (langchain_ragspine.filters syntax, e.g. {{'dept': 'a'}}), got "
+            f"{type(filter).__name__}; a callable filter is not supported (filters fail closed)"
+        )
+    compile_filter(filter)
+    return filter
+
+
+class RagSpineVectorStore(VectorStore):
+    """LangChain ``VectorStore`` over a ragspine store directory (see the module docstring).
+
+    Args:
+        store_dir: a store directory (created when missing; ``ragspine ingest``'s output works as is), or any
+            :class:`RecordBackend`.
+        embedding: the dense channel's model (any ``Embeddings``).  For a store written by ``ragspine ingest
+            --embedding …`` use the same model, so cached chunk vectors are reused.
+        tokenizer: the BM25 tokenizer (default ``"auto"``).
+        index_kind: the FAISS index kind of the dense channel (default ``"auto"``).
+
+    Raises:
+        StoreError: ``store_dir`` cannot be a store directory.
+        TypeError: ``embedding`` is not an ``Embeddings``.
+
+    Example:
+        >>> import tempfile
+        >>> from langchain_ragspine.embeddings import HashingEmbeddings
+        >>> store = RagSpineVectorStore(tempfile.mkdtemp(), HashingEmbeddings(256))
+        >>> store.add_texts(["梅雨は六月から七月の雨季。", "北京是中国的首都。"], [{"dept": "a"}, {"dept": "b"}],
+        ...                 ids=["tsuyu", "beijing"])
+        ['tsuyu', 'beijing']
+        >>> [d.id for d in store.similarity_search("梅雨の季節", k=1, filter={"dept": "a"})]
+        ['tsuyu']
+        >>> [d.id for d in store.as_retriever(search_kwargs={"k": 1}).invoke("北京")]  # hybrid by default
+        ['beijing']
+        >>> store.close()
+    """
+
+    def __init__(
+        self,
+        store_dir: str | os.PathLike[str] | RecordBackend,
+        embedding: Embeddings,
+        *,
+        tokenizer: str = "auto",
+        index_kind: str = "auto",
+    ) -> None:
+        if not isinstance(embedding, Embeddings):
+            raise TypeError(f"embedding must be a langchain_core Embeddings, got {type(embedding).__name__}")
+        self.backend: RecordBackend = (
+            store_dir if isinstance(store_dir, RecordBackend) else ChunkStoreBackend(store_dir)
+        )
+        self.embedding = embedding
+        self.tokenizer = tokenizer
+        self.index_kind = index_kind
+        self._lock = threading.RLock()
+        self._indexes: _Indexes | None = None
+
+    @property
+    def embeddings(self) -> Embeddings:
+        """The embedding model (LangChain's attribute name)."""
+        return self.embedding
+
+    def close(self) -> None:
+        """Close the backend's connection."""
+        self.backend.close()
+
+    # -- indexes ------------------------------------------------------------------------------------------------
+    def _current(self) -> _Indexes:
+        """The indexes of the backend's current generation (rebuilt when a write changed it)."""
+        with self._lock:
+            generation = self.backend.generation
+            if self._indexes is None or self._indexes.generation != generation:
+                records = [d for d in self.backend.records() if not is_restricted(d.metadata)]
+                internal = [_internal(d) for d in records]
+                cache = self.backend.cache_path
+                self._indexes = _Indexes(
+                    generation=generation,
+                    records={str(d.id): d for d in records},
+                    bm25=BM25Retriever(docs=internal, tokenizer=self.tokenizer),
+                    dense=DenseRetriever(
+                        docs=internal,
+                        embedding=self.embedding,
+                        index_kind=self.index_kind,
+                        cache_path=None if cache is None else str(cache),
+                        show_progress=False,
+                    ),
+                )
+            return self._indexes
+
+    # -- writing ------------------------------------------------------------------------------------------------
+    def add_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
+        """Add or replace ``documents``; returns their ids (see the module docstring for how an id is chosen).
+
+        Keyword args: ``ids`` (one per document; precedence over ``Document.id``); ``batch_size`` (accepted for
+        ``langchain_core.indexing.index()``; the write is one transaction per document group anyway).
+        ``documents`` are not modified.
+
+        Raises:
+            TypeError: an unknown keyword argument; a metadata value that is not JSON-serialisable.
+            ValueError: ``ids`` of another length than ``documents``; the reserved metadata key is used.
+        """
+        check_arguments(f"{type(self).__name__}.add_documents", kwargs, ("ids", "batch_size"))
+        docs = list(documents)
+        ids = kwargs.get("ids")
+        if ids is not None and len(ids) != len(docs):
+            raise ValueError(f"add_documents got {len(docs)} documents and {len(ids)} ids")
+        out: list[Document] = []
+        for i, doc in enumerate(docs):
+            rid = ids[i] if ids is not None and ids[i] else doc.id or doc.metadata.get("chunk_id") or uuid.uuid4().hex
+            out.append(Document(page_content=doc.page_content, metadata=dict(doc.metadata), id=str(rid)))
+        with self._lock:
+            self.backend.upsert(out)
+        return [str(d.id) for d in out]
+
+    def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
+        """Remove the records with these ids (unknown ids are ignored); returns ``True``.
+
+        Raises:
+            ValueError: ``ids`` is ``None`` (deleting everything needs the ids: nothing is removed by accident).
+            TypeError: an unknown keyword argument.
+        """
+        check_arguments(f"{type(self).__name__}.delete", kwargs, ())
+        if ids is None:
+            raise ValueError("delete() needs the ids to remove (get them from add_documents or get_by_ids)")
+        with self._lock:
+            self.backend.delete([str(i) for i in ids])
+        return True
+
+    def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
+        """The records with these ids, in the order of ``ids`` (unknown and RESTRICTED ones are left out)."""
+        records = self._current().records
+        return [records[str(i)] for i in ids if str(i) in records]
+
+    async def aget_by_ids(self, ids: Sequence[str], /) -> list[Document]:
+        return await asyncio.to_thread(self.get_by_ids, ids)
+
+    async def aadd_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
+        return await asyncio.to_thread(self.add_documents, documents, **kwargs)
+
+    async def adelete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
+        return await asyncio.to_thread(self.delete, ids, **kwargs)
+
+    @classmethod
+    def from_texts(
+        cls,
+        texts: list[str],
+        embedding: Embeddings,
+        metadatas: list[dict[Any, Any]] | None = None,
+        *,
+        ids: list[str] | None = None,
+        **kwargs: Any,
+    ) -> RagSpineVectorStore:
+        """A store at ``store_dir=`` (required keyword) holding ``texts``; other keywords as the constructor.
+
+        Raises:
+            TypeError: ``store_dir`` is missing, or an unknown keyword argument.
+        """
+        if "store_dir" not in kwargs:
+            raise TypeError(f"{cls.__name__}.from_texts needs store_dir= (the directory that keeps the store)")
+        check_arguments(f"{cls.__name__}.from_texts", kwargs, ("store_dir", "tokenizer", "index_kind"))
+        store = cls(kwargs.pop("store_dir"), embedding, **kwargs)
+        store.add_texts(texts, metadatas, ids=ids)
+        return store
+
+    # -- searching ----------------------------------------------------------------------------------------------
+    def _dense_hits(
+        self, vector: Sequence[float], k: int, filter: Any, kwargs: Mapping[str, Any], name: str
+    ) -> list[tuple[Document, float]]:
+        check_arguments(f"{type(self).__name__}.{name}", kwargs, (*_PASSED_ALONG, *_NAMED))
+        k = check_k(k)
+        flt = _check_filter(filter)
+        idx = self._current()
+        hits = idx.dense.search_by_vector(np.asarray(vector, dtype=np.float32), k=k, filter=flt)
+        return [(idx.records[str(idx.dense.docs[i].id)], s) for i, s in hits]
+
+    def similarity_search_with_score(
+        self, query: str, k: int = 4, filter: Mapping[str, Any] | None = None, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
+        """Top ``k`` records by cosine similarity to ``query`` (dense channel), best first, with the cosine.
+
+        Raises:
+            TypeError: an unknown keyword argument (``fetch_k``, ``lambda_mult``, ``score_threshold`` are accepted
+                and ignored, as LangChain passes them along); a non-dict ``filter``.
+            ValueError: ``k < 1``; a malformed filter.
+        """
+        return self._dense_hits(self.embedding.embed_query(query), k, filter, kwargs, "similarity_search")
+
+    async def asimilarity_search_with_score(
+        self, query: str, k: int = 4, filter: Mapping[str, Any] | None = None, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
+        vector = await self.embedding.aembed_query(query)
+        return await asyncio.to_thread(self._dense_hits, vector, k, filter, kwargs, "similarity_search")
+
+    def similarity_search(
+        self, query: str, k: int = 4, filter: Mapping[str, Any] | None = None, **kwargs: Any
+    ) -> list[Document]:
+        """:meth:`similarity_search_with_score` without the scores."""
+        return [d for d, _ in self.similarity_search_with_score(query, k, filter, **kwargs)]
+
+    async def asimilarity_search(
+        self, query: str, k: int = 4, filter: Mapping[str, Any] | None = None, **kwargs: Any
+    ) -> list[Document]:
+        return [d for d, _ in await self.asimilarity_search_with_score(query, k, filter, **kwargs)]
+
+    def similarity_search_by_vector(
+        self, embedding: list[float], k: int = 4, filter: Mapping[str, Any] | None = None, **kwargs: Any
+    ) -> list[Document]:
+        """Top ``k`` records by cosine similarity to a query vector (shape ``(d,)``)."""
+        return [d for d, _ in self._dense_hits(embedding, k, filter, kwargs, "similarity_search_by_vector")]
+
+    def _select_relevance_score_fn(self) -> Callable[[float], float]:
+        """Relevance in [0, 1] is the cosine similarity, negative cosines clipped to 0."""
+        return lambda score: min(1.0, max(0.0, score))
+
+    def _mmr(
+        self, vector: Sequence[float], k: int, fetch_k: int, lambda_mult: float, filter: Any, kwargs: Mapping[str, Any]
+    ) -> list[Document]:
+        check_arguments(f"{type(self).__name__}.max_marginal_relevance_search", kwargs, (*_PASSED_ALONG, *_NAMED))
+        k, fetch_k = check_k(k), check_k(fetch_k, "fetch_k")
+        if not 0.0 <= lambda_mult <= 1.0:
+            raise ValueError(f"lambda_mult must be in [0, 1], got {lambda_mult!r}")
+        flt = _check_filter(filter)
+        idx = self._current()
+        hits = idx.dense.search_by_vector(np.asarray(vector, dtype=np.float32), k=max(k, fetch_k), filter=flt)
+        if not hits or idx.dense.index is None:
+            return []
+        rows = np.asarray([i for i, _ in hits], dtype=np.int64)
+        picked = maximal_marginal_relevance(
+            np.asarray(vector, dtype=np.float32), idx.dense.index.vectors(rows).tolist(), lambda_mult=lambda_mult, k=k
+        )
+        return [idx.records[str(idx.dense.docs[hits[j][0]].id)] for j in picked]
+
+    def max_marginal_relevance_search(
+        self,
+        query: str,
+        k: int = 4,
+        fetch_k: int = 20,
+        lambda_mult: float = 0.5,
+        filter: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        """``k`` records picked by Maximal Marginal Relevance from the ``fetch_k`` most similar (dense channel):
+        ``lambda_mult`` 1 = relevance only, 0 = diversity only.
+
+        Raises:
+            TypeError, ValueError: bad ``k`` / ``fetch_k`` / ``lambda_mult`` / ``filter``, or an unknown keyword.
+        """
+        return self._mmr(self.embedding.embed_query(query), k, fetch_k, lambda_mult, filter, kwargs)
+
+    def max_marginal_relevance_search_by_vector(
+        self,
+        embedding: list[float],
+        k: int = 4,
+        fetch_k: int = 20,
+        lambda_mult: float = 0.5,
+        filter: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        return self._mmr(embedding, k, fetch_k, lambda_mult, filter, kwargs)
+
+    async def amax_marginal_relevance_search(
+        self,
+        query: str,
+        k: int = 4,
+        fetch_k: int = 20,
+        lambda_mult: float = 0.5,
+        filter: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        vector = await self.embedding.aembed_query(query)
+        return await asyncio.to_thread(self._mmr, vector, k, fetch_k, lambda_mult, filter, kwargs)
+
+    def _fused(self, channel: str, query: str, k: int, filter: Any, kwargs: Mapping[str, Any]) -> list[Document]:
+        check_arguments(f"{type(self).__name__}.{channel}_search", kwargs, (*_PASSED_ALONG, *_NAMED))
+        k = check_k(k)
+        flt = _check_filter(filter)
+        idx = self._current()
+        if channel == "bm25":
+            found = idx.bm25.invoke(query, k=k, filter=flt)
+        else:
+            depth = kwargs.get("fetch_k") or kwargs.get("candidate_k") or 50
+            hybrid = HybridRetriever(retrievers=[idx.bm25, idx.dense], k=k, candidate_k=check_k(depth, "fetch_k"))
+            found = hybrid.invoke(query, k=k, filter=flt)
+        out = []
+        for d in found:  # the record as stored, with the channel scores; id = the record id (its chunk_id)
+            r = idx.records[str(d.id)]
+            out.append(Document(page_content=r.page_content, metadata={**r.metadata, "scores": d.metadata["scores"]}, id=r.id))
+        return out
+
+    def hybrid_search(
+        self, query: str, k: int = 4, filter: Mapping[str, Any] | None = None, **kwargs: Any
+    ) -> list[Document]:
+        """Top ``k`` records of BM25 + dense fused by :class:`HybridRetriever` (its default fusion); ``fetch_k``
+        (default 50) candidates per channel.  Results carry ``metadata["scores"]``.
+
+        Raises:
+            TypeError, ValueError: bad ``k`` / ``fetch_k`` / ``filter``, or an unknown keyword.
+        """
+        return self._fused("hybrid", query, k, filter, kwargs)
+
+    def bm25_search(
+        self, query: str, k: int = 4, filter: Mapping[str, Any] | None = None, **kwargs: Any
+    ) -> list[Document]:
+        """Top ``k`` records by BM25 (records sharing no term with the query are not returned); results carry
+        ``metadata["scores"]``."""
+        return self._fused("bm25", query, k, filter, kwargs)
+
+    def search(self, query: str, search_type: str, **kwargs: Any) -> list[Document]:
+        """LangChain's ``search`` with two more search types: ``"hybrid"`` and ``"bm25"``."""
+        if search_type == "hybrid":
+            return self.hybrid_search(query, **kwargs)
+        if search_type == "bm25":
+            return self.bm25_search(query, **kwargs)
+        return super().search(query, search_type, **kwargs)
+
+    async def asearch(self, query: str, search_type: str, **kwargs: Any) -> list[Document]:
+        if search_type in ("hybrid", "bm25"):
+            return await asyncio.to_thread(self.search, query, search_type, **kwargs)
+        return await super().asearch(query, search_type, **kwargs)
+
+    def as_retriever(self, **kwargs: Any) -> RagSpineStoreRetriever:
+        """A :class:`RagSpineStoreRetriever`: ``search_type`` (default ``"hybrid"``; also ``"similarity"``,
+        ``"mmr"``, ``"similarity_score_threshold"``, ``"bm25"``) and ``search_kwargs`` (``k``, ``filter``,
+        ``fetch_k``, ``lambda_mult``, ``score_threshold``).
+
+        Raises:
+            ValueError: an unknown ``search_type`` (LangChain's check).
+            TypeError: an unknown ``search_kwargs`` key or retriever argument, with a did-you-mean.
+        """
+        tags = kwargs.pop("tags", None) or [*self._get_retriever_tags()]
+        kwargs.setdefault("search_type", "hybrid")
+        return RagSpineStoreRetriever(vectorstore=self, tags=tags, **kwargs)
+
+
+_SEARCH_KWARGS = ("k", "filter", "fetch_k", "lambda_mult", "score_threshold")
+_RETRIEVER_FIELDS = ("vectorstore", "search_type", "search_kwargs", "tags", "metadata", "name")
+
+
+class RagSpineStoreRetriever(VectorStoreRetriever):
+    """LangChain's ``VectorStoreRetriever`` with the ``"hybrid"`` and ``"bm25"`` search types, and strict
+    arguments: an unknown constructor argument or ``search_kwargs`` key is a ``TypeError`` with a did-you-mean.
+
+    ``invoke(query, k=…, filter=…)`` overrides ``search_kwargs`` for one call, as in LangChain.
+    """
+
+    allowed_search_types: ClassVar[Sequence[str]] = (
+        "similarity",
+        "similarity_score_threshold",
+        "mmr",
+        "hybrid",
+        "bm25",
+    )
+
+    def __init__(self, **data: Any) -> None:
+        check_arguments(type(self).__name__, data, _RETRIEVER_FIELDS)
+        check_arguments(f"{type(self).__name__} search_kwargs", data.get("search_kwargs") or {}, _SEARCH_KWARGS,
+                        what="key")
+        super().__init__(**data)
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
+        if self.search_type in ("hybrid", "bm25"):
+            return self.vectorstore.search(query, self.search_type, **(self.search_kwargs | kwargs))
+        return super()._get_relevant_documents(query, run_manager=run_manager, **kwargs)
+
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
+        if self.search_type in ("hybrid", "bm25"):
+            return await self.vectorstore.asearch(query, self.search_type, **(self.search_kwargs | kwargs))
+        return await super()._aget_relevant_documents(query, run_manager=run_manager, **kwargs)

@@ -1,0 +1,33 @@
+"""LangChain's standard vector-store suites (langchain-tests, sync and async) against RagSpineVectorStore, offline:
+a fresh store directory per test, deterministic embeddings."""
+
+from collections.abc import Generator
+from pathlib import Path
+
+import pytest
+from langchain_core.embeddings import Embeddings
+from langchain_core.vectorstores import VectorStore
+from langchain_tests.integration_tests import VectorStoreIntegrationTests
+
+from langchain_ragspine.embeddings import HashingEmbeddings
+from langchain_ragspine.vectorstores import RagSpineVectorStore
+
+
+class TestRagSpineVectorStoreStandard(VectorStoreIntegrationTests):
+    @staticmethod
+    def get_embeddings() -> Embeddings:
+        return HashingEmbeddings(64)
+
+    @pytest.fixture
+    def vectorstore(self, tmp_path: Path) -> Generator[VectorStore, None, None]:  # type: ignore[override]
+        store = RagSpineVectorStore(tmp_path / "store", self.get_embeddings())
+        try:
+            yield store
+        finally:
+            store.close()
+
+
+class TestRagSpineVectorStoreStandardDefaultEmbeddings(TestRagSpineVectorStoreStandard):
+    """The same suite with langchain-tests' own DeterministicFakeEmbedding (random vectors per text)."""
+
+    get_embeddings = staticmethod(VectorStoreIntegrationTests.get_embeddings)
