@@ -7,12 +7,25 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from langchain_ragspine.vectorstores.base import VersionedVectorStore, as_chunks
-from langchain_ragspine.vectorstores.store import RagSpineVectorStore
+from langchain_ragspine.vectorstores.store import (
+    ChunkStoreBackend,
+    RagSpineStoreRetriever,
+    RagSpineVectorStore,
+    RecordBackend,
+)
 
 if TYPE_CHECKING:
     from langchain_ragspine.vectorstores.postgres import PostgresVectorStore
 
-__all__ = ["PostgresVectorStore", "RagSpineVectorStore", "VersionedVectorStore", "as_chunks"]
+__all__ = [
+    "ChunkStoreBackend",
+    "PostgresVectorStore",
+    "RagSpineStoreRetriever",
+    "RagSpineVectorStore",
+    "RecordBackend",
+    "VersionedVectorStore",
+    "as_chunks",
+]
 
 
 def __getattr__(name: str) -> Any:
