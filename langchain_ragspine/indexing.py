@@ -240,7 +240,7 @@ def _open_cache(root: Path, *, read_only: bool = False) -> EmbeddingCache:
 
 
 def warm_embedding_cache(
-    cache: ChunkVectorCache, emb: Embeddings, chunks: Sequence[Document], progress: bool
+    cache: ChunkVectorCache, emb: Embeddings, chunks: Sequence[Document], progress: bool | None
 ) -> CachedEmbeddings:
     """Embed the chunks ``cache`` lacks (RESTRICTED ones never); the wrapper's ``last_embedded`` tells how many
     were sent to the model.  Shared by both store backends.
@@ -282,7 +282,7 @@ def _uncached(cache: EmbeddingCache, key: str, chunks: Sequence[Document]) -> li
 
 
 def _warm_embedding_cache(
-    root: Path, emb: Embeddings, chunks: Sequence[Document], progress: bool, *, limit: int | None = None
+    root: Path, emb: Embeddings, chunks: Sequence[Document], progress: bool | None, *, limit: int | None = None
 ) -> int:
     """Embed the chunks the cache lacks (RESTRICTED ones never), at most ``limit`` of them; returns how many were
     sent to the model.  Each batch is committed to the cache as soon as it is embedded, so a killed process loses
@@ -422,7 +422,7 @@ def write_documents(
     *,
     retract_missing: bool,
     active_before: int,
-    progress: bool,
+    progress: bool | None,
 ) -> None:
     """Write each loaded document's chunks as its new version (one transaction per document; unchanged ones are
     no-ops), retract the store's documents absent from ``split`` (unless ``retract_missing`` is false or a file
@@ -591,7 +591,7 @@ def _ingest(
     # every file is read and checked before the store is touched
     docs = list(progress_bar(loader.lazy_load(), desc="load", unit="doc", show=progress))
     split = [(doc, *_split(splitter, doc)) for doc in progress_bar(docs, desc="chunk", unit="doc", show=progress)]
-    show = sys.stderr.isatty() if progress is None else progress
+    show = progress  # None: a bar on a terminal, else a line per phase every ~10 s (langchain_ragspine.progress)
     summary = IngestSummary(
         documents=len(docs),
         chunks=sum(len(chunks) for _, chunks, _ in split),

@@ -58,7 +58,7 @@ def ingest_postgres(
     spec: str | None,
     retract_missing: bool,
     active_before: int,
-    progress: bool,
+    progress: bool | None,
 ) -> None:
     """The store-writing half of :func:`~langchain_ragspine.indexing.ingest` for a ``postgresql://`` URL (the
     loading, splitting and refusal of an empty run happen there first).
@@ -143,7 +143,7 @@ def write_versions(
 
 
 def _embed_first(
-    store: PostgresChunkStore, embedding: Embeddings | None, chunks: Sequence[Document], progress: bool
+    store: PostgresChunkStore, embedding: Embeddings | None, chunks: Sequence[Document], progress: bool | None
 ) -> int:
     """Embed into the store's vector table the searchable chunks with visible text it lacks; returns how many
     were sent to the model."""
