@@ -251,7 +251,8 @@ def fuse(
         ``(-fused, key)``.  Each is a copy of the key's first occurrence (lists taken by descending weight, then
         in the given order) whose ``metadata["scores"]`` holds ``bm25`` and ``vector`` (the first non-``None``
         value any list reported for the key, same order), ``fused`` (this fusion's score; for ``"two_stage"`` the
-        ranks-2+ score, also for rank 1) and ``rerank = None``.  RESTRICTED documents are never returned; a key
+        ranks-2+ score, raised for rank 1 to the list's highest, so it never rises down the list) and
+        ``rerank = None``.  RESTRICTED documents are never returned; a key
         that is RESTRICTED in any list is dropped altogether (fail closed).
 
     Raises:
@@ -322,6 +323,9 @@ def fuse(
         # rank 1 by the rank-1 weights; ties by the fused score, then the key (= the first such in `ranked`)
         first = max(range(len(ranked)), key=lambda i: (ranked[i][5], -i))
         ranked.insert(0, ranked.pop(first))
+        # rank 1 carries the list's highest fused score, so "fused" never rises down the list and a later stage that
+        # re-ranks by it (MMR with relevance="retrieval") keeps rank 1 first
+        ranked[0] = (max(t[0] for t in ranked), *ranked[0][1:])
     if k is not None:
         ranked = ranked[:k]
     return [with_scores(doc, bm25=b, vector=v, fused=s, rerank=None) for s, _, doc, b, v, _ in ranked]

@@ -264,8 +264,9 @@ def test_two_stage_by_hand():
     # ranks 2+ by alpha .3: c .7, a .3 + .7*.2 = .44, b .15, d 0; rank 1 by top_alpha .75: a .8, b .375, c .25
     out = fuse(lists, fusion="two_stage", alpha=0.3, top_alpha=0.75)
     assert _ids(out) == ["a#0", "c#0", "b#0", "d#0"]
-    # every result keeps its ranks-2+ score, so rank 1 may carry a lower "fused" than rank 2
-    assert [d.metadata["scores"]["fused"] for d in out] == pytest.approx([0.44, 0.7, 0.15, 0.0])
+    # ranks 2+ keep their score; rank 1 carries the highest (its own 0.44 is below rank 2's 0.7), so "fused"
+    # never rises down the list (before: [0.44, 0.7, ...], and MMR re-ranking by "fused" moved rank 1)
+    assert [d.metadata["scores"]["fused"] for d in out] == pytest.approx([0.7, 0.7, 0.15, 0.0])
     # top_alpha = alpha is plain convex fusion
     same = fuse(lists, fusion="two_stage", alpha=0.3, top_alpha=0.3)
     assert same == fuse(lists, fusion="convex", alpha=0.3)
@@ -589,3 +590,12 @@ def test_hybrid_load_errors_name_what_is_missing(tmp_path):
     with pytest.raises(TypeError, match=r"retrievers\[1\] is a VectorStoreRetriever"):
         foreign.save(tmp_path / "F")
     assert not (tmp_path / "F").exists()
+
+
+def test_regression_mmr_after_two_stage_keeps_rank_one():
+    from langchain_ragspine.document_compressors import MMRCompressor
+
+    out = fuse(_convex_lists(), fusion="two_stage", alpha=0.3, top_alpha=0.75)
+    assert _ids(out)[0] == "a#0"
+    # before: MMR took relevance from "fused" (a 0.44 < c 0.7) and put c first
+    assert _ids(MMRCompressor(k=4).compress_documents(out, "q"))[0] == "a#0"
