@@ -26,16 +26,13 @@ search tables, so they are never scored or returned; an empty query returns ``[]
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
-from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
+from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
-from langchain_core.retrievers import BaseRetriever
-from langchain_core.runnables.config import run_in_executor
 from psycopg import sql as _sql
 from pydantic import ConfigDict, PrivateAttr, field_validator
 
@@ -43,6 +40,7 @@ from langchain_ragspine.config import get_settings
 from langchain_ragspine.embeddings.batching import l2_normalize
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.filters import and_filters, compile_filter
+from langchain_ragspine.retrievers.base import SyncBackedRetriever
 from langchain_ragspine.retrievers.bm25 import check_k, with_scores
 from langchain_ragspine.stores.pg_filter import SqlFilter, check_filter, filter_sql
 from langchain_ragspine.stores.pg_vectors import EMBEDDINGS, has_hnsw_index, register_vector
@@ -60,8 +58,11 @@ from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer, tokenizer_ve
 __all__ = ["PostgresBM25Retriever", "PostgresDenseRetriever"]
 
 
-class _PostgresRetriever(BaseRetriever):
-    """What both retrievers share: the store URL, ``k``, the own filter, a call's filter compiled to SQL."""
+class _PostgresRetriever(SyncBackedRetriever):
+    """What both retrievers share: the store URL, ``k``, the own filter, a call's filter compiled to SQL.  The
+    async path runs the sync one in a worker thread with the call's ``k`` / ``filter`` (psycopg's pool blocks)."""
+
+    run_async_in_executor: ClassVar[bool] = True
 
     url: str
     k: int = 4
@@ -104,20 +105,6 @@ class _PostgresRetriever(BaseRetriever):
     def _check_kwargs(self, kwargs: Mapping[str, Any]) -> None:
         if kwargs:
             raise TypeError(f"unexpected keyword arguments for {type(self).__name__}: {sorted(kwargs)}")
-
-    async def _aget_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: AsyncCallbackManagerForRetrieverRun,
-        k: int | None = None,
-        filter: Mapping[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> list[Document]:
-        # psycopg's blocking pool, run off the event loop (LangChain's default path would drop k / filter)
-        options: dict[str, Any] = {"k": k, "filter": filter, **kwargs}  # the subclasses' own keywords
-        call = functools.partial(self._get_relevant_documents, query, run_manager=run_manager.get_sync(), **options)
-        return await run_in_executor(None, call)
 
 
 class PostgresBM25Retriever(_PostgresRetriever):
