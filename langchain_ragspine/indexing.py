@@ -42,7 +42,13 @@ from langchain_ragspine.embeddings.cache import (
     model_key_for,
 )
 from langchain_ragspine.errors import RagSpineError, StoreError
-from langchain_ragspine.modes import build_retriever, get_mode, needs_embedding_message, resolve_mode
+from langchain_ragspine.modes import (
+    StoreBackedSource,
+    build_retriever,
+    get_mode,
+    needs_embedding_message,
+    resolve_mode,
+)
 from langchain_ragspine.progress import progress_bar, reporting
 from langchain_ragspine.retrievers.bm25 import BM25Retriever
 from langchain_ragspine.retrievers.contract import invoke_retriever
@@ -803,7 +809,7 @@ def _open_dense(
     )
 
 
-class StoreSource:
+class StoreSource(StoreBackedSource[ChunkStore]):
     """The channels of a store directory, for the mode registry (:mod:`langchain_ragspine.modes`).
 
     Use it as a context manager (it holds the chunk store open, read-only)::
@@ -828,32 +834,15 @@ class StoreSource:
     def __init__(self, store_dir: str | os.PathLike[str], *, embedding: str | Embeddings | None = None) -> None:
         self.root = Path(store_dir)
         self.embedding = embedding
-        self._store: ChunkStore | None = None
         self._state: dict[str, Any] = {}
         self._dense: dict[int, DenseRetriever | None] = {}
 
-    def __enter__(self) -> StoreSource:
+    def _open(self) -> ChunkStore:
         if not (self.root / CHUNKS_DB).is_file():
             raise StoreError("no chunk store here; run `ragspine ingest PATH --store DIR` first", path=self.root)
-        self._store = ChunkStore(self.root / CHUNKS_DB, read_only=True)
+        store = ChunkStore(self.root / CHUNKS_DB, read_only=True)
         self._state = _index_state(self.root)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._store is not None:
-            self._store.close()
-            self._store = None
-
-    @property
-    def store(self) -> ChunkStore:
-        """The open chunk store.
-
-        Raises:
-            RuntimeError: used outside its ``with`` block.
-        """
-        if self._store is None:
-            raise RuntimeError("StoreSource is used outside its `with` block")
-        return self._store
+        return store
 
     def documents(self) -> list[Document]:
         """The store's active chunks (with ``metadata["index_text"]`` when the store has contextual headers)."""
