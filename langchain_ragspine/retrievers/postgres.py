@@ -102,9 +102,23 @@ class _PostgresRetriever(SyncBackedRetriever):
             out.append(with_scores(row_to_stored(r, path=self._db.where).to_document(), **{channel: score, "fused": score}))
         return out
 
-    def _check_kwargs(self, kwargs: Mapping[str, Any]) -> None:
+    def search(
+        self, query: str, *, k: int | None = None, filter: Mapping[str, Any] | None = None
+    ) -> list[tuple[Document, float]]:  # pragma: no cover - both subclasses override it
+        raise NotImplementedError
+
+    def _get_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: CallbackManagerForRetrieverRun,
+        k: int | None = None,
+        filter: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
         if kwargs:
             raise TypeError(f"unexpected keyword arguments for {type(self).__name__}: {sorted(kwargs)}")
+        return [d for d, _ in self.search(query, k=k, filter=filter)]
 
 
 class PostgresBM25Retriever(_PostgresRetriever):
@@ -182,17 +196,6 @@ class PostgresBM25Retriever(_PostgresRetriever):
             ).fetchall()
         return [(d, d.metadata["scores"]["bm25"]) for d in self._documents(rows, "bm25")]
 
-    def _get_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: CallbackManagerForRetrieverRun,
-        k: int | None = None,
-        filter: Mapping[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> list[Document]:
-        self._check_kwargs(kwargs)
-        return [d for d, _ in self.search(query, k=k, filter=filter)]
 
 
 # Lucene BM25 in bm25s's arithmetic (see the module docstring).  Placeholders: query tokens (in order, repeats
@@ -316,20 +319,20 @@ class PostgresDenseRetriever(_PostgresRetriever):
                 rows = [r[:-1] for r in conn.execute(query, (q, *fparams, q, k)).fetchall()]
         return [(d, d.metadata["scores"]["vector"]) for d in self._documents(rows, "vector")]
 
-    def _get_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: CallbackManagerForRetrieverRun,
-        k: int | None = None,
-        filter: Mapping[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> list[Document]:
-        self._check_kwargs(kwargs)
+    def search(
+        self, query: str, *, k: int | None = None, filter: Mapping[str, Any] | None = None
+    ) -> list[tuple[Document, float]]:
+        """Top ``k`` ``(chunk, cosine)`` pairs for ``query`` (embedded by :attr:`embedding`), best first, ties by
+        ``chunk_id``, among the chunks matching both filters; an empty query finds nothing.
+
+        Raises:
+            TypeError, ValueError: a bad ``k``; a malformed filter.
+            StoreError: the query fails.
+        """
         k = self.k if k is None else check_k(k)
         with self._db.connection() as conn:
             flt = self._call_filter(conn, filter, "s.chunk_row")
             if not query or not query.strip():
                 return []
             q = l2_normalize(np.asarray(self.embedding.embed_query(query), dtype=np.float32))
-            return [d for d, _ in self._search(conn, q, k, flt)]
+            return self._search(conn, q, k, flt)

@@ -230,6 +230,7 @@ async def test_ainvoke_forwards_k_in_a_worker_thread(pg_url: str) -> None:
         want = r.invoke("梅雨", k=2)
         assert len(want) == 2
         assert await r.ainvoke("梅雨", k=2) == want
+        assert [d for d, _ in r.search("梅雨", k=2)] == want  # one _get_relevant_documents over each search()
         with pytest.raises(TypeError, match="unexpected keyword"):
             await r.ainvoke("梅雨", fetch_k=3)
 
