@@ -476,13 +476,16 @@ class HybridRetriever(RagSpineRetriever):
 
     def _fuse(
         self,
-        results: Sequence[tuple[int, Sequence[Document]]],
+        channels: Sequence[tuple[int, BaseRetriever]],
+        results: Sequence[Sequence[Document]],
         k: int,
         pred: Predicate | None,
         candidate_k: int,
     ) -> list[Document]:
+        """Fuse ``results`` (one list per called channel, in ``channels``' order; a channel not called — weight 0 —
+        contributes an empty list)."""
         lists: list[list[Document]] = [[] for _ in self.retrievers]
-        for i, docs in results:
+        for (i, _), docs in zip(channels, results, strict=True):
             if pred is not None:
                 docs = [d for d in docs if pred(d.metadata)]
             lists[i] = [d for _, d in _dedupe(docs, i)[:candidate_k]]
@@ -505,7 +508,7 @@ class HybridRetriever(RagSpineRetriever):
         k, flt, depth, pred = self._params(k, filter, candidate_k, kwargs)
         channels = self._channels()
         lists = search_each(_searches(channels, query), k=depth, filter=flt, run_manager=run_manager)
-        return self._fuse([(i, docs) for (i, _), docs in zip(channels, lists, strict=True)], k, pred, depth)
+        return self._fuse(channels, lists, k, pred, depth)
 
     async def _aget_relevant_documents(
         self,
@@ -520,7 +523,7 @@ class HybridRetriever(RagSpineRetriever):
         k, flt, depth, pred = self._params(k, filter, candidate_k, kwargs)
         channels = self._channels()
         lists = await asearch_each(_searches(channels, query), k=depth, filter=flt, run_manager=run_manager)
-        return self._fuse([(i, docs) for (i, _), docs in zip(channels, lists, strict=True)], k, pred, depth)
+        return self._fuse(channels, lists, k, pred, depth)
 
     # -- construction and persistence -------------------------------------------------------------------------------
     @classmethod
