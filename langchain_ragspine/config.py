@@ -11,6 +11,7 @@ takes its option defaults from them, so ``RAGSPINE_TOKENIZER=cjk ragspine ingest
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -59,6 +60,17 @@ DEFAULT_LLM = "none"
 DEFAULT_CHAT_MODEL = "ollama:qwen2.5:7b"
 #: Where Ollama listens when ``OLLAMA_HOST`` is not set.
 DEFAULT_OLLAMA_HOST = "http://localhost:11434"
+
+
+def _known_name(value: str, known: Collection[str], what: str, listing: str, *, dash: bool = False) -> str:
+    """``value`` stripped and lower-cased (``-`` read as ``_`` with ``dash``) if it is in ``known``, else a
+    ``ValueError`` naming ``what`` and listing the choices as ``listing``."""
+    name = value.strip().lower()
+    if dash:
+        name = name.replace("-", "_")
+    if name not in known:
+        raise ValueError(f"unknown {what} {value!r}; choose one of {listing}")
+    return name
 
 
 class RagSpineSettings(BaseSettings):
@@ -148,10 +160,7 @@ class RagSpineSettings(BaseSettings):
     def _known_chunker(cls, value: str | None) -> str | None:
         if value is None or not value.strip():
             return None
-        name = value.strip().lower()
-        if name not in CHUNKERS:
-            raise ValueError(f"unknown chunker {value!r}; choose one of {', '.join(CHUNKERS)}")
-        return name
+        return _known_name(value, CHUNKERS, "chunker", ", ".join(CHUNKERS))
 
     @field_validator("retrieval_mode")
     @classmethod
@@ -168,10 +177,7 @@ class RagSpineSettings(BaseSettings):
     @field_validator("tokenizer")
     @classmethod
     def _known_tokenizer(cls, value: str) -> str:
-        name = value.strip().lower()
-        if name not in TOKENIZERS:
-            raise ValueError(f"unknown tokenizer {value!r}; choose one of {sorted(TOKENIZERS)}")
-        return name
+        return _known_name(value, TOKENIZERS, "tokenizer", str(sorted(TOKENIZERS)))
 
     @field_validator("reranker")
     @classmethod
@@ -450,10 +456,7 @@ def resolve_query_transform(name: str) -> str:
     """
     if not isinstance(name, str):
         raise TypeError(f"a query transformation is a string, got {name!r}")
-    key = name.strip().lower().replace("-", "_")
-    if key not in QUERY_TRANSFORMS:
-        raise ValueError(f"unknown query transformation {name!r}; choose one of {', '.join(QUERY_TRANSFORMS)}")
-    return key
+    return _known_name(name, QUERY_TRANSFORMS, "query transformation", ", ".join(QUERY_TRANSFORMS), dash=True)
 
 
 def make_query_transform(

@@ -42,7 +42,13 @@ from langchain_ragspine.embeddings.cache import (
     model_key_for,
 )
 from langchain_ragspine.errors import RagSpineError, StoreError
-from langchain_ragspine.modes import build_retriever, get_mode, needs_embedding_message, resolve_mode
+from langchain_ragspine.modes import (
+    StoreBackedSource,
+    build_retriever,
+    get_mode,
+    needs_embedding_message,
+    resolve_mode,
+)
 from langchain_ragspine.progress import progress_bar, reporting
 from langchain_ragspine.retrievers.bm25 import BM25Retriever
 from langchain_ragspine.retrievers.contract import invoke_retriever
@@ -239,28 +245,50 @@ def _open_cache(root: Path, *, read_only: bool = False) -> EmbeddingCache:
         return EmbeddingCache(path)
 
 
+class KeyedVectorCache(ChunkVectorCache, Protocol):
+    """A :class:`~langchain_ragspine.embeddings.cache.ChunkVectorCache` that can list its keys without reading a
+    vector (both store backends' caches: :class:`~langchain_ragspine.stores.EmbeddingCache`,
+    :class:`~langchain_ragspine.stores.pg_vectors.PostgresEmbeddingCache`)."""
+
+    def keys(self, model_key: str) -> set[tuple[str, str]]: ...
+
+
+#: What an interrupted warm-up keeps, by default: it ran before the chunk store changed.
+STORE_UNCHANGED = "the store was not changed"
+
+
 def warm_embedding_cache(
-    cache: ChunkVectorCache, emb: Embeddings, chunks: Sequence[Document], progress: bool | None
+    cache: KeyedVectorCache,
+    emb: Embeddings,
+    chunks: Sequence[Document],
+    progress: bool | None,
+    *,
+    limit: int | None = None,
+    on_failure: str = STORE_UNCHANGED,
 ) -> CachedEmbeddings:
-    """Embed the chunks ``cache`` lacks (RESTRICTED ones never); the wrapper's ``last_embedded`` tells how many
-    were sent to the model.  Shared by both store backends.
+    """Embed the chunks ``cache`` lacks (RESTRICTED ones never), each key once, in input order, at most ``limit``
+    of them (``None``: all); the wrapper's ``last_embedded`` tells how many were sent to the model.  Misses are
+    found by the cache's keys alone (no vector is read); each batch is committed to the cache as soon as it is
+    embedded, so a killed process loses at most the batch in flight.  Shared by both store backends.
 
     Raises:
-        RagSpineError: the embedding model failed (unreachable server, bad model), naming it.
+        RagSpineError: the embedding model failed (unreachable server, bad model), naming it; the message ends
+            with ``on_failure`` (what the failure left behind).
+        StoreError: the model's vectors differ in dimension from those cached for its key.
     """
-    # keyed and embedded by the index text, as DenseRetriever embeds (and the prune keeps) them
-    items = [(str(c.metadata["chunk_id"]), index_text(c)) for c in drop_restricted(chunks)]
-    cached = CachedEmbeddings(emb, cache, progress=progress)
+    key = model_key_for(emb)
+    cached = CachedEmbeddings(emb, cache, model_key=key, progress=progress)
+    items = _uncached(cache, key, chunks) if chunks else []
+    if limit is not None:
+        items = items[:limit]
     if not items:
         return cached
     try:
         cached.embed_chunks(items)
     except (RagSpineError, ValueError, TypeError):
         raise
-    except Exception as e:  # a model or its server failed: name it, keep the store untouched
-        raise RagSpineError(
-            f"embedding model {model_key_for(emb)} failed: {type(e).__name__}: {e}; the store was not changed"
-        ) from e
+    except Exception as e:  # a model or its server failed: name it
+        raise RagSpineError(f"embedding model {key} failed: {type(e).__name__}: {e}; {on_failure}") from e
     return cached
 
 
@@ -268,9 +296,10 @@ def warm_embedding_cache(
 PROBE_CHUNKS = 32
 
 
-def _uncached(cache: EmbeddingCache, key: str, chunks: Sequence[Document]) -> list[tuple[str, str]]:
+def _uncached(cache: KeyedVectorCache, key: str, chunks: Sequence[Document]) -> list[tuple[str, str]]:
     """``(chunk_id, text)`` of the chunks (RESTRICTED ones never) whose vector under ``key`` is not in ``cache``,
-    each key once, in input order.  Reads only the cache's keys, no vector."""
+    each key once, in input order, keyed and embedded by the index text (as DenseRetriever embeds, and the prune
+    keeps, them).  Reads only the cache's keys, no vector."""
     have = cache.keys(key)
     out: dict[tuple[str, str], str] = {}
     for c in drop_restricted(chunks):
@@ -281,39 +310,21 @@ def _uncached(cache: EmbeddingCache, key: str, chunks: Sequence[Document]) -> li
     return [(cid, text) for (cid, _), text in out.items()]
 
 
-def _warm_embedding_cache(
+def _warm_file_cache(
     root: Path, emb: Embeddings, chunks: Sequence[Document], progress: bool | None, *, limit: int | None = None
 ) -> int:
-    """Embed the chunks the cache lacks (RESTRICTED ones never), at most ``limit`` of them; returns how many were
-    sent to the model.  Each batch is committed to the cache as soon as it is embedded, so a killed process loses
-    at most the batch in flight.
-
-    Raises:
-        RagSpineError: the embedding model failed (unreachable server, bad model), naming it.
-    """
+    """:func:`warm_embedding_cache` on the file store's cache (``root/embeddings.sqlite``); returns how many chunks
+    were sent to the model.  ``limit`` set: the probe before the chunk store changes."""
     if not chunks:
         return 0
-    key = model_key_for(emb)
+    on_failure = (
+        STORE_UNCHANGED
+        if limit is not None
+        else "the chunk store and its BM25 index are updated and searchable; the vectors embedded so far are kept "
+        "— run ingest again to embed the rest"
+    )
     with _open_cache(root) as cache:
-        items = _uncached(cache, key, chunks)
-        if limit is not None:
-            items = items[:limit]
-        if not items:
-            return 0
-        cached = CachedEmbeddings(emb, cache, model_key=key, progress=progress)
-        try:
-            cached.embed_chunks(items)
-        except (RagSpineError, ValueError, TypeError):
-            raise
-        except Exception as e:  # a model or its server failed: name it
-            where = (
-                "the store was not changed"
-                if limit is not None
-                else "the chunk store and its BM25 index are updated and searchable; the vectors embedded so far "
-                "are kept — run ingest again to embed the rest"
-            )
-            raise RagSpineError(f"embedding model {key} failed: {type(e).__name__}: {e}; {where}") from e
-        return cached.last_embedded
+        return warm_embedding_cache(cache, emb, chunks, progress, limit=limit, on_failure=on_failure).last_embedded
 
 
 def _missing_vectors(root: Path, store: ChunkStore, emb: Embeddings) -> tuple[int, int]:
@@ -624,7 +635,7 @@ def _ingest(
     if emb is not None:
         # Probe the model with one batch BEFORE the store changes: an unreachable or broken model leaves the chunk
         # store and its indexes exactly as they were (the cache only gains vectors).
-        summary.embedded = _warm_embedding_cache(root, emb, all_chunks, show, limit=PROBE_CHUNKS)
+        summary.embedded = _warm_file_cache(root, emb, all_chunks, show, limit=PROBE_CHUNKS)
     with ChunkStore(root / CHUNKS_DB) as store:
         if store.chunker != chunker_config:
             store.set_chunker(chunker_config)
@@ -659,7 +670,7 @@ def _ingest(
                 # records the model, so search knows vectors are expected and falls back with a warning
                 state["vector"] = {"generation": None, "model_key": model_key_for(emb), "embedding": spec}
             _write_index_state(root, state)
-            summary.embedded += _warm_embedding_cache(root, emb, all_chunks, show)
+            summary.embedded += _warm_file_cache(root, emb, all_chunks, show)
             dense = _refresh_dense(root, store, emb, state, spec=spec, progress=show)
             summary.embedded += dense.last_embedded  # 0: the cache was warmed above
             summary.dense = dense.resolved_model_key
@@ -798,7 +809,7 @@ def _open_dense(
     )
 
 
-class StoreSource:
+class StoreSource(StoreBackedSource[ChunkStore]):
     """The channels of a store directory, for the mode registry (:mod:`langchain_ragspine.modes`).
 
     Use it as a context manager (it holds the chunk store open, read-only)::
@@ -823,32 +834,15 @@ class StoreSource:
     def __init__(self, store_dir: str | os.PathLike[str], *, embedding: str | Embeddings | None = None) -> None:
         self.root = Path(store_dir)
         self.embedding = embedding
-        self._store: ChunkStore | None = None
         self._state: dict[str, Any] = {}
         self._dense: dict[int, DenseRetriever | None] = {}
 
-    def __enter__(self) -> StoreSource:
+    def _open(self) -> ChunkStore:
         if not (self.root / CHUNKS_DB).is_file():
             raise StoreError("no chunk store here; run `ragspine ingest PATH --store DIR` first", path=self.root)
-        self._store = ChunkStore(self.root / CHUNKS_DB, read_only=True)
+        store = ChunkStore(self.root / CHUNKS_DB, read_only=True)
         self._state = _index_state(self.root)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._store is not None:
-            self._store.close()
-            self._store = None
-
-    @property
-    def store(self) -> ChunkStore:
-        """The open chunk store.
-
-        Raises:
-            RuntimeError: used outside its ``with`` block.
-        """
-        if self._store is None:
-            raise RuntimeError("StoreSource is used outside its `with` block")
-        return self._store
+        return store
 
     def documents(self) -> list[Document]:
         """The store's active chunks (with ``metadata["index_text"]`` when the store has contextual headers)."""

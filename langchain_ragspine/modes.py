@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Generic, Literal, Protocol, Self, TypeVar
 
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
@@ -53,6 +53,7 @@ __all__ = [
     "ModeContext",
     "RetrievalMode",
     "RetrieverSource",
+    "StoreBackedSource",
     "build_retriever",
     "get_mode",
     "lexical_mode_names",
@@ -89,6 +90,44 @@ class RetrieverSource(Protocol):
     def documents(self) -> list[Document]:
         """Every active chunk (RESTRICTED ones included: the retrievers built from them leave those out)."""
         ...
+
+
+class _Closable(Protocol):
+    def close(self) -> None: ...
+
+
+StoreT = TypeVar("StoreT", bound=_Closable)
+
+
+class StoreBackedSource(Generic[StoreT]):
+    """What a :class:`RetrieverSource` over a store shares (:class:`~langchain_ragspine.indexing.StoreSource`,
+    :class:`~langchain_ragspine.postgres.PostgresSource`): it is a context manager that opens the store on entering
+    (:meth:`_open`, which subclasses implement) and closes it on leaving, and :attr:`store` is the open store."""
+
+    _store: StoreT | None = None
+
+    def _open(self) -> StoreT:  # pragma: no cover - every subclass overrides it
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        self._store = self._open()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    @property
+    def store(self) -> StoreT:
+        """The open store.
+
+        Raises:
+            RuntimeError: used outside its ``with`` block.
+        """
+        if self._store is None:
+            raise RuntimeError(f"{type(self).__name__} is used outside its `with` block")
+        return self._store
 
 
 @dataclass(frozen=True)

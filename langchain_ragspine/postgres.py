@@ -24,6 +24,7 @@ from langchain_ragspine.config import get_settings, make_embeddings, resolve_emb
 from langchain_ragspine.embeddings.cache import model_key_for
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.indexing import IngestSummary, _warn_stale, warm_embedding_cache, write_documents
+from langchain_ragspine.modes import StoreBackedSource
 from langchain_ragspine.retrievers.bm25 import BM25Retriever
 from langchain_ragspine.retrievers.dense import DenseRetriever, _has_text
 from langchain_ragspine.stores.pg_vectors import PostgresEmbeddingCache, ensure_hnsw_index, prune_vectors
@@ -172,7 +173,7 @@ def _record_vectors(store: PostgresChunkStore, embedding: Embeddings | None, spe
     return key
 
 
-class PostgresSource:
+class PostgresSource(StoreBackedSource[PostgresChunkStore]):
     """The channels of a PostgreSQL store, for the mode registry (:mod:`langchain_ragspine.modes`) — the twin of
     :class:`~langchain_ragspine.indexing.StoreSource`.
 
@@ -201,29 +202,11 @@ class PostgresSource:
     def __init__(self, url: str, *, embedding: str | Embeddings | None = None) -> None:
         self.url = url
         self.embedding = embedding
-        self._store: PostgresChunkStore | None = None
         self._bm25: dict[tuple[int, str], BaseRetriever] = {}
         self._dense: dict[int, BaseRetriever | None] = {}
 
-    def __enter__(self) -> PostgresSource:
-        self._store = PostgresChunkStore(self.url, read_only=True)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._store is not None:
-            self._store.close()
-            self._store = None
-
-    @property
-    def store(self) -> PostgresChunkStore:
-        """The open store.
-
-        Raises:
-            RuntimeError: used outside its ``with`` block.
-        """
-        if self._store is None:
-            raise RuntimeError("PostgresSource is used outside its `with` block")
-        return self._store
+    def _open(self) -> PostgresChunkStore:
+        return PostgresChunkStore(self.url, read_only=True)
 
     def documents(self) -> list[Document]:
         """The store's active chunks (RESTRICTED ones included: retrievers built from them leave those out)."""

@@ -104,6 +104,9 @@ class ChunkVectorCache(Protocol):
 
     def put_many(self, model_key: str, items: Sequence[tuple[str, str, np.ndarray]]) -> None: ...
 
+    # Optional: ``dim(model_key) -> int | None``, the dimension of the key's cached vectors.  With it, a model whose
+    # vectors differ in dimension from those cached is a ``StoreError`` even when none of a call's chunks is cached.
+
 
 class CachedEmbeddings(Embeddings):
     """An ``Embeddings`` that takes chunk vectors from a cache and sends only the misses to the model.
@@ -212,6 +215,8 @@ class CachedEmbeddings(Embeddings):
                 path=cache.path,
             )
         dim: int | None = dims.pop() if dims else None
+        if dim is None and hasattr(cache, "dim"):  # none of these is cached: the dimension of the model key's others
+            dim = cache.dim(key)
         misses: dict[tuple[str, str], str] = {}
         for k, (_, text) in zip(keys, items, strict=True):
             if k not in found and k not in misses:

@@ -220,6 +220,23 @@ def _json_objects(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         yield lineno, obj
 
 
+def _records(path: Path, key: str, what: str) -> Iterator[tuple[int, dict[str, Any], str]]:
+    """``(line number, object, id)`` of each JSON line of ``path``, its id read from field ``key``; a repeated id
+    is a :class:`RagSpineError` naming both lines (``what`` names the kind of id, e.g. ``"corpus"``)."""
+    seen: dict[str, int] = {}
+    for lineno, obj in _json_objects(path):
+        rid = _id_field(obj, key, path, lineno)
+        if rid in seen:
+            raise RagSpineError(
+                f"duplicate {what} id {rid!r} (first on line {seen[rid]})",
+                path=path,
+                line=lineno,
+                field=key,
+            )
+        seen[rid] = lineno
+        yield lineno, obj, rid
+
+
 def _id_field(obj: dict[str, Any], key: str, path: Path, lineno: int) -> str:
     """A required id: a non-empty string, or an integer (converted)."""
     if key not in obj:
@@ -249,17 +266,7 @@ def _str_field(obj: dict[str, Any], key: str, path: Path, lineno: int, *, defaul
 
 def _read_corpus(path: Path) -> list[Document]:
     docs: list[Document] = []
-    seen: dict[str, int] = {}
-    for lineno, obj in _json_objects(path):
-        doc_id = _id_field(obj, "_id", path, lineno)
-        if doc_id in seen:
-            raise RagSpineError(
-                f"duplicate corpus id {doc_id!r} (first on line {seen[doc_id]})",
-                path=path,
-                line=lineno,
-                field="_id",
-            )
-        seen[doc_id] = lineno
+    for lineno, obj, doc_id in _records(path, "_id", "corpus"):
         text = _str_field(obj, "text", path, lineno)
         title = _str_field(obj, "title", path, lineno, default="")
         extra = {k: v for k, v in obj.items() if k not in ("_id", "text", "title")}
@@ -270,17 +277,7 @@ def _read_corpus(path: Path) -> list[Document]:
 
 def _read_queries(path: Path) -> dict[str, str]:
     queries: dict[str, str] = {}
-    lines: dict[str, int] = {}
-    for lineno, obj in _json_objects(path):
-        qid = _id_field(obj, "_id", path, lineno)
-        if qid in queries:
-            raise RagSpineError(
-                f"duplicate query id {qid!r} (first on line {lines[qid]})",
-                path=path,
-                line=lineno,
-                field="_id",
-            )
-        lines[qid] = lineno
+    for lineno, obj, qid in _records(path, "_id", "query"):
         queries[qid] = _str_field(obj, "text", path, lineno)
     return queries
 
@@ -355,18 +352,8 @@ def load_beir(path: str | os.PathLike[str], *, split: str = "test") -> BEIRDatas
 
 def _read_questions(path: Path, docs: dict[str, Document]) -> list[QAQuestion]:
     questions: list[QAQuestion] = []
-    seen: dict[str, int] = {}
     n_paragraphs: dict[str, int] = {}
-    for lineno, obj in _json_objects(path):
-        qid = _id_field(obj, "id", path, lineno)
-        if qid in seen:
-            raise RagSpineError(
-                f"duplicate question id {qid!r} (first on line {seen[qid]})",
-                path=path,
-                line=lineno,
-                field="id",
-            )
-        seen[qid] = lineno
+    for lineno, obj, qid in _records(path, "id", "question"):
         question = _str_field(obj, "question", path, lineno)
         if not question.strip():
             raise RagSpineError("must not be empty", path=path, line=lineno, field="question")

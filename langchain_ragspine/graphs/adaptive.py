@@ -32,7 +32,7 @@ from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Send
 from typing_extensions import TypedDict
@@ -54,10 +54,11 @@ from langchain_ragspine.graphs.nodes import (
     add_corrective_loop,
     add_retrieval,
     check_max_retries,
+    compile_graph,
     make_parts,
     message_text,
+    new_graph,
     prepare,
-    recursion_limit_for,
     refuse,
     reply,
     respond_directly,
@@ -77,8 +78,6 @@ from langchain_ragspine.graphs.query_analysis import (
 from langchain_ragspine.graphs.state import (
     AdaptiveRAGOutput,
     AdaptiveRAGState,
-    RAGContext,
-    RAGInput,
     SubAnswer,
     merge_documents,
     replace,
@@ -391,9 +390,7 @@ def build_adaptive_rag(
         answer_chain=answer_chain, k=k, max_docs=max_docs, lost_in_the_middle=lost_in_the_middle,
         tokenizer=tokenizer, prompts=prompts, compressors=compressors,
     )
-    builder = StateGraph(
-        AdaptiveRAGState, context_schema=RAGContext, input_schema=RAGInput, output_schema=AdaptiveRAGOutput
-    )
+    builder = new_graph(AdaptiveRAGState, AdaptiveRAGOutput)
     resets = {"filters_dropped": False, "route": "", "sub_questions": [], "sub_answers": replace([]), "fallbacks": 0}
     builder.add_node("prepare", partial(prepare, parts=parts, extra=resets))
     builder.add_node("classify", partial(classify, parts=parts))
@@ -410,6 +407,5 @@ def build_adaptive_rag(
     builder.add_conditional_edges("merge_answers", route_after_merge, ["retrieve", END])
     add_corrective_loop(builder, parts, partial(route_after_grading, parts=parts))
     builder.add_edge("respond_directly", END)
-    graph = builder.compile(checkpointer=checkpointer, name="adaptive_rag")
     bound = adaptive_rag_max_steps(parts.max_retries, compress=bool(parts.compressors))
-    return graph.with_config(recursion_limit=recursion_limit_for(bound))
+    return compile_graph(builder, name="adaptive_rag", max_steps=bound, checkpointer=checkpointer)

@@ -21,7 +21,7 @@ from langchain_core.documents import BaseDocumentCompressor
 from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable
-from langgraph.graph import START, StateGraph
+from langgraph.graph import START
 from langgraph.graph.state import CompiledStateGraph
 
 from langchain_ragspine.graphs.graders import Graders
@@ -29,13 +29,14 @@ from langchain_ragspine.graphs.nodes import (
     add_corrective_loop,
     add_retrieval,
     check_max_retries,
+    compile_graph,
     make_parts,
+    new_graph,
     prepare,
-    recursion_limit_for,
     route_after_grading,
 )
 from langchain_ragspine.graphs.prompts import GraphPrompts
-from langchain_ragspine.graphs.state import CorrectiveRAGOutput, CorrectiveRAGState, RAGContext, RAGInput
+from langchain_ragspine.graphs.state import CorrectiveRAGOutput, CorrectiveRAGState
 from langchain_ragspine.tokenizers import Tokenizer
 
 __all__ = ["build_corrective_rag", "corrective_rag_max_steps"]
@@ -109,14 +110,11 @@ def build_corrective_rag(
         answer_chain=answer_chain, k=k, max_docs=max_docs, lost_in_the_middle=lost_in_the_middle,
         tokenizer=tokenizer, prompts=prompts, compressors=compressors,
     )
-    builder = StateGraph(
-        CorrectiveRAGState, context_schema=RAGContext, input_schema=RAGInput, output_schema=CorrectiveRAGOutput
-    )
+    builder = new_graph(CorrectiveRAGState, CorrectiveRAGOutput)
     builder.add_node("prepare", partial(prepare, parts=parts, extra={"filters_dropped": False}))
     add_retrieval(builder, parts)
     add_corrective_loop(builder, parts, partial(route_after_grading, parts=parts))
     builder.add_edge(START, "prepare")
     builder.add_edge("prepare", "retrieve")
-    graph = builder.compile(checkpointer=checkpointer, name="corrective_rag")
     bound = corrective_rag_max_steps(parts.max_retries, compress=bool(parts.compressors))
-    return graph.with_config(recursion_limit=recursion_limit_for(bound))
+    return compile_graph(builder, name="corrective_rag", max_steps=bound, checkpointer=checkpointer)

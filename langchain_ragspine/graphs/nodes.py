@@ -33,7 +33,8 @@ from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable, RunnableConfig
-from langgraph.graph import END
+from langgraph.graph import END, StateGraph
+from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
 from langchain_ragspine.chains.answer import (
@@ -61,7 +62,14 @@ from langchain_ragspine.graphs.query_analysis import (
     rewrite_query_deterministic,
     shares_tokens,
 )
-from langchain_ragspine.graphs.state import CorrectiveRAGState, RAGContext, RAGState, merge_documents, replace
+from langchain_ragspine.graphs.state import (
+    CorrectiveRAGState,
+    RAGContext,
+    RAGInput,
+    RAGState,
+    merge_documents,
+    replace,
+)
 from langchain_ragspine.retrievers.contract import invoke_retriever, retriever_params
 from langchain_ragspine.tokenizers import Tokenizer
 
@@ -72,11 +80,13 @@ __all__ = [
     "GraphParts",
     "add_corrective_loop",
     "add_retrieval",
+    "compile_graph",
     "compress",
     "drop_filters",
     "generate",
     "grade_documents",
     "make_parts",
+    "new_graph",
     "prepare",
     "refuse",
     "respond_directly",
@@ -676,6 +686,23 @@ def recursion_limit_for(max_steps: int) -> int:
     """The ``recursion_limit`` a builder configures: LangGraph's default (25), or ``max_steps + 1`` when the
     graph's worst case needs more (LangGraph stops *before* the superstep numbered ``recursion_limit``)."""
     return max(DEFAULT_RECURSION_LIMIT, max_steps + 1)
+
+
+def new_graph(state_schema: type[Any], output_schema: type[Any]) -> StateGraph[Any, Any, Any, Any]:
+    """An empty ``StateGraph`` over ``state_schema`` with the schemas every builder shares: the run context
+    :class:`~langchain_ragspine.graphs.state.RAGContext` (per-run ``k`` / ``max_retries``), the input
+    :class:`~langchain_ragspine.graphs.state.RAGInput`, and ``output_schema`` (so internal keys stay internal)."""
+    return StateGraph(state_schema, context_schema=RAGContext, input_schema=RAGInput, output_schema=output_schema)
+
+
+def compile_graph(
+    builder: StateGraph[Any, Any, Any, Any], *, name: str, max_steps: int, checkpointer: Any = None
+) -> CompiledStateGraph[Any, Any, Any, Any]:
+    """Compile ``builder`` as graph ``name`` with ``checkpointer``, configured with the ``recursion_limit`` its
+    worst case of ``max_steps`` supersteps needs (:func:`recursion_limit_for`), so the loop bound in state is
+    what stops a run, never LangGraph's limit."""
+    graph = builder.compile(checkpointer=checkpointer, name=name)
+    return graph.with_config(recursion_limit=recursion_limit_for(max_steps))
 
 
 # -- edges ----------------------------------------------------------------------------------------------------------

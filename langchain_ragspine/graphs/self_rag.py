@@ -22,7 +22,7 @@ from langchain_core.documents import BaseDocumentCompressor
 from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START
 from langgraph.graph.state import CompiledStateGraph
 
 from langchain_ragspine.graphs.graders import Graders
@@ -30,18 +30,19 @@ from langchain_ragspine.graphs.nodes import (
     GraphParts,
     add_retrieval,
     check_max_retries,
+    compile_graph,
     generate,
     grade_documents,
     make_parts,
+    new_graph,
     prepare,
-    recursion_limit_for,
     refuse,
     respond_directly,
     rewrite,
     wants_no_retrieval,
 )
 from langchain_ragspine.graphs.prompts import GraphPrompts
-from langchain_ragspine.graphs.state import RAGContext, RAGInput, SelfRAGOutput, SelfRAGState
+from langchain_ragspine.graphs.state import SelfRAGOutput, SelfRAGState
 from langchain_ragspine.tokenizers import Tokenizer
 
 __all__ = [
@@ -189,7 +190,7 @@ def build_self_rag(
         max_docs=max_docs, lost_in_the_middle=lost_in_the_middle, tokenizer=tokenizer, prompts=prompts,
         compressors=compressors,
     )
-    builder = StateGraph(SelfRAGState, context_schema=RAGContext, input_schema=RAGInput, output_schema=SelfRAGOutput)
+    builder = new_graph(SelfRAGState, SelfRAGOutput)
     builder.add_node(
         "prepare", partial(prepare, parts=parts, extra={"use_retrieval": True, "supported": "", "useful": ""})
     )
@@ -212,6 +213,5 @@ def build_self_rag(
     builder.add_conditional_edges("retry", route_after_retry, ["generate", "retrieve", "refuse"])
     builder.add_edge("respond_directly", END)
     builder.add_edge("refuse", END)
-    graph = builder.compile(checkpointer=checkpointer, name="self_rag")
     bound = self_rag_max_steps(parts.max_retries, compress=bool(parts.compressors))
-    return graph.with_config(recursion_limit=recursion_limit_for(bound))
+    return compile_graph(builder, name="self_rag", max_steps=bound, checkpointer=checkpointer)

@@ -15,21 +15,22 @@ from langchain_core.documents import BaseDocumentCompressor
 from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START
 from langgraph.graph.state import CompiledStateGraph
 
 from langchain_ragspine.graphs.graders import Graders
 from langchain_ragspine.graphs.nodes import (
     add_retrieval,
+    compile_graph,
     generate,
     grade_documents,
     make_parts,
+    new_graph,
     prepare,
-    recursion_limit_for,
     refuse,
 )
 from langchain_ragspine.graphs.prompts import GraphPrompts
-from langchain_ragspine.graphs.state import RAGContext, RAGInput, RAGOutput, RAGState
+from langchain_ragspine.graphs.state import RAGOutput, RAGState
 from langchain_ragspine.tokenizers import Tokenizer
 
 __all__ = ["SIMPLE_RAG_MAX_STEPS", "build_simple_rag", "route_after_grading_simple", "simple_rag_max_steps"]
@@ -102,7 +103,7 @@ def build_simple_rag(
         lost_in_the_middle=lost_in_the_middle, tokenizer=tokenizer, prompts=prompts, compressors=compressors,
         max_retries=0,
     )
-    builder = StateGraph(RAGState, context_schema=RAGContext, input_schema=RAGInput, output_schema=RAGOutput)
+    builder = new_graph(RAGState, RAGOutput)
     builder.add_node("prepare", partial(prepare, parts=parts))
     add_retrieval(builder, parts)
     builder.add_node("grade_documents", partial(grade_documents, parts=parts))
@@ -113,5 +114,5 @@ def build_simple_rag(
     builder.add_conditional_edges("grade_documents", route_after_grading_simple, ["generate", "refuse"])
     builder.add_edge("generate", END)
     builder.add_edge("refuse", END)
-    graph = builder.compile(checkpointer=checkpointer, name="simple_rag")
-    return graph.with_config(recursion_limit=recursion_limit_for(simple_rag_max_steps(compress=bool(parts.compressors))))  # type: ignore[return-value]
+    bound = simple_rag_max_steps(compress=bool(parts.compressors))
+    return compile_graph(builder, name="simple_rag", max_steps=bound, checkpointer=checkpointer)

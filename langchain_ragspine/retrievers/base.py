@@ -16,16 +16,19 @@ index built from the old documents; and ``retriever.invoke(["q1", "q2"])`` fails
 
 from __future__ import annotations
 
+import functools
 from typing import Any, ClassVar
 
+from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, PrivateAttr, model_validator
 
 from langchain_ragspine.arguments import check_arguments
 
-__all__ = ["RagSpineRetriever", "check_query"]
+__all__ = ["RagSpineRetriever", "SyncBackedRetriever", "check_query"]
 
 
 def check_query(owner: str, query: Any) -> str:
@@ -46,7 +49,33 @@ def check_query(owner: str, query: Any) -> str:
     )
 
 
-class RagSpineRetriever(BaseRetriever):
+class SyncBackedRetriever(BaseRetriever):
+    """A ``BaseRetriever`` whose async path runs its sync ``_get_relevant_documents`` with the call's keywords.
+
+    LangChain's default ``_aget_relevant_documents`` calls the sync method in a worker thread *without* the
+    call's keyword arguments, so ``await retriever.ainvoke(query, k=2, filter=...)`` would lose ``k`` and
+    ``filter`` (or fail).  This one passes every keyword (``k``, ``filter`` and a subclass's own) through.
+    A subclass with a truly asynchronous path (an async embedding call, child retrievers run concurrently)
+    overrides ``_aget_relevant_documents``.
+
+    Attributes:
+        run_async_in_executor: class-level switch.  ``False`` (default): the sync method runs inline on the event
+            loop — right for CPU-bound work of a millisecond or less (BM25 over an in-memory index).  ``True``: it
+            runs in the default executor (a worker thread), so blocking I/O (psycopg's pool) does not stall the loop.
+    """
+
+    run_async_in_executor: ClassVar[bool] = False
+
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
+        call = functools.partial(self._get_relevant_documents, query, run_manager=run_manager.get_sync(), **kwargs)
+        if type(self).run_async_in_executor:
+            return await run_in_executor(None, call)
+        return call()
+
+
+class RagSpineRetriever(SyncBackedRetriever):
     """A ``BaseRetriever`` with strict arguments (see the module docstring).
 
     Subclasses list in :attr:`index_fields` the fields their index is built from, call :meth:`_mark_built` at the

@@ -35,7 +35,7 @@ from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
-from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
+from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from pydantic import Field, PrivateAttr, field_validator
 
@@ -245,20 +245,6 @@ class BM25Retriever(RagSpineRetriever):
         return [
             with_scores(self.docs[i], bm25=s, fused=s) for i, s in self.search(query, k=k, filter=filter)
         ]
-
-    async def _aget_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: AsyncCallbackManagerForRetrieverRun,
-        k: int | None = None,
-        filter: Mapping[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> list[Document]:
-        # BM25 is CPU-bound and sub-millisecond: run it inline (LangChain's default async path would drop k/filter)
-        return self._get_relevant_documents(
-            query, run_manager=run_manager.get_sync(), k=k, filter=filter, **kwargs
-        )
 
     # -- persistence ------------------------------------------------------------------------------------------------
     def save(self, path: str | os.PathLike[str]) -> None:

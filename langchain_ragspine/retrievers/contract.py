@@ -36,16 +36,17 @@ results through the RESTRICTED gate.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
-from langchain_core.runnables.config import run_in_executor
+from langchain_core.runnables.config import patch_config, run_in_executor
 from langchain_core.vectorstores import VectorStoreRetriever
 
 from langchain_ragspine.documents import check_k, dedupe
@@ -56,8 +57,11 @@ __all__ = [
     "OVERFETCH_MAX_FACTOR",
     "RetrieverParams",
     "ainvoke_retriever",
+    "asearch_each",
+    "child_config",
     "invoke_retriever",
     "retriever_params",
+    "search_each",
 ]
 
 #: When a post-filter leaves fewer than ``k`` results, the next request asks for this many times more.
@@ -264,3 +268,38 @@ async def ainvoke_retriever(
         result = call.settle(docs)
         if result is not None:
             return result
+
+
+def child_config(run_manager: Any, tag: str) -> RunnableConfig:
+    """The config of a wrapper's inner call: a child run of ``run_manager``'s, tagged ``tag``."""
+    return patch_config(None, callbacks=run_manager.get_child(tag=tag))
+
+
+def search_each(
+    searches: Sequence[tuple[BaseRetriever, str, str]],
+    *,
+    k: int | None,
+    filter: Mapping[str, Any] | None,
+    run_manager: Any,
+) -> list[list[Document]]:
+    """The result lists of a wrapper's inner searches, in order: each ``(retriever, query, tag)`` through
+    :func:`invoke_retriever` with the same ``k`` and ``filter``, as a child run of ``run_manager``'s tagged ``tag``
+    (so a trace shows which query / index / channel each list came from).  Used by the hybrid, multi-index and
+    query-transformation retrievers.  Errors as :func:`invoke_retriever`."""
+    return [
+        invoke_retriever(r, q, k=k, filter=filter, config=child_config(run_manager, tag)) for r, q, tag in searches
+    ]
+
+
+async def asearch_each(
+    searches: Sequence[tuple[BaseRetriever, str, str]],
+    *,
+    k: int | None,
+    filter: Mapping[str, Any] | None,
+    run_manager: Any,
+) -> list[list[Document]]:
+    """The async :func:`search_each`: the searches run concurrently (``asyncio.gather``); lists in order."""
+    lists = await asyncio.gather(*(
+        ainvoke_retriever(r, q, k=k, filter=filter, config=child_config(run_manager, tag)) for r, q, tag in searches
+    ))
+    return list(lists)

@@ -56,7 +56,6 @@ contribution per repeat and shifts the ranks after it; ties keep first-seen orde
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 import os
@@ -69,15 +68,13 @@ from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, Callba
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.runnables import RunnableConfig
-from langchain_core.runnables.config import patch_config
 from pydantic import field_validator
 
 from langchain_ragspine.documents import check_k, doc_key, score_of, with_scores
 from langchain_ragspine.filters import Predicate, and_filters, compile_filter
 from langchain_ragspine.retrievers.base import RagSpineRetriever
 from langchain_ragspine.retrievers.bm25 import BM25Retriever
-from langchain_ragspine.retrievers.contract import ainvoke_retriever, invoke_retriever
+from langchain_ragspine.retrievers.contract import asearch_each, search_each
 from langchain_ragspine.retrievers.dense import DenseRetriever
 from langchain_ragspine.sensitivity import is_restricted
 from langchain_ragspine.stores.files import atomic_dir, read_config
@@ -332,11 +329,9 @@ def fuse(
 
 
 # ---------------------------------------------------------------------------------------------------- retriever
-def _child_config(
-    run_manager: CallbackManagerForRetrieverRun | AsyncCallbackManagerForRetrieverRun, i: int
-) -> RunnableConfig:
-    """The config of channel ``i``'s call: a child run of the hybrid's, tagged ``retriever_{i + 1}``."""
-    return patch_config(None, callbacks=run_manager.get_child(tag=f"retriever_{i + 1}"))
+def _searches(channels: Sequence[tuple[int, BaseRetriever]], query: str) -> list[tuple[BaseRetriever, str, str]]:
+    """One search per channel ``i``, traced as a child run tagged ``retriever_{i + 1}``."""
+    return [(r, query, f"retriever_{i + 1}") for i, r in channels]
 
 
 class HybridRetriever(RagSpineRetriever):
@@ -481,13 +476,16 @@ class HybridRetriever(RagSpineRetriever):
 
     def _fuse(
         self,
-        results: Sequence[tuple[int, Sequence[Document]]],
+        channels: Sequence[tuple[int, BaseRetriever]],
+        results: Sequence[Sequence[Document]],
         k: int,
         pred: Predicate | None,
         candidate_k: int,
     ) -> list[Document]:
+        """Fuse ``results`` (one list per called channel, in ``channels``' order; a channel not called — weight 0 —
+        contributes an empty list)."""
         lists: list[list[Document]] = [[] for _ in self.retrievers]
-        for i, docs in results:
+        for (i, _), docs in zip(channels, results, strict=True):
             if pred is not None:
                 docs = [d for d in docs if pred(d.metadata)]
             lists[i] = [d for _, d in _dedupe(docs, i)[:candidate_k]]
@@ -508,11 +506,9 @@ class HybridRetriever(RagSpineRetriever):
         **kwargs: Any,
     ) -> list[Document]:
         k, flt, depth, pred = self._params(k, filter, candidate_k, kwargs)
-        results = [
-            (i, invoke_retriever(r, query, k=depth, filter=flt, config=_child_config(run_manager, i)))
-            for i, r in self._channels()
-        ]
-        return self._fuse(results, k, pred, depth)
+        channels = self._channels()
+        lists = search_each(_searches(channels, query), k=depth, filter=flt, run_manager=run_manager)
+        return self._fuse(channels, lists, k, pred, depth)
 
     async def _aget_relevant_documents(
         self,
@@ -526,13 +522,8 @@ class HybridRetriever(RagSpineRetriever):
     ) -> list[Document]:
         k, flt, depth, pred = self._params(k, filter, candidate_k, kwargs)
         channels = self._channels()
-        lists = await asyncio.gather(
-            *(
-                ainvoke_retriever(r, query, k=depth, filter=flt, config=_child_config(run_manager, i))
-                for i, r in channels
-            )
-        )
-        return self._fuse([(i, docs) for (i, _), docs in zip(channels, lists, strict=True)], k, pred, depth)
+        lists = await asearch_each(_searches(channels, query), k=depth, filter=flt, run_manager=run_manager)
+        return self._fuse(channels, lists, k, pred, depth)
 
     # -- construction and persistence -------------------------------------------------------------------------------
     @classmethod

@@ -35,7 +35,6 @@ merges through :func:`merge_index_results`, a reducer, and a node after the fan-
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -52,10 +51,10 @@ from pydantic import ConfigDict, field_validator
 
 from langchain_ragspine.documents import check_k, doc_key
 from langchain_ragspine.filters import compile_filter
-from langchain_ragspine.retrievers.contract import ainvoke_retriever, invoke_retriever
+from langchain_ragspine.retrievers.contract import asearch_each, child_config, search_each
 from langchain_ragspine.retrievers.deny_list import fold_term
 from langchain_ragspine.retrievers.hybrid import DEFAULT_C, fuse
-from langchain_ragspine.retrievers.query_transform import call_params, child_config
+from langchain_ragspine.retrievers.query_transform import call_params
 from langchain_ragspine.retrievers.query_variants import reply_text, strip_think
 from langchain_ragspine.sensitivity import drop_restricted
 
@@ -413,6 +412,15 @@ class MultiIndexRetriever(BaseRetriever):
                 ) -> tuple[int | None, int | None, dict[str, Any] | None]:
         return call_params("MultiIndexRetriever", self.k, self.candidate_k, self.filter, k, filter, extra)
 
+    def _searches(self, decision: RoutingDecision, query: str) -> list[tuple[BaseRetriever, str, str]]:
+        """One search per selected index, traced as ``index_{i}``."""
+        return [(self.indexes[i], query, f"index_{i}") for i in decision.selected]
+
+    @staticmethod
+    def _depth(decision: RoutingDecision, k: int | None, depth: int | None) -> int | None:
+        """What each search asks for: ``k`` for a single index (nothing to fuse), else the candidate depth."""
+        return k if len(decision.selected) == 1 else depth
+
     def _finish(self, decision: RoutingDecision, lists: Sequence[list[Document]], k: int | None) -> list[Document]:
         groups = [(i, tag_index(docs, i)) for i, docs in zip(decision.selected, lists, strict=True)]
         if len(groups) == 1:  # nothing to fuse; the RESTRICTED gate still runs (fuse applies it otherwise)
@@ -432,12 +440,8 @@ class MultiIndexRetriever(BaseRetriever):
     ) -> list[Document]:
         k, depth, flt = self._params(k, filter, kwargs)
         decision = self.route(query, child_config(run_manager, "router"))
-        one = len(decision.selected) == 1
-        lists = [
-            invoke_retriever(self.indexes[i], query, k=k if one else depth, filter=flt,
-                             config=child_config(run_manager, f"index_{i}"))
-            for i in decision.selected
-        ]
+        lists = search_each(self._searches(decision, query), k=self._depth(decision, k, depth), filter=flt,
+                            run_manager=run_manager)
         return self._finish(decision, lists, k)
 
     async def _aget_relevant_documents(
@@ -451,10 +455,6 @@ class MultiIndexRetriever(BaseRetriever):
     ) -> list[Document]:
         k, depth, flt = self._params(k, filter, kwargs)
         decision = await self.aroute(query, child_config(run_manager, "router"))
-        one = len(decision.selected) == 1
-        lists = await asyncio.gather(*(
-            ainvoke_retriever(self.indexes[i], query, k=k if one else depth, filter=flt,
-                              config=child_config(run_manager, f"index_{i}"))
-            for i in decision.selected
-        ))
-        return self._finish(decision, list(lists), k)
+        lists = await asearch_each(self._searches(decision, query), k=self._depth(decision, k, depth), filter=flt,
+                                   run_manager=run_manager)
+        return self._finish(decision, lists, k)

@@ -26,16 +26,13 @@ search tables, so they are never scored or returned; an empty query returns ``[]
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
-from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
+from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
-from langchain_core.retrievers import BaseRetriever
-from langchain_core.runnables.config import run_in_executor
 from psycopg import sql as _sql
 from pydantic import ConfigDict, PrivateAttr, field_validator
 
@@ -43,6 +40,7 @@ from langchain_ragspine.config import get_settings
 from langchain_ragspine.embeddings.batching import l2_normalize
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.filters import and_filters, compile_filter
+from langchain_ragspine.retrievers.base import SyncBackedRetriever
 from langchain_ragspine.retrievers.bm25 import check_k, with_scores
 from langchain_ragspine.stores.pg_filter import SqlFilter, check_filter, filter_sql
 from langchain_ragspine.stores.pg_vectors import EMBEDDINGS, has_hnsw_index, register_vector
@@ -60,8 +58,11 @@ from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer, tokenizer_ve
 __all__ = ["PostgresBM25Retriever", "PostgresDenseRetriever"]
 
 
-class _PostgresRetriever(BaseRetriever):
-    """What both retrievers share: the store URL, ``k``, the own filter, a call's filter compiled to SQL."""
+class _PostgresRetriever(SyncBackedRetriever):
+    """What both retrievers share: the store URL, ``k``, the own filter, a call's filter compiled to SQL.  The
+    async path runs the sync one in a worker thread with the call's ``k`` / ``filter`` (psycopg's pool blocks)."""
+
+    run_async_in_executor: ClassVar[bool] = True
 
     url: str
     k: int = 4
@@ -101,23 +102,23 @@ class _PostgresRetriever(BaseRetriever):
             out.append(with_scores(row_to_stored(r, path=self._db.where).to_document(), **{channel: score, "fused": score}))
         return out
 
-    def _check_kwargs(self, kwargs: Mapping[str, Any]) -> None:
-        if kwargs:
-            raise TypeError(f"unexpected keyword arguments for {type(self).__name__}: {sorted(kwargs)}")
+    def search(
+        self, query: str, *, k: int | None = None, filter: Mapping[str, Any] | None = None
+    ) -> list[tuple[Document, float]]:  # pragma: no cover - both subclasses override it
+        raise NotImplementedError
 
-    async def _aget_relevant_documents(
+    def _get_relevant_documents(
         self,
         query: str,
         *,
-        run_manager: AsyncCallbackManagerForRetrieverRun,
+        run_manager: CallbackManagerForRetrieverRun,
         k: int | None = None,
         filter: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> list[Document]:
-        # psycopg's blocking pool, run off the event loop (LangChain's default path would drop k / filter)
-        options: dict[str, Any] = {"k": k, "filter": filter, **kwargs}  # the subclasses' own keywords
-        call = functools.partial(self._get_relevant_documents, query, run_manager=run_manager.get_sync(), **options)
-        return await run_in_executor(None, call)
+        if kwargs:
+            raise TypeError(f"unexpected keyword arguments for {type(self).__name__}: {sorted(kwargs)}")
+        return [d for d, _ in self.search(query, k=k, filter=filter)]
 
 
 class PostgresBM25Retriever(_PostgresRetriever):
@@ -195,17 +196,6 @@ class PostgresBM25Retriever(_PostgresRetriever):
             ).fetchall()
         return [(d, d.metadata["scores"]["bm25"]) for d in self._documents(rows, "bm25")]
 
-    def _get_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: CallbackManagerForRetrieverRun,
-        k: int | None = None,
-        filter: Mapping[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> list[Document]:
-        self._check_kwargs(kwargs)
-        return [d for d, _ in self.search(query, k=k, filter=filter)]
 
 
 # Lucene BM25 in bm25s's arithmetic (see the module docstring).  Placeholders: query tokens (in order, repeats
@@ -329,20 +319,20 @@ class PostgresDenseRetriever(_PostgresRetriever):
                 rows = [r[:-1] for r in conn.execute(query, (q, *fparams, q, k)).fetchall()]
         return [(d, d.metadata["scores"]["vector"]) for d in self._documents(rows, "vector")]
 
-    def _get_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: CallbackManagerForRetrieverRun,
-        k: int | None = None,
-        filter: Mapping[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> list[Document]:
-        self._check_kwargs(kwargs)
+    def search(
+        self, query: str, *, k: int | None = None, filter: Mapping[str, Any] | None = None
+    ) -> list[tuple[Document, float]]:
+        """Top ``k`` ``(chunk, cosine)`` pairs for ``query`` (embedded by :attr:`embedding`), best first, ties by
+        ``chunk_id``, among the chunks matching both filters; an empty query finds nothing.
+
+        Raises:
+            TypeError, ValueError: a bad ``k``; a malformed filter.
+            StoreError: the query fails.
+        """
         k = self.k if k is None else check_k(k)
         with self._db.connection() as conn:
             flt = self._call_filter(conn, filter, "s.chunk_row")
             if not query or not query.strip():
                 return []
             q = l2_normalize(np.asarray(self.embedding.embed_query(query), dtype=np.float32))
-            return [d for d, _ in self._search(conn, q, k, flt)]
+            return self._search(conn, q, k, flt)

@@ -54,12 +54,17 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
-from langchain_core.runnables.config import patch_config
 from pydantic import ConfigDict, Field, field_validator
 
 from langchain_ragspine.documents import check_k, doc_key
 from langchain_ragspine.filters import and_filters, compile_filter
-from langchain_ragspine.retrievers.contract import ainvoke_retriever, invoke_retriever
+from langchain_ragspine.retrievers.contract import (
+    ainvoke_retriever,
+    asearch_each,
+    child_config,
+    invoke_retriever,
+    search_each,
+)
 from langchain_ragspine.retrievers.deny_list import DeniedQuery, QueryDenyList
 from langchain_ragspine.retrievers.hybrid import DEFAULT_C, fuse
 from langchain_ragspine.retrievers.query_variants import parse_query_variants
@@ -156,11 +161,6 @@ def call_params(
     flt = and_filters(own_filter, filter)
     compile_filter(flt)
     return k, None if k is None else max(k, candidate_k or k), flt
-
-
-def child_config(run_manager: Any, tag: str) -> RunnableConfig:
-    """The config of a wrapper's inner call: a child run of ``run_manager``'s, tagged ``tag``."""
-    return patch_config(None, callbacks=run_manager.get_child(tag=tag))
 
 
 class QueryTransformRetriever(BaseRetriever):
@@ -291,6 +291,15 @@ class QueryTransformRetriever(BaseRetriever):
         """``(k, depth per query, combined filter)`` of a call (:func:`call_params`)."""
         return call_params(type(self).__name__, self.k, self.candidate_k, self.filter, k, filter, extra)
 
+    def _searches(self, plan: QueryPlan) -> list[tuple[BaseRetriever, str, str]]:
+        """One search of the base per planned query, traced as ``query_{i}``."""
+        return [(self.base, q, f"query_{i}") for i, q in enumerate(plan.queries)]
+
+    @staticmethod
+    def _depth(plan: QueryPlan, k: int | None, depth: int | None) -> int | None:
+        """What each search asks for: ``k`` for a single query (nothing to fuse), else the candidate depth."""
+        return k if len(plan.queries) == 1 else depth
+
     def _finish(
         self, query: str, plan: QueryPlan, lists: Sequence[list[Document]], k: int | None
     ) -> list[Document]:
@@ -324,11 +333,7 @@ class QueryTransformRetriever(BaseRetriever):
         if not self.active:
             return invoke_retriever(self.base, query, k=k, filter=flt, config=child_config(run_manager, "base"))
         plan = self.plan(query, child_config(run_manager, "plan"))
-        lists = [
-            invoke_retriever(self.base, q, k=k if len(plan.queries) == 1 else depth, filter=flt,
-                             config=child_config(run_manager, f"query_{i}"))
-            for i, q in enumerate(plan.queries)
-        ]
+        lists = search_each(self._searches(plan), k=self._depth(plan, k, depth), filter=flt, run_manager=run_manager)
         return self._finish(query, plan, lists, k)
 
     async def _aget_relevant_documents(
@@ -345,12 +350,9 @@ class QueryTransformRetriever(BaseRetriever):
             return await ainvoke_retriever(self.base, query, k=k, filter=flt,
                                            config=child_config(run_manager, "base"))
         plan = await self.aplan(query, child_config(run_manager, "plan"))
-        lists = await asyncio.gather(*(
-            ainvoke_retriever(self.base, q, k=k if len(plan.queries) == 1 else depth, filter=flt,
-                              config=child_config(run_manager, f"query_{i}"))
-            for i, q in enumerate(plan.queries)
-        ))
-        return self._finish(query, plan, list(lists), k)
+        lists = await asearch_each(self._searches(plan), k=self._depth(plan, k, depth), filter=flt,
+                                   run_manager=run_manager)
+        return self._finish(query, plan, lists, k)
 
 
 class LLMQueryTransformRetriever(QueryTransformRetriever):

@@ -318,6 +318,28 @@ def _placeholders(n: int) -> str:
     return ", ".join("?" * n)
 
 
+def _doc_conditions(
+    doc_id: str | Sequence[str] | None, include_inactive: bool, *, alias: str = ""
+) -> tuple[list[str], list[Any]]:
+    """The ``WHERE`` conditions (ANDed) and parameters of the ``doc_id`` / ``include_inactive`` arguments every
+    reading method takes; ``alias`` prefixes the column names (``"c."``).
+
+    Raises:
+        TypeError: ``doc_id`` is neither a str nor a list/tuple of str.
+    """
+    where: list[str] = [] if include_inactive else [f"{alias}active = 1"]
+    params: list[Any] = []
+    if doc_id is not None:
+        ids = _filter_values("doc_id", doc_id)
+        where.append(f"{alias}doc_id IN ({_placeholders(len(ids))})" if ids else "0")
+        params.extend(ids)
+    return where, params
+
+
+def _where(conditions: list[str]) -> str:
+    return " WHERE " + " AND ".join(conditions) if conditions else ""
+
+
 def _check_parent_links(
     doc_id: str, prepared: Sequence[tuple[str, str, int | None, int | None, dict[str, Any], str]], parent_ids: set[str]
 ) -> None:
@@ -773,14 +795,7 @@ class ChunkStore(SQLiteFile):
             TypeError: a filter is neither a str nor a list/tuple of str.
             StoreError: the store is closed or SQLite fails.
         """
-        where: list[str] = []
-        params: list[Any] = []
-        if not include_inactive:
-            where.append("c.active = 1")
-        if doc_id is not None:
-            ids = _filter_values("doc_id", doc_id)
-            where.append(f"c.doc_id IN ({_placeholders(len(ids))})" if ids else "0")
-            params.extend(ids)
+        where, params = _doc_conditions(doc_id, include_inactive, alias="c.")
         for name, value in zip(FACET_FIELDS, (topic, entity, geography, period, language), strict=True):
             if value is None:
                 continue
@@ -794,10 +809,7 @@ class ChunkStore(SQLiteFile):
             )
             params.append(name)
             params.extend(values)
-        sql = _SELECT_CHUNKS
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY c.doc_id, c.version, c.position, c.id"
+        sql = _SELECT_CHUNKS + _where(where) + " ORDER BY c.doc_id, c.version, c.position, c.id"
         return self._iter_rows(sql, params)
 
     def _iter_rows(self, sql: str, params: list[Any]) -> Iterator[StoredChunk]:
@@ -849,16 +861,11 @@ class ChunkStore(SQLiteFile):
             TypeError: ``doc_id`` is neither a str nor a list/tuple of str.
             StoreError: the store is closed or SQLite fails.
         """
-        where: list[str] = [] if include_inactive else ["c.active = 1"]
-        params: list[Any] = []
-        if doc_id is not None:
-            ids = _filter_values("doc_id", doc_id)
-            where.append(f"c.doc_id IN ({_placeholders(len(ids))})" if ids else "0")
-            params.extend(ids)
+        where, params = _doc_conditions(doc_id, include_inactive, alias="c.")
         if not self._has_parents_table():
             return iter(())
-        sql = _SELECT_PARENTS + (" WHERE " + " AND ".join(where) if where else "")
-        return self._iter_rows(sql + " ORDER BY c.doc_id, c.version, c.position, c.id", params)
+        sql = _SELECT_PARENTS + _where(where) + " ORDER BY c.doc_id, c.version, c.position, c.id"
+        return self._iter_rows(sql, params)
 
     def count_parents(self) -> int:
         """Number of active parents (0 in a store without parent-child chunking).
@@ -950,13 +957,8 @@ class ChunkStore(SQLiteFile):
             TypeError: ``doc_id`` is neither a str nor a list/tuple of str.
             StoreError: the store is closed or SQLite fails.
         """
-        where: list[str] = [] if include_inactive else ["active = 1"]
-        params: list[str] = []
-        if doc_id is not None:
-            ids = _filter_values("doc_id", doc_id)
-            where.append(f"doc_id IN ({_placeholders(len(ids))})" if ids else "0")
-            params.extend(ids)
-        sql = "SELECT COUNT(*) FROM chunks" + (" WHERE " + " AND ".join(where) if where else "")
+        where, params = _doc_conditions(doc_id, include_inactive)
+        sql = "SELECT COUNT(*) FROM chunks" + _where(where)
         with self._lock, self._sql_errors():
             return int(self._connection().execute(sql, params).fetchone()[0])
 

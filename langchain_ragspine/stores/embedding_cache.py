@@ -225,6 +225,14 @@ class EmbeddingCache(SQLiteFile):
             )
             return {(str(c), str(h)) for c, h in rows}
 
+    def dim(self, model_key: str) -> int | None:
+        """The dimension of ``model_key``'s cached vectors, or ``None`` when there are none."""
+        with self._lock, self._sql_errors():
+            row = self._connection().execute(
+                "SELECT dim FROM embeddings WHERE model_key = ? LIMIT 1", (model_key,)
+            ).fetchone()
+        return None if row is None else int(row[0])
+
     def count(self, model_key: str | None = None) -> int:
         """Number of cached vectors (of ``model_key``, or of every model)."""
         with self._lock, self._sql_errors():

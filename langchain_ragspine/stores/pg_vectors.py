@@ -172,6 +172,16 @@ class PostgresEmbeddingCache:
                     [(model_key, c, h, int(vectors.shape[1]), vectors[i]) for i, (c, h, _) in enumerate(items)],
                 )
 
+    def keys(self, model_key: str) -> set[tuple[str, str]]:
+        """The ``(chunk_id, content_hash)`` keys held for ``model_key`` (no vector is read)."""
+        with self._db.connection() as conn:
+            if conn.execute("SELECT to_regclass(%s)", (EMBEDDINGS,)).fetchone()[0] is None:
+                return set()
+            rows = conn.execute(
+                f"SELECT chunk_id, content_hash FROM {EMBEDDINGS} WHERE model_key = %s", (model_key,)
+            ).fetchall()
+        return {(str(c), str(h)) for c, h in rows}
+
     def dim(self, model_key: str) -> int | None:
         """The dimension of ``model_key``'s vectors, or ``None`` when there are none."""
         with self._db.connection() as conn:

@@ -152,6 +152,18 @@ def test_cache_dimension_conflict_is_a_store_error(tmp_path: Path) -> None:
             CachedEmbeddings(HashingEmbeddings(32), cache, model_key="same-key").embed_chunks([("a", "x"), ("b", "y")])
 
 
+def test_dimension_conflict_is_found_when_no_requested_chunk_is_cached(tmp_path: Path) -> None:
+    # the warm-up asks only for misses (chunks whose key the cache lacks), so the dimension of the key's other
+    # vectors comes from cache.dim(): a second model under the same key no longer adds vectors of another dimension
+    with EmbeddingCache(tmp_path / "c.sqlite") as cache:
+        CachedEmbeddings(HashingEmbeddings(16), cache, model_key="same-key").embed_chunks([("a", "x")])
+        assert cache.dim("same-key") == 16 and cache.dim("other") is None
+        with pytest.raises(StoreError, match="model_key"):
+            CachedEmbeddings(HashingEmbeddings(32), cache, model_key="same-key").embed_chunks([("b", "y")])
+        assert cache.count("same-key") == 1
+        CachedEmbeddings(HashingEmbeddings(32), cache, model_key="other").embed_chunks([("b", "y")])  # own key: fine
+
+
 def test_embed_validates_model_output() -> None:
     class Short(Embeddings):
         def embed_documents(self, texts: list[str]) -> list[list[float]]:

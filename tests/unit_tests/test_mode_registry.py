@@ -18,6 +18,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_ragspine.cli import build_parser, main
 from langchain_ragspine.config import LEXICAL_MODES, RETRIEVAL_MODES
 from langchain_ragspine.embeddings import HashingEmbeddings
+from langchain_ragspine.errors import StoreError
 from langchain_ragspine.evaluation.runner import DEFAULT_KS
 from langchain_ragspine.graphs import GRAPH_BUILDERS
 from langchain_ragspine.indexing import VECTOR_DIR, StoreSource, ingest, open_retriever, search
@@ -183,6 +184,21 @@ def test_auto_without_a_dense_channel_is_bm25_from_either_source(corpus, tmp_pat
     with StoreSource(tmp_path / "S") as source:
         assert isinstance(build_retriever("auto", source, k=3), BM25Retriever)
         assert isinstance(build_retriever("auto", DocumentsSource(source.documents()), k=3), BM25Retriever)
+
+
+def test_store_source_opens_on_entering_and_closes_on_leaving(corpus, tmp_path):
+    # the context-manager / store-property behaviour StoreSource and PostgresSource share (StoreBackedSource)
+    source = StoreSource(tmp_path / "missing")
+    with pytest.raises(StoreError, match="no chunk store here"):
+        source.__enter__()
+    ingest(corpus, tmp_path / "S")
+    source = StoreSource(tmp_path / "S")
+    with pytest.raises(RuntimeError, match="StoreSource is used outside its `with` block"):
+        _ = source.store
+    with source as entered:
+        assert entered is source and source.documents()
+    with pytest.raises(RuntimeError, match="outside its `with` block"):
+        source.documents()
 
 
 def test_registry_errors():

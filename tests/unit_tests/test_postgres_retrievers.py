@@ -222,6 +222,19 @@ async def test_filter_table_async_in_postgres(filter_stores: dict[str, Any]) -> 
             assert _ids(got) & {d.metadata["doc_id"] for d in DOCS} == expected, (name, flt)
 
 
+async def test_ainvoke_forwards_k_in_a_worker_thread(pg_url: str) -> None:
+    # the shared async path (SyncBackedRetriever, run_async_in_executor=True) keeps k, filter and the strict check
+    load(pg_url, corpus_docs(), embedding=EMB)
+    for r in (PostgresBM25Retriever(url=pg_url), PostgresDenseRetriever(url=pg_url, embedding=EMB)):
+        assert type(r).run_async_in_executor
+        want = r.invoke("梅雨", k=2)
+        assert len(want) == 2
+        assert await r.ainvoke("梅雨", k=2) == want
+        assert [d for d, _ in r.search("梅雨", k=2)] == want  # one _get_relevant_documents over each search()
+        with pytest.raises(TypeError, match="unexpected keyword"):
+            await r.ainvoke("梅雨", fetch_k=3)
+
+
 def test_own_filter_is_anded_with_the_call_filter(pg_url: str) -> None:
     load(pg_url, list(DOCS))
     own = PostgresBM25Retriever(url=pg_url, k=10, filter={"dept": "a"})

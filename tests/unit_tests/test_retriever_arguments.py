@@ -133,3 +133,32 @@ def test_langchain_multiquery_over_ours_returns_each_chunk_once():
     mq = classic.MultiQueryRetriever.from_llm(retriever=hybrid, llm=FakeListLLM(responses=["梅雨\n梅雨の季節\n梅雨前線"]))
     ids = [d.id for d in mq.invoke("梅雨")]
     assert ids and len(ids) == len(set(ids)), ids
+
+
+def test_sync_backed_async_path_runs_inline_or_in_a_thread() -> None:
+    # one async implementation (retrievers/base.py) serves BM25 (inline) and the PostgreSQL retrievers (executor)
+    import threading
+
+    from langchain_core.callbacks import CallbackManagerForRetrieverRun
+
+    from langchain_ragspine.retrievers.base import SyncBackedRetriever
+
+    class Probe(SyncBackedRetriever):
+        def _get_relevant_documents(
+            self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None, **kwargs: object
+        ) -> list[Document]:
+            meta = {"k": k, "extra": sorted(kwargs), "thread": threading.get_ident()}
+            return [Document(page_content=query, metadata=meta)]
+
+    class ThreadProbe(Probe):
+        run_async_in_executor = True
+
+    async def run(r: Probe) -> Document:
+        return (await r.ainvoke("q", k=2, lang="ja"))[0]
+
+    loop_thread = threading.get_ident()
+    inline = asyncio.run(run(Probe()))
+    threaded = asyncio.run(run(ThreadProbe()))
+    assert inline.metadata == {"k": 2, "extra": ["lang"], "thread": loop_thread}
+    assert threaded.metadata["k"] == 2 and threaded.metadata["extra"] == ["lang"]
+    assert threaded.metadata["thread"] != loop_thread
