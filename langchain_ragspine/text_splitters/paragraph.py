@@ -439,7 +439,9 @@ class ParagraphTextSplitter(TextSplitter):
                 if a < done:  # the overlap leaves no room for the next grapheme cluster: start without it
                     a = _lstrip(g, done, pe)
                     continue
-                picked = (hi, CODE_POINT)  # inside a grapheme cluster longer than the budget
+                # any cluster boundary (one next to a space that carries a combining mark is no whitespace cut),
+                # else inside a grapheme cluster longer than the budget
+                picked = next(((j, GRAPHEME) for j in range(limit, first - 1, -1) if g.at(j)), (hi, CODE_POINT))
             cut, kind = picked
             out.append((a, cut))
             nxt = None

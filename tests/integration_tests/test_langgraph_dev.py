@@ -93,11 +93,6 @@ def test_langgraph_dev_serves_every_graph_and_its_schemas(server):
         assert schemas["state_schema"] and "question" in schemas["state_schema"].get("properties", {})
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="non-null input/output schemas come with the chat-state graphs (input/output schema classes) of the "
-    "`graphs` branch (issue 16, 'Graphs in chat apps')",
-)
 def test_langgraph_dev_input_and_output_schemas_are_not_null(server):
     assistants = _assistants(server)
     for graph_id in GRAPH_IDS:

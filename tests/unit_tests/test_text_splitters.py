@@ -362,6 +362,20 @@ def test_property_grapheme_safe_verbatim_covering_and_progressing(text, size, ov
     assert [d.id for d in docs] == [d.id for d in sp.create_documents([text], [{"doc_id": "d"}])]
 
 
+@pytest.mark.parametrize(
+    ("text", "size", "overlap"),
+    [(". \u0301", 2, 0), (". \u0301", 2, 1), ("a \u0301", 2, 0), ("x. \u0301\u0301y z", 3, 1), ("梅雨。 \u0301雨", 2, 0)],
+)
+def test_a_space_carrying_a_combining_mark_is_never_cut_from_its_mark(text, size, overlap):
+    """Regression (found by the property test above): ``". \u0301"`` with ``chunk_size=2`` was cut at 2, between the
+    space and the combining acute that forms one grapheme cluster with it, because no whitespace, sentence or
+    grapheme cut was allowed next to that space; the last resort cut at code points though the cluster fits."""
+    spans = ParagraphTextSplitter(chunk_size=size, chunk_overlap=overlap).split_spans(text)
+    bounds = _grapheme_bounds(text)
+    assert spans and all(s in bounds and e in bounds and e - s <= size for s, e in spans), spans
+    assert all(i in set().union(*(range(s, e) for s, e in spans)) for i, ch in enumerate(text) if not ch.isspace())
+
+
 def test_heading_before_a_long_paragraph_opens_its_first_chunk():
     text = "# 梅雨\n\n" + _japanese_paragraph(900)
     spans = ParagraphTextSplitter().split_spans(text)
