@@ -48,6 +48,8 @@ from langchain_ragspine.stores.pg_filter import SqlFilter, check_filter, filter_
 from langchain_ragspine.stores.pg_vectors import EMBEDDINGS, has_hnsw_index, register_vector
 from langchain_ragspine.stores.postgres import (
     CHUNKS,
+    CORPUS,
+    DF,
     POSTINGS,
     SEARCH,
     PostgresChunkStore,
@@ -209,12 +211,15 @@ class PostgresBM25Retriever(_PostgresRetriever):
 
 
 # Lucene BM25 in bm25s's arithmetic (see the module docstring).  Placeholders: query tokens (in order, repeats
-# kept), the distinct tokens, k1, 1 - b, b (each a float32 value), the filter's, k - 1, k.
+# kept), the distinct tokens, k1, 1 - b, b (each a float32 value), the filter's, k - 1, k.  N and the total length
+# come from the one-row ragspine_corpus, df from ragspine_df (both kept exact by the store's write transactions),
+# and each query term's postings from the covering primary key (term, chunk_row) INCLUDE (tf, dl): the query reads
+# only its own terms' index entries, never the whole corpus.
 _BM25_SQL = (
     "WITH q AS (SELECT u.term, u.qpos FROM unnest(%s::text[]) WITH ORDINALITY AS u(term, qpos)), "
-    f"st AS (SELECT count(*)::float8 AS n, coalesce(sum(dl), 0)::float8 AS total FROM {SEARCH}), "
-    "p AS (SELECT p.term, p.chunk_row, p.tf, p.dl, count(*) OVER (PARTITION BY p.term) AS df "
-    f"FROM {POSTINGS} p WHERE p.term = ANY(%s::text[])), "
+    f"st AS (SELECT n::float8 AS n, total_dl::float8 AS total FROM {CORPUS}), "
+    "p AS (SELECT p.term, p.chunk_row, p.tf, p.dl, d.df "
+    f"FROM {DF} d JOIN {POSTINGS} p ON p.term = d.term WHERE d.term = ANY(%s::text[])), "
     "scored AS (SELECT p.chunk_row, sum("
     "((ln(1.0::float8 + (st.n - p.df + 0.5::float8) / (p.df + 0.5::float8)))::real * p.tf::real) "
     "/ (p.tf::real + %s::real * (%s::real + (%s::real * p.dl::real) / (st.total::real / st.n::real))) "
