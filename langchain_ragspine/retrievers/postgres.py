@@ -217,14 +217,15 @@ class PostgresBM25Retriever(_PostgresRetriever):
 # only its own terms' index entries, never the whole corpus.
 _BM25_SQL = (
     "WITH q AS (SELECT u.term, u.qpos FROM unnest(%s::text[]) WITH ORDINALITY AS u(term, qpos)), "
-    f"st AS (SELECT n::float8 AS n, total_dl::float8 AS total FROM {CORPUS}), "
-    "p AS (SELECT p.term, p.chunk_row, p.tf, p.dl, d.df "
-    f"FROM {DF} d JOIN {POSTINGS} p ON p.term = d.term WHERE d.term = ANY(%s::text[])), "
+    # per distinct query term, once: its idf and avgdl as bm25s computes them (rounded to real)
+    "w AS MATERIALIZED (SELECT d.term, "
+    "(ln(1.0::float8 + (st.n::float8 - d.df + 0.5::float8) / (d.df + 0.5::float8)))::real AS idf, "
+    "st.total_dl::float8::real / st.n::float8::real AS avgdl "
+    f"FROM {CORPUS} st CROSS JOIN {DF} d WHERE d.term = ANY(%s::text[])), "
     "scored AS (SELECT p.chunk_row, sum("
-    "((ln(1.0::float8 + (st.n - p.df + 0.5::float8) / (p.df + 0.5::float8)))::real * p.tf::real) "
-    "/ (p.tf::real + %s::real * (%s::real + (%s::real * p.dl::real) / (st.total::real / st.n::real))) "
+    "(w.idf * p.tf::real) / (p.tf::real + %s::real * (%s::real + (%s::real * p.dl::real) / w.avgdl)) "
     "ORDER BY q.qpos) AS score "
-    "FROM p JOIN q ON q.term = p.term CROSS JOIN st GROUP BY p.chunk_row), "
+    f"FROM w JOIN {POSTINGS} p ON p.term = w.term JOIN q ON q.term = w.term GROUP BY p.chunk_row), "
     "hits AS MATERIALIZED (SELECT h.chunk_row, h.score FROM scored h WHERE h.score > 0 AND {filter}), "
     "kth AS (SELECT score FROM hits ORDER BY score DESC OFFSET %s LIMIT 1) "
     f"SELECT {chunk_columns('c')}, h.score FROM hits h JOIN {SEARCH} s ON s.chunk_row = h.chunk_row "
