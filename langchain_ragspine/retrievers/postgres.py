@@ -8,7 +8,11 @@ the query's tokens (a repeated token counts again).  It reproduces
 ``idf`` in double precision rounded to ``real``, every later step in single precision (``real``) in bm25s's order,
 and the per-token contributions added in query order — so on the same chunks the scores are the same float32
 numbers (tested within 1e-6; ``avgdl`` is the exact mean rounded once, which equals numpy's float32 mean while a
-corpus holds fewer than 2^24 tokens).  The query is tokenized here, with the store's tokenizer.
+corpus holds fewer than 2^24 tokens).  The query is tokenized here, with the store's tokenizer.  ``N``, the total
+length and each term's ``df`` are read from the store's statistics tables (``ragspine_corpus``, ``ragspine_df``,
+maintained by its write transactions), and a term's postings from the covering index on ``(term, chunk_row)``: a
+query reads its own terms' entries only, so its cost grows with their document frequencies (every posting of a
+query term is scored: exact, no WAND / MaxScore pruning), not with the corpus.
 
 :class:`PostgresDenseRetriever` ranks the store's unit vectors by inner product (cosine similarity) with pgvector,
 exactly below ``RAGSPINE_PG_HNSW_THRESHOLD`` vectors and through the HNSW index above it.  A filter is part of the

@@ -15,7 +15,7 @@ here are written in the same transaction as the chunk rows, so they are never st
 * ``ragspine_postings(term, chunk_row, tf, dl)`` — BM25 postings, tokenized in the package with the store's
   tokenizer (its name and :func:`~langchain_ragspine.tokenizers.tokenizer_version` are in ``ragspine_meta``), so
   Japanese and Chinese behave exactly as with the file store (PostgreSQL has no CJK text search here);
-  :class:`~langchain_ragspine.retrievers.pg_bm25.PostgresBM25Retriever` scores them in SQL;
+  :class:`~langchain_ragspine.retrievers.postgres.PostgresBM25Retriever` scores them in SQL;
 * ``ragspine_corpus(n, total_dl)`` (one row) and ``ragspine_df(term, df)`` — BM25's corpus statistics: the number of
   searchable chunks, their summed token count, and each term's document frequency, kept exact by the same
   transactions (schema version 2; a version-1 database gets them computed from its postings the first time it is
