@@ -336,6 +336,11 @@ class PostgresDenseRetriever(_PostgresRetriever):
                 conn.execute(_sql.SQL("SET LOCAL hnsw.ef_search = {}").format(_sql.Literal(int(ef))))
                 mode = self._ITERATIVE_SCAN if self._ITERATIVE_SCAN in ("off", "strict_order") else "relaxed_order"
                 conn.execute(f"SET LOCAL hnsw.iterative_scan = {mode}")
+                # Walk the index: the planner estimates the join on (chunk_id, content_hash) at ~1 row (two
+                # correlated columns), so it always preferred scoring every vector and sorting them (measured: the
+                # index unused, 0.9 s per query at 100k vectors); with sorts disabled, ordering by the HNSW scan is
+                # the plan (the final re-sort of k rows still runs).
+                conn.execute("SET LOCAL enable_sort = off")
                 rows = [r[:-1] for r in conn.execute(query, (q, *fparams, q, k)).fetchall()]
         return [(d, d.metadata["scores"]["vector"]) for d in self._documents(rows, "vector")]
 
