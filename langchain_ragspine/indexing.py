@@ -395,11 +395,18 @@ def _prune_embedding_cache(root: Path, store: ChunkStore, header: ContextualHead
 
 
 def build_bm25(
-    store: ChunkStore, *, tokenizer: str = "auto", k: int = DEFAULT_K, header: ContextualHeader | None = None
+    store: ChunkStore,
+    *,
+    tokenizer: str = "auto",
+    k: int = DEFAULT_K,
+    header: ContextualHeader | None = None,
+    workers: int | None = None,
 ) -> BM25Retriever:
     """A :class:`BM25Retriever` over the store's active chunks (it leaves RESTRICTED ones out of the index), indexing
-    each chunk with ``header`` (a :class:`ContextualHeader`) when given."""
-    return BM25Retriever.from_documents(_store_documents(store, header), k=k, tokenizer=tokenizer)
+    each chunk with ``header`` (a :class:`ContextualHeader`) when given, tokenized by ``workers`` processes (default
+    ``RAGSPINE_WORKERS``, else automatic: every usable core for a large store; the index is the same)."""
+    workers = get_settings().workers if workers is None else workers
+    return BM25Retriever.from_documents(_store_documents(store, header), k=k, tokenizer=tokenizer, workers=workers)
 
 
 class DocumentStore(Protocol):
@@ -486,6 +493,7 @@ def ingest(
     allow_empty: bool = False,
     chunker: str | None = None,
     contextual: bool | None = None,
+    workers: int | None = None,
 ) -> IngestSummary:
     """Load, chunk and store a corpus under ``store_dir``, then (re)build its BM25 index.
 
@@ -526,6 +534,9 @@ def ingest(
             ``None``: the store's recorded setting (off for a new store).  Changing it rebuilds the BM25 and vector
             indexes over every active chunk (a note says so); vectors are cached by their index text, so switching
             back and forth re-embeds only what the cache lacks.
+        workers: processes that tokenize the chunks for the BM25 index (default ``RAGSPINE_WORKERS``, else ``0``:
+            automatic, every usable core for a large corpus; ``1``: this process).  The index is the same whatever
+            the number (:mod:`langchain_ragspine.stores.bm25_parallel`).
 
     Returns:
         An :class:`IngestSummary`.  Re-running on an unchanged corpus writes nothing and reports every document
@@ -543,7 +554,7 @@ def ingest(
         return _ingest(
             paths, store_dir, chunk_size=chunk_size, chunk_overlap=chunk_overlap, tokenizer=tokenizer,
             on_error=on_error, retract_missing=retract_missing, progress=progress, embedding=embedding, mode=mode,
-            allow_empty=allow_empty, chunker=chunker, contextual=contextual,
+            allow_empty=allow_empty, chunker=chunker, contextual=contextual, workers=workers,
         )
 
 
@@ -562,6 +573,7 @@ def _ingest(
     allow_empty: bool,
     chunker: str | None,
     contextual: bool | None,
+    workers: int | None = None,
 ) -> IngestSummary:
     t0 = time.perf_counter()
     if chunk_size is None or chunk_overlap is None or tokenizer is None:
@@ -636,7 +648,7 @@ def _ingest(
         current = all(state.get(key) == value for key, value in wanted.items())
         current = current and state.get("contextual") == wanted_header
         if not current or _load_saved_index(root, k=DEFAULT_K)[0] is None:
-            build_bm25(store, tokenizer=name, header=header).save(root / BM25_DIR)
+            build_bm25(store, tokenizer=name, header=header, workers=workers).save(root / BM25_DIR)
             summary.index_rebuilt = True
         if wanted_header != state.get("contextual") and active_before:
             summary.notes.append(

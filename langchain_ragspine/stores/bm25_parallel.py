@@ -1,0 +1,232 @@
+"""Tokenize a corpus for the BM25 index in several processes, with exactly the index one process builds.
+
+Tokenizing is nearly all of a BM25 build (MeCab for ``auto`` / ``fugashi``, CJK n-grams for ``cjk``), and it is
+pure-Python or GIL-holding work, so threads do not help.  :func:`iter_counted` cuts the texts into batches of
+consecutive texts and sends them to a pool of worker processes; each worker tokenizes its batch with its own
+tokenizer (its own fugashi tagger) and reduces it to postings against the batch's own vocabulary
+(:func:`count_batch`: the batch's distinct terms in order of first occurrence, and per document the term numbers and
+their frequencies).  Batches come back in input order, and
+:meth:`~langchain_ragspine.stores.bm25_index.TermPostings.add_counted` merges each into the index's vocabulary in
+that order — so every term gets the id it gets in a one-process build, and the score matrix is the same, bit for
+bit (``tests/unit_tests/test_bm25_parallel.py``).  Only strings the batch introduces and compact integer arrays cross
+the process boundary; the parent does little more than one dictionary look-up per distinct term of a batch.
+
+How many workers (:func:`resolve_workers`): ``1`` tokenizes in this process; ``0`` / ``None`` (the default of
+:func:`~langchain_ragspine.indexing.ingest`, setting ``RAGSPINE_WORKERS``) uses every core this process may run on
+(``os.sched_getaffinity``) once there are at least :data:`MIN_PARALLEL_TEXTS` texts, else this process.  Workers are
+forked where the platform forks safely (Linux and other POSIX systems except macOS): they start in milliseconds,
+share the loaded dictionary, and never re-import the caller's ``__main__``; objects alive at the fork are frozen
+out of the garbage collector for the fork (``gc.freeze``), so the workers do not copy the parent's heap.  Elsewhere
+the automatic choice is one process, and an explicit ``workers > 1`` uses the platform's default start method
+(``spawn``: the caller's main module must be import-safe, as for any ``multiprocessing`` use).  A pool that cannot
+start or loses a worker (killed, out of memory) is not an error: the remaining batches are tokenized in this
+process, with the same result, and a :class:`RuntimeWarning` says so.
+"""
+
+from __future__ import annotations
+
+import gc
+import multiprocessing
+import os
+import sys
+import warnings
+from array import array
+from collections import deque
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from langchain_ragspine.tokenizers import get_tokenizer
+
+__all__ = [
+    "BATCH_TEXTS",
+    "MIN_PARALLEL_TEXTS",
+    "CountedBatch",
+    "count_batch",
+    "iter_counted",
+    "resolve_workers",
+    "usable_cores",
+]
+
+#: Texts per batch sent to a worker.
+BATCH_TEXTS = 512
+#: Fewer texts than this are tokenized in this process when the number of workers is automatic.
+MIN_PARALLEL_TEXTS = 4096
+#: Batches handed to the pool ahead of the one being merged, per worker (bounds the memory of finished batches).
+AHEAD_PER_WORKER = 4
+
+
+@dataclass(frozen=True)
+class CountedBatch:
+    """A batch of documents reduced to postings against the batch's own vocabulary.
+
+    Attributes:
+        terms: the batch's distinct terms, in order of first occurrence (document by document, token by token).
+        term_ids: int32, one per posting, document after document: the posting's term as an index into ``terms``
+            (within a document in ascending order, each term once).
+        tfs: int32, the frequency of each posting's term in its document.
+        doc_len: int64, tokens per document.
+        doc_terms: int64, postings (distinct terms) per document.
+    """
+
+    terms: list[str]
+    term_ids: np.ndarray
+    tfs: np.ndarray
+    doc_len: np.ndarray
+    doc_terms: np.ndarray
+
+
+class _LocalVocab(dict[str, int]):
+    """term → number, numbered in order of first look-up."""
+
+    def __missing__(self, term: str) -> int:
+        n = self[term] = len(self)
+        return n
+
+
+def count_batch(tokenizer: str, texts: Sequence[str]) -> CountedBatch:
+    """Tokenize ``texts`` with the registered tokenizer ``tokenizer`` and reduce them to a :class:`CountedBatch`.
+
+    Raises:
+        ValueError: an unknown tokenizer name.
+    """
+    tokenize = get_tokenizer(tokenizer)
+    local = _LocalVocab()
+    number = local.__getitem__
+    term_ids = array("i")
+    tfs = array("i")
+    doc_len = np.zeros(len(texts), dtype=np.int64)
+    doc_terms = np.zeros(len(texts), dtype=np.int64)
+    for i, text in enumerate(texts):
+        tokens = tokenize(text)
+        if not tokens:
+            continue
+        ids = np.fromiter(map(number, tokens), dtype=np.int32, count=len(tokens))
+        unique, counts = np.unique(ids, return_counts=True)
+        term_ids.frombytes(unique.astype(np.int32, copy=False).tobytes())
+        tfs.frombytes(counts.astype(np.int32).tobytes())
+        doc_len[i] = len(tokens)
+        doc_terms[i] = unique.size
+    return CountedBatch(
+        terms=list(local),
+        term_ids=np.frombuffer(term_ids, dtype=np.int32),
+        tfs=np.frombuffer(tfs, dtype=np.int32),
+        doc_len=doc_len,
+        doc_terms=doc_terms,
+    )
+
+
+def usable_cores() -> int:
+    """Cores this process may run on (``os.sched_getaffinity`` where it exists, else ``os.cpu_count()``)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - macOS / Windows
+        return max(1, os.cpu_count() or 1)
+
+
+def _forks_safely() -> bool:
+    return "fork" in multiprocessing.get_all_start_methods() and sys.platform != "darwin"
+
+
+def resolve_workers(workers: int | None, n_texts: int) -> int:
+    """The number of processes to tokenize ``n_texts`` texts with: ``workers`` when it is ``>= 1`` (never more
+    than there are batches); for ``0`` / ``None`` (automatic) every usable core when there are at least
+    :data:`MIN_PARALLEL_TEXTS` texts and the platform forks safely, else 1.
+
+    Raises:
+        ValueError: ``workers < 0``.
+        TypeError: ``workers`` is not an int (``True`` included).
+    """
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)):
+        raise TypeError(f"workers must be an int >= 0 (0: automatic), got {workers!r}")
+    if workers is not None and workers < 0:
+        raise ValueError(f"workers must be >= 0 (0: automatic), got {workers}")
+    batches = max(1, -(-n_texts // BATCH_TEXTS))
+    if workers:
+        return min(workers, batches)
+    if n_texts < MIN_PARALLEL_TEXTS or not _forks_safely():
+        return 1
+    return min(usable_cores(), batches)
+
+
+def _warm(tokenizer: str) -> None:
+    """Worker initializer: load the tokenizer's lazy resources (MeCab, the fold table) once."""
+    get_tokenizer(tokenizer)("東京都の天気と北京的天气 warm-up")
+
+
+def _start_pool(workers: int, tokenizer: str) -> ProcessPoolExecutor:
+    context = multiprocessing.get_context("fork") if _forks_safely() else multiprocessing.get_context()
+    return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_warm, initargs=(tokenizer,))
+
+
+def _submit(pool: ProcessPoolExecutor, tokenizer: str, batch: Sequence[str], first: bool) -> Future[CountedBatch]:
+    if not first:
+        return pool.submit(count_batch, tokenizer, batch)
+    # the first submit forks the workers: keep the parent's heap out of their garbage collector, so they do not
+    # touch (and copy) it; an application that froze objects itself keeps them frozen
+    freeze = gc.get_freeze_count() == 0
+    if freeze:
+        gc.freeze()
+    try:
+        return pool.submit(count_batch, tokenizer, batch)
+    finally:
+        if freeze:
+            gc.unfreeze()
+
+
+def iter_counted(
+    texts: Sequence[str], tokenizer: str, *, workers: int, batch_texts: int | None = None
+) -> Iterator[CountedBatch]:
+    """The :class:`CountedBatch` of each run of ``batch_texts`` consecutive texts, in order, tokenized by
+    ``workers`` processes (``1``: in this process); ``batch_texts`` defaults to :data:`BATCH_TEXTS`.
+
+    At most ``AHEAD_PER_WORKER * workers`` batches are in the pool or finished and not yet taken, so memory stays
+    bounded however fast the caller merges.  Closing the iterator early cancels the batches not started.
+
+    Raises:
+        ValueError: an unknown tokenizer name, ``workers < 1`` or ``batch_texts < 1``; whatever the tokenizer
+            raises.
+    """
+    batch_texts = BATCH_TEXTS if batch_texts is None else batch_texts
+    if workers < 1 or batch_texts < 1:
+        raise ValueError(f"workers and batch_texts must be >= 1, got {workers}, {batch_texts}")
+    get_tokenizer(tokenizer)
+    started = False
+    batches = (texts[i : i + batch_texts] for i in range(0, len(texts), batch_texts))
+    if workers == 1:
+        for batch in batches:
+            yield count_batch(tokenizer, batch)
+        return
+    ahead = AHEAD_PER_WORKER * workers
+    pending: deque[list[Any]] = deque()  # [batch, its future or None], every batch not yet yielded, in order
+    pool: ProcessPoolExecutor | None = None
+    try:
+        pool = _start_pool(workers, tokenizer)
+        while True:
+            while len(pending) < ahead:
+                following: Sequence[str] | None = next(batches, None)
+                if following is None:
+                    break
+                pending.append([following, None])
+                pending[-1][1] = _submit(pool, tokenizer, following, first=not started)
+                started = True
+            if not pending:
+                return
+            result = pending[0][1].result()
+            pending.popleft()
+            yield result
+    except (BrokenProcessPool, OSError, ImportError, NotImplementedError) as e:
+        warnings.warn(
+            f"the BM25 tokenizing processes failed ({type(e).__name__}: {e}); tokenizing the rest in this process",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        for batch in [*(item[0] for item in pending), *batches]:
+            yield count_batch(tokenizer, batch)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
