@@ -48,7 +48,7 @@ from langchain_ragspine.retrievers.bm25 import BM25Retriever
 from langchain_ragspine.retrievers.contract import invoke_retriever
 from langchain_ragspine.retrievers.dense import DenseRetriever, _has_text
 from langchain_ragspine.sensitivity import drop_restricted, is_restricted
-from langchain_ragspine.stores import ChunkStore
+from langchain_ragspine.stores import ChunkStore, bm25_parallel
 from langchain_ragspine.stores.embedding_cache import EmbeddingCache
 from langchain_ragspine.stores.postgres import is_postgres_url, redact_url
 from langchain_ragspine.text import index_text
@@ -637,7 +637,9 @@ def _ingest(
         # Probe the model with one batch BEFORE the store changes: an unreachable or broken model leaves the chunk
         # store and its indexes exactly as they were (the cache only gains vectors).
         summary.embedded = _warm_embedding_cache(root, emb, all_chunks, show, limit=PROBE_CHUNKS)
-    with ChunkStore(root / CHUNKS_DB) as store:
+    # a new store's index is built from exactly this run's chunks: tokenize them while the store is written
+    prefetch = _prefetch_bm25(split, header, name, workers) if not active_before else None
+    with bm25_parallel.prefetched(prefetch), ChunkStore(root / CHUNKS_DB) as store:
         if store.chunker != chunker_config:
             store.set_chunker(chunker_config)
         write_documents(store, split, summary, retract_missing=retract_missing, active_before=active_before,
@@ -680,6 +682,27 @@ def _ingest(
         _write_index_state(root, state)
     summary.seconds = time.perf_counter() - t0
     return summary
+
+
+def _prefetch_bm25(
+    split: Sequence[tuple[Document, list[Document], list[Document] | None]],
+    header: ContextualHeader | None,
+    tokenizer: str,
+    workers: int | None,
+) -> bm25_parallel.CountedBatches | None:
+    """Start tokenizing the BM25 index texts of ``split``'s chunks in worker processes, in the order
+    :func:`build_bm25` reads them from a store holding only these documents (by ``doc_id``, then position), or
+    ``None`` when one process would do (:func:`~langchain_ragspine.stores.bm25_parallel.resolve_workers`).  The
+    build checks that its texts are exactly these before it uses them."""
+    chunks = [c for _, cs, _ in sorted(split, key=lambda item: str(item[0].metadata["doc_id"])) for c in cs]
+    if header is not None:
+        chunks = list(header.transform_documents(chunks))
+    texts = [index_text(c) for c in drop_restricted(chunks)]
+    n = bm25_parallel.resolve_workers(get_settings().workers if workers is None else workers, len(texts))
+    if n < 2:
+        return None
+    return bm25_parallel.CountedBatches(texts, tokenizer, workers=n, ahead=max(
+        bm25_parallel.AHEAD_PER_WORKER * n, bm25_parallel.PREFETCH_TEXTS // bm25_parallel.BATCH_TEXTS))
 
 
 def _split(splitter: ParagraphTextSplitter, doc: Document) -> tuple[list[Document], list[Document] | None]:

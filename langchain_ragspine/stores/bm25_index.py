@@ -76,19 +76,24 @@ def build_bm25_index(
     Raises:
         ValueError / TypeError: a bad ``workers`` (see :func:`~langchain_ragspine.stores.bm25_parallel.resolve_workers`).
     """
-    name, n = tokenizer_name(tokenize), 1
-    if workers != 1:
-        from langchain_ragspine.stores.bm25_parallel import iter_counted, resolve_workers
+    from langchain_ragspine.stores import bm25_parallel
 
-        texts = texts if isinstance(texts, Sequence) else list(texts)
-        n = resolve_workers(workers, len(texts)) if name is not None else 1
+    name = tokenizer_name(tokenize)
+    texts = texts if isinstance(texts, Sequence) else list(texts)
+    batches = bm25_parallel.take_prefetched(texts, name)
+    if batches is None and workers != 1:
+        n = bm25_parallel.resolve_workers(workers, len(texts)) if name is not None else 1
+        if n > 1:
+            batches = bm25_parallel.CountedBatches(texts, name, workers=n)  # type: ignore[arg-type]
     with TermPostings(memory_postings=memory_postings) as postings:
-        if n == 1:
+        if batches is None:
             for text in texts:
                 postings.add(tokenize(text))
         else:
-            for batch in iter_counted(texts, name, workers=n):  # type: ignore[arg-type]
-                postings.add_counted(batch.terms, batch.term_ids, batch.tfs, batch.doc_len, batch.doc_terms)
+            if batches._pool is not None:
+                _postings_bm25_class()  # import bm25s while the workers tokenize
+            for batch in batches:
+                postings.add_counted(batch.term_list(), batch.term_ids, batch.tfs, batch.doc_len, batch.doc_terms)
         if not postings.vocab:
             return None
         index = _postings_bm25_class()(k1=k1, b=b, method="lucene")

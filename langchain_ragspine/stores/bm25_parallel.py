@@ -1,7 +1,7 @@
 """Tokenize a corpus for the BM25 index in several processes, with exactly the index one process builds.
 
 Tokenizing is nearly all of a BM25 build (MeCab for ``auto`` / ``fugashi``, CJK n-grams for ``cjk``), and it is
-pure-Python or GIL-holding work, so threads do not help.  :func:`iter_counted` cuts the texts into batches of
+pure-Python or GIL-holding work, so threads do not help.  :class:`CountedBatches` cuts the texts into batches of
 consecutive texts and sends them to a pool of worker processes; each worker tokenizes its batch with its own
 tokenizer (its own fugashi tagger) and reduces it to postings against the batch's own vocabulary
 (:func:`count_batch`: the batch's distinct terms in order of first occurrence, and per document the term numbers and
@@ -10,6 +10,9 @@ their frequencies).  Batches come back in input order, and
 that order — so every term gets the id it gets in a one-process build, and the score matrix is the same, bit for
 bit (``tests/unit_tests/test_bm25_parallel.py``).  Only strings the batch introduces and compact integer arrays cross
 the process boundary; the parent does little more than one dictionary look-up per distinct term of a batch.
+Ingest into a new store starts the workers on its chunks before it writes the chunk store (:func:`prefetched`), so
+tokenizing overlaps the SQLite writes; the build takes those batches only when its texts are exactly the ones
+tokenized.
 
 How many workers (:func:`resolve_workers`): ``1`` tokenizes in this process; ``0`` / ``None`` (the default of
 :func:`~langchain_ragspine.indexing.ingest`, setting ``RAGSPINE_WORKERS``) uses every core this process may run on
@@ -35,6 +38,8 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,8 +51,11 @@ __all__ = [
     "BATCH_TEXTS",
     "MIN_PARALLEL_TEXTS",
     "CountedBatch",
+    "CountedBatches",
     "count_batch",
     "iter_counted",
+    "prefetched",
+    "take_prefetched",
     "resolve_workers",
     "usable_cores",
 ]
@@ -58,6 +66,8 @@ BATCH_TEXTS = 512
 MIN_PARALLEL_TEXTS = 4096
 #: Batches handed to the pool ahead of the one being merged, per worker (bounds the memory of finished batches).
 AHEAD_PER_WORKER = 4
+#: Texts tokenized ahead while ingest writes the chunk store (:func:`prefetched`; ~4 MB per 1,000 chunks kept).
+PREFETCH_TEXTS = 32768
 
 
 @dataclass(frozen=True)
@@ -65,7 +75,9 @@ class CountedBatch:
     """A batch of documents reduced to postings against the batch's own vocabulary.
 
     Attributes:
-        terms: the batch's distinct terms, in order of first occurrence (document by document, token by token).
+        terms: the batch's distinct terms, in order of first occurrence (document by document, token by token);
+            as one string joined by :data:`TERM_SEPARATOR` when no term holds it (one object instead of tens of
+            thousands to send between processes and keep while waiting), see :meth:`term_list`.
         term_ids: int32, one per posting, document after document: the posting's term as an index into ``terms``
             (within a document in ascending order, each term once).
         tfs: int32, the frequency of each posting's term in its document.
@@ -73,11 +85,21 @@ class CountedBatch:
         doc_terms: int64, postings (distinct terms) per document.
     """
 
-    terms: list[str]
+    terms: list[str] | str
     term_ids: np.ndarray
     tfs: np.ndarray
     doc_len: np.ndarray
     doc_terms: np.ndarray
+
+    def term_list(self) -> list[str]:
+        """:attr:`terms` as a list."""
+        if isinstance(self.terms, str):
+            return self.terms.split(TERM_SEPARATOR)
+        return self.terms
+
+
+#: Joins the terms of a :class:`CountedBatch` (no registered tokenizer but ``whitespace`` can make a term holding it).
+TERM_SEPARATOR = "\x00"
 
 
 class _LocalVocab(dict[str, int]):
@@ -111,8 +133,13 @@ def count_batch(tokenizer: str, texts: Sequence[str]) -> CountedBatch:
         tfs.frombytes(counts.astype(np.int32).tobytes())
         doc_len[i] = len(tokens)
         doc_terms[i] = unique.size
+    terms: list[str] | str = list(local)
+    if terms:
+        joined = TERM_SEPARATOR.join(terms)
+        if joined.count(TERM_SEPARATOR) == len(terms) - 1:
+            terms = joined
     return CountedBatch(
-        terms=list(local),
+        terms=terms,
         term_ids=np.frombuffer(term_ids, dtype=np.int32),
         tfs=np.frombuffer(tfs, dtype=np.int32),
         doc_len=doc_len,
@@ -178,55 +205,140 @@ def _submit(pool: ProcessPoolExecutor, tokenizer: str, batch: Sequence[str], fir
             gc.unfreeze()
 
 
-def iter_counted(
-    texts: Sequence[str], tokenizer: str, *, workers: int, batch_texts: int | None = None
-) -> Iterator[CountedBatch]:
-    """The :class:`CountedBatch` of each run of ``batch_texts`` consecutive texts, in order, tokenized by
-    ``workers`` processes (``1``: in this process); ``batch_texts`` defaults to :data:`BATCH_TEXTS`.
+class CountedBatches:
+    """The :class:`CountedBatch` of each run of ``batch_texts`` consecutive ``texts``, tokenized by ``workers``
+    processes (``1``: in this process, as the iteration asks for them); iterate it once, in order.
 
-    At most ``AHEAD_PER_WORKER * workers`` batches are in the pool or finished and not yet taken, so memory stays
-    bounded however fast the caller merges.  Closing the iterator early cancels the batches not started.
+    With ``workers > 1`` the pool starts and the first batches are handed to it at construction, so the workers
+    tokenize while the caller does something else (:func:`prefetched`).  At most ``ahead`` batches (default
+    ``AHEAD_PER_WORKER * workers``) are in the pool or finished and not yet taken, so memory stays bounded however
+    slowly the caller merges.  :meth:`close` (also on leaving a ``with`` block, or closing the iterator early)
+    cancels the batches not started.
 
     Raises:
-        ValueError: an unknown tokenizer name, ``workers < 1`` or ``batch_texts < 1``; whatever the tokenizer
-            raises.
+        ValueError: an unknown tokenizer name, ``workers < 1``, ``batch_texts < 1`` or ``ahead < 1``; whatever the
+            tokenizer raises (when the batch is taken).
     """
-    batch_texts = BATCH_TEXTS if batch_texts is None else batch_texts
-    if workers < 1 or batch_texts < 1:
-        raise ValueError(f"workers and batch_texts must be >= 1, got {workers}, {batch_texts}")
-    get_tokenizer(tokenizer)
-    started = False
-    batches = (texts[i : i + batch_texts] for i in range(0, len(texts), batch_texts))
-    if workers == 1:
-        for batch in batches:
-            yield count_batch(tokenizer, batch)
-        return
-    ahead = AHEAD_PER_WORKER * workers
-    pending: deque[list[Any]] = deque()  # [batch, its future or None], every batch not yet yielded, in order
-    pool: ProcessPoolExecutor | None = None
-    try:
-        pool = _start_pool(workers, tokenizer)
-        while True:
-            while len(pending) < ahead:
-                following: Sequence[str] | None = next(batches, None)
-                if following is None:
-                    break
-                pending.append([following, None])
-                pending[-1][1] = _submit(pool, tokenizer, following, first=not started)
-                started = True
-            if not pending:
+
+    def __init__(
+        self,
+        texts: Sequence[str],
+        tokenizer: str,
+        *,
+        workers: int,
+        batch_texts: int | None = None,
+        ahead: int | None = None,
+    ) -> None:
+        batch_texts = BATCH_TEXTS if batch_texts is None else batch_texts
+        ahead = AHEAD_PER_WORKER * workers if ahead is None else ahead
+        if workers < 1 or batch_texts < 1 or ahead < 1:
+            raise ValueError(f"workers, batch_texts and ahead must be >= 1, got {workers}, {batch_texts}, {ahead}")
+        get_tokenizer(tokenizer)
+        self.texts = texts
+        self.tokenizer = tokenizer
+        self._batches = (texts[i : i + batch_texts] for i in range(0, len(texts), batch_texts))
+        self._ahead = ahead
+        self._pending: deque[list[Any]] = deque()  # [batch, its future or None], batches not yet taken, in order
+        self._pool: ProcessPoolExecutor | None = None
+        self._taken = False
+        self._forked = False
+        if workers > 1:
+            try:
+                self._pool = _start_pool(workers, tokenizer)
+                self._fill()
+            except (BrokenProcessPool, OSError, ImportError, NotImplementedError) as e:
+                self._failed(e)
+
+    def __enter__(self) -> CountedBatches:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the pool (batches not started are cancelled)."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def _fill(self) -> None:
+        assert self._pool is not None
+        while len(self._pending) < self._ahead:
+            following: Sequence[str] | None = next(self._batches, None)
+            if following is None:
                 return
-            result = pending[0][1].result()
-            pending.popleft()
-            yield result
-    except (BrokenProcessPool, OSError, ImportError, NotImplementedError) as e:
+            self._pending.append([following, None])
+            self._pending[-1][1] = _submit(self._pool, self.tokenizer, following, first=not self._forked)
+            self._forked = True
+
+    def _failed(self, e: BaseException) -> None:
         warnings.warn(
             f"the BM25 tokenizing processes failed ({type(e).__name__}: {e}); tokenizing the rest in this process",
             RuntimeWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
-        for batch in [*(item[0] for item in pending), *batches]:
-            yield count_batch(tokenizer, batch)
+        self.close()
+
+    def __iter__(self) -> Iterator[CountedBatch]:
+        if self._taken:
+            raise RuntimeError("CountedBatches can be iterated once")
+        self._taken = True
+        try:
+            while self._pool is not None:
+                try:
+                    self._fill()
+                    if not self._pending:
+                        return
+                    result = self._pending[0][1].result()
+                except (BrokenProcessPool, OSError, ImportError, NotImplementedError) as e:
+                    self._failed(e)
+                    break
+                self._pending.popleft()
+                yield result
+            # in this process: every batch when workers == 1, else what the pool left
+            while self._pending:
+                yield count_batch(self.tokenizer, self._pending.popleft()[0])
+            for batch in self._batches:
+                yield count_batch(self.tokenizer, batch)
+        finally:
+            self.close()
+
+
+def iter_counted(
+    texts: Sequence[str], tokenizer: str, *, workers: int, batch_texts: int | None = None
+) -> Iterator[CountedBatch]:
+    """The batches of :class:`CountedBatches` (``texts`` tokenized by ``workers`` processes), in order.
+
+    Raises:
+        ValueError: see :class:`CountedBatches`.
+    """
+    yield from CountedBatches(texts, tokenizer, workers=workers, batch_texts=batch_texts)
+
+
+_PREFETCHED: ContextVar[CountedBatches | None] = ContextVar("ragspine_bm25_prefetched", default=None)
+
+
+@contextmanager
+def prefetched(batches: CountedBatches | None) -> Iterator[None]:
+    """Within the block, a BM25 build (:func:`~langchain_ragspine.stores.bm25_index.build_bm25_index`) over exactly
+    ``batches.texts`` with its tokenizer takes its postings from ``batches`` (tokenized ahead, e.g. while
+    :func:`~langchain_ragspine.indexing.ingest` writes the chunk store) instead of tokenizing again; a build over
+    other texts ignores them.  ``batches`` is closed on leaving the block.  ``None``: nothing is prefetched."""
+    token = _PREFETCHED.set(batches)
+    try:
+        yield
     finally:
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
+        _PREFETCHED.reset(token)
+        if batches is not None:
+            batches.close()
+
+
+def take_prefetched(texts: Sequence[str], tokenizer: str | None) -> CountedBatches | None:
+    """The prefetched batches (:func:`prefetched`) when they are of exactly ``texts`` and ``tokenizer``, once;
+    else ``None``."""
+    batches = _PREFETCHED.get()
+    if batches is None or batches._taken or tokenizer != batches.tokenizer:
+        return None
+    if len(texts) != len(batches.texts) or any(a != b for a, b in zip(texts, batches.texts, strict=True)):
+        return None
+    return batches

@@ -76,7 +76,7 @@ def test_counted_batches_merge_to_the_postings_of_one_process(texts: list[str], 
         for text in texts:
             one.add(tokenize(text))
         for counted in iter_counted(texts, tokenizer, workers=1, batch_texts=batch):
-            merged.add_counted(counted.terms, counted.term_ids, counted.tfs, counted.doc_len, counted.doc_terms)
+            merged.add_counted(counted.term_list(), counted.term_ids, counted.tfs, counted.doc_len, counted.doc_terms)
         assert list(merged.vocab.items()) == list(one.vocab.items())
         assert merged.num_docs == one.num_docs == len(texts)
         if one.vocab:
@@ -87,10 +87,15 @@ def test_counted_batches_merge_to_the_postings_of_one_process(texts: list[str], 
 
 def test_count_batch_counts_terms_per_document() -> None:
     batch = count_batch("whitespace", ["b a b", "", "c a"])
-    assert batch.terms == ["b", "a", "c"]  # first occurrence
+    assert batch.terms == "b\x00a\x00c" and batch.term_list() == ["b", "a", "c"]  # first occurrence
     assert batch.doc_len.tolist() == [3, 0, 2] and batch.doc_terms.tolist() == [2, 0, 2]
-    pairs = [(batch.terms[t], int(f)) for t, f in zip(batch.term_ids, batch.tfs, strict=True)]
+    pairs = [(batch.term_list()[t], int(f)) for t, f in zip(batch.term_ids, batch.tfs, strict=True)]
     assert pairs == [("b", 2), ("a", 1), ("a", 1), ("c", 1)]
+
+
+def test_terms_holding_the_separator_stay_a_list() -> None:
+    batch = count_batch("whitespace", ["a\x00b c", "c"])  # str.split() keeps NUL inside a token
+    assert batch.terms == ["a\x00b", "c"] and batch.term_list() == ["a\x00b", "c"]
 
 
 def test_add_counted_rejects_arrays_that_do_not_fit() -> None:
@@ -246,21 +251,22 @@ def test_an_ingest_interrupted_while_tokenizing_is_rebuilt_the_same(
     ingest(corpus, clean, embedding="none", mode="bm25", workers=1, progress=False)
 
     store = tmp_path / "store"
-    iter_original = bm25_parallel.iter_counted
+    add_counted = TermPostings.add_counted
+    merged: list[int] = []
 
-    def interrupted(*args, **kwargs):  # type: ignore[no-untyped-def]
-        for i, batch in enumerate(iter_original(*args, **kwargs)):
-            if i == 2:
-                raise _Interrupted  # e.g. Ctrl-C after the store was written, while the index is being built
-            yield batch
+    def interrupted(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if len(merged) == 2:
+            raise _Interrupted  # e.g. Ctrl-C after the store was written, while the index is being built
+        merged.append(1)
+        return add_counted(self, *args, **kwargs)
 
-    monkeypatch.setattr(bm25_parallel, "iter_counted", interrupted)
+    monkeypatch.setattr(TermPostings, "add_counted", interrupted)
     with pytest.raises(_Interrupted):
         ingest(corpus, store, embedding="none", mode="bm25", workers=2, progress=False)
     with ChunkStore(store / CHUNKS_DB, read_only=True) as s:
         assert s.count_chunks() > 0  # the chunk store was committed ...
     assert not (store / BM25_DIR).exists()  # ... the index was not written
-    monkeypatch.setattr(bm25_parallel, "iter_counted", iter_original)
+    monkeypatch.setattr(TermPostings, "add_counted", add_counted)
     summary = ingest(corpus, store, embedding="none", mode="bm25", workers=2, progress=False)
     assert summary.new == 0 and summary.unchanged == summary.documents and summary.index_rebuilt
     assert _index_files(store) == _index_files(clean)
@@ -276,3 +282,36 @@ def test_regression_a_block_of_documents_without_tokens_builds() -> None:
         a, b = blocked.lucene_scores(k1=1.5, b=0.75), whole.lucene_scores(k1=1.5, b=0.75)
         for key in ("data", "indices", "indptr"):
             assert a[key].tobytes() == b[key].tobytes()
+
+
+@needs_fork
+def test_prefetched_batches_are_used_only_for_exactly_their_texts(small_batches: None, pool_starts: list[int]) -> None:
+    texts = _texts(100, seed=3)
+    tokenize = get_tokenizer("cjk")
+    one = build_bm25_index(texts, tokenize, k1=1.5, b=0.75, workers=1)
+    other = [*texts[:-1], texts[-1] + " changed"]
+    with bm25_parallel.prefetched(bm25_parallel.CountedBatches(texts, "cjk", workers=2)):
+        assert bm25_parallel.take_prefetched(other, "cjk") is None
+        assert bm25_parallel.take_prefetched(texts, "auto") is None
+        _assert_same_index(build_bm25_index(other, tokenize, k1=1.5, b=0.75, workers=1),
+                           build_bm25_index(other, tokenize, k1=1.5, b=0.75, workers=1))
+        two = build_bm25_index(texts, tokenize, k1=1.5, b=0.75, workers=1)  # takes the prefetched batches
+        assert bm25_parallel.take_prefetched(texts, "cjk") is None  # once
+    assert pool_starts == [2]
+    _assert_same_index(one, two)
+
+
+@needs_fork
+@pytest.mark.parametrize("contextual", [False, True])
+def test_ingest_prefetch_matches_the_store_with_headers_and_restricted_documents(
+    tmp_path: Path, small_batches: None, pool_starts: list[int], contextual: bool
+) -> None:
+    corpus = _corpus(tmp_path / "corpus")
+    (corpus / "zz-secret.md").write_text("---\nsensitivity: RESTRICTED\n---\n# Secret\n\n" + JA * 3 + "\n", "utf-8")
+    (corpus / "A-first.md").write_text("# Upper case sorts first\n\n" + ZH + "\n", "utf-8")
+    one, two = tmp_path / "one", tmp_path / "two"
+    ingest(corpus, one, embedding="none", mode="bm25", workers=1, contextual=contextual, progress=False)
+    ingest(corpus, two, embedding="none", mode="bm25", workers=2, contextual=contextual, progress=False)
+    assert pool_starts == [2]  # the prefetched batches were used: no second pool for the build
+    assert _index_files(two) == _index_files(one)
+    assert b"Secret" not in _index_files(two)["bm25/docs.jsonl"]
