@@ -550,7 +550,7 @@ def ingest(
             without an embedding model.
         StoreError: the store was chunked with another configuration (the message names both).
     """
-    with reporting(progress):
+    with reporting(progress), bm25_parallel.prefetch_scope():
         return _ingest(
             paths, store_dir, chunk_size=chunk_size, chunk_overlap=chunk_overlap, tokenizer=tokenizer,
             on_error=on_error, retract_missing=retract_missing, progress=progress, embedding=embedding, mode=mode,
@@ -633,13 +633,13 @@ def _ingest(
     all_chunks = [c for _, chunks, _ in split for c in chunks]
     if header is not None:  # embedded (and keyed) by the index text with its contextual header
         all_chunks = list(header.transform_documents(all_chunks))
+    if not active_before:  # a new store's index is built from exactly this run's chunks: tokenize them now
+        bm25_parallel.prefetch(_prefetch_bm25(split, header, name, workers))  # closed when ingest() returns
     if emb is not None:
         # Probe the model with one batch BEFORE the store changes: an unreachable or broken model leaves the chunk
         # store and its indexes exactly as they were (the cache only gains vectors).
         summary.embedded = _warm_embedding_cache(root, emb, all_chunks, show, limit=PROBE_CHUNKS)
-    # a new store's index is built from exactly this run's chunks: tokenize them while the store is written
-    prefetch = _prefetch_bm25(split, header, name, workers) if not active_before else None
-    with bm25_parallel.prefetched(prefetch), ChunkStore(root / CHUNKS_DB) as store:
+    with ChunkStore(root / CHUNKS_DB) as store:
         if store.chunker != chunker_config:
             store.set_chunker(chunker_config)
         write_documents(store, split, summary, retract_missing=retract_missing, active_before=active_before,

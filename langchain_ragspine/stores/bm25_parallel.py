@@ -10,7 +10,7 @@ their frequencies).  Batches come back in input order, and
 that order — so every term gets the id it gets in a one-process build, and the score matrix is the same, bit for
 bit (``tests/unit_tests/test_bm25_parallel.py``).  Only strings the batch introduces and compact integer arrays cross
 the process boundary; the parent does little more than one dictionary look-up per distinct term of a batch.
-Ingest into a new store starts the workers on its chunks before it writes the chunk store (:func:`prefetched`), so
+Ingest into a new store starts the workers on its chunks before it writes the chunk store (:func:`prefetch`), so
 tokenizing overlaps the SQLite writes; the build takes those batches only when its texts are exactly the ones
 tokenized.
 
@@ -54,6 +54,8 @@ __all__ = [
     "CountedBatches",
     "count_batch",
     "iter_counted",
+    "prefetch",
+    "prefetch_scope",
     "prefetched",
     "take_prefetched",
     "resolve_workers",
@@ -66,7 +68,7 @@ BATCH_TEXTS = 512
 MIN_PARALLEL_TEXTS = 4096
 #: Batches handed to the pool ahead of the one being merged, per worker (bounds the memory of finished batches).
 AHEAD_PER_WORKER = 4
-#: Texts tokenized ahead while ingest writes the chunk store (:func:`prefetched`; ~4 MB per 1,000 chunks kept).
+#: Texts tokenized ahead while ingest writes the chunk store (:func:`prefetch`; ~4 MB per 1,000 chunks kept).
 PREFETCH_TEXTS = 32768
 
 
@@ -210,7 +212,7 @@ class CountedBatches:
     processes (``1``: in this process, as the iteration asks for them); iterate it once, in order.
 
     With ``workers > 1`` the pool starts and the first batches are handed to it at construction, so the workers
-    tokenize while the caller does something else (:func:`prefetched`).  At most ``ahead`` batches (default
+    tokenize while the caller does something else (:func:`prefetch`).  At most ``ahead`` batches (default
     ``AHEAD_PER_WORKER * workers``) are in the pool or finished and not yet taken, so memory stays bounded however
     slowly the caller merges.  :meth:`close` (also on leaving a ``with`` block, or closing the iterator early)
     cancels the batches not started.
@@ -315,30 +317,56 @@ def iter_counted(
     yield from CountedBatches(texts, tokenizer, workers=workers, batch_texts=batch_texts)
 
 
-_PREFETCHED: ContextVar[CountedBatches | None] = ContextVar("ragspine_bm25_prefetched", default=None)
+_PREFETCHED: ContextVar[list[CountedBatches] | None] = ContextVar("ragspine_bm25_prefetched", default=None)
+
+
+@contextmanager
+def prefetch_scope() -> Iterator[None]:
+    """A block within which :func:`prefetch` may register batches tokenized ahead; on leaving it every registered
+    batch is closed (its pool stopped), however the block ends."""
+    token = _PREFETCHED.set([])
+    try:
+        yield
+    finally:
+        registered = _PREFETCHED.get() or []
+        _PREFETCHED.reset(token)
+        for batches in registered:
+            batches.close()
+
+
+def prefetch(batches: CountedBatches | None) -> None:
+    """Register ``batches`` (tokenized ahead, e.g. while :func:`~langchain_ragspine.indexing.ingest` writes the
+    chunk store) in the current :func:`prefetch_scope`: a BM25 build
+    (:func:`~langchain_ragspine.stores.bm25_index.build_bm25_index`) within the scope over exactly
+    ``batches.texts`` with its tokenizer takes its postings from them instead of tokenizing again; a build over
+    other texts ignores them.  ``None``: nothing.
+
+    Raises:
+        RuntimeError: outside a :func:`prefetch_scope` (``batches`` is closed first).
+    """
+    if batches is None:
+        return
+    registered = _PREFETCHED.get()
+    if registered is None:
+        batches.close()
+        raise RuntimeError("prefetch() outside a prefetch_scope()")
+    registered.append(batches)
 
 
 @contextmanager
 def prefetched(batches: CountedBatches | None) -> Iterator[None]:
-    """Within the block, a BM25 build (:func:`~langchain_ragspine.stores.bm25_index.build_bm25_index`) over exactly
-    ``batches.texts`` with its tokenizer takes its postings from ``batches`` (tokenized ahead, e.g. while
-    :func:`~langchain_ragspine.indexing.ingest` writes the chunk store) instead of tokenizing again; a build over
-    other texts ignores them.  ``batches`` is closed on leaving the block.  ``None``: nothing is prefetched."""
-    token = _PREFETCHED.set(batches)
-    try:
+    """:func:`prefetch_scope` with ``batches`` registered."""
+    with prefetch_scope():
+        prefetch(batches)
         yield
-    finally:
-        _PREFETCHED.reset(token)
-        if batches is not None:
-            batches.close()
 
 
 def take_prefetched(texts: Sequence[str], tokenizer: str | None) -> CountedBatches | None:
     """The prefetched batches (:func:`prefetched`) when they are of exactly ``texts`` and ``tokenizer``, once;
     else ``None``."""
-    batches = _PREFETCHED.get()
-    if batches is None or batches._taken or tokenizer != batches.tokenizer:
-        return None
-    if len(texts) != len(batches.texts) or any(a != b for a, b in zip(texts, batches.texts, strict=True)):
-        return None
-    return batches
+    for batches in _PREFETCHED.get() or []:
+        if batches._taken or tokenizer != batches.tokenizer or len(texts) != len(batches.texts):
+            continue
+        if all(a == b for a, b in zip(texts, batches.texts, strict=True)):
+            return batches
+    return None

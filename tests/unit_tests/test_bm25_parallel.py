@@ -315,3 +315,29 @@ def test_ingest_prefetch_matches_the_store_with_headers_and_restricted_documents
     assert pool_starts == [2]  # the prefetched batches were used: no second pool for the build
     assert _index_files(two) == _index_files(one)
     assert b"Secret" not in _index_files(two)["bm25/docs.jsonl"]
+
+
+@needs_fork
+def test_a_failing_ingest_stops_the_prefetching_workers(
+    tmp_path: Path, small_batches: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langchain_ragspine import indexing
+
+    pools = []
+    start = bm25_parallel._start_pool
+    monkeypatch.setattr(bm25_parallel, "_start_pool", lambda *a: pools.append(start(*a)) or pools[-1])
+
+    def fails(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise _Interrupted
+
+    monkeypatch.setattr(indexing, "write_documents", fails)
+    with pytest.raises(_Interrupted):
+        ingest(_corpus(tmp_path / "corpus"), tmp_path / "store", embedding="none", mode="bm25", workers=2,
+               progress=False)
+    assert len(pools) == 1 and pools[0]._shutdown_thread  # the prefetch pool was shut down
+
+
+def test_prefetch_outside_a_scope_is_refused() -> None:
+    batches = bm25_parallel.CountedBatches(["東京"], "cjk", workers=1)
+    with pytest.raises(RuntimeError, match="prefetch_scope"):
+        bm25_parallel.prefetch(batches)
