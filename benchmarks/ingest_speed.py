@@ -236,14 +236,22 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
 
 
 def _index_digest(store: Path) -> str:
-    """SHA-256 over the saved BM25 index files (arrays, vocabulary, documents), to compare two builds."""
+    """SHA-256 over the saved BM25 index files (arrays, vocabulary, settings, documents without their per-store
+    ``ingested_at``), to compare two builds."""
     import hashlib
 
     h = hashlib.sha256()
     for p in sorted((store / "bm25").rglob("*")):
         if p.is_file():
             h.update(str(p.relative_to(store)).encode())
-            h.update(p.read_bytes())
+            if p.name == "docs.jsonl":
+                with p.open(encoding="utf-8") as f:
+                    for line in f:
+                        row = json.loads(line)
+                        row.get("metadata", {}).pop("ingested_at", None)
+                        h.update(json.dumps(row, ensure_ascii=False, sort_keys=True).encode())
+            else:
+                h.update(p.read_bytes())
     return h.hexdigest()
 
 
