@@ -63,12 +63,12 @@ __all__ = [
 ]
 
 #: Texts per batch sent to a worker.
-BATCH_TEXTS = 512
+BATCH_TEXTS = 2048
 #: Fewer texts than this are tokenized in this process when the number of workers is automatic.
 MIN_PARALLEL_TEXTS = 4096
 #: Batches handed to the pool ahead of the one being merged, per worker (bounds the memory of finished batches).
 AHEAD_PER_WORKER = 4
-#: Texts tokenized ahead while ingest writes the chunk store (:func:`prefetch`; ~4 MB per 1,000 chunks kept).
+#: Texts tokenized ahead while ingest writes the chunk store (:func:`prefetch`; ~3 MB per 1,000 chunks kept).
 PREFETCH_TEXTS = 32768
 
 

@@ -110,7 +110,7 @@ def test_resolve_workers(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(bm25_parallel, "usable_cores", lambda: 2)
     assert resolve_workers(1, 10**6) == 1
     assert resolve_workers(3, 10**6) == 3  # explicit: as asked ...
-    assert resolve_workers(3, 600) == 2  # ... but never more than there are batches (512 texts each)
+    assert resolve_workers(3, 3000) == 2  # ... but never more than there are batches (2048 texts each)
     assert resolve_workers(0, bm25_parallel.MIN_PARALLEL_TEXTS - 1) == 1  # automatic: small input, one process
     expected = 2 if bm25_parallel._forks_safely() else 1
     assert resolve_workers(None, 10**6) == resolve_workers(0, 10**6) == expected
