@@ -19,9 +19,10 @@ wrapping the package's own functions (load = ``CorpusLoader.lazy_load``, chunk =
 tokenizer or waiting for the tokenizing processes, index = the rest of the BM25 build, save = ``BM25Retriever.save``,
 other = everything else) and the peak RSS of the process (``ru_maxrss``) and of its largest child (tokenizing
 processes, if any).  With ``--before DIR`` the package found in ``DIR`` (e.g. ``git archive 6b8f897
-langchain_ragspine | tar -x -C /tmp/ingest-before``) runs each tokenizer too, before/after interleaved in one run.
+langchain_ragspine | tar -x -C /tmp/6b8f897``) runs each tokenizer too, before/after interleaved in one run.
 
-    python benchmarks/ingest_speed.py --before /tmp/ingest-before           # 100k chunks, auto and cjk
+    git archive 6b8f897 langchain_ragspine | tar -x -C /tmp/6b8f897        # the folder's name labels the rows
+    python benchmarks/ingest_speed.py --before /tmp/6b8f897 --check-identical   # 100k chunks, auto and cjk
     python benchmarks/ingest_speed.py --quick                               # 5k chunks, RESULTS.md untouched
 
 Writes the ``ingest-speed`` section of ``benchmarks/RESULTS.md`` (not with ``--quick`` unless ``--write``).
@@ -297,13 +298,13 @@ def table(results: list[dict[str, Any]]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--size", default="100k", help="synthetic paragraphs (~ chunks), e.g. 100k (default)")
+    p.add_argument("--size", default=None, help="synthetic paragraphs (~ chunks): default 100k, 5k with --quick")
     p.add_argument("--tokenizers", default="auto,cjk", help="comma-separated (default auto,cjk)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--before", type=Path, default=None, help="a folder holding an older langchain_ragspine")
     p.add_argument("--workers", default=None, help="RAGSPINE_WORKERS for the runs of this commit (default: unset)")
     p.add_argument("--repeat", type=int, default=1, help="runs per configuration, interleaved (default 1)")
-    p.add_argument("--quick", action="store_true", help="smoke run: 5k paragraphs, RESULTS.md untouched")
+    p.add_argument("--quick", action="store_true", help="smoke run: 5k paragraphs (unless --size), RESULTS.md untouched")
     p.add_argument("--write", action="store_true", help="write RESULTS.md even with --quick")
     p.add_argument("--check-identical", action="store_true",
                    help="also check that every run of a tokenizer saved a byte-identical BM25 index")
@@ -325,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    size = speed.parse_size("5k" if args.quick else args.size)
+    size = speed.parse_size(args.size or ("5k" if args.quick else "100k"))
     tokenizers = [t.strip() for t in args.tokenizers.split(",") if t.strip()]
     env_after = {"RAGSPINE_WORKERS": args.workers} if args.workers else {}
     results: list[dict[str, Any]] = []
@@ -352,11 +353,14 @@ def main(argv: list[str] | None = None) -> int:
                     results.append(run_worker(cfg, src, env))
                     shutil.rmtree(store, ignore_errors=True)
     load_end = os.getloadavg()
+    identical = []
     if args.check_identical:
         for tok in tokenizers:
             digests = {r["digest"] for r in results if r["tokenizer"] == tok}
-            print(f"tokenizer {tok}: {'identical' if len(digests) == 1 else 'DIFFERENT'} BM25 index files "
-                  f"across {sum(r['tokenizer'] == tok for r in results)} runs", file=sys.stderr)
+            identical.append(f"tokenizer `{tok}`: {'identical' if len(digests) == 1 else '**DIFFERENT**'} saved "
+                             f"BM25 index files (arrays, vocabulary, documents) across its "
+                             f"{sum(r['tokenizer'] == tok for r in results)} runs")
+            print(identical[-1], file=sys.stderr)
     if args.json is not None:
         args.json.write_text(json.dumps({"load": [load_start, load_end], "results": results}, indent=1), "utf-8")
 
@@ -377,6 +381,8 @@ def main(argv: list[str] | None = None) -> int:
         "(imports included), in brackets that of its largest child.\n\n"
         f"Load average: {load}.\n"
     )
+    if identical:
+        body += "\n" + "; ".join(identical) + ".\n"
     if args.before is not None:
         body += f"\n`before` = the package exported from commit `{args.before.name}` into `--before`.\n"
     if env_after:
