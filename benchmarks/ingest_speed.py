@@ -37,7 +37,6 @@ import os
 import resource
 import shlex
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -48,7 +47,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import DATA, REPO, update_results_section  # noqa: E402
+from _common import DATA, REPO, run_json_worker, update_results_section  # noqa: E402
 
 #: Paragraphs (synthetic chunks of ``speed.make_corpus``) per file.
 PER_FILE = 4
@@ -259,18 +258,7 @@ def _index_digest(store: Path) -> str:
 def run_worker(cfg: dict[str, Any], src: Path, env_extra: dict[str, str]) -> dict[str, Any]:
     t0 = time.perf_counter()
     print(f"  {cfg['label']:<22} tokenizer {cfg['tokenizer']:<5} ...", end=" ", flush=True, file=sys.stderr)
-    env = {**os.environ, **env_extra, "PYTHONPATH": os.pathsep.join([str(src), str(REPO / "benchmarks")])}
-    proc = subprocess.run(
-        [sys.executable, str(Path(__file__).resolve()), "--worker", json.dumps(cfg)],
-        capture_output=True,
-        text=True,
-        cwd=str(src),
-        env=env,
-    )
-    if proc.returncode != 0:
-        sys.stderr.write(proc.stderr)
-        raise SystemExit(f"ingest_speed.py: worker {cfg} exited with status {proc.returncode}")
-    res = json.loads(proc.stdout.strip().splitlines()[-1])
+    res = run_json_worker(__file__, cfg, src, env_extra)
     res["label"] = cfg["label"]
     print(f"{res['chunks_per_s']:,.0f} chunks/s ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
     return res

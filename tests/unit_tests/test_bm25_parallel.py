@@ -221,14 +221,23 @@ def _index_files(store: Path) -> dict[str, bytes]:
     return out
 
 
+@pytest.fixture
+def one_process_store(tmp_path: Path) -> tuple[Path, Path]:
+    """``(corpus, store)``: a corpus and its store ingested in one process."""
+    corpus = _corpus(tmp_path / "corpus")
+    ingest(corpus, tmp_path / "one", embedding="none", mode="bm25", workers=1, progress=False)
+    return corpus, tmp_path / "one"
+
+
 @needs_fork
 def test_ingest_with_workers_saves_the_same_index_files(
-    tmp_path: Path, small_batches: None, pool_starts: list[int], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    one_process_store: tuple[Path, Path],
+    small_batches: None,
+    pool_starts: list[int],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    corpus = _corpus(tmp_path / "corpus")
-    one = tmp_path / "one"
-    ingest(corpus, one, embedding="none", mode="bm25", workers=1, progress=False)
-    assert pool_starts == []
+    corpus, one = one_process_store
     monkeypatch.setenv("RAGSPINE_WORKERS", "2")  # through the settings
     two = tmp_path / "two"
     summary = ingest(corpus, two, embedding="none", mode="bm25", progress=False)
@@ -244,11 +253,13 @@ class _Interrupted(Exception):
 
 @needs_fork
 def test_an_ingest_interrupted_while_tokenizing_is_rebuilt_the_same(
-    tmp_path: Path, small_batches: None, pool_starts: list[int], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    one_process_store: tuple[Path, Path],
+    small_batches: None,
+    pool_starts: list[int],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    corpus = _corpus(tmp_path / "corpus")
-    clean = tmp_path / "clean"
-    ingest(corpus, clean, embedding="none", mode="bm25", workers=1, progress=False)
+    corpus, clean = one_process_store
 
     store = tmp_path / "store"
     add_counted = TermPostings.add_counted
