@@ -54,3 +54,24 @@ def data_missing(sets: list[str]) -> bool:
         print(f"benchmark data not found: {', '.join(str(DATA / s) for s in missing)} "
               "(expected ../shared/data beside the repo, or set RAGSPINE_DATA)", file=sys.stderr)
     return bool(missing)
+
+
+def run_json_worker(script: str | os.PathLike[str], cfg: dict, src: Path, env: dict[str, str] | None = None) -> dict:
+    """Run ``python SCRIPT --worker JSON(cfg)`` in ``src`` with ``src`` (a package folder, e.g. an older commit's
+    export) and ``benchmarks/`` on ``PYTHONPATH`` and ``env`` added; return the JSON object its last stdout line
+    holds.  A failing worker prints its stderr and exits the benchmark."""
+    import json
+    import sys
+
+    path = Path(script).resolve()
+    proc = subprocess.run(
+        [sys.executable, str(path), "--worker", json.dumps(cfg)],
+        capture_output=True,
+        text=True,
+        cwd=str(src),
+        env={**os.environ, **(env or {}), "PYTHONPATH": os.pathsep.join([str(src), str(REPO / "benchmarks")])},
+    )
+    if proc.returncode != 0:
+        sys.stderr.write(proc.stderr)
+        raise SystemExit(f"{path.name}: worker {cfg} exited with status {proc.returncode}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])

@@ -25,7 +25,6 @@ import gc
 import json
 import os
 import shlex
-import subprocess
 import sys
 import tempfile
 import time
@@ -35,7 +34,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import REPO, update_results_section  # noqa: E402
+from _common import REPO, run_json_worker, update_results_section  # noqa: E402
 
 WARMUP = 5
 
@@ -123,19 +122,8 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
 def run_worker(cfg: dict[str, Any], src: Path) -> dict[str, Any]:
     t0 = time.perf_counter()
     print(f"  {cfg['label']} @ {cfg['size']:,} chunks ...", end=" ", flush=True, file=sys.stderr)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(src), str(REPO / "benchmarks")])}
-    proc = subprocess.run(
-        [sys.executable, str(Path(__file__).resolve()), "--worker", json.dumps(cfg)],
-        capture_output=True,
-        text=True,
-        cwd=str(src),
-        env=env,
-    )
-    if proc.returncode != 0:
-        sys.stderr.write(proc.stderr)
-        raise SystemExit(f"bm25_scale.py: worker {cfg} exited with status {proc.returncode}")
+    res = run_json_worker(__file__, cfg, src)
     print(f"done in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
-    res = json.loads(proc.stdout.strip().splitlines()[-1])
     res["label"] = cfg["label"]
     return res
 

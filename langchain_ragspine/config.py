@@ -116,6 +116,10 @@ class RagSpineSettings(BaseSettings):
             ``"none"``); see :func:`make_reranker`.
         postprocessor: comma-separated post-processing steps after the reranker (``RAGSPINE_POSTPROCESSOR``;
             default ``"none"``); see :func:`make_postprocessor`.
+        workers: processes that tokenize chunks when ingest (or a search that finds the saved index stale) builds
+            a BM25 index (``RAGSPINE_WORKERS``; default 0: automatic, every usable core for a large corpus; 1: one
+            process).  The index is the same whatever the number; see
+            :mod:`langchain_ragspine.stores.bm25_parallel`.
 
     Raises:
         pydantic.ValidationError: a value of the wrong type, an unknown tokenizer, retrieval mode, reranker or
@@ -145,6 +149,7 @@ class RagSpineSettings(BaseSettings):
     query_deny_list: Path | None = None
     reranker: str = "none"
     postprocessor: str = "none"
+    workers: int = Field(0, ge=0)
 
     @field_validator("store", "cache_dir", "glossary", "query_deny_list", mode="before")
     @classmethod

@@ -54,7 +54,7 @@ from langchain_ragspine.retrievers.bm25 import BM25Retriever
 from langchain_ragspine.retrievers.contract import invoke_retriever
 from langchain_ragspine.retrievers.dense import DenseRetriever, _has_text
 from langchain_ragspine.sensitivity import drop_restricted, is_restricted
-from langchain_ragspine.stores import ChunkStore
+from langchain_ragspine.stores import ChunkStore, bm25_parallel
 from langchain_ragspine.stores.embedding_cache import EmbeddingCache
 from langchain_ragspine.stores.postgres import is_postgres_url, redact_url
 from langchain_ragspine.text import index_text
@@ -406,11 +406,18 @@ def _prune_embedding_cache(root: Path, store: ChunkStore, header: ContextualHead
 
 
 def build_bm25(
-    store: ChunkStore, *, tokenizer: str = "auto", k: int = DEFAULT_K, header: ContextualHeader | None = None
+    store: ChunkStore,
+    *,
+    tokenizer: str = "auto",
+    k: int = DEFAULT_K,
+    header: ContextualHeader | None = None,
+    workers: int | None = None,
 ) -> BM25Retriever:
     """A :class:`BM25Retriever` over the store's active chunks (it leaves RESTRICTED ones out of the index), indexing
-    each chunk with ``header`` (a :class:`ContextualHeader`) when given."""
-    return BM25Retriever.from_documents(_store_documents(store, header), k=k, tokenizer=tokenizer)
+    each chunk with ``header`` (a :class:`ContextualHeader`) when given, tokenized by ``workers`` processes (default
+    ``RAGSPINE_WORKERS``, else automatic: every usable core for a large store; the index is the same)."""
+    workers = get_settings().workers if workers is None else workers
+    return BM25Retriever.from_documents(_store_documents(store, header), k=k, tokenizer=tokenizer, workers=workers)
 
 
 class DocumentStore(Protocol):
@@ -497,6 +504,7 @@ def ingest(
     allow_empty: bool = False,
     chunker: str | None = None,
     contextual: bool | None = None,
+    workers: int | None = None,
 ) -> IngestSummary:
     """Load, chunk and store a corpus under ``store_dir``, then (re)build its BM25 index.
 
@@ -537,6 +545,9 @@ def ingest(
             ``None``: the store's recorded setting (off for a new store).  Changing it rebuilds the BM25 and vector
             indexes over every active chunk (a note says so); vectors are cached by their index text, so switching
             back and forth re-embeds only what the cache lacks.
+        workers: processes that tokenize the chunks for the BM25 index (default ``RAGSPINE_WORKERS``, else ``0``:
+            automatic, every usable core for a large corpus; ``1``: this process).  The index is the same whatever
+            the number (:mod:`langchain_ragspine.stores.bm25_parallel`).
 
     Returns:
         An :class:`IngestSummary`.  Re-running on an unchanged corpus writes nothing and reports every document
@@ -550,11 +561,11 @@ def ingest(
             without an embedding model.
         StoreError: the store was chunked with another configuration (the message names both).
     """
-    with reporting(progress):
+    with reporting(progress), bm25_parallel.prefetch_scope():
         return _ingest(
             paths, store_dir, chunk_size=chunk_size, chunk_overlap=chunk_overlap, tokenizer=tokenizer,
             on_error=on_error, retract_missing=retract_missing, progress=progress, embedding=embedding, mode=mode,
-            allow_empty=allow_empty, chunker=chunker, contextual=contextual,
+            allow_empty=allow_empty, chunker=chunker, contextual=contextual, workers=workers,
         )
 
 
@@ -573,6 +584,7 @@ def _ingest(
     allow_empty: bool,
     chunker: str | None,
     contextual: bool | None,
+    workers: int | None = None,
 ) -> IngestSummary:
     t0 = time.perf_counter()
     if chunk_size is None or chunk_overlap is None or tokenizer is None:
@@ -632,6 +644,8 @@ def _ingest(
     all_chunks = [c for _, chunks, _ in split for c in chunks]
     if header is not None:  # embedded (and keyed) by the index text with its contextual header
         all_chunks = list(header.transform_documents(all_chunks))
+    if not active_before:  # a new store's index is built from exactly this run's chunks: tokenize them now
+        bm25_parallel.prefetch(_prefetch_bm25(split, header, name, workers))  # closed when ingest() returns
     if emb is not None:
         # Probe the model with one batch BEFORE the store changes: an unreachable or broken model leaves the chunk
         # store and its indexes exactly as they were (the cache only gains vectors).
@@ -647,7 +661,7 @@ def _ingest(
         current = all(state.get(key) == value for key, value in wanted.items())
         current = current and state.get("contextual") == wanted_header
         if not current or _load_saved_index(root, k=DEFAULT_K)[0] is None:
-            build_bm25(store, tokenizer=name, header=header).save(root / BM25_DIR)
+            build_bm25(store, tokenizer=name, header=header, workers=workers).save(root / BM25_DIR)
             summary.index_rebuilt = True
         if wanted_header != state.get("contextual") and active_before:
             summary.notes.append(
@@ -679,6 +693,27 @@ def _ingest(
         _write_index_state(root, state)
     summary.seconds = time.perf_counter() - t0
     return summary
+
+
+def _prefetch_bm25(
+    split: Sequence[tuple[Document, list[Document], list[Document] | None]],
+    header: ContextualHeader | None,
+    tokenizer: str,
+    workers: int | None,
+) -> bm25_parallel.CountedBatches | None:
+    """Start tokenizing the BM25 index texts of ``split``'s chunks in worker processes, in the order
+    :func:`build_bm25` reads them from a store holding only these documents (by ``doc_id``, then position), or
+    ``None`` when one process would do (:func:`~langchain_ragspine.stores.bm25_parallel.resolve_workers`).  The
+    build checks that its texts are exactly these before it uses them."""
+    chunks = [c for _, cs, _ in sorted(split, key=lambda item: str(item[0].metadata["doc_id"])) for c in cs]
+    if header is not None:
+        chunks = list(header.transform_documents(chunks))
+    texts = [index_text(c) for c in drop_restricted(chunks)]
+    n = bm25_parallel.resolve_workers(get_settings().workers if workers is None else workers, len(texts))
+    if n < 2:
+        return None
+    return bm25_parallel.CountedBatches(texts, tokenizer, workers=n, ahead=max(
+        bm25_parallel.AHEAD_PER_WORKER * n, bm25_parallel.PREFETCH_TEXTS // bm25_parallel.BATCH_TEXTS))
 
 
 def _split(splitter: ParagraphTextSplitter, doc: Document) -> tuple[list[Document], list[Document] | None]:

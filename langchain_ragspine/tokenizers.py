@@ -43,6 +43,7 @@ fugashi and OpenCC are imported lazily, on the first call that needs them.
 from __future__ import annotations
 
 import functools
+import operator
 import re
 import threading
 import unicodedata
@@ -149,7 +150,23 @@ def _fold_tokens(tokens: list[str]) -> list[str]:
 def _cjk_grams(run: str, out: list[str], *, unigrams: bool = True) -> None:
     if unigrams:
         out.extend(run)
-    out.extend(run[i : i + 2] for i in range(len(run) - 1))
+    out.extend(map(operator.add, run, run[1:]))  # adjacent bigrams, in order
+
+
+def _gram_tokens(text: str) -> tuple[list[str], bool]:
+    """``(tokens, has_cjk)``: the lower-cased words and CJK unigrams + bigrams of ``text`` (already normalised),
+    in text order, and whether it holds a CJK run."""
+    out: list[str] = []
+    extend, append = out.extend, out.append
+    has_cjk = False
+    for run, word in _TOKEN_RE.findall(text):  # exactly one of the two groups is non-empty
+        if run:
+            has_cjk = True
+            extend(run)
+            extend(map(operator.add, run, run[1:]))
+        else:
+            append(word)
+    return out, has_cjk
 
 
 def cjk_tokenize(text: str, *, fold_scripts: bool = True) -> list[str]:
@@ -166,14 +183,7 @@ def cjk_tokenize(text: str, *, fold_scripts: bool = True) -> list[str]:
     norm = normalize(text).lower()
     if fold_scripts:
         norm = fold_to_simplified(norm)
-    out: list[str] = []
-    for m in _TOKEN_RE.finditer(norm):
-        run = m.group("cjk")
-        if run is not None:
-            _cjk_grams(run, out)
-        else:
-            out.append(m.group("word"))
-    return out
+    return _gram_tokens(norm)[0]
 
 
 def whitespace_tokenize(text: str) -> list[str]:
@@ -205,6 +215,40 @@ def fugashi_tagger() -> Any:
     return tagger
 
 
+#: Ends every morpheme in the output of :func:`_surface_tagger` (BEL: MeCab's ``\\a`` escape).
+_SURFACE_END = "\a"
+
+
+def _surface_tagger() -> Any:
+    """This thread's MeCab tagger over unidic-lite that prints each morpheme's surface followed by
+    :data:`_SURFACE_END` (``-F %m\\a``, the same for unknown words; no BOS/EOS line): the same best path as
+    :func:`fugashi_tagger`, without a Python node object per morpheme."""
+    tagger = getattr(_local, "surface_tagger", None)
+    if tagger is None:
+        fugashi_tagger()  # the same import checks and error message
+        import fugashi
+        import unidic_lite
+
+        # -O "": no output style from the dictionary's dicrc, so the formats given here apply
+        tagger = fugashi.GenericTagger(
+            f'-r /dev/null -d "{unidic_lite.DICDIR}" -O "" -F "%m\\a" -U "%m\\a" -B "" -E ""'
+        )
+        _local.surface_tagger = tagger
+    return tagger
+
+
+def mecab_surfaces(text: str) -> list[str]:
+    """The surface forms of the morphemes MeCab (unidic-lite) finds in ``text``, in order — exactly
+    ``[w.surface for w in fugashi_tagger()(text)]``, about twice as fast: MeCab prints the surfaces itself, so no
+    Python object is made per morpheme.  A text holding the separator (BEL) or a NUL character takes the node path.
+    """
+    if _SURFACE_END in text or "\0" in text:
+        return [w.surface for w in fugashi_tagger()(text)]
+    out = _surface_tagger().parse(text).split(_SURFACE_END)
+    out.pop()  # after the last separator: the (empty) end of sentence
+    return out
+
+
 def _is_symbol(token: str) -> bool:
     return all(unicodedata.category(ch)[0] in "PSZC" for ch in token)
 
@@ -217,7 +261,7 @@ def fugashi_tokenize(text: str, *, fold_scripts: bool = True) -> list[str]:
     ``fold_scripts=False`` is the ``"fugashi-nofold"`` tokenizer.
     """
     norm = normalize(text).lower()
-    tokens = [w.surface for w in fugashi_tagger()(norm) if w.surface and not _is_symbol(w.surface)]
+    tokens = [s for s in mecab_surfaces(norm) if s and not _is_symbol(s)]
     return _fold_tokens(tokens) if fold_scripts else tokens
 
 
@@ -240,17 +284,10 @@ def auto_tokenize(text: str, *, fold_scripts: bool = True) -> list[str]:
     """
     norm = normalize(text).lower()
     grams = fold_to_simplified(norm) if fold_scripts else norm
-    out: list[str] = []
-    has_cjk = False
-    for m in _TOKEN_RE.finditer(grams):
-        run = m.group("cjk")
-        if run is not None:
-            has_cjk = True
-            _cjk_grams(run, out)
-        else:
-            out.append(m.group("word"))
+    out, has_cjk = _gram_tokens(grams)
     if has_cjk:
-        morphemes = [w.surface for w in fugashi_tagger()(norm) if CJK_CHAR_RE.search(w.surface)]
+        search = CJK_CHAR_RE.search
+        morphemes = [s for s in mecab_surfaces(norm) if search(s)]
         # morphemes are pieces of ``norm``: when folding changed nothing there, it changes nothing in them
         out.extend(_fold_tokens(morphemes) if grams != norm else morphemes)
     return out

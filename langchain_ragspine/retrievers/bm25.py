@@ -66,6 +66,9 @@ class BM25Retriever(RagSpineRetriever):
         b: length normalisation in [0, 1] (default 0.75).
         filter: the retriever's own metadata filter (:mod:`langchain_ragspine.filters`); ``invoke(query,
             filter=...)`` is ANDed with it, so a call narrows the results but never widens them.
+        workers: processes that tokenize ``docs`` when the index is built (default 1: this process; ``0``:
+            every usable core for a large corpus); the index is the same whatever the number
+            (:mod:`langchain_ragspine.stores.bm25_parallel`).  Not saved with the index.
 
     ``invoke`` returns at most ``k`` documents with a positive score, best first, ties broken by ``chunk_id``.
     An empty corpus, an empty or whitespace-only query, and a query with no indexed term return ``[]``.
@@ -96,6 +99,7 @@ class BM25Retriever(RagSpineRetriever):
     k1: float = 1.5
     b: float = 0.75
     filter: dict[str, Any] | None = None
+    workers: int | None = Field(default=1, repr=False)
 
     #: Assigning one of these after construction rebuilds the index (see :class:`RagSpineRetriever`).
     index_fields = ("docs", "tokenizer", "k1", "b")
@@ -131,7 +135,9 @@ class BM25Retriever(RagSpineRetriever):
         self._tokenize = get_tokenizer(self.tokenizer)
         self._tie_rank = _tie_ranks(self.docs)
         if not _SKIP_BUILD.get():
-            self._bm25 = build_bm25_index((index_text(d) for d in self.docs), self._tokenize, k1=self.k1, b=self.b)
+            self._bm25 = build_bm25_index(
+                [index_text(d) for d in self.docs], self._tokenize, k1=self.k1, b=self.b, workers=self.workers
+            )
         self._mark_built()
 
     # -- construction -----------------------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from array import array
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +49,13 @@ ARRAYS_DIR = "bm25s"
 
 
 def build_bm25_index(
-    texts: Iterable[str], tokenize: Tokenizer, *, k1: float, b: float, memory_postings: int | None = None
+    texts: Iterable[str],
+    tokenize: Tokenizer,
+    *,
+    k1: float,
+    b: float,
+    memory_postings: int | None = None,
+    workers: int | None = 1,
 ) -> Any:
     """A bm25s Lucene index over ``texts``, or ``None`` when there is no token at all.
 
@@ -60,10 +67,33 @@ def build_bm25_index(
     calls ``build_index_from_ids``, which our subclass overrides to compute the eager score matrix with numpy
     (:meth:`TermPostings.lucene_scores`) in bm25s's own layout.  bm25s then does the scoring and the (pickle-free)
     persistence.  ``tests/unit_tests/test_bm25.py`` checks the matrix equals bm25s's own build.
+
+    ``workers`` (default 1: this process) tokenizes a registered tokenizer's texts in that many processes, ``0`` /
+    ``None`` as many as :func:`~langchain_ragspine.stores.bm25_parallel.resolve_workers` chooses (every usable core
+    for a large corpus); the index is the same, bit for bit (:mod:`~langchain_ragspine.stores.bm25_parallel`).  A
+    custom tokenizer callable is always run in this process.
+
+    Raises:
+        ValueError / TypeError: a bad ``workers`` (see :func:`~langchain_ragspine.stores.bm25_parallel.resolve_workers`).
     """
+    from langchain_ragspine.stores import bm25_parallel
+
+    name = tokenizer_name(tokenize)
+    texts = texts if isinstance(texts, Sequence) else list(texts)
+    batches = bm25_parallel.take_prefetched(texts, name)
+    if batches is None and workers != 1:
+        n = bm25_parallel.resolve_workers(workers, len(texts)) if name is not None else 1
+        if n > 1:
+            batches = bm25_parallel.CountedBatches(texts, name, workers=n)  # type: ignore[arg-type]
     with TermPostings(memory_postings=memory_postings) as postings:
-        for text in texts:
-            postings.add(tokenize(text))
+        if batches is None:
+            for text in texts:
+                postings.add(tokenize(text))
+        else:
+            if batches._pool is not None:
+                _postings_bm25_class()  # import bm25s while the workers tokenize
+            for batch in batches:
+                postings.add_counted(batch.term_list(), batch.term_ids, batch.tfs, batch.doc_len, batch.doc_terms)
         if not postings.vocab:
             return None
         index = _postings_bm25_class()(k1=k1, b=b, method="lucene")
@@ -142,14 +172,53 @@ class TermPostings:
         if len(self._terms) >= self._block_postings:
             self._close_block()
 
+    def add_counted(
+        self, terms: Sequence[str], term_ids: np.ndarray, tfs: np.ndarray, doc_len: np.ndarray, doc_terms: np.ndarray
+    ) -> None:
+        """Append a batch of documents already reduced to postings against the batch's own vocabulary (what
+        :func:`~langchain_ragspine.stores.bm25_parallel.count_batch` returns): ``terms`` the batch's distinct terms
+        in order of first occurrence, ``term_ids`` (int, indexes into ``terms``) and ``tfs`` one entry per
+        posting, document after document, ``doc_len`` the tokens and ``doc_terms`` the postings of each document.
+
+        The result is exactly that of :meth:`add` on each document's tokens in turn: new terms get ids in the
+        order of their first occurrence, so the vocabulary and every posting are the same.
+
+        Raises:
+            ValueError: the arrays do not fit together.
+        """
+        term_ids = np.asarray(term_ids, dtype=np.int32)
+        tfs = np.asarray(tfs, dtype=np.int32)
+        doc_len = np.asarray(doc_len, dtype=np.int64)
+        doc_terms = np.asarray(doc_terms, dtype=np.int64)
+        if term_ids.shape != tfs.shape or doc_len.shape != doc_terms.shape or int(doc_terms.sum()) != term_ids.size:
+            raise ValueError("add_counted: term_ids/tfs and doc_len/doc_terms do not fit together")
+        if term_ids.size and (int(term_ids.min()) < 0 or int(term_ids.max()) >= len(terms)):
+            raise ValueError("add_counted: a term id is outside the batch's terms")
+        if doc_len.size == 0:
+            return
+        vocab = self.vocab
+        # known terms are looked up in C; new ones get the next ids in the batch's order of first occurrence
+        to_global = np.array(list(map(vocab.get, terms, repeat(-1))), dtype=np.int32)
+        for i in np.flatnonzero(to_global < 0).tolist():
+            to_global[i] = vocab[terms[i]] = len(vocab)
+        self._close_block()
+        self._doc_len.frombytes(doc_len.tobytes())
+        self._doc_terms.frombytes(doc_terms.tobytes())
+        self._store_block(to_global[term_ids], tfs)
+
     def _close_block(self) -> None:
         """Move the open block to memory or to the temporary file, counting its document frequencies."""
-        end = len(self._doc_len)
-        if end == self._block_first_doc:
+        if len(self._doc_len) == self._block_first_doc:
             return
         terms = np.array(self._terms, dtype=np.int32)
         tfs = np.array(self._tfs, dtype=np.int32)
         self._terms, self._tfs = array("i"), array("i")
+        self._store_block(terms, tfs)
+
+    def _store_block(self, terms: np.ndarray, tfs: np.ndarray) -> None:
+        """Keep the postings of documents ``_block_first_doc`` up to the last one added as a closed block, in
+        memory or in the temporary file, counting their document frequencies."""
+        end = len(self._doc_len)
         counts = np.bincount(terms, minlength=len(self.vocab))
         if counts.size > self._df.size:
             self._df = np.concatenate([self._df, np.zeros(counts.size - self._df.size, dtype=np.int64)])
@@ -210,6 +279,8 @@ class TermPostings:
         indices = np.empty(int(indptr[-1]), dtype=np.int32)
         cursor = indptr[:-1].copy()  # next free slot of each term's slice
         for first, end, term, tf_int in self._iter_blocks():
+            if term.size == 0:  # a block of documents without a token
+                continue
             tf = tf_int.astype(np.float32)
             doc = np.repeat(np.arange(first, end, dtype=np.int32), doc_terms[first:end])
             score = idf[term] * tf / (tf + norm[doc])

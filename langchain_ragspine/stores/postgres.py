@@ -15,7 +15,11 @@ here are written in the same transaction as the chunk rows, so they are never st
 * ``ragspine_postings(term, chunk_row, tf, dl)`` — BM25 postings, tokenized in the package with the store's
   tokenizer (its name and :func:`~langchain_ragspine.tokenizers.tokenizer_version` are in ``ragspine_meta``), so
   Japanese and Chinese behave exactly as with the file store (PostgreSQL has no CJK text search here);
-  :class:`~langchain_ragspine.retrievers.pg_bm25.PostgresBM25Retriever` scores them in SQL;
+  :class:`~langchain_ragspine.retrievers.postgres.PostgresBM25Retriever` scores them in SQL;
+* ``ragspine_corpus(n, total_dl)`` (one row) and ``ragspine_df(term, df)`` — BM25's corpus statistics: the number of
+  searchable chunks, their summed token count, and each term's document frequency, kept exact by the same
+  transactions (schema version 2; a version-1 database gets them computed from its postings the first time it is
+  opened writable), so a query reads only its own terms' postings and statistics;
 * ``ragspine_fields(chunk_row, field, kind, s, n, t, b)`` — typed metadata values for filters
   (:mod:`langchain_ragspine.stores.pg_filter`);
 * ``ragspine_embeddings`` — chunk vectors for the dense channel (:mod:`langchain_ragspine.stores.pg_vectors`).
@@ -36,8 +40,8 @@ import contextlib
 import datetime as _dt
 import threading
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Self
 from urllib.parse import urlsplit, urlunsplit
 
@@ -76,7 +80,9 @@ __all__ = [
 ]
 
 #: ``ragspine_meta.schema_version`` written by this library.
-PG_SCHEMA_VERSION = 1
+#: 2 added ``ragspine_corpus`` and ``ragspine_df`` (BM25 statistics maintained on write); opening a version-1
+#: store writable computes them from its postings (:meth:`PostgresChunkStore._migrate`).
+PG_SCHEMA_VERSION = 2
 
 META = "ragspine_meta"
 DOC_VERSIONS = "ragspine_doc_versions"
@@ -85,6 +91,8 @@ FACETS = "ragspine_facets"
 SEARCH = "ragspine_search"
 POSTINGS = "ragspine_postings"
 FIELDS = "ragspine_fields"
+CORPUS = "ragspine_corpus"
+DF = "ragspine_df"
 
 # One advisory lock key (per database) serialises schema creation: "ragspine" as a bigint.
 _SCHEMA_LOCK = 0x7261677370696E65
@@ -156,6 +164,17 @@ _DDL: tuple[str, ...] = (
     )""",
     f"CREATE INDEX IF NOT EXISTS ragspine_fields_row ON {FIELDS} (chunk_row, field)",
     f"CREATE INDEX IF NOT EXISTS ragspine_fields_value ON {FIELDS} (field, kind, s)",
+    # BM25's corpus statistics over the search tables, updated by the transactions that change them (schema 2)
+    f"""CREATE TABLE IF NOT EXISTS {CORPUS} (
+        id       boolean PRIMARY KEY DEFAULT true CHECK (id),
+        n        bigint  NOT NULL,
+        total_dl bigint  NOT NULL
+    )""",
+    f"""CREATE TABLE IF NOT EXISTS {DF} (
+        term text    COLLATE "C" NOT NULL,
+        df   integer NOT NULL,
+        PRIMARY KEY (term) INCLUDE (df)
+    )""",
 )
 
 _CHUNK_COLUMNS = (
@@ -294,6 +313,21 @@ class _Searchable:
     counts: Counter[str]
 
 
+@dataclass
+class _Statistics:
+    """What some chunks contribute to BM25's corpus statistics: their number, their tokens, and per term the
+    number of them holding it (document frequency)."""
+
+    chunks: int = 0
+    tokens: int = 0
+    df: Counter[str] = field(default_factory=Counter)
+
+    def add(self, terms: Iterable[str], length: int) -> None:
+        self.chunks += 1
+        self.tokens += length
+        self.df.update(terms)
+
+
 def chunk_columns(alias: str) -> str:
     """The chunk columns :func:`row_to_stored` reads, qualified by table ``alias``."""
     return ", ".join(f"{alias}.{n}" for n in _CHUNK_COLUMNS.split(", "))
@@ -388,6 +422,7 @@ class PostgresChunkStore:
                             "('tokenizer', 'auto'), ('tokenizer_version', %s)",
                             (str(PG_SCHEMA_VERSION), tokenizer_version("auto")),
                         )
+                        conn.execute(f"INSERT INTO {CORPUS} (n, total_dl) VALUES (0, 0)")
                         version = PG_SCHEMA_VERSION
             if version > PG_SCHEMA_VERSION:
                 raise StoreError(
@@ -395,6 +430,28 @@ class PostgresChunkStore:
                     f"({PG_SCHEMA_VERSION}); upgrade the package",
                     path=self.path,
                 )
+            if version < PG_SCHEMA_VERSION:
+                if self._read_only:
+                    raise StoreError(
+                        f"schema version {version} predates this langchain-ragspine's ({PG_SCHEMA_VERSION}: BM25 "
+                        "statistics tables); open the store writable once to migrate it, e.g. "
+                        "`ragspine ingest PATH --store URL` or `PostgresChunkStore(URL).close()`",
+                        path=self.path,
+                    )
+                self._migrate(conn)
+
+    def _migrate(self, conn: Any) -> None:
+        """Bring a version-1 store to version 2 in one transaction: create ``ragspine_corpus`` / ``ragspine_df``
+        and compute them from the search tables (one pass over the postings; writers wait, readers do not)."""
+        with conn.transaction(), conn.cursor() as cur:
+            cur.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+            cur.execute(f"LOCK TABLE {DOC_VERSIONS} IN SHARE ROW EXCLUSIVE MODE")
+            if self._schema_version(conn) != 1:  # migrated by another process meanwhile
+                return
+            for ddl in _DDL:
+                cur.execute(ddl)
+            self._recount_statistics(cur)
+            cur.execute(f"UPDATE {META} SET value = %s WHERE key = 'schema_version'", (str(PG_SCHEMA_VERSION),))
 
     def _schema_version(self, conn: Any) -> int | None:
         if conn.execute("SELECT to_regclass(%s)", (META,)).fetchone()[0] is None:
@@ -486,18 +543,21 @@ class PostgresChunkStore:
         with self._db.transaction() as cur:
             cur.execute(f"LOCK TABLE {DOC_VERSIONS} IN SHARE ROW EXCLUSIVE MODE")
             rows = cur.execute(
-                f"SELECT s.chunk_row, c.text FROM {SEARCH} s JOIN {CHUNKS} c ON c.id = s.chunk_row ORDER BY 1"
+                f"SELECT {chunk_columns('c')} FROM {SEARCH} s JOIN {CHUNKS} c ON c.id = s.chunk_row ORDER BY 1"
             ).fetchall()
             cur.execute(f"TRUNCATE {POSTINGS}")
             updates = []
             with cur.copy(f"COPY {POSTINGS} (term, chunk_row, tf, dl) FROM STDIN") as copy:
-                for chunk_row, text in rows:
-                    tokens = tokenize(text)
+                for row in rows:
+                    chunk_row = row[0]
+                    # tokenised by its index text, as replace_doc_chunks does
+                    tokens = tokenize(index_text(row_to_stored(row, path=self.path).to_document()))
                     counts = Counter(tokens)
                     for term, tf in counts.items():
                         copy.write_row((term, chunk_row, tf, len(tokens)))
                     updates.append((len(tokens), list(counts), chunk_row))
             cur.executemany(f"UPDATE {SEARCH} SET dl = %s, terms = %s WHERE chunk_row = %s", updates)
+            self._recount_statistics(cur)
             cur.execute(
                 f"UPDATE {META} SET value = CASE key WHEN 'tokenizer' THEN %s ELSE %s END "
                 "WHERE key IN ('tokenizer', 'tokenizer_version')",
@@ -505,6 +565,32 @@ class PostgresChunkStore:
             )
             self._bump_generation(cur)
         return True
+
+    @staticmethod
+    def _recount_statistics(cur: Any) -> None:
+        """Recompute BM25's corpus statistics from the search tables (migration, a tokenizer change)."""
+        cur.execute(f"DELETE FROM {CORPUS}")
+        cur.execute(f"INSERT INTO {CORPUS} (n, total_dl) SELECT count(*), coalesce(sum(dl), 0) FROM {SEARCH}")
+        cur.execute(f"TRUNCATE {DF}")
+        cur.execute(f"INSERT INTO {DF} (term, df) SELECT term, count(*) FROM {POSTINGS} GROUP BY term")
+
+    @staticmethod
+    def _update_statistics(cur: Any, chunks: int, tokens: int, df: Mapping[str, int]) -> None:
+        """Add ``chunks`` / ``tokens`` (either may be negative) to the corpus row and each ``df[term]`` delta to
+        the document frequencies (a term whose count falls to 0 is deleted), in the open write transaction."""
+        if chunks or tokens:
+            cur.execute(f"UPDATE {CORPUS} SET n = n + %s, total_dl = total_dl + %s", (chunks, tokens))
+        changed = sorted((t, d) for t, d in df.items() if d)
+        if not changed:
+            return
+        cur.execute(
+            f"INSERT INTO {DF} AS d (term, df) SELECT * FROM unnest(%s::text[], %s::int[]) "
+            "ON CONFLICT (term) DO UPDATE SET df = d.df + EXCLUDED.df",
+            ([t for t, _ in changed], [d for _, d in changed]),
+        )
+        fallen = [t for t, d in changed if d < 0]
+        if fallen:
+            cur.execute(f"DELETE FROM {DF} WHERE term = ANY(%s::text[]) AND df <= 0", (fallen,))
 
     @staticmethod
     def _bump_generation(cur: Any) -> None:
@@ -588,7 +674,7 @@ class PostgresChunkStore:
                     f"UPDATE {CHUNKS} SET active = false WHERE doc_id = %s AND active RETURNING id", (doc_id,)
                 )
             ]
-            self._unsearch(cur, old_rows)
+            removed = self._unsearch(cur, old_rows)
             cur.execute(
                 f"INSERT INTO {DOC_VERSIONS} (doc_id, version, content_hash, n_chunks, valid_as_of, ingested_at, "
                 "retracted) VALUES (%s, %s, %s, %s, %s, %s, %s)",
@@ -605,7 +691,11 @@ class PostgresChunkStore:
                     )
                     for chunk_id, text, start, end, md, _json in prepared
                 ]
-                self._insert_searchable(cur, rows, stored, searchable)
+                added = self._insert_searchable(cur, rows, stored, searchable)
+            else:
+                added = _Statistics()
+            added.df.subtract(removed.df)  # a re-ingest's unchanged terms cancel out
+            self._update_statistics(cur, added.chunks - removed.chunks, added.tokens - removed.tokens, added.df)
             self._bump_generation(cur)
             return version
 
@@ -649,12 +739,15 @@ class PostgresChunkStore:
 
     def _insert_searchable(
         self, cur: Any, rows: list[int], stored: list[StoredChunk], searchable: list[_Searchable]
-    ) -> None:
+    ) -> _Statistics:
         """Write the search-table rows of the new chunks that are not RESTRICTED (checked again on the metadata
-        retrievers will see)."""
+        retrievers will see); returns what they add to BM25's statistics."""
         items = [s for s in searchable if not is_restricted(stored[s.position].to_document())]
+        added = _Statistics()
+        for s in items:
+            added.add(s.counts.keys(), s.length)
         if not items:
-            return
+            return added
         with cur.copy(f"COPY {SEARCH} (chunk_row, chunk_id, content_hash, dl, has_text, terms) FROM STDIN") as copy:
             for s in items:
                 copy.write_row((rows[s.position], s.chunk_id, s.digest, s.length, s.has_text, list(s.counts)))
@@ -669,12 +762,17 @@ class PostgresChunkStore:
                 doc = stored[s.position].to_document()
                 for value in value_rows(doc.metadata, where=f"chunk {s.chunk_id!r}: "):
                     copy.write_row((row, *value))
+        return added
 
     @staticmethod
-    def _unsearch(cur: Any, chunk_rows: list[int]) -> None:
-        """Remove chunk rows from every search table (their postings found through ``search.terms``)."""
+    def _unsearch(cur: Any, chunk_rows: list[int]) -> _Statistics:
+        """Remove chunk rows from every search table (their postings found through ``search.terms``); returns
+        what they contributed to BM25's statistics."""
+        gone = _Statistics()
         if not chunk_rows:
-            return
+            return gone
+        for dl, terms in cur.execute(f"SELECT dl, terms FROM {SEARCH} WHERE chunk_row = ANY(%s)", (chunk_rows,)):
+            gone.add(terms, int(dl))
         cur.execute(
             f"DELETE FROM {POSTINGS} p USING (SELECT s.chunk_row, unnest(s.terms) AS term FROM {SEARCH} s "
             "WHERE s.chunk_row = ANY(%s)) d WHERE p.term = d.term AND p.chunk_row = d.chunk_row",
@@ -682,6 +780,7 @@ class PostgresChunkStore:
         )
         cur.execute(f"DELETE FROM {FIELDS} WHERE chunk_row = ANY(%s)", (chunk_rows,))
         cur.execute(f"DELETE FROM {SEARCH} WHERE chunk_row = ANY(%s)", (chunk_rows,))
+        return gone
 
     # -- reading ----------------------------------------------------------------------------------------------------
     def iter_chunks(
@@ -796,11 +895,13 @@ class PostgresChunkStore:
             return int(conn.execute(f"SELECT count(*) FROM {SEARCH}").fetchone()[0])
 
     def analyze(self) -> None:
-        """Refresh the planner's statistics of the search tables (``ANALYZE``; ingest runs it after writing).
+        """Refresh the planner's statistics of the search tables and their visibility maps (``VACUUM (ANALYZE)``;
+        ingest runs it after writing).  The visibility map is what lets a BM25 query read a term's postings and
+        document frequency from the covering indexes alone (index-only scans) instead of visiting the table.
 
         Raises:
             StoreError: the query fails.
         """
         with self._db.connection() as conn:
-            for table in (SEARCH, POSTINGS, FIELDS, CHUNKS):
-                conn.execute(f"ANALYZE {table}")
+            for table in (SEARCH, POSTINGS, DF, CORPUS, FIELDS, CHUNKS):
+                conn.execute(f"VACUUM (ANALYZE) {table}")

@@ -46,7 +46,7 @@ class PausingStore(PostgresChunkStore):
         if self.armed:
             print("PAUSED", flush=True)
             time.sleep(120)
-        super()._insert_searchable(cur, rows, stored, searchable)
+        return super()._insert_searchable(cur, rows, stored, searchable)
 
 
 def main(url: str) -> None:

@@ -108,7 +108,7 @@ def test_regression_range_marker_gave_no_citations():
 def test_answer_without_markers_is_cited_by_attribution_and_unsupported_sentences_are_flagged():
     llm = FakeListChatModel(responses=["Mount Fuji is 3776 metres tall. Bananas are yellow and grow in Ecuador."])
     out = make_answer_chain(llm).invoke({"question": "How tall is Mount Fuji?", "documents": DOCS})
-    assert out["answer"] == "Mount Fuji is 3776 metres tall [2]. Bananas are yellow and grow in Ecuador."
+    assert out["answer"] == "Mount Fuji is 3776 metres tall.[2] Bananas are yellow and grow in Ecuador."
     assert [(c["n"], c["chunk_id"], c["attributed"]) for c in out["citations"]] == [(2, "d2#0", True)]
     assert out["unsupported_sentences"] == ["Bananas are yellow and grow in Ecuador."]
     assert out["mode"] == "llm" and out["warning"] is None
@@ -117,13 +117,33 @@ def test_answer_without_markers_is_cited_by_attribution_and_unsupported_sentence
 def test_attribution_in_japanese_and_chinese():
     llm = FakeListChatModel(responses=["北海道と小笠原諸島です。"])
     out = make_answer_chain(llm).invoke({"question": "日本で梅雨がないのは北海道とどこか。", "documents": DOCS})
-    assert out["answer"] == "北海道と小笠原諸島です [3]。"
+    assert out["answer"] == "北海道と小笠原諸島です。[3]"
     assert out["citations"][0]["doc_id"] == "d3" and out["citations"][0]["attributed"] is True
     zh = [_doc(7, "北京大学创办于1898年，初名京师大学堂。"), _doc(8, "清华大学位于北京海淀区。")]
     out = make_answer_chain(FakeListChatModel(responses=["北京大学创办于1898年。"])).invoke(
         {"question": "北京大学是哪一年创办的？", "documents": zh}
     )
     assert [c["doc_id"] for c in out["citations"]] == ["d7"]
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected", "gold"),
+    [
+        # CMRC 2018 dev, DEV_1117_QUERY_2 and DEV_115_QUERY_3 with the local 1.5B model: the marker went inside the
+        # title brackets ("《樱花大战系列 [1]》") and before the final "。", so the gold answer was no longer in the text
+        ("《樱花大战系列》", "《樱花大战系列》[1]", "《樱花大战系列》"),
+        ("圣训学是一种知识，传述者与传述的内容都必须确认无误。", "圣训学是一种知识，传述者与传述的内容都必须确认无误。[1]",
+         "圣训学是一种知识，传述者与传述的内容都必须确认无误。"),
+        ("She called it “the Sakura Wars series”.", "She called it “the Sakura Wars series”.[1]", "“the Sakura Wars series”."),
+        ("Sakura Wars 1996", "Sakura Wars 1996 [1]", "Sakura Wars 1996"),
+    ],
+)
+def test_an_attributed_marker_never_splits_the_models_words(reply, expected, gold):
+    docs = [_doc(1, "《大神一郎奋斗记》是《樱花大战系列》的外传游戏。圣训学是一种知识，传述者与传述的内容都必须确认无误。"
+                 "She called it “the Sakura Wars series”. Sakura Wars 1996.")]
+    out = attribute_citations(reply, docs)
+    assert out["answer"] == expected and gold in out["answer"]
+    assert [c["n"] for c in out["citations"]] == [1]
 
 
 def test_nothing_attributable_is_refused_by_default_and_flagged_when_kept():
@@ -298,7 +318,7 @@ def test_ask_reports_attributed_citations_and_unsupported_sentences(tmp_path: Pa
     argv = ["ask", "日本で梅雨がないのは北海道とどこか。", "--store", str(tmp_path / "S"), "--llm", "fake:m"]
     assert main([*argv, "--json"]) == 0
     record = json.loads(capsys.readouterr().out)
-    assert record["answer"] == "北海道と小笠原諸島です [1]。Bananas grow in Ecuador."
+    assert record["answer"] == "北海道と小笠原諸島です。[1]Bananas grow in Ecuador."
     assert [(c["doc_id"], c["attributed"]) for c in record["citations"]] == [("tsuyu", True)]
     assert record["unsupported_sentences"] == ["Bananas grow in Ecuador."] and record["warning"] is None
     assert main(argv) == 0

@@ -45,6 +45,7 @@ CASES: dict[str, tuple[object, str, str, object]] = {
     "query_deny_list": (None, "/deny/dotenv.txt", "/deny/env.txt", Path("/deny/argument.txt")),
     "reranker": ("none", "llm", "cross_encoder:/from/env", "llm:ollama:argument"),
     "postprocessor": ("none", "mmr", "lost_in_middle,compress", "compress"),
+    "workers": (0, "3", "2", 1),
 }
 
 
@@ -56,7 +57,7 @@ def _coerce(field: str, raw: object) -> object:
     """What the setting holds for a raw value (strings from env/.env are parsed into the field's type)."""
     if raw is None:
         return None
-    if field in ("chunk_size", "chunk_overlap", "k", "pg_pool_size", "pg_hnsw_threshold", "pg_ef_search"):
+    if field in ("chunk_size", "chunk_overlap", "k", "pg_pool_size", "pg_hnsw_threshold", "pg_ef_search", "workers"):
         return int(raw)  # type: ignore[arg-type]
     if field in ("store", "cache_dir", "glossary", "query_deny_list"):
         return Path(str(raw))
