@@ -3,8 +3,8 @@
 For each set in ``../shared/data`` (JSQuAD valid, Japanese; CMRC 2018 dev, Chinese), chunked with the default
 ``ParagraphTextSplitter`` (480/80), every question:
 
-1. **Contextual headers** — answer recall@1/@5/@10 of BM25 (``auto``) and of the default hybrid (BM25 + e5, convex
-   0.7) over the plain chunks and over the same chunks indexed with ``ContextualHeader`` (``index_text`` = title
+1. **Contextual headers** — answer recall@1/@5/@10 of BM25 (``auto``) and of the default hybrid (BM25 + e5,
+   ``HybridRetriever``'s default two-stage fusion) over the plain chunks and over the same chunks indexed with ``ContextualHeader`` (``index_text`` = title
    header + text; the sets' chunks carry a ``title``, no heading path, period or entity).
 2. **MMR** — the base retriever's top 20 (hybrid, else BM25) cut to 5 by ``MMRCompressor`` (similarity by token
    Jaccard or e5 cosine; relevance from the retrieval scores, and once from the e5 cosine to the query, as

@@ -12,7 +12,8 @@ package's BM25 (``mode_factory("bm25")``, tokenizer ``auto``, default 480/80 chu
   BM25 alone.  Quality under a scripted model means nothing, so it is not reported.
 * ``--llm SPEC`` (optional) — HyDE and multi-query with a real chat model (e.g. ``ollama:qwen2.5:7b`` served by
   ``../shared/tools/local-llm``) on the first ``--llm-limit`` questions of each set: answer recall@1/@5 with the
-  paired difference to BM25 on the same questions, chat-model calls and latency per question.
+  paired difference to BM25 on the same questions, chat-model calls and latency per question.  Replies are kept
+  with their wall time in ``benchmarks/_work/transforms-llm-cache.json``, so an interrupted run resumes.
 
     python benchmarks/transforms.py [--sets jsquad-valid cmrc2018-dev] [--limit N] [--cost-limit 300]
                                     [--llm ollama:qwen2.5:7b --llm-limit 300 --llm-transforms hyde multi_query]
@@ -24,17 +25,21 @@ Writes the ``transforms`` section of ``benchmarks/RESULTS.md`` unless ``--limit`
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import re
 import sys
 import time
 import warnings
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
-from _common import DATA, update_results_section
+from _common import DATA, REPO, update_results_section
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
+from langchain_core.load import dumpd, load
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.retrievers import BaseRetriever
@@ -47,6 +52,7 @@ from langchain_ragspine.retrievers import GlossaryQueryRewriter, GlossaryRetriev
 
 KS = (1, 5, 10)
 DEPTH = 10
+LLM_CACHE = REPO / "benchmarks" / "_work" / "transforms-llm-cache.json"
 DIFF = ["answer_recall@1", "answer_recall@5"]
 
 
@@ -147,13 +153,14 @@ def cost_section(name: str, limit: int) -> str:
     return f"### {name}: cost of each LLM transformation (first {n} questions)\n\n" + head + "".join(rows) + "\n"
 
 
-def llm_section(name: str, spec: str, limit: int, transforms: Sequence[str]) -> str:
+def llm_section(name: str, spec: str, limit: int, transforms: Sequence[str], max_tokens: int) -> str:
     dataset = load_dataset(DATA / name)
     bm25 = mode_factory("bm25", k=DEPTH)
     results = [evaluate(bm25, dataset, ks=KS, limit=limit, name="ragspine BM25 auto")]
     extras = [" 0 | - |"]
     for transform in transforms:
-        timed = _Timed(inner=make_chat_model(spec))
+        inner = make_chat_model(spec, num_predict=max_tokens) if spec.startswith("ollama:") else make_chat_model(spec)
+        timed = _Timed(inner=inner, cache_path=str(LLM_CACHE), tag=f"{spec}|{max_tokens}")
 
         def factory(chunks: list[Document], transform: str = transform, timed: _Timed = timed) -> Any:
             return make_query_transform(transform, bm25(chunks), llm=timed, k=DEPTH)
@@ -170,20 +177,34 @@ def llm_section(name: str, spec: str, limit: int, transforms: Sequence[str]) -> 
 
 
 class _Timed(BaseChatModel):
-    """Wraps a chat model, counting its calls (``n``) and their wall time (``seconds``) on this instance."""
+    """Wraps a chat model, counting its calls (``n``) and their wall time (``seconds``) on this instance.
+
+    Every reply is kept with its wall time in the JSON file ``cache_path`` (keyed by ``tag`` and the prompt), so an
+    interrupted run resumes where it stopped: a cached call counts as one call with the seconds it took when made.
+    """
 
     inner: BaseChatModel
+    cache_path: str
+    tag: str
     n: int = 0
     seconds: float = 0.0
 
     def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
                   **kwargs: Any) -> ChatResult:
-        t0 = time.perf_counter()
-        try:
-            return self.inner._generate(messages, stop=stop, **kwargs)
-        finally:
-            self.n += 1
-            self.seconds += time.perf_counter() - t0
+        path = Path(self.cache_path)
+        cache: dict[str, Any] = json.loads(path.read_text("utf-8")) if path.exists() else {}
+        key = hashlib.sha1(json.dumps([self.tag, [dumpd(m) for m in messages]], ensure_ascii=False,
+                                      sort_keys=True).encode()).hexdigest()
+        if key not in cache:
+            t0 = time.perf_counter()
+            result = self.inner._generate(messages, stop=stop, **kwargs)
+            cache[key] = {"message": dumpd(result.generations[0].message), "seconds": time.perf_counter() - t0}
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(cache, ensure_ascii=False), "utf-8")
+            tmp.replace(path)
+        self.n += 1
+        self.seconds += cache[key]["seconds"]
+        return ChatResult(generations=[ChatGeneration(message=load(cache[key]["message"]))])
 
     @property
     def _llm_type(self) -> str:
@@ -199,6 +220,8 @@ def main() -> int:
     ap.add_argument("--llm-limit", type=int, default=300, help="questions per set for --llm (default 300)")
     ap.add_argument("--llm-transforms", nargs="+", default=["hyde", "multi_query"], choices=LLM_QUERY_TRANSFORMS)
     ap.add_argument("--only-llm", action="store_true", help="skip the glossary and cost rows")
+    ap.add_argument("--llm-max-tokens", type=int, default=160,
+                    help="cap on generated tokens per LLM call (Ollama num_predict; default 160)")
     args = ap.parse_args()
     missing = [s for s in args.sets if not (DATA / s / "questions.jsonl").exists()]
     if missing:
@@ -226,9 +249,11 @@ def main() -> int:
             update_results_section("transforms", "Query transformations: glossary rewriter and LLM-transform cost",
                                    command, body)
     if args.llm:
-        sections = [llm_section(name, args.llm, args.llm_limit, args.llm_transforms) for name in args.sets]
+        sections = [llm_section(name, args.llm, args.llm_limit, args.llm_transforms, args.llm_max_tokens) for name in args.sets]
         body = ("Answer recall@k as above; Δ: paired difference to BM25 alone on the same questions. LLM calls are "
-                "sequential (one request at a time); s per LLM call is wall time including queueing.\n\n"
+                "sequential (one request at a time); s per LLM call is wall time including queueing; each reply is capped at "
+                f"{args.llm_max_tokens} generated tokens. Replies are kept in benchmarks/_work/transforms-llm-cache.json "
+                "with the seconds they took, so a rerun resumes (cached calls count with their original time).\n\n"
                 + "\n".join(sections))
         print(body)
         if args.llm_limit >= 300:  # a smaller sample is a smoke test, not a measurement for the record
