@@ -83,7 +83,7 @@ class JSONFileCache(BaseCache):
 
     def lookup(self, prompt: str, llm_string: str) -> RETURN_VAL_TYPE | None:
         hit = self.data.get(self._key(prompt, llm_string))
-        return None if hit is None else [load(g) for g in hit]
+        return None if hit is None else [load(g, allowed_objects="core") for g in hit]
 
     def update(self, prompt: str, llm_string: str, return_val: RETURN_VAL_TYPE) -> None:
         self.data[self._key(prompt, llm_string)] = [dumpd(g) for g in return_val]

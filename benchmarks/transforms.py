@@ -204,7 +204,7 @@ class _Timed(BaseChatModel):
             tmp.replace(path)
         self.n += 1
         self.seconds += cache[key]["seconds"]
-        return ChatResult(generations=[ChatGeneration(message=load(cache[key]["message"]))])
+        return ChatResult(generations=[ChatGeneration(message=load(cache[key]["message"], allowed_objects="messages"))])
 
     @property
     def _llm_type(self) -> str:
