@@ -44,7 +44,7 @@ from langchain_ragspine.filters import parse_filter_expressions
 from langchain_ragspine.indexing import ingest, open_retriever, open_source, result_record, search
 from langchain_ragspine.modes import build_retriever, get_mode, mode_factory, mode_names, needs_dense_index
 from langchain_ragspine.retrievers import BM25Retriever, HybridRetriever
-from langchain_ragspine.stores.postgres import is_postgres_url
+from langchain_ragspine.stores.postgres import is_postgres_url, looks_like_conninfo
 from langchain_ragspine.text_splitters.chunkers import CHUNKERS
 from langchain_ragspine.tokenizers import TOKENIZERS
 
@@ -471,7 +471,17 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _store_arg(value: str | Path) -> Path | str:
-    """``--store``: a directory, or a ``postgresql://`` URL (kept as given: a ``Path`` would fold its ``//``)."""
+    """``--store``: a directory, or a ``postgresql://`` URL (kept as given: a ``Path`` would fold its ``//``).
+
+    Raises:
+        argparse.ArgumentTypeError: a libpq keyword/value string (``host=… dbname=…``), which would otherwise
+            become a folder named after it (password included).
+    """
+    if looks_like_conninfo(value):
+        raise argparse.ArgumentTypeError(  # the value is not echoed: it may hold a password
+            "this looks like a libpq keyword connection string (host=… dbname=…), not a store directory; give "
+            "PostgreSQL as a URL: postgresql://user:password@host:port/dbname"
+        )
     return value if isinstance(value, Path) or is_postgres_url(value) else Path(value)
 
 

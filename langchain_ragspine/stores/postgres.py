@@ -38,6 +38,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import datetime as _dt
+import re
 import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -75,6 +76,7 @@ __all__ = [
     "close_pools",
     "get_pool",
     "is_postgres_url",
+    "looks_like_conninfo",
     "redact_url",
     "row_to_stored",
 ]
@@ -189,17 +191,34 @@ def is_postgres_url(value: object) -> bool:
     return isinstance(value, str) and value.strip().lower().startswith(("postgresql://", "postgres://"))
 
 
+# libpq parameters that carry a secret, in a URL's query string (``?password=…``) or a keyword string
+_SECRET_PARAMS_RE = re.compile(r"(?i)(^|[&\s])((?:ssl)?password\s*=\s*)(?:'(?:[^'\\]|\\.)*'|[^&\s]*)")
+# a libpq keyword/value connection string ("host=db port=5432 dbname=rag"): the start of one
+_CONNINFO_RE = re.compile(
+    r"(?i)^\s*(host|hostaddr|port|dbname|user|password|passfile|sslmode|service|connect_timeout|options)\s*="
+)
+
+
 def redact_url(url: str) -> str:
-    """``url`` with its password replaced by ``***`` (for messages and logs)."""
+    """``url`` with its password replaced by ``***`` (for messages and logs): the one in the user part
+    (``postgresql://u:***@h/db``) and ``password`` / ``sslpassword`` in the query string (``?password=***``)."""
     try:
         parts = urlsplit(url)
     except ValueError:
         return "postgresql://…"
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)
-    user = netloc[0].split(":", 1)[0]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))
+    if parts.query:
+        parts = parts._replace(query=_SECRET_PARAMS_RE.sub(r"\1\2***", parts.query))
+    if parts.password is not None:
+        netloc = parts.netloc.rsplit("@", 1)
+        user = netloc[0].split(":", 1)[0]
+        parts = parts._replace(netloc=f"{user}:***@{netloc[1]}")
+    return urlunsplit(parts)
+
+
+def looks_like_conninfo(value: object) -> bool:
+    """Whether ``value`` is a libpq keyword/value connection string (``"host=db dbname=rag"``) rather than a
+    directory: ``--store`` takes PostgreSQL as a URL only, and such a string must not become a folder name."""
+    return isinstance(value, str) and _CONNINFO_RE.match(value) is not None
 
 
 def _import_psycopg() -> Any:

@@ -242,10 +242,34 @@ def test_newer_schema_is_refused_and_errors_hide_the_password(pg_url: str) -> No
     with pytest.raises(StoreError, match="newer than this langchain-ragspine"):
         PostgresChunkStore(pg_url)
     assert redact_url("postgresql://u:secret@h:5/db") == "postgresql://u:***@h:5/db"
+    # regression (new-user trial): a password in the query string was printed in connection errors
+    assert redact_url("postgresql://u@127.0.0.1:1/db?password=hunter2") == "postgresql://u@127.0.0.1:1/db?password=***"
+    assert redact_url("postgresql://u:s@h/db?sslmode=require&PassWord=x&sslpassword=k") == (
+        "postgresql://u:***@h/db?sslmode=require&PassWord=***&sslpassword=***"
+    )
     assert is_postgres_url("postgres://h/db") and not is_postgres_url("store/dir") and not is_postgres_url(None)
     with pytest.raises(StoreError) as info:
         PostgresChunkStore("postgresql://nobody:secret@127.0.0.1:9/none?connect_timeout=2")
     assert "secret" not in str(info.value) and "***" in str(info.value)
+    with pytest.raises(StoreError) as info:
+        PostgresChunkStore("postgresql://nobody@127.0.0.1:9/none?connect_timeout=2&password=hunter2")
+    assert "hunter2" not in str(info.value) and "password=***" in str(info.value)
+
+
+def test_cli_refuses_a_libpq_keyword_string_as_a_store_without_echoing_it(tmp_path, capsys, monkeypatch) -> None:
+    """Regression (new-user trial): ``--store "host=… password=…"`` made a directory named after the string."""
+    from langchain_ragspine.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "a.md").write_text("# a\n\ntext", "utf-8")
+    for argv in (["ingest", "c"], ["search", "q"]):
+        with pytest.raises(SystemExit) as exit_info:
+            main([*argv, "--store", "host=127.0.0.1 port=1 password=hunter2"])
+        assert exit_info.value.code == 2
+        err = capsys.readouterr().err
+        assert "libpq keyword connection string" in err and "postgresql://" in err and "hunter2" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c"]  # no store directory was made
 
 
 def _search_tables(url: str) -> dict[str, set[str]]:
