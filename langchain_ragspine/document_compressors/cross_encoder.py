@@ -76,7 +76,11 @@ def _load_cross_encoder(name: str, max_length: int, kwargs: dict[str, Any]) -> A
             "CrossEncoderReranker needs sentence-transformers: install torch (a CPU build) first, then "
             "pip install 'langchain-ragspine[st]'"
         ) from e
-    return CrossEncoder(name, max_length=max_length, **kwargs)
+    try:
+        return CrossEncoder(name, max_length=max_length, **kwargs)
+    except ValueError as e:  # transformers: "Unrecognized model in <dir>" — a folder that is not a model
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise OSError(f"{name}: not a cross-encoder model ({first})") from e
 
 
 def _position_limit(encoder: Any) -> int | None:

@@ -412,3 +412,17 @@ def test_eval_beir_runs_the_second_stage_on_every_built_retriever(tmp_path, caps
     results.append(run("--rerank", "cross_encoder:scored"))
     assert results[0]["name"] == "bm25" and results[0]["aggregate"]["mrr@10"] < 1.0  # BM25 ties: chunk_id order
     assert results[1]["name"] == "bm25 + rerank cross_encoder:scored" and results[1]["aggregate"]["mrr@10"] == 1.0
+
+
+def test_search_rerank_with_a_folder_that_is_not_a_model_is_one_clear_line(store, capsys, tmp_path):
+    """Regression (new-user trial): a folder that is not a cross-encoder printed a raw pydantic validation dump
+    ("1 validation error for CrossEncoderReranker … errors.pydantic.dev"); it is one line naming the folder."""
+    folder = tmp_path / "not-a-model"
+    folder.mkdir()
+    (folder / "a.md").write_text("# a\n\ntext", "utf-8")
+    assert main(["search", QUERY, "--store", store, "--rerank", f"cross_encoder:{folder}"]) == 2
+    err = capsys.readouterr().err
+    assert "ragspine: error:" in err and str(folder) in err and "not a cross-encoder model" in err
+    assert "validation error" not in err and "pydantic" not in err
+    with pytest.raises(OSError, match="not a cross-encoder model"):
+        make_reranker(f"cross_encoder:{folder}")
