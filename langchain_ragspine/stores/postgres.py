@@ -420,6 +420,18 @@ class PostgresChunkStore:
             raise StoreError("the store was opened read-only", path=self.path)
 
     # -- schema -----------------------------------------------------------------------------------------------------
+    def _refuse_foreign_tables(self, conn: Any) -> None:
+        """Refuse a database whose current schema already holds a table of ours by name but no ``ragspine_meta``
+        (another application's table): nothing is created or changed there."""
+        names = (DOC_VERSIONS, CHUNKS, FACETS, SEARCH, POSTINGS, FIELDS, CORPUS, DF)
+        found = [n for n in names if conn.execute("SELECT to_regclass(%s)", (n,)).fetchone()[0] is not None]
+        if found:
+            raise StoreError(
+                f"this database is not a ragspine store but already has table(s) {', '.join(found)} (no "
+                f"{META} table); use another database or schema (options=-csearch_path=...)",
+                path=self.path,
+            )
+
     def _ensure_schema(self) -> None:
         with self._db.connection() as conn:
             version = self._schema_version(conn)
@@ -434,6 +446,7 @@ class PostgresChunkStore:
                     conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
                     version = self._schema_version(conn)
                     if version is None:
+                        self._refuse_foreign_tables(conn)
                         for ddl in _DDL:
                             conn.execute(ddl)
                         conn.execute(

@@ -256,6 +256,19 @@ def test_newer_schema_is_refused_and_errors_hide_the_password(pg_url: str) -> No
     assert "hunter2" not in str(info.value) and "password=***" in str(info.value)
 
 
+def test_a_database_with_another_applications_table_of_our_name_is_refused_untouched(pg_url: str) -> None:
+    """Regression (new-user trial): a schema holding someone else's ``ragspine_chunks`` table said only
+    ``column "doc_id" does not exist``; now the message says it is not a ragspine store, and nothing is created."""
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE ragspine_chunks (x int)")
+        conn.execute("INSERT INTO ragspine_chunks VALUES (7)")
+    with pytest.raises(StoreError, match=r"not a ragspine store but already has table\(s\) ragspine_chunks"):
+        PostgresChunkStore(pg_url)
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        assert conn.execute("SELECT to_regclass('ragspine_meta')").fetchone()[0] is None
+        assert conn.execute("SELECT x FROM ragspine_chunks").fetchall() == [(7,)]
+
+
 def test_cli_refuses_a_libpq_keyword_string_as_a_store_without_echoing_it(tmp_path, capsys, monkeypatch) -> None:
     """Regression (new-user trial): ``--store "host=… password=…"`` made a directory named after the string."""
     from langchain_ragspine.cli import main
