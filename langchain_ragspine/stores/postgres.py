@@ -191,8 +191,8 @@ def is_postgres_url(value: object) -> bool:
     return isinstance(value, str) and value.strip().lower().startswith(("postgresql://", "postgres://"))
 
 
-# libpq parameters that carry a secret, in a URL's query string (``?password=…``) or a keyword string
-_SECRET_PARAMS_RE = re.compile(r"(?i)(^|[&\s])((?:ssl)?password\s*=\s*)(?:'(?:[^'\\]|\\.)*'|[^&\s]*)")
+# libpq parameters that carry a secret, in a URL's query string (``?password=…``, ``&sslpassword=…``)
+_SECRET_PARAMS_RE = re.compile(r"(?i)(^|&)((?:ssl)?password=)[^&]*")
 # a libpq keyword/value connection string ("host=db port=5432 dbname=rag"): the start of one
 _CONNINFO_RE = re.compile(
     r"(?i)^\s*(host|hostaddr|port|dbname|user|password|passfile|sslmode|service|connect_timeout|options)\s*="
@@ -423,8 +423,11 @@ class PostgresChunkStore:
     def _refuse_foreign_tables(self, conn: Any) -> None:
         """Refuse a database whose current schema already holds a table of ours by name but no ``ragspine_meta``
         (another application's table): nothing is created or changed there."""
-        names = (DOC_VERSIONS, CHUNKS, FACETS, SEARCH, POSTINGS, FIELDS, CORPUS, DF)
-        found = [n for n in names if conn.execute("SELECT to_regclass(%s)", (n,)).fetchone()[0] is not None]
+        names = [DOC_VERSIONS, CHUNKS, FACETS, SEARCH, POSTINGS, FIELDS, CORPUS, DF]
+        found = [n for (n,) in conn.execute(
+            "SELECT n FROM unnest(%s::text[]) WITH ORDINALITY AS u(n, i) WHERE to_regclass(n) IS NOT NULL ORDER BY i",
+            (names,),
+        )]
         if found:
             raise StoreError(
                 f"this database is not a ragspine store but already has table(s) {', '.join(found)} (no "
