@@ -43,6 +43,7 @@ from langchain_core.load import dumpd, load
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.retrievers import BaseRetriever
+from pydantic import PrivateAttr
 from quality import GLOSSARIES
 
 from langchain_ragspine.config import LLM_QUERY_TRANSFORMS, make_chat_model, make_query_transform
@@ -188,11 +189,14 @@ class _Timed(BaseChatModel):
     tag: str
     n: int = 0
     seconds: float = 0.0
+    _cache: dict[str, Any] | None = PrivateAttr(default=None)
 
     def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
                   **kwargs: Any) -> ChatResult:
         path = Path(self.cache_path)
-        cache: dict[str, Any] = json.loads(path.read_text("utf-8")) if path.exists() else {}
+        if self._cache is None:  # read once per instance, written through on every miss
+            self._cache = json.loads(path.read_text("utf-8")) if path.exists() else {}
+        cache = self._cache
         key = hashlib.sha1(json.dumps([self.tag, [dumpd(m) for m in messages]], ensure_ascii=False,
                                       sort_keys=True).encode()).hexdigest()
         if key not in cache:
