@@ -22,10 +22,46 @@ from typing import Any
 
 from langchain_core.documents import Document
 
-__all__ = ["SCORE_CHANNELS", "check_k", "dedupe", "doc_key", "score_of", "top_k", "with_scores"]
+__all__ = ["SCORE_CHANNELS", "ChunkScores", "check_k", "dedupe", "doc_key", "score_of", "top_k", "with_scores"]
 
 #: The channels of ``metadata["scores"]``, in the order they are written.
 SCORE_CHANNELS: tuple[str, ...] = ("bm25", "vector", "fused", "rerank")
+
+
+class ChunkScores(dict[str, "float | None"]):
+    """The per-channel scores of one retrieved chunk, ``metadata["scores"]``: a ``dict`` from channel name
+    (:data:`SCORE_CHANNELS`) to a float or ``None``.
+
+    Scores belong to the query that found the chunk, not to the chunk, so they take no part in comparing two results:
+    a ``ChunkScores`` compares equal to any other ``ChunkScores``, and two results of the same chunk (same
+    ``page_content``, ``id`` and lineage) compare equal whatever their scores.  LangChain de-duplicates retrieved
+    documents with ``==`` (``MultiQueryRetriever.unique_union`` keeps a document unless an equal one came before), so
+    without this the same chunk found by two query variants would be returned twice.  Compared with a plain ``dict``,
+    a ``ChunkScores`` is an ordinary dict (``scores == {"bm25": 1.0, ...}`` checks the values); to compare the scores
+    of two results, compare ``dict(a) == dict(b)`` or :func:`score_of`.
+
+    It serializes as a plain dict everywhere (JSON, ``Document.model_dump``, ``langchain_core.load.dumpd``, LangGraph
+    checkpoints), so a restored result has a plain dict of scores and compares by value.
+
+    Example:
+        >>> from langchain_core.documents import Document
+        >>> a = Document(page_content="x", id="a#0", metadata={"scores": ChunkScores(bm25=2.5)})
+        >>> b = Document(page_content="x", id="a#0", metadata={"scores": ChunkScores(bm25=0.7)})
+        >>> a == b, a.metadata["scores"] == {"bm25": 2.5}, dict(a.metadata["scores"]) == dict(b.metadata["scores"])
+        (True, True, False)
+    """
+
+    __slots__ = ()
+    __hash__ = None  # type: ignore[assignment]  # a dict: mutable, unhashable
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ChunkScores):
+            return True
+        return dict.__eq__(self, other)  # type: ignore[no-any-return]  # NotImplemented for a non-dict
+
+    def __ne__(self, other: object) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
 
 
 def doc_key(doc: Document) -> str | None:
@@ -92,7 +128,7 @@ def with_scores(doc: Document, **scores: float | None) -> Document:
     if isinstance(prev, Mapping):
         merged.update(prev)
     merged.update(scores)
-    md["scores"] = merged
+    md["scores"] = ChunkScores(merged)
     return Document(page_content=doc.page_content, metadata=md, id=doc_key(doc))
 
 

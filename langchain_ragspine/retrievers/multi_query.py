@@ -15,9 +15,10 @@ always searched first, the model's reply is parsed robustly
 ranking and a ``k``.
 
 Differences from LangChain's ``MultiQueryRetriever`` a user may rely on: its result is the *unique union* of the
-lists in query order, with no ``k``, and "unique" means equal ``Document`` objects — this package's retrievers put
-each query's own scores in ``metadata["scores"]``, so one chunk found by two queries comes back twice there (a test
-shows it); here a chunk is one chunk (``chunk_id``).  Its ``include_original`` defaults to ``False``; here the
+lists in query order, with no ``k``, and "unique" means equal ``Document`` objects (over this package's retrievers
+a chunk found by two queries still comes back once there: its per-query ``metadata["scores"]`` are a
+:class:`~langchain_ragspine.documents.ChunkScores`, which takes no part in equality; a test shows it); here a chunk
+is one chunk (``chunk_id``) and the lists are ranked by RRF.  Its ``include_original`` defaults to ``False``; here the
 user's query is always searched.  Its parser splits on newlines only (a numbered list becomes queries starting with
 ``"1. "``).  Its base is called without ``k`` or ``filter``.
 """

@@ -119,12 +119,6 @@ def test_langchain_ensemble_over_ours_returns_each_chunk_once():
     assert ids and len(ids) == len(set(ids))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="MultiQueryRetriever de-duplicates by Document equality (metadata included); the same chunk found by "
-    "two queries carries two different metadata['scores'], so it is kept twice. Needs a Document-level identity "
-    "LangChain does not have, or results without scores.",
-)
 def test_langchain_multiquery_over_ours_returns_each_chunk_once():
     classic = pytest.importorskip("langchain_classic.retrievers", reason="langchain-classic is not installed")
     from langchain_core.language_models import FakeListLLM
