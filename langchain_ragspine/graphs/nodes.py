@@ -582,7 +582,9 @@ def refuse(state: RAGState) -> dict[str, Any]:
     question = state.get("original_query") or state.get("question") or ""
     reason = state.get("retry_reason") or "no_relevant_documents"
     answer = insufficient_context(question)
-    checks = {"retry_reason": reason, "invalid_citations": [], "unsupported_sentences": [], "warning": None}
+    checks: dict[str, Any] = {
+        "retry_reason": reason, "invalid_citations": [], "unsupported_sentences": [], "warning": None,
+    }
     return {
         **answer_without_documents(state, answer, refused=True, mode="refusal", extra=checks),
         "trace": [{"step": "refuse", "reason": reason, "retries": state.get("retries", 0)}],
