@@ -43,11 +43,12 @@ import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from langchain_core.documents import Document
 
+from langchain_ragspine._closing import Closing
 from langchain_ragspine.config import get_settings
 from langchain_ragspine.embeddings.cache import content_hash
 from langchain_ragspine.errors import StoreError
@@ -352,7 +353,7 @@ def chunk_columns(alias: str) -> str:
     return ", ".join(f"{alias}.{n}" for n in _CHUNK_COLUMNS.split(", "))
 
 
-class PostgresChunkStore:
+class PostgresChunkStore(Closing):
     """Versioned chunk storage in PostgreSQL tables, with BM25 postings, typed metadata values and (for the dense
     channel) vectors maintained in the same transactions (see the module docstring).
 
@@ -403,12 +404,6 @@ class PostgresChunkStore:
     def close(self) -> None:
         """Mark the store closed (the pool stays for other users of the URL; see :func:`close_pools`)."""
         self._closed = True
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def _require_open(self) -> None:
         if self._closed:
