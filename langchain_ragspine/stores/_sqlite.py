@@ -113,6 +113,12 @@ class SQLiteFile(Closing):
         finally:
             cur.close()
 
+    @staticmethod
+    def _has_table(conn: sqlite3.Connection, name: str) -> bool:
+        """Whether the database of ``conn`` has a table ``name``."""
+        found = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone()
+        return found is not None
+
     def _require_writable(self) -> None:
         if self._read_only:
             raise StoreError(
