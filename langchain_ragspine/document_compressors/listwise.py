@@ -30,9 +30,13 @@ from typing import Any
 from langchain_core.callbacks import Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.runnables import Runnable
-from pydantic import ConfigDict, ValidationInfo, field_validator
+from pydantic import ConfigDict, field_validator
 
-from langchain_ragspine.document_compressors._common import check_top_n, positive_int
+from langchain_ragspine.document_compressors._common import (
+    PositiveIntField,
+    TopNField,
+    positive_int,
+)
 from langchain_ragspine.retrievers.bm25 import with_scores
 from langchain_ragspine.sensitivity import drop_restricted, is_restricted
 from langchain_ragspine.text import normalize
@@ -231,9 +235,9 @@ class LLMListwiseReranker(BaseDocumentCompressor):
     """
 
     llm: Runnable[Any, Any]
-    top_n: int | None = 10
-    window: int = 20
-    max_chars: int = DEFAULT_PASSAGE_CHARS
+    top_n: TopNField = 10
+    window: PositiveIntField = 20
+    max_chars: PositiveIntField = DEFAULT_PASSAGE_CHARS
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -243,16 +247,6 @@ class LLMListwiseReranker(BaseDocumentCompressor):
         if not isinstance(value, Runnable):
             raise TypeError(f"llm must be a BaseChatModel (a Runnable), got {type(value).__name__}")
         return value
-
-    @field_validator("top_n", mode="before")
-    @classmethod
-    def _check_top_n(cls, value: Any) -> int | None:
-        return check_top_n(value)
-
-    @field_validator("window", "max_chars", mode="before")
-    @classmethod
-    def _check_positive(cls, value: Any, info: ValidationInfo) -> int:
-        return positive_int(str(info.field_name), value)
 
     def _prepare(self, documents: Sequence[Document], query: str) -> tuple[list[Document], str | None]:
         """``(candidates, prompt)``: the gated candidates, and the prompt — ``None`` when no call is needed."""
