@@ -36,6 +36,7 @@ from langchain_core.callbacks import Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
 from pydantic import ConfigDict, Field, PrivateAttr
 
+from langchain_ragspine._optional import import_optional
 from langchain_ragspine.document_compressors._common import (
     PositiveIntField,
     TopNField,
@@ -73,15 +74,13 @@ def normalize_logits(logits: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _load_cross_encoder(name: str, max_length: int, kwargs: dict[str, Any]) -> Any:
+    cross_encoder = import_optional(
+        "sentence_transformers",
+        "CrossEncoderReranker needs sentence-transformers: install torch (a CPU build) first, then "
+        "pip install 'langchain-ragspine[st]'",
+    )
     try:
-        from sentence_transformers import CrossEncoder
-    except ImportError as e:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "CrossEncoderReranker needs sentence-transformers: install torch (a CPU build) first, then "
-            "pip install 'langchain-ragspine[st]'"
-        ) from e
-    try:
-        return CrossEncoder(name, max_length=max_length, **kwargs)
+        return cross_encoder.CrossEncoder(name, max_length=max_length, **kwargs)
     except ValueError as e:  # transformers: "Unrecognized model in <dir>" — a folder that is not a model
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise OSError(f"{name}: not a cross-encoder model ({first})") from e

@@ -49,6 +49,7 @@ from urllib.parse import urlsplit, urlunsplit
 from langchain_core.documents import Document
 
 from langchain_ragspine._closing import Closing
+from langchain_ragspine._optional import import_optional
 from langchain_ragspine.config import get_settings
 from langchain_ragspine.embeddings.cache import content_hash
 from langchain_ragspine.errors import StoreError
@@ -227,13 +228,9 @@ def looks_like_conninfo(value: object) -> bool:
 
 
 def _import_psycopg() -> Any:
-    try:
-        import psycopg
-        import psycopg_pool  # noqa: F401
-    except ImportError as e:  # pragma: no cover - the test extra installs them
-        raise ImportError(
-            "the PostgreSQL backend needs psycopg 3 and psycopg-pool: pip install 'langchain-ragspine[postgres]'"
-        ) from e
+    hint = "the PostgreSQL backend needs psycopg 3 and psycopg-pool: pip install 'langchain-ragspine[postgres]'"
+    psycopg = import_optional("psycopg", hint)
+    import_optional("psycopg_pool", hint)
     return psycopg
 
 
