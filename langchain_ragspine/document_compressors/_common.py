@@ -9,7 +9,7 @@ from pydantic import BeforeValidator, ValidationInfo
 
 from langchain_ragspine.retrievers.bm25 import check_k, doc_key
 
-__all__ = ["PositiveIntField", "TopNField", "check_top_n", "positive_int", "rank_key"]
+__all__ = ["PositiveIntField", "TopNField", "check_top_n", "instance_of", "positive_int", "rank_key"]
 
 
 def positive_int(name: str, value: Any) -> int:
@@ -29,6 +29,18 @@ def check_top_n(value: Any, name: str = "top_n") -> int | None:
         TypeError, ValueError: as :func:`positive_int`.
     """
     return None if value is None else check_k(value, name)
+
+
+def instance_of(kind: type, what: str) -> BeforeValidator:
+    """A pydantic ``BeforeValidator`` (for ``Annotated[T, instance_of(T, "a T")]``) that passes an instance of
+    ``kind`` through and raises ``TypeError("<field> must be <what>, got <type name>")`` for anything else."""
+
+    def check(value: Any, info: ValidationInfo) -> Any:
+        if not isinstance(value, kind):
+            raise TypeError(f"{info.field_name} must be {what}, got {type(value).__name__}")
+        return value
+
+    return BeforeValidator(check)
 
 
 def _positive_field(value: Any, info: ValidationInfo) -> int:
