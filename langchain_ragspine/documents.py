@@ -22,7 +22,9 @@ from typing import Any
 
 from langchain_core.documents import Document
 
-__all__ = ["SCORE_CHANNELS", "ChunkScores", "check_k", "dedupe", "doc_key", "score_of", "top_k", "with_scores"]
+__all__ = [
+    "SCORE_CHANNELS", "ChunkScores", "check_k", "dedupe", "dedupe_by", "doc_key", "score_of", "top_k", "with_scores",
+]
 
 #: The channels of ``metadata["scores"]``, in the order they are written.
 SCORE_CHANNELS: tuple[str, ...] = ("bm25", "vector", "fused", "rerank")
@@ -163,14 +165,31 @@ def dedupe(docs: Iterable[Document]) -> list[Document]:
         >>> [d.page_content for d in dedupe([a1, b, a2, Document(page_content="b")])]
         ['first', 'b', 'b']
     """
-    seen: set[str] = set()
+    return dedupe_by(docs, doc_key)
+
+
+def dedupe_by(
+    docs: Iterable[Document], key: Callable[[Document], str | None], *, seen: set[str] | None = None
+) -> list[Document]:
+    """:func:`dedupe` by another identity: ``docs`` without every document whose ``key(doc)`` was seen before (or
+    is already in ``seen``); the first occurrence wins, the order is kept, and documents whose key is ``None`` are
+    all kept.  ``seen`` (default: a new set) is updated in place, so a caller can merge into a list it has.
+
+    Example:
+        >>> from langchain_core.documents import Document
+        >>> docs = [Document(page_content=t, metadata={"doc_id": d}) for t, d in [("a", "x"), ("b", "y"), ("c", "x")]]
+        >>> seen = {"y"}
+        >>> [d.page_content for d in dedupe_by(docs, lambda d: d.metadata["doc_id"], seen=seen)], sorted(seen)
+        (['a'], ['x', 'y'])
+    """
+    seen = set() if seen is None else seen
     out: list[Document] = []
     for doc in docs:
-        key = doc_key(doc)
-        if key is not None:
-            if key in seen:
+        k = key(doc)
+        if k is not None:
+            if k in seen:
                 continue
-            seen.add(key)
+            seen.add(k)
         out.append(doc)
     return out
 

@@ -7,6 +7,8 @@ the file, the line and the field, so a user can open the file and fix it.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -70,3 +72,33 @@ def json_type_name(value: Any) -> str:
     if isinstance(value, dict):
         return "object"
     return type(value).__name__
+
+
+def parse_json_object(
+    line: str,
+    *,
+    path: str | Path,
+    lineno: int,
+    what: str,
+    error: type[RagSpineError] = RagSpineError,
+    object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None,
+) -> dict[str, Any]:
+    """One line of a JSON Lines file (https://jsonlines.org) as a JSON object.
+
+    Args:
+        line: the line's text.  path, lineno: where it is (for the error).
+        what: how the message names the line (``"a line"`` → ``"a line must be a JSON object, got array"``).
+        error: the :class:`RagSpineError` subclass raised (default :class:`RagSpineError`).
+        object_pairs_hook: passed to ``json.loads``.
+
+    Raises:
+        RagSpineError: (``error``) ``"not valid JSON: <reason> (column <n>)"`` or ``"<what> must be a JSON object,
+            got <JSON type>"``, located at ``path:lineno``.
+    """
+    try:
+        obj = json.loads(line, object_pairs_hook=object_pairs_hook)
+    except json.JSONDecodeError as exc:
+        raise error(f"not valid JSON: {exc.msg} (column {exc.colno})", path=path, line=lineno) from None
+    if not isinstance(obj, dict):
+        raise error(f"{what} must be a JSON object, got {json_type_name(obj)}", path=path, line=lineno)
+    return obj

@@ -25,6 +25,8 @@ from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
 from typing import IO, Any, Literal
 
+from langchain_ragspine._closing import Closing
+
 __all__ = ["LINE_INTERVAL", "LineProgress", "progress_bar", "progress_mode", "reporting"]
 
 #: Seconds between two progress lines when stderr is not a terminal.
@@ -88,7 +90,7 @@ def reporting(progress: bool | None) -> Iterator[Mode]:
         _STATE.reset(token)
 
 
-class LineProgress:
+class LineProgress(Closing):
     """A progress report as plain lines on ``stream`` (default stderr): for logs, CI and pipes.
 
     Args:
@@ -165,14 +167,8 @@ class LineProgress:
         finally:
             self.close()
 
-    def __enter__(self) -> LineProgress:
-        return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-class _Tracked:
+class _Tracked(Closing):
     """A bar of a :func:`reporting` block that counts itself open while it lives, so bars opened inside it stay
     silent."""
 
@@ -196,12 +192,6 @@ class _Tracked:
             yield from self._bar
         finally:
             self.close()
-
-    def __enter__(self) -> _Tracked:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def _tqdm_class() -> Any:

@@ -21,9 +21,9 @@ from typing import Any
 
 from langchain_core.callbacks import Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
-from pydantic import ConfigDict, PrivateAttr, field_validator
+from pydantic import ConfigDict, PrivateAttr
 
-from langchain_ragspine.document_compressors._common import positive_int
+from langchain_ragspine.document_compressors._common import PositiveIntField
 from langchain_ragspine.sensitivity import drop_restricted
 from langchain_ragspine.text import sentence_spans
 from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer
@@ -78,18 +78,13 @@ class ExtractiveCompressor(BaseDocumentCompressor):
         TypeError, ValueError: ``max_chars`` not an int ``>= 1``; an unknown tokenizer.
     """
 
-    max_chars: int = 240
+    max_chars: PositiveIntField = 240
     tokenizer: str | Callable[[str], list[str]] = "auto"
     separator: str = " … "
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     _tokenize: Tokenizer = PrivateAttr()
-
-    @field_validator("max_chars", mode="before")
-    @classmethod
-    def _check_max_chars(cls, value: Any) -> int:
-        return positive_int("max_chars", value)
 
     def model_post_init(self, context: Any, /) -> None:
         """Resolve the tokenizer."""

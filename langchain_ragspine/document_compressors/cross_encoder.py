@@ -34,9 +34,14 @@ from typing import Any
 import numpy as np
 from langchain_core.callbacks import Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
-from pydantic import ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator
+from pydantic import ConfigDict, Field, PrivateAttr
 
-from langchain_ragspine.document_compressors._common import check_top_n, positive_int, rank_key
+from langchain_ragspine._optional import import_optional
+from langchain_ragspine.document_compressors._common import (
+    PositiveIntField,
+    TopNField,
+    rank_key,
+)
 from langchain_ragspine.retrievers.bm25 import with_scores
 from langchain_ragspine.sensitivity import drop_restricted
 
@@ -69,15 +74,13 @@ def normalize_logits(logits: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _load_cross_encoder(name: str, max_length: int, kwargs: dict[str, Any]) -> Any:
+    cross_encoder = import_optional(
+        "sentence_transformers",
+        "CrossEncoderReranker needs sentence-transformers: install torch (a CPU build) first, then "
+        "pip install 'langchain-ragspine[st]'",
+    )
     try:
-        from sentence_transformers import CrossEncoder
-    except ImportError as e:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "CrossEncoderReranker needs sentence-transformers: install torch (a CPU build) first, then "
-            "pip install 'langchain-ragspine[st]'"
-        ) from e
-    try:
-        return CrossEncoder(name, max_length=max_length, **kwargs)
+        return cross_encoder.CrossEncoder(name, max_length=max_length, **kwargs)
     except ValueError as e:  # transformers: "Unrecognized model in <dir>" — a folder that is not a model
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise OSError(f"{name}: not a cross-encoder model ({first})") from e
@@ -147,24 +150,14 @@ class CrossEncoderReranker(BaseDocumentCompressor):
     """
 
     model: Any
-    top_n: int | None = 5
-    max_length: int = 512
-    batch_size: int = 32
+    top_n: TopNField = 5
+    max_length: PositiveIntField = 512
+    batch_size: PositiveIntField = 32
     model_kwargs: dict[str, Any] = Field(default_factory=dict)
 
     model_config = ConfigDict(arbitrary_types_allowed=True, protected_namespaces=())
 
     _encoder: Any = PrivateAttr(default=None)
-
-    @field_validator("top_n", mode="before")
-    @classmethod
-    def _check_top_n(cls, value: Any) -> int | None:
-        return check_top_n(value)
-
-    @field_validator("max_length", "batch_size", mode="before")
-    @classmethod
-    def _check_positive(cls, value: Any, info: ValidationInfo) -> int:
-        return positive_int(str(info.field_name), value)
 
     def model_post_init(self, context: Any, /) -> None:
         """Load the model (see the class docstring)."""

@@ -25,14 +25,19 @@ import json
 import logging
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
 
 from langchain_core.callbacks import Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.runnables import Runnable
-from pydantic import ConfigDict, ValidationInfo, field_validator
+from pydantic import ConfigDict
 
-from langchain_ragspine.document_compressors._common import check_top_n, positive_int
+from langchain_ragspine.document_compressors._common import (
+    PositiveIntField,
+    TopNField,
+    instance_of,
+    positive_int,
+)
 from langchain_ragspine.retrievers.bm25 import with_scores
 from langchain_ragspine.sensitivity import drop_restricted, is_restricted
 from langchain_ragspine.text import normalize
@@ -230,29 +235,12 @@ class LLMListwiseReranker(BaseDocumentCompressor):
         ValueError: ``top_n`` / ``window`` / ``max_chars`` < 1.
     """
 
-    llm: Runnable[Any, Any]
-    top_n: int | None = 10
-    window: int = 20
-    max_chars: int = DEFAULT_PASSAGE_CHARS
+    llm: Annotated[Runnable[Any, Any], instance_of(Runnable, "a BaseChatModel (a Runnable)")]
+    top_n: TopNField = 10
+    window: PositiveIntField = 20
+    max_chars: PositiveIntField = DEFAULT_PASSAGE_CHARS
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    @field_validator("llm", mode="before")
-    @classmethod
-    def _check_llm(cls, value: Any) -> Any:
-        if not isinstance(value, Runnable):
-            raise TypeError(f"llm must be a BaseChatModel (a Runnable), got {type(value).__name__}")
-        return value
-
-    @field_validator("top_n", mode="before")
-    @classmethod
-    def _check_top_n(cls, value: Any) -> int | None:
-        return check_top_n(value)
-
-    @field_validator("window", "max_chars", mode="before")
-    @classmethod
-    def _check_positive(cls, value: Any, info: ValidationInfo) -> int:
-        return positive_int(str(info.field_name), value)
 
     def _prepare(self, documents: Sequence[Document], query: str) -> tuple[list[Document], str | None]:
         """``(candidates, prompt)``: the gated candidates, and the prompt — ``None`` when no call is needed."""
@@ -280,6 +268,21 @@ class LLMListwiseReranker(BaseDocumentCompressor):
             out += docs[self.window:]
         return out if self.top_n is None else out[: self.top_n]
 
+    def _ask(self, prompt: str, callbacks: Callbacks | None) -> tuple[str | None, BaseException | None]:
+        """``(answer, None)``, or ``(None, error)`` when the model call fails (any failure degrades to the input
+        order)."""
+        try:
+            return _message_text(self.llm.invoke(prompt, config={"callbacks": callbacks})), None
+        except Exception as error:  # noqa: BLE001 - any model failure degrades to the input order
+            return None, error
+
+    async def _aask(self, prompt: str, callbacks: Callbacks | None) -> tuple[str | None, BaseException | None]:
+        """Async twin of :meth:`_ask` (awaits ``llm.ainvoke``)."""
+        try:
+            return _message_text(await self.llm.ainvoke(prompt, config={"callbacks": callbacks})), None
+        except Exception as error:  # noqa: BLE001 - any model failure degrades to the input order
+            return None, error
+
     def compress_documents(
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
     ) -> Sequence[Document]:
@@ -287,11 +290,7 @@ class LLMListwiseReranker(BaseDocumentCompressor):
         docs, prompt = self._prepare(documents, query)
         if prompt is None:
             return self._finish(docs, None, None)
-        try:
-            answer = _message_text(self.llm.invoke(prompt, config={"callbacks": callbacks}))
-        except Exception as error:  # noqa: BLE001 - any model failure degrades to the input order
-            return self._finish(docs, None, error)
-        return self._finish(docs, answer, None)
+        return self._finish(docs, *self._ask(prompt, callbacks))
 
     async def acompress_documents(
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
@@ -300,8 +299,4 @@ class LLMListwiseReranker(BaseDocumentCompressor):
         docs, prompt = self._prepare(documents, query)
         if prompt is None:
             return self._finish(docs, None, None)
-        try:
-            answer = _message_text(await self.llm.ainvoke(prompt, config={"callbacks": callbacks}))
-        except Exception as error:  # noqa: BLE001 - any model failure degrades to the input order
-            return self._finish(docs, None, error)
-        return self._finish(docs, answer, None)
+        return self._finish(docs, *await self._aask(prompt, callbacks))

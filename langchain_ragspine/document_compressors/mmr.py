@@ -35,7 +35,7 @@ from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.embeddings import Embeddings
 from pydantic import ConfigDict, PrivateAttr, field_validator
 
-from langchain_ragspine.document_compressors._common import positive_int
+from langchain_ragspine.document_compressors._common import PositiveIntField
 from langchain_ragspine.sensitivity import drop_restricted
 from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer
 
@@ -152,17 +152,12 @@ class MMRCompressor(BaseDocumentCompressor):
     embeddings: Embeddings | None = None
     relevance: Literal["retrieval", "query"] = "retrieval"
     lambda_mult: float = 0.5
-    k: int = 5
+    k: PositiveIntField = 5
     tokenizer: str | Callable[[str], list[str]] = "auto"
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     _tokenize: Tokenizer = PrivateAttr()
-
-    @field_validator("k", mode="before")
-    @classmethod
-    def _check_k(cls, value: Any) -> int:
-        return positive_int("k", value)
 
     @field_validator("lambda_mult", mode="before")
     @classmethod

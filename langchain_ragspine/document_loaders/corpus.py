@@ -52,7 +52,7 @@ import yaml
 from langchain_core.document_loaders import BaseLoader
 from langchain_core.documents import Document
 
-from langchain_ragspine.errors import LoaderError, json_type_name
+from langchain_ragspine.errors import LoaderError, json_type_name, parse_json_object
 from langchain_ragspine.sensitivity import (
     KNOWN_SENSITIVITIES,
     SENSITIVITY_KEY,
@@ -497,16 +497,9 @@ class CorpusLoader(BaseLoader):
     def _jsonl_doc(self, entry: _Entry, line: str, lineno: int, sidecar: dict[str, Any]) -> Document | None:
         path = entry.path
         hook = _PairsHook()
-        try:
-            obj = json.loads(line, object_pairs_hook=hook)
-        except json.JSONDecodeError as exc:
-            raise LoaderError(
-                f"not valid JSON: {exc.msg} (column {exc.colno})", path=path, line=lineno
-            ) from None
-        if not isinstance(obj, dict):
-            raise LoaderError(
-                f"JSONL line must be a JSON object, got {json_type_name(obj)}", path=path, line=lineno
-            )
+        obj = parse_json_object(
+            line, path=path, lineno=lineno, what="JSONL line", error=LoaderError, object_pairs_hook=hook
+        )
         if "text" not in obj:
             raise LoaderError(
                 "missing (every JSONL line needs a string 'text')", path=path, line=lineno, field="text"

@@ -20,7 +20,6 @@ whose ``paragraph`` is out of range.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Iterator
@@ -31,7 +30,7 @@ from typing import Any
 from langchain_core.documents import Document
 
 from langchain_ragspine.document_loaders import CorpusLoader
-from langchain_ragspine.errors import RagSpineError, json_type_name
+from langchain_ragspine.errors import RagSpineError, json_type_name, parse_json_object
 from langchain_ragspine.text_splitters.paragraph import Span, paragraph_spans
 
 __all__ = [
@@ -207,17 +206,7 @@ def _read_lines(path: Path) -> Iterator[tuple[int, str]]:
 
 def _json_objects(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     for lineno, line in _read_lines(path):
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise RagSpineError(
-                f"not valid JSON: {exc.msg} (column {exc.colno})", path=path, line=lineno
-            ) from None
-        if not isinstance(obj, dict):
-            raise RagSpineError(
-                f"a line must be a JSON object, got {json_type_name(obj)}", path=path, line=lineno
-            )
-        yield lineno, obj
+        yield lineno, parse_json_object(line, path=path, lineno=lineno, what="a line")
 
 
 def _records(path: Path, key: str, what: str) -> Iterator[tuple[int, dict[str, Any], str]]:

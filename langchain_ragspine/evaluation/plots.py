@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from langchain_ragspine._optional import import_optional
 from langchain_ragspine.evaluation.runner import EvalResult
 
 __all__ = ["DPI", "FIGSIZE", "plot_latency_quality", "plot_recall_curves"]
@@ -48,23 +49,16 @@ _INSTALL_HINT = "plots need matplotlib: pip install 'langchain-ragspine[eval]'"
 
 def _figure() -> Any:
     """A new ``matplotlib.figure.Figure`` on an Agg canvas (no pyplot, so no global backend switch)."""
-    try:
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(_INSTALL_HINT) from exc
-    fig = Figure(figsize=FIGSIZE, dpi=DPI, layout="constrained")
-    FigureCanvasAgg(fig)
+    agg = import_optional("matplotlib.backends.backend_agg", _INSTALL_HINT)
+    fig = import_optional("matplotlib.figure", _INSTALL_HINT).Figure(figsize=FIGSIZE, dpi=DPI, layout="constrained")
+    agg.FigureCanvasAgg(fig)
     return fig
 
 
 @contextmanager
 def _style() -> Iterator[None]:
-    try:
-        import matplotlib
-        from matplotlib import font_manager
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(_INSTALL_HINT) from exc
+    matplotlib = import_optional("matplotlib", _INSTALL_HINT)
+    font_manager = import_optional("matplotlib.font_manager", _INSTALL_HINT)
 
     installed = {f.name for f in font_manager.fontManager.ttflist}
     fonts = [f for f in _FONT_PREFERENCE if f in installed] or ["sans-serif"]

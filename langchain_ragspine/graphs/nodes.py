@@ -244,20 +244,21 @@ def check_compressors(compressors: Sequence[BaseDocumentCompressor] | None) -> t
 
 def make_parts(
     retriever: BaseRetriever,
-    llm: BaseChatModel | str | None = None,
+    llm: BaseChatModel | str | None,
     *,
-    max_retries: int = 2,
+    max_retries: int,
+    graders: Graders | None,
+    answer_chain: Runnable[Any, Any] | None,
+    k: int | None,
+    max_docs: int | None,
+    lost_in_the_middle: bool,
+    tokenizer: str | Tokenizer,
+    prompts: GraphPrompts | None,
+    compressors: Sequence[BaseDocumentCompressor] | None,
     relax_filters: bool = True,
-    graders: Graders | None = None,
-    answer_chain: Runnable[Any, Any] | None = None,
-    k: int | None = None,
-    max_docs: int | None = 6,
-    lost_in_the_middle: bool = False,
-    tokenizer: str | Tokenizer = "auto",
-    prompts: GraphPrompts | None = None,
-    compressors: Sequence[BaseDocumentCompressor] | None = None,
 ) -> GraphParts:
-    """Check a builder's arguments and bundle them as :class:`GraphParts` (arguments as in the builders).
+    """Check a builder's arguments and bundle them as :class:`GraphParts` (arguments as in the builders, which
+    pass each one: their signatures hold the defaults; ``relax_filters`` only matters to the corrective loop).
 
     Raises:
         TypeError / ValueError: a bad ``retriever``, ``llm``, ``graders``, ``max_retries``, ``k``, ``prompts`` or
@@ -552,23 +553,40 @@ def answer_report(out: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def answer_without_documents(
+    state: Mapping[str, Any],
+    answer: str,
+    *,
+    refused: bool,
+    mode: str,
+    extra: Mapping[str, Any] | None = None,
+    message_id: str | None = None,
+) -> dict[str, Any]:
+    """The update of a node that ends a run with ``answer`` and no passages (``refuse``, ``respond_directly``):
+    ``answer``, empty ``citations`` and ``documents``, ``refused``, ``mode``, then ``extra`` and the chat reply
+    (:func:`reply`), in that key order; the caller adds its ``trace`` entry."""
+    return {
+        "answer": answer,
+        "citations": [],
+        "documents": replace([]),
+        "refused": refused,
+        "mode": mode,
+        **(extra or {}),
+        **reply(state, answer, message_id),
+    }
+
+
 def refuse(state: RAGState) -> dict[str, Any]:
     """Node ``refuse``: the explicit "insufficient context" answer in the question's language, no citations, no
     documents."""
     question = state.get("original_query") or state.get("question") or ""
     reason = state.get("retry_reason") or "no_relevant_documents"
     answer = insufficient_context(question)
+    checks: dict[str, Any] = {
+        "retry_reason": reason, "invalid_citations": [], "unsupported_sentences": [], "warning": None,
+    }
     return {
-        "answer": answer,
-        "citations": [],
-        "documents": replace([]),
-        "refused": True,
-        "mode": "refusal",
-        "retry_reason": reason,
-        "invalid_citations": [],
-        "unsupported_sentences": [],
-        "warning": None,
-        **reply(state, answer),
+        **answer_without_documents(state, answer, refused=True, mode="refusal", extra=checks),
         "trace": [{"step": "refuse", "reason": reason, "retries": state.get("retries", 0)}],
     }
 
@@ -672,12 +690,7 @@ def respond_directly(state: RAGState, config: RunnableConfig, *, parts: GraphPar
         text = SMALL_TALK_REPLY[lang]
     answer_text = f"{text}\n{NO_RETRIEVAL_NOTE[lang]}"
     return {
-        "answer": answer_text,
-        "citations": [],
-        "documents": replace([]),
-        "refused": False,
-        "mode": "direct",
-        **reply(state, answer_text, message_id),
+        **answer_without_documents(state, answer_text, refused=False, mode="direct", message_id=message_id),
         "trace": [{"step": "respond_directly", "retrieval": False}],
     }
 

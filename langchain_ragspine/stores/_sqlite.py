@@ -13,15 +13,16 @@ import sqlite3
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import ClassVar, Self
+from typing import ClassVar
 
+from langchain_ragspine._closing import Closing
 from langchain_ragspine.errors import StoreError
 
 #: Seconds a writer waits for another writer's lock before giving up.
 DEFAULT_BUSY_TIMEOUT_S = 5.0
 
 
-class SQLiteFile:
+class SQLiteFile(Closing):
     """Base class: open ``db_path`` (creating its folder unless ``read_only``), then ``_ensure_schema()``.
 
     Raises:
@@ -112,6 +113,12 @@ class SQLiteFile:
         finally:
             cur.close()
 
+    @staticmethod
+    def _has_table(conn: sqlite3.Connection, name: str) -> bool:
+        """Whether the database of ``conn`` has a table ``name``."""
+        found = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone()
+        return found is not None
+
     def _require_writable(self) -> None:
         if self._read_only:
             raise StoreError(
@@ -135,12 +142,6 @@ class SQLiteFile:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         mode = ", read_only=True" if self._read_only else ""

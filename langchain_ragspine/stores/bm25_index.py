@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 from langchain_core.documents import Document
 
+from langchain_ragspine._closing import Closing
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.stores.files import atomic_dir, read_config, read_documents, write_documents
 from langchain_ragspine.tokenizers import Tokenizer, tokenizer_name, tokenizer_version
@@ -101,7 +102,7 @@ def build_bm25_index(
         return index
 
 
-class TermPostings:
+class TermPostings(Closing):
     """A corpus as (term id, term frequency) postings, added one document at a time.
 
     Memory is two C ints per distinct term of each document plus two per document (a token list lives only
@@ -147,12 +148,6 @@ class TermPostings:
         self._held = 0  # postings of the closed blocks held in memory
         self._df = np.zeros(0, dtype=np.int64)  # document frequency of each term id, over the closed blocks
         self._spill: Any = None  # the temporary file, once one is needed
-
-    def __enter__(self) -> TermPostings:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def close(self) -> None:
         """Delete the temporary file (if any); the postings in it are gone."""

@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from langchain_ragspine._closing import Closing
 from langchain_ragspine.tokenizers import get_tokenizer
 
 __all__ = [
@@ -207,7 +208,7 @@ def _submit(pool: ProcessPoolExecutor, tokenizer: str, batch: Sequence[str], fir
             gc.unfreeze()
 
 
-class CountedBatches:
+class CountedBatches(Closing):
     """The :class:`CountedBatch` of each run of ``batch_texts`` consecutive ``texts``, tokenized by ``workers``
     processes (``1``: in this process, as the iteration asks for them); iterate it once, in order.
 
@@ -250,12 +251,6 @@ class CountedBatches:
                 self._fill()
             except (BrokenProcessPool, OSError, ImportError, NotImplementedError) as e:
                 self._failed(e)
-
-    def __enter__(self) -> CountedBatches:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def close(self) -> None:
         """Stop the pool (batches not started are cancelled)."""

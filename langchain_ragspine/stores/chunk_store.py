@@ -213,23 +213,17 @@ class StoredChunk:
         return Document(page_content=self.text, metadata=md, id=self.chunk_id)
 
 
+#: One validated chunk or parent (:meth:`ChunkStore._prepare`): ``(id, text, start, end, JSON-ready metadata,
+#: metadata_json)``.
+_Prepared = tuple[str, str, int | None, int | None, dict[str, Any], str]
+
+
 @dataclass(frozen=True)
 class _ChunkRow:
-    """A validated chunk ready to insert (internal)."""
+    """A validated chunk ready to insert (internal): the values of the ``chunks`` columns in ``_CHUNK_COLUMNS``
+    order (:func:`_row_values`) and its facets."""
 
-    chunk_id: str
-    doc_id: str
-    version: int
-    position: int
-    text: str
-    start_index: int | None
-    end_index: int | None
-    source_locator: str | None
-    title: str | None
-    sensitivity: str | None
-    metadata_json: str
-    valid_as_of: str
-    ingested_at: str
+    values: tuple[Any, ...]
     facets: tuple[tuple[str, str], ...]
 
 
@@ -305,6 +299,74 @@ def _optional_int(md: Mapping[str, Any], key: str, chunk_id: str) -> int | None:
     return value
 
 
+def _lineage(md: Mapping[str, Any]) -> tuple[str | None, str | None, str | None]:
+    """``(source_locator, title, sensitivity)`` of a chunk's metadata: the lineage columns of both stores."""
+    return _optional_str(md, "source_locator"), _optional_str(md, "title"), _optional_str(md, "sensitivity")
+
+
+def _row_values(
+    doc_id: str, version: int, position: int, item: _Prepared, valid_as_of: str, ingested_at: str
+) -> tuple[Any, ...]:
+    """The values of one new ``chunks`` (or ``parents``) row, in ``_CHUNK_COLUMNS`` order, ``active = 1``."""
+    row_id, text, start, end, md, md_json = item
+    return (row_id, doc_id, version, position, text, start, end, *_lineage(md), md_json, valid_as_of, ingested_at, 1)
+
+
+def _new_stored(doc_id: str, version: int, item: _Prepared, valid_as_of: str, ingested_at: str) -> StoredChunk:
+    """The :class:`StoredChunk` a new, active chunk row reads back as (without a round trip to the database)."""
+    chunk_id, text, start, end, md, _json = item
+    source_locator, title, sensitivity = _lineage(md)
+    return StoredChunk(
+        chunk_id=chunk_id, doc_id=doc_id, text=text, start_index=start, end_index=end, source_locator=source_locator,
+        title=title, sensitivity=sensitivity, metadata=md, valid_as_of=valid_as_of, ingested_at=ingested_at,
+        version=version, active=True,
+    )
+
+
+def _check_write_args(doc_id: Any, valid_as_of: Any) -> str:
+    """Check the ``doc_id`` and ``valid_as_of`` of a ``replace_doc_chunks`` call (both stores); return
+    ``valid_as_of`` as a string (a ``date``/``datetime`` in ISO-8601).
+
+    Raises:
+        TypeError: ``doc_id`` is not a str; ``valid_as_of`` is neither a str nor a date.
+        ValueError: ``doc_id`` is empty.
+    """
+    if not isinstance(doc_id, str):
+        raise TypeError(f"doc_id must be a str, got {doc_id!r}")
+    if not doc_id:
+        raise ValueError("doc_id must be a non-empty string")
+    if isinstance(valid_as_of, _dt.date):
+        valid_as_of = valid_as_of.isoformat()
+    if not isinstance(valid_as_of, str):
+        raise TypeError(f"valid_as_of must be a str or a date, got {valid_as_of!r}")
+    return valid_as_of
+
+
+def _version_state(
+    cur: Any, doc_id: str, digest: str | None, *, table: str = "doc_versions", param: str = "?"
+) -> tuple[int, bool]:
+    """``(current version, unchanged)`` of ``doc_id``, read in the write transaction of ``cur`` from its newest
+    row of ``table`` (``param``: the driver's placeholder), for a write of content hash ``digest`` (``None``: a
+    retraction).  ``unchanged`` means the write is a no-op: retracting an unknown or retracted document, or
+    writing the current version's content again.  The current version of an unknown document is 0."""
+    latest = cur.execute(
+        f"SELECT version, content_hash, retracted FROM {table} WHERE doc_id = {param} "
+        "ORDER BY version DESC LIMIT 1",
+        (doc_id,),
+    ).fetchone()
+    current = int(latest[0]) if latest else 0
+    is_retracted = bool(latest[2]) if latest else True
+    if digest is None:
+        return current, is_retracted
+    return current, not is_retracted and latest is not None and latest[1] == digest
+
+
+def _facet_filters(*values: str | Sequence[str] | None) -> list[tuple[str, str | Sequence[str]]]:
+    """The ``iter_chunks`` facet filters that were given, as ``(field, value)`` in :data:`FACET_FIELDS` order
+    (``values`` in that order; ``None`` means not given)."""
+    return [(name, value) for name, value in zip(FACET_FIELDS, values, strict=True) if value is not None]
+
+
 def _filter_values(name: str, value: str | Sequence[str]) -> list[str]:
     """Normalise one ``iter_chunks`` filter argument to a list of strings."""
     if isinstance(value, str):
@@ -340,9 +402,7 @@ def _where(conditions: list[str]) -> str:
     return " WHERE " + " AND ".join(conditions) if conditions else ""
 
 
-def _check_parent_links(
-    doc_id: str, prepared: Sequence[tuple[str, str, int | None, int | None, dict[str, Any], str]], parent_ids: set[str]
-) -> None:
+def _check_parent_links(doc_id: str, prepared: Sequence[_Prepared], parent_ids: set[str]) -> None:
     """``ValueError`` naming the first chunk whose ``parent_id`` is set but not among ``parent_ids``."""
     for chunk_id, *_, md, _json in prepared:
         pid = md.get("parent_id")
@@ -383,7 +443,54 @@ def row_to_stored(row: Sequence[Any], *, path: str | Path | None = None) -> Stor
     )
 
 
-class ChunkStore(SQLiteFile):
+class _VersionedChunkStore:
+    """What the two chunk stores (:class:`ChunkStore`, SQLite; :class:`~langchain_ragspine.stores.postgres.
+    PostgresChunkStore`) share above their SQL: the reading API's arguments.  A subclass implements
+    :meth:`_select_chunks`."""
+
+    def _select_chunks(
+        self, doc_id: str | Sequence[str] | None, facets: list[tuple[str, str | Sequence[str]]], include_inactive: bool
+    ) -> Iterator[StoredChunk]:  # pragma: no cover - every store overrides it
+        raise NotImplementedError
+
+    def iter_chunks(
+        self,
+        *,
+        doc_id: str | Sequence[str] | None = None,
+        topic: str | Sequence[str] | None = None,
+        entity: str | Sequence[str] | None = None,
+        geography: str | Sequence[str] | None = None,
+        period: str | Sequence[str] | None = None,
+        language: str | Sequence[str] | None = None,
+        include_inactive: bool = False,
+    ) -> Iterator[StoredChunk]:
+        """Yield stored chunks matching every given filter, ordered by ``doc_id`` (by code point), ``version``,
+        chunk position.
+
+        Filters are ANDed and evaluated in SQL.  Each is a str or a list/tuple of str (any of them matches; an
+        empty list matches nothing).  ``topic``/``entity``/``geography``/``period``/``language`` match the
+        chunk metadata key of the same name (``language`` falls back to ``lang``); a list-valued metadata
+        field matches when any element matches; non-string scalars compare by ``str(value)``.  A chunk without
+        the field never matches.
+
+        Args:
+            doc_id: restrict to these documents.
+            topic, entity, geography, period, language: facet filters (see above).
+            include_inactive: also yield rows of superseded and retracted versions (the history).
+
+        Returns:
+            An iterator of :class:`StoredChunk`; the rows are read in one query when iteration starts (a
+            snapshot: later writes do not show up in an iteration already begun).
+
+        Raises:
+            TypeError: a filter is neither a str nor a list/tuple of str.
+            StoreError: the store is closed or its database fails.
+        """
+        facets = _facet_filters(topic, entity, geography, period, language)
+        return self._select_chunks(doc_id, facets, include_inactive)
+
+
+class ChunkStore(SQLiteFile, _VersionedChunkStore):
     """Versioned chunk storage in one SQLite file (see the module docstring for the design).
 
     Args:
@@ -447,10 +554,7 @@ class ChunkStore(SQLiteFile):
                     self._migrate(cur, version)
 
     def _read_schema_version(self, conn: sqlite3.Connection) -> int | None:
-        has_meta = conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", ("meta",)
-        ).fetchone()
-        if not has_meta:
+        if not self._has_table(conn, "meta"):
             return None
         row = conn.execute("SELECT value FROM meta WHERE key = ?", ("schema_version",)).fetchone()
         if row is None:
@@ -603,14 +707,7 @@ class ChunkStore(SQLiteFile):
             StoreError: the store is read-only or closed, or SQLite fails (e.g. the write lock was not
                 obtained within ``busy_timeout``).
         """
-        if not isinstance(doc_id, str):
-            raise TypeError(f"doc_id must be a str, got {doc_id!r}")
-        if not doc_id:
-            raise ValueError("doc_id must be a non-empty string")
-        if isinstance(valid_as_of, _dt.date):
-            valid_as_of = valid_as_of.isoformat()
-        if not isinstance(valid_as_of, str):
-            raise TypeError(f"valid_as_of must be a str or a date, got {valid_as_of!r}")
+        valid_as_of = _check_write_args(doc_id, valid_as_of)
         self._require_writable()
         prepared = self._prepare(doc_id, list(chunks))
         prepared_parents = self._prepare(doc_id, list(parents or ()), what="parents", id_key="parent_id")
@@ -624,17 +721,8 @@ class ChunkStore(SQLiteFile):
             digest = hashlib.sha256(f"{digest}\nparents {parent_digest}".encode()).hexdigest()
 
         with self._lock, self._sql_errors(), self._write_transaction() as cur:
-            latest = cur.execute(
-                "SELECT version, content_hash, retracted FROM doc_versions WHERE doc_id = ? "
-                "ORDER BY version DESC LIMIT 1",
-                (doc_id,),
-            ).fetchone()
-            current = int(latest[0]) if latest else 0
-            is_retracted = bool(latest[2]) if latest else True
-            if not prepared:
-                if is_retracted:  # unknown or already retracted
-                    return current
-            elif not is_retracted and latest[1] == digest:
+            current, unchanged = _version_state(cur, doc_id, digest)
+            if unchanged:
                 return current
 
             if prepared:
@@ -650,29 +738,13 @@ class ChunkStore(SQLiteFile):
                 "ingested_at, retracted) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (doc_id, new_version, digest, len(prepared), valid_as_of, now, 0 if prepared else 1),
             )
-            for position, (chunk_id, text, start, end, md, md_json) in enumerate(prepared):
-                row = _ChunkRow(
-                    chunk_id=chunk_id,
-                    doc_id=doc_id,
-                    version=new_version,
-                    position=position,
-                    text=text,
-                    start_index=start,
-                    end_index=end,
-                    source_locator=_optional_str(md, "source_locator"),
-                    title=_optional_str(md, "title"),
-                    sensitivity=_optional_str(md, "sensitivity"),
-                    metadata_json=md_json,
-                    valid_as_of=valid_as_of,
-                    ingested_at=now,
-                    facets=_facets_of(md),
-                )
-                self._insert_chunk_row(cur, row)
-            for position, (parent_id, text, start, end, md, md_json) in enumerate(prepared_parents):
+            for position, item in enumerate(prepared):
+                values = _row_values(doc_id, new_version, position, item, valid_as_of, now)
+                self._insert_chunk_row(cur, _ChunkRow(values, _facets_of(item[4])))
+            for position, item in enumerate(prepared_parents):
                 cur.execute(
                     f"INSERT INTO parents ({_PARENT_COLUMNS}) VALUES ({_placeholders(14)})",
-                    (parent_id, doc_id, new_version, position, text, start, end, _optional_str(md, "source_locator"),
-                     _optional_str(md, "title"), _optional_str(md, "sensitivity"), md_json, valid_as_of, now, 1),
+                    _row_values(doc_id, new_version, position, item, valid_as_of, now),
                 )
             self._bump_generation(cur)
             return new_version
@@ -680,11 +752,11 @@ class ChunkStore(SQLiteFile):
     @staticmethod
     def _prepare(
         doc_id: str, chunks: list[Document], *, what: str = "chunks", id_key: str = "chunk_id"
-    ) -> list[tuple[str, str, int | None, int | None, dict[str, Any], str]]:
+    ) -> list[_Prepared]:
         """Validate chunks (or parents: ``id_key="parent_id"``, falling back to ``chunk_id``); return
         ``(id, text, start, end, JSON-ready metadata, metadata_json)`` (also used by the PostgreSQL store, so both
         validate alike)."""
-        out: list[tuple[str, str, int | None, int | None, dict[str, Any], str]] = []
+        out: list[_Prepared] = []
         seen: set[str] = set()
         for i, doc in enumerate(chunks):
             if not isinstance(doc, Document):
@@ -734,25 +806,7 @@ class ChunkStore(SQLiteFile):
 
     def _insert_chunk_row(self, cur: sqlite3.Cursor, row: _ChunkRow) -> int:
         """Insert one chunk row (``active = 1``) and its facets in the open transaction; return its row id."""
-        cur.execute(
-            f"INSERT INTO chunks ({_CHUNK_COLUMNS}) VALUES ({_placeholders(14)})",
-            (
-                row.chunk_id,
-                row.doc_id,
-                row.version,
-                row.position,
-                row.text,
-                row.start_index,
-                row.end_index,
-                row.source_locator,
-                row.title,
-                row.sensitivity,
-                row.metadata_json,
-                row.valid_as_of,
-                row.ingested_at,
-                1,
-            ),
-        )
+        cur.execute(f"INSERT INTO chunks ({_CHUNK_COLUMNS}) VALUES ({_placeholders(14)})", row.values)
         rowid = int(cur.lastrowid)  # type: ignore[arg-type]
         if row.facets:
             cur.executemany(
@@ -762,43 +816,12 @@ class ChunkStore(SQLiteFile):
         return rowid
 
     # -- reading ---------------------------------------------------------------------------------------------
-    def iter_chunks(
-        self,
-        *,
-        doc_id: str | Sequence[str] | None = None,
-        topic: str | Sequence[str] | None = None,
-        entity: str | Sequence[str] | None = None,
-        geography: str | Sequence[str] | None = None,
-        period: str | Sequence[str] | None = None,
-        language: str | Sequence[str] | None = None,
-        include_inactive: bool = False,
+    def _select_chunks(
+        self, doc_id: str | Sequence[str] | None, facets: list[tuple[str, str | Sequence[str]]], include_inactive: bool
     ) -> Iterator[StoredChunk]:
-        """Yield stored chunks matching every given filter, ordered by ``doc_id``, ``version``, chunk
-        position.
-
-        Filters are ANDed and evaluated in SQL.  Each is a str or a list/tuple of str (any of them matches; an
-        empty list matches nothing).  ``topic``/``entity``/``geography``/``period``/``language`` match the
-        chunk metadata key of the same name (``language`` falls back to ``lang``); a list-valued metadata
-        field matches when any element matches; non-string scalars compare by ``str(value)``.  A chunk without
-        the field never matches.
-
-        Args:
-            doc_id: restrict to these documents.
-            topic, entity, geography, period, language: facet filters (see above).
-            include_inactive: also yield rows of superseded and retracted versions (the history).
-
-        Returns:
-            An iterator of :class:`StoredChunk`; the rows are read in one query when iteration starts (a
-            snapshot: later writes do not show up in an iteration already begun).
-
-        Raises:
-            TypeError: a filter is neither a str nor a list/tuple of str.
-            StoreError: the store is closed or SQLite fails.
-        """
+        """:meth:`iter_chunks` in SQLite: ``facets`` are the given facet filters, ``(field, value)``."""
         where, params = _doc_conditions(doc_id, include_inactive, alias="c.")
-        for name, value in zip(FACET_FIELDS, (topic, entity, geography, period, language), strict=True):
-            if value is None:
-                continue
+        for name, value in facets:
             values = _filter_values(name, value)
             if not values:
                 where.append("0")
@@ -823,11 +846,7 @@ class ChunkStore(SQLiteFile):
 
     def _has_parents_table(self) -> bool:
         with self._lock, self._sql_errors():
-            return bool(
-                self._connection()
-                .execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'parents'")
-                .fetchone()
-            )
+            return self._has_table(self._connection(), "parents")
 
     def get_parents(self, parent_ids: Sequence[str]) -> dict[str, StoredChunk]:
         """The active parents among ``parent_ids``, by id (a :class:`StoredChunk` whose ``chunk_id`` is the parent

@@ -102,10 +102,7 @@ class EmbeddingCache(SQLiteFile):
                 )
 
     def _schema_version(self, conn: sqlite3.Connection) -> int | None:
-        has_meta = conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", ("meta",)
-        ).fetchone()
-        if not has_meta:
+        if not self._has_table(conn, "meta"):
             return None
         rows = dict(conn.execute("SELECT key, value FROM meta WHERE key IN (?, ?)", ("schema_version", "kind")))
         if "schema_version" not in rows:

@@ -56,6 +56,7 @@ from typing import Any
 
 import numpy as np
 
+from langchain_ragspine._optional import import_optional
 from langchain_ragspine.embeddings.batching import l2_normalize
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.stores.files import atomic_dir, read_config
@@ -93,13 +94,7 @@ _EXACT_BLOCK_ROWS = 65_536
 
 # -- helpers ---------------------------------------------------------------------------------------------------
 def _import_faiss() -> Any:
-    try:
-        import faiss
-    except ImportError as e:  # pragma: no cover - exercised only without faiss
-        raise ImportError(
-            "the dense channel needs FAISS: pip install 'langchain-ragspine[embed]' (or faiss-cpu)"
-        ) from e
-    return faiss
+    return import_optional("faiss", "the dense channel needs FAISS: pip install 'langchain-ragspine[embed]' (or faiss-cpu)")
 
 
 

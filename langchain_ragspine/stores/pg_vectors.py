@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from langchain_ragspine._optional import import_optional
 from langchain_ragspine.embeddings.batching import l2_normalize
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.stores.postgres import SEARCH, PostgresConnection
@@ -65,10 +66,8 @@ def register_vector(conn: Any) -> None:
     """
     if conn.adapters.types.get("vector") is not None:
         return
-    try:
-        from pgvector.psycopg import register_vector as _register
-    except ImportError as e:  # pragma: no cover - the postgres extra installs it
-        raise ImportError("the dense channel on PostgreSQL needs pgvector: pip install 'langchain-ragspine[postgres]'") from e
+    hint = "the dense channel on PostgreSQL needs pgvector: pip install 'langchain-ragspine[postgres]'"
+    _register = import_optional("pgvector.psycopg", hint).register_vector
     import psycopg
 
     try:

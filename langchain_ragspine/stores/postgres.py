@@ -43,25 +43,31 @@ import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from langchain_core.documents import Document
 
+from langchain_ragspine._closing import Closing
+from langchain_ragspine._optional import import_optional
 from langchain_ragspine.config import get_settings
 from langchain_ragspine.embeddings.cache import content_hash
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.retrievers.dense import _VISIBLE_RE  # what the dense channel counts as text
 from langchain_ragspine.sensitivity import is_restricted
 from langchain_ragspine.stores.chunk_store import (
-    FACET_FIELDS,
     ChunkStore,
     StoredChunk,
+    _check_write_args,
     _content_hash,
     _facets_of,
     _filter_values,
-    _optional_str,
+    _lineage,
+    _new_stored,
     _utc_now_iso,
+    _version_state,
+    _VersionedChunkStore,
+    _where,
     row_to_stored,
 )
 from langchain_ragspine.stores.pg_filter import value_rows
@@ -222,13 +228,9 @@ def looks_like_conninfo(value: object) -> bool:
 
 
 def _import_psycopg() -> Any:
-    try:
-        import psycopg
-        import psycopg_pool  # noqa: F401
-    except ImportError as e:  # pragma: no cover - the test extra installs them
-        raise ImportError(
-            "the PostgreSQL backend needs psycopg 3 and psycopg-pool: pip install 'langchain-ragspine[postgres]'"
-        ) from e
+    hint = "the PostgreSQL backend needs psycopg 3 and psycopg-pool: pip install 'langchain-ragspine[postgres]'"
+    psycopg = import_optional("psycopg", hint)
+    import_optional("psycopg_pool", hint)
     return psycopg
 
 
@@ -347,12 +349,29 @@ class _Statistics:
         self.df.update(terms)
 
 
+def _doc_conditions(
+    doc_id: str | Sequence[str] | None, include_inactive: bool, *, alias: str = ""
+) -> tuple[list[str], list[Any]]:
+    """The ``WHERE`` conditions (ANDed) and parameters of the ``doc_id`` / ``include_inactive`` arguments, as the
+    SQLite store's ``_doc_conditions`` in PostgreSQL (an array parameter); ``alias`` prefixes the columns (``"c."``).
+
+    Raises:
+        TypeError: ``doc_id`` is neither a str nor a list/tuple of str.
+    """
+    where: list[str] = [] if include_inactive else [f"{alias}active"]
+    params: list[Any] = []
+    if doc_id is not None:
+        where.append(f"{alias}doc_id = ANY(%s)")
+        params.append(_filter_values("doc_id", doc_id))
+    return where, params
+
+
 def chunk_columns(alias: str) -> str:
     """The chunk columns :func:`row_to_stored` reads, qualified by table ``alias``."""
     return ", ".join(f"{alias}.{n}" for n in _CHUNK_COLUMNS.split(", "))
 
 
-class PostgresChunkStore:
+class PostgresChunkStore(Closing, _VersionedChunkStore):
     """Versioned chunk storage in PostgreSQL tables, with BM25 postings, typed metadata values and (for the dense
     channel) vectors maintained in the same transactions (see the module docstring).
 
@@ -403,12 +422,6 @@ class PostgresChunkStore:
     def close(self) -> None:
         """Mark the store closed (the pool stays for other users of the URL; see :func:`close_pools`)."""
         self._closed = True
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def _require_open(self) -> None:
         if self._closed:
@@ -647,14 +660,7 @@ class PostgresChunkStore:
                 holding a NUL character (PostgreSQL text cannot).
             StoreError: the store is read-only or closed, the tokenizer changed meanwhile, or the query fails.
         """
-        if not isinstance(doc_id, str):
-            raise TypeError(f"doc_id must be a str, got {doc_id!r}")
-        if not doc_id:
-            raise ValueError("doc_id must be a non-empty string")
-        if isinstance(valid_as_of, _dt.date):
-            valid_as_of = valid_as_of.isoformat()
-        if not isinstance(valid_as_of, str):
-            raise TypeError(f"valid_as_of must be a str or a date, got {valid_as_of!r}")
+        valid_as_of = _check_write_args(doc_id, valid_as_of)
         self._require_writable()
         prepared = ChunkStore._prepare(doc_id, list(chunks))
         for chunk_id, text, *_ in prepared:
@@ -679,17 +685,8 @@ class PostgresChunkStore:
             cur.execute(f"LOCK TABLE {DOC_VERSIONS} IN SHARE ROW EXCLUSIVE MODE")
             if self._meta("tokenizer", cur) != tokenizer:
                 raise StoreError("the store's tokenizer changed during this write; retry", path=self.path)
-            latest = cur.execute(
-                f"SELECT version, content_hash, retracted FROM {DOC_VERSIONS} WHERE doc_id = %s "
-                "ORDER BY version DESC LIMIT 1",
-                (doc_id,),
-            ).fetchone()
-            current = int(latest[0]) if latest else 0
-            is_retracted = bool(latest[2]) if latest else True
-            if not prepared:
-                if is_retracted:
-                    return current
-            elif not is_retracted and latest[1] == digest:
+            current, unchanged = _version_state(cur, doc_id, digest, table=DOC_VERSIONS, param="%s")
+            if unchanged:
                 return current
             if prepared:
                 clash = cur.execute(
@@ -717,15 +714,7 @@ class PostgresChunkStore:
             )
             if prepared:
                 rows = self._insert_chunk_rows(cur, doc_id, version, prepared, valid_as_of, now)
-                stored = [
-                    StoredChunk(
-                        chunk_id=chunk_id, doc_id=doc_id, text=text, start_index=start, end_index=end,
-                        source_locator=_optional_str(md, "source_locator"), title=_optional_str(md, "title"),
-                        sensitivity=_optional_str(md, "sensitivity"), metadata=md, valid_as_of=valid_as_of,
-                        ingested_at=now, version=version, active=True,
-                    )
-                    for chunk_id, text, start, end, md, _json in prepared
-                ]
+                stored = [_new_stored(doc_id, version, item, valid_as_of, now) for item in prepared]
                 added = self._insert_searchable(cur, rows, stored, searchable)
             else:
                 added = _Statistics()
@@ -747,8 +736,7 @@ class PostgresChunkStore:
         cols: list[list[Any]] = [[] for _ in range(10)]
         for position, (chunk_id, text, start, end, md, md_json) in enumerate(prepared):
             for col, value in zip(cols, (
-                chunk_id, position, text, start, end, _optional_str(md, "source_locator"),
-                _optional_str(md, "title"), _optional_str(md, "sensitivity"), md_json, content_hash(text),
+                chunk_id, position, text, start, end, *_lineage(md), md_json, content_hash(text),
             ), strict=True):
                 col.append(value)
         got = cur.execute(
@@ -818,43 +806,18 @@ class PostgresChunkStore:
         return gone
 
     # -- reading ----------------------------------------------------------------------------------------------------
-    def iter_chunks(
-        self,
-        *,
-        doc_id: str | Sequence[str] | None = None,
-        topic: str | Sequence[str] | None = None,
-        entity: str | Sequence[str] | None = None,
-        geography: str | Sequence[str] | None = None,
-        period: str | Sequence[str] | None = None,
-        language: str | Sequence[str] | None = None,
-        include_inactive: bool = False,
+    def _select_chunks(
+        self, doc_id: str | Sequence[str] | None, facets: list[tuple[str, str | Sequence[str]]], include_inactive: bool
     ) -> Iterator[StoredChunk]:
-        """Stored chunks matching every given filter, ordered by ``doc_id``, ``version``, position — as
-        :meth:`ChunkStore.iter_chunks` (the same filters, the same snapshot semantics; ``doc_id`` ordered by code
-        point).
-
-        Raises:
-            TypeError: a filter is neither a str nor a list/tuple of str.
-            StoreError: the store is closed or the query fails.
-        """
+        """:meth:`iter_chunks` in PostgreSQL: ``facets`` are the given facet filters, ``(field, value)``."""
         self._require_open()
-        where: list[str] = []
-        params: list[Any] = []
-        if not include_inactive:
-            where.append("c.active")
-        if doc_id is not None:
-            where.append("c.doc_id = ANY(%s)")
-            params.append(_filter_values("doc_id", doc_id))
-        for name, value in zip(FACET_FIELDS, (topic, entity, geography, period, language), strict=True):
-            if value is None:
-                continue
+        where, params = _doc_conditions(doc_id, include_inactive, alias="c.")
+        for name, value in facets:
             where.append(
                 f"EXISTS (SELECT 1 FROM {FACETS} f WHERE f.chunk_row = c.id AND f.field = %s AND f.value = ANY(%s))"
             )
             params.extend((name, _filter_values(name, value)))
-        sql = f"SELECT {chunk_columns('c')} FROM {CHUNKS} c"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
+        sql = f"SELECT {chunk_columns('c')} FROM {CHUNKS} c" + _where(where)
         sql += ' ORDER BY c.doc_id COLLATE "C", c.version, c.position, c.id'
         with self._db.connection() as conn:
             rows = conn.execute(sql, params).fetchall()
@@ -910,12 +873,8 @@ class PostgresChunkStore:
             StoreError: the store is closed or the query fails.
         """
         self._require_open()
-        where: list[str] = [] if include_inactive else ["active"]
-        params: list[Any] = []
-        if doc_id is not None:
-            where.append("doc_id = ANY(%s)")
-            params.append(_filter_values("doc_id", doc_id))
-        sql = f"SELECT count(*) FROM {CHUNKS}" + (" WHERE " + " AND ".join(where) if where else "")
+        where, params = _doc_conditions(doc_id, include_inactive)
+        sql = f"SELECT count(*) FROM {CHUNKS}" + _where(where)
         with self._db.connection() as conn:
             return int(conn.execute(sql, params).fetchone()[0])
 
