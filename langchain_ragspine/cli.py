@@ -429,7 +429,7 @@ def _demo_ingest(corpus: Path, store: Path, embedding: Any) -> Any:
             shutil.copyfile(saved, target)
         except OSError:
             pass
-    summary = ingest(corpus, store, progress=False, embedding=embedding)
+    summary = ingest(corpus, store, embedding=embedding)  # progress on stderr: bars on a terminal, else lines
     if target.is_file() and summary.embedded:
         tmp = saved.with_name(f".{saved.name}.tmp-{os.getpid()}")
         try:

@@ -277,8 +277,10 @@ def warm_embedding_cache(
         StoreError: the model's vectors differ in dimension from those cached for its key.
     """
     key = model_key_for(emb)
-    cached = CachedEmbeddings(emb, cache, model_key=key, progress=progress)
     items = _uncached(cache, key, chunks) if chunks else []
+    # a probe that embeds only part of the misses is labelled as the check it is; the "embed" bar is then the rest
+    desc = "embed (model check)" if limit is not None and len(items) > limit else "embed"
+    cached = CachedEmbeddings(emb, cache, model_key=key, progress=progress, progress_desc=desc)
     if limit is not None:
         items = items[:limit]
     if not items:

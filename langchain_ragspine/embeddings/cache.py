@@ -119,6 +119,7 @@ class CachedEmbeddings(Embeddings):
             your own when that cannot tell two models apart.
         batch_size: texts per ``embed_documents`` call of the model (default 32), an ``int >= 1``.
         progress: tqdm progress bar over the misses; ``None`` (default) shows it on a terminal only.
+        progress_desc: the bar's label (default ``"embed"``).
 
     Attributes:
         last_embedded: texts sent to the model by the last call (cache misses, each distinct key once).
@@ -151,6 +152,7 @@ class CachedEmbeddings(Embeddings):
         model_key: str | None = None,
         batch_size: int = 32,
         progress: bool | None = None,
+        progress_desc: str = "embed",
     ) -> None:
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
@@ -159,6 +161,7 @@ class CachedEmbeddings(Embeddings):
         self.model_key = model_key if model_key is not None else model_key_for(underlying_embeddings)
         self.batch_size = batch_size
         self.progress = progress
+        self.progress_desc = progress_desc
         self.last_embedded = 0
         self.last_cached = 0
 
@@ -223,7 +226,7 @@ class CachedEmbeddings(Embeddings):
                 misses[k] = text
         if misses:
             miss_keys = list(misses)
-            with progress_bar(total=len(miss_keys), desc="embed", unit="chunk", show=self.progress) as bar:
+            with progress_bar(total=len(miss_keys), desc=self.progress_desc, unit="chunk", show=self.progress) as bar:
                 for start in range(0, len(miss_keys), self.batch_size):
                     batch = miss_keys[start : start + self.batch_size]
                     try:

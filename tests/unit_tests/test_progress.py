@@ -163,3 +163,32 @@ def test_evaluate_reports_its_phase(tmp_path, monkeypatch, progress):
         assert err.getvalue() == ""
     else:
         assert err.getvalue().splitlines()[0] == "eval bm25: started (1 q)"
+
+
+def test_demo_off_a_terminal_reports_each_phase_on_stderr_and_keeps_stdout_clean(tmp_path, monkeypatch, capsys):
+    # regression: `ragspine demo` ingested with progress=False, so 6-36 s of embedding passed in silence
+    from langchain_ragspine.cli import main
+
+    monkeypatch.setenv("RAGSPINE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("RAGSPINE_EMBEDDING", "hashing")
+    err = _fake_stderr(monkeypatch, tty=False)
+    assert main(["demo"]) == 0
+    lines = err.getvalue().splitlines()
+    starts = [line.split(":")[0] for line in lines if line.endswith("started") or "started (" in line]
+    assert starts[:2] == ["load", "chunk"] and "index" in starts and any(s.startswith("embed") for s in starts)
+    assert not any("started" in line for line in capsys.readouterr().out.splitlines())
+
+
+def test_an_ingest_larger_than_the_model_check_labels_the_check_and_embeds_the_rest_in_one_bar(tmp_path, monkeypatch):
+    from langchain_ragspine.indexing import PROBE_CHUNKS
+
+    corpus = tmp_path / "c"
+    corpus.mkdir()
+    for i in range(PROBE_CHUNKS + 8):
+        (corpus / f"d{i}.md").write_text(f"# 文書{i}\n\n梅雨は六月から七月の雨季。資料{i}。", "utf-8")
+    err = _fake_stderr(monkeypatch, tty=False)
+    ingest(corpus, tmp_path / "S", embedding=HashingEmbeddings(32), mode="hybrid")
+    lines = err.getvalue().splitlines()
+    starts = [line.split(":")[0] for line in lines if line.endswith("started") or "started (" in line]
+    assert starts == ["load", "chunk", "embed (model check)", "index", "embed"]
+    assert f"embed (model check): started ({PROBE_CHUNKS} chunks)" in lines and "embed: started (8 chunks)" in lines
