@@ -56,6 +56,7 @@ from langchain_ragspine.retrievers.dense import DenseRetriever, _has_text
 from langchain_ragspine.sensitivity import drop_restricted, is_restricted
 from langchain_ragspine.stores import ChunkStore, bm25_parallel
 from langchain_ragspine.stores.embedding_cache import EmbeddingCache
+from langchain_ragspine.stores.files import RETRIEVER_CONFIG, discard_unsaved
 from langchain_ragspine.stores.postgres import is_postgres_url, redact_url
 from langchain_ragspine.text import index_text
 from langchain_ragspine.text_splitters import ParagraphTextSplitter
@@ -375,6 +376,7 @@ def _refresh_dense(
         except (StoreError, OSError, ValueError):
             pass
     dense = _dense_from_store(root, store, emb, progress=progress, header=_header(contextual))
+    discard_unsaved(root / VECTOR_DIR, RETRIEVER_CONFIG)  # a damaged index of this store: rebuilt
     dense.save(root / VECTOR_DIR)
     state["vector"] = {"generation": store.generation, "model_key": key, "embedding": spec}
     if contextual is not None:
@@ -663,6 +665,7 @@ def _ingest(
         current = all(state.get(key) == value for key, value in wanted.items())
         current = current and state.get("contextual") == wanted_header
         if not current or _load_saved_index(root, k=DEFAULT_K)[0] is None:
+            discard_unsaved(root / BM25_DIR, RETRIEVER_CONFIG)  # a damaged index of this store: rebuilt
             build_bm25(store, tokenizer=name, header=header, workers=workers).save(root / BM25_DIR)
             summary.index_rebuilt = True
         if wanted_header != state.get("contextual") and active_before:

@@ -77,13 +77,19 @@ from langchain_ragspine.retrievers.base import RagSpineRetriever
 from langchain_ragspine.sensitivity import drop_restricted
 from langchain_ragspine.stores.embedding_cache import EmbeddingCache
 from langchain_ragspine.stores.faiss_index import INDEX_KINDS, FaissVectorIndex
-from langchain_ragspine.stores.files import atomic_dir, read_config, read_documents, write_documents
+from langchain_ragspine.stores.files import (
+    RETRIEVER_CONFIG,
+    atomic_dir,
+    read_config,
+    read_documents,
+    write_documents,
+)
 from langchain_ragspine.text import index_text
 
 __all__ = ["DenseRetriever"]
 
 _FORMAT = "ragspine-dense/1"
-_CONFIG_FILE = "retriever.json"
+_CONFIG_FILE = RETRIEVER_CONFIG
 _DOCS_FILE = "docs.jsonl"
 # Set while load() validates a retriever whose index comes from disk, so model_post_init skips the build
 # (the same device as bm25.py: pydantic's validation context does not reach model_post_init via BaseRetriever).
@@ -334,6 +340,8 @@ class DenseRetriever(RagSpineRetriever):
 
         Raises:
             ValueError: a metadata value is not JSON-serialisable.
+            FileExistsError: ``path`` is a file, or a non-empty directory that is not a previous save (its files
+                are never deleted).
         """
         config = {
             "format": _FORMAT,
@@ -347,7 +355,7 @@ class DenseRetriever(RagSpineRetriever):
             "num_docs": len(self.docs),
             "empty_index": self._index is None,
         }
-        with atomic_dir(path) as tmp:
+        with atomic_dir(path, marker=_CONFIG_FILE) as tmp:
             if self._index is not None:
                 self._index.write_files(tmp)
             (tmp / _CONFIG_FILE).write_text(json.dumps(config, ensure_ascii=False, indent=1), "utf-8")

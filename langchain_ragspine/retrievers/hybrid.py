@@ -566,6 +566,8 @@ class HybridRetriever(RagSpineRetriever):
         Raises:
             TypeError: a channel of another class (it has no file format here: save it yourself).
             ValueError: a metadata value is not JSON-serialisable.
+            FileExistsError: ``path`` is a file, or a non-empty directory that is not a previous save (its files
+                are never deleted).
         """
         channels: list[dict[str, str]] = []
         for i, r in enumerate(self.retrievers):
@@ -576,7 +578,7 @@ class HybridRetriever(RagSpineRetriever):
                 )
             channels.append({"kind": "bm25" if isinstance(r, BM25Retriever) else "dense", "dir": f"channel-{i}"})
         config = {"format": _FORMAT, "channels": channels, **{f: getattr(self, f) for f in _SAVED_FIELDS}}
-        with atomic_dir(path) as tmp:
+        with atomic_dir(path, marker=_CONFIG_FILE) as tmp:
             for r, ch in zip(self.retrievers, channels, strict=True):
                 r.save(tmp / ch["dir"])  # type: ignore[attr-defined]
             (tmp / _CONFIG_FILE).write_text(json.dumps(config, ensure_ascii=False, indent=1), "utf-8")

@@ -37,14 +37,20 @@ from langchain_core.documents import Document
 
 from langchain_ragspine._closing import Closing
 from langchain_ragspine.errors import StoreError
-from langchain_ragspine.stores.files import atomic_dir, read_config, read_documents, write_documents
+from langchain_ragspine.stores.files import (
+    RETRIEVER_CONFIG,
+    atomic_dir,
+    read_config,
+    read_documents,
+    write_documents,
+)
 from langchain_ragspine.tokenizers import Tokenizer, tokenizer_name, tokenizer_version
 
 __all__ = ["FORMAT", "SavedBM25Index", "TermPostings", "build_bm25_index", "load_bm25_index", "save_bm25_index"]
 
 #: ``format`` of ``retriever.json``.
 FORMAT = "ragspine-bm25/1"
-CONFIG_FILE = "retriever.json"
+CONFIG_FILE = RETRIEVER_CONFIG
 DOCS_FILE = "docs.jsonl"
 ARRAYS_DIR = "bm25s"
 
@@ -346,7 +352,7 @@ def save_bm25_index(
         "num_docs": len(docs),
         "empty_index": index is None,
     }
-    with atomic_dir(path) as tmp:
+    with atomic_dir(path, marker=CONFIG_FILE) as tmp:
         (tmp / CONFIG_FILE).write_text(json.dumps(config, ensure_ascii=False, indent=1), "utf-8")
         write_documents(tmp / DOCS_FILE, docs)
         if index is not None:

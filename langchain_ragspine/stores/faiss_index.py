@@ -428,7 +428,7 @@ class FaissVectorIndex:
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the index to directory ``path``, replacing it atomically (a temporary directory beside it is
         renamed into place): ``index.faiss`` (``faiss.write_index``), ``ids.sqlite``, ``vector_index.json``."""
-        with atomic_dir(path) as tmp:
+        with atomic_dir(path, marker=META_FILE) as tmp:
             self.write_files(tmp)
 
     @classmethod

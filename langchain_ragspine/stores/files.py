@@ -37,12 +37,56 @@ def replace_dir(new: Path, target: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
+#: The settings file of a saved BM25 or dense retriever (each saved index directory has one; hybrid: ``hybrid.json``).
+RETRIEVER_CONFIG = "retriever.json"
+
+
+def check_replaceable(target: Path, marker: str) -> None:
+    """Refuse to replace ``target`` unless it is absent, an empty directory, or a directory holding ``marker`` (the
+    file a previous save wrote there), so a save never deletes what it did not write.
+
+    Raises:
+        FileExistsError: ``target`` is a file (or anything but a directory), or a non-empty directory without
+            ``marker``; the message names it.
+    """
+    if not target.exists() and not target.is_symlink():
+        return
+    if target.is_symlink() or not target.is_dir():
+        raise FileExistsError(f"refusing to save to {target}: it exists and is not a directory; choose a new path")
+    if (target / marker).is_file() or not any(target.iterdir()):
+        return
+    raise FileExistsError(
+        f"refusing to save to {target}: the directory is not empty and holds no saved index ({marker} is missing), "
+        "so replacing it would delete its files; choose a new or empty directory"
+    )
+
+
+def discard_unsaved(target: Path, marker: str) -> None:
+    """Remove ``target`` when a save could not replace it (:func:`check_replaceable` refuses): for an index
+    directory inside a store the package owns, where anything else at that path is a damaged index to rebuild."""
+    try:
+        check_replaceable(target, marker)
+    except FileExistsError:
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target)
+        else:
+            target.unlink()
+
+
 @contextlib.contextmanager
-def atomic_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
+def atomic_dir(path: str | os.PathLike[str], *, marker: str) -> Iterator[Path]:
     """Yield a fresh temporary directory beside ``path``; on success it replaces ``path`` (:func:`replace_dir`), on
     any exception it is removed and ``path`` is left as it was.  Its mode follows the umask (``mkdtemp`` makes 0700).
+
+    ``marker`` is the file every save of this kind writes into the directory: an existing ``path`` is replaced only
+    when it is an empty directory or holds ``marker`` (:func:`check_replaceable`), checked before anything is
+    written and again just before the swap.
+
+    Raises:
+        FileExistsError: ``path`` is a file, or a non-empty directory that is not a previous save.
     """
     target = Path(path)
+    check_replaceable(target, marker)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
     umask = os.umask(0)
@@ -50,6 +94,7 @@ def atomic_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
     tmp.chmod(0o777 & ~umask)
     try:
         yield tmp
+        check_replaceable(target, marker)  # it may have changed while the index was written
         replace_dir(tmp, target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
