@@ -35,13 +35,12 @@ from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
-from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from pydantic import Field, PrivateAttr, field_validator
 
 from langchain_ragspine.documents import check_k, doc_key, with_scores
 from langchain_ragspine.filters import FilterMasks, and_filters, compile_filter
-from langchain_ragspine.retrievers.base import RagSpineRetriever
+from langchain_ragspine.retrievers.base import RagSpineRetriever, SyncCall
 from langchain_ragspine.sensitivity import drop_restricted
 from langchain_ragspine.stores.bm25_index import build_bm25_index, load_bm25_index, save_bm25_index
 from langchain_ragspine.text import index_text
@@ -237,20 +236,9 @@ class BM25Retriever(RagSpineRetriever):
         order = np.lexsort((self._tie_rank[cand], -cs))[:k]
         return [(int(cand[i]), float(cs[i])) for i in order]
 
-    def _get_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: CallbackManagerForRetrieverRun,
-        k: int | None = None,
-        filter: Mapping[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> list[Document]:
-        if kwargs:
-            raise TypeError(f"unexpected keyword arguments for BM25Retriever: {sorted(kwargs)}")
-        return [
-            with_scores(self.docs[i], bm25=s, fused=s) for i, s in self.search(query, k=k, filter=filter)
-        ]
+    def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
+        hits = self.search(query, k=call.k, filter=call.filter)
+        return [with_scores(self.docs[i], bm25=s, fused=s) for i, s in hits]
 
     # -- persistence ------------------------------------------------------------------------------------------------
     def save(self, path: str | os.PathLike[str]) -> None:

@@ -41,7 +41,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.prompts import ChatPromptTemplate
@@ -51,7 +50,8 @@ from pydantic import ConfigDict, field_validator
 
 from langchain_ragspine.documents import check_k, doc_key
 from langchain_ragspine.filters import compile_filter
-from langchain_ragspine.retrievers.contract import asearch_each, child_config, search_each
+from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, RetrieverCall, SyncCall
+from langchain_ragspine.retrievers.contract import asearch_each, search_each
 from langchain_ragspine.retrievers.deny_list import fold_term
 from langchain_ragspine.retrievers.hybrid import DEFAULT_C, fuse
 from langchain_ragspine.retrievers.query_transform import call_params
@@ -281,7 +281,7 @@ def _fuse_groups(groups: Sequence[tuple[str, list[Document]]], *, k: int | None,
 RouterLike = Callable[..., Sequence[str]]
 
 
-class MultiIndexRetriever(BaseRetriever):
+class MultiIndexRetriever(ContractRetriever):
     """Route each query to some of several named indexes, search those, fuse by RRF.
 
     ``MultiIndexRetriever(indexes, router)``.
@@ -408,9 +408,8 @@ class MultiIndexRetriever(BaseRetriever):
         return self._decide(routed)
 
     # -- retrieval --------------------------------------------------------------------------------------------------
-    def _params(self, k: int | None, filter: Mapping[str, Any] | None, extra: Mapping[str, Any]
-                ) -> tuple[int | None, int | None, dict[str, Any] | None]:
-        return call_params("MultiIndexRetriever", self.k, self.candidate_k, self.filter, k, filter, extra)
+    def _params(self, call: RetrieverCall[Any]) -> tuple[int | None, int | None, dict[str, Any] | None]:
+        return call_params(self.k, self.candidate_k, self.filter, call.k, call.filter)
 
     def _searches(self, decision: RoutingDecision, query: str) -> list[tuple[BaseRetriever, str, str]]:
         """One search per selected index, traced as ``index_{i}``."""
@@ -429,32 +428,16 @@ class MultiIndexRetriever(BaseRetriever):
         limit = k if k is not None else max((len(d) for _, d in groups), default=0)
         return _fuse_groups(groups, k=limit, c=self.c) if limit else []
 
-    def _get_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: CallbackManagerForRetrieverRun,
-        k: int | None = None,
-        filter: Mapping[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> list[Document]:
-        k, depth, flt = self._params(k, filter, kwargs)
-        decision = self.route(query, child_config(run_manager, "router"))
+    def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
+        k, depth, flt = self._params(call)
+        decision = self.route(query, call.child("router"))
         lists = search_each(self._searches(decision, query), k=self._depth(decision, k, depth), filter=flt,
-                            run_manager=run_manager)
+                            run_manager=call.run_manager)
         return self._finish(decision, lists, k)
 
-    async def _aget_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: AsyncCallbackManagerForRetrieverRun,
-        k: int | None = None,
-        filter: Mapping[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> list[Document]:
-        k, depth, flt = self._params(k, filter, kwargs)
-        decision = await self.aroute(query, child_config(run_manager, "router"))
+    async def _aretrieve(self, query: str, call: AsyncCall) -> list[Document]:
+        k, depth, flt = self._params(call)
+        decision = await self.aroute(query, call.child("router"))
         lists = await asearch_each(self._searches(decision, query), k=self._depth(decision, k, depth), filter=flt,
-                                   run_manager=run_manager)
+                                   run_manager=call.run_manager)
         return self._finish(decision, lists, k)

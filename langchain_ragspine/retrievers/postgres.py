@@ -30,21 +30,24 @@ search tables, so they are never scored or returned; an empty query returns ``[]
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+import langchain_core
 import numpy as np
-from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from psycopg import sql as _sql
 from pydantic import ConfigDict, PrivateAttr, field_validator
 
+import langchain_ragspine
 from langchain_ragspine.config import get_settings
 from langchain_ragspine.embeddings.batching import l2_normalize
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.filters import and_filters, compile_filter
-from langchain_ragspine.retrievers.base import SyncBackedRetriever
+from langchain_ragspine.retrievers.base import ContractRetriever, SyncCall
 from langchain_ragspine.retrievers.bm25 import check_k, with_scores
 from langchain_ragspine.stores.pg_filter import SqlFilter, check_filter, filter_sql
 from langchain_ragspine.stores.pg_vectors import EMBEDDINGS, has_hnsw_index, register_vector
@@ -63,8 +66,11 @@ from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer, tokenizer_ve
 
 __all__ = ["PostgresBM25Retriever", "PostgresDenseRetriever"]
 
+#: Where warnings are not attributed: this package and langchain_core (``BaseRetriever.invoke``).
+_LIBRARY_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__ or "")) + os.sep for m in (langchain_ragspine, langchain_core))
 
-class _PostgresRetriever(SyncBackedRetriever):
+
+class _PostgresRetriever(ContractRetriever):
     """What both retrievers share: the store URL, ``k``, the own filter, a call's filter compiled to SQL.  The
     async path runs the sync one in a worker thread with the call's ``k`` / ``filter`` (psycopg's pool blocks)."""
 
@@ -96,7 +102,12 @@ class _PostgresRetriever(SyncBackedRetriever):
         """The retriever's own filter AND the call's, as SQL on ``row``, after the evaluator's checks."""
         flt = filter_sql(and_filters(self.filter, filter), row=row)
         if flt is not None:
-            check_filter(conn, flt, stacklevel=6)
+            # an unknown field warns at the first caller outside this package and langchain_core (the user's
+            # invoke / search / similarity_search line), however many frames stand between
+            frame, level = sys._getframe(1), 3
+            while frame.f_back is not None and frame.f_code.co_filename.startswith(_LIBRARY_DIRS):
+                frame, level = frame.f_back, level + 1
+            check_filter(conn, flt, stacklevel=level)
         return flt
 
     def _documents(self, rows: list[Any], channel: str) -> list[Document]:
@@ -113,18 +124,8 @@ class _PostgresRetriever(SyncBackedRetriever):
     ) -> list[tuple[Document, float]]:  # pragma: no cover - both subclasses override it
         raise NotImplementedError
 
-    def _get_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: CallbackManagerForRetrieverRun,
-        k: int | None = None,
-        filter: Mapping[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> list[Document]:
-        if kwargs:
-            raise TypeError(f"unexpected keyword arguments for {type(self).__name__}: {sorted(kwargs)}")
-        return [d for d, _ in self.search(query, k=k, filter=filter)]
+    def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
+        return [d for d, _ in self.search(query, k=call.k, filter=call.filter)]
 
 
 class PostgresBM25Retriever(_PostgresRetriever):
