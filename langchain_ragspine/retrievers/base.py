@@ -23,7 +23,7 @@ one.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -45,6 +45,7 @@ __all__ = [
     "SyncBackedRetriever",
     "SyncCall",
     "check_query",
+    "documents_from_texts",
 ]
 
 RunManager = TypeVar("RunManager", CallbackManagerForRetrieverRun, AsyncCallbackManagerForRetrieverRun)
@@ -66,6 +67,23 @@ def check_query(owner: str, query: Any) -> str:
         f"{owner}.invoke takes one query string, got {got}; for several queries use .batch([...]), for one field "
         'of a dict use `itemgetter("question") | retriever` (from operator import itemgetter)'
     )
+
+
+def documents_from_texts(
+    texts: Iterable[str], metadatas: Iterable[dict[str, Any]] | None = None, ids: Iterable[str] | None = None
+) -> list[Document]:
+    """``Document(text, metadata=copy of metadatas[i], id=ids[i])`` per text: what a retriever's ``from_texts``
+    indexes.
+
+    Raises:
+        ValueError: ``metadatas`` or ``ids`` has a different length than ``texts``.
+    """
+    texts = list(texts)
+    metas = list(metadatas) if metadatas is not None else [{} for _ in texts]
+    id_list = list(ids) if ids is not None else [None] * len(texts)
+    if len(metas) != len(texts) or len(id_list) != len(texts):
+        raise ValueError(f"from_texts got {len(texts)} texts, {len(metas)} metadatas and {len(id_list)} ids")
+    return [Document(page_content=t, metadata=dict(m), id=i) for t, m, i in zip(texts, metas, id_list, strict=True)]
 
 
 class SyncBackedRetriever(BaseRetriever):

@@ -40,7 +40,7 @@ from pydantic import Field, PrivateAttr, field_validator
 
 from langchain_ragspine.documents import check_k, doc_key, with_scores
 from langchain_ragspine.filters import FilterMasks, and_filters, compile_filter
-from langchain_ragspine.retrievers.base import RagSpineRetriever, SyncCall
+from langchain_ragspine.retrievers.base import RagSpineRetriever, SyncCall, documents_from_texts
 from langchain_ragspine.sensitivity import drop_restricted
 from langchain_ragspine.stores.bm25_index import build_bm25_index, load_bm25_index, save_bm25_index
 from langchain_ragspine.text import index_text
@@ -175,14 +175,7 @@ class BM25Retriever(RagSpineRetriever):
         Raises:
             ValueError: ``metadatas`` or ``ids`` has a different length than ``texts``.
         """
-        texts = list(texts)
-        metas = list(metadatas) if metadatas is not None else [{} for _ in texts]
-        id_list = list(ids) if ids is not None else [None] * len(texts)
-        if len(metas) != len(texts) or len(id_list) != len(texts):
-            raise ValueError(
-                f"from_texts got {len(texts)} texts, {len(metas)} metadatas and {len(id_list)} ids"
-            )
-        docs = [Document(page_content=t, metadata=dict(m), id=i) for t, m, i in zip(texts, metas, id_list, strict=True)]
+        docs = documents_from_texts(texts, metadatas, ids)
         if preprocess_func is not None:
             kwargs["tokenizer"] = preprocess_func
         return cls.from_documents(docs, bm25_params=bm25_params, **kwargs)

@@ -72,7 +72,13 @@ from langchain_ragspine.embeddings.batching import embed_in_batches
 from langchain_ragspine.embeddings.cache import CachedEmbeddings, content_hash, model_key_for
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.filters import FilterMasks, and_filters, compile_filter
-from langchain_ragspine.retrievers.base import AsyncCall, RagSpineRetriever, RetrieverCall, SyncCall
+from langchain_ragspine.retrievers.base import (
+    AsyncCall,
+    RagSpineRetriever,
+    RetrieverCall,
+    SyncCall,
+    documents_from_texts,
+)
 from langchain_ragspine.sensitivity import drop_restricted
 from langchain_ragspine.stores.embedding_cache import EmbeddingCache
 from langchain_ragspine.stores.faiss_index import INDEX_KINDS, FaissVectorIndex
@@ -228,15 +234,7 @@ class DenseRetriever(RagSpineRetriever):
         Raises:
             ValueError: ``metadatas`` or ``ids`` has a different length than ``texts``.
         """
-        texts = list(texts)
-        metas = list(metadatas) if metadatas is not None else [{} for _ in texts]
-        id_list = list(ids) if ids is not None else [None] * len(texts)
-        if len(metas) != len(texts) or len(id_list) != len(texts):
-            raise ValueError(f"from_texts got {len(texts)} texts, {len(metas)} metadatas and {len(id_list)} ids")
-        docs = [
-            Document(page_content=t, metadata=dict(m), id=i) for t, m, i in zip(texts, metas, id_list, strict=True)
-        ]
-        return cls.from_documents(docs, embedding, **kwargs)
+        return cls.from_documents(documents_from_texts(texts, metadatas, ids), embedding, **kwargs)
 
     @property
     def resolved_model_key(self) -> str:

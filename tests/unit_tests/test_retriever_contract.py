@@ -367,3 +367,17 @@ async def test_a_subclass_implements_one_hook_and_gets_k_filter_and_its_options_
     with pytest.raises(TypeError, match=r"unexpected keyword arguments for Recorder: \['depht'\]"):
         r.invoke("q", depht=7)
     assert invoke_retriever(r, "q", k=1, filter={"dept": "a"}) == DOCS[:1]  # the contract passes k and filter
+
+
+def test_from_texts_builds_the_same_documents_for_bm25_and_dense() -> None:
+    texts, metas, ids = ["梅雨 六月", "台風 九月"], [{"chunk_id": "a#0"}, {"chunk_id": "b#0"}], ["x", "y"]
+    bm25 = BM25Retriever.from_texts(texts, metas, ids)
+    dense = DenseRetriever.from_texts(texts, EMB, metas, ids)
+    assert bm25.docs == dense.docs == [
+        Document(page_content="梅雨 六月", metadata={"chunk_id": "a#0"}, id="x"),
+        Document(page_content="台風 九月", metadata={"chunk_id": "b#0"}, id="y"),
+    ]
+    assert bm25.docs[0].metadata is not metas[0]  # a copy
+    for build in (lambda: BM25Retriever.from_texts(texts, [{}]), lambda: DenseRetriever.from_texts(texts, EMB, ids=["x"])):
+        with pytest.raises(ValueError, match=r"from_texts got 2 texts, (1 metadatas and 2|2 metadatas and 1) ids"):
+            build()
