@@ -75,6 +75,8 @@ class _PostgresRetriever(ContractRetriever):
     async path runs the sync one in a worker thread with the call's ``k`` / ``filter`` (psycopg's pool blocks)."""
 
     run_async_in_executor: ClassVar[bool] = True
+    #: The column of the search query that holds the chunk row a filter is applied to.
+    _filter_row: ClassVar[str] = "s.chunk_row"
 
     url: str
     k: int = 4
@@ -121,6 +123,25 @@ class _PostgresRetriever(ContractRetriever):
 
     def search(
         self, query: str, *, k: int | None = None, filter: Mapping[str, Any] | None = None
+    ) -> list[tuple[Document, float]]:
+        """Top ``k`` ``(chunk, score)`` pairs for ``query``, best first, ties by ``chunk_id``, among the chunks
+        matching both the retriever's :attr:`filter` and ``filter``; an empty query finds nothing.  The score is
+        the BM25 score (:class:`PostgresBM25Retriever`: only chunks sharing a query token, score > 0) or the
+        cosine similarity of the embedded query (:class:`PostgresDenseRetriever`).
+
+        Raises:
+            TypeError, ValueError: a bad ``k``; a malformed filter, or a non-date operand for a field holding dates.
+            StoreError: the query fails.
+        """
+        k = self.k if k is None else check_k(k)
+        with self._db.connection() as conn:
+            flt = self._call_filter(conn, filter, self._filter_row)
+            if not query or not query.strip():
+                return []
+            return self._search_query(conn, query, k, flt)
+
+    def _search_query(
+        self, conn: Any, query: str, k: int, flt: SqlFilter | None
     ) -> list[tuple[Document, float]]:  # pragma: no cover - both subclasses override it
         raise NotImplementedError
 
@@ -150,6 +171,7 @@ class PostgresBM25Retriever(_PostgresRetriever):
     k1: float = 1.5
     b: float = 0.75
 
+    _filter_row: ClassVar[str] = "h.chunk_row"
     _tokenizer: str = PrivateAttr()
     _tokenize: Tokenizer = PrivateAttr()
 
@@ -176,31 +198,19 @@ class PostgresBM25Retriever(_PostgresRetriever):
         """The store's tokenizer name."""
         return self._tokenizer
 
-    def search(
-        self, query: str, *, k: int | None = None, filter: Mapping[str, Any] | None = None
-    ) -> list[tuple[Document, float]]:
-        """Top ``k`` ``(chunk, BM25 score)`` pairs with score > 0, best first, ties by ``chunk_id``, among the
-        chunks matching both the retriever's :attr:`filter` and ``filter``.
-
-        Raises:
-            TypeError, ValueError: a bad ``k``; a malformed filter, or a non-date operand for a field holding dates.
-            StoreError: the query fails.
-        """
-        k = self.k if k is None else check_k(k)
-        with self._db.connection() as conn:
-            flt = self._call_filter(conn, filter, "h.chunk_row")
-            if not query or not query.strip():
-                return []
-            tokens = self._tokenize(query)
-            if not tokens:
-                return []
-            where, fparams = (flt.sql, flt.params) if flt is not None else ("TRUE", ())
-            k1, b = np.float32(self.k1), np.float32(self.b)
-            rows = conn.execute(
-                _BM25_SQL.format(filter=where),
-                (tokens, list(dict.fromkeys(tokens)), float(k1), float(np.float32(1.0 - self.b)), float(b),
-                 *fparams, k - 1, k),
-            ).fetchall()
+    def _search_query(self, conn: Any, query: str, k: int, flt: SqlFilter | None) -> list[tuple[Document, float]]:
+        """BM25 in one SQL statement (see :data:`_BM25_SQL`); chunks sharing no token with ``query`` score 0 and
+        are left out."""
+        tokens = self._tokenize(query)
+        if not tokens:
+            return []
+        where, fparams = (flt.sql, flt.params) if flt is not None else ("TRUE", ())
+        k1, b = np.float32(self.k1), np.float32(self.b)
+        rows = conn.execute(
+            _BM25_SQL.format(filter=where),
+            (tokens, list(dict.fromkeys(tokens)), float(k1), float(np.float32(1.0 - self.b)), float(b),
+             *fparams, k - 1, k),
+        ).fetchall()
         return [(d, d.metadata["scores"]["bm25"]) for d in self._documents(rows, "bm25")]
 
 
@@ -335,20 +345,6 @@ class PostgresDenseRetriever(_PostgresRetriever):
                 rows = [r[:-1] for r in conn.execute(query, (q, *fparams, q, k)).fetchall()]
         return [(d, d.metadata["scores"]["vector"]) for d in self._documents(rows, "vector")]
 
-    def search(
-        self, query: str, *, k: int | None = None, filter: Mapping[str, Any] | None = None
-    ) -> list[tuple[Document, float]]:
-        """Top ``k`` ``(chunk, cosine)`` pairs for ``query`` (embedded by :attr:`embedding`), best first, ties by
-        ``chunk_id``, among the chunks matching both filters; an empty query finds nothing.
-
-        Raises:
-            TypeError, ValueError: a bad ``k``; a malformed filter.
-            StoreError: the query fails.
-        """
-        k = self.k if k is None else check_k(k)
-        with self._db.connection() as conn:
-            flt = self._call_filter(conn, filter, "s.chunk_row")
-            if not query or not query.strip():
-                return []
-            q = l2_normalize(np.asarray(self.embedding.embed_query(query), dtype=np.float32))
-            return self._search(conn, q, k, flt)
+    def _search_query(self, conn: Any, query: str, k: int, flt: SqlFilter | None) -> list[tuple[Document, float]]:
+        """``query`` embedded by :attr:`embedding`, then :meth:`_search`."""
+        return self._search(conn, l2_normalize(np.asarray(self.embedding.embed_query(query), dtype=np.float32)), k, flt)
