@@ -338,6 +338,41 @@ class LLMQueryTransformRetriever(QueryTransformRetriever):
             :attr:`default_prompt`).
         n_queries: how many queries the model is asked for, and the most that are used (the user's query is added
             to them).
+
+    The subclasses — :class:`~langchain_ragspine.retrievers.hyde.HyDERetriever`,
+    :class:`~langchain_ragspine.retrievers.multi_query.MultiQueryRetriever`,
+    :class:`~langchain_ragspine.retrievers.multi_query.RAGFusionRetriever`,
+    :class:`~langchain_ragspine.retrievers.step_back.StepBackRetriever` and
+    :class:`~langchain_ragspine.retrievers.decomposition.DecompositionRetriever` — are built alike,
+    ``Cls(base, llm, **fields)``, and differ in the prompt and in how the reply becomes queries.
+
+    Example (a fake chat model stands in for the LLM):
+        >>> from langchain_core.documents import Document
+        >>> from langchain_core.language_models import FakeListChatModel
+        >>> from langchain_ragspine import BM25Retriever
+        >>> from langchain_ragspine.retrievers import (DecompositionRetriever, HyDERetriever, MultiQueryRetriever,
+        ...                                            RAGFusionRetriever, StepBackRetriever)
+        >>> base = BM25Retriever.from_documents([
+        ...     Document(page_content="梅雨は六月から七月にかけて続く雨の季節。", metadata={"chunk_id": "tsuyu#0"}),
+        ...     Document(page_content="The rainy season in Japan is called tsuyu.", metadata={"chunk_id": "en#0"}),
+        ...     Document(page_content="日本の気候には四季がある。", metadata={"chunk_id": "climate#0"}),
+        ...     Document(page_content="北京是中国的首都。", metadata={"chunk_id": "beijing#0"}),
+        ... ])
+        >>> def llm(reply: str) -> FakeListChatModel:
+        ...     return FakeListChatModel(responses=[reply])
+        >>> hyde = HyDERetriever(base, llm("梅雨は毎年六月ごろに始まる長雨の季節です。"), k=1)
+        >>> [(d.metadata["chunk_id"], d.metadata["query_transform"][0]["queries"]) for d in hyde.invoke("梅雨はいつ？")]
+        [('tsuyu#0', ['梅雨はいつ？', '<hypothetical document>'])]
+        >>> multi_query = MultiQueryRetriever(base, llm("1. rainy season Japan\\n2. tsuyu"), k=2)
+        >>> sorted(d.metadata["chunk_id"] for d in multi_query.invoke("梅雨はいつ？"))
+        ['en#0', 'tsuyu#0']
+        >>> [d.metadata["chunk_id"] for d in RAGFusionRetriever(base, llm("中国首都\\n北京")).invoke("首都")]
+        ['beijing#0']
+        >>> step_back = StepBackRetriever(base, llm("日本の気候の特徴は？"), k=2)
+        >>> sorted(d.metadata["chunk_id"] for d in step_back.invoke("梅雨はいつ？"))  # one found by each query
+        ['climate#0', 'tsuyu#0']
+        >>> DecompositionRetriever(base, llm("東京の人口は？\\n大阪の人口は？")).decompose("東京と大阪の人口の差は？")
+        ['東京の人口は？', '大阪の人口は？']
     """
 
     llm: BaseChatModel | None = None
