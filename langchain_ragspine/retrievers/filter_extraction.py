@@ -35,6 +35,7 @@ from pydantic import ConfigDict, field_validator
 
 from langchain_ragspine.documents import check_k
 from langchain_ragspine.filters import and_filters, compile_filter
+from langchain_ragspine.retrievers._choices import check_choices, listing
 from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, SyncCall
 from langchain_ragspine.retrievers.contract import ainvoke_retriever, invoke_retriever
 from langchain_ragspine.retrievers.query_transform import add_trace_entry, call_params
@@ -127,18 +128,13 @@ class LLMFilterExtractor:
 
     def __init__(self, llm: BaseChatModel, fields: Mapping[str, str], prompt: ChatPromptTemplate | None = None
                  ) -> None:
-        if not isinstance(llm, BaseChatModel):
-            raise TypeError(f"llm must be a BaseChatModel, got {type(llm).__name__}")
-        if not fields:
-            raise ValueError("fields must name at least one metadata field")
+        self.fields = check_choices(llm, fields, "fields must name at least one metadata field")
         self.llm = llm
-        self.fields = {str(k): str(v) for k, v in fields.items()}
         self.prompt = prompt or FILTER_PROMPT
 
     def messages(self, question: str) -> list[Any]:
         """The messages sent to the model."""
-        listing = "\n".join(f"- {f}: {d}" for f, d in self.fields.items())
-        return self.prompt.format_messages(fields=listing, question=question)
+        return self.prompt.format_messages(fields=listing(self.fields), question=question)
 
     def parse(self, reply: Any) -> dict[str, Any] | None:
         """The filter in ``reply``, or ``None`` (see the class docstring)."""

@@ -50,6 +50,7 @@ from pydantic import ConfigDict, field_validator
 
 from langchain_ragspine.documents import check_k, doc_key
 from langchain_ragspine.filters import compile_filter
+from langchain_ragspine.retrievers._choices import check_choices, listing
 from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, RetrieverCall, SyncCall
 from langchain_ragspine.retrievers.contract import asearch_each, search_each
 from langchain_ragspine.retrievers.deny_list import fold_term
@@ -150,18 +151,13 @@ class LLMRouter:
     def __init__(
         self, llm: BaseChatModel, descriptions: Mapping[str, str], prompt: ChatPromptTemplate | None = None
     ) -> None:
-        if not isinstance(llm, BaseChatModel):
-            raise TypeError(f"llm must be a BaseChatModel, got {type(llm).__name__}")
-        if not descriptions:
-            raise ValueError("descriptions must name at least one index")
+        self.descriptions = check_choices(llm, descriptions, "descriptions must name at least one index")
         self.llm = llm
-        self.descriptions = {str(k): str(v) for k, v in descriptions.items()}
         self.prompt = prompt or ROUTER_PROMPT
 
     def messages(self, query: str) -> list[Any]:
         """The messages sent to the model."""
-        listing = "\n".join(f"- {i}: {d}" for i, d in self.descriptions.items())
-        return self.prompt.format_messages(indexes=listing, question=query)
+        return self.prompt.format_messages(indexes=listing(self.descriptions), question=query)
 
     def parse(self, reply: Any) -> list[str]:
         """The known index ids named in ``reply``, in order of first mention."""
