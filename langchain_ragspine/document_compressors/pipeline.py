@@ -17,13 +17,9 @@ gate and the compressors, and returns ``k``.  It needs no ``langchain-classic``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.callbacks import (
-    AsyncCallbackManagerForRetrieverRun,
-    CallbackManagerForRetrieverRun,
-)
 from langchain_core.documents import BaseDocumentCompressor, BaseDocumentTransformer, Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, field_validator
@@ -31,6 +27,8 @@ from pydantic import ConfigDict, field_validator
 from langchain_ragspine.config import DEFAULT_FETCH_K
 from langchain_ragspine.document_compressors._common import positive_int
 from langchain_ragspine.document_compressors.restricted import RestrictedGate, drop_restricted
+from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, SyncCall
+from langchain_ragspine.retrievers.contract import ainvoke_retriever, invoke_retriever
 
 __all__ = ["SecondStageRetriever", "gated_compression_retriever", "gated_pipeline", "selects_candidates"]
 
@@ -104,7 +102,7 @@ def selects_candidates(compressors: Sequence[object]) -> bool:
     return any(_selects(c) for c in compressors)
 
 
-class SecondStageRetriever(BaseRetriever):
+class SecondStageRetriever(ContractRetriever):
     """A first-stage retriever followed by the RESTRICTED gate and second-stage compressors (rerankers, MMR,
     lost-in-the-middle, compression), asked for ``k`` results like any retriever of the package.
 
@@ -167,44 +165,25 @@ class SecondStageRetriever(BaseRetriever):
         last = max((i for i, c in enumerate(self.compressors) if _selects(c)), default=-1)
         return k, max(k, self.fetch_k) if last >= 0 else k, last
 
-    def _get_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: CallbackManagerForRetrieverRun,
-        k: int | None = None,
-        filter: Mapping[str, Any] | None = None,
-    ) -> list[Document]:
-        from langchain_ragspine.retrievers.contract import invoke_retriever
-
-        k, depth, last = self._plan(k)
-        docs = drop_restricted(invoke_retriever(
-            self.base_retriever, query, k=depth, filter=filter, config={"callbacks": run_manager.get_child()}
-        ))
+    def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
+        k, depth, last = self._plan(call.k)
+        docs = drop_restricted(invoke_retriever(self.base_retriever, query, k=depth, filter=call.filter,
+                                                config={"callbacks": call.run_manager.get_child()}))
         for i, step in enumerate(self.compressors):
-            docs = drop_restricted(step.compress_documents(docs, query, callbacks=run_manager.get_child()))
-            if i == last:
-                docs = docs[:k]
+            docs = _stage(step.compress_documents(docs, query, callbacks=call.run_manager.get_child()), k, i == last)
         return docs[:k]
 
-    async def _aget_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: AsyncCallbackManagerForRetrieverRun,
-        k: int | None = None,
-        filter: Mapping[str, Any] | None = None,
-    ) -> list[Document]:
-        from langchain_ragspine.retrievers.contract import ainvoke_retriever
-
-        k, depth, last = self._plan(k)
-        docs = drop_restricted(await ainvoke_retriever(
-            self.base_retriever, query, k=depth, filter=filter, config={"callbacks": run_manager.get_child()}
-        ))
+    async def _aretrieve(self, query: str, call: AsyncCall) -> list[Document]:
+        k, depth, last = self._plan(call.k)
+        docs = drop_restricted(await ainvoke_retriever(self.base_retriever, query, k=depth, filter=call.filter,
+                                                       config={"callbacks": call.run_manager.get_child()}))
         for i, step in enumerate(self.compressors):
-            docs = drop_restricted(
-                await step.acompress_documents(docs, query, callbacks=run_manager.get_child())
-            )
-            if i == last:
-                docs = docs[:k]
+            docs = _stage(await step.acompress_documents(docs, query, callbacks=call.run_manager.get_child()), k,
+                          i == last)
         return docs[:k]
+
+
+def _stage(docs: Sequence[Document], k: int, last: bool) -> list[Document]:
+    """A compressor's output, gated, and cut to ``k`` when it is the last one that chooses among candidates."""
+    docs = drop_restricted(docs)
+    return docs[:k] if last else docs

@@ -12,14 +12,22 @@ index built from the old documents; and ``retriever.invoke(["q1", "q2"])`` fails
   (:attr:`RagSpineRetriever.index_fields`, e.g. ``docs``) rebuilds the index;
 * ``invoke`` / ``ainvoke`` take one query string; anything else is a ``TypeError`` of one line pointing at
   ``.batch`` (several queries) or ``itemgetter`` (one field of a dict).
+
+:class:`ContractRetriever` is the callee's side of the retriever-call contract
+(:mod:`langchain_ragspine.retrievers.contract`): it owns LangChain's ``_get_relevant_documents`` /
+``_aget_relevant_documents`` signatures with ``k`` and ``filter`` once, refuses keyword arguments it does not take,
+and hands each call to a short per-class hook.  Every retriever of the package that takes ``k`` and ``filter`` is
+one.
 """
 
 from __future__ import annotations
 
 import functools
-from typing import Any, ClassVar
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Generic, TypeVar
 
-from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun
+from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
@@ -27,8 +35,20 @@ from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, PrivateAttr, model_validator
 
 from langchain_ragspine.arguments import check_arguments
+from langchain_ragspine.retrievers.contract import child_config
 
-__all__ = ["RagSpineRetriever", "SyncBackedRetriever", "check_query"]
+__all__ = [
+    "AsyncCall",
+    "ContractRetriever",
+    "RagSpineRetriever",
+    "RetrieverCall",
+    "SyncBackedRetriever",
+    "SyncCall",
+    "check_query",
+    "documents_from_texts",
+]
+
+RunManager = TypeVar("RunManager", CallbackManagerForRetrieverRun, AsyncCallbackManagerForRetrieverRun)
 
 
 def check_query(owner: str, query: Any) -> str:
@@ -47,6 +67,23 @@ def check_query(owner: str, query: Any) -> str:
         f"{owner}.invoke takes one query string, got {got}; for several queries use .batch([...]), for one field "
         'of a dict use `itemgetter("question") | retriever` (from operator import itemgetter)'
     )
+
+
+def documents_from_texts(
+    texts: Iterable[str], metadatas: Iterable[dict[str, Any]] | None = None, ids: Iterable[str] | None = None
+) -> list[Document]:
+    """``Document(text, metadata=copy of metadatas[i], id=ids[i])`` per text: what a retriever's ``from_texts``
+    indexes.
+
+    Raises:
+        ValueError: ``metadatas`` or ``ids`` has a different length than ``texts``.
+    """
+    texts = list(texts)
+    metas = list(metadatas) if metadatas is not None else [{} for _ in texts]
+    id_list = list(ids) if ids is not None else [None] * len(texts)
+    if len(metas) != len(texts) or len(id_list) != len(texts):
+        raise ValueError(f"from_texts got {len(texts)} texts, {len(metas)} metadatas and {len(id_list)} ids")
+    return [Document(page_content=t, metadata=dict(m), id=i) for t, m, i in zip(texts, metas, id_list, strict=True)]
 
 
 class SyncBackedRetriever(BaseRetriever):
@@ -69,13 +106,110 @@ class SyncBackedRetriever(BaseRetriever):
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        call = functools.partial(self._get_relevant_documents, query, run_manager=run_manager.get_sync(), **kwargs)
+        return await self._run_sync(
+            functools.partial(self._get_relevant_documents, query, run_manager=run_manager.get_sync(), **kwargs)
+        )
+
+    async def _run_sync(self, call: Callable[[], list[Document]]) -> list[Document]:
+        """``call()`` inline, or in the default executor when :attr:`run_async_in_executor` is set."""
         if type(self).run_async_in_executor:
             return await run_in_executor(None, call)
         return call()
 
 
-class RagSpineRetriever(SyncBackedRetriever):
+@dataclass(frozen=True)
+class RetrieverCall(Generic[RunManager]):
+    """One call ``invoke(query, k=…, filter=…, **options)`` to a :class:`ContractRetriever`, as its hooks see it.
+
+    Attributes:
+        k: the call's ``k``, not yet checked; ``None``: the retriever's own default.
+        filter: the call's metadata filter (:mod:`langchain_ragspine.filters` syntax), not yet ANDed with the
+            retriever's own; ``None``: none.
+        run_manager: LangChain's run of the call (``CallbackManagerForRetrieverRun`` in :meth:`ContractRetriever.
+            _retrieve`, the async one in :meth:`ContractRetriever._aretrieve`); inner calls are its child runs.
+        options: the further keywords the class takes (:attr:`ContractRetriever.call_options`), as given.
+    """
+
+    k: int | None
+    filter: Mapping[str, Any] | None
+    run_manager: RunManager
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def child(self, tag: str) -> RunnableConfig:
+        """The config of an inner call: a child run of this call's, tagged ``tag`` (a trace shows it)."""
+        return child_config(self.run_manager, tag)
+
+
+#: What :meth:`ContractRetriever._retrieve` receives.
+SyncCall = RetrieverCall[CallbackManagerForRetrieverRun]
+#: What :meth:`ContractRetriever._aretrieve` receives.
+AsyncCall = RetrieverCall[AsyncCallbackManagerForRetrieverRun]
+
+
+class ContractRetriever(SyncBackedRetriever):
+    """A ``BaseRetriever`` that takes the retriever-call contract's ``k`` and ``filter``:
+    ``invoke(query, k=None, filter=None)``.
+
+    It owns LangChain's ``_get_relevant_documents`` / ``_aget_relevant_documents`` (so
+    :func:`~langchain_ragspine.retrievers.contract.retriever_params` reads ``k`` and ``filter`` from them), refuses
+    any other keyword argument, and passes the call to the hooks as a :class:`RetrieverCall`:
+
+    * :meth:`_retrieve` (required): the sync path;
+    * :meth:`_aretrieve`: the async path.  Default: :meth:`_retrieve` with the run's sync face, inline or in a
+      worker thread (:attr:`~SyncBackedRetriever.run_async_in_executor`); a class with a truly asynchronous path (an
+      async embedding call, inner retrievers run concurrently) overrides it.
+
+    Attributes:
+        call_options: class-level: the names of further keywords a call may pass (``HybridRetriever``:
+            ``candidate_k``); they reach the hooks in :attr:`RetrieverCall.options`.  Default: none.
+
+    Raises:
+        TypeError: a call with another keyword argument — ``unexpected keyword arguments for <class>: [names]``.
+    """
+
+    call_options: ClassVar[tuple[str, ...]] = ()
+
+    def _get_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: CallbackManagerForRetrieverRun,
+        k: int | None = None,
+        filter: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        return self._retrieve(query, self._call(run_manager, k, filter, kwargs))
+
+    async def _aget_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun,
+        k: int | None = None,
+        filter: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        return await self._aretrieve(query, self._call(run_manager, k, filter, kwargs))
+
+    def _call(
+        self, run_manager: RunManager, k: int | None, filter: Mapping[str, Any] | None, kwargs: Mapping[str, Any]
+    ) -> RetrieverCall[RunManager]:
+        unknown = sorted(name for name in kwargs if name not in type(self).call_options)
+        if unknown:
+            raise TypeError(f"unexpected keyword arguments for {type(self).__name__}: {unknown}")
+        return RetrieverCall(k, filter, run_manager, dict(kwargs))
+
+    def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
+        """The documents for ``query`` under ``call`` (see the class docstring)."""
+        raise NotImplementedError
+
+    async def _aretrieve(self, query: str, call: AsyncCall) -> list[Document]:
+        """Async :meth:`_retrieve` (default: the sync one, see the class docstring)."""
+        sync = RetrieverCall(call.k, call.filter, call.run_manager.get_sync(), call.options)
+        return await self._run_sync(functools.partial(self._retrieve, query, sync))
+
+
+class RagSpineRetriever(ContractRetriever):
     """A ``BaseRetriever`` with strict arguments (see the module docstring).
 
     Subclasses list in :attr:`index_fields` the fields their index is built from, call :meth:`_mark_built` at the

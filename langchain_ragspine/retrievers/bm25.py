@@ -35,13 +35,12 @@ from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
-from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from pydantic import Field, PrivateAttr, field_validator
 
 from langchain_ragspine.documents import check_k, doc_key, with_scores
 from langchain_ragspine.filters import FilterMasks, and_filters, compile_filter
-from langchain_ragspine.retrievers.base import RagSpineRetriever
+from langchain_ragspine.retrievers.base import RagSpineRetriever, SyncCall, documents_from_texts
 from langchain_ragspine.sensitivity import drop_restricted
 from langchain_ragspine.stores.bm25_index import build_bm25_index, load_bm25_index, save_bm25_index
 from langchain_ragspine.text import index_text
@@ -176,14 +175,7 @@ class BM25Retriever(RagSpineRetriever):
         Raises:
             ValueError: ``metadatas`` or ``ids`` has a different length than ``texts``.
         """
-        texts = list(texts)
-        metas = list(metadatas) if metadatas is not None else [{} for _ in texts]
-        id_list = list(ids) if ids is not None else [None] * len(texts)
-        if len(metas) != len(texts) or len(id_list) != len(texts):
-            raise ValueError(
-                f"from_texts got {len(texts)} texts, {len(metas)} metadatas and {len(id_list)} ids"
-            )
-        docs = [Document(page_content=t, metadata=dict(m), id=i) for t, m, i in zip(texts, metas, id_list, strict=True)]
+        docs = documents_from_texts(texts, metadatas, ids)
         if preprocess_func is not None:
             kwargs["tokenizer"] = preprocess_func
         return cls.from_documents(docs, bm25_params=bm25_params, **kwargs)
@@ -237,20 +229,9 @@ class BM25Retriever(RagSpineRetriever):
         order = np.lexsort((self._tie_rank[cand], -cs))[:k]
         return [(int(cand[i]), float(cs[i])) for i in order]
 
-    def _get_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: CallbackManagerForRetrieverRun,
-        k: int | None = None,
-        filter: Mapping[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> list[Document]:
-        if kwargs:
-            raise TypeError(f"unexpected keyword arguments for BM25Retriever: {sorted(kwargs)}")
-        return [
-            with_scores(self.docs[i], bm25=s, fused=s) for i, s in self.search(query, k=k, filter=filter)
-        ]
+    def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
+        hits = self.search(query, k=call.k, filter=call.filter)
+        return [with_scores(self.docs[i], bm25=s, fused=s) for i, s in hits]
 
     # -- persistence ------------------------------------------------------------------------------------------------
     def save(self, path: str | os.PathLike[str]) -> None:

@@ -43,17 +43,7 @@ class DecompositionRetriever(LLMQueryTransformRetriever):
 
     Results: at most ``k`` chunks, unique by ``chunk_id``, each with a trace entry whose ``matched`` names the
     (sub-)questions that found it.  Without a model: the base's results, unchanged.
-
-    Example:
-        >>> from langchain_core.documents import Document
-        >>> from langchain_core.language_models import FakeListChatModel
-        >>> from langchain_ragspine import BM25Retriever
-        >>> docs = [Document(page_content="東京の人口は約1400万人。", metadata={"chunk_id": "tokyo#0"}),
-        ...         Document(page_content="大阪の人口は約880万人。", metadata={"chunk_id": "osaka#0"})]
-        >>> llm = FakeListChatModel(responses=["東京の人口は？\\n大阪の人口は？"])
-        >>> retriever = DecompositionRetriever(BM25Retriever.from_documents(docs), llm, k=2)
-        >>> retriever.decompose("東京と大阪の人口の差は？")
-        ['東京の人口は？', '大阪の人口は？']
+    Example (and :meth:`decompose`): :class:`~langchain_ragspine.retrievers.query_transform.LLMQueryTransformRetriever`.
     """
 
     n_queries: int = Field(default=3)

@@ -63,7 +63,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from pydantic import Field, PrivateAttr, field_validator
@@ -73,7 +72,13 @@ from langchain_ragspine.embeddings.batching import embed_in_batches
 from langchain_ragspine.embeddings.cache import CachedEmbeddings, content_hash, model_key_for
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.filters import FilterMasks, and_filters, compile_filter
-from langchain_ragspine.retrievers.base import RagSpineRetriever
+from langchain_ragspine.retrievers.base import (
+    AsyncCall,
+    RagSpineRetriever,
+    RetrieverCall,
+    SyncCall,
+    documents_from_texts,
+)
 from langchain_ragspine.sensitivity import drop_restricted
 from langchain_ragspine.stores.embedding_cache import EmbeddingCache
 from langchain_ragspine.stores.faiss_index import INDEX_KINDS, FaissVectorIndex
@@ -235,15 +240,7 @@ class DenseRetriever(RagSpineRetriever):
         Raises:
             ValueError: ``metadatas`` or ``ids`` has a different length than ``texts``.
         """
-        texts = list(texts)
-        metas = list(metadatas) if metadatas is not None else [{} for _ in texts]
-        id_list = list(ids) if ids is not None else [None] * len(texts)
-        if len(metas) != len(texts) or len(id_list) != len(texts):
-            raise ValueError(f"from_texts got {len(texts)} texts, {len(metas)} metadatas and {len(id_list)} ids")
-        docs = [
-            Document(page_content=t, metadata=dict(m), id=i) for t, m, i in zip(texts, metas, id_list, strict=True)
-        ]
-        return cls.from_documents(docs, embedding, **kwargs)
+        return cls.from_documents(documents_from_texts(texts, metadatas, ids), embedding, **kwargs)
 
     @property
     def resolved_model_key(self) -> str:
@@ -285,52 +282,27 @@ class DenseRetriever(RagSpineRetriever):
             return []
         return self._index.search(vector, k, allowed=mask)
 
-    def _prepare(
-        self, query: str, k: int | None, filter: Mapping[str, Any] | None, kwargs: Mapping[str, Any]
-    ) -> tuple[int, np.ndarray | None] | None:
+    def _prepare(self, query: str, call: RetrieverCall[Any]) -> tuple[int, np.ndarray | None] | None:
         """``(k, candidate mask)`` for a call, or ``None`` when the answer is ``[]`` without embedding the query."""
-        if kwargs:
-            raise TypeError(f"unexpected keyword arguments for DenseRetriever: {sorted(kwargs)}")
-        k = self.k if k is None else check_k(k)
-        mask = self._masks.mask(and_filters(self.filter, filter))  # validates the filter before anything else
+        k = self.k if call.k is None else check_k(call.k)
+        mask = self._masks.mask(and_filters(self.filter, call.filter))  # validates the filter before anything else
         if self._index is None or not query or not query.strip():
             return None
         if mask is not None and not mask.any():
             return None
         return k, mask
 
-    def _results(self, hits: list[tuple[int, float]]) -> list[Document]:
-        return [with_scores(self.docs[i], vector=s, fused=s) for i, s in hits]
+    def _results(self, vector: np.ndarray | list[float], k: int, mask: np.ndarray | None) -> list[Document]:
+        """The ``k`` documents nearest ``vector`` among ``mask``, with their cosine as the vector score."""
+        return [with_scores(self.docs[i], vector=s, fused=s) for i, s in self._search(vector, k, mask)]
 
-    def _get_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: CallbackManagerForRetrieverRun,
-        k: int | None = None,
-        filter: Mapping[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> list[Document]:
-        prepared = self._prepare(query, k, filter, kwargs)
-        if prepared is None:
-            return []
-        k, mask = prepared
-        return self._results(self._search(self.embedding.embed_query(query), k, mask))
+    def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
+        prepared = self._prepare(query, call)
+        return [] if prepared is None else self._results(self.embedding.embed_query(query), *prepared)
 
-    async def _aget_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: AsyncCallbackManagerForRetrieverRun,
-        k: int | None = None,
-        filter: Mapping[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> list[Document]:
-        prepared = self._prepare(query, k, filter, kwargs)
-        if prepared is None:
-            return []
-        k, mask = prepared
-        return self._results(self._search(await self.embedding.aembed_query(query), k, mask))
+    async def _aretrieve(self, query: str, call: AsyncCall) -> list[Document]:
+        prepared = self._prepare(query, call)
+        return [] if prepared is None else self._results(await self.embedding.aembed_query(query), *prepared)
 
     # -- persistence ------------------------------------------------------------------------------------------------
     def save(self, path: str | os.PathLike[str]) -> None:

@@ -26,7 +26,6 @@ import unicodedata
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
-from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.prompts import ChatPromptTemplate
@@ -36,8 +35,10 @@ from pydantic import ConfigDict, field_validator
 
 from langchain_ragspine.documents import check_k
 from langchain_ragspine.filters import and_filters, compile_filter
+from langchain_ragspine.retrievers._choices import check_choices, listing
+from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, SyncCall
 from langchain_ragspine.retrievers.contract import ainvoke_retriever, invoke_retriever
-from langchain_ragspine.retrievers.query_transform import add_trace_entry, call_params, child_config
+from langchain_ragspine.retrievers.query_transform import add_trace_entry, call_params
 from langchain_ragspine.retrievers.query_variants import reply_text, strip_think
 
 __all__ = ["FILTER_PROMPT", "FilterExtractionRetriever", "LLMFilterExtractor", "RuleFilterExtractor"]
@@ -127,18 +128,13 @@ class LLMFilterExtractor:
 
     def __init__(self, llm: BaseChatModel, fields: Mapping[str, str], prompt: ChatPromptTemplate | None = None
                  ) -> None:
-        if not isinstance(llm, BaseChatModel):
-            raise TypeError(f"llm must be a BaseChatModel, got {type(llm).__name__}")
-        if not fields:
-            raise ValueError("fields must name at least one metadata field")
+        self.fields = check_choices(llm, fields, "fields must name at least one metadata field")
         self.llm = llm
-        self.fields = {str(k): str(v) for k, v in fields.items()}
         self.prompt = prompt or FILTER_PROMPT
 
     def messages(self, question: str) -> list[Any]:
         """The messages sent to the model."""
-        listing = "\n".join(f"- {f}: {d}" for f, d in self.fields.items())
-        return self.prompt.format_messages(fields=listing, question=question)
+        return self.prompt.format_messages(fields=listing(self.fields), question=question)
 
     def parse(self, reply: Any) -> dict[str, Any] | None:
         """The filter in ``reply``, or ``None`` (see the class docstring)."""
@@ -183,7 +179,7 @@ class LLMFilterExtractor:
 Extractor = Callable[..., "dict[str, Any] | None"]
 
 
-class FilterExtractionRetriever(BaseRetriever):
+class FilterExtractionRetriever(ContractRetriever):
     """Search ``base`` with a filter extracted from the question, ANDed with the call's and its own.
 
     ``FilterExtractionRetriever(base, extractor)``.
@@ -262,24 +258,18 @@ class FilterExtractionRetriever(BaseRetriever):
         entry = {"transform": "filter_extraction", "filter": found}
         return [add_trace_entry(d, entry) for d in docs]
 
-    def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None,
-        filter: Mapping[str, Any] | None = None, **kwargs: Any,
-    ) -> list[Document]:
-        k, _, _ = call_params("FilterExtractionRetriever", self.k, None, self.filter, k, filter, kwargs)
-        found = self.extract(query, child_config(run_manager, "extract"))
-        docs = invoke_retriever(self.base, query, k=k, filter=and_filters(self.filter, filter, found),
-                                config=child_config(run_manager, "base"))
+    def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
+        k, _, _ = call_params(self.k, None, self.filter, call.k, call.filter)
+        found = self.extract(query, call.child("extract"))
+        docs = invoke_retriever(self.base, query, k=k, filter=and_filters(self.filter, call.filter, found),
+                                config=call.child("base"))
         return self._finish(docs, found)
 
-    async def _aget_relevant_documents(
-        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, k: int | None = None,
-        filter: Mapping[str, Any] | None = None, **kwargs: Any,
-    ) -> list[Document]:
-        k, _, _ = call_params("FilterExtractionRetriever", self.k, None, self.filter, k, filter, kwargs)
-        found = await self.aextract(query, child_config(run_manager, "extract"))
-        docs = await ainvoke_retriever(self.base, query, k=k, filter=and_filters(self.filter, filter, found),
-                                       config=child_config(run_manager, "base"))
+    async def _aretrieve(self, query: str, call: AsyncCall) -> list[Document]:
+        k, _, _ = call_params(self.k, None, self.filter, call.k, call.filter)
+        found = await self.aextract(query, call.child("extract"))
+        docs = await ainvoke_retriever(self.base, query, k=k, filter=and_filters(self.filter, call.filter, found),
+                                       config=call.child("base"))
         return self._finish(docs, found)
 
 

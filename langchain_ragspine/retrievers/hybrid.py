@@ -62,9 +62,8 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
@@ -72,7 +71,7 @@ from pydantic import field_validator
 
 from langchain_ragspine.documents import check_k, doc_key, score_of, with_scores
 from langchain_ragspine.filters import Predicate, and_filters, compile_filter
-from langchain_ragspine.retrievers.base import RagSpineRetriever
+from langchain_ragspine.retrievers.base import AsyncCall, RagSpineRetriever, RetrieverCall, SyncCall
 from langchain_ragspine.retrievers.bm25 import BM25Retriever
 from langchain_ragspine.retrievers.contract import asearch_each, search_each
 from langchain_ragspine.retrievers.dense import DenseRetriever
@@ -358,6 +357,7 @@ class HybridRetriever(RagSpineRetriever):
         candidate_k: candidates taken from each channel (default 50), raised to ``k`` when a call asks for more;
             a channel that returns more is truncated.  For ``"convex"`` / ``"two_stage"`` this depth also sets the
             list over which each channel's min and max are taken (a channel's own first document stays first).
+            ``invoke(query, candidate_k=...)`` overrides it per call.
         k: number of fused results (default 4), an ``int >= 1``; ``invoke(query, k=...)`` overrides it per call.
         filter: the retriever's own metadata filter (:mod:`langchain_ragspine.filters`); ``invoke(query,
             filter=...)`` is ANDed with it, so a call narrows the results but never widens them.  Channels that
@@ -411,6 +411,9 @@ class HybridRetriever(RagSpineRetriever):
     alpha: float | None = None
     top_alpha: float | None = None
 
+    #: ``invoke(query, candidate_k=…)`` sets the per-channel depth of one call.
+    call_options: ClassVar[tuple[str, ...]] = ("candidate_k",)
+
     @field_validator("k", mode="before")
     @classmethod
     def _strict_k(cls, value: Any) -> int:
@@ -452,16 +455,13 @@ class HybridRetriever(RagSpineRetriever):
         return TWO_STAGE_TOP_ALPHA if self.top_alpha is None else self.top_alpha
 
     # -- plumbing ---------------------------------------------------------------------------------------------------
-    def _params(
-        self, k: int | None, filter: Mapping[str, Any] | None, candidate_k: int | None, extra: Mapping[str, Any]
-    ) -> tuple[int, Mapping[str, Any] | None, int, Predicate | None]:
+    def _params(self, call: RetrieverCall[Any]) -> tuple[int, Mapping[str, Any] | None, int, Predicate | None]:
         """``(k, filter, depth, predicate)`` of a call: the call's filter ANDed with :attr:`filter`, and the
-        per-channel depth ``max(candidate_k, k)``."""
-        if extra:
-            raise TypeError(f"unexpected keyword arguments for HybridRetriever: {sorted(extra)}")
-        k = self.k if k is None else check_k(k)
+        per-channel depth ``max(candidate_k, k)`` (the call's ``candidate_k``, else :attr:`candidate_k`)."""
+        k = self.k if call.k is None else check_k(call.k)
+        candidate_k = call.options.get("candidate_k")
         candidate_k = self.candidate_k if candidate_k is None else _check_int("candidate_k", candidate_k, 1)
-        flt = and_filters(self.filter, filter)
+        flt = and_filters(self.filter, call.filter)
         return k, flt, max(candidate_k, k), compile_filter(flt)
 
     def _weights(self) -> list[float]:
@@ -495,34 +495,16 @@ class HybridRetriever(RagSpineRetriever):
         )
 
     # -- retrieval --------------------------------------------------------------------------------------------------
-    def _get_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: CallbackManagerForRetrieverRun,
-        k: int | None = None,
-        filter: Mapping[str, Any] | None = None,
-        candidate_k: int | None = None,
-        **kwargs: Any,
-    ) -> list[Document]:
-        k, flt, depth, pred = self._params(k, filter, candidate_k, kwargs)
+    def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
+        k, flt, depth, pred = self._params(call)
         channels = self._channels()
-        lists = search_each(_searches(channels, query), k=depth, filter=flt, run_manager=run_manager)
+        lists = search_each(_searches(channels, query), k=depth, filter=flt, run_manager=call.run_manager)
         return self._fuse(channels, lists, k, pred, depth)
 
-    async def _aget_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: AsyncCallbackManagerForRetrieverRun,
-        k: int | None = None,
-        filter: Mapping[str, Any] | None = None,
-        candidate_k: int | None = None,
-        **kwargs: Any,
-    ) -> list[Document]:
-        k, flt, depth, pred = self._params(k, filter, candidate_k, kwargs)
+    async def _aretrieve(self, query: str, call: AsyncCall) -> list[Document]:
+        k, flt, depth, pred = self._params(call)
         channels = self._channels()
-        lists = await asearch_each(_searches(channels, query), k=depth, filter=flt, run_manager=run_manager)
+        lists = await asearch_each(_searches(channels, query), k=depth, filter=flt, run_manager=call.run_manager)
         return self._fuse(channels, lists, k, pred, depth)
 
     # -- construction and persistence -------------------------------------------------------------------------------

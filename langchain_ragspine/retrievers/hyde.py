@@ -51,19 +51,7 @@ class HyDERetriever(LLMQueryTransformRetriever):
 
     Results: chunks of the corpus only — at most ``k``, unique by ``chunk_id``, each with a trace entry whose
     ``queries`` are ``[question, "<hypothetical document>"]``.  Without a model: the base's results, unchanged.
-
-    Example:
-        >>> from langchain_core.documents import Document
-        >>> from langchain_core.language_models import FakeListChatModel
-        >>> from langchain_ragspine import BM25Retriever
-        >>> docs = [Document(page_content="梅雨は六月から七月にかけて続く雨の季節。", metadata={"chunk_id": "tsuyu#0"}),
-        ...         Document(page_content="北京是中国的首都。", metadata={"chunk_id": "beijing#0"})]
-        >>> llm = FakeListChatModel(responses=["梅雨は毎年六月ごろに始まる長雨の季節です。"])
-        >>> hyde = HyDERetriever(BM25Retriever.from_documents(docs), llm, k=1)
-        >>> [d.metadata["chunk_id"] for d in hyde.invoke("梅雨はいつ？")]
-        ['tsuyu#0']
-        >>> hyde.invoke("梅雨はいつ？")[0].metadata["query_transform"][0]["queries"]
-        ['梅雨はいつ？', '<hypothetical document>']
+    Example: :class:`~langchain_ragspine.retrievers.query_transform.LLMQueryTransformRetriever`.
     """
 
     include_original: bool = True

@@ -41,7 +41,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.prompts import ChatPromptTemplate
@@ -51,7 +50,9 @@ from pydantic import ConfigDict, field_validator
 
 from langchain_ragspine.documents import check_k, doc_key
 from langchain_ragspine.filters import compile_filter
-from langchain_ragspine.retrievers.contract import asearch_each, child_config, search_each
+from langchain_ragspine.retrievers._choices import check_choices, listing
+from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, RetrieverCall, SyncCall
+from langchain_ragspine.retrievers.contract import asearch_each, search_each
 from langchain_ragspine.retrievers.deny_list import fold_term
 from langchain_ragspine.retrievers.hybrid import DEFAULT_C, fuse
 from langchain_ragspine.retrievers.query_transform import call_params
@@ -150,18 +151,13 @@ class LLMRouter:
     def __init__(
         self, llm: BaseChatModel, descriptions: Mapping[str, str], prompt: ChatPromptTemplate | None = None
     ) -> None:
-        if not isinstance(llm, BaseChatModel):
-            raise TypeError(f"llm must be a BaseChatModel, got {type(llm).__name__}")
-        if not descriptions:
-            raise ValueError("descriptions must name at least one index")
+        self.descriptions = check_choices(llm, descriptions, "descriptions must name at least one index")
         self.llm = llm
-        self.descriptions = {str(k): str(v) for k, v in descriptions.items()}
         self.prompt = prompt or ROUTER_PROMPT
 
     def messages(self, query: str) -> list[Any]:
         """The messages sent to the model."""
-        listing = "\n".join(f"- {i}: {d}" for i, d in self.descriptions.items())
-        return self.prompt.format_messages(indexes=listing, question=query)
+        return self.prompt.format_messages(indexes=listing(self.descriptions), question=query)
 
     def parse(self, reply: Any) -> list[str]:
         """The known index ids named in ``reply``, in order of first mention."""
@@ -281,7 +277,7 @@ def _fuse_groups(groups: Sequence[tuple[str, list[Document]]], *, k: int | None,
 RouterLike = Callable[..., Sequence[str]]
 
 
-class MultiIndexRetriever(BaseRetriever):
+class MultiIndexRetriever(ContractRetriever):
     """Route each query to some of several named indexes, search those, fuse by RRF.
 
     ``MultiIndexRetriever(indexes, router)``.
@@ -408,9 +404,8 @@ class MultiIndexRetriever(BaseRetriever):
         return self._decide(routed)
 
     # -- retrieval --------------------------------------------------------------------------------------------------
-    def _params(self, k: int | None, filter: Mapping[str, Any] | None, extra: Mapping[str, Any]
-                ) -> tuple[int | None, int | None, dict[str, Any] | None]:
-        return call_params("MultiIndexRetriever", self.k, self.candidate_k, self.filter, k, filter, extra)
+    def _params(self, call: RetrieverCall[Any]) -> tuple[int | None, int | None, dict[str, Any] | None]:
+        return call_params(self.k, self.candidate_k, self.filter, call.k, call.filter)
 
     def _searches(self, decision: RoutingDecision, query: str) -> list[tuple[BaseRetriever, str, str]]:
         """One search per selected index, traced as ``index_{i}``."""
@@ -429,32 +424,16 @@ class MultiIndexRetriever(BaseRetriever):
         limit = k if k is not None else max((len(d) for _, d in groups), default=0)
         return _fuse_groups(groups, k=limit, c=self.c) if limit else []
 
-    def _get_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: CallbackManagerForRetrieverRun,
-        k: int | None = None,
-        filter: Mapping[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> list[Document]:
-        k, depth, flt = self._params(k, filter, kwargs)
-        decision = self.route(query, child_config(run_manager, "router"))
+    def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
+        k, depth, flt = self._params(call)
+        decision = self.route(query, call.child("router"))
         lists = search_each(self._searches(decision, query), k=self._depth(decision, k, depth), filter=flt,
-                            run_manager=run_manager)
+                            run_manager=call.run_manager)
         return self._finish(decision, lists, k)
 
-    async def _aget_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: AsyncCallbackManagerForRetrieverRun,
-        k: int | None = None,
-        filter: Mapping[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> list[Document]:
-        k, depth, flt = self._params(k, filter, kwargs)
-        decision = await self.aroute(query, child_config(run_manager, "router"))
+    async def _aretrieve(self, query: str, call: AsyncCall) -> list[Document]:
+        k, depth, flt = self._params(call)
+        decision = await self.aroute(query, call.child("router"))
         lists = await asearch_each(self._searches(decision, query), k=self._depth(decision, k, depth), filter=flt,
-                                   run_manager=run_manager)
+                                   run_manager=call.run_manager)
         return self._finish(decision, lists, k)

@@ -62,17 +62,7 @@ class MultiQueryRetriever(LLMQueryTransformRetriever):
 
     Results: at most ``k`` chunks, unique by ``chunk_id``, best RRF score first (ties on ``chunk_id``); each with a
     trace entry in ``metadata["query_transform"]``.  Without a model: the base's results, unchanged.
-
-    Example:
-        >>> from langchain_core.documents import Document
-        >>> from langchain_core.language_models import FakeListChatModel
-        >>> from langchain_ragspine import BM25Retriever
-        >>> docs = [Document(page_content="梅雨は六月から七月にかけて続く雨の季節。", metadata={"chunk_id": "tsuyu#0"}),
-        ...         Document(page_content="The rainy season in Japan is called tsuyu.", metadata={"chunk_id": "en#0"})]
-        >>> llm = FakeListChatModel(responses=["1. rainy season Japan\\n2. 梅雨の季節"])
-        >>> retriever = MultiQueryRetriever(BM25Retriever.from_documents(docs), llm, k=2)
-        >>> sorted(d.metadata["chunk_id"] for d in retriever.invoke("梅雨はいつ？"))
-        ['en#0', 'tsuyu#0']
+    Example: :class:`~langchain_ragspine.retrievers.query_transform.LLMQueryTransformRetriever`.
     """
 
     n_queries: int = Field(default=3)
@@ -87,15 +77,7 @@ class RAGFusionRetriever(LLMQueryTransformRetriever):
 
     ``RAGFusionRetriever(base, llm, n_queries=4)``.  Same attributes and results as :class:`MultiQueryRetriever`;
     the default prompt asks for related search queries rather than rewordings, and four of them (as Raudaschl's).
-
-    Example:
-        >>> from langchain_core.documents import Document
-        >>> from langchain_core.language_models import FakeListChatModel
-        >>> from langchain_ragspine import BM25Retriever
-        >>> docs = [Document(page_content="北京是中国的首都。", metadata={"chunk_id": "beijing#0"})]
-        >>> llm = FakeListChatModel(responses=["中国首都\\n北京"])
-        >>> [d.metadata["chunk_id"] for d in RAGFusionRetriever(BM25Retriever.from_documents(docs), llm).invoke("首都")]
-        ['beijing#0']
+    Example: :class:`~langchain_ragspine.retrievers.query_transform.LLMQueryTransformRetriever`.
     """
 
     n_queries: int = Field(default=4)

@@ -24,14 +24,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.runnables.config import patch_config
 from pydantic import ConfigDict, field_validator
 
 from langchain_ragspine.documents import check_k, doc_key, with_scores
 from langchain_ragspine.errors import StoreError
+from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, SyncCall
 from langchain_ragspine.retrievers.contract import ainvoke_retriever, invoke_retriever
 from langchain_ragspine.sensitivity import drop_restricted, is_restricted
 
@@ -50,7 +49,7 @@ def _as_document(value: Any) -> Document:
     return value if isinstance(value, Document) else value.to_document()
 
 
-class ParentChildRetriever(BaseRetriever):
+class ParentChildRetriever(ContractRetriever):
     """Retrieve children, return their distinct parents from a persistent store (see the module docstring).
 
     Args:
@@ -165,28 +164,14 @@ class ParentChildRetriever(BaseRetriever):
                 break
         return out
 
-    def _get_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: CallbackManagerForRetrieverRun,
-        k: int | None = None,
-        filter: Mapping[str, Any] | None = None,
-    ) -> list[Document]:
-        k = self.parent_k if k is None else check_k(k)
-        config = patch_config(None, callbacks=run_manager.get_child(tag="child_retriever"))
-        children = invoke_retriever(self.child_retriever, query, k=self.child_k, filter=filter, config=config)
+    def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
+        k = self.parent_k if call.k is None else check_k(call.k)
+        children = invoke_retriever(self.child_retriever, query, k=self.child_k, filter=call.filter,
+                                    config=call.child("child_retriever"))
         return self._parents(children, k)
 
-    async def _aget_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: AsyncCallbackManagerForRetrieverRun,
-        k: int | None = None,
-        filter: Mapping[str, Any] | None = None,
-    ) -> list[Document]:
-        k = self.parent_k if k is None else check_k(k)
-        config = patch_config(None, callbacks=run_manager.get_child(tag="child_retriever"))
-        children = await ainvoke_retriever(self.child_retriever, query, k=self.child_k, filter=filter, config=config)
+    async def _aretrieve(self, query: str, call: AsyncCall) -> list[Document]:
+        k = self.parent_k if call.k is None else check_k(call.k)
+        children = await ainvoke_retriever(self.child_retriever, query, k=self.child_k, filter=call.filter,
+                                           config=call.child("child_retriever"))
         return self._parents(children, k)

@@ -30,21 +30,24 @@ search tables, so they are never scored or returned; an empty query returns ``[]
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+import langchain_core
 import numpy as np
-from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from psycopg import sql as _sql
 from pydantic import ConfigDict, PrivateAttr, field_validator
 
+import langchain_ragspine
 from langchain_ragspine.config import get_settings
 from langchain_ragspine.embeddings.batching import l2_normalize
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.filters import and_filters, compile_filter
-from langchain_ragspine.retrievers.base import SyncBackedRetriever
+from langchain_ragspine.retrievers.base import ContractRetriever, SyncCall
 from langchain_ragspine.retrievers.bm25 import check_k, with_scores
 from langchain_ragspine.stores.pg_filter import SqlFilter, check_filter, filter_sql
 from langchain_ragspine.stores.pg_vectors import EMBEDDINGS, has_hnsw_index, register_vector
@@ -63,12 +66,17 @@ from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer, tokenizer_ve
 
 __all__ = ["PostgresBM25Retriever", "PostgresDenseRetriever"]
 
+#: Where warnings are not attributed: this package and langchain_core (``BaseRetriever.invoke``).
+_LIBRARY_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__ or "")) + os.sep for m in (langchain_ragspine, langchain_core))
 
-class _PostgresRetriever(SyncBackedRetriever):
+
+class _PostgresRetriever(ContractRetriever):
     """What both retrievers share: the store URL, ``k``, the own filter, a call's filter compiled to SQL.  The
     async path runs the sync one in a worker thread with the call's ``k`` / ``filter`` (psycopg's pool blocks)."""
 
     run_async_in_executor: ClassVar[bool] = True
+    #: The column of the search query that holds the chunk row a filter is applied to.
+    _filter_row: ClassVar[str] = "s.chunk_row"
 
     url: str
     k: int = 4
@@ -96,7 +104,12 @@ class _PostgresRetriever(SyncBackedRetriever):
         """The retriever's own filter AND the call's, as SQL on ``row``, after the evaluator's checks."""
         flt = filter_sql(and_filters(self.filter, filter), row=row)
         if flt is not None:
-            check_filter(conn, flt, stacklevel=6)
+            # an unknown field warns at the first caller outside this package and langchain_core (the user's
+            # invoke / search / similarity_search line), however many frames stand between
+            frame, level = sys._getframe(1), 3
+            while frame.f_back is not None and frame.f_code.co_filename.startswith(_LIBRARY_DIRS):
+                frame, level = frame.f_back, level + 1
+            check_filter(conn, flt, stacklevel=level)
         return flt
 
     def _documents(self, rows: list[Any], channel: str) -> list[Document]:
@@ -110,21 +123,30 @@ class _PostgresRetriever(SyncBackedRetriever):
 
     def search(
         self, query: str, *, k: int | None = None, filter: Mapping[str, Any] | None = None
+    ) -> list[tuple[Document, float]]:
+        """Top ``k`` ``(chunk, score)`` pairs for ``query``, best first, ties by ``chunk_id``, among the chunks
+        matching both the retriever's :attr:`filter` and ``filter``; an empty query finds nothing.  The score is
+        the BM25 score (:class:`PostgresBM25Retriever`: only chunks sharing a query token, score > 0) or the
+        cosine similarity of the embedded query (:class:`PostgresDenseRetriever`).
+
+        Raises:
+            TypeError, ValueError: a bad ``k``; a malformed filter, or a non-date operand for a field holding dates.
+            StoreError: the query fails.
+        """
+        k = self.k if k is None else check_k(k)
+        with self._db.connection() as conn:
+            flt = self._call_filter(conn, filter, self._filter_row)
+            if not query or not query.strip():
+                return []
+            return self._search_query(conn, query, k, flt)
+
+    def _search_query(
+        self, conn: Any, query: str, k: int, flt: SqlFilter | None
     ) -> list[tuple[Document, float]]:  # pragma: no cover - both subclasses override it
         raise NotImplementedError
 
-    def _get_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: CallbackManagerForRetrieverRun,
-        k: int | None = None,
-        filter: Mapping[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> list[Document]:
-        if kwargs:
-            raise TypeError(f"unexpected keyword arguments for {type(self).__name__}: {sorted(kwargs)}")
-        return [d for d, _ in self.search(query, k=k, filter=filter)]
+    def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
+        return [d for d, _ in self.search(query, k=call.k, filter=call.filter)]
 
 
 class PostgresBM25Retriever(_PostgresRetriever):
@@ -149,6 +171,7 @@ class PostgresBM25Retriever(_PostgresRetriever):
     k1: float = 1.5
     b: float = 0.75
 
+    _filter_row: ClassVar[str] = "h.chunk_row"
     _tokenizer: str = PrivateAttr()
     _tokenize: Tokenizer = PrivateAttr()
 
@@ -175,31 +198,19 @@ class PostgresBM25Retriever(_PostgresRetriever):
         """The store's tokenizer name."""
         return self._tokenizer
 
-    def search(
-        self, query: str, *, k: int | None = None, filter: Mapping[str, Any] | None = None
-    ) -> list[tuple[Document, float]]:
-        """Top ``k`` ``(chunk, BM25 score)`` pairs with score > 0, best first, ties by ``chunk_id``, among the
-        chunks matching both the retriever's :attr:`filter` and ``filter``.
-
-        Raises:
-            TypeError, ValueError: a bad ``k``; a malformed filter, or a non-date operand for a field holding dates.
-            StoreError: the query fails.
-        """
-        k = self.k if k is None else check_k(k)
-        with self._db.connection() as conn:
-            flt = self._call_filter(conn, filter, "h.chunk_row")
-            if not query or not query.strip():
-                return []
-            tokens = self._tokenize(query)
-            if not tokens:
-                return []
-            where, fparams = (flt.sql, flt.params) if flt is not None else ("TRUE", ())
-            k1, b = np.float32(self.k1), np.float32(self.b)
-            rows = conn.execute(
-                _BM25_SQL.format(filter=where),
-                (tokens, list(dict.fromkeys(tokens)), float(k1), float(np.float32(1.0 - self.b)), float(b),
-                 *fparams, k - 1, k),
-            ).fetchall()
+    def _search_query(self, conn: Any, query: str, k: int, flt: SqlFilter | None) -> list[tuple[Document, float]]:
+        """BM25 in one SQL statement (see :data:`_BM25_SQL`); chunks sharing no token with ``query`` score 0 and
+        are left out."""
+        tokens = self._tokenize(query)
+        if not tokens:
+            return []
+        where, fparams = (flt.sql, flt.params) if flt is not None else ("TRUE", ())
+        k1, b = np.float32(self.k1), np.float32(self.b)
+        rows = conn.execute(
+            _BM25_SQL.format(filter=where),
+            (tokens, list(dict.fromkeys(tokens)), float(k1), float(np.float32(1.0 - self.b)), float(b),
+             *fparams, k - 1, k),
+        ).fetchall()
         return [(d, d.metadata["scores"]["bm25"]) for d in self._documents(rows, "bm25")]
 
 
@@ -334,20 +345,6 @@ class PostgresDenseRetriever(_PostgresRetriever):
                 rows = [r[:-1] for r in conn.execute(query, (q, *fparams, q, k)).fetchall()]
         return [(d, d.metadata["scores"]["vector"]) for d in self._documents(rows, "vector")]
 
-    def search(
-        self, query: str, *, k: int | None = None, filter: Mapping[str, Any] | None = None
-    ) -> list[tuple[Document, float]]:
-        """Top ``k`` ``(chunk, cosine)`` pairs for ``query`` (embedded by :attr:`embedding`), best first, ties by
-        ``chunk_id``, among the chunks matching both filters; an empty query finds nothing.
-
-        Raises:
-            TypeError, ValueError: a bad ``k``; a malformed filter.
-            StoreError: the query fails.
-        """
-        k = self.k if k is None else check_k(k)
-        with self._db.connection() as conn:
-            flt = self._call_filter(conn, filter, "s.chunk_row")
-            if not query or not query.strip():
-                return []
-            q = l2_normalize(np.asarray(self.embedding.embed_query(query), dtype=np.float32))
-            return self._search(conn, q, k, flt)
+    def _search_query(self, conn: Any, query: str, k: int, flt: SqlFilter | None) -> list[tuple[Document, float]]:
+        """``query`` embedded by :attr:`embedding`, then :meth:`_search`."""
+        return self._search(conn, l2_normalize(np.asarray(self.embedding.embed_query(query), dtype=np.float32)), k, flt)

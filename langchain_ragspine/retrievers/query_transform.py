@@ -45,10 +45,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from langchain_core.callbacks import (
-    AsyncCallbackManagerForRetrieverRun,
-    CallbackManagerForRetrieverRun,
-)
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.prompts import ChatPromptTemplate
@@ -58,6 +54,7 @@ from pydantic import ConfigDict, Field, field_validator
 
 from langchain_ragspine.documents import check_k, doc_key
 from langchain_ragspine.filters import and_filters, compile_filter
+from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, RetrieverCall, SyncCall
 from langchain_ragspine.retrievers.contract import (
     ainvoke_retriever,
     asearch_each,
@@ -136,34 +133,29 @@ def add_trace_entry(doc: Document, entry: Mapping[str, Any]) -> Document:
 
 
 def call_params(
-    owner: str,
     own_k: int | None,
     candidate_k: int | None,
     own_filter: Mapping[str, Any] | None,
     k: int | None,
     filter: Mapping[str, Any] | None,
-    extra: Mapping[str, Any],
 ) -> tuple[int | None, int | None, dict[str, Any] | None]:
     """``(k, depth, filter)`` of one call to a wrapper retriever (a query transformation, :class:`~langchain_ragspine.
-    retrievers.multi_index.MultiIndexRetriever`, filter extraction) named ``owner``.
+    retrievers.multi_index.MultiIndexRetriever`, filter extraction).
 
     ``k`` is the call's (checked), else the wrapper's ``own_k`` (``None``: the inner retrievers' defaults); ``depth``
     — what each inner search asks for — is ``max(k, candidate_k)`` (``None`` when ``k`` is); the filter is the
     wrapper's ANDed with the call's (:func:`~langchain_ragspine.filters.and_filters`), compiled to check it.
 
     Raises:
-        TypeError: ``extra`` (keyword arguments the wrapper does not take) is not empty.
-        ValueError: ``k < 1``; a malformed filter.
+        TypeError, ValueError: a bad ``k``; a malformed filter.
     """
-    if extra:
-        raise TypeError(f"unexpected keyword arguments for {owner}: {sorted(extra)}")
     k = own_k if k is None else check_k(k)
     flt = and_filters(own_filter, filter)
     compile_filter(flt)
     return k, None if k is None else max(k, candidate_k or k), flt
 
 
-class QueryTransformRetriever(BaseRetriever):
+class QueryTransformRetriever(ContractRetriever):
     """Base class of the query transformations: plan queries, gate them, search the base with each, fuse by RRF.
 
     Subclasses implement :meth:`generate` (and :meth:`agenerate` when they call a model) and set
@@ -285,11 +277,9 @@ class QueryTransformRetriever(BaseRetriever):
         return self._make_plan(query, generated, calls)
 
     # -- retrieval ----------------------------------------------------------------------------------------------------
-    def _params(
-        self, k: int | None, filter: Mapping[str, Any] | None, extra: Mapping[str, Any]
-    ) -> tuple[int | None, int | None, dict[str, Any] | None]:
+    def _params(self, call: RetrieverCall[Any]) -> tuple[int | None, int | None, dict[str, Any] | None]:
         """``(k, depth per query, combined filter)`` of a call (:func:`call_params`)."""
-        return call_params(type(self).__name__, self.k, self.candidate_k, self.filter, k, filter, extra)
+        return call_params(self.k, self.candidate_k, self.filter, call.k, call.filter)
 
     def _searches(self, plan: QueryPlan) -> list[tuple[BaseRetriever, str, str]]:
         """One search of the base per planned query, traced as ``query_{i}``."""
@@ -320,38 +310,21 @@ class QueryTransformRetriever(BaseRetriever):
                     found[key].append(pos)
         return [add_trace_entry(d, plan.trace(found.get(doc_key(d) or "", []))) for d in fused]
 
-    def _get_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: CallbackManagerForRetrieverRun,
-        k: int | None = None,
-        filter: Mapping[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> list[Document]:
-        k, depth, flt = self._params(k, filter, kwargs)
+    def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
+        k, depth, flt = self._params(call)
         if not self.active:
-            return invoke_retriever(self.base, query, k=k, filter=flt, config=child_config(run_manager, "base"))
-        plan = self.plan(query, child_config(run_manager, "plan"))
-        lists = search_each(self._searches(plan), k=self._depth(plan, k, depth), filter=flt, run_manager=run_manager)
+            return invoke_retriever(self.base, query, k=k, filter=flt, config=call.child("base"))
+        plan = self.plan(query, call.child("plan"))
+        lists = search_each(self._searches(plan), k=self._depth(plan, k, depth), filter=flt, run_manager=call.run_manager)
         return self._finish(query, plan, lists, k)
 
-    async def _aget_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: AsyncCallbackManagerForRetrieverRun,
-        k: int | None = None,
-        filter: Mapping[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> list[Document]:
-        k, depth, flt = self._params(k, filter, kwargs)
+    async def _aretrieve(self, query: str, call: AsyncCall) -> list[Document]:
+        k, depth, flt = self._params(call)
         if not self.active:
-            return await ainvoke_retriever(self.base, query, k=k, filter=flt,
-                                           config=child_config(run_manager, "base"))
-        plan = await self.aplan(query, child_config(run_manager, "plan"))
+            return await ainvoke_retriever(self.base, query, k=k, filter=flt, config=call.child("base"))
+        plan = await self.aplan(query, call.child("plan"))
         lists = await asearch_each(self._searches(plan), k=self._depth(plan, k, depth), filter=flt,
-                                   run_manager=run_manager)
+                                   run_manager=call.run_manager)
         return self._finish(query, plan, lists, k)
 
 
@@ -365,6 +338,41 @@ class LLMQueryTransformRetriever(QueryTransformRetriever):
             :attr:`default_prompt`).
         n_queries: how many queries the model is asked for, and the most that are used (the user's query is added
             to them).
+
+    The subclasses — :class:`~langchain_ragspine.retrievers.hyde.HyDERetriever`,
+    :class:`~langchain_ragspine.retrievers.multi_query.MultiQueryRetriever`,
+    :class:`~langchain_ragspine.retrievers.multi_query.RAGFusionRetriever`,
+    :class:`~langchain_ragspine.retrievers.step_back.StepBackRetriever` and
+    :class:`~langchain_ragspine.retrievers.decomposition.DecompositionRetriever` — are built alike,
+    ``Cls(base, llm, **fields)``, and differ in the prompt and in how the reply becomes queries.
+
+    Example (a fake chat model stands in for the LLM):
+        >>> from langchain_core.documents import Document
+        >>> from langchain_core.language_models import FakeListChatModel
+        >>> from langchain_ragspine import BM25Retriever
+        >>> from langchain_ragspine.retrievers import (DecompositionRetriever, HyDERetriever, MultiQueryRetriever,
+        ...                                            RAGFusionRetriever, StepBackRetriever)
+        >>> base = BM25Retriever.from_documents([
+        ...     Document(page_content="梅雨は六月から七月にかけて続く雨の季節。", metadata={"chunk_id": "tsuyu#0"}),
+        ...     Document(page_content="The rainy season in Japan is called tsuyu.", metadata={"chunk_id": "en#0"}),
+        ...     Document(page_content="日本の気候には四季がある。", metadata={"chunk_id": "climate#0"}),
+        ...     Document(page_content="北京是中国的首都。", metadata={"chunk_id": "beijing#0"}),
+        ... ])
+        >>> def llm(reply: str) -> FakeListChatModel:
+        ...     return FakeListChatModel(responses=[reply])
+        >>> hyde = HyDERetriever(base, llm("梅雨は毎年六月ごろに始まる長雨の季節です。"), k=1)
+        >>> [(d.metadata["chunk_id"], d.metadata["query_transform"][0]["queries"]) for d in hyde.invoke("梅雨はいつ？")]
+        [('tsuyu#0', ['梅雨はいつ？', '<hypothetical document>'])]
+        >>> multi_query = MultiQueryRetriever(base, llm("1. rainy season Japan\\n2. tsuyu"), k=2)
+        >>> sorted(d.metadata["chunk_id"] for d in multi_query.invoke("梅雨はいつ？"))
+        ['en#0', 'tsuyu#0']
+        >>> [d.metadata["chunk_id"] for d in RAGFusionRetriever(base, llm("中国首都\\n北京")).invoke("首都")]
+        ['beijing#0']
+        >>> step_back = StepBackRetriever(base, llm("日本の気候の特徴は？"), k=2)
+        >>> sorted(d.metadata["chunk_id"] for d in step_back.invoke("梅雨はいつ？"))  # one found by each query
+        ['climate#0', 'tsuyu#0']
+        >>> DecompositionRetriever(base, llm("東京の人口は？\\n大阪の人口は？")).decompose("東京と大阪の人口の差は？")
+        ['東京の人口は？', '大阪の人口は？']
     """
 
     llm: BaseChatModel | None = None

@@ -42,18 +42,7 @@ class StepBackRetriever(LLMQueryTransformRetriever):
         (and those of :class:`~langchain_ragspine.retrievers.query_transform.LLMQueryTransformRetriever`)
 
     Results: at most ``k`` chunks, unique by ``chunk_id``, each with a trace entry.  Without a model: the base's
-    results, unchanged.
-
-    Example:
-        >>> from langchain_core.documents import Document
-        >>> from langchain_core.language_models import FakeListChatModel
-        >>> from langchain_ragspine import BM25Retriever
-        >>> docs = [Document(page_content="梅雨は六月から七月にかけて続く雨の季節。", metadata={"chunk_id": "tsuyu#0"}),
-        ...         Document(page_content="日本の気候には四季がある。", metadata={"chunk_id": "climate#0"})]
-        >>> llm = FakeListChatModel(responses=["日本の気候の特徴は？"])
-        >>> retriever = StepBackRetriever(BM25Retriever.from_documents(docs), llm, k=2)
-        >>> sorted(d.metadata["chunk_id"] for d in retriever.invoke("梅雨はいつ？"))  # one found by each query
-        ['climate#0', 'tsuyu#0']
+    results, unchanged.  Example: :class:`~langchain_ragspine.retrievers.query_transform.LLMQueryTransformRetriever`.
     """
 
     n_queries: int = Field(default=1)

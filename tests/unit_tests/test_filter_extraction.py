@@ -121,3 +121,18 @@ def test_property_extraction_only_narrows(parts, call_filter):
     found = RuleFilterExtractor()(question)
     if found is None:
         assert json.dumps([d.model_dump() for d in narrowed]) == json.dumps([d.model_dump() for d in plain])
+
+
+def test_the_llm_router_and_the_llm_extractor_check_and_list_their_choices_alike() -> None:
+    from langchain_ragspine.retrievers import LLMRouter
+
+    llm = FakeListChatModel(responses=["{}"])
+    for cls, empty in ((LLMFilterExtractor, "fields must name at least one metadata field"),
+                       (LLMRouter, "descriptions must name at least one index")):
+        with pytest.raises(TypeError, match="^llm must be a BaseChatModel, got str$"):
+            cls("gpt", {"a": "b"})  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match=f"^{empty}$"):
+            cls(llm, {})
+        made = cls(llm, {"year": "the fiscal year", 7: "seven"})  # type: ignore[dict-item]
+        human = made.messages("2023年の売上は？")[-1].content
+        assert "- year: the fiscal year\n- 7: seven" in human and "2023年の売上は？" in human

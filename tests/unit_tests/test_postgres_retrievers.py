@@ -258,8 +258,12 @@ def test_filter_errors_and_warnings_match_the_evaluator(pg_url: str) -> None:
         pg.invoke(QUERY, filter={"updated": {"gt": "2024/01/01"}})
     with pytest.raises(ValueError, match="not a date this filter reads"):
         pg.invoke("", filter={"updated": {"gt": "2024/01/01"}})  # checked before an empty query returns []
-    with pytest.warns(UnknownFilterFieldWarning, match="closest known fields: 'dept'"):
+    with pytest.warns(UnknownFilterFieldWarning, match="closest known fields: 'dept'") as record:
         assert pg.invoke(QUERY, filter={"dpet": "a"}) == []
+    with pytest.warns(UnknownFilterFieldWarning) as direct:
+        assert pg.search(QUERY, filter={"dpet": "a"}) == []
+    # attributed to the caller's line (here), not to a frame inside the package or langchain_core
+    assert [w.filename for w in (*record, *direct)] == [__file__, __file__]
     with pytest.raises(TypeError):
         pg.invoke(QUERY, filter="dept=a")  # type: ignore[arg-type]
 

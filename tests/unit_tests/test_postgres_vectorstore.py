@@ -64,8 +64,9 @@ def test_filters_are_the_package_predicates(store: PostgresVectorStore) -> None:
     store.add_documents(DOCS, ids=IDS)
     assert {d.id for d in store.similarity_search("梅雨", k=10, filter={"lang": "ja"})} == {"tsuyu", "taifu"}
     assert {d.id for d in store.similarity_search("梅雨", k=10, filter={"year": {"gte": 2024}})} == {"tsuyu", "rain"}
-    with pytest.warns(UnknownFilterFieldWarning):
+    with pytest.warns(UnknownFilterFieldWarning) as record:
         assert store.similarity_search("梅雨", k=10, filter={"missing": {"ne": 1}}) == []  # fails closed
+    assert [w.filename for w in record] == [__file__]  # the caller's line, not the store's
     retriever = store.as_retriever(search_kwargs={"k": 10, "filter": {"lang": "en"}})
     assert isinstance(retriever, VectorStoreRetriever)
     assert [d.id for d in retriever.invoke("rain")] == ["rain"]

@@ -269,3 +269,115 @@ def test_vector_store_retriever_is_recognised_by_class() -> None:
         pass
 
     assert retriever_params(MyStoreRetriever(vectorstore=_store())).takes_k
+
+
+# -- the callee's side: ContractRetriever ---------------------------------------------------------------------------
+class _NoParents:
+    def get_parents(self, parent_ids: Any) -> dict[str, Any]:
+        return {}
+
+
+def _contract_retrievers() -> dict[str, BaseRetriever]:
+    """Every retriever of the package that takes ``k`` and ``filter`` (the PostgreSQL ones are tested with a
+    server in test_postgres_retrievers.py)."""
+    import warnings
+
+    from langchain_ragspine.document_compressors import SecondStageRetriever
+    from langchain_ragspine.retrievers import (
+        DecompositionRetriever,
+        FilterExtractionRetriever,
+        GlossaryRetriever,
+        HyDERetriever,
+        MultiIndexRetriever,
+        MultiQueryRetriever,
+        ParentChildRetriever,
+        RAGFusionRetriever,
+        StepBackRetriever,
+    )
+
+    ours = _ours()
+    bm25 = ours["bm25"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the LLM transformations warn that they have no model
+        llm_free = {cls.__name__: cls(bm25) for cls in (HyDERetriever, MultiQueryRetriever, RAGFusionRetriever,
+                                                         StepBackRetriever, DecompositionRetriever)}
+    return {
+        **ours,
+        **llm_free,
+        "multi_index": MultiIndexRetriever({"a": bm25, "b": ours["dense"]}),
+        "parent_child": ParentChildRetriever(bm25, _NoParents()),
+        "second_stage": SecondStageRetriever(base_retriever=bm25, compressors=[]),
+        "filter_extraction": FilterExtractionRetriever(bm25),
+        "glossary": GlossaryRetriever(bm25, glossary={"梅雨": ["つゆ"]}),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_contract_retrievers()))
+async def test_every_contract_retriever_takes_k_and_filter_and_refuses_other_keywords(name: str) -> None:
+    from langchain_ragspine.retrievers.base import ContractRetriever
+
+    r = _contract_retrievers()[name]
+    assert isinstance(r, ContractRetriever)
+    assert retriever_params(r) == RetrieverParams(True, True, True, k_field=False)
+    message = f"unexpected keyword arguments for {type(r).__name__}: ['bogus', 'top_k']"
+    with pytest.raises(TypeError) as sync_error:
+        r.invoke("梅雨", k=2, top_k=3, bogus=1)
+    with pytest.raises(TypeError) as async_error:
+        await r.ainvoke("梅雨", k=2, top_k=3, bogus=1)
+    assert str(sync_error.value) == str(async_error.value) == message
+    if name != "parent_child":  # its store holds no parents
+        docs = r.invoke("梅雨", k=2, filter={"dept": "b"})
+        assert 0 < len(docs) <= 2 and {d.metadata["dept"] for d in docs} == {"b"}
+        assert _ids(await r.ainvoke("梅雨", k=2, filter={"dept": "b"})) == _ids(docs)
+
+
+class _Recording:
+    calls: list[tuple[str, Any, Any, dict[str, Any], bool]] = []
+
+
+def _recording_retriever(options: tuple[str, ...] = ()) -> BaseRetriever:
+    from typing import ClassVar
+
+    from langchain_ragspine.retrievers.base import ContractRetriever, SyncCall
+
+    class Recorder(ContractRetriever):
+        """A user's subclass: one sync hook; the async path reuses it with the call's keywords."""
+
+        call_options: ClassVar[tuple[str, ...]] = options
+
+        def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
+            is_sync = isinstance(call.run_manager, CallbackManagerForRetrieverRun)
+            _Recording.calls.append((query, call.k, call.filter, dict(call.options), is_sync))
+            return DOCS[: call.k or 4]
+
+    return Recorder()
+
+
+async def test_a_subclass_implements_one_hook_and_gets_k_filter_and_its_options_sync_and_async() -> None:
+    _Recording.calls.clear()
+    r = _recording_retriever(("depth",))
+    assert len(r.invoke("q", k=2, filter={"dept": "a"}, depth=7)) == 2
+    assert len(await r.ainvoke("q", k=3, filter={"dept": "b"})) == 3
+    assert r.invoke("q") == DOCS[:4]
+    assert _Recording.calls == [
+        ("q", 2, {"dept": "a"}, {"depth": 7}, True),
+        ("q", 3, {"dept": "b"}, {}, True),  # the default async path runs the sync hook with a sync run manager
+        ("q", None, None, {}, True),
+    ]
+    with pytest.raises(TypeError, match=r"unexpected keyword arguments for Recorder: \['depht'\]"):
+        r.invoke("q", depht=7)
+    assert invoke_retriever(r, "q", k=1, filter={"dept": "a"}) == DOCS[:1]  # the contract passes k and filter
+
+
+def test_from_texts_builds_the_same_documents_for_bm25_and_dense() -> None:
+    texts, metas, ids = ["梅雨 六月", "台風 九月"], [{"chunk_id": "a#0"}, {"chunk_id": "b#0"}], ["x", "y"]
+    bm25 = BM25Retriever.from_texts(texts, metas, ids)
+    dense = DenseRetriever.from_texts(texts, EMB, metas, ids)
+    assert bm25.docs == dense.docs == [
+        Document(page_content="梅雨 六月", metadata={"chunk_id": "a#0"}, id="x"),
+        Document(page_content="台風 九月", metadata={"chunk_id": "b#0"}, id="y"),
+    ]
+    assert bm25.docs[0].metadata is not metas[0]  # a copy
+    for build in (lambda: BM25Retriever.from_texts(texts, [{}]), lambda: DenseRetriever.from_texts(texts, EMB, ids=["x"])):
+        with pytest.raises(ValueError, match=r"from_texts got 2 texts, (1 metadatas and 2|2 metadatas and 1) ids"):
+            build()
