@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from langchain_core.documents import Document
 
@@ -168,8 +168,11 @@ def dedupe(docs: Iterable[Document]) -> list[Document]:
     return dedupe_by(docs, doc_key)
 
 
+_Key = TypeVar("_Key", bound=Hashable)
+
+
 def dedupe_by(
-    docs: Iterable[Document], key: Callable[[Document], str | None], *, seen: set[str] | None = None
+    docs: Iterable[Document], key: Callable[[Document], _Key | None], *, seen: set[_Key] | None = None
 ) -> list[Document]:
     """:func:`dedupe` by another identity: ``docs`` without every document whose ``key(doc)`` was seen before (or
     is already in ``seen``); the first occurrence wins, the order is kept, and documents whose key is ``None`` are

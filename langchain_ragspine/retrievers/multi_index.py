@@ -48,7 +48,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 from pydantic import ConfigDict, field_validator
 
-from langchain_ragspine.documents import check_k, doc_key
+from langchain_ragspine.documents import check_k, dedupe_by, doc_key
 from langchain_ragspine.filters import compile_filter
 from langchain_ragspine.retrievers._choices import check_choices, listing
 from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, RetrieverCall, SyncCall
@@ -221,14 +221,7 @@ def merge_index_results(left: list[Document] | None, right: Document | Sequence[
     ):
         raise TypeError(f"an index_results update must be a Document or a list of them, got {right!r}"[:300])
     seen = {k for k in map(_index_key, current) if k is not None}
-    for d in items:
-        key = _index_key(d)
-        if key is not None:
-            if key in seen:
-                continue
-            seen.add(key)
-        current.append(d)
-    return current
+    return current + dedupe_by(items, _index_key, seen=seen)
 
 
 def fuse_by_index(docs: Sequence[Document], *, k: int | None = None, c: int = DEFAULT_C) -> list[Document]:
