@@ -7,7 +7,10 @@ One home for the few rules every retriever, compressor, graph node and evaluator
   with the same text are two chunks; one chunk shown with another rendering is still one chunk);
 * **scores** — ``metadata["scores"]`` holds one value per channel, ``{"bm25", "vector", "fused", "rerank"}``, an
   absent channel being ``None``; a stage adds its own channel and keeps the others;
-* **ties** — a ranking by score breaks ties on the chunk identity, so the same input always gives the same order.
+* **ties** — a ranking by score breaks ties on the chunk identity, so the same input always gives the same order;
+* **own copies** — a retriever indexes copies of the documents it is given (:func:`indexed_copies`), so a caller
+  that edits its ``Document`` objects afterwards does not change what the index returns, and a document without any
+  identity gets a deterministic one (:func:`position_chunk_id`).
 
 The module depends on ``langchain_core`` only, so any module of the package (stores, retrievers, compressors,
 graphs, evaluation) may import it.
@@ -15,6 +18,8 @@ graphs, evaluation) may import it.
 
 from __future__ import annotations
 
+import copy
+import hashlib
 import math
 import numbers
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
@@ -23,7 +28,8 @@ from typing import Any, TypeVar
 from langchain_core.documents import Document
 
 __all__ = [
-    "SCORE_CHANNELS", "ChunkScores", "check_k", "dedupe", "dedupe_by", "doc_key", "score_of", "top_k", "with_scores",
+    "SCORE_CHANNELS", "ChunkScores", "check_k", "copy_metadata", "dedupe", "dedupe_by", "doc_key", "indexed_copies", "position_chunk_id",
+    "score_of", "top_k", "with_scores",
 ]
 
 #: The channels of ``metadata["scores"]``, in the order they are written.
@@ -83,6 +89,59 @@ def doc_key(doc: Document) -> str | None:
     if cid is not None and cid != "":
         return str(cid)
     return doc.id or None
+
+
+def position_chunk_id(position: int, text: str) -> str:
+    """The identity given to a document that has neither ``metadata["chunk_id"]`` nor ``Document.id`` (a plain
+    LangChain document, e.g. ``RecursiveCharacterTextSplitter`` output): ``"chunk-{position}-{h}"``, ``h`` the first
+    12 hex digits of SHA-256 of ``text`` (UTF-8).  Deterministic: the same list gives the same ids in every
+    retriever built from it (so the channels of a hybrid retriever agree), and two chunks with the same text at
+    different positions stay two chunks.
+
+    Example:
+        >>> position_chunk_id(0, "apple")
+        'chunk-0-3a7bd3e2360a'
+    """
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f"chunk-{position}-{digest}"
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def copy_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of a metadata mapping that shares nothing mutable with it: a new dict, and nested lists / dicts
+    copied too (``copy.deepcopy``) when there are any."""
+    if all(isinstance(v, _SCALARS) for v in metadata.values()):
+        return dict(metadata)
+    return copy.deepcopy(dict(metadata))
+
+
+def indexed_copies(documents: Iterable[Document]) -> list[Document]:
+    """Copies of ``documents`` for an index to own: what the BM25 and dense retrievers index and return.
+
+    Each copy has its own ``metadata`` dict (nested lists and dicts copied too), so editing the caller's documents
+    afterwards changes nothing in the index or its results.  A document with neither ``metadata["chunk_id"]`` nor
+    ``Document.id`` (see :func:`doc_key`) gets ``chunk_id`` = ``id`` = :func:`position_chunk_id` ``(i, page_content)``,
+    ``i`` its position in ``documents``; a document that has either keeps its identity as it is.  ``documents`` are
+    not modified.
+
+    Example:
+        >>> from langchain_core.documents import Document
+        >>> src = [Document(page_content="apple"), Document(page_content="pear", metadata={"chunk_id": "p#0"})]
+        >>> [(d.id, d.metadata.get("chunk_id")) for d in indexed_copies(src)]
+        [('chunk-0-3a7bd3e2360a', 'chunk-0-3a7bd3e2360a'), (None, 'p#0')]
+        >>> src[0].id is None and src[0].metadata == {}
+        True
+    """
+    out: list[Document] = []
+    for i, doc in enumerate(documents):
+        md = copy_metadata(doc.metadata)
+        update: dict[str, Any] = {"metadata": md}
+        if doc_key(doc) is None:
+            md["chunk_id"] = update["id"] = position_chunk_id(i, doc.page_content)
+        out.append(doc.model_copy(update=update))
+    return out
 
 
 def check_k(value: Any, name: str = "k") -> int:

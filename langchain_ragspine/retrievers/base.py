@@ -9,7 +9,9 @@ index built from the old documents; and ``retriever.invoke(["q1", "q2"])`` fails
   and the model forbids extra fields, so the pydantic mypy plugin gives each class a typed ``__init__`` — a type
   checker flags ``BM25Retriever(kk=3)`` too;
 * assignments are validated (``retriever.k = "3"`` is an error), and assigning a field the index is built from
-  (:attr:`RagSpineRetriever.index_fields`, e.g. ``docs``) rebuilds the index;
+  (:attr:`RagSpineRetriever.index_fields`, e.g. ``docs``) rebuilds the index, as does ``model_copy(update=…)`` of
+  one; the ``docs`` an index was built from are an :class:`IndexedDocuments` — a list that reads as before and
+  refuses in-place edits (``retriever.docs[0] = d``, ``.append``) with a ``TypeError`` saying to assign instead;
 * ``invoke`` / ``ainvoke`` take one query string; anything else is a ``TypeError`` of one line pointing at
   ``.batch`` (several queries) or ``itemgetter`` (one field of a dict).
 
@@ -17,7 +19,8 @@ index built from the old documents; and ``retriever.invoke(["q1", "q2"])`` fails
 (:mod:`langchain_ragspine.retrievers.contract`): it owns LangChain's ``_get_relevant_documents`` /
 ``_aget_relevant_documents`` signatures with ``k`` and ``filter`` once, refuses keyword arguments it does not take,
 and hands each call to a short per-class hook.  Every retriever of the package that takes ``k`` and ``filter`` is
-one.
+one, and its results pass the RESTRICTED gate there (:func:`~langchain_ragspine.sensitivity.drop_restricted`): no
+retriever result of the package carries a RESTRICTED chunk, whatever the class's hook returns.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, NoReturn, Self, SupportsIndex, TypeVar, cast
 
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
@@ -36,10 +39,12 @@ from pydantic import ConfigDict, PrivateAttr, model_validator
 
 from langchain_ragspine.arguments import check_arguments
 from langchain_ragspine.retrievers.contract import child_config
+from langchain_ragspine.sensitivity import drop_restricted
 
 __all__ = [
     "AsyncCall",
     "ContractRetriever",
+    "IndexedDocuments",
     "RagSpineRetriever",
     "RetrieverCall",
     "SyncBackedRetriever",
@@ -84,6 +89,71 @@ def documents_from_texts(
     if len(metas) != len(texts) or len(id_list) != len(texts):
         raise ValueError(f"from_texts got {len(texts)} texts, {len(metas)} metadatas and {len(id_list)} ids")
     return [Document(page_content=t, metadata=dict(m), id=i) for t, m, i in zip(texts, metas, id_list, strict=True)]
+
+
+class IndexedDocuments(list[Document]):
+    """The documents a retriever's index was built from (``retriever.docs``): a ``list`` to read — index, slice,
+    iterate, compare, copy with ``list(...)`` — that refuses every in-place edit.
+
+    Editing the list would leave the index built from the old documents (LangChain's own ``BM25Retriever`` then
+    returns the wrong chunks); assigning a new list rebuilds the index instead: ``retriever.docs = [*retriever.docs,
+    new_doc]`` or ``retriever.model_copy(update={"docs": [...]})``.
+
+    Raises:
+        TypeError: any in-place edit (``docs[i] = d``, ``del docs[i]``, ``+=``, ``append``, ``extend``, ``insert``,
+            ``pop``, ``remove``, ``clear``, ``sort``, ``reverse``), naming the owner and what to do instead.
+    """
+
+    __slots__ = ("owner",)
+
+    def __init__(self, docs: Iterable[Document] = (), owner: str = "retriever") -> None:
+        super().__init__(docs)
+        self.owner = owner
+
+    def _refuse(self) -> NoReturn:
+        raise TypeError(
+            f"{self.owner}.docs is the list its index was built from and cannot be edited in place; assign a new "
+            f"list to rebuild the index (retriever.docs = [*retriever.docs, new_doc]) or build a new {self.owner}"
+        )
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        self._refuse()
+
+    def __delitem__(self, index: SupportsIndex | slice) -> None:
+        self._refuse()
+
+    def __iadd__(self, other: Iterable[Document]) -> Self:  # type: ignore[override,misc]
+        self._refuse()
+
+    def __imul__(self, n: SupportsIndex) -> Self:
+        self._refuse()
+
+    def append(self, value: Document) -> None:
+        self._refuse()
+
+    def extend(self, values: Iterable[Document]) -> None:
+        self._refuse()
+
+    def insert(self, index: SupportsIndex, value: Document) -> None:
+        self._refuse()
+
+    def pop(self, index: SupportsIndex = -1) -> Document:
+        self._refuse()
+
+    def remove(self, value: Document) -> None:
+        self._refuse()
+
+    def clear(self) -> None:
+        self._refuse()
+
+    def sort(self, *args: Any, **kwargs: Any) -> None:
+        self._refuse()
+
+    def reverse(self) -> None:
+        self._refuse()
+
+    def __reduce__(self) -> tuple[Any, ...]:  # copy / deepcopy / pickle rebuild it whole (not item by item)
+        return (type(self), (list(self), self.owner))
 
 
 class SyncBackedRetriever(BaseRetriever):
@@ -159,6 +229,10 @@ class ContractRetriever(SyncBackedRetriever):
       worker thread (:attr:`~SyncBackedRetriever.run_async_in_executor`); a class with a truly asynchronous path (an
       async embedding call, inner retrievers run concurrently) overrides it.
 
+    Every result list passes the RESTRICTED gate on its way out (:func:`~langchain_ragspine.sensitivity.
+    drop_restricted`, the one constant :data:`~langchain_ragspine.sensitivity.RESTRICTED_SENSITIVITY`), so a hook
+    cannot return a RESTRICTED chunk even when its index or a child retriever holds one.
+
     Attributes:
         call_options: class-level: the names of further keywords a call may pass (``HybridRetriever``:
             ``candidate_k``); they reach the hooks in :attr:`RetrieverCall.options`.  Default: none.
@@ -178,7 +252,7 @@ class ContractRetriever(SyncBackedRetriever):
         filter: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> list[Document]:
-        return self._retrieve(query, self._call(run_manager, k, filter, kwargs))
+        return drop_restricted(self._retrieve(query, self._call(run_manager, k, filter, kwargs)))
 
     async def _aget_relevant_documents(
         self,
@@ -189,7 +263,7 @@ class ContractRetriever(SyncBackedRetriever):
         filter: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> list[Document]:
-        return await self._aretrieve(query, self._call(run_manager, k, filter, kwargs))
+        return drop_restricted(await self._aretrieve(query, self._call(run_manager, k, filter, kwargs)))
 
     def _call(
         self, run_manager: RunManager, k: int | None, filter: Mapping[str, Any] | None, kwargs: Mapping[str, Any]
@@ -213,7 +287,9 @@ class RagSpineRetriever(ContractRetriever):
     """A ``BaseRetriever`` with strict arguments (see the module docstring).
 
     Subclasses list in :attr:`index_fields` the fields their index is built from, call :meth:`_mark_built` at the
-    end of ``model_post_init``, and may translate LangChain synonyms in :meth:`_translate_arguments`.
+    end of ``model_post_init``, and may translate LangChain synonyms in :meth:`_translate_arguments`.  A subclass
+    with a ``docs`` field keeps what it indexed with :meth:`_set_indexed_docs` and reads it back with
+    :meth:`_indexed_docs`, which refuses to answer from documents the index was not built from.
 
     Raises:
         TypeError: an unknown constructor argument (with a did-you-mean); a query that is not a string.
@@ -225,6 +301,7 @@ class RagSpineRetriever(ContractRetriever):
     index_fields: ClassVar[tuple[str, ...]] = ()
 
     _built: bool = PrivateAttr(default=False)
+    _snapshot: IndexedDocuments | None = PrivateAttr(default=None)
 
     @classmethod
     def _translate_arguments(cls, data: dict[str, Any]) -> dict[str, Any]:
@@ -243,6 +320,40 @@ class RagSpineRetriever(ContractRetriever):
     def _mark_built(self) -> None:
         """Called at the end of ``model_post_init``: from now on an assignment to an index field rebuilds."""
         self._built = True
+
+    def _set_indexed_docs(self, docs: Iterable[Document]) -> IndexedDocuments:
+        """Make ``docs`` (the documents the index is built from) the read-only ``self.docs``."""
+        snapshot = IndexedDocuments(docs, type(self).__name__)
+        self.__dict__["docs"] = snapshot  # not through validation, which would turn it into a plain list
+        self._snapshot = snapshot
+        return snapshot
+
+    def _indexed_docs(self) -> IndexedDocuments:
+        """The documents the index was built from.
+
+        Raises:
+            ValueError: ``docs`` was replaced without a rebuild (``model_construct``, a write to ``__dict__``).
+        """
+        snapshot = self._snapshot
+        if isinstance(snapshot, IndexedDocuments) and self.__dict__.get("docs") is snapshot:
+            return cast(IndexedDocuments, snapshot)
+        raise ValueError(
+            f"{type(self).__name__}.docs is not the list its index was built from (replaced without a rebuild); "
+            "assign retriever.docs = [...] or use retriever.model_copy(update={'docs': [...]}), which rebuild the index"
+        )
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """pydantic's ``model_copy``; an ``update`` of an :attr:`index_fields` field (validated) rebuilds the copy's
+        index, so ``retriever.model_copy(update={"docs": other})`` searches ``other``."""
+        rest = dict(update or {})
+        rebuild = {name: rest.pop(name) for name in list(rest) if name in type(self).index_fields}
+        copied = super().model_copy(update=rest or None, deep=deep)
+        if rebuild:
+            copied._built = False
+            for name, value in rebuild.items():
+                setattr(copied, name, value)
+            copied.model_post_init(None)
+        return copied
 
     def __setattr__(self, name: str, value: Any) -> None:
         super().__setattr__(name, value)

@@ -21,7 +21,12 @@ Differences from ``langchain_community.retrievers.BM25Retriever`` a user may rel
 * ``save(dir)`` / ``load(dir)`` persist numpy arrays and JSON — never pickle — with the tokenizer's name and
   version, and ``load`` refuses an index whose tokens the named tokenizer no longer produces;
 * documents labelled RESTRICTED (see :mod:`langchain_ragspine.document_compressors.restricted`) are dropped when
-  the retriever is built: they are never indexed (so they do not even shape the IDF), scored or returned;
+  the retriever is built: they are never indexed (so they do not even shape the IDF), scored or returned — and
+  every result passes the RESTRICTED gate again on its way out;
+* the retriever indexes its own copies of the documents (:func:`~langchain_ragspine.documents.indexed_copies`), so
+  editing your ``Document`` objects afterwards changes nothing; ``docs`` reads as a list but refuses in-place
+  edits (assign a new list to rebuild); a document with neither ``chunk_id`` nor ``id`` gets a deterministic one
+  (:func:`~langchain_ragspine.documents.position_chunk_id`), so every result has ``id = chunk_id``;
 * a document's tokens come from ``metadata["index_text"]`` when present (e.g. a contextual header + the text, see
   :func:`langchain_ragspine.text.index_text`), else from ``page_content``; results are the stored documents, so
   ``page_content`` and citations never change.
@@ -38,7 +43,7 @@ import numpy as np
 from langchain_core.documents import Document
 from pydantic import Field, PrivateAttr, field_validator
 
-from langchain_ragspine.documents import check_k, doc_key, with_scores
+from langchain_ragspine.documents import check_k, doc_key, indexed_copies, with_scores
 from langchain_ragspine.filters import FilterMasks, and_filters, compile_filter
 from langchain_ragspine.retrievers.base import RagSpineRetriever, SyncCall, documents_from_texts
 from langchain_ragspine.sensitivity import drop_restricted
@@ -57,7 +62,12 @@ class BM25Retriever(RagSpineRetriever):
     Build with :meth:`from_documents` / :meth:`from_texts`, or directly with ``BM25Retriever(docs=[...])``.
 
     Attributes:
-        docs: the indexed documents (typically chunks from ``ParagraphTextSplitter``).
+        docs: the indexed documents (typically chunks from ``ParagraphTextSplitter``): after construction an
+            :class:`~langchain_ragspine.retrievers.base.IndexedDocuments` of the retriever's own copies (RESTRICTED
+            ones removed; a document without ``chunk_id`` or ``id`` given ``chunk_id = id =
+            "chunk-{position}-{sha256 of its text}"``).  Read it as a list; ``docs[i] = d`` / ``append`` are a
+            ``TypeError``; assigning ``retriever.docs = [...]`` (or ``model_copy(update={"docs": [...]})``)
+            rebuilds the index.  Your own ``Document`` objects are never modified or shared.
         k: number of results (default 4), an ``int >= 1``; ``invoke(query, k=...)`` overrides it per call.
         tokenizer: tokenizer name (``"auto"``, ``"cjk"``, ``"fugashi"``, ``"whitespace"``) or a callable
             ``str -> list[str]``; queries and documents use the same one.
@@ -71,7 +81,8 @@ class BM25Retriever(RagSpineRetriever):
 
     ``invoke`` returns at most ``k`` documents with a positive score, best first, ties broken by ``chunk_id``.
     An empty corpus, an empty or whitespace-only query, and a query with no indexed term return ``[]``.
-    RESTRICTED documents are removed from ``docs`` at construction.
+    RESTRICTED documents are removed from ``docs`` at construction, and from every result (a document of ``docs``
+    labelled RESTRICTED in place afterwards is never returned).
 
     Raises:
         ValueError: ``k < 1``, ``k1 < 0`` or ``b`` outside [0, 1]; an unknown tokenizer; a malformed filter.
@@ -129,13 +140,14 @@ class BM25Retriever(RagSpineRetriever):
         if not 0.0 <= self.b <= 1.0:
             raise ValueError(f"b must be in [0, 1], got {self.b}")
         compile_filter(self.filter)
-        self.docs = drop_restricted(self.docs)  # never indexed, scored or returned: one gate at construction
-        self._masks = FilterMasks([d.metadata for d in self.docs])
+        # own copies, each with an identity; RESTRICTED ones never indexed, scored or returned
+        docs = self._set_indexed_docs(drop_restricted(indexed_copies(self.docs)))
+        self._masks = FilterMasks([d.metadata for d in docs])
         self._tokenize = get_tokenizer(self.tokenizer)
-        self._tie_rank = _tie_ranks(self.docs)
+        self._tie_rank = _tie_ranks(docs)
         if not _SKIP_BUILD.get():
             self._bm25 = build_bm25_index(
-                [index_text(d) for d in self.docs], self._tokenize, k1=self.k1, b=self.b, workers=self.workers
+                [index_text(d) for d in docs], self._tokenize, k1=self.k1, b=self.b, workers=self.workers
             )
         self._mark_built()
 
@@ -193,7 +205,7 @@ class BM25Retriever(RagSpineRetriever):
     # -- retrieval --------------------------------------------------------------------------------------------------
     def score(self, query: str) -> np.ndarray:
         """BM25 score of every document for ``query``: float32 array of shape ``(len(docs),)``."""
-        n = len(self.docs)
+        n = len(self._indexed_docs())
         if self._bm25 is None or not query or not query.strip():
             return np.zeros(n, dtype=np.float32)
         ids = self._bm25.get_tokens_ids(self._tokenize(query))
@@ -212,7 +224,7 @@ class BM25Retriever(RagSpineRetriever):
         """
         k = self.k if k is None else check_k(k)
         mask = self._masks.mask(and_filters(self.filter, filter))
-        if not self.docs:
+        if not self._indexed_docs():
             return []
         scores = self.score(query)
         ok = scores > 0
@@ -231,7 +243,8 @@ class BM25Retriever(RagSpineRetriever):
 
     def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
         hits = self.search(query, k=call.k, filter=call.filter)
-        return [with_scores(self.docs[i], bm25=s, fused=s) for i, s in hits]
+        docs = self._indexed_docs()
+        return [with_scores(docs[i], bm25=s, fused=s) for i, s in hits]
 
     # -- persistence ------------------------------------------------------------------------------------------------
     def save(self, path: str | os.PathLike[str]) -> None:

@@ -67,7 +67,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from pydantic import Field, PrivateAttr, field_validator
 
-from langchain_ragspine.documents import check_k, doc_key, with_scores
+from langchain_ragspine.documents import check_k, doc_key, indexed_copies, with_scores
 from langchain_ragspine.embeddings.batching import embed_in_batches
 from langchain_ragspine.embeddings.cache import CachedEmbeddings, content_hash, model_key_for
 from langchain_ragspine.errors import StoreError
@@ -115,7 +115,12 @@ class DenseRetriever(RagSpineRetriever):
 
     Attributes:
         docs: the indexed documents (RESTRICTED ones and chunks without visible text are removed at
-            construction).
+            construction): after construction an :class:`~langchain_ragspine.retrievers.base.IndexedDocuments` of
+            the retriever's own copies (a document without ``chunk_id`` or ``id`` given ``chunk_id = id =
+            "chunk-{position}-{sha256 of its text}"``, position in the list given, so a BM25 retriever built from
+            the same list agrees).  Read it as a list; ``docs[i] = d`` / ``append`` are a ``TypeError``; assigning
+            ``retriever.docs = [...]`` (or ``model_copy(update={"docs": [...]})``) rebuilds the index.  Your own
+            ``Document`` objects are never modified or shared, and every result passes the RESTRICTED gate again.
         embedding: any LangChain ``Embeddings``; ``embed_documents`` for chunks, ``embed_query`` /
             ``aembed_query`` for queries.  Vectors are L2-normalised here, so scores are cosine similarities.
         k: number of results (default 4), an ``int >= 1``; ``invoke(query, k=...)`` overrides it per call.
@@ -182,9 +187,9 @@ class DenseRetriever(RagSpineRetriever):
         if self.index_kind not in INDEX_KINDS:
             raise ValueError(f"index_kind must be one of {INDEX_KINDS}, got {self.index_kind!r}")
         compile_filter(self.filter)
-        # never embedded, indexed or returned: one gate at construction
-        self.docs = [d for d in drop_restricted(self.docs) if _has_text(d)]
-        self._masks = FilterMasks([d.metadata for d in self.docs])
+        # own copies, each with an identity; RESTRICTED ones never embedded, indexed or returned
+        docs = self._set_indexed_docs(d for d in drop_restricted(indexed_copies(self.docs)) if _has_text(d))
+        self._masks = FilterMasks([d.metadata for d in docs])
         if not _SKIP_BUILD.get():
             self._build()
         self._mark_built()
@@ -192,10 +197,11 @@ class DenseRetriever(RagSpineRetriever):
     def _build(self) -> None:
         self._index = None
         self._last_embedded = 0
-        if not self.docs:
+        docs = self._indexed_docs()
+        if not docs:
             return
-        keys = [doc_key(d) or "" for d in self.docs]
-        texts = [index_text(d) for d in self.docs]
+        keys = [doc_key(d) or "" for d in docs]
+        texts = [index_text(d) for d in docs]
         if self.cache_path is not None:
             with EmbeddingCache(self.cache_path, read_only=self.cache_read_only) as cache:
                 cached = CachedEmbeddings(
@@ -278,6 +284,7 @@ class DenseRetriever(RagSpineRetriever):
         return self._search(vector, k, mask)
 
     def _search(self, vector: np.ndarray | list[float], k: int, mask: np.ndarray | None) -> list[tuple[int, float]]:
+        self._indexed_docs()  # refuses documents the index was not built from
         if self._index is None:
             return []
         return self._index.search(vector, k, allowed=mask)
@@ -294,7 +301,9 @@ class DenseRetriever(RagSpineRetriever):
 
     def _results(self, vector: np.ndarray | list[float], k: int, mask: np.ndarray | None) -> list[Document]:
         """The ``k`` documents nearest ``vector`` among ``mask``, with their cosine as the vector score."""
-        return [with_scores(self.docs[i], vector=s, fused=s) for i, s in self._search(vector, k, mask)]
+        hits = self._search(vector, k, mask)
+        docs = self._indexed_docs()
+        return [with_scores(docs[i], vector=s, fused=s) for i, s in hits]
 
     def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
         prepared = self._prepare(query, call)
@@ -391,7 +400,9 @@ class DenseRetriever(RagSpineRetriever):
             return retriever
         index = FaissVectorIndex.load(root)
         keys = [doc_key(d) or "" for d in retriever.docs]
-        if list(index.chunk_ids) != keys:
+        saved_ids = list(index.chunk_ids)
+        # "" in an id map written before keyless documents got an identity (position_chunk_id) matches that identity
+        if len(saved_ids) != len(keys) or any(s not in (k, "") for s, k in zip(saved_ids, keys, strict=False)):
             raise StoreError(
                 f"the id map ({index.count} rows) does not match the chunk ids of {_DOCS_FILE} ({len(keys)} "
                 "indexable documents)",

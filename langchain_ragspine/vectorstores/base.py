@@ -14,8 +14,8 @@ backend:
 * **delete.**  The document's next version leaves those chunks out; a document left with none is retracted (its
   history stays, search no longer sees it).
 * **the RESTRICTED gate.**  Search reads only the searchable tables, where RESTRICTED chunks are never written;
-  :meth:`~VersionedVectorStore.get_by_ids` drops them as well (:func:`~langchain_ragspine.sensitivity.drop_restricted`),
-  so no exit of the store returns one.
+  :meth:`~VersionedVectorStore.get_by_ids` and every search result pass the gate as well
+  (:func:`~langchain_ragspine.sensitivity.drop_restricted`), so no exit of the store returns one.
 * **scores.**  ``similarity_search_with_score`` gives the cosine similarity in ``[-1, 1]`` (the dense channel's
   ``scores["vector"]``); relevance scores are ``(1 + cosine) / 2`` in ``[0, 1]``.
 * **filters** are the package's own predicate language (:mod:`langchain_ragspine.filters`), applied before
@@ -37,7 +37,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore
 
 from langchain_ragspine.documents import check_k
-from langchain_ragspine.sensitivity import drop_restricted
+from langchain_ragspine.sensitivity import drop_restricted, is_restricted
 
 __all__ = ["VersionedVectorStore", "as_chunks"]
 
@@ -194,7 +194,8 @@ class VersionedVectorStore(VectorStore):
         k = check_k(k)
         if not query.strip():
             return []
-        return self._search_by_vector(self._embedding.embed_query(query), k, filter)
+        hits = self._search_by_vector(self._embedding.embed_query(query), k, filter)
+        return [(d, s) for d, s in hits if not is_restricted(d)]  # the gate at this exit
 
     def similarity_search(
         self, query: str, k: int = 4, filter: Mapping[str, Any] | None = None, **kwargs: Any
@@ -208,7 +209,7 @@ class VersionedVectorStore(VectorStore):
         """Top ``k`` chunks for a query vector (normalised here), best first."""
         if kwargs:
             raise TypeError(f"unexpected keyword arguments for similarity_search_by_vector: {sorted(kwargs)}")
-        return [d for d, _ in self._search_by_vector(embedding, check_k(k), filter)]
+        return drop_restricted(d for d, _ in self._search_by_vector(embedding, check_k(k), filter))
 
     def _select_relevance_score_fn(self) -> Callable[[float], float]:
         return lambda cosine: (1.0 + cosine) / 2.0

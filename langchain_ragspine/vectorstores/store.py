@@ -36,7 +36,9 @@ Filters (``filter=``) are the package's metadata filters (:mod:`langchain_ragspi
 before scoring in every search type and failing closed (a missing field never matches; a malformed filter raises;
 a callable raises ``TypeError``).  They see the record's metadata with ``chunk_id`` = the record id.
 RESTRICTED records (:mod:`langchain_ragspine.sensitivity`) may be stored but are never embedded, indexed or
-returned — not by a search and not by ``get_by_ids``.
+returned — not by a search and not by ``get_by_ids``: they are left out when the indexes are built, and every exit
+(each search type, ``get_by_ids``, the retriever of :meth:`RagSpineVectorStore.as_retriever`) passes the RESTRICTED
+gate again.  Every returned ``Document`` is a fresh copy, so editing one changes nothing in the store's indexes.
 """
 
 from __future__ import annotations
@@ -58,13 +60,13 @@ from langchain_core.vectorstores import VectorStore, VectorStoreRetriever
 from langchain_core.vectorstores.utils import maximal_marginal_relevance
 
 from langchain_ragspine.arguments import check_arguments
-from langchain_ragspine.documents import check_k
+from langchain_ragspine.documents import check_k, copy_metadata
 from langchain_ragspine.filters import compile_filter
 from langchain_ragspine.indexing import CHUNKS_DB, EMBEDDING_CACHE, prepare_store_dir
 from langchain_ragspine.retrievers.bm25 import BM25Retriever
 from langchain_ragspine.retrievers.dense import DenseRetriever
 from langchain_ragspine.retrievers.hybrid import HybridRetriever
-from langchain_ragspine.sensitivity import is_restricted
+from langchain_ragspine.sensitivity import drop_restricted, is_restricted
 from langchain_ragspine.stores.chunk_store import ChunkStore, StoredChunk
 
 __all__ = ["ChunkStoreBackend", "RagSpineStoreRetriever", "RagSpineVectorStore", "RecordBackend"]
@@ -243,6 +245,12 @@ def _internal(doc: Document) -> Document:
     return Document(page_content=doc.page_content, metadata={**doc.metadata, "chunk_id": doc.id}, id=doc.id)
 
 
+def _copy(doc: Document, **extra: Any) -> Document:
+    """A copy of a stored record to return (its own metadata dict, ``extra`` keys added), so that a caller editing
+    a result cannot change the store's indexes."""
+    return Document(page_content=doc.page_content, metadata={**copy_metadata(doc.metadata), **extra}, id=doc.id)
+
+
 def _check_filter(filter: Any) -> Mapping[str, Any] | None:
     if filter is not None and not isinstance(filter, Mapping):
         raise TypeError(
@@ -375,7 +383,7 @@ class RagSpineVectorStore(VectorStore):
     def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
         """The records with these ids, in the order of ``ids`` (unknown and RESTRICTED ones are left out)."""
         records = self._current().records
-        return [records[str(i)] for i in ids if str(i) in records]
+        return drop_restricted(_copy(records[str(i)]) for i in ids if str(i) in records)
 
     async def aget_by_ids(self, ids: Sequence[str], /) -> list[Document]:
         return await asyncio.to_thread(self.get_by_ids, ids)
@@ -417,7 +425,8 @@ class RagSpineVectorStore(VectorStore):
         flt = _check_filter(filter)
         idx = self._current()
         hits = idx.dense.search_by_vector(np.asarray(vector, dtype=np.float32), k=k, filter=flt)
-        return [(idx.records[str(idx.dense.docs[i].id)], s) for i, s in hits]
+        found = [(_copy(idx.records[str(idx.dense.docs[i].id)]), s) for i, s in hits]
+        return [(d, s) for d, s in found if not is_restricted(d)]  # the gate at this exit
 
     def similarity_search_with_score(
         self, query: str, k: int = 4, filter: Mapping[str, Any] | None = None, **kwargs: Any
@@ -474,7 +483,7 @@ class RagSpineVectorStore(VectorStore):
         picked = maximal_marginal_relevance(
             np.asarray(vector, dtype=np.float32), idx.dense.index.vectors(rows).tolist(), lambda_mult=lambda_mult, k=k
         )
-        return [idx.records[str(idx.dense.docs[hits[j][0]].id)] for j in picked]
+        return drop_restricted(_copy(idx.records[str(idx.dense.docs[hits[j][0]].id)]) for j in picked)
 
     def max_marginal_relevance_search(
         self,
@@ -527,11 +536,8 @@ class RagSpineVectorStore(VectorStore):
             depth = kwargs.get("fetch_k") or kwargs.get("candidate_k") or 50
             hybrid = HybridRetriever(retrievers=[idx.bm25, idx.dense], k=k, candidate_k=check_k(depth, "fetch_k"))
             found = hybrid.invoke(query, k=k, filter=flt)
-        out = []
-        for d in found:  # the record as stored, with the channel scores; id = the record id (its chunk_id)
-            r = idx.records[str(d.id)]
-            out.append(Document(page_content=r.page_content, metadata={**r.metadata, "scores": d.metadata["scores"]}, id=r.id))
-        return out
+        # the record as stored, with the channel scores; id = the record id (its chunk_id)
+        return drop_restricted(_copy(idx.records[str(d.id)], scores=d.metadata["scores"]) for d in found)
 
     def hybrid_search(
         self, query: str, k: int = 4, filter: Mapping[str, Any] | None = None, **kwargs: Any
@@ -607,12 +613,14 @@ class RagSpineStoreRetriever(VectorStoreRetriever):
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         if self.search_type in ("hybrid", "bm25"):
-            return self.vectorstore.search(query, self.search_type, **(self.search_kwargs | kwargs))
-        return super()._get_relevant_documents(query, run_manager=run_manager, **kwargs)
+            return drop_restricted(self.vectorstore.search(query, self.search_type, **(self.search_kwargs | kwargs)))
+        return drop_restricted(super()._get_relevant_documents(query, run_manager=run_manager, **kwargs))
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         if self.search_type in ("hybrid", "bm25"):
-            return await self.vectorstore.asearch(query, self.search_type, **(self.search_kwargs | kwargs))
-        return await super()._aget_relevant_documents(query, run_manager=run_manager, **kwargs)
+            docs = await self.vectorstore.asearch(query, self.search_type, **(self.search_kwargs | kwargs))
+        else:
+            docs = await super()._aget_relevant_documents(query, run_manager=run_manager, **kwargs)
+        return drop_restricted(docs)
