@@ -13,7 +13,8 @@ index built from the old documents; and ``retriever.invoke(["q1", "q2"])`` fails
   one; the ``docs`` an index was built from are an :class:`IndexedDocuments` — a list that reads as before and
   refuses in-place edits (``retriever.docs[0] = d``, ``.append``) with a ``TypeError`` saying to assign instead;
 * ``invoke`` / ``ainvoke`` take one query string; anything else is a ``TypeError`` of one line pointing at
-  ``.batch`` (several queries) or ``itemgetter`` (one field of a dict).
+  ``.batch`` (several queries) or ``itemgetter`` (one field of a dict) — checked by :class:`ContractRetriever`, so
+  the query transforms and other wrappers refuse it too, before any LLM call.
 
 :class:`ContractRetriever` is the callee's side of the retriever-call contract
 (:mod:`langchain_ragspine.retrievers.contract`): it owns LangChain's ``_get_relevant_documents`` /
@@ -237,8 +238,13 @@ class ContractRetriever(SyncBackedRetriever):
         call_options: class-level: the names of further keywords a call may pass (``HybridRetriever``:
             ``candidate_k``); they reach the hooks in :attr:`RetrieverCall.options`.  Default: none.
 
+    ``invoke`` / ``ainvoke`` take one query string: anything else (a list, a dict, ``None``) is a ``TypeError`` of
+    one line pointing at ``.batch`` / ``itemgetter`` (:func:`check_query`), raised before any work — a query
+    transform's LLM call or an inner retriever's search.
+
     Raises:
-        TypeError: a call with another keyword argument — ``unexpected keyword arguments for <class>: [names]``.
+        TypeError: a call with another keyword argument — ``unexpected keyword arguments for <class>: [names]``;
+            a query that is not a string.
     """
 
     call_options: ClassVar[tuple[str, ...]] = ()
@@ -264,6 +270,12 @@ class ContractRetriever(SyncBackedRetriever):
         **kwargs: Any,
     ) -> list[Document]:
         return drop_restricted(await self._aretrieve(query, self._call(run_manager, k, filter, kwargs)))
+
+    def invoke(self, input: str, config: RunnableConfig | None = None, **kwargs: Any) -> list[Document]:
+        return super().invoke(check_query(type(self).__name__, input), config, **kwargs)
+
+    async def ainvoke(self, input: str, config: RunnableConfig | None = None, **kwargs: Any) -> list[Document]:
+        return await super().ainvoke(check_query(type(self).__name__, input), config, **kwargs)
 
     def _call(
         self, run_manager: RunManager, k: int | None, filter: Mapping[str, Any] | None, kwargs: Mapping[str, Any]
@@ -360,9 +372,3 @@ class RagSpineRetriever(ContractRetriever):
         if name in type(self).index_fields and self._built:
             self._built = False
             self.model_post_init(None)  # rebuild from the new value (and mark built again)
-
-    def invoke(self, input: str, config: RunnableConfig | None = None, **kwargs: Any) -> list[Document]:
-        return super().invoke(check_query(type(self).__name__, input), config, **kwargs)
-
-    async def ainvoke(self, input: str, config: RunnableConfig | None = None, **kwargs: Any) -> list[Document]:
-        return await super().ainvoke(check_query(type(self).__name__, input), config, **kwargs)
