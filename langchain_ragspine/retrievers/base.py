@@ -57,8 +57,11 @@ __all__ = [
 RunManager = TypeVar("RunManager", CallbackManagerForRetrieverRun, AsyncCallbackManagerForRetrieverRun)
 
 
-def check_query(owner: str, query: Any) -> str:
+def check_query(owner: str, query: Any, method: str = "invoke") -> str:
     """``query`` if it is a string, else a ``TypeError`` of one line saying what to do instead.
+
+    ``method`` names the method called (default ``"invoke"``, whose line points at ``.batch`` and ``itemgetter``;
+    a vector store's ``"similarity_search"`` says to call it once per query).
 
     Example:
         >>> check_query("BM25Retriever", ["a", "b"])
@@ -69,6 +72,8 @@ def check_query(owner: str, query: Any) -> str:
     if isinstance(query, str):
         return query
     got = "None" if query is None else f"a {type(query).__name__}"
+    if method != "invoke":
+        raise TypeError(f"{owner}.{method} takes one query string, got {got}; for several queries call it once per query")
     raise TypeError(
         f"{owner}.invoke takes one query string, got {got}; for several queries use .batch([...]), for one field "
         'of a dict use `itemgetter("question") | retriever` (from operator import itemgetter)'

@@ -37,6 +37,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore
 
 from langchain_ragspine.documents import check_k
+from langchain_ragspine.retrievers.base import check_query
 from langchain_ragspine.sensitivity import drop_restricted, is_restricted
 
 __all__ = ["VersionedVectorStore", "as_chunks"]
@@ -192,7 +193,7 @@ class VersionedVectorStore(VectorStore):
         if kwargs:
             raise TypeError(f"unexpected keyword arguments for similarity_search: {sorted(kwargs)}")
         k = check_k(k)
-        if not query.strip():
+        if not check_query(type(self).__name__, query, "similarity_search").strip():
             return []
         hits = self._search_by_vector(self._embedding.embed_query(query), k, filter)
         return [(d, s) for d, s in hits if not is_restricted(d)]  # the gate at this exit

@@ -47,7 +47,7 @@ import asyncio
 import os
 import threading
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, runtime_checkable
@@ -56,6 +56,7 @@ import numpy as np
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
+from langchain_core.runnables import RunnableConfig
 from langchain_core.vectorstores import VectorStore, VectorStoreRetriever
 from langchain_core.vectorstores.utils import maximal_marginal_relevance
 
@@ -63,6 +64,7 @@ from langchain_ragspine.arguments import check_arguments
 from langchain_ragspine.documents import check_k, copy_metadata
 from langchain_ragspine.filters import compile_filter
 from langchain_ragspine.indexing import CHUNKS_DB, EMBEDDING_CACHE, prepare_store_dir
+from langchain_ragspine.retrievers.base import check_query
 from langchain_ragspine.retrievers.bm25 import BM25Retriever
 from langchain_ragspine.retrievers.dense import DenseRetriever
 from langchain_ragspine.retrievers.hybrid import HybridRetriever
@@ -350,11 +352,18 @@ class RagSpineVectorStore(VectorStore):
         ``documents`` are not modified.
 
         Raises:
-            TypeError: an unknown keyword argument; a metadata value that is not JSON-serialisable.
+            TypeError: an unknown keyword argument; an element that is not a ``Document`` (its index named); a
+                metadata value that is not JSON-serialisable.
             ValueError: ``ids`` of another length than ``documents``; the reserved metadata key is used.
         """
         check_arguments(f"{type(self).__name__}.add_documents", kwargs, ("ids", "batch_size"))
         docs = list(documents)
+        for i, doc in enumerate(docs):
+            if not isinstance(doc, Document):
+                raise TypeError(
+                    f"add_documents: documents[{i}] must be a langchain_core Document, got {type(doc).__name__} "
+                    f"{doc!r:.60}; for plain strings use add_texts"
+                )
         ids = kwargs.get("ids")
         if ids is not None and len(ids) != len(docs):
             raise ValueError(f"add_documents got {len(docs)} documents and {len(ids)} ids")
@@ -365,6 +374,43 @@ class RagSpineVectorStore(VectorStore):
         with self._lock:
             self.backend.upsert(out)
         return [str(d.id) for d in out]
+
+    def add_texts(
+        self,
+        texts: Iterable[str],
+        metadatas: list[dict[str, Any]] | None = None,
+        *,
+        ids: list[str] | None = None,
+        **kwargs: Any,
+    ) -> list[str]:
+        """:meth:`add_documents` of ``Document(texts[i], metadata=metadatas[i])`` (LangChain's signature); returns
+        the ids.  ``metadatas`` / ``ids`` that are ``None`` or empty mean none, as in LangChain.
+
+        Raises:
+            TypeError: a text that is not a ``str`` (its index named); see :meth:`add_documents`.
+            ValueError: ``metadatas`` or ``ids`` of another length than ``texts`` (LangChain's default
+                ``add_texts`` silently dropped the texts beyond the ids); see :meth:`add_documents`.
+        """
+        texts = list(texts)
+        for i, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise TypeError(f"add_texts: texts[{i}] must be a str, got {type(text).__name__} {text!r:.60}")
+        if metadatas and len(metadatas) != len(texts):
+            raise ValueError(f"add_texts got {len(texts)} texts and {len(metadatas)} metadatas")
+        if ids and len(ids) != len(texts):
+            raise ValueError(f"add_texts got {len(texts)} texts and {len(ids)} ids")
+        docs = [Document(page_content=t, metadata=dict(metadatas[i]) if metadatas else {}) for i, t in enumerate(texts)]
+        return self.add_documents(docs, ids=ids or None, **kwargs)
+
+    async def aadd_texts(
+        self,
+        texts: Iterable[str],
+        metadatas: list[dict[str, Any]] | None = None,
+        *,
+        ids: list[str] | None = None,
+        **kwargs: Any,
+    ) -> list[str]:
+        return await asyncio.to_thread(self.add_texts, texts, metadatas, ids=ids, **kwargs)
 
     def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
         """Remove the records with these ids (unknown ids are ignored); returns ``True``.
@@ -417,12 +463,19 @@ class RagSpineVectorStore(VectorStore):
         return store
 
     # -- searching ----------------------------------------------------------------------------------------------
+    def _query(self, query: Any, name: str) -> str:
+        """``query`` if it is a string, else the package's one-line ``TypeError`` naming ``name``."""
+        return check_query(type(self).__name__, query, name)
+
     def _dense_hits(
-        self, vector: Sequence[float], k: int, filter: Any, kwargs: Mapping[str, Any], name: str
+        self, vector: Sequence[float] | None, k: int, filter: Any, kwargs: Mapping[str, Any], name: str
     ) -> list[tuple[Document, float]]:
+        """The top ``k`` records for a query ``vector`` (``None``: an empty query, no results), gated."""
         check_arguments(f"{type(self).__name__}.{name}", kwargs, (*_PASSED_ALONG, *_NAMED))
         k = check_k(k)
         flt = _check_filter(filter)
+        if vector is None:
+            return []
         idx = self._current()
         hits = idx.dense.search_by_vector(np.asarray(vector, dtype=np.float32), k=k, filter=flt)
         found = [(_copy(idx.records[str(idx.dense.docs[i].id)]), s) for i, s in hits]
@@ -431,19 +484,23 @@ class RagSpineVectorStore(VectorStore):
     def similarity_search_with_score(
         self, query: str, k: int = 4, filter: Mapping[str, Any] | None = None, **kwargs: Any
     ) -> list[tuple[Document, float]]:
-        """Top ``k`` records by cosine similarity to ``query`` (dense channel), best first, with the cosine.
+        """Top ``k`` records by cosine similarity to ``query`` (dense channel), best first, with the cosine.  An
+        empty or whitespace-only query returns ``[]`` (as the ``hybrid`` and ``bm25`` search types do).
 
         Raises:
-            TypeError: an unknown keyword argument (``fetch_k``, ``lambda_mult``, ``score_threshold`` are accepted
-                and ignored, as LangChain passes them along); a non-dict ``filter``.
+            TypeError: a query that is not a string; an unknown keyword argument (``fetch_k``, ``lambda_mult``,
+                ``score_threshold`` are accepted and ignored, as LangChain passes them along); a non-dict ``filter``.
             ValueError: ``k < 1``; a malformed filter.
         """
-        return self._dense_hits(self.embedding.embed_query(query), k, filter, kwargs, "similarity_search")
+        query = self._query(query, "similarity_search")
+        vector = self.embedding.embed_query(query) if query.strip() else None
+        return self._dense_hits(vector, k, filter, kwargs, "similarity_search")
 
     async def asimilarity_search_with_score(
         self, query: str, k: int = 4, filter: Mapping[str, Any] | None = None, **kwargs: Any
     ) -> list[tuple[Document, float]]:
-        vector = await self.embedding.aembed_query(query)
+        query = self._query(query, "similarity_search")
+        vector = await self.embedding.aembed_query(query) if query.strip() else None
         return await asyncio.to_thread(self._dense_hits, vector, k, filter, kwargs, "similarity_search")
 
     def similarity_search(
@@ -468,13 +525,21 @@ class RagSpineVectorStore(VectorStore):
         return lambda score: min(1.0, max(0.0, score))
 
     def _mmr(
-        self, vector: Sequence[float], k: int, fetch_k: int, lambda_mult: float, filter: Any, kwargs: Mapping[str, Any]
+        self,
+        vector: Sequence[float] | None,
+        k: int,
+        fetch_k: int,
+        lambda_mult: float,
+        filter: Any,
+        kwargs: Mapping[str, Any],
     ) -> list[Document]:
         check_arguments(f"{type(self).__name__}.max_marginal_relevance_search", kwargs, (*_PASSED_ALONG, *_NAMED))
         k, fetch_k = check_k(k), check_k(fetch_k, "fetch_k")
         if not 0.0 <= lambda_mult <= 1.0:
             raise ValueError(f"lambda_mult must be in [0, 1], got {lambda_mult!r}")
         flt = _check_filter(filter)
+        if vector is None:  # an empty query
+            return []
         idx = self._current()
         hits = idx.dense.search_by_vector(np.asarray(vector, dtype=np.float32), k=max(k, fetch_k), filter=flt)
         if not hits or idx.dense.index is None:
@@ -495,12 +560,15 @@ class RagSpineVectorStore(VectorStore):
         **kwargs: Any,
     ) -> list[Document]:
         """``k`` records picked by Maximal Marginal Relevance from the ``fetch_k`` most similar (dense channel):
-        ``lambda_mult`` 1 = relevance only, 0 = diversity only.
+        ``lambda_mult`` 1 = relevance only, 0 = diversity only.  An empty query returns ``[]``.
 
         Raises:
-            TypeError, ValueError: bad ``k`` / ``fetch_k`` / ``lambda_mult`` / ``filter``, or an unknown keyword.
+            TypeError, ValueError: a query that is not a string; bad ``k`` / ``fetch_k`` / ``lambda_mult`` /
+                ``filter``, or an unknown keyword.
         """
-        return self._mmr(self.embedding.embed_query(query), k, fetch_k, lambda_mult, filter, kwargs)
+        query = self._query(query, "max_marginal_relevance_search")
+        vector = self.embedding.embed_query(query) if query.strip() else None
+        return self._mmr(vector, k, fetch_k, lambda_mult, filter, kwargs)
 
     def max_marginal_relevance_search_by_vector(
         self,
@@ -522,10 +590,12 @@ class RagSpineVectorStore(VectorStore):
         filter: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> list[Document]:
-        vector = await self.embedding.aembed_query(query)
+        query = self._query(query, "max_marginal_relevance_search")
+        vector = await self.embedding.aembed_query(query) if query.strip() else None
         return await asyncio.to_thread(self._mmr, vector, k, fetch_k, lambda_mult, filter, kwargs)
 
     def _fused(self, channel: str, query: str, k: int, filter: Any, kwargs: Mapping[str, Any]) -> list[Document]:
+        query = self._query(query, f"{channel}_search")
         check_arguments(f"{type(self).__name__}.{channel}_search", kwargs, (*_PASSED_ALONG, *_NAMED))
         k = check_k(k)
         flt = _check_filter(filter)
@@ -533,8 +603,10 @@ class RagSpineVectorStore(VectorStore):
         if channel == "bm25":
             found = idx.bm25.invoke(query, k=k, filter=flt)
         else:
-            depth = kwargs.get("fetch_k") or kwargs.get("candidate_k") or 50
-            hybrid = HybridRetriever(retrievers=[idx.bm25, idx.dense], k=k, candidate_k=check_k(depth, "fetch_k"))
+            # fetch_k (else candidate_k) as given: 0 is an error like -1, not the default
+            name = "fetch_k" if kwargs.get("fetch_k") is not None else "candidate_k"
+            depth = check_k(kwargs[name], name) if kwargs.get(name) is not None else 50
+            hybrid = HybridRetriever(retrievers=[idx.bm25, idx.dense], k=k, candidate_k=depth)
             found = hybrid.invoke(query, k=k, filter=flt)
         # the record as stored, with the channel scores; id = the record id (its chunk_id)
         return drop_restricted(_copy(idx.records[str(d.id)], scores=d.metadata["scores"]) for d in found)
@@ -592,7 +664,8 @@ class RagSpineStoreRetriever(VectorStoreRetriever):
     """LangChain's ``VectorStoreRetriever`` with the ``"hybrid"`` and ``"bm25"`` search types, and strict
     arguments: an unknown constructor argument or ``search_kwargs`` key is a ``TypeError`` with a did-you-mean.
 
-    ``invoke(query, k=…, filter=…)`` overrides ``search_kwargs`` for one call, as in LangChain.
+    ``invoke(query, k=…, filter=…)`` overrides ``search_kwargs`` for one call, as in LangChain; a query that is not
+    a string is the package's one-line ``TypeError`` (pointing at ``.batch`` / ``itemgetter``).
     """
 
     allowed_search_types: ClassVar[Sequence[str]] = (
@@ -608,6 +681,12 @@ class RagSpineStoreRetriever(VectorStoreRetriever):
         check_arguments(f"{type(self).__name__} search_kwargs", data.get("search_kwargs") or {}, _SEARCH_KWARGS,
                         what="key")
         super().__init__(**data)
+
+    def invoke(self, input: str, config: RunnableConfig | None = None, **kwargs: Any) -> list[Document]:
+        return super().invoke(check_query(type(self).__name__, input), config, **kwargs)
+
+    async def ainvoke(self, input: str, config: RunnableConfig | None = None, **kwargs: Any) -> list[Document]:
+        return await super().ainvoke(check_query(type(self).__name__, input), config, **kwargs)
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any

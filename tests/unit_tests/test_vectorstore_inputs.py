@@ -1,0 +1,115 @@
+"""Bad input to ``RagSpineVectorStore`` gets one clear error, and an empty query finds nothing in every search type.
+
+Regression tests for a new-user trial (issue 16): ``add_texts(["i1", "i2"], ids=["i1"])`` silently dropped "i2";
+``similarity_search(None)`` raised ``normalize() argument 2 must be str``; ``add_documents(["plain string"])`` raised
+``AttributeError``; ``similarity_search("")`` returned 4 arbitrary records while hybrid and bm25 gave ``[]``;
+``fetch_k=0`` silently became 50 while ``-1`` was an error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from langchain_core.documents import Document
+
+from langchain_ragspine import RagSpineVectorStore
+from langchain_ragspine.embeddings import HashingEmbeddings
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = RagSpineVectorStore(tmp_path / "store", HashingEmbeddings(256))
+    s.add_texts(["梅雨は六月から七月の雨季。", "北京是中国的首都。", "Paris is the capital of France."],
+                ids=["tsuyu", "beijing", "paris"])
+    yield s
+    s.close()
+
+
+def _all_ids(store: RagSpineVectorStore) -> list[str]:
+    return sorted(str(d.id) for d in store.backend.records())
+
+
+@pytest.mark.parametrize(
+    ("texts", "kwargs", "message"),
+    [
+        (["i1", "i2"], {"ids": ["i1"]}, r"add_texts got 2 texts and 1 ids"),
+        (["i1"], {"ids": ["i1", "i2"]}, r"add_texts got 1 texts and 2 ids"),
+        (["m1", "m2"], {"metadatas": [{"a": 1}]}, r"add_texts got 2 texts and 1 metadatas"),
+    ],
+)
+def test_add_texts_with_lists_of_other_lengths_is_an_error_and_writes_nothing(store, texts, kwargs, message):
+    before = _all_ids(store)
+    with pytest.raises(ValueError, match=message):
+        store.add_texts(texts, **kwargs)
+    with pytest.raises(ValueError, match=message):
+        asyncio.run(store.aadd_texts(texts, **kwargs))
+    assert _all_ids(store) == before
+
+
+def test_add_texts_still_takes_langchains_shapes(store):
+    assert store.add_texts(["a text"], [{"x": 1}], ids=["t1"]) == ["t1"]
+    assert asyncio.run(store.aadd_texts(["b text"], ids=["t2"])) == ["t2"]
+    assert store.add_texts(["c text"], metadatas=[], ids=[])[0] not in ("", None)  # empty lists mean none
+    assert store.get_by_ids(["t1"])[0].metadata == {"x": 1}
+
+
+def test_a_text_or_document_of_the_wrong_type_names_its_index(store):
+    with pytest.raises(TypeError, match=r"add_texts: texts\[1\] must be a str, got int 123"):
+        store.add_texts(["ok", 123])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match=r"add_documents: documents\[1\] must be a langchain_core Document, got str"):
+        store.add_documents([Document("ok"), "plain string"])  # type: ignore[list-item]
+    assert _all_ids(store) == ["beijing", "paris", "tsuyu"]
+
+
+SEARCHES: dict[str, Any] = {
+    "similarity_search": lambda s, q: s.similarity_search(q),
+    "similarity_search_with_score": lambda s, q: s.similarity_search_with_score(q),
+    "max_marginal_relevance_search": lambda s, q: s.max_marginal_relevance_search(q),
+    "hybrid_search": lambda s, q: s.hybrid_search(q),
+    "bm25_search": lambda s, q: s.bm25_search(q),
+    "asimilarity_search": lambda s, q: asyncio.run(s.asimilarity_search(q)),
+    "amax_marginal_relevance_search": lambda s, q: asyncio.run(s.amax_marginal_relevance_search(q)),
+}
+
+
+@pytest.mark.parametrize("bad", [None, 123, ["梅雨"]])
+@pytest.mark.parametrize("name", list(SEARCHES))
+def test_a_query_that_is_not_a_string_is_one_clear_line(store, name, bad):
+    method = (name[1:] if name.startswith("a") else name).removesuffix("_with_score")
+    with pytest.raises(TypeError, match=rf"^RagSpineVectorStore\.{method} takes one query string, got "):
+        SEARCHES[name](store, bad)
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\n"])
+@pytest.mark.parametrize("name", list(SEARCHES))
+def test_an_empty_query_finds_nothing_in_every_search_type(store, name, query):
+    assert SEARCHES[name](store, query) == []  # similarity_search("") returned 4 arbitrary records
+
+
+@pytest.mark.parametrize("search_type", ["similarity", "mmr", "hybrid", "bm25"])
+def test_an_empty_query_through_the_retriever_finds_nothing(store, search_type):
+    assert store.as_retriever(search_type=search_type).invoke("") == []
+
+
+@pytest.mark.parametrize("fetch_k", [0, -1])
+def test_fetch_k_below_one_is_an_error_in_hybrid_search(store, fetch_k):
+    with pytest.raises(ValueError, match=rf"^fetch_k must be an int >= 1, got {fetch_k}$"):
+        store.hybrid_search("梅雨", k=2, fetch_k=fetch_k)
+    with pytest.raises(ValueError, match=r"^fetch_k must be an int >= 1"):
+        store.as_retriever(search_kwargs={"fetch_k": fetch_k}).invoke("梅雨")
+    with pytest.raises(ValueError, match=r"^candidate_k must be an int >= 1"):
+        store.hybrid_search("梅雨", k=2, candidate_k=fetch_k)
+    assert [d.id for d in store.hybrid_search("梅雨", k=1, fetch_k=1)] == ["tsuyu"]
+
+
+@pytest.mark.parametrize("bad", [None, 123, ["梅雨"], {"question": "梅雨"}])
+@pytest.mark.parametrize("search_type", ["similarity", "mmr", "hybrid", "bm25"])
+def test_the_stores_retriever_gives_the_retrievers_line(store, search_type, bad):
+    r = store.as_retriever(search_type=search_type)
+    pattern = r"^RagSpineStoreRetriever\.invoke takes one query string, got .*\.batch\(\[\.\.\.\]\).*itemgetter"
+    with pytest.raises(TypeError, match=pattern):
+        r.invoke(bad)
+    with pytest.raises(TypeError, match=pattern):
+        asyncio.run(r.ainvoke(bad))
