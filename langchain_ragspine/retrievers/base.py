@@ -38,7 +38,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, PrivateAttr, model_validator
 
-from langchain_ragspine.arguments import check_arguments
+from langchain_ragspine.arguments import check_arguments, unknown_arguments_message
 from langchain_ragspine.retrievers.contract import child_config
 from langchain_ragspine.sensitivity import drop_restricted
 
@@ -248,7 +248,8 @@ class ContractRetriever(SyncBackedRetriever):
     transform's LLM call or an inner retriever's search.
 
     Raises:
-        TypeError: a call with another keyword argument — ``unexpected keyword arguments for <class>: [names]``;
+        TypeError: a call with another keyword argument — ``<class>.invoke got unexpected keyword argument 'kk'
+            (did you mean 'k'?); known: 'filter', 'k'`` (:func:`~langchain_ragspine.arguments.unknown_arguments_message`);
             a query that is not a string.
     """
 
@@ -287,7 +288,10 @@ class ContractRetriever(SyncBackedRetriever):
     ) -> RetrieverCall[RunManager]:
         unknown = sorted(name for name in kwargs if name not in type(self).call_options)
         if unknown:
-            raise TypeError(f"unexpected keyword arguments for {type(self).__name__}: {unknown}")
+            known = ("k", "filter", *type(self).call_options)
+            raise TypeError(
+                unknown_arguments_message(f"{type(self).__name__}.invoke", unknown, known, what="keyword argument")
+            )
         return RetrieverCall(k, filter, run_manager, dict(kwargs))
 
     def _retrieve(self, query: str, call: SyncCall) -> list[Document]:

@@ -69,9 +69,16 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from pydantic import field_validator
 
+from langchain_ragspine.arguments import check_arguments
 from langchain_ragspine.documents import check_k, doc_key, score_of, with_scores
 from langchain_ragspine.filters import Predicate, and_filters, compile_filter
-from langchain_ragspine.retrievers.base import AsyncCall, RagSpineRetriever, RetrieverCall, SyncCall
+from langchain_ragspine.retrievers.base import (
+    AsyncCall,
+    RagSpineRetriever,
+    RetrieverCall,
+    SyncCall,
+    documents_from_texts,
+)
 from langchain_ragspine.retrievers.bm25 import BM25Retriever
 from langchain_ragspine.retrievers.contract import asearch_each, search_each
 from langchain_ragspine.retrievers.dense import DenseRetriever
@@ -533,12 +540,35 @@ class HybridRetriever(RagSpineRetriever):
             kwargs: the hybrid's own fields (``fusion``, ``alpha``, ``weights``, ``candidate_k``, ``filter``, …).
 
         Raises:
-            TypeError, ValueError: as the constructors of the three classes.
+            TypeError: an unknown keyword argument, with a did-you-mean over the hybrid's fields and ``tokenizer``,
+                ``bm25_kwargs``, ``dense_kwargs`` (``tokenzier=`` → ``'tokenizer'``); else as the constructors of
+                the three classes.
+            ValueError: as the constructors of the three classes.
         """
+        known = (set(cls.model_fields) - {"retrievers"}) | {"tokenizer", "bm25_kwargs", "dense_kwargs"}
+        check_arguments(f"{cls.__name__}.from_documents", kwargs, known)
         docs = list(documents)
         bm25 = BM25Retriever.from_documents(docs, tokenizer=tokenizer, **dict(bm25_kwargs or {}))
         dense = DenseRetriever.from_documents(docs, embedding, **dict(dense_kwargs or {}))
         return cls(retrievers=[bm25, dense], k=k, **kwargs)
+
+    @classmethod
+    def from_texts(
+        cls,
+        texts: Iterable[str],
+        embedding: Embeddings,
+        metadatas: Iterable[dict[str, Any]] | None = None,
+        ids: Iterable[str] | None = None,
+        **kwargs: Any,
+    ) -> HybridRetriever:
+        """Index plain ``texts`` with optional parallel ``metadatas`` and ``ids`` (the shape of
+        :meth:`DenseRetriever.from_texts`); ``kwargs`` as in :meth:`from_documents`.
+
+        Raises:
+            ValueError: ``metadatas`` or ``ids`` has a different length than ``texts``; see :meth:`from_documents`.
+            TypeError: see :meth:`from_documents`.
+        """
+        return cls.from_documents(documents_from_texts(texts, metadatas, ids), embedding, **kwargs)
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the retriever to directory ``path`` (replaced atomically): ``hybrid.json`` (the fusion settings
