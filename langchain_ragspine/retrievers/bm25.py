@@ -37,7 +37,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import numpy as np
 from langchain_core.documents import Document
@@ -54,6 +54,30 @@ from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer
 # Set while load() validates a retriever whose index comes from disk, so model_post_init skips the build.
 # (pydantic's validation context does not reach model_post_init through LangChain's BaseRetriever.)
 _SKIP_BUILD: ContextVar[bool] = ContextVar("ragspine_bm25_skip_build", default=False)
+
+
+class _BM25Common(TypedDict, total=False):
+    filter: dict[str, Any] | None
+    workers: int | None
+    name: str | None
+    tags: list[str] | None
+    metadata: dict[str, Any] | None
+
+
+class BM25Options(_BM25Common, total=False):
+    """The further keyword arguments of :meth:`BM25Retriever.from_documents` (typed, so mypy and IDEs flag a
+    misspelling such as ``top_k=``): the retriever's other fields, and LangChain's ``preprocess_func``."""
+
+    preprocess_func: Tokenizer
+
+
+class BM25TextOptions(_BM25Common, total=False):
+    """The further keyword arguments of :meth:`BM25Retriever.from_texts`: those of :meth:`from_documents`."""
+
+    k: int
+    tokenizer: str | Tokenizer
+    k1: float
+    b: float
 
 
 class BM25Retriever(RagSpineRetriever):
@@ -162,13 +186,14 @@ class BM25Retriever(RagSpineRetriever):
         k1: float = 1.5,
         b: float = 0.75,
         bm25_params: Mapping[str, Any] | None = None,
-        **kwargs: Any,
+        **kwargs: Unpack[BM25Options],
     ) -> BM25Retriever:
         """Index ``documents`` (``bm25_params={"k1":…, "b":…}`` as in LangChain's retriever is accepted too)."""
-        params = {"k1": k1, "b": b, **dict(bm25_params or {})}
-        if "preprocess_func" in kwargs:  # LangChain's name for the tokenizer
-            tokenizer = kwargs.pop("preprocess_func")
-        return cls(docs=list(documents), k=k, tokenizer=tokenizer, **params, **kwargs)
+        params: dict[str, Any] = {"k1": k1, "b": b, **dict(bm25_params or {})}
+        fields: dict[str, Any] = dict(kwargs)
+        if "preprocess_func" in fields:  # LangChain's name for the tokenizer
+            tokenizer = fields.pop("preprocess_func")
+        return cls(docs=list(documents), k=k, tokenizer=tokenizer, **params, **fields)
 
     @classmethod
     def from_texts(
@@ -178,7 +203,7 @@ class BM25Retriever(RagSpineRetriever):
         ids: Iterable[str] | None = None,
         bm25_params: Mapping[str, Any] | None = None,
         preprocess_func: Tokenizer | None = None,
-        **kwargs: Any,
+        **kwargs: Unpack[BM25TextOptions],
     ) -> BM25Retriever:
         """Index plain ``texts`` with optional parallel ``metadatas`` and ``ids``; ``kwargs`` as in
         :meth:`from_documents`.  The positional order is LangChain's: ``texts, metadatas, ids, bm25_params,

@@ -60,7 +60,7 @@ import re
 from collections.abc import Iterable, Mapping
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import numpy as np
 from langchain_core.documents import Document
@@ -105,6 +105,28 @@ _VISIBLE_RE = re.compile(r"[^\s\u200b-\u200f\u2028-\u202f\u2060-\u206f\ufeff]")
 
 def _has_text(doc: Document) -> bool:
     return bool(_VISIBLE_RE.search(doc.page_content))
+
+
+class DenseOptions(TypedDict, total=False):
+    """The further keyword arguments of :meth:`DenseRetriever.from_documents` (typed, so mypy and IDEs flag a
+    misspelling such as ``top_k=``): the retriever's other fields."""
+
+    filter: dict[str, Any] | None
+    index_kind: str
+    cache_path: str | Path | None
+    cache_read_only: bool
+    model_key: str | None
+    batch_size: int
+    show_progress: bool | None
+    name: str | None
+    tags: list[str] | None
+    metadata: dict[str, Any] | None
+
+
+class DenseTextOptions(DenseOptions, total=False):
+    """The further keyword arguments of :meth:`DenseRetriever.from_texts`: those of :meth:`from_documents`."""
+
+    k: int
 
 
 class DenseRetriever(RagSpineRetriever):
@@ -225,7 +247,7 @@ class DenseRetriever(RagSpineRetriever):
     # -- construction -----------------------------------------------------------------------------------------------
     @classmethod
     def from_documents(
-        cls, documents: Iterable[Document], embedding: Embeddings, *, k: int = 4, **kwargs: Any
+        cls, documents: Iterable[Document], embedding: Embeddings, *, k: int = 4, **kwargs: Unpack[DenseOptions]
     ) -> DenseRetriever:
         """Embed and index ``documents``; ``kwargs`` are the other fields (``filter``, ``index_kind``,
         ``cache_path``, ``model_key``, ``batch_size``, ``show_progress``)."""
@@ -238,7 +260,7 @@ class DenseRetriever(RagSpineRetriever):
         embedding: Embeddings,
         metadatas: Iterable[dict[str, Any]] | None = None,
         ids: Iterable[str] | None = None,
-        **kwargs: Any,
+        **kwargs: Unpack[DenseTextOptions],
     ) -> DenseRetriever:
         """Index plain ``texts`` with optional parallel ``metadatas`` and ``ids``; ``kwargs`` as in
         :meth:`from_documents`.

@@ -62,7 +62,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypedDict, Unpack
 
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
@@ -340,6 +340,31 @@ def _searches(channels: Sequence[tuple[int, BaseRetriever]], query: str) -> list
     return [(r, query, f"retriever_{i + 1}") for i, r in channels]
 
 
+class HybridOptions(TypedDict, total=False):
+    """The further keyword arguments of :meth:`HybridRetriever.from_documents` (typed, so mypy and IDEs flag a
+    misspelling such as ``top_k=``): the hybrid's own fields."""
+
+    weights: list[float] | None
+    c: int
+    candidate_k: int
+    filter: dict[str, Any] | None
+    fusion: Fusion
+    alpha: float | None
+    top_alpha: float | None
+    name: str | None
+    tags: list[str] | None
+    metadata: dict[str, Any] | None
+
+
+class HybridTextOptions(HybridOptions, total=False):
+    """The further keyword arguments of :meth:`HybridRetriever.from_texts`: those of :meth:`from_documents`."""
+
+    k: int
+    tokenizer: str | Tokenizer
+    bm25_kwargs: Mapping[str, Any] | None
+    dense_kwargs: Mapping[str, Any] | None
+
+
 class HybridRetriever(RagSpineRetriever):
     """Fuse any list of ``BaseRetriever`` channels (e.g. BM25 + dense, lexical first).  By default
     (``fusion="two_stage"``) the first channel's best document stays at rank 1 and ranks 2+ follow a convex
@@ -525,7 +550,7 @@ class HybridRetriever(RagSpineRetriever):
         tokenizer: str | Tokenizer = "auto",
         bm25_kwargs: Mapping[str, Any] | None = None,
         dense_kwargs: Mapping[str, Any] | None = None,
-        **kwargs: Any,
+        **kwargs: Unpack[HybridOptions],
     ) -> HybridRetriever:
         """BM25 (first channel) + dense over ``documents``, fused — the two-channel retriever of the package's
         ``hybrid`` mode, like :meth:`BM25Retriever.from_documents` / :meth:`DenseRetriever.from_documents`.
@@ -559,7 +584,7 @@ class HybridRetriever(RagSpineRetriever):
         embedding: Embeddings,
         metadatas: Iterable[dict[str, Any]] | None = None,
         ids: Iterable[str] | None = None,
-        **kwargs: Any,
+        **kwargs: Unpack[HybridTextOptions],
     ) -> HybridRetriever:
         """Index plain ``texts`` with optional parallel ``metadatas`` and ``ids`` (the shape of
         :meth:`DenseRetriever.from_texts`); ``kwargs`` as in :meth:`from_documents`.

@@ -14,3 +14,14 @@ if TYPE_CHECKING:
     HybridRetriever(retrievers=[], kk=3)  # type: ignore[call-arg]
     BM25Retriever(k="3")  # type: ignore[arg-type]
     BM25Retriever(k=3, k1=1.2, b=0.75, tokenizer="cjk", filter={"dept": "a"})  # the right names pass
+    # the factories' further keywords are typed too (issue 16: from_documents(docs, top_k=3) passed mypy)
+    BM25Retriever.from_documents([], top_k=3)  # type: ignore[call-arg]
+    BM25Retriever.from_texts([], kk=3)  # type: ignore[call-arg]
+    DenseRetriever.from_documents([], HashingEmbeddings(8), top_k=3)  # type: ignore[call-arg]
+    DenseRetriever.from_texts([], HashingEmbeddings(8), search_kwargs={})  # type: ignore[call-arg]
+    HybridRetriever.from_documents([], HashingEmbeddings(8), top_k=2)  # type: ignore[call-arg]
+    HybridRetriever.from_documents([], HashingEmbeddings(8), tokenzier="cjk")  # type: ignore[call-arg]
+    HybridRetriever.from_texts([], HashingEmbeddings(8), weigths=[1.0])  # type: ignore[call-arg]
+    BM25Retriever.from_documents([], k=3, filter={"a": 1}, workers=2, preprocess_func=str.split)  # these pass
+    DenseRetriever.from_texts([], HashingEmbeddings(8), k=2, index_kind="flat", cache_path=None)
+    HybridRetriever.from_texts([], HashingEmbeddings(8), k=2, tokenizer="cjk", fusion="rrf", bm25_kwargs={"k1": 1.2})
