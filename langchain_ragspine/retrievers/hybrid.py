@@ -44,7 +44,9 @@ remains the right choice for lists whose scores are not comparable or absent (RA
 Identity (``docs/architecture.md``, invariant 5): a document is keyed by ``metadata["chunk_id"]``, else by
 ``Document.id`` — never by ``page_content`` (two chunks with the same text are different chunks; a chunk whose text
 differs between channels, e.g. a ``prompt_text`` variant, is still one chunk).  A document with neither key cannot
-be matched across channels: each occurrence is its own key.  Within one ranked list only the first (best-ranked)
+be matched across channels: each occurrence is its own key — which is why :class:`BM25Retriever` and
+:class:`DenseRetriever` give such a document (plain LangChain splitter output) a deterministic identity when they
+are built (:func:`~langchain_ragspine.documents.position_chunk_id`), the same in both when built from one list.  Within one ranked list only the first (best-ranked)
 occurrence of a key counts, and ranks are positions in that de-duplicated list.  Ties break on the key.
 
 Differences from LangChain's ``EnsembleRetriever`` (``langchain_classic.retrievers``, weighted RRF only): it keys by

@@ -40,7 +40,7 @@ from langchain_ragspine.documents import check_k
 from langchain_ragspine.retrievers.base import check_query
 from langchain_ragspine.sensitivity import drop_restricted, is_restricted
 
-__all__ = ["VersionedVectorStore", "as_chunks"]
+__all__ = ["VersionedVectorStore", "as_chunks", "texts_as_documents"]
 
 
 def as_chunks(documents: Sequence[Document], ids: Sequence[str] | None = None) -> list[Document]:
@@ -72,6 +72,29 @@ def as_chunks(documents: Sequence[Document], ids: Sequence[str] | None = None) -
         metadata = {**doc.metadata, "doc_id": doc_id, "chunk_id": chunk_id}
         out.append(Document(id=chunk_id, page_content=doc.page_content, metadata=metadata))
     return out
+
+
+def texts_as_documents(
+    texts: Iterable[str], metadatas: Sequence[Mapping[str, Any]] | None, ids: Sequence[str] | None
+) -> list[Document]:
+    """``Document(texts[i], metadata=copy of metadatas[i])`` per text: what a vector store's ``add_texts`` adds
+    (the ids are passed on separately).  ``metadatas`` / ``ids`` that are ``None`` or empty mean none, as in
+    LangChain.
+
+    Raises:
+        TypeError: a text that is not a ``str`` (its index named).
+        ValueError: ``metadatas`` or ``ids`` of another length than ``texts`` (LangChain's default ``add_texts``
+            zips them, silently dropping the texts beyond the ids).
+    """
+    texts = list(texts)
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise TypeError(f"add_texts: texts[{i}] must be a str, got {type(text).__name__} {text!r:.60}")
+    if metadatas and len(metadatas) != len(texts):
+        raise ValueError(f"add_texts got {len(texts)} texts and {len(metadatas)} metadatas")
+    if ids and len(ids) != len(texts):
+        raise ValueError(f"add_texts got {len(texts)} texts and {len(ids)} ids")
+    return [Document(page_content=t, metadata=dict(metadatas[i]) if metadatas else {}) for i, t in enumerate(texts)]
 
 
 def _merge(current: Sequence[Document], new: Iterable[Document]) -> list[Document]:
@@ -150,12 +173,9 @@ class VersionedVectorStore(VectorStore):
         ids: list[str] | None = None,
         **kwargs: Any,
     ) -> list[str]:
-        """``add_documents`` of ``Document(text, metadata)`` pairs (LangChain's signature)."""
-        texts = list(texts)
-        if metadatas is not None and len(metadatas) != len(texts):
-            raise ValueError(f"got {len(metadatas)} metadatas for {len(texts)} texts")
-        docs = [Document(page_content=t, metadata=dict(metadatas[i]) if metadatas else {}) for i, t in enumerate(texts)]
-        return self.add_documents(docs, ids=ids, **kwargs)
+        """``add_documents`` of ``Document(text, metadata)`` pairs (LangChain's signature); see
+        :func:`texts_as_documents` for the checks."""
+        return self.add_documents(texts_as_documents(texts, metadatas, ids), ids=ids or None, **kwargs)
 
     def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
         """Remove the chunks with these ids from their documents' next versions (a document left empty is

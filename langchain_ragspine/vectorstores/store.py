@@ -70,6 +70,7 @@ from langchain_ragspine.retrievers.dense import DenseRetriever
 from langchain_ragspine.retrievers.hybrid import HybridRetriever
 from langchain_ragspine.sensitivity import drop_restricted, is_restricted
 from langchain_ragspine.stores.chunk_store import ChunkStore, StoredChunk
+from langchain_ragspine.vectorstores.base import texts_as_documents
 
 __all__ = ["ChunkStoreBackend", "RagSpineStoreRetriever", "RagSpineVectorStore", "RecordBackend"]
 
@@ -384,23 +385,13 @@ class RagSpineVectorStore(VectorStore):
         **kwargs: Any,
     ) -> list[str]:
         """:meth:`add_documents` of ``Document(texts[i], metadata=metadatas[i])`` (LangChain's signature); returns
-        the ids.  ``metadatas`` / ``ids`` that are ``None`` or empty mean none, as in LangChain.
+        the ids.
 
         Raises:
-            TypeError: a text that is not a ``str`` (its index named); see :meth:`add_documents`.
-            ValueError: ``metadatas`` or ``ids`` of another length than ``texts`` (LangChain's default
-                ``add_texts`` silently dropped the texts beyond the ids); see :meth:`add_documents`.
+            TypeError, ValueError: see :func:`~langchain_ragspine.vectorstores.base.texts_as_documents` (a text that
+                is not a ``str``; ``metadatas`` or ``ids`` of another length than ``texts``) and :meth:`add_documents`.
         """
-        texts = list(texts)
-        for i, text in enumerate(texts):
-            if not isinstance(text, str):
-                raise TypeError(f"add_texts: texts[{i}] must be a str, got {type(text).__name__} {text!r:.60}")
-        if metadatas and len(metadatas) != len(texts):
-            raise ValueError(f"add_texts got {len(texts)} texts and {len(metadatas)} metadatas")
-        if ids and len(ids) != len(texts):
-            raise ValueError(f"add_texts got {len(texts)} texts and {len(ids)} ids")
-        docs = [Document(page_content=t, metadata=dict(metadatas[i]) if metadatas else {}) for i, t in enumerate(texts)]
-        return self.add_documents(docs, ids=ids or None, **kwargs)
+        return self.add_documents(texts_as_documents(texts, metadatas, ids), ids=ids or None, **kwargs)
 
     async def aadd_texts(
         self,
