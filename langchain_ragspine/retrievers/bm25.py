@@ -23,10 +23,10 @@ Differences from ``langchain_community.retrievers.BM25Retriever`` a user may rel
 * documents labelled RESTRICTED (see :mod:`langchain_ragspine.document_compressors.restricted`) are dropped when
   the retriever is built: they are never indexed (so they do not even shape the IDF), scored or returned — and
   every result passes the RESTRICTED gate again on its way out;
-* the retriever indexes its own copies of the documents (:func:`~langchain_ragspine.documents.indexed_copies`), so
-  editing your ``Document`` objects afterwards changes nothing; ``docs`` reads as a list but refuses in-place
-  edits (assign a new list to rebuild); a document with neither ``chunk_id`` nor ``id`` gets a deterministic one
-  (:func:`~langchain_ragspine.documents.position_chunk_id`), so every result has ``id = chunk_id``;
+* ``docs`` reads as a list but refuses in-place edits (assign a new list to rebuild); a document with neither
+  ``chunk_id`` nor ``id`` gets a deterministic one (:func:`~langchain_ragspine.documents.with_identities`), so every
+  result has ``id = chunk_id``.  The documents are indexed as given, not copied: a label you add to one afterwards
+  is seen by the exit gate, but editing their text afterwards is not supported (the index keeps the old tokens);
 * a document's tokens come from ``metadata["index_text"]`` when present (e.g. a contextual header + the text, see
   :func:`langchain_ragspine.text.index_text`), else from ``page_content``; results are the stored documents, so
   ``page_content`` and citations never change.
@@ -43,7 +43,7 @@ import numpy as np
 from langchain_core.documents import Document
 from pydantic import Field, PrivateAttr, field_validator
 
-from langchain_ragspine.documents import check_k, doc_key, indexed_copies, with_scores
+from langchain_ragspine.documents import check_k, doc_key, with_identities, with_scores
 from langchain_ragspine.filters import FilterMasks, and_filters, compile_filter
 from langchain_ragspine.retrievers.base import RagSpineRetriever, SyncCall, documents_from_texts
 from langchain_ragspine.sensitivity import drop_restricted
@@ -87,11 +87,11 @@ class BM25Retriever(RagSpineRetriever):
 
     Attributes:
         docs: the indexed documents (typically chunks from ``ParagraphTextSplitter``): after construction an
-            :class:`~langchain_ragspine.retrievers.base.IndexedDocuments` of the retriever's own copies (RESTRICTED
-            ones removed; a document without ``chunk_id`` or ``id`` given ``chunk_id = id =
+            :class:`~langchain_ragspine.retrievers.base.IndexedDocuments` of the documents given (RESTRICTED
+            ones removed; a document without ``chunk_id`` or ``id`` replaced by a copy with ``chunk_id = id =
             "chunk-{position}-{sha256 of its text}"``).  Read it as a list; ``docs[i] = d`` / ``append`` are a
             ``TypeError``; assigning ``retriever.docs = [...]`` (or ``model_copy(update={"docs": [...]})``)
-            rebuilds the index.  Your own ``Document`` objects are never modified or shared.
+            rebuilds the index.  Your own ``Document`` objects are never modified.
         k: number of results (default 4), an ``int >= 1``; ``invoke(query, k=...)`` overrides it per call.
         tokenizer: tokenizer name (``"auto"``, ``"cjk"``, ``"fugashi"``, ``"whitespace"``) or a callable
             ``str -> list[str]``; queries and documents use the same one.
@@ -164,8 +164,8 @@ class BM25Retriever(RagSpineRetriever):
         if not 0.0 <= self.b <= 1.0:
             raise ValueError(f"b must be in [0, 1], got {self.b}")
         compile_filter(self.filter)
-        # own copies, each with an identity; RESTRICTED ones never indexed, scored or returned
-        docs = self._set_indexed_docs(drop_restricted(indexed_copies(self.docs)))
+        # each with an identity; RESTRICTED ones never indexed, scored or returned
+        docs = self._set_indexed_docs(drop_restricted(with_identities(self.docs)))
         self._masks = FilterMasks([d.metadata for d in docs])
         self._tokenize = get_tokenizer(self.tokenizer)
         self._tie_rank = _tie_ranks(docs)

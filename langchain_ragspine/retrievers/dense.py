@@ -67,7 +67,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from pydantic import Field, PrivateAttr, field_validator
 
-from langchain_ragspine.documents import check_k, doc_key, indexed_copies, with_scores
+from langchain_ragspine.documents import check_k, doc_key, with_identities, with_scores
 from langchain_ragspine.embeddings.batching import embed_in_batches
 from langchain_ragspine.embeddings.cache import CachedEmbeddings, content_hash, model_key_for
 from langchain_ragspine.errors import StoreError
@@ -138,11 +138,12 @@ class DenseRetriever(RagSpineRetriever):
     Attributes:
         docs: the indexed documents (RESTRICTED ones and chunks without visible text are removed at
             construction): after construction an :class:`~langchain_ragspine.retrievers.base.IndexedDocuments` of
-            the retriever's own copies (a document without ``chunk_id`` or ``id`` given ``chunk_id = id =
+            the documents given (a document without ``chunk_id`` or ``id`` replaced by a copy with ``chunk_id = id =
             "chunk-{position}-{sha256 of its text}"``, position in the list given, so a BM25 retriever built from
             the same list agrees).  Read it as a list; ``docs[i] = d`` / ``append`` are a ``TypeError``; assigning
             ``retriever.docs = [...]`` (or ``model_copy(update={"docs": [...]})``) rebuilds the index.  Your own
-            ``Document`` objects are never modified or shared, and every result passes the RESTRICTED gate again.
+            ``Document`` objects are never modified (nor copied: a label added to one afterwards is seen by the exit
+            gate; editing its text afterwards is not supported), and every result passes the RESTRICTED gate again.
         embedding: any LangChain ``Embeddings``; ``embed_documents`` for chunks, ``embed_query`` /
             ``aembed_query`` for queries.  Vectors are L2-normalised here, so scores are cosine similarities.
         k: number of results (default 4), an ``int >= 1``; ``invoke(query, k=...)`` overrides it per call.
@@ -209,8 +210,8 @@ class DenseRetriever(RagSpineRetriever):
         if self.index_kind not in INDEX_KINDS:
             raise ValueError(f"index_kind must be one of {INDEX_KINDS}, got {self.index_kind!r}")
         compile_filter(self.filter)
-        # own copies, each with an identity; RESTRICTED ones never embedded, indexed or returned
-        docs = self._set_indexed_docs(d for d in drop_restricted(indexed_copies(self.docs)) if _has_text(d))
+        # each with an identity; RESTRICTED ones never embedded, indexed or returned
+        docs = self._set_indexed_docs(d for d in drop_restricted(with_identities(self.docs)) if _has_text(d))
         self._masks = FilterMasks([d.metadata for d in docs])
         if not _SKIP_BUILD.get():
             self._build()

@@ -100,16 +100,15 @@ def test_model_copy_with_new_docs_rebuilds_the_index(name):
 
 
 @pytest.mark.parametrize("name", [*INDEXED, "hybrid"])
-def test_the_callers_documents_are_not_shared(name):
+def test_a_callers_document_labelled_restricted_after_construction_is_never_returned(name):
     src = _docs()
     r = BUILDERS[name](src)
-    src[0].metadata["sensitivity"] = "RESTRICTED"  # labelled after construction: the index has its own copy
-    src[0].page_content = "changed text"
-    got = r.invoke("apple banana", k=2)
-    assert [d.page_content for d in got if d.id == "A1"] == ["apple banana"]
-    assert not _leaks(got)
-    if name in INDEXED:
-        assert all(a is not b and a.metadata is not b.metadata for a, b in zip(r.docs, src, strict=True))
+    assert "A1" in [d.id for d in r.invoke("apple banana", k=2)]
+    src[0].metadata["sensitivity"] = "restricted"  # labelled after construction: the exit gate sees it
+    for got in (r.invoke("apple banana", k=2), asyncio.run(r.ainvoke("apple banana", k=2))):
+        assert "A1" not in [d.id for d in got] and not _leaks(got)
+    if name in INDEXED:  # indexed as given, not copied (a million copies cost ~0.8 GB); the caller's list untouched
+        assert r.docs[0] is src[0] and len(src) == len(_docs())
 
 
 @pytest.mark.parametrize("name", INDEXED)
