@@ -1,35 +1,10 @@
-"""Chains (LCEL ``Runnable``s): answer generation with numbered citations, extractive when there is no LLM."""
+"""Chains (LCEL ``Runnable``s): answer generation with numbered citations, extractive when there is no LLM.
 
-from langchain_ragspine.chains.answer import (
-    DONT_KNOW,
-    INSUFFICIENT_CONTEXT,
-    UNCITED_WARNING,
-    Citation,
-    attribute_citations,
-    detect_language,
-    extractive_answer,
-    format_context,
-    insufficient_context,
-    is_dont_know,
-    make_answer_chain,
-    normalize_citations,
-    parse_citation_numbers,
-    prepare_context,
-)
+The public names of :mod:`langchain_ragspine.chains.answer` (``make_answer_chain``, ``Citation``,
+``extractive_answer``, ``format_context``, ``prepare_context``, ``attribute_citations``, ``DONT_KNOW``, …).
+"""
 
-__all__ = [
-    "Citation",
-    "DONT_KNOW",
-    "INSUFFICIENT_CONTEXT",
-    "UNCITED_WARNING",
-    "attribute_citations",
-    "detect_language",
-    "extractive_answer",
-    "format_context",
-    "insufficient_context",
-    "is_dont_know",
-    "make_answer_chain",
-    "normalize_citations",
-    "parse_citation_numbers",
-    "prepare_context",
-]
+from langchain_ragspine.chains import answer as _answer
+from langchain_ragspine.chains.answer import *  # noqa: F403  (re-exported: __all__ below)
+
+__all__ = list(_answer.__all__)

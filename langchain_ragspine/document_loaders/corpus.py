@@ -997,6 +997,11 @@ def _construct(node: yaml.Node) -> Any:
     return yaml.constructor.SafeConstructor().construct_document(node)
 
 
+def _key_error(message: str, path: Path, line: int | None, field: str) -> LoaderError:
+    """The error for a metadata key that is not a string: ``message`` + ``" (quote it)"``, naming file, line, field."""
+    return LoaderError(f"{message} (quote it)", path=path, line=line, field=field)
+
+
 def _to_metadata(data: Mapping[Any, Any], path: Path, line_of: Callable[[str], int | None]) -> dict[str, Any]:
     """Top-level mapping → JSON-safe metadata dict (string keys; dates as ISO strings).
 
@@ -1006,12 +1011,7 @@ def _to_metadata(data: Mapping[Any, Any], path: Path, line_of: Callable[[str], i
     out: dict[str, Any] = {}
     for key, value in data.items():
         if not isinstance(key, str):
-            raise LoaderError(
-                f"metadata keys must be strings, got {type(key).__name__} (quote it)",
-                path=path,
-                line=line_of(str(key)),
-                field=str(key),
-            )
+            raise _key_error(f"metadata keys must be strings, got {type(key).__name__}", path, line_of(str(key)), str(key))
         converted = _jsonable(value, key, path, line_of(key))
         # `Ｓｅｎｓｉｔｉｖｉｔｙ:` is still the label; the caller sets its value from every such key (_source_label)
         out[SENSITIVITY_KEY if is_sensitivity_key(key) else key] = converted
@@ -1037,12 +1037,7 @@ def _jsonable(value: Any, where: str, path: Path, line: int | None) -> Any:
         out: dict[str, Any] = {}
         for k, v in value.items():
             if not isinstance(k, str):
-                raise LoaderError(
-                    f"nested key {k!r} is a {type(k).__name__}; JSON keys must be strings (quote it)",
-                    path=path,
-                    line=line,
-                    field=where,
-                )
+                raise _key_error(f"nested key {k!r} is a {type(k).__name__}; JSON keys must be strings", path, line, where)
             out[k] = _jsonable(v, f"{where}.{k}", path, line)
         return out
     raise LoaderError(

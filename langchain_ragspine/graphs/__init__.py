@@ -16,19 +16,10 @@ state; ``*_max_steps(max_retries)`` gives each graph's worst-case number of supe
 >>> graph.invoke({"question": "日本で梅雨がないのは北海道とどこか。"})["answer"]  # doctest: +SKIP
 """
 
+from langchain_ragspine.graphs import graders as _graders
 from langchain_ragspine.graphs.adaptive import adaptive_rag_max_steps, build_adaptive_rag
 from langchain_ragspine.graphs.corrective import build_corrective_rag, corrective_rag_max_steps
-from langchain_ragspine.graphs.graders import (
-    Graders,
-    LexicalGrader,
-    LLMBatchRelevanceGrader,
-    LLMRelevanceGrader,
-    LLMSupportGrader,
-    LLMUsefulnessGrader,
-    make_graders,
-    parse_batch_relevance,
-    parse_binary,
-)
+from langchain_ragspine.graphs.graders import *  # noqa: F403  (the graders' public names, __all__ below)
 from langchain_ragspine.graphs.prompts import GraphPrompts
 from langchain_ragspine.graphs.self_rag import build_self_rag, self_rag_max_steps
 from langchain_ragspine.graphs.simple import SIMPLE_RAG_MAX_STEPS, build_simple_rag, simple_rag_max_steps
@@ -45,12 +36,6 @@ GRAPH_BUILDERS = {
 __all__ = [
     "GRAPH_BUILDERS",
     "GraphPrompts",
-    "Graders",
-    "LLMBatchRelevanceGrader",
-    "LLMRelevanceGrader",
-    "LLMSupportGrader",
-    "LLMUsefulnessGrader",
-    "LexicalGrader",
     "RAGContext",
     "RAGInput",
     "RAGOutput",
@@ -61,10 +46,8 @@ __all__ = [
     "build_self_rag",
     "build_simple_rag",
     "corrective_rag_max_steps",
-    "make_graders",
     "merge_documents",
-    "parse_batch_relevance",
-    "parse_binary",
     "self_rag_max_steps",
     "simple_rag_max_steps",
 ]
+__all__ += _graders.__all__  # Graders, the LLM / lexical graders, make_graders, parse_binary, ...

@@ -29,7 +29,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Generic, NoReturn, Self, SupportsIndex, TypeVar, cast
+from typing import Any, ClassVar, Generic, NoReturn, Self, SupportsIndex, TypedDict, TypeVar, cast
 
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
@@ -48,6 +48,7 @@ __all__ = [
     "IndexedDocuments",
     "RagSpineRetriever",
     "RetrieverCall",
+    "RunnableOptions",
     "SyncBackedRetriever",
     "SyncCall",
     "check_query",
@@ -55,6 +56,15 @@ __all__ = [
 ]
 
 RunManager = TypeVar("RunManager", CallbackManagerForRetrieverRun, AsyncCallbackManagerForRetrieverRun)
+
+
+class RunnableOptions(TypedDict, total=False):
+    """The ``Runnable`` fields every retriever's factory keywords share (``name``, ``tags``, ``metadata``: the
+    run's name and tracing tags / metadata); each retriever's ``*Options`` ``TypedDict`` extends it."""
+
+    name: str | None
+    tags: list[str] | None
+    metadata: dict[str, Any] | None
 
 
 def check_query(owner: str, query: Any, method: str = "invoke") -> str:

@@ -37,7 +37,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
-from typing import Any, TypedDict, Unpack
+from typing import Any, Unpack
 
 import numpy as np
 from langchain_core.documents import Document
@@ -45,7 +45,12 @@ from pydantic import Field, PrivateAttr, field_validator
 
 from langchain_ragspine.documents import check_k, doc_key, with_identities, with_scores
 from langchain_ragspine.filters import FilterMasks, and_filters, compile_filter
-from langchain_ragspine.retrievers.base import RagSpineRetriever, SyncCall, documents_from_texts
+from langchain_ragspine.retrievers.base import (
+    RagSpineRetriever,
+    RunnableOptions,
+    SyncCall,
+    documents_from_texts,
+)
 from langchain_ragspine.sensitivity import drop_restricted
 from langchain_ragspine.stores.bm25_index import build_bm25_index, load_bm25_index, save_bm25_index
 from langchain_ragspine.text import index_text
@@ -56,12 +61,9 @@ from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer
 _SKIP_BUILD: ContextVar[bool] = ContextVar("ragspine_bm25_skip_build", default=False)
 
 
-class _BM25Common(TypedDict, total=False):
+class _BM25Common(RunnableOptions, total=False):
     filter: dict[str, Any] | None
     workers: int | None
-    name: str | None
-    tags: list[str] | None
-    metadata: dict[str, Any] | None
 
 
 class BM25Options(_BM25Common, total=False):

@@ -60,7 +60,7 @@ import re
 from collections.abc import Iterable, Mapping
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, TypedDict, Unpack
+from typing import Any, Unpack
 
 import numpy as np
 from langchain_core.documents import Document
@@ -76,6 +76,7 @@ from langchain_ragspine.retrievers.base import (
     AsyncCall,
     RagSpineRetriever,
     RetrieverCall,
+    RunnableOptions,
     SyncCall,
     documents_from_texts,
 )
@@ -107,7 +108,7 @@ def _has_text(doc: Document) -> bool:
     return bool(_VISIBLE_RE.search(doc.page_content))
 
 
-class DenseOptions(TypedDict, total=False):
+class DenseOptions(RunnableOptions, total=False):
     """The further keyword arguments of :meth:`DenseRetriever.from_documents` (typed, so mypy and IDEs flag a
     misspelling such as ``top_k=``): the retriever's other fields."""
 
@@ -118,9 +119,6 @@ class DenseOptions(TypedDict, total=False):
     model_key: str | None
     batch_size: int
     show_progress: bool | None
-    name: str | None
-    tags: list[str] | None
-    metadata: dict[str, Any] | None
 
 
 class DenseTextOptions(DenseOptions, total=False):

@@ -64,7 +64,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal, TypedDict, Unpack
+from typing import Any, ClassVar, Literal, Unpack
 
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
@@ -78,6 +78,7 @@ from langchain_ragspine.retrievers.base import (
     AsyncCall,
     RagSpineRetriever,
     RetrieverCall,
+    RunnableOptions,
     SyncCall,
     documents_from_texts,
 )
@@ -342,7 +343,7 @@ def _searches(channels: Sequence[tuple[int, BaseRetriever]], query: str) -> list
     return [(r, query, f"retriever_{i + 1}") for i, r in channels]
 
 
-class HybridOptions(TypedDict, total=False):
+class HybridOptions(RunnableOptions, total=False):
     """The further keyword arguments of :meth:`HybridRetriever.from_documents` (typed, so mypy and IDEs flag a
     misspelling such as ``top_k=``): the hybrid's own fields."""
 
@@ -353,9 +354,6 @@ class HybridOptions(TypedDict, total=False):
     fusion: Fusion
     alpha: float | None
     top_alpha: float | None
-    name: str | None
-    tags: list[str] | None
-    metadata: dict[str, Any] | None
 
 
 class HybridTextOptions(HybridOptions, total=False):

@@ -40,7 +40,7 @@ from langchain_ragspine.documents import check_k
 from langchain_ragspine.retrievers.base import check_query
 from langchain_ragspine.sensitivity import drop_restricted, is_restricted
 
-__all__ = ["VersionedVectorStore", "as_chunks", "texts_as_documents"]
+__all__ = ["TextsAsDocumentsStore", "VersionedVectorStore", "as_chunks", "texts_as_documents"]
 
 
 def as_chunks(documents: Sequence[Document], ids: Sequence[str] | None = None) -> list[Document]:
@@ -105,7 +105,29 @@ def _merge(current: Sequence[Document], new: Iterable[Document]) -> list[Documen
     return list(merged.values())
 
 
-class VersionedVectorStore(VectorStore):
+class TextsAsDocumentsStore(VectorStore):
+    """A ``VectorStore`` whose ``add_texts`` is ``add_documents`` of checked ``Document(text, metadata)`` pairs, so
+    both stores of the package check texts, ``metadatas`` and ``ids`` the same way."""
+
+    def add_texts(
+        self,
+        texts: Iterable[str],
+        metadatas: list[dict[str, Any]] | None = None,
+        *,
+        ids: list[str] | None = None,
+        **kwargs: Any,
+    ) -> list[str]:
+        """:meth:`add_documents` of ``Document(texts[i], metadata=metadatas[i])`` (LangChain's signature); returns
+        the ids.
+
+        Raises:
+            TypeError, ValueError: see :func:`texts_as_documents` (a text that is not a ``str``; ``metadatas`` or
+                ``ids`` of another length than ``texts``) and ``add_documents``.
+        """
+        return self.add_documents(texts_as_documents(texts, metadatas, ids), ids=ids or None, **kwargs)
+
+
+class VersionedVectorStore(TextsAsDocumentsStore):
     """A RagSpine store as a LangChain ``VectorStore`` (see the module docstring for the id, version, RESTRICTED
     and score rules); subclasses say where the chunks live.
 
@@ -165,17 +187,6 @@ class VersionedVectorStore(VectorStore):
         self._write_versions({d: _merge(current.get(d, []), new) for d, new in by_doc.items()})
         return [str(c.metadata["chunk_id"]) for c in chunks]
 
-    def add_texts(
-        self,
-        texts: Iterable[str],
-        metadatas: list[dict[str, Any]] | None = None,
-        *,
-        ids: list[str] | None = None,
-        **kwargs: Any,
-    ) -> list[str]:
-        """``add_documents`` of ``Document(text, metadata)`` pairs (LangChain's signature); see
-        :func:`texts_as_documents` for the checks."""
-        return self.add_documents(texts_as_documents(texts, metadatas, ids), ids=ids or None, **kwargs)
 
     def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
         """Remove the chunks with these ids from their documents' next versions (a document left empty is

@@ -57,7 +57,7 @@ from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, Callba
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables import RunnableConfig
-from langchain_core.vectorstores import VectorStore, VectorStoreRetriever
+from langchain_core.vectorstores import VectorStoreRetriever
 from langchain_core.vectorstores.utils import maximal_marginal_relevance
 
 from langchain_ragspine.arguments import check_arguments
@@ -70,7 +70,7 @@ from langchain_ragspine.retrievers.dense import DenseRetriever
 from langchain_ragspine.retrievers.hybrid import HybridRetriever
 from langchain_ragspine.sensitivity import drop_restricted, is_restricted
 from langchain_ragspine.stores.chunk_store import ChunkStore, StoredChunk
-from langchain_ragspine.vectorstores.base import texts_as_documents
+from langchain_ragspine.vectorstores.base import TextsAsDocumentsStore
 
 __all__ = ["ChunkStoreBackend", "RagSpineStoreRetriever", "RagSpineVectorStore", "RecordBackend"]
 
@@ -264,7 +264,7 @@ def _check_filter(filter: Any) -> Mapping[str, Any] | None:
     return filter
 
 
-class RagSpineVectorStore(VectorStore):
+class RagSpineVectorStore(TextsAsDocumentsStore):
     """LangChain ``VectorStore`` over a ragspine store directory (see the module docstring).
 
     Args:
@@ -375,23 +375,6 @@ class RagSpineVectorStore(VectorStore):
         with self._lock:
             self.backend.upsert(out)
         return [str(d.id) for d in out]
-
-    def add_texts(
-        self,
-        texts: Iterable[str],
-        metadatas: list[dict[str, Any]] | None = None,
-        *,
-        ids: list[str] | None = None,
-        **kwargs: Any,
-    ) -> list[str]:
-        """:meth:`add_documents` of ``Document(texts[i], metadata=metadatas[i])`` (LangChain's signature); returns
-        the ids.
-
-        Raises:
-            TypeError, ValueError: see :func:`~langchain_ragspine.vectorstores.base.texts_as_documents` (a text that
-                is not a ``str``; ``metadatas`` or ``ids`` of another length than ``texts``) and :meth:`add_documents`.
-        """
-        return self.add_documents(texts_as_documents(texts, metadatas, ids), ids=ids or None, **kwargs)
 
     async def aadd_texts(
         self,
