@@ -213,29 +213,13 @@ class StoredChunk:
         return Document(page_content=self.text, metadata=md, id=self.chunk_id)
 
 
-@dataclass(frozen=True)
-class _ChunkRow:
-    """A validated chunk ready to insert (internal)."""
-
-    chunk_id: str
-    doc_id: str
-    version: int
-    position: int
-    text: str
-    start_index: int | None
-    end_index: int | None
-    source_locator: str | None
-    title: str | None
-    sensitivity: str | None
-    metadata_json: str
-    valid_as_of: str
-    ingested_at: str
-    facets: tuple[tuple[str, str], ...]
-
-
 # -- helpers -------------------------------------------------------------------------------------------------
 def _utc_now_iso() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="microseconds")
+
+
+#: Types :func:`_jsonable` returns unchanged (checked by exact type first, the common case).
+_JSON_SCALARS = frozenset((str, int, float, bool, type(None)))
 
 
 def _jsonable(value: Any, chunk_id: str, key: str) -> Any:
@@ -267,8 +251,14 @@ def _facet_strings(value: Any) -> list[str]:
     return out
 
 
+#: Metadata keys :func:`_facets_of` reads.
+_FACET_SOURCE_KEYS = frozenset((*FACET_FIELDS, "lang"))
+
+
 def _facets_of(metadata: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     """``(field, value)`` pairs for the facet fields of (JSON-converted) chunk metadata."""
+    if _FACET_SOURCE_KEYS.isdisjoint(metadata.keys()):
+        return ()
     pairs: list[tuple[str, str]] = []
     for name in FACET_FIELDS:
         value = metadata.get(name)
@@ -278,15 +268,17 @@ def _facets_of(metadata: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     return tuple(pairs)
 
 
+# What ``json.dumps(..., ensure_ascii=False)`` and the content hash's ``json.dumps`` produce, without building a
+# JSONEncoder on every call.
+_encode_metadata = json.JSONEncoder(ensure_ascii=False).encode
+_encode_hashed = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode
+
+
 def _content_hash(items: Iterable[tuple[str, int | None, int | None, Mapping[str, Any]]]) -> str:
     """SHA-256 over ``(text, start_index, end_index, metadata)`` in order; metadata keys are sorted."""
     h = hashlib.sha256()
     for text, start, end, metadata in items:
-        h.update(
-            json.dumps(
-                [text, start, end, metadata], sort_keys=True, ensure_ascii=False, separators=(",", ":")
-            ).encode("utf-8")
-        )
+        h.update(_encode_hashed([text, start, end, metadata]).encode("utf-8"))
         h.update(b"\n")
     return h.hexdigest()
 
@@ -650,30 +642,8 @@ class ChunkStore(SQLiteFile):
                 "ingested_at, retracted) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (doc_id, new_version, digest, len(prepared), valid_as_of, now, 0 if prepared else 1),
             )
-            for position, (chunk_id, text, start, end, md, md_json) in enumerate(prepared):
-                row = _ChunkRow(
-                    chunk_id=chunk_id,
-                    doc_id=doc_id,
-                    version=new_version,
-                    position=position,
-                    text=text,
-                    start_index=start,
-                    end_index=end,
-                    source_locator=_optional_str(md, "source_locator"),
-                    title=_optional_str(md, "title"),
-                    sensitivity=_optional_str(md, "sensitivity"),
-                    metadata_json=md_json,
-                    valid_as_of=valid_as_of,
-                    ingested_at=now,
-                    facets=_facets_of(md),
-                )
-                self._insert_chunk_row(cur, row)
-            for position, (parent_id, text, start, end, md, md_json) in enumerate(prepared_parents):
-                cur.execute(
-                    f"INSERT INTO parents ({_PARENT_COLUMNS}) VALUES ({_placeholders(14)})",
-                    (parent_id, doc_id, new_version, position, text, start, end, _optional_str(md, "source_locator"),
-                     _optional_str(md, "title"), _optional_str(md, "sensitivity"), md_json, valid_as_of, now, 1),
-                )
+            self._insert_rows(cur, "chunks", doc_id, new_version, prepared, valid_as_of, now)
+            self._insert_rows(cur, "parents", doc_id, new_version, prepared_parents, valid_as_of, now)
             self._bump_generation(cur)
             return new_version
 
@@ -703,10 +673,13 @@ class ChunkStore(SQLiteFile):
                     f"{id_key} {chunk_id!r} appears more than once in the {what} for doc_id {doc_id!r}"
                 )
             seen.add(chunk_id)
-            md = {str(k): _jsonable(v, chunk_id, str(k)) for k, v in doc.metadata.items()}
+            md = {
+                str(k): v if type(v) in _JSON_SCALARS else _jsonable(v, chunk_id, str(k))
+                for k, v in doc.metadata.items()
+            }
             start = _optional_int(md, "start_index", chunk_id)
             end = _optional_int(md, "end_index", chunk_id)
-            md_json = json.dumps(md, ensure_ascii=False)
+            md_json = _encode_metadata(md)
             out.append((chunk_id, doc.page_content, start, end, md, md_json))
         return out
 
@@ -732,34 +705,42 @@ class ChunkStore(SQLiteFile):
                     f"{clash[1]!r}"
                 )
 
-    def _insert_chunk_row(self, cur: sqlite3.Cursor, row: _ChunkRow) -> int:
-        """Insert one chunk row (``active = 1``) and its facets in the open transaction; return its row id."""
-        cur.execute(
-            f"INSERT INTO chunks ({_CHUNK_COLUMNS}) VALUES ({_placeholders(14)})",
-            (
-                row.chunk_id,
-                row.doc_id,
-                row.version,
-                row.position,
-                row.text,
-                row.start_index,
-                row.end_index,
-                row.source_locator,
-                row.title,
-                row.sensitivity,
-                row.metadata_json,
-                row.valid_as_of,
-                row.ingested_at,
-                1,
-            ),
+    @staticmethod
+    def _insert_rows(
+        cur: sqlite3.Cursor,
+        table: str,
+        doc_id: str,
+        version: int,
+        prepared: Sequence[tuple[str, str, int | None, int | None, dict[str, Any], str]],
+        valid_as_of: str,
+        now: str,
+    ) -> None:
+        """Insert the prepared rows (:meth:`_prepare`) of one document version into ``table`` (``"chunks"`` or
+        ``"parents"``) with ``active = 1``, positions in order, in the open transaction, in one ``executemany``; for
+        chunks also their facets."""
+        if not prepared:
+            return
+        columns = _CHUNK_COLUMNS if table == "chunks" else _PARENT_COLUMNS  # identifiers from constants only
+        cur.executemany(
+            f"INSERT INTO {table} ({columns}) VALUES ({_placeholders(14)})",
+            [
+                (item_id, doc_id, version, position, text, start, end, _optional_str(md, "source_locator"),
+                 _optional_str(md, "title"), _optional_str(md, "sensitivity"), md_json, valid_as_of, now, 1)
+                for position, (item_id, text, start, end, md, md_json) in enumerate(prepared)
+            ],
         )
-        rowid = int(cur.lastrowid)  # type: ignore[arg-type]
-        if row.facets:
-            cur.executemany(
-                "INSERT OR IGNORE INTO facets (chunk_row, field, value) VALUES (?, ?, ?)",
-                [(rowid, f, v) for f, v in row.facets],
-            )
-        return rowid
+        if table != "chunks":
+            return
+        facets = [_facets_of(item[4]) for item in prepared]
+        if not any(facets):
+            return
+        rowids = [r[0] for r in cur.execute(
+            "SELECT id FROM chunks WHERE doc_id = ? AND version = ? ORDER BY position", (doc_id, version)
+        )]
+        cur.executemany(
+            "INSERT OR IGNORE INTO facets (chunk_row, field, value) VALUES (?, ?, ?)",
+            [(rowid, f, v) for rowid, pairs in zip(rowids, facets, strict=True) for f, v in pairs],
+        )
 
     # -- reading ---------------------------------------------------------------------------------------------
     def iter_chunks(
