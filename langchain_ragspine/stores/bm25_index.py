@@ -301,14 +301,19 @@ class TermPostings:
 
 
 def _stable_order(keys: np.ndarray) -> np.ndarray:
-    """``np.argsort(keys, kind="stable")`` for non-negative int32 ``keys``, as an LSD radix sort over 16-bit digits:
-    numpy sorts 16-bit keys stably by radix sort in linear time (one pass when every key is below 2**16), several
-    times faster than its merge sort of 32-bit keys."""
-    high = keys >> 16
-    if not high.any():
-        return np.argsort(keys.astype(np.uint16), kind="stable")
-    order = np.argsort((keys & 0xFFFF).astype(np.uint16), kind="stable")
-    return order[np.argsort(high[order].astype(np.uint16), kind="stable")]
+    """``np.argsort(keys, kind="stable")`` for non-negative int32 ``keys``, several times faster: each key is packed
+    with its position into one int64 (``key << bits | position``), the packed values — all distinct, so any sort
+    orders them the same way — are sorted in place (numpy's vectorised sort of int64, AVX-512 where the CPU has
+    it), and the positions are read back."""
+    n = keys.size
+    bits = max(1, (n - 1).bit_length())
+    if n == 0 or int(keys.max()) >= 1 << (63 - bits):
+        return np.argsort(keys, kind="stable")
+    packed = keys.astype(np.int64) << bits
+    packed |= np.arange(n, dtype=np.int64)
+    packed.sort()
+    packed &= (1 << bits) - 1
+    return packed
 
 
 @functools.cache
