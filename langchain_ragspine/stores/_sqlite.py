@@ -31,6 +31,10 @@ from langchain_ragspine.errors import StoreError
 DEFAULT_BUSY_TIMEOUT_S = 5.0
 #: Writes (write transactions) a :meth:`SQLiteFile.write_batch` commits together at most.
 BATCH_WRITES = 1000
+#: Connection settings for the time of a :meth:`SQLiteFile.write_batch` (restored after it): a page cache that holds a
+#: batch's transaction (64 MiB, instead of 2 MiB, so it does not spill into the WAL before its commit) and WAL
+#: checkpoints every 10,000 pages instead of 1,000.  Neither changes what a commit guarantees.
+BATCH_PRAGMAS: tuple[tuple[str, int], ...] = (("cache_size", -65536), ("wal_autocheckpoint", 10000))
 #: Seconds a :meth:`SQLiteFile.write_batch` keeps a transaction open at most (so other writers, which wait up to
 #: their busy timeout, get the lock in time), checked after each write.
 BATCH_SECONDS = 0.5
@@ -221,6 +225,12 @@ class SQLiteFile:
         if batch is None:
             yield
             return
+        conn = self._connection()
+        with self._lock, self._sql_errors():
+            # names and values come from the BATCH_PRAGMAS constant only (PRAGMA takes no bound parameters)
+            saved = [(name, conn.execute(f"PRAGMA {name}").fetchone()[0]) for name, _ in BATCH_PRAGMAS]
+            for name, value in BATCH_PRAGMAS:
+                conn.execute(f"PRAGMA {name} = {int(value)}")
         try:
             yield
         finally:
@@ -229,6 +239,9 @@ class SQLiteFile:
                     self._commit_batch(batch)
             finally:
                 self._batch = None
+                with self._lock, contextlib.suppress(sqlite3.Error):
+                    for name, value in saved:
+                        conn.execute(f"PRAGMA {name} = {int(value)}")
 
     def _require_writable(self) -> None:
         if self._read_only:

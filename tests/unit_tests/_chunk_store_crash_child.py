@@ -69,6 +69,7 @@ def main(db_path: str, batch: bool) -> None:
     print("COMMITTED", flush=True)
     with store.write_batch() if batch else contextlib.nullcontext():
         if batch:
+            store._connection().execute("PRAGMA cache_size = -64")  # a batch sets a large cache: spill anyway
             store.replace_doc_chunks(OTHER_ID, make_chunks(1, 5, OTHER_ID))
         store.armed = True
         store.replace_doc_chunks(DOC_ID, make_chunks(2, N_V2), valid_as_of="2025-01-01")

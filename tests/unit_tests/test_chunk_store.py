@@ -488,6 +488,21 @@ def test_write_batch_lets_other_threads_and_writers_in(tmp_path: Path, monkeypat
         assert reader.doc_ids() == ["a", "b", "o", "t"]
 
 
+def test_write_batch_settings_last_for_the_batch_only(store: ChunkStore) -> None:
+    con = store._connection()
+
+    def settings() -> tuple[int, int, str]:
+        return (con.execute("PRAGMA cache_size").fetchone()[0], con.execute("PRAGMA wal_autocheckpoint").fetchone()[0],
+                con.execute("PRAGMA journal_mode").fetchone()[0])
+
+    before = settings()
+    with store.write_batch():
+        assert settings() == (-65536, 10000, "wal")
+        store.replace_doc_chunks("a", chunks("a", ["one"]))
+    assert settings() == before == (-2000, 1000, "wal")
+    assert con.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL, in and out of batches
+
+
 def test_write_batch_on_a_read_only_store_raises(tmp_path: Path) -> None:
     path = tmp_path / "r.sqlite"
     ChunkStore(path).close()
