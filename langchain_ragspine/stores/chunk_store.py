@@ -14,6 +14,10 @@ Design:
   number (marked retracted in ``doc_versions``), so the retraction itself is visible in the history.
 * **Idempotent re-ingest.**  Each document version stores a SHA-256 of its chunks (texts, offsets and
   metadata, in order); re-ingesting identical content writes nothing and keeps the version number.
+* **Batched commits.**  Inside :meth:`ChunkStore.write_batch` (what ``ingest`` uses) each document's replacement
+  is a savepoint of a transaction that commits every 1,000 documents or 0.5 s and at the end: every document is
+  still all or nothing, readers see whole documents only, and a crash loses at most the documents since the last
+  commit — each of them keeps its previous version.  The rows are exactly those of one transaction per document.
 * **WAL journal.**  The file runs in write-ahead-log mode (``synchronous=NORMAL``): readers never block the
   writer and the writer never blocks readers, and a process killed mid-transaction (even by ``SIGKILL``)
   leaves every committed version intact — uncommitted WAL frames are ignored when the file is next opened (see
@@ -556,7 +560,8 @@ class ChunkStore(SQLiteFile):
     ) -> int:
         """Make ``chunks`` the current version of document ``doc_id``, atomically.
 
-        In one ``BEGIN IMMEDIATE … COMMIT`` transaction (rolled back on any exception): the new version is
+        In one ``BEGIN IMMEDIATE … COMMIT`` transaction (inside :meth:`write_batch`: one savepoint), rolled back
+        on any exception: the new version is
         ``max(existing version) + 1``; the document's previous rows get ``active = 0`` (they stay as history);
         the new rows are inserted with ``active = 1``, in the given order; ``generation`` is bumped.
 
