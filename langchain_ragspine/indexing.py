@@ -15,6 +15,7 @@ not re-processed), with versions kept instead of deletes.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -446,11 +447,26 @@ def write_documents(
     active_before: int,
     progress: bool | None,
 ) -> None:
-    """Write each loaded document's chunks as its new version (one transaction per document; unchanged ones are
+    """Write each loaded document's chunks as its new version (all or nothing per document; unchanged ones are
     no-ops), retract the store's documents absent from ``split`` (unless ``retract_missing`` is false or a file
     failed to load), and count the outcomes and the store's size into ``summary``.  Shared by both backends;
     ``split`` holds ``(document, chunks, parents)``, and parents (parent-child chunking) are written only when a
-    document has some."""
+    document has some.  A :class:`ChunkStore` commits the documents in batches
+    (:meth:`~langchain_ragspine.stores.ChunkStore.write_batch`): the same rows, far fewer commits."""
+    with store.write_batch() if isinstance(store, ChunkStore) else contextlib.nullcontext():
+        _write_documents(store, split, summary, retract_missing=retract_missing, active_before=active_before,
+                         progress=progress)
+
+
+def _write_documents(
+    store: DocumentStore,
+    split: Sequence[tuple[Document, list[Document], list[Document] | None]],
+    summary: IngestSummary,
+    *,
+    retract_missing: bool,
+    active_before: int,
+    progress: bool | None,
+) -> None:
     seen: set[str] = set()
     for doc, chunks, parents in progress_bar(split, desc="index", unit="doc", show=progress):
         doc_id = str(doc.metadata["doc_id"])

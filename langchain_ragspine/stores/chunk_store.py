@@ -14,6 +14,10 @@ Design:
   number (marked retracted in ``doc_versions``), so the retraction itself is visible in the history.
 * **Idempotent re-ingest.**  Each document version stores a SHA-256 of its chunks (texts, offsets and
   metadata, in order); re-ingesting identical content writes nothing and keeps the version number.
+* **Batched commits.**  Inside :meth:`ChunkStore.write_batch` (what ``ingest`` uses) each document's replacement
+  is a savepoint of a transaction that commits every 1,000 documents or 0.5 s and at the end: every document is
+  still all or nothing, readers see whole documents only, and a crash loses at most the documents since the last
+  commit — each of them keeps its previous version.  The rows are exactly those of one transaction per document.
 * **WAL journal.**  The file runs in write-ahead-log mode (``synchronous=NORMAL``): readers never block the
   writer and the writer never blocks readers, and a process killed mid-transaction (even by ``SIGKILL``)
   leaves every committed version intact — uncommitted WAL frames are ignored when the file is next opened (see
@@ -218,18 +222,13 @@ class StoredChunk:
 _Prepared = tuple[str, str, int | None, int | None, dict[str, Any], str]
 
 
-@dataclass(frozen=True)
-class _ChunkRow:
-    """A validated chunk ready to insert (internal): the values of the ``chunks`` columns in ``_CHUNK_COLUMNS``
-    order (:func:`_row_values`) and its facets."""
-
-    values: tuple[Any, ...]
-    facets: tuple[tuple[str, str], ...]
-
-
 # -- helpers -------------------------------------------------------------------------------------------------
 def _utc_now_iso() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="microseconds")
+
+
+#: Types :func:`_jsonable` returns unchanged (checked by exact type first, the common case).
+_JSON_SCALARS = frozenset((str, int, float, bool, type(None)))
 
 
 def _jsonable(value: Any, chunk_id: str, key: str) -> Any:
@@ -261,8 +260,14 @@ def _facet_strings(value: Any) -> list[str]:
     return out
 
 
+#: Metadata keys :func:`_facets_of` reads.
+_FACET_SOURCE_KEYS = frozenset((*FACET_FIELDS, "lang"))
+
+
 def _facets_of(metadata: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     """``(field, value)`` pairs for the facet fields of (JSON-converted) chunk metadata."""
+    if _FACET_SOURCE_KEYS.isdisjoint(metadata.keys()):
+        return ()
     pairs: list[tuple[str, str]] = []
     for name in FACET_FIELDS:
         value = metadata.get(name)
@@ -272,15 +277,17 @@ def _facets_of(metadata: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     return tuple(pairs)
 
 
+# What ``json.dumps(..., ensure_ascii=False)`` and the content hash's ``json.dumps`` produce, without building a
+# JSONEncoder on every call.
+_encode_metadata = json.JSONEncoder(ensure_ascii=False).encode
+_encode_hashed = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode
+
+
 def _content_hash(items: Iterable[tuple[str, int | None, int | None, Mapping[str, Any]]]) -> str:
     """SHA-256 over ``(text, start_index, end_index, metadata)`` in order; metadata keys are sorted."""
     h = hashlib.sha256()
     for text, start, end, metadata in items:
-        h.update(
-            json.dumps(
-                [text, start, end, metadata], sort_keys=True, ensure_ascii=False, separators=(",", ":")
-            ).encode("utf-8")
-        )
+        h.update(_encode_hashed([text, start, end, metadata]).encode("utf-8"))
         h.update(b"\n")
     return h.hexdigest()
 
@@ -668,7 +675,8 @@ class ChunkStore(SQLiteFile, _VersionedChunkStore):
     ) -> int:
         """Make ``chunks`` the current version of document ``doc_id``, atomically.
 
-        In one ``BEGIN IMMEDIATE … COMMIT`` transaction (rolled back on any exception): the new version is
+        In one ``BEGIN IMMEDIATE … COMMIT`` transaction (inside :meth:`write_batch`: one savepoint), rolled back
+        on any exception: the new version is
         ``max(existing version) + 1``; the document's previous rows get ``active = 0`` (they stay as history);
         the new rows are inserted with ``active = 1``, in the given order; ``generation`` is bumped.
 
@@ -738,14 +746,8 @@ class ChunkStore(SQLiteFile, _VersionedChunkStore):
                 "ingested_at, retracted) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (doc_id, new_version, digest, len(prepared), valid_as_of, now, 0 if prepared else 1),
             )
-            for position, item in enumerate(prepared):
-                values = _row_values(doc_id, new_version, position, item, valid_as_of, now)
-                self._insert_chunk_row(cur, _ChunkRow(values, _facets_of(item[4])))
-            for position, item in enumerate(prepared_parents):
-                cur.execute(
-                    f"INSERT INTO parents ({_PARENT_COLUMNS}) VALUES ({_placeholders(14)})",
-                    _row_values(doc_id, new_version, position, item, valid_as_of, now),
-                )
+            self._insert_rows(cur, "chunks", doc_id, new_version, prepared, valid_as_of, now)
+            self._insert_rows(cur, "parents", doc_id, new_version, prepared_parents, valid_as_of, now)
             self._bump_generation(cur)
             return new_version
 
@@ -775,10 +777,13 @@ class ChunkStore(SQLiteFile, _VersionedChunkStore):
                     f"{id_key} {chunk_id!r} appears more than once in the {what} for doc_id {doc_id!r}"
                 )
             seen.add(chunk_id)
-            md = {str(k): _jsonable(v, chunk_id, str(k)) for k, v in doc.metadata.items()}
+            md = {
+                str(k): v if type(v) in _JSON_SCALARS else _jsonable(v, chunk_id, str(k))
+                for k, v in doc.metadata.items()
+            }
             start = _optional_int(md, "start_index", chunk_id)
             end = _optional_int(md, "end_index", chunk_id)
-            md_json = json.dumps(md, ensure_ascii=False)
+            md_json = _encode_metadata(md)
             out.append((chunk_id, doc.page_content, start, end, md, md_json))
         return out
 
@@ -804,16 +809,38 @@ class ChunkStore(SQLiteFile, _VersionedChunkStore):
                     f"{clash[1]!r}"
                 )
 
-    def _insert_chunk_row(self, cur: sqlite3.Cursor, row: _ChunkRow) -> int:
-        """Insert one chunk row (``active = 1``) and its facets in the open transaction; return its row id."""
-        cur.execute(f"INSERT INTO chunks ({_CHUNK_COLUMNS}) VALUES ({_placeholders(14)})", row.values)
-        rowid = int(cur.lastrowid)  # type: ignore[arg-type]
-        if row.facets:
-            cur.executemany(
-                "INSERT OR IGNORE INTO facets (chunk_row, field, value) VALUES (?, ?, ?)",
-                [(rowid, f, v) for f, v in row.facets],
-            )
-        return rowid
+    @staticmethod
+    def _insert_rows(
+        cur: sqlite3.Cursor,
+        table: str,
+        doc_id: str,
+        version: int,
+        prepared: Sequence[_Prepared],
+        valid_as_of: str,
+        now: str,
+    ) -> None:
+        """Insert the prepared rows (:meth:`_prepare`) of one document version into ``table`` (``"chunks"`` or
+        ``"parents"``) with ``active = 1``, positions in order, in the open transaction, in one ``executemany``; for
+        chunks also their facets."""
+        if not prepared:
+            return
+        columns = _CHUNK_COLUMNS if table == "chunks" else _PARENT_COLUMNS  # identifiers from constants only
+        cur.executemany(
+            f"INSERT INTO {table} ({columns}) VALUES ({_placeholders(14)})",
+            [_row_values(doc_id, version, position, item, valid_as_of, now) for position, item in enumerate(prepared)],
+        )
+        if table != "chunks":
+            return
+        facets = [_facets_of(item[4]) for item in prepared]
+        if not any(facets):
+            return
+        rowids = [r[0] for r in cur.execute(
+            "SELECT id FROM chunks WHERE doc_id = ? AND version = ? ORDER BY position", (doc_id, version)
+        )]
+        cur.executemany(
+            "INSERT OR IGNORE INTO facets (chunk_row, field, value) VALUES (?, ?, ?)",
+            [(rowid, f, v) for rowid, pairs in zip(rowids, facets, strict=True) for f, v in pairs],
+        )
 
     # -- reading ---------------------------------------------------------------------------------------------
     def _select_chunks(

@@ -9,11 +9,14 @@ from pathlib import Path
 import bm25s
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from langchain_core.documents import Document
 
 from langchain_ragspine.stores.bm25_index import (
     TermPostings,
     _postings_bm25_class,
+    _stable_order,
     build_bm25_index,
     load_bm25_index,
     save_bm25_index,
@@ -173,3 +176,24 @@ def test_term_postings_reject_bad_sizes():
         TermPostings(memory_postings=-1)
     with pytest.raises(ValueError, match="block_postings"):
         TermPostings(block_postings=0)
+
+
+def test_a_vocabulary_past_two_to_the_sixteen_terms_equals_the_previous_build_exactly():
+    """Term ids of 2**16 and more take the two-digit path of the radix sort that orders each block term-major."""
+    rng = np.random.default_rng(7)
+    docs = [[f"t{int(x)}" for x in rng.integers(0, 150_000, size=int(rng.integers(0, 80)))] for _ in range(3000)]
+    ref = _previous_lucene_scores(docs, k1=1.5, b=0.75)
+    with TermPostings(block_postings=20_000) as postings:  # several blocks, each with ids on both sides of 2**16
+        for tokens in docs:
+            postings.add(tokens)
+        assert len(postings.vocab) > 1 << 16
+        got = postings.lucene_scores(k1=1.5, b=0.75)
+    for key in ("data", "indices", "indptr"):
+        np.testing.assert_array_equal(got[key], ref[key])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 2**31 - 1) | st.integers(0, 5), max_size=300))
+def test_stable_order_is_numpys_stable_argsort(keys: list[int]):
+    arr = np.asarray(keys, dtype=np.int32)
+    np.testing.assert_array_equal(_stable_order(arr), np.argsort(arr, kind="stable"))

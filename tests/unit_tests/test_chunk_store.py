@@ -355,16 +355,17 @@ def test_exception_mid_transaction_rolls_back(tmp_path: Path) -> None:
         calls = 0
         fail_at: int | None = None
 
-        def _insert_chunk_row(self, cur, row):  # type: ignore[no-untyped-def]
-            self.calls += 1
-            if self.fail_at is not None and self.calls == self.fail_at:
-                raise RuntimeError("disk on fire")
-            return super()._insert_chunk_row(cur, row)
+        def _insert_rows(self, cur, table, *args):  # type: ignore[no-untyped-def]
+            super()._insert_rows(cur, table, *args)  # the new rows are in the transaction when it fails
+            if table == "chunks":
+                self.calls += 1
+                if self.fail_at is not None and self.calls == self.fail_at:
+                    raise RuntimeError("disk on fire")
 
     with Failing(tmp_path / "f.sqlite") as s:
         s.replace_doc_chunks("a", chunks("a", ["one", "two"]))
         gen = s.generation
-        s.calls, s.fail_at = 0, 3
+        s.calls, s.fail_at = 0, 1
         with pytest.raises(RuntimeError, match="disk on fire"):
             s.replace_doc_chunks("a", chunks("a", ["1", "2", "3", "4"]))
         assert s.current_version("a") == 1
@@ -375,6 +376,138 @@ def test_exception_mid_transaction_rolls_back(tmp_path: Path) -> None:
         ]
         s.fail_at = None
         assert s.replace_doc_chunks("a", chunks("a", ["1", "2", "3", "4"])) == 2
+
+
+# -- write batches ---------------------------------------------------------------------------------------------
+def _script(s: ChunkStore) -> list[int]:
+    """A mix of writes (new, faceted, parents, changed, no-op, retracted, re-added, a failing one); the versions."""
+    out = [
+        s.replace_doc_chunks("a", chunks("a", ["one", "two"], topic=["x", "y"], lang="ja"), valid_as_of="2024-01-01"),
+        s.replace_doc_chunks("b", chunks("b", ["three"], entity="ACME", period=2024)),
+        s.replace_doc_chunks("c", [chunk("c", 0, "child", parent_id="c#p0")],
+                             parents=[Document(page_content="parent", metadata={"doc_id": "c", "parent_id": "c#p0"})]),
+        s.replace_doc_chunks("a", chunks("a", ["one", "two"], topic=["x", "y"], lang="ja")),  # no-op
+        s.replace_doc_chunks("a", chunks("a", ["one", "2", "3"], topic="z")),
+        s.replace_doc_chunks("b", []),
+        s.replace_doc_chunks("b", chunks("b", ["back"])),
+    ]
+    with pytest.raises(ValueError, match="already an active chunk"):
+        s.replace_doc_chunks("d", [Document(page_content="clash", metadata={"doc_id": "d", "chunk_id": "a#0"})])
+    out.append(s.replace_doc_chunks("e", chunks("e", ["last"])))
+    return out
+
+
+def _rows(path: Path) -> list[Any]:
+    """Every table's rows except the write times."""
+    con = sqlite3.connect(path)
+    try:
+        return [
+            con.execute(
+                "SELECT id, chunk_id, doc_id, version, position, text, start_index, end_index, source_locator, "
+                "title, sensitivity, metadata_json, valid_as_of, active FROM chunks ORDER BY id").fetchall(),
+            con.execute("SELECT id, parent_id, doc_id, version, position, text, active FROM parents ORDER BY id"
+                        ).fetchall(),
+            con.execute("SELECT * FROM facets ORDER BY 1, 2, 3").fetchall(),
+            con.execute("SELECT doc_id, version, content_hash, n_chunks, valid_as_of, retracted FROM doc_versions "
+                        "ORDER BY 1, 2").fetchall(),
+            con.execute("SELECT * FROM meta ORDER BY key").fetchall(),
+        ]
+    finally:
+        con.close()
+
+
+def test_write_batch_writes_exactly_what_single_writes_do(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from langchain_ragspine.stores import _sqlite
+
+    with ChunkStore(tmp_path / "single.sqlite") as s:
+        versions = _script(s)
+    monkeypatch.setattr(_sqlite, "BATCH_WRITES", 3)  # commits inside the batch too
+    with ChunkStore(tmp_path / "batched.sqlite") as s, s.write_batch():
+        assert _script(s) == versions
+        assert s.generation == 8  # reads inside the batch see its writes (created + 7 writes, the no-op none)
+    assert versions == [1, 1, 1, 1, 2, 2, 3, 1]
+    assert _rows(tmp_path / "batched.sqlite") == _rows(tmp_path / "single.sqlite")
+
+
+def test_write_batch_commits_completed_writes_when_it_ends_with_an_exception(tmp_path: Path) -> None:
+    path = tmp_path / "b.sqlite"
+    with ChunkStore(path) as s:
+        with pytest.raises(ValueError, match="doc_id 'x'"), s.write_batch():
+            s.replace_doc_chunks("a", chunks("a", ["one"]))
+            with ChunkStore(path, read_only=True) as reader:
+                assert reader.doc_ids() == []  # not committed yet: other connections see the last commit
+            s.replace_doc_chunks("b", chunks("x", ["bad"]))  # fails validation: nothing of it is written
+        with pytest.raises(RuntimeError, match="stop"), s.write_batch():
+            s.replace_doc_chunks("c", chunks("c", ["three"]))
+            raise RuntimeError("stop")
+    with ChunkStore(path, read_only=True) as reader:
+        assert reader.doc_ids() == ["a", "c"]
+        assert reader.generation == 3  # created + two writes
+
+
+def test_write_batch_rolls_back_only_the_failing_write(tmp_path: Path) -> None:
+    class Failing(ChunkStore):
+        fail = False
+
+        def _insert_rows(self, cur, table, *args):  # type: ignore[no-untyped-def]
+            super()._insert_rows(cur, table, *args)
+            if self.fail and table == "chunks":
+                raise RuntimeError("disk on fire")
+
+    path = tmp_path / "f.sqlite"
+    with Failing(path) as s, s.write_batch():
+        s.replace_doc_chunks("a", chunks("a", ["one"]))
+        s.fail = True
+        with pytest.raises(RuntimeError, match="disk on fire"):
+            s.replace_doc_chunks("a", chunks("a", ["1", "2"]))
+        s.fail = False
+        assert s.replace_doc_chunks("b", chunks("b", ["two"])) == 1
+    with ChunkStore(path, read_only=True) as reader:
+        assert [(c.chunk_id, c.text, c.version) for c in reader.iter_chunks(include_inactive=True)] == [
+            ("a#0", "one", 1), ("b#0", "two", 1)]
+
+
+def test_write_batch_lets_other_threads_and_writers_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another thread's write waits for the batch's open transaction at most; another connection gets the write lock
+    between the batch's commits (here after every write)."""
+    from langchain_ragspine.stores import _sqlite
+
+    monkeypatch.setattr(_sqlite, "BATCH_WRITES", 1)
+    path = tmp_path / "t.sqlite"
+    with ChunkStore(path) as s, s.write_batch():
+        s.replace_doc_chunks("a", chunks("a", ["one"]))
+        with ChunkStore(path, busy_timeout=0.05) as other:
+            assert other.replace_doc_chunks("o", chunks("o", ["other"])) == 1
+        done: list[int] = []
+        t = threading.Thread(target=lambda: done.append(s.replace_doc_chunks("t", chunks("t", ["thread"]))))
+        t.start()
+        t.join(timeout=30)
+        assert done == [1]
+        s.replace_doc_chunks("b", chunks("b", ["two"]))
+    with ChunkStore(path, read_only=True) as reader:
+        assert reader.doc_ids() == ["a", "b", "o", "t"]
+
+
+def test_write_batch_settings_last_for_the_batch_only(store: ChunkStore) -> None:
+    con = store._connection()
+
+    def settings() -> tuple[int, int, str]:
+        return (con.execute("PRAGMA cache_size").fetchone()[0], con.execute("PRAGMA wal_autocheckpoint").fetchone()[0],
+                con.execute("PRAGMA journal_mode").fetchone()[0])
+
+    before = settings()
+    with store.write_batch():
+        assert settings() == (-65536, 10000, "wal")
+        store.replace_doc_chunks("a", chunks("a", ["one"]))
+    assert settings() == before == (-2000, 1000, "wal")
+    assert con.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL, in and out of batches
+
+
+def test_write_batch_on_a_read_only_store_raises(tmp_path: Path) -> None:
+    path = tmp_path / "r.sqlite"
+    ChunkStore(path).close()
+    with ChunkStore(path, read_only=True) as s, pytest.raises(StoreError, match="read_only"), s.write_batch():
+        pass
 
 
 # -- connection, read-only mode, lifecycle -------------------------------------------------------------------
@@ -588,12 +721,16 @@ def _load_child() -> Any:
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX SIGKILL")
-def test_sigkill_mid_transaction_keeps_committed_version(tmp_path: Path) -> None:
+@pytest.mark.parametrize("batch", [False, True], ids=["one-write", "write-batch"])
+def test_sigkill_mid_transaction_keeps_committed_version(tmp_path: Path, batch: bool) -> None:
+    """A process killed inside a write (also inside a ``write_batch``, with another complete document written but
+    not yet committed) leaves the last committed state: version 1 intact, nothing of the batch."""
     child = _load_child()
     path = tmp_path / "crash.sqlite"
     wal = Path(f"{path}-wal")
     proc = subprocess.Popen(
-        [sys.executable, str(CHILD), str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [sys.executable, str(CHILD), str(path), *(["batch"] if batch else [])],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line.strip()) for line in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
@@ -610,8 +747,7 @@ def test_sigkill_mid_transaction_keeps_committed_version(tmp_path: Path) -> None
         expect("COMMITTED")
         wal_after_v1 = wal.stat().st_size
         expect("PAUSED")
-        # the child now holds the write lock with PAUSE_AFTER uncommitted rows, part of them spilled into the
-        # WAL
+        # the child now holds the write lock with N_V2 uncommitted rows, part of them spilled into the WAL
         assert wal.stat().st_size > wal_after_v1
         with ChunkStore(path, read_only=True) as reader:  # WAL: readers see the last commit meanwhile
             assert reader.current_version(child.DOC_ID) == 1
