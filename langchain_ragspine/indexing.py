@@ -454,59 +454,46 @@ def write_documents(
     document has some.  A :class:`ChunkStore` commits the documents in batches
     (:meth:`~langchain_ragspine.stores.ChunkStore.write_batch`): the same rows, far fewer commits."""
     with store.write_batch() if isinstance(store, ChunkStore) else contextlib.nullcontext():
-        _write_documents(store, split, summary, retract_missing=retract_missing, active_before=active_before,
-                         progress=progress)
-
-
-def _write_documents(
-    store: DocumentStore,
-    split: Sequence[tuple[Document, list[Document], list[Document] | None]],
-    summary: IngestSummary,
-    *,
-    retract_missing: bool,
-    active_before: int,
-    progress: bool | None,
-) -> None:
-    seen: set[str] = set()
-    for doc, chunks, parents in progress_bar(split, desc="index", unit="doc", show=progress):
-        doc_id = str(doc.metadata["doc_id"])
-        seen.add(doc_id)
-        before = store.current_version(doc_id)
-        was_active = before is not None and store.count_chunks(doc_id=doc_id) > 0
-        valid_as_of = str(doc.metadata.get("valid_as_of", ""))
-        if parents:
-            if not isinstance(store, ChunkStore):
-                raise StoreError(
-                    "parent-child chunking keeps its parents in the file store only; ingest into a store directory, "
-                    "or choose another --chunker for a PostgreSQL store"
-                )
-            after = store.replace_doc_chunks(doc_id, chunks, valid_as_of=valid_as_of, parents=parents)
-        else:
-            after = store.replace_doc_chunks(doc_id, chunks, valid_as_of=valid_as_of)
-        if before is None:
-            summary.new += 1
-        elif after == before:
-            summary.unchanged += 1
-        elif was_active:
-            summary.changed += 1
-        else:
-            summary.new += 1  # a retracted document that came back
-    if retract_missing:
-        if summary.skipped:
-            summary.notes.append(f"retraction skipped: {summary.skipped} item(s) failed to load")
-        else:
-            for doc_id in store.doc_ids():
-                if doc_id not in seen:
-                    store.replace_doc_chunks(doc_id, [])
-                    summary.retracted += 1
-            if summary.retracted > 1 and 2 * summary.retracted > active_before:
-                summary.notes.append(
-                    f"this run retracted {summary.retracted} of the store's {active_before} documents (those "
-                    "not among its paths); ingest every folder of the store in one command, or pass "
-                    "--keep-missing to keep them"
-                )
-    summary.store_documents = len(store.doc_ids())
-    summary.store_chunks = store.count_chunks()
+        seen: set[str] = set()
+        for doc, chunks, parents in progress_bar(split, desc="index", unit="doc", show=progress):
+            doc_id = str(doc.metadata["doc_id"])
+            seen.add(doc_id)
+            before = store.current_version(doc_id)
+            was_active = before is not None and store.count_chunks(doc_id=doc_id) > 0
+            valid_as_of = str(doc.metadata.get("valid_as_of", ""))
+            if parents:
+                if not isinstance(store, ChunkStore):
+                    raise StoreError(
+                        "parent-child chunking keeps its parents in the file store only; ingest into a store directory, "
+                        "or choose another --chunker for a PostgreSQL store"
+                    )
+                after = store.replace_doc_chunks(doc_id, chunks, valid_as_of=valid_as_of, parents=parents)
+            else:
+                after = store.replace_doc_chunks(doc_id, chunks, valid_as_of=valid_as_of)
+            if before is None:
+                summary.new += 1
+            elif after == before:
+                summary.unchanged += 1
+            elif was_active:
+                summary.changed += 1
+            else:
+                summary.new += 1  # a retracted document that came back
+        if retract_missing:
+            if summary.skipped:
+                summary.notes.append(f"retraction skipped: {summary.skipped} item(s) failed to load")
+            else:
+                for doc_id in store.doc_ids():
+                    if doc_id not in seen:
+                        store.replace_doc_chunks(doc_id, [])
+                        summary.retracted += 1
+                if summary.retracted > 1 and 2 * summary.retracted > active_before:
+                    summary.notes.append(
+                        f"this run retracted {summary.retracted} of the store's {active_before} documents (those "
+                        "not among its paths); ingest every folder of the store in one command, or pass "
+                        "--keep-missing to keep them"
+                    )
+        summary.store_documents = len(store.doc_ids())
+        summary.store_chunks = store.count_chunks()
 
 
 def ingest(

@@ -41,6 +41,18 @@ BATCH_PRAGMAS: tuple[tuple[str, int], ...] = (("cache_size", -65536), ("wal_auto
 BATCH_SECONDS = 0.5
 
 
+def _undo(conn: sqlite3.Connection, *statements: str) -> bool:
+    """Run the ``statements`` that undo a failed write (``ROLLBACK``, or ``ROLLBACK TO`` a savepoint and
+    ``RELEASE`` it), ignoring SQLite errors; ``False`` when no transaction was open any more (SQLite had already
+    rolled it back, e.g. disk full), so there was nothing to undo."""
+    if not conn.in_transaction:
+        return False
+    with contextlib.suppress(sqlite3.Error):
+        for statement in statements:
+            conn.execute(statement)
+    return True
+
+
 @dataclass
 class _Batch:
     """The state of an open :meth:`SQLiteFile.write_batch` (internal)."""
@@ -140,9 +152,7 @@ class SQLiteFile(Closing):
         try:
             yield cur
         except BaseException:
-            if conn.in_transaction:
-                with contextlib.suppress(sqlite3.Error):
-                    conn.execute("ROLLBACK")
+            _undo(conn, "ROLLBACK")
             raise
         else:
             cur.execute("COMMIT")
@@ -172,12 +182,8 @@ class SQLiteFile(Closing):
         try:
             yield cur
         except BaseException:
-            if conn.in_transaction:
-                with contextlib.suppress(sqlite3.Error):
-                    conn.execute("ROLLBACK TO ragspine_write")
-                    conn.execute("RELEASE ragspine_write")
-            else:  # SQLite rolled the whole transaction back (e.g. disk full): nothing is left to commit
-                self._end_batch_transaction(batch)
+            if not _undo(conn, "ROLLBACK TO ragspine_write", "RELEASE ragspine_write"):
+                self._end_batch_transaction(batch)  # SQLite rolled the whole transaction back (e.g. disk full)
             raise
         else:
             cur.execute("RELEASE ragspine_write")
@@ -202,8 +208,7 @@ class SQLiteFile(Closing):
                 try:
                     conn.execute("COMMIT")
                 except BaseException:
-                    with contextlib.suppress(sqlite3.Error):
-                        conn.execute("ROLLBACK")
+                    _undo(conn, "ROLLBACK")
                     raise
         finally:
             self._end_batch_transaction(batch)
