@@ -53,9 +53,11 @@ from langchain_ragspine.modes import (
 from langchain_ragspine.progress import progress_bar, reporting
 from langchain_ragspine.retrievers.bm25 import BM25Retriever
 from langchain_ragspine.retrievers.contract import invoke_retriever
+from langchain_ragspine.retrievers.dense import SAVE_LAYOUT as DENSE_LAYOUT
 from langchain_ragspine.retrievers.dense import DenseRetriever, _has_text
 from langchain_ragspine.sensitivity import drop_restricted, is_restricted
 from langchain_ragspine.stores import ChunkStore, bm25_parallel
+from langchain_ragspine.stores.bm25_index import SAVE_LAYOUT as BM25_LAYOUT
 from langchain_ragspine.stores.embedding_cache import EmbeddingCache
 from langchain_ragspine.stores.files import RETRIEVER_CONFIG, discard_unsaved
 from langchain_ragspine.stores.postgres import is_postgres_url, redact_url
@@ -377,7 +379,7 @@ def _refresh_dense(
         except (StoreError, OSError, ValueError):
             pass
     dense = _dense_from_store(root, store, emb, progress=progress, header=_header(contextual))
-    discard_unsaved(root / VECTOR_DIR, RETRIEVER_CONFIG)  # a damaged index of this store: rebuilt
+    discard_unsaved(root / VECTOR_DIR, RETRIEVER_CONFIG, DENSE_LAYOUT)  # a damaged index of this store: rebuilt
     dense.save(root / VECTOR_DIR)
     state["vector"] = {"generation": store.generation, "model_key": key, "embedding": spec}
     if contextual is not None:
@@ -668,7 +670,7 @@ def _ingest(
         current = all(state.get(key) == value for key, value in wanted.items())
         current = current and state.get("contextual") == wanted_header
         if not current or _load_saved_index(root, k=DEFAULT_K)[0] is None:
-            discard_unsaved(root / BM25_DIR, RETRIEVER_CONFIG)  # a damaged index of this store: rebuilt
+            discard_unsaved(root / BM25_DIR, RETRIEVER_CONFIG, BM25_LAYOUT)  # a damaged index of this store: rebuilt
             build_bm25(store, tokenizer=name, header=header, workers=workers).save(root / BM25_DIR)
             summary.index_rebuilt = True
         if wanted_header != state.get("contextual") and active_before:

@@ -282,8 +282,8 @@ class BM25Retriever(RagSpineRetriever):
         Raises:
             ValueError: a metadata value is not JSON-serialisable.  (A custom tokenizer callable is saved as
                 ``null``: pass it to :meth:`load`.)
-            FileExistsError: ``path`` is a file, or a non-empty directory that is not a previous save (its files
-                are never deleted).
+            FileExistsError: ``path`` is a file, or a non-empty directory that is not a previous save, or a previous
+                save holding files a save does not write (nothing is deleted; the message names them).
         """
         save_bm25_index(
             path, self._bm25, self.docs, tokenizer=self.tokenizer, k=self.k, k1=self.k1, b=self.b, filter=self.filter

@@ -83,9 +83,11 @@ from langchain_ragspine.retrievers.base import (
 from langchain_ragspine.sensitivity import drop_restricted
 from langchain_ragspine.stores.embedding_cache import EmbeddingCache
 from langchain_ragspine.stores.faiss_index import INDEX_KINDS, FaissVectorIndex
+from langchain_ragspine.stores.faiss_index import SAVE_LAYOUT as _FAISS_LAYOUT
 from langchain_ragspine.stores.files import (
     RETRIEVER_CONFIG,
     atomic_dir,
+    layout,
     read_config,
     read_documents,
     write_documents,
@@ -97,6 +99,8 @@ __all__ = ["DenseRetriever"]
 _FORMAT = "ragspine-dense/1"
 _CONFIG_FILE = RETRIEVER_CONFIG
 _DOCS_FILE = "docs.jsonl"
+#: Everything :meth:`DenseRetriever.save` writes into its directory.
+SAVE_LAYOUT = {**_FAISS_LAYOUT, **layout(_CONFIG_FILE, _DOCS_FILE)}
 # Set while load() validates a retriever whose index comes from disk, so model_post_init skips the build
 # (the same device as bm25.py: pydantic's validation context does not reach model_post_init via BaseRetriever).
 _SKIP_BUILD: ContextVar[bool] = ContextVar("ragspine_dense_skip_build", default=False)
@@ -342,8 +346,8 @@ class DenseRetriever(RagSpineRetriever):
 
         Raises:
             ValueError: a metadata value is not JSON-serialisable.
-            FileExistsError: ``path`` is a file, or a non-empty directory that is not a previous save (its files
-                are never deleted).
+            FileExistsError: ``path`` is a file, or a non-empty directory that is not a previous save, or a previous
+                save holding files a save does not write (nothing is deleted; the message names them).
         """
         config = {
             "format": _FORMAT,
@@ -357,7 +361,7 @@ class DenseRetriever(RagSpineRetriever):
             "num_docs": len(self.docs),
             "empty_index": self._index is None,
         }
-        with atomic_dir(path, marker=_CONFIG_FILE) as tmp:
+        with atomic_dir(path, marker=_CONFIG_FILE, writes=SAVE_LAYOUT) as tmp:
             if self._index is not None:
                 self._index.write_files(tmp)
             (tmp / _CONFIG_FILE).write_text(json.dumps(config, ensure_ascii=False, indent=1), "utf-8")

@@ -84,9 +84,11 @@ from langchain_ragspine.retrievers.base import (
 )
 from langchain_ragspine.retrievers.bm25 import BM25Retriever
 from langchain_ragspine.retrievers.contract import asearch_each, search_each
+from langchain_ragspine.retrievers.dense import SAVE_LAYOUT as _DENSE_LAYOUT
 from langchain_ragspine.retrievers.dense import DenseRetriever
 from langchain_ragspine.sensitivity import is_restricted
-from langchain_ragspine.stores.files import atomic_dir, read_config
+from langchain_ragspine.stores.bm25_index import SAVE_LAYOUT as _BM25_LAYOUT
+from langchain_ragspine.stores.files import atomic_dir, layout, read_config
 from langchain_ragspine.tokenizers import Tokenizer
 
 __all__ = ["DEFAULT_C", "FUSIONS", "TWO_STAGE_ALPHA", "TWO_STAGE_TOP_ALPHA", "HybridRetriever", "convex_weights", "fuse"]
@@ -163,6 +165,8 @@ def convex_weights(n: int, alpha: float) -> list[float]:
 
 _FORMAT = "ragspine-hybrid/1"
 _CONFIG_FILE = "hybrid.json"
+#: Everything :meth:`HybridRetriever.save` writes: ``hybrid.json`` and one BM25 or dense save per ``channel-<n>``.
+_SAVE_LAYOUT = {**layout(_CONFIG_FILE), r"channel-\d+": {**_BM25_LAYOUT, **_DENSE_LAYOUT}}
 # the HybridRetriever fields save() writes to hybrid.json (the channels are saved in sub-directories)
 _SAVED_FIELDS = ("weights", "c", "candidate_k", "k", "filter", "fusion", "alpha", "top_alpha")
 
@@ -603,8 +607,8 @@ class HybridRetriever(RagSpineRetriever):
         Raises:
             TypeError: a channel of another class (it has no file format here: save it yourself).
             ValueError: a metadata value is not JSON-serialisable.
-            FileExistsError: ``path`` is a file, or a non-empty directory that is not a previous save (its files
-                are never deleted).
+            FileExistsError: ``path`` is a file, or a non-empty directory that is not a previous save, or a previous
+                save holding files a save does not write (nothing is deleted; the message names them).
         """
         channels: list[dict[str, str]] = []
         for i, r in enumerate(self.retrievers):
@@ -615,7 +619,7 @@ class HybridRetriever(RagSpineRetriever):
                 )
             channels.append({"kind": "bm25" if isinstance(r, BM25Retriever) else "dense", "dir": f"channel-{i}"})
         config = {"format": _FORMAT, "channels": channels, **{f: getattr(self, f) for f in _SAVED_FIELDS}}
-        with atomic_dir(path, marker=_CONFIG_FILE) as tmp:
+        with atomic_dir(path, marker=_CONFIG_FILE, writes=_SAVE_LAYOUT) as tmp:
             for r, ch in zip(self.retrievers, channels, strict=True):
                 r.save(tmp / ch["dir"])  # type: ignore[attr-defined]
             (tmp / _CONFIG_FILE).write_text(json.dumps(config, ensure_ascii=False, indent=1), "utf-8")

@@ -40,6 +40,7 @@ from langchain_ragspine.errors import StoreError
 from langchain_ragspine.stores.files import (
     RETRIEVER_CONFIG,
     atomic_dir,
+    layout,
     read_config,
     read_documents,
     write_documents,
@@ -53,6 +54,8 @@ FORMAT = "ragspine-bm25/1"
 CONFIG_FILE = RETRIEVER_CONFIG
 DOCS_FILE = "docs.jsonl"
 ARRAYS_DIR = "bm25s"
+#: Everything :func:`save_bm25_index` writes into its directory (the bm25s arrays directory as a whole).
+SAVE_LAYOUT = layout(CONFIG_FILE, DOCS_FILE, ARRAYS_DIR)
 
 
 def build_bm25_index(
@@ -373,7 +376,7 @@ def save_bm25_index(
         "num_docs": len(docs),
         "empty_index": index is None,
     }
-    with atomic_dir(path, marker=CONFIG_FILE) as tmp:
+    with atomic_dir(path, marker=CONFIG_FILE, writes=SAVE_LAYOUT) as tmp:
         (tmp / CONFIG_FILE).write_text(json.dumps(config, ensure_ascii=False, indent=1), "utf-8")
         write_documents(tmp / DOCS_FILE, docs)
         if index is not None:

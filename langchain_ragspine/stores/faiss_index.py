@@ -59,7 +59,7 @@ import numpy as np
 from langchain_ragspine._optional import import_optional
 from langchain_ragspine.embeddings.batching import l2_normalize
 from langchain_ragspine.errors import StoreError
-from langchain_ragspine.stores.files import atomic_dir, read_config
+from langchain_ragspine.stores.files import atomic_dir, layout, read_config
 
 __all__ = [
     "AUTO_HNSW_MIN_ROWS",
@@ -89,6 +89,8 @@ INDEX_FILE = "index.faiss"
 IDS_FILE = "ids.sqlite"
 META_FILE = "vector_index.json"
 _FORMAT = "ragspine-faiss/1"
+#: Everything :meth:`FaissVectorIndex.write_files` writes into a directory.
+SAVE_LAYOUT = layout(INDEX_FILE, IDS_FILE, META_FILE)
 _EXACT_BLOCK_ROWS = 65_536
 
 
@@ -428,7 +430,7 @@ class FaissVectorIndex:
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the index to directory ``path``, replacing it atomically (a temporary directory beside it is
         renamed into place): ``index.faiss`` (``faiss.write_index``), ``ids.sqlite``, ``vector_index.json``."""
-        with atomic_dir(path, marker=META_FILE) as tmp:
+        with atomic_dir(path, marker=META_FILE, writes=SAVE_LAYOUT) as tmp:
             self.write_files(tmp)
 
     @classmethod

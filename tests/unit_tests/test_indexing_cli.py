@@ -229,7 +229,7 @@ def test_regression_load_reads_the_saved_index_without_rebuilding(corpus: Path, 
     assert search(r, "清水寺")[0].metadata["doc_id"] == "kyoto"
 
 
-@pytest.mark.parametrize("damage", ["truncate_npy", "empty_npy", "bm25_is_file", "bad_vocab"])
+@pytest.mark.parametrize("damage", ["truncate_npy", "empty_npy", "bm25_is_file", "bad_vocab", "bad_config"])
 def test_regression_damaged_index_falls_back_and_ingest_repairs_it(corpus: Path, tmp_path: Path, damage):
     import shutil
 
@@ -246,6 +246,8 @@ def test_regression_damaged_index_falls_back_and_ingest_repairs_it(corpus: Path,
     elif damage == "bm25_is_file":
         shutil.rmtree(idx)
         idx.write_text("not an index")
+    elif damage == "bad_config":  # not a settings file a save wrote: ingest discards the directory and rebuilds
+        (idx / "retriever.json").write_text("{garbage")
     else:
         (idx / "bm25s" / "vocab.index.json").write_text("{garbage")
     with pytest.warns(StaleIndexWarning, match="rebuilt in memory"):

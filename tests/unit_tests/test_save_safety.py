@@ -67,3 +67,64 @@ def test_a_symlink_is_refused(tmp_path: Path):
     with pytest.raises(FileExistsError, match="not a directory"):
         _retrievers()["bm25"].save(tmp_path / "link")
     assert (tmp_path / "link").is_symlink() and real.is_dir()
+
+
+@pytest.mark.parametrize("kind", ["bm25", "dense", "hybrid"])
+def test_a_file_added_to_a_saved_index_is_refused_and_kept(tmp_path: Path, kind: str):
+    """Gap A (regression): save; the user adds mynotes.txt beside the index; a second save deleted it."""
+    r = _retrievers()[kind]
+    target = tmp_path / "idx"
+    r.save(target)
+    before = sorted(p.name for p in target.iterdir())
+    (target / "mynotes.txt").write_text("mine", "utf-8")
+    with pytest.raises(FileExistsError, match=r"idx: besides a saved index it holds mynotes\.txt"):
+        r.save(target)
+    assert sorted(p.name for p in target.iterdir()) == sorted([*before, "mynotes.txt"])
+    assert (target / "mynotes.txt").read_text("utf-8") == "mine"
+    assert [p.name for p in tmp_path.iterdir()] == ["idx"]
+    (target / "mynotes.txt").unlink()
+    r.save(target)  # once the note is moved out, the save replaces its own index again
+
+
+def test_a_file_added_inside_a_hybrid_channel_is_refused_and_kept(tmp_path: Path):
+    r = _retrievers()["hybrid"]
+    r.save(tmp_path / "idx")
+    (tmp_path / "idx" / "channel-0" / "mynotes.txt").write_text("mine", "utf-8")
+    with pytest.raises(FileExistsError, match=r"channel-0/mynotes\.txt"):
+        r.save(tmp_path / "idx")
+    assert (tmp_path / "idx" / "channel-0" / "mynotes.txt").read_text("utf-8") == "mine"
+
+
+@pytest.mark.parametrize("kind", ["bm25", "dense", "hybrid"])
+@pytest.mark.parametrize("config", ['{"my": "app config"}', '{"format": "other-tool/1"}', "not json", "[1]"])
+def test_a_users_own_settings_file_is_not_taken_for_a_saved_index(tmp_path: Path, kind: str, config: str):
+    """Gap B (regression): a folder with the user's own retriever.json (or hybrid.json) and thesis.docx was
+    replaced because only the marker's name was checked."""
+    folder = tmp_path / "project"
+    folder.mkdir()
+    for name in ("retriever.json", "hybrid.json"):
+        (folder / name).write_text(config, "utf-8")
+    (folder / "thesis.docx").write_bytes(b"years of work")
+    with pytest.raises(FileExistsError, match=r"project: the directory is not empty and holds no saved index"):
+        _retrievers()[kind].save(folder)
+    assert sorted(p.name for p in folder.iterdir()) == ["hybrid.json", "retriever.json", "thesis.docx"]
+    assert (folder / "retriever.json").read_text("utf-8") == config
+    assert [p.name for p in tmp_path.iterdir()] == ["project"]
+
+
+def test_the_faiss_index_save_refuses_foreign_entries_and_a_foreign_marker(tmp_path: Path):
+    import numpy as np
+
+    from langchain_ragspine.stores.faiss_index import FaissVectorIndex
+
+    index = FaissVectorIndex(np.eye(2, 4, dtype=np.float32), ["a", "b"])
+    index.save(tmp_path / "v")
+    (tmp_path / "v" / "mynotes.txt").write_text("mine", "utf-8")
+    with pytest.raises(FileExistsError, match=r"mynotes\.txt"):
+        index.save(tmp_path / "v")
+    assert (tmp_path / "v" / "mynotes.txt").exists()
+    (tmp_path / "w").mkdir()
+    (tmp_path / "w" / "vector_index.json").write_text('{"my": "app config"}', "utf-8")
+    with pytest.raises(FileExistsError, match="holds no saved index"):
+        index.save(tmp_path / "w")
+    assert [p.name for p in (tmp_path / "w").iterdir()] == ["vector_index.json"]
