@@ -40,7 +40,26 @@ from langchain_ragspine.documents import check_k
 from langchain_ragspine.retrievers.base import check_query
 from langchain_ragspine.sensitivity import drop_restricted, is_restricted
 
-__all__ = ["TextsAsDocumentsStore", "VersionedVectorStore", "as_chunks", "texts_as_documents"]
+__all__ = ["TextsAsDocumentsStore", "VersionedVectorStore", "as_chunks", "as_list", "texts_as_documents"]
+
+
+def as_list(value: Any, name: str, method: str) -> list[Any]:
+    """``value`` as a list, refusing what would be iterated by mistake: a single ``str`` / ``bytes`` (its
+    characters would become texts or ids: ``delete("abc")`` deleted ``a``, ``b`` and ``c``), ``None`` and a
+    non-iterable.  ``name`` is the argument and ``method`` the store method, both named in the message.
+
+    Raises:
+        TypeError: ``value`` is a ``str``, ``bytes``, ``None``, a mapping or not iterable (one line: pass a list).
+    """
+    if isinstance(value, (str, bytes, bytearray)):
+        hint = "a list of Documents (for plain strings use add_texts)" if name == "documents" else f"[{value!r:.40}]"
+        raise TypeError(
+            f"{method}: {name} must be a list, got a single {type(value).__name__} {value!r:.60}; pass a list, "
+            f"e.g. {hint}"
+        )
+    if value is None or isinstance(value, Mapping) or not isinstance(value, Iterable):
+        raise TypeError(f"{method}: {name} must be a list, got {type(value).__name__} {value!r:.60}; pass a list")
+    return list(value)
 
 
 def as_chunks(documents: Sequence[Document], ids: Sequence[str] | None = None) -> list[Document]:
@@ -82,16 +101,22 @@ def texts_as_documents(
     LangChain.
 
     Raises:
-        TypeError: a text that is not a ``str`` (its index named).
+        TypeError: ``texts``, ``metadatas`` or ``ids`` a single ``str`` / ``bytes`` or not a list
+            (:func:`as_list`); a text that is not a ``str`` or a metadata that is not a dict (its index named).
         ValueError: ``metadatas`` or ``ids`` of another length than ``texts`` (LangChain's default ``add_texts``
             zips them, silently dropping the texts beyond the ids).
     """
-    texts = list(texts)
+    texts = as_list(texts, "texts", "add_texts")
+    metadatas = None if metadatas is None else as_list(metadatas, "metadatas", "add_texts")
+    ids = None if ids is None else as_list(ids, "ids", "add_texts")
     for i, text in enumerate(texts):
         if not isinstance(text, str):
             raise TypeError(f"add_texts: texts[{i}] must be a str, got {type(text).__name__} {text!r:.60}")
     if metadatas and len(metadatas) != len(texts):
         raise ValueError(f"add_texts got {len(texts)} texts and {len(metadatas)} metadatas")
+    for i, meta in enumerate(metadatas or ()):
+        if not isinstance(meta, Mapping):
+            raise TypeError(f"add_texts: metadatas[{i}] must be a dict, got {type(meta).__name__} {meta!r:.60}")
     if ids and len(ids) != len(texts):
         raise ValueError(f"add_texts got {len(texts)} texts and {len(ids)} ids")
     return [Document(page_content=t, metadata=dict(metadatas[i]) if metadatas else {}) for i, t in enumerate(texts)]
@@ -124,7 +149,8 @@ class TextsAsDocumentsStore(VectorStore):
             TypeError, ValueError: see :func:`texts_as_documents` (a text that is not a ``str``; ``metadatas`` or
                 ``ids`` of another length than ``texts``) and ``add_documents``.
         """
-        return self.add_documents(texts_as_documents(texts, metadatas, ids), ids=ids or None, **kwargs)
+        id_list = None if ids is None else as_list(ids, "ids", "add_texts")
+        return self.add_documents(texts_as_documents(texts, metadatas, id_list), ids=id_list or None, **kwargs)
 
 
 class VersionedVectorStore(TextsAsDocumentsStore):
@@ -170,13 +196,16 @@ class VersionedVectorStore(TextsAsDocumentsStore):
         returns the ids, in order.  Each ``doc_id`` touched gets one new version.
 
         Raises:
-            ValueError, TypeError: see :func:`as_chunks`; the store's own validation (a NUL character, a
+            ValueError, TypeError: ``documents`` or ``ids`` not a list (:func:`as_list`); see :func:`as_chunks`;
+                the store's own validation (a NUL character, a
                 ``chunk_id`` that is another document's).
             RagSpineError: the embedding model failed (the store is unchanged).
         """
         ids = kwargs.pop("ids", None)
         if kwargs:
             raise TypeError(f"unexpected keyword arguments for add_documents: {sorted(kwargs)}")
+        documents = as_list(documents, "documents", "add_documents")
+        ids = None if ids is None else as_list(ids, "ids", "add_documents")
         chunks = as_chunks(documents, ids)
         if not chunks:
             return []
@@ -194,12 +223,13 @@ class VersionedVectorStore(TextsAsDocumentsStore):
 
         Raises:
             ValueError: ``ids`` is ``None`` (this store does not delete everything at once).
+            TypeError: ``ids`` a single ``str`` / ``bytes`` or not a list (:func:`as_list`).
         """
         if ids is None:
             raise ValueError("delete needs the ids to delete (this store does not delete everything at once)")
         if kwargs:
             raise TypeError(f"unexpected keyword arguments for delete: {sorted(kwargs)}")
-        gone = {str(i) for i in ids}
+        gone = {str(i) for i in as_list(ids, "ids", "delete")}
         found = self._read_by_ids(sorted(gone))
         doc_ids = sorted({str(d.metadata["doc_id"]) for d in found})
         current = self._active_chunks(doc_ids)
@@ -209,8 +239,12 @@ class VersionedVectorStore(TextsAsDocumentsStore):
         return True
 
     def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
-        """The current chunks with these ids, in the order asked; unknown and RESTRICTED ones are left out."""
-        return drop_restricted(self._read_by_ids([str(i) for i in ids]))
+        """The current chunks with these ids, in the order asked; unknown and RESTRICTED ones are left out.
+
+        Raises:
+            TypeError: ``ids`` a single ``str`` / ``bytes`` or not a list (:func:`as_list`).
+        """
+        return drop_restricted(self._read_by_ids([str(i) for i in as_list(ids, "ids", "get_by_ids")]))
 
     def similarity_search_with_score(
         self, query: str, k: int = 4, filter: Mapping[str, Any] | None = None, **kwargs: Any

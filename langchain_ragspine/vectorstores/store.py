@@ -70,7 +70,7 @@ from langchain_ragspine.retrievers.dense import DenseRetriever
 from langchain_ragspine.retrievers.hybrid import HybridRetriever
 from langchain_ragspine.sensitivity import drop_restricted, is_restricted
 from langchain_ragspine.stores.chunk_store import ChunkStore, StoredChunk
-from langchain_ragspine.vectorstores.base import TextsAsDocumentsStore
+from langchain_ragspine.vectorstores.base import TextsAsDocumentsStore, as_list
 
 __all__ = ["ChunkStoreBackend", "RagSpineStoreRetriever", "RagSpineVectorStore", "RecordBackend"]
 
@@ -353,12 +353,13 @@ class RagSpineVectorStore(TextsAsDocumentsStore):
         ``documents`` are not modified.
 
         Raises:
-            TypeError: an unknown keyword argument; an element that is not a ``Document`` (its index named); a
-                metadata value that is not JSON-serialisable.
+            TypeError: ``documents`` or ``ids`` a single ``str`` / ``bytes``, ``None`` or not a list
+                (:func:`~langchain_ragspine.vectorstores.base.as_list`); an unknown keyword argument; an element
+                that is not a ``Document`` (its index named); a metadata value that is not JSON-serialisable.
             ValueError: ``ids`` of another length than ``documents``; the reserved metadata key is used.
         """
         check_arguments(f"{type(self).__name__}.add_documents", kwargs, ("ids", "batch_size"))
-        docs = list(documents)
+        docs = as_list(documents, "documents", "add_documents")
         for i, doc in enumerate(docs):
             if not isinstance(doc, Document):
                 raise TypeError(
@@ -366,6 +367,7 @@ class RagSpineVectorStore(TextsAsDocumentsStore):
                     f"{doc!r:.60}; for plain strings use add_texts"
                 )
         ids = kwargs.get("ids")
+        ids = None if ids is None else as_list(ids, "ids", "add_documents")
         if ids is not None and len(ids) != len(docs):
             raise ValueError(f"add_documents got {len(docs)} documents and {len(ids)} ids")
         out: list[Document] = []
@@ -391,19 +393,24 @@ class RagSpineVectorStore(TextsAsDocumentsStore):
 
         Raises:
             ValueError: ``ids`` is ``None`` (deleting everything needs the ids: nothing is removed by accident).
-            TypeError: an unknown keyword argument.
+            TypeError: an unknown keyword argument; ``ids`` a single ``str`` / ``bytes`` or not a list.
         """
         check_arguments(f"{type(self).__name__}.delete", kwargs, ())
         if ids is None:
             raise ValueError("delete() needs the ids to remove (get them from add_documents or get_by_ids)")
         with self._lock:
-            self.backend.delete([str(i) for i in ids])
+            self.backend.delete([str(i) for i in as_list(ids, "ids", "delete")])
         return True
 
     def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
-        """The records with these ids, in the order of ``ids`` (unknown and RESTRICTED ones are left out)."""
+        """The records with these ids, in the order of ``ids`` (unknown and RESTRICTED ones are left out).
+
+        Raises:
+            TypeError: ``ids`` a single ``str`` / ``bytes`` or not a list (:func:`~langchain_ragspine.vectorstores.base.as_list`).
+        """
+        wanted = [str(i) for i in as_list(ids, "ids", "get_by_ids")]
         records = self._current().records
-        return drop_restricted(_copy(records[str(i)]) for i in ids if str(i) in records)
+        return drop_restricted(_copy(records[i]) for i in wanted if i in records)
 
     async def aget_by_ids(self, ids: Sequence[str], /) -> list[Document]:
         return await asyncio.to_thread(self.get_by_ids, ids)

@@ -146,3 +146,37 @@ async def test_async_paths_run_the_sync_ones(store: PostgresVectorStore) -> None
     retriever = store.as_retriever(search_kwargs={"k": 1})
     assert [d.id for d in await retriever.ainvoke("The rainy season")] == ["rain"] == [
         d.id for d in retriever.invoke("The rainy season")]
+
+
+@pytest.mark.parametrize(
+    ("case", "message"),
+    [
+        ("delete", r"delete: ids must be a list, got a single str 'abc'"),
+        ("get_by_ids", r"get_by_ids: ids must be a list, got a single str 'abc'"),
+        ("add_texts ids", r"add_texts: ids must be a list, got a single str 'abc'"),
+        ("add_texts texts", r"add_texts: texts must be a list, got a single str 'abc'"),
+        ("add_documents ids", r"add_documents: ids must be a list, got a single str 'abc'"),
+        ("add_documents None", r"add_documents: documents must be a list, got NoneType"),
+        ("metadatas [None]", r"add_texts: metadatas\[0\] must be a dict, got NoneType"),
+        ("metadatas ['x']", r"add_texts: metadatas\[0\] must be a dict, got str 'x'"),
+    ],
+)
+def test_a_single_string_for_a_list_is_a_type_error_and_changes_nothing(
+    store: PostgresVectorStore, case: str, message: str
+) -> None:
+    """Regression (new-user trial 16b): ``delete("abc")`` deleted a, b and c and kept abc."""
+    store.add_texts(["apple", "banana", "cherry", "all three"], ids=["a", "b", "c", "abc"])
+    calls = {
+        "delete": lambda: store.delete("abc"),
+        "get_by_ids": lambda: store.get_by_ids("abc"),
+        "add_texts ids": lambda: store.add_texts(["x1", "x2", "x3"], ids="abc"),
+        "add_texts texts": lambda: store.add_texts("abc"),
+        "add_documents ids": lambda: store.add_documents([Document("x1"), Document("x2"), Document("x3")], ids="abc"),
+        "add_documents None": lambda: store.add_documents(None),
+        "metadatas [None]": lambda: store.add_texts(["m"], metadatas=[None]),
+        "metadatas ['x']": lambda: store.add_texts(["m"], metadatas=["x"]),
+    }
+    with pytest.raises(TypeError, match=message):
+        calls[case]()
+    got = store.get_by_ids(["a", "b", "c", "abc"])
+    assert [d.page_content for d in got] == ["apple", "banana", "cherry", "all three"]

@@ -113,3 +113,51 @@ def test_the_stores_retriever_gives_the_retrievers_line(store, search_type, bad)
         r.invoke(bad)
     with pytest.raises(TypeError, match=pattern):
         asyncio.run(r.ainvoke(bad))
+
+
+# -- a single string where a list is expected (new-user trial 16b: iterated as characters, data loss) --------------
+STRING_FOR_A_LIST = {
+    "delete": (lambda s: s.delete("abc"), r"delete: ids must be a list, got a single str 'abc'; pass a list"),
+    "get_by_ids": (lambda s: s.get_by_ids("abc"), r"get_by_ids: ids must be a list, got a single str 'abc'"),
+    "add_texts ids": (lambda s: s.add_texts(["x1", "x2", "x3"], ids="abc"), r"add_texts: ids must be a list"),
+    "add_texts texts": (lambda s: s.add_texts("abc"), r"add_texts: texts must be a list, got a single str 'abc'"),
+    "add_texts bytes": (lambda s: s.add_texts(b"abc"), r"add_texts: texts must be a list, got a single bytes"),
+    "add_documents ids": (
+        lambda s: s.add_documents([Document("x1"), Document("x2"), Document("x3")], ids="abc"),
+        r"add_documents: ids must be a list, got a single str 'abc'",
+    ),
+    "add_documents str": (lambda s: s.add_documents("abc"), r"add_documents: documents must be a list.*add_texts"),
+    "add_documents None": (lambda s: s.add_documents(None), r"add_documents: documents must be a list, got NoneType"),
+    "metadatas [None]": (lambda s: s.add_texts(["m"], metadatas=[None]), r"add_texts: metadatas\[0\] must be a dict"),
+    "metadatas ['x']": (lambda s: s.add_texts(["m"], metadatas=["x"]), r"metadatas\[0\] must be a dict, got str 'x'"),
+}
+
+
+@pytest.mark.parametrize("case", list(STRING_FOR_A_LIST))
+def test_a_single_string_for_a_list_is_one_clear_type_error_and_changes_nothing(tmp_path, case):
+    call, message = STRING_FOR_A_LIST[case]
+    s = RagSpineVectorStore(tmp_path / "store", HashingEmbeddings(64))
+    s.add_texts(["apple", "banana", "cherry", "all three"], ids=["a", "b", "c", "abc"])
+    with pytest.raises(TypeError, match=message) as err:
+        call(s)
+    assert len(str(err.value).splitlines()) == 1
+    assert _all_ids(s) == ["a", "abc", "b", "c"]
+    assert [d.page_content for d in s.get_by_ids(["a", "b", "c", "abc"])] == ["apple", "banana", "cherry", "all three"]
+    s.close()
+
+
+def test_the_async_methods_refuse_a_single_string_too(store):
+    with pytest.raises(TypeError, match="delete: ids must be a list"):
+        asyncio.run(store.adelete("tsuyu"))
+    with pytest.raises(TypeError, match="add_texts: texts must be a list"):
+        asyncio.run(store.aadd_texts("abc"))
+    with pytest.raises(TypeError, match="get_by_ids: ids must be a list"):
+        asyncio.run(store.aget_by_ids("tsuyu"))
+    assert _all_ids(store) == ["beijing", "paris", "tsuyu"]
+
+
+def test_lists_tuples_and_generators_are_still_taken(store):
+    assert store.add_texts(iter(["g1 text", "g2 text"]), ids=("g1", "g2")) == ["g1", "g2"]
+    assert [d.id for d in store.get_by_ids(("g1", "g2"))] == ["g1", "g2"]
+    store.delete(iter(["g1"]))
+    assert [d.id for d in store.get_by_ids(["g1", "g2"])] == ["g2"]
