@@ -197,8 +197,7 @@ class VersionedVectorStore(TextsAsDocumentsStore):
 
         Raises:
             ValueError, TypeError: ``documents`` or ``ids`` not a list (:func:`as_list`); see :func:`as_chunks`;
-                the store's own validation (a NUL character, a
-                ``chunk_id`` that is another document's).
+                the store's own validation (a NUL character, a ``chunk_id`` that is another document's).
             RagSpineError: the embedding model failed (the store is unchanged).
         """
         ids = kwargs.pop("ids", None)
