@@ -12,7 +12,9 @@ wins.
   ``SENSITIVITY`` all name the label), values upper-cased.
 * **Restricted.**  A value is restricted when the word ``RESTRICTED`` is among the ASCII-letter runs of its folded
   form: ``"restricted"``, ``"RESTRICTED, INTERNAL"``, ``"Restricted."``, ``"RESTRICTED（社外秘）"`` and a list holding
-  any of these are restricted; ``"UNRESTRICTED"`` (one other word) is not.
+  any of these are restricted; ``"UNRESTRICTED"`` (one other word) is not.  Labels of other types are read by
+  :func:`is_restricted_label` (bytes decoded, an Enum's value, nested lists and mappings searched at any depth);
+  a value it cannot read as a label (a number, a bool, any other object) is restricted.
 * **Most restrictive.**  :data:`KNOWN_SENSITIVITIES` is ordered from least to most restrictive; of several labels
   (duplicate keys, a list, sources that disagree) :func:`most_restrictive` keeps the highest, and when one of them
   is not a known label — so no order is known — the result is RESTRICTED.
@@ -23,6 +25,7 @@ Categories.
 
 from __future__ import annotations
 
+import enum
 import functools
 import re
 import unicodedata
@@ -116,13 +119,57 @@ def _words(value: str) -> tuple[str, ...]:
 
 
 def is_restricted_label(value: Any) -> bool:
-    """Whether a label value is RESTRICTED: a string with the word ``RESTRICTED`` among :func:`label_words`, or a
-    list / tuple / set holding such a string.  Any other value (``None``, a number) is not."""
+    """Whether a label value is RESTRICTED.  Fails closed: a value that cannot be read as a label is RESTRICTED.
+
+    * ``None``: not restricted (no label).
+    * a string: restricted when the word ``RESTRICTED`` is among its :func:`label_words` (``"restricted"``,
+      ``"RESTRICTED, INTERNAL"``; not ``"PUBLIC"``, ``""`` or ``"UNRESTRICTED"``).
+    * ``bytes`` / ``bytearray`` / ``memoryview``: decoded as UTF-8 (undecodable bytes replaced), then as a string.
+    * an ``enum.Enum`` member: its ``value``, read by these same rules.
+    * a list / tuple / set / frozenset: restricted when any item is, at any depth (``["x", ["restricted"]]``); an
+      empty one is not.
+    * a mapping: restricted when any key or value is, at any depth (``{"level": "restricted"}``); an empty one is
+      not.
+    * anything else — a number, a bool, any other object — and a container nested deeper than
+      :data:`_MAX_DEPTH` levels (or a self-containing one), or one whose iteration raises: restricted.  Such a value
+      is not a label the package knows how to read, and an ambiguous label is RESTRICTED.
+
+    Example:
+        >>> is_restricted_label(["PUBLIC", "INTERNAL"]), is_restricted_label({"level": "Restricted"})
+        (False, True)
+        >>> is_restricted_label(b"RESTRICTED"), is_restricted_label(3), is_restricted_label(None)
+        (True, True, False)
+    """
+    if isinstance(value, str):  # the common case first
+        return RESTRICTED_SENSITIVITY in _words(value)
+    try:
+        return _is_restricted_value(value, 0)
+    except Exception:  # a container that cannot be read (its iteration raised): fail closed
+        return True
+
+
+#: How deep :func:`is_restricted_label` reads nested containers; deeper (or self-containing) ones are RESTRICTED.
+_MAX_DEPTH = 32
+
+
+def _is_restricted_value(value: Any, depth: int) -> bool:
+    if value is None:
+        return False
     if isinstance(value, str):
         return RESTRICTED_SENSITIVITY in _words(value)
+    if depth >= _MAX_DEPTH:
+        return True
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return _is_restricted_value(bytes(value).decode("utf-8", errors="replace"), depth + 1)
+    if isinstance(value, enum.Enum):
+        return _is_restricted_value(value.value, depth + 1)
+    if isinstance(value, Mapping):
+        return any(
+            _is_restricted_value(k, depth + 1) or _is_restricted_value(v, depth + 1) for k, v in value.items()
+        )
     if isinstance(value, _LIST_TYPES):
-        return any(isinstance(v, str) and RESTRICTED_SENSITIVITY in _words(v) for v in value)
-    return False
+        return any(_is_restricted_value(v, depth + 1) for v in value)
+    return True  # a number, a bool, any other object: not a readable label
 
 
 def is_restricted(metadata: Any) -> bool:

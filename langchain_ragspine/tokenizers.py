@@ -197,6 +197,9 @@ _local = threading.local()
 def fugashi_tagger() -> Any:
     """This thread's ``fugashi.Tagger`` over the unidic-lite dictionary (created on first use, then reused).
 
+    The raw tagger: give it :func:`mecab_pieces` of a text that may exceed :data:`MECAB_MAX_CHARS` characters (MeCab
+    crashes the process on a very long line).
+
     Raises:
         ImportError: fugashi or unidic-lite is not installed (both are core dependencies).
     """
@@ -237,16 +240,80 @@ def _surface_tagger() -> Any:
     return tagger
 
 
-def mecab_surfaces(text: str) -> list[str]:
-    """The surface forms of the morphemes MeCab (unidic-lite) finds in ``text``, in order — exactly
-    ``[w.surface for w in fugashi_tagger()(text)]``, about twice as fast: MeCab prints the surfaces itself, so no
-    Python object is made per morpheme.  A text holding the separator (BEL) or a NUL character takes the node path.
+#: The most characters one MeCab call is given.  MeCab (fugashi 1.x, unidic-lite) crashes the process with a
+#: segmentation fault on one line of roughly 850,000 characters or more (``"東京の天気は晴れ。" * 100_000``, 900,000
+#: characters, crashes; 810,000 does not), so longer text is parsed in pieces of at most this many characters
+#: (:func:`mecab_pieces`), far below the crash.  Text up to this length is one piece, tokenized exactly as before.
+MECAB_MAX_CHARS = 65_536
+
+# Where a long text is cut, best first: after a line break, after a sentence end, after whitespace.
+_CUT_AFTER = ("\n\r\u2028\u2029\x0b\x0c\x1c\x1d\x1e\x85", "。！？｡.!?", " \t\u3000")
+
+
+def _cut_point(text: str, start: int, end: int) -> int:
+    """Where to end the piece of ``text`` that starts at ``start`` and may end at most at ``end`` (``end < len``):
+    just after the last line break, else sentence end, else whitespace in the second half of the window; else
+    ``end``, moved back so that it splits no surrogate pair and leaves no combining mark, variation selector or
+    zero-width joiner at the start of the next piece."""
+    low = start + (end - start) // 2
+    for chars in _CUT_AFTER:
+        cut = max(text.rfind(ch, low, end) for ch in chars)
+        if cut >= low:
+            return cut + 1
+    cut = end
+    while cut > low and (
+        "\udc00" <= text[cut] <= "\udfff"
+        or text[cut - 1] == "\u200d"
+        or unicodedata.category(text[cut]) in ("Mn", "Mc", "Me")
+        or text[cut] == "\u200d"
+    ):
+        cut -= 1
+    return cut if cut > low else end
+
+
+def mecab_pieces(text: str, max_chars: int = MECAB_MAX_CHARS) -> list[str]:
+    """``text`` cut into consecutive pieces of at most ``max_chars`` characters (default :data:`MECAB_MAX_CHARS`)
+    for MeCab, which crashes on very long lines.  ``"".join(pieces) == text``; a text of at most ``max_chars``
+    characters is the one piece ``[text]``.  Each cut is just after the last line break in the second half of the
+    window, else the last sentence end (``。！？.!?``), else the last whitespace; with none of them, a hard cut that
+    does not split a surrogate pair or put a combining mark / zero-width joiner at the start of a piece.
+
+    Raises:
+        ValueError: ``max_chars`` < 2.
     """
+    if max_chars < 2:
+        raise ValueError(f"max_chars must be at least 2, got {max_chars}")
+    if len(text) <= max_chars:
+        return [text]
+    pieces: list[str] = []
+    start = 0
+    while len(text) - start > max_chars:
+        cut = _cut_point(text, start, start + max_chars)
+        pieces.append(text[start:cut])
+        start = cut
+    pieces.append(text[start:])
+    return pieces
+
+
+def _mecab_surfaces(text: str) -> list[str]:
     if _SURFACE_END in text or "\0" in text:
         return [w.surface for w in fugashi_tagger()(text)]
     out = _surface_tagger().parse(text).split(_SURFACE_END)
     out.pop()  # after the last separator: the (empty) end of sentence
     return out
+
+
+def mecab_surfaces(text: str) -> list[str]:
+    """The surface forms of the morphemes MeCab (unidic-lite) finds in ``text``, in order — exactly
+    ``[w.surface for w in fugashi_tagger()(text)]``, about twice as fast: MeCab prints the surfaces itself, so no
+    Python object is made per morpheme.  A text holding the separator (BEL) or a NUL character takes the node path.
+
+    A text longer than :data:`MECAB_MAX_CHARS` is parsed piece by piece (:func:`mecab_pieces`) and the surfaces
+    concatenated, so a huge one-line text cannot crash MeCab; only morphemes at a cut can differ from one parse.
+    """
+    if len(text) <= MECAB_MAX_CHARS:
+        return _mecab_surfaces(text)
+    return [s for piece in mecab_pieces(text) for s in _mecab_surfaces(piece)]
 
 
 def _is_symbol(token: str) -> bool:

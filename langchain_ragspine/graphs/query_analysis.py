@@ -202,9 +202,9 @@ def rewrite_query_deterministic(query: str) -> str:
         if not CJK_CHAR_RE.search(run):
             words.extend(w for w in re.findall(r"[^\W_]+(?:[-'][^\W_]+)*", run) if w.lower() not in ENGLISH_STOPWORDS)
         elif japanese:
-            from langchain_ragspine.tokenizers import fugashi_tagger
+            from langchain_ragspine.tokenizers import fugashi_tagger, mecab_pieces
 
-            for w in fugashi_tagger()(run):
+            for w in (w for piece in mecab_pieces(run) for w in fugashi_tagger()(piece)):
                 surface = w.surface
                 if not surface or getattr(w.feature, "pos1", None) in _DROP_POS or surface in JAPANESE_QUESTION_WORDS:
                     continue

@@ -136,7 +136,7 @@ def test_is_restricted_on_documents_and_mappings():
     assert is_restricted({"sensitivity": ("PUBLIC", "RESTRICTED")})
     assert not is_restricted({"sensitivity": "PUBLIC"})
     assert not is_restricted(None)
-    assert not is_restricted({"sensitivity": 5})
+    assert is_restricted({"sensitivity": 5})  # not a readable label: fails closed
 
 
 PADDING = st.sampled_from(["", " ", "\t", "\n", "\u3000", "\u200b", "\ufeff"])
