@@ -35,7 +35,7 @@ from pydantic import ConfigDict, field_validator
 
 from langchain_ragspine.documents import check_k
 from langchain_ragspine.filters import and_filters, compile_filter
-from langchain_ragspine.retrievers._choices import check_choices, listing
+from langchain_ragspine.retrievers._choices import ChoicePrompter
 from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, SyncCall
 from langchain_ragspine.retrievers.contract import ainvoke_retriever, invoke_retriever
 from langchain_ragspine.retrievers.query_transform import add_trace_entry, call_params
@@ -112,7 +112,7 @@ FILTER_PROMPT = ChatPromptTemplate.from_messages([
 ])
 
 
-class LLMFilterExtractor:
+class LLMFilterExtractor(ChoicePrompter):
     """Extract a filter with a chat model.
 
     Args:
@@ -126,15 +126,14 @@ class LLMFilterExtractor:
     conjunction).  Never raises.
     """
 
+    default_prompt = FILTER_PROMPT
+    listing_key = "fields"
+    empty_message = "fields must name at least one metadata field"
+
     def __init__(self, llm: BaseChatModel, fields: Mapping[str, str], prompt: ChatPromptTemplate | None = None
                  ) -> None:
-        self.fields = check_choices(llm, fields, "fields must name at least one metadata field")
-        self.llm = llm
-        self.prompt = prompt or FILTER_PROMPT
-
-    def messages(self, question: str) -> list[Any]:
-        """The messages sent to the model."""
-        return self.prompt.format_messages(fields=listing(self.fields), question=question)
+        super().__init__(llm, fields, prompt)
+        self.fields = self.choices
 
     def parse(self, reply: Any) -> dict[str, Any] | None:
         """The filter in ``reply``, or ``None`` (see the class docstring)."""
@@ -171,9 +170,6 @@ class LLMFilterExtractor:
         except Exception as e:  # noqa: BLE001
             logger.warning("LLMFilterExtractor: extraction failed, no filter: %s", e)
             return None
-
-    def __repr__(self) -> str:
-        return f"LLMFilterExtractor({sorted(self.fields)})"
 
 
 Extractor = Callable[..., "dict[str, Any] | None"]

@@ -50,7 +50,7 @@ from pydantic import ConfigDict, field_validator
 
 from langchain_ragspine.documents import check_k, dedupe_by, doc_key
 from langchain_ragspine.filters import compile_filter
-from langchain_ragspine.retrievers._choices import check_choices, listing
+from langchain_ragspine.retrievers._choices import ChoicePrompter
 from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, RetrieverCall, SyncCall
 from langchain_ragspine.retrievers.contract import asearch_each, search_each
 from langchain_ragspine.retrievers.deny_list import fold_term
@@ -136,7 +136,7 @@ class KeywordRouter:
         return f"KeywordRouter({sorted(self.rules)})"
 
 
-class LLMRouter:
+class LLMRouter(ChoicePrompter):
     """Select indexes with a chat model that reads their descriptions.
 
     Args:
@@ -148,16 +148,15 @@ class LLMRouter:
     they appear; unknown names are ignored.  A failed call raises (the retriever then searches every index).
     """
 
+    default_prompt = ROUTER_PROMPT
+    listing_key = "indexes"
+    empty_message = "descriptions must name at least one index"
+
     def __init__(
         self, llm: BaseChatModel, descriptions: Mapping[str, str], prompt: ChatPromptTemplate | None = None
     ) -> None:
-        self.descriptions = check_choices(llm, descriptions, "descriptions must name at least one index")
-        self.llm = llm
-        self.prompt = prompt or ROUTER_PROMPT
-
-    def messages(self, query: str) -> list[Any]:
-        """The messages sent to the model."""
-        return self.prompt.format_messages(indexes=listing(self.descriptions), question=query)
+        super().__init__(llm, descriptions, prompt)
+        self.descriptions = self.choices
 
     def parse(self, reply: Any) -> list[str]:
         """The known index ids named in ``reply``, in order of first mention."""
@@ -175,9 +174,6 @@ class LLMRouter:
     async def acall(self, query: str, config: RunnableConfig | None = None) -> list[str]:
         """Async ``__call__``."""
         return self.parse(await self.llm.ainvoke(self.messages(query), config))
-
-    def __repr__(self) -> str:
-        return f"LLMRouter({sorted(self.descriptions)})"
 
 
 # -- fusion and the graph reducer ---------------------------------------------------------------------------------------
