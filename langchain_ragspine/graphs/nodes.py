@@ -33,7 +33,6 @@ from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable, RunnableConfig
-from langgraph._internal._runnable import RunnableCallable
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
@@ -74,6 +73,11 @@ from langchain_ragspine.graphs.state import (
 )
 from langchain_ragspine.retrievers.contract import invoke_retriever, retriever_params
 from langchain_ragspine.tokenizers import Tokenizer
+
+try:  # the runnable LangGraph's own __start__ task uses (private: if a LangGraph release moves it, inputs go unchecked)
+    from langgraph._internal._runnable import RunnableCallable
+except ImportError:  # pragma: no cover - depends on the installed LangGraph
+    RunnableCallable = None  # type: ignore[assignment,misc]
 
 __all__ = [
     "REWRITE_PROMPT",
@@ -197,6 +201,7 @@ def run_retrieval(
     k: int | None = None,
     config: Any = None,
 ) -> tuple[list[Document], list[Document], dict[str, Any]]:
+
     """Retrieve ``query`` through the retriever-call contract and gate the result: ``(kept, raw, info)``.
 
     :func:`~langchain_ragspine.retrievers.contract.invoke_retriever` asks any retriever for ``k`` results matching
@@ -751,8 +756,10 @@ def compile_graph(
     ``__start__`` task, so ``invoke``, ``stream``, their async forms, subgraph use and ``langgraph dev`` all pass
     through it)."""
     graph = builder.compile(checkpointer=checkpointer, name=name)
-    start = graph.nodes[START]
-    graph.nodes[START] = start.copy({"bound": RunnableCallable(partial(check_input, graph=name), name=START, trace=False)})
+    if RunnableCallable is not None:
+        start = graph.nodes[START]
+        check = RunnableCallable(partial(check_input, graph=name), name=START, trace=False)
+        graph.nodes[START] = start.copy({"bound": check})
     return graph.with_config(recursion_limit=recursion_limit_for(max_steps))
 
 
