@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable, Mapping
 
-__all__ = ["SYNONYMS", "check_arguments", "unknown_arguments_message"]
+__all__ = ["SYNONYMS", "check_arguments", "close_names", "unknown_arguments_message"]
 
 #: Names users bring from LangChain, Haystack or LlamaIndex, and the package's name for the same thing.
 SYNONYMS: Mapping[str, str] = {
@@ -39,12 +39,24 @@ def unknown_arguments_message(owner: str, unknown: Iterable[str], known: Iterabl
     names = sorted(set(known))
     parts = []
     for name in unknown:
-        close = [SYNONYMS[name]] if SYNONYMS.get(name) in names else []
-        close += [c for c in difflib.get_close_matches(name, names, n=3, cutoff=0.6) if c not in close]
+        close = close_names(name, names)
         hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
         parts.append(f"{name!r}{hint}")
     plural = "s" if len(parts) > 1 else ""
     return f"{owner} got unexpected {what}{plural} {', '.join(parts)}; known: {', '.join(repr(n) for n in names)}"
+
+
+def close_names(name: str, known: Iterable[str]) -> list[str]:
+    """The known names ``name`` may have meant: its :data:`SYNONYMS` entry when known, then up to 3 close matches
+    (:func:`difflib.get_close_matches`, similarity >= 0.6); ``[]`` when none.
+
+    Example:
+        >>> close_names("filter", ["question", "messages", "filters"]), close_names("summary", ["filters"])
+        (['filters'], [])
+    """
+    names = sorted(set(known))
+    close = [SYNONYMS[name]] if SYNONYMS.get(name) in names else []
+    return close + [c for c in difflib.get_close_matches(name, names, n=3, cutoff=0.6) if c not in close]
 
 
 def check_arguments(owner: str, given: Iterable[str], known: Iterable[str], *, what: str = "argument") -> None:

@@ -9,7 +9,7 @@ One home for the few rules every retriever, compressor, graph node and evaluator
   absent channel being ``None``; a stage adds its own channel and keeps the others;
 * **ties** — a ranking by score breaks ties on the chunk identity, so the same input always gives the same order;
 * **identities** — a retriever indexes the documents it is given, each with an identity: a document without any gets
-  a copy with a deterministic one (:func:`with_identities`, :func:`position_chunk_id`).
+  a copy with a deterministic one made from its text (:func:`with_identities`, :func:`content_chunk_id`).
 
 The module depends on ``langchain_core`` only, so any module of the package (stores, retrievers, compressors,
 graphs, evaluation) may import it.
@@ -21,13 +21,14 @@ import copy
 import hashlib
 import math
 import numbers
+import warnings
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from langchain_core.documents import Document
 
 __all__ = [
-    "SCORE_CHANNELS", "ChunkScores", "check_k", "copy_metadata", "dedupe", "dedupe_by", "doc_key", "position_chunk_id", "with_identities",
+    "SCORE_CHANNELS", "ChunkScores", "check_k", "copy_metadata", "dedupe", "dedupe_by", "doc_key", "content_chunk_id", "with_identities",
     "score_of", "top_k", "with_scores",
 ]
 
@@ -90,19 +91,23 @@ def doc_key(doc: Document) -> str | None:
     return doc.id or None
 
 
-def position_chunk_id(position: int, text: str) -> str:
+def content_chunk_id(text: str, repeat: int = 0) -> str:
     """The identity given to a document that has neither ``metadata["chunk_id"]`` nor ``Document.id`` (a plain
-    LangChain document, e.g. ``RecursiveCharacterTextSplitter`` output): ``"chunk-{position}-{h}"``, ``h`` the first
-    12 hex digits of SHA-256 of ``text`` (UTF-8).  Deterministic: the same list gives the same ids in every
-    retriever built from it (so the channels of a hybrid retriever agree), and two chunks with the same text at
-    different positions stay two chunks.
+    LangChain document, e.g. ``RecursiveCharacterTextSplitter`` output): ``"chunk-{h}"``, ``h`` the first 16 hex
+    digits of SHA-256 of ``text`` (UTF-8), for the first such document with that text in a list, and
+    ``"chunk-{h}-{repeat}"`` for its ``repeat``-th repeat (1, 2, ...), so two chunks with the same text stay two
+    chunks.
+
+    The id depends on the text, not on the position, so two retrievers built from the same documents agree whatever
+    the order or subset they were given (the channels of a hybrid retriever built separately match up).  Only
+    repeated texts depend on the order: the n-th keyless copy of a text is ``-{n}`` in each list.
 
     Example:
-        >>> position_chunk_id(0, "apple")
-        'chunk-0-3a7bd3e2360a'
+        >>> content_chunk_id("apple"), content_chunk_id("apple", 1)
+        ('chunk-3a7bd3e2360a3d29', 'chunk-3a7bd3e2360a3d29-1')
     """
-    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
-    return f"chunk-{position}-{digest}"
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"chunk-{digest}" if repeat == 0 else f"chunk-{digest}-{repeat}"
 
 
 _SCALARS = (str, int, float, bool, type(None))
@@ -120,25 +125,52 @@ def with_identities(documents: Iterable[Document]) -> list[Document]:
     """``documents`` as a list in which each has an identity (see :func:`doc_key`): a document with
     ``metadata["chunk_id"]`` or ``Document.id`` is kept as it is (the same object, not copied: at a million chunks a
     copy costs about 0.8 GB and seconds of build time); one with neither is replaced by a copy with
-    ``chunk_id`` = ``id`` = :func:`position_chunk_id` ``(i, page_content)``, ``i`` its position in ``documents``, so
-    two retrievers built from one list agree.  ``documents`` are not modified.
+    ``chunk_id`` = ``id`` = :func:`content_chunk_id` ``(page_content, n)``, ``n`` the number of keyless documents
+    with the same text before it in ``documents``, so two retrievers built from the same documents agree, in any
+    order or subset.  ``documents`` are not modified.
+
+    Warns:
+        UserWarning: once per call, when documents with different texts share an identity (two chunks given the
+            same ``chunk_id``, say): they are indexed as given, but a search or a fusion keyed by identity may return
+            one of them under the other's id, or drop one.  The message names the first such id.
 
     Example:
         >>> from langchain_core.documents import Document
-        >>> src = [Document(page_content="apple"), Document(page_content="pear", metadata={"chunk_id": "p#0"})]
+        >>> src = [Document(page_content="apple"), Document(page_content="pear", metadata={"chunk_id": "p#0"}),
+        ...        Document(page_content="apple")]
         >>> out = with_identities(src)
         >>> [(d.id, d.metadata.get("chunk_id")) for d in out], out[1] is src[1]
-        ([('chunk-0-3a7bd3e2360a', 'chunk-0-3a7bd3e2360a'), (None, 'p#0')], True)
+        ([('chunk-3a7bd3e2360a3d29', 'chunk-3a7bd3e2360a3d29'), (None, 'p#0'), \
+('chunk-3a7bd3e2360a3d29-1', 'chunk-3a7bd3e2360a3d29-1')], True)
         >>> src[0].id is None and src[0].metadata == {}
         True
     """
     out: list[Document] = []
-    for i, doc in enumerate(documents):
-        if doc_key(doc) is None:
+    repeats: dict[str, int] = {}
+    texts: dict[str, str] = {}
+    clash: str | None = None
+    n_clash = 0
+    for doc in documents:
+        key = doc_key(doc)
+        if key is None:
+            n = repeats.get(doc.page_content, 0)
+            repeats[doc.page_content] = n + 1
             md = copy_metadata(doc.metadata)
-            md["chunk_id"] = cid = position_chunk_id(i, doc.page_content)
-            doc = doc.model_copy(update={"metadata": md, "id": cid})
+            md["chunk_id"] = key = content_chunk_id(doc.page_content, n)
+            doc = doc.model_copy(update={"metadata": md, "id": key})
+        seen = texts.setdefault(key, doc.page_content)
+        if seen is not doc.page_content and seen != doc.page_content:
+            n_clash += 1
+            clash = key if clash is None else clash
         out.append(doc)
+    if clash is not None:
+        warnings.warn(
+            f"{n_clash} document(s) share an identity with a document of different text, first {clash!r}: a chunk's "
+            "id (metadata chunk_id, else Document.id) must be unique; results keyed by it may show one chunk under "
+            "another's id or drop one (give each chunk its own chunk_id)",
+            UserWarning,
+            stacklevel=3,
+        )
     return out
 
 
@@ -170,8 +202,9 @@ def with_scores(doc: Document, **scores: float | None) -> Document:
 
     Channels ``doc`` already carries are kept unless ``scores`` names them; absent ones are ``None``.  ``doc`` is not
     modified (its metadata dict is copied; the values are shared).  The copy's ``id`` is the chunk's identity,
-    :func:`doc_key` (``chunk_id``, else ``Document.id``), so every scored result a retriever or compressor returns
-    has ``id = chunk_id``.
+    :func:`doc_key` (``chunk_id``, else ``Document.id``), and a copy of a document that has only ``Document.id`` gets
+    ``metadata["chunk_id"]`` = that id, so every scored result a retriever or compressor returns has
+    ``id == metadata["chunk_id"]``.
 
     Example:
         >>> from langchain_core.documents import Document
@@ -180,6 +213,8 @@ def with_scores(doc: Document, **scores: float | None) -> Document:
         {'bm25': 2.5, 'vector': None, 'fused': 2.5, 'rerank': 0.9}
         >>> with_scores(Document(page_content="x", metadata={"chunk_id": "a#0"})).id
         'a#0'
+        >>> with_scores(Document(page_content="x", id="my-0")).metadata["chunk_id"]
+        'my-0'
     """
     md = dict(doc.metadata)
     merged: dict[str, float | None] = dict.fromkeys(SCORE_CHANNELS)
@@ -188,7 +223,10 @@ def with_scores(doc: Document, **scores: float | None) -> Document:
         merged.update(prev)
     merged.update(scores)
     md["scores"] = ChunkScores(merged)
-    return Document(page_content=doc.page_content, metadata=md, id=doc_key(doc))
+    key = doc_key(doc)
+    if key is not None and md.get("chunk_id") in (None, ""):
+        md["chunk_id"] = key  # a document keyed by Document.id alone: its results carry chunk_id = id too
+    return Document(page_content=doc.page_content, metadata=md, id=key)
 
 
 def score_of(doc: Document, name: str) -> float | None:

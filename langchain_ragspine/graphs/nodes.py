@@ -33,10 +33,11 @@ from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable, RunnableConfig
-from langgraph.graph import END, StateGraph
+from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
+from langchain_ragspine.arguments import close_names, unknown_arguments_message
 from langchain_ragspine.chains.answer import (
     NO_RETRIEVAL_NOTE,
     detect_language,
@@ -72,6 +73,11 @@ from langchain_ragspine.graphs.state import (
 )
 from langchain_ragspine.retrievers.contract import invoke_retriever, retriever_params
 from langchain_ragspine.tokenizers import Tokenizer
+
+try:  # the runnable LangGraph's own __start__ task uses (private: if a LangGraph release moves it, inputs go unchecked)
+    from langgraph._internal._runnable import RunnableCallable
+except ImportError:  # pragma: no cover - depends on the installed LangGraph
+    RunnableCallable = None  # type: ignore[assignment,misc]
 
 __all__ = [
     "REWRITE_PROMPT",
@@ -195,6 +201,7 @@ def run_retrieval(
     k: int | None = None,
     config: Any = None,
 ) -> tuple[list[Document], list[Document], dict[str, Any]]:
+
     """Retrieve ``query`` through the retriever-call contract and gate the result: ``(kept, raw, info)``.
 
     :func:`~langchain_ragspine.retrievers.contract.invoke_retriever` asks any retriever for ``k`` results matching
@@ -708,13 +715,51 @@ def new_graph(state_schema: type[Any], output_schema: type[Any]) -> StateGraph[A
     return StateGraph(state_schema, context_schema=RAGContext, input_schema=RAGInput, output_schema=output_schema)
 
 
+#: The keys a graph input may have (:class:`~langchain_ragspine.graphs.state.RAGInput`).
+INPUT_KEYS: frozenset[str] = RAGInput.__required_keys__ | RAGInput.__optional_keys__
+
+
+def check_input(value: Any, config: RunnableConfig, *, graph: str) -> Any:
+    """Check a graph's input before LangGraph maps it onto the state (which silently drops every key the input
+    schema does not name, so ``{"question": q, "filter": {...}}`` would run with no filter at all); returns
+    ``value`` unchanged.
+
+    A run called directly refuses any key outside :data:`INPUT_KEYS`.  A run inside a parent graph (as its node, or
+    from one of its nodes) receives the parent's whole state, so there only a key that looks like a misspelt input
+    key (``filter``, ``questions``; :func:`~langchain_ragspine.arguments.close_names`) is refused and the parent's
+    other keys are ignored, as LangGraph does.  Inputs that are not a mapping (a ``Command``) pass.
+
+    Raises:
+        ValueError: an unknown key, with a did-you-mean; both a ``question`` and non-empty ``messages`` (which one
+            is the question would be a guess).
+    """
+    if not isinstance(value, Mapping):
+        return value
+    nested = "|" in str((config.get("configurable") or {}).get("checkpoint_ns") or "")  # a task of a parent graph
+    unknown = [k for k in value if k not in INPUT_KEYS and (not nested or close_names(str(k), INPUT_KEYS))]
+    if unknown:
+        raise ValueError(unknown_arguments_message(graph, [str(k) for k in unknown], INPUT_KEYS, what="input key"))
+    if value.get("question") is not None and value.get("messages"):
+        raise ValueError(
+            f"{graph} got both 'question' and 'messages': pass {{'question': ...}} or {{'messages': [...]}} (the last "
+            "human message is the question), not both"
+        )
+    return value
+
+
 def compile_graph(
     builder: StateGraph[Any, Any, Any, Any], *, name: str, max_steps: int, checkpointer: Any = None
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Compile ``builder`` as graph ``name`` with ``checkpointer``, configured with the ``recursion_limit`` its
     worst case of ``max_steps`` supersteps needs (:func:`recursion_limit_for`), so the loop bound in state is
-    what stops a run, never LangGraph's limit."""
+    what stops a run, never LangGraph's limit.  Its input is checked by :func:`check_input` (in LangGraph's
+    ``__start__`` task, so ``invoke``, ``stream``, their async forms, subgraph use and ``langgraph dev`` all pass
+    through it)."""
     graph = builder.compile(checkpointer=checkpointer, name=name)
+    if RunnableCallable is not None:
+        start = graph.nodes[START]
+        check = RunnableCallable(partial(check_input, graph=name), name=START, trace=False)
+        graph.nodes[START] = start.copy({"bound": check})
     return graph.with_config(recursion_limit=recursion_limit_for(max_steps))
 
 

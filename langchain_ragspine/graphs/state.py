@@ -126,9 +126,11 @@ def merge_sub_answers(left: list[SubAnswer] | None, right: Any) -> list[SubAnswe
 class RAGInput(TypedDict, total=False):
     """What every graph takes: ``{"question": str, "filters": dict | None}`` (``filters`` in the syntax of
     :mod:`langchain_ragspine.filters`), or a chat state ``{"messages": [...]}`` whose last human message is the
-    question (then the answer is appended to ``messages`` as an ``AIMessage``).  ``question`` wins when both are
-    given.  Both ``question`` and ``filters`` apply to the run that passed them only: on a checkpointed thread a
-    later run without ``filters`` has none."""
+    question (then the answer is appended to ``messages`` as an ``AIMessage``).  Any other key is a ``ValueError``
+    naming the closest known one (``filter``: did you mean ``filters``?), and so is a ``question`` with non-empty
+    ``messages`` (:func:`~langchain_ragspine.graphs.nodes.check_input`; as a subgraph, only a key close to one of
+    these three is refused).  Both ``question`` and ``filters`` apply to the run that passed them only: on a
+    checkpointed thread a later run without ``filters`` has none."""
 
     question: str
     messages: Annotated[list[AnyMessage], add_messages]

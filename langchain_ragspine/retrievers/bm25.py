@@ -91,7 +91,7 @@ class BM25Retriever(RagSpineRetriever):
         docs: the indexed documents (typically chunks from ``ParagraphTextSplitter``): after construction an
             :class:`~langchain_ragspine.retrievers.base.IndexedDocuments` of the documents given (RESTRICTED
             ones removed; a document without ``chunk_id`` or ``id`` replaced by a copy with ``chunk_id = id =
-            "chunk-{position}-{sha256 of its text}"``).  Read it as a list; ``docs[i] = d`` / ``append`` are a
+            "chunk-{sha256 of its text}"``, ``-{n}`` added for the n-th repeat of a text).  Read it as a list; ``docs[i] = d`` / ``append`` are a
             ``TypeError``; assigning ``retriever.docs = [...]`` (or ``model_copy(update={"docs": [...]})``)
             rebuilds the index.  Your own ``Document`` objects are never modified.
         k: number of results (default 4), an ``int >= 1``; ``invoke(query, k=...)`` overrides it per call.

@@ -141,8 +141,8 @@ class DenseRetriever(RagSpineRetriever):
         docs: the indexed documents (RESTRICTED ones and chunks without visible text are removed at
             construction): after construction an :class:`~langchain_ragspine.retrievers.base.IndexedDocuments` of
             the documents given (a document without ``chunk_id`` or ``id`` replaced by a copy with ``chunk_id = id =
-            "chunk-{position}-{sha256 of its text}"``, position in the list given, so a BM25 retriever built from
-            the same list agrees).  Read it as a list; ``docs[i] = d`` / ``append`` are a ``TypeError``; assigning
+            "chunk-{sha256 of its text}"``, ``-{n}`` added for the n-th repeat of a text, so a BM25 retriever built
+            from the same documents agrees, in any order or subset).  Read it as a list; ``docs[i] = d`` / ``append`` are a ``TypeError``; assigning
             ``retriever.docs = [...]`` (or ``model_copy(update={"docs": [...]})``) rebuilds the index.  Your own
             ``Document`` objects are never modified (nor copied: a label added to one afterwards is seen by the exit
             gate; editing its text afterwards is not supported), and every result passes the RESTRICTED gate again.
@@ -426,7 +426,7 @@ class DenseRetriever(RagSpineRetriever):
         index = FaissVectorIndex.load(root)
         keys = [doc_key(d) or "" for d in retriever.docs]
         saved_ids = list(index.chunk_ids)
-        # "" in an id map written before keyless documents got an identity (position_chunk_id) matches that identity
+        # "" in an id map written before keyless documents got an identity (content_chunk_id) matches that identity
         if len(saved_ids) != len(keys) or any(s not in (k, "") for s, k in zip(saved_ids, keys, strict=False)):
             raise StoreError(
                 f"the id map ({index.count} rows) does not match the chunk ids of {_DOCS_FILE} ({len(keys)} "

@@ -46,8 +46,10 @@ Identity (``docs/architecture.md``, invariant 5): a document is keyed by ``metad
 differs between channels, e.g. a ``prompt_text`` variant, is still one chunk).  A document with neither key cannot
 be matched across channels: each occurrence is its own key — which is why :class:`BM25Retriever` and
 :class:`DenseRetriever` give such a document (plain LangChain splitter output) a deterministic identity when they
-are built (:func:`~langchain_ragspine.documents.position_chunk_id`), the same in both when built from one list.  Within one ranked list only the first (best-ranked)
-occurrence of a key counts, and ranks are positions in that de-duplicated list.  Ties break on the key.
+are built from its text (:func:`~langchain_ragspine.documents.content_chunk_id`), the same in both when built from
+the same documents in any order or subset (a repeated text: its n-th copy in each list).  Within one ranked list
+only the first (best-ranked) occurrence of a key counts, and ranks are positions in that de-duplicated list.  Ties
+break on the key.
 
 Differences from LangChain's ``EnsembleRetriever`` (``langchain_classic.retrievers``, weighted RRF only): it keys by
 ``page_content`` by default (and raises ``KeyError`` with ``id_key`` when a document lacks the field), so distinct

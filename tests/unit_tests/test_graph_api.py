@@ -2,6 +2,7 @@
 grading (call counts with fake chat models, parsing, fallback), overridable prompts, and chat-state graphs
 (MessagesState node, stream_mode="messages", filters per run on a checkpointed thread)."""
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any
 
@@ -355,14 +356,14 @@ def test_a_graph_is_a_node_of_a_messages_state_app(retriever, name):
     assert "Paris" in out["messages"][-1].content
 
 
-def test_chat_input_directly_and_question_wins(retriever):
+def test_chat_input_directly_and_question_with_messages_is_an_error(retriever):
     graph = build_corrective_rag(retriever)
     out = graph.invoke({"messages": [HumanMessage("Where is the Eiffel Tower?"), AIMessage("…"),
                                      HumanMessage(QUESTION)]})
     assert out["original_query"] == QUESTION
     assert out["messages"][-1].type == "ai" and out["messages"][-1].content == out["answer"]
-    out = graph.invoke({"question": "Where is the Eiffel Tower?", "messages": [HumanMessage(QUESTION)]})
-    assert out["original_query"] == "Where is the Eiffel Tower?" and out["messages"][-1].type == "human"
+    with pytest.raises(ValueError, match="both 'question' and 'messages'"):  # which one is the question: a guess
+        graph.invoke({"question": "Where is the Eiffel Tower?", "messages": [HumanMessage(QUESTION)]})
     with pytest.raises(ValueError, match="human message"):
         graph.invoke({"messages": [AIMessage("hi")]})
 
@@ -409,3 +410,59 @@ def test_filters_apply_to_the_run_that_passed_them(retriever, name):
     again = chat.invoke({"messages": [HumanMessage("Where is the Eiffel Tower?")]}, config)
     assert again["trace"][0]["filters"] is False and "Paris" in again["answer"]
     assert [m.type for m in again["messages"]] == ["human", "ai", "human", "ai"]
+
+
+# -- input keys (trial 16b: {"filter": ...} was dropped silently and the run had no filter) -------------------------
+@pytest.mark.parametrize("name", list(GRAPH_BUILDERS))
+@pytest.mark.parametrize(
+    ("inputs", "match"),
+    [
+        ({"question": QUESTION, "filter": {"lang": "ja"}}, r"'filter' \(did you mean 'filters'\?\)"),
+        ({"questions": QUESTION}, r"'questions' \(did you mean 'question'\?\)"),
+        ({"question": QUESTION, "top_k": 3}, r"unexpected input key 'top_k'"),
+        ({"question": QUESTION, "messages": [HumanMessage(QUESTION)]}, "both 'question' and 'messages'"),
+    ],
+)
+def test_an_unknown_input_key_or_two_questions_is_an_error(retriever, name, inputs, match):
+    graph = GRAPH_BUILDERS[name](retriever, checkpointer=InMemorySaver())
+    with pytest.raises(ValueError, match=match):
+        graph.invoke(inputs, {"configurable": {"thread_id": "t"}})
+    with pytest.raises(ValueError, match=match):
+        asyncio.run(graph.ainvoke(inputs, {"configurable": {"thread_id": "a"}}))
+    with pytest.raises(ValueError, match=match):
+        list(graph.stream(inputs, {"configurable": {"thread_id": "s"}}, stream_mode="updates"))
+
+
+@pytest.mark.parametrize("name", list(GRAPH_BUILDERS))
+def test_known_input_keys_still_work_also_on_a_checkpointed_thread(retriever, name):
+    graph = GRAPH_BUILDERS[name](retriever, checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    out = graph.invoke({"question": QUESTION, "filters": {"doc_id": {"$in": ["d1", "d4"]}}}, config)
+    assert "Mount Fuji is the highest mountain in Japan." in out["answer"]
+    out = graph.invoke({"messages": [HumanMessage(QUESTION)]}, config)  # a question earlier on the thread: fine
+    assert out["messages"][-1].type == "ai" and out["messages"][-1].content == out["answer"]
+    out = graph.invoke({"question": QUESTION, "filters": None, "messages": []}, config)  # as_tool's full form
+    assert "Mount Fuji is the highest mountain in Japan." in out["answer"]
+
+
+@pytest.mark.parametrize("name", list(GRAPH_BUILDERS))
+def test_as_a_subgraph_the_parents_other_keys_are_ignored_but_a_misspelt_filter_is_not(retriever, name):
+    class ParentState(MessagesState):
+        summary: str
+
+    app = StateGraph(ParentState)
+    app.add_node("rag", GRAPH_BUILDERS[name](retriever))
+    app.add_edge(START, "rag")
+    out = app.compile(checkpointer=InMemorySaver()).invoke(
+        {"messages": [HumanMessage(QUESTION)], "summary": "earlier turns"}, {"configurable": {"thread_id": "p"}}
+    )
+    assert "Mount Fuji is the highest mountain in Japan." in out["messages"][-1].content
+
+    class FilterState(MessagesState):
+        filter: dict[str, Any]
+
+    app2 = StateGraph(FilterState)
+    app2.add_node("rag", GRAPH_BUILDERS[name](retriever))
+    app2.add_edge(START, "rag")
+    with pytest.raises(ValueError, match="did you mean 'filters'"):
+        app2.compile().invoke({"messages": [HumanMessage(QUESTION)], "filter": {"lang": "ja"}})

@@ -211,5 +211,65 @@ def test_given_identities_are_kept_and_equal_texts_stay_two_chunks():
     ]
     r = BM25Retriever.from_documents(docs, k=4)
     ids = {d.id for d in r.invoke("same text")}
-    assert len(ids) == 4 and {"c#0", "given", "chunk-2-2e68a7bba11b", "chunk-3-2e68a7bba11b"} == ids
+    assert len(ids) == 4 and {"c#0", "given", "chunk-2e68a7bba11b90d1", "chunk-2e68a7bba11b90d1-1"} == ids
     assert r.docs[0].id is None and r.docs[1].metadata.get("chunk_id") is None  # only the absent identity is set
+
+
+# Trial 16b: ids were "chunk-{position}-{hash}", so channels built separately from the same chunks in another order
+# or from a subset disagreed, and the hybrid retriever returned every chunk twice.
+@pytest.mark.parametrize(
+    "dense_docs", [lambda d: d[::-1], lambda d: d[2:], lambda d: d[1::2] + d[::2]], ids=["reversed", "subset", "shuffled"]
+)
+def test_channels_built_separately_in_any_order_or_subset_agree(dense_docs):
+    docs = _plain_chunks()
+    hybrid = HybridRetriever(
+        retrievers=[BM25Retriever.from_documents(docs, k=6), DenseRetriever.from_documents(dense_docs(docs), EMB, k=6)],
+        k=12,
+    )
+    res = hybrid.invoke("apple orchard harvest")
+    assert len(res) == 6 and len({d.page_content for d in res}) == 6  # was 12 (reversed) / 10 (subset)
+    assert all(d.id == d.metadata["chunk_id"] for d in res)
+
+
+def test_repeated_texts_stay_distinct_chunks_and_match_by_order_of_repetition():
+    same = [Document("apple pie"), Document("pear"), Document("apple pie")]
+    bm25 = {d.id for d in BM25Retriever.from_documents(same, k=3).docs}
+    dense = {d.id for d in DenseRetriever.from_documents(same[::-1], EMB, k=3).docs}
+    assert bm25 == dense and len(bm25) == 3
+    res = HybridRetriever.from_documents(same, EMB, k=3).invoke("apple pie")
+    assert [d.page_content for d in res].count("apple pie") == 2
+
+
+@pytest.mark.parametrize("name", [*INDEXED, "hybrid"])
+@pytest.mark.parametrize(
+    "docs",
+    [
+        [Document("apple one", id="i1"), Document("apple two", id="i2")],
+        [Document("apple one", id="my-0", metadata={"source": "x"}), Document("apple two", id="my-1")],
+    ],
+)
+def test_a_document_keyed_by_id_alone_returns_chunk_id_equal_to_id(name, docs):
+    res = BUILDERS[name](docs).invoke("apple")
+    assert res and all(d.id is not None and d.id == d.metadata.get("chunk_id") for d in res)
+    assert all("chunk_id" not in d.metadata for d in docs)  # the caller's documents untouched
+
+
+def test_from_texts_with_ids_returns_chunk_id_equal_to_id():
+    res = BM25Retriever.from_texts(["apple one", "apple two"], ids=["i1", "i2"]).invoke("apple")
+    assert sorted((d.id, d.metadata["chunk_id"]) for d in res) == [("i1", "i1"), ("i2", "i2")]
+
+
+@pytest.mark.parametrize("name", [*INDEXED, "hybrid"])
+def test_one_identity_given_to_two_different_texts_warns_once_naming_it(name):
+    docs = [Document("apple pie recipe", metadata={"chunk_id": "same"}),
+            Document("apple tart other", metadata={"chunk_id": "same"})]
+    with pytest.warns(UserWarning, match="'same'") as caught:
+        BUILDERS[name](docs)
+    assert len([w for w in caught if "share an identity" in str(w.message)]) == (2 if name == "hybrid" else 1)
+
+
+@pytest.mark.parametrize("name", INDEXED)
+def test_the_same_chunk_given_twice_does_not_warn(name, recwarn):
+    doc = Document("apple pie recipe", metadata={"chunk_id": "same"})
+    BUILDERS[name]([doc, Document("apple pie recipe", metadata={"chunk_id": "same"}), Document("pear")])
+    assert not [w for w in recwarn if "share an identity" in str(w.message)]
