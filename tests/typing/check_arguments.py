@@ -25,3 +25,9 @@ if TYPE_CHECKING:
     BM25Retriever.from_documents([], k=3, filter={"a": 1}, workers=2, preprocess_func=str.split)  # these pass
     DenseRetriever.from_texts([], HashingEmbeddings(8), k=2, index_kind="flat", cache_path=None)
     HybridRetriever.from_texts([], HashingEmbeddings(8), k=2, tokenizer="cjk", fusion="rrf", bm25_kwargs={"k1": 1.2})
+    # make_embeddings: the specs that always give a model are typed Embeddings (the README passes one on), any other
+    # spec may give None ("none", "auto" without the embed extra)
+    from langchain_ragspine.config import make_embeddings
+
+    DenseRetriever.from_documents([], make_embeddings("hashing"))
+    DenseRetriever.from_documents([], make_embeddings("auto"))  # type: ignore[arg-type]
