@@ -28,8 +28,18 @@ from typing import Any, TypeVar
 from langchain_core.documents import Document
 
 __all__ = [
-    "SCORE_CHANNELS", "ChunkScores", "check_k", "copy_metadata", "dedupe", "dedupe_by", "doc_key", "content_chunk_id", "with_identities",
-    "score_of", "top_k", "with_scores",
+    "SCORE_CHANNELS",
+    "ChunkScores",
+    "check_k",
+    "content_chunk_id",
+    "copy_metadata",
+    "dedupe",
+    "dedupe_by",
+    "doc_key",
+    "score_of",
+    "top_k",
+    "with_identities",
+    "with_scores",
 ]
 
 #: The channels of ``metadata["scores"]``, in the order they are written.

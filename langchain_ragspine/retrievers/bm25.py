@@ -90,10 +90,11 @@ class BM25Retriever(RagSpineRetriever):
     Attributes:
         docs: the indexed documents (typically chunks from ``ParagraphTextSplitter``): after construction an
             :class:`~langchain_ragspine.retrievers.base.IndexedDocuments` of the documents given (RESTRICTED
-            ones removed; a document without ``chunk_id`` or ``id`` replaced by a copy with ``chunk_id = id =
-            "chunk-{sha256 of its text}"``, ``-{n}`` added for the n-th repeat of a text).  Read it as a list; ``docs[i] = d`` / ``append`` are a
-            ``TypeError``; assigning ``retriever.docs = [...]`` (or ``model_copy(update={"docs": [...]})``)
-            rebuilds the index.  Your own ``Document`` objects are never modified.
+            ones removed; a document without ``chunk_id`` or ``id`` replaced by a copy with ``chunk_id = id =``
+            :func:`~langchain_ragspine.documents.content_chunk_id` of its text).  Read it as a list;
+            ``docs[i] = d`` / ``append`` are a ``TypeError``; assigning ``retriever.docs = [...]`` (or
+            ``model_copy(update={"docs": [...]})``) rebuilds the index.  Your own ``Document`` objects are never
+            modified.
         k: number of results (default 4), an ``int >= 1``; ``invoke(query, k=...)`` overrides it per call.
         tokenizer: tokenizer name (``"auto"``, ``"cjk"``, ``"fugashi"``, ``"whitespace"``) or a callable
             ``str -> list[str]``; queries and documents use the same one.

@@ -140,10 +140,11 @@ class DenseRetriever(RagSpineRetriever):
     Attributes:
         docs: the indexed documents (RESTRICTED ones and chunks without visible text are removed at
             construction): after construction an :class:`~langchain_ragspine.retrievers.base.IndexedDocuments` of
-            the documents given (a document without ``chunk_id`` or ``id`` replaced by a copy with ``chunk_id = id =
-            "chunk-{sha256 of its text}"``, ``-{n}`` added for the n-th repeat of a text, so a BM25 retriever built
-            from the same documents agrees, in any order or subset).  Read it as a list; ``docs[i] = d`` / ``append`` are a ``TypeError``; assigning
-            ``retriever.docs = [...]`` (or ``model_copy(update={"docs": [...]})``) rebuilds the index.  Your own
+            the documents given (a document without ``chunk_id`` or ``id`` replaced by a copy with ``chunk_id = id =``
+            :func:`~langchain_ragspine.documents.content_chunk_id` of its text, so a BM25 retriever built from the
+            same documents agrees, in any order or subset).  Read it as a list; ``docs[i] = d`` / ``append`` are a
+            ``TypeError``; assigning ``retriever.docs = [...]`` (or ``model_copy(update={"docs": [...]})``) rebuilds
+            the index.  Your own
             ``Document`` objects are never modified (nor copied: a label added to one afterwards is seen by the exit
             gate; editing its text afterwards is not supported), and every result passes the RESTRICTED gate again.
         embedding: any LangChain ``Embeddings``; ``embed_documents`` for chunks, ``embed_query`` /
