@@ -39,6 +39,7 @@ from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, PrivateAttr, model_validator
 
 from langchain_ragspine.arguments import check_arguments, unknown_arguments_message
+from langchain_ragspine.documents import check_k
 from langchain_ragspine.retrievers.contract import child_config
 from langchain_ragspine.sensitivity import drop_restricted
 
@@ -257,13 +258,54 @@ class ContractRetriever(SyncBackedRetriever):
     one line pointing at ``.batch`` / ``itemgetter`` (:func:`check_query`), raised before any work — a query
     transform's LLM call or an inner retriever's search.
 
+    A retriever's own ``k`` field (where it has one) is checked again at every call, before any work: pydantic's
+    ``model_copy(update=…)`` and ``model_construct`` skip validation, so ``retriever.model_copy(update={"k": 0})``
+    would otherwise fail later with a message from deep inside (numpy's ``kth(=1) out of bounds``) or quietly
+    return nothing.  :meth:`model_copy` refuses an ``update`` key that is not a field (``{"top_k": 3}`` would
+    otherwise be stored and ignored).
+
     Raises:
         TypeError: a call with another keyword argument — ``<class>.invoke got unexpected keyword argument 'kk'
             (did you mean 'k'?); known: 'filter', 'k'`` (:func:`~langchain_ragspine.arguments.unknown_arguments_message`);
-            a query that is not a string.
+            a query that is not a string; the retriever's ``k`` is not an int (set by ``model_copy``); an unknown
+            ``model_copy`` update key, with a did-you-mean.
+        ValueError: the retriever's own ``k`` is below 1 (set by ``model_copy`` or ``model_construct``), naming the
+            class and the value.
     """
 
     call_options: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def _field_names(cls) -> set[str]:
+        """The names a constructor or ``model_copy(update=…)`` accepts: the fields and their aliases."""
+        return set(cls.model_fields) | {f.alias for f in cls.model_fields.values() if f.alias}
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """pydantic's ``model_copy`` (which does not validate the values), refusing an ``update`` key that is not a
+        field.
+
+        Raises:
+            TypeError: an unknown key, with a did-you-mean (``top_k`` → ``k``).
+        """
+        if update:
+            check_arguments(f"{type(self).__name__}.model_copy", update, self._field_names(), what="update key")
+        return super().model_copy(update=update, deep=deep)
+
+    def _check_own_k(self) -> None:
+        """Check the retriever's own ``k`` field, if it has one (``None`` passes where ``None`` is the default)."""
+        field = type(self).model_fields.get("k")
+        if field is None:
+            return
+        value = self.__dict__.get("k")
+        if value is None and field.default is None:
+            return
+        try:
+            check_k(value, f"{type(self).__name__}.k")
+        except (TypeError, ValueError) as e:
+            raise type(e)(
+                f"{e}; model_copy(update=...) and model_construct do not validate, so use the constructor, an "
+                "assignment (retriever.k = 3) or invoke(query, k=3)"
+            ) from None
 
     def _get_relevant_documents(
         self,
@@ -296,6 +338,7 @@ class ContractRetriever(SyncBackedRetriever):
     def _call(
         self, run_manager: RunManager, k: int | None, filter: Mapping[str, Any] | None, kwargs: Mapping[str, Any]
     ) -> RetrieverCall[RunManager]:
+        self._check_own_k()
         unknown = sorted(name for name in kwargs if name not in type(self).call_options)
         if unknown:
             known = ("k", "filter", *type(self).call_options)
@@ -344,8 +387,7 @@ class RagSpineRetriever(ContractRetriever):
     def _reject_unknown_arguments(cls, data: Any) -> Any:
         if isinstance(data, dict):
             data = cls._translate_arguments(dict(data))
-            known = set(cls.model_fields) | {f.alias for f in cls.model_fields.values() if f.alias}
-            check_arguments(cls.__name__, data, known)
+            check_arguments(cls.__name__, data, cls._field_names())
         return data
 
     def _mark_built(self) -> None:
