@@ -8,7 +8,8 @@ index built from the old documents; and ``retriever.invoke(["q1", "q2"])`` fails
 * an unknown constructor argument is a ``TypeError`` naming the closest field (:mod:`langchain_ragspine.arguments`),
   and the model forbids extra fields, so the pydantic mypy plugin gives each class a typed ``__init__`` — a type
   checker flags ``BM25Retriever(kk=3)`` too;
-* assignments are validated (``retriever.k = "3"`` is an error), and assigning a field the index is built from
+* assignments are validated (``retriever.k = "3"`` is an error; so are the checks across fields, such as
+  ``HybridRetriever.retrievers = []``, after which the retriever is unchanged), and assigning a field the index is built from
   (:attr:`RagSpineRetriever.index_fields`, e.g. ``docs``) rebuilds the index, as does ``model_copy(update=…)`` of
   one; the ``docs`` an index was built from are an :class:`IndexedDocuments` — a list that reads as before and
   refuses in-place edits (``retriever.docs[0] = d``, ``.append``) with a ``TypeError`` saying to assign instead;
@@ -428,8 +429,26 @@ class RagSpineRetriever(ContractRetriever):
             copied.model_post_init(None)
         return copied
 
+    def _check_fields(self) -> None:
+        """Checks across fields (a list that must not be empty, weights that must match it, …), run after every
+        assignment to a field (each field's own validators have run by then); a subclass with such checks runs them
+        in ``model_post_init`` too.  Default: none.
+
+        Raises:
+            TypeError, ValueError: the subclass's; the assignment is then undone.
+        """
+
     def __setattr__(self, name: str, value: Any) -> None:
-        super().__setattr__(name, value)
+        if name not in type(self).model_fields:  # a private attribute, or an error pydantic reports
+            super().__setattr__(name, value)
+            return
+        old = self.__dict__.get(name)
+        super().__setattr__(name, value)  # validates the value (validate_assignment)
+        try:
+            self._check_fields()
+        except Exception:
+            self.__dict__[name] = old  # a refused assignment changes nothing
+            raise
         if name in type(self).index_fields and self._built:
             self._built = False
             self.model_post_init(None)  # rebuild from the new value (and mark built again)

@@ -459,6 +459,12 @@ class HybridRetriever(RagSpineRetriever):
 
     def model_post_init(self, context: Any, /) -> None:
         """Validate the parameters (see the class docstring)."""
+        self._check_fields()
+
+    def _check_fields(self) -> None:
+        """The checks of the class docstring's ``Raises``, run at construction, after every assignment (a refused one
+        is undone: ``h.retrievers = []`` raises and leaves ``h`` as it was) and at every call (``model_copy`` does
+        not validate)."""
         if not isinstance(self.retrievers, list) or not self.retrievers:
             raise ValueError(f"retrievers must be a non-empty list of BaseRetriever, got {self.retrievers!r}")
         for i, r in enumerate(self.retrievers):
@@ -496,6 +502,7 @@ class HybridRetriever(RagSpineRetriever):
     def _params(self, call: RetrieverCall[Any]) -> tuple[int, Mapping[str, Any] | None, int, Predicate | None]:
         """``(k, filter, depth, predicate)`` of a call: the call's filter ANDed with :attr:`filter`, and the
         per-channel depth ``max(candidate_k, k)`` (the call's ``candidate_k``, else :attr:`candidate_k`)."""
+        self._check_fields()  # model_copy(update=...) skips validation
         k = self.k if call.k is None else check_k(call.k)
         candidate_k = call.options.get("candidate_k")
         candidate_k = self.candidate_k if candidate_k is None else _check_int("candidate_k", candidate_k, 1)
