@@ -8,7 +8,8 @@ index built from the old documents; and ``retriever.invoke(["q1", "q2"])`` fails
 * an unknown constructor argument is a ``TypeError`` naming the closest field (:mod:`langchain_ragspine.arguments`),
   and the model forbids extra fields, so the pydantic mypy plugin gives each class a typed ``__init__`` — a type
   checker flags ``BM25Retriever(kk=3)`` too;
-* assignments are validated (``retriever.k = "3"`` is an error), and assigning a field the index is built from
+* assignments are validated (``retriever.k = "3"`` is an error; so are the checks across fields, such as
+  ``HybridRetriever.retrievers = []``, after which the retriever is unchanged), and assigning a field the index is built from
   (:attr:`RagSpineRetriever.index_fields`, e.g. ``docs``) rebuilds the index, as does ``model_copy(update=…)`` of
   one; the ``docs`` an index was built from are an :class:`IndexedDocuments` — a list that reads as before and
   refuses in-place edits (``retriever.docs[0] = d``, ``.append``) with a ``TypeError`` saying to assign instead;
@@ -39,6 +40,7 @@ from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, PrivateAttr, model_validator
 
 from langchain_ragspine.arguments import check_arguments, unknown_arguments_message
+from langchain_ragspine.documents import check_k
 from langchain_ragspine.retrievers.contract import child_config
 from langchain_ragspine.sensitivity import drop_restricted
 
@@ -257,13 +259,54 @@ class ContractRetriever(SyncBackedRetriever):
     one line pointing at ``.batch`` / ``itemgetter`` (:func:`check_query`), raised before any work — a query
     transform's LLM call or an inner retriever's search.
 
+    A retriever's own ``k`` field (where it has one) is checked again at every call, before any work: pydantic's
+    ``model_copy(update=…)`` and ``model_construct`` skip validation, so ``retriever.model_copy(update={"k": 0})``
+    would otherwise fail later with a message from deep inside (numpy's ``kth(=1) out of bounds``) or quietly
+    return nothing.  :meth:`model_copy` refuses an ``update`` key that is not a field (``{"top_k": 3}`` would
+    otherwise be stored and ignored).
+
     Raises:
         TypeError: a call with another keyword argument — ``<class>.invoke got unexpected keyword argument 'kk'
             (did you mean 'k'?); known: 'filter', 'k'`` (:func:`~langchain_ragspine.arguments.unknown_arguments_message`);
-            a query that is not a string.
+            a query that is not a string; the retriever's ``k`` is not an int (set by ``model_copy``); an unknown
+            ``model_copy`` update key, with a did-you-mean.
+        ValueError: the retriever's own ``k`` is below 1 (set by ``model_copy`` or ``model_construct``), naming the
+            class and the value.
     """
 
     call_options: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def _field_names(cls) -> set[str]:
+        """The names a constructor or ``model_copy(update=…)`` accepts: the fields and their aliases."""
+        return set(cls.model_fields) | {f.alias for f in cls.model_fields.values() if f.alias}
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """pydantic's ``model_copy`` (which does not validate the values), refusing an ``update`` key that is not a
+        field.
+
+        Raises:
+            TypeError: an unknown key, with a did-you-mean (``top_k`` → ``k``).
+        """
+        if update:
+            check_arguments(f"{type(self).__name__}.model_copy", update, self._field_names(), what="update key")
+        return super().model_copy(update=update, deep=deep)
+
+    def _check_own_k(self) -> None:
+        """Check the retriever's own ``k`` field, if it has one (``None`` passes where ``None`` is the default)."""
+        field = type(self).model_fields.get("k")
+        if field is None:
+            return
+        value = self.__dict__.get("k")
+        if value is None and field.default is None:
+            return
+        try:
+            check_k(value, f"{type(self).__name__}.k")
+        except (TypeError, ValueError) as e:
+            raise type(e)(
+                f"{e}; model_copy(update=...) and model_construct do not validate, so use the constructor, an "
+                "assignment (retriever.k = 3) or invoke(query, k=3)"
+            ) from None
 
     def _get_relevant_documents(
         self,
@@ -296,6 +339,7 @@ class ContractRetriever(SyncBackedRetriever):
     def _call(
         self, run_manager: RunManager, k: int | None, filter: Mapping[str, Any] | None, kwargs: Mapping[str, Any]
     ) -> RetrieverCall[RunManager]:
+        self._check_own_k()
         unknown = sorted(name for name in kwargs if name not in type(self).call_options)
         if unknown:
             known = ("k", "filter", *type(self).call_options)
@@ -344,8 +388,7 @@ class RagSpineRetriever(ContractRetriever):
     def _reject_unknown_arguments(cls, data: Any) -> Any:
         if isinstance(data, dict):
             data = cls._translate_arguments(dict(data))
-            known = set(cls.model_fields) | {f.alias for f in cls.model_fields.values() if f.alias}
-            check_arguments(cls.__name__, data, known)
+            check_arguments(cls.__name__, data, cls._field_names())
         return data
 
     def _mark_built(self) -> None:
@@ -386,8 +429,26 @@ class RagSpineRetriever(ContractRetriever):
             copied.model_post_init(None)
         return copied
 
+    def _check_fields(self) -> None:
+        """Checks across fields (a list that must not be empty, weights that must match it, …), run after every
+        assignment to a field (each field's own validators have run by then); a subclass with such checks runs them
+        in ``model_post_init`` too.  Default: none.
+
+        Raises:
+            TypeError, ValueError: the subclass's; the assignment is then undone.
+        """
+
     def __setattr__(self, name: str, value: Any) -> None:
-        super().__setattr__(name, value)
+        if name not in type(self).model_fields:  # a private attribute, or an error pydantic reports
+            super().__setattr__(name, value)
+            return
+        old = self.__dict__.get(name)
+        super().__setattr__(name, value)  # validates the value (validate_assignment)
+        try:
+            self._check_fields()
+        except Exception:
+            self.__dict__[name] = old  # a refused assignment changes nothing
+            raise
         if name in type(self).index_fields and self._built:
             self._built = False
             self.model_post_init(None)  # rebuild from the new value (and mark built again)

@@ -41,19 +41,26 @@ stronger, its flat ``1/(60 + rank)`` lets the weaker channel's top ranks displac
 remains the right choice for lists whose scores are not comparable or absent (RAG-Fusion's several queries,
 :func:`fuse`'s default) and is one keyword away: ``fusion="rrf"``.
 
-Identity (``docs/architecture.md``, invariant 5): a document is keyed by ``metadata["chunk_id"]``, else by
-``Document.id`` — never by ``page_content`` (two chunks with the same text are different chunks; a chunk whose text
-differs between channels, e.g. a ``prompt_text`` variant, is still one chunk).  A document with neither key cannot
-be matched across channels: each occurrence is its own key — which is why :class:`BM25Retriever` and
-:class:`DenseRetriever` give such a document (plain LangChain splitter output) a deterministic identity when they
-are built from its text (:func:`~langchain_ragspine.documents.content_chunk_id`), the same in both when built from
-the same documents in any order or subset (a repeated text: its n-th copy in each list).  Within one ranked list
-only the first (best-ranked) occurrence of a key counts, and ranks are positions in that de-duplicated list.  Ties
-break on the key.
+Identity (``docs/architecture.md``, invariant 5): a document that carries ``metadata["chunk_id"]`` (every result of
+the package's retrievers does) is keyed by it, never by its ``page_content`` (two chunks with the same text and
+their own ``chunk_id`` are two chunks; a chunk whose text differs between channels, e.g. a ``prompt_text`` variant,
+is still one chunk).  A document without one is keyed by ``Document.id`` (the same id in two lists is one chunk) and
+is also matched by its text, as the package's own retrievers identify such a document: :class:`BM25Retriever` and
+:class:`DenseRetriever` give a document without ``chunk_id`` or ``id`` (plain LangChain splitter output) the
+identity :func:`~langchain_ragspine.documents.content_chunk_id` of its text, the n-th repeat of a text ``-{n}``.  So
+a foreign vector store built from the same texts — which gives each its own uuid ``Document.id`` — meets the BM25
+channel on the same chunks (as LangChain's ``EnsembleRetriever``, which keys by text, would), and two stores with
+different uuids meet each other.  Text matching keeps chunks apart that the package keeps apart: it pairs the n-th
+copy of a text in one list with the n-th elsewhere (never two documents of one list with one chunk), and never pairs
+two documents whose ``doc_id`` (or ``source``) differ; one whose ``doc_id`` agrees is preferred.  A text-matched
+result is a copy of the chunk's own document (the one carrying its ``chunk_id``) when a list returned it, with the
+scores of every list.  Within one ranked list only the first (best-ranked) occurrence of a key counts, and ranks are
+positions in that de-duplicated list.  Ties break on the key.
 
 Differences from LangChain's ``EnsembleRetriever`` (``langchain_classic.retrievers``, weighted RRF only): it keys by
 ``page_content`` by default (and raises ``KeyError`` with ``id_key`` when a document lacks the field), so distinct
-chunks with the same text collapse and one chunk with two renderings splits; a key repeated inside one list adds one
+chunks with the same text collapse (also two documents' copies, whatever their ``doc_id``) and one chunk with two
+renderings splits; a key repeated inside one list adds one
 contribution per repeat and shifts the ranks after it; ties keep first-seen order; every fused document is returned
 (no ``k``); children are invoked with no ``k``/``filter``; results carry no scores.
 """
@@ -74,7 +81,7 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import field_validator
 
 from langchain_ragspine.arguments import check_arguments
-from langchain_ragspine.documents import check_k, doc_key, score_of, with_scores
+from langchain_ragspine.documents import check_k, content_chunk_id, doc_key, score_of, with_scores
 from langchain_ragspine.filters import Predicate, and_filters, compile_filter
 from langchain_ragspine.retrievers.base import (
     AsyncCall,
@@ -181,17 +188,21 @@ class _Entry:
 
     parts: list[float] = field(default_factory=list)
     top: list[float] = field(default_factory=list)
-    seen: list[tuple[tuple[float, int], Document]] = field(default_factory=list)
+    seen: list[tuple[tuple[bool, float, int], Document]] = field(default_factory=list)
 
 
 Key = tuple[int, str, int, int]
+
+#: Lineage fields that tell two sources apart: a document keyed by its text is never fused with a chunk whose value
+#: of one of them differs from its own (two chunks with the same text from two documents stay two results).
+_SOURCE_FIELDS = ("doc_id", "source")
 
 
 def _dedupe(docs: Sequence[Document], channel: int) -> list[tuple[Key, Document]]:
     """``(key, doc)`` for the first occurrence of each key in ``docs``, best first.
 
     Keys are ``(0, chunk_id or id, 0, 0)``; a document with neither gets ``(1, "", channel, position)`` — its own
-    key, matched with nothing (not even the same text elsewhere), sorted after keyed ties in first-seen order.
+    key, sorted after keyed ties in first-seen order (:func:`_fusion_keys` may still match it by its text).
     """
     seen: set[Key] = set()
     out: list[tuple[Key, Document]] = []
@@ -203,6 +214,86 @@ def _dedupe(docs: Sequence[Document], channel: int) -> list[tuple[Key, Document]
         seen.add(key)
         out.append((key, doc))
     return out
+
+
+def _content_parts(key: str) -> tuple[str, int]:
+    """``(base, n)`` of an id made by :func:`content_chunk_id` (``"chunk-…-2"`` → ``("chunk-…", 2)``); any other
+    id is its own base with ``n = 0`` (it then matches no text)."""
+    base, sep, tail = key.rpartition("-")
+    return (base, int(tail)) if sep and tail.isdigit() and tail.isascii() else (key, 0)
+
+
+def _source_match(a: Document, b: Document) -> bool | None:
+    """``True``: ``a`` and ``b`` agree on a :data:`_SOURCE_FIELDS` value both carry; ``False``: they differ on one;
+    ``None``: no such value to compare."""
+    shared = [f for f in _SOURCE_FIELDS if a.metadata.get(f) is not None and b.metadata.get(f) is not None]
+    if not shared:
+        return None
+    return all(a.metadata[f] == b.metadata[f] for f in shared)
+
+
+@dataclass
+class _Group:
+    """The occurrences of one identity (``doc_key``; a keyless document alone) across lists, before text matching."""
+
+    key: Key
+    doc: Document  # its first occurrence (lists in order, best rank first)
+    lists: set[int]
+    ours: bool  # some occurrence carries ``metadata["chunk_id"]``: never re-keyed by its text
+
+
+def _fusion_keys(ranked_lists: Sequence[Sequence[Document]], active: Sequence[bool]) -> list[list[tuple[Key, Document]]]:
+    """Per list (``[]`` for an inactive one): ``(key, doc)`` for each distinct chunk, best first — the identity
+    rule of the module docstring.
+
+    1. A document's identity is :func:`doc_key` (``metadata["chunk_id"]``, else ``Document.id``); a keyless one is
+       its own (:func:`_dedupe`).  An identity carried as ``metadata["chunk_id"]`` by some occurrence is *ours* and
+       is final.
+    2. Any other identity (a foreign store's ``Document.id``, say a uuid, or none) is matched by its text, in order
+       of first appearance (lists in order, best rank first): it joins the chunk whose id is the text's
+       :func:`content_chunk_id` ``(text, n)`` — ours, or an earlier text-matched one — that appears in none of its
+       lists (one contribution per chunk per list, so the n-th copy of a text in a list meets the n-th copy
+       elsewhere, as :func:`content_chunk_id` numbers repeats) and does not differ from it in ``doc_id`` or
+       ``source``; one with the same ``doc_id`` / ``source`` first, then the smallest ``n``.  Unmatched, it keeps
+       its identity and takes the next free ``n`` for the documents matched after it.
+    """
+    groups: dict[Key, _Group] = {}
+    per_list: list[list[tuple[Key, Document]]] = []
+    for ch, (lst, on) in enumerate(zip(ranked_lists, active, strict=True)):
+        unique = _dedupe(lst, ch) if on else []
+        per_list.append(unique)
+        for key, doc in unique:
+            g = groups.get(key)
+            if g is None:
+                groups[key] = g = _Group(key, doc, set(), False)
+            g.lists.add(ch)
+            cid = doc.metadata.get("chunk_id")
+            g.ours = g.ours or (cid is not None and cid != "")
+    if all(g.ours for g in groups.values()):  # the package's own channels: nothing to match by text
+        return per_list
+    by_base: dict[str, list[tuple[int, _Group]]] = {}
+    for g in groups.values():
+        if g.ours:
+            base, n = _content_parts(g.key[1])
+            by_base.setdefault(base, []).append((n, g))
+    final: dict[Key, Key] = {}
+    for g in groups.values():  # insertion order = first appearance
+        if g.ours:
+            continue
+        base = content_chunk_id(g.doc.page_content)
+        taken = by_base.setdefault(base, [])
+        options = [(_source_match(g.doc, e.doc), n, e) for n, e in taken if not g.lists & e.lists]
+        options = [o for o in options if o[0] is not False]
+        if options:
+            _, _, e = min(options, key=lambda o: (o[0] is not True, o[1]))
+            final[g.key] = e.key
+            e.lists |= g.lists
+        else:
+            used = {n for n, _ in taken}
+            taken.append((next(n for n in range(len(used) + 1) if n not in used), g))
+    if not final:
+        return per_list
+    return [[(final.get(key, key), doc) for key, doc in unique] for unique in per_list]
 
 
 def _normalised_scores(docs: Sequence[Document], c: int) -> list[float]:
@@ -257,14 +348,15 @@ def fuse(
             ``1.0`` keeps the first list's best document at rank 1.
 
     Returns:
-        At most ``k`` documents sorted by ``(-fused, key)`` — key = ``chunk_id``, else ``Document.id``; documents
-        without either come after keyed ties, in first-seen order.  For ``"two_stage"`` the document with the
-        highest rank-1 score (ties: the higher ``fused``, then the key) comes first and the others follow by
-        ``(-fused, key)``.  Each is a copy of the key's first occurrence (lists taken by descending weight, then
-        in the given order) whose ``metadata["scores"]`` holds ``bm25`` and ``vector`` (the first non-``None``
-        value any list reported for the key, same order), ``fused`` (this fusion's score; for ``"two_stage"`` the
-        ranks-2+ score, raised for rank 1 to the list's highest, so it never rises down the list) and
-        ``rerank = None``.  RESTRICTED documents are never returned; a key
+        At most ``k`` documents sorted by ``(-fused, key)`` — key = ``chunk_id``, else ``Document.id``, a document
+        without ``chunk_id`` joining the chunk its text identifies (see the module docstring); documents without
+        either key and unmatched by text come after keyed ties, in first-seen order.  For ``"two_stage"`` the
+        document with the highest rank-1 score (ties: the higher ``fused``, then the key) comes first and the others
+        follow by ``(-fused, key)``.  Each is a copy of the key's first occurrence (one carrying the key itself
+        first, then lists taken by descending weight, then in the given order) whose ``metadata["scores"]`` holds
+        ``bm25`` and ``vector`` (the first non-``None`` value any list reported for the key, same order), ``fused``
+        (this fusion's score; for ``"two_stage"`` the ranks-2+ score, raised for rank 1 to the list's highest, so it
+        never rises down the list) and ``rerank = None``.  RESTRICTED documents are never returned; a key
         that is RESTRICTED in any list is dropped altogether (fail closed).
 
     Raises:
@@ -305,10 +397,10 @@ def fuse(
                 tops = list(ws)
 
     entries: dict[Key, _Entry] = {}
-    for ch, (lst, w, tw) in enumerate(zip(ranked_lists, ws, tops, strict=True)):
+    keyed = _fusion_keys(ranked_lists, [w != 0 for w in ws])
+    for ch, (unique, w, tw) in enumerate(zip(keyed, ws, tops, strict=True)):
         if w == 0:
             continue
-        unique = _dedupe(lst, ch)
         if fusion == "rrf":
             parts = [w / (c + rank) for rank in range(1, len(unique) + 1)]
             top = [0.0] * len(unique)
@@ -320,13 +412,13 @@ def fuse(
             e = entries.setdefault(key, _Entry())
             e.parts.append(part)
             e.top.append(tpart)
-            e.seen.append(((-w, ch), doc))
+            e.seen.append(((doc_key(doc) != key[1], -w, ch), doc))  # a document with the chunk's own key first
 
     ranked: list[tuple[float, Key, Document, float | None, float | None, float]] = []
     for key, e in entries.items():
         if any(is_restricted(d.metadata) for _, d in e.seen):
             continue  # fail closed: a key labelled RESTRICTED anywhere is dropped
-        e.seen.sort(key=lambda t: t[0])  # descending weight, then channel order
+        e.seen.sort(key=lambda t: t[0])  # the chunk's own key, then descending weight, then channel order
         bm25 = next((s for s in (score_of(d, "bm25") for _, d in e.seen) if s is not None), None)
         vector = next((s for s in (score_of(d, "vector") for _, d in e.seen) if s is not None), None)
         ranked.append((math.fsum(e.parts), key, e.seen[0][1], bm25, vector, math.fsum(e.top)))
@@ -459,6 +551,12 @@ class HybridRetriever(RagSpineRetriever):
 
     def model_post_init(self, context: Any, /) -> None:
         """Validate the parameters (see the class docstring)."""
+        self._check_fields()
+
+    def _check_fields(self) -> None:
+        """The checks of the class docstring's ``Raises``, run at construction, after every assignment (a refused one
+        is undone: ``h.retrievers = []`` raises and leaves ``h`` as it was) and at every call (``model_copy`` does
+        not validate)."""
         if not isinstance(self.retrievers, list) or not self.retrievers:
             raise ValueError(f"retrievers must be a non-empty list of BaseRetriever, got {self.retrievers!r}")
         for i, r in enumerate(self.retrievers):
@@ -496,6 +594,7 @@ class HybridRetriever(RagSpineRetriever):
     def _params(self, call: RetrieverCall[Any]) -> tuple[int, Mapping[str, Any] | None, int, Predicate | None]:
         """``(k, filter, depth, predicate)`` of a call: the call's filter ANDed with :attr:`filter`, and the
         per-channel depth ``max(candidate_k, k)`` (the call's ``candidate_k``, else :attr:`candidate_k`)."""
+        self._check_fields()  # model_copy(update=...) skips validation
         k = self.k if call.k is None else check_k(call.k)
         candidate_k = call.options.get("candidate_k")
         candidate_k = self.candidate_k if candidate_k is None else _check_int("candidate_k", candidate_k, 1)

@@ -26,12 +26,14 @@ transformation it passed through)::
 
 ``matched`` lists the positions (in ``queries``) of the queries that found the document.  ``fallback`` says why
 fewer queries than planned were searched: ``"llm_error"`` (the model failed; the user's query alone is searched),
-``"no_variants"`` (nothing usable was generated, or the deny-list dropped it all).  HyDE's hypothetical document
+``"no_variants"`` (nothing usable was generated, or the deny-list dropped it all), ``"empty_query"`` (the query is
+empty or whitespace: nothing to transform, the model is not called).  HyDE's hypothetical document
 appears in the trace only as the placeholder :data:`PROBE_PLACEHOLDER`: it is a probe, never evidence.
 
 **Off means unchanged.**  A transformation that needs an LLM and has none (``llm=None``) warns once, when it is
 built (:class:`QueryTransformSkippedWarning`), and every call returns exactly what the base retriever returns for
-the same ``k`` and ``filter`` — no fusion, no trace.  When the model fails at run time the user's query is searched
+the same ``k`` and ``filter`` — no fusion, no trace.  So does a call whose query is empty or only whitespace, with
+or without a model: there is nothing to transform, so no model is called.  When the model fails at run time the user's query is searched
 alone (the results are the base's, with a trace entry saying ``"llm_error"``); LLM failures degrade, they never
 raise.
 """
@@ -102,7 +104,7 @@ class QueryPlan:
         shown: what the trace shows for each query (the query itself, or :data:`PROBE_PLACEHOLDER`).
         dropped: generated queries the deny-list removed.
         llm_calls: chat-model calls made to plan.
-        fallback: ``None``, ``"llm_error"`` or ``"no_variants"`` (see the module docstring).
+        fallback: ``None``, ``"llm_error"``, ``"no_variants"`` or ``"empty_query"`` (see the module docstring).
     """
 
     transform: str
@@ -257,9 +259,19 @@ class QueryTransformRetriever(ContractRetriever):
             self.transform_name, lead + generated, lead + [self.show(g) for g in generated], dropped, calls
         )
 
+    def _blank_plan(self, query: str) -> QueryPlan | None:
+        """The plan of an empty or whitespace-only ``query`` (itself alone, no model call), else ``None``."""
+        if query.strip():
+            return None
+        return QueryPlan(self.transform_name, [query], [query], fallback="empty_query")
+
     def plan(self, query: str, config: RunnableConfig | None = None) -> QueryPlan:
-        """The queries a call with ``query`` would search (this makes the model call; nothing is searched).  Graphs
-        use it to show or answer the generated queries separately."""
+        """The queries a call with ``query`` would search (this makes the model call, except for an empty or
+        whitespace-only ``query``; nothing is searched).  Graphs use it to show or answer the generated queries
+        separately."""
+        blank = self._blank_plan(query)
+        if blank is not None:
+            return blank
         try:
             generated, calls = self.generate(query, config)
         except Exception as e:  # noqa: BLE001 - LLM failures degrade to the user's query
@@ -269,6 +281,9 @@ class QueryTransformRetriever(ContractRetriever):
 
     async def aplan(self, query: str, config: RunnableConfig | None = None) -> QueryPlan:
         """Async :meth:`plan`."""
+        blank = self._blank_plan(query)
+        if blank is not None:
+            return blank
         try:
             generated, calls = await self.agenerate(query, config)
         except Exception as e:  # noqa: BLE001
@@ -312,7 +327,7 @@ class QueryTransformRetriever(ContractRetriever):
 
     def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
         k, depth, flt = self._params(call)
-        if not self.active:
+        if not self.active or not query.strip():  # no model, or nothing to transform: the base's results
             return invoke_retriever(self.base, query, k=k, filter=flt, config=call.child("base"))
         plan = self.plan(query, call.child("plan"))
         lists = search_each(self._searches(plan), k=self._depth(plan, k, depth), filter=flt, run_manager=call.run_manager)
@@ -320,7 +335,7 @@ class QueryTransformRetriever(ContractRetriever):
 
     async def _aretrieve(self, query: str, call: AsyncCall) -> list[Document]:
         k, depth, flt = self._params(call)
-        if not self.active:
+        if not self.active or not query.strip():
             return await ainvoke_retriever(self.base, query, k=k, filter=flt, config=call.child("base"))
         plan = await self.aplan(query, call.child("plan"))
         lists = await asearch_each(self._searches(plan), k=self._depth(plan, k, depth), filter=flt,

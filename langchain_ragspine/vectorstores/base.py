@@ -98,17 +98,17 @@ def texts_as_documents(
 ) -> list[Document]:
     """``Document(texts[i], metadata=copy of metadatas[i])`` per text: what a vector store's ``add_texts`` adds
     (the ids are passed on separately).  ``metadatas`` / ``ids`` that are ``None`` or empty mean none, as in
-    LangChain.
+    LangChain.  ``ids`` is only checked for its length here: it is the list ``add_texts`` already made of its
+    argument with :func:`as_list`, which refuses a single ``str`` / ``bytes``.
 
     Raises:
-        TypeError: ``texts``, ``metadatas`` or ``ids`` a single ``str`` / ``bytes`` or not a list
-            (:func:`as_list`); a text that is not a ``str`` or a metadata that is not a dict (its index named).
+        TypeError: ``texts`` or ``metadatas`` a single ``str`` / ``bytes`` or not a list (:func:`as_list`); a
+            text that is not a ``str`` or a metadata that is not a dict (its index named).
         ValueError: ``metadatas`` or ``ids`` of another length than ``texts`` (LangChain's default ``add_texts``
             zips them, silently dropping the texts beyond the ids).
     """
     texts = as_list(texts, "texts", "add_texts")
     metadatas = None if metadatas is None else as_list(metadatas, "metadatas", "add_texts")
-    ids = None if ids is None else as_list(ids, "ids", "add_texts")
     for i, text in enumerate(texts):
         if not isinstance(text, str):
             raise TypeError(f"add_texts: texts[{i}] must be a str, got {type(text).__name__} {text!r:.60}")
@@ -149,7 +149,7 @@ class TextsAsDocumentsStore(VectorStore):
             TypeError, ValueError: see :func:`texts_as_documents` (a text that is not a ``str``; ``metadatas`` or
                 ``ids`` of another length than ``texts``) and ``add_documents``.
         """
-        id_list = None if ids is None else as_list(ids, "ids", "add_texts")
+        id_list = None if ids is None else as_list(ids, "ids", "add_texts")  # the one conversion of ids
         return self.add_documents(texts_as_documents(texts, metadatas, id_list), ids=id_list or None, **kwargs)
 
 

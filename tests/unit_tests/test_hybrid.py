@@ -157,12 +157,18 @@ def test_document_id_is_the_key_when_there_is_no_chunk_id():
     assert _ids(fuse([[_d("c#1", id="doc-9")], [_d("c#1", id="other")]])) == ["c#1"]
 
 
-def test_documents_without_any_key_are_never_merged():
+def test_documents_without_any_key_meet_by_text_across_lists_never_within_one():
     n1, n2 = _d(None, "same"), _d(None, "same")
     out = fuse([[n1], [n2], [A]])
-    assert len(out) == 3  # each keyless occurrence is its own key, even with identical text
-    assert _ids(out[:1]) == ["a#0"]  # keyed ties come first, then keyless in first-seen order
-    assert [d.page_content for d in out[1:]] == ["same", "same"]
+    # was 3 results (each keyless occurrence its own key); the same text from two channels is one chunk, as the
+    # package's own retrievers identify a keyless text (content_chunk_id) and as LangChain's EnsembleRetriever fuses
+    assert [d.page_content for d in out] == ["same", "text of a#0"]
+    assert out[0].metadata["scores"]["fused"] == 2 / 61
+    # two copies of a text in one list stay two chunks (the n-th copy meets the n-th copy elsewhere)
+    out = fuse([[n1, n2], [_d(None, "same")]])
+    assert [d.metadata["scores"]["fused"] for d in out] == [2 / 61, 1 / 62]
+    # an unmatched keyless document still comes after keyed ties, in first-seen order
+    assert [d.page_content for d in fuse([[_d(None, "x")], [_d(None, "y")], [A]])] == ["text of a#0", "x", "y"]
 
 
 def test_ties_break_on_chunk_id():
@@ -599,3 +605,109 @@ def test_regression_mmr_after_two_stage_keeps_rank_one():
     assert _ids(out)[0] == "a#0"
     # before: MMR took relevance from "fused" (a 0.44 < c 0.7) and put c first
     assert _ids(MMRCompressor(k=4).compress_documents(out, "q"))[0] == "a#0"
+
+
+# -- a foreign vector store built from the same texts (new-user trial of issue 16, left over) ---------------------
+from langchain_ragspine.documents import content_chunk_id  # noqa: E402
+from langchain_ragspine.retrievers.hybrid import DEFAULT_C, FUSIONS  # noqa: E402
+
+_TRIAL_TEXTS = ["梅雨は六月から七月にかけて続く雨の季節。", "北京是中国的首都。", "The chunk store keeps every version."]
+
+
+def _foreign(texts: list[str], metadatas: list[dict] | None = None) -> BaseRetriever:
+    store = InMemoryVectorStore(embedding=DeterministicFakeEmbedding(size=32))
+    store.add_texts(texts, metadatas)  # no ids: the store gives each text its own uuid Document.id
+    return store.as_retriever(search_kwargs={"k": len(texts)})
+
+
+@pytest.mark.parametrize("fusion", FUSIONS)
+def test_regression_a_foreign_store_without_ids_and_bm25_return_each_chunk_once(fusion):
+    bm25 = BM25Retriever.from_texts(_TRIAL_TEXTS, tokenizer="cjk")
+    foreign = _foreign(_TRIAL_TEXTS)
+    h = HybridRetriever(retrievers=[bm25, foreign], k=10, fusion=fusion)
+    out = h.invoke("梅雨の季節")
+    texts = [d.page_content for d in out]
+    assert sorted(texts) == sorted(_TRIAL_TEXTS)  # before: the BM25 hit came back twice (uuid vs content id)
+    assert asyncio.run(h.ainvoke("梅雨の季節")) == out
+    top = next(d for d in out if d.page_content == _TRIAL_TEXTS[0])
+    # the fused chunk is the BM25 channel's document (its content id), with its bm25 score and both contributions
+    assert top.id == top.metadata["chunk_id"] == content_chunk_id(_TRIAL_TEXTS[0])
+    assert top.metadata["scores"]["bm25"] > 0 and top.metadata["scores"]["vector"] is None  # the store reports none
+    if fusion == "rrf":
+        vec_rank = 1 + [d.page_content for d in foreign.invoke("梅雨の季節")].index(_TRIAL_TEXTS[0])
+        assert top.metadata["scores"]["fused"] == pytest.approx(1 / (DEFAULT_C + 1) + 1 / (DEFAULT_C + vec_rank))
+    # the other chunks, found by the store alone, keep the store's own ids
+    assert all(d.id == d.metadata["chunk_id"] and not d.id.startswith("chunk-") for d in out if d is not top)
+
+
+def test_equal_texts_from_different_documents_stay_apart_and_pair_by_doc_id():
+    texts = ["同じ本文です。", "同じ本文です。", "別の本文。"]
+    metas = [{"doc_id": "X"}, {"doc_id": "Y"}, {"doc_id": "Z"}]
+    bm25 = BM25Retriever.from_texts(texts, metas, tokenizer="cjk")  # chunk-h (X) and chunk-h-1 (Y): two chunks
+    out = HybridRetriever(retrievers=[bm25, _foreign(texts, metas)], k=10, fusion="rrf").invoke("同じ本文")
+    assert sorted(d.metadata["doc_id"] for d in out) == ["X", "Y", "Z"]  # not merged into one, not returned twice
+    # the foreign copy of Y's text is paired with Y's chunk, not with X's (the first copy of that text)
+    bm_x, bm_y = (d for d in bm25.invoke("同じ本文") if d.metadata["doc_id"] in "XY")
+    bm_x, bm_y = sorted((bm_x, bm_y), key=lambda d: d.metadata["doc_id"])
+    f_y = _d(None, texts[0], id="uuid-y", doc_id="Y")
+    out = {d.metadata["doc_id"]: d.metadata["scores"]["fused"] for d in fuse([[bm_x, bm_y], [f_y]])}
+    assert out == {"X": 1 / 61, "Y": 1 / 62 + 1 / 61}
+    # a copy from another document is not fused with the only chunk of that text
+    out = fuse([[bm_x], [_d(None, texts[0], id="uuid-w", doc_id="W")]])
+    assert [d.metadata["doc_id"] for d in out] == ["X", "W"]
+    # without doc_id on the foreign side, the n-th copy meets the n-th chunk
+    out = fuse([[bm_x, bm_y], [_d(None, texts[0], id="u1"), _d(None, texts[0], id="u2")]])
+    assert [d.metadata["doc_id"] for d in out] == ["X", "Y"]
+
+
+def test_our_chunk_id_keeps_its_key_and_two_foreign_stores_meet():
+    ours = _d("law#1", "第一条")
+    mine = _d("mine#7", "第一条")  # a foreign document carrying a chunk_id of its own: never re-keyed by text
+    assert _ids(fuse([[ours], [mine]])) == ["law#1", "mine#7"]
+    s1, s2 = _d(None, "第二条", id="uuid-1"), _d(None, "第二条", id="uuid-2")  # two stores, two uuids, one text
+    out = fuse([[s1], [s2]])
+    assert len(out) == 1 and out[0].id == "uuid-1" and out[0].metadata["scores"]["fused"] == 2 / 61
+    # user-given ids shared by the channels still match by id, and keep them
+    assert [d.id for d in fuse([[_d(None, "本文", id="a")], [_d(None, "本文", id="a")]])] == ["a"]
+
+
+def test_a_text_matched_chunk_labelled_restricted_in_any_channel_is_dropped():
+    bm25 = BM25Retriever.from_texts(["公開の本文。", "秘密の本文。"], tokenizer="cjk")
+    foreign = _foreign(["公開の本文。", "秘密の本文。"], [{}, {"sensitivity": "RESTRICTED"}])
+    out = HybridRetriever(retrievers=[bm25, foreign], k=10, fusion="rrf").invoke("本文")
+    assert [d.page_content for d in out] == ["公開の本文。"]  # fail closed: the foreign label drops the chunk
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(
+        st.lists(
+            st.tuples(st.sampled_from(["p", "q", "r"]), st.sampled_from([None, "X", "Y"]),
+                      st.sampled_from(["ours", "uuid", "none"]), st.integers(0, 3)),
+            max_size=6,
+        ),
+        min_size=1, max_size=3,
+    )
+)
+def test_every_list_position_contributes_once_and_lists_never_merge_their_own_documents(raw):
+    lists = []
+    for ch, lst in enumerate(raw):
+        docs = []
+        for pos, (text, doc_id, kind, n) in enumerate(lst):
+            md = {} if doc_id is None else {"doc_id": doc_id}
+            if kind == "ours":
+                docs.append(_d(content_chunk_id(text, n), text, **md))
+            else:
+                docs.append(_d(None, text, id=f"u{ch}-{pos}" if kind == "uuid" else None, **md))
+        lists.append(docs)
+    from langchain_ragspine.retrievers.hybrid import _fusion_keys
+
+    for keyed in _fusion_keys(lists, [True] * len(lists)):  # one contribution per chunk per list
+        assert len({key for key, _ in keyed}) == len(keyed)
+    out = fuse(lists)
+    distinct = [len({(d.metadata.get("chunk_id") or d.id or ("anon", i)) for i, d in enumerate(lst)}) for lst in lists]
+    total = sum(1 / (DEFAULT_C + r) for n in distinct for r in range(1, n + 1))
+    assert sum(d.metadata["scores"]["fused"] for d in out) == pytest.approx(total)  # nothing lost or counted twice
+    assert max(distinct) <= len(out) <= sum(distinct)  # no two chunks of one list became one result
+    keys = [d.metadata.get("chunk_id") for d in out if d.metadata.get("chunk_id")]
+    assert len(keys) == len(set(keys))

@@ -215,6 +215,26 @@ async def test_a_failing_model_degrades_to_the_query_alone(cls, mode, caplog):
     assert "query generation failed" in caplog.text
 
 
+@pytest.mark.parametrize("cls", LLM_CLASSES)
+@pytest.mark.parametrize("query", ["", "   ", "\n\t　"])
+async def test_an_empty_query_calls_no_model_and_returns_the_bases_results(cls, query):
+    # new-user trial of issue 16 (left over): an empty or whitespace-only query still called the model
+    base = SpyRetriever(default=[doc("a"), doc("b"), doc("c")])  # answers any query, so the pass-through shows
+    llm = SpyChatModel(replies=["1. 梅雨\n2. 雨季"])
+    flt = {"chunk_id": {"ne": "c"}}
+    retriever = cls(base, llm, k=3, filter=flt)
+    got = retriever.invoke(query)
+    agot = await retriever.ainvoke(query, k=1)
+    assert llm.prompts == []  # 0 model calls, sync and async
+    assert base.calls == [(query, 3, flt), (query, 1, flt)]  # one search each: the query as given, no variants
+    assert got == base.invoke(query, k=3, filter=flt) and _ids(got) == ["a", "b"]
+    assert _ids(agot) == ["a"] and all(TRACE_KEY not in d.metadata for d in got + agot)
+    plan = retriever.plan(query)
+    assert (plan.queries, plan.llm_calls, plan.fallback) == ([query], 0, "empty_query")
+    assert (await retriever.aplan(query)).fallback == "empty_query" and llm.prompts == []
+    assert _ids(_make(cls, _bm25(), llm).invoke(query)) == _ids(_bm25().invoke(query)) and llm.prompts == []
+
+
 @pytest.mark.parametrize("cls", VARIANT_CLASSES + [StepBackRetriever])
 def test_an_empty_reply_searches_the_query_alone(cls):
     base = SpyRetriever(default=[doc("a")])

@@ -156,3 +156,73 @@ def test_sync_backed_async_path_runs_inline_or_in_a_thread() -> None:
     assert inline.metadata == {"k": 2, "extra": ["lang"], "thread": loop_thread}
     assert threaded.metadata["k"] == 2 and threaded.metadata["extra"] == ["lang"]
     assert threaded.metadata["thread"] != loop_thread
+
+
+# -- model_copy skips validation (new-user trial of issue 16, left over): a bad k is caught at call time ----------
+def _with_transform() -> list:
+    from langchain_ragspine.retrievers import MultiQueryRetriever
+
+    from .spy_models import SpyChatModel
+
+    return [*_all(), MultiQueryRetriever(_all()[0], SpyChatModel(reply="梅雨の季節\n梅雨前線"))]
+
+
+@pytest.mark.parametrize(("bad", "error"), [(0, ValueError), (-2, ValueError), ("3", TypeError), (None, TypeError)])
+@pytest.mark.parametrize("i", range(4))
+def test_a_k_set_by_model_copy_is_checked_at_call_time_with_our_message(i, bad, error):
+    r = _with_transform()[i]
+    name = type(r).__name__
+    broken = r.model_copy(update={"k": bad})  # pydantic does not validate here
+    if bad is None and i == 3:  # k=None is a transform's default (the base's own k): valid
+        assert broken.invoke("梅雨")
+        return
+    pattern = rf"^{name}\.k must be an int >= 1, got .*model_copy\(update=\.\.\.\) and model_construct do not validate"
+    with pytest.raises(error, match=pattern):
+        broken.invoke("梅雨")  # BM25 said "kth(=1) out of bounds (1)" (numpy), Dense and Hybrid returned []
+    with pytest.raises(error, match=pattern):
+        asyncio.run(broken.ainvoke("梅雨"))
+    if i == 3:
+        assert broken.llm.prompts == []  # refused before the model was called
+    assert len(r.model_copy(update={"k": 1}).invoke("梅雨")) == 1  # a good k through model_copy still works
+
+
+@pytest.mark.parametrize("i", range(4))
+def test_model_copy_refuses_an_update_key_that_is_not_a_field(i):
+    r = _with_transform()[i]
+    with pytest.raises(TypeError, match=r"model_copy got unexpected update key 'top_k' \(did you mean 'k'\?\)"):
+        r.model_copy(update={"top_k": 0})  # was stored and ignored: the copy still returned k results
+    assert r.model_copy(update={"name": "mine"}).name == "mine"
+
+
+# -- HybridRetriever: an assignment is checked like the constructor (new-user trial of issue 16, left over) -------
+@pytest.mark.parametrize(
+    ("field", "value", "error", "message"),
+    [
+        ("retrievers", [], ValueError, r"retrievers must be a non-empty list of BaseRetriever, got \[\]"),
+        ("weights", [1.0], ValueError, r"weights has 1 entries for 2"),
+        ("alpha", 0.3, ValueError, r"give either weights or alpha, not both"),
+        ("top_alpha", 0.5, ValueError, r"top_alpha is a two_stage parameter"),
+        ("c", -1, ValueError, r"c must be >= 0"),
+        ("filter", {"year": {"regex": "x"}}, ValueError, r"regex"),
+    ],
+)
+def test_hybrid_assignments_are_checked_like_the_constructor_and_undone(field, value, error, message):
+    bm25, dense, _ = _all()
+    h = HybridRetriever(retrievers=[bm25, dense], weights=[1.0, 1.0], fusion="rrf")
+    before = h.invoke("梅雨")
+    with pytest.raises(error, match=message):
+        setattr(h, field, value)  # `h.retrievers = []` was accepted; invoke then failed in zip()
+    assert len(h.retrievers) == 2 and h.weights == [1.0, 1.0] and h.alpha is None and h.c == 60
+    assert h.invoke("梅雨") == before  # a refused assignment changes nothing
+    h.retrievers = [dense, bm25]  # a consistent assignment still works
+    assert h.retrievers[0] is dense and h.invoke("梅雨")
+
+
+def test_hybrid_model_copy_and_with_config_still_work_and_a_bad_copy_fails_at_call_time():
+    bm25, dense, h = _all()
+    assert h.with_config(run_name="mine").invoke("梅雨") == h.invoke("梅雨")
+    assert h.model_copy(update={"retrievers": [bm25], "k": 1}).invoke("梅雨") == bm25.invoke("梅雨", k=1)
+    with pytest.raises(ValueError, match=r"retrievers must be a non-empty list of BaseRetriever, got \[\]"):
+        h.model_copy(update={"retrievers": []}).invoke("梅雨")  # model_copy does not validate: the call does
+    with pytest.raises(ValueError, match=r"weights has 3 entries for 2"):
+        asyncio.run(h.model_copy(update={"weights": [1, 1, 1]}).ainvoke("梅雨"))

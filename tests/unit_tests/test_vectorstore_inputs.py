@@ -158,6 +158,7 @@ def test_the_async_methods_refuse_a_single_string_too(store):
 
 def test_lists_tuples_and_generators_are_still_taken(store):
     assert store.add_texts(iter(["g1 text", "g2 text"]), ids=("g1", "g2")) == ["g1", "g2"]
+    assert store.add_texts(["h1 text", "h2 text"], ids=iter(["h1", "h2"])) == ["h1", "h2"]  # one-shot ids
     assert [d.id for d in store.get_by_ids(("g1", "g2"))] == ["g1", "g2"]
     store.delete(iter(["g1"]))
     assert [d.id for d in store.get_by_ids(["g1", "g2"])] == ["g2"]
