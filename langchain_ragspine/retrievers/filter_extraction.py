@@ -157,6 +157,10 @@ class LLMFilterExtractor(ChoicePrompter):
         return data
 
     def __call__(self, question: str, config: RunnableConfig | None = None) -> dict[str, Any] | None:
+        """The filter the model extracts from ``question``, or ``None`` (also on any failure, and without a model
+        call for an empty or whitespace question)."""
+        if not question.strip():
+            return None
         try:
             return self.parse(self.llm.invoke(self.messages(question), config))
         except Exception as e:  # noqa: BLE001 - a failed extraction means no filter
@@ -165,6 +169,8 @@ class LLMFilterExtractor(ChoicePrompter):
 
     async def acall(self, question: str, config: RunnableConfig | None = None) -> dict[str, Any] | None:
         """Async ``__call__``."""
+        if not question.strip():
+            return None
         try:
             return self.parse(await self.llm.ainvoke(self.messages(question), config))
         except Exception as e:  # noqa: BLE001

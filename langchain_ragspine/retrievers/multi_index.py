@@ -93,8 +93,9 @@ class RoutingDecision:
     Attributes:
         selected: the index ids searched, in the indexes' order.
         routed: the ids the router named (known ones, in the router's order).
-        fallback: ``None`` when the router's choice is searched; ``"router_error"`` (it raised) or
-            ``"no_known_index"`` (it named none of the indexes) when every index is searched instead.
+        fallback: ``None`` when the router's choice is searched; ``"router_error"`` (it raised),
+            ``"no_known_index"`` (it named none of the indexes) or ``"empty_query"`` (the query is empty or
+            whitespace: the router is not called) when every index is searched instead.
     """
 
     selected: tuple[str, ...]
@@ -169,10 +170,16 @@ class LLMRouter(ChoicePrompter):
         return [i for _, i in sorted(found)]
 
     def __call__(self, query: str, config: RunnableConfig | None = None) -> list[str]:
+        """The index ids the model names for ``query``; ``[]`` without a model call for an empty or whitespace
+        query (nothing to route)."""
+        if not query.strip():
+            return []
         return self.parse(self.llm.invoke(self.messages(query), config))
 
     async def acall(self, query: str, config: RunnableConfig | None = None) -> list[str]:
         """Async ``__call__``."""
+        if not query.strip():
+            return []
         return self.parse(await self.llm.ainvoke(self.messages(query), config))
 
 
@@ -375,7 +382,10 @@ class MultiIndexRetriever(ContractRetriever):
         return RoutingDecision(tuple(self.indexes), (), "router_error")
 
     def route(self, query: str, config: RunnableConfig | None = None) -> RoutingDecision:
-        """The indexes ``query`` searches (this calls the router, nothing is searched).  Never raises."""
+        """The indexes ``query`` searches (this calls the router, nothing is searched).  Never raises.  An empty or
+        whitespace query searches every index without calling the router (fallback ``"empty_query"``)."""
+        if not query.strip():
+            return RoutingDecision(tuple(self.indexes), (), "empty_query")
         try:
             routed = self.router(query, config) if isinstance(self.router, LLMRouter) else self.router(query)
         except Exception as e:  # noqa: BLE001 - a failed router searches everything
@@ -384,7 +394,7 @@ class MultiIndexRetriever(ContractRetriever):
 
     async def aroute(self, query: str, config: RunnableConfig | None = None) -> RoutingDecision:
         """Async :meth:`route` (an :class:`LLMRouter` is called with ``ainvoke``)."""
-        if not isinstance(self.router, LLMRouter):
+        if not isinstance(self.router, LLMRouter) or not query.strip():
             return self.route(query, config)
         try:
             routed = await self.router.acall(query, config)

@@ -136,3 +136,18 @@ def test_the_llm_router_and_the_llm_extractor_check_and_list_their_choices_alike
         made = cls(llm, {"year": "the fiscal year", 7: "seven"})  # type: ignore[dict-item]
         human = made.messages("2023年の売上は？")[-1].content
         assert "- year: the fiscal year\n- 7: seven" in human and "2023年の売上は？" in human
+
+
+@pytest.mark.parametrize("question", ["", "   ", "\n\t\u3000"])
+def test_an_empty_question_calls_no_extractor_model_and_sets_no_filter(question):
+    # regression: an empty question used to cost one extraction model call
+    import asyncio
+
+    llm = SpyChatModel(replies=['{"year": 2023}'])
+    base = SpyRetriever(default=[doc("a", year=2023), doc("b", year=2022)])
+    retriever = FilterExtractionRetriever(base, LLMFilterExtractor(llm, {"year": "publication year"}))
+    assert retriever.extract(question) is None and asyncio.run(retriever.aextract(question)) is None
+    retriever.invoke(question)
+    asyncio.run(retriever.ainvoke(question))
+    assert llm.prompts == []
+    assert [flt for _, _, flt in base.calls] == [None, None]

@@ -220,3 +220,20 @@ def test_reducer_rejects_bad_updates():
     with pytest.raises(TypeError):
         merge_index_results([], "text")  # type: ignore[arg-type]
     assert merge_index_results(None, None) == []
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\n\t\u3000"])
+def test_an_empty_query_calls_no_router_model_and_searches_every_index(query):
+    # regression: an empty query used to cost one router model call
+    llm = SpyChatModel(replies=["hr"])
+    indexes = _indexes()
+    retriever = MultiIndexRetriever(indexes, llm)
+    decision = retriever.route(query)
+    assert decision == RoutingDecision(("hr", "eng", "faq"), (), "empty_query")
+    assert asyncio.run(retriever.aroute(query)) == decision
+    retriever.invoke(query)
+    asyncio.run(retriever.ainvoke(query))
+    assert llm.prompts == []
+    assert all(len(r.calls) == 2 for r in indexes.values())
+    assert LLMRouter(llm, {"hr": "HR"})(query) == [] and asyncio.run(LLMRouter(llm, {"hr": "HR"}).acall(query)) == []
+    assert llm.prompts == []
