@@ -42,6 +42,7 @@ __all__ = [
     "RESTRICTED_SENSITIVITY",
     "SENSITIVITY_KEY",
     "drop_restricted",
+    "drop_restricted_pairs",
     "fold",
     "is_restricted",
     "is_restricted_label",
@@ -62,6 +63,7 @@ KNOWN_SENSITIVITIES = ("PUBLIC", "INTERNAL", "CONFIDENTIAL", RESTRICTED_SENSITIV
 SENSITIVITY_KEY = "sensitivity"
 
 _T = TypeVar("_T")
+_S = TypeVar("_S")
 _RANK = {name: i for i, name in enumerate(KNOWN_SENSITIVITIES)}
 _WORD = re.compile(r"[A-Z]+")
 _LIST_TYPES = (list, tuple, set, frozenset)
@@ -284,6 +286,17 @@ def is_restricted(metadata: Any) -> bool:
 def drop_restricted(documents: Iterable[_T]) -> list[_T]:
     """The documents (``Document`` objects, or metadata mappings) that are not RESTRICTED, in their order."""
     return [d for d in documents if not is_restricted(d)]
+
+
+def drop_restricted_pairs(pairs: Iterable[tuple[_T, _S]]) -> list[tuple[_T, _S]]:
+    """The ``(document, score)`` pairs whose document (a ``Document`` or a metadata mapping) is not RESTRICTED, in
+    their order, each pair as given: the gate at the exits that return scores (``similarity_search_with_score``).
+
+    Example:
+        >>> drop_restricted_pairs([({"sensitivity": "RESTRICTED"}, 0.9), ({"sensitivity": "PUBLIC"}, 0.5)])
+        [({'sensitivity': 'PUBLIC'}, 0.5)]
+    """
+    return [pair for pair in pairs if not is_restricted(pair[0])]
 
 
 def most_restrictive(labels: Sequence[str]) -> str:
