@@ -12,15 +12,20 @@ wins.
   ``SENSITIVITY`` all name the label), values upper-cased.
 * **Restricted.**  A value is restricted when the word ``RESTRICTED`` is among the ASCII-letter runs of its folded
   form: ``"restricted"``, ``"RESTRICTED, INTERNAL"``, ``"Restricted."``, ``"RESTRICTED（社外秘）"`` and a list holding
-  any of these are restricted; ``"UNRESTRICTED"`` (one other word) is not.  Labels of other types are read by
-  :func:`is_restricted_label` (bytes decoded, an Enum's value, nested lists and mappings searched at any depth);
-  a value it cannot read as a label (a number, a bool, any other object) is restricted.
+  any of these are restricted; ``"UNRESTRICTED"`` (one other word) is not.  It is also restricted when a reader
+  would still see the word: its letters split by separators (``"R E S T R I C T E D"``, ``"R-E-S-T-R-I-C-T-E-D"``,
+  ``"RES.TRIC.TED"``), or written with look-alike letters of other scripts (``"RЕSTRICTЕD"`` with Cyrillic ``Е``,
+  Greek ``Ι``, a digit ``1`` or ``|`` for ``I``), per the confusables data of Unicode Technical Standard #39 — see
+  :func:`is_restricted_label` for the exact rule.  Labels of other types are read by :func:`is_restricted_label`
+  (bytes decoded, an Enum's value, nested lists and mappings searched at any depth); a value it cannot read as a
+  label (a number, a bool, any other object) is restricted.
 * **Most restrictive.**  :data:`KNOWN_SENSITIVITIES` is ordered from least to most restrictive; of several labels
   (duplicate keys, a list, sources that disagree) :func:`most_restrictive` keeps the highest, and when one of them
   is not a known label — so no order is known — the result is RESTRICTED.
 
 Unicode normalisation forms are those of Unicode Standard Annex #15; the categories are the Unicode General
-Categories.
+Categories; look-alike letters are those of ``confusables.txt`` in Unicode Technical Standard #39 (Unicode Security
+Mechanisms).
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ __all__ = [
     "RESTRICTED_SENSITIVITY",
     "SENSITIVITY_KEY",
     "drop_restricted",
+    "drop_restricted_pairs",
     "fold",
     "is_restricted",
     "is_restricted_label",
@@ -57,6 +63,7 @@ KNOWN_SENSITIVITIES = ("PUBLIC", "INTERNAL", "CONFIDENTIAL", RESTRICTED_SENSITIV
 SENSITIVITY_KEY = "sensitivity"
 
 _T = TypeVar("_T")
+_S = TypeVar("_S")
 _RANK = {name: i for i, name in enumerate(KNOWN_SENSITIVITIES)}
 _WORD = re.compile(r"[A-Z]+")
 _LIST_TYPES = (list, tuple, set, frozenset)
@@ -118,12 +125,100 @@ def _words(value: str) -> tuple[str, ...]:
     return tuple(_WORD.findall(normalize_label(value)))
 
 
+#: The characters that Unicode's confusables data reads as a letter of ``RESTRICTED``, by letter (hexadecimal code
+#: points).  Source: ``confusables.txt`` of Unicode Technical Standard #39, Unicode Security Mechanisms (version
+#: 13.0.0; the same rows are in the data of ``confusable-homoglyphs`` 3.3.1), every row whose prototype is one of
+#: ``C c D d E e i l R r S s T t`` — the prototype of the ``I`` row is ``l`` (U+006C), which is listed here as well.
+#: Rows that :func:`fold` already turns into the letter (full-width and mathematical forms) or into another listed
+#: character are left out.  Cyrillic ``Р`` and Greek ``Ρ`` are look-alikes of ``P``, not of a letter of
+#: ``RESTRICTED``, so they are not here.
+_CONFUSABLES: dict[str, str] = {
+    "C": "03F2 03F9 0421 0441 13DF 1D04 2CA4 2CA5 A4DA ABAF 102A2 10302 10415 1043D 1051C 118E9 118F2 1F74C",
+    "D": "0501 13A0 13E7 146F 15DE 15EA A4D2 A4D3",
+    "E": "0395 0415 0435 04BD 13AC 212E 22FF 2D39 A4F0 AB32 10286 118A6 118AE",
+    "I": (
+        "0031 006C 007C 0196 01C0 0269 026A 02DB 037A 0399 03B9 0406 0456 04C0 04CF 05C0 05D5 05DF 0627 0661 06F1"
+        " 07CA 13A5 16C1 2223 2373 23FD 2C92 2D4F A4F2 A647 AB75 FFE8 1028A 10309 10320 118C3 16F28 1E8C7"
+    ),
+    "R": "01A6 0433 13A1 13D2 1587 1D26 2C85 A4E3 AB47 AB48 AB81 104B4 16F35 1D216",
+    "S": "01BD 0405 0455 054F 13D5 13DA A4E2 A731 ABAA 10296 10420 10448 118C1 16F3A",
+    "T": "03A4 0422 13A2 22A4 27D9 2CA6 A4D4 10297 102B1 10315 118BC 16F0A 1F768",
+}
+
+
+def _look_alike_tables() -> tuple[dict[int, str], re.Pattern[str], tuple[str, ...]]:
+    """``(letters, spelled, needed)``: a ``str.translate`` table from each look-alike *letter* (Unicode category L*)
+    to the ASCII capital it reads as, the pattern of ``RESTRICTED`` spelled in an upper-cased reading, and the
+    letters the pattern can match only as themselves (no look-alike that is not a letter: ``D``, ``S``).  (The table also
+    holds the two look-alikes that are not letters but that :func:`fold` would change — U+02DB OGONEK and U+FFE8
+    HALFWIDTH FORMS LIGHT VERTICAL — since it is applied before folding as well as after.)
+
+    In the pattern each letter of ``RESTRICTED`` is its ASCII capital or one of its look-alikes that are not letters
+    (the digit ``1``, ``|``, ``⊤``, ``℮`` …); up to three characters other than ASCII capitals may stand between two
+    letters (whitespace runs count as one); and the spelling is a word of its own: no ASCII capital right before or
+    after it.  A character that is both a possible separator and a look-alike (``1``, ``|``) is tried both ways.
+    """
+    letters: dict[int, str] = {}
+    others = {letter: letter for letter in _CONFUSABLES}
+    for letter, points in _CONFUSABLES.items():
+        for point in points.split():
+            ch = chr(int(point, 16))
+            if unicodedata.category(ch).startswith("L") or fold(ch) != ch:
+                letters[ord(ch)] = letter
+            else:
+                others[letter] += ch
+    gap = "[^A-Z]{0,3}"
+    body = gap.join(f"[{re.escape(others[letter])}]" for letter in RESTRICTED_SENSITIVITY)
+    needed = tuple(sorted(letter for letter, chars in others.items() if chars == letter))
+    return letters, re.compile(f"(?<![A-Z]){body}(?![A-Z])"), needed
+
+
+_LOOK_ALIKE_LETTERS, _SPELLED_RESTRICTED, _NEEDED = _look_alike_tables()
+_SPACES = re.compile(r"\s+")
+
+
+@functools.lru_cache(maxsize=4096)
+def _restricted_text(value: str) -> bool:
+    """Whether a label string is RESTRICTED (the string rule of :func:`is_restricted_label`)."""
+    if RESTRICTED_SENSITIVITY in _words(value):
+        return True
+    if value.isascii():
+        # ASCII reads the same both ways but for ``l`` (as ``I``); the pattern needs the letters of _NEEDED as
+        # themselves, and one word that is not RESTRICTED has nothing more to read
+        upper = value.upper()
+        if not all(letter in upper for letter in _NEEDED) or ("l" not in value and value.strip().isalpha()):
+            return False
+    table = _LOOK_ALIKE_LETTERS
+    # a look-alike as written (lower-case ``l`` for ``I``, Cyrillic ``г`` for ``r``), and the look-alike of its
+    # capital (Greek ``ε`` → ``Ε``): labels compare case-insensitively
+    read = fold(value.translate(table)).translate(table).upper().translate(table)
+    if not all(letter in read for letter in _NEEDED):  # every ASCII capital of the plain reading is here too
+        return False
+    return any(_SPELLED_RESTRICTED.search(_SPACES.sub(" ", text)) for text in (normalize_label(value), read))
+
+
 def is_restricted_label(value: Any) -> bool:
     """Whether a label value is RESTRICTED.  Fails closed: a value that cannot be read as a label is RESTRICTED.
 
     * ``None``: not restricted (no label).
-    * a string: restricted when the word ``RESTRICTED`` is among its :func:`label_words` (``"restricted"``,
-      ``"RESTRICTED, INTERNAL"``; not ``"PUBLIC"``, ``""`` or ``"UNRESTRICTED"``).
+    * a string: restricted when a reader sees the word ``RESTRICTED`` in it, in any case or width
+      (:func:`normalize_label`):
+
+      - the word is among its :func:`label_words` (``"restricted"``, ``"RESTRICTED, INTERNAL"``,
+        ``"restricted_note"``; not ``"PUBLIC"``, ``""`` or ``"UNRESTRICTED"``);
+      - its letters are split by separators — up to three characters that are not ASCII letters between two
+        letters, a whitespace run counting as one: ``"R E S T R I C T E D"``, ``"R-E-S-T-R-I-C-T-E-D"``,
+        ``"R.E.S.T.R.I.C.T.E.D"``, ``"RES TRIC TED"``, also inside other text (``"U N R E S T R I C T E D"``: when
+        every letter stands alone, no reader can tell where a word starts, so it fails closed);
+      - it is written with look-alike characters (homoglyphs): each character that ``confusables.txt`` of Unicode
+        Technical Standard #39 maps to a letter of ``RESTRICTED`` reads as that letter, as written or as its
+        capital — Cyrillic ``Е е С с Т Ѕ ѕ І і г``, Greek ``Ε Τ Ι ι``, Cherokee, Lisu and other scripts, and ``l``,
+        ``1`` and ``|`` for ``I`` (``"RЕSTRICTЕD"``, ``"RESTR1CTED"``).  This is the UTS #39 *skeleton* idea
+        restricted to the one word the package looks for.
+
+      In every reading the word must stand alone: an ASCII letter right before or after it makes it another
+      word, so ``"UNRESTRICTED"`` and ``"UNRЕSTRICTЕD"`` are not restricted; look-alikes of other letters (Cyrillic
+      ``Р`` is a ``P``) spell other words, so ``"РЕСТ"`` and ``"PUBLIC"`` are not.
     * ``bytes`` / ``bytearray`` / ``memoryview``: decoded as UTF-8 (undecodable bytes replaced), then as a string.
     * an ``enum.Enum`` member: its ``value``, read by these same rules.
     * a list / tuple / set / frozenset: restricted when any item is, at any depth (``["x", ["restricted"]]``); an
@@ -139,9 +234,11 @@ def is_restricted_label(value: Any) -> bool:
         (False, True)
         >>> is_restricted_label(b"RESTRICTED"), is_restricted_label(3), is_restricted_label(None)
         (True, True, False)
+        >>> is_restricted_label("R-E-S-T-R-I-C-T-E-D"), is_restricted_label("R\\u0415STRICT\\u0415D")
+        (True, True)
     """
     if isinstance(value, str):  # the common case first
-        return RESTRICTED_SENSITIVITY in _words(value)
+        return _restricted_text(value)
     try:
         return _is_restricted_value(value, 0)
     except Exception:  # a container that cannot be read (its iteration raised): fail closed
@@ -156,7 +253,7 @@ def _is_restricted_value(value: Any, depth: int) -> bool:
     if value is None:
         return False
     if isinstance(value, str):
-        return RESTRICTED_SENSITIVITY in _words(value)
+        return _restricted_text(value)
     if depth >= _MAX_DEPTH:
         return True
     if isinstance(value, (bytes, bytearray, memoryview)):
@@ -189,6 +286,17 @@ def is_restricted(metadata: Any) -> bool:
 def drop_restricted(documents: Iterable[_T]) -> list[_T]:
     """The documents (``Document`` objects, or metadata mappings) that are not RESTRICTED, in their order."""
     return [d for d in documents if not is_restricted(d)]
+
+
+def drop_restricted_pairs(pairs: Iterable[tuple[_T, _S]]) -> list[tuple[_T, _S]]:
+    """The ``(document, score)`` pairs whose document (a ``Document`` or a metadata mapping) is not RESTRICTED, in
+    their order, each pair as given: the gate at the exits that return scores (``similarity_search_with_score``).
+
+    Example:
+        >>> drop_restricted_pairs([({"sensitivity": "RESTRICTED"}, 0.9), ({"sensitivity": "PUBLIC"}, 0.5)])
+        [({'sensitivity': 'PUBLIC'}, 0.5)]
+    """
+    return [pair for pair in pairs if not is_restricted(pair[0])]
 
 
 def most_restrictive(labels: Sequence[str]) -> str:
@@ -227,8 +335,9 @@ def parse_label(value: str | Sequence[str]) -> tuple[str, str | None]:
     """Read one label value as written in a source: ``(label, why_ambiguous)``.
 
     * a string that folds to a known label (``"restricted"``, ``"ＰＵＢＬＩＣ"``): itself, not ambiguous;
-    * a string naming RESTRICTED among other words or punctuation (``"RESTRICTED, INTERNAL"``, ``"Restricted."``):
-      ``"RESTRICTED"``, ambiguous;
+    * a string naming RESTRICTED among other words or punctuation (``"RESTRICTED, INTERNAL"``, ``"Restricted."``),
+      or spelling it with separators or look-alike characters (``"R-E-S-T-R-I-C-T-E-D"``, ``"RЕSTRICTЕD"``; see
+      :func:`is_restricted_label`): ``"RESTRICTED"``, ambiguous;
     * a string made only of known labels and punctuation (``"PUBLIC, INTERNAL"``, ``"Public."``): the most
       restrictive of them, ambiguous;
     * any other string (``"team-a"``, ``"社外秘"``): itself, not ambiguous (it is an *unknown* label; the caller
@@ -246,6 +355,10 @@ def parse_label(value: str | Sequence[str]) -> tuple[str, str | None]:
         words = label_words(value)
         if RESTRICTED_SENSITIVITY in words:
             return RESTRICTED_SENSITIVITY, f"{value!r} names RESTRICTED among other words or punctuation"
+        if is_restricted_label(value):
+            return RESTRICTED_SENSITIVITY, (
+                f"{value!r} reads as RESTRICTED (letters split by separators or look-alike characters)"
+            )
         if words and set(words) <= _RANK.keys():
             return max(words, key=_RANK.__getitem__), f"{value!r} is not one label"
         return value, None

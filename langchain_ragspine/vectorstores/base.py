@@ -15,7 +15,8 @@ backend:
   history stays, search no longer sees it).
 * **the RESTRICTED gate.**  Search reads only the searchable tables, where RESTRICTED chunks are never written;
   :meth:`~VersionedVectorStore.get_by_ids` and every search result pass the gate as well
-  (:func:`~langchain_ragspine.sensitivity.drop_restricted`), so no exit of the store returns one.
+  (:func:`~langchain_ragspine.sensitivity.drop_restricted`, and ``drop_restricted_pairs`` for scored results), so
+  no exit of the store returns one.
 * **scores.**  ``similarity_search_with_score`` gives the cosine similarity in ``[-1, 1]`` (the dense channel's
   ``scores["vector"]``); relevance scores are ``(1 + cosine) / 2`` in ``[0, 1]``.
 * **filters** are the package's own predicate language (:mod:`langchain_ragspine.filters`), applied before
@@ -38,7 +39,7 @@ from langchain_core.vectorstores import VectorStore
 
 from langchain_ragspine.documents import check_k
 from langchain_ragspine.retrievers.base import check_query
-from langchain_ragspine.sensitivity import drop_restricted, is_restricted
+from langchain_ragspine.sensitivity import drop_restricted, drop_restricted_pairs
 
 __all__ = ["TextsAsDocumentsStore", "VersionedVectorStore", "as_chunks", "as_list", "texts_as_documents"]
 
@@ -260,7 +261,7 @@ class VersionedVectorStore(TextsAsDocumentsStore):
         if not check_query(type(self).__name__, query, "similarity_search").strip():
             return []
         hits = self._search_by_vector(self._embedding.embed_query(query), k, filter)
-        return [(d, s) for d, s in hits if not is_restricted(d)]  # the gate at this exit
+        return drop_restricted_pairs(hits)  # the gate at this exit
 
     def similarity_search(
         self, query: str, k: int = 4, filter: Mapping[str, Any] | None = None, **kwargs: Any

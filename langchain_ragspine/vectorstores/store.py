@@ -68,7 +68,7 @@ from langchain_ragspine.retrievers.base import check_query
 from langchain_ragspine.retrievers.bm25 import BM25Retriever
 from langchain_ragspine.retrievers.dense import DenseRetriever
 from langchain_ragspine.retrievers.hybrid import HybridRetriever
-from langchain_ragspine.sensitivity import drop_restricted, is_restricted
+from langchain_ragspine.sensitivity import drop_restricted, drop_restricted_pairs, is_restricted
 from langchain_ragspine.stores.chunk_store import ChunkStore, StoredChunk
 from langchain_ragspine.vectorstores.base import TextsAsDocumentsStore, as_list
 
@@ -460,7 +460,7 @@ class RagSpineVectorStore(TextsAsDocumentsStore):
         idx = self._current()
         hits = idx.dense.search_by_vector(np.asarray(vector, dtype=np.float32), k=k, filter=flt)
         found = [(_copy(idx.records[str(idx.dense.docs[i].id)]), s) for i, s in hits]
-        return [(d, s) for d, s in found if not is_restricted(d)]  # the gate at this exit
+        return drop_restricted_pairs(found)  # the gate at this exit
 
     def similarity_search_with_score(
         self, query: str, k: int = 4, filter: Mapping[str, Any] | None = None, **kwargs: Any
