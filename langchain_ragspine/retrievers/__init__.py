@@ -22,8 +22,11 @@ from langchain_ragspine.retrievers.multi_index import (
     KeywordRouter,
     LLMRouter,
     MultiIndexRetriever,
+    asearch_index,
     fuse_by_index,
     merge_index_results,
+    search_index,
+    tag_index,
 )
 from langchain_ragspine.retrievers.multi_query import MultiQueryRetriever, RAGFusionRetriever
 from langchain_ragspine.retrievers.parent_child import ParentChildRetriever
@@ -58,10 +61,13 @@ __all__ = [
     "RuleFilterExtractor",
     "StepBackRetriever",
     "ainvoke_retriever",
+    "asearch_index",
     "fuse",
     "fuse_by_index",
     "invoke_retriever",
     "merge_index_results",
     "parse_query_variants",
     "retriever_params",
+    "search_index",
+    "tag_index",
 ]

@@ -5,8 +5,10 @@ NAACL 2024) picks, per query, the data sources worth searching — an HR handboo
 FAQ — so a query does not pay for, or get distracted by, the others.  :class:`MultiIndexRetriever` takes named
 indexes (any ``BaseRetriever`` each) and a router:
 
-* :class:`KeywordRouter` (the default): rules ``index_id -> keywords``; a query mentioning a keyword (NFKC, case
-  folded, substring — so Japanese and Chinese work) selects that index.  Deterministic, no LLM.
+* :class:`KeywordRouter` (the default): rules ``index_id -> keywords``; a query mentioning a keyword selects that
+  index.  Compared after NFKC and case folding; a keyword in English (or other spaced-script) letters and digits
+  matches whole words only (``hr`` is not in ``three``), a Japanese or Chinese one as a substring.  Deterministic,
+  no LLM.  Rules naming an id that is not an index are an error.
 * :class:`LLMRouter`: a chat model reads the index descriptions and names the indexes to search.
 * any callable ``query -> list of index ids``.
 
@@ -19,15 +21,23 @@ ingested separately may both have a ``README#0``.  Every result carries ``metada
 
 **Inside a LangGraph graph**, a fan-out over indexes (one ``Send`` per index, each branch writing its documents)
 merges through :func:`merge_index_results`, a reducer, and a node after the fan-in ranks the merged list with
-:func:`fuse_by_index` — the same fusion :class:`MultiIndexRetriever` uses::
+:func:`fuse_by_index` — the same fusion :class:`MultiIndexRetriever` uses.  Each branch searches with
+:func:`search_index`, which tags its results with their ``index_id`` (:func:`tag_index`) and drops RESTRICTED
+chunks before the node returns them (a node's return value is what ``stream(stream_mode="updates")`` shows);
+the reducer drops RESTRICTED chunks too, and refuses untagged documents (the same ``chunk_id`` in two indexes would
+otherwise be merged into one)::
 
     class State(TypedDict):
         question: str
         index_results: Annotated[list[Document], merge_index_results]
+        documents: list[Document]
 
-    def search_one(state):                       # run once per index, in parallel (Send("search_one", {...}))
-        docs = invoke_retriever(indexes[state["index_id"]], state["question"], k=6)
-        return {"index_results": tag_index(docs, state["index_id"])}
+    def fan_out(state):                          # one branch per index, run in parallel
+        return [Send("search_one", {"question": state["question"], "index_id": i}) for i in indexes]
+
+    def search_one(state):
+        i = state["index_id"]
+        return {"index_results": search_index(indexes[i], state["question"], index_id=i, k=6)}
 
     def rank(state):
         return {"documents": fuse_by_index(state["index_results"], k=6)}
@@ -36,7 +46,6 @@ merges through :func:`merge_index_results`, a reducer, and a node after the fan-
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -48,11 +57,18 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 from pydantic import ConfigDict, field_validator
 
+from langchain_ragspine.arguments import close_names
 from langchain_ragspine.documents import check_k, dedupe_by, doc_key
 from langchain_ragspine.filters import compile_filter
 from langchain_ragspine.retrievers._choices import ChoicePrompter
+from langchain_ragspine.retrievers._term_match import terms_regex
 from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, RetrieverCall, SyncCall
-from langchain_ragspine.retrievers.contract import asearch_each, search_each
+from langchain_ragspine.retrievers.contract import (
+    ainvoke_retriever,
+    asearch_each,
+    invoke_retriever,
+    search_each,
+)
 from langchain_ragspine.retrievers.deny_list import fold_term
 from langchain_ragspine.retrievers.hybrid import DEFAULT_C, fuse
 from langchain_ragspine.retrievers.query_transform import call_params
@@ -66,8 +82,10 @@ __all__ = [
     "LLMRouter",
     "MultiIndexRetriever",
     "RoutingDecision",
+    "asearch_index",
     "fuse_by_index",
     "merge_index_results",
+    "search_index",
     "tag_index",
 ]
 
@@ -106,17 +124,21 @@ class RoutingDecision:
 class KeywordRouter:
     """Select indexes by keywords: ``{index_id: [keyword, …]}``.
 
-    A query selects every index one of whose keywords it contains (compared after NFKC, case folding and
-    whitespace folding, as a substring).  Returns ``[]`` when no keyword matches (the retriever then searches every
-    index).
+    A query selects every index one of whose keywords it mentions.  Query and keywords are compared after NFKC, case
+    folding and whitespace folding; a keyword written in letters or digits of a spaced script (English, accented
+    Latin, Greek, Cyrillic) matches whole words only (``hr`` is not in ``three``, ``leave`` not in ``cleave``; an
+    English plural ``-s`` / ``-es`` counts, ``leave`` finds ``leaves``), a Japanese or Chinese keyword matches as a
+    substring (``休暇`` in ``有給休暇は``) — the rule of the glossary rewriter
+    (:mod:`~langchain_ragspine.retrievers._term_match`).  Returns ``[]`` when no keyword matches (the retriever then
+    searches every index).
 
     Raises:
         TypeError: ``rules`` is not a mapping of strings to lists of strings.
 
     Example:
         >>> router = KeywordRouter({"hr": ["休暇", "給与", "leave"], "eng": ["BM25", "デプロイ"]})
-        >>> router("有給休暇は何日？"), router("How is ＢＭ２５ tuned?"), router("天気")
-        (['hr'], ['eng'], [])
+        >>> router("有給休暇は何日？"), router("How is ＢＭ２５ tuned?"), router("天気"), router("cleave the index")
+        (['hr'], ['eng'], [], [])
     """
 
     def __init__(self, rules: Mapping[str, Iterable[str]]) -> None:
@@ -127,11 +149,11 @@ class KeywordRouter:
             if isinstance(keywords, str) or not all(isinstance(w, str) for w in keywords):
                 raise TypeError(f"the keywords of {index_id!r} must be a list of strings, got {keywords!r}")
             self.rules[str(index_id)] = [w for w in keywords if fold_term(w)]
-        self._folded = {i: [fold_term(w) for w in ws] for i, ws in self.rules.items()}
+        self._patterns = {i: terms_regex(map(fold_term, ws), plurals=True) for i, ws in self.rules.items()}
 
     def __call__(self, query: str) -> list[str]:
         text = fold_term(query) if isinstance(query, str) else ""
-        return [i for i, words in self._folded.items() if any(w in text for w in words)]
+        return [i for i, pattern in self._patterns.items() if pattern is not None and pattern.search(text)]
 
     def __repr__(self) -> str:
         return f"KeywordRouter({sorted(self.rules)})"
@@ -145,8 +167,12 @@ class LLMRouter(ChoicePrompter):
         descriptions: ``{index_id: what the index holds}`` — the ids the model may name.
         prompt: a ``ChatPromptTemplate`` with ``indexes`` and ``question`` (default :data:`ROUTER_PROMPT`).
 
-    The reply is read for the known ids (whole words, any case, after ``<think>`` blocks are removed), in the order
-    they appear; unknown names are ignored.  A failed call raises (the retriever then searches every index).
+    The reply is read for the known ids, in the order they appear, after ``<think>`` blocks are removed and with the
+    folding and matching of :class:`KeywordRouter` (NFKC, any case): an id with a spaced-script letter or digit at an
+    edge must stand alone on that side, where ``-`` and ``_`` also join (``hr`` is not read in ``hr-policy``; ids such
+    as ``hr-policy``, ``eng_wiki``, ``faq.v2`` are read whole), and a Japanese or Chinese id is read inside text
+    (``人事と技術``); where ids overlap the longest wins (``人事部`` is not also ``人事``).  Unknown names are ignored.
+    A failed call raises (the retriever then searches every index).
     """
 
     default_prompt = ROUTER_PROMPT
@@ -158,16 +184,19 @@ class LLMRouter(ChoicePrompter):
     ) -> None:
         super().__init__(llm, descriptions, prompt)
         self.descriptions = self.choices
+        self._by_folded = {fold_term(i): i for i in self.descriptions if fold_term(i)}
+        self._ids = terms_regex(self._by_folded, joiners="-_")
 
     def parse(self, reply: Any) -> list[str]:
-        """The known index ids named in ``reply``, in order of first mention."""
-        text = strip_think(reply_text(reply)).casefold()
-        found: list[tuple[int, str]] = []
-        for index_id in self.descriptions:
-            m = re.search(rf"(?<![\w-]){re.escape(index_id.casefold())}(?![\w-])", text)
-            if m:
-                found.append((m.start(), index_id))
-        return [i for _, i in sorted(found)]
+        """The known index ids named in ``reply``, in order of first mention (see the class docstring)."""
+        if self._ids is None:
+            return []
+        found: list[str] = []
+        for m in self._ids.finditer(fold_term(strip_think(reply_text(reply)))):
+            index_id = self._by_folded[" ".join(m.group(0).split())]
+            if index_id not in found:
+                found.append(index_id)
+        return found
 
     def __call__(self, query: str, config: RunnableConfig | None = None) -> list[str]:
         """The index ids the model names for ``query``; ``[]`` without a model call for an empty or whitespace
@@ -184,8 +213,20 @@ class LLMRouter(ChoicePrompter):
 
 
 # -- fusion and the graph reducer ---------------------------------------------------------------------------------------
+def _check_index_id(index_id: Any) -> str:
+    if not isinstance(index_id, str) or not index_id.strip():
+        raise ValueError(f"an index id is a non-empty string, got {index_id!r}")
+    return index_id
+
+
 def tag_index(docs: Iterable[Document], index_id: str) -> list[Document]:
-    """Copies of ``docs`` with ``metadata["index_id"] = index_id``."""
+    """Copies of ``docs`` with ``metadata["index_id"] = index_id`` (nothing is dropped: see :func:`search_index` for
+    the gated search of one index).
+
+    Raises:
+        ValueError: ``index_id`` is not a non-empty string.
+    """
+    _check_index_id(index_id)
     out = []
     for d in docs:
         md = dict(d.metadata)
@@ -194,20 +235,80 @@ def tag_index(docs: Iterable[Document], index_id: str) -> list[Document]:
     return out
 
 
+def search_index(
+    retriever: BaseRetriever,
+    query: str,
+    *,
+    index_id: str,
+    k: int | None = None,
+    filter: Mapping[str, Any] | None = None,
+    config: RunnableConfig | None = None,
+) -> list[Document]:
+    """One branch of a fan-out over indexes: ``retriever`` searched for ``query`` through the retriever-call contract
+    (:func:`~langchain_ragspine.retrievers.contract.invoke_retriever`, with ``k`` and ``filter``), each result tagged
+    ``metadata["index_id"] = index_id`` (:func:`tag_index`), RESTRICTED ones dropped
+    (:func:`~langchain_ragspine.sensitivity.drop_restricted`) — so what a graph node returns, and what
+    ``stream(stream_mode="updates")`` shows of it, never holds a RESTRICTED chunk.
+
+    Returns:
+        At most ``k`` documents (fewer when some were RESTRICTED), in the retriever's order.
+
+    Raises:
+        ValueError: ``index_id`` is not a non-empty string; bad ``k`` or ``filter`` (as ``invoke_retriever``).
+        TypeError: as ``invoke_retriever``.
+    """
+    _check_index_id(index_id)
+    docs = invoke_retriever(retriever, query, k=k, filter=filter, config=config)
+    return drop_restricted(tag_index(docs, index_id))
+
+
+async def asearch_index(
+    retriever: BaseRetriever,
+    query: str,
+    *,
+    index_id: str,
+    k: int | None = None,
+    filter: Mapping[str, Any] | None = None,
+    config: RunnableConfig | None = None,
+) -> list[Document]:
+    """Async :func:`search_index` (through :func:`~langchain_ragspine.retrievers.contract.ainvoke_retriever`)."""
+    _check_index_id(index_id)
+    docs = await ainvoke_retriever(retriever, query, k=k, filter=filter, config=config)
+    return drop_restricted(tag_index(docs, index_id))
+
+
 def _index_key(doc: Document) -> tuple[str, str] | None:
     key = doc_key(doc)
     return None if key is None else (str(doc.metadata.get(INDEX_ID_KEY)), key)
 
 
+def _check_tagged(docs: Sequence[Document], where: str) -> None:
+    """Raise ``ValueError`` when a document has no ``metadata["index_id"]``: two indexes may both hold a
+    ``README#0``, and without the tag the second would be taken for a duplicate of the first and lost."""
+    for d in docs:
+        index_id = d.metadata.get(INDEX_ID_KEY)
+        if not isinstance(index_id, str) or not index_id.strip():
+            raise ValueError(
+                f"{where}: a document without metadata[{INDEX_ID_KEY!r}] (chunk_id {d.metadata.get('chunk_id')!r}, "
+                f"index_id {index_id!r}); tag each branch's results with tag_index(docs, index_id) or search with "
+                f"search_index(retriever, query, index_id=...)"
+            )
+
+
 def merge_index_results(left: list[Document] | None, right: Document | Sequence[Document] | None) -> list[Document]:
     """LangGraph reducer for a fan-out over indexes: ``left + right``, where a document whose ``(index_id,
-    chunk_id)`` is already present is dropped (the first occurrence wins; documents without a key are kept).
+    chunk_id)`` is already present is dropped (the first occurrence wins; documents without a chunk key are kept)
+    and RESTRICTED documents are dropped (:func:`~langchain_ragspine.sensitivity.drop_restricted`), so the graph
+    state never holds one.
 
     Use it as ``Annotated[list[Document], merge_index_results]``; the order is arrival order, so rank the merged
-    list with :func:`fuse_by_index`.
+    list with :func:`fuse_by_index`.  Every document of ``right`` must carry ``metadata["index_id"]``
+    (:func:`tag_index`, :func:`search_index`): the same ``chunk_id`` in two indexes is two chunks.
 
     Raises:
         TypeError: ``right`` is not a ``Document``, a list of them, or ``None``.
+        ValueError: a document of ``right`` has no ``metadata["index_id"]`` (an untagged one would be merged with
+            another index's chunk of the same ``chunk_id`` and lost); the message names it and the fix.
 
     Example:
         >>> a = tag_index([Document(page_content="x", metadata={"chunk_id": "README#0"})], "hr")
@@ -215,7 +316,7 @@ def merge_index_results(left: list[Document] | None, right: Document | Sequence[
         >>> [d.metadata["index_id"] for d in merge_index_results(merge_index_results(None, a), b + a)]
         ['hr', 'eng']
     """
-    current = list(left or [])
+    current = drop_restricted(left or [])
     if right is None:
         return current
     items = [right] if isinstance(right, Document) else right
@@ -223,8 +324,9 @@ def merge_index_results(left: list[Document] | None, right: Document | Sequence[
         isinstance(d, Document) for d in items
     ):
         raise TypeError(f"an index_results update must be a Document or a list of them, got {right!r}"[:300])
+    _check_tagged(items, "merge_index_results")
     seen = {k for k in map(_index_key, current) if k is not None}
-    return current + dedupe_by(items, _index_key, seen=seen)
+    return current + dedupe_by(drop_restricted(items), _index_key, seen=seen)
 
 
 def fuse_by_index(docs: Sequence[Document], *, k: int | None = None, c: int = DEFAULT_C) -> list[Document]:
@@ -237,7 +339,9 @@ def fuse_by_index(docs: Sequence[Document], *, k: int | None = None, c: int = DE
 
     Raises:
         TypeError / ValueError: bad ``k`` or ``c``.
+        ValueError: a document without ``metadata["index_id"]`` (as :func:`merge_index_results`).
     """
+    _check_tagged(docs, "fuse_by_index")
     groups: dict[str, list[Document]] = {}
     for d in docs:
         groups.setdefault(str(d.metadata.get(INDEX_ID_KEY)), []).append(d)
@@ -284,7 +388,8 @@ class MultiIndexRetriever(ContractRetriever):
             :class:`KeywordRouter`), a ``BaseChatModel`` (made an :class:`LLMRouter` over ``descriptions``), or any
             callable ``query -> list of index ids``.  ``None`` (default): a :class:`KeywordRouter` whose keywords are
             the index ids themselves.
-        descriptions: ``{index_id: description}`` for an LLM router (default: the ids).
+        descriptions: ``{index_id: description}`` for an LLM router built from a chat model (an index without one is
+            described by its id).
         k: results per call (``invoke(query, k=…)`` overrides); ``None``: the indexes' own defaults, the fused
             list cut to the longest list.
         candidate_k: results asked of each index when ``k`` is known (default ``k``).
@@ -297,7 +402,9 @@ class MultiIndexRetriever(ContractRetriever):
     (and calls an :class:`LLMRouter` with ``ainvoke``); ``invoke`` searches them one after another.
 
     Raises:
-        ValueError: no indexes, an empty id, bad ``k``/``candidate_k``/``c``, a malformed filter.
+        ValueError: no indexes, an empty id, bad ``k``/``candidate_k``/``c``, a malformed filter; keyword rules,
+            ``descriptions`` or an :class:`LLMRouter`'s descriptions naming an id that is not one of ``indexes``
+            (the message names the closest ids).
         TypeError: an index that is not a ``BaseRetriever``; a router of another type.
 
     Example:
@@ -353,17 +460,36 @@ class MultiIndexRetriever(ContractRetriever):
         if isinstance(self.c, bool) or not isinstance(self.c, int) or self.c < 0:
             raise ValueError(f"c must be an int >= 0, got {self.c!r}")
         compile_filter(self.filter)
+        if self.descriptions is not None:
+            self._check_ids(self.descriptions, "descriptions")
         router = self.router
         if router is None:
             router = KeywordRouter({i: [i] for i in self.indexes})
         elif isinstance(router, Mapping):
             router = KeywordRouter(router)
         elif isinstance(router, BaseChatModel):
-            router = LLMRouter(router, self.descriptions or {i: i for i in self.indexes})
+            given = self.descriptions or {}
+            router = LLMRouter(router, {i: given.get(i, i) for i in self.indexes})
         elif not callable(router):
             raise TypeError(f"router must be a KeywordRouter, an LLMRouter, keyword rules, a chat model or a "
                             f"callable, got {type(router).__name__}")
+        if isinstance(router, KeywordRouter):
+            self._check_ids(router.rules, "keyword rules")
+        elif isinstance(router, LLMRouter):
+            self._check_ids(router.descriptions, "LLMRouter descriptions")
         self.router = router
+
+    def _check_ids(self, named: Iterable[str], what: str) -> None:
+        """Raise ``ValueError`` when ``named`` holds an id that is not one of the indexes (a did-you-mean)."""
+        unknown = [i for i in named if i not in self.indexes]
+        if not unknown:
+            return
+        parts = []
+        for index_id in unknown:
+            close = close_names(str(index_id), self.indexes)
+            parts.append(repr(index_id) + (f" (did you mean {', '.join(map(repr, close))}?)" if close else ""))
+        raise ValueError(f"the {what} name unknown index{'es' if len(parts) > 1 else ''} {', '.join(parts)}; "
+                         f"the indexes are {', '.join(map(repr, self.indexes))}")
 
     # -- routing ----------------------------------------------------------------------------------------------------
     def _decide(self, routed: Any) -> RoutingDecision:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import operator
+import re
 from collections.abc import Mapping
 from typing import Annotated, Any, TypedDict
 
@@ -23,11 +24,14 @@ from langchain_ragspine.retrievers import (
     KeywordRouter,
     LLMRouter,
     MultiIndexRetriever,
+    asearch_index,
     fuse_by_index,
     invoke_retriever,
     merge_index_results,
+    search_index,
+    tag_index,
 )
-from langchain_ragspine.retrievers.multi_index import RoutingDecision, tag_index
+from langchain_ragspine.retrievers.multi_index import RoutingDecision
 
 from ._transform_fakes import SpyChatModel, SpyRetriever, doc
 
@@ -237,3 +241,189 @@ def test_an_empty_query_calls_no_router_model_and_searches_every_index(query):
     assert all(len(r.calls) == 2 for r in indexes.values())
     assert LLMRouter(llm, {"hr": "HR"})(query) == [] and asyncio.run(LLMRouter(llm, {"hr": "HR"}).acall(query)) == []
     assert llm.prompts == []
+
+
+# -- regressions from the new-user trial (issue 14) -----------------------------------------------------------------------
+def _bm25_pair() -> dict[str, BaseRetriever]:
+    hr = BM25Retriever.from_documents([Document(page_content="有給休暇は年20日です。", metadata={"chunk_id": "README#0"})])
+    eng = BM25Retriever.from_documents([
+        Document(page_content="three steps to deploy the BM25 index", metadata={"chunk_id": "deploy#0"})])
+    return {"hr": hr, "eng": eng}
+
+
+@pytest.mark.parametrize(
+    "query, selected",
+    [("What are the three steps to deploy?", None),  # regression: "three" contains "hr" -> ('hr',)
+     ("Tell me about the length of leave", None),  # regression: "length" contains "eng" -> ('eng',)
+     ("hr policy", ("hr",)), ("HRの規程", ("hr",)), ("ＨＲ と ENG", ("hr", "eng")), ("eng: BM25", ("eng",)),
+     ("(hr)", ("hr",)), ("hr-policy", ("hr",)), ("shr", None), ("hr2", None)],
+)
+def test_default_router_matches_latin_index_ids_as_whole_words(query, selected):
+    decision = MultiIndexRetriever(_bm25_pair()).route(query)
+    if selected is None:
+        assert decision == RoutingDecision(("hr", "eng"), (), "no_known_index")
+    else:
+        assert decision.selected == selected and decision.fallback is None
+
+
+def test_a_latin_keyword_inside_another_word_selects_nothing_so_every_index_is_searched():
+    # regression: {"hr": ["leave"]} routed "cleave the index" to hr only, which returned []
+    retriever = MultiIndexRetriever(_bm25_pair(), {"hr": ["leave"]}, k=3)
+    assert retriever.route("cleave the index").fallback == "no_known_index"
+    assert _pairs(retriever.invoke("cleave the index")) == [("eng", "deploy#0")]
+    assert retriever.route("How many leaves do I get?").selected == ("hr",)  # an English plural counts
+
+
+@pytest.mark.parametrize(
+    "keywords, query, hit",
+    [(["休暇"], "有給休暇は何日？", True), (["休暇"], "休暇", True), (["人事"], "人事部の規程", True),  # CJK: substring
+     (["BM25"], "BM250 の設定", False), (["BM25"], "BM25検索", True), (["BM25"], "ｂｍ２５", True),
+     (["deploy"], "deployment", False), (["deploy"], "deploys", True), (["Project Orion"], "project  orion", True),
+     (["café"], "cafés", True), (["café"], "décafé", False), (["отпуск"], "отпуска", False),
+     (["отпуск"], "мой отпуск", True), (["leave"], "", False)],
+)
+def test_keyword_router_word_boundaries_for_spaced_scripts_substrings_for_cjk(keywords, query, hit):
+    assert KeywordRouter({"hr": keywords})(query) == (["hr"] if hit else [])
+
+
+@pytest.mark.parametrize(
+    "router, message",
+    [({"zzz": ["x"]}, "the keyword rules name unknown index 'zzz'; the indexes are 'hr', 'eng'"),
+     ({"hr": ["休暇"], "engg": ["BM25"]}, "unknown index 'engg' (did you mean 'eng'?)"),
+     (KeywordRouter({"HR": ["休暇"]}), "unknown index 'HR'"),
+     (LLMRouter(FakeListChatModel(responses=["hr"]), {"hr": "人事", "faq": "FAQ"}),
+      "the LLMRouter descriptions name unknown index 'faq'")],
+)
+def test_a_router_naming_an_unknown_index_is_an_error(router, message):
+    # regression: keyword rules naming an unknown index were accepted silently and never matched anything
+    with pytest.raises(ValueError, match=re.escape(message)):
+        MultiIndexRetriever(_bm25_pair(), router)
+
+
+def test_descriptions_naming_an_unknown_index_are_an_error_and_missing_ones_default_to_the_id():
+    with pytest.raises(ValueError, match=re.escape("the descriptions name unknown index 'hr_' (did you mean 'hr'?)")):
+        MultiIndexRetriever(_bm25_pair(), FakeListChatModel(responses=["hr"]), descriptions={"hr_": "人事"})
+    llm = SpyChatModel(replies=["eng"])
+    retriever = MultiIndexRetriever(_bm25_pair(), llm, descriptions={"hr": "人事規程"})
+    assert retriever.route("BM25").selected == ("eng",)
+    assert "- hr: 人事規程\n- eng: eng" in llm.prompts[0]
+
+
+_ODD_IDS = {"hr-policy": "人事規程", "hr": "HR", "eng_wiki": "wiki", "faq.v2": "FAQ", "人事": "人事", "人事部": "部"}
+
+
+@pytest.mark.parametrize(
+    "reply, routed",
+    [("hr-policy", ("hr-policy",)), ("Search the hr-policy and eng_wiki.", ("hr-policy", "eng_wiki")),
+     ("HR-Policy, FAQ.v2", ("hr-policy", "faq.v2")), ("ＨＲ－ＰＯＬＩＣＹ", ("hr-policy",)), ("faq.v2.", ("faq.v2",)),
+     ("hr and hr-policy", ("hr", "hr-policy")), ("`eng_wiki`", ("eng_wiki",)),
+     ("人事と技術", ("人事",)),  # regression: a CJK id next to CJK text was never read
+     ("人事部、人事", ("人事部", "人事")), ("「人事部」", ("人事部",)),  # the longest id wins where they overlap
+     ("hr-policy-2, eng_wiki_old, eng-wiki, faq.v20", ())],
+)
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_llm_router_reads_ids_with_hyphens_underscores_dots_and_cjk(reply, routed, mode):
+    indexes = {i: SpyRetriever() for i in _ODD_IDS}
+    retriever = MultiIndexRetriever(indexes, LLMRouter(FakeListChatModel(responses=[reply]), _ODD_IDS))
+    decision = retriever.route("q") if mode == "sync" else await retriever.aroute("q")
+    assert decision.routed == routed
+    assert decision.fallback == (None if routed else "no_known_index")
+
+
+async def test_ainvoke_with_an_llm_router_still_searches_the_selected_indexes_concurrently():
+    _FLIGHT.update(now=0, peak=0)
+    idx = {n: _Slow(name_=n) for n in ("a", "b", "c")}
+    llm = SpyChatModel(replies=["a, c"])
+    docs = await MultiIndexRetriever(idx, llm, k=3).ainvoke("q")
+    assert len(llm.prompts) == 1 and _FLIGHT["peak"] == 2
+    assert sorted(_pairs(docs)) == [("a", "a"), ("c", "c")]
+
+
+# -- the graph fan-out gates RESTRICTED at the node and at the reducer ---------------------------------------------------
+def _leaky_indexes() -> dict[str, SpyRetriever]:
+    return {
+        "hr": SpyRetriever(default=[doc("secret#0", "SECRET-HR", sensitivity="restricted"), doc("README#0", "hr")]),
+        "eng": SpyRetriever(default=[doc("README#0", "eng"), doc("s#1", "SECRET-ENG", Sensitivity="ＲＥＳＴＲＩＣＴＥＤ")]),
+    }
+
+
+def _fan_out_graph(search_one: Any, idx: Mapping[str, BaseRetriever]) -> Any:
+    def fan_out(state: State) -> list[Send]:
+        return [Send("search_one", {"question": state["question"], "index_id": i}) for i in idx]
+
+    def rank(state: State) -> dict[str, Any]:
+        return {"documents": fuse_by_index(state["index_results"], k=6)}
+
+    g = StateGraph(State)
+    g.add_node("search_one", search_one)
+    g.add_node("rank", rank)
+    g.add_conditional_edges(START, fan_out, ["search_one"])
+    g.add_edge("search_one", "rank")
+    g.add_edge("rank", END)
+    return g.compile()
+
+
+def test_the_documented_fan_out_never_puts_restricted_chunks_in_state_or_stream_updates():
+    idx = _leaky_indexes()
+
+    def search_one(state: State) -> dict[str, Any]:  # the recipe of the module docstring and docs
+        i = state["index_id"]
+        return {"index_results": search_index(idx[i], state["question"], index_id=i, k=6)}
+
+    app = _fan_out_graph(search_one, idx)
+    out = app.invoke({"question": "readme"})
+    updates = list(app.stream({"question": "readme"}, stream_mode="updates"))
+    dumped = json.dumps([d.model_dump() for d in out["index_results"] + out["documents"]]) + repr(updates)
+    assert "SECRET" not in dumped  # regression: the search node emitted, and the state held, RESTRICTED chunks
+    assert sorted(_pairs(out["documents"])) == [("eng", "README#0"), ("hr", "README#0")]
+
+
+def test_the_reducer_drops_restricted_chunks_a_node_returns():
+    idx = _leaky_indexes()
+
+    def search_one(state: State) -> dict[str, Any]:  # a node that tags without gating
+        docs = invoke_retriever(idx[state["index_id"]], state["question"], k=6)
+        return {"index_results": tag_index(docs, state["index_id"])}
+
+    out = _fan_out_graph(search_one, idx).invoke({"question": "readme"})
+    assert "SECRET" not in json.dumps([d.model_dump() for d in out["index_results"]])
+    assert sorted(_pairs(out["index_results"])) == [("eng", "README#0"), ("hr", "README#0")]
+    restricted = tag_index([doc("x#0", "SECRET", sensitivity="RESTRICTED")], "hr")
+    assert merge_index_results(restricted, None) == [] and merge_index_results([], restricted[0]) == []
+
+
+def test_untagged_documents_are_an_error_not_a_silent_duplicate():
+    # regression: without tag_index the second index's README#0 was dropped as a duplicate of the first's
+    a = [Document(page_content="hr readme", metadata={"chunk_id": "README#0"})]
+    b = [Document(page_content="eng readme", metadata={"chunk_id": "README#0"})]
+    with pytest.raises(ValueError, match=r"merge_index_results: a document without metadata\['index_id'\].*tag_index"):
+        merge_index_results(merge_index_results(None, tag_index(a, "hr")), b)
+    with pytest.raises(ValueError, match="fuse_by_index: a document without"):
+        fuse_by_index(a + b)
+    tagged = merge_index_results(merge_index_results(None, tag_index(a, "hr")), tag_index(b, "eng"))
+    assert [d.page_content for d in fuse_by_index(tagged)] == ["eng readme", "hr readme"]
+
+    idx = _indexes()
+
+    def untagged_node(state: State) -> dict[str, Any]:
+        return {"index_results": invoke_retriever(idx[state["index_id"]], state["question"], k=5)}
+
+    with pytest.raises(ValueError, match="without metadata"):
+        _fan_out_graph(untagged_node, idx).invoke({"question": "readme"})
+
+
+@pytest.mark.parametrize("bad", ["", "  ", None, 3])
+def test_tag_index_and_search_index_need_an_index_id(bad):
+    with pytest.raises(ValueError, match="an index id is a non-empty string"):
+        tag_index([doc("a")], bad)
+    with pytest.raises(ValueError, match="an index id is a non-empty string"):
+        search_index(SpyRetriever(), "q", index_id=bad)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_search_index_searches_through_the_contract_tags_and_gates(mode):
+    r = _leaky_indexes()["hr"]
+    args: dict[str, Any] = {"index_id": "hr", "k": 2, "filter": {"chunk_id": {"ne": "x"}}}
+    docs = search_index(r, "q", **args) if mode == "sync" else await asearch_index(r, "q", **args)
+    assert r.calls == [("q", 2, {"chunk_id": {"ne": "x"}})]
+    assert _pairs(docs) == [("hr", "README#0")]
