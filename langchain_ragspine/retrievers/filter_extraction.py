@@ -3,11 +3,14 @@
 LangChain's ``SelfQueryRetriever`` has a chat model turn a question into a query plus a structured filter
 ("self-querying"); here extraction is optional and conservative, by rules or by a model:
 
-* :class:`RuleFilterExtractor` — deterministic: a year the question is about (``2023年の``, ``2023年に``, ``2023 年``,
-  ``in 2023``, ``during 2023``, full-width digits too) becomes a filter on a year field (``{"year": 2023}``) or a
-  date field (``{"updated": {"gte": "2023-01-01", "lt": "2024-01-01"}}``); several years become the range that
-  covers them.  Fiscal years (``2023年度``) are not read: their months differ by organisation; nor are durations and
-  decades (``1500年前``, ``3年間``, ``1000年以上``, ``2020年代``, ``in the 1990s``).
+* :class:`RuleFilterExtractor` — deterministic and conservative: a year that reads as a time qualifier of the
+  question (``2023年の``, ``2023年に``, ``2023 年``, ``in 2023``, full-width digits too) or a range (``2022-2023年``,
+  ``2022年から2023年まで``, ``from 2022 to 2023``) becomes a filter on a year field (``{"year": 2023}``, a range
+  ``{"year": {"between": [2022, 2023]}}``) or a date field (``{"updated": {"gte": "2023-01-01", "lt":
+  "2024-01-01"}}``).  Fiscal years (``2023年度``), durations, decades, compounds and open-ended years (``1500年前``,
+  ``2020年代``, ``2000年問題``, ``1000年に一度``, ``2021年以降``) are not read, a number outside ``min_year`` ..
+  ``max_year`` (1900 .. 2100) is not a year, and a question with a plausible year the rules do not read gets no
+  filter at all — a missed filter costs nothing, a wrong one loses documents.
 * :class:`LLMFilterExtractor` — a chat model writes a JSON filter over fields you describe; anything but a valid
   filter over those fields (:mod:`langchain_ragspine.filters` syntax) is discarded.
 
@@ -41,53 +44,137 @@ from langchain_ragspine.retrievers.contract import ainvoke_retriever, invoke_ret
 from langchain_ragspine.retrievers.query_transform import add_trace_entry, call_params
 from langchain_ragspine.retrievers.query_variants import reply_text, strip_think
 
-__all__ = ["FILTER_PROMPT", "FilterExtractionRetriever", "LLMFilterExtractor", "RuleFilterExtractor"]
+__all__ = [
+    "DEFAULT_MAX_YEAR",
+    "DEFAULT_MIN_YEAR",
+    "FILTER_PROMPT",
+    "FilterExtractionRetriever",
+    "LLMFilterExtractor",
+    "RuleFilterExtractor",
+]
 
 logger = logging.getLogger(__name__)
 
-_YEAR = r"(1[0-9]{3}|2[0-9]{3})"
-# 年 not followed by what makes it a duration or a decade: 1500年前 (years ago), 3年間, 1000年以上, 2020年代 (the 2020s),
-# 年度 (a fiscal year), 年后/年间 (Chinese)
-_NOT_A_YEAR = r"(?!度|前|間|间|以上|以下|以内|未満|後|后|ぶり|目|来|余|代|分|半)"
-_YEAR_RES = (
-    re.compile(r"(?<![0-9.])" + _YEAR + r"\s*年" + _NOT_A_YEAR),  # 2023年の / 2023年に / 2023 年 (ja, zh)
-    re.compile(r"(?i)\b(?:in|during|from|for|since|until|of|year)\s+" + _YEAR + r"\b(?!s|'s)"),
+#: The default plausible years of :class:`RuleFilterExtractor` (inclusive): a number outside is not read as a year.
+DEFAULT_MIN_YEAR = 1900
+DEFAULT_MAX_YEAR = 2100
+
+_Y = r"([0-9]{4})"
+_BEFORE = r"(?<![0-9A-Za-z.,/:\-])"  # not inside a number, a word, a date, a version, a phone number
+_AFTER = r"(?![0-9A-Za-z]|[.,][0-9])"
+#: A four-digit number, not part of a longer number, word, decimal or list: every such number in the plausible range
+#: must be read as a time qualifier, or the question gets no filter.
+_NUMBER = re.compile(r"(?<![0-9A-Za-z.,])[0-9]{4}" + _AFTER)
+# what may follow "2023年" for it to qualify the question in time: a particle (の に は も で と や), punctuation, the
+# end, a month (2023年3月), 中/内 (during the year), 的/里 (Chinese); not 度 (fiscal year), 前 (ago), 間 (a span),
+# 代 (a decade), 問題, 以降 / まで / から (open-ended), に一度 (once in … years), nor anything else
+_OPEN = r"(?:以|まで|迄|から|より|前|後|后|間|间|来|ぶり)"
+_QUAL = (r"(?:の|に(?!\s*[一二三1-9]\s*[度回])|は|も|で|と|や|中|内|的|里|[0-9]{1,2}\s*月|[、,。.?!)）」』]"
+         r"|\s+(?!" + _OPEN + r"|度|代)|$)")
+_SEP = r"(?:-|–|—|~|〜|から|至|到)"
+_RANGE_RES = (
+    # 2022-2023年の / 2022〜2023年 / 2022年から2023年まで / 2022～2023 / 2022年至2023年 (ja, zh, bare)
+    re.compile(_BEFORE + _Y + r"\s*(?:年\s*)?" + _SEP + r"\s*" + _Y
+               + r"(?:\s*年(?=" + _QUAL + r"|まで|迄)|(?!\s*年|[0-9A-Za-z/:\-]|[.,][0-9]))"),
+    # from 2020 to 2022 / between 2020 and 2022 / in 2022-2023 / during 2021 through 2023
+    re.compile(r"(?i)\b(?:from|between|in|during)\s+" + _Y + r"\s*(?:-|–|—|~|to|and|through|until|till)\s*" + _Y
+               + r"(?![0-9A-Za-z'’\-])"),
+)
+_SINGLE_RES = (
+    re.compile(_BEFORE + _Y + r"\s*年(?=" + _QUAL + r")"),  # 2023年の / 2023年に / 2023 年 / 2023年3月 (ja, zh)
+    re.compile(r"(?i)\b(?:in|during|in\s+the\s+year)\s+" + _Y + r"(?![0-9A-Za-z'’\-]|[.,][0-9])"),  # in 2023
 )
 
 
 class RuleFilterExtractor:
-    """Extract a year filter by rules (see the module docstring).
+    """Extract a year filter by rules — conservatively: a missed filter costs nothing, a wrong one loses documents.
+
+    A year is read only where it reads as a time qualifier of the question:
+
+    * Japanese / Chinese ``2023年`` followed by a particle or punctuation (``2023年の``, ``2023年に``, ``2023年は``,
+      ``2023年的``, ``2023 年``), a month (``2023年3月``) or ``中`` / ``内``; English ``in 2023``, ``during 2023``,
+      ``in the year 2023``; full-width digits too.
+    * A range: ``2022-2023年``, ``2022〜2023年``, ``2022～2023``, ``2022年から2023年まで``, ``2022年至2023年``,
+      ``from 2022 to 2023``, ``between 2022 and 2023``, ``in 2022-2023``.  The first year must not be later than the
+      second.
+
+    Not read: fiscal years (``2023年度``: their months differ by organisation), durations, decades and compounds
+    (``1500年前``, ``3年間``, ``2020年代``, ``2000年問題``, ``1000年に一度``, ``the 1990s``), open-ended years
+    (``2021年以降``, ``2023年まで``, ``since 2021``, ``until 2023``), dates (``2023/04/01``), ``FY2023``.  A
+    four-digit number is a year only between ``min_year`` and ``max_year``.  **If any number in that range is not
+    read as a year as above** ("2023年の売上と2021年以降の推移", "in 2023 compared with 2022"), the question gets no
+    filter at all: its time scope is not understood.
 
     Args:
         field: the metadata field to filter (default ``"year"``).
-        kind: ``"year"`` — the field holds a year (``{"year": 2023}``; several years: ``between``); ``"date"`` — it
-            holds ISO dates (``{"updated": {"gte": "2023-01-01", "lt": "2024-01-01"}}``).
+        kind: ``"year"`` — the field holds a year (``{"year": 2023}``; several years or a range: ``between``, both
+            ends included); ``"date"`` — it holds ISO dates (``{"updated": {"gte": "2023-01-01", "lt":
+            "2024-01-01"}}``, half-open).
+        min_year, max_year: the plausible years, inclusive (default 1900 and 2100); set them for a historical
+            corpus.
 
-    Calling it with a question returns the filter, or ``None`` when the question names no year.
+    Calling it with a question returns the filter, or ``None`` when the question names no year it reads.  Several
+    years become the range that covers them.
+
+    Raises:
+        ValueError: an empty ``field``; an unknown ``kind``; ``min_year`` / ``max_year`` not four-digit ints with
+            ``min_year <= max_year``.
 
     Example:
         >>> RuleFilterExtractor()("2023年の売上は？"), RuleFilterExtractor()("売上は？")
         ({'year': 2023}, None)
         >>> RuleFilterExtractor("updated", kind="date")("What changed in ２０２４?")
         {'updated': {'gte': '2024-01-01', 'lt': '2025-01-01'}}
-        >>> RuleFilterExtractor()("2020年から2022年までの変化")
-        {'year': {'between': [2020, 2022]}}
+        >>> RuleFilterExtractor()("2020年から2022年までの変化"), RuleFilterExtractor()("2022〜2023年の売上")
+        ({'year': {'between': [2020, 2022]}}, {'year': {'between': [2022, 2023]}})
+        >>> RuleFilterExtractor()("2000年問題の影響"), RuleFilterExtractor()("1000年に一度の売上")
+        (None, None)
     """
 
-    def __init__(self, field: str = "year", *, kind: Literal["year", "date"] = "year") -> None:
+    def __init__(
+        self,
+        field: str = "year",
+        *,
+        kind: Literal["year", "date"] = "year",
+        min_year: int = DEFAULT_MIN_YEAR,
+        max_year: int = DEFAULT_MAX_YEAR,
+    ) -> None:
         if not isinstance(field, str) or not field.strip():
             raise ValueError(f"field must be a non-empty string, got {field!r}")
         if kind not in ("year", "date"):
             raise ValueError(f"kind must be 'year' or 'date', got {kind!r}")
+        for name, value in (("min_year", min_year), ("max_year", max_year)):
+            if isinstance(value, bool) or not isinstance(value, int) or not 1000 <= value <= 9999:
+                raise ValueError(f"{name} must be a four-digit int (years are read as four digits), got {value!r}")
+        if min_year > max_year:
+            raise ValueError(f"min_year must be <= max_year, got {min_year} and {max_year}")
         self.field = field
         self.kind = kind
+        self.min_year = min_year
+        self.max_year = max_year
 
     def years(self, question: str) -> list[int]:
-        """The years ``question`` is about, sorted, distinct."""
+        """The years ``question`` names as time qualifiers (a range: its two ends), sorted, distinct; ``[]`` when it
+        names none, or when a number in the plausible range is not read as one (see the class docstring)."""
         if not isinstance(question, str):
             return []
         text = unicodedata.normalize("NFKC", question)
-        return sorted({int(m.group(1)) for rx in _YEAR_RES for m in rx.finditer(text)})
+        numbers = {m.start() for m in _NUMBER.finditer(text) if self.min_year <= int(m.group()) <= self.max_year}
+        if not numbers:
+            return []
+        read: set[int] = set()
+        years: set[int] = set()
+        for rx in _RANGE_RES:
+            for m in rx.finditer(text):
+                if {m.start(1), m.start(2)} <= numbers and int(m.group(1)) <= int(m.group(2)):
+                    read |= {m.start(1), m.start(2)}
+                    years |= {int(m.group(1)), int(m.group(2))}
+        for rx in _SINGLE_RES:
+            for m in rx.finditer(text):
+                if m.start(1) in numbers:
+                    read.add(m.start(1))
+                    years.add(int(m.group(1)))
+        return sorted(years) if read == numbers else []
 
     def __call__(self, question: str) -> dict[str, Any] | None:
         years = self.years(question)
@@ -99,7 +186,8 @@ class RuleFilterExtractor:
         return {self.field: lo if lo == hi else {"between": [lo, hi]}}
 
     def __repr__(self) -> str:
-        return f"RuleFilterExtractor({self.field!r}, kind={self.kind!r})"
+        return f"RuleFilterExtractor({self.field!r}, kind={self.kind!r}, min_year={self.min_year}, " \
+               f"max_year={self.max_year})"
 
 
 #: The default prompt of :class:`LLMFilterExtractor` (variables ``fields`` and ``question``).

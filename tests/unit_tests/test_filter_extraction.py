@@ -151,3 +151,78 @@ def test_an_empty_question_calls_no_extractor_model_and_sets_no_filter(question)
     asyncio.run(retriever.ainvoke(question))
     assert llm.prompts == []
     assert [flt for _, _, flt in base.calls] == [None, None]
+
+
+# -- regressions from the new-user trial (issue 14): a wrong filter loses documents, a missed one costs nothing -----------
+@pytest.mark.parametrize(
+    "question, expected",
+    [  # a range used to give only its last year ({'year': 2023}), dropping the 2022 documents
+     ("2022-2023年の売上", {"year": {"between": [2022, 2023]}}), ("2022〜2023年の売上", {"year": {"between": [2022, 2023]}}),
+     ("2022年から2023年", {"year": {"between": [2022, 2023]}}), ("2022～2023", {"year": {"between": [2022, 2023]}}),
+     ("2022年〜2023年", {"year": {"between": [2022, 2023]}}), ("２０２２－２０２３年の売上", {"year": {"between": [2022, 2023]}}),
+     ("2020至2022年的销售额", {"year": {"between": [2020, 2022]}}), ("从2020年到2022年", {"year": {"between": [2020, 2022]}}),
+     ("from 2020 to 2022", {"year": {"between": [2020, 2022]}}), ("between 2020 and 2022", {"year": {"between": [2020, 2022]}}),
+     ("sales in 2022-2023?", {"year": {"between": [2022, 2023]}}), ("in 2023 and 2024", {"year": {"between": [2023, 2024]}}),
+     # compounds and implausible years used to become filters that matched nothing
+     ("1000年に一度の売上", None), ("2000年問題の売上", None), ("2000年に一度の売上", None), ("Year 2000 problem", None),
+     ("3000年の未来", None),
+     # open-ended years used to become a single year: "since 2021" is not "in 2021"
+     ("since 2021", None), ("until 2023", None), ("2021年以降の売上", None), ("2023年まで", None), ("2023年 以降", None),
+     ("2023年の売上と2021年以降の推移", None), ("in 2023 compared with 2022", None),
+     ("2023年の売上は2050万円", None),  # a plausible number the rules do not read: no filter at all
+     ("2023-2022年", None), ("2022-2023年度", None), ("03-2022-2023", None), ("2023/04/01の件", None),
+     ("FY2023 results", None), ("v2023年", None), ("2023年后", None), ("in the 1990s", None),
+     # still read
+     ("2023年", {"year": 2023}), ("（2023年）", {"year": 2023}), ("2023年3月の件", {"year": 2023}),
+     ("in the year 2023", {"year": 2023}), ("2023年と2024年", {"year": {"between": [2023, 2024]}}),
+     ("１９９９年の記録", {"year": 1999})],
+)
+def test_rule_extraction_reads_ranges_and_refuses_what_is_not_a_time_qualifier(question, expected):
+    assert RuleFilterExtractor()(question) == expected
+
+
+def test_a_range_question_keeps_both_years_documents():
+    # regression: "2022〜2023年の売上" searched {'year': 2023} and lost the 2022 reports
+    retriever = FilterExtractionRetriever(BM25Retriever.from_documents(CORPUS, k=6))
+    assert {d.metadata["year"] for d in retriever.invoke("2022〜2023年の売上の報告")} == {2022, 2023}
+    date = RuleFilterExtractor("updated", kind="date")
+    assert date("2022-2023年の売上") == {"updated": {"gte": "2022-01-01", "lt": "2024-01-01"}}
+
+
+def test_the_plausible_years_are_configurable():
+    assert RuleFilterExtractor()("1868年の記録") is None
+    historical = RuleFilterExtractor(min_year=1000, max_year=1999)
+    assert historical("1868年の記録") == {"year": 1868} and historical("2023年の記録") is None
+    assert historical("1000年に一度の記録") is None  # in range, but not a time qualifier
+
+
+@pytest.mark.parametrize(
+    "kwargs", [{"min_year": 999}, {"max_year": 10000}, {"min_year": 2000, "max_year": 1999}, {"min_year": "1900"},
+               {"max_year": True}, {"min_year": 1900.0}])
+def test_rule_extractor_rejects_bad_year_bounds(kwargs):
+    with pytest.raises(ValueError, match="year"):
+        RuleFilterExtractor(**kwargs)
+
+
+_YEARS = ["2021", "2022", "2023", "１９９９", "1000", "2050"]
+_LINKS = ["年", "年の", "年に", "年に一度", "年から", "年まで", "年以降", "年度", "年問題", "〜", "-", "から", "、", " ",
+          "万円", " and ", " to ", "の売上", "?"]
+_PREFIXES = ["", "in ", "since ", "from ", "between ", "売上 "]
+
+
+@settings(max_examples=300, deadline=None)
+@given(prefix=st.sampled_from(_PREFIXES), parts=st.lists(st.tuples(st.sampled_from(_YEARS), st.sampled_from(_LINKS)),
+                                                         min_size=1, max_size=4))
+def test_property_no_plausible_year_of_the_question_is_filtered_out(prefix, parts):
+    import re
+    import unicodedata
+
+    question = prefix + "".join(y + link for y, link in parts)
+    found = RuleFilterExtractor()(question)
+    if found is None:
+        return
+    cond = found["year"]
+    lo, hi = (cond, cond) if isinstance(cond, int) else cond["between"]
+    for n in re.findall(r"(?<![0-9])[0-9]{4}(?![0-9])", unicodedata.normalize("NFKC", question)):
+        if 1900 <= int(n) <= 2100:
+            assert lo <= int(n) <= hi, (question, found)
