@@ -427,3 +427,22 @@ async def test_search_index_searches_through_the_contract_tags_and_gates(mode):
     docs = search_index(r, "q", **args) if mode == "sync" else await asearch_index(r, "q", **args)
     assert r.calls == [("q", 2, {"chunk_id": {"ne": "x"}})]
     assert _pairs(docs) == [("hr", "README#0")]
+
+
+def test_the_docs_fan_out_recipe_runs_as_written_and_keeps_restricted_out_of_every_update(monkeypatch):
+    import sys
+    import types
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "query-transforms.md").read_text("utf-8")
+    (block,) = [b for b in re.findall(r"```python\n(.*?)```", page, re.S) if "search_index" in b]
+    leaky = _leaky_indexes()
+    module = types.ModuleType("_query_transforms_doc")  # LangGraph resolves the State's annotations in its module
+    module.__dict__.update(hr_bm25=leaky["hr"], eng_hybrid=leaky["eng"])
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    exec(compile(block, "docs/query-transforms.md", "exec"), module.__dict__)
+    app = module.app
+    out = app.invoke({"question": "readme"})
+    updates = list(app.stream({"question": "readme"}, stream_mode="updates"))
+    assert "SECRET" not in repr(updates) + repr(out)
+    assert sorted(_pairs(out["documents"])) == [("eng", "README#0"), ("hr", "README#0")]
