@@ -22,8 +22,8 @@ ingested separately may both have a ``README#0``.  Every result carries ``metada
 **Inside a LangGraph graph**, a fan-out over indexes (one ``Send`` per index, each branch writing its documents)
 merges through :func:`merge_index_results`, a reducer, and a node after the fan-in ranks the merged list with
 :func:`fuse_by_index` — the same fusion :class:`MultiIndexRetriever` uses.  Each branch searches with
-:func:`search_index`, which tags its results with their ``index_id`` (:func:`tag_index`) and drops RESTRICTED
-chunks before the node returns them (a node's return value is what ``stream(stream_mode="updates")`` shows);
+:func:`search_index`, which tags its results with their ``index_id`` (:func:`tag_index`, which also drops RESTRICTED
+chunks) before the node returns them (a node's return value is what ``stream(stream_mode="updates")`` shows);
 the reducer drops RESTRICTED chunks too, and refuses untagged documents (the same ``chunk_id`` in two indexes would
 otherwise be merged into one)::
 
@@ -220,15 +220,21 @@ def _check_index_id(index_id: Any) -> str:
 
 
 def tag_index(docs: Iterable[Document], index_id: str) -> list[Document]:
-    """Copies of ``docs`` with ``metadata["index_id"] = index_id`` (nothing is dropped: see :func:`search_index` for
-    the gated search of one index).
+    """Copies of ``docs`` with ``metadata["index_id"] = index_id``, in their order, RESTRICTED ones dropped
+    (:func:`~langchain_ragspine.sensitivity.drop_restricted`: what the package hands back never holds one).
 
     Raises:
         ValueError: ``index_id`` is not a non-empty string.
+
+    Example:
+        >>> docs = [Document(page_content="a", metadata={"chunk_id": "a#0", "sensitivity": "RESTRICTED"}),
+        ...         Document(page_content="b", metadata={"chunk_id": "b#0"})]
+        >>> [(d.metadata["index_id"], d.metadata["chunk_id"]) for d in tag_index(docs, "hr")]
+        [('hr', 'b#0')]
     """
     _check_index_id(index_id)
     out = []
-    for d in docs:
+    for d in drop_restricted(docs):
         md = dict(d.metadata)
         md[INDEX_ID_KEY] = index_id
         out.append(Document(page_content=d.page_content, metadata=md, id=d.id))
@@ -258,8 +264,7 @@ def search_index(
         TypeError: as ``invoke_retriever``.
     """
     _check_index_id(index_id)
-    docs = invoke_retriever(retriever, query, k=k, filter=filter, config=config)
-    return drop_restricted(tag_index(docs, index_id))
+    return tag_index(invoke_retriever(retriever, query, k=k, filter=filter, config=config), index_id)
 
 
 async def asearch_index(
@@ -273,8 +278,7 @@ async def asearch_index(
 ) -> list[Document]:
     """Async :func:`search_index` (through :func:`~langchain_ragspine.retrievers.contract.ainvoke_retriever`)."""
     _check_index_id(index_id)
-    docs = await ainvoke_retriever(retriever, query, k=k, filter=filter, config=config)
-    return drop_restricted(tag_index(docs, index_id))
+    return tag_index(await ainvoke_retriever(retriever, query, k=k, filter=filter, config=config), index_id)
 
 
 def _index_key(doc: Document) -> tuple[str, str] | None:
@@ -542,9 +546,9 @@ class MultiIndexRetriever(ContractRetriever):
         return k if len(decision.selected) == 1 else depth
 
     def _finish(self, decision: RoutingDecision, lists: Sequence[list[Document]], k: int | None) -> list[Document]:
-        groups = [(i, tag_index(docs, i)) for i, docs in zip(decision.selected, lists, strict=True)]
-        if len(groups) == 1:  # nothing to fuse; the RESTRICTED gate still runs (fuse applies it otherwise)
-            docs = drop_restricted(groups[0][1])
+        groups = [(i, tag_index(docs, i)) for i, docs in zip(decision.selected, lists, strict=True)]  # gated
+        if len(groups) == 1:  # nothing to fuse
+            docs = groups[0][1]
             return docs if k is None else docs[:k]
         limit = k if k is not None else max((len(d) for _, d in groups), default=0)
         return _fuse_groups(groups, k=limit, c=self.c) if limit else []

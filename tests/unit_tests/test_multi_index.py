@@ -378,18 +378,34 @@ def test_the_documented_fan_out_never_puts_restricted_chunks_in_state_or_stream_
     assert sorted(_pairs(out["documents"])) == [("eng", "README#0"), ("hr", "README#0")]
 
 
+def test_the_old_recipe_with_tag_index_also_keeps_restricted_out_of_state_and_updates():
+    # regression: invoke_retriever + tag_index in the node (the recipe as first documented) streamed RESTRICTED chunks
+    idx = _leaky_indexes()
+
+    def search_one(state: State) -> dict[str, Any]:
+        docs = invoke_retriever(idx[state["index_id"]], state["question"], k=6)
+        return {"index_results": tag_index(docs, state["index_id"])}
+
+    app = _fan_out_graph(search_one, idx)
+    assert "SECRET" not in repr(list(app.stream({"question": "readme"}, stream_mode="updates")))
+    assert sorted(_pairs(app.invoke({"question": "readme"})["documents"])) == [("eng", "README#0"), ("hr", "README#0")]
+
+
 def test_the_reducer_drops_restricted_chunks_a_node_returns():
     idx = _leaky_indexes()
 
-    def search_one(state: State) -> dict[str, Any]:  # a node that tags without gating
+    def search_one(state: State) -> dict[str, Any]:  # a node that tags by hand, without any gate
         docs = invoke_retriever(idx[state["index_id"]], state["question"], k=6)
-        return {"index_results": tag_index(docs, state["index_id"])}
+        for d in docs:
+            d.metadata["index_id"] = state["index_id"]
+        return {"index_results": docs}
 
     out = _fan_out_graph(search_one, idx).invoke({"question": "readme"})
     assert "SECRET" not in json.dumps([d.model_dump() for d in out["index_results"]])
     assert sorted(_pairs(out["index_results"])) == [("eng", "README#0"), ("hr", "README#0")]
-    restricted = tag_index([doc("x#0", "SECRET", sensitivity="RESTRICTED")], "hr")
-    assert merge_index_results(restricted, None) == [] and merge_index_results([], restricted[0]) == []
+    restricted = doc("x#0", "SECRET", sensitivity="RESTRICTED", index_id="hr")
+    assert merge_index_results([restricted], None) == [] and merge_index_results([], restricted) == []
+    assert tag_index([restricted, doc("y#0")], "eng") == [doc("y#0", index_id="eng")]
 
 
 def test_untagged_documents_are_an_error_not_a_silent_duplicate():
