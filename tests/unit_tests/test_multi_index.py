@@ -192,21 +192,14 @@ class State(TypedDict, total=False):
     searched: Annotated[list[str], operator.add]
 
 
-def test_fan_out_over_indexes_in_a_graph_merges_through_the_reducer():
-    idx = _indexes()
-    direct = MultiIndexRetriever(idx, lambda q: list(idx), k=5).invoke("readme")
+def _fan_out_graph(search_one: Any, idx: Mapping[str, BaseRetriever], k: int = 6) -> Any:
+    """A compiled graph: one ``Send`` per index to ``search_one``, then ``fuse_by_index`` of the merged results."""
 
     def fan_out(state: State) -> list[Send]:
         return [Send("search_one", {"question": state["question"], "index_id": i}) for i in idx]
 
-    def search_one(state: State) -> dict[str, Any]:
-        docs = invoke_retriever(idx[state["index_id"]], state["question"], k=5)
-        # each branch writes its list twice: the reducer keeps one copy per (index_id, chunk_id)
-        tagged = tag_index(docs, state["index_id"])
-        return {"index_results": tagged + tagged, "searched": [state["index_id"]]}
-
     def rank(state: State) -> dict[str, Any]:
-        return {"documents": fuse_by_index(state["index_results"], k=5)}
+        return {"documents": fuse_by_index(state["index_results"], k=k)}
 
     g = StateGraph(State)
     g.add_node("search_one", search_one)
@@ -214,7 +207,20 @@ def test_fan_out_over_indexes_in_a_graph_merges_through_the_reducer():
     g.add_conditional_edges(START, fan_out, ["search_one"])
     g.add_edge("search_one", "rank")
     g.add_edge("rank", END)
-    out = g.compile().invoke({"question": "readme"})
+    return g.compile()
+
+
+def test_fan_out_over_indexes_in_a_graph_merges_through_the_reducer():
+    idx = _indexes()
+    direct = MultiIndexRetriever(idx, lambda q: list(idx), k=5).invoke("readme")
+
+    def search_one(state: State) -> dict[str, Any]:
+        docs = invoke_retriever(idx[state["index_id"]], state["question"], k=5)
+        # each branch writes its list twice: the reducer keeps one copy per (index_id, chunk_id)
+        tagged = tag_index(docs, state["index_id"])
+        return {"index_results": tagged + tagged, "searched": [state["index_id"]]}
+
+    out = _fan_out_graph(search_one, idx, k=5).invoke({"question": "readme"})
     assert sorted(out["searched"]) == ["eng", "faq", "hr"]
     assert len(out["index_results"]) == 5  # 2 + 2 + 1 distinct (index_id, chunk_id)
     assert _pairs(out["documents"]) == _pairs(direct)  # the same fusion as the retriever's
@@ -345,22 +351,6 @@ def _leaky_indexes() -> dict[str, SpyRetriever]:
         "hr": SpyRetriever(default=[doc("secret#0", "SECRET-HR", sensitivity="restricted"), doc("README#0", "hr")]),
         "eng": SpyRetriever(default=[doc("README#0", "eng"), doc("s#1", "SECRET-ENG", Sensitivity="ＲＥＳＴＲＩＣＴＥＤ")]),
     }
-
-
-def _fan_out_graph(search_one: Any, idx: Mapping[str, BaseRetriever]) -> Any:
-    def fan_out(state: State) -> list[Send]:
-        return [Send("search_one", {"question": state["question"], "index_id": i}) for i in idx]
-
-    def rank(state: State) -> dict[str, Any]:
-        return {"documents": fuse_by_index(state["index_results"], k=6)}
-
-    g = StateGraph(State)
-    g.add_node("search_one", search_one)
-    g.add_node("rank", rank)
-    g.add_conditional_edges(START, fan_out, ["search_one"])
-    g.add_edge("search_one", "rank")
-    g.add_edge("rank", END)
-    return g.compile()
 
 
 def test_the_documented_fan_out_never_puts_restricted_chunks_in_state_or_stream_updates():
