@@ -27,13 +27,15 @@ transformation it passed through)::
 ``matched`` lists the positions (in ``queries``) of the queries that found the document.  ``fallback`` says why
 fewer queries than planned were searched: ``"llm_error"`` (the model failed; the user's query alone is searched),
 ``"no_variants"`` (nothing usable was generated, or the deny-list dropped it all), ``"empty_query"`` (the query is
-empty or whitespace: nothing to transform, the model is not called).  HyDE's hypothetical document
+blank — empty, whitespace, or only invisible characters such as a zero-width space: nothing to transform, the model
+is not called).  HyDE's hypothetical document
 appears in the trace only as the placeholder :data:`PROBE_PLACEHOLDER`: it is a probe, never evidence.
 
 **Off means unchanged.**  A transformation that needs an LLM and has none (``llm=None``) warns once, when it is
 built (:class:`QueryTransformSkippedWarning`), and every call returns exactly what the base retriever returns for
-the same ``k`` and ``filter`` — no fusion, no trace.  So does a call whose query is empty or only whitespace, with
-or without a model: there is nothing to transform, so no model is called.  When the model fails at run time the user's query is searched
+the same ``k`` and ``filter`` — no fusion, no trace.  So does a call whose query is blank (empty, whitespace, or
+only zero-width and other invisible characters), with or without a model: there is nothing to transform, so no
+model is called.  When the model fails at run time the user's query is searched
 alone (the results are the base's, with a trace entry saying ``"llm_error"``); LLM failures degrade, they never
 raise.
 """
@@ -66,7 +68,7 @@ from langchain_ragspine.retrievers.contract import (
 )
 from langchain_ragspine.retrievers.deny_list import DeniedQuery, QueryDenyList
 from langchain_ragspine.retrievers.hybrid import DEFAULT_C, fuse
-from langchain_ragspine.retrievers.query_variants import parse_query_variants
+from langchain_ragspine.retrievers.query_variants import is_blank, parse_query_variants
 from langchain_ragspine.sensitivity import drop_restricted
 
 __all__ = [
@@ -260,8 +262,10 @@ class QueryTransformRetriever(ContractRetriever):
         )
 
     def _blank_plan(self, query: str) -> QueryPlan | None:
-        """The plan of an empty or whitespace-only ``query`` (itself alone, no model call), else ``None``."""
-        if query.strip():
+        """The plan of a blank ``query`` — empty, or only whitespace and invisible characters such as a zero-width
+        space (:func:`~langchain_ragspine.retrievers.query_variants.is_blank`) — (itself alone, no model call), else
+        ``None``."""
+        if not is_blank(query):
             return None
         return QueryPlan(self.transform_name, [query], [query], fallback="empty_query")
 
@@ -327,7 +331,7 @@ class QueryTransformRetriever(ContractRetriever):
 
     def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
         k, depth, flt = self._params(call)
-        if not self.active or not query.strip():  # no model, or nothing to transform: the base's results
+        if not self.active or is_blank(query):  # no model, or nothing to transform: the base's results
             return invoke_retriever(self.base, query, k=k, filter=flt, config=call.child("base"))
         plan = self.plan(query, call.child("plan"))
         lists = search_each(self._searches(plan), k=self._depth(plan, k, depth), filter=flt, run_manager=call.run_manager)
@@ -335,7 +339,7 @@ class QueryTransformRetriever(ContractRetriever):
 
     async def _aretrieve(self, query: str, call: AsyncCall) -> list[Document]:
         k, depth, flt = self._params(call)
-        if not self.active or not query.strip():
+        if not self.active or is_blank(query):
             return await ainvoke_retriever(self.base, query, k=k, filter=flt, config=call.child("base"))
         plan = await self.aplan(query, call.child("plan"))
         lists = await asearch_each(self._searches(plan), k=self._depth(plan, k, depth), filter=flt,

@@ -216,8 +216,9 @@ async def test_a_failing_model_degrades_to_the_query_alone(cls, mode, caplog):
 
 
 @pytest.mark.parametrize("cls", LLM_CLASSES)
-@pytest.mark.parametrize("query", ["", "   ", "\n\t　"])
+@pytest.mark.parametrize("query", ["", "   ", "\n\t　", "\u200b", "\ufeff \u200b\u200d"])
 async def test_an_empty_query_calls_no_model_and_returns_the_bases_results(cls, query):
+    # new-user trial of issue 14: a query of only zero-width characters was sent to the model
     # new-user trial of issue 16 (left over): an empty or whitespace-only query still called the model
     base = SpyRetriever(default=[doc("a"), doc("b"), doc("c")])  # answers any query, so the pass-through shows
     llm = SpyChatModel(replies=["1. 梅雨\n2. 雨季"])
@@ -239,6 +240,15 @@ async def test_an_empty_query_calls_no_model_and_returns_the_bases_results(cls, 
 def test_an_empty_reply_searches_the_query_alone(cls):
     base = SpyRetriever(default=[doc("a")])
     docs = cls(base, FakeListChatModel(responses=["  \n\n<think>nothing</think>"])).invoke("q")
+    assert base.queries == ["q"]
+    assert docs[0].metadata[TRACE_KEY][-1]["fallback"] == "no_variants"
+
+
+@pytest.mark.parametrize("cls", LLM_CLASSES)
+def test_a_zero_width_reply_searches_the_query_alone(cls):
+    # new-user trial of issue 14: HyDE searched a probe of zero-width characters, the others such lines
+    base = SpyRetriever(default=[doc("a")])
+    docs = cls(base, FakeListChatModel(responses=["\u200b\n\u200b\u200b\n\ufeff"])).invoke("q")
     assert base.queries == ["q"]
     assert docs[0].metadata[TRACE_KEY][-1]["fallback"] == "no_variants"
 
