@@ -15,8 +15,16 @@ decomposition (:mod:`~langchain_ragspine.retrievers.decomposition`) and glossary
    would return.  ``ainvoke`` searches the queries concurrently.
 4. **Fuse.**  The ranked lists are fused by Reciprocal Rank Fusion (Cormack, Clarke & Büttcher, SIGIR 2009; ``c =
    60``), as RAG-Fusion does (Raudaschl, "Forget RAG, the Future is RAG-Fusion", 2023), with
-   :func:`~langchain_ragspine.retrievers.hybrid.fuse`: results are unique by ``chunk_id`` (else ``Document.id``),
-   ties break on it, and RESTRICTED chunks never come out (also when a single query was searched).
+   :func:`~langchain_ragspine.retrievers.hybrid.fuse`: results are unique by ``chunk_id`` (else ``Document.id``) and
+   RESTRICTED chunks never come out (also when a single query was searched).  Ties break by the order of the
+   queries — the user's query first, then the generated ones as the model wrote them — then by rank, then by
+   ``chunk_id`` (``fuse(..., ties="lists")``): a chunk the user's own query found wins a tie against one only a
+   generated query found.  Each query is searched to the same depth, ``max(k, candidate_k)``, so for every ``k`` up
+   to ``candidate_k`` the fused ranking is the same and ``k`` only cuts it: results are prefix-stable across ``k``
+   (``invoke(q, k=3)`` is the first three of ``invoke(q, k=5)`` when ``candidate_k >= 5``).  With the default
+   ``candidate_k`` (``None``: the depth is ``k``) a larger ``k`` searches deeper, and RRF may then reorder the top.
+   Without ``k`` each query is searched with the base's default and the fused list is cut to the longest list
+   searched — the base's default number of results, so a call without ``k`` equals one with ``k`` set to it.
 
 Every returned document carries a trace entry appended to ``metadata["query_transform"]`` (a list, one entry per
 transformation it passed through)::
@@ -168,10 +176,12 @@ class QueryTransformRetriever(ContractRetriever):
     Attributes:
         base: the retriever searched (any ``BaseRetriever``; called through the retriever-call contract).
         k: results per call (an ``int >= 1``; ``invoke(query, k=…)`` overrides it).  ``None`` (default): the base's
-            own default — each query is searched with no ``k`` and the fused list is cut to the longest of the
-            lists fused.
-        candidate_k: results asked of the base per query when ``k`` is known (default ``None``: ``k``); a larger
-            value lets RRF see deeper into each list.  Raised to ``k`` when smaller.
+            own default — each query is searched with no ``k`` (``candidate_k`` is not used) and the fused list is
+            cut to the longest of the lists fused.
+        candidate_k: results asked of the base per query when ``k`` is known: ``max(k, candidate_k)``.  Default
+            ``None``: ``k`` itself.  A larger value lets RRF see deeper into each list, and makes results
+            prefix-stable for every ``k <= candidate_k`` (see the module docstring); it costs a deeper search of
+            the base per query.
         filter: the wrapper's own metadata filter, ANDed with a call's ``filter`` (and with the base's own, which
             the base applies): a call can narrow, never widen.
         deny_list: terms a generated query must not mention (:class:`QueryDenyList`, or a list of terms);
@@ -320,7 +330,7 @@ class QueryTransformRetriever(ContractRetriever):
         limit = k if k is not None else max((len(x) for x in lists), default=0)
         if limit == 0:
             return []
-        fused = fuse(list(lists), k=limit, c=self.c)
+        fused = fuse(list(lists), k=limit, c=self.c, ties="lists")
         found: dict[str, list[int]] = {}
         for pos, docs in enumerate(lists):
             for d in docs:

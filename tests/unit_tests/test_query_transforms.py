@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.language_models import FakeListChatModel, GenericFakeChatModel
@@ -80,10 +82,55 @@ def test_rrf_fusion_order_and_original_searched_first(cls):
     assert trace["queries"] == ["q", "v1", "v2"] and trace["matched"] == [0, 1, 2] and trace["llm_calls"] == 1
 
 
-def test_ties_break_on_chunk_id():
-    base = SpyRetriever(lists={"q": [doc("z")], "v": [doc("m")]})
-    docs = MultiQueryRetriever(base, FakeListChatModel(responses=["v"]), k=2).invoke("q")
-    assert _ids(docs) == ["m", "z"]  # equal RRF scores: chunk_id order
+def test_ties_break_by_query_order_then_rank():
+    base = SpyRetriever(lists={"q": [doc("z"), doc("y")], "v": [doc("m"), doc("a")]})
+    docs = MultiQueryRetriever(base, FakeListChatModel(responses=["v"]), k=4).invoke("q")
+    assert _ids(docs) == ["z", "m", "y", "a"]  # equal RRF scores: the user's query's list first, rank by rank
+
+
+@pytest.mark.parametrize("cls", VARIANT_CLASSES)
+def test_the_users_hit_wins_a_tie_when_k_is_unset(cls):
+    # new-user trial of issue 14: one document per query and no k returned a generated query's hit ('a', first by
+    # chunk_id) instead of the user's ('q')
+    base = SpyRetriever(lists={q: [doc(q)] for q in ["q", "a", "b", "c"]})
+    docs = cls(base, FakeListChatModel(responses=["a\nb\nc"])).invoke("q")
+    assert _ids(docs) == ["q"]
+    assert _ids(cls(base, FakeListChatModel(responses=["a\nb\nc"]), k=4).invoke("q")) == ["q", "a", "b", "c"]
+
+
+def test_fuse_keeps_its_key_ties_by_default():
+    """HybridRetriever's fusion is unchanged: ties="lists" is the transformations' option, not fuse's default."""
+    from langchain_ragspine.retrievers.hybrid import fuse
+
+    lists = [[doc("z")], [doc("m")]]
+    assert _ids(fuse(lists)) == ["m", "z"]
+    assert _ids(fuse(lists, ties="lists")) == ["z", "m"]
+    with pytest.raises(ValueError, match="ties"):
+        fuse(lists, ties="rank")  # type: ignore[arg-type]
+
+
+_IDS = st.sampled_from("abcdefghij")
+
+
+@settings(max_examples=60, deadline=None)
+@given(lists=st.lists(st.lists(_IDS, max_size=8, unique=True), min_size=2, max_size=4), depth=st.integers(1, 8))
+def test_property_results_are_prefix_stable_across_k(lists, depth):
+    """Each query is searched to max(k, candidate_k): for every k <= candidate_k the ranking is the same, cut."""
+    queries = ["q"] + [f"v{i}" for i in range(1, len(lists))]
+    base = SpyRetriever(lists={q: [doc(c) for c in ids] for q, ids in zip(queries, lists, strict=True)})
+    reply = "\n".join(queries[1:])
+    full = _ids(MultiQueryRetriever(base, FakeListChatModel(responses=[reply]), n_queries=4,
+                                    candidate_k=depth, k=depth).invoke("q"))
+    for k in range(1, depth + 1):
+        got = _ids(MultiQueryRetriever(base, FakeListChatModel(responses=[reply]), n_queries=4,
+                                       candidate_k=depth, k=k).invoke("q"))
+        assert got == full[:k]
+    # no k: each query searched with the base's default, cut to the longest list = the call with that k
+    longest = max(len(x) for x in lists)
+    if longest:
+        unset = _ids(MultiQueryRetriever(base, FakeListChatModel(responses=[reply]), n_queries=4).invoke("q"))
+        assert unset == _ids(MultiQueryRetriever(base, FakeListChatModel(responses=[reply]), n_queries=4,
+                                                 k=longest).invoke("q"))
 
 
 @pytest.mark.parametrize("cls", VARIANT_CLASSES)
