@@ -79,7 +79,7 @@ class HyDERetriever(LLMQueryTransformRetriever):
         return [text]
 
     def messages(self, query: str) -> list[Any]:
-        """The HyDE prompt for ``query``."""
-        template = self.prompt or self.default_prompt
-        return template.format_messages(question=query, n=1)
+        """The HyDE prompt for ``query`` (cut to :data:`~langchain_ragspine.retrievers.query_transform.
+        MAX_PROMPT_QUERY_CHARS` characters)."""
+        return self._format(query, 1)
 

@@ -432,3 +432,116 @@ def test_in_the_corrective_graph_the_probe_is_never_graded_cited_or_answered_fro
     assert all(d.page_content in {c.page_content for c in CORPUS} for d in final.get("documents") or [])
     if spy is not None:
         assert spy.prompts and all("ZZPROBE" not in p and SECRET not in p for p in spy.prompts)
+
+
+# -- prompts: variables checked, the question capped ----------------------------------------------------------------------
+@pytest.mark.parametrize("cls", LLM_CLASSES)
+@pytest.mark.parametrize(
+    "messages, named",
+    [([("human", "{foo}")], ["'question'", "'foo'"]), ([("human", "{question} {lang}")], ["'lang'"]),
+     ([("human", "no variables")], ["'question'"])],
+)
+def test_a_prompt_without_question_or_with_unknown_variables_is_refused_when_built(cls, messages, named):
+    # new-user trial of issue 14: prompt={foo} only logged "query generation failed: 'foo'" on every call
+    from langchain_core.prompts import ChatPromptTemplate
+
+    with pytest.raises(ValueError, match="prompt must take the variable 'question'") as info:
+        cls(SpyRetriever(), FakeListChatModel(responses=["x"]), prompt=ChatPromptTemplate.from_messages(messages))
+    assert all(name in str(info.value) for name in named)
+
+
+@pytest.mark.parametrize("cls", LLM_CLASSES)
+def test_prompts_with_question_and_n_or_partials_are_accepted(cls):
+    from langchain_core.prompts import ChatPromptTemplate, PromptTemplate
+
+    llm = SpyChatModel(replies=["梅雨 時期"])
+    partial = ChatPromptTemplate.from_messages([("human", "[{lang}] {n}: {question}")]).partial(lang="ja")
+    cls(SpyRetriever(default=[doc("a")]), llm, prompt=partial).invoke("梅雨はいつ")
+    assert llm.prompts[-1].startswith("[ja] ") and llm.prompts[-1].endswith(": 梅雨はいつ")
+    cls(SpyRetriever(default=[doc("a")]), llm, prompt=PromptTemplate.from_template("Q: {question}")).invoke("x?")
+    assert llm.prompts[-1] == "Q: x?"
+
+
+@pytest.mark.parametrize("cls", LLM_CLASSES)
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_a_huge_query_is_cut_in_the_prompt_but_searched_whole(cls, mode):
+    # new-user trial of issue 14: a 100k-character query was sent whole to the model
+    from langchain_ragspine.retrievers.query_transform import MAX_PROMPT_QUERY_CHARS
+
+    query = "梅雨" * 50_000
+    base = SpyRetriever(default=[doc("a")])
+    llm = SpyChatModel(replies=["梅雨の時期"])
+    retriever = cls(base, llm)
+    _ = retriever.invoke(query) if mode == "sync" else await retriever.ainvoke(query)
+    assert len(llm.prompts) == 1
+    assert query[:MAX_PROMPT_QUERY_CHARS] in llm.prompts[0] and query[: MAX_PROMPT_QUERY_CHARS + 1] not in llm.prompts[0]
+    assert len(llm.prompts[0]) < MAX_PROMPT_QUERY_CHARS + 2000  # the template's own text, not the whole query
+    assert base.queries[0] == query  # the user's own search is never cut
+
+
+# -- the skipped-transformation warning names the user's line ---------------------------------------------------------------
+@pytest.mark.parametrize("cls", LLM_CLASSES)
+def test_the_no_model_warning_points_at_the_users_line(cls):
+    # new-user trial of issue 14: it was reported from pydantic/main.py
+    with pytest.warns(QueryTransformSkippedWarning) as record:
+        cls(SpyRetriever(), None)
+    assert record[0].filename == __file__
+
+
+def test_the_no_model_warning_from_the_factory_points_at_the_users_line():
+    from langchain_ragspine.config import make_query_transform
+
+    with pytest.warns(QueryTransformSkippedWarning) as record:
+        make_query_transform("hyde", SpyRetriever(), llm=None)
+    assert record[0].filename == __file__
+
+
+# -- LangChain's constructor ------------------------------------------------------------------------------------------------
+def test_from_llm_takes_langchains_keywords():
+    # new-user trial of issue 14: MultiQueryRetriever.from_llm(retriever=..., llm=...) raised AttributeError
+    base = SpyRetriever(lists={"q": [doc("a")], "v1": [doc("b")], "v2": [doc("c")]})
+    retriever = MultiQueryRetriever.from_llm(retriever=base, llm=FakeListChatModel(responses=["v1\nv2"]), k=3)
+    assert isinstance(retriever, MultiQueryRetriever)
+    assert _ids(retriever.invoke("q")) == ["a", "b", "c"]
+    assert base.queries == ["q", "v1", "v2"]  # the question is searched too (include_original defaults to True here)
+
+
+def test_from_llm_with_include_original_false_searches_the_rewordings_only():
+    base = SpyRetriever(lists={"q": [doc("a")], "v1": [doc("b")], "v2": [doc("c")]})
+    retriever = MultiQueryRetriever.from_llm(retriever=base, llm=FakeListChatModel(responses=["v1\nv2"]),
+                                             include_original=False)
+    docs = retriever.invoke("q")
+    assert base.queries == ["v1", "v2"] and _ids(docs) == ["b"]  # no k: cut to the longest list
+    assert docs[0].metadata[TRACE_KEY][-1]["positions"] == [1, 2]
+    alone = SpyRetriever(lists={"q": [doc("a")]})
+    MultiQueryRetriever.from_llm(retriever=alone, llm=FakeListChatModel(responses=[""]), include_original=False).invoke("q")
+    assert alone.queries == ["q"]  # nothing generated: the question alone
+
+
+def test_from_llm_takes_langchains_own_prompt_and_ignores_parser_key_with_a_warning():
+    mq = pytest.importorskip("langchain_classic.retrievers.multi_query")
+    llm = SpyChatModel(replies=["v1\nv2"])
+    base = SpyRetriever(default=[doc("a")])
+    with pytest.warns(UserWarning, match="parser_key is ignored") as record:
+        retriever = MultiQueryRetriever.from_llm(retriever=base, llm=llm, prompt=mq.DEFAULT_QUERY_PROMPT,
+                                                 parser_key="lines")
+    assert record[0].filename == __file__
+    retriever.invoke("q")
+    assert "Original question: q" in llm.prompts[0] and base.queries == ["q", "v1", "v2"]
+
+
+# -- trace positions ---------------------------------------------------------------------------------------------------------
+def test_trace_positions_dropped_and_matched_are_consistent():
+    # new-user trial of issue 14: dropped[].position counted before the gate, queries/matched after it
+    base = SpyRetriever(lists={"citation offset": [doc("a")], "出典 offset": [doc("b")], "citation 文字位置": [doc("a")]})
+    retriever = MultiQueryRetriever(base, FakeListChatModel(responses=["1. 引用 offset\n2. 出典 offset\n3. citation 文字位置"]),
+                                    deny_list=["引用"], k=3)
+    docs = retriever.invoke("citation offset")
+    trace = {d.metadata["chunk_id"]: d.metadata[TRACE_KEY][-1] for d in docs}
+    t = trace["a"]
+    assert t["queries"] == ["citation offset", "出典 offset", "citation 文字位置"]
+    assert t["positions"] == [0, 2, 3] and t["dropped"] == [{"position": 1, "term": 0, "reason": "deny_list"}]
+    assert t["matched"] == [0, 2] and trace["b"]["matched"] == [1]
+    assert all(t["queries"][i] for i in t["matched"])  # matched indexes queries
+    assert {t["positions"][i] for i in t["matched"]} == {0, 3}  # …and positions maps them to the planned numbering
+    assert not set(t["positions"]) & {d["position"] for d in t["dropped"]}
