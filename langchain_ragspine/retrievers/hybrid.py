@@ -189,6 +189,7 @@ class _Entry:
     parts: list[float] = field(default_factory=list)
     top: list[float] = field(default_factory=list)
     seen: list[tuple[tuple[bool, float, int], Document]] = field(default_factory=list)
+    first: tuple[int, int] | None = None  # (list, rank) of its first occurrence, for ties="lists"
 
 
 Key = tuple[int, str, int, int]
@@ -327,6 +328,7 @@ def fuse(
     fusion: Fusion = "rrf",
     alpha: float = 0.5,
     top_alpha: float | None = None,
+    ties: Literal["key", "lists"] = "key",
 ) -> list[Document]:
     """Fuse ranked lists of documents into one ranking (a pure function; inputs are not modified).
 
@@ -346,11 +348,15 @@ def fuse(
         top_alpha: ``"two_stage"`` only: the first list's weight when the rank-1 document is chosen (the others
             share ``1 - top_alpha``; a list with weight 0 gets 0 here too); default :data:`TWO_STAGE_TOP_ALPHA`.
             ``1.0`` keeps the first list's best document at rank 1.
+        ties: how documents with equal fused scores are ordered: ``"key"`` (default) by key; ``"lists"`` by where
+            they first appear — the earlier list first, then the better rank in it, then the key — so the first
+            list (a user's own query, before queries generated from it) wins ties.
 
     Returns:
-        At most ``k`` documents sorted by ``(-fused, key)`` — key = ``chunk_id``, else ``Document.id``, a document
-        without ``chunk_id`` joining the chunk its text identifies (see the module docstring); documents without
-        either key and unmatched by text come after keyed ties, in first-seen order.  For ``"two_stage"`` the
+        At most ``k`` documents sorted by ``(-fused, key)`` (``ties="lists"``: ``(-fused, first list, rank, key)``)
+        — key = ``chunk_id``, else ``Document.id``, a document without ``chunk_id`` joining the chunk its text
+        identifies (see the module docstring); documents without either key and unmatched by text come after keyed
+        ties, in first-seen order.  For ``"two_stage"`` the
         document with the highest rank-1 score (ties: the higher ``fused``, then the key) comes first and the others
         follow by ``(-fused, key)``.  Each is a copy of the key's first occurrence (one carrying the key itself
         first, then lists taken by descending weight, then in the given order) whose ``metadata["scores"]`` holds
@@ -384,6 +390,8 @@ def fuse(
     alpha = _check_alpha(alpha)
     if top_alpha is not None and fusion != "two_stage":
         raise ValueError(f"top_alpha is a two_stage parameter, got it with fusion={fusion!r}")
+    if ties not in ("key", "lists"):
+        raise ValueError(f"ties must be 'key' or 'lists', got {ties!r}")
     tops = [0.0] * n
     if fusion != "rrf":
         if weights is None:
@@ -408,13 +416,16 @@ def fuse(
             scores = _normalised_scores([d for _, d in unique], c)
             parts = [w * s for s in scores]
             top = [tw * s for s in scores]
-        for (key, doc), part, tpart in zip(unique, parts, top, strict=True):
+        for rank, ((key, doc), part, tpart) in enumerate(zip(unique, parts, top, strict=True), 1):
             e = entries.setdefault(key, _Entry())
+            if e.first is None:
+                e.first = (ch, rank)
             e.parts.append(part)
             e.top.append(tpart)
             e.seen.append(((doc_key(doc) != key[1], -w, ch), doc))  # a document with the chunk's own key first
 
     ranked: list[tuple[float, Key, Document, float | None, float | None, float]] = []
+    first_seen: dict[Key, tuple[int, int]] = {}
     for key, e in entries.items():
         if any(is_restricted(d.metadata) for _, d in e.seen):
             continue  # fail closed: a key labelled RESTRICTED anywhere is dropped
@@ -422,7 +433,11 @@ def fuse(
         bm25 = next((s for s in (score_of(d, "bm25") for _, d in e.seen) if s is not None), None)
         vector = next((s for s in (score_of(d, "vector") for _, d in e.seen) if s is not None), None)
         ranked.append((math.fsum(e.parts), key, e.seen[0][1], bm25, vector, math.fsum(e.top)))
-    ranked.sort(key=lambda t: (-t[0], t[1]))
+        first_seen[key] = e.first or (n, 0)
+    if ties == "lists":
+        ranked.sort(key=lambda t: (-t[0], first_seen[t[1]], t[1]))
+    else:
+        ranked.sort(key=lambda t: (-t[0], t[1]))
     if fusion == "two_stage" and ranked:
         # rank 1 by the rank-1 weights; ties by the fused score, then the key (= the first such in `ranked`)
         first = max(range(len(ranked)), key=lambda i: (ranked[i][5], -i))

@@ -24,7 +24,7 @@ from langchain_core.prompts import ChatPromptTemplate
 from pydantic import Field
 
 from langchain_ragspine.retrievers.query_transform import PROBE_PLACEHOLDER, LLMQueryTransformRetriever
-from langchain_ragspine.retrievers.query_variants import fold_query, reply_text, strip_think
+from langchain_ragspine.retrievers.query_variants import fold_query, is_blank, reply_text, strip_think
 
 __all__ = ["HYDE_PROMPT", "HyDERetriever"]
 
@@ -71,14 +71,15 @@ class HyDERetriever(LLMQueryTransformRetriever):
 
     def parse(self, reply: Any, query: str) -> list[str]:
         """The hypothetical document: the reply's text without ``<think>`` blocks, whitespace runs collapsed, cut
-        to :attr:`max_chars`; ``[]`` when empty or a restatement of the question."""
+        to :attr:`max_chars`; ``[]`` when blank (also only zero-width characters) or a restatement of the
+        question."""
         text = " ".join(strip_think(reply_text(reply)).split())[: self.max_chars].strip()
-        if not text or fold_query(text) == fold_query(query):
+        if is_blank(text) or fold_query(text) == fold_query(query):
             return []
         return [text]
 
     def messages(self, query: str) -> list[Any]:
-        """The HyDE prompt for ``query``."""
-        template = self.prompt or self.default_prompt
-        return template.format_messages(question=query, n=1)
+        """The HyDE prompt for ``query`` (cut to :data:`~langchain_ragspine.retrievers.query_transform.
+        MAX_PROMPT_QUERY_CHARS` characters)."""
+        return self._format(query, 1)
 

@@ -19,15 +19,22 @@ lists in query order, with no ``k``, and "unique" means equal ``Document`` objec
 a chunk found by two queries still comes back once there: its per-query ``metadata["scores"]`` are a
 :class:`~langchain_ragspine.documents.ChunkScores`, which takes no part in equality; a test shows it); here a chunk
 is one chunk (``chunk_id``) and the lists are ranked by RRF.  Its ``include_original`` defaults to ``False``; here the
-user's query is always searched.  Its parser splits on newlines only (a numbered list becomes queries starting with
-``"1. "``).  Its base is called without ``k`` or ``filter``.
+user's query is searched too unless ``include_original=False`` is passed.  Its parser splits on newlines only (a
+numbered list becomes queries starting with ``"1. "``).  Its base is called without ``k`` or ``filter``.
+
+Coming from LangChain: ``MultiQueryRetriever.from_llm(retriever=…, llm=…, prompt=…, include_original=…)`` works here
+with the same keyword names (:meth:`MultiQueryRetriever.from_llm`); a prompt written for LangChain's (a
+``PromptTemplate`` with ``{question}``) works as it is.
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
+import warnings
+from typing import Any, ClassVar
 
-from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.language_models import BaseChatModel
+from langchain_core.prompts import BasePromptTemplate, ChatPromptTemplate
+from langchain_core.retrievers import BaseRetriever
 from pydantic import Field
 
 from langchain_ragspine.retrievers.query_transform import LLMQueryTransformRetriever
@@ -54,10 +61,13 @@ RAG_FUSION_PROMPT = ChatPromptTemplate.from_messages([
 class MultiQueryRetriever(LLMQueryTransformRetriever):
     """Search ``base`` with the question and ``n_queries`` rewordings a chat model writes; fuse by RRF.
 
-    ``MultiQueryRetriever(base, llm, n_queries=3)`` — ``retriever=`` (LangChain's name for the base) works too.
+    ``MultiQueryRetriever(base, llm, n_queries=3)`` — ``retriever=`` (LangChain's name for the base) works too, and
+    so does LangChain's constructor, :meth:`from_llm`.
 
     Attributes:
-        n_queries: rewordings asked for and used at most (default 3); the question is searched as well.
+        n_queries: rewordings asked for and used at most (default 3).
+        include_original: search the question as well (default ``True``; LangChain's default is ``False``).  With
+            ``False`` only the rewordings are searched — the question alone when there are none.
         (and those of :class:`~langchain_ragspine.retrievers.query_transform.LLMQueryTransformRetriever`)
 
     Results: at most ``k`` chunks, unique by ``chunk_id``, best RRF score first (ties on ``chunk_id``); each with a
@@ -66,9 +76,57 @@ class MultiQueryRetriever(LLMQueryTransformRetriever):
     """
 
     n_queries: int = Field(default=3)
+    include_original: bool = True
 
     transform_name: ClassVar[str] = "multi_query"
     default_prompt: ClassVar[ChatPromptTemplate] = MULTI_QUERY_PROMPT
+
+    @classmethod
+    def from_llm(
+        cls,
+        retriever: BaseRetriever,
+        llm: BaseChatModel,
+        prompt: BasePromptTemplate | None = None,
+        parser_key: str | None = None,
+        include_original: bool = True,
+        **kwargs: Any,
+    ) -> MultiQueryRetriever:
+        """LangChain's constructor (``langchain_classic.retrievers.multi_query.MultiQueryRetriever.from_llm``), with
+        its keyword names.
+
+        Args:
+            retriever: the base retriever.
+            llm: the chat model (a ``BaseChatModel``; LangChain also takes a completion ``LLM``, this class does not).
+            prompt: a prompt template taking ``{question}`` (and optionally ``{n}``) — LangChain's own
+                ``DEFAULT_QUERY_PROMPT`` or one written for it works; default :data:`MULTI_QUERY_PROMPT`.
+            parser_key: ignored, with a warning — LangChain ignores it too (deprecated there).
+            include_original: search the question as well.  Default ``True`` here (LangChain: ``False``): the user's
+                own query is usually the best single query, and fusion ranks what both find first.
+            **kwargs: this class's own fields (``k``, ``n_queries``, ``candidate_k``, ``filter``, ``deny_list``, ``c``).
+
+        Raises:
+            TypeError, ValueError: as the constructor (a bad retriever, a prompt without ``{question}``, …).
+
+        Example:
+            >>> from langchain_core.documents import Document
+            >>> from langchain_core.language_models import FakeListChatModel
+            >>> from langchain_ragspine import BM25Retriever
+            >>> base = BM25Retriever.from_documents([Document(page_content="梅雨は六月から。", metadata={"chunk_id": "a#0"})])
+            >>> mq = MultiQueryRetriever.from_llm(retriever=base, llm=FakeListChatModel(responses=["梅雨 六月"]))
+            >>> [d.metadata["chunk_id"] for d in mq.invoke("梅雨はいつ？")]
+            ['a#0']
+        """
+        if parser_key is not None:
+            warnings.warn(
+                "MultiQueryRetriever.from_llm: parser_key is ignored (it is deprecated and unused in LangChain too)",
+                UserWarning,
+                stacklevel=2,
+            )
+        return cls(base=retriever, llm=llm, prompt=prompt, include_original=include_original, **kwargs)
+
+    def searches_original(self) -> bool:
+        """The ``include_original`` field."""
+        return self.include_original
 
 
 class RAGFusionRetriever(LLMQueryTransformRetriever):

@@ -15,25 +15,40 @@ decomposition (:mod:`~langchain_ragspine.retrievers.decomposition`) and glossary
    would return.  ``ainvoke`` searches the queries concurrently.
 4. **Fuse.**  The ranked lists are fused by Reciprocal Rank Fusion (Cormack, Clarke & Büttcher, SIGIR 2009; ``c =
    60``), as RAG-Fusion does (Raudaschl, "Forget RAG, the Future is RAG-Fusion", 2023), with
-   :func:`~langchain_ragspine.retrievers.hybrid.fuse`: results are unique by ``chunk_id`` (else ``Document.id``),
-   ties break on it, and RESTRICTED chunks never come out (also when a single query was searched).
+   :func:`~langchain_ragspine.retrievers.hybrid.fuse`: results are unique by ``chunk_id`` (else ``Document.id``) and
+   RESTRICTED chunks never come out (also when a single query was searched).  Ties break by the order of the
+   queries — the user's query first, then the generated ones as the model wrote them — then by rank, then by
+   ``chunk_id`` (``fuse(..., ties="lists")``): a chunk the user's own query found wins a tie against one only a
+   generated query found.  Each query is searched to the same depth, ``max(k, candidate_k)``, so for every ``k`` up
+   to ``candidate_k`` the fused ranking is the same and ``k`` only cuts it: results are prefix-stable across ``k``
+   (``invoke(q, k=3)`` is the first three of ``invoke(q, k=5)`` when ``candidate_k >= 5``).  With the default
+   ``candidate_k`` (``None``: the depth is ``k``) a larger ``k`` searches deeper, and RRF may then reorder the top.
+   Without ``k`` each query is searched with the base's default and the fused list is cut to the longest list
+   searched — the base's default number of results, so a call without ``k`` equals one with ``k`` set to it.
 
 Every returned document carries a trace entry appended to ``metadata["query_transform"]`` (a list, one entry per
 transformation it passed through)::
 
-    {"transform": "multi_query", "queries": ["<user query>", "<variant 1>", …], "matched": [0, 2],
-     "dropped": [{"position": 3, "term": 0, "reason": "deny_list"}], "llm_calls": 1, "fallback": None}
+    {"transform": "multi_query", "queries": ["<user query>", "<variant 2>", "<variant 3>"], "positions": [0, 2, 3],
+     "matched": [0, 2], "dropped": [{"position": 1, "term": 0, "reason": "deny_list"}], "llm_calls": 1,
+     "fallback": None}
 
-``matched`` lists the positions (in ``queries``) of the queries that found the document.  ``fallback`` says why
+Positions count the *planned* queries: 0 is the user's query, the generated ones count from 1 in the order the model
+wrote them, before the deny-list gate.  ``queries`` are the queries searched and ``positions`` the planned position
+of each (here variant 1 was dropped, so the second query searched is variant 2); ``dropped[].position`` is in the
+same numbering.  ``matched`` lists the indices *in* ``queries`` of the queries that found the document (here the
+user's query and variant 3).  ``fallback`` says why
 fewer queries than planned were searched: ``"llm_error"`` (the model failed; the user's query alone is searched),
 ``"no_variants"`` (nothing usable was generated, or the deny-list dropped it all), ``"empty_query"`` (the query is
-empty or whitespace: nothing to transform, the model is not called).  HyDE's hypothetical document
+blank — empty, whitespace, or only invisible characters such as a zero-width space: nothing to transform, the model
+is not called).  HyDE's hypothetical document
 appears in the trace only as the placeholder :data:`PROBE_PLACEHOLDER`: it is a probe, never evidence.
 
 **Off means unchanged.**  A transformation that needs an LLM and has none (``llm=None``) warns once, when it is
 built (:class:`QueryTransformSkippedWarning`), and every call returns exactly what the base retriever returns for
-the same ``k`` and ``filter`` — no fusion, no trace.  So does a call whose query is empty or only whitespace, with
-or without a model: there is nothing to transform, so no model is called.  When the model fails at run time the user's query is searched
+the same ``k`` and ``filter`` — no fusion, no trace.  So does a call whose query is blank (empty, whitespace, or
+only zero-width and other invisible characters), with or without a model: there is nothing to transform, so no
+model is called.  When the model fails at run time the user's query is searched
 alone (the results are the base's, with a trace entry saying ``"llm_error"``); LLM failures degrade, they never
 raise.
 """
@@ -42,18 +57,23 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import sys
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+import langchain_core
+import pydantic
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
-from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.prompts import BasePromptTemplate, ChatPromptTemplate
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 from pydantic import ConfigDict, Field, field_validator
 
+import langchain_ragspine
 from langchain_ragspine.documents import check_k, doc_key
 from langchain_ragspine.filters import and_filters, compile_filter
 from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, RetrieverCall, SyncCall
@@ -66,10 +86,11 @@ from langchain_ragspine.retrievers.contract import (
 )
 from langchain_ragspine.retrievers.deny_list import DeniedQuery, QueryDenyList
 from langchain_ragspine.retrievers.hybrid import DEFAULT_C, fuse
-from langchain_ragspine.retrievers.query_variants import parse_query_variants
+from langchain_ragspine.retrievers.query_variants import is_blank, parse_query_variants
 from langchain_ragspine.sensitivity import drop_restricted
 
 __all__ = [
+    "MAX_PROMPT_QUERY_CHARS",
     "PROBE_PLACEHOLDER",
     "TRACE_KEY",
     "add_trace_entry",
@@ -87,6 +108,27 @@ logger = logging.getLogger(__name__)
 TRACE_KEY = "query_transform"
 #: What a trace shows in place of generated text that is only a probe (HyDE's hypothetical document).
 PROBE_PLACEHOLDER = "<hypothetical document>"
+#: The most characters of the user's query a transformation puts into its prompt (the rest is cut off; the search
+#: of the user's own query is never cut).  The same bound as HyDE's probe (``HyDERetriever.max_chars``, 1000).
+MAX_PROMPT_QUERY_CHARS = 1000
+#: The variables a transformation's prompt may take: ``question`` (required) and ``n``.
+PROMPT_VARIABLES = ("question", "n")
+
+# Frames in these directories are the package's, pydantic's (which runs model_post_init) and langchain_core's (whose
+# Serializable.__init__ stands between): a warning about how a transformation was built names the first frame
+# outside them — the user's line.
+_LIBRARY_DIRS = tuple(
+    os.path.dirname(os.path.abspath(m.__file__ or "")) + os.sep for m in (langchain_ragspine, pydantic, langchain_core)
+)
+
+
+def _caller_stacklevel() -> int:
+    """The ``stacklevel`` that makes ``warnings.warn``, called by this function's caller, name the first frame
+    outside the package, pydantic and langchain_core."""
+    frame, level = sys._getframe(1), 1
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_LIBRARY_DIRS):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 class QueryTransformSkippedWarning(UserWarning):
@@ -102,7 +144,9 @@ class QueryPlan:
         queries: the queries searched, in order; the user's query first unless the transformation leaves it out
             (HyDE with ``include_original=False``).
         shown: what the trace shows for each query (the query itself, or :data:`PROBE_PLACEHOLDER`).
-        dropped: generated queries the deny-list removed.
+        dropped: generated queries the deny-list removed (their ``position`` in the planned numbering).
+        positions: the planned position of each query in ``queries`` (0: the user's query; generated queries from 1,
+            in the model's order, before the deny-list); ``None``: ``0, 1, 2, …``.
         llm_calls: chat-model calls made to plan.
         fallback: ``None``, ``"llm_error"``, ``"no_variants"`` or ``"empty_query"`` (see the module docstring).
     """
@@ -113,12 +157,15 @@ class QueryPlan:
     dropped: list[DeniedQuery] = field(default_factory=list)
     llm_calls: int = 0
     fallback: str | None = None
+    positions: list[int] | None = None
 
     def trace(self, matched: Sequence[int] = ()) -> dict[str, Any]:
-        """The trace entry (JSON-safe) for a document found by the queries at positions ``matched``."""
+        """The trace entry (JSON-safe) for a document found by the queries at indices ``matched`` of ``queries``
+        (see the module docstring)."""
         return {
             "transform": self.transform,
             "queries": list(self.shown),
+            "positions": list(self.positions) if self.positions is not None else list(range(len(self.queries))),
             "matched": list(matched),
             "dropped": [d.record() for d in self.dropped],
             "llm_calls": self.llm_calls,
@@ -166,10 +213,12 @@ class QueryTransformRetriever(ContractRetriever):
     Attributes:
         base: the retriever searched (any ``BaseRetriever``; called through the retriever-call contract).
         k: results per call (an ``int >= 1``; ``invoke(query, k=…)`` overrides it).  ``None`` (default): the base's
-            own default — each query is searched with no ``k`` and the fused list is cut to the longest of the
-            lists fused.
-        candidate_k: results asked of the base per query when ``k`` is known (default ``None``: ``k``); a larger
-            value lets RRF see deeper into each list.  Raised to ``k`` when smaller.
+            own default — each query is searched with no ``k`` (``candidate_k`` is not used) and the fused list is
+            cut to the longest of the lists fused.
+        candidate_k: results asked of the base per query when ``k`` is known: ``max(k, candidate_k)``.  Default
+            ``None``: ``k`` itself.  A larger value lets RRF see deeper into each list, and makes results
+            prefix-stable for every ``k <= candidate_k`` (see the module docstring); it costs a deeper search of
+            the base per query.
         filter: the wrapper's own metadata filter, ANDed with a call's ``filter`` (and with the base's own, which
             the base applies): a call can narrow, never widen.
         deny_list: terms a generated query must not mention (:class:`QueryDenyList`, or a list of terms);
@@ -254,14 +303,19 @@ class QueryTransformRetriever(ContractRetriever):
             generated, dropped = self.deny_list.split(generated, first=1)
         if not generated:
             return QueryPlan(self.transform_name, [query], [query], dropped, calls, "no_variants")
+        gone = {d.position for d in dropped}
+        kept_positions = [p for p in range(1, len(generated) + len(dropped) + 1) if p not in gone]
         lead = [query] if self.searches_original() else []
         return QueryPlan(
-            self.transform_name, lead + generated, lead + [self.show(g) for g in generated], dropped, calls
+            self.transform_name, lead + generated, lead + [self.show(g) for g in generated], dropped, calls,
+            positions=[0] * len(lead) + kept_positions,
         )
 
     def _blank_plan(self, query: str) -> QueryPlan | None:
-        """The plan of an empty or whitespace-only ``query`` (itself alone, no model call), else ``None``."""
-        if query.strip():
+        """The plan of a blank ``query`` — empty, or only whitespace and invisible characters such as a zero-width
+        space (:func:`~langchain_ragspine.retrievers.query_variants.is_blank`) — (itself alone, no model call), else
+        ``None``."""
+        if not is_blank(query):
             return None
         return QueryPlan(self.transform_name, [query], [query], fallback="empty_query")
 
@@ -316,7 +370,7 @@ class QueryTransformRetriever(ContractRetriever):
         limit = k if k is not None else max((len(x) for x in lists), default=0)
         if limit == 0:
             return []
-        fused = fuse(list(lists), k=limit, c=self.c)
+        fused = fuse(list(lists), k=limit, c=self.c, ties="lists")
         found: dict[str, list[int]] = {}
         for pos, docs in enumerate(lists):
             for d in docs:
@@ -327,7 +381,7 @@ class QueryTransformRetriever(ContractRetriever):
 
     def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
         k, depth, flt = self._params(call)
-        if not self.active or not query.strip():  # no model, or nothing to transform: the base's results
+        if not self.active or is_blank(query):  # no model, or nothing to transform: the base's results
             return invoke_retriever(self.base, query, k=k, filter=flt, config=call.child("base"))
         plan = self.plan(query, call.child("plan"))
         lists = search_each(self._searches(plan), k=self._depth(plan, k, depth), filter=flt, run_manager=call.run_manager)
@@ -335,12 +389,31 @@ class QueryTransformRetriever(ContractRetriever):
 
     async def _aretrieve(self, query: str, call: AsyncCall) -> list[Document]:
         k, depth, flt = self._params(call)
-        if not self.active or not query.strip():
+        if not self.active or is_blank(query):
             return await ainvoke_retriever(self.base, query, k=k, filter=flt, config=call.child("base"))
         plan = await self.aplan(query, call.child("plan"))
         lists = await asearch_each(self._searches(plan), k=self._depth(plan, k, depth), filter=flt,
                                    run_manager=call.run_manager)
         return self._finish(query, plan, lists, k)
+
+
+def check_prompt_variables(prompt: BasePromptTemplate, owner: str) -> None:
+    """Check that ``prompt`` takes the variable ``question`` and no other than :data:`PROMPT_VARIABLES`.
+
+    Raises:
+        TypeError: ``prompt`` is not a ``BasePromptTemplate``.
+        ValueError: ``question`` is missing, or there are unknown variables (both named in the message).
+    """
+    if not isinstance(prompt, BasePromptTemplate):
+        raise TypeError(f"{owner}: prompt must be a langchain_core prompt template, got {type(prompt).__name__}")
+    variables = set(prompt.input_variables)
+    missing = [] if "question" in variables else ["question"]
+    unknown = sorted(variables - set(PROMPT_VARIABLES))
+    if missing or unknown:
+        raise ValueError(
+            f"{owner}: the prompt must take the variable 'question' and may take 'n' (the number of queries); "
+            f"missing {missing}, unknown {unknown} (fill other variables with prompt.partial(...))"
+        )
 
 
 class LLMQueryTransformRetriever(QueryTransformRetriever):
@@ -349,8 +422,10 @@ class LLMQueryTransformRetriever(QueryTransformRetriever):
     Attributes:
         llm: the chat model (any ``BaseChatModel``), or ``None``: the transformation is skipped — one
             :class:`QueryTransformSkippedWarning` when built, and every call returns the base's results unchanged.
-        prompt: a ``ChatPromptTemplate`` with the variables ``question`` and ``n`` (default: the subclass's
-            :attr:`default_prompt`).
+        prompt: a prompt template (a ``ChatPromptTemplate``, or any ``BasePromptTemplate`` such as LangChain's
+            ``PromptTemplate``) that takes the variable ``question`` and may take ``n`` (the number of queries
+            wanted); default: the subclass's :attr:`default_prompt`.  The question is put in cut to
+            :data:`MAX_PROMPT_QUERY_CHARS` characters.
         n_queries: how many queries the model is asked for, and the most that are used (the user's query is added
             to them).
 
@@ -391,7 +466,7 @@ class LLMQueryTransformRetriever(QueryTransformRetriever):
     """
 
     llm: BaseChatModel | None = None
-    prompt: ChatPromptTemplate | None = None
+    prompt: BasePromptTemplate | None = None
     n_queries: int = Field(default=3)
 
     #: The prompt used when ``prompt`` is not given.
@@ -400,6 +475,8 @@ class LLMQueryTransformRetriever(QueryTransformRetriever):
     def __init__(self, base: BaseRetriever | None = None, llm: BaseChatModel | None = None, /, **data: Any) -> None:
         if llm is not None:
             data["llm"] = llm
+        if data.get("prompt") is not None:  # a clear error before pydantic wraps it
+            check_prompt_variables(data["prompt"], type(self).__name__)
         super().__init__(base, **data)
 
     @field_validator("n_queries", mode="before")
@@ -408,14 +485,21 @@ class LLMQueryTransformRetriever(QueryTransformRetriever):
         return check_k(value, "n_queries")
 
     def model_post_init(self, context: Any, /) -> None:
-        """Validate; warn once when there is no model."""
+        """Validate (the prompt's variables too); warn once when there is no model.
+
+        Raises:
+            ValueError: ``prompt`` does not take the variable ``question``, or takes one other than ``question``
+                and ``n`` (the message names them): every call would fail to fill it.
+        """
         super().model_post_init(context)
+        if self.prompt is not None:
+            check_prompt_variables(self.prompt, type(self).__name__)
         if self.llm is None:
             warnings.warn(
                 f"{type(self).__name__}: no chat model, so the {self.transform_name!r} query transformation is "
                 "skipped and the base retriever's results are returned unchanged (set RAGSPINE_LLM or pass llm=)",
                 QueryTransformSkippedWarning,
-                stacklevel=4,
+                stacklevel=_caller_stacklevel(),
             )
 
     @property
@@ -424,9 +508,12 @@ class LLMQueryTransformRetriever(QueryTransformRetriever):
         return self.llm is not None
 
     def messages(self, query: str) -> list[Any]:
-        """The messages sent to the model for ``query``."""
+        """The messages sent to the model for ``query`` (cut to :data:`MAX_PROMPT_QUERY_CHARS` characters)."""
+        return self._format(query, self.n_queries)
+
+    def _format(self, query: str, n: int) -> list[Any]:
         template = self.prompt or self.default_prompt
-        return template.format_messages(question=query, n=self.n_queries)
+        return template.format_prompt(question=query[:MAX_PROMPT_QUERY_CHARS], n=n).to_messages()
 
     def parse(self, reply: Any, query: str) -> list[str]:
         """The generated queries in the model's ``reply`` (without ``query``); at most :attr:`n_queries`."""

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from langchain_ragspine._confusables import LATIN_LOOK_ALIKES, latin_skeleton
 from langchain_ragspine.errors import RagSpineError
 from langchain_ragspine.retrievers import (
     DecompositionRetriever,
@@ -17,6 +18,7 @@ from langchain_ragspine.retrievers import (
     RAGFusionRetriever,
     StepBackRetriever,
 )
+from langchain_ragspine.retrievers.deny_list import EmptyDenyListWarning, fold_term
 
 from ._transform_fakes import SpyChatModel, SpyRetriever, doc
 
@@ -30,6 +32,63 @@ LLM_CLASSES = [MultiQueryRetriever, RAGFusionRetriever, StepBackRetriever, Decom
 )
 def test_terms_match_after_folding(query):
     assert QueryDenyList([DENIED]).denied_term(query) == 0
+
+
+TRIAL_TERMS = ["Project Orion", "社外秘", "机密项目"]
+
+
+@pytest.mark.parametrize(
+    "query, term",
+    [  # new-user trial of issue 14: each of these generated queries was searched
+        ("Project-Orion", 0), ("ProjectOrion", 0), ("社 外 秘", 1), ("機密項目的進展", 2), ("Project \u041erion", 0),
+        # the same folds, other spellings
+        ("project_orion roadmap", 0), ("PROJECT.ORION", 0), ("Project・Orion", 0), ("Project\u2014Orion", 0),
+        ("Ρroject Οrion", 0), ("ΡRОЈЕСТ ОRӀОN", 0), ("社\u3000外・秘", 1), ("機 密 項 目", 2), ("Project\u00a0Orion", 0),
+    ],
+)
+def test_spelling_variants_of_a_term_are_caught(query, term):
+    assert QueryDenyList(TRIAL_TERMS).denied_term(query) == term
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("variant", ["Project-Orion", "ProjectOrion", "社 外 秘", "機密項目的進展", "Project \u041erion"])
+async def test_trial_variants_are_never_searched(variant, mode):
+    base = SpyRetriever(default=[doc("a#0")])
+    retriever = MultiQueryRetriever(base, SpyChatModel(replies=[f"1. 安全なクエリ\n2. {variant}"]), n_queries=3,
+                                    deny_list=TRIAL_TERMS, k=3)
+    docs = retriever.invoke("普通の質問") if mode == "sync" else await retriever.ainvoke("普通の質問")
+    assert base.queries == ["普通の質問", "安全なクエリ"]
+    assert docs[0].metadata["query_transform"][-1]["dropped"][0]["position"] == 2
+
+
+def test_the_users_query_is_searched_whatever_its_spelling():
+    base = SpyRetriever(default=[doc("a#0")])
+    MultiQueryRetriever(base, SpyChatModel(replies=["x"]), deny_list=TRIAL_TERMS).invoke("機密項目 Project-Orion")
+    assert base.queries[0] == "機密項目 Project-Orion"
+
+
+def test_unrelated_queries_still_pass():
+    gate = QueryDenyList(TRIAL_TERMS)
+    for query in ["orion nebula", "project plan", "社外の人", "机器学习", "Прожект", "梅雨の時期", "オリオン座"]:
+        assert gate.denied_term(query) is None, query
+
+
+def test_skeleton_folds():
+    assert fold_term(" Ｐｒｏｊｅｃｔ\u200b - ORION ") == "projectorion"
+    assert fold_term("鍵ローテーション") == "键ローテーション"  # the long-vowel mark is a letter, not a dash
+    assert latin_skeleton("Аррlе") == latin_skeleton("apple") == "appie"  # i and l are one letter
+
+
+def test_look_alike_table_is_letters_outside_ascii_and_no_cjk():
+    import unicodedata
+
+    for letter, points in LATIN_LOOK_ALIKES.items():
+        assert letter in "abcdefghijklmnopqrstuvwxyz"
+        for point in points.split():
+            ch = chr(int(point, 16))
+            assert not ch.isascii() and unicodedata.category(ch).startswith("L"), (letter, point)
+            assert not 0x3000 <= ord(ch) <= 0x9FFF and not 0xAC00 <= ord(ch) <= 0xD7AF, (letter, point)
+    assert "041E" in LATIN_LOOK_ALIKES["o"].split() and "043E" in LATIN_LOOK_ALIKES["o"].split()
 
 
 def test_cjk_terms_match_as_substrings_and_others_pass():
@@ -47,8 +106,10 @@ def test_non_string_queries_fail_closed():
 def test_terms_must_be_a_list_of_strings():
     with pytest.raises(TypeError):
         QueryDenyList("Project Orion")
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="index 1"):
         QueryDenyList(["ok", 3])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match="mapping"):
+        QueryDenyList({"deny": ["Project Orion"]})  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -60,6 +121,33 @@ def test_files(tmp_path, name, text):
     path = tmp_path / name
     path.write_text(text, "utf-8")
     assert QueryDenyList.from_file(path).terms == ("Project Orion", "社外秘")
+
+
+@pytest.mark.parametrize(
+    "name, text", [("empty.txt", ""), ("comments.txt", "# nothing yet\n\n"), ("empty.json", "[]"),
+                   ("empty.yaml", ""), ("comment.yaml", "# nothing\n"), ("deny.yaml", "deny: []\n")],
+)
+def test_an_empty_file_warns_naming_it(tmp_path, name, text):
+    # new-user trial of issue 14: an empty deny-list file turned the gate off silently
+    path = tmp_path / name
+    path.write_text(text, "utf-8")
+    with pytest.warns(EmptyDenyListWarning, match=str(path)):
+        gate = QueryDenyList.from_file(path)
+    assert not gate
+
+
+@pytest.mark.parametrize(
+    "name, text, where",
+    [("nonstr.json", '["a", 1]', ":1: deny-list entry 2 (index 1) must be a string, got number"),
+     ("lines.json", '[\n  "a",\n  "b",\n  null\n]', ":4: deny-list entry 3 (index 2) must be a string, got null"),
+     ("deny.yaml", "deny:\n  - a\n  - [b]\n", ":3: deny-list entry 2 (index 1) must be a string, got array")],
+)
+def test_a_non_string_entry_is_named(tmp_path, name, text, where):
+    path = tmp_path / name
+    path.write_text(text, "utf-8")
+    with pytest.raises(RagSpineError) as info:
+        QueryDenyList.from_file(path)
+    assert str(info.value).startswith(str(path) + where)
 
 
 def test_bad_file_names_the_file(tmp_path):

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.language_models import FakeListChatModel, GenericFakeChatModel
@@ -80,10 +82,55 @@ def test_rrf_fusion_order_and_original_searched_first(cls):
     assert trace["queries"] == ["q", "v1", "v2"] and trace["matched"] == [0, 1, 2] and trace["llm_calls"] == 1
 
 
-def test_ties_break_on_chunk_id():
-    base = SpyRetriever(lists={"q": [doc("z")], "v": [doc("m")]})
-    docs = MultiQueryRetriever(base, FakeListChatModel(responses=["v"]), k=2).invoke("q")
-    assert _ids(docs) == ["m", "z"]  # equal RRF scores: chunk_id order
+def test_ties_break_by_query_order_then_rank():
+    base = SpyRetriever(lists={"q": [doc("z"), doc("y")], "v": [doc("m"), doc("a")]})
+    docs = MultiQueryRetriever(base, FakeListChatModel(responses=["v"]), k=4).invoke("q")
+    assert _ids(docs) == ["z", "m", "y", "a"]  # equal RRF scores: the user's query's list first, rank by rank
+
+
+@pytest.mark.parametrize("cls", VARIANT_CLASSES)
+def test_the_users_hit_wins_a_tie_when_k_is_unset(cls):
+    # new-user trial of issue 14: one document per query and no k returned a generated query's hit ('a', first by
+    # chunk_id) instead of the user's ('q')
+    base = SpyRetriever(lists={q: [doc(q)] for q in ["q", "a", "b", "c"]})
+    docs = cls(base, FakeListChatModel(responses=["a\nb\nc"])).invoke("q")
+    assert _ids(docs) == ["q"]
+    assert _ids(cls(base, FakeListChatModel(responses=["a\nb\nc"]), k=4).invoke("q")) == ["q", "a", "b", "c"]
+
+
+def test_fuse_keeps_its_key_ties_by_default():
+    """HybridRetriever's fusion is unchanged: ties="lists" is the transformations' option, not fuse's default."""
+    from langchain_ragspine.retrievers.hybrid import fuse
+
+    lists = [[doc("z")], [doc("m")]]
+    assert _ids(fuse(lists)) == ["m", "z"]
+    assert _ids(fuse(lists, ties="lists")) == ["z", "m"]
+    with pytest.raises(ValueError, match="ties"):
+        fuse(lists, ties="rank")  # type: ignore[arg-type]
+
+
+_IDS = st.sampled_from("abcdefghij")
+
+
+@settings(max_examples=60, deadline=None)
+@given(lists=st.lists(st.lists(_IDS, max_size=8, unique=True), min_size=2, max_size=4), depth=st.integers(1, 8))
+def test_property_results_are_prefix_stable_across_k(lists, depth):
+    """Each query is searched to max(k, candidate_k): for every k <= candidate_k the ranking is the same, cut."""
+    queries = ["q"] + [f"v{i}" for i in range(1, len(lists))]
+    base = SpyRetriever(lists={q: [doc(c) for c in ids] for q, ids in zip(queries, lists, strict=True)})
+    reply = "\n".join(queries[1:])
+    full = _ids(MultiQueryRetriever(base, FakeListChatModel(responses=[reply]), n_queries=4,
+                                    candidate_k=depth, k=depth).invoke("q"))
+    for k in range(1, depth + 1):
+        got = _ids(MultiQueryRetriever(base, FakeListChatModel(responses=[reply]), n_queries=4,
+                                       candidate_k=depth, k=k).invoke("q"))
+        assert got == full[:k]
+    # no k: each query searched with the base's default, cut to the longest list = the call with that k
+    longest = max(len(x) for x in lists)
+    if longest:
+        unset = _ids(MultiQueryRetriever(base, FakeListChatModel(responses=[reply]), n_queries=4).invoke("q"))
+        assert unset == _ids(MultiQueryRetriever(base, FakeListChatModel(responses=[reply]), n_queries=4,
+                                                 k=longest).invoke("q"))
 
 
 @pytest.mark.parametrize("cls", VARIANT_CLASSES)
@@ -216,8 +263,9 @@ async def test_a_failing_model_degrades_to_the_query_alone(cls, mode, caplog):
 
 
 @pytest.mark.parametrize("cls", LLM_CLASSES)
-@pytest.mark.parametrize("query", ["", "   ", "\n\t　"])
+@pytest.mark.parametrize("query", ["", "   ", "\n\t　", "\u200b", "\ufeff \u200b\u200d"])
 async def test_an_empty_query_calls_no_model_and_returns_the_bases_results(cls, query):
+    # new-user trial of issue 14: a query of only zero-width characters was sent to the model
     # new-user trial of issue 16 (left over): an empty or whitespace-only query still called the model
     base = SpyRetriever(default=[doc("a"), doc("b"), doc("c")])  # answers any query, so the pass-through shows
     llm = SpyChatModel(replies=["1. 梅雨\n2. 雨季"])
@@ -239,6 +287,15 @@ async def test_an_empty_query_calls_no_model_and_returns_the_bases_results(cls, 
 def test_an_empty_reply_searches_the_query_alone(cls):
     base = SpyRetriever(default=[doc("a")])
     docs = cls(base, FakeListChatModel(responses=["  \n\n<think>nothing</think>"])).invoke("q")
+    assert base.queries == ["q"]
+    assert docs[0].metadata[TRACE_KEY][-1]["fallback"] == "no_variants"
+
+
+@pytest.mark.parametrize("cls", LLM_CLASSES)
+def test_a_zero_width_reply_searches_the_query_alone(cls):
+    # new-user trial of issue 14: HyDE searched a probe of zero-width characters, the others such lines
+    base = SpyRetriever(default=[doc("a")])
+    docs = cls(base, FakeListChatModel(responses=["\u200b\n\u200b\u200b\n\ufeff"])).invoke("q")
     assert base.queries == ["q"]
     assert docs[0].metadata[TRACE_KEY][-1]["fallback"] == "no_variants"
 
@@ -375,3 +432,116 @@ def test_in_the_corrective_graph_the_probe_is_never_graded_cited_or_answered_fro
     assert all(d.page_content in {c.page_content for c in CORPUS} for d in final.get("documents") or [])
     if spy is not None:
         assert spy.prompts and all("ZZPROBE" not in p and SECRET not in p for p in spy.prompts)
+
+
+# -- prompts: variables checked, the question capped ----------------------------------------------------------------------
+@pytest.mark.parametrize("cls", LLM_CLASSES)
+@pytest.mark.parametrize(
+    "messages, named",
+    [([("human", "{foo}")], ["'question'", "'foo'"]), ([("human", "{question} {lang}")], ["'lang'"]),
+     ([("human", "no variables")], ["'question'"])],
+)
+def test_a_prompt_without_question_or_with_unknown_variables_is_refused_when_built(cls, messages, named):
+    # new-user trial of issue 14: prompt={foo} only logged "query generation failed: 'foo'" on every call
+    from langchain_core.prompts import ChatPromptTemplate
+
+    with pytest.raises(ValueError, match="prompt must take the variable 'question'") as info:
+        cls(SpyRetriever(), FakeListChatModel(responses=["x"]), prompt=ChatPromptTemplate.from_messages(messages))
+    assert all(name in str(info.value) for name in named)
+
+
+@pytest.mark.parametrize("cls", LLM_CLASSES)
+def test_prompts_with_question_and_n_or_partials_are_accepted(cls):
+    from langchain_core.prompts import ChatPromptTemplate, PromptTemplate
+
+    llm = SpyChatModel(replies=["梅雨 時期"])
+    partial = ChatPromptTemplate.from_messages([("human", "[{lang}] {n}: {question}")]).partial(lang="ja")
+    cls(SpyRetriever(default=[doc("a")]), llm, prompt=partial).invoke("梅雨はいつ")
+    assert llm.prompts[-1].startswith("[ja] ") and llm.prompts[-1].endswith(": 梅雨はいつ")
+    cls(SpyRetriever(default=[doc("a")]), llm, prompt=PromptTemplate.from_template("Q: {question}")).invoke("x?")
+    assert llm.prompts[-1] == "Q: x?"
+
+
+@pytest.mark.parametrize("cls", LLM_CLASSES)
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_a_huge_query_is_cut_in_the_prompt_but_searched_whole(cls, mode):
+    # new-user trial of issue 14: a 100k-character query was sent whole to the model
+    from langchain_ragspine.retrievers.query_transform import MAX_PROMPT_QUERY_CHARS
+
+    query = "梅雨" * 50_000
+    base = SpyRetriever(default=[doc("a")])
+    llm = SpyChatModel(replies=["梅雨の時期"])
+    retriever = cls(base, llm)
+    _ = retriever.invoke(query) if mode == "sync" else await retriever.ainvoke(query)
+    assert len(llm.prompts) == 1
+    assert query[:MAX_PROMPT_QUERY_CHARS] in llm.prompts[0] and query[: MAX_PROMPT_QUERY_CHARS + 1] not in llm.prompts[0]
+    assert len(llm.prompts[0]) < MAX_PROMPT_QUERY_CHARS + 2000  # the template's own text, not the whole query
+    assert base.queries[0] == query  # the user's own search is never cut
+
+
+# -- the skipped-transformation warning names the user's line ---------------------------------------------------------------
+@pytest.mark.parametrize("cls", LLM_CLASSES)
+def test_the_no_model_warning_points_at_the_users_line(cls):
+    # new-user trial of issue 14: it was reported from pydantic/main.py
+    with pytest.warns(QueryTransformSkippedWarning) as record:
+        cls(SpyRetriever(), None)
+    assert record[0].filename == __file__
+
+
+def test_the_no_model_warning_from_the_factory_points_at_the_users_line():
+    from langchain_ragspine.config import make_query_transform
+
+    with pytest.warns(QueryTransformSkippedWarning) as record:
+        make_query_transform("hyde", SpyRetriever(), llm=None)
+    assert record[0].filename == __file__
+
+
+# -- LangChain's constructor ------------------------------------------------------------------------------------------------
+def test_from_llm_takes_langchains_keywords():
+    # new-user trial of issue 14: MultiQueryRetriever.from_llm(retriever=..., llm=...) raised AttributeError
+    base = SpyRetriever(lists={"q": [doc("a")], "v1": [doc("b")], "v2": [doc("c")]})
+    retriever = MultiQueryRetriever.from_llm(retriever=base, llm=FakeListChatModel(responses=["v1\nv2"]), k=3)
+    assert isinstance(retriever, MultiQueryRetriever)
+    assert _ids(retriever.invoke("q")) == ["a", "b", "c"]
+    assert base.queries == ["q", "v1", "v2"]  # the question is searched too (include_original defaults to True here)
+
+
+def test_from_llm_with_include_original_false_searches_the_rewordings_only():
+    base = SpyRetriever(lists={"q": [doc("a")], "v1": [doc("b")], "v2": [doc("c")]})
+    retriever = MultiQueryRetriever.from_llm(retriever=base, llm=FakeListChatModel(responses=["v1\nv2"]),
+                                             include_original=False)
+    docs = retriever.invoke("q")
+    assert base.queries == ["v1", "v2"] and _ids(docs) == ["b"]  # no k: cut to the longest list
+    assert docs[0].metadata[TRACE_KEY][-1]["positions"] == [1, 2]
+    alone = SpyRetriever(lists={"q": [doc("a")]})
+    MultiQueryRetriever.from_llm(retriever=alone, llm=FakeListChatModel(responses=[""]), include_original=False).invoke("q")
+    assert alone.queries == ["q"]  # nothing generated: the question alone
+
+
+def test_from_llm_takes_langchains_own_prompt_and_ignores_parser_key_with_a_warning():
+    mq = pytest.importorskip("langchain_classic.retrievers.multi_query")
+    llm = SpyChatModel(replies=["v1\nv2"])
+    base = SpyRetriever(default=[doc("a")])
+    with pytest.warns(UserWarning, match="parser_key is ignored") as record:
+        retriever = MultiQueryRetriever.from_llm(retriever=base, llm=llm, prompt=mq.DEFAULT_QUERY_PROMPT,
+                                                 parser_key="lines")
+    assert record[0].filename == __file__
+    retriever.invoke("q")
+    assert "Original question: q" in llm.prompts[0] and base.queries == ["q", "v1", "v2"]
+
+
+# -- trace positions ---------------------------------------------------------------------------------------------------------
+def test_trace_positions_dropped_and_matched_are_consistent():
+    # new-user trial of issue 14: dropped[].position counted before the gate, queries/matched after it
+    base = SpyRetriever(lists={"citation offset": [doc("a")], "出典 offset": [doc("b")], "citation 文字位置": [doc("a")]})
+    retriever = MultiQueryRetriever(base, FakeListChatModel(responses=["1. 引用 offset\n2. 出典 offset\n3. citation 文字位置"]),
+                                    deny_list=["引用"], k=3)
+    docs = retriever.invoke("citation offset")
+    trace = {d.metadata["chunk_id"]: d.metadata[TRACE_KEY][-1] for d in docs}
+    t = trace["a"]
+    assert t["queries"] == ["citation offset", "出典 offset", "citation 文字位置"]
+    assert t["positions"] == [0, 2, 3] and t["dropped"] == [{"position": 1, "term": 0, "reason": "deny_list"}]
+    assert t["matched"] == [0, 2] and trace["b"]["matched"] == [1]
+    assert all(t["queries"][i] for i in t["matched"])  # matched indexes queries
+    assert {t["positions"][i] for i in t["matched"]} == {0, 3}  # …and positions maps them to the planned numbering
+    assert not set(t["positions"]) & {d["position"] for d in t["dropped"]}

@@ -7,7 +7,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage
 
-from langchain_ragspine.retrievers.query_variants import fold_query, parse_query_variants, strip_think
+from langchain_ragspine.retrievers.query_variants import (
+    fold_query,
+    is_blank,
+    parse_query_variants,
+    strip_think,
+)
 
 Q = "梅雨はいつ？"
 
@@ -38,6 +43,48 @@ def test_parser_cases(reply, expected):
     assert parse_query_variants(reply, Q, 10) == [Q, *expected]
 
 
+@pytest.mark.parametrize(
+    "reply, expected",
+    [  # new-user trial of issue 14: each of these lines was taken as a query (and used up an n_queries slot)
+        ("Sure! Here are three alternative queries.\n1. a rainy season\n2. tsuyu\nI hope these help!",
+         ["a rainy season", "tsuyu"]),
+        ("## Queries\n1. 梅雨の時期", ["梅雨の時期"]),
+        ("1 - 梅雨の時期\n2 - 梅雨入り", ["梅雨の時期", "梅雨入り"]),
+        ("Q1: 梅雨の時期\nQ2: 梅雨入り", ["梅雨の時期", "梅雨入り"]),
+        ("Question 1 - 梅雨の時期", ["梅雨の時期"]),
+        ("> 梅雨の時期\n> 梅雨入り", ["梅雨の時期", "梅雨入り"]),
+        ('{"queries": [1, 2, true, null, {"q": "x"}, "梅雨入り"]}', ["梅雨入り"]),
+        ('{"queries": [1, 2]}', []),
+        ('{"foo": ["梅雨の時期"]}', ["梅雨の時期"]),  # one list under an unknown key: its strings
+        ('{"foo": ["a"], "bar": ["b"]}', []),  # which one? neither, and never the raw JSON
+        ('Here you go:\n{"foo": [1]}\n1. 梅雨の時期', ["梅雨の時期"]),
+        ("梅雨の時期\u200b\n\u200b\n\ufeff\n梅雨入り", ["梅雨の時期", "梅雨入り"]),
+        ("\u200b\n\u200b\u200b\n\ufeff", []),
+        # chatter without a list, in three languages
+        ("Sure! Here are some queries.\nrainy season Japan\ntsuyu start\nLet me know if you need more.",
+         ["rainy season Japan", "tsuyu start"]),
+        ("はい、承知しました。\n梅雨の時期\n梅雨入り\n以上です。", ["梅雨の時期", "梅雨入り"]),
+        ("以下は検索クエリです：\n梅雨の時期\n梅雨入り", ["梅雨の時期", "梅雨入り"]),
+        ("好的，以下是三个查询：\n梅雨季节\n入梅时间\n希望这些对你有帮助！", ["梅雨季节", "入梅时间"]),
+        ("以下に3つの検索クエリを示します。\n1. 梅雨の時期\n2. 梅雨入り\nお役に立てば幸いです。", ["梅雨の時期", "梅雨入り"]),
+        # a marker alone on its line makes the next line the item
+        ("Here they are.\n1.\n梅雨の時期\n2.\n梅雨入り", ["梅雨の時期", "梅雨入り"]),
+        # queries that only look like chatter stay
+        ("Great Wall of China history\nOK Computer album\nSure Start programme", ["Great Wall of China history",
+                                                                                  "OK Computer album",
+                                                                                  "Sure Start programme"]),
+        ("- Here is a query in a list\n- 以下は例", ["Here is a query in a list", "以下は例"]),
+    ],
+)
+def test_chatter_headings_and_more_markers(reply, expected):
+    assert parse_query_variants(reply, Q, 10) == [Q, *expected]
+
+
+def test_chatter_does_not_use_up_the_n_slots():
+    reply = "Sure! Here are three alternative queries.\n## Queries\n1. a\n2. b\n3. c\nI hope these help!"
+    assert parse_query_variants(reply, Q, 3) == [Q, "a", "b", "c"]
+
+
 def test_original_first_and_at_most_n_variants():
     reply = "\n".join(f"{i}. query {i}" for i in range(1, 9))
     assert parse_query_variants(reply, Q, 3) == [Q, "query 1", "query 2", "query 3"]
@@ -59,6 +106,11 @@ def test_messages_and_content_blocks_are_read():
 @pytest.mark.parametrize("reply", [None, 42, b"1. a", {"queries": ["a"]}, object(), "", "   \n \n"])
 def test_unusable_replies_give_the_original_alone(reply):
     assert parse_query_variants(reply, Q, 3) == [Q]
+
+
+def test_is_blank():
+    assert is_blank("") and is_blank(" \t\u3000") and is_blank("\u200b") and is_blank("\ufeff\u200d\u00ad")
+    assert not is_blank("a") and not is_blank("?") and not is_blank("\u200b梅雨")
 
 
 def test_strip_think_and_fold_query():
