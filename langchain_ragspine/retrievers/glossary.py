@@ -24,7 +24,13 @@ A glossary file is JSON or YAML (``.json``, ``.yaml``, ``.yml``), in any of thre
 Terms are matched after NFKC and case folding; a term that begins or ends with an ASCII letter or digit matches only
 at a word boundary on that side (``BM25`` does not match inside ``BM250``; an English plural ``-s`` / ``-es`` counts
 as the term), other terms (Japanese, Chinese) match as substrings.  Where terms overlap the longest, leftmost one
-wins.  Rewrites are written in NFKC (as the tokenizers read them).
+wins.  Rewrites are written in NFKC (as the tokenizers read them).  Matching is a hash lookup per query position and
+term length (the keys folded as ``re.IGNORECASE`` compares characters), not one regular expression of every term:
+loading and matching stay fast for glossaries of tens of thousands of groups.
+
+In the ``groups`` / ``expand`` mapping no other top-level key is allowed; a group is a list of two or more terms, not
+a bare string; terms are strings (quote ``2023`` in YAML).  A file of another shape, an empty file and a file that
+gives no term a synonym are :class:`~langchain_ragspine.errors.RagSpineError` naming the file and, for YAML, the line.
 """
 
 from __future__ import annotations
