@@ -188,14 +188,7 @@ def test_cli_ask_takes_the_glossary_flag(demo_store, capsys, how):
 
 
 def test_cli_eval_takes_the_glossary_flag_with_the_glossary_mode(tmp_path, capsys):
-    docs = tmp_path / "ds" / "docs"
-    docs.mkdir(parents=True)
-    (docs / "a.md").write_text("# 梅雨\n\n梅雨は北海道と小笠原諸島を除く日本で見られる雨季である。", "utf-8")
-    (docs / "b.md").write_text("# 京都\n\n京都の名所は清水寺である。", "utf-8")
-    q = {"id": "q1", "question": "rainy season", "answers": ["小笠原諸島"], "doc_id": "a", "paragraph": 0}
-    (tmp_path / "ds" / "questions.jsonl").write_text(json.dumps(q, ensure_ascii=False) + "\n", "utf-8")
-    glossary = tmp_path / "g.yaml"
-    glossary.write_text("- [rainy season, 梅雨]\n", "utf-8")
+    glossary = _rainy_season_dataset(tmp_path)
     out = tmp_path / "r.json"
     assert main(["eval", str(tmp_path / "ds"), "--mode", "glossary", "bm25", "--glossary", str(glossary),
                  "--json", str(out)]) == 0
@@ -260,9 +253,9 @@ def test_unknown_transform_names_suggest_the_closest(name, close):
         make_query_transform(name, SpyRetriever())
 
 
-def test_cli_eval_with_a_transform_labels_and_runs_it(tmp_path, capsys):
-    """``ragspine eval --transform glossary`` wraps every configuration; the label says so; a glossary that maps the
-    question's word to the article's finds what BM25 alone misses."""
+def _rainy_season_dataset(tmp_path: Path) -> Path:
+    """A QA folder ``tmp_path/ds`` whose one question ("rainy season") BM25 misses and a glossary file mapping it to
+    the article's word (梅雨); returns the glossary."""
     docs = tmp_path / "ds" / "docs"
     docs.mkdir(parents=True)
     (docs / "a.md").write_text("# 梅雨\n\n梅雨は北海道と小笠原諸島を除く日本で見られる雨季である。", "utf-8")
@@ -271,6 +264,13 @@ def test_cli_eval_with_a_transform_labels_and_runs_it(tmp_path, capsys):
     (tmp_path / "ds" / "questions.jsonl").write_text(json.dumps(q, ensure_ascii=False) + "\n", "utf-8")
     glossary = tmp_path / "g.yaml"
     glossary.write_text("- [rainy season, 梅雨]\n", "utf-8")
+    return glossary
+
+
+def test_cli_eval_with_a_transform_labels_and_runs_it(tmp_path, capsys):
+    """``ragspine eval --transform glossary`` wraps every configuration; the label says so; a glossary that maps the
+    question's word to the article's finds what BM25 alone misses."""
+    glossary = _rainy_season_dataset(tmp_path)
     out = tmp_path / "r.json"
     assert main(["eval", str(tmp_path / "ds"), "--mode", "bm25", "--json", str(out)]) == 0
     assert json.loads(out.read_text("utf-8"))["results"][0]["aggregate"]["answer_recall@1"] == 0.0
