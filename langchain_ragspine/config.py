@@ -74,7 +74,7 @@ def _known_name(
     if dash:
         name = name.replace("-", "_")
     if name not in known:
-        close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+        close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.7)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         where = f"{setting}={value!r}: " if setting else ""
         raise ValueError(f"{where}unknown {what} {value!r}{hint}; choose one of {listing}")

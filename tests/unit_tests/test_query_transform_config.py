@@ -280,3 +280,9 @@ def test_cli_eval_with_a_transform_labels_and_runs_it(tmp_path, capsys):
     assert result["name"] == "bm25 +glossary"
     assert result["aggregate"]["answer_recall@1"] == 1.0
     assert "bm25 +glossary" in capsys.readouterr().out
+
+
+def test_a_name_close_to_nothing_gets_no_suggestion():
+    with pytest.raises(ValueError) as info:
+        make_query_transform("nonsense", SpyRetriever())
+    assert "did you mean" not in str(info.value) and "choose one of none, hyde" in str(info.value)
