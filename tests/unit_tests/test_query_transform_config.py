@@ -139,18 +139,123 @@ def test_cli_rejects_an_unknown_transform(capsys):
     with pytest.raises(SystemExit) as info:
         main(["search", "q", "--transform", "hype"])
     assert info.value.code == 2
-    assert "invalid choice" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "argument --transform: unknown query transformation 'hype' (did you mean 'hyde'?)" in err
+    assert "choose one of none, hyde, multi_query" in err
 
 
-def test_a_bad_env_transform_is_a_clear_cli_error(monkeypatch, capsys):
+def test_a_bad_env_transform_is_a_clear_cli_error(monkeypatch, capsys, demo_store):
     monkeypatch.setenv("RAGSPINE_QUERY_TRANSFORM", "hype")
-    assert main(["search", "q"]) == 2
+    assert main(["search", "q", "--store", str(demo_store)]) == 2
     assert "unknown query transformation" in capsys.readouterr().err
 
 
-def test_cli_eval_with_a_transform_labels_and_runs_it(tmp_path, capsys):
-    """``ragspine eval --transform glossary`` wraps every configuration; the label says so; a glossary that maps the
-    question's word to the article's finds what BM25 alone misses."""
+# -- regressions from the new-user trial: --glossary with --mode glossary, the spellings --transform takes, and
+# RAGSPINE_QUERY_TRANSFORM blank or bad --------------------------------------------------------------------------
+def _doc_ids(rows: list[dict]) -> list[str]:
+    return [r.get("doc_id") or r.get("metadata", {}).get("doc_id") for r in rows]
+
+
+@pytest.mark.parametrize("how", [["--mode", "glossary"], ["--transform", "glossary"]])
+def test_cli_glossary_flag_reaches_the_glossary_mode_and_transform(demo_store, capsys, how):
+    """``--mode glossary --glossary FILE`` failed ("needs a glossary file: pass glossary= (or --glossary FILE)"):
+    the mode read RAGSPINE_GLOSSARY only."""
+    rows, _ = _search(capsys, demo_store, *how, "--glossary", str(DEMO_GLOSSARY))
+    assert "ja/splitter" in _doc_ids(rows)
+
+
+def test_cli_glossary_mode_from_the_setting_takes_the_flag_too(demo_store, capsys, monkeypatch):
+    monkeypatch.setenv("RAGSPINE_RETRIEVAL_MODE", "glossary")
+    rows, _ = _search(capsys, demo_store, "--glossary", str(DEMO_GLOSSARY))
+    assert "ja/splitter" in _doc_ids(rows)
+
+
+def test_cli_glossary_mode_equals_auto_with_the_glossary_transform(demo_store, capsys):
+    via_mode, _ = _search(capsys, demo_store, "--mode", "glossary", "--glossary", str(DEMO_GLOSSARY))
+    via_transform, _ = _search(capsys, demo_store, "--mode", "auto", "--transform", "glossary", "--glossary",
+                               str(DEMO_GLOSSARY))
+    assert via_mode == via_transform
+
+
+@pytest.mark.parametrize("how", [["--mode", "glossary"], ["--transform", "glossary"]])
+def test_cli_ask_takes_the_glossary_flag(demo_store, capsys, how):
+    assert main(["ask", "citation offset", "--store", str(demo_store), "--json", *how]) == 2
+    assert "needs a glossary file" in capsys.readouterr().err  # no --glossary, no RAGSPINE_GLOSSARY
+    assert main(["ask", "citation offset", "--store", str(demo_store), "--json", *how,
+                 "--glossary", str(DEMO_GLOSSARY)]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert any(t.get("step") == "retrieve" and t.get("retrieved") for t in record["trace"])
+
+
+def test_cli_eval_takes_the_glossary_flag_with_the_glossary_mode(tmp_path, capsys):
+    glossary = _rainy_season_dataset(tmp_path)
+    out = tmp_path / "r.json"
+    assert main(["eval", str(tmp_path / "ds"), "--mode", "glossary", "bm25", "--glossary", str(glossary),
+                 "--json", str(out)]) == 0
+    results = {r["name"]: r for r in json.loads(out.read_text("utf-8"))["results"]}
+    assert set(results) == {"glossary", "bm25"}
+    assert results["glossary"]["aggregate"]["answer_recall@1"] == 1.0
+    assert results["bm25"]["aggregate"]["answer_recall@1"] == 0.0
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize("spelling", ["HyDE", "multi-query", " Rag-Fusion ", "STEP-BACK", "Decompose"])
+def test_cli_transform_takes_the_spellings_the_setting_takes(spelling, demo_store, capsys):
+    """``--transform HyDE`` / ``multi-query`` were refused by argparse although RAGSPINE_QUERY_TRANSFORM and
+    make_query_transform took them (one normalisation now: config.resolve_query_transform)."""
+    assert main(["search", "citation offset", "--store", str(demo_store), "-k", "5"]) == 0
+    plain_out, _ = capsys.readouterr()
+    with pytest.warns(QueryTransformSkippedWarning) as record:  # no LLM: skipped, as for the canonical name
+        assert main(["search", "citation offset", "--store", str(demo_store), "-k", "5", "--transform",
+                     spelling]) == 0
+    assert capsys.readouterr().out == plain_out
+    assert len(record) == 1 and spelling.strip().lower().replace("-", "_") in str(record[0].message)
+
+
+@pytest.mark.parametrize("blank", ["", "  "])
+def test_a_blank_transform_setting_is_unset(blank, demo_store, capsys, monkeypatch):
+    assert main(["search", "citation offset", "--store", str(demo_store), "-k", "5"]) == 0
+    plain_out, _ = capsys.readouterr()
+    monkeypatch.setenv("RAGSPINE_QUERY_TRANSFORM", blank)
+    assert main(["search", "citation offset", "--store", str(demo_store), "-k", "5"]) == 0
+    assert capsys.readouterr().out == plain_out
+    base = SpyRetriever()
+    assert make_query_transform(None, base) is base
+
+
+def test_a_bad_transform_setting_fails_where_it_is_used_and_names_the_variable(tmp_path, capsys, monkeypatch,
+                                                                             demo_store):
+    """RAGSPINE_QUERY_TRANSFORM=hyd broke `ragspine ingest` and open_retriever with pydantic's report on the field
+    ``query_transform``: now ingest and open_retriever work, and search / make_query_transform say which variable is
+    wrong, suggest the name and list the valid ones."""
+    monkeypatch.setenv("RAGSPINE_QUERY_TRANSFORM", "hyd")
+    corpus = tmp_path / "c"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("# A\n\nchunk offsets and citations.", "utf-8")
+    assert main(["ingest", str(corpus), "--store", str(tmp_path / "s"), "--mode", "bm25"]) == 0
+    assert open_retriever(tmp_path / "s", mode="bm25").invoke("chunk")
+    capsys.readouterr()
+    assert main(["search", "citation offset", "--store", str(demo_store)]) == 2
+    err = capsys.readouterr().err
+    assert err == ("ragspine: error: RAGSPINE_QUERY_TRANSFORM='hyd': unknown query transformation 'hyd' (did you "
+                   "mean 'hyde'?); choose one of none, hyde, multi_query, rag_fusion, step_back, decompose, "
+                   "glossary\n")
+    with pytest.raises(ValueError, match=r"^RAGSPINE_QUERY_TRANSFORM='hyd': .*did you mean 'hyde'"):
+        make_query_transform(None, SpyRetriever())
+    assert make_query_transform("none", SpyRetriever())  # an explicit name does not read the variable
+    assert main(["search", "citation offset", "--store", str(demo_store), "--transform", "none"]) == 0
+
+
+@pytest.mark.parametrize(("name", "close"), [("stepback", "step_back"), ("multiquery", "multi_query"),
+                                             ("decomposition", "decompose"), ("hyd", "hyde")])
+def test_unknown_transform_names_suggest_the_closest(name, close):
+    with pytest.raises(ValueError, match=f"did you mean {close!r}"):
+        make_query_transform(name, SpyRetriever())
+
+
+def _rainy_season_dataset(tmp_path: Path) -> Path:
+    """A QA folder ``tmp_path/ds`` whose one question ("rainy season") BM25 misses and a glossary file mapping it to
+    the article's word (梅雨); returns the glossary."""
     docs = tmp_path / "ds" / "docs"
     docs.mkdir(parents=True)
     (docs / "a.md").write_text("# 梅雨\n\n梅雨は北海道と小笠原諸島を除く日本で見られる雨季である。", "utf-8")
@@ -159,6 +264,13 @@ def test_cli_eval_with_a_transform_labels_and_runs_it(tmp_path, capsys):
     (tmp_path / "ds" / "questions.jsonl").write_text(json.dumps(q, ensure_ascii=False) + "\n", "utf-8")
     glossary = tmp_path / "g.yaml"
     glossary.write_text("- [rainy season, 梅雨]\n", "utf-8")
+    return glossary
+
+
+def test_cli_eval_with_a_transform_labels_and_runs_it(tmp_path, capsys):
+    """``ragspine eval --transform glossary`` wraps every configuration; the label says so; a glossary that maps the
+    question's word to the article's finds what BM25 alone misses."""
+    glossary = _rainy_season_dataset(tmp_path)
     out = tmp_path / "r.json"
     assert main(["eval", str(tmp_path / "ds"), "--mode", "bm25", "--json", str(out)]) == 0
     assert json.loads(out.read_text("utf-8"))["results"][0]["aggregate"]["answer_recall@1"] == 0.0
@@ -168,3 +280,9 @@ def test_cli_eval_with_a_transform_labels_and_runs_it(tmp_path, capsys):
     assert result["name"] == "bm25 +glossary"
     assert result["aggregate"]["answer_recall@1"] == 1.0
     assert "bm25 +glossary" in capsys.readouterr().out
+
+
+def test_a_name_close_to_nothing_gets_no_suggestion():
+    with pytest.raises(ValueError) as info:
+        make_query_transform("nonsense", SpyRetriever())
+    assert "did you mean" not in str(info.value) and "choose one of none, hyde" in str(info.value)

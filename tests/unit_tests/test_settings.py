@@ -113,13 +113,44 @@ def test_blank_paths_count_as_unset(clean, monkeypatch):
     "name, value, message",
     [("RAGSPINE_RETRIEVAL_MODE", "fast", "unknown retrieval mode"), ("RAGSPINE_TOKENIZER", "mecab", "unknown tokenizer"),
      ("RAGSPINE_K", "0", "greater than 0"), ("RAGSPINE_CHUNK_SIZE", "big", "integer"),
-     ("RAGSPINE_CHUNKER", "recursive", "unknown chunker"),
-     ("RAGSPINE_QUERY_TRANSFORM", "hype", "unknown query transformation")],
+     ("RAGSPINE_CHUNKER", "recursive", "unknown chunker")],
 )
 def test_bad_values_are_refused_from_dotenv_too(clean, name, value, message):
     _dotenv(clean, **{name: value})
     with pytest.raises(ValueError, match=message):
         get_settings()
+
+
+def test_a_bad_query_transform_is_refused_where_it_is_used(clean):
+    """A query-only setting must not break ingest (which reads the settings too): RAGSPINE_QUERY_TRANSFORM is
+    checked by configured_query_transform, with a message naming the variable, a suggestion and the choices."""
+    from langchain_ragspine.config import configured_query_transform
+
+    _dotenv(clean, RAGSPINE_QUERY_TRANSFORM="Multi-Querry")
+    assert get_settings().query_transform == "Multi-Querry"
+    with pytest.raises(ValueError, match=r"^RAGSPINE_QUERY_TRANSFORM='Multi-Querry': unknown query transformation "
+                                         r"'Multi-Querry' \(did you mean 'multi_query'\?\); choose one of none, hyde"):
+        configured_query_transform()
+    _dotenv(clean, RAGSPINE_QUERY_TRANSFORM="Multi-Query")
+    assert get_settings().query_transform == "multi_query" == configured_query_transform()
+    _dotenv(clean, RAGSPINE_QUERY_TRANSFORM=" ")
+    assert get_settings().query_transform == "none" == configured_query_transform()
+
+
+@pytest.mark.parametrize(("name", "value", "message"), [
+    ("RAGSPINE_TOKENIZER", "mecab", "RAGSPINE_TOKENIZER='mecab': unknown tokenizer 'mecab'"),
+    ("RAGSPINE_K", "abc", "RAGSPINE_K='abc': Input should be a valid integer"),
+    ("RAGSPINE_CHUNKER", "paragraf", "RAGSPINE_CHUNKER='paragraf': unknown chunker 'paragraf' (did you mean "
+                                     "'paragraph'?)"),
+])
+def test_the_cli_names_the_variable_of_a_bad_setting(clean, monkeypatch, capsys, name, value, message):
+    from langchain_ragspine.cli import main
+
+    monkeypatch.setenv(name, value)
+    assert main(["search", "q", "--store", str(clean)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"ragspine: error: bad RAGSPINE_* setting: {message}")
+    assert "pydantic" not in err and "validation error for" not in err
 
 
 # -- the consumers: a value in .env is used, not only validated (regressions: RAGSPINE_EMBEDDING and
