@@ -16,12 +16,26 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-__all__ = ["WORD_CHARS", "term_pattern", "terms_regex"]
+from langchain_ragspine.sensitivity import fold
+
+__all__ = ["WORD_CHARS", "fold_text", "term_pattern", "terms_regex"]
 
 #: The letters and digits of scripts that separate words with spaces, as a character-class body: ASCII letters and
 #: digits, Latin-1 and Latin Extended-A/B letters (``à``, ``ß``, ``ő``), Greek and Cyrillic.
 WORD_CHARS = "0-9A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f\u0386-\u03ff\u0400-\u04ff"
 _WORD = re.compile(f"[{WORD_CHARS}]")
+
+
+def fold_text(text: str) -> str:
+    """A term or a text as the routers compare them: :func:`~langchain_ragspine.sensitivity.fold` (NFKC, invisible
+    characters removed), ``casefold()``, and every run of whitespace as one space.  (Unlike the deny-list's
+    skeleton, it keeps word separators and letters as written, so word boundaries still mean something.)
+
+    Example:
+        >>> fold_text(" Ｈｒ\u200b  Policy ")
+        'hr policy'
+    """
+    return " ".join(fold(text).casefold().split())
 
 
 def term_pattern(term: str, *, plurals: bool = False, joiners: str = "") -> str:

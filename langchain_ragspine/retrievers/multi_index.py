@@ -61,7 +61,7 @@ from langchain_ragspine.arguments import close_names
 from langchain_ragspine.documents import check_k, dedupe_by, doc_key
 from langchain_ragspine.filters import compile_filter
 from langchain_ragspine.retrievers._choices import ChoicePrompter
-from langchain_ragspine.retrievers._term_match import terms_regex
+from langchain_ragspine.retrievers._term_match import fold_text, terms_regex
 from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, RetrieverCall, SyncCall
 from langchain_ragspine.retrievers.contract import (
     ainvoke_retriever,
@@ -69,7 +69,6 @@ from langchain_ragspine.retrievers.contract import (
     invoke_retriever,
     search_each,
 )
-from langchain_ragspine.retrievers.deny_list import fold_term
 from langchain_ragspine.retrievers.hybrid import DEFAULT_C, fuse
 from langchain_ragspine.retrievers.query_transform import call_params
 from langchain_ragspine.retrievers.query_variants import reply_text, strip_think
@@ -148,11 +147,11 @@ class KeywordRouter:
         for index_id, keywords in rules.items():
             if isinstance(keywords, str) or not all(isinstance(w, str) for w in keywords):
                 raise TypeError(f"the keywords of {index_id!r} must be a list of strings, got {keywords!r}")
-            self.rules[str(index_id)] = [w for w in keywords if fold_term(w)]
-        self._patterns = {i: terms_regex(map(fold_term, ws), plurals=True) for i, ws in self.rules.items()}
+            self.rules[str(index_id)] = [w for w in keywords if fold_text(w)]
+        self._patterns = {i: terms_regex(map(fold_text, ws), plurals=True) for i, ws in self.rules.items()}
 
     def __call__(self, query: str) -> list[str]:
-        text = fold_term(query) if isinstance(query, str) else ""
+        text = fold_text(query) if isinstance(query, str) else ""
         return [i for i, pattern in self._patterns.items() if pattern is not None and pattern.search(text)]
 
     def __repr__(self) -> str:
@@ -184,7 +183,7 @@ class LLMRouter(ChoicePrompter):
     ) -> None:
         super().__init__(llm, descriptions, prompt)
         self.descriptions = self.choices
-        self._by_folded = {fold_term(i): i for i in self.descriptions if fold_term(i)}
+        self._by_folded = {fold_text(i): i for i in self.descriptions if fold_text(i)}
         self._ids = terms_regex(self._by_folded, joiners="-_")
 
     def parse(self, reply: Any) -> list[str]:
@@ -192,7 +191,7 @@ class LLMRouter(ChoicePrompter):
         if self._ids is None:
             return []
         found: list[str] = []
-        for m in self._ids.finditer(fold_term(strip_think(reply_text(reply)))):
+        for m in self._ids.finditer(fold_text(strip_think(reply_text(reply)))):
             index_id = self._by_folded[" ".join(m.group(0).split())]
             if index_id not in found:
                 found.append(index_id)
