@@ -1,13 +1,15 @@
 """The base class of the package's retrievers: strict, typed arguments and a query that must be a string.
 
 LangChain's ``BaseRetriever`` is a pydantic model that ignores unknown constructor fields, so ``BM25Retriever(
-top_k=3)`` would silently keep ``k = 4``; assigning ``retriever.docs = other`` after construction would leave the
-index built from the old documents; and ``retriever.invoke(["q1", "q2"])`` fails deep inside a tokenizer.
-:class:`RagSpineRetriever` closes these three holes for every retriever of the package:
+top_k=3)`` or ``MultiQueryRetriever(base, llm, num_queries=5)`` would silently keep the defaults; assigning
+``retriever.docs = other`` after construction would leave the index built from the old documents; and
+``retriever.invoke(["q1", "q2"])`` fails deep inside a tokenizer.  The base classes here close these three holes
+for every retriever of the package:
 
 * an unknown constructor argument is a ``TypeError`` naming the closest field (:mod:`langchain_ragspine.arguments`),
   and the model forbids extra fields, so the pydantic mypy plugin gives each class a typed ``__init__`` — a type
-  checker flags ``BM25Retriever(kk=3)`` too;
+  checker flags ``BM25Retriever(kk=3)`` too (:class:`ContractRetriever`, so every retriever of the package: BM25,
+  dense, hybrid, the query transformations, multi-index, filter extraction, parent-child, the PostgreSQL ones);
 * assignments are validated (``retriever.k = "3"`` is an error; so are the checks across fields, such as
   ``HybridRetriever.retrievers = []``, after which the retriever is unchanged), and assigning a field the index is built from
   (:attr:`RagSpineRetriever.index_fields`, e.g. ``docs``) rebuilds the index, as does ``model_copy(update=…)`` of
@@ -254,6 +256,9 @@ class ContractRetriever(SyncBackedRetriever):
     Attributes:
         call_options: class-level: the names of further keywords a call may pass (``HybridRetriever``:
             ``candidate_k``); they reach the hooks in :attr:`RetrieverCall.options`.  Default: none.
+        init_arguments: class-level: constructor keywords that are not fields, which the class's ``__init__`` turns
+            into fields (``glossary`` / ``max_queries`` → a rewriter); the unknown-argument message lists them among
+            the known names, so their misspellings get a did-you-mean too.  Default: none.
 
     ``invoke`` / ``ainvoke`` take one query string: anything else (a list, a dict, ``None``) is a ``TypeError`` of
     one line pointing at ``.batch`` / ``itemgetter`` (:func:`check_query`), raised before any work — a query
@@ -265,8 +270,14 @@ class ContractRetriever(SyncBackedRetriever):
     return nothing.  :meth:`model_copy` refuses an ``update`` key that is not a field (``{"top_k": 3}`` would
     otherwise be stored and ignored).
 
+    An unknown constructor argument is a ``TypeError`` of one line with a did-you-mean, e.g. ``MultiQueryRetriever
+    got unexpected argument 'num_queries' (did you mean 'n_queries'?); known: ...`` (the model forbids extra fields:
+    ``extra="forbid"``, inherited by every subclass; a subclass maps accepted synonyms onto fields in
+    :meth:`_translate_arguments`).  ``name``, ``tags`` and ``metadata`` (``BaseRetriever``'s own fields) are fields
+    like the others, so ``with_config``, ``configurable_fields`` and ``model_copy`` work as in LangChain.
+
     Raises:
-        TypeError: a call with another keyword argument — ``<class>.invoke got unexpected keyword argument 'kk'
+        TypeError: an unknown constructor argument (see above); a call with another keyword argument — ``<class>.invoke got unexpected keyword argument 'kk'
             (did you mean 'k'?); known: 'filter', 'k'`` (:func:`~langchain_ragspine.arguments.unknown_arguments_message`);
             a query that is not a string; the retriever's ``k`` is not an int (set by ``model_copy``); an unknown
             ``model_copy`` update key, with a did-you-mean.
@@ -274,7 +285,28 @@ class ContractRetriever(SyncBackedRetriever):
             class and the value.
     """
 
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+
     call_options: ClassVar[tuple[str, ...]] = ()
+    init_arguments: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def _translate_arguments(cls, data: dict[str, Any]) -> dict[str, Any]:
+        """Map accepted synonyms (e.g. LangChain's names) onto fields; the default accepts none."""
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _reject_unknown_arguments(cls, data: Any) -> Any:
+        """An unknown constructor argument is a ``TypeError`` with a did-you-mean (before pydantic's own
+        ``extra="forbid"`` check, whose ``ValidationError`` names no alternative)."""
+        if isinstance(data, dict):
+            data = cls._translate_arguments(dict(data))
+            fields = cls._field_names()
+            unknown = [name for name in data if name not in fields]
+            if unknown:
+                raise TypeError(unknown_arguments_message(cls.__name__, unknown, fields | set(cls.init_arguments)))
+        return data
 
     @classmethod
     def _field_names(cls) -> set[str]:
@@ -359,7 +391,8 @@ class ContractRetriever(SyncBackedRetriever):
 
 
 class RagSpineRetriever(ContractRetriever):
-    """A ``BaseRetriever`` with strict arguments (see the module docstring).
+    """A :class:`ContractRetriever` built over an index of its own: validated assignments, and an index rebuilt
+    when a field it is built from is assigned (see the module docstring).
 
     Subclasses list in :attr:`index_fields` the fields their index is built from, call :meth:`_mark_built` at the
     end of ``model_post_init``, and may translate LangChain synonyms in :meth:`_translate_arguments`.  A subclass
@@ -370,26 +403,13 @@ class RagSpineRetriever(ContractRetriever):
         TypeError: an unknown constructor argument (with a did-you-mean); a query that is not a string.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid", validate_assignment=True)
+    model_config = ConfigDict(validate_assignment=True)
 
     #: Fields the index is built from: assigning one after construction rebuilds the index.
     index_fields: ClassVar[tuple[str, ...]] = ()
 
     _built: bool = PrivateAttr(default=False)
     _snapshot: IndexedDocuments | None = PrivateAttr(default=None)
-
-    @classmethod
-    def _translate_arguments(cls, data: dict[str, Any]) -> dict[str, Any]:
-        """Map accepted synonyms (e.g. LangChain's names) onto fields; the default accepts none."""
-        return data
-
-    @model_validator(mode="before")
-    @classmethod
-    def _reject_unknown_arguments(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            data = cls._translate_arguments(dict(data))
-            check_arguments(cls.__name__, data, cls._field_names())
-        return data
 
     def _mark_built(self) -> None:
         """Called at the end of ``model_post_init``: from now on an assignment to an index field rebuilds."""
