@@ -30,10 +30,11 @@ retriever result of the package carries a RESTRICTED chunk, whatever the class's
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, NoReturn, Self, SupportsIndex, TypedDict, TypeVar, cast
 
+import numpy as np
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
@@ -44,7 +45,7 @@ from pydantic import ConfigDict, PrivateAttr, model_validator
 from langchain_ragspine.arguments import check_arguments, unknown_arguments_message
 from langchain_ragspine.documents import check_k
 from langchain_ragspine.retrievers.contract import child_config
-from langchain_ragspine.sensitivity import drop_restricted
+from langchain_ragspine.sensitivity import drop_restricted, is_restricted
 
 __all__ = [
     "AsyncCall",
@@ -57,6 +58,7 @@ __all__ = [
     "SyncCall",
     "check_query",
     "documents_from_texts",
+    "unrestricted_hits",
 ]
 
 RunManager = TypeVar("RunManager", CallbackManagerForRetrieverRun, AsyncCallbackManagerForRetrieverRun)
@@ -109,6 +111,41 @@ def documents_from_texts(
     if len(metas) != len(texts) or len(id_list) != len(texts):
         raise ValueError(f"from_texts got {len(texts)} texts, {len(metas)} metadatas and {len(id_list)} ids")
     return [Document(page_content=t, metadata=dict(m), id=i) for t, m, i in zip(texts, metas, id_list, strict=True)]
+
+
+def unrestricted_hits(
+    search: Callable[[np.ndarray | None], list[tuple[int, float]]],
+    docs: Sequence[Document],
+    mask: np.ndarray | None,
+) -> list[tuple[int, float]]:
+    """The RESTRICTED gate *before* the cut to ``k`` of an index search: ``search(mask)``'s ``(position, score)``
+    hits, none of them RESTRICTED.
+
+    An index of the package holds no RESTRICTED chunk (its builder drops them), but a label can be added to
+    ``docs[i].metadata`` after the build.  Cutting to ``k`` first and gating after would then return fewer than
+    ``k`` chunks although the index holds more; here a hit whose document is RESTRICTED is masked out and the search
+    runs again, until none is, so the result holds up to ``k`` chunks that pass the gate whenever the candidates
+    allow.  Each round removes at least one position; with no late label (the usual case) ``search`` runs once and
+    the cost is one :func:`~langchain_ragspine.sensitivity.is_restricted` per hit.
+
+    Args:
+        search: the top ``k`` ``(position in docs, score)`` among the positions where its mask is ``True``
+            (``None``: all), best first.
+        docs: the indexed documents (``search``'s positions index them).
+        mask: the call's candidate mask, a bool array of shape ``(len(docs),)`` (a filter), or ``None``; not
+            modified.
+
+    Used by :class:`~langchain_ragspine.retrievers.bm25.BM25Retriever` and
+    :class:`~langchain_ragspine.retrievers.dense.DenseRetriever`; wrappers that fuse or cut lists gate before the
+    cut themselves (:func:`~langchain_ragspine.retrievers.hybrid.fuse`, the retriever-call contract).
+    """
+    while True:
+        hits = search(mask)
+        late = [i for i, _ in hits if is_restricted(docs[i])]
+        if not late:
+            return hits
+        mask = np.ones(len(docs), dtype=np.bool_) if mask is None else np.array(mask, dtype=np.bool_)
+        mask[late] = False
 
 
 class IndexedDocuments(list[Document]):
