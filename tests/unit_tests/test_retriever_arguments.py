@@ -248,7 +248,7 @@ def _unknown_argument_cases() -> list:
     warnings.simplefilter("ignore")  # an LLM transform without a model warns
     return [
         (lambda: r.MultiQueryRetriever(bm25, _llm(), num_queries=5), r"'num_queries' \(did you mean 'n_queries'\?\)"),
-        (lambda: r.MultiQueryRetriever(bm25, _llm(), include_original=False), r"'include_original'; known:"),
+        (lambda: r.MultiQueryRetriever(bm25, _llm(), parser_key="lines"), r"'parser_key'"),  # LangChain's, from_llm
         (lambda: r.MultiQueryRetriever(bm25, llm_chain=_llm()), r"'llm_chain' \(did you mean 'llm'\?\)"),
         (lambda: r.RAGFusionRetriever(bm25, _llm(), top_k=3), r"'top_k' \(did you mean 'k'\?\)"),
         (lambda: r.HyDERetriever(bm25, _llm(), kk=3), r"'kk' \(did you mean 'k'"),
