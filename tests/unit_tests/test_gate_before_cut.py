@@ -208,3 +208,13 @@ def test_bm25_and_dense_search_skip_a_late_label_and_leave_the_mask_alone():
     assert len(dense.search_by_vector(vector, k=3)) == 3
     assert hits[0][0] not in [i for i, _ in dense.search_by_vector(vector, k=3, filter={"year": 2023})]
     assert len(bm25.search("梅雨の季節 資料 0", k=3, filter={"year": 2023})) == 3  # the filter's mask was not edited
+
+
+# -- graphs: the retrieve step still counts the RESTRICTED chunks the contract gated --------------------------------
+def test_a_graph_retrieves_k_public_chunks_and_its_trace_counts_the_gated_ones():
+    from langchain_ragspine.graphs import build_simple_rag
+
+    final = build_simple_rag(Leaky(), k=4).invoke({"question": "梅雨の資料"})
+    retrieve = [t for t in final["trace"] if t["step"] == "retrieve"][0]
+    assert retrieve["retrieved"] == 4 and retrieve["restricted_dropped"] == 4  # the contract's gate, before its cut
+    assert "秘密" not in repr(final)
