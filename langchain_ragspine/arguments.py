@@ -26,6 +26,7 @@ SYNONYMS: Mapping[str, str] = {
     "embeddings": "embedding",
     "embedding_function": "embedding",
     "documents": "docs",
+    "llm_chain": "llm",
 }
 
 

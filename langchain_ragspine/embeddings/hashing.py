@@ -2,8 +2,10 @@
 Multitask Learning", ICML 2009) over the package's tokens.
 
 Each token of the ``"cjk"`` tokenizer (words, CJK unigrams and bigrams) is hashed with BLAKE2b into one of ``size``
-buckets with a ±1 sign; the vector is the signed bucket counts, L2-normalised.  Same text, same vector, in every
-process and on every machine — no model, no download.  It captures lexical overlap only, so it is meant for tests
+buckets with a ±1 sign; the vector is the signed bucket counts, L2-normalised.  A text without any token (``""``,
+whitespace, punctuation only) gets one fixed unit vector, :func:`featureless_vector` — every component
+``1/√size`` — never the zero vector, whose cosine is undefined (LangChain's ``InMemoryVectorStore`` raises "NaN
+values found" on it).  Same text, same vector, in every process and on every machine — no model, no download.  It captures lexical overlap only, so it is meant for tests
 and offline plumbing, not for semantic quality.
 """
 
@@ -16,12 +18,29 @@ from langchain_core.embeddings import Embeddings
 
 from langchain_ragspine.tokenizers import cjk_tokenize
 
+__all__ = ["HashingEmbeddings", "featureless_vector"]
+
+
+def featureless_vector(size: int) -> np.ndarray:
+    """The vector :class:`HashingEmbeddings` gives a text without any token: float32, shape ``(size,)``, every
+    component ``1/√size`` (unit L2 norm).
+
+    It is the same for every featureless text and favours no bucket, so its cosine with a text's vector is that
+    vector's signed bucket sum over ``√size`` (small, and 0 on average), not undefined as with the zero vector.
+
+    Example:
+        >>> featureless_vector(4).tolist()
+        [0.5, 0.5, 0.5, 0.5]
+    """
+    return np.full(size, 1.0 / np.sqrt(size), dtype=np.float32)
+
 
 class HashingEmbeddings(Embeddings):
     """Feature-hashing embeddings of ``size`` dimensions (default 256), L2-normalised, float32.
 
-    ``embed_documents(texts)`` returns one ``list[float]`` of length ``size`` per text; a text without any token maps
-    to the zero vector.
+    ``embed_documents(texts)`` returns one ``list[float]`` of length ``size`` and unit norm per text; a text without
+    any token (``""``, whitespace, punctuation only) maps to :func:`featureless_vector` ``(size)``, never to the
+    zero vector, so a cosine-similarity store never divides by a zero norm.
 
     Raises:
         ValueError: ``size < 2``.
@@ -43,7 +62,7 @@ class HashingEmbeddings(Embeddings):
         return hit
 
     def embed_array(self, texts: list[str]) -> np.ndarray:
-        """Embed ``texts`` into a float32 array of shape ``(len(texts), size)``."""
+        """Embed ``texts`` into a float32 array of shape ``(len(texts), size)``, each row of unit L2 norm."""
         out = np.zeros((len(texts), self.size), dtype=np.float32)
         for row, text in enumerate(texts):
             for token in cjk_tokenize(text):
@@ -51,6 +70,9 @@ class HashingEmbeddings(Embeddings):
                 out[row, i] += sign
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         np.divide(out, norms, out=out, where=norms > 0)
+        empty = norms[:, 0] == 0  # no token (or tokens whose signs cancel): the fixed unit vector
+        if empty.any():
+            out[empty] = featureless_vector(self.size)
         return out
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:

@@ -208,14 +208,15 @@ def run_retrieval(
     ``filters``: a retriever that takes ``filter=`` (every retriever of this package) applies it before scoring;
     any other (a ``VectorStoreRetriever``, say) has its results filtered by the contract, over-fetching (fail
     closed: a filter never widens what is returned), and ``info["filter"]`` says ``"post"``.  ``kept`` is ``raw``
-    without RESTRICTED chunks; callers must only ever store ``kept``.
+    without RESTRICTED chunks (the contract gates them before its cut to ``k``, so they take no place in ``kept``;
+    ``raw`` adds them back, for the trace's count); callers must only ever store ``kept``.
     """
     info: dict[str, Any] = {"filter": None}
     if filters:
         info["filter"] = "retriever" if retriever_params(retriever).takes_filter else "post"
-    raw = invoke_retriever(retriever, query, k=k, filter=filters or None, config=config)
-    kept = drop_restricted(raw)
-    return kept, raw, info
+    gated: list[Document] = []
+    kept = drop_restricted(invoke_retriever(retriever, query, k=k, filter=filters or None, config=config, gated=gated))
+    return kept, [*kept, *gated], info
 
 
 def check_k(k: Any, *, name: str = "k") -> int | None:

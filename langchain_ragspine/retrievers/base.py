@@ -1,13 +1,15 @@
 """The base class of the package's retrievers: strict, typed arguments and a query that must be a string.
 
 LangChain's ``BaseRetriever`` is a pydantic model that ignores unknown constructor fields, so ``BM25Retriever(
-top_k=3)`` would silently keep ``k = 4``; assigning ``retriever.docs = other`` after construction would leave the
-index built from the old documents; and ``retriever.invoke(["q1", "q2"])`` fails deep inside a tokenizer.
-:class:`RagSpineRetriever` closes these three holes for every retriever of the package:
+top_k=3)`` or ``MultiQueryRetriever(base, llm, num_queries=5)`` would silently keep the defaults; assigning
+``retriever.docs = other`` after construction would leave the index built from the old documents; and
+``retriever.invoke(["q1", "q2"])`` fails deep inside a tokenizer.  The base classes here close these three holes
+for every retriever of the package:
 
 * an unknown constructor argument is a ``TypeError`` naming the closest field (:mod:`langchain_ragspine.arguments`),
   and the model forbids extra fields, so the pydantic mypy plugin gives each class a typed ``__init__`` — a type
-  checker flags ``BM25Retriever(kk=3)`` too;
+  checker flags ``BM25Retriever(kk=3)`` too (:class:`ContractRetriever`, so every retriever of the package: BM25,
+  dense, hybrid, the query transformations, multi-index, filter extraction, parent-child, the PostgreSQL ones);
 * assignments are validated (``retriever.k = "3"`` is an error; so are the checks across fields, such as
   ``HybridRetriever.retrievers = []``, after which the retriever is unchanged), and assigning a field the index is built from
   (:attr:`RagSpineRetriever.index_fields`, e.g. ``docs``) rebuilds the index, as does ``model_copy(update=…)`` of
@@ -28,10 +30,11 @@ retriever result of the package carries a RESTRICTED chunk, whatever the class's
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, NoReturn, Self, SupportsIndex, TypedDict, TypeVar, cast
 
+import numpy as np
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
@@ -42,7 +45,7 @@ from pydantic import ConfigDict, PrivateAttr, model_validator
 from langchain_ragspine.arguments import check_arguments, unknown_arguments_message
 from langchain_ragspine.documents import check_k
 from langchain_ragspine.retrievers.contract import child_config
-from langchain_ragspine.sensitivity import drop_restricted
+from langchain_ragspine.sensitivity import drop_restricted, is_restricted
 
 __all__ = [
     "AsyncCall",
@@ -55,6 +58,7 @@ __all__ = [
     "SyncCall",
     "check_query",
     "documents_from_texts",
+    "unrestricted_hits",
 ]
 
 RunManager = TypeVar("RunManager", CallbackManagerForRetrieverRun, AsyncCallbackManagerForRetrieverRun)
@@ -107,6 +111,41 @@ def documents_from_texts(
     if len(metas) != len(texts) or len(id_list) != len(texts):
         raise ValueError(f"from_texts got {len(texts)} texts, {len(metas)} metadatas and {len(id_list)} ids")
     return [Document(page_content=t, metadata=dict(m), id=i) for t, m, i in zip(texts, metas, id_list, strict=True)]
+
+
+def unrestricted_hits(
+    search: Callable[[np.ndarray | None], list[tuple[int, float]]],
+    docs: Sequence[Document],
+    mask: np.ndarray | None,
+) -> list[tuple[int, float]]:
+    """The RESTRICTED gate *before* the cut to ``k`` of an index search: ``search(mask)``'s ``(position, score)``
+    hits, none of them RESTRICTED.
+
+    An index of the package holds no RESTRICTED chunk (its builder drops them), but a label can be added to
+    ``docs[i].metadata`` after the build.  Cutting to ``k`` first and gating after would then return fewer than
+    ``k`` chunks although the index holds more; here a hit whose document is RESTRICTED is masked out and the search
+    runs again, until none is, so the result holds up to ``k`` chunks that pass the gate whenever the candidates
+    allow.  Each round removes at least one position; with no late label (the usual case) ``search`` runs once and
+    the cost is one :func:`~langchain_ragspine.sensitivity.is_restricted` per hit.
+
+    Args:
+        search: the top ``k`` ``(position in docs, score)`` among the positions where its mask is ``True``
+            (``None``: all), best first.
+        docs: the indexed documents (``search``'s positions index them).
+        mask: the call's candidate mask, a bool array of shape ``(len(docs),)`` (a filter), or ``None``; not
+            modified.
+
+    Used by :class:`~langchain_ragspine.retrievers.bm25.BM25Retriever` and
+    :class:`~langchain_ragspine.retrievers.dense.DenseRetriever`; wrappers that fuse or cut lists gate before the
+    cut themselves (:func:`~langchain_ragspine.retrievers.hybrid.fuse`, the retriever-call contract).
+    """
+    while True:
+        hits = search(mask)
+        late = [i for i, _ in hits if is_restricted(docs[i])]
+        if not late:
+            return hits
+        mask = np.ones(len(docs), dtype=np.bool_) if mask is None else np.array(mask, dtype=np.bool_)
+        mask[late] = False
 
 
 class IndexedDocuments(list[Document]):
@@ -254,6 +293,9 @@ class ContractRetriever(SyncBackedRetriever):
     Attributes:
         call_options: class-level: the names of further keywords a call may pass (``HybridRetriever``:
             ``candidate_k``); they reach the hooks in :attr:`RetrieverCall.options`.  Default: none.
+        init_arguments: class-level: constructor keywords that are not fields, which the class's ``__init__`` turns
+            into fields (``glossary`` / ``max_queries`` → a rewriter); the unknown-argument message lists them among
+            the known names, so their misspellings get a did-you-mean too.  Default: none.
 
     ``invoke`` / ``ainvoke`` take one query string: anything else (a list, a dict, ``None``) is a ``TypeError`` of
     one line pointing at ``.batch`` / ``itemgetter`` (:func:`check_query`), raised before any work — a query
@@ -265,8 +307,14 @@ class ContractRetriever(SyncBackedRetriever):
     return nothing.  :meth:`model_copy` refuses an ``update`` key that is not a field (``{"top_k": 3}`` would
     otherwise be stored and ignored).
 
+    An unknown constructor argument is a ``TypeError`` of one line with a did-you-mean, e.g. ``MultiQueryRetriever
+    got unexpected argument 'num_queries' (did you mean 'n_queries'?); known: ...`` (the model forbids extra fields:
+    ``extra="forbid"``, inherited by every subclass; a subclass maps accepted synonyms onto fields in
+    :meth:`_translate_arguments`).  ``name``, ``tags`` and ``metadata`` (``BaseRetriever``'s own fields) are fields
+    like the others, so ``with_config``, ``configurable_fields`` and ``model_copy`` work as in LangChain.
+
     Raises:
-        TypeError: a call with another keyword argument — ``<class>.invoke got unexpected keyword argument 'kk'
+        TypeError: an unknown constructor argument (see above); a call with another keyword argument — ``<class>.invoke got unexpected keyword argument 'kk'
             (did you mean 'k'?); known: 'filter', 'k'`` (:func:`~langchain_ragspine.arguments.unknown_arguments_message`);
             a query that is not a string; the retriever's ``k`` is not an int (set by ``model_copy``); an unknown
             ``model_copy`` update key, with a did-you-mean.
@@ -274,7 +322,28 @@ class ContractRetriever(SyncBackedRetriever):
             class and the value.
     """
 
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+
     call_options: ClassVar[tuple[str, ...]] = ()
+    init_arguments: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def _translate_arguments(cls, data: dict[str, Any]) -> dict[str, Any]:
+        """Map accepted synonyms (e.g. LangChain's names) onto fields; the default accepts none."""
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _reject_unknown_arguments(cls, data: Any) -> Any:
+        """An unknown constructor argument is a ``TypeError`` with a did-you-mean (before pydantic's own
+        ``extra="forbid"`` check, whose ``ValidationError`` names no alternative)."""
+        if isinstance(data, dict):
+            data = cls._translate_arguments(dict(data))
+            fields = cls._field_names()
+            unknown = [name for name in data if name not in fields]
+            if unknown:
+                raise TypeError(unknown_arguments_message(cls.__name__, unknown, fields | set(cls.init_arguments)))
+        return data
 
     @classmethod
     def _field_names(cls) -> set[str]:
@@ -359,7 +428,8 @@ class ContractRetriever(SyncBackedRetriever):
 
 
 class RagSpineRetriever(ContractRetriever):
-    """A ``BaseRetriever`` with strict arguments (see the module docstring).
+    """A :class:`ContractRetriever` built over an index of its own: validated assignments, and an index rebuilt
+    when a field it is built from is assigned (see the module docstring).
 
     Subclasses list in :attr:`index_fields` the fields their index is built from, call :meth:`_mark_built` at the
     end of ``model_post_init``, and may translate LangChain synonyms in :meth:`_translate_arguments`.  A subclass
@@ -370,26 +440,13 @@ class RagSpineRetriever(ContractRetriever):
         TypeError: an unknown constructor argument (with a did-you-mean); a query that is not a string.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid", validate_assignment=True)
+    model_config = ConfigDict(validate_assignment=True)
 
     #: Fields the index is built from: assigning one after construction rebuilds the index.
     index_fields: ClassVar[tuple[str, ...]] = ()
 
     _built: bool = PrivateAttr(default=False)
     _snapshot: IndexedDocuments | None = PrivateAttr(default=None)
-
-    @classmethod
-    def _translate_arguments(cls, data: dict[str, Any]) -> dict[str, Any]:
-        """Map accepted synonyms (e.g. LangChain's names) onto fields; the default accepts none."""
-        return data
-
-    @model_validator(mode="before")
-    @classmethod
-    def _reject_unknown_arguments(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            data = cls._translate_arguments(dict(data))
-            check_arguments(cls.__name__, data, cls._field_names())
-        return data
 
     def _mark_built(self) -> None:
         """Called at the end of ``model_post_init``: from now on an assignment to an index field rebuilds."""

@@ -34,6 +34,7 @@ Differences from ``langchain_community.retrievers.BM25Retriever`` a user may rel
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
@@ -50,6 +51,7 @@ from langchain_ragspine.retrievers.base import (
     RunnableOptions,
     SyncCall,
     documents_from_texts,
+    unrestricted_hits,
 )
 from langchain_ragspine.sensitivity import drop_restricted
 from langchain_ragspine.stores.bm25_index import build_bm25_index, load_bm25_index, save_bm25_index
@@ -245,16 +247,23 @@ class BM25Retriever(RagSpineRetriever):
         self, query: str, *, k: int | None = None, filter: Mapping[str, Any] | None = None
     ) -> list[tuple[int, float]]:
         """Top ``k`` ``(doc_position, score)`` pairs with score > 0, best first, ties by ``chunk_id``, among the
-        documents that match both the retriever's own :attr:`filter` and ``filter`` (AND).
+        documents that match both the retriever's own :attr:`filter` and ``filter`` (AND) and are not RESTRICTED
+        (a label added after the build is skipped before the cut to ``k``: :func:`~langchain_ragspine.retrievers.
+        base.unrestricted_hits`).
 
         Raises:
             TypeError, ValueError: a bad ``k`` (see :func:`~langchain_ragspine.documents.check_k`); a malformed filter.
         """
         k = self.k if k is None else check_k(k)
         mask = self._masks.mask(and_filters(self.filter, filter))
-        if not self._indexed_docs():
+        docs = self._indexed_docs()
+        if not docs:
             return []
         scores = self.score(query)
+        return unrestricted_hits(functools.partial(self._top, scores, k), docs, mask)
+
+    def _top(self, scores: np.ndarray, k: int, mask: np.ndarray | None) -> list[tuple[int, float]]:
+        """Top ``k`` ``(doc_position, score)`` with score > 0 among ``mask``, best first, ties by ``chunk_id``."""
         ok = scores > 0
         if mask is not None:
             ok &= mask

@@ -30,8 +30,14 @@ returned all it was asked for, it is asked again for :data:`OVERFETCH_GROWTH` ti
 filtered as they are, so a selective filter may leave fewer than ``k`` (or none).
 
 Results are distinct chunks: a repeat of an earlier ``chunk_id`` (else ``Document.id``) is dropped, so ``k`` counts
-chunks (``docs/architecture.md``, invariant 5).  The contract does not remove RESTRICTED documents: callers pass
-results through the RESTRICTED gate.
+chunks (``docs/architecture.md``, invariant 5).
+
+**The RESTRICTED gate comes before the cut to k.**  RESTRICTED documents
+(:func:`~langchain_ragspine.sensitivity.is_restricted`) are removed from what the retriever returned *before* the
+results are cut to ``k``, and a retriever that takes ``k`` is over-fetched for them as for a post-filter, so a
+retriever that returns four RESTRICTED chunks ahead of many public ones still yields ``k`` public chunks (cutting
+first and gating after — at a wrapper's exit — used to leave one).  Callers keep their own gate at their exits
+(one more check is cheap; the rule is that every exit gates).
 """
 
 from __future__ import annotations
@@ -51,6 +57,7 @@ from langchain_core.vectorstores import VectorStoreRetriever
 
 from langchain_ragspine.documents import check_k, dedupe
 from langchain_ragspine.filters import Predicate, compile_filter
+from langchain_ragspine.sensitivity import is_restricted
 
 __all__ = [
     "OVERFETCH_GROWTH",
@@ -164,6 +171,7 @@ class _Call:
                 self.post = pred
         self.fetch = self.k if self.params.takes_k else None
         self.max_fetch = None if self.k is None else self.k * OVERFETCH_MAX_FACTOR
+        self.gated: list[Document] = []  # the RESTRICTED documents removed from the last answer
 
     def target(self) -> tuple[BaseRetriever, dict[str, Any]]:
         """The retriever to invoke (a copy for a ``k`` field) and the keywords of this request."""
@@ -180,15 +188,19 @@ class _Call:
 
     def settle(self, docs: Any) -> list[Document] | None:
         """The call's result when ``docs`` (the answer to the current request) settles it; ``None`` when the
-        post-filter left fewer than ``k`` and a larger request may find more (``fetch`` has grown)."""
+        RESTRICTED gate or the post-filter left fewer than ``k`` and a larger request may find more (``fetch`` has
+        grown).  The gate and the filter run before the cut to ``k``."""
         if not isinstance(docs, (list, tuple)) or not all(isinstance(d, Document) for d in docs):
             raise TypeError(f"{type(self.retriever).__name__} returned something other than a list of Documents")
-        unique = dedupe(docs)
-        kept = unique if self.post is None else [d for d in unique if self.post(d.metadata)]
+        safe: list[Document] = []
+        self.gated = []
+        for d in dedupe(docs):  # the RESTRICTED gate, before the filter and the cut
+            (self.gated if is_restricted(d) else safe).append(d)
+        kept = safe if self.post is None else [d for d in safe if self.post(d.metadata)]
         if self.k is None:
             return kept
         if (
-            self.post is not None
+            (self.post is not None or self.gated)
             and self.fetch is not None
             and self.max_fetch is not None
             and len(kept) < self.k
@@ -200,6 +212,13 @@ class _Call:
         return kept[: self.k]
 
 
+    def report(self, result: list[Document], gated: list[Document] | None) -> list[Document]:
+        """``result``, after adding the documents the gate removed from the last answer to ``gated`` (if given)."""
+        if gated is not None:
+            gated.extend(self.gated)
+        return result
+
+
 def invoke_retriever(
     retriever: BaseRetriever,
     query: str,
@@ -207,6 +226,7 @@ def invoke_retriever(
     k: int | None = None,
     filter: Mapping[str, Any] | None = None,
     config: RunnableConfig | None = None,
+    gated: list[Document] | None = None,
 ) -> list[Document]:
     """``retriever.invoke(query)`` asking for ``k`` results that match ``filter``, whatever kind of retriever it is.
 
@@ -217,11 +237,16 @@ def invoke_retriever(
         filter: a metadata filter in :mod:`langchain_ragspine.filters` syntax; ``None`` or ``{}``: no filter.
             Applied by the retriever when it takes one, else to its results (fail closed, over-fetching).
         config: the ``RunnableConfig`` of the call (callbacks, tags, run name).
+        gated: a list that receives the RESTRICTED documents the gate removed from the retriever's answer — for a
+            caller that must drop a chunk labelled RESTRICTED in *any* of several lists (:class:`~langchain_ragspine.
+            retrievers.hybrid.HybridRetriever`, fail closed) or count them; never to be shown or returned.
+            ``None`` (default): not reported.
 
     Returns:
-        At most ``k`` distinct documents in the retriever's order, every one matching ``filter``: a document whose
-        :func:`~langchain_ragspine.documents.doc_key` came earlier in the list is dropped (the first occurrence
-        wins), so ``k`` counts chunks.  RESTRICTED documents are *not* removed here.
+        At most ``k`` distinct documents in the retriever's order, every one matching ``filter`` and none
+        RESTRICTED: a document whose :func:`~langchain_ragspine.documents.doc_key` came earlier in the list is
+        dropped (the first occurrence wins), so ``k`` counts chunks, and RESTRICTED documents are removed before the
+        cut to ``k`` (over-fetching a retriever that takes ``k``), so they do not use up the ``k`` budget.
 
     Raises:
         TypeError: ``retriever`` is not a ``BaseRetriever`` or returns something other than a list of ``Document``;
@@ -244,7 +269,7 @@ def invoke_retriever(
         target, kwargs = call.target()
         result = call.settle(target.invoke(query, config, **kwargs))
         if result is not None:
-            return result
+            return call.report(result, gated)
 
 
 async def ainvoke_retriever(
@@ -254,6 +279,7 @@ async def ainvoke_retriever(
     k: int | None = None,
     filter: Mapping[str, Any] | None = None,
     config: RunnableConfig | None = None,
+    gated: list[Document] | None = None,
 ) -> list[Document]:
     """The async :func:`invoke_retriever`: ``retriever.ainvoke`` (so a fan-out retriever runs its channels
     concurrently), or — when the retriever's async method cannot take the keywords (``takes_async_kwargs`` is
@@ -267,7 +293,7 @@ async def ainvoke_retriever(
             docs = await run_in_executor(config, target.invoke, query, config, **kwargs)
         result = call.settle(docs)
         if result is not None:
-            return result
+            return call.report(result, gated)
 
 
 def child_config(run_manager: Any, tag: str) -> RunnableConfig:
@@ -281,14 +307,20 @@ def search_each(
     k: int | None,
     filter: Mapping[str, Any] | None,
     run_manager: Any,
+    gated: list[list[Document]] | None = None,
 ) -> list[list[Document]]:
     """The result lists of a wrapper's inner searches, in order: each ``(retriever, query, tag)`` through
     :func:`invoke_retriever` with the same ``k`` and ``filter``, as a child run of ``run_manager``'s tagged ``tag``
     (so a trace shows which query / index / channel each list came from).  Used by the hybrid, multi-index and
-    query-transformation retrievers.  Errors as :func:`invoke_retriever`."""
-    return [
-        invoke_retriever(r, q, k=k, filter=filter, config=child_config(run_manager, tag)) for r, q, tag in searches
-    ]
+    query-transformation retrievers.  ``gated``, when given, receives one list per search: the RESTRICTED documents
+    the gate removed from it (see :func:`invoke_retriever`).  Errors as :func:`invoke_retriever`."""
+    out = []
+    for r, q, tag in searches:
+        removed: list[Document] = []
+        out.append(invoke_retriever(r, q, k=k, filter=filter, config=child_config(run_manager, tag), gated=removed))
+        if gated is not None:
+            gated.append(removed)
+    return out
 
 
 async def asearch_each(
@@ -297,9 +329,14 @@ async def asearch_each(
     k: int | None,
     filter: Mapping[str, Any] | None,
     run_manager: Any,
+    gated: list[list[Document]] | None = None,
 ) -> list[list[Document]]:
     """The async :func:`search_each`: the searches run concurrently (``asyncio.gather``); lists in order."""
+    removed: list[list[Document]] = [[] for _ in searches]
     lists = await asyncio.gather(*(
-        ainvoke_retriever(r, q, k=k, filter=filter, config=child_config(run_manager, tag)) for r, q, tag in searches
+        ainvoke_retriever(r, q, k=k, filter=filter, config=child_config(run_manager, tag), gated=g)
+        for (r, q, tag), g in zip(searches, removed, strict=True)
     ))
+    if gated is not None:
+        gated.extend(removed)
     return list(lists)

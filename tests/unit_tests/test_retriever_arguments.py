@@ -226,3 +226,105 @@ def test_hybrid_model_copy_and_with_config_still_work_and_a_bad_copy_fails_at_ca
         h.model_copy(update={"retrievers": []}).invoke("梅雨")  # model_copy does not validate: the call does
     with pytest.raises(ValueError, match=r"weights has 3 entries for 2"):
         asyncio.run(h.model_copy(update={"weights": [1, 1, 1]}).ainvoke("梅雨"))
+
+
+# -- every retriever of the package refuses an unknown constructor argument (new-user trial of issue 14) ----------
+# The transforms, MultiIndexRetriever, FilterExtractionRetriever, ParentChildRetriever and SecondStageRetriever
+# silently accepted them (pydantic's default extra="ignore"); only BM25 / Dense / Hybrid refused them.
+def _llm():
+    from langchain_core.language_models import FakeListChatModel
+
+    return FakeListChatModel(responses=["梅雨の季節"] * 10)
+
+
+def _unknown_argument_cases() -> list:
+    import warnings
+
+    from langchain_ragspine import retrievers as r
+    from langchain_ragspine.document_compressors.pipeline import SecondStageRetriever
+    from langchain_ragspine.document_compressors.reorder import LostInTheMiddleReorder
+
+    bm25 = BM25Retriever.from_documents(DOCS)
+    warnings.simplefilter("ignore")  # an LLM transform without a model warns
+    return [
+        (lambda: r.MultiQueryRetriever(bm25, _llm(), num_queries=5), r"'num_queries' \(did you mean 'n_queries'\?\)"),
+        (lambda: r.MultiQueryRetriever(bm25, _llm(), parser_key="lines"), r"'parser_key'"),  # LangChain's, from_llm
+        (lambda: r.MultiQueryRetriever(bm25, llm_chain=_llm()), r"'llm_chain' \(did you mean 'llm'\?\)"),
+        (lambda: r.RAGFusionRetriever(bm25, _llm(), top_k=3), r"'top_k' \(did you mean 'k'\?\)"),
+        (lambda: r.HyDERetriever(bm25, _llm(), kk=3), r"'kk' \(did you mean 'k'"),
+        (lambda: r.StepBackRetriever(bm25, _llm(), filters={"a": 1}), r"'filters' \(did you mean 'filter'\?\)"),
+        (lambda: r.DecompositionRetriever(bm25, _llm(), n_query=2), r"'n_query' \(did you mean 'n_queries'"),
+        (lambda: r.GlossaryRetriever(bm25, glossary=[["梅雨", "rain"]], max_query=2), r"'max_query'"),
+        (lambda: r.MultiIndexRetriever({"a": bm25}, top_k=3), r"'top_k' \(did you mean 'k'\?\)"),
+        (lambda: r.FilterExtractionRetriever(bm25, kk=3), r"'kk' \(did you mean 'k'"),
+        (lambda: r.ParentChildRetriever(bm25, chld_k=3), r"'chld_k' \(did you mean 'child_k'\?\)"),
+        (lambda: SecondStageRetriever(base_retriever=bm25, compressors=[LostInTheMiddleReorder()], top_k=2), r"'top_k' \(did you mean 'k'\?\)"),
+    ]
+
+
+@pytest.mark.parametrize("i", range(12))
+def test_every_retriever_refuses_an_unknown_constructor_argument_like_bm25(i):
+    build, message = _unknown_argument_cases()[i]
+    with pytest.raises(TypeError, match=rf"^\w+Retriever got unexpected argument {message}") as err:
+        build()
+    assert "\n" not in str(err.value)
+
+
+def test_the_known_names_of_the_message_include_constructor_only_arguments():
+    from langchain_ragspine.retrievers.base import ContractRetriever
+
+    class Built(ContractRetriever):
+        k: int = 4
+        init_arguments = ("glossary", "max_queries")
+
+        def __init__(self, **data: object) -> None:
+            data.pop("glossary", None)
+            super().__init__(**data)
+
+    with pytest.raises(TypeError, match=r"'max_query' \(did you mean 'max_queries'\?\); known: 'glossary', 'k', "):
+        Built(glossary="g", max_query=2)
+    assert Built(glossary="g", k=2).k == 2
+
+
+def test_langchain_machinery_still_works_on_every_kind_of_retriever():
+    """with_config, configurable_fields (which rebuilds the class from its fields), model_copy, deepcopy, dumpd and
+    BaseRetriever's own fields (name, tags, metadata) — after extra="forbid" moved into the shared base class."""
+    import copy
+    import warnings
+
+    from langchain_core.load import dumpd
+    from langchain_core.runnables import ConfigurableField
+
+    from langchain_ragspine import retrievers as r
+
+    warnings.simplefilter("ignore")
+    bm25, dense, hybrid = _all()
+    own = {"name": "mine", "tags": ["t"], "metadata": {"m": 1}}
+    every = [
+        hybrid,
+        r.MultiQueryRetriever(bm25, _llm(), k=2, **own),
+        r.HyDERetriever(bm25, _llm(), k=2, **own),
+        r.GlossaryRetriever(bm25, glossary=[["梅雨", "雨"]], max_queries=2, k=2, **own),
+        r.MultiIndexRetriever({"a": bm25, "b": dense}, k=2, **own),
+        r.FilterExtractionRetriever(bm25, k=2, **own),
+        r.MultiQueryRetriever(retriever=bm25, llm=_llm(), k=2),  # LangChain's name for the base
+    ]
+    for ret in every:
+        assert ret.with_config(tags=["x"]).invoke("梅雨")
+        fields = ret.configurable_fields(k=ConfigurableField(id="k"))
+        assert len(fields.with_config(configurable={"k": 1}).invoke("梅雨")) == 1
+        assert len(ret.model_copy(update={"k": 1}).invoke("梅雨")) == 1
+        assert copy.deepcopy(ret).invoke("梅雨")
+        assert dumpd(ret)["type"] == "not_implemented"
+    assert (every[1].name, every[1].tags, every[1].metadata) == ("mine", ["t"], {"m": 1})
+
+
+def test_our_vector_stores_as_retriever_still_take_langchain_keywords(tmp_path):
+    from langchain_ragspine.vectorstores import RagSpineVectorStore
+
+    store = RagSpineVectorStore(tmp_path / "s", EMB)
+    store.add_documents(DOCS)
+    ret = store.as_retriever(search_type="similarity", search_kwargs={"k": 1}, tags=["t"], metadata={"m": 1})
+    assert len(ret.invoke("梅雨")) == 1 and "t" in ret.tags and ret.metadata == {"m": 1}
+    with pytest.raises(TypeError, match=r"did you mean 'k'"):
+        store.as_retriever(search_kwargs={"top_k": 1}).invoke("梅雨")

@@ -175,8 +175,9 @@ def _docs(n: int, restricted: Sequence[int] = ()) -> list[Document]:
 def test_second_stage_without_compressors_returns_the_base_results_unchanged():
     base = ListRetriever(docs=_docs(30, restricted=[3]), asked=[])
     out = SecondStageRetriever(base_retriever=base, compressors=[]).invoke("q", k=5)
-    assert out == [d for d in _docs(30, restricted=[3])[:5] if d.metadata["chunk_id"] != "d#3"]
-    assert base.asked == [5]  # no candidate pool without a choosing stage
+    # the RESTRICTED d#3 is gated before the cut to k, so it does not use up one of the 5 (it used to leave 4)
+    assert out == [d for d in _docs(30, restricted=[3])[:6] if d.metadata["chunk_id"] != "d#3"]
+    assert base.asked == [5, 20]  # no candidate pool without a choosing stage; asked again as 1 of 5 was gated
 
 
 def test_second_stage_gate_first_then_a_pool_of_fetch_k_then_k():
@@ -185,11 +186,13 @@ def test_second_stage_gate_first_then_a_pool_of_fetch_k_then_k():
     reranker = CrossEncoderReranker(model=ScoredModel(), top_n=None)
     retriever = SecondStageRetriever(base_retriever=base, compressors=[spy, reranker, LostInTheMiddleReorder()])
     out = retriever.invoke("q", k=4)
-    assert base.asked == [DEFAULT_FETCH_K]
-    assert len(spy.seen[0]) == DEFAULT_FETCH_K - 2 and not any(SECRET in t for t in spy.seen[0])
-    # the reranker orders the 18 gated candidates by logit; the cut to k=4 comes right after it, so the reorder that
+    # the gate comes before the cut to the pool of fetch_k: 2 of the first 20 are RESTRICTED, so the base is asked
+    # again (over-fetching, as for a post-filter) and the pool holds 20 gated candidates, not 18
+    assert base.asked == [DEFAULT_FETCH_K, 4 * DEFAULT_FETCH_K]
+    assert len(spy.seen[0]) == DEFAULT_FETCH_K and not any(SECRET in t for t in spy.seen[0])
+    # the reranker orders the 20 gated candidates by logit; the cut to k=4 comes right after it, so the reorder that
     # follows puts the best first and the second best last among the four returned
-    ranked = sorted((d for d in _docs(40)[:DEFAULT_FETCH_K] if d.metadata["chunk_id"] not in ("d#1", "d#7")),
+    ranked = sorted((d for d in _docs(40)[: DEFAULT_FETCH_K + 2] if d.metadata["chunk_id"] not in ("d#1", "d#7")),
                     key=lambda d: -float(d.page_content.split("score=")[1]))[:4]
     assert [d.metadata["chunk_id"] for d in out] == [ranked[i].metadata["chunk_id"] for i in (0, 2, 3, 1)]
     assert all(0 < d.metadata["scores"]["rerank"] <= 1 for d in out)
