@@ -495,6 +495,7 @@ class GlossaryRetriever(QueryTransformRetriever):
     rewriter: GlossaryQueryRewriter
 
     transform_name: ClassVar[str] = "glossary"
+    init_arguments: ClassVar[tuple[str, ...]] = ("glossary", "max_queries")
 
     def __init__(self, base: BaseRetriever | None = None, rewriter: GlossaryQueryRewriter | None = None, /,
                  **data: Any) -> None:

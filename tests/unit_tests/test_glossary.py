@@ -331,3 +331,16 @@ def test_a_query_that_is_not_a_string_is_a_type_error(bad):
 async def test_a_query_that_is_not_a_string_is_a_type_error_async():
     with pytest.raises(TypeError, match="takes one query string, got None"):
         await GlossaryQueryRewriter([["chunk", "チャンク"]]).ainvoke(None)
+
+
+def test_glossary_retriever_suggests_max_queries_for_a_misspelled_keyword(tmp_path):
+    # regression: max_query=2 was refused without the did-you-mean (glossary/max_queries are __init__-only keywords)
+    from langchain_ragspine import BM25Retriever
+    from langchain_ragspine.retrievers import GlossaryRetriever
+
+    path = tmp_path / "g.json"
+    path.write_text('{"groups": [["梅雨", "rainy season"]]}', "utf-8")
+    base = BM25Retriever.from_texts(["梅雨の時期", "rainy season in Japan"])
+    with pytest.raises(TypeError, match=r"'max_query' \(did you mean 'max_queries'\?\)"):
+        GlossaryRetriever(base, glossary=str(path), max_query=2)
+    assert GlossaryRetriever(base, glossary=str(path), max_queries=2).invoke("梅雨")

@@ -431,7 +431,9 @@ async def test_search_index_searches_through_the_contract_tags_and_gates(mode):
     r = _leaky_indexes()["hr"]
     args: dict[str, Any] = {"index_id": "hr", "k": 2, "filter": {"chunk_id": {"ne": "x"}}}
     docs = search_index(r, "q", **args) if mode == "sync" else await asearch_index(r, "q", **args)
-    assert r.calls == [("q", 2, {"chunk_id": {"ne": "x"}})]
+    # the gate removed a RESTRICTED chunk from the first 2, so the contract asked again, deeper (k * 4)
+    f = {"chunk_id": {"ne": "x"}}
+    assert r.calls == [("q", 2, f), ("q", 8, f)]
     assert _pairs(docs) == [("hr", "README#0")]
 
 
