@@ -210,7 +210,10 @@ def _lines(body: str) -> list[str]:
             continue
         rows.append((text, item))
     marked = [i for i, (_, item) in enumerate(rows) if item]
-    if marked:  # a list: what stands before its first item or after its last is a lead-in or a closing remark
+    # a list (two items or more): what stands before its first item or after its last is a lead-in or a closing
+    # remark.  One marked line among plain ones is no list — a Japanese line may well open with "・" — so nothing
+    # is trimmed then (chatter around it is still caught by the colon and chatter rules above).
+    if len(marked) >= 2:
         rows = rows[marked[0] : marked[-1] + 1]
     return [text for text, _ in rows]
 
@@ -235,8 +238,8 @@ def parse_query_variants(reply: Any, original: str | None = None, n: int | None 
       - blank lines, also those of only whitespace or invisible characters (``\\u200b``, ``\\ufeff``), and
         Markdown headings (``## Queries``);
       - a line that ends with a colon (``Here are three queries:``, ``以下は検索クエリです：``);
-      - when some lines are list items (they had a marker or a label): every line before the first item and after
-        the last one (a lead-in such as ``Sure! Here are three alternative queries.``, a closing ``I hope these
+      - when two or more lines are list items (they had a marker or a label): every line before the first item and
+        after the last one (a lead-in such as ``Sure! Here are three alternative queries.``, a closing ``I hope these
         help!``); a marker alone on its line makes the next line the item;
       - a line that is not a list item and opens as chatter does — ``Sure``, ``Certainly``, ``Of course``,
         ``Absolutely``, ``Alright``, ``Okay``, ``OK`` followed by punctuation; ``Here is/are``, ``Here's``,

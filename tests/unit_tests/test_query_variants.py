@@ -148,3 +148,17 @@ def test_property_list_markers_are_stripped_and_nothing_else(lines, marker):
         if fold_query(x) and fold_query(x) not in {fold_query(e) for e in expected}:
             expected.append(x.strip())
     assert parse_query_variants(reply, None, 10) == expected
+
+
+def test_one_line_opening_with_a_middle_dot_among_plain_lines_is_not_a_list():
+    # regression (benchmarks/transforms.py scripted replies): "・" opened the second of three plain lines, so the
+    # parser took it for a one-item list and dropped the lines before and after it as chatter
+    q = "気象学では一般的にモンスーン・アジアに含める地域はどこか"
+    reply = "気象学では一般的にモンスーン\n・アジアに含める地域はどこか\n気象学では一般的にモンスーン・アジアに含める地域はどこか 概要"
+    assert parse_query_variants(reply, q, 3) == [
+        q, "気象学では一般的にモンスーン", "アジアに含める地域はどこか", f"{q} 概要",
+    ]
+    # a real list keeps trimming its lead-in and closing remark
+    assert parse_query_variants("Here they are.\n・梅雨の時期\n・梅雨の期間\nHave a nice day.", "梅雨", 3) == [
+        "梅雨", "梅雨の時期", "梅雨の期間",
+    ]
