@@ -131,18 +131,19 @@ def _words(value: str) -> tuple[str, ...]:
 #: ``C c D d E e i l R r S s T t`` — the prototype of the ``I`` row is ``l`` (U+006C), which is listed here as well.
 #: Rows that :func:`fold` already turns into the letter (full-width and mathematical forms) or into another listed
 #: character are left out.  Cyrillic ``Р`` and Greek ``Ρ`` are look-alikes of ``P``, not of a letter of
-#: ``RESTRICTED``, so they are not here.
+#: ``RESTRICTED``, so they are not here.  Added by hand: the Latin small capitals ``ᴅ ᴇ ʀ ᴛ`` (U+1D05, U+1D07, U+0280,
+#: U+1D1B), which that file leads to other look-alikes but which read as those letters (``ʀᴇsᴛʀɪᴄᴛᴇᴅ``).
 _CONFUSABLES: dict[str, str] = {
     "C": "03F2 03F9 0421 0441 13DF 1D04 2CA4 2CA5 A4DA ABAF 102A2 10302 10415 1043D 1051C 118E9 118F2 1F74C",
-    "D": "0501 13A0 13E7 146F 15DE 15EA A4D2 A4D3",
-    "E": "0395 0415 0435 04BD 13AC 212E 22FF 2D39 A4F0 AB32 10286 118A6 118AE",
+    "D": "0501 13A0 13E7 146F 15DE 15EA A4D2 A4D3 1D05",
+    "E": "0395 0415 0435 04BD 13AC 212E 22FF 2D39 A4F0 AB32 10286 118A6 118AE 1D07",
     "I": (
         "0031 006C 007C 0196 01C0 0269 026A 02DB 037A 0399 03B9 0406 0456 04C0 04CF 05C0 05D5 05DF 0627 0661 06F1"
         " 07CA 13A5 16C1 2223 2373 23FD 2C92 2D4F A4F2 A647 AB75 FFE8 1028A 10309 10320 118C3 16F28 1E8C7"
     ),
-    "R": "01A6 0433 13A1 13D2 1587 1D26 2C85 A4E3 AB47 AB48 AB81 104B4 16F35 1D216",
+    "R": "01A6 0433 13A1 13D2 1587 1D26 2C85 A4E3 AB47 AB48 AB81 104B4 16F35 1D216 0280",
     "S": "01BD 0405 0455 054F 13D5 13DA A4E2 A731 ABAA 10296 10420 10448 118C1 16F3A",
-    "T": "03A4 0422 13A2 22A4 27D9 2CA6 A4D4 10297 102B1 10315 118BC 16F0A 1F768",
+    "T": "03A4 0422 13A2 22A4 27D9 2CA6 A4D4 10297 102B1 10315 118BC 16F0A 1F768 1D1B",
 }
 
 
@@ -177,10 +178,15 @@ _LOOK_ALIKE_LETTERS, _SPELLED_RESTRICTED, _NEEDED = _look_alike_tables()
 _SPACES = re.compile(r"\s+")
 
 
+#: ``RESTRICTED`` inside a longer run of letters (``RestrictedData``, ``RESTRICTEDRESTRICTED``), except right after
+#: ``UN`` (``UNRESTRICTED`` is another word).
+_EMBEDDED_RESTRICTED = re.compile(rf"(?<!UN){RESTRICTED_SENSITIVITY}")
+
+
 @functools.lru_cache(maxsize=4096)
 def _restricted_text(value: str) -> bool:
     """Whether a label string is RESTRICTED (the string rule of :func:`is_restricted_label`)."""
-    if RESTRICTED_SENSITIVITY in _words(value):
+    if RESTRICTED_SENSITIVITY in _words(value) or _EMBEDDED_RESTRICTED.search(normalize_label(value)):
         return True
     if value.isascii():
         # ASCII reads the same both ways but for ``l`` (as ``I``); the pattern needs the letters of _NEEDED as
@@ -194,6 +200,8 @@ def _restricted_text(value: str) -> bool:
     read = fold(value.translate(table)).translate(table).upper().translate(table)
     if not all(letter in read for letter in _NEEDED):  # every ASCII capital of the plain reading is here too
         return False
+    if _EMBEDDED_RESTRICTED.search(read):
+        return True
     return any(_SPELLED_RESTRICTED.search(_SPACES.sub(" ", text)) for text in (normalize_label(value), read))
 
 
@@ -206,6 +214,8 @@ def is_restricted_label(value: Any) -> bool:
 
       - the word is among its :func:`label_words` (``"restricted"``, ``"RESTRICTED, INTERNAL"``,
         ``"restricted_note"``; not ``"PUBLIC"``, ``""`` or ``"UNRESTRICTED"``);
+      - the word inside a longer run of letters (``"RestrictedData"``, ``"RESTRICTEDRESTRICTED"``,
+        ``"RESTRICTEDNESS"``), unless right after ``UN`` (``"UNRESTRICTED"``, ``"unrestrictedData"`` stay open);
       - its letters are split by separators — up to three characters that are not ASCII letters between two
         letters, a whitespace run counting as one: ``"R E S T R I C T E D"``, ``"R-E-S-T-R-I-C-T-E-D"``,
         ``"R.E.S.T.R.I.C.T.E.D"``, ``"RES TRIC TED"``, also inside other text (``"U N R E S T R I C T E D"``: when

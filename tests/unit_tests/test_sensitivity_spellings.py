@@ -68,7 +68,6 @@ OPEN = [
     "UNR\u0415STRICT\u0415D",  # look-alikes inside another word: still that word
     "\u0420\u0415\u0421\u0422\u0420\u0418\u041a\u0422\u0415\u0414",  # Cyrillic РЕСТРИКТЕД: Р is a P, not an R
     "RESTRICT",
-    "RESTRICTEDNESS",
     "R E S T R I C T E",
     "RESTR----ICTED",  # more than three characters between two letters
     "team-a",
