@@ -63,6 +63,7 @@ __all__ = [
     "OVERFETCH_GROWTH",
     "OVERFETCH_MAX_FACTOR",
     "RetrieverParams",
+    "Search",
     "ainvoke_retriever",
     "asearch_each",
     "child_config",
@@ -157,8 +158,15 @@ def retriever_params(retriever: BaseRetriever) -> RetrieverParams:
 class _Call:
     """One contract call: what to ask the retriever for, and — with a post-filter — when to ask again."""
 
-    def __init__(self, retriever: BaseRetriever, k: int | None, filter: Mapping[str, Any] | None) -> None:
+    def __init__(
+        self,
+        retriever: BaseRetriever,
+        k: int | None,
+        filter: Mapping[str, Any] | None,
+        options: Mapping[str, Any] | None = None,
+    ) -> None:
         self.retriever = retriever
+        self.options = dict(options or {})  # passed to every request as given
         self.params = retriever_params(retriever)
         self.k = None if k is None else check_k(k)
         pred: Predicate | None = compile_filter(filter)  # validates; None for an absent or empty filter
@@ -184,6 +192,7 @@ class _Call:
                 kwargs["k"] = self.fetch
         if self.filter is not None:
             kwargs["filter"] = self.filter
+        kwargs.update(self.options)
         return target, kwargs
 
     def settle(self, docs: Any) -> list[Document] | None:
@@ -227,6 +236,7 @@ def invoke_retriever(
     filter: Mapping[str, Any] | None = None,
     config: RunnableConfig | None = None,
     gated: list[Document] | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> list[Document]:
     """``retriever.invoke(query)`` asking for ``k`` results that match ``filter``, whatever kind of retriever it is.
 
@@ -241,6 +251,9 @@ def invoke_retriever(
             caller that must drop a chunk labelled RESTRICTED in *any* of several lists (:class:`~langchain_ragspine.
             retrievers.hybrid.HybridRetriever`, fail closed) or count them; never to be shown or returned.
             ``None`` (default): not reported.
+        options: further keyword arguments of the call, passed to ``invoke`` as given — only call options the
+            retriever's class declares (:attr:`~langchain_ragspine.retrievers.base.ContractRetriever.call_options`,
+            e.g. ``{"embed_as": "document"}``): the caller checks.  ``None`` (default): none.
 
     Returns:
         At most ``k`` distinct documents in the retriever's order, every one matching ``filter`` and none
@@ -264,7 +277,7 @@ def invoke_retriever(
         >>> len(docs), {d.metadata["dept"] for d in docs}
         (2, {'b'})
     """
-    call = _Call(retriever, k, filter)
+    call = _Call(retriever, k, filter, options)
     while True:
         target, kwargs = call.target()
         result = call.settle(target.invoke(query, config, **kwargs))
@@ -280,11 +293,12 @@ async def ainvoke_retriever(
     filter: Mapping[str, Any] | None = None,
     config: RunnableConfig | None = None,
     gated: list[Document] | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> list[Document]:
     """The async :func:`invoke_retriever`: ``retriever.ainvoke`` (so a fan-out retriever runs its channels
     concurrently), or — when the retriever's async method cannot take the keywords (``takes_async_kwargs`` is
     ``False``) — its sync ``invoke`` in a worker thread.  Same arguments, result and errors."""
-    call = _Call(retriever, k, filter)
+    call = _Call(retriever, k, filter, options)
     while True:
         target, kwargs = call.target()
         if not kwargs or call.params.takes_async_kwargs:
@@ -301,8 +315,17 @@ def child_config(run_manager: Any, tag: str) -> RunnableConfig:
     return patch_config(None, callbacks=run_manager.get_child(tag=tag))
 
 
+#: One inner search of a wrapper: ``(retriever, query, trace tag)``, or with a fourth item, the call options passed
+#: to that search alone (see ``options`` of :func:`invoke_retriever`).
+Search = tuple[BaseRetriever, str, str] | tuple[BaseRetriever, str, str, Mapping[str, Any]]
+
+
+def _options(search: Search) -> Mapping[str, Any] | None:
+    return search[3] if len(search) == 4 else None
+
+
 def search_each(
-    searches: Sequence[tuple[BaseRetriever, str, str]],
+    searches: Sequence[Search],
     *,
     k: int | None,
     filter: Mapping[str, Any] | None,
@@ -310,21 +333,24 @@ def search_each(
     gated: list[list[Document]] | None = None,
 ) -> list[list[Document]]:
     """The result lists of a wrapper's inner searches, in order: each ``(retriever, query, tag)`` through
-    :func:`invoke_retriever` with the same ``k`` and ``filter``, as a child run of ``run_manager``'s tagged ``tag``
+    :func:`invoke_retriever` with the same ``k`` and ``filter`` (and a search's own call options, when it has a
+    fourth item: :data:`Search`), as a child run of ``run_manager``'s tagged ``tag``
     (so a trace shows which query / index / channel each list came from).  Used by the hybrid, multi-index and
     query-transformation retrievers.  ``gated``, when given, receives one list per search: the RESTRICTED documents
     the gate removed from it (see :func:`invoke_retriever`).  Errors as :func:`invoke_retriever`."""
     out = []
-    for r, q, tag in searches:
+    for search in searches:
+        r, q, tag = search[:3]
         removed: list[Document] = []
-        out.append(invoke_retriever(r, q, k=k, filter=filter, config=child_config(run_manager, tag), gated=removed))
+        out.append(invoke_retriever(r, q, k=k, filter=filter, config=child_config(run_manager, tag), gated=removed,
+                                    options=_options(search)))
         if gated is not None:
             gated.append(removed)
     return out
 
 
 async def asearch_each(
-    searches: Sequence[tuple[BaseRetriever, str, str]],
+    searches: Sequence[Search],
     *,
     k: int | None,
     filter: Mapping[str, Any] | None,
@@ -334,8 +360,9 @@ async def asearch_each(
     """The async :func:`search_each`: the searches run concurrently (``asyncio.gather``); lists in order."""
     removed: list[list[Document]] = [[] for _ in searches]
     lists = await asyncio.gather(*(
-        ainvoke_retriever(r, q, k=k, filter=filter, config=child_config(run_manager, tag), gated=g)
-        for (r, q, tag), g in zip(searches, removed, strict=True)
+        ainvoke_retriever(s[0], s[1], k=k, filter=filter, config=child_config(run_manager, s[2]), gated=g,
+                          options=_options(s))
+        for s, g in zip(searches, removed, strict=True)
     ))
     if gated is not None:
         gated.extend(removed)

@@ -13,6 +13,10 @@ What :class:`DenseRetriever` guarantees:
   "fused": s, "rerank": None}``, ``s`` the cosine similarity; at most ``k`` results, best first, ties broken by
   ``chunk_id``; an empty query or an empty corpus returns ``[]``; ``k`` must be an ``int >= 1``;
 * a chunk with no visible text (empty, or only white space) is never embedded, indexed or returned;
+* the query is embedded with ``embed_query``; ``invoke(text, embed_as="document")`` embeds it with
+  ``embed_documents([text])[0]`` instead — the document (passage) role, for a search text written to look like a
+  chunk, as HyDE's hypothetical document (Gao et al., ACL 2023), which :class:`~langchain_ragspine.retrievers.hyde.
+  HyDERetriever` passes so (see :mod:`langchain_ragspine.retrievers._embed_as`);
 * the embedded text is ``metadata["index_text"]`` when present (e.g. a contextual header + the text, see
   :func:`langchain_ragspine.text.index_text`), else ``page_content``; results carry the stored ``page_content``;
 * ``filter`` (see :mod:`langchain_ragspine.filters`, the same evaluator as BM25's) restricts the candidates *before*
@@ -60,7 +64,7 @@ import re
 from collections.abc import Iterable, Mapping
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, Unpack
+from typing import Any, ClassVar, Unpack
 
 import numpy as np
 from langchain_core.documents import Document
@@ -72,6 +76,13 @@ from langchain_ragspine.embeddings.batching import embed_in_batches
 from langchain_ragspine.embeddings.cache import CachedEmbeddings, content_hash, model_key_for
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.filters import FilterMasks, and_filters, compile_filter
+from langchain_ragspine.retrievers._embed_as import (
+    EMBED_AS_OPTION,
+    EmbedAs,
+    aembed_search_text,
+    check_embed_as,
+    embed_search_text,
+)
 from langchain_ragspine.retrievers.base import (
     AsyncCall,
     RagSpineRetriever,
@@ -149,7 +160,8 @@ class DenseRetriever(RagSpineRetriever):
             ``Document`` objects are never modified (nor copied: a label added to one afterwards is seen by the exit
             gate; editing its text afterwards is not supported), and every result passes the RESTRICTED gate again.
         embedding: any LangChain ``Embeddings``; ``embed_documents`` for chunks, ``embed_query`` /
-            ``aembed_query`` for queries.  Vectors are L2-normalised here, so scores are cosine similarities.
+            ``aembed_query`` for queries (``embed_documents`` / ``aembed_documents`` for a call with
+            ``embed_as="document"``).  Vectors are L2-normalised here, so scores are cosine similarities.
         k: number of results (default 4), an ``int >= 1``; ``invoke(query, k=...)`` overrides it per call.
         filter: the retriever's own metadata filter (:mod:`langchain_ragspine.filters`); ``invoke(query,
             filter=...)`` is ANDed with it, so a call narrows the results but never widens them.
@@ -163,9 +175,15 @@ class DenseRetriever(RagSpineRetriever):
         batch_size: texts per ``embed_documents`` call while building (default 32).
         show_progress: progress bar while embedding; ``None`` (default) shows it on a terminal only.
 
+    Call options: ``invoke(query, k=…, filter=…, embed_as=…)``; ``embed_as`` is ``"query"`` (default: the text is
+    embedded with ``embed_query`` / ``aembed_query``) or ``"document"`` (``embed_documents([text])[0]`` /
+    ``aembed_documents``: the model's document role — e5's ``"passage: "`` prefix — for a text written to look
+    like a chunk, such as HyDE's hypothetical document).  Such a text is not a chunk: it is never written to the
+    embedding cache (past a cache wrapper given as ``embedding``, the wrapped model embeds it).
+
     Raises:
-        ValueError: ``k < 1``, ``batch_size < 1``, an unknown ``index_kind``, a malformed filter, or an embedding
-            model returning malformed vectors.
+        ValueError: ``k < 1``, ``batch_size < 1``, an unknown ``index_kind``, a malformed filter, an ``embed_as``
+            other than ``"query"`` / ``"document"``, or an embedding model returning malformed vectors.
         TypeError: ``k`` is not an int.
         StoreError: the embedding cache is unusable.
         ImportError: faiss-cpu is not installed.
@@ -197,6 +215,8 @@ class DenseRetriever(RagSpineRetriever):
 
     #: Assigning one of these after construction rebuilds the index (see :class:`RagSpineRetriever`).
     index_fields = ("docs", "embedding", "index_kind", "cache_path", "model_key")
+    #: ``invoke(query, embed_as="document")`` embeds the text with ``embed_documents`` (see the class docstring).
+    call_options: ClassVar[tuple[str, ...]] = (EMBED_AS_OPTION,)
 
     _index: FaissVectorIndex | None = PrivateAttr(default=None)
     _masks: FilterMasks = PrivateAttr()
@@ -319,15 +339,17 @@ class DenseRetriever(RagSpineRetriever):
         # a label added after the build is skipped before the cut to k, not after it
         return unrestricted_hits(lambda allowed: index.search(vector, k, allowed=allowed), docs, mask)
 
-    def _prepare(self, query: str, call: RetrieverCall[Any]) -> tuple[int, np.ndarray | None] | None:
-        """``(k, candidate mask)`` for a call, or ``None`` when the answer is ``[]`` without embedding the query."""
+    def _prepare(self, query: str, call: RetrieverCall[Any]) -> tuple[int, np.ndarray | None, EmbedAs] | None:
+        """``(k, candidate mask, embed_as)`` for a call, or ``None`` when the answer is ``[]`` without embedding the
+        query."""
         k = self.k if call.k is None else check_k(call.k)
         mask = self._masks.mask(and_filters(self.filter, call.filter))  # validates the filter before anything else
+        embed_as = check_embed_as(call.options.get(EMBED_AS_OPTION))
         if self._index is None or not query or not query.strip():
             return None
         if mask is not None and not mask.any():
             return None
-        return k, mask
+        return k, mask, embed_as
 
     def _results(self, vector: np.ndarray | list[float], k: int, mask: np.ndarray | None) -> list[Document]:
         """The ``k`` documents nearest ``vector`` among ``mask``, with their cosine as the vector score."""
@@ -337,11 +359,17 @@ class DenseRetriever(RagSpineRetriever):
 
     def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
         prepared = self._prepare(query, call)
-        return [] if prepared is None else self._results(self.embedding.embed_query(query), *prepared)
+        if prepared is None:
+            return []
+        k, mask, embed_as = prepared
+        return self._results(embed_search_text(self.embedding, query, embed_as), k, mask)
 
     async def _aretrieve(self, query: str, call: AsyncCall) -> list[Document]:
         prepared = self._prepare(query, call)
-        return [] if prepared is None else self._results(await self.embedding.aembed_query(query), *prepared)
+        if prepared is None:
+            return []
+        k, mask, embed_as = prepared
+        return self._results(await aembed_search_text(self.embedding, query, embed_as), k, mask)
 
     # -- persistence ------------------------------------------------------------------------------------------------
     def save(self, path: str | os.PathLike[str]) -> None:

@@ -83,6 +83,7 @@ from pydantic import field_validator
 from langchain_ragspine.arguments import check_arguments
 from langchain_ragspine.documents import check_k, content_chunk_id, doc_key, score_of, with_scores
 from langchain_ragspine.filters import Predicate, and_filters, compile_filter
+from langchain_ragspine.retrievers._embed_as import EMBED_AS_OPTION, accepts_embed_as, check_embed_as
 from langchain_ragspine.retrievers.base import (
     AsyncCall,
     RagSpineRetriever,
@@ -92,7 +93,7 @@ from langchain_ragspine.retrievers.base import (
     documents_from_texts,
 )
 from langchain_ragspine.retrievers.bm25 import BM25Retriever
-from langchain_ragspine.retrievers.contract import asearch_each, search_each
+from langchain_ragspine.retrievers.contract import Search, asearch_each, search_each
 from langchain_ragspine.retrievers.dense import SAVE_LAYOUT as _DENSE_LAYOUT
 from langchain_ragspine.retrievers.dense import DenseRetriever
 from langchain_ragspine.sensitivity import is_restricted
@@ -460,9 +461,15 @@ def fuse(
 
 
 # ---------------------------------------------------------------------------------------------------- retriever
-def _searches(channels: Sequence[tuple[int, BaseRetriever]], query: str) -> list[tuple[BaseRetriever, str, str]]:
-    """One search per channel ``i``, traced as a child run tagged ``retriever_{i + 1}``."""
-    return [(r, query, f"retriever_{i + 1}") for i, r in channels]
+def _searches(
+    channels: Sequence[tuple[int, BaseRetriever]], query: str, options: Mapping[str, Any]
+) -> list[Search]:
+    """One search per channel ``i``, traced as a child run tagged ``retriever_{i + 1}``; ``options`` (the call's
+    ``embed_as``, when given) go to the channels whose class declares ``embed_as``, to no other."""
+    return [
+        (r, query, f"retriever_{i + 1}", options) if options and accepts_embed_as(r) else (r, query, f"retriever_{i + 1}")
+        for i, r in channels
+    ]
 
 
 class HybridOptions(RunnableOptions, total=False):
@@ -528,6 +535,11 @@ class HybridRetriever(RagSpineRetriever):
             :data:`TWO_STAGE_TOP_ALPHA` = 1.0: the first channel's own best document; 0.7 lets a strong dense match
             take rank 1, which gained on Chinese and not on Japanese data).
 
+    Call options: ``invoke(query, k=…, filter=…, candidate_k=…, embed_as=…)``.  ``embed_as`` (``"query"`` or
+    ``"document"``, see :class:`~langchain_ragspine.retrievers.dense.DenseRetriever`) goes to the channels whose
+    class declares it (the dense ones), not to the others (BM25, a foreign retriever): HyDE passes
+    ``embed_as="document"`` for its hypothetical document.  Not given: no channel is passed it.
+
     Results: at most ``k`` documents, best first, ties broken by ``chunk_id`` (else ``Document.id``), each a copy
     with ``metadata["scores"] = {"bm25", "vector", "fused", "rerank"}`` (see :func:`fuse`).  RESTRICTED documents
     are dropped even when a foreign channel returns them.
@@ -535,7 +547,8 @@ class HybridRetriever(RagSpineRetriever):
     Raises:
         ValueError: no retrievers, bad ``weights``, ``c < 0``, ``candidate_k < 1``, ``k < 1``, an unknown
             ``fusion``, ``alpha`` or ``top_alpha`` outside [0, 1], ``alpha`` given together with ``weights``,
-            ``top_alpha`` with another fusion than ``"two_stage"``, a malformed ``filter``.
+            ``top_alpha`` with another fusion than ``"two_stage"``, a malformed ``filter``, an ``embed_as`` other
+            than ``"query"`` / ``"document"``.
         TypeError: a channel that is not a ``BaseRetriever``; ``k`` not an int; an unknown keyword argument to
             ``invoke``.
 
@@ -565,8 +578,9 @@ class HybridRetriever(RagSpineRetriever):
     alpha: float | None = None
     top_alpha: float | None = None
 
-    #: ``invoke(query, candidate_k=…)`` sets the per-channel depth of one call.
-    call_options: ClassVar[tuple[str, ...]] = ("candidate_k",)
+    #: ``invoke(query, candidate_k=…)`` sets the per-channel depth of one call; ``embed_as=…`` goes to the channels
+    #: that declare it (see the class docstring).
+    call_options: ClassVar[tuple[str, ...]] = ("candidate_k", EMBED_AS_OPTION)
 
     @field_validator("k", mode="before")
     @classmethod
@@ -625,6 +639,13 @@ class HybridRetriever(RagSpineRetriever):
         flt = and_filters(self.filter, call.filter)
         return k, flt, max(candidate_k, k), compile_filter(flt)
 
+    @staticmethod
+    def _channel_options(call: RetrieverCall[Any]) -> dict[str, Any]:
+        """The call options handed on to the channels that declare them: ``embed_as`` when the call gave it
+        (checked), else none."""
+        embed_as = call.options.get(EMBED_AS_OPTION)
+        return {} if embed_as is None else {EMBED_AS_OPTION: check_embed_as(embed_as)}
+
     def _weights(self) -> list[float]:
         """The effective channel weights (a channel with weight 0 is not called)."""
         if self.weights is None and self.fusion != "rrf":
@@ -665,15 +686,16 @@ class HybridRetriever(RagSpineRetriever):
         k, flt, depth, pred = self._params(call)
         channels = self._channels()
         gated: list[list[Document]] = []
-        lists = search_each(_searches(channels, query), k=depth, filter=flt, run_manager=call.run_manager, gated=gated)
+        searches = _searches(channels, query, self._channel_options(call))
+        lists = search_each(searches, k=depth, filter=flt, run_manager=call.run_manager, gated=gated)
         return self._fuse(channels, lists, gated, k, pred, depth)
 
     async def _aretrieve(self, query: str, call: AsyncCall) -> list[Document]:
         k, flt, depth, pred = self._params(call)
         channels = self._channels()
         gated: list[list[Document]] = []
-        lists = await asearch_each(_searches(channels, query), k=depth, filter=flt, run_manager=call.run_manager,
-                                   gated=gated)
+        searches = _searches(channels, query, self._channel_options(call))
+        lists = await asearch_each(searches, k=depth, filter=flt, run_manager=call.run_manager, gated=gated)
         return self._fuse(channels, lists, gated, k, pred, depth)
 
     # -- construction and persistence -------------------------------------------------------------------------------

@@ -9,6 +9,15 @@ user's question is searched too and the two lists are fused by Reciprocal Rank F
 (:class:`~langchain_ragspine.retrievers.query_transform.QueryTransformRetriever`).  LangChain's own
 ``HypotheticalDocumentEmbedder`` is an ``Embeddings`` wrapper (dense retrieval only, the question is not searched).
 
+**The probe is embedded as a document.**  Gao et al. encode the hypothetical document with the *document* encoder
+(LangChain's ``HypotheticalDocumentEmbedder`` calls ``embed_documents`` too): it is written to look like a passage.
+So when the base declares the ``embed_as`` call option (:class:`~langchain_ragspine.retrievers.dense.DenseRetriever`,
+:class:`~langchain_ragspine.retrievers.hybrid.HybridRetriever` — which hands it to its dense channels only —,
+:class:`~langchain_ragspine.retrievers.postgres.PostgresDenseRetriever`), the probe's search passes
+``embed_as="document"`` (for e5 models: the ``"passage: "`` prefix instead of ``"query: "``); the user's own
+question is embedded as a query, as always.  Any other base (BM25, a foreign LangChain retriever) gets the probe
+as a plain query, with no extra keyword.
+
 **The hypothetical document is a probe.**  Its facts are invented, so it is never returned, cited, stored, put in
 metadata or a trace (the trace shows :data:`~langchain_ragspine.retrievers.query_transform.PROBE_PLACEHOLDER`), or
 shown to a grader as evidence: only chunks of the corpus come out.  It leaves the package only as a query to the
@@ -23,7 +32,13 @@ from typing import Any, ClassVar
 from langchain_core.prompts import ChatPromptTemplate
 from pydantic import Field
 
-from langchain_ragspine.retrievers.query_transform import PROBE_PLACEHOLDER, LLMQueryTransformRetriever
+from langchain_ragspine.retrievers._embed_as import EMBED_AS_OPTION, accepts_embed_as
+from langchain_ragspine.retrievers.contract import Search
+from langchain_ragspine.retrievers.query_transform import (
+    PROBE_PLACEHOLDER,
+    LLMQueryTransformRetriever,
+    QueryPlan,
+)
 from langchain_ragspine.retrievers.query_variants import fold_query, is_blank, reply_text, strip_think
 
 __all__ = ["HYDE_PROMPT", "HyDERetriever"]
@@ -51,6 +66,10 @@ class HyDERetriever(LLMQueryTransformRetriever):
 
     Results: chunks of the corpus only — at most ``k``, unique by ``chunk_id``, each with a trace entry whose
     ``queries`` are ``[question, "<hypothetical document>"]``.  Without a model: the base's results, unchanged.
+
+    Over a base that declares the ``embed_as`` call option (dense, hybrid), the hypothetical document is searched
+    with ``embed_as="document"`` — embedded by ``embed_documents``, as in Gao et al. — and the question with
+    none (``embed_query``); any other base gets both as plain queries.
     Example: :class:`~langchain_ragspine.retrievers.query_transform.LLMQueryTransformRetriever`.
     """
 
@@ -64,6 +83,18 @@ class HyDERetriever(LLMQueryTransformRetriever):
     def searches_original(self) -> bool:
         """The ``include_original`` field."""
         return self.include_original
+
+    def _searches(self, plan: QueryPlan) -> list[Search]:
+        """The base's searches; the probe's (a generated query: planned position >= 1) with
+        ``embed_as="document"`` when the base declares that option."""
+        searches = super()._searches(plan)
+        if not accepts_embed_as(self.base):
+            return searches
+        positions = plan.positions if plan.positions is not None else range(len(plan.queries))
+        return [
+            (r, q, tag, {EMBED_AS_OPTION: "document"}) if position > 0 else (r, q, tag)
+            for (r, q, tag, *_), position in zip(searches, positions, strict=True)
+        ]
 
     def show(self, generated: str) -> str:
         """The probe is shown as :data:`PROBE_PLACEHOLDER`, never as text."""

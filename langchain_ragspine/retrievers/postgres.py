@@ -47,6 +47,12 @@ from langchain_ragspine.config import get_settings
 from langchain_ragspine.embeddings.batching import l2_normalize
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.filters import and_filters, compile_filter
+from langchain_ragspine.retrievers._embed_as import (
+    EMBED_AS_OPTION,
+    EmbedAs,
+    check_embed_as,
+    embed_search_text,
+)
 from langchain_ragspine.retrievers.base import ContractRetriever, SyncCall
 from langchain_ragspine.retrievers.bm25 import check_k, with_scores
 from langchain_ragspine.stores.pg_filter import SqlFilter, check_filter, filter_sql
@@ -133,20 +139,27 @@ class _PostgresRetriever(ContractRetriever):
             TypeError, ValueError: a bad ``k``; a malformed filter, or a non-date operand for a field holding dates.
             StoreError: the query fails.
         """
+        return self._search_text(query, k, filter, "query")
+
+    def _search_text(
+        self, query: str, k: int | None, filter: Mapping[str, Any] | None, embed_as: EmbedAs
+    ) -> list[tuple[Document, float]]:
+        """:meth:`search`, with the dense retriever's ``embed_as`` (BM25 embeds nothing)."""
         k = self.k if k is None else check_k(k)
         with self._db.connection() as conn:
             flt = self._call_filter(conn, filter, self._filter_row)
             if not query or not query.strip():
                 return []
-            return self._search_query(conn, query, k, flt)
+            return self._search_query(conn, query, k, flt, embed_as)
 
     def _search_query(
-        self, conn: Any, query: str, k: int, flt: SqlFilter | None
+        self, conn: Any, query: str, k: int, flt: SqlFilter | None, embed_as: EmbedAs
     ) -> list[tuple[Document, float]]:  # pragma: no cover - both subclasses override it
         raise NotImplementedError
 
     def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
-        return [d for d, _ in self.search(query, k=call.k, filter=call.filter)]
+        embed_as = check_embed_as(call.options.get(EMBED_AS_OPTION))  # only the dense class declares the option
+        return [d for d, _ in self._search_text(query, call.k, call.filter, embed_as)]
 
 
 class PostgresBM25Retriever(_PostgresRetriever):
@@ -198,7 +211,9 @@ class PostgresBM25Retriever(_PostgresRetriever):
         """The store's tokenizer name."""
         return self._tokenizer
 
-    def _search_query(self, conn: Any, query: str, k: int, flt: SqlFilter | None) -> list[tuple[Document, float]]:
+    def _search_query(
+        self, conn: Any, query: str, k: int, flt: SqlFilter | None, embed_as: EmbedAs
+    ) -> list[tuple[Document, float]]:
         """BM25 in one SQL statement (see :data:`_BM25_SQL`); chunks sharing no token with ``query`` score 0 and
         are left out."""
         tokens = self._tokenize(query)
@@ -250,8 +265,12 @@ class PostgresDenseRetriever(_PostgresRetriever):
         filter: the retriever's own metadata filter; ``invoke(query, filter=...)`` is ANDed with it.
         ef_search: pgvector's ``hnsw.ef_search`` (default ``RAGSPINE_PG_EF_SEARCH``, else 100; raised to ``k``).
 
+    Call options: ``invoke(query, k=…, filter=…, embed_as=…)``, ``embed_as`` as for
+    :class:`~langchain_ragspine.retrievers.dense.DenseRetriever`: ``"query"`` (default, ``embed_query``) or
+    ``"document"`` (``embed_documents([text])[0]``, e.g. HyDE's hypothetical document).
+
     Raises:
-        ValueError: ``k < 1``, a malformed filter.
+        ValueError: ``k < 1``, a malformed filter, an ``embed_as`` other than ``"query"`` / ``"document"``.
         TypeError: ``k`` is not an int.
         StoreError: no store at ``url``; it has no vectors (ingest with an embedding model first).
     """
@@ -262,6 +281,8 @@ class PostgresDenseRetriever(_PostgresRetriever):
 
     #: pgvector's ``hnsw.iterative_scan`` mode for filtered HNSW searches (tests switch it ``off`` to show why).
     _ITERATIVE_SCAN: ClassVar[str] = "relaxed_order"
+    #: ``invoke(query, embed_as="document")`` embeds the text with ``embed_documents`` (see the class docstring).
+    call_options: ClassVar[tuple[str, ...]] = (EMBED_AS_OPTION,)
 
     _dim: int = PrivateAttr()
     _key: str = PrivateAttr()
@@ -345,6 +366,21 @@ class PostgresDenseRetriever(_PostgresRetriever):
                 rows = [r[:-1] for r in conn.execute(query, (q, *fparams, q, k)).fetchall()]
         return [(d, d.metadata["scores"]["vector"]) for d in self._documents(rows, "vector")]
 
-    def _search_query(self, conn: Any, query: str, k: int, flt: SqlFilter | None) -> list[tuple[Document, float]]:
-        """``query`` embedded by :attr:`embedding`, then :meth:`_search`."""
-        return self._search(conn, l2_normalize(np.asarray(self.embedding.embed_query(query), dtype=np.float32)), k, flt)
+    def search(
+        self, query: str, *, k: int | None = None, filter: Mapping[str, Any] | None = None, embed_as: str = "query"
+    ) -> list[tuple[Document, float]]:
+        """Top ``k`` ``(chunk, cosine)`` pairs for ``query``, embedded with ``embed_query`` (``embed_as="query"``,
+        the default) or ``embed_documents`` (``"document"``); otherwise as :meth:`_PostgresRetriever.search`.
+
+        Raises:
+            ValueError: an ``embed_as`` other than ``"query"`` / ``"document"``; as :meth:`_PostgresRetriever.search`.
+            TypeError, StoreError: as :meth:`_PostgresRetriever.search`.
+        """
+        return self._search_text(query, k, filter, check_embed_as(embed_as))
+
+    def _search_query(
+        self, conn: Any, query: str, k: int, flt: SqlFilter | None, embed_as: EmbedAs
+    ) -> list[tuple[Document, float]]:
+        """``query`` embedded by :attr:`embedding` in the ``embed_as`` role, then :meth:`_search`."""
+        vector = embed_search_text(self.embedding, query, embed_as)
+        return self._search(conn, l2_normalize(np.asarray(vector, dtype=np.float32)), k, flt)

@@ -78,6 +78,7 @@ from langchain_ragspine.documents import check_k, doc_key
 from langchain_ragspine.filters import and_filters, compile_filter
 from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, RetrieverCall, SyncCall
 from langchain_ragspine.retrievers.contract import (
+    Search,
     ainvoke_retriever,
     asearch_each,
     child_config,
@@ -350,8 +351,9 @@ class QueryTransformRetriever(ContractRetriever):
         """``(k, depth per query, combined filter)`` of a call (:func:`call_params`)."""
         return call_params(self.k, self.candidate_k, self.filter, call.k, call.filter)
 
-    def _searches(self, plan: QueryPlan) -> list[tuple[BaseRetriever, str, str]]:
-        """One search of the base per planned query, traced as ``query_{i}``."""
+    def _searches(self, plan: QueryPlan) -> list[Search]:
+        """One search of the base per planned query, traced as ``query_{i}`` (HyDE adds a call option to its
+        probe's search)."""
         return [(self.base, q, f"query_{i}") for i, q in enumerate(plan.queries)]
 
     @staticmethod

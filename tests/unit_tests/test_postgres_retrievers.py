@@ -9,6 +9,7 @@ Needs the session's PostgreSQL (``pg_server`` in ``tests/conftest.py``); skips, 
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import json
 import math
@@ -498,3 +499,52 @@ def test_pooled_connections_never_prepare_statements(pg_url: str) -> None:
     with PostgresChunkStore(pg_url, read_only=True) as store, store.db.connection() as conn:
         assert conn.prepare_threshold is None
         assert conn.execute("SELECT count(*) FROM pg_prepared_statements").fetchone()[0] == 0
+
+
+class _RoleSpy(HashingEmbeddings):
+    """``EMB``'s vectors, recording which method embedded which text."""
+
+    def __init__(self) -> None:
+        super().__init__(64)
+        self.calls: list[tuple[str, str]] = []
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.calls += [("embed_documents", t) for t in texts]
+        return super().embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        self.calls.append(("embed_query", text))
+        return super().embed_query(text)
+
+
+def test_dense_embed_as_and_hyde_probe_as_a_document(pg_url: str) -> None:
+    """Issue 14: the pgvector channel takes ``embed_as`` like ``DenseRetriever``; HyDE over it, alone or in the
+    postgres hybrid mode, embeds the probe with ``embed_documents`` and the question with ``embed_query``."""
+    from langchain_ragspine.retrievers import HyDERetriever
+
+    from ._transform_fakes import SpyChatModel
+
+    spy = _RoleSpy()
+    stored = load(pg_url, corpus_docs(), embedding=spy)
+    pg = PostgresDenseRetriever(url=pg_url, embedding=spy, k=5)
+    ours = DenseRetriever.from_documents(stored, EMB, k=5)
+    q = "Japan's rainy season starts in June"
+    spy.calls.clear()
+    assert_same_ranking(hits(pg.invoke(q, embed_as="document"), "vector"),
+                        hits(ours.invoke(q, embed_as="document"), "vector"))
+    assert spy.calls == [("embed_documents", q)]
+    for bad in (lambda: pg.invoke(q, embed_as="passage"), lambda: pg.search(q, embed_as="passage"),
+                lambda: pg.invoke("  ", embed_as=1)):
+        with pytest.raises(ValueError, match="embed_as must be"):
+            bad()
+    with pytest.raises(TypeError, match="embed_as"):
+        PostgresBM25Retriever(url=pg_url).invoke(q, embed_as="document")
+
+    probe = "梅雨は六月から七月にかけて続く雨の季節で、rain が多い。"
+    with PostgresSource(pg_url, embedding=spy) as source:
+        for base in (pg, build_retriever("hybrid", source, k=5)):
+            for run in (lambda h: h.invoke("梅雨はいつ"), lambda h: asyncio.run(h.ainvoke("梅雨はいつ"))):
+                spy.calls.clear()
+                docs = run(HyDERetriever(base, SpyChatModel(replies=[probe]), k=3))
+                assert docs and all(d.page_content != probe for d in docs)
+                assert sorted(spy.calls) == sorted([("embed_query", "梅雨はいつ"), ("embed_documents", probe)])
