@@ -147,7 +147,9 @@ def _term_pattern(term: str) -> str | None:
             continue
         starts_run = i == 0 or not parts[i - 1][0]
         ends_run = i == len(parts) - 1 or not parts[i + 1][0]
-        out.append((_NOT_LATIN_BEFORE if starts_run else "") + _latin_word(text) + (_NOT_LATIN_AFTER if ends_run else ""))
+        before = _NOT_LATIN_BEFORE if starts_run else ""
+        after = _NOT_LATIN_AFTER if ends_run else ""
+        out.append(before + _latin_word(text) + after)
     return " *".join(out)
 
 
