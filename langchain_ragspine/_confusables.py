@@ -12,9 +12,11 @@ that file whose *prototype* is the letter (either case) and whose source is
 * not already that letter after NFKC and case folding (full-width and mathematical forms are left to NFKC).
 
 The two cases of a letter share one row (the table is for case-insensitive matching).  UTS #39 gives a capital
-``I`` the prototype ``l``, so its look-alikes (Greek ``Ι``, Cyrillic ``І``, ``Ӏ``) are in row ``l``, and those of a
-small ``i`` (Greek ``ι``, Cyrillic ``і``, dotless ``ı``) in row ``i``; :func:`latin_skeleton` reads both rows — and
-the ASCII ``l`` — as ``i``, because case folding turns a capital ``I`` into ``i``.
+``I`` the prototype ``l``, so its look-alikes (Greek ``Ι``, Cyrillic ``І``, ``Ӏ``, Hebrew ``ו`` …) are in row ``l``,
+and those of a small ``i`` (Greek ``ι``, Cyrillic ``і``, dotless ``ı``) in row ``i``.  A row-``l`` look-alike may
+stand for a capital ``I`` or a small ``l``, so :func:`latin_skeleton` reads it as :data:`I_OR_L`, a placeholder the
+deny-list gate matches against either letter; row ``i`` reads as ``i``.  The ASCII letters ``i`` and ``l`` are kept
+apart: folding them together made ``Al Gore`` mention ``AI`` and ``similar`` mention ``ml``.
 
 :func:`latin_skeleton` is the UTS #39 *skeleton* idea (map each character to its prototype, then compare) restricted
 to Latin targets and made case-insensitive; the deny-list gate on generated queries
@@ -26,7 +28,11 @@ from __future__ import annotations
 
 import functools
 
-__all__ = ["LATIN_LOOK_ALIKES", "latin_skeleton"]
+__all__ = ["I_OR_L", "LATIN_LOOK_ALIKES", "latin_skeleton"]
+
+#: What :func:`latin_skeleton` writes for a look-alike of a capital ``I`` / small ``l`` (row ``l`` of the table): a
+#: private-use character, U+E000, that a matcher should take for either letter.
+I_OR_L = "\ue000"
 
 #: Latin letter -> the look-alike letters of other scripts (hexadecimal code points), from UTS #39 confusables.txt
 #: (see the module docstring for which rows are kept).
@@ -92,11 +98,11 @@ LATIN_LOOK_ALIKES: dict[str, str] = {
 
 @functools.cache
 def _table() -> dict[int, str]:
-    """The ``str.translate`` table of :func:`latin_skeleton`: every look-alike to its letter, ``l`` (and row ``l``)
-    to ``i``."""
-    out: dict[int, str] = {ord("l"): "i", ord("L"): "i"}
+    """The ``str.translate`` table of :func:`latin_skeleton`: every look-alike to its letter, row ``l`` to
+    :data:`I_OR_L`."""
+    out: dict[int, str] = {}
     for letter, points in LATIN_LOOK_ALIKES.items():
-        target = "i" if letter == "l" else letter
+        target = I_OR_L if letter == "l" else letter
         for point in points.split():
             out[int(point, 16)] = target
     return out
@@ -106,13 +112,15 @@ def latin_skeleton(text: str) -> str:
     """``text`` case-folded with each Latin look-alike letter read as the Latin letter it looks like.
 
     The table (:data:`LATIN_LOOK_ALIKES`) is applied, then ``str.casefold()``, then the table again (a look-alike
-    whose small form is another row's, such as Greek ``Ι`` → ``ι``, is read either way).  ``i`` and ``l`` are one
-    letter here (``i``): a capital ``I`` and a small ``l`` look alike.  Expects NFKC text (full-width forms already
-    folded); characters not in the table are kept as they are (case-folded).
+    whose small form is another row's, such as Greek ``Ι`` → ``ι``, is read by its capital's row first).  A
+    look-alike of a capital ``I`` or small ``l`` becomes :data:`I_OR_L`; ASCII ``i`` and ``l`` stay apart.  Expects
+    NFKC text (full-width forms already folded); characters not in the table are kept as they are (case-folded).
 
     Example:
         >>> latin_skeleton("Project \u041erion"), latin_skeleton("ΡRΟJΕCΤ"), latin_skeleton("梅雨")
         ('project orion', 'project', '梅雨')
+        >>> latin_skeleton("OR\u04c0ON") == "or" + I_OR_L + "on", latin_skeleton("Al")
+        (True, 'al')
     """
     table = _table()
     return text.translate(table).casefold().translate(table)

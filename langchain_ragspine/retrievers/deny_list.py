@@ -8,8 +8,8 @@ documents out of scope).  :class:`QueryDenyList` is the gate every transformatio
 (:class:`~langchain_ragspine.retrievers.query_transform.QueryTransformRetriever`); the user's own query is never
 rewritten or dropped by it.
 
-Matching compares a *skeleton* of both sides (:func:`fold_term`), so a model cannot slip a term past the gate by
-writing it another way.  The skeleton folds:
+Matching compares a *skeleton* of both sides, so a model cannot slip a term past the gate by writing it another
+way.  The skeleton folds:
 
 * compatibility forms, combining marks and invisible format characters (:func:`langchain_ragspine.sensitivity.fold`:
   NFKC — full-width ``ＯＲＩＯＮ``, half-width ``ｼｬｶﾞｲﾋ`` —, accents, zero-width spaces and joiners, soft hyphens);
@@ -17,21 +17,42 @@ writing it another way.  The skeleton folds:
   character table — the fold the package's tokenizers apply, so ``機密項目`` would find the ``机密项目`` documents);
 * case (``str.casefold``), and letters of other scripts that look like Latin letters to the letter they look like
   (:func:`langchain_ragspine._confusables.latin_skeleton`, from ``confusables.txt`` of Unicode Technical Standard #39:
-  Cyrillic ``О`` in ``Project Оrion``, Greek ``Ρ``; ``i`` and ``l`` count as one letter);
+  Cyrillic ``О`` in ``Project Оrion``, Greek ``Ρ``; a look-alike of a capital ``I`` such as Cyrillic ``Ӏ`` matches
+  either ``i`` or ``l``).  The ASCII letters ``i`` and ``l`` are not folded together;
 * separators: whitespace, hyphens and dashes (Unicode category Pd), underscores (Pc), dots (``.``, ``。``) and middle
-  dots (``·``, ``・``, ``‧``, ``∙``, ``⋅``, ``•``) are removed, so ``Project-Orion``, ``ProjectOrion``,
-  ``project_orion`` and ``社 外 秘`` all match.
+  dots (``·``, ``・``, ``‧``, ``∙``, ``⋅``, ``•``) all read as one separator.
 
-A query *mentions* a term when the term's skeleton is a substring of the query's.  Substring matching fails closed
-(a term inside a longer word counts, and so does a term spread over two words: ``projector ion`` mentions ``Project
-Orion``) and works for Japanese and Chinese, which have no spaces between words.  Not folded: digits for letters
-(``Pr0ject``), hiragana for katakana, spellings in other words (a translation, an abbreviation) — list those as terms
-of their own.  A dropped query is recorded by position and by the index of the term in the list, never by its text:
-the trace must not repeat what the gate kept out.
+A query *mentions* a term by this rule (the term is cut into runs of Latin letters and digits — its *Latin words* —
+and every other character, such as a CJK character or kana):
+
+* Between any two parts of the term, the query may have separators or none: ``Project Orion`` matches
+  ``ProjectOrion``, ``Project-Orion``, ``project_orion``; ``社外秘`` matches ``社 外 秘`` and ``社・外・秘``.
+* A Latin word may also be spelled letter by letter with separators: ``AI`` matches ``A.I.``, ``A-I``, ``A I``.
+* A run of Latin words must start and end at a word boundary of the query: the character before it and the character
+  after it is not a Latin letter or digit.  So ``AI`` does not match ``rainy``, ``email``, ``Data Integration``
+  (``a I`` across two words, not at a boundary) nor ``Al Gore``, and ``ml`` does not match ``HTML`` or ``similar``.
+  A CJK character next to a Latin word is a boundary (``AIの活用`` mentions ``AI``).
+* Every other character matches as a substring (Japanese and Chinese have no spaces between words):
+  ``社外秘の資料`` mentions ``社外秘``.
+
+The trade-off: before this rule a term matched as a substring of the query with separators removed and ``i``/``l``
+folded together, which failed closed on a term spread over two words (``projector ion``) but dropped most innocent
+queries for a short Latin term (``AI`` dropped 42 % of 1,199 English documentation sentences, ``IT`` 53 %).  Now a
+Latin term inside a longer word (``Orions``, ``OrionDB``), one word split differently (the term ``ProjectOrion``
+does not match ``Project Orion`` — list the spaced form, which matches both), and an ASCII ``l`` written for a
+capital ``I`` (``ORlON``) pass the gate: list such spellings as terms of their own.  Not folded either: digits for
+letters (``Pr0ject``), hiragana for katakana, spellings in other words (a translation, an abbreviation).  A dropped
+query is recorded by position and by the index of the term in the list the user gave, never by its text: the trace
+must not repeat what the gate kept out.
+
+The gate runs on the queries that one transformation generates.  A transformation wrapped inside another takes the
+outer one's queries as the user's own and never drops them, so give each LLM layer its own ``deny_list`` (or pass the
+same list to every layer).
 """
 
 from __future__ import annotations
 
+import re
 import unicodedata
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
@@ -40,7 +61,7 @@ from pathlib import Path
 
 import yaml
 
-from langchain_ragspine._confusables import latin_skeleton
+from langchain_ragspine._confusables import I_OR_L, latin_skeleton
 from langchain_ragspine.errors import RagSpineError, json_type_name
 from langchain_ragspine.retrievers._config_files import YAML_SUFFIXES, read_structured_file, read_text_file
 from langchain_ragspine.sensitivity import fold
@@ -61,15 +82,75 @@ def _is_separator(ch: str) -> bool:
     return ch.isspace() or ch in _DOTS or unicodedata.category(ch) in ("Pd", "Pc")
 
 
+def _spaced_skeleton(text: str) -> str:
+    """The skeleton of ``text`` with each separator written as one space (see the module docstring)."""
+    return "".join(" " if _is_separator(ch) else ch for ch in latin_skeleton(fold_to_simplified(fold(text))))
+
+
 def fold_term(text: str) -> str:
-    """The skeleton the gate compares (see the module docstring): :func:`~langchain_ragspine.sensitivity.fold`,
-    Traditional→Simplified, case and Latin look-alikes folded, separators removed.
+    """The skeleton the gate compares, separators removed (see the module docstring):
+    :func:`~langchain_ragspine.sensitivity.fold`, Traditional→Simplified, case and Latin look-alikes folded.
 
     Example:
         >>> fold_term(" Ｐｒｏｊｅｃｔ\\u200b - ORION "), fold_term("Project \\u041erion"), fold_term("機密 項目")
         ('projectorion', 'projectorion', '机密项目')
     """
-    return "".join(ch for ch in latin_skeleton(fold_to_simplified(fold(text))) if not _is_separator(ch))
+    return _spaced_skeleton(text).replace(" ", "")
+
+
+#: The characters of a Latin word in a skeleton: ASCII letters and digits, and the look-alike of ``I``/``l``.
+_LATIN = frozenset("abcdefghijklmnopqrstuvwxyz0123456789" + I_OR_L)
+_NOT_LATIN_BEFORE = f"(?<![a-z0-9{I_OR_L}])"
+_NOT_LATIN_AFTER = f"(?![a-z0-9{I_OR_L}])"
+
+
+def _letter(ch: str) -> str:
+    """The pattern of one skeleton character of a term (``i``/``l`` also match a look-alike of either)."""
+    if ch in "il":
+        return f"[{ch}{I_OR_L}]"
+    if ch == I_OR_L:
+        return f"[il{I_OR_L}]"
+    return re.escape(ch)
+
+
+def _latin_word(word: str) -> str:
+    """A Latin word of a term: written as one word, or (two letters or more) spelled with separators (``a.i.``)."""
+    joined = "".join(_letter(ch) for ch in word)
+    if len(word) < 2:
+        return joined
+    return f"(?:{joined}|{' +'.join(_letter(ch) for ch in word)})"
+
+
+def _term_pattern(term: str) -> str | None:
+    """The regular expression a query's spaced skeleton must contain to mention ``term`` (``None``: the term is
+    only separators).  Parts of the term are joined by `` *`` (separators or none); a run of Latin words is
+    bounded by no Latin letter or digit either side."""
+    skeleton = _spaced_skeleton(term)
+    parts: list[tuple[bool, str]] = []  # (is a Latin word, text), in order; separators dropped
+    for ch in skeleton:
+        if ch == " ":
+            if parts and parts[-1][0] and parts[-1][1]:
+                parts.append((True, ""))  # a separator ends a Latin word
+            continue
+        latin = ch in _LATIN
+        if latin and parts and parts[-1][0]:
+            parts[-1] = (True, parts[-1][1] + ch)
+        else:
+            parts.append((latin, ch))
+    parts = [p for p in parts if p[1]]
+    if not parts:
+        return None
+    out: list[str] = []
+    for i, (latin, text) in enumerate(parts):
+        if not latin:
+            out.append(re.escape(text))
+            continue
+        starts_run = i == 0 or not parts[i - 1][0]
+        ends_run = i == len(parts) - 1 or not parts[i + 1][0]
+        before = _NOT_LATIN_BEFORE if starts_run else ""
+        after = _NOT_LATIN_AFTER if ends_run else ""
+        out.append(before + _latin_word(text) + after)
+    return " *".join(out)
 
 
 @dataclass(frozen=True)
@@ -79,7 +160,8 @@ class DeniedQuery:
     Attributes:
         position: the query's position among the transformation's queries (0 is the user's query, which is never
             dropped; generated queries count from 1).
-        term: the index, in :attr:`QueryDenyList.terms`, of the first denied term it mentions.
+        term: the index, in the list of terms the user gave (blank and duplicate entries counted), of the first
+            denied term it mentions; for a duplicate, its first occurrence.
     """
 
     position: int
@@ -94,43 +176,65 @@ class QueryDenyList:
     """Terms that a generated query must not mention.
 
     Args:
-        terms: the denied terms (any language); blank entries are ignored, duplicates (after folding) kept once.
+        terms: the denied terms (any language); blank entries (and entries of separators only) are ignored,
+            duplicates (after folding) kept once.  A non-empty list in which every entry is ignored warns
+            :class:`EmptyDenyListWarning`: the gate is off.
 
     Raises:
         TypeError: ``terms`` is a string or a mapping (pass a list), or holds a non-string (the message gives its
             index).
 
     Example:
-        >>> gate = QueryDenyList(["Project Orion", "社外秘"])
+        >>> gate = QueryDenyList(["Project Orion", "社外秘", "AI"])
         >>> gate.denied_term("what is PROJECT ORION?"), gate.denied_term("梅雨の時期"), gate.denied_term("社外秘の資料")
         (0, None, 1)
+        >>> gate.denied_term("A.I. strategy"), gate.denied_term("rainy season"), gate.denied_term("Al Gore")
+        (2, None, None)
         >>> kept, dropped = gate.split(["梅雨", "梅雨 project orion", "梅雨の季節"])
         >>> kept, [d.record() for d in dropped]
         (['梅雨', '梅雨の季節'], [{'position': 1, 'term': 0, 'reason': 'deny_list'}])
     """
 
     def __init__(self, terms: Iterable[str] = ()) -> None:
+        given = self._load(terms)
+        if given and not self._terms:
+            warnings.warn(
+                f"the deny-list's {given} entr{'y' if given == 1 else 'ies'} hold no term (blank or only separators), "
+                "so no generated query is dropped",
+                EmptyDenyListWarning,
+                stacklevel=2,
+            )
+
+    def _load(self, terms: Iterable[str]) -> int:
+        """Set the terms; returns how many entries were given."""
         if isinstance(terms, (str, bytes)):
             raise TypeError("terms must be a list of strings, not one string")
         if isinstance(terms, Mapping):
             raise TypeError("terms must be a list of strings, not a mapping (read a file with QueryDenyList.from_file)")
         kept: list[str] = []
-        folded: list[str] = []
+        patterns: list[str] = []
+        indexes: list[int] = []
+        given = 0
         for index, term in enumerate(terms):
+            given += 1
             if not isinstance(term, str):
                 raise TypeError(
                     f"a denied term must be a string, got {type(term).__name__} at index {index}: {term!r}"
                 )
-            f = fold_term(term)
-            if f and f not in folded:
+            pattern = _term_pattern(term)
+            if pattern is not None and pattern not in patterns:
                 kept.append(term)
-                folded.append(f)
+                patterns.append(pattern)
+                indexes.append(index)
         self._terms = tuple(kept)
-        self._folded = tuple(folded)
+        self._patterns = tuple(re.compile(p) for p in patterns)
+        self._indexes = tuple(indexes)
+        return given
 
     @property
     def terms(self) -> tuple[str, ...]:
-        """The terms, as given (blank and duplicate entries removed)."""
+        """The terms, as given (blank and duplicate entries removed, so a position here may differ from the
+        index :meth:`denied_term` and the trace give, which count in the list the user gave)."""
         return self._terms
 
     def __len__(self) -> int:
@@ -143,16 +247,17 @@ class QueryDenyList:
         return f"QueryDenyList({len(self._terms)} terms)"
 
     def denied_term(self, query: str) -> int | None:
-        """The index of the first term ``query`` mentions, or ``None``.  A non-string query is denied (index 0 when
-        there is any term): the gate fails closed."""
-        if not self._folded:
+        """The index, in the list of terms given, of the first term ``query`` mentions (see the module docstring), or
+        ``None``.  A non-string query is denied (the first term's index, when there is any term): the gate fails
+        closed."""
+        if not self._patterns:
             return None
         if not isinstance(query, str):
-            return 0
-        text = fold_term(query)
-        for i, term in enumerate(self._folded):
-            if term in text:
-                return i
+            return self._indexes[0]
+        text = _spaced_skeleton(query)
+        for index, pattern in zip(self._indexes, self._patterns, strict=True):
+            if pattern.search(text):
+                return index
         return None
 
     def split(self, queries: Sequence[str], *, first: int = 0) -> tuple[list[str], list[DeniedQuery]]:
@@ -186,7 +291,8 @@ class QueryDenyList:
         p = Path(path)
         if p.suffix.lower() not in (".json", *YAML_SUFFIXES):
             lines = read_text_file(p, "deny-list").splitlines()
-            gate = cls(line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#"))
+            gate = cls.__new__(cls)
+            gate._load(line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#"))
         else:
             data = read_structured_file(p, "deny-list")
             key = None
@@ -203,7 +309,8 @@ class QueryDenyList:
                         f"deny-list entry {index + 1} (index {index}) must be a string, got "
                         f"{json_type_name(term)}: {term!r}", path=p, line=_entry_line(p, key, index),
                     )
-            gate = cls(data)
+            gate = cls.__new__(cls)
+            gate._load(data)
         if not gate:
             warnings.warn(
                 f"the deny-list file {p} holds no term, so no generated query is dropped",

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from langchain_ragspine._confusables import LATIN_LOOK_ALIKES, latin_skeleton
+from langchain_ragspine._confusables import I_OR_L, LATIN_LOOK_ALIKES, latin_skeleton
 from langchain_ragspine.errors import RagSpineError
 from langchain_ragspine.retrievers import (
     DecompositionRetriever,
@@ -76,7 +76,8 @@ def test_unrelated_queries_still_pass():
 def test_skeleton_folds():
     assert fold_term(" Ｐｒｏｊｅｃｔ\u200b - ORION ") == "projectorion"
     assert fold_term("鍵ローテーション") == "键ローテーション"  # the long-vowel mark is a letter, not a dash
-    assert latin_skeleton("Аррlе") == latin_skeleton("apple") == "appie"  # i and l are one letter
+    assert latin_skeleton("Аррlе") == latin_skeleton("apple") == "apple"  # ASCII i and l stay apart
+    assert latin_skeleton("\u04c0\u0399") == I_OR_L * 2  # look-alikes of a capital I match either letter
 
 
 def test_look_alike_table_is_letters_outside_ascii_and_no_cjk():
@@ -96,7 +97,72 @@ def test_cjk_terms_match_as_substrings_and_others_pass():
     assert gate.denied_term("社外秘の資料はどこ") == 0
     assert gate.denied_term("梅雨はいつ") is None
     assert QueryDenyList([]).denied_term("anything") is None
-    assert QueryDenyList(["  ", ""]).terms == ()
+    with pytest.warns(EmptyDenyListWarning):
+        assert QueryDenyList(["  ", ""]).terms == ()
+
+
+# -- round 2 of the trial: short Latin terms dropped most innocent queries --------------------------------------------
+@pytest.mark.parametrize(
+    "term, query",
+    [("AI", "How do I train a model?"), ("AI", "email the details"), ("AI", "rainy season"), ("AI", "real data"),
+     ("AI", "Data Integration"), ("AI", "Al Gore"), ("AI", "What is the capital of Thailand?"),
+     ("ml", "HTML parser"), ("ml", "similar documents"), ("ml", "time limit"), ("ml", "team lead"),
+     ("ml", "Millions"), ("ml", "small model"), ("ml", "XML"), ("IT", "edit the title"), ("IT", "quite a title"),
+     ("HR", "three hours"), ("li", "limit the list"), ("Project Orion", "projector ion"), ("Orion", "Orions")],
+)
+def test_a_latin_term_inside_other_words_does_not_drop(term, query):
+    assert QueryDenyList([term]).denied_term(query) is None
+
+
+@pytest.mark.parametrize(
+    "term, query",
+    [("AI", "AI"), ("AI", "ai safety"), ("AI", "A.I."), ("AI", "A-I policy"), ("AI", "what is A I"),
+     ("AI", "AIの活用"), ("AI", "生成AI"), ("AI", "(AI)"), ("AI", "ＡＩ"), ("AI", "Α\u0399"), ("AI", "A\u04c0"),
+     ("ml", "ML ops"), ("ml", "5 ml of water"), ("ml", "m.l."), ("A.I.", "ai"), ("A I", "A-I"),
+     ("Project Orion", "the project orion plan"), ("Project Orion", "ProjectOrion"), ("Orion計画", "orion 計画"),
+     ("GPT-4", "gpt4"), ("GPT-4", "GPT 4 release"), ("Ollama", "OLLAMA"), ("Ollama", "O\u0399\u04c0ama")],
+)
+def test_a_latin_term_matches_as_a_word_in_any_spelling(term, query):
+    assert QueryDenyList([term]).denied_term(query) == 0
+
+
+@pytest.mark.parametrize(
+    "terms, variant, term",
+    [(["社外秘", " ", "Secret"], "Secret Orion plan", 2), (["", "Orion"], "Secret Orion plan", 1),
+     (["Orion", "orion", "Secret"], "Secret plan", 2), (["-", "Orion"], "Orion", 1),
+     (["Orion", "ORION", "Secret"], "the secret", 2)],
+)
+def test_the_trace_names_the_term_by_its_index_in_the_users_list(terms, variant, term):
+    # round 2 of the trial: the index pointed into the cleaned, de-duplicated list
+    base = SpyRetriever(default=[doc("a#0")])
+    gate = QueryDenyList(terms)
+    assert gate.denied_term(variant) == term
+    docs = MultiQueryRetriever(base, SpyChatModel(replies=[f"1. {variant}"]), deny_list=terms).invoke("q")
+    assert docs[0].metadata["query_transform"][-1]["dropped"] == [{"position": 1, "term": term,
+                                                                     "reason": "deny_list"}]
+    assert QueryDenyList(["Orion", "orion"]).denied_term("orion") == 0  # a duplicate: its first occurrence
+
+
+@pytest.mark.parametrize("terms", [["-"], ["・"], [" ", "—", "_"], [""]])
+def test_a_list_of_separators_only_warns(terms):
+    with pytest.warns(EmptyDenyListWarning, match="no generated query is dropped"):
+        gate = QueryDenyList(terms)
+    assert not gate
+
+
+def test_a_list_with_a_term_or_no_entry_does_not_warn(recwarn):
+    QueryDenyList([])
+    QueryDenyList(["-", "Orion"])
+    assert not [w for w in recwarn if issubclass(w.category, EmptyDenyListWarning)]
+
+
+def test_a_separators_only_file_warns_once(tmp_path):
+    path = tmp_path / "deny.txt"
+    path.write_text("-\n・\n", "utf-8")
+    with pytest.warns(EmptyDenyListWarning) as record:
+        QueryDenyList.from_file(path)
+    assert len([w for w in record if issubclass(w.category, EmptyDenyListWarning)]) == 1
+    assert str(path) in str(record[0].message)
 
 
 def test_non_string_queries_fail_closed():
@@ -213,3 +279,16 @@ def test_every_variant_denied_searches_the_query_alone():
     assert base.queries == ["status"]
     assert [d.metadata["chunk_id"] for d in docs] == ["a#0", "b#0"]
     assert docs[0].metadata["query_transform"][-1]["fallback"] == "no_variants"
+
+
+def test_stacked_layers_each_need_the_deny_list():
+    """Round 2 of the trial: an inner layer takes the outer layer's generated query as the user's own."""
+    def stack(outer_deny):
+        base = SpyRetriever(default=[doc("a#0")])
+        inner = MultiQueryRetriever(base, SpyChatModel(replies=["1. safe query"]), deny_list=[DENIED])
+        HyDERetriever(inner, SpyChatModel(replies=["Project Orion is the new plan."]),
+                      deny_list=outer_deny).invoke("what is the new plan?")
+        return [q.casefold() for q in base.queries]
+
+    assert any("project orion" in q for q in stack(None))  # the documented gap: the inner gate does not see it
+    assert not any("project orion" in q for q in stack([DENIED]))  # the documented fix: one per layer
