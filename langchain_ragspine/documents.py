@@ -31,6 +31,7 @@ __all__ = [
     "SCORE_CHANNELS",
     "ChunkScores",
     "check_k",
+    "chunk_key",
     "content_chunk_id",
     "copy_metadata",
     "dedupe",
@@ -82,11 +83,36 @@ class ChunkScores(dict[str, "float | None"]):
         return equal if equal is NotImplemented else not equal
 
 
-def doc_key(doc: Document) -> str | None:
-    """The identity of a chunk: ``metadata["chunk_id"]`` (as a string), else ``Document.id``, else ``None``.
+def chunk_key(doc: Document) -> str | None:
+    """The chunk's own id: ``metadata["chunk_id"]`` (as a string), else ``Document.id``, else ``None`` (an empty
+    ``chunk_id`` or ``id`` counts as absent).  Unlike :func:`doc_key` it ignores ``metadata["index_id"]``.
 
-    An empty ``chunk_id`` or ``id`` counts as absent.  A document whose key is ``None`` cannot be matched with any
-    other document.
+    Example:
+        >>> from langchain_core.documents import Document
+        >>> chunk_key(Document(page_content="x", metadata={"chunk_id": "a#0", "index_id": "hr"}))
+        'a#0'
+    """
+    cid = doc.metadata.get("chunk_id")
+    if cid is not None and cid != "":
+        return str(cid)
+    return doc.id or None
+
+
+#: Separates ``index_id`` from the chunk's id in :func:`doc_key` (a control character: no id contains it).
+INDEX_KEY_SEP = "\x1f"
+
+
+def doc_key(doc: Document) -> str | None:
+    """The identity of a result: :func:`chunk_key` (``metadata["chunk_id"]`` as a string, else ``Document.id``,
+    else ``None``), namespaced by ``metadata["index_id"]`` when the document carries one (a non-empty string):
+    ``f"{index_id}\\x1f{chunk_key}"``.
+
+    Two indexes ingested separately may both hold a ``README#0``; a
+    :class:`~langchain_ragspine.retrievers.multi_index.MultiIndexRetriever` tags each result with its
+    ``index_id``, so every dedupe and fusion that keys by :func:`doc_key` (the retriever-call contract, RRF fusion,
+    the query transformations, the graphs' ``documents`` reducer) keeps both.  An untagged document keys by its
+    chunk id alone, as before.  An empty ``chunk_id`` or ``id`` counts as absent.  A document whose key is ``None``
+    cannot be matched with any other document.
 
     Example:
         >>> from langchain_core.documents import Document
@@ -94,11 +120,16 @@ def doc_key(doc: Document) -> str | None:
         'a#0'
         >>> doc_key(Document(page_content="x", id="b")), doc_key(Document(page_content="x")) is None
         ('b', True)
+        >>> doc_key(Document(page_content="x", metadata={"chunk_id": "a#0", "index_id": "hr"})).split("\\x1f")
+        ['hr', 'a#0']
     """
-    cid = doc.metadata.get("chunk_id")
-    if cid is not None and cid != "":
-        return str(cid)
-    return doc.id or None
+    key = chunk_key(doc)
+    if key is None:
+        return None
+    index_id = doc.metadata.get("index_id")
+    if isinstance(index_id, str) and index_id:
+        return f"{index_id}{INDEX_KEY_SEP}{key}"
+    return key
 
 
 def content_chunk_id(text: str, repeat: int = 0) -> str:
@@ -233,7 +264,7 @@ def with_scores(doc: Document, **scores: float | None) -> Document:
         merged.update(prev)
     merged.update(scores)
     md["scores"] = ChunkScores(merged)
-    key = doc_key(doc)
+    key = chunk_key(doc)  # the chunk's own id, not namespaced by index_id
     if key is not None and md.get("chunk_id") in (None, ""):
         md["chunk_id"] = key  # a document keyed by Document.id alone: its results carry chunk_id = id too
     return Document(page_content=doc.page_content, metadata=md, id=key)

@@ -11,6 +11,8 @@ from typing import Any, ClassVar
 from langchain_core.language_models import BaseChatModel
 from langchain_core.prompts import ChatPromptTemplate
 
+from langchain_ragspine.retrievers.query_transform import MAX_PROMPT_QUERY_CHARS
+
 __all__ = ["ChoicePrompter", "check_choices", "listing"]
 
 
@@ -53,8 +55,12 @@ class ChoicePrompter:
         self.prompt = prompt or self.default_prompt
 
     def messages(self, question: str) -> list[Any]:
-        """The messages sent to the model."""
-        return self.prompt.format_messages(**{self.listing_key: listing(self.choices)}, question=question)
+        """The messages sent to the model; the question is put in cut to
+        :data:`~langchain_ragspine.retrievers.query_transform.MAX_PROMPT_QUERY_CHARS` characters (as the query
+        transformations do), so a huge query does not make a huge prompt."""
+        return self.prompt.format_messages(
+            **{self.listing_key: listing(self.choices)}, question=question[:MAX_PROMPT_QUERY_CHARS]
+        )
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({sorted(self.choices)})"

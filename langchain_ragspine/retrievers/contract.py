@@ -29,8 +29,10 @@ returned all it was asked for, it is asked again for :data:`OVERFETCH_GROWTH` ti
 :data:`OVERFETCH_MAX_FACTOR` ``× k``.  A retriever that takes no ``k`` cannot be over-fetched: its results are
 filtered as they are, so a selective filter may leave fewer than ``k`` (or none).
 
-Results are distinct chunks: a repeat of an earlier ``chunk_id`` (else ``Document.id``) is dropped, so ``k`` counts
-chunks (``docs/architecture.md``, invariant 5).
+Results are distinct chunks: a repeat of an earlier :func:`~langchain_ragspine.documents.doc_key` — ``chunk_id``
+(else ``Document.id``), within its ``metadata["index_id"]`` when the result carries one, so the same ``README#0`` of
+two indexes of a :class:`~langchain_ragspine.retrievers.multi_index.MultiIndexRetriever` is two results — is
+dropped, so ``k`` counts chunks (``docs/architecture.md``, invariant 5).
 
 **The RESTRICTED gate comes before the cut to k.**  RESTRICTED documents
 (:func:`~langchain_ragspine.sensitivity.is_restricted`) are removed from what the retriever returned *before* the

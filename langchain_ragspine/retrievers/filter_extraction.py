@@ -47,6 +47,7 @@ from langchain_ragspine.retrievers.query_variants import reply_text, strip_think
 __all__ = [
     "DEFAULT_MAX_YEAR",
     "DEFAULT_MIN_YEAR",
+    "EN_FUNCTION_WORDS",
     "FILTER_PROMPT",
     "FilterExtractionRetriever",
     "LLMFilterExtractor",
@@ -72,17 +73,31 @@ _OPEN = r"(?:以|まで|迄|から|より|前|後|后|間|间|来|ぶり)"
 _QUAL = (r"(?:の|に(?!\s*[一二三1-9]\s*[度回])|は|も|で|と|や|中|内|的|里|[0-9]{1,2}\s*月|[、,。.?!)）」』]"
          r"|\s+(?!" + _OPEN + r"|度|代)|$)")
 _SEP = r"(?:-|–|—|~|〜|から|至|到)"
+#: English function words that may follow "in 2023" (a year read in English must be followed by one of them, by
+#: punctuation or by the end): "in 2000 words", "in 2048 bits", "in 1999 yen", "in 2010 mode" are amounts or names,
+#: not years.  A content word after the number is never taken for a time qualifier.
+EN_FUNCTION_WORDS = (
+    "a", "about", "after", "alone", "an", "and", "are", "as", "at", "be", "been", "before", "but", "by", "can",
+    "could", "did", "do", "does", "for", "from", "had", "has", "have", "he", "her", "here", "his", "how", "i", "if",
+    "in", "is", "it", "its", "may", "might", "must", "nor", "not", "of", "on", "only", "or", "our", "shall", "she",
+    "should", "so", "than", "that", "the", "their", "there", "these", "they", "this", "those", "to", "vs", "was",
+    "we", "were", "what", "when", "where", "whether", "which", "while", "who", "whom", "whose", "why", "will",
+    "with", "would", "yet", "you", "your",
+)
+# after an English "in 2023" / "from 2022 to 2023": the end, punctuation, a Japanese particle, or a function word
+_EN_FOLLOW = (r"(?=\s*(?:$|[^\w\s]|[のにはもでとや]|(?:" + "|".join(EN_FUNCTION_WORDS)
+              + r")(?![0-9A-Za-z'’\-])))")
 _RANGE_RES = (
     # 2022-2023年の / 2022〜2023年 / 2022年から2023年まで / 2022～2023 / 2022年至2023年 (ja, zh, bare)
     re.compile(_BEFORE + _Y + r"\s*(?:年\s*)?" + _SEP + r"\s*" + _Y
                + r"(?:\s*年(?=" + _QUAL + r"|まで|迄)|(?!\s*年|[0-9A-Za-z/:\-]|[.,][0-9]))"),
     # from 2020 to 2022 / between 2020 and 2022 / in 2022-2023 / during 2021 through 2023
     re.compile(r"(?i)\b(?:from|between|in|during)\s+" + _Y + r"\s*(?:-|–|—|~|to|and|through|until|till)\s*" + _Y
-               + r"(?![0-9A-Za-z'’\-])"),
+               + r"(?![0-9A-Za-z'’\-])" + _EN_FOLLOW),
 )
 _SINGLE_RES = (
     re.compile(_BEFORE + _Y + r"\s*年(?=" + _QUAL + r")"),  # 2023年の / 2023年に / 2023 年 / 2023年3月 (ja, zh)
-    re.compile(r"(?i)\b(?:in|during|in\s+the\s+year)\s+" + _Y + r"(?![0-9A-Za-z'’\-]|[.,][0-9])"),  # in 2023
+    re.compile(r"(?i)\b(?:in|during|in\s+the\s+year)\s+" + _Y + r"(?![0-9A-Za-z'’\-]|[.,][0-9])" + _EN_FOLLOW),  # in 2023
 )
 
 
@@ -93,9 +108,12 @@ class RuleFilterExtractor:
 
     * Japanese / Chinese ``2023年`` followed by a particle or punctuation (``2023年の``, ``2023年に``, ``2023年は``,
       ``2023年的``, ``2023 年``), a month (``2023年3月``) or ``中`` / ``内``; English ``in 2023``, ``during 2023``,
-      ``in the year 2023``; full-width digits too.
+      ``in the year 2023``, followed by the end, punctuation, a particle (``の``, ``に``, …) or a function word
+      (:data:`EN_FUNCTION_WORDS`: ``in 2023 and``, ``in 2023 for``, …) — never by a content word (``in 2000
+      words``, ``in 2048 bits``, ``in 1999 yen``, ``in 2010 mode`` are amounts or names); full-width digits too.
     * A range: ``2022-2023年``, ``2022〜2023年``, ``2022～2023``, ``2022年から2023年まで``, ``2022年至2023年``,
-      ``from 2022 to 2023``, ``between 2022 and 2023``, ``in 2022-2023``.  The first year must not be later than the
+      ``from 2022 to 2023``, ``between 2022 and 2023``, ``in 2022-2023`` (English ranges followed as a single
+      English year is).  The first year must not be later than the
       second.
 
     Not read: fiscal years (``2023年度``: their months differ by organisation), durations, decades and compounds

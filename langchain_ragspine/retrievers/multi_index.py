@@ -377,6 +377,19 @@ def _fuse_groups(groups: Sequence[tuple[str, list[Document]]], *, k: int | None,
 
 
 # -- the retriever ------------------------------------------------------------------------------------------------------
+def _close_ids(name: str, ids: Iterable[str]) -> list[str]:
+    """The index ids ``name`` may have meant: those equal to it but for case (``"Hr"`` → ``"hr"``), then close
+    spellings (:func:`~langchain_ragspine.arguments.close_names`), compared case-insensitively, up to 3."""
+    ids = list(ids)
+    folded = name.casefold()
+    same_case = [i for i in ids if i.casefold() == folded]
+    by_folded: dict[str, list[str]] = {}
+    for i in ids:
+        by_folded.setdefault(i.casefold(), []).append(i)
+    close = [i for f in close_names(folded, by_folded) for i in by_folded[f]]
+    return list(dict.fromkeys(same_case + close + close_names(name, ids)))[:3]
+
+
 RouterLike = Callable[..., Sequence[str]]
 
 
@@ -489,7 +502,7 @@ class MultiIndexRetriever(ContractRetriever):
             return
         parts = []
         for index_id in unknown:
-            close = close_names(str(index_id), self.indexes)
+            close = _close_ids(str(index_id), self.indexes)
             parts.append(repr(index_id) + (f" (did you mean {', '.join(map(repr, close))}?)" if close else ""))
         raise ValueError(f"the {what} name unknown index{'es' if len(parts) > 1 else ''} {', '.join(parts)}; "
                          f"the indexes are {', '.join(map(repr, self.indexes))}")

@@ -226,3 +226,46 @@ def test_property_no_plausible_year_of_the_question_is_filtered_out(prefix, part
     for n in re.findall(r"(?<![0-9])[0-9]{4}(?![0-9])", unicodedata.normalize("NFKC", question)):
         if 1900 <= int(n) <= 2100:
             assert lo <= int(n) <= hi, (question, found)
+
+
+# -- regressions (issue 14, round 2) ---------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "question",
+    ["Summarize the leave policy in 2000 words", "Encrypt it in 2048 bits", "Answer in 1900 characters",
+     "Respond in 2000 ms", "What does it cost in 1999 yen", "GDP in 2023 dollars", "run it in 2010 mode",
+     "Answer in 2000 Words", "from 2020 to 2022 dollars", "between 2000 and 2001 dollars", "during 2023 mode"],
+)
+def test_an_english_year_followed_by_a_content_word_is_not_read(question):
+    # regression: "in 2000 words" gave {'year': 2000}, and the search found nothing
+    assert RuleFilterExtractor()(question) is None
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [("What changed in 2023?", {"year": 2023}), ("sales in 2023", {"year": 2023}),
+     ("sales in 2023 for HR", {"year": 2023}), ("in 2023 and before that", {"year": 2023}),
+     ("in 2023, what changed", {"year": 2023}), ("in 2023の売上", {"year": 2023}),
+     ("What did HR change in 2023 in the leave policy", {"year": 2023}),
+     ("from 2020 to 2022 in sales", {"year": {"between": [2020, 2022]}})],
+)
+def test_an_english_year_followed_by_a_function_word_or_punctuation_is_read(question, expected):
+    assert RuleFilterExtractor()(question) == expected
+
+
+def test_a_year_read_as_an_amount_leaves_the_results_unfiltered():
+    base = BM25Retriever.from_documents(CORPUS, k=6)
+    question = "Summarize the leave policy in 2000 words"
+    assert FilterExtractionRetriever(base, RuleFilterExtractor()).invoke(question) == base.invoke(question)
+
+
+def test_the_llm_extractor_prompt_is_capped():
+    # regression: a 100k-character question made a 100k-character extraction prompt
+    from langchain_ragspine.retrievers.query_transform import MAX_PROMPT_QUERY_CHARS
+
+    llm = SpyChatModel(replies=["{}"])
+    question = "売上 " + "あ" * 100_000
+    FilterExtractionRetriever(BM25Retriever.from_documents(CORPUS, k=6), LLMFilterExtractor(llm, {"year": "y"})).invoke(
+        question
+    )
+    assert len(llm.prompts) == 1 and question[:MAX_PROMPT_QUERY_CHARS] in llm.prompts[0]
+    assert question[: MAX_PROMPT_QUERY_CHARS + 1] not in llm.prompts[0]

@@ -454,3 +454,79 @@ def test_the_docs_fan_out_recipe_runs_as_written_and_keeps_restricted_out_of_eve
     updates = list(app.stream({"question": "readme"}, stream_mode="updates"))
     assert "SECRET" not in repr(updates) + repr(out)
     assert sorted(_pairs(out["documents"])) == [("eng", "README#0"), ("hr", "README#0")]
+
+
+# -- regressions: the same chunk_id in two indexes through every dedupe / fusion (issue 14, round 2) -----------------
+def _same_chunk_id_mi() -> MultiIndexRetriever:
+    a = BM25Retriever.from_documents([Document(page_content="install guide for alpha", metadata={"chunk_id": "README#0"})])
+    b = BM25Retriever.from_documents([Document(page_content="install guide for beta", metadata={"chunk_id": "README#0"})])
+    return MultiIndexRetriever({"a": a, "b": b}, lambda q: ["a", "b"])
+
+
+def test_the_contract_keeps_the_same_chunk_id_of_two_indexes():
+    # regression: invoke_retriever(mi, ...) deduped by chunk_id alone and returned only index "a"'s README#0
+    mi = _same_chunk_id_mi()
+    assert sorted(_pairs(mi.invoke("install guide", k=5))) == [("a", "README#0"), ("b", "README#0")]
+    docs = invoke_retriever(mi, "install guide", k=5)
+    assert sorted(_pairs(docs)) == [("a", "README#0"), ("b", "README#0")]
+    assert all(d.id == "README#0" for d in docs)  # the chunk's own id is unchanged
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_query_transformation_over_multi_index_keeps_both_chunks(mode):
+    # regression: MultiQueryRetriever(mi, ...) fused by chunk_id alone and lost index "b"'s README#0
+    from langchain_ragspine.retrievers import MultiQueryRetriever
+
+    mq = MultiQueryRetriever(_same_chunk_id_mi(), FakeListChatModel(responses=["setup guide"]), k=5)
+    docs = mq.invoke("install guide") if mode == "sync" else asyncio.run(mq.ainvoke("install guide"))
+    assert sorted(_pairs(docs)) == [("a", "README#0"), ("b", "README#0")]
+    assert all(d.metadata["query_transform"][-1]["matched"] == [0, 1] for d in docs)  # found by both queries
+
+
+def test_hybrid_fusion_keeps_the_same_chunk_id_of_two_indexes():
+    from langchain_ragspine.retrievers.hybrid import fuse
+
+    a = tag_index([doc("README#0", "alpha")], "a")
+    b = tag_index([doc("README#0", "beta")], "b")
+    assert sorted(_pairs(fuse([a, b], k=5))) == [("a", "README#0"), ("b", "README#0")]
+    assert len(fuse([a, a + b], k=5)) == 2  # the same (index, chunk) twice is still one
+
+
+def test_corrective_rag_over_multi_index_keeps_both_chunks():
+    from langchain_ragspine.graphs import build_corrective_rag
+
+    graph = build_corrective_rag(_same_chunk_id_mi(), llm=None, max_retries=1, k=5)
+    final = graph.invoke({"question": "install guide", "filters": None})
+    assert sorted(_pairs(final["documents"])) == [("a", "README#0"), ("b", "README#0")]
+
+
+def test_doc_key_is_namespaced_by_index_id_only_when_tagged():
+    from langchain_ragspine.documents import chunk_key, doc_key
+
+    plain = doc("README#0")
+    assert doc_key(plain) == chunk_key(plain) == "README#0"
+    tagged_a, tagged_b = tag_index([plain], "a")[0], tag_index([plain], "b")[0]
+    assert doc_key(tagged_a) != doc_key(tagged_b) and chunk_key(tagged_a) == chunk_key(tagged_b) == "README#0"
+
+
+# -- regressions: prompts are capped; case-insensitive did-you-mean ---------------------------------------------------
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_the_llm_router_prompt_is_capped(mode):
+    # regression: a 100k-character query made a 100k-character routing prompt
+    from langchain_ragspine.retrievers.query_transform import MAX_PROMPT_QUERY_CHARS
+
+    llm = SpyChatModel(replies=["hr"])
+    retriever = MultiIndexRetriever(_indexes(), llm, k=2)
+    query = "有給休暇 " + "あ" * 100_000
+    docs = retriever.invoke(query) if mode == "sync" else asyncio.run(retriever.ainvoke(query))
+    assert docs and len(llm.prompts) == 1
+    assert query[:MAX_PROMPT_QUERY_CHARS] in llm.prompts[0] and query[: MAX_PROMPT_QUERY_CHARS + 1] not in llm.prompts[0]
+    assert len(llm.prompts[0]) < MAX_PROMPT_QUERY_CHARS + 1000
+    assert all(len(json.dumps(d.metadata, ensure_ascii=False, default=str)) < 1000 for d in docs)  # no query copy
+
+
+@pytest.mark.parametrize("name", ["Hr", "HR", "hR"])
+def test_did_you_mean_is_case_insensitive(name):
+    # regression: keyword rules naming "Hr" for the index "hr" got no suggestion
+    with pytest.raises(ValueError, match=r"unknown index '" + name + r"' \(did you mean 'hr'\?\)"):
+        MultiIndexRetriever(_indexes(), {name: ["leave"]})
