@@ -144,7 +144,8 @@ class QueryPlan:
         transform: the transformation's name (``"hyde"``, ``"multi_query"``, …).
         queries: the queries searched, in order; the user's query first unless the transformation leaves it out
             (HyDE with ``include_original=False``).
-        shown: what the trace shows for each query (the query itself, or :data:`PROBE_PLACEHOLDER`).
+        shown: what the trace shows for each query (the query itself, or :data:`PROBE_PLACEHOLDER`); the trace cuts
+            a query longer than :data:`MAX_PROMPT_QUERY_CHARS` there and marks the cut with ``…``.
         dropped: generated queries the deny-list removed (their ``position`` in the planned numbering).
         positions: the planned position of each query in ``queries`` (0: the user's query; generated queries from 1,
             in the model's order, before the deny-list); ``None``: ``0, 1, 2, …``.
@@ -165,7 +166,8 @@ class QueryPlan:
         (see the module docstring)."""
         return {
             "transform": self.transform,
-            "queries": list(self.shown),
+            # a query longer than the prompt cap is shown cut (with "…"): every result carries this trace
+            "queries": [q if len(q) <= MAX_PROMPT_QUERY_CHARS else q[:MAX_PROMPT_QUERY_CHARS] + "…" for q in self.shown],
             "positions": list(self.positions) if self.positions is not None else list(range(len(self.queries))),
             "matched": list(matched),
             "dropped": [d.record() for d in self.dropped],

@@ -545,3 +545,21 @@ def test_trace_positions_dropped_and_matched_are_consistent():
     assert all(t["queries"][i] for i in t["matched"])  # matched indexes queries
     assert {t["positions"][i] for i in t["matched"]} == {0, 3}  # …and positions maps them to the planned numbering
     assert not set(t["positions"]) & {d["position"] for d in t["dropped"]}
+
+
+def test_a_huge_query_is_cut_in_every_results_trace():
+    # regression (second issue-14 trial): a 100k-character query was copied whole into every result's trace
+    from langchain_ragspine.retrievers import MultiQueryRetriever
+    from langchain_ragspine.retrievers.query_transform import MAX_PROMPT_QUERY_CHARS
+
+    query = "長い段落 " + "あ" * 100_000
+    base = SpyRetriever(default=[doc("a#0", "長い段落の例"), doc("b#0", "別の段落")])
+    docs = MultiQueryRetriever(base, FakeListChatModel(responses=["段落の分割\n長い段落"]), k=2).invoke(query)
+    assert docs
+    for d in docs:
+        shown = d.metadata[TRACE_KEY][-1]["queries"] if isinstance(d.metadata[TRACE_KEY], list) \
+            else d.metadata[TRACE_KEY]["queries"]
+        assert shown[0] == query[:MAX_PROMPT_QUERY_CHARS] + "…"
+        assert all(len(q) <= MAX_PROMPT_QUERY_CHARS + 1 for q in shown)
+        assert len(json.dumps(d.metadata, ensure_ascii=False)) < 10_000
+    assert base.queries[0] == query  # the user's own query is still searched whole
