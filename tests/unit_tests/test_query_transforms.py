@@ -545,3 +545,11 @@ def test_trace_positions_dropped_and_matched_are_consistent():
     assert all(t["queries"][i] for i in t["matched"])  # matched indexes queries
     assert {t["positions"][i] for i in t["matched"]} == {0, 3}  # …and positions maps them to the planned numbering
     assert not set(t["positions"]) & {d["position"] for d in t["dropped"]}
+
+
+def test_hyde_refuses_n_queries_it_would_ignore():
+    """``HyDERetriever(..., n_queries=3)`` was accepted and changed nothing (HyDE writes one probe)."""
+    llm = FakeListChatModel(responses=[HYPOTHETICAL])
+    with pytest.raises(TypeError, match="writes one hypothetical document per question, so n_queries=3"):
+        HyDERetriever(_bm25(k=3), llm, n_queries=3)
+    assert HyDERetriever(_bm25(k=3), llm, n_queries=1).n_queries == 1
