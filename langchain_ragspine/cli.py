@@ -139,11 +139,22 @@ def _transform_arg(value: str) -> str:
         raise argparse.ArgumentTypeError(str(e)) from e
 
 
+def _mode_arg(value: str) -> str:
+    """``--mode``: a transformation's mode is spelled as ``--transform`` takes it (``HyDE``, ``multi-query``); any
+    other value is left for the mode choices to check."""
+    try:
+        return resolve_query_transform(value)
+    except (TypeError, ValueError):
+        return value
+
+
 def _plan(args: argparse.Namespace, mode: str | None) -> tuple[str | None, tuple[str, ...]]:
     """``(base mode, transformations)`` of one search configuration: ``--mode hyde`` (any transformation's mode,
     from ``--mode`` or ``RAGSPINE_RETRIEVAL_MODE``) is ``auto`` searched through that transformation, built here so
     that ``--glossary`` and the CLI's chat model reach it; then ``--transform`` (default
-    ``RAGSPINE_QUERY_TRANSFORM``, checked here, where it is used) wraps the result.  ``none`` is left out.
+    ``RAGSPINE_QUERY_TRANSFORM``, checked here, where it is used) wraps the result.  ``none`` is left out, and so is
+    a ``--transform`` that names the mode's own transformation (``--mode glossary --transform glossary`` applies
+    the glossary once).
 
     Raises:
         ValueError: an unknown mode, or an unknown ``RAGSPINE_QUERY_TRANSFORM`` (the message names the variable).
@@ -151,7 +162,27 @@ def _plan(args: argparse.Namespace, mode: str | None) -> tuple[str | None, tuple
     name = resolve_mode(mode)
     inner = (name,) if name in QUERY_TRANSFORMS[1:] else ()
     outer = _outer_transform(args)
-    return ("auto" if inner else mode), inner + ((outer,) if outer != "none" else ())
+    return ("auto" if inner else mode), inner + ((outer,) if outer != "none" and (outer,) != inner else ())
+
+
+def _label_transform(args: argparse.Namespace, mode: str | None) -> str:
+    """The ``--transform`` named in a configuration's label: ``none`` when :func:`_plan` leaves it out."""
+    outer = _outer_transform(args)
+    return "none" if resolve_mode(mode) == outer else outer
+
+
+def _check_glossary_used(args: argparse.Namespace, modes: Sequence[str | None]) -> None:
+    """``--glossary FILE`` is read by the glossary transformation only: given without it, it is an error rather
+    than silently ignored.
+
+    Raises:
+        ValueError: ``--glossary`` and no configuration applies the glossary transformation.
+    """
+    if args.glossary is not None and not any("glossary" in _plan(args, mode)[1] for mode in modes):
+        raise ValueError(
+            "--glossary is read by the glossary query transformation only: add --transform glossary "
+            "(or --mode glossary), or leave --glossary out"
+        )
 
 
 def _outer_transform(args: argparse.Namespace) -> str:
@@ -224,6 +255,7 @@ def _stage_label(args: argparse.Namespace) -> str:
 
 def _cmd_search(args: argparse.Namespace) -> int:
     flt = parse_filter_expressions(args.filter) if args.filter else None
+    _check_glossary_used(args, [args.mode])
     mode, transforms = _plan(args, args.mode)
     compressors = _second_stage(args, k=args.k)
     retriever = open_retriever(args.store, k=args.k, mode=mode, embedding=args.embedding)
@@ -269,7 +301,7 @@ def _eval_qa_retrievers(args: argparse.Namespace, store_dir: Path | str) -> list
                 else "bm25" if isinstance(retriever, BM25Retriever)
                 else "hybrid" if isinstance(retriever, HybridRetriever) else mode
             )
-            label = _mode_label(effective, tok, len(args.tokenizer), _outer_transform(args))
+            label = _mode_label(effective, tok, len(args.tokenizer), _label_transform(args, mode))
             out.append((label, _transformed(retriever, transforms, args, llm), time.perf_counter() - t0))
     return out
 
@@ -289,6 +321,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         load_dataset,
     )
 
+    _check_glossary_used(args, args.mode)
     dataset = load_dataset(args.dataset)
     depth = max(args.ks)
     stage, suffix = _second_stage(args, k=depth), _stage_label(args)
@@ -301,7 +334,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
             return lambda docs: _transformed(build(docs), transforms, args, llm)
 
         runs = _eval_runs(args)
-        labels = [_mode_label(mode, tok, len(args.tokenizer), _outer_transform(args)) + suffix for mode, tok in runs]
+        labels = [_mode_label(mode, tok, len(args.tokenizer), _label_transform(args, mode)) + suffix
+                  for mode, tok in runs]
         _check_baseline(args.baseline, labels)
         results = []
         for (mode, tok), label in zip(runs, labels, strict=True):
@@ -406,6 +440,7 @@ def _cmd_ask(args: argparse.Namespace) -> int:
         options["compressors"] = compressors
     # a reranker or MMR chooses the k passages among max(k, DEFAULT_FETCH_K) candidates
     depth = max(args.k, DEFAULT_FETCH_K) if selects_candidates(compressors) else args.k
+    _check_glossary_used(args, [args.mode])
     mode, transforms = _plan(args, args.mode)
     retriever = open_retriever(args.store, k=depth, mode=mode, embedding=args.embedding)
     retriever = _transformed(retriever, transforms, args, llm)
@@ -549,7 +584,7 @@ def _add_transform_options(p: argparse.ArgumentParser, s: RagSpineSettings) -> N
         "reachable model",
     )
     p.add_argument("--glossary", default=None, metavar="FILE", help="glossary of --transform glossary and --mode "
-                   "glossary (.yaml/.json; RAGSPINE_GLOSSARY)")
+                   "glossary (.yaml/.json; RAGSPINE_GLOSSARY); an error without either")
 
 
 def _second_stage_options(p: argparse.ArgumentParser, s: RagSpineSettings) -> None:
@@ -596,7 +631,7 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
         help="dense model: none, auto (e5 if installed), e5, hashing, st:<model>, ollama:<model> (RAGSPINE_EMBEDDING)",
     )
     p.add_argument(
-        "--mode", default=None, choices=modes,
+        "--mode", default=None, choices=modes, type=_mode_arg,
         help="retrieval mode (RAGSPINE_RETRIEVAL_MODE, else auto); bm25/lexical/economy build no vector index",
     )
     p.add_argument(
@@ -617,7 +652,7 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
     )
     p.add_argument("--json", action="store_true", help="one JSON object per line")
     p.add_argument(
-        "--mode", default=None, choices=modes,
+        "--mode", default=None, choices=modes, type=_mode_arg,
         help="auto (hybrid when the store has a vector index), hybrid, vector, bm25/lexical/economy "
         "(RAGSPINE_RETRIEVAL_MODE, else auto)",
     )
@@ -629,7 +664,7 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
     p = sub.add_parser("eval", help="measure retrieval quality on a QA or BEIR dataset folder")
     p.add_argument("dataset", help="a QA folder (docs/ + questions.jsonl [+ beir/]) or a BEIR folder")
     p.add_argument(
-        "--mode", nargs="+", default=[s.retrieval_mode], choices=modes,
+        "--mode", nargs="+", default=[s.retrieval_mode], choices=modes, type=_mode_arg,
         help="retrieval modes to compare side by side (RAGSPINE_RETRIEVAL_MODE, else auto)",
     )
     p.add_argument("--embedding", default=None, metavar="SPEC", help="dense model for hybrid/vector/auto")
@@ -666,7 +701,7 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
         "provider:model string (RAGSPINE_LLM)",
     )
     p.add_argument("-k", type=int, default=s.k, help=f"passages retrieved per search (RAGSPINE_K, else {DEFAULT_K})")
-    p.add_argument("--mode", default=None, choices=modes, help="retrieval mode (RAGSPINE_RETRIEVAL_MODE, else auto)")
+    p.add_argument("--mode", default=None, choices=modes, type=_mode_arg, help="retrieval mode (RAGSPINE_RETRIEVAL_MODE, else auto)")
     p.add_argument("--filter", action="append", default=[], metavar="FIELD=VALUE", help="metadata filter")
     p.add_argument(
         "--relax-filters", action="store_true",

@@ -52,6 +52,29 @@ class YamlDict(dict[Any, Any]):
 class _LineLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
     """``yaml.safe_load``'s loader (libyaml's when installed), building :class:`YamlList` / :class:`YamlDict`."""
 
+    unique_keys = False
+
+
+class _UniqueLineLoader(_LineLoader):
+    """:class:`_LineLoader` that refuses a key written twice in one mapping."""
+
+    unique_keys = True
+
+
+class _DuplicateKey(ValueError):
+    """A JSON object with a key written twice."""
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json.loads``'s ``object_pairs_hook``: the object as a dict, or :class:`_DuplicateKey`."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(f"duplicate key {key!r} in one object: the later value would replace the earlier "
+                                "one; merge them into one entry")
+        out[key] = value
+    return out
+
 
 def _construct_list(loader: Any, node: yaml.SequenceNode) -> Any:
     data = YamlList()
@@ -66,10 +89,30 @@ def _construct_dict(loader: Any, node: yaml.MappingNode) -> Any:
     data.line = node.start_mark.line + 1
     data.key_lines = {}
     yield data
+    if getattr(loader, "unique_keys", False):
+        _check_unique_keys(loader, node)
     data.update(loader.construct_mapping(node))  # merges "<<" keys into node.value first
     for key_node, _ in node.value:
         key = loader.construct_object(key_node)
         data.key_lines.setdefault(key, key_node.start_mark.line + 1)
+
+
+def _check_unique_keys(loader: Any, node: yaml.MappingNode) -> None:
+    """Refuse a key written twice in ``node`` (keys merged in with ``<<`` may be overridden, as YAML allows)."""
+    lines: dict[Any, int] = {}
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            continue
+        key = loader.construct_object(key_node)
+        try:
+            first = lines.get(key)
+        except TypeError:  # an unhashable key: construct_mapping refuses it
+            continue
+        if first is not None:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r} (first on line {first}): the later value would replace the "
+                "earlier one; merge them into one entry", key_node.start_mark)
+        lines[key] = key_node.start_mark.line + 1
 
 
 _LineLoader.add_constructor("tag:yaml.org,2002:seq", _construct_list)
@@ -89,7 +132,7 @@ def line_of(container: Any, item: Any = None) -> int | None:
     return getattr(container, "line", None)
 
 
-def read_structured_file(path: str | Path, what: str, *, lines: bool = False) -> Any:
+def read_structured_file(path: str | Path, what: str, *, lines: bool = False, unique_keys: bool = False) -> Any:
     """The data in a ``.json``, ``.yaml`` or ``.yml`` file (YAML read safely: no Python objects).
 
     Args:
@@ -97,10 +140,12 @@ def read_structured_file(path: str | Path, what: str, *, lines: bool = False) ->
         what: what the file is, for messages (``"glossary"``).
         lines: build a YAML file's lists and mappings as :class:`YamlList` / :class:`YamlDict` (see
             :func:`line_of`); JSON data is plain either way.
+        unique_keys: a key written twice in one mapping (YAML) or object (JSON) is an error, not "the last one
+            wins".
 
     Raises:
         RagSpineError: the file cannot be read, has another suffix, or does not parse (the message names ``what``,
-            the file and, for a parse error, the line).
+            the file and, for a parse error or a duplicate YAML key, the line; a duplicate JSON key is named).
     """
     p = Path(path)
     suffix = p.suffix.lower()
@@ -109,10 +154,12 @@ def read_structured_file(path: str | Path, what: str, *, lines: bool = False) ->
     text = read_text_file(p, what)
     try:
         if suffix == ".json":
-            return json.loads(text)
-        if lines:
-            return yaml.load(text, Loader=_LineLoader)  # noqa: S506 - a SafeLoader subclass
+            return json.loads(text, object_pairs_hook=_unique_pairs) if unique_keys else json.loads(text)
+        if lines or unique_keys:
+            return yaml.load(text, Loader=_UniqueLineLoader if unique_keys else _LineLoader)  # noqa: S506 - SafeLoader
         return yaml.safe_load(text)
+    except _DuplicateKey as e:
+        raise RagSpineError(f"malformed JSON in the {what}: {e}", path=p) from e
     except json.JSONDecodeError as e:
         raise RagSpineError(f"malformed JSON in the {what}: {e.msg}", path=p, line=e.lineno) from e
     except yaml.YAMLError as e:

@@ -18,12 +18,32 @@ from collections.abc import Iterable
 
 from langchain_ragspine.sensitivity import fold
 
-__all__ = ["WORD_CHARS", "fold_text", "term_pattern", "terms_regex"]
+__all__ = ["WORD_CHARS", "fold_text", "plural_endings", "term_pattern", "terms_regex"]
 
 #: The letters and digits of scripts that separate words with spaces, as a character-class body: ASCII letters and
 #: digits, Latin-1 and Latin Extended-A/B letters (``à``, ``ß``, ``ő``), Greek and Cyrillic.
 WORD_CHARS = "0-9A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f\u0386-\u03ff\u0400-\u04ff"
 _WORD = re.compile(f"[{WORD_CHARS}]")
+
+
+#: Consonants: a word ending in one of these and ``y`` makes its plural with ``-ies`` (``policy`` -> ``policies``).
+_CONSONANTS = frozenset("bcdfghjklmnpqrstvwxz")
+
+
+def plural_endings(word: str) -> tuple[str, tuple[str, ...]]:
+    """``(stem, endings)``: ``word`` (folded: lower case) and its English plural are ``stem + e`` for ``e`` in
+    ``endings``, longest first — the one plural rule of the routers and the glossary rewriter.
+
+    A word ending in a consonant and ``y`` takes ``-ies`` (``policy``, ``policies``; not ``policys``); any other
+    word takes ``-s`` or ``-es`` (``leave``, ``leaves``; ``bus``, ``buses``).
+
+    Example:
+        >>> plural_endings("policy"), plural_endings("key"), plural_endings("leave")
+        (('polic', ('ies', 'y')), ('key', ('es', 's', '')), ('leave', ('es', 's', '')))
+    """
+    if len(word) >= 2 and word[-1] == "y" and word[-2] in _CONSONANTS:
+        return word[:-1], ("ies", "y")
+    return word, ("es", "s", "")
 
 
 def fold_text(text: str) -> str:
@@ -43,8 +63,9 @@ def term_pattern(term: str, *, plurals: bool = False, joiners: str = "") -> str:
 
     Args:
         term: the term; a run of whitespace in it matches any run of whitespace.
-        plurals: an English plural (``-s``, ``-es``) of a term ending in a spaced-script letter counts as the term
-            (``leave`` finds ``leaves``), as in the glossary rewriter.
+        plurals: an English plural of a term ending in a spaced-script letter counts as the term
+            (:func:`plural_endings`: ``leave`` finds ``leaves``, ``policy`` finds ``policies``), as in the glossary
+            rewriter.
         joiners: characters that also glue words together at a bounded edge (``"-_"``: ``hr`` is not found in
             ``hr-policy``).
 
@@ -63,11 +84,15 @@ def term_pattern(term: str, *, plurals: bool = False, joiners: str = "") -> str:
     if not words:
         raise ValueError(f"a term is a non-empty string, got {term!r}")
     boundary = f"[{WORD_CHARS}{re.escape(joiners)}]"
-    body = r"\s+".join(re.escape(w) for w in words)
     left = f"(?<!{boundary})" if _WORD.match(words[0][0]) else ""
     right = ""
     if _WORD.match(words[-1][-1]):
-        right = (r"(?:e?s)?" if plurals and words[-1][-1].isalpha() else "") + f"(?!{boundary})"
+        if plurals and words[-1][-1].isalpha():
+            stem, endings = plural_endings(words[-1])
+            words[-1] = stem
+            right = "(?:" + "|".join(re.escape(e) for e in endings) + ")"
+        right += f"(?!{boundary})"
+    body = r"\s+".join(re.escape(w) for w in words)
     return left + body + right
 
 

@@ -22,14 +22,15 @@ A glossary file is JSON or YAML (``.json``, ``.yaml``, ``.yml``), in any of thre
     # 3. a plain mapping term -> synonyms (one-way), e.g. {RAG: [retrieval-augmented generation]}
 
 Terms are matched after NFKC and case folding; a term that begins or ends with an ASCII letter or digit matches only
-at a word boundary on that side (``BM25`` does not match inside ``BM250``; an English plural ``-s`` / ``-es`` counts
-as the term), other terms (Japanese, Chinese) match as substrings.  Where terms overlap the longest, leftmost one
+at a word boundary on that side (``BM25`` does not match inside ``BM250``; an English plural counts as the term:
+``-s`` / ``-es``, ``-ies`` for a consonant and ``y`` — ``policies``, not ``policys``), other terms (Japanese, Chinese) match as substrings.  Where terms overlap the longest, leftmost one
 wins.  Rewrites are written in NFKC (as the tokenizers read them).  Matching is a hash lookup per query position and
 term length (the keys folded as ``re.IGNORECASE`` compares characters), not one regular expression of every term:
 loading and matching stay fast for glossaries of tens of thousands of groups.
 
 In the ``groups`` / ``expand`` mapping no other top-level key is allowed; a group is a list of two or more terms, not
-a bare string; terms are strings (quote ``2023`` in YAML).  A file of another shape, an empty file and a file that
+a bare string (a ``terms:`` mapping holds nothing else); terms are strings (quote ``2023`` in YAML); a key written
+twice in one mapping (JSON object) is an error, not "the last one wins".  A file of another shape, an empty file and a file that
 gives no term a synonym are :class:`~langchain_ragspine.errors.RagSpineError` naming the file and, for YAML, the line.
 """
 
@@ -45,8 +46,10 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig, RunnableSerializable
 from pydantic import ConfigDict, field_validator
 
+from langchain_ragspine.arguments import check_arguments
 from langchain_ragspine.errors import RagSpineError, json_type_name
 from langchain_ragspine.retrievers._config_files import line_of, read_structured_file
+from langchain_ragspine.retrievers._term_match import plural_endings
 from langchain_ragspine.retrievers.base import check_query
 from langchain_ragspine.retrievers.query_transform import QueryTransformRetriever
 from langchain_ragspine.retrievers.query_variants import fold_query
@@ -55,8 +58,10 @@ __all__ = ["Glossary", "GlossaryQueryRewriter", "GlossaryRetriever"]
 
 #: A term beginning (ending) with one of these matches only at a word boundary on that side.
 _ASCII_ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
-#: An index entry: ``(key, boundary on the left, boundary on the right, plural allowed)``.
-_Entry = tuple[str, bool, bool, bool]
+#: An index entry: ``(key, boundary on the left, boundary on the right, endings)`` — the indexed text is the term
+#: (or its plural stem, :func:`~langchain_ragspine.retrievers._term_match.plural_endings`), one of ``endings``
+#: follows it.
+_Entry = tuple[str, bool, bool, tuple[str, ...]]
 
 #: Characters ``re.IGNORECASE`` treats as one letter beyond simple lower-casing (CPython's ``re._casefix``):
 #: each string is one class, folded to its first character.
@@ -113,8 +118,8 @@ class Glossary:
     distinct term lengths — a 50,000-group glossary loads in about a second and rewrites a query in milliseconds.
 
     Raises:
-        TypeError: a group that is not a list of strings (a bare string is one term, not a group), or an
-            expansion that is not a mapping of strings to a string or a list of strings.
+        TypeError: a group that is not a list of two or more strings (a bare string is one term, not a group), or
+            an expansion that is not a mapping of strings to a string or a list of strings.
 
     Example:
         >>> g = Glossary([["チャンク", "chunk", "文本块"]], expand={"RAG": ["retrieval-augmented generation"]})
@@ -132,6 +137,8 @@ class Glossary:
         self.source = source
         self._synonyms: dict[str, list[str]] = {}
         self._spelling: dict[str, str] = {}
+        # spellings whose re.IGNORECASE fold differs from their key's (``Straße`` for ``strasse``, ``İstanbul``)
+        self._other_spellings: dict[str, set[str]] = {}
         # (term key, synonym key) pairs added so far: one set of tuples of strings, which the garbage collector
         # stops tracking, rather than a set per term, which it would traverse on every full collection
         seen: set[tuple[str, str]] = set()
@@ -150,6 +157,8 @@ class Glossary:
         if not key:
             return
         self._spelling.setdefault(key, spelled)
+        if _fold(spelled) != _fold(key):
+            self._other_spellings.setdefault(key, set()).add(_fold(spelled))
         out = self._synonyms.get(key)
         if out is None:
             out = self._synonyms[key] = []
@@ -159,24 +168,24 @@ class Glossary:
                 out.append(synonym)
 
     def _build_index(self) -> tuple[dict[str, tuple[_Entry, ...]], dict[str, tuple[int, ...]]]:
-        """``(index, lengths)``: every term with synonyms by its :func:`_fold` — as ``(key, word boundary on the
-        left, word boundary on the right, plural allowed)``, sorted by key — and, by first folded character, the
-        term lengths there are, longest first."""
+        """``(index, lengths)``: every term with synonyms by its :func:`_fold` (and that of any spelling that folds
+        otherwise, ``Straße``) — as ``(key, word boundary on the left, word boundary on the right, endings)``,
+        sorted by key, a term that may take a plural indexed by its plural stem — and, by first folded character,
+        the lengths indexed there, longest first."""
         index: dict[str, tuple[_Entry, ...]] = {}
         lengths: dict[str, set[int]] = {}
         for key, synonyms in self._synonyms.items():
             if not synonyms:
                 continue
-            right = key[-1] in _ASCII_ALNUM
-            entry = (key, key[0] in _ASCII_ALNUM, right, right and key[-1].isalpha())
-            folded = _fold(key)
-            same = index.get(folded)
-            index[folded] = (entry,) if same is None else tuple(sorted((*same, entry)))
-            if same is None:
-                first = lengths.get(folded[0])
-                if first is None:
-                    first = lengths[folded[0]] = set()
-                first.add(len(folded))
+            left, right = key[0] in _ASCII_ALNUM, key[-1] in _ASCII_ALNUM
+            for folded in sorted({_fold(key), *self._other_spellings.get(key, ())}):
+                endings: tuple[str, ...] = ("",)
+                if right and folded[-1] in _WORD_CHARS and folded[-1].isalpha():
+                    folded, endings = plural_endings(folded)
+                entry = (key, left, right, endings)
+                same = index.get(folded)
+                index[folded] = (entry,) if same is None else tuple(sorted({*same, entry}))
+                lengths.setdefault(folded[0], set()).add(len(folded))
         return index, {c: tuple(sorted(ls, reverse=True)) for c, ls in lengths.items()}
 
     def __len__(self) -> int:
@@ -197,8 +206,10 @@ class Glossary:
 
         Matching is case-insensitive as ``re.IGNORECASE``.  At each position the longest term that matches wins
         (equal lengths: the first key in code-point order); a term that begins (ends) with an ASCII letter or digit
-        must not be preceded (followed) by one, and a term ending in an ASCII letter also matches with ``s`` /
-        ``es`` after it (``es`` tried first).  The scan goes on after the match.  ``[]`` for a non-string."""
+        must not be preceded (followed) by one, and a term ending in an ASCII letter also matches in its English
+        plural (:func:`~langchain_ragspine.retrievers._term_match.plural_endings`: ``-es`` / ``-s``, ``-ies`` after
+        a consonant and ``y``; the longer ending tried first).  A term matches its own spelling as well as its case
+        fold (``Straße`` and ``strasse``).  The scan goes on after the match.  ``[]`` for a non-string."""
         if not self._index or not isinstance(query, str):
             return []
         text = _norm(query)
@@ -208,15 +219,11 @@ class Glossary:
         index, lengths = self._index, self._lengths
         start = 0
         while start < n:
-            end = _match_end(folded, start, index, lengths.get(folded[start], ()))
+            end, key = _match_end(folded, start, index, lengths.get(folded[start], ()))
             if end < 0:
                 start += 1
                 continue
-            key = _key(text[start:end])
-            for candidate in (key, key[:-1], key[:-2]):  # the term itself, or its plural
-                if self._synonyms.get(candidate):
-                    found.append((start, end, candidate))
-                    break
+            found.append((start, end, key))
             start = end
         return found
 
@@ -265,10 +272,10 @@ class Glossary:
         transformation out).
 
         Raises:
-            RagSpineError: the file cannot be read, does not parse, is empty, has another shape or defines no
-                synonym (file, line — YAML — and entry named).
+            RagSpineError: the file cannot be read, does not parse, writes a key twice in one mapping, is empty, has
+                another shape or defines no synonym (file, line — YAML — and entry named).
         """
-        data = read_structured_file(path, "glossary", lines=True)
+        data = read_structured_file(path, "glossary", lines=True, unique_keys=True)
         if data is None or (isinstance(data, (list, Mapping)) and not data):
             raise RagSpineError("the glossary is empty: write synonym groups, one per line, e.g. - [chunk, チャンク]",
                                 path=path)
@@ -279,9 +286,11 @@ class Glossary:
         return glossary
 
 
-def _match_end(folded: str, start: int, index: Mapping[str, Sequence[_Entry]], lengths: Sequence[int]) -> int:
-    """The end of the match at ``start`` of ``folded`` (see :meth:`Glossary.find`), or ``-1``: the longest term
-    whose word boundaries hold, its plural ``es`` / ``s`` taken when the boundary after it holds."""
+def _match_end(folded: str, start: int, index: Mapping[str, Sequence[_Entry]],
+               lengths: Sequence[int]) -> tuple[int, str]:
+    """``(end, key)`` of the match at ``start`` of ``folded`` (see :meth:`Glossary.find`), or ``(-1, "")``: the
+    longest indexed text whose word boundaries hold, with the longest of its endings after which the boundary
+    holds."""
     n = len(folded)
     left_ok = start == 0 or folded[start - 1] not in _WORD_CHARS
     for length in lengths:
@@ -291,18 +300,16 @@ def _match_end(folded: str, start: int, index: Mapping[str, Sequence[_Entry]], l
         entries = index.get(folded[start:end])
         if entries is None:
             continue
-        for _, left, right, plural in entries:
+        for key, left, right, endings in entries:
             if left and not left_ok:
                 continue
-            if not right:
-                return end
-            ends = [end + 2] if plural and folded.startswith("es", end) else []
-            if plural and folded.startswith("s", end):
-                ends.append(end + 1)
-            for stop in (*ends, end):
-                if stop >= n or folded[stop] not in _WORD_CHARS:
-                    return stop
-    return -1
+            for ending in endings:
+                if ending and not folded.startswith(ending, end):
+                    continue
+                stop = end + len(ending)
+                if not right or stop >= n or folded[stop] not in _WORD_CHARS:
+                    return stop, key
+    return -1, ""
 
 
 def _check_groups(data: list[Any]) -> list[list[str]]:
@@ -322,11 +329,20 @@ def _check_groups(data: list[Any]) -> list[list[str]]:
         if isinstance(item, Mapping):
             if "terms" not in item:
                 raise _Malformed(f"{where} is a mapping without 'terms': {_short(dict(item))}", line)
+            extra = [k for k in item if k != "terms"]
+            if extra:
+                raise _Malformed(f"{where} has the unexpected key {_short(extra[0])} next to 'terms': a group "
+                                 "mapping holds 'terms' only", line_of(item, extra[0]))
             item, line = item["terms"], line_of(item, "terms")
         if isinstance(item, str):
             raise _Malformed(f"{where} is the single term {item!r}: a synonym group is a list of two or more terms, "
                              f"e.g. - [{item}, <synonym>]", line)
-        out.append(_check_terms(item, where, line))
+        terms = _check_terms(item, where, line)
+        if len(terms) < 2:
+            example = terms[0] if terms else "<term>"
+            raise _Malformed(f"{where} is {_short(terms)}: a synonym group is a list of two or more terms, "
+                             f"e.g. - [{example}, <synonym>]", line)
+        out.append(terms)
     return out
 
 
@@ -389,6 +405,7 @@ class GlossaryQueryRewriter(RunnableSerializable[str, list[str]]):
     NFKC-normalised.  A blank query gives ``[query]``; a non-string one is a ``TypeError``, as for the retrievers.
 
     Raises:
+        TypeError: an unknown keyword argument (``max_query=2``: the message suggests ``max_queries``).
         TypeError / ValueError: a bad ``glossary`` or ``max_queries < 1``.
         RagSpineError: a glossary file that cannot be read, does not parse, is empty or malformed (file and
             line named).
@@ -402,9 +419,10 @@ class GlossaryQueryRewriter(RunnableSerializable[str, list[str]]):
     glossary: Glossary
     max_queries: int = 5
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     def __init__(self, glossary: Any = None, max_queries: int = 5, **data: Any) -> None:
+        check_arguments(type(self).__name__, data, type(self).model_fields)
         if glossary is None:
             glossary = data.pop("glossary", None)
         if glossary is None:

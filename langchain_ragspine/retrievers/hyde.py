@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from langchain_core.prompts import ChatPromptTemplate
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from langchain_ragspine.retrievers._embed_as import EMBED_AS_OPTION, accepts_embed_as
 from langchain_ragspine.retrievers.contract import Search
@@ -61,7 +61,7 @@ class HyDERetriever(LLMQueryTransformRetriever):
         include_original: search the question as well and fuse both lists (default ``True``); ``False`` searches
             the hypothetical document alone (the question alone when none could be written).
         max_chars: the hypothetical document is cut to this many characters before it is searched (default 1000).
-        n_queries: unused (one hypothetical document is written).
+        n_queries: always 1 (one hypothetical document is written); another value is a ``TypeError``.
         (and those of :class:`~langchain_ragspine.retrievers.query_transform.LLMQueryTransformRetriever`)
 
     Results: chunks of the corpus only — at most ``k``, unique by ``chunk_id``, each with a trace entry whose
@@ -79,6 +79,18 @@ class HyDERetriever(LLMQueryTransformRetriever):
 
     transform_name: ClassVar[str] = "hyde"
     default_prompt: ClassVar[ChatPromptTemplate] = HYDE_PROMPT
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_probe(cls, data: Any) -> Any:
+        """``n_queries`` other than 1 is refused: it would be accepted and change nothing."""
+        if isinstance(data, dict) and "n_queries" in data and data["n_queries"] != 1:
+            raise TypeError(
+                f"{cls.__name__} writes one hypothetical document per question, so n_queries={data['n_queries']!r} "
+                "would change nothing; leave it out (for several generated queries use MultiQueryRetriever or "
+                "RAGFusionRetriever)"
+            )
+        return data
 
     def searches_original(self) -> bool:
         """The ``include_original`` field."""

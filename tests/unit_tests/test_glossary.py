@@ -159,29 +159,36 @@ def test_demo_glossary_finds_the_page_written_in_the_other_language():
 # first, re.IGNORECASE), at any size -------------------------------------------------------------------------------
 def _regex_find(glossary: Glossary, query: str) -> list[tuple[int, int, str]]:
     """The matcher the glossary used before (kept here as the reference): ``re.finditer`` over one alternation of
-    every term with synonyms, sorted longest first, case-insensitive, with word boundaries for ASCII ends."""
+    every term with synonyms — and of every spelling of it that folds otherwise (``Straße`` of ``strasse``) —
+    sorted longest first, case-insensitive, with word boundaries for ASCII ends and the English plural of
+    :func:`~langchain_ragspine.retrievers._term_match.plural_endings`; each alternative a named group, so a match
+    names its term."""
     import re
 
-    from langchain_ragspine.retrievers.glossary import _key, _norm
+    from langchain_ragspine.retrievers._term_match import plural_endings
+    from langchain_ragspine.retrievers.glossary import _fold, _norm
 
     keys = [k for k, v in glossary._synonyms.items() if v]
     if not keys:
         return []
-    parts = []
-    for key in sorted(keys, key=lambda k: (-len(k), k)):
-        left = r"(?<![A-Za-z0-9])" if re.match(r"[A-Za-z0-9]", key[0]) else ""
-        right = ""
-        if re.match(r"[A-Za-z0-9]", key[-1]):
-            right = (r"(?:e?s)?" if key[-1].isalpha() else "") + r"(?![A-Za-z0-9])"
-        parts.append(left + r"\s+".join(re.escape(w) for w in key.split(" ")) + right)
-    found = []
-    for m in re.compile("|".join(parts), re.IGNORECASE).finditer(_norm(query)):
-        key = _key(m.group(0))
-        for candidate in (key, key[:-1], key[:-2]):
-            if glossary._synonyms.get(candidate):
-                found.append((m.start(), m.end(), candidate))
-                break
-    return found
+    alternatives = []
+    for key in keys:
+        left = re.match(r"[A-Za-z0-9]", key[0]) is not None
+        right = re.match(r"[A-Za-z0-9]", key[-1]) is not None
+        for text in {_fold(key), *glossary._other_spellings.get(key, ())}:
+            endings: tuple[str, ...] = ("",)
+            if right and re.match(r"[a-z]", text[-1]):
+                text, endings = plural_endings(text)
+            alternatives.append((-len(text), text, key, left, right, endings))
+    parts, names = [], {}
+    for i, (_, text, key, left, right, endings) in enumerate(sorted(alternatives)):
+        body = r"\s+".join(re.escape(w) for w in text.split(" "))
+        tail = "(?:" + "|".join(re.escape(e) for e in endings) + ")" if endings != ("",) else ""
+        parts.append(f"(?P<g{i}>" + (r"(?<![A-Za-z0-9])" if left else "") + body + tail
+                     + (r"(?![A-Za-z0-9])" if right else "") + ")")
+        names[f"g{i}"] = key
+    return [(m.start(), m.end(), names[m.lastgroup or ""])
+            for m in re.compile("|".join(parts), re.IGNORECASE).finditer(_norm(query))]
 
 
 # letters whose case-insensitive matching is irregular (dotless and dotted i, long s, Kelvin sign, final sigma, micro
@@ -270,7 +277,20 @@ def test_a_50k_group_glossary_rewrites_correctly():
         ("g.yaml", "", None, "the glossary is empty"),
         ("g.yaml", "# only a comment\n", None, "the glossary is empty"),
         ("g.json", "[]", None, "the glossary is empty"),
-        ("g.yaml", "- [a]\n- [b, B]\n", None, "the glossary defines no synonyms"),
+        ("g.yaml", "- [a, A]\n- [b, B]\n", None, "the glossary defines no synonyms"),
+        # regressions (issue 14, second trial): accepted silently, the first entry dropped or ignored
+        ("g.yaml", "expand: {RAG: [retrieval], RAG: [検索]}\n", 1, "duplicate key 'RAG' (first on line 1)"),
+        ("g.yaml", "expand:\n  RAG: [retrieval]\n  LLM: [大規模言語モデル]\n  RAG: [検索]\n", 4,
+         "duplicate key 'RAG' (first on line 2)"),
+        ("g.yaml", "groups: [[a, b]]\ngroups: [[c, d]]\n", 2, "duplicate key 'groups'"),
+        ("g.json", '{"expand": {"RAG": ["retrieval"], "RAG": ["検索"]}}', None, "duplicate key 'RAG'"),
+        ("g.json", '{"RAG": ["retrieval"], "RAG": ["検索"]}', None, "duplicate key 'RAG'"),
+        ("g.yaml", "- [chunk, チャンク]\n- [index]\n", 2,
+         "group 2 is ['index']: a synonym group is a list of two or more terms"),
+        ("g.yaml", "- [chunk, チャンク]\n- []\n", 2, "group 2 is []: a synonym group is a list of two or more terms"),
+        ("g.json", '[["chunk", "チャンク"], ["index"]]', None, "group 2 is ['index']"),
+        ("g.yaml", "- [a, b]\n- terms: [c, d]\n  note: x\n", 3,
+         "group 2 has the unexpected key 'note' next to 'terms'"),
     ],
 )
 def test_malformed_glossaries_name_the_file_line_and_entry(tmp_path, name, text, line, message):
@@ -344,3 +364,50 @@ def test_glossary_retriever_suggests_max_queries_for_a_misspelled_keyword(tmp_pa
     with pytest.raises(TypeError, match=r"'max_query' \(did you mean 'max_queries'\?\)"):
         GlossaryRetriever(base, glossary=str(path), max_query=2)
     assert GlossaryRetriever(base, glossary=str(path), max_queries=2).invoke("梅雨")
+
+
+# -- regressions (issue 14, second trial) ----------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "term, query, matches",
+    [("policy", "HR policies", True), ("policy", "policy", True), ("policy", "policys", False),
+     ("company", "companies", True), ("city", "Cities", True), ("key", "keys", True), ("key", "keies", False),
+     ("leave", "leaves", True), ("bus", "buses", True), ("HR policy", "hr policies", True)],
+)
+def test_english_plurals_take_ies_after_a_consonant_and_y(term, query, matches):
+    """``policy`` did not match ``policies`` (nor ``companies``, ``cities``) but matched the non-word ``policys``."""
+    rewriter = GlossaryQueryRewriter([[term, "SYN"]])
+    assert (len(rewriter.invoke(query)) == 2) is matches
+
+
+@pytest.mark.parametrize("term", ["Straße", "İstanbul", "ǅemal"])
+def test_a_term_whose_case_fold_changes_length_matches_its_own_spelling(term):
+    """``GlossaryQueryRewriter([["Straße", "street"]]).invoke("Straße")`` returned ``['Straße']``: the index held
+    the case fold (``strasse``) only, which the query's character-for-character fold never equals."""
+    rewriter = GlossaryQueryRewriter([[term, "street"]])
+    assert rewriter.invoke(term) == [term, "street"]
+    assert rewriter.invoke(f"{term.upper()} 1") == [f"{term.upper()} 1", "street 1"]
+    assert rewriter.invoke(term.casefold()) == [term.casefold(), "street"]
+
+
+@pytest.mark.parametrize("kwargs, hint", [({"max_query": 2}, "(did you mean 'max_queries'?)"), ({"bogus": 1}, "")])
+def test_unknown_rewriter_arguments_are_a_type_error(kwargs, hint):
+    """``GlossaryQueryRewriter("demo.yaml", max_query=2)`` kept max_queries=5 silently; ``bogus=1`` was accepted."""
+    with pytest.raises(TypeError, match="GlossaryQueryRewriter got unexpected argument") as info:
+        GlossaryQueryRewriter(DEMO_GLOSSARY, **kwargs)
+    assert hint in str(info.value)
+
+
+def test_a_group_mapping_and_code_groups_are_checked_too():
+    with pytest.raises(TypeError, match="group 1 is \\['a'\\]: a synonym group is a list of two or more terms"):
+        Glossary([["a"]])
+    with pytest.raises(RagSpineError, match="unexpected key 'extra' next to 'terms'"):
+        Glossary.from_data([{"terms": ["a", "b"], "extra": 1}])
+
+
+def test_yaml_merge_keys_may_be_overridden(tmp_path):
+    """A key written twice is an error; a key merged in with ``<<`` and overridden is YAML, not a mistake."""
+    from langchain_ragspine.retrievers._config_files import read_structured_file
+
+    path = tmp_path / "m.yaml"
+    path.write_text("a: &x {k: 1, j: 2}\nb: {<<: *x, k: 3}\n", "utf-8")
+    assert read_structured_file(path, "glossary", unique_keys=True) == {"a": {"k": 1, "j": 2}, "b": {"k": 3, "j": 2}}

@@ -286,3 +286,35 @@ def test_a_name_close_to_nothing_gets_no_suggestion():
     with pytest.raises(ValueError) as info:
         make_query_transform("nonsense", SpyRetriever())
     assert "did you mean" not in str(info.value) and "choose one of none, hyde" in str(info.value)
+
+
+# -- regressions (issue 14, second trial) ----------------------------------------------------------------------------
+def test_cli_mode_and_transform_glossary_apply_the_glossary_once(demo_store, capsys):
+    """``--mode glossary --transform glossary`` applied the glossary twice (the results changed)."""
+    once, _ = _search(capsys, demo_store, "--mode", "glossary", "--glossary", str(DEMO_GLOSSARY))
+    both, _ = _search(capsys, demo_store, "--mode", "glossary", "--transform", "glossary", "--glossary",
+                      str(DEMO_GLOSSARY))
+    assert both == once
+
+
+@pytest.mark.parametrize("command", ["search", "ask"])
+def test_cli_glossary_without_the_glossary_transform_is_an_error(demo_store, capsys, command):
+    """``--glossary FILE`` without a glossary transformation was silently ignored."""
+    assert main([command, "citation offset", "--store", str(demo_store), "--glossary", str(DEMO_GLOSSARY)]) == 2
+    assert "--glossary is read by the glossary query transformation only" in capsys.readouterr().err
+
+
+def test_cli_eval_glossary_without_the_glossary_transform_is_an_error(tmp_path, capsys):
+    glossary = _rainy_season_dataset(tmp_path)
+    assert main(["eval", str(tmp_path / "ds"), "--mode", "bm25", "--glossary", str(glossary)]) == 2
+    assert "--glossary is read by the glossary query transformation only" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("spelling", ["HyDE", "Multi-Query", " glossary "])
+def test_cli_mode_takes_the_spellings_transform_takes(spelling, demo_store, capsys, recwarn):
+    """``--mode HyDE`` was rejected while ``--transform HyDE`` was accepted."""
+    canonical = spelling.strip().lower().replace("-", "_")
+    extra = ["--glossary", str(DEMO_GLOSSARY)] if canonical == "glossary" else []
+    spelled, _ = _search(capsys, demo_store, "--mode", spelling, *extra)
+    plain, _ = _search(capsys, demo_store, "--mode", canonical, *extra)
+    assert spelled == plain

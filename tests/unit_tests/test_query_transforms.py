@@ -563,3 +563,11 @@ def test_a_huge_query_is_cut_in_every_results_trace():
         assert all(len(q) <= MAX_PROMPT_QUERY_CHARS + 1 for q in shown)
         assert len(json.dumps(d.metadata, ensure_ascii=False)) < 10_000
     assert base.queries[0] == query  # the user's own query is still searched whole
+
+
+def test_hyde_refuses_n_queries_it_would_ignore():
+    """``HyDERetriever(..., n_queries=3)`` was accepted and changed nothing (HyDE writes one probe)."""
+    llm = FakeListChatModel(responses=[HYPOTHETICAL])
+    with pytest.raises(TypeError, match="writes one hypothetical document per question, so n_queries=3"):
+        HyDERetriever(_bm25(k=3), llm, n_queries=3)
+    assert HyDERetriever(_bm25(k=3), llm, n_queries=1).n_queries == 1
