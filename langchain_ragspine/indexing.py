@@ -19,7 +19,6 @@ import contextlib
 import json
 import os
 import shutil
-import sys
 import time
 import warnings
 from collections.abc import Mapping, Sequence
@@ -31,6 +30,8 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 
+import langchain_ragspine
+from langchain_ragspine._stacklevel import user_stacklevel
 from langchain_ragspine.config import DEFAULT_K, get_settings, make_embeddings, resolve_embedding
 from langchain_ragspine.document_compressors.contextual import DEFAULT_HEADER_FIELDS, ContextualHeader
 from langchain_ragspine.document_loaders import CorpusLoader
@@ -89,16 +90,10 @@ class StaleIndexWarning(UserWarning):
     """The saved BM25 index did not match the chunk store (or could not be read) and was rebuilt in memory."""
 
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
-
-
 def _warn_stale(message: str) -> None:
     """Warn with :class:`StaleIndexWarning`, attributed to the first caller outside this package (however many
     mode builders stand between it and the index)."""
-    frame, level = sys._getframe(1), 2
-    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
-        frame, level = frame.f_back, level + 1
-    warnings.warn(message, StaleIndexWarning, stacklevel=level)
+    warnings.warn(message, StaleIndexWarning, stacklevel=user_stacklevel(langchain_ragspine))
 
 
 def prepare_store_dir(root: Path) -> None:

@@ -30,8 +30,6 @@ search tables, so they are never scored or returned; an empty query returns ``[]
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -43,6 +41,7 @@ from psycopg import sql as _sql
 from pydantic import ConfigDict, PrivateAttr, field_validator
 
 import langchain_ragspine
+from langchain_ragspine._stacklevel import user_stacklevel
 from langchain_ragspine.config import get_settings
 from langchain_ragspine.embeddings.batching import l2_normalize
 from langchain_ragspine.errors import StoreError
@@ -73,7 +72,6 @@ from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer, tokenizer_ve
 __all__ = ["PostgresBM25Retriever", "PostgresDenseRetriever"]
 
 #: Where warnings are not attributed: this package and langchain_core (``BaseRetriever.invoke``).
-_LIBRARY_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__ or "")) + os.sep for m in (langchain_ragspine, langchain_core))
 
 
 class _PostgresRetriever(ContractRetriever):
@@ -112,10 +110,7 @@ class _PostgresRetriever(ContractRetriever):
         if flt is not None:
             # an unknown field warns at the first caller outside this package and langchain_core (the user's
             # invoke / search / similarity_search line), however many frames stand between
-            frame, level = sys._getframe(1), 3
-            while frame.f_back is not None and frame.f_code.co_filename.startswith(_LIBRARY_DIRS):
-                frame, level = frame.f_back, level + 1
-            check_filter(conn, flt, stacklevel=level)
+            check_filter(conn, flt, stacklevel=user_stacklevel(langchain_ragspine, langchain_core) + 1)
         return flt
 
     def _documents(self, rows: list[Any], channel: str) -> list[Document]:

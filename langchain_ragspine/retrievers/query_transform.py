@@ -57,8 +57,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import sys
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -74,6 +72,7 @@ from langchain_core.runnables import RunnableConfig
 from pydantic import ConfigDict, Field, field_validator
 
 import langchain_ragspine
+from langchain_ragspine._stacklevel import user_stacklevel
 from langchain_ragspine.documents import check_k, doc_key
 from langchain_ragspine.filters import and_filters, compile_filter
 from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, RetrieverCall, SyncCall
@@ -115,21 +114,9 @@ MAX_PROMPT_QUERY_CHARS = 1000
 #: The variables a transformation's prompt may take: ``question`` (required) and ``n``.
 PROMPT_VARIABLES = ("question", "n")
 
-# Frames in these directories are the package's, pydantic's (which runs model_post_init) and langchain_core's (whose
-# Serializable.__init__ stands between): a warning about how a transformation was built names the first frame
-# outside them — the user's line.
-_LIBRARY_DIRS = tuple(
-    os.path.dirname(os.path.abspath(m.__file__ or "")) + os.sep for m in (langchain_ragspine, pydantic, langchain_core)
-)
-
-
-def _caller_stacklevel() -> int:
-    """The ``stacklevel`` that makes ``warnings.warn``, called by this function's caller, name the first frame
-    outside the package, pydantic and langchain_core."""
-    frame, level = sys._getframe(1), 1
-    while frame.f_back is not None and frame.f_code.co_filename.startswith(_LIBRARY_DIRS):
-        frame, level = frame.f_back, level + 1
-    return level
+# A warning about how a transformation was built names the first frame outside the package, pydantic (which runs
+# model_post_init) and langchain_core (whose Serializable.__init__ stands between) — the user's line.
+_LIBRARIES = (langchain_ragspine, pydantic, langchain_core)
 
 
 class QueryTransformSkippedWarning(UserWarning):
@@ -503,7 +490,7 @@ class LLMQueryTransformRetriever(QueryTransformRetriever):
                 f"{type(self).__name__}: no chat model, so the {self.transform_name!r} query transformation is "
                 "skipped and the base retriever's results are returned unchanged (set RAGSPINE_LLM or pass llm=)",
                 QueryTransformSkippedWarning,
-                stacklevel=_caller_stacklevel(),
+                stacklevel=user_stacklevel(*_LIBRARIES),
             )
 
     @property
