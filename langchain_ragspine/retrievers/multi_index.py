@@ -61,9 +61,11 @@ from langchain_ragspine.arguments import close_names
 from langchain_ragspine.documents import check_k, dedupe_by, doc_key
 from langchain_ragspine.filters import compile_filter
 from langchain_ragspine.retrievers._choices import ChoicePrompter
+from langchain_ragspine.retrievers._embed_as import EMBED_AS_OPTION, embed_as_options, embed_as_target
 from langchain_ragspine.retrievers._term_match import fold_text, terms_regex
 from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, RetrieverCall, SyncCall
 from langchain_ragspine.retrievers.contract import (
+    Search,
     ainvoke_retriever,
     asearch_each,
     invoke_retriever,
@@ -450,6 +452,10 @@ class MultiIndexRetriever(ContractRetriever):
     selected, that index's results in its order and with its scores; with several, fused by RRF
     (``scores["fused"]``), unique by ``(index_id, chunk_id)``.  ``ainvoke`` searches the selected indexes concurrently
     (and calls an :class:`LLMRouter` with ``ainvoke``); ``invoke`` searches them one after another.
+    ``invoke(query, embed_as="document")`` (HyDE's hypothetical document) reaches each index searched as
+    :func:`~langchain_ragspine.retrievers._embed_as.embed_as_target` decides (passed to a dense or hybrid index,
+    honoured for a LangChain ``VectorStoreRetriever`` by a document-vector search, dropped for BM25); the router
+    reads the text as it is.
 
     Binding: the router is checked against ``indexes`` here, where the two meet (a :class:`KeywordRouter` does not
     know the indexes), and again whenever ``router``, ``indexes`` or ``descriptions`` is assigned
@@ -485,6 +491,9 @@ class MultiIndexRetriever(ContractRetriever):
     c: int = DEFAULT_C
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    #: ``invoke(query, embed_as=…)`` is handed on to each index searched (see the class docstring).
+    call_options: ClassVar[tuple[str, ...]] = (EMBED_AS_OPTION,)
 
     #: The fields the router is bound to: assigning one (or updating it in ``model_copy``) binds the router again.
     bound_fields: ClassVar[tuple[str, ...]] = ("indexes", "router", "descriptions")
@@ -649,9 +658,15 @@ class MultiIndexRetriever(ContractRetriever):
     def _params(self, call: RetrieverCall[Any]) -> tuple[int | None, int | None, dict[str, Any] | None]:
         return call_params(self.k, self.candidate_k, self.filter, call.k, call.filter)
 
-    def _searches(self, decision: RoutingDecision, query: str) -> list[tuple[BaseRetriever, str, str]]:
-        """One search per selected index, traced as ``index_{i}``."""
-        return [(self.indexes[i], query, f"index_{i}") for i in decision.selected]
+    def _searches(self, decision: RoutingDecision, query: str, call: RetrieverCall[Any]) -> list[Search]:
+        """One search per selected index, traced as ``index_{i}``, with the call's ``embed_as`` handed on as
+        :func:`~langchain_ragspine.retrievers._embed_as.embed_as_target` decides for that index."""
+        options = embed_as_options(call.options)
+        out: list[Search] = []
+        for i in decision.selected:
+            target, handed = embed_as_target(self.indexes[i], options)
+            out.append((target, query, f"index_{i}", handed) if handed else (target, query, f"index_{i}"))
+        return out
 
     @staticmethod
     def _depth(decision: RoutingDecision, k: int | None, depth: int | None) -> int | None:
@@ -669,13 +684,13 @@ class MultiIndexRetriever(ContractRetriever):
     def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
         k, depth, flt = self._params(call)
         decision = self.route(query, call.child("router"))
-        lists = search_each(self._searches(decision, query), k=self._depth(decision, k, depth), filter=flt,
+        lists = search_each(self._searches(decision, query, call), k=self._depth(decision, k, depth), filter=flt,
                             run_manager=call.run_manager)
         return self._finish(decision, lists, k)
 
     async def _aretrieve(self, query: str, call: AsyncCall) -> list[Document]:
         k, depth, flt = self._params(call)
         decision = await self.aroute(query, call.child("router"))
-        lists = await asearch_each(self._searches(decision, query), k=self._depth(decision, k, depth), filter=flt,
+        lists = await asearch_each(self._searches(decision, query, call), k=self._depth(decision, k, depth), filter=flt,
                                    run_manager=call.run_manager)
         return self._finish(decision, lists, k)
