@@ -211,11 +211,16 @@ _UNRESOLVED: Any = object()
 
 def _second_stage(args: argparse.Namespace, *, k: int, llm: Any = _UNRESOLVED) -> list[Any]:
     """The compressors of ``--rerank`` / ``--postprocess`` (defaults ``RAGSPINE_RERANKER`` /
-    ``RAGSPINE_POSTPROCESSOR``), keeping ``k``; ``[]`` when both are ``none``.  ``--rerank llm`` uses ``llm`` (else
-    ``--llm`` / ``RAGSPINE_LLM``, as ``ask``); with no LLM (none, or unreachable) it is left out, with a warning."""
+    ``RAGSPINE_POSTPROCESSOR``, checked here, where they are used), keeping ``k``; ``[]`` when both are ``none``.
+    ``--rerank llm`` uses ``llm`` (else ``--llm`` / ``RAGSPINE_LLM``, as ``ask``); with no LLM (none, or
+    unreachable) it is left out, with a warning.
+
+    Raises:
+        ValueError: an unknown spec (from a variable: the message names it).
+    """
     from langchain_ragspine.config import make_compressors, parse_reranker_spec
 
-    reranker = args.rerank
+    reranker, postprocess = _stage_specs(args)
     chat = None
     if parse_reranker_spec(reranker) == ("llm", ""):
         chat = _resolve_llm(getattr(args, "llm", None))[0] if llm is _UNRESOLVED else llm
@@ -224,9 +229,19 @@ def _second_stage(args: argparse.Namespace, *, k: int, llm: Any = _UNRESOLVED) -
                   "first-stage order", file=sys.stderr)
             reranker = "none"
     try:
-        return make_compressors(reranker, args.postprocess, k=k, llm=chat)
+        return make_compressors(reranker, postprocess, k=k, llm=chat)
     except (ImportError, OSError) as e:
         raise ValueError(f"--rerank {reranker!r}: {e}") from e
+
+
+def _stage_specs(args: argparse.Namespace) -> tuple[str, str]:
+    """``(reranker, post-processor)`` specs: ``--rerank`` / ``--postprocess``, else ``RAGSPINE_RERANKER`` /
+    ``RAGSPINE_POSTPROCESSOR`` (checked: an unknown spec is a ``ValueError`` naming the variable), else ``none``."""
+    from langchain_ragspine.config import configured_postprocessor, configured_reranker
+
+    rerank = cast(str, args.rerank) if args.rerank is not None else configured_reranker()
+    postprocess = cast(str, args.postprocess) if args.postprocess is not None else configured_postprocessor()
+    return rerank, postprocess
 
 
 def _with_second_stage(retriever: Any, compressors: Sequence[Any], *, k: int) -> Any:
@@ -247,8 +262,9 @@ def _stage_label(args: argparse.Namespace) -> str:
     """`` + rerank … + postprocess …`` for eval's configuration names (``""`` when both are ``none``)."""
     from langchain_ragspine.config import parse_postprocessor_spec, parse_reranker_spec
 
-    scheme, arg = parse_reranker_spec(args.rerank)
-    steps = parse_postprocessor_spec(args.postprocess)
+    rerank, postprocess = _stage_specs(args)
+    scheme, arg = parse_reranker_spec(rerank)
+    steps = parse_postprocessor_spec(postprocess)
     label = f" + rerank {scheme}{':' + arg if arg else ''}" if scheme != "none" else ""
     return label + (f" + {','.join(steps)}" if steps else "")
 
@@ -589,11 +605,11 @@ def _add_transform_options(p: argparse.ArgumentParser, s: RagSpineSettings) -> N
 
 def _second_stage_options(p: argparse.ArgumentParser, s: RagSpineSettings) -> None:
     p.add_argument(
-        "--rerank", default=s.reranker, metavar="SPEC",
+        "--rerank", default=None, metavar="SPEC",
         help="second-stage reranker: none, cross_encoder:<model>, llm, llm:<chat model> (RAGSPINE_RERANKER, else none)",
     )
     p.add_argument(
-        "--postprocess", default=s.postprocessor, metavar="STEPS",
+        "--postprocess", default=None, metavar="STEPS",
         help="after the reranker, comma-separated: mmr, lost_in_middle, compress (RAGSPINE_POSTPROCESSOR, else none)",
     )
 

@@ -12,7 +12,7 @@ takes its option defaults from them, so ``RAGSPINE_TOKENIZER=cjk ragspine ingest
 from __future__ import annotations
 
 import difflib
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
@@ -74,11 +74,37 @@ def _known_name(
     if dash:
         name = name.replace("-", "_")
     if name not in known:
-        close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.7)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        where = f"{setting}={value!r}: " if setting else ""
-        raise ValueError(f"{where}unknown {what} {value!r}{hint}; choose one of {listing}")
+        raise ValueError(f"{_from_setting(setting, value)}unknown {what} {value!r}{_did_you_mean(name, known)}; "
+                         f"choose one of {listing}")
     return name
+
+
+def _did_you_mean(name: str, known: Collection[str]) -> str:
+    """`` (did you mean 'x'?)`` for the closest of ``known`` to ``name`` (difflib, cutoff 0.7), else ``""``."""
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.7)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _from_setting(setting: str | None, value: object) -> str:
+    """``RAGSPINE_X='value': `` — the head of an error about a value read from the variable ``setting`` — or
+    ``""`` for a value given as an argument."""
+    return f"{setting}={value!r}: " if setting else ""
+
+
+def _checked_where_used(value: object, normalise: Callable[[str], str]) -> object:
+    """The ``mode="before"`` rule of the settings that only some commands use (``RAGSPINE_QUERY_TRANSFORM``,
+    ``RAGSPINE_RERANKER``, ``RAGSPINE_POSTPROCESSOR``): blank is ``"none"``, a valid value is ``normalise``-d, and
+    anything else is kept as written (stripped) so that reading the settings never fails on it; the ``configured_*``
+    accessor refuses it where the setting is used, naming the variable (so a query-only setting cannot break
+    ``ingest``)."""
+    if isinstance(value, str) and not value.strip():
+        return "none"
+    if isinstance(value, str):
+        try:
+            return normalise(value)
+        except ValueError:
+            return value.strip()
+    return value
 
 
 class RagSpineSettings(BaseSettings):
@@ -125,17 +151,22 @@ class RagSpineSettings(BaseSettings):
         query_deny_list: a file of terms no generated query may mention (``RAGSPINE_QUERY_DENY_LIST``; default
             none: no gate).  See :class:`~langchain_ragspine.retrievers.QueryDenyList`.
         reranker: the second-stage reranker of ``ragspine search | ask | eval`` (``RAGSPINE_RERANKER``; default
-            ``"none"``); see :func:`make_reranker`.
+            and blank: ``"none"``); see :func:`make_reranker`.  Like ``query_transform``, an unknown spec is kept
+            as written and refused only where a reranker is made (:func:`configured_reranker`:
+            ``make_reranker(None)``, ``make_compressors``, ``ragspine search | ask | eval`` without ``--rerank``),
+            so it cannot break ``ingest``.
         postprocessor: comma-separated post-processing steps after the reranker (``RAGSPINE_POSTPROCESSOR``;
-            default ``"none"``); see :func:`make_postprocessor`.
+            default and blank: ``"none"``); see :func:`make_postprocessor`.  An unknown or repeated step is kept as
+            written and refused only where post-processing is made (:func:`configured_postprocessor`).
         workers: processes that tokenize chunks when ingest (or a search that finds the saved index stale) builds
             a BM25 index (``RAGSPINE_WORKERS``; default 0: automatic, every usable core for a large corpus; 1: one
             process).  The index is the same whatever the number; see
             :mod:`langchain_ragspine.stores.bm25_parallel`.
 
     Raises:
-        pydantic.ValidationError: a value of the wrong type, an unknown tokenizer, chunker, retrieval mode, reranker
-            or post-processing step (an unknown query transformation is refused where it is used, see above).
+        pydantic.ValidationError: a value of the wrong type, an unknown tokenizer, chunker or retrieval mode (an
+            unknown query transformation, reranker or post-processing step is refused where it is used, see
+            above).
     """
 
     model_config = SettingsConfigDict(
@@ -189,32 +220,25 @@ class RagSpineSettings(BaseSettings):
     @field_validator("query_transform", mode="before")
     @classmethod
     def _transform_setting(cls, value: object) -> object:
-        # blank is unset (none); a known name is normalised; anything else is kept as written and refused where a
-        # query transformation is made (configured_query_transform), so a query-only setting cannot break ingest
-        if isinstance(value, str) and not value.strip():
-            return "none"
-        if isinstance(value, str):
-            try:
-                return resolve_query_transform(value)
-            except ValueError:
-                return value.strip()
-        return value
+        # refused where a query transformation is made (configured_query_transform), not here
+        return _checked_where_used(value, resolve_query_transform)
 
     @field_validator("tokenizer")
     @classmethod
     def _known_tokenizer(cls, value: str) -> str:
         return _known_name(value, TOKENIZERS, "tokenizer", str(sorted(TOKENIZERS)))
 
-    @field_validator("reranker")
+    @field_validator("reranker", mode="before")
     @classmethod
-    def _known_reranker(cls, value: str) -> str:
-        scheme, arg = parse_reranker_spec(value)
-        return f"{scheme}:{arg}" if arg else scheme
+    def _reranker_setting(cls, value: object) -> object:
+        # refused where a reranker is made (configured_reranker), not here
+        return _checked_where_used(value, normalise_reranker_spec)
 
-    @field_validator("postprocessor")
+    @field_validator("postprocessor", mode="before")
     @classmethod
-    def _known_postprocessor(cls, value: str) -> str:
-        return ",".join(parse_postprocessor_spec(value)) or "none"
+    def _postprocessor_setting(cls, value: object) -> object:
+        # refused where post-processing is made (configured_postprocessor), not here
+        return _checked_where_used(value, normalise_postprocessor_spec)
 
 
 def get_settings() -> RagSpineSettings:
@@ -604,14 +628,19 @@ POSTPROCESSORS = ("mmr", "lost_in_middle", "compress")
 DEFAULT_FETCH_K = 20
 
 
-def parse_reranker_spec(spec: str) -> tuple[str, str]:
+def parse_reranker_spec(spec: str, *, setting: str | None = None) -> tuple[str, str]:
     """``(scheme, argument)`` of a reranker spec: ``("none", "")``, ``("cross_encoder", model)``, ``("llm", "")`` or
     ``("llm", chat model spec)``.  The scheme is case-insensitive (``cross-encoder`` is accepted); an empty spec is
     ``none``.
 
+    Args:
+        spec: the spec as written.
+        setting: the variable ``spec`` came from (e.g. ``"RAGSPINE_RERANKER"``), named at the head of the error.
+
     Raises:
-        ValueError: an unknown scheme (the message lists :data:`RERANKER_SPECS`), or ``cross_encoder`` without a
-            model.
+        ValueError: an unknown scheme (the message suggests the closest one and lists :data:`RERANKER_SPECS`), or
+            ``cross_encoder`` without a model.
+        TypeError: not a string.
     """
     if not isinstance(spec, str):
         raise TypeError(f"reranker spec must be a string, got {type(spec).__name__}")
@@ -623,20 +652,40 @@ def parse_reranker_spec(spec: str) -> tuple[str, str]:
         return "none", ""
     if scheme == "cross_encoder":
         if not arg:
-            raise ValueError(f"malformed reranker spec {raw!r}: write cross_encoder:<model name or path>")
+            raise ValueError(f"{_from_setting(setting, spec)}malformed reranker spec {raw!r}: write "
+                             "cross_encoder:<model name or path>")
         return scheme, arg
     if scheme == "llm":
         return scheme, arg
-    raise ValueError(f"unknown reranker {raw!r}; use one of: {', '.join(RERANKER_SPECS)}")
+    hint = _did_you_mean(scheme, ("none", "cross_encoder", "llm"))
+    raise ValueError(f"{_from_setting(setting, spec)}unknown reranker {raw!r}{hint}; use one of: "
+                     f"{', '.join(RERANKER_SPECS)}")
 
 
-def parse_postprocessor_spec(spec: str) -> tuple[str, ...]:
+def normalise_reranker_spec(spec: str, *, setting: str | None = None) -> str:
+    """A reranker spec in its one spelling (``" Cross-Encoder : m "`` → ``"cross_encoder:m"``, ``""`` → ``"none"``).
+
+    Raises:
+        ValueError / TypeError: as :func:`parse_reranker_spec`.
+    """
+    scheme, arg = parse_reranker_spec(spec, setting=setting)
+    return f"{scheme}:{arg}" if arg else scheme
+
+
+def parse_postprocessor_spec(spec: str, *, setting: str | None = None) -> tuple[str, ...]:
     """The steps of a post-processor spec, in order: ``"mmr,lost_in_middle"`` → ``("mmr", "lost_in_middle")``.
     ``""`` and ``"none"`` give ``()``; names are case-insensitive, ``-`` counts as ``_``, blanks around commas are
     ignored.
 
+    Args:
+        spec: the spec as written.
+        setting: the variable ``spec`` came from (e.g. ``"RAGSPINE_POSTPROCESSOR"``), named at the head of the
+            error.
+
     Raises:
-        ValueError: an unknown or repeated step (the message lists :data:`POSTPROCESSORS`).
+        ValueError: an unknown step (the message suggests the closest one and lists :data:`POSTPROCESSORS`) or a
+            repeated one.
+        TypeError: not a string.
     """
     if not isinstance(spec, str):
         raise TypeError(f"post-processor spec must be a string, got {type(spec).__name__}")
@@ -647,13 +696,49 @@ def parse_postprocessor_spec(spec: str) -> tuple[str, ...]:
     for name in names:
         if name not in POSTPROCESSORS:
             raise ValueError(
-                f"unknown post-processing step {name!r} in {spec!r}; use none or a comma-separated list of: "
+                f"{_from_setting(setting, spec)}unknown post-processing step {name!r}"
+                f"{_did_you_mean(name, POSTPROCESSORS)} in {spec!r}; use none or a comma-separated list of: "
                 f"{', '.join(POSTPROCESSORS)}"
             )
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
-        raise ValueError(f"post-processing step {repeated[0]!r} is repeated in {spec!r}")
+        raise ValueError(f"{_from_setting(setting, spec)}post-processing step {repeated[0]!r} is repeated in "
+                         f"{spec!r}")
     return tuple(names)
+
+
+def normalise_postprocessor_spec(spec: str, *, setting: str | None = None) -> str:
+    """A post-processor spec in its one spelling (``"MMR, lost-in-middle"`` → ``"mmr,lost_in_middle"``; no step:
+    ``"none"``).
+
+    Raises:
+        ValueError / TypeError: as :func:`parse_postprocessor_spec`.
+    """
+    return ",".join(parse_postprocessor_spec(spec, setting=setting)) or "none"
+
+
+def configured_reranker(settings: RagSpineSettings | None = None) -> str:
+    """The reranker spec ``RAGSPINE_RERANKER`` names (environment or ``.env``; unset or blank: ``"none"``),
+    checked, in its one spelling: what ``make_reranker(None)``, ``make_compressors`` and ``ragspine search | ask |
+    eval`` without ``--rerank`` use.  Nothing else reads the variable (``ingest`` and ``open_retriever`` ignore it).
+
+    Raises:
+        ValueError: an unknown or malformed spec; the message names ``RAGSPINE_RERANKER``, suggests the closest
+            scheme and lists :data:`RERANKER_SPECS`.
+    """
+    return normalise_reranker_spec((settings or get_settings()).reranker, setting="RAGSPINE_RERANKER")
+
+
+def configured_postprocessor(settings: RagSpineSettings | None = None) -> str:
+    """The post-processing steps ``RAGSPINE_POSTPROCESSOR`` names (unset or blank: ``"none"``), checked, in their
+    one spelling: what ``make_postprocessor(None)``, ``make_compressors`` and ``ragspine search | ask | eval``
+    without ``--postprocess`` use.  Nothing else reads the variable.
+
+    Raises:
+        ValueError: an unknown or repeated step; the message names ``RAGSPINE_POSTPROCESSOR``, suggests the closest
+            step and lists :data:`POSTPROCESSORS`.
+    """
+    return normalise_postprocessor_spec((settings or get_settings()).postprocessor, setting="RAGSPINE_POSTPROCESSOR")
 
 
 def make_reranker(
@@ -675,12 +760,12 @@ def make_reranker(
     ``kwargs`` go to the reranker's constructor (``top_n``, ``max_length``, ``window``, …).
 
     Raises:
-        ValueError: an unknown spec (the message lists :data:`RERANKER_SPECS`); ``llm`` with no chat model given
-            or configured.
+        ValueError: an unknown spec (the message lists :data:`RERANKER_SPECS`; from ``RAGSPINE_RERANKER`` it names
+            the variable); ``llm`` with no chat model given or configured.
         ImportError: ``cross_encoder`` without sentence-transformers (the message names the ``st`` extra).
         OSError: the cross-encoder model cannot be found.
     """
-    scheme, arg = parse_reranker_spec(spec if spec is not None else get_settings().reranker)
+    scheme, arg = parse_reranker_spec(spec if spec is not None else configured_reranker())
     if scheme == "none":
         return None
     if scheme == "cross_encoder":
@@ -717,7 +802,8 @@ def make_postprocessor(
         A list of ``BaseDocumentCompressor``; ``[]`` for ``none``.
 
     Raises:
-        ValueError: an unknown or repeated step (the message lists the valid ones); ``k < 1``.
+        ValueError: an unknown or repeated step (the message lists the valid ones; from ``RAGSPINE_POSTPROCESSOR``
+            it names the variable); ``k < 1``.
     """
     from langchain_ragspine.document_compressors import (
         ExtractiveCompressor,
@@ -726,7 +812,7 @@ def make_postprocessor(
     )
 
     steps: list[BaseDocumentCompressor] = []
-    for name in parse_postprocessor_spec(spec if spec is not None else get_settings().postprocessor):
+    for name in parse_postprocessor_spec(spec if spec is not None else configured_postprocessor()):
         if name == "mmr":
             steps.append(MMRCompressor(embeddings=embeddings, k=k))
         elif name == "lost_in_middle":

@@ -1,5 +1,6 @@
 """Retrievers (LangChain ``BaseRetriever``s) and the retriever-call contract every stage uses to call one."""
 
+from langchain_ragspine.retrievers._embed_as import EmbedAsIgnoredWarning
 from langchain_ragspine.retrievers.bm25 import BM25Retriever
 from langchain_ragspine.retrievers.contract import (
     RetrieverParams,
@@ -41,6 +42,7 @@ __all__ = [
     "BM25Retriever",
     "DecompositionRetriever",
     "DenseRetriever",
+    "EmbedAsIgnoredWarning",
     "FilterExtractionRetriever",
     "Glossary",
     "GlossaryQueryRewriter",

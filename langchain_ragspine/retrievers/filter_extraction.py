@@ -27,7 +27,7 @@ import logging
 import re
 import unicodedata
 from collections.abc import Callable, Mapping
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
@@ -39,6 +39,7 @@ from pydantic import ConfigDict, field_validator
 from langchain_ragspine.documents import check_k
 from langchain_ragspine.filters import and_filters, compile_filter
 from langchain_ragspine.retrievers._choices import ChoicePrompter
+from langchain_ragspine.retrievers._embed_as import EMBED_AS_OPTION, embed_as_options, embed_as_target
 from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, SyncCall
 from langchain_ragspine.retrievers.contract import ainvoke_retriever, invoke_retriever
 from langchain_ragspine.retrievers.query_transform import add_trace_entry, call_params
@@ -303,6 +304,10 @@ class FilterExtractionRetriever(ContractRetriever):
     {...}}`` in ``metadata["query_transform"]``; with none (or a failed extraction) the results are exactly the
     base's for the call's ``k`` and ``filter``.
 
+    ``invoke(query, embed_as="document")`` (HyDE's hypothetical document) is handed on to ``base`` as
+    :func:`~langchain_ragspine.retrievers._embed_as.embed_as_target` decides (passed to a dense or hybrid base,
+    honoured for a LangChain ``VectorStoreRetriever`` by a document-vector search, dropped for BM25).
+
     Example:
         >>> from langchain_core.documents import Document
         >>> from langchain_ragspine import BM25Retriever
@@ -319,6 +324,9 @@ class FilterExtractionRetriever(ContractRetriever):
     filter: dict[str, Any] | None = None
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    #: ``invoke(query, embed_as=…)`` is handed on to ``base`` (see the class docstring).
+    call_options: ClassVar[tuple[str, ...]] = (EMBED_AS_OPTION,)
 
     def __init__(self, base: BaseRetriever | None = None, extractor: Any = None, /, **data: Any) -> None:
         if base is not None:
@@ -369,15 +377,17 @@ class FilterExtractionRetriever(ContractRetriever):
     def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
         k, _, _ = call_params(self.k, None, self.filter, call.k, call.filter)
         found = self.extract(query, call.child("extract"))
-        docs = invoke_retriever(self.base, query, k=k, filter=and_filters(self.filter, call.filter, found),
-                                config=call.child("base"))
+        base, options = embed_as_target(self.base, embed_as_options(call.options))
+        docs = invoke_retriever(base, query, k=k, filter=and_filters(self.filter, call.filter, found),
+                                config=call.child("base"), options=options)
         return self._finish(docs, found)
 
     async def _aretrieve(self, query: str, call: AsyncCall) -> list[Document]:
         k, _, _ = call_params(self.k, None, self.filter, call.k, call.filter)
         found = await self.aextract(query, call.child("extract"))
-        docs = await ainvoke_retriever(self.base, query, k=k, filter=and_filters(self.filter, call.filter, found),
-                                       config=call.child("base"))
+        base, options = embed_as_target(self.base, embed_as_options(call.options))
+        docs = await ainvoke_retriever(base, query, k=k, filter=and_filters(self.filter, call.filter, found),
+                                       config=call.child("base"), options=options)
         return self._finish(docs, found)
 
 

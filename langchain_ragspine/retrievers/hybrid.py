@@ -83,7 +83,7 @@ from pydantic import field_validator
 from langchain_ragspine.arguments import check_arguments
 from langchain_ragspine.documents import check_k, content_chunk_id, doc_key, score_of, with_scores
 from langchain_ragspine.filters import Predicate, and_filters, compile_filter
-from langchain_ragspine.retrievers._embed_as import EMBED_AS_OPTION, accepts_embed_as, check_embed_as
+from langchain_ragspine.retrievers._embed_as import EMBED_AS_OPTION, embed_as_options, embed_as_target
 from langchain_ragspine.retrievers.base import (
     AsyncCall,
     RagSpineRetriever,
@@ -465,11 +465,14 @@ def _searches(
     channels: Sequence[tuple[int, BaseRetriever]], query: str, options: Mapping[str, Any]
 ) -> list[Search]:
     """One search per channel ``i``, traced as a child run tagged ``retriever_{i + 1}``; ``options`` (the call's
-    ``embed_as``, when given) go to the channels whose class declares ``embed_as``, to no other."""
-    return [
-        (r, query, f"retriever_{i + 1}", options) if options and accepts_embed_as(r) else (r, query, f"retriever_{i + 1}")
-        for i, r in channels
-    ]
+    ``embed_as``, when given) reach each channel as :func:`~langchain_ragspine.retrievers._embed_as.embed_as_target`
+    decides (passed to a channel that declares ``embed_as``; a LangChain ``VectorStoreRetriever`` searched by a
+    document vector; no other)."""
+    out: list[Search] = []
+    for i, r in channels:
+        target, handed = embed_as_target(r, options)
+        out.append((target, query, f"retriever_{i + 1}", handed) if handed else (target, query, f"retriever_{i + 1}"))
+    return out
 
 
 class HybridOptions(RunnableOptions, total=False):
@@ -641,10 +644,8 @@ class HybridRetriever(RagSpineRetriever):
 
     @staticmethod
     def _channel_options(call: RetrieverCall[Any]) -> dict[str, Any]:
-        """The call options handed on to the channels that declare them: ``embed_as`` when the call gave it
-        (checked), else none."""
-        embed_as = call.options.get(EMBED_AS_OPTION)
-        return {} if embed_as is None else {EMBED_AS_OPTION: check_embed_as(embed_as)}
+        """The call options handed on to the channels: ``embed_as`` when the call gave it (checked), else none."""
+        return embed_as_options(call.options)
 
     def _weights(self) -> list[float]:
         """The effective channel weights (a channel with weight 0 is not called)."""

@@ -12,11 +12,18 @@ user's question is searched too and the two lists are fused by Reciprocal Rank F
 **The probe is embedded as a document.**  Gao et al. encode the hypothetical document with the *document* encoder
 (LangChain's ``HypotheticalDocumentEmbedder`` calls ``embed_documents`` too): it is written to look like a passage.
 So when the base declares the ``embed_as`` call option (:class:`~langchain_ragspine.retrievers.dense.DenseRetriever`,
-:class:`~langchain_ragspine.retrievers.hybrid.HybridRetriever` — which hands it to its dense channels only —,
-:class:`~langchain_ragspine.retrievers.postgres.PostgresDenseRetriever`), the probe's search passes
+:class:`~langchain_ragspine.retrievers.postgres.PostgresDenseRetriever`,
+:class:`~langchain_ragspine.vectorstores.RagSpineStoreRetriever`, and the wrappers that hand it on to the dense
+channel inside them: :class:`~langchain_ragspine.retrievers.hybrid.HybridRetriever`,
+:class:`~langchain_ragspine.retrievers.parent_child.ParentChildRetriever`,
+:class:`~langchain_ragspine.retrievers.multi_index.MultiIndexRetriever`,
+:class:`~langchain_ragspine.retrievers.filter_extraction.FilterExtractionRetriever`), the probe's search passes
 ``embed_as="document"`` (for e5 models: the ``"passage: "`` prefix instead of ``"query: "``); the user's own
-question is embedded as a query, as always.  Any other base (BM25, a foreign LangChain retriever) gets the probe
-as a plain query, with no extra keyword.
+question is embedded as a query, as always.  A LangChain ``VectorStoreRetriever`` base (search type
+``similarity`` or ``mmr``) is searched with the probe's document vector through the store's standard by-vector
+method; one that cannot be (``similarity_score_threshold``, a store without ``embeddings``) embeds it as a query,
+with an :class:`~langchain_ragspine.retrievers._embed_as.EmbedAsIgnoredWarning`.  Any other base (BM25, a foreign
+retriever) gets the probe as a plain query, with no extra keyword (see :mod:`~langchain_ragspine.retrievers._embed_as`).
 
 **The hypothetical document is a probe.**  Its facts are invented, so it is never returned, cited, stored, put in
 metadata or a trace (the trace shows :data:`~langchain_ragspine.retrievers.query_transform.PROBE_PLACEHOLDER`), or
@@ -32,7 +39,7 @@ from typing import Any, ClassVar
 from langchain_core.prompts import ChatPromptTemplate
 from pydantic import Field, model_validator
 
-from langchain_ragspine.retrievers._embed_as import EMBED_AS_OPTION, accepts_embed_as
+from langchain_ragspine.retrievers._embed_as import EMBED_AS_OPTION, embed_as_target
 from langchain_ragspine.retrievers.contract import Search
 from langchain_ragspine.retrievers.query_transform import (
     PROBE_PLACEHOLDER,
@@ -42,6 +49,8 @@ from langchain_ragspine.retrievers.query_transform import (
 from langchain_ragspine.retrievers.query_variants import fold_query, is_blank, reply_text, strip_think
 
 __all__ = ["HYDE_PROMPT", "HyDERetriever"]
+
+_AS_DOCUMENT = {EMBED_AS_OPTION: "document"}
 
 #: The default HyDE prompt (Gao et al.'s instruction, "write a passage to answer the question", with the language
 #: kept and the length bounded for a small model).
@@ -67,9 +76,11 @@ class HyDERetriever(LLMQueryTransformRetriever):
     Results: chunks of the corpus only — at most ``k``, unique by ``chunk_id``, each with a trace entry whose
     ``queries`` are ``[question, "<hypothetical document>"]``.  Without a model: the base's results, unchanged.
 
-    Over a base that declares the ``embed_as`` call option (dense, hybrid), the hypothetical document is searched
-    with ``embed_as="document"`` — embedded by ``embed_documents``, as in Gao et al. — and the question with
-    none (``embed_query``); any other base gets both as plain queries.
+    Over a base that declares the ``embed_as`` call option (dense, hybrid, and the parent-child, multi-index and
+    filter-extraction wrappers, which hand it on), the hypothetical document is searched with
+    ``embed_as="document"`` — embedded by ``embed_documents``, as in Gao et al. — and the question with none
+    (``embed_query``); a LangChain ``VectorStoreRetriever`` base is searched by the probe's document vector (see
+    the module docstring); any other base gets both as plain queries.
     Example: :class:`~langchain_ragspine.retrievers.query_transform.LLMQueryTransformRetriever`.
     """
 
@@ -98,15 +109,16 @@ class HyDERetriever(LLMQueryTransformRetriever):
 
     def _searches(self, plan: QueryPlan) -> list[Search]:
         """The base's searches; the probe's (a generated query: planned position >= 1) with
-        ``embed_as="document"`` when the base declares that option."""
+        ``embed_as="document"``, as :func:`~langchain_ragspine.retrievers._embed_as.embed_as_target` hands it on
+        (the option for a base that declares it, a document-vector search for a LangChain
+        ``VectorStoreRetriever``, nothing for BM25 or a foreign retriever)."""
         searches = super()._searches(plan)
-        if not accepts_embed_as(self.base):
-            return searches
         positions = plan.positions if plan.positions is not None else range(len(plan.queries))
-        return [
-            (r, q, tag, {EMBED_AS_OPTION: "document"}) if position > 0 else (r, q, tag)
-            for (r, q, tag, *_), position in zip(searches, positions, strict=True)
-        ]
+        out: list[Search] = []
+        for (r, q, tag, *_), position in zip(searches, positions, strict=True):
+            target, options = embed_as_target(r, _AS_DOCUMENT) if position > 0 else (r, {})
+            out.append((target, q, tag, options) if options else (target, q, tag))
+        return out
 
     def show(self, generated: str) -> str:
         """The probe is shown as :data:`PROBE_PLACEHOLDER`, never as text."""

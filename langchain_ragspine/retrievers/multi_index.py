@@ -48,22 +48,24 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar, Self
 
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
-from pydantic import ConfigDict, field_validator
+from pydantic import ConfigDict, PrivateAttr, field_validator
 
 from langchain_ragspine.arguments import close_names
 from langchain_ragspine.documents import check_k, dedupe_by, doc_key
 from langchain_ragspine.filters import compile_filter
 from langchain_ragspine.retrievers._choices import ChoicePrompter
+from langchain_ragspine.retrievers._embed_as import EMBED_AS_OPTION, embed_as_options, embed_as_target
 from langchain_ragspine.retrievers._term_match import fold_text, terms_regex
 from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, RetrieverCall, SyncCall
 from langchain_ragspine.retrievers.contract import (
+    Search,
     ainvoke_retriever,
     asearch_each,
     invoke_retriever,
@@ -131,8 +133,15 @@ class KeywordRouter:
     (:mod:`~langchain_ragspine.retrievers._term_match`).  Returns ``[]`` when no keyword matches (the retriever then
     searches every index).
 
+    A ``KeywordRouter`` is built from its rules alone and does not know which indexes exist, so it cannot tell a
+    misspelt index id from a real one: :class:`MultiIndexRetriever` checks the rule ids against its ``indexes`` when
+    the router is bound to them (at construction, and when ``router`` or ``indexes`` is assigned later), and refuses
+    an unknown id with a did-you-mean.  Called on its own, the router returns the ids as its rules write them.
+
     Raises:
         TypeError: ``rules`` is not a mapping of strings to lists of strings.
+        ValueError: an empty or blank id, or a rule with no non-blank keyword (it could never select its index);
+            the message names the id.
 
     Example:
         >>> router = KeywordRouter({"hr": ["休暇", "給与", "leave"], "eng": ["BM25", "デプロイ"]})
@@ -147,7 +156,12 @@ class KeywordRouter:
         for index_id, keywords in rules.items():
             if isinstance(keywords, str) or not all(isinstance(w, str) for w in keywords):
                 raise TypeError(f"the keywords of {index_id!r} must be a list of strings, got {keywords!r}")
-            self.rules[str(index_id)] = [w for w in keywords if fold_text(w)]
+            index_id = _check_index_id(str(index_id))
+            kept = [w for w in keywords if fold_text(w)]
+            if not kept:
+                raise ValueError(f"the keyword rule of {index_id!r} has no keyword (got {keywords!r}), so it could "
+                                 "never select that index; give it a keyword or leave the index out of the rules")
+            self.rules[index_id] = kept
         self._patterns = {i: terms_regex(map(fold_text, ws), plurals=True) for i, ws in self.rules.items()}
 
     def __call__(self, query: str) -> list[str]:
@@ -172,6 +186,16 @@ class LLMRouter(ChoicePrompter):
     as ``hr-policy``, ``eng_wiki``, ``faq.v2`` are read whole), and a Japanese or Chinese id is read inside text
     (``人事と技術``); where ids overlap the longest wins (``人事部`` is not also ``人事``).  Unknown names are ignored.
     A failed call raises (the retriever then searches every index).
+
+    The ids of ``descriptions`` are the only ones the router can return, so they are checked here: each must be a
+    non-empty string, and no two may be the same after the folding above (``hr`` and ``HR``, ``ｈｒ`` and ``hr``): a
+    reply naming one could not be told from the other, and one of the two indexes could never be chosen.
+    :class:`MultiIndexRetriever` checks, when the router is bound to its ``indexes``, that every id is one of them.
+
+    Raises:
+        TypeError: ``llm`` is not a ``BaseChatModel``.
+        ValueError: ``descriptions`` is empty, an id is empty or blank, or two ids fold to the same text (the
+            message names both and lists the ids).
     """
 
     default_prompt = ROUTER_PROMPT
@@ -183,7 +207,19 @@ class LLMRouter(ChoicePrompter):
     ) -> None:
         super().__init__(llm, descriptions, prompt)
         self.descriptions = self.choices
-        self._by_folded = {fold_text(i): i for i in self.descriptions if fold_text(i)}
+        self._by_folded: dict[str, str] = {}
+        for index_id in self.descriptions:
+            folded = fold_text(_check_index_id(index_id))
+            if not folded:
+                raise ValueError(f"the LLMRouter descriptions name {index_id!r}, which is blank once folded "
+                                 "(invisible characters only), so no reply could name it")
+            if folded in self._by_folded:
+                raise ValueError(
+                    f"the LLMRouter descriptions name {self._by_folded[folded]!r} and {index_id!r}, which a reply "
+                    f"cannot tell apart (ids are read in any case and width); the ids are "
+                    f"{', '.join(map(repr, self.descriptions))}"
+                )
+            self._by_folded[folded] = index_id
         self._ids = terms_regex(self._by_folded, joiners="-_")
 
     def parse(self, reply: Any) -> list[str]:
@@ -416,11 +452,22 @@ class MultiIndexRetriever(ContractRetriever):
     selected, that index's results in its order and with its scores; with several, fused by RRF
     (``scores["fused"]``), unique by ``(index_id, chunk_id)``.  ``ainvoke`` searches the selected indexes concurrently
     (and calls an :class:`LLMRouter` with ``ainvoke``); ``invoke`` searches them one after another.
+    ``invoke(query, embed_as="document")`` (HyDE's hypothetical document) reaches each index searched as
+    :func:`~langchain_ragspine.retrievers._embed_as.embed_as_target` decides (passed to a dense or hybrid index,
+    honoured for a LangChain ``VectorStoreRetriever`` by a document-vector search, dropped for BM25); the router
+    reads the text as it is.
+
+    Binding: the router is checked against ``indexes`` here, where the two meet (a :class:`KeywordRouter` does not
+    know the indexes), and again whenever ``router``, ``indexes`` or ``descriptions`` is assigned
+    (``retriever.router = {...}``) or replaced by ``model_copy(update=...)``; a refused assignment changes nothing.
+    The default router and a chat model given as ``router`` are rebuilt over the new ``indexes``.  A plain callable
+    router cannot be checked in advance: an id it returns that is not an index is ignored when it routes (none
+    known: every index is searched, fallback ``"no_known_index"``).
 
     Raises:
         ValueError: no indexes, an empty id, bad ``k``/``candidate_k``/``c``, a malformed filter; keyword rules,
             ``descriptions`` or an :class:`LLMRouter`'s descriptions naming an id that is not one of ``indexes``
-            (the message names the closest ids).
+            (the message names the id, the closest ids and lists the indexes) — also on assignment.
         TypeError: an index that is not a ``BaseRetriever``; a router of another type.
 
     Example:
@@ -445,6 +492,14 @@ class MultiIndexRetriever(ContractRetriever):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
+    #: ``invoke(query, embed_as=…)`` is handed on to each index searched (see the class docstring).
+    call_options: ClassVar[tuple[str, ...]] = (EMBED_AS_OPTION,)
+
+    #: The fields the router is bound to: assigning one (or updating it in ``model_copy``) binds the router again.
+    bound_fields: ClassVar[tuple[str, ...]] = ("indexes", "router", "descriptions")
+
+    _router_spec: Any = PrivateAttr(default=None)  # the router as given (None, rules, chat model, router, callable)
+
     def __init__(self, indexes: Mapping[str, BaseRetriever] | None = None, router: Any = None, /,
                  **data: Any) -> None:
         if indexes is not None:
@@ -466,6 +521,16 @@ class MultiIndexRetriever(ContractRetriever):
 
     def model_post_init(self, context: Any, /) -> None:
         """Validate; build the router from its shorthand."""
+        self._router_spec = self.router
+        self._bind()
+
+    def _bind(self) -> None:
+        """Check the fields and bind the router as given (:attr:`_router_spec`) to ``indexes``: build it from its
+        shorthand and check the ids it can name.
+
+        Raises:
+            ValueError, TypeError: as the class docstring says.
+        """
         if not isinstance(self.indexes, dict) or not self.indexes:
             raise ValueError("indexes must map at least one index id to a retriever")
         for index_id, retriever in self.indexes.items():
@@ -478,7 +543,7 @@ class MultiIndexRetriever(ContractRetriever):
         compile_filter(self.filter)
         if self.descriptions is not None:
             self._check_ids(self.descriptions, "descriptions")
-        router = self.router
+        router = self._router_spec
         if router is None:
             router = KeywordRouter({i: [i] for i in self.indexes})
         elif isinstance(router, Mapping):
@@ -493,28 +558,73 @@ class MultiIndexRetriever(ContractRetriever):
             self._check_ids(router.rules, "keyword rules")
         elif isinstance(router, LLMRouter):
             self._check_ids(router.descriptions, "LLMRouter descriptions")
-        self.router = router
+        self.__dict__["router"] = router  # the built router; the shorthand stays in _router_spec
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name not in type(self).bound_fields:
+            super().__setattr__(name, value)
+            return
+        self._rebind({name: value})
+
+    def _rebind(self, values: Mapping[str, Any]) -> None:
+        """Set the :attr:`bound_fields` ``values`` and bind the router again; when that fails, restore them."""
+        saved = {name: self.__dict__.get(name) for name in type(self).bound_fields}
+        saved_spec = self._router_spec
+        for name, value in values.items():
+            if name == "indexes" and isinstance(value, Mapping):
+                for index_id, retriever in value.items():
+                    if not isinstance(retriever, BaseRetriever):
+                        raise TypeError(f"index {index_id!r} is a {type(retriever).__name__}, expected a "
+                                        "BaseRetriever")
+                value = dict(value)
+            super().__setattr__(name, value)
+            if name == "router":
+                self._router_spec = value
+        try:
+            self._bind()
+        except Exception:
+            self.__dict__.update(saved)  # a refused assignment changes nothing
+            self._router_spec = saved_spec
+            raise
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """pydantic's ``model_copy``; an ``update`` of ``indexes``, ``router`` or ``descriptions`` binds the copy's
+        router again (checked as at construction)."""
+        rest = dict(update or {})
+        bound = {name: rest.pop(name) for name in list(rest) if name in type(self).bound_fields}
+        copied = super().model_copy(update=rest or None, deep=deep)
+        if bound:
+            copied._rebind(bound)
+        return copied
 
     def _check_ids(self, named: Iterable[str], what: str) -> None:
         """Raise ``ValueError`` when ``named`` holds an id that is not one of the indexes (a did-you-mean)."""
         unknown = [i for i in named if i not in self.indexes]
-        if not unknown:
-            return
+        if unknown:
+            raise ValueError(self._unknown_ids_message(unknown, what))
+
+    def _unknown_ids_message(self, unknown: Sequence[Any], what: str) -> str:
+        """``the {what} name unknown index 'x' (did you mean 'y'?); the indexes are …``."""
         parts = []
         for index_id in unknown:
             close = _close_ids(str(index_id), self.indexes)
             parts.append(repr(index_id) + (f" (did you mean {', '.join(map(repr, close))}?)" if close else ""))
-        raise ValueError(f"the {what} name unknown index{'es' if len(parts) > 1 else ''} {', '.join(parts)}; "
-                         f"the indexes are {', '.join(map(repr, self.indexes))}")
+        return (f"the {what} name unknown index{'es' if len(parts) > 1 else ''} {', '.join(parts)}; "
+                f"the indexes are {', '.join(map(repr, self.indexes))}")
 
     # -- routing ----------------------------------------------------------------------------------------------------
     def _decide(self, routed: Any) -> RoutingDecision:
         if isinstance(routed, str):
             routed = [routed]
-        named = []
+        named, unknown = [], []
         for i in routed if isinstance(routed, Iterable) else []:
-            if isinstance(i, str) and i in self.indexes and i not in named:
-                named.append(i)
+            if isinstance(i, str) and i in self.indexes:
+                if i not in named:
+                    named.append(i)
+            elif i not in unknown:
+                unknown.append(i)
+        if unknown:  # only a plain callable can name one: the other routers are checked when bound
+            logger.warning("MultiIndexRetriever: %s; ignored", self._unknown_ids_message(unknown, "router's ids"))
         if not named:
             return RoutingDecision(tuple(self.indexes), (), "no_known_index")
         return RoutingDecision(tuple(i for i in self.indexes if i in named), tuple(named))
@@ -548,9 +658,15 @@ class MultiIndexRetriever(ContractRetriever):
     def _params(self, call: RetrieverCall[Any]) -> tuple[int | None, int | None, dict[str, Any] | None]:
         return call_params(self.k, self.candidate_k, self.filter, call.k, call.filter)
 
-    def _searches(self, decision: RoutingDecision, query: str) -> list[tuple[BaseRetriever, str, str]]:
-        """One search per selected index, traced as ``index_{i}``."""
-        return [(self.indexes[i], query, f"index_{i}") for i in decision.selected]
+    def _searches(self, decision: RoutingDecision, query: str, call: RetrieverCall[Any]) -> list[Search]:
+        """One search per selected index, traced as ``index_{i}``, with the call's ``embed_as`` handed on as
+        :func:`~langchain_ragspine.retrievers._embed_as.embed_as_target` decides for that index."""
+        options = embed_as_options(call.options)
+        out: list[Search] = []
+        for i in decision.selected:
+            target, handed = embed_as_target(self.indexes[i], options)
+            out.append((target, query, f"index_{i}", handed) if handed else (target, query, f"index_{i}"))
+        return out
 
     @staticmethod
     def _depth(decision: RoutingDecision, k: int | None, depth: int | None) -> int | None:
@@ -568,13 +684,13 @@ class MultiIndexRetriever(ContractRetriever):
     def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
         k, depth, flt = self._params(call)
         decision = self.route(query, call.child("router"))
-        lists = search_each(self._searches(decision, query), k=self._depth(decision, k, depth), filter=flt,
+        lists = search_each(self._searches(decision, query, call), k=self._depth(decision, k, depth), filter=flt,
                             run_manager=call.run_manager)
         return self._finish(decision, lists, k)
 
     async def _aretrieve(self, query: str, call: AsyncCall) -> list[Document]:
         k, depth, flt = self._params(call)
         decision = await self.aroute(query, call.child("router"))
-        lists = await asearch_each(self._searches(decision, query), k=self._depth(decision, k, depth), filter=flt,
+        lists = await asearch_each(self._searches(decision, query, call), k=self._depth(decision, k, depth), filter=flt,
                                    run_manager=call.run_manager)
         return self._finish(decision, lists, k)

@@ -22,7 +22,7 @@ parent is never returned; a parent and its children copy the same document metad
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
@@ -30,6 +30,7 @@ from pydantic import ConfigDict, field_validator
 
 from langchain_ragspine.documents import check_k, doc_key, with_scores
 from langchain_ragspine.errors import StoreError
+from langchain_ragspine.retrievers._embed_as import EMBED_AS_OPTION, embed_as_options, embed_as_target
 from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, SyncCall
 from langchain_ragspine.retrievers.contract import ainvoke_retriever, invoke_retriever
 from langchain_ragspine.sensitivity import drop_restricted, is_restricted
@@ -62,9 +63,14 @@ class ParentChildRetriever(ContractRetriever):
         child_k: children retrieved per query (default 50), an ``int >= 1``.
         parent_k: parents returned (default 5), an ``int >= 1``; ``invoke(query, k=...)`` overrides it per call.
 
-    ``invoke(query, k=None, filter=None)`` returns at most ``k`` (default ``parent_k``) parent ``Document``\\ s
+    ``invoke(query, k=None, filter=None, embed_as=None)`` returns at most ``k`` (default ``parent_k``) parent
+    ``Document``\\ s
     (``id`` and ``chunk_id`` the parent id ``f"{doc_id}#p{i}"``), ordered by their best child's rank, each with
     ``metadata["child_ids"]`` (the matched children, best first) and ``metadata["scores"]`` (the best child's).
+    ``embed_as`` (``"query"`` / ``"document"``; HyDE passes ``"document"`` for its hypothetical document) is handed
+    on to the child retriever as :func:`~langchain_ragspine.retrievers._embed_as.embed_as_target` decides: passed
+    to a dense or hybrid child, honoured for a LangChain ``VectorStoreRetriever`` child by a document-vector search,
+    dropped for a BM25 child (which embeds nothing).
 
     Raises:
         TypeError / ValueError: bad ``child_k`` / ``parent_k`` (at construction) or ``k`` (per call).
@@ -90,6 +96,9 @@ class ParentChildRetriever(ContractRetriever):
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    #: ``invoke(query, embed_as="document")`` is handed on to the child retriever (see the class docstring).
+    call_options: ClassVar[tuple[str, ...]] = (EMBED_AS_OPTION,)
 
     child_retriever: BaseRetriever
     store: Any
@@ -167,12 +176,14 @@ class ParentChildRetriever(ContractRetriever):
 
     def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
         k = self.parent_k if call.k is None else check_k(call.k)
-        children = invoke_retriever(self.child_retriever, query, k=self.child_k, filter=call.filter,
-                                    config=call.child("child_retriever"))
+        child, options = embed_as_target(self.child_retriever, embed_as_options(call.options))
+        children = invoke_retriever(child, query, k=self.child_k, filter=call.filter,
+                                    config=call.child("child_retriever"), options=options)
         return self._parents(children, k)
 
     async def _aretrieve(self, query: str, call: AsyncCall) -> list[Document]:
         k = self.parent_k if call.k is None else check_k(call.k)
-        children = await ainvoke_retriever(self.child_retriever, query, k=self.child_k, filter=call.filter,
-                                           config=call.child("child_retriever"))
+        child, options = embed_as_target(self.child_retriever, embed_as_options(call.options))
+        children = await ainvoke_retriever(child, query, k=self.child_k, filter=call.filter,
+                                           config=call.child("child_retriever"), options=options)
         return self._parents(children, k)

@@ -64,6 +64,15 @@ from langchain_ragspine.arguments import check_arguments
 from langchain_ragspine.documents import check_k, copy_metadata
 from langchain_ragspine.filters import compile_filter
 from langchain_ragspine.indexing import CHUNKS_DB, EMBEDDING_CACHE, prepare_store_dir
+from langchain_ragspine.retrievers._embed_as import (
+    BY_VECTOR_SEARCH_TYPES,
+    EMBED_AS_OPTION,
+    asearch_as_document,
+    check_embed_as,
+    embed_as_options,
+    search_as_document,
+    warn_embed_as_ignored,
+)
 from langchain_ragspine.retrievers.base import check_query
 from langchain_ragspine.retrievers.bm25 import BM25Retriever
 from langchain_ragspine.retrievers.dense import DenseRetriever
@@ -577,6 +586,8 @@ class RagSpineVectorStore(TextsAsDocumentsStore):
 
     def _fused(self, channel: str, query: str, k: int, filter: Any, kwargs: Mapping[str, Any]) -> list[Document]:
         query = self._query(query, f"{channel}_search")
+        kwargs = dict(kwargs)
+        embed_as = kwargs.pop(EMBED_AS_OPTION, None) if channel == "hybrid" else None
         check_arguments(f"{type(self).__name__}.{channel}_search", kwargs, (*_PASSED_ALONG, *_NAMED))
         k = check_k(k)
         flt = _check_filter(filter)
@@ -588,7 +599,7 @@ class RagSpineVectorStore(TextsAsDocumentsStore):
             name = "fetch_k" if kwargs.get("fetch_k") is not None else "candidate_k"
             depth = check_k(kwargs[name], name) if kwargs.get(name) is not None else 50
             hybrid = HybridRetriever(retrievers=[idx.bm25, idx.dense], k=k, candidate_k=depth)
-            found = hybrid.invoke(query, k=k, filter=flt)
+            found = hybrid.invoke(query, k=k, filter=flt, **embed_as_options({EMBED_AS_OPTION: embed_as}))
         # the record as stored, with the channel scores; id = the record id (its chunk_id)
         return drop_restricted(_copy(idx.records[str(d.id)], scores=d.metadata["scores"]) for d in found)
 
@@ -596,7 +607,8 @@ class RagSpineVectorStore(TextsAsDocumentsStore):
         self, query: str, k: int = 4, filter: Mapping[str, Any] | None = None, **kwargs: Any
     ) -> list[Document]:
         """Top ``k`` records of BM25 + dense fused by :class:`HybridRetriever` (its default fusion); ``fetch_k``
-        (default 50) candidates per channel.  Results carry ``metadata["scores"]``.
+        (default 50) candidates per channel.  Results carry ``metadata["scores"]``.  ``embed_as="document"``
+        embeds the query for the dense channel with ``embed_documents`` (HyDE's hypothetical document).
 
         Raises:
             TypeError, ValueError: bad ``k`` / ``fetch_k`` / ``filter``, or an unknown keyword.
@@ -647,7 +659,19 @@ class RagSpineStoreRetriever(VectorStoreRetriever):
 
     ``invoke(query, k=…, filter=…)`` overrides ``search_kwargs`` for one call, as in LangChain; a query that is not
     a string is the package's one-line ``TypeError`` (pointing at ``.batch`` / ``itemgetter``).
+
+    ``invoke(query, embed_as="document")`` (the package's call option, passed by HyDE for its hypothetical
+    document, see :mod:`~langchain_ragspine.retrievers._embed_as`) embeds the text with ``embed_documents``:
+    ``hybrid`` hands it to its dense channel, ``similarity`` and ``mmr`` search by that vector, ``bm25`` embeds
+    nothing; ``similarity_score_threshold`` has no by-vector search in LangChain's API and embeds it as a query,
+    with an :class:`~langchain_ragspine.retrievers._embed_as.EmbedAsIgnoredWarning`.
+
+    Raises:
+        ValueError: an ``embed_as`` other than ``"query"`` / ``"document"``.
     """
+
+    #: ``invoke(query, embed_as=…)`` is taken (see the class docstring).
+    call_options: ClassVar[tuple[str, ...]] = (EMBED_AS_OPTION,)
 
     allowed_search_types: ClassVar[Sequence[str]] = (
         "similarity",
@@ -669,9 +693,26 @@ class RagSpineStoreRetriever(VectorStoreRetriever):
     async def ainvoke(self, input: str, config: RunnableConfig | None = None, **kwargs: Any) -> list[Document]:
         return await super().ainvoke(check_query(type(self).__name__, input), config, **kwargs)
 
+    def _as_document(self, query: str, kwargs: dict[str, Any]) -> bool:
+        """Pop ``embed_as`` from ``kwargs``; whether this search embeds ``query`` as a document by vector
+        (``hybrid`` gets the option back in ``kwargs``; ``bm25`` embeds nothing)."""
+        embed_as = check_embed_as(kwargs.pop(EMBED_AS_OPTION, None))
+        if embed_as == "query" or self.search_type == "bm25" or not query.strip():
+            return False
+        if self.search_type == "hybrid":
+            kwargs[EMBED_AS_OPTION] = embed_as
+            return False
+        if self.search_type in BY_VECTOR_SEARCH_TYPES:
+            return True
+        warn_embed_as_ignored(self)
+        return False
+
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
+        if self._as_document(query, kwargs):
+            return drop_restricted(search_as_document(self.vectorstore, self.search_type, query,
+                                                      self.search_kwargs | kwargs))
         if self.search_type in ("hybrid", "bm25"):
             return drop_restricted(self.vectorstore.search(query, self.search_type, **(self.search_kwargs | kwargs)))
         return drop_restricted(super()._get_relevant_documents(query, run_manager=run_manager, **kwargs))
@@ -679,7 +720,9 @@ class RagSpineStoreRetriever(VectorStoreRetriever):
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        if self.search_type in ("hybrid", "bm25"):
+        if self._as_document(query, kwargs):
+            docs = await asearch_as_document(self.vectorstore, self.search_type, query, self.search_kwargs | kwargs)
+        elif self.search_type in ("hybrid", "bm25"):
             docs = await self.vectorstore.asearch(query, self.search_type, **(self.search_kwargs | kwargs))
         else:
             docs = await super()._aget_relevant_documents(query, run_manager=run_manager, **kwargs)

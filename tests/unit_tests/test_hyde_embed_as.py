@@ -19,13 +19,21 @@ from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, Callba
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
+from langchain_core.vectorstores import InMemoryVectorStore
 from pydantic import Field
 
 from langchain_ragspine import BM25Retriever, DenseRetriever, HybridRetriever
 from langchain_ragspine.embeddings import CachedEmbeddings, HashingEmbeddings
-from langchain_ragspine.retrievers import HyDERetriever
+from langchain_ragspine.retrievers import (
+    EmbedAsIgnoredWarning,
+    FilterExtractionRetriever,
+    HyDERetriever,
+    MultiIndexRetriever,
+    ParentChildRetriever,
+)
 from langchain_ragspine.retrievers.query_transform import PROBE_PLACEHOLDER, TRACE_KEY
 from langchain_ragspine.stores import EmbeddingCache
+from langchain_ragspine.vectorstores import RagSpineVectorStore
 
 from ._transform_fakes import SpyChatModel, SpyRetriever, doc
 
@@ -267,3 +275,174 @@ def test_langchains_cache_backed_embeddings_does_not_store_the_probe() -> None:
     HyDERetriever(base, SpyChatModel(replies=[PROBE]), k=2).invoke(QUESTION)
     assert set(store.yield_keys()) == keys
     assert spy.calls == [("embed_query", QUESTION), ("embed_documents", PROBE)]
+
+
+# ------------------------------------------------------------------------- the probe through wrappers (regressions)
+# Before: ParentChildRetriever, MultiIndexRetriever, FilterExtractionRetriever and any VectorStoreRetriever did not
+# declare embed_as, so HyDE over them embedded its hypothetical document with embed_query.
+class ParentStore:
+    """Parents by id (what ParentChildRetriever reads): each chunk of DOCS is its own parent ``"{chunk_id}/p"``."""
+
+    def get_parents(self, ids: list[str]) -> dict[str, Document]:
+        by_id = {f"{d.metadata['chunk_id']}/p": d for d in DOCS}
+        return {i: Document(page_content=by_id[i].page_content, metadata={"chunk_id": i}) for i in ids if i in by_id}
+
+
+def _children() -> list[Document]:
+    return [Document(page_content=d.page_content, metadata={**d.metadata, "parent_id": f"{d.metadata['chunk_id']}/p"})
+            for d in DOCS]
+
+
+def _wrapped(kind: str, emb: Embeddings) -> BaseRetriever:
+    if kind == "parent_child":
+        return ParentChildRetriever(DenseRetriever.from_documents(_children(), emb), ParentStore(), child_k=4,
+                                    parent_k=3)
+    if kind == "parent_child_over_hybrid":
+        child = HybridRetriever(retrievers=[BM25Retriever.from_documents(_children()),
+                                            DenseRetriever.from_documents(_children(), emb)], k=4)
+        return ParentChildRetriever(child, ParentStore(), child_k=4, parent_k=3)
+    if kind == "multi_index":
+        return MultiIndexRetriever({"ja": _dense(emb), "bm25": BM25Retriever.from_documents(DOCS)},
+                                   lambda q: ["ja", "bm25"], k=3)
+    if kind == "filter_extraction":
+        return FilterExtractionRetriever(_dense(emb), k=3)
+    raise AssertionError(kind)
+
+
+def _spied(kind: str) -> tuple[SpyEmbeddings, BaseRetriever]:
+    """A spy embedding and the wrapper ``kind`` over it, the build-time calls forgotten."""
+    emb = SpyEmbeddings()
+    base = _wrapped(kind, emb)
+    emb.calls.clear()
+    return emb, base
+
+
+WRAPPERS = ["parent_child", "parent_child_over_hybrid", "multi_index", "filter_extraction"]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("kind", WRAPPERS)
+def test_hyde_probe_reaches_the_dense_channel_through_a_wrapper_as_a_document(kind: str, mode: str) -> None:
+    emb, base = _spied(kind)
+    docs = _run(HyDERetriever(base, SpyChatModel(replies=[PROBE]), k=3), QUESTION, mode)
+    assert sorted(emb.calls) == sorted([(_method("embed_query", mode), QUESTION),
+                                        (_method("embed_documents", mode), PROBE)])
+    assert docs and all(d.metadata[TRACE_KEY][0]["queries"] == [QUESTION, PROBE_PLACEHOLDER] for d in docs)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("kind", WRAPPERS)
+def test_a_wrapper_hands_embed_as_on_and_without_it_embeds_as_a_query(kind: str, mode: str) -> None:
+    emb, base = _spied(kind)
+    as_query = _run(base, PROBE, mode)
+    assert _run(base, PROBE, mode, embed_as="query") == as_query
+    assert emb.calls == [(_method("embed_query", mode), PROBE)] * 2
+    emb.calls.clear()
+    _run(base, PROBE, mode, embed_as="document")
+    assert emb.calls == [(_method("embed_documents", mode), PROBE)]
+    with pytest.raises(ValueError, match="embed_as must be 'query'"):
+        _run(base, PROBE, mode, embed_as="passage")
+
+
+def test_a_wrapper_over_bm25_drops_the_option() -> None:
+    bm25 = BM25Retriever.from_documents(_children())
+    for base in (ParentChildRetriever(bm25, ParentStore(), child_k=4, parent_k=2), FilterExtractionRetriever(bm25)):
+        assert base.invoke(PROBE, embed_as="document") == base.invoke(PROBE)
+
+
+def _in_memory(emb: Embeddings, search_type: str, store_class: Any = None, **search_kwargs: Any) -> Any:
+    store = (store_class or InMemoryVectorStore)(emb)
+    store.add_documents(DOCS)
+    kwargs: dict[str, Any] = {"k": 3, **search_kwargs}
+    return store.as_retriever(search_type=search_type, search_kwargs=kwargs)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("search_type", ["similarity", "mmr"])
+def test_hyde_over_a_langchain_vectorstore_retriever_searches_by_the_document_vector(search_type: str,
+                                                                                     mode: str) -> None:
+    emb = SpyEmbeddings()
+    base = _in_memory(emb, search_type, fetch_k=4)
+    emb.calls.clear()
+    docs = _run(HyDERetriever(base, SpyChatModel(replies=[PROBE]), include_original=False, k=3), QUESTION, mode)
+    assert emb.calls == [(_method("embed_documents", mode), PROBE)]
+    assert docs[0].page_content == PROBE  # the chunk whose passage vector the probe's equals
+    # the same vector as the store's own by-vector search of the probe's passage embedding
+    vector = emb.inner.embed_documents([f"passage: {PROBE}"])[0]
+    expected = (base.vectorstore.similarity_search_by_vector(vector, k=3) if search_type == "similarity"
+                else base.vectorstore.max_marginal_relevance_search_by_vector(vector, k=3, fetch_k=4))
+    assert [d.page_content for d in docs] == [d.page_content for d in expected]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_hyde_over_a_hybrid_with_a_langchain_vectorstore_channel(mode: str) -> None:
+    emb = SpyEmbeddings()
+    hybrid = HybridRetriever(retrievers=[BM25Retriever.from_documents(DOCS), _in_memory(emb, "similarity")], k=3)
+    emb.calls.clear()
+    _run(HyDERetriever(hybrid, SpyChatModel(replies=[PROBE]), k=3), QUESTION, mode)
+    assert sorted(emb.calls) == sorted([(_method("embed_query", mode), QUESTION),
+                                        (_method("embed_documents", mode), PROBE)])
+
+
+def _stores_without_the_document_role() -> list[tuple[str, Any]]:
+    class ScoredStore(InMemoryVectorStore):  # InMemoryVectorStore has no relevance function of its own
+        def _select_relevance_score_fn(self) -> Any:
+            return lambda score: score
+
+    class NoEmbeddingsStore(InMemoryVectorStore):  # a store that does not expose its model
+        @property
+        def embeddings(self) -> Any:
+            return None
+
+    return [("similarity_score_threshold", ScoredStore), ("similarity", NoEmbeddingsStore)]
+
+
+@pytest.mark.parametrize(("search_type", "store_class"), _stores_without_the_document_role())
+def test_a_vectorstore_retriever_that_cannot_take_the_document_role_falls_back_visibly(search_type: str,
+                                                                                       store_class: Any) -> None:
+    emb = SpyEmbeddings()
+    extra = {"score_threshold": -1.0} if search_type == "similarity_score_threshold" else {}
+    base = _in_memory(emb, search_type, store_class, **extra)
+    emb.calls.clear()
+    hyde = HyDERetriever(base, SpyChatModel(replies=[PROBE]), include_original=False, k=3)
+    with pytest.warns(EmbedAsIgnoredWarning, match=f"search type {search_type!r}.*embed_query") as record:
+        assert hyde.invoke(QUESTION)
+    assert record[0].filename == __file__  # points at the user's line
+    assert emb.calls == [("embed_query", PROBE)]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("search_type", ["hybrid", "similarity", "mmr"])
+def test_hyde_over_the_ragspine_store_retriever_embeds_the_probe_as_a_document(tmp_path: Path, search_type: str,
+                                                                               mode: str) -> None:
+    emb = SpyEmbeddings()
+    store = RagSpineVectorStore(tmp_path / "S", emb)
+    store.add_documents(DOCS)
+    base = store.as_retriever(search_type=search_type, search_kwargs={"k": 3})
+    base.invoke("warm up")  # builds the indexes (the chunks are embedded as documents then)
+    emb.calls.clear()
+    docs = _run(HyDERetriever(base, SpyChatModel(replies=[PROBE]), k=3), QUESTION, mode)
+    run = "sync" if search_type == "hybrid" else mode  # the store's async hybrid search runs the sync one in a thread
+    assert sorted(emb.calls) == sorted([(_method("embed_query", run), QUESTION),
+                                        (_method("embed_documents", run), PROBE)])
+    assert PROBE in [d.page_content for d in docs]
+    emb.calls.clear()
+    assert _run(base, PROBE, mode, embed_as="query") == _run(base, PROBE, mode)
+    assert emb.calls == [(_method("embed_query", run), PROBE)] * 2
+    store.close()
+
+
+def test_the_ragspine_store_retriever_bm25_and_threshold_types(tmp_path: Path) -> None:
+    emb = SpyEmbeddings()
+    store = RagSpineVectorStore(tmp_path / "S", emb)
+    store.add_documents(DOCS)
+    bm25 = store.as_retriever(search_type="bm25", search_kwargs={"k": 3})
+    assert bm25.invoke(PROBE, embed_as="document") == bm25.invoke(PROBE)  # embeds nothing
+    threshold = store.as_retriever(search_type="similarity_score_threshold",
+                                   search_kwargs={"k": 3, "score_threshold": 0.0})
+    threshold.invoke("warm up")
+    emb.calls.clear()
+    with pytest.warns(EmbedAsIgnoredWarning):
+        threshold.invoke(PROBE, embed_as="document")
+    assert emb.calls == [("embed_query", PROBE)]
+    store.close()

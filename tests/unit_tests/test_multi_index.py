@@ -530,3 +530,75 @@ def test_did_you_mean_is_case_insensitive(name):
     # regression: keyword rules naming "Hr" for the index "hr" got no suggestion
     with pytest.raises(ValueError, match=r"unknown index '" + name + r"' \(did you mean 'hr'\?\)"):
         MultiIndexRetriever(_indexes(), {name: ["leave"]})
+
+
+# -- router ids checked where the router knows them, and wherever a router is bound to indexes ------------------------
+@pytest.mark.parametrize(
+    "build, message",
+    [(lambda: LLMRouter(FakeListChatModel(responses=["HR"]), {"hr": "人事", "HR": "規程"}),
+      "the LLMRouter descriptions name 'hr' and 'HR', which a reply cannot tell apart (ids are read in any case and "
+      "width); the ids are 'hr', 'HR'"),
+     (lambda: LLMRouter(FakeListChatModel(responses=["hr"]), {"ｈｒ": "人事", "hr": "規程"}),
+      "name 'ｈｒ' and 'hr', which a reply cannot tell apart"),
+     (lambda: LLMRouter(FakeListChatModel(responses=["hr"]), {"": "人事", "hr": "規程"}),
+      "an index id is a non-empty string, got ''"),
+     (lambda: LLMRouter(FakeListChatModel(responses=["hr"]), {"\u200b": "人事", "hr": "規程"}),
+      "the LLMRouter descriptions name '\\u200b', which is blank once folded"),
+     (lambda: KeywordRouter({" ": ["休暇"]}), "an index id is a non-empty string, got ' '"),
+     (lambda: KeywordRouter({"hr": ["", "  "]}),
+      "the keyword rule of 'hr' has no keyword (got ['', '  ']), so it could never select that index")],
+)
+def test_a_router_refuses_ids_it_could_never_return(build, message):
+    # regression: LLMRouter({"hr", "HR"}) read a reply "hr" as "HR" only, so index "hr" could never be chosen; a
+    # blank id or a rule without a keyword was accepted and never routed to
+    with pytest.raises(ValueError, match=re.escape(message)):
+        build()
+
+
+@pytest.mark.parametrize(
+    "field, value, message",
+    [("router", KeywordRouter({"hrr": ["休暇"]}), "the keyword rules name unknown index 'hrr' (did you mean 'hr'?); "
+                                                   "the indexes are 'hr', 'eng', 'faq'"),
+     ("router", {"eng": ["BM25"], "fac": ["FAQ"]}, "unknown index 'fac' (did you mean 'faq'?)"),
+     ("router", LLMRouter(FakeListChatModel(responses=["hr"]), {"hr": "人事", "wiki": "wiki"}),
+      "the LLMRouter descriptions name unknown index 'wiki'"),
+     ("indexes", {"eng": SpyRetriever()}, "the keyword rules name unknown index 'hr'; the indexes are 'eng'"),
+     ("descriptions", {"hr_": "人事"}, "the descriptions name unknown index 'hr_' (did you mean 'hr'?)")],
+)
+def test_assigning_a_router_or_indexes_checks_the_ids_and_a_refusal_changes_nothing(field, value, message):
+    # regression: retriever.router = KeywordRouter({"hrr": ...}) was accepted and silently searched every index
+    retriever = MultiIndexRetriever(_indexes(), {"hr": ["休暇"], "eng": ["BM25"]}, k=5)
+    before = (retriever.router, dict(retriever.indexes), retriever.descriptions)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        setattr(retriever, field, value)
+    assert (retriever.router, dict(retriever.indexes), retriever.descriptions) == before
+    assert retriever.route("有給休暇").selected == ("hr",)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        retriever.model_copy(update={field: value})
+
+
+def test_assigned_routers_and_indexes_are_bound_like_the_constructor_binds_them():
+    idx = _indexes()
+    retriever = MultiIndexRetriever(idx, k=5)  # the default router: the ids as keywords
+    retriever.router = {"hr": ["休暇"]}  # rules shorthand, built into a KeywordRouter
+    assert isinstance(retriever.router, KeywordRouter) and retriever.route("有給休暇").selected == ("hr",)
+    retriever.router = None  # the default again
+    retriever.indexes = {"wiki": idx["eng"], "faq": idx["faq"]}  # the default router follows the new indexes
+    assert retriever.route("the wiki page").selected == ("wiki",)
+    llm = SpyChatModel(replies=["faq"])
+    copied = retriever.model_copy(update={"router": llm, "descriptions": {"faq": "よくある質問"}})
+    assert isinstance(copied.router, LLMRouter) and copied.route("質問").selected == ("faq",)
+    assert "- wiki: wiki\n- faq: よくある質問" in llm.prompts[0]
+    assert isinstance(retriever.router, KeywordRouter)  # the original is unchanged
+    with pytest.raises(TypeError, match="index 'x' is a str, expected a BaseRetriever"):
+        retriever.indexes = {"x": "not a retriever"}
+    assert set(retriever.indexes) == {"wiki", "faq"}
+
+
+def test_a_callable_router_naming_an_unknown_index_is_logged_and_ignored(caplog):
+    # a plain callable cannot be checked before it runs: its unknown ids are ignored, with a did-you-mean in the log
+    retriever = MultiIndexRetriever(_indexes(), lambda q: ["hrr", "eng"], k=5)
+    with caplog.at_level("WARNING", logger="langchain_ragspine.retrievers.multi_index"):
+        assert retriever.route("q") == RoutingDecision(("eng",), ("eng",))
+    assert "the router's ids name unknown index 'hrr' (did you mean 'hr'?); the indexes are 'hr', 'eng', 'faq'" \
+        in caplog.text

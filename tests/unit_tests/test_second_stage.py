@@ -11,7 +11,6 @@ from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.retrievers import BaseRetriever
-from pydantic import ValidationError
 
 import langchain_ragspine.config as config
 from langchain_ragspine.cli import main
@@ -130,11 +129,75 @@ def test_settings_choose_the_second_stage(monkeypatch):
     assert stage[0].top_n == 4 and stage[1].k == 4
 
 
-@pytest.mark.parametrize(("name", "value"), [("RAGSPINE_RERANKER", "bm25"), ("RAGSPINE_POSTPROCESSOR", "mmr,dedupe")])
-def test_a_bad_setting_is_a_clear_error(monkeypatch, name, value):
+BAD_STAGE_SETTINGS = [
+    ("RAGSPINE_RERANKER", "bogus", make_reranker,
+     "RAGSPINE_RERANKER='bogus': unknown reranker 'bogus'; use one of: none, cross_encoder:<model name or path>, "
+     "llm, llm:<chat model spec>"),
+    ("RAGSPINE_RERANKER", "cross-encodr:m", make_reranker,
+     "RAGSPINE_RERANKER='cross-encodr:m': unknown reranker 'cross-encodr:m' (did you mean 'cross_encoder'?); use "
+     "one of: none, cross_encoder:<model name or path>, llm, llm:<chat model spec>"),
+    ("RAGSPINE_RERANKER", "cross_encoder:", make_reranker,
+     "RAGSPINE_RERANKER='cross_encoder:': malformed reranker spec 'cross_encoder:': write cross_encoder:<model name "
+     "or path>"),
+    ("RAGSPINE_POSTPROCESSOR", "mmr,dedupe", make_postprocessor,
+     "RAGSPINE_POSTPROCESSOR='mmr,dedupe': unknown post-processing step 'dedupe' in 'mmr,dedupe'; use none or a "
+     "comma-separated list of: mmr, lost_in_middle, compress"),
+    ("RAGSPINE_POSTPROCESSOR", "lost-in-midle", make_postprocessor,
+     "RAGSPINE_POSTPROCESSOR='lost-in-midle': unknown post-processing step 'lost_in_midle' (did you mean "
+     "'lost_in_middle'?) in 'lost-in-midle'; use none or a comma-separated list of: mmr, lost_in_middle, compress"),
+    ("RAGSPINE_POSTPROCESSOR", "mmr,mmr", make_postprocessor,
+     "RAGSPINE_POSTPROCESSOR='mmr,mmr': post-processing step 'mmr' is repeated in 'mmr,mmr'"),
+]
+
+
+@pytest.mark.parametrize(("name", "value", "factory", "message"), BAD_STAGE_SETTINGS)
+def test_a_bad_setting_fails_where_it_is_used_and_names_the_variable(monkeypatch, name, value, factory, message):
+    """RAGSPINE_RERANKER=bogus made get_settings() itself raise, so every command broke (see the ingest test
+    below); now reading the settings keeps it as written and the factory that uses it refuses it, naming the
+    variable and listing the valid values."""
     monkeypatch.setenv(name, value)
-    with pytest.raises(ValidationError, match="use"):
-        get_settings()
+    assert get_settings()  # reading the settings does not fail on a setting only some commands use
+    with pytest.raises(ValueError) as e:
+        factory()
+    assert str(e.value) == message
+    with pytest.raises(ValueError, match=f"^{name}="):
+        make_compressors(k=3)
+
+
+@pytest.mark.parametrize(("name", "value", "spelled"), [("RAGSPINE_RERANKER", " Cross-Encoder : m ", "cross_encoder:m"),
+                                                        ("RAGSPINE_RERANKER", "  ", "none"),
+                                                        ("RAGSPINE_POSTPROCESSOR", "MMR, lost-in-middle",
+                                                         "mmr,lost_in_middle"),
+                                                        ("RAGSPINE_POSTPROCESSOR", " ", "none")])
+def test_a_good_stage_setting_is_read_in_its_one_spelling(monkeypatch, name, value, spelled):
+    monkeypatch.setenv(name, value)
+    field = "reranker" if name == "RAGSPINE_RERANKER" else "postprocessor"
+    assert getattr(get_settings(), field) == spelled
+
+
+def test_an_explicit_spec_does_not_read_the_bad_setting(monkeypatch):
+    monkeypatch.setenv("RAGSPINE_RERANKER", "bogus")
+    monkeypatch.setenv("RAGSPINE_POSTPROCESSOR", "dedupe")
+    assert make_reranker("none") is None
+    assert [type(c) for c in make_compressors("none", "mmr", k=2)] == [MMRCompressor]
+    with pytest.raises(ValueError, match="^unknown reranker 'colbert'"):  # an argument is not named as a variable
+        make_reranker("colbert")
+
+
+@pytest.mark.parametrize(("name", "value"), [("RAGSPINE_RERANKER", "bogus"), ("RAGSPINE_POSTPROCESSOR", "mmx")])
+def test_a_bad_stage_setting_does_not_break_ingest(tmp_path, capsys, monkeypatch, name, value):
+    """Regression: RAGSPINE_RERANKER=bogus (or RAGSPINE_POSTPROCESSOR=mmx) made `ragspine ingest` exit 2 with
+    "bad RAGSPINE_* setting", and indexing.ingest / open_retriever raise pydantic's ValidationError, though neither
+    ever reranks."""
+    monkeypatch.setenv(name, value)
+    corpus = tmp_path / "c"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("# A\n\nchunk offsets and citations.", "utf-8")
+    assert main(["ingest", str(corpus), "--store", str(tmp_path / "s"), "--mode", "bm25"]) == 0
+    ingest(corpus, tmp_path / "s2", mode="bm25")
+    assert open_retriever(tmp_path / "s2", mode="bm25").invoke("chunk")
+    assert search(open_retriever(tmp_path / "s", mode="bm25"), "chunk", k=1)
+    capsys.readouterr()
 
 
 # -- SecondStageRetriever -------------------------------------------------------------------------------------------
@@ -317,10 +380,32 @@ def test_search_unknown_second_stage_is_a_usage_error(store, capsys, flag, value
     assert "ragspine: error:" in err and valid in err
 
 
-def test_bad_second_stage_setting_is_a_usage_error(store, capsys, monkeypatch):
+@pytest.mark.parametrize("command", ["search", "ask", "eval"])
+@pytest.mark.parametrize(("name", "value", "message"), [
+    ("RAGSPINE_RERANKER", "colbert", "ragspine: error: RAGSPINE_RERANKER='colbert': unknown reranker 'colbert'; use "
+     "one of: none, cross_encoder:<model name or path>, llm, llm:<chat model spec>\n"),
+    ("RAGSPINE_POSTPROCESSOR", "mmr,dedupe", "ragspine: error: RAGSPINE_POSTPROCESSOR='mmr,dedupe': unknown "
+     "post-processing step 'dedupe' in 'mmr,dedupe'; use none or a comma-separated list of: mmr, lost_in_middle, "
+     "compress\n"),
+])
+def test_bad_second_stage_setting_is_a_usage_error_where_used(store, capsys, monkeypatch, tmp_path, command, name,
+                                                               value, message):
+    monkeypatch.setenv(name, value)
+    argv = {"search": ["search", QUERY, "--store", store],
+            "ask": ["ask", QUERY, "--store", store],
+            "eval": ["eval", str(_qa_folder(tmp_path / "ds")), "--mode", "bm25"]}[command]
+    assert main(argv) == 2
+    assert capsys.readouterr().err.endswith(message)
+
+
+def test_a_second_stage_flag_overrides_a_bad_setting(store, capsys, monkeypatch):
+    expected = [json.dumps(result_record(i, d), ensure_ascii=False, default=str)
+                for i, d in enumerate(search(open_retriever(store, k=5), QUERY, k=5), 1)]
     monkeypatch.setenv("RAGSPINE_RERANKER", "colbert")
-    assert main(["search", QUERY, "--store", store]) == 2
-    assert "bad RAGSPINE_* setting" in capsys.readouterr().err
+    monkeypatch.setenv("RAGSPINE_POSTPROCESSOR", "dedupe")
+    assert main(["search", QUERY, "--store", store, "-k", "5", "--json", "--rerank", "none", "--postprocess",
+                 "none"]) == 0
+    assert _lines(capsys) == expected
 
 
 def test_eval_with_the_second_stage_names_it_and_off_is_unchanged(tmp_path, capsys):
