@@ -39,12 +39,20 @@ def _reference(name: str, texts: list[str]) -> CountedBatch:
     return _count_tokens(get_tokenizer(name), texts)
 
 
+def _postings(c: CountedBatch) -> list[list[tuple[int, int]]]:
+    """Each document's (term number, frequency) pairs, sorted (the order within a document is free)."""
+    ends = np.cumsum(c.doc_terms)
+    pairs = list(zip(c.term_ids.tolist(), c.tfs.tolist(), strict=True))
+    return [sorted(pairs[int(e - n) : int(e)]) for e, n in zip(ends, c.doc_terms, strict=True)]
+
+
 def _assert_same(a: CountedBatch, b: CountedBatch) -> None:
-    assert a.term_list() == b.term_list()
+    assert a.term_list() == b.term_list()  # the same terms in the same order of first occurrence
     for field in ("term_ids", "tfs", "doc_len", "doc_terms"):
         x, y = getattr(a, field), getattr(b, field)
         assert x.dtype == y.dtype, field
-        assert np.array_equal(x, y), field
+    assert np.array_equal(a.doc_len, b.doc_len) and np.array_equal(a.doc_terms, b.doc_terms)
+    assert _postings(a) == _postings(b)
 
 
 def _mixed(n: int) -> list[str]:
