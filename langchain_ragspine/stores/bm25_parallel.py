@@ -83,7 +83,7 @@ class CountedBatch:
             as one string joined by :data:`TERM_SEPARATOR` when no term holds it (one object instead of tens of
             thousands to send between processes and keep while waiting), see :meth:`term_list`.
         term_ids: int32, one per posting, document after document: the posting's term as an index into ``terms``
-            (within a document in ascending order, each term once).
+            (each term once per document, in no particular order within it).
         tfs: int32, the frequency of each posting's term in its document.
         doc_len: int64, tokens per document.
         doc_terms: int64, postings (distinct terms) per document.
