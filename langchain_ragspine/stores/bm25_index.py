@@ -251,24 +251,9 @@ class TermPostings(Closing):
             if isinstance(a, np.ndarray):
                 yield first, end, a, b
                 continue
-            raw = self._read_spill(a, 8 * b)
+            self._spill.seek(a)
+            raw = self._spill.read(8 * b)
             yield first, end, np.frombuffer(raw, dtype=np.int32, count=b), np.frombuffer(raw, np.int32, b, 4 * b)
-
-    def _read_spill(self, offset: int, size: int) -> bytes:
-        """``size`` bytes of the temporary file from ``offset``: with ``os.pread`` where it exists (no shared file
-        position, so threads may read at once; the file object's buffer must have been flushed), else seek + read."""
-        if not hasattr(os, "pread"):  # pragma: no cover - Windows
-            self._spill.seek(offset)
-            return bytes(self._spill.read(size))
-        parts = []
-        while size > 0:
-            part = os.pread(self._spill.fileno(), size, offset)
-            if not part:
-                raise StoreError("the temporary file of the BM25 postings ended early")
-            parts.append(part)
-            offset += len(part)
-            size -= len(part)
-        return b"".join(parts)
 
     @property
     def ids(self) -> TermPostings:
@@ -287,10 +272,7 @@ class TermPostings(Closing):
         ``num_docs``.  Lucene IDF ``ln(1 + (N - df + 0.5) / (df + 0.5))``; TF ``tf / (tf + k1·(1 - b + b·dl/avgdl))``.
 
         The matrix is filled block by block (a counting sort: each term's slice has a cursor), so besides the
-        result only one block's arrays are alive.  With at least :data:`PARALLEL_POSTINGS` postings and two usable
-        cores, two threads fill it (numpy releases the GIL), each the slices of one half of the term ids, every
-        block read by both; each term's slice is written by one thread in block order, so the matrix is the same
-        bit for bit.
+        result only one block's arrays are alive.
         """
         self._close_block()
         n_docs = len(self._doc_len)
@@ -301,58 +283,26 @@ class TermPostings(Closing):
         idf = np.log(1.0 + (n_docs - df + 0.5) / (df + 0.5)).astype(np.float32)
         norm = (k1 * (1.0 - b + b * lengths / lengths.mean())).astype(np.float32)
         indptr = np.concatenate([[0], np.cumsum(df)]).astype(np.int64)
-        total = int(indptr[-1])
-        data = np.empty(total, dtype=np.float32)
-        indices = np.empty(total, dtype=np.int32)
-        if self._spill is not None:
-            self._spill.flush()  # blocks are read with os.pread, which does not see the file object's buffer
-
-        def fill(lo: int, hi: int) -> None:
-            """Fill the slices of term ids ``lo .. hi - 1``."""
-            cursor = indptr[lo:hi].copy()  # next free slot of each term's slice
-            whole = lo == 0 and hi == len(df)
-            for first, end, term, tf_int in self._iter_blocks():
-                if term.size == 0:  # a block of documents without a token
-                    continue
-                doc = np.repeat(np.arange(first, end, dtype=np.int32), doc_terms[first:end])
-                if not whole:
-                    mine = (term >= lo) & (term < hi)
-                    term, tf_int, doc = term[mine], tf_int[mine], doc[mine]
-                    if term.size == 0:
-                        continue
-                tf = tf_int.astype(np.float32)
-                score = idf[term] * tf / (tf + norm[doc])
-                order = _stable_order(term)  # term-major; doc ids stay ascending within a term
-                # the block's postings of term t (its run, in the sorted order) go to cursor[t], cursor[t] + 1, ...
-                counts = np.bincount(term - lo, minlength=hi - lo)
-                present = np.flatnonzero(counts)
-                run = counts[present]
-                starts = np.cumsum(run) - run  # where each run begins in the sorted order
-                pos = np.repeat(cursor[present] - starts, run) + np.arange(term.size, dtype=np.int64)
-                data[pos] = score[order]
-                indices[pos] = doc[order]
-                cursor[present] += run
-
-        if total < PARALLEL_POSTINGS or _usable_cores() < 2 or (self._spill is not None and not hasattr(os, "pread")):
-            fill(0, len(df))
-        else:
-            from concurrent.futures import ThreadPoolExecutor
-
-            middle = int(np.searchsorted(indptr, total // 2))  # about half of the postings on each side
-            with ThreadPoolExecutor(max_workers=2) as pool:
-                for done in [pool.submit(fill, 0, middle), pool.submit(fill, middle, len(df))]:
-                    done.result()
+        data = np.empty(int(indptr[-1]), dtype=np.float32)
+        indices = np.empty(int(indptr[-1]), dtype=np.int32)
+        cursor = indptr[:-1].copy()  # next free slot of each term's slice
+        for first, end, term, tf_int in self._iter_blocks():
+            if term.size == 0:  # a block of documents without a token
+                continue
+            tf = tf_int.astype(np.float32)
+            doc = np.repeat(np.arange(first, end, dtype=np.int32), doc_terms[first:end])
+            score = idf[term] * tf / (tf + norm[doc])
+            order = _stable_order(term)  # term-major; doc ids stay ascending within a term
+            # the block's postings of term t (its run, in the sorted order) go to cursor[t], cursor[t] + 1, ...
+            counts = np.bincount(term, minlength=cursor.size)
+            present = np.flatnonzero(counts)
+            run = counts[present]
+            starts = np.cumsum(run) - run  # where each run begins in the sorted order
+            pos = np.repeat(cursor[present] - starts, run) + np.arange(term.size, dtype=np.int64)
+            data[pos] = score[order]
+            indices[pos] = doc[order]
+            cursor[present] += run
         return {"data": data, "indices": indices, "indptr": indptr, "num_docs": n_docs}
-
-
-#: Postings from which :meth:`TermPostings.lucene_scores` fills the matrix in two threads.
-PARALLEL_POSTINGS = 1 << 22
-
-
-def _usable_cores() -> int:
-    from langchain_ragspine.stores.bm25_parallel import usable_cores
-
-    return usable_cores()
 
 
 def _stable_order(keys: np.ndarray) -> np.ndarray:
