@@ -9,8 +9,11 @@ seconds, ``time.process_time``), so the floor of an ingest is known:
 * grams — the ``cjk`` words and CJK unigrams + bigrams of the folded text (what ``cjk`` returns after fold);
 * MeCab — ``mecab_surfaces`` of the normalised text, for texts holding a CJK character (what ``auto`` adds);
 * tokenizer — the whole tokenizer (``auto_tokenize`` / ``cjk_tokenize``), all steps above plus filtering;
-* count_batch — what a tokenizing process runs per batch of 2,048 texts: the tokenizer plus reducing the tokens to
-  postings (``bm25_parallel.count_batch``); count = count_batch - tokenizer.
+* token count — the tokenizer plus reducing its tokens to postings one dictionary look-up per token, per batch of
+  2,048 texts (``bm25_parallel._count_tokens``, what a tokenizing process ran before the numpy count);
+  count = token count - tokenizer;
+* count_batch — what a tokenizing process runs per batch of 2,048 texts now (``bm25_parallel.count_batch``): for
+  ``cjk`` / ``auto`` the numpy count of ``stores/_gram_count.py``, the same postings without a string per n-gram.
 
 Texts: the synthetic chunks of ``benchmarks/speed.py`` (real ``jsquad-valid`` / ``cmrc2018-dev`` sentences
 recombined into 300-480-character paragraphs, Japanese and Chinese alternating, fixed seed), the corpus
@@ -50,7 +53,7 @@ def _cpu(fn: Callable[[Any], Any], items: list[Any]) -> float:
 def measure(texts: list[str]) -> list[tuple[str, float]]:
     """``(step, CPU seconds)`` over ``texts``, in the order of the module docstring."""
     from langchain_ragspine import tokenizers as T
-    from langchain_ragspine.stores.bm25_parallel import count_batch
+    from langchain_ragspine.stores.bm25_parallel import _count_tokens, count_batch
 
     T.auto_tokenize("東京都の天気と北京的天气 warm-up")  # tagger and fold table loaded outside the timing
     norm = [T.normalize(t).lower() for t in texts]
@@ -62,10 +65,13 @@ def measure(texts: list[str]) -> list[tuple[str, float]]:
         ("grams", _cpu(T._gram_tokens, folded)),
         ("MeCab", _cpu(T.mecab_surfaces, cjk_norm)),
     ]
+    starts = list(range(0, len(texts), BATCH))
     for name, tokenize in (("cjk", T.cjk_tokenize), ("auto", T.auto_tokenize)):
         tok = _cpu(tokenize, texts)
-        batches = _cpu(lambda i, name=name: count_batch(name, texts[i : i + BATCH]), list(range(0, len(texts), BATCH)))
-        rows += [(f"{name}: tokenizer", tok), (f"{name}: count_batch", batches), (f"{name}: count", batches - tok)]
+        tokens = _cpu(lambda i, fn=tokenize: _count_tokens(fn, texts[i : i + BATCH]), starts)
+        batches = _cpu(lambda i, name=name: count_batch(name, texts[i : i + BATCH]), starts)
+        rows += [(f"{name}: tokenizer", tok), (f"{name}: token count", tokens), (f"{name}: count", tokens - tok),
+                 (f"{name}: count_batch (numpy)", batches)]
     return rows
 
 
@@ -87,13 +93,14 @@ def main(argv: list[str] | None = None) -> int:
     texts = [d.page_content for d in speed.make_corpus(size, args.seed)]
     chars = sum(map(len, texts))
     rows = measure(texts)
-    lines = ["| step | CPU s | µs per text | share of `auto: count_batch` |", "|---|---:|---:|---:|"]
-    total = dict(rows)["auto: count_batch"]
+    lines = ["| step | CPU s | µs per text | share of `auto: token count` |", "|---|---:|---:|---:|"]
+    total = dict(rows)["auto: token count"]
     for name, sec in rows:
         lines.append(f"| {name} | {sec:.1f} | {sec / len(texts) * 1e6:.0f} | {sec / total:.0%} |")
     body = "\n".join(lines) + "\n\n" + (
         f"{len(texts):,} synthetic texts ({chars:,} characters, seed {args.seed}), one process, CPU seconds "
-        f"(`time.process_time`); count_batch in batches of {BATCH:,} texts as the tokenizing processes run it. "
+        f"(`time.process_time`); token count and count_batch in batches of {BATCH:,} texts as the tokenizing "
+        "processes run them. "
         "MeCab runs on the texts holding a CJK character (all of them here).\n"
     )
     print(body)

@@ -91,10 +91,11 @@ def build_bm25_index(
     name = tokenizer_name(tokenize)
     texts = texts if isinstance(texts, Sequence) else list(texts)
     batches = bm25_parallel.take_prefetched(texts, name)
-    if batches is None and workers != 1:
-        n = bm25_parallel.resolve_workers(workers, len(texts)) if name is not None else 1
-        if n > 1:
-            batches = bm25_parallel.CountedBatches(texts, name, workers=n)  # type: ignore[arg-type]
+    if batches is None and name is not None:
+        # a registered tokenizer is counted batch by batch (in this process when n == 1): the same postings as
+        # token by token, with less CPU for the n-gram tokenizers (bm25_parallel.count_batch)
+        n = bm25_parallel.resolve_workers(workers, len(texts)) if workers != 1 else 1
+        batches = bm25_parallel.CountedBatches(texts, name, workers=n)
     with TermPostings(memory_postings=memory_postings) as postings:
         if batches is None:
             for text in texts:

@@ -46,7 +46,8 @@ from typing import Any
 import numpy as np
 
 from langchain_ragspine._closing import Closing
-from langchain_ragspine.tokenizers import get_tokenizer
+from langchain_ragspine.stores._gram_count import GRAM_TOKENIZERS, count_gram_batch
+from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer
 
 __all__ = [
     "BATCH_TEXTS",
@@ -82,7 +83,7 @@ class CountedBatch:
             as one string joined by :data:`TERM_SEPARATOR` when no term holds it (one object instead of tens of
             thousands to send between processes and keep while waiting), see :meth:`term_list`.
         term_ids: int32, one per posting, document after document: the posting's term as an index into ``terms``
-            (within a document in ascending order, each term once).
+            (each term once per document, in no particular order within it).
         tfs: int32, the frequency of each posting's term in its document.
         doc_len: int64, tokens per document.
         doc_terms: int64, postings (distinct terms) per document.
@@ -116,10 +117,24 @@ class _LocalVocab(dict[str, int]):
 def count_batch(tokenizer: str, texts: Sequence[str]) -> CountedBatch:
     """Tokenize ``texts`` with the registered tokenizer ``tokenizer`` and reduce them to a :class:`CountedBatch`.
 
+    The ``cjk`` and ``auto`` tokenizers (and their ``-nofold`` variants) are counted without a string per
+    character n-gram (:func:`~langchain_ragspine.stores._gram_count.count_gram_batch`, ~2x less CPU), with the
+    same result; every other tokenizer token by token.
+
     Raises:
         ValueError: an unknown tokenizer name.
     """
     tokenize = get_tokenizer(tokenizer)
+    name = tokenizer.strip().lower()
+    if name in GRAM_TOKENIZERS:
+        counted = count_gram_batch(name, texts)
+        if counted is not None:
+            return counted
+    return _count_tokens(tokenize, texts)
+
+
+def _count_tokens(tokenize: Tokenizer, texts: Sequence[str]) -> CountedBatch:
+    """:func:`count_batch` token by token: each text's tokens numbered with one dictionary look-up each."""
     local = _LocalVocab()
     number = local.__getitem__
     term_ids = array("i")

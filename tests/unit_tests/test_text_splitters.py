@@ -395,3 +395,20 @@ def test_property_grapheme_boundaries_match_full_segmentation(text):
     g = _Graphemes(text)
     bounds = _grapheme_bounds(text)
     assert [i for i in range(len(text) + 1) if g.at(i)] == sorted(bounds)
+
+
+def test_chunks_share_no_mutable_metadata_value() -> None:
+    """Each chunk gets its own copy of the document's metadata: scalar metadata is copied cheaply, a list or dict
+    value is deep-copied, so changing one chunk's metadata never changes another chunk's or the source's."""
+    tags = ["a", {"nested": [1]}]
+    source = {"source": "d.md", "title": "T", "year": 2020, "score": 0.5, "ok": True, "none": None, "tags": tags}
+    text = "一段目の文章です。" * 40 + "\n\n" + "二段目の文章です。" * 40
+    chunks = ParagraphTextSplitter(chunk_size=200, chunk_overlap=0).create_documents([text], [source])
+    assert len(chunks) >= 2
+    chunks[0].metadata["tags"][1]["nested"].append(2)
+    chunks[0].metadata["title"] = "changed"
+    assert chunks[1].metadata["tags"] == ["a", {"nested": [1]}] and chunks[1].metadata["title"] == "T"
+    assert tags == ["a", {"nested": [1]}]
+    plain = ParagraphTextSplitter(chunk_size=200, chunk_overlap=0).create_documents([text], [{"source": "d.md"}])
+    plain[0].metadata["doc_id"] = "x"
+    assert plain[1].metadata["doc_id"] == "d.md"
