@@ -6,7 +6,8 @@ the working directory, then the defaults below.  :func:`get_settings` is the one
 a call needs one (about half a millisecond a read) and never cached across calls: a variable changed at run time
 (``monkeypatch.setenv`` in a test, ``os.environ[...] = ...`` in a notebook) takes effect on the next call.  The CLI
 takes its option defaults from them, so ``RAGSPINE_TOKENIZER=cjk ragspine ingest docs --store S`` works like
-``--tokenizer cjk``; an argument or option given explicitly always wins.
+``--tokenizer cjk``; an argument or option given explicitly always wins.  A bad value is refused where the setting
+is used (:func:`configured_setting`, naming the variable), so it never breaks a command that does not use it.
 """
 
 from __future__ import annotations
@@ -214,34 +215,54 @@ class RagSpineSettings(BaseSettings):
     Precedence: an explicit argument (``RagSpineSettings(k=5)``, or a function's own argument) > the environment >
     ``.env`` in the working directory > the default.  Read them with :func:`get_settings`.
 
+    Checked where used: a setting with a constrained value (:data:`CHECKED_WHERE_USED`: a name from a list, a spec,
+    an integer in a range) is checked by :func:`configured_setting` where a command or function uses it, never when
+    the settings are read.  A valid value is held in its one spelling and type (``RAGSPINE_K=" 7 "`` → ``7``); a bad
+    one is held as written (a string) and refused where it is used, with a ``ValueError`` naming the variable, the
+    value and what is expected (``RAGSPINE_K='abc': k must be an integer > 0``).  So a setting a command does not
+    use cannot break it: ``RAGSPINE_K=abc`` does not break ``ingest``, nor ``RAGSPINE_TOKENIZER=mecab`` ``search``.
+    Who uses what: ``ingest`` (and ``ragspine demo``, ``eval``'s ingest) reads ``tokenizer``, ``chunk_size``,
+    ``chunk_overlap``, ``chunker``, ``retrieval_mode``, ``embedding`` and ``workers``; ``open_retriever`` /
+    ``search()`` / ``ragspine search | ask`` read ``k``, ``retrieval_mode`` and, only when set, ``chunker`` (then
+    also the chunk budgets, to check the store's chunking), and the CLI the query-transform and second-stage
+    settings; the tokenizer and the query encoder are recorded with the index, so search never reads
+    ``tokenizer`` or ``embedding``; ``workers`` is read by search only to rebuild a stale BM25 index; the
+    ``pg_*`` settings only by PostgreSQL stores.  Code reading a constrained field directly gets the raw value;
+    read it with :func:`configured_setting`.
+
     Attributes:
-        tokenizer: BM25 tokenizer name for :func:`~langchain_ragspine.indexing.ingest` and ``ragspine ingest``
-            (``RAGSPINE_TOKENIZER``; default ``"auto"``).
-        chunk_size: chunk budget in characters (``RAGSPINE_CHUNK_SIZE``; default 480).
-        chunk_overlap: overlap in characters (``RAGSPINE_CHUNK_OVERLAP``; default 80).
+        tokenizer: BM25 tokenizer name for :func:`~langchain_ragspine.indexing.ingest` and ``ragspine ingest`` /
+            ``eval`` (``RAGSPINE_TOKENIZER``: one of :data:`~langchain_ragspine.tokenizers.TOKENIZERS`, any case;
+            default ``"auto"``).  Search never reads it: the store records its tokenizer.
+        chunk_size: chunk budget in characters (``RAGSPINE_CHUNK_SIZE``: an integer > 0; default 480).
+        chunk_overlap: overlap in characters (``RAGSPINE_CHUNK_OVERLAP``: an integer >= 0; default 80).
         chunker: how ingest chunks documents (``RAGSPINE_CHUNKER``: one of
-            :data:`~langchain_ragspine.text_splitters.chunkers.CHUNKERS`; unset: the store's recorded chunker,
-            ``paragraph`` for a new store).  Set, it must match the store's record for ingest and search alike.
+            :data:`~langchain_ragspine.text_splitters.chunkers.CHUNKERS`; unset or blank: the store's recorded
+            chunker, ``paragraph`` for a new store).  Set, it must match the store's record for ingest and search
+            alike (search then reads ``chunk_size`` and ``chunk_overlap`` too).
         store: default store for the CLI and ``graphs/app.py``: a directory or a ``postgresql://`` URL
             (``RAGSPINE_STORE``; default none: the
             CLI then requires ``--store``, ``graphs/app.py`` ingests the demo corpus).
-        k: number of chunks a search returns, for every entry point (``RAGSPINE_K``; default :data:`DEFAULT_K` = 6).
+        k: number of chunks a search returns, for every entry point (``RAGSPINE_K``: an integer > 0; default
+            :data:`DEFAULT_K` = 6).  ``ingest`` never reads it.
         embedding: embedding spec for :func:`make_embeddings` and ingest (``RAGSPINE_EMBEDDING``; default
             ``"auto"``).
         retrieval_mode: a registered retrieval mode (``RAGSPINE_RETRIEVAL_MODE``; default ``"auto"``; see
-            :mod:`langchain_ragspine.modes`).
+            :mod:`langchain_ragspine.modes`), for ingest (whether to embed) and search alike.  Checked when used,
+            so a mode registered after the settings were read counts.
         llm: chat model spec (``RAGSPINE_LLM``; default :data:`DEFAULT_LLM` = ``"none"``: the deterministic
             path everywhere; ``"auto"`` uses the default chat model when its server answers).
         ollama_host: where Ollama listens (``OLLAMA_HOST``, Ollama's own variable, no prefix; default
             ``http://localhost:11434``).
         cache_dir: where derived models (the ONNX e5 graph) are cached (``RAGSPINE_CACHE_DIR``; default
             ``platformdirs.user_cache_dir("langchain-ragspine")``).
-        pg_pool_size: most connections one process opens to one PostgreSQL store (``RAGSPINE_PG_POOL_SIZE``;
-            default 4; see ``docs/postgres.md``).
+        pg_pool_size: most connections one process opens to one PostgreSQL store (``RAGSPINE_PG_POOL_SIZE``: an
+            integer > 0; default 4; see ``docs/postgres.md``).
         pg_hnsw_threshold: the dense channel of a PostgreSQL store gets a pgvector HNSW index once it holds this
-            many vectors; below it every search is exact (``RAGSPINE_PG_HNSW_THRESHOLD``; default 20000).
+            many vectors; below it every search is exact (``RAGSPINE_PG_HNSW_THRESHOLD``: an integer >= 0; default
+            20000).
         pg_ef_search: pgvector's ``hnsw.ef_search`` for a query (raised to ``k`` when smaller;
-            ``RAGSPINE_PG_EF_SEARCH``; default 100).
+            ``RAGSPINE_PG_EF_SEARCH``: an integer > 0; default 100).
         query_transform: the query transformation of :func:`make_query_transform` and the CLI's ``--transform``
             (``RAGSPINE_QUERY_TRANSFORM``; one of :data:`QUERY_TRANSFORMS`, any case, ``-`` for ``_``; default and
             blank: ``"none"``).  An unknown name is kept as written and refused only where a transformation is
@@ -260,14 +281,13 @@ class RagSpineSettings(BaseSettings):
             default and blank: ``"none"``); see :func:`make_postprocessor`.  An unknown or repeated step is kept as
             written and refused only where post-processing is made (:func:`configured_postprocessor`).
         workers: processes that tokenize chunks when ingest (or a search that finds the saved index stale) builds
-            a BM25 index (``RAGSPINE_WORKERS``; default 0: automatic, every usable core for a large corpus; 1: one
-            process).  The index is the same whatever the number; see
+            a BM25 index (``RAGSPINE_WORKERS``: an integer >= 0; default 0: automatic, every usable core for a large
+            corpus; 1: one process).  The index is the same whatever the number; see
             :mod:`langchain_ragspine.stores.bm25_parallel`.
 
     Raises:
-        pydantic.ValidationError: a value of the wrong type, an unknown tokenizer, chunker or retrieval mode (an
-            unknown query transformation, reranker or post-processing step is refused where it is used, see
-            above).
+        pydantic.ValidationError: only for a value no field can hold (a non-string path); every constrained value
+            is refused where it is used instead (:func:`configured_setting`, see above).
     """
 
     model_config = SettingsConfigDict(
@@ -319,8 +339,11 @@ def get_settings() -> RagSpineSettings:
     The one way the library reads configuration.  Not cached: a call costs about half a millisecond, so a variable
     changed at run time takes effect on the next call (and tests that monkeypatch the environment stay isolated).
 
+    A bad value of a constrained setting does not fail here: it is held as written and refused where it is used
+    (:func:`configured_setting`), so reading the settings never breaks a command that does not use it.
+
     Raises:
-        pydantic.ValidationError: a variable holds a bad value (the message names it).
+        pydantic.ValidationError: only a value no field can hold (``settings_error_message`` names the variable).
     """
     return RagSpineSettings()
 

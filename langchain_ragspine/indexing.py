@@ -32,7 +32,13 @@ from langchain_core.retrievers import BaseRetriever
 
 import langchain_ragspine
 from langchain_ragspine._stacklevel import user_stacklevel
-from langchain_ragspine.config import DEFAULT_K, configured_setting, get_settings, make_embeddings, resolve_embedding
+from langchain_ragspine.config import (
+    DEFAULT_K,
+    configured_setting,
+    get_settings,
+    make_embeddings,
+    resolve_embedding,
+)
 from langchain_ragspine.document_compressors.contextual import DEFAULT_HEADER_FIELDS, ContextualHeader
 from langchain_ragspine.document_loaders import CorpusLoader
 from langchain_ragspine.document_loaders import corpus as corpus_module
