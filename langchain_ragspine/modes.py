@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, Protocol, Self, TypeVar
+from typing import Any, Generic, Literal, Protocol, Self, TypeVar, cast
 
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
@@ -38,7 +38,8 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_ragspine.config import (
     LEXICAL_MODES,
     QUERY_TRANSFORMS,
-    get_settings,
+    _from_setting,
+    configured_setting,
     make_query_transform,
     resolve_embedding,
 )
@@ -273,8 +274,12 @@ def lexical_mode_names() -> tuple[str, ...]:
     return tuple(name for name, mode in _REGISTRY.items() if mode.embedding == "none")
 
 
-def resolve_mode_name(name: str) -> str:
+def resolve_mode_name(name: str, *, setting: str | None = None) -> str:
     """``name`` stripped and lower-cased, if it is a registered mode.
+
+    Args:
+        name: the mode as written.
+        setting: the variable ``name`` came from (``"RAGSPINE_RETRIEVAL_MODE"``), named at the head of the error.
 
     Raises:
         ValueError: not a registered mode (the message lists them).
@@ -284,7 +289,8 @@ def resolve_mode_name(name: str) -> str:
         raise TypeError(f"a retrieval mode is a string, got {name!r}")
     key = name.strip().lower()
     if key not in _REGISTRY:
-        raise ValueError(f"unknown retrieval mode {name!r}; choose one of {', '.join(_REGISTRY)}")
+        raise ValueError(f"{_from_setting(setting, name)}unknown retrieval mode {name!r}; choose one of "
+                         f"{', '.join(_REGISTRY)}")
     return key
 
 
@@ -292,9 +298,9 @@ def resolve_mode(mode: str | None) -> str:
     """``mode`` (default ``RAGSPINE_RETRIEVAL_MODE``, else ``"auto"``), lower-cased and checked.
 
     Raises:
-        ValueError: not a registered mode.
+        ValueError: not a registered mode (from ``RAGSPINE_RETRIEVAL_MODE``: the message names the variable).
     """
-    return resolve_mode_name(mode if mode is not None else get_settings().retrieval_mode)
+    return resolve_mode_name(mode) if mode is not None else cast(str, configured_setting("retrieval_mode"))
 
 
 def get_mode(name: str) -> RetrievalMode:

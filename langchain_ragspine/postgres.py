@@ -20,7 +20,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 
-from langchain_ragspine.config import get_settings, make_embeddings, resolve_embedding
+from langchain_ragspine.config import configured_setting, make_embeddings, resolve_embedding
 from langchain_ragspine.embeddings.cache import model_key_for
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.indexing import IngestSummary, _warn_stale, warm_embedding_cache, write_documents
@@ -169,7 +169,7 @@ def _record_vectors(store: PostgresChunkStore, embedding: Embeddings | None, spe
     if spec is None and store.meta("vector_model_key") == key:
         spec = store.meta("vector_embedding")  # the same model written through the Python API keeps its spec
     store.set_meta({"vector_model_key": key, "vector_embedding": spec, "vector_dim": str(dim)})
-    ensure_hnsw_index(store.db, key, dim, threshold=get_settings().pg_hnsw_threshold)
+    ensure_hnsw_index(store.db, key, dim, threshold=configured_setting("pg_hnsw_threshold"))
     return key
 
 

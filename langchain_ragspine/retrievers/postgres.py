@@ -42,7 +42,7 @@ from pydantic import ConfigDict, PrivateAttr, field_validator
 
 import langchain_ragspine
 from langchain_ragspine._stacklevel import user_stacklevel
-from langchain_ragspine.config import get_settings
+from langchain_ragspine.config import configured_setting
 from langchain_ragspine.embeddings.batching import l2_normalize
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.filters import and_filters, compile_filter
@@ -348,7 +348,7 @@ class PostgresDenseRetriever(_PostgresRetriever):
                 cols=_sql.SQL(cols), dist=dist, joins=_sql.SQL(joins), key=_sql.Literal(self._key),
                 where=_sql.SQL(where),  # type: ignore[arg-type]  # our own SQL text with %s placeholders
             )
-            ef = max(self.ef_search or get_settings().pg_ef_search, k)
+            ef = max(self.ef_search or configured_setting("pg_ef_search"), k)
             with conn.transaction():
                 conn.execute(_sql.SQL("SET LOCAL hnsw.ef_search = {}").format(_sql.Literal(int(ef))))
                 mode = self._ITERATIVE_SCAN if self._ITERATIVE_SCAN in ("off", "strict_order") else "relaxed_order"

@@ -50,7 +50,7 @@ from langchain_core.documents import Document
 
 from langchain_ragspine._closing import Closing
 from langchain_ragspine._optional import import_optional
-from langchain_ragspine.config import get_settings
+from langchain_ragspine.config import configured_setting
 from langchain_ragspine.embeddings.cache import content_hash
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.retrievers.dense import _VISIBLE_RE  # what the dense channel counts as text
@@ -261,7 +261,7 @@ def get_pool(url: str) -> Any:
         pool = ConnectionPool(
             url,
             min_size=1,
-            max_size=max(1, get_settings().pg_pool_size),
+            max_size=max(1, configured_setting("pg_pool_size")),
             # No server-side prepared statements: after psycopg's 5th execution PostgreSQL may switch a prepared
             # query to a generic plan that ignores the query's own terms, and the BM25 query then re-runs its
             # corpus statistics per posting row (measured: 2-6 s instead of 50 ms on 600 chunks).

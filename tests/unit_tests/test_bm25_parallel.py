@@ -121,14 +121,14 @@ def test_resolve_workers(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_workers_setting_is_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    from langchain_ragspine.config import get_settings
+    from langchain_ragspine.config import configured_setting, get_settings
 
     assert get_settings().workers == 0
     monkeypatch.setenv("RAGSPINE_WORKERS", "3")
-    assert get_settings().workers == 3
-    monkeypatch.setenv("RAGSPINE_WORKERS", "-1")
-    with pytest.raises(ValueError, match="workers"):
-        get_settings()
+    assert get_settings().workers == 3 == configured_setting("workers")
+    monkeypatch.setenv("RAGSPINE_WORKERS", "-1")  # refused where it is used, naming the variable
+    with pytest.raises(ValueError, match=r"^RAGSPINE_WORKERS='-1': workers must be an integer >= 0"):
+        configured_setting("workers")
 
 
 # -- a real pool -------------------------------------------------------------------------------------------

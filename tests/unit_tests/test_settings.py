@@ -112,13 +112,18 @@ def test_blank_paths_count_as_unset(clean, monkeypatch):
 @pytest.mark.parametrize(
     "name, value, message",
     [("RAGSPINE_RETRIEVAL_MODE", "fast", "unknown retrieval mode"), ("RAGSPINE_TOKENIZER", "mecab", "unknown tokenizer"),
-     ("RAGSPINE_K", "0", "greater than 0"), ("RAGSPINE_CHUNK_SIZE", "big", "integer"),
+     ("RAGSPINE_K", "0", "k must be an integer > 0"), ("RAGSPINE_CHUNK_SIZE", "big", "integer"),
      ("RAGSPINE_CHUNKER", "recursive", "unknown chunker")],
 )
 def test_bad_values_are_refused_from_dotenv_too(clean, name, value, message):
+    """Refused where the setting is used (configured_setting), not when the settings are read: see
+    test_settings_where_used.py."""
+    from langchain_ragspine.config import configured_setting
+
     _dotenv(clean, **{name: value})
-    with pytest.raises(ValueError, match=message):
-        get_settings()
+    get_settings()
+    with pytest.raises(ValueError, match=f"^{name}={value!r}: .*{message}"):
+        configured_setting(name.removeprefix("RAGSPINE_").lower())
 
 
 def test_a_bad_query_transform_is_refused_where_it_is_used(clean):
@@ -137,19 +142,20 @@ def test_a_bad_query_transform_is_refused_where_it_is_used(clean):
     assert get_settings().query_transform == "none" == configured_query_transform()
 
 
-@pytest.mark.parametrize(("name", "value", "message"), [
-    ("RAGSPINE_TOKENIZER", "mecab", "RAGSPINE_TOKENIZER='mecab': unknown tokenizer 'mecab'"),
-    ("RAGSPINE_K", "abc", "RAGSPINE_K='abc': Input should be a valid integer"),
-    ("RAGSPINE_CHUNKER", "paragraf", "RAGSPINE_CHUNKER='paragraf': unknown chunker 'paragraf' (did you mean "
-                                     "'paragraph'?)"),
+@pytest.mark.parametrize(("name", "value", "command", "message"), [
+    ("RAGSPINE_TOKENIZER", "mecab", "ingest", "RAGSPINE_TOKENIZER='mecab': unknown tokenizer 'mecab'"),
+    ("RAGSPINE_K", "abc", "search", "RAGSPINE_K='abc': k must be an integer > 0"),
+    ("RAGSPINE_CHUNKER", "paragraf", "ingest", "RAGSPINE_CHUNKER='paragraf': unknown chunker 'paragraf' (did you "
+                                               "mean 'paragraph'?)"),
 ])
-def test_the_cli_names_the_variable_of_a_bad_setting(clean, monkeypatch, capsys, name, value, message):
+def test_the_cli_names_the_variable_of_a_bad_setting(clean, monkeypatch, capsys, name, value, command, message):
     from langchain_ragspine.cli import main
 
     monkeypatch.setenv(name, value)
-    assert main(["search", "q", "--store", str(clean)]) == 2
+    argv = ["search", "q"] if command == "search" else ["ingest", str(_corpus(clean / "c"))]
+    assert main([*argv, "--store", str(clean / "S")]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"ragspine: error: bad RAGSPINE_* setting: {message}")
+    assert err.startswith(f"ragspine: error: {message}")
     assert "pydantic" not in err and "validation error for" not in err
 
 
@@ -225,20 +231,24 @@ def test_store_in_dotenv_reaches_the_cli(clean, capsys):
 
 # -- one k, one LLM setting: documented meaning per entry point ------------------------------------------------------
 def test_k_unset_is_each_entry_points_default_and_set_is_everyones(clean, monkeypatch):
-    from langchain_ragspine.cli import build_parser
+    from langchain_ragspine.cli import _settings_defaults, build_parser
+
+    def parsed(argv: list[str]) -> int:
+        args = build_parser().parse_args(argv)
+        _settings_defaults(args)  # an option left out: RAGSPINE_K, read (and checked) where k is used
+        return int(args.k)
 
     def parsed_k() -> dict[str, int]:
-        parser = build_parser()
         return {
-            "search": parser.parse_args(["search", "q", "--store", "S"]).k,
-            "ask": parser.parse_args(["ask", "q", "--store", "S"]).k,
-            "demo": parser.parse_args(["demo"]).k,
+            "search": parsed(["search", "q", "--store", "S"]),
+            "ask": parsed(["ask", "q", "--store", "S"]),
+            "demo": parsed(["demo"]),
         }
 
     assert DEFAULT_K == 6 and parsed_k() == {"search": 6, "ask": 6, "demo": 6}  # one default k
     monkeypatch.setenv("RAGSPINE_K", "5")
     assert parsed_k() == {"search": 5, "ask": 5, "demo": 5}
-    assert build_parser().parse_args(["search", "q", "--store", "S", "-k", "2"]).k == 2  # an option wins
+    assert parsed(["search", "q", "--store", "S", "-k", "2"]) == 2  # an option wins
 
 
 def test_retriever_classes_keep_langchains_k_and_ignore_the_settings(clean, monkeypatch):
