@@ -724,7 +724,7 @@ class _StreamingPrefetch:
 
     def __init__(self, docs: Sequence[Document], header: ContextualHeader | None, tokenizer: str,
                  workers: int | None) -> None:
-        setting = get_settings().workers if workers is None else workers
+        setting = configured_setting("workers") if workers is None else workers
         bm25_parallel.resolve_workers(setting, 0)  # a bad value fails here, as it would later
         self.order = sorted(range(len(docs)), key=lambda i: str(docs[i].metadata["doc_id"]))
         self.header = header
