@@ -10,9 +10,9 @@ their frequencies).  Batches come back in input order, and
 that order — so every term gets the id it gets in a one-process build, and the score matrix is the same, bit for
 bit (``tests/unit_tests/test_bm25_parallel.py``).  Only strings the batch introduces and compact integer arrays cross
 the process boundary; the parent does little more than one dictionary look-up per distinct term of a batch.
-Ingest into a new store starts the workers on its chunks before it writes the chunk store (:func:`prefetch`), so
-tokenizing overlaps the SQLite writes; the build takes those batches only when its texts are exactly the ones
-tokenized.
+Ingest into a new store hands the workers its chunks while it is still chunking (:meth:`CountedBatches.growing`,
+registered with :func:`prefetch`), so tokenizing overlaps the chunking and the SQLite writes; the build takes those
+batches only when its texts are exactly the ones tokenized.
 
 How many workers (:func:`resolve_workers`): ``1`` tokenizes in this process; ``0`` / ``None`` (the default of
 :func:`~langchain_ragspine.indexing.ingest`, setting ``RAGSPINE_WORKERS``) uses every core this process may run on
