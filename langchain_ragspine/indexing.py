@@ -622,7 +622,13 @@ def _ingest(
     loader = CorpusLoader(paths, on_error=on_error)
     # every file is read and checked before the store is touched
     docs = list(progress_bar(loader.lazy_load(), desc="load", unit="doc", show=progress))
-    split = [(doc, *_split(splitter, doc)) for doc in progress_bar(docs, desc="chunk", unit="doc", show=progress)]
+    # a new store's BM25 index is built from exactly this run's chunks: tokenize them while chunking
+    streaming = None if postgres or _active_document_count(root) else _StreamingPrefetch(docs, header, name, workers)
+    split = []
+    for i, doc in enumerate(progress_bar(docs, desc="chunk", unit="doc", show=progress)):
+        split.append((doc, *_split(splitter, doc)))
+        if streaming is not None:
+            streaming.chunked(i, split[-1][1])
     show = progress  # None: a bar on a terminal, else a line per phase every ~10 s (langchain_ragspine.progress)
     summary = IngestSummary(
         documents=len(docs),
@@ -654,7 +660,10 @@ def _ingest(
     if header is not None:  # embedded (and keyed) by the index text with its contextual header
         all_chunks = list(header.transform_documents(all_chunks))
     if not active_before:  # a new store's index is built from exactly this run's chunks: tokenize them now
-        bm25_parallel.prefetch(_prefetch_bm25(split, header, name, workers))  # closed when ingest() returns
+        if streaming is not None:
+            streaming.finish()  # registered when it started
+        else:
+            bm25_parallel.prefetch(_prefetch_bm25(split, header, name, workers))  # closed when ingest() returns
     if emb is not None:
         # Probe the model with one batch BEFORE the store changes: an unreachable or broken model leaves the chunk
         # store and its indexes exactly as they were (the cache only gains vectors).
@@ -703,6 +712,49 @@ def _ingest(
         _write_index_state(root, state)
     summary.seconds = time.perf_counter() - t0
     return summary
+
+
+class _StreamingPrefetch:
+    """Hands the BM25 index texts of a new store's chunks to the tokenizing processes while ingest is still
+    chunking: in the order :func:`build_bm25` reads them from the store (documents by ``doc_id``, stably, as
+    :func:`_prefetch_bm25`), each document's as soon as it and every document before it in that order are chunked
+    (at once when the loader's order is that order, as for a folder).  The batches are registered with
+    :func:`~langchain_ragspine.stores.bm25_parallel.prefetch` at once (so the ingest's scope closes them however it
+    ends); the build takes them only after :meth:`finish`, and only if its texts are exactly these."""
+
+    def __init__(self, docs: Sequence[Document], header: ContextualHeader | None, tokenizer: str,
+                 workers: int | None) -> None:
+        setting = configured_setting("workers") if workers is None else workers
+        bm25_parallel.resolve_workers(setting, 0)  # a bad value fails here, as it would later
+        self.order = sorted(range(len(docs)), key=lambda i: str(docs[i].metadata["doc_id"]))
+        self.header = header
+        self.chunks: dict[int, list[Document]] = {}
+        self.next = 0  # position in ``order`` of the next document to hand over
+        self.batches: bm25_parallel.CountedBatches | None = None
+        if setting != 1:
+            self.batches = bm25_parallel.CountedBatches.growing(
+                tokenizer, workers=setting or 0, ahead=bm25_parallel.PREFETCH_TEXTS // bm25_parallel.BATCH_TEXTS)
+            bm25_parallel.prefetch(self.batches)  # closed with the ingest's prefetch scope, however it ends
+
+    def chunked(self, i: int, chunks: list[Document]) -> None:
+        """Document ``i`` (of ``docs``) is chunked into ``chunks``."""
+        if self.batches is None:
+            return
+        self.chunks[i] = chunks
+        texts: list[str] = []
+        while self.next < len(self.order) and self.order[self.next] in self.chunks:
+            these = self.chunks.pop(self.order[self.next])
+            if self.header is not None:
+                these = list(self.header.transform_documents(these))
+            texts.extend(index_text(c) for c in drop_restricted(these))
+            self.next += 1
+        if texts:
+            self.batches.extend(texts)
+
+    def finish(self) -> None:
+        """Every document is chunked: the batches are complete (the build may take them)."""
+        if self.batches is not None:
+            self.batches.finish()
 
 
 def _prefetch_bm25(

@@ -10,9 +10,9 @@ their frequencies).  Batches come back in input order, and
 that order — so every term gets the id it gets in a one-process build, and the score matrix is the same, bit for
 bit (``tests/unit_tests/test_bm25_parallel.py``).  Only strings the batch introduces and compact integer arrays cross
 the process boundary; the parent does little more than one dictionary look-up per distinct term of a batch.
-Ingest into a new store starts the workers on its chunks before it writes the chunk store (:func:`prefetch`), so
-tokenizing overlaps the SQLite writes; the build takes those batches only when its texts are exactly the ones
-tokenized.
+Ingest into a new store hands the workers its chunks while it is still chunking (:meth:`CountedBatches.growing`,
+registered with :func:`prefetch`), so tokenizing overlaps the chunking and the SQLite writes; the build takes those
+batches only when its texts are exactly the ones tokenized.
 
 How many workers (:func:`resolve_workers`): ``1`` tokenizes in this process; ``0`` / ``None`` (the default of
 :func:`~langchain_ragspine.indexing.ingest`, setting ``RAGSPINE_WORKERS``) uses every core this process may run on
@@ -254,18 +254,85 @@ class CountedBatches(Closing):
         get_tokenizer(tokenizer)
         self.texts = texts
         self.tokenizer = tokenizer
-        self._batches = (texts[i : i + batch_texts] for i in range(0, len(texts), batch_texts))
+        self._batch_texts = batch_texts
+        self._cursor = 0  # texts handed out in batches so far
+        self._complete = True  # False while texts may still be appended (see growing())
         self._ahead = ahead
         self._pending: deque[list[Any]] = deque()  # [batch, its future or None], batches not yet taken, in order
         self._pool: ProcessPoolExecutor | None = None
+        self._workers = workers
         self._taken = False
         self._forked = False
         if workers > 1:
-            try:
-                self._pool = _start_pool(workers, tokenizer)
-                self._fill()
-            except (BrokenProcessPool, OSError, ImportError, NotImplementedError) as e:
-                self._failed(e)
+            self._start()
+
+    @classmethod
+    def growing(cls, tokenizer: str, *, workers: int, ahead: int | None = None) -> CountedBatches:
+        """Batches of texts still to come: :meth:`extend` appends texts (the pool starts, and takes each full
+        batch, once :func:`resolve_workers` would use more than one process for the texts in so far: past
+        :data:`MIN_PARALLEL_TEXTS` texts when ``workers`` is 0 — automatic — or past one batch for ``workers > 1``;
+        ``1``: no pool), :meth:`finish` says no more will come.  Iterating needs :meth:`finish`.
+        At most ``ahead`` batches (at least ``AHEAD_PER_WORKER`` per worker) are in the pool or finished and not
+        taken.  The batches are those of the same texts given at once: consecutive runs of ``BATCH_TEXTS``.
+
+        Raises:
+            ValueError: an unknown tokenizer name, ``workers < 0`` or ``ahead < 1``.
+        """
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
+            raise ValueError(f"workers must be an int >= 0 (0: automatic), got {workers!r}")
+        batches = cls([], tokenizer, workers=1, ahead=ahead or 1)
+        batches._complete = False
+        batches._workers = workers
+        batches._growing_ahead = ahead  # type: ignore[attr-defined]
+        return batches
+
+    def extend(self, texts: Sequence[str]) -> None:
+        """Append ``texts`` to a :meth:`growing` instance and hand the pool every full batch it may take.
+
+        Raises:
+            RuntimeError: not growing, or after :meth:`finish`.
+        """
+        if self._complete:
+            raise RuntimeError("extend() needs CountedBatches.growing() before finish()")
+        assert isinstance(self.texts, list)
+        self.texts.extend(texts)
+        if self._pool is None and not self._forked and self._workers != 1:
+            n = len(self.texts)
+            if resolve_workers(self._workers, n) > 1:  # explicit: past one batch; automatic: MIN_PARALLEL_TEXTS
+                self._workers = self._workers if self._workers > 1 else usable_cores()
+                self._ahead = max(AHEAD_PER_WORKER * self._workers, getattr(self, "_growing_ahead", None) or 0)
+                self._start()
+                return
+        if self._pool is not None:
+            self._fill_safely()
+
+    def finish(self) -> None:
+        """No more texts come: the last, partial batch may go to the pool, and the batches may be iterated."""
+        self._complete = True
+        if self._pool is not None:
+            self._fill_safely()
+
+    def _start(self) -> None:
+        try:
+            self._pool = _start_pool(self._workers, self.tokenizer)
+            self._fill()
+        except (BrokenProcessPool, OSError, ImportError, NotImplementedError) as e:
+            self._failed(e)
+
+    def _fill_safely(self) -> None:
+        try:
+            self._fill()
+        except (BrokenProcessPool, OSError, ImportError, NotImplementedError) as e:
+            self._failed(e)
+
+    def _next_batch(self) -> Sequence[str] | None:
+        """The next batch of consecutive texts, when a full one is in (or the last one, once complete)."""
+        left = len(self.texts) - self._cursor
+        if left >= self._batch_texts or (self._complete and left > 0):
+            batch = self.texts[self._cursor : self._cursor + self._batch_texts]
+            self._cursor += len(batch)
+            return batch
+        return None
 
     def close(self) -> None:
         """Stop the pool (batches not started are cancelled)."""
@@ -276,7 +343,7 @@ class CountedBatches(Closing):
     def _fill(self) -> None:
         assert self._pool is not None
         while len(self._pending) < self._ahead:
-            following: Sequence[str] | None = next(self._batches, None)
+            following = self._next_batch()
             if following is None:
                 return
             self._pending.append([following, None])
@@ -294,6 +361,8 @@ class CountedBatches(Closing):
     def __iter__(self) -> Iterator[CountedBatch]:
         if self._taken:
             raise RuntimeError("CountedBatches can be iterated once")
+        if not self._complete:
+            raise RuntimeError("a growing CountedBatches can be iterated only after finish()")
         self._taken = True
         try:
             while self._pool is not None:
@@ -310,7 +379,7 @@ class CountedBatches(Closing):
             # in this process: every batch when workers == 1, else what the pool left
             while self._pending:
                 yield count_batch(self.tokenizer, self._pending.popleft()[0])
-            for batch in self._batches:
+            while (batch := self._next_batch()) is not None:
                 yield count_batch(self.tokenizer, batch)
         finally:
             self.close()
@@ -375,7 +444,7 @@ def take_prefetched(texts: Sequence[str], tokenizer: str | None) -> CountedBatch
     """The prefetched batches (:func:`prefetched`) when they are of exactly ``texts`` and ``tokenizer``, once;
     else ``None``."""
     for batches in _PREFETCHED.get() or []:
-        if batches._taken or tokenizer != batches.tokenizer or len(texts) != len(batches.texts):
+        if batches._taken or not batches._complete or tokenizer != batches.tokenizer or len(texts) != len(batches.texts):
             continue
         if all(a == b for a, b in zip(texts, batches.texts, strict=True)):
             return batches

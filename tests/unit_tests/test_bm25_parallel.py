@@ -352,3 +352,55 @@ def test_prefetch_outside_a_scope_is_refused() -> None:
     batches = bm25_parallel.CountedBatches(["東京"], "cjk", workers=1)
     with pytest.raises(RuntimeError, match="prefetch_scope"):
         bm25_parallel.prefetch(batches)
+
+
+@needs_fork
+@pytest.mark.parametrize("reverse", [False, True])
+def test_ingest_tokenizes_while_chunking_in_the_stores_order(
+    tmp_path: Path, small_batches: None, pool_starts: list[int], monkeypatch: pytest.MonkeyPatch, reverse: bool
+) -> None:
+    """A new store's chunks go to the tokenizing processes while ingest is still chunking, in the order the build
+    reads them from the store (by ``doc_id``): the pool starts before the last document is chunked when the
+    loader's order is that order, and only once the first one in that order is chunked when it is not (a JSONL
+    file whose ids run backwards); the saved index is the one-process index either way."""
+    from langchain_ragspine import indexing
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    rng = random.Random(7)
+    rows = [{"id": f"d{i:03d}", "text": rng.choice([JA, ZH, EN]) * rng.randint(1, 3) + str(i)} for i in range(60)]
+    (corpus / "docs.jsonl").write_text(
+        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in (rows[::-1] if reverse else rows)), "utf-8")
+    one = tmp_path / "one"
+    ingest(corpus, one, embedding="none", mode="bm25", workers=1, progress=False)
+    chunked: list[int] = []
+    split = indexing._split
+    monkeypatch.setattr(indexing, "_split", lambda splitter, doc: (chunked.append(1), split(splitter, doc))[1])
+    at_start: list[int] = []
+    start = bm25_parallel._start_pool
+    monkeypatch.setattr(bm25_parallel, "_start_pool", lambda *a: (at_start.append(len(chunked)), start(*a))[1])
+    two = tmp_path / "two"
+    ingest(corpus, two, embedding="none", mode="bm25", workers=2, progress=False)
+    assert len(at_start) == 1 and len(chunked) == 60  # one pool: the build took the streamed batches
+    assert (at_start[0] == 60) if reverse else (at_start[0] < 30)
+    assert _index_files(two) == _index_files(one)
+
+
+def test_growing_batches_are_the_batches_of_the_whole_list(small_batches: None) -> None:
+    texts = _texts(100)
+    growing = bm25_parallel.CountedBatches.growing("cjk", workers=1)
+    for i in range(0, 100, 7):
+        growing.extend(texts[i : i + 7])
+    with pytest.raises(RuntimeError, match="finish"):
+        iter(growing).__next__()
+    growing.finish()
+    assert bm25_parallel.take_prefetched(texts, "cjk") is None  # not registered
+    got = list(growing)
+    want = list(iter_counted(texts, "cjk", workers=1))
+    assert len(got) == len(want) == 7  # batches of 16
+    for a, b in zip(got, want, strict=True):
+        assert a.term_list() == b.term_list() and np.array_equal(a.term_ids, b.term_ids)
+    with pytest.raises(RuntimeError, match="extend"):
+        growing.extend(["more"])
+    with pytest.raises(ValueError, match="workers"):
+        bm25_parallel.CountedBatches.growing("cjk", workers=-1)
