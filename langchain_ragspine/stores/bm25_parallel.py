@@ -32,6 +32,8 @@ import gc
 import multiprocessing
 import os
 import sys
+import threading
+import time
 import warnings
 from array import array
 from collections import deque
@@ -198,14 +200,43 @@ def resolve_workers(workers: int | None, n_texts: int) -> int:
     return min(usable_cores(), batches)
 
 
-def _warm(tokenizer: str) -> None:
-    """Worker initializer: load the tokenizer's lazy resources (MeCab, the fold table) once."""
+#: Seconds between a worker's checks that the process that started it is still alive.
+PARENT_CHECK_SECONDS = 0.5
+
+
+def _exit_with_parent(parent: int) -> None:
+    """Make this worker exit (``os._exit``) within :data:`PARENT_CHECK_SECONDS` once the process that started it is
+    gone: a parent killed with SIGKILL / SIGTERM never shuts its pool down, and a worker left behind would wait
+    forever on its queues (one blocked writing a result nobody reads).  A daemon thread watches ``os.getppid()``
+    (an orphan is re-parented, so it changes), which works wherever the pool does, whatever the worker is blocked
+    on.  ``parent`` is the pid of the process that made the pool: a worker already re-parented to init (pid 1) when
+    it starts exits at once."""
+    start_parent = os.getppid()
+    if start_parent == 1 and parent != 1:  # re-parented to init before this ran: the pool's process is gone
+        os._exit(1)
+
+    def watch() -> None:
+        while True:
+            time.sleep(PARENT_CHECK_SECONDS)
+            if os.getppid() != start_parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="ragspine-exit-with-parent", daemon=True).start()
+
+
+def _warm(tokenizer: str, parent: int | None = None) -> None:
+    """Worker initializer: exit with the process that started the pool (see :func:`_exit_with_parent`), and load
+    the tokenizer's lazy resources (MeCab, the fold table) once."""
+    if parent is not None:
+        _exit_with_parent(parent)
     get_tokenizer(tokenizer)("東京都の天気と北京的天气 warm-up")
 
 
 def _start_pool(workers: int, tokenizer: str) -> ProcessPoolExecutor:
     context = multiprocessing.get_context("fork") if _forks_safely() else multiprocessing.get_context()
-    return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_warm, initargs=(tokenizer,))
+    return ProcessPoolExecutor(
+        max_workers=workers, mp_context=context, initializer=_warm, initargs=(tokenizer, os.getpid())
+    )
 
 
 def _submit(pool: ProcessPoolExecutor, tokenizer: str, batch: Sequence[str], first: bool) -> Future[CountedBatch]:

@@ -404,3 +404,53 @@ def test_growing_batches_are_the_batches_of_the_whole_list(small_batches: None) 
         growing.extend(["more"])
     with pytest.raises(ValueError, match="workers"):
         bm25_parallel.CountedBatches.growing("cjk", workers=-1)
+
+
+_ORPHAN_SCRIPT = """
+import sys, time
+from langchain_ragspine.stores import bm25_parallel
+texts = ["東京都の天気は晴れ。" * 20 + str(i) for i in range(4000)]
+batches = bm25_parallel.CountedBatches(texts, "cjk", workers=2, batch_texts=16, ahead=2)
+time.sleep(1.0)  # the pool has started its workers; two batches are queued, the rest wait for this process
+print(" ".join(str(p) for p in batches._pool._processes), flush=True)
+time.sleep(60)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has exited
+    except FileNotFoundError:
+        return False
+
+
+@needs_fork
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc to see the workers")
+def test_regression_workers_exit_when_the_ingest_process_is_killed(tmp_path: Path) -> None:
+    """Killing the process that tokenizes (SIGKILL: no shutdown) left its worker processes alive for good, one
+    blocked writing a result nobody reads; now each exits within a second or so."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = tmp_path / "pool.py"
+    script.write_text(_ORPHAN_SCRIPT, "utf-8")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(Path(__file__).parents[2]),
+                                                                      os.environ.get("PYTHONPATH")])))
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        workers = [int(p) for p in proc.stdout.readline().split()]  # type: ignore[union-attr]
+        assert len(workers) == 2 and all(_alive(p) for p in workers)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+        deadline = time.monotonic() + 15
+        while any(_alive(p) for p in workers) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not any(_alive(p) for p in workers)
+    finally:
+        proc.kill()
+        for pid in workers if "workers" in locals() else []:
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
