@@ -442,13 +442,14 @@ class MultiIndexRetriever(ContractRetriever):
             the index ids themselves.
         descriptions: ``{index_id: description}`` for an LLM router built from a chat model (an index without one is
             described by its id).
-        k: results per call (``invoke(query, k=…)`` overrides); ``None``: the indexes' own defaults, the fused
-            list cut to the longest list.
+        k: results per call (``invoke(query, k=…)`` overrides); ``None`` (default): each index searched with its
+            own default ``k`` and the whole fused list returned — every chunk any searched index returned, fused,
+            no cut (as LangChain's ``EnsembleRetriever``), so each index's best match is in it.
         candidate_k: results asked of each index when ``k`` is known (default ``k``).
         filter: the retriever's own filter, ANDed with a call's; every index gets the combined filter.
         c: the RRF constant (default 60).
 
-    Results: at most ``k`` documents, each with ``metadata["index_id"]``, RESTRICTED ones dropped; with one index
+    Results: at most ``k`` documents (all of them when ``k`` is ``None``), each with ``metadata["index_id"]``, RESTRICTED ones dropped; with one index
     selected, that index's results in its order and with its scores; with several, fused by RRF
     (``scores["fused"]``), unique by ``(index_id, chunk_id)``.  ``ainvoke`` searches the selected indexes concurrently
     (and calls an :class:`LLMRouter` with ``ainvoke``); ``invoke`` searches them one after another.
@@ -678,8 +679,7 @@ class MultiIndexRetriever(ContractRetriever):
         if len(groups) == 1:  # nothing to fuse
             docs = groups[0][1]
             return docs if k is None else docs[:k]
-        limit = k if k is not None else max((len(d) for _, d in groups), default=0)
-        return _fuse_groups(groups, k=limit, c=self.c) if limit else []
+        return _fuse_groups(groups, k=k, c=self.c)  # k None: the whole fused list, no cut
 
     def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
         k, depth, flt = self._params(call)

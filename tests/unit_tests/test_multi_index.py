@@ -602,3 +602,50 @@ def test_a_callable_router_naming_an_unknown_index_is_logged_and_ignored(caplog)
         assert retriever.route("q") == RoutingDecision(("eng",), ("eng",))
     assert "the router's ids name unknown index 'hrr' (did you mean 'hr'?); the indexes are 'hr', 'eng', 'faq'" \
         in caplog.text
+
+
+def _trilingual() -> dict[str, BM25Retriever]:
+    """Three small BM25 indexes (default k); for "北京的天气" ja and zh each return one chunk, en none."""
+    def bm25(lang: str, texts: list[tuple[str, str]]) -> BM25Retriever:
+        return BM25Retriever.from_documents([doc(f"{lang}/{name}#0", text) for name, text in texts])
+
+    return {
+        "ja": bm25("ja", [("beijing", "北京の天気は晴れです。"), ("nara", "奈良の鹿は多い。"),
+                          ("food", "寿司はおいしい。"), ("train", "新幹線は速い。")]),
+        "zh": bm25("zh", [("beijing", "北京的天气很冷。"), ("food", "饺子很好吃。"), ("train", "高铁很快。"),
+                          ("tea", "茶很香。")]),
+        "en": bm25("en", [("london", "London weather is rainy."), ("food", "Pizza is tasty."),
+                          ("train", "Trains are fast."), ("tea", "Tea is hot.")]),
+    }
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("router", [None, "callable", "llm"])
+def test_k_none_returns_the_whole_fused_list_so_every_index_best_match_is_kept(router, mode):
+    # regression (new-user trial): k=None cut the fused list to the longest list any index returned, so
+    # MultiIndexRetriever(idx).invoke("北京的天气") gave only ja's chunk although the zh index alone finds zh/beijing#0
+    idx = _trilingual()
+    assert [d.metadata["chunk_id"] for d in idx["zh"].invoke("北京的天气")] == ["zh/beijing#0"]
+    routers: dict[Any, Any] = {None: None, "callable": lambda q: ["ja", "zh", "en"],
+                               "llm": FakeListChatModel(responses=["ja, zh, en"])}
+    retriever = MultiIndexRetriever(idx, routers[router])
+    docs = retriever.invoke("北京的天气") if mode == "sync" else asyncio.run(retriever.ainvoke("北京的天气"))
+    assert _pairs(docs) == [("ja", "ja/beijing#0"), ("zh", "zh/beijing#0")]
+    assert _pairs(retriever.invoke("北京的天气", k=1)) == [("ja", "ja/beijing#0")]  # an int k still cuts
+
+
+def test_k_none_keeps_the_gate_and_dedupes_by_index_and_chunk_id():
+    secret = doc("s#0", "SECRET-9", sensitivity="RESTRICTED")
+    idx = {"a": SpyRetriever(default=[doc("x#0"), secret, doc("x#0"), doc("y#0")]),
+           "b": SpyRetriever(default=[doc("x#0"), doc("z#0"), secret])}
+    docs = MultiIndexRetriever(idx, lambda q: ["a", "b"]).invoke("q")
+    assert sorted(_pairs(docs)) == [("a", "x#0"), ("a", "y#0"), ("b", "x#0"), ("b", "z#0")]  # all, once each
+    assert "SECRET-9" not in json.dumps([d.model_dump() for d in docs])
+    assert all(call[1] is None for spy in idx.values() for call in spy.calls)  # each index with its own default
+
+
+def test_hyde_over_multi_index_with_k_none_keeps_every_index_best_match():
+    from langchain_ragspine.retrievers import HyDERetriever
+
+    hyde = HyDERetriever(MultiIndexRetriever(_trilingual()), FakeListChatModel(responses=["北京的天气很冷。"]))
+    assert {("ja", "ja/beijing#0"), ("zh", "zh/beijing#0")} <= set(_pairs(hyde.invoke("北京的天气")))
