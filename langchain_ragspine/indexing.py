@@ -601,6 +601,9 @@ def _ingest(
     chunk_size = configured_setting("chunk_size") if chunk_size is None else chunk_size
     chunk_overlap = configured_setting("chunk_overlap") if chunk_overlap is None else chunk_overlap
     tokenizer = configured_setting("tokenizer") if tokenizer is None else tokenizer
+    # checked before the store is touched, whichever build uses it (a new store's, or a rebuild after the writes)
+    workers = configured_setting("workers") if workers is None else workers
+    bm25_parallel.resolve_workers(workers, 0)
     mode = resolve_mode(mode)
     use = get_mode(mode).embedding
     emb = None if use == "none" else resolve_embedding(embedding)

@@ -305,3 +305,28 @@ def test_cli_warns_about_an_ambiguous_label_on_stderr_and_never_returns_the_docu
     assert main(["search", "SECRETTOKEN rivers", "--store", str(store), "--json"]) == 0
     out = capsys.readouterr().out
     assert "SECRETTOKEN" not in out and [json.loads(x)["doc_id"] for x in out.splitlines()] == ["open"]
+
+
+@pytest.mark.parametrize("how", ["argument", "environment"])
+def test_regression_a_bad_workers_value_fails_before_an_existing_store_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """A bad ``workers`` (``RAGSPINE_WORKERS``) on an ingest into an existing store was checked only by the BM25
+    rebuild after the new chunks were committed, leaving a stale index; it fails before the store is touched."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("# A\n\n東京都の天気は晴れ。\n", "utf-8")
+    store = tmp_path / "store"
+    ingest(corpus, store, embedding="none", mode="bm25", progress=False)
+    (corpus / "b.md").write_text("# B\n\n北京是中国的首都。\n", "utf-8")
+    before = (store / CHUNKS_DB).read_bytes()
+    if how == "argument":
+        with pytest.raises(ValueError, match=r"workers must be >= 0 \(0: automatic\), got -1"):
+            ingest(corpus, store, embedding="none", mode="bm25", workers=-1, progress=False)
+    else:
+        monkeypatch.setenv("RAGSPINE_WORKERS", "-1")
+        with pytest.raises(ValueError, match="RAGSPINE_WORKERS='-1'"):
+            ingest(corpus, store, embedding="none", mode="bm25", progress=False)
+    assert (store / CHUNKS_DB).read_bytes() == before
+    with ChunkStore(store / CHUNKS_DB, read_only=True) as s:
+        assert len(s.doc_ids()) == 1
