@@ -625,8 +625,9 @@ def _ingest(
     loader = CorpusLoader(paths, on_error=on_error)
     # every file is read and checked before the store is touched
     docs = list(progress_bar(loader.lazy_load(), desc="load", unit="doc", show=progress))
+    active_before = _active_document_count(str(store_dir) if postgres else root)
     # a new store's BM25 index is built from exactly this run's chunks: tokenize them while chunking
-    streaming = None if postgres or _active_document_count(root) else _StreamingPrefetch(docs, header, name, workers)
+    streaming = None if postgres or active_before else _StreamingPrefetch(docs, header, name, workers)
     split = []
     for i, doc in enumerate(progress_bar(docs, desc="chunk", unit="doc", show=progress)):
         split.append((doc, *_split(splitter, doc)))
@@ -639,7 +640,6 @@ def _ingest(
         skipped=len(loader.stats.skipped),
         empty=len(loader.stats.empty),
     )
-    active_before = _active_document_count(str(store_dir) if postgres else root)
     if not docs and retract_missing and not summary.skipped and not allow_empty and active_before:
         empty = f" ({summary.empty} empty file(s) skipped)" if summary.empty else ""
         raise StoreError(
@@ -662,11 +662,8 @@ def _ingest(
     all_chunks = [c for _, chunks, _ in split for c in chunks]
     if header is not None:  # embedded (and keyed) by the index text with its contextual header
         all_chunks = list(header.transform_documents(all_chunks))
-    if not active_before:  # a new store's index is built from exactly this run's chunks: tokenize them now
-        if streaming is not None:
-            streaming.finish()  # registered when it started
-        else:
-            bm25_parallel.prefetch(_prefetch_bm25(split, header, name, workers))  # closed when ingest() returns
+    if streaming is not None:  # registered with the prefetch scope when it started; closed when ingest() returns
+        streaming.finish()
     if emb is not None:
         # Probe the model with one batch BEFORE the store changes: an unreachable or broken model leaves the chunk
         # store and its indexes exactly as they were (the cache only gains vectors).
@@ -719,24 +716,22 @@ def _ingest(
 
 class _StreamingPrefetch:
     """Hands the BM25 index texts of a new store's chunks to the tokenizing processes while ingest is still
-    chunking: in the order :func:`build_bm25` reads them from the store (documents by ``doc_id``, stably, as
-    :func:`_prefetch_bm25`), each document's as soon as it and every document before it in that order are chunked
+    chunking: in the order :func:`build_bm25` reads them from a store holding only these documents (by ``doc_id``,
+    stably, then position), each document's as soon as it and every document before it in that order are chunked
     (at once when the loader's order is that order, as for a folder).  The batches are registered with
     :func:`~langchain_ragspine.stores.bm25_parallel.prefetch` at once (so the ingest's scope closes them however it
     ends); the build takes them only after :meth:`finish`, and only if its texts are exactly these."""
 
     def __init__(self, docs: Sequence[Document], header: ContextualHeader | None, tokenizer: str,
-                 workers: int | None) -> None:
-        setting = configured_setting("workers") if workers is None else workers
-        bm25_parallel.resolve_workers(setting, 0)  # a bad value fails here, as it would later
+                 workers: int) -> None:
         self.order = sorted(range(len(docs)), key=lambda i: str(docs[i].metadata["doc_id"]))
         self.header = header
         self.chunks: dict[int, list[Document]] = {}
         self.next = 0  # position in ``order`` of the next document to hand over
         self.batches: bm25_parallel.CountedBatches | None = None
-        if setting != 1:
+        if workers != 1:
             self.batches = bm25_parallel.CountedBatches.growing(
-                tokenizer, workers=setting or 0, ahead=bm25_parallel.PREFETCH_TEXTS // bm25_parallel.BATCH_TEXTS)
+                tokenizer, workers=workers, ahead=bm25_parallel.PREFETCH_TEXTS // bm25_parallel.BATCH_TEXTS)
             bm25_parallel.prefetch(self.batches)  # closed with the ingest's prefetch scope, however it ends
 
     def chunked(self, i: int, chunks: list[Document]) -> None:
@@ -758,27 +753,6 @@ class _StreamingPrefetch:
         """Every document is chunked: the batches are complete (the build may take them)."""
         if self.batches is not None:
             self.batches.finish()
-
-
-def _prefetch_bm25(
-    split: Sequence[tuple[Document, list[Document], list[Document] | None]],
-    header: ContextualHeader | None,
-    tokenizer: str,
-    workers: int | None,
-) -> bm25_parallel.CountedBatches | None:
-    """Start tokenizing the BM25 index texts of ``split``'s chunks in worker processes, in the order
-    :func:`build_bm25` reads them from a store holding only these documents (by ``doc_id``, then position), or
-    ``None`` when one process would do (:func:`~langchain_ragspine.stores.bm25_parallel.resolve_workers`).  The
-    build checks that its texts are exactly these before it uses them."""
-    chunks = [c for _, cs, _ in sorted(split, key=lambda item: str(item[0].metadata["doc_id"])) for c in cs]
-    if header is not None:
-        chunks = list(header.transform_documents(chunks))
-    texts = [index_text(c) for c in drop_restricted(chunks)]
-    n = bm25_parallel.resolve_workers(configured_setting("workers") if workers is None else workers, len(texts))
-    if n < 2:
-        return None
-    return bm25_parallel.CountedBatches(texts, tokenizer, workers=n, ahead=max(
-        bm25_parallel.AHEAD_PER_WORKER * n, bm25_parallel.PREFETCH_TEXTS // bm25_parallel.BATCH_TEXTS))
 
 
 def _split(splitter: ParagraphTextSplitter, doc: Document) -> tuple[list[Document], list[Document] | None]:
