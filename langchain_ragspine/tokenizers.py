@@ -56,7 +56,9 @@ from langchain_ragspine.text import CJK_CHAR_CLASS, CJK_CHAR_RE, normalize
 
 Tokenizer = Callable[[str], list[str]]
 
-_TOKEN_RE = re.compile(rf"(?P<cjk>[{CJK_CHAR_CLASS}]+)|(?P<word>[^\W_{CJK_CHAR_CLASS}]+)")
+#: A word of the ``cjk`` / ``auto`` tokenizers: a run of word characters that are neither ``_`` nor CJK.
+WORD_PATTERN = rf"[^\W_{CJK_CHAR_CLASS}]+"
+_TOKEN_RE = re.compile(rf"(?P<cjk>[{CJK_CHAR_CLASS}]+)|(?P<word>{WORD_PATTERN})")
 
 
 # -- script folding -------------------------------------------------------------------------------------------------

@@ -6,7 +6,8 @@ registered ``cjk`` / ``auto`` tokenizers (and their ``-nofold`` variants) a 400-
 tokens, of which ~800 are the character unigrams and bigrams; making each of them a Python string and looking it up
 costs ~290 µs per chunk, more than MeCab itself (``benchmarks/RESULTS.md``, section ``tokenize-cpu``).
 :func:`count_gram_batch` produces the same :class:`~langchain_ragspine.stores.bm25_parallel.CountedBatch` — the same
-terms in the same order of first occurrence, the same postings, bit for bit — without those strings:
+terms in the same order of first occurrence, the same postings (each document's terms and frequencies; their order
+within a document is free, the saved index is the same bit for bit) — without those strings:
 
 * the batch's normalised texts are joined and turned into one array of code points (folded
   Traditional→Simplified with the tokenizers' own table when the tokenizer folds);
@@ -35,7 +36,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from langchain_ragspine import tokenizers
-from langchain_ragspine.text import CJK_CHAR_CLASS, CJK_CHAR_RE, normalize
+from langchain_ragspine.text import CJK_CHAR_RE, normalize
 from langchain_ragspine.tokenizers import (
     _fold_table,
     _fold_tokens,
@@ -56,7 +57,7 @@ GRAM_TOKENIZERS: dict[str, tuple[bool, bool]] = {
 }
 
 # The words of ``tokenizers._TOKEN_RE`` (its second group): a match of the first group is a run of CJK characters.
-_WORD_RE = re.compile(rf"[^\W_{CJK_CHAR_CLASS}]+")
+_WORD_RE = re.compile(tokenizers.WORD_PATTERN)
 #: Code points below this hold every CJK character (and every character the fold changes).
 _PLANES = 0x30000
 _BEL = 7  # ends every morpheme in the output of tokenizers._surface_tagger
@@ -131,12 +132,12 @@ def count_gram_batch(tokenizer: str, texts: Sequence[str]) -> CountedBatch | Non
     run_start = cjk_pos[run_first]
     run_len = np.diff(np.append(np.flatnonzero(run_first), cjk_pos.size))
     vocab: dict[str, int] = {}
-    number = vocab.setdefault
+    number = _numberer(vocab)
     word_pos: list[int] = []
     word_id: list[int] = []
     for m in _WORD_RE.finditer(joined):
         word_pos.append(m.start())
-        word_id.append(number(m.group(), len(vocab)))
+        word_id.append(number(m.group()))
     words_at = np.asarray(word_pos, dtype=_I64)
     m_doc, m_key, m_index, m_count = _morphemes(
         norms, doc_of[run_start], fold, rank, base, vocab, n_docs, with_morphemes
@@ -303,7 +304,7 @@ def _string_key(term: str, rank: np.ndarray, base: int, vocab: dict[str, int]) -
     if 1 <= len(term) <= 2 and all(CJK_CHAR_RE.match(ch) for ch in term):
         key = int(rank[ord(term[0])]) * base
         return key + (int(rank[ord(term[1])]) if len(term) == 2 else 0)
-    return vocab.setdefault(term, len(vocab)) + base * base
+    return _numberer(vocab)(term) + base * base
 
 
 def _term_strings(term_keys: np.ndarray, base: int, rank_chars: np.ndarray, vocab: dict[str, int]) -> str | list[str]:
@@ -345,15 +346,12 @@ def _term_strings(term_keys: np.ndarray, base: int, rank_chars: np.ndarray, voca
 def _counted(
     terms: str | list[str], term_ids: np.ndarray, tfs: np.ndarray, doc_len: np.ndarray, doc_terms: np.ndarray
 ) -> CountedBatch:
-    from langchain_ragspine.stores.bm25_parallel import TERM_SEPARATOR, CountedBatch
+    """The :class:`CountedBatch`; ``terms`` as :func:`_term_strings` gives them (joined, or a list when a term holds
+    the separator, or empty)."""
+    from langchain_ragspine.stores.bm25_parallel import CountedBatch
 
-    joined: list[str] | str = terms
-    if isinstance(terms, list) and terms:
-        text = TERM_SEPARATOR.join(terms)
-        if text.count(TERM_SEPARATOR) == len(terms) - 1:
-            joined = text
     return CountedBatch(
-        terms=joined,
+        terms=terms,
         term_ids=term_ids.astype(np.int32),
         tfs=tfs.astype(np.int32),
         doc_len=doc_len.astype(np.int64),

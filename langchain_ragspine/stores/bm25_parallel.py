@@ -135,6 +135,16 @@ def count_batch(tokenizer: str, texts: Sequence[str]) -> CountedBatch:
     return _count_tokens(tokenize, texts)
 
 
+def packed_terms(terms: list[str]) -> list[str] | str:
+    """``terms`` as :attr:`CountedBatch.terms` holds them: one string joined by :data:`TERM_SEPARATOR` when no term
+    holds it, else the list itself (also when empty)."""
+    if terms:
+        joined = TERM_SEPARATOR.join(terms)
+        if joined.count(TERM_SEPARATOR) == len(terms) - 1:
+            return joined
+    return terms
+
+
 def _count_tokens(tokenize: Tokenizer, texts: Sequence[str]) -> CountedBatch:
     """:func:`count_batch` token by token: each text's tokens numbered with one dictionary look-up each."""
     local = _LocalVocab()
@@ -153,13 +163,8 @@ def _count_tokens(tokenize: Tokenizer, texts: Sequence[str]) -> CountedBatch:
         tfs.frombytes(counts.astype(np.int32).tobytes())
         doc_len[i] = len(tokens)
         doc_terms[i] = unique.size
-    terms: list[str] | str = list(local)
-    if terms:
-        joined = TERM_SEPARATOR.join(terms)
-        if joined.count(TERM_SEPARATOR) == len(terms) - 1:
-            terms = joined
     return CountedBatch(
-        terms=terms,
+        terms=packed_terms(list(local)),
         term_ids=np.frombuffer(term_ids, dtype=np.int32),
         tfs=np.frombuffer(tfs, dtype=np.int32),
         doc_len=doc_len,
@@ -292,6 +297,7 @@ class CountedBatches(Closing):
         self._pending: deque[list[Any]] = deque()  # [batch, its future or None], batches not yet taken, in order
         self._pool: ProcessPoolExecutor | None = None
         self._workers = workers
+        self._growing_ahead: int | None = None  # the ``ahead`` asked of growing(), applied when the pool starts
         self._taken = False
         self._forked = False
         if workers > 1:
@@ -314,7 +320,7 @@ class CountedBatches(Closing):
         batches = cls([], tokenizer, workers=1, ahead=ahead or 1)
         batches._complete = False
         batches._workers = workers
-        batches._growing_ahead = ahead  # type: ignore[attr-defined]
+        batches._growing_ahead = ahead
         return batches
 
     def extend(self, texts: Sequence[str]) -> None:
@@ -331,7 +337,7 @@ class CountedBatches(Closing):
             n = len(self.texts)
             if resolve_workers(self._workers, n) > 1:  # explicit: past one batch; automatic: MIN_PARALLEL_TEXTS
                 self._workers = self._workers if self._workers > 1 else usable_cores()
-                self._ahead = max(AHEAD_PER_WORKER * self._workers, getattr(self, "_growing_ahead", None) or 0)
+                self._ahead = max(AHEAD_PER_WORKER * self._workers, self._growing_ahead or 0)
                 self._start()
                 return
         if self._pool is not None:
