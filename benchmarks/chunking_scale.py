@@ -26,7 +26,9 @@ headings), so before and after can be compared chunk for chunk.
 quadratic splitter can take hours on 10 MB: a run is killed after ``--timeout`` seconds (reported as ``> N s``),
 and a larger size of the same row is then not run.  For the single-paragraph rows of ``--before`` the script also
 times the smaller ``--scaling`` sizes (default 0.05, 0.1 and 0.2 MB) and, for a run that timed out or was not run,
-extrapolates its time from them with a power law ``t = c * n^p`` fitted to those points (marked as extrapolated).
+extrapolates its time from them with a power law ``t = c * n^p`` fitted to those points (marked as extrapolated);
+a before run predicted to take more than ``--skip-factor`` (5) timeouts is not started; the chunkers of
+``--always-run`` (``paragraph``) run every size anyway, so their rows show what a timeout measured.
 
     git archive 66aa609 langchain_ragspine | tar -x -C /tmp/66aa609
     python benchmarks/chunking_scale.py --before /tmp/66aa609          # 1 and 10 MB, all chunkers
@@ -192,7 +194,7 @@ def _secs(r: dict[str, Any] | None, extrapolated: float | None = None) -> str:
     if r is None:
         return "—"
     if "timeout" in r or r.get("skipped"):
-        head = f"> {r['timeout']:.0f} s (timed out)" if "timeout" in r else f"not run ({r['skipped']})"
+        head = f"> {r['timeout']:.0f} s (timed out)" if "timeout" in r else f"not run: {r['skipped']}"
         return head + (f"; ≈ {extrapolated:,.0f} s extrapolated" if extrapolated is not None else "")
     return f"{r['seconds']:.2f}"
 
@@ -247,6 +249,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeout", type=float, default=120.0, help="seconds before a run is killed (default 120)")
     p.add_argument("--scaling", default="0.05,0.1,0.2",
                    help="smaller MB sizes timed on the --before side to extrapolate what timed out ('' for none)")
+    p.add_argument("--skip-factor", type=float, default=5.0,
+                   help="on the --before side, do not start a single-paragraph run (of a chunker not in --always-run) "
+                        "whose extrapolated time exceeds this many timeouts (default 5)")
+    p.add_argument("--always-run", default="paragraph", help="chunkers whose before runs are never skipped")
     p.add_argument("--quick", action="store_true", help="smoke run: 0.2 MB, paragraph only, RESULTS.md untouched")
     p.add_argument("--write", action="store_true", help="write RESULTS.md even with --quick")
     p.add_argument("--json", type=Path, default=None, help="also write the raw results to this JSON file")
@@ -264,6 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
     splitters = [s.strip() for s in (args.splitters or ("paragraph" if args.quick else ",".join(SPLITTERS))).split(",")]
     scaling = [float(s) for s in args.scaling.split(",") if s.strip()] if args.before is not None else []
+    always = {a.strip() for a in args.always_run.split(",")}
     sides: list[tuple[str, Path]] = ([("before", args.before.resolve())] if args.before is not None else [])
     sides.append(("after", REPO))
     load_start = os.getloadavg()
@@ -305,8 +312,13 @@ def main(argv: list[str] | None = None) -> int:
                     for form in FORMS:
                         row[form] = {}
                         for side, src in sides:
-                            if (side, form) in timed_out:
-                                row[form][side] = {"skipped": f"> {timed_out[side, form]:g} MB timed out"}
+                            if (side, form) in timed_out and not (side == "before" and name in always):
+                                row[form][side] = {"skipped": f"{timed_out[side, form]:g} MB timed out"}
+                                continue
+                            fit = fit_power(points)
+                            if (side == "before" and form == "one paragraph" and name not in always and fit
+                                    and fit[0] * row["chars"] ** fit[1] > args.skip_factor * args.timeout):
+                                row[form][side] = {"skipped": f"> {args.skip_factor:g}x the timeout predicted"}
                                 continue
                             r = run(side, src, kind, form, mb, name)
                             row[form][side] = r
@@ -352,9 +364,10 @@ def main(argv: list[str] | None = None) -> int:
         "growth of the peak RSS during the call (`ru_maxrss`, reset via `/proc/self/clear_refs` before it). "
         "Identical: the chunks (ids, offsets, window / parent offsets, headings) hash the same before and after, "
         "single paragraph / paragraphs. A run is killed after "
-        f"{args.timeout:.0f} s; a larger size of a row that timed out is not run, and its time is extrapolated "
-        "from the before side's single-paragraph runs (the smaller sizes below and any that finished) with "
-        "a fitted power law `t = c * n^p` — an estimate, not a measurement.\n\n"
+        f"{args.timeout:.0f} s. Before, for the other chunkers than {', '.join(sorted(always))}, a larger size of a "
+        f"row that timed out is not run, nor a single-paragraph run predicted to take more than "
+        f"{args.skip_factor:g} timeouts; their time is extrapolated from the before side's single-paragraph runs (the smaller sizes "
+        "below and any that finished) with a fitted power law `t = c * n^p` — an estimate, not a measurement.\n\n"
         f"Load average: {load}.\n"
     )
     if has_before:

@@ -27,6 +27,12 @@ whole), a sentence or clause start after a sentence or clause cut, a word start 
 one the pieces do not overlap.  Every piece ends after the previous one ended, so splitting always terminates, and
 every non-whitespace character is in some chunk.
 
+Splitting takes time linear in the length of the text, however long one paragraph is: every search for a cut or an
+overlap start looks at one piece's budget (plus a run of whitespace or punctuation crossing its edge), never at the
+rest of the paragraph, and grapheme boundaries are found once per text.  A 10 MB paragraph without a sentence end
+splits in seconds, within a small factor of the same text in paragraphs (``benchmarks/RESULTS.md``, section
+``chunking-scale``).
+
 Every chunk is a contiguous, verbatim substring ``text[start_index:end_index]`` of its source (no normalisation, no
 re-joining), so a citation's offsets always point at the exact text shown to the reader.  A document loaded by
 ``CorpusLoader`` carries ``metadata["body_offset"]`` (where its text starts in the file); the chunk offsets then
@@ -303,23 +309,23 @@ def _start_candidates(g: _Graphemes, kind: int, lo: int, hi: int) -> Iterator[in
     text = g.text
     if kind in (LINE, SENTENCE, CLAUSE, SPACE):
         # a start in the window may follow whitespace (and, before it, the mark that ends a sentence or clause):
-        # search from the last non-whitespace character before the window — no match of LINE, SPACE or CLAUSE
-        # contains one, nor one of SENTENCE unless it is a sentence end (the match's end does not depend on where
-        # in the run of ends the search starts) or a closer (resolved by _sentence_resume)
+        # search from the last non-whitespace character before the window.  No LINE or SPACE match contains it, a
+        # CLAUSE match is one character, and a SENTENCE match through a sentence end ends where it would if the
+        # search began at the start of the run of ends; only a closer needs a look further back (_sentence_resume)
         scan = lo - 1
         while scan > 0 and text[scan].isspace():
             scan -= 1
-        ends: list[int] = []
+        first: list[int] = []  # the end of a sentence match that runs through the closer at scan
         if kind == SENTENCE and scan > 0 and text[scan] in _CLOSERS:
             resumed = _sentence_resume(text, scan, hi)
             if resumed is None:
                 return
             scan, end = resumed
-            ends = [] if end is None else [end]
+            first = [] if end is None else [end]
         pattern = {LINE: _LINE_RE, SENTENCE: _SENTENCE_RE, CLAUSE: _CLAUSE_RE, SPACE: _SPACE_RE}[kind]
         at_start = kind in (LINE, SPACE)
         found = (m.start() if at_start else m.end() for m in pattern.finditer(text, scan, hi))
-        for j in itertools.chain(ends, found):
+        for j in itertools.chain(first, found):
             k = _lstrip(g, j, hi)
             if k >= hi:
                 break

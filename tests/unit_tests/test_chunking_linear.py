@@ -300,3 +300,31 @@ def test_the_work_measure_sees_the_reference_cutter_grow_quadratically(monkeypat
             ParagraphTextSplitter().split_spans(_latin(n))
         counts.append(scanned[0])
     assert counts[1] > 3.5 * counts[0], counts
+
+
+class _Recording:
+    """A compiled pattern that records the ``(pos, endpos)`` range of every search."""
+
+    def __init__(self, pattern: Any, ranges: list[int]) -> None:
+        self._pattern, self._ranges = pattern, ranges
+
+    def finditer(self, text: str, pos: int = 0, endpos: int | None = None) -> Any:
+        end = len(text) if endpos is None else min(endpos, len(text))
+        self._ranges.append(end - pos)
+        return self._pattern.finditer(text, pos, end)
+
+
+@pytest.mark.parametrize("kind", ["latin words, no sentence end", "a whitespace run", "a run of sentence ends",
+                                  "CJK run, no boundary"])
+@pytest.mark.parametrize(("size", "overlap"), [(480, 80), (100, 60)])
+def test_boundary_searches_never_span_more_than_a_piece(kind: str, size: int, overlap: int,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Regression: the cutter ran its boundary regexes from the piece start to the paragraph's end.  Besides the
+    rescanning, ``\\s*[line break]\\s*`` backtracks over a whitespace run without a line break at every position of
+    it, so a paragraph holding 20,000 spaces took 35 s.  Now every search is confined to one piece's budget."""
+    ranges: list[int] = []
+    for name in ("_LINE_RE", "_SENTENCE_RE", "_CLAUSE_RE", "_SPACE_RE"):
+        monkeypatch.setattr(paragraph_module, name, _Recording(getattr(paragraph_module, name), ranges))
+    text = _INPUTS[kind](20_000)
+    spans = ParagraphTextSplitter(size, overlap).split_spans(text)
+    assert spans and ranges and max(ranges) <= size + 2, (len(spans), max(ranges))
