@@ -48,7 +48,6 @@ import math
 import os
 import random
 import re
-import resource
 import shlex
 import subprocess
 import sys
@@ -60,6 +59,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import DATA, REPO, update_results_section  # noqa: E402
+from speed import _maxrss_mb, _reset_peak_rss  # noqa: E402
 
 KINDS = ("ja", "zh", "latin", "cjk-run")
 FORMS = ("one paragraph", "paragraphs")
@@ -113,20 +113,6 @@ def make_text(kind: str, form: str, megabytes: float, seed: int = 0) -> str:
 
 
 # -- worker (one row, in a subprocess) ---------------------------------------------------------------------------
-def _reset_peak_rss() -> bool:
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")  # resets the RSS high-water mark (VmHWM, ru_maxrss) to the current RSS
-        return True
-    except OSError:
-        return False
-
-
-def _maxrss_mb() -> float:
-    kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return kb / 1024 if sys.platform != "darwin" else kb / 1024 / 1024
-
-
 def _digest(docs: list[Any]) -> str:
     keys = ("start_index", "end_index", "window_start_index", "window_end_index", "parent_start_index",
             "parent_end_index", "parent_id", "heading")
@@ -196,7 +182,7 @@ def _secs(r: dict[str, Any] | None, extrapolated: float | None = None) -> str:
     if "timeout" in r or r.get("skipped"):
         head = f"> {r['timeout']:.0f} s (timed out)" if "timeout" in r else f"not run: {r['skipped']}"
         return head + (f"; ≈ {extrapolated:,.0f} s extrapolated" if extrapolated is not None else "")
-    return f"{r['seconds']:.2f}"
+    return f"{r['seconds']:.3f}" if r["seconds"] < 1 else f"{r['seconds']:.2f}"
 
 
 def _ratio(x: float) -> str:
