@@ -366,6 +366,9 @@ def _cut_candidates(g: _Graphemes, kind: int, a: int, lo: int, hi: int, pe: int)
     ``kind``."""
     text = g.text
     if kind in (LINE, SPACE):
+        stop = min(hi + 1, pe)
+        if kind == LINE and not _LINE_BREAK_RE.search(text, lo, stop) and not (stop < pe and text[stop - 1].isspace()):
+            return  # no line break in the window, and no whitespace run crossing its end that could hold one
         for j, e in _space_runs(text, lo, hi, pe):
             if kind == LINE:
                 if _LINE_BREAK_RE.search(text, j, e):
