@@ -25,7 +25,7 @@ from langchain_ragspine.text_splitters import (
     SentenceWindowTextSplitter,
 )
 from langchain_ragspine.text_splitters import paragraph as paragraph_module
-from langchain_ragspine.text_splitters.paragraph import _Graphemes, _sentence_spans, paragraph_spans
+from langchain_ragspine.text_splitters.paragraph import _Graphemes, paragraph_spans
 from tests.unit_tests._paragraph_reference import reference_cutter
 
 DATA = Path(os.environ.get("RAGSPINE_DATA", Path(__file__).resolve().parents[2].parent / "shared" / "data"))
@@ -65,7 +65,8 @@ def _all_outputs(text: str, size: int, overlap: int) -> dict[str, Any]:
     """What every splitter makes of ``text`` (spans and the metadata that depends on them)."""
     out: dict[str, Any] = {
         "paragraph_spans": paragraph_spans(text),
-        "sentence_spans": _sentence_spans(_Graphemes(text)),
+        # through the module, so that reference_cutter's replacements apply
+        "sentence_spans": paragraph_module._sentence_spans(paragraph_module._Graphemes(text)),
         "paragraph": ParagraphTextSplitter(size, overlap).split_spans(text),
     }
     for preset in ("layout", "laws", "qa", "book"):
