@@ -19,6 +19,11 @@ the environment or ``.env``; see :class:`~langchain_ragspine.config.RagSpineSett
 Each graph takes ``{"question": str, "filters": dict | None}`` or a chat state ``{"messages": [...]}`` (per-run
 ``k`` / ``max_retries`` in the run's context or ``configurable``) and returns ``answer``, ``citations``,
 ``documents``, ``trace`` (and, for a chat input, ``messages`` with the answer appended).
+
+Filters are never widened here: the graphs are built with the builders' default ``relax_filters=False``, so a
+question whose ``filters`` match nothing relevant is refused — never answered from documents outside them — and a
+run asking for ``relax_filters=True`` in its context is refused with a ``ValueError`` (a caller of the served
+graph cannot widen its own filter).
 """
 
 from __future__ import annotations

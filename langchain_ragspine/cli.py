@@ -449,6 +449,8 @@ def _cmd_ask(args: argparse.Namespace) -> int:
     options: dict[str, Any] = {}
     if "relax_filters" in inspect.signature(builder).parameters:
         options["relax_filters"] = args.relax_filters  # filters scope access: kept unless the user opts in
+    elif args.relax_filters:
+        raise ValueError(f"--relax-filters: the {args.graph} graph never drops filters (corrective and adaptive do)")
     compressors = _second_stage(args, k=args.k, llm=llm)
     if compressors:  # only when asked: without them the graph is built exactly as before
         if "compressors" not in inspect.signature(builder).parameters:
@@ -473,8 +475,10 @@ def _cmd_ask(args: argparse.Namespace) -> int:
                 print(f"→ {node}{_node_summary(update)}", file=sys.stderr, flush=True)
     else:
         state = graph.invoke(inputs)
-    if any(isinstance(t, Mapping) and t.get("step") == "drop_filters" for t in state.get("trace") or []):
-        print("note: nothing relevant matched the filters, so they were dropped (--relax-filters)", file=sys.stderr)
+    if state.get("filters_dropped"):
+        dropped = json.dumps(state.get("dropped_filters"), ensure_ascii=False, default=str)
+        print(f"note: nothing relevant matched the filters {dropped}, so they were dropped (--relax-filters)",
+              file=sys.stderr)
     if args.json:
         record = {
             "question": args.question,
@@ -486,6 +490,8 @@ def _cmd_ask(args: argparse.Namespace) -> int:
             "invalid_citations": state.get("invalid_citations") or [],
             "unsupported_sentences": state.get("unsupported_sentences") or [],
             "warning": state.get("warning"),
+            "filters_dropped": bool(state.get("filters_dropped")),
+            "dropped_filters": state.get("dropped_filters"),
             "documents": [result_record(i, d) for i, d in enumerate(state.get("documents") or [], 1)],
             "trace": state.get("trace") or [],
         }
@@ -726,8 +732,8 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
     p.add_argument("--filter", action="append", default=[], metavar="FIELD=VALUE", help="metadata filter")
     p.add_argument(
         "--relax-filters", action="store_true",
-        help="let the corrective/adaptive graphs drop the filters when nothing relevant matches (off: filters "
-        "scope access, so by default they are kept and the graph refuses instead)",
+        help="let the corrective/adaptive graphs drop the filters when nothing relevant matches, and say so (off: "
+        "filters scope access, so by default they are kept and the graph refuses instead)",
     )
     p.add_argument("--embedding", default=None, metavar="SPEC", help="query encoder (default: the store's)")
     p.add_argument("--json", action="store_true", help="print the final state as one JSON object")

@@ -20,7 +20,10 @@ backend:
 * **scores.**  ``similarity_search_with_score`` gives the cosine similarity in ``[-1, 1]`` (the dense channel's
   ``scores["vector"]``); relevance scores are ``(1 + cosine) / 2`` in ``[0, 1]``.
 * **filters** are the package's own predicate language (:mod:`langchain_ragspine.filters`), applied before
-  scoring: ``similarity_search(query, k, filter={"lang": "ja"})``.
+  scoring: ``similarity_search(query, k, filter={"lang": "ja"})``.  The retriever of
+  :meth:`~VersionedVectorStore.as_retriever` (:class:`ScopedVectorStoreRetriever`) ANDs a call's filter with its
+  own: ``as_retriever(search_kwargs={"filter": F}).invoke(q, filter=G)`` searches ``F AND G``, and ``filter=None``
+  keeps ``F`` (LangChain's ``VectorStoreRetriever`` lets the call's replace it).
 
 A backend implements :meth:`~VersionedVectorStore._active_chunks`, :meth:`~VersionedVectorStore._write_versions`,
 :meth:`~VersionedVectorStore._search_by_vector` and :meth:`~VersionedVectorStore._read_by_ids`.
@@ -33,15 +36,25 @@ from abc import abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
-from langchain_core.vectorstores import VectorStore
+from langchain_core.vectorstores import VectorStore, VectorStoreRetriever
 
 from langchain_ragspine.documents import check_k
+from langchain_ragspine.filters import and_filters
 from langchain_ragspine.retrievers.base import check_query
 from langchain_ragspine.sensitivity import drop_restricted, drop_restricted_pairs
 
-__all__ = ["TextsAsDocumentsStore", "VersionedVectorStore", "as_chunks", "as_list", "texts_as_documents"]
+__all__ = [
+    "ScopedVectorStoreRetriever",
+    "TextsAsDocumentsStore",
+    "VersionedVectorStore",
+    "as_chunks",
+    "as_list",
+    "search_kwargs_for_call",
+    "texts_as_documents",
+]
 
 
 def as_list(value: Any, name: str, method: str) -> list[Any]:
@@ -152,6 +165,90 @@ class TextsAsDocumentsStore(VectorStore):
         """
         id_list = None if ids is None else as_list(ids, "ids", "add_texts")  # the one conversion of ids
         return self.add_documents(texts_as_documents(texts, metadatas, id_list), ids=id_list or None, **kwargs)
+
+
+def search_kwargs_for_call(
+    vectorstore: VectorStore, search_kwargs: Mapping[str, Any], kwargs: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The keywords of one search of a ``VectorStoreRetriever`` over ``vectorstore``: its ``search_kwargs`` with the
+    call's ``kwargs`` over them (a call's ``k``, ``fetch_k``, … replace the retriever's, as in LangChain), except
+    ``filter``: a call never widens the retriever's own filter.
+
+    Over one of the package's stores (whose filters are :mod:`langchain_ragspine.filters` dicts) a call's filter is
+    ANDed with the retriever's (:func:`~langchain_ragspine.filters.and_filters`: ``{"$and": [own, call]}``), and
+    ``filter=None`` (or ``{}``) keeps the retriever's.  Over a store of another filter dialect two filters cannot be
+    ANDed here: ``filter=None`` keeps the retriever's, and a different filter when the retriever has one is refused.
+
+    Example:
+        >>> import tempfile
+        >>> from langchain_ragspine.embeddings import HashingEmbeddings
+        >>> from langchain_ragspine.vectorstores import RagSpineVectorStore
+        >>> store = RagSpineVectorStore(tempfile.mkdtemp(), HashingEmbeddings(64))
+        >>> search_kwargs_for_call(store, {"k": 4, "filter": {"dept": "hr"}}, {"k": 2, "filter": {"year": 2024}})
+        {'k': 2, 'filter': {'$and': [{'dept': 'hr'}, {'year': 2024}]}}
+        >>> search_kwargs_for_call(store, {"filter": {"dept": "hr"}}, {"filter": None})
+        {'filter': {'dept': 'hr'}}
+        >>> store.close()
+
+    Raises:
+        TypeError: over a package store, a filter that is not a dict while the other is set.
+        ValueError: over another store, a call's filter other than the retriever's own filter.
+    """
+    merged = {**search_kwargs, **kwargs}
+    if "filter" not in kwargs:
+        return merged
+    own, call = search_kwargs.get("filter"), kwargs["filter"]
+    if own is None or call is None or own is call:
+        merged["filter"] = own if call is None else call  # one filter: the store checks it
+    elif isinstance(vectorstore, TextsAsDocumentsStore):
+        merged["filter"] = and_filters(own, call)
+    elif own != call:
+        raise ValueError(
+            f"a call's filter cannot AND with this retriever's own over {type(vectorstore).__name__} (its filters are "
+            "not langchain_ragspine.filters dicts), and replacing it would widen the search: put the combined filter "
+            "in the retriever's search_kwargs, or call without filter="
+        )
+    return merged
+
+
+class ScopedVectorStoreRetriever(VectorStoreRetriever):
+    """LangChain's ``VectorStoreRetriever`` whose own filter scopes every call: ``invoke(q, filter=G)`` on
+    ``store.as_retriever(search_kwargs={"filter": F})`` searches ``F AND G``, and ``filter=None`` keeps ``F``
+    (:func:`search_kwargs_for_call`; LangChain's merges ``search_kwargs | kwargs``, so the call's filter replaced the
+    retriever's).  Every other call keyword (``k``, ``fetch_k``, …) replaces the retriever's for that call.
+
+    What :meth:`VersionedVectorStore.as_retriever` returns (search types ``"similarity"``,
+    ``"similarity_score_threshold"``, ``"mmr"`` where the store has MMR); the directory store's
+    :class:`~langchain_ragspine.vectorstores.RagSpineStoreRetriever` is one too.
+
+    Example:
+        >>> import tempfile
+        >>> from langchain_ragspine.embeddings import HashingEmbeddings
+        >>> from langchain_ragspine.vectorstores import RagSpineVectorStore
+        >>> store = RagSpineVectorStore(tempfile.mkdtemp(), HashingEmbeddings(64))
+        >>> store.add_texts(["falcon hr", "falcon sales"], [{"dept": "hr"}, {"dept": "sales"}], ids=["hr", "sales"])
+        ['hr', 'sales']
+        >>> hr = store.as_retriever(search_type="similarity", search_kwargs={"filter": {"dept": "hr"}})
+        >>> [d.id for d in hr.invoke("falcon", filter={"dept": "sales"})], [d.id for d in hr.invoke("falcon", filter=None)]
+        ([], ['hr'])
+        >>> store.close()
+    """
+
+    def call_search_kwargs(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """The keywords of a search for a call with ``kwargs`` (:func:`search_kwargs_for_call`)."""
+        return search_kwargs_for_call(self.vectorstore, self.search_kwargs, kwargs)
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
+        return super()._get_relevant_documents(query, run_manager=run_manager, **self.call_search_kwargs(kwargs))
+
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
+        return await super()._aget_relevant_documents(
+            query, run_manager=run_manager, **self.call_search_kwargs(kwargs)
+        )
 
 
 class VersionedVectorStore(TextsAsDocumentsStore):
@@ -279,3 +376,9 @@ class VersionedVectorStore(TextsAsDocumentsStore):
 
     def _select_relevance_score_fn(self) -> Callable[[float], float]:
         return lambda cosine: (1.0 + cosine) / 2.0
+
+    def as_retriever(self, **kwargs: Any) -> ScopedVectorStoreRetriever:
+        """A :class:`ScopedVectorStoreRetriever` (LangChain's ``as_retriever`` arguments: ``search_type``,
+        ``search_kwargs`` …): a call's ``filter`` is ANDed with ``search_kwargs["filter"]``, never replacing it."""
+        tags = kwargs.pop("tags", None) or [*self._get_retriever_tags()]
+        return ScopedVectorStoreRetriever(vectorstore=self, tags=tags, **kwargs)

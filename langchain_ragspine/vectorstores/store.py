@@ -34,7 +34,10 @@ metadata untouched (scores come as tuples from the ``*_with_score`` methods).
 
 Filters (``filter=``) are the package's metadata filters (:mod:`langchain_ragspine.filters`, a dict), applied
 before scoring in every search type and failing closed (a missing field never matches; a malformed filter raises;
-a callable raises ``TypeError``).  They see the record's metadata with ``chunk_id`` = the record id.
+a callable raises ``TypeError``).  They see the record's metadata with ``chunk_id`` = the record id.  A retriever's
+own filter scopes every call: ``as_retriever(search_kwargs={"filter": F}).invoke(q, filter=G)`` searches
+``F AND G`` and ``filter=None`` keeps ``F``, in every search type (LangChain's ``VectorStoreRetriever`` lets the
+call's filter replace the retriever's).
 RESTRICTED records (:mod:`langchain_ragspine.sensitivity`) may be stored but are never embedded, indexed or
 returned — not by a search and not by ``get_by_ids``: they are left out when the indexes are built, and every exit
 (each search type, ``get_by_ids``, the retriever of :meth:`RagSpineVectorStore.as_retriever`) passes the RESTRICTED
@@ -57,7 +60,6 @@ from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, Callba
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables import RunnableConfig
-from langchain_core.vectorstores import VectorStoreRetriever
 from langchain_core.vectorstores.utils import maximal_marginal_relevance
 
 from langchain_ragspine.arguments import check_arguments
@@ -79,7 +81,7 @@ from langchain_ragspine.retrievers.dense import DenseRetriever
 from langchain_ragspine.retrievers.hybrid import HybridRetriever
 from langchain_ragspine.sensitivity import drop_restricted, drop_restricted_pairs, is_restricted
 from langchain_ragspine.stores.chunk_store import ChunkStore, StoredChunk
-from langchain_ragspine.vectorstores.base import TextsAsDocumentsStore, as_list
+from langchain_ragspine.vectorstores.base import ScopedVectorStoreRetriever, TextsAsDocumentsStore, as_list
 
 __all__ = ["ChunkStoreBackend", "RagSpineStoreRetriever", "RagSpineVectorStore", "RecordBackend"]
 
@@ -638,7 +640,8 @@ class RagSpineVectorStore(TextsAsDocumentsStore):
     def as_retriever(self, **kwargs: Any) -> RagSpineStoreRetriever:
         """A :class:`RagSpineStoreRetriever`: ``search_type`` (default ``"hybrid"``; also ``"similarity"``,
         ``"mmr"``, ``"similarity_score_threshold"``, ``"bm25"``) and ``search_kwargs`` (``k``, ``filter``,
-        ``fetch_k``, ``lambda_mult``, ``score_threshold``).
+        ``fetch_k``, ``lambda_mult``, ``score_threshold``); a call's ``filter`` is ANDed with
+        ``search_kwargs["filter"]``, never replacing it.
 
         Raises:
             ValueError: an unknown ``search_type`` (LangChain's check).
@@ -653,12 +656,15 @@ _SEARCH_KWARGS = ("k", "filter", "fetch_k", "lambda_mult", "score_threshold")
 _RETRIEVER_FIELDS = ("vectorstore", "search_type", "search_kwargs", "tags", "metadata", "name")
 
 
-class RagSpineStoreRetriever(VectorStoreRetriever):
+class RagSpineStoreRetriever(ScopedVectorStoreRetriever):
     """LangChain's ``VectorStoreRetriever`` with the ``"hybrid"`` and ``"bm25"`` search types, and strict
     arguments: an unknown constructor argument or ``search_kwargs`` key is a ``TypeError`` with a did-you-mean.
 
-    ``invoke(query, k=…, filter=…)`` overrides ``search_kwargs`` for one call, as in LangChain; a query that is not
-    a string is the package's one-line ``TypeError`` (pointing at ``.batch`` / ``itemgetter``).
+    ``invoke(query, k=…)`` overrides ``search_kwargs`` for one call, as in LangChain, but a call's ``filter=`` is
+    ANDed with ``search_kwargs["filter"]`` and ``filter=None`` keeps it, in every search type
+    (:class:`~langchain_ragspine.vectorstores.base.ScopedVectorStoreRetriever`): a call never widens the retriever's
+    filter.  A query that is not a string is the package's one-line ``TypeError`` (pointing at ``.batch`` /
+    ``itemgetter``).
 
     ``invoke(query, embed_as="document")`` (the package's call option, passed by HyDE for its hypothetical
     document, see :mod:`~langchain_ragspine.retrievers._embed_as`) embeds the text with ``embed_documents``:
@@ -712,18 +718,18 @@ class RagSpineStoreRetriever(VectorStoreRetriever):
     ) -> list[Document]:
         if self._as_document(query, kwargs):
             return drop_restricted(search_as_document(self.vectorstore, self.search_type, query,
-                                                      self.search_kwargs | kwargs))
+                                                      self.call_search_kwargs(kwargs)))
         if self.search_type in ("hybrid", "bm25"):
-            return drop_restricted(self.vectorstore.search(query, self.search_type, **(self.search_kwargs | kwargs)))
+            return drop_restricted(self.vectorstore.search(query, self.search_type, **self.call_search_kwargs(kwargs)))
         return drop_restricted(super()._get_relevant_documents(query, run_manager=run_manager, **kwargs))
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         if self._as_document(query, kwargs):
-            docs = await asearch_as_document(self.vectorstore, self.search_type, query, self.search_kwargs | kwargs)
+            docs = await asearch_as_document(self.vectorstore, self.search_type, query, self.call_search_kwargs(kwargs))
         elif self.search_type in ("hybrid", "bm25"):
-            docs = await self.vectorstore.asearch(query, self.search_type, **(self.search_kwargs | kwargs))
+            docs = await self.vectorstore.asearch(query, self.search_type, **self.call_search_kwargs(kwargs))
         else:
             docs = await super()._aget_relevant_documents(query, run_manager=run_manager, **kwargs)
         return drop_restricted(docs)

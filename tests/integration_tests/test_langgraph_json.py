@@ -52,6 +52,38 @@ def test_langgraph_json_uses_a_configured_store(monkeypatch, tmp_path):
     assert "小笠原諸島" in state["answer"] and state["citations"][0]["doc_id"] == "tsuyu"
 
 
+def test_regression_the_served_graphs_never_widen_a_filter(monkeypatch, tmp_path):
+    """``graphs/app.py`` (what ``langgraph dev`` serves) built the corrective and adaptive graphs with the old
+    default ``relax_filters=True``: a question filtered to tenant C came back with tenant A and B documents.  Every
+    served graph now refuses, in question and chat form, and a run cannot ask to widen."""
+    from langchain_core.messages import HumanMessage
+
+    from langchain_ragspine.indexing import ingest
+
+    corpus = tmp_path / "c"
+    corpus.mkdir()
+    for tenant in ("A", "B"):
+        (corpus / f"{tenant}.md").write_text(
+            f"---\ntenant: {tenant}\n---\n# 梅雨\n\n日本で梅雨がないのは北海道と小笠原諸島である。", "utf-8"
+        )
+    ingest(corpus, tmp_path / "S", progress=False)
+    monkeypatch.setenv("RAGSPINE_STORE", str(tmp_path / "S"))
+    monkeypatch.setenv("RAGSPINE_LLM", "none")
+    config = json.loads((GRAPHS / "langgraph.json").read_text("utf-8"))
+    question = "梅雨がないのは北海道とどこか"
+    for name, entry in config["graphs"].items():
+        graph = _load(entry)
+        assert graph.invoke({"question": question, "filters": {"tenant": "A"}})["citations"], name  # it answers
+        for inputs in ({"question": question, "filters": {"tenant": "C"}},
+                       {"messages": [HumanMessage(question)], "filters": {"tenant": "C"}}):
+            state = graph.invoke(inputs)
+            assert state["refused"] and state["documents"] == [] and state["citations"] == [], name
+            assert "drop_filters" not in [t["step"] for t in state["trace"]], name
+            assert state["filters_dropped"] is False and state["dropped_filters"] is None, name
+        with pytest.raises(ValueError, match="a run cannot widen a filter"):
+            graph.invoke({"question": question, "filters": {"tenant": "C"}}, context={"relax_filters": True})
+
+
 def test_langgraph_json_is_valid_for_langgraph_cli():
     cli = pytest.importorskip("langgraph_cli.config", reason="langgraph-cli not installed")
     cli.validate_config_file(GRAPHS / "langgraph.json")
