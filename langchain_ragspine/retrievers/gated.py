@@ -19,7 +19,7 @@ from pydantic import field_validator
 
 from langchain_ragspine.documents import check_k
 from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, SyncCall
-from langchain_ragspine.retrievers.contract import ainvoke_retriever, invoke_retriever
+from langchain_ragspine.retrievers.contract import ainvoke_retriever, invoke_retriever, retriever_params
 
 __all__ = ["GatedRetriever"]
 
@@ -60,8 +60,7 @@ class GatedRetriever(ContractRetriever):
     @field_validator("retriever", mode="before")
     @classmethod
     def _check_retriever(cls, value: Any) -> Any:
-        if not isinstance(value, BaseRetriever):
-            raise TypeError(f"retriever must be a BaseRetriever, got {type(value).__name__}")
+        retriever_params(value)  # the contract's TypeError for anything that is not a BaseRetriever
         return value
 
     @field_validator("k", mode="before")

@@ -352,3 +352,15 @@ def test_a_langsmith_trace_shows_no_restricted_document(how: str) -> None:
     wait_for_all_tracers()
     assert client.posted
     _assert_clean(client.posted, foreign)
+
+
+def test_gated_retriever_asks_through_the_contract() -> None:
+    foreign = ForeignRetriever()
+    assert [d.id for d in GatedRetriever(retriever=foreign).invoke(QUESTION)] == [d.id for d in PUBLIC]
+    assert [d.id for d in GatedRetriever(retriever=foreign, k=2).invoke(QUESTION)] == ["birds#0", "birds#1"]
+    assert [d.id for d in asyncio.run(GatedRetriever(retriever=foreign).ainvoke(QUESTION, k=1))] == ["birds#0"]
+    assert GatedRetriever(retriever=foreign).invoke(QUESTION, filter={"year": 2024}) == []  # filtered, fail closed
+    with pytest.raises(TypeError, match="BaseRetriever"):
+        GatedRetriever(retriever="bm25")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="k"):
+        GatedRetriever(retriever=foreign, k=0)
