@@ -547,7 +547,8 @@ def ingest(
             :data:`~langchain_ragspine.text_splitters.chunkers.CHUNKERS` (default ``RAGSPINE_CHUNKER``, else the
             store's recorded chunker, else ``paragraph``).  The store records the chunker and its parameters; an
             ingest with another configuration is refused (use a new store).  ``parent_child`` also writes the
-            parents, with their document's version; ``semantic`` embeds every sentence with ``embedding``.
+            parents, with their document's version; ``semantic`` embeds every sentence with ``embedding`` (of every
+            document that is not RESTRICTED: those are split by paragraphs, never embedded).
         contextual: index and embed every chunk with a contextual header (title · heading path · period / entity
             fields, :class:`~langchain_ragspine.document_compressors.ContextualHeader`) in front of its text; the
             chunk store, ``page_content``, offsets and citations are unchanged.  The setting is recorded in

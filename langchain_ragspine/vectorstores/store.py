@@ -77,6 +77,7 @@ from langchain_ragspine.retrievers._embed_as import (
 )
 from langchain_ragspine.retrievers.base import check_query
 from langchain_ragspine.retrievers.bm25 import BM25Retriever
+from langchain_ragspine.retrievers.contract import gated_exit
 from langchain_ragspine.retrievers.dense import DenseRetriever
 from langchain_ragspine.retrievers.hybrid import HybridRetriever
 from langchain_ragspine.sensitivity import drop_restricted, drop_restricted_pairs, is_restricted
@@ -693,9 +694,11 @@ class RagSpineStoreRetriever(ScopedVectorStoreRetriever):
                         what="key")
         super().__init__(**data)
 
+    @gated_exit
     def invoke(self, input: str, config: RunnableConfig | None = None, **kwargs: Any) -> list[Document]:
         return super().invoke(check_query(type(self).__name__, input), config, **kwargs)
 
+    @gated_exit
     async def ainvoke(self, input: str, config: RunnableConfig | None = None, **kwargs: Any) -> list[Document]:
         return await super().ainvoke(check_query(type(self).__name__, input), config, **kwargs)
 
@@ -713,6 +716,7 @@ class RagSpineStoreRetriever(ScopedVectorStoreRetriever):
         warn_embed_as_ignored(self)
         return False
 
+    @gated_exit
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
@@ -723,6 +727,7 @@ class RagSpineStoreRetriever(ScopedVectorStoreRetriever):
             return drop_restricted(self.vectorstore.search(query, self.search_type, **self.call_search_kwargs(kwargs)))
         return drop_restricted(super()._get_relevant_documents(query, run_manager=run_manager, **kwargs))
 
+    @gated_exit
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
