@@ -7,7 +7,8 @@ prints ranked, cited chunks (never a RESTRICTED one); ``ragspine ask QUESTION --
 Defaults come from :class:`~langchain_ragspine.config.RagSpineSettings` (``RAGSPINE_*`` environment variables or
 ``.env``); mode names from :mod:`langchain_ragspine.modes`, graph names from
 :data:`~langchain_ragspine.graphs.GRAPH_BUILDERS`.  The CLI parses arguments and prints; the work is the library's.
-Data errors print one line naming the file and line, and exit with status 2.
+Data errors, and file-system errors (permission denied, disk full), print one line naming the file (and line), and
+exit with status 2.
 """
 
 from __future__ import annotations
@@ -801,6 +802,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except BrokenPipeError:  # e.g. `ragspine search ... | head`
         return 0
+    except OSError as e:  # the file system refused (permission denied, disk full): one line, naming the path
+        print(f"ragspine: error: {e}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(
             "ragspine: interrupted; every document committed so far is kept and the store stays usable "

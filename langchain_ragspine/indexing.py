@@ -16,12 +16,13 @@ not re-processed), with versions kept instead of deletes.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import shutil
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -219,8 +220,37 @@ def _index_state(store_dir: Path) -> dict[str, Any]:
 
 def _write_index_state(store_dir: Path, state: Mapping[str, Any]) -> None:
     tmp = store_dir / f".{INDEX_STATE}.tmp-{os.getpid()}"
-    tmp.write_text(json.dumps(dict(state), ensure_ascii=False, indent=1), "utf-8")
-    os.replace(tmp, store_dir / INDEX_STATE)
+    try:
+        tmp.write_text(json.dumps(dict(state), ensure_ascii=False, indent=1), "utf-8")
+        os.replace(tmp, store_dir / INDEX_STATE)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a partial write (disk full) leaves nothing behind
+        raise
+
+
+@contextlib.contextmanager
+def _after_commit(
+    root: Path, store: ChunkStore, summary: IngestSummary, what: str, *, pending: Mapping[str, Any] | None = None
+) -> Iterator[None]:
+    """Turn an ``OSError`` while ingest writes ``what`` (a derived file, after the chunk store committed: the BM25
+    index, ``index.json``) into a :class:`StoreError` that says what was committed and what happens next.  With
+    ``pending``, ``index.json`` is first rewritten to it (best effort: the disk may be full), so the next search's
+    in-memory rebuild uses this run's tokenizer and headers."""
+    try:
+        yield
+    except OSError as e:
+        if pending is not None:
+            with contextlib.suppress(OSError):
+                _write_index_state(root, pending)
+        full = e.errno in (errno.ENOSPC, errno.EDQUOT)
+        why = "disk full" if full else (e.strerror or type(e).__name__)
+        raise StoreError(
+            f"the chunk store committed this run (store generation {store.generation}: {summary.store_documents} "
+            f"documents, {summary.store_chunks} chunks), but {what} could not be written ({why}: {e}); the next "
+            "search rebuilds the BM25 index in memory from the chunk store (with a StaleIndexWarning); run "
+            f"`ragspine ingest` again {'when there is space' if full else 'once that is fixed'} to save it",
+            path=root,
+        ) from e
 
 
 def _spec_name(spec: str | None) -> str | None:
@@ -680,8 +710,12 @@ def _ingest(
         current = all(state.get(key) == value for key, value in wanted.items())
         current = current and state.get("contextual") == wanted_header
         if not current or _load_saved_index(root, k=DEFAULT_K)[0] is None:
-            discard_unsaved(root / BM25_DIR, RETRIEVER_CONFIG, BM25_LAYOUT)  # a damaged index of this store: rebuilt
-            build_bm25(store, tokenizer=name, header=header, workers=workers).save(root / BM25_DIR)
+            # no generation: the saved index is stale, and search rebuilds it with this run's tokenizer and headers
+            pending = {key: value for key, value in state.items() if key != "contextual"}
+            pending.update(wanted, generation=None, **({} if wanted_header is None else {"contextual": wanted_header}))
+            with _after_commit(root, store, summary, f"the saved BM25 index {root / BM25_DIR}", pending=pending):
+                discard_unsaved(root / BM25_DIR, RETRIEVER_CONFIG, BM25_LAYOUT)  # a damaged index of this store: rebuilt
+                build_bm25(store, tokenizer=name, header=header, workers=workers).save(root / BM25_DIR)
             summary.index_rebuilt = True
         if wanted_header != state.get("contextual") and active_before:
             summary.notes.append(
@@ -703,14 +737,16 @@ def _ingest(
             if saved.get("generation") != store.generation or saved.get("model_key") != model_key_for(emb):
                 # records the model, so search knows vectors are expected and falls back with a warning
                 state["vector"] = {"generation": None, "model_key": model_key_for(emb), "embedding": spec}
-            _write_index_state(root, state)
+            with _after_commit(root, store, summary, f"the index record {root / INDEX_STATE}"):
+                _write_index_state(root, state)
             summary.embedded += _warm_file_cache(root, emb, all_chunks, show)
             dense = _refresh_dense(root, store, emb, state, spec=spec, progress=show)
             summary.embedded += dense.last_embedded  # 0: the cache was warmed above
             summary.dense = dense.resolved_model_key
         elif state.pop("vector", None) is not None:
             shutil.rmtree(root / VECTOR_DIR, ignore_errors=True)  # no longer matches; the embedding cache stays
-        _write_index_state(root, state)
+        with _after_commit(root, store, summary, f"the index record {root / INDEX_STATE}"):
+            _write_index_state(root, state)
     summary.seconds = time.perf_counter() - t0
     return summary
 

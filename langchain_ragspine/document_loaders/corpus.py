@@ -128,7 +128,7 @@ class CorpusLoader(BaseLoader):
     """Load Markdown / text / JSONL files, with YAML front matter and JSON sidecar metadata, as ``Document``s.
 
     Args:
-        paths: one path or a sequence of paths; each a folder (walked recursively, entries sorted by path,
+        paths: one path or a sequence of paths; each a folder (walked to any depth, entries sorted by path,
             names starting with ``.`` skipped, symlinked folders not followed) or a file.  Folder walks pick
             up ``.md``, ``.markdown``, ``.txt`` and ``.jsonl`` files (suffix case-insensitive) and ignore the
             rest. A file reached twice (e.g. a folder and a file inside it) is loaded once, at its first
@@ -142,6 +142,8 @@ class CorpusLoader(BaseLoader):
 
     Raises:
         FileNotFoundError: a path (or ``root``) does not exist; the message names it.
+        LoaderError: a path's type cannot be read (``os.stat`` fails, e.g. permission denied on a folder above it),
+            with ``on_error="raise"`` (with ``"skip"`` it is skipped when loading).
         ValueError: a file given explicitly has an unsupported suffix (a ``.json`` sidecar included), a path
             is not inside ``root``, ``root`` is not a folder, ``paths`` is empty, ``on_error`` is not
             ``"raise"``/``"skip"``, or ``encoding`` is unknown.
@@ -181,7 +183,9 @@ class CorpusLoader(BaseLoader):
           override fields of the same name.  Sidecar keys win over front matter and JSONL line fields (except
           ``sensitivity``, see above); within one source a duplicate key keeps its last value, with a warning.
 
-    Data problems, each a :class:`LoaderError` naming file, line and field where known: undecodable bytes
+    Data problems, each a :class:`LoaderError` naming file, line and field where known: a folder that cannot be
+    listed or a document that cannot be read (an ``OSError`` such as permission denied or a name too long; with
+    ``"skip"`` that folder or document is skipped), undecodable bytes
     (line of the first bad byte), binary content (NUL bytes), a sidecar that is not valid JSON or not a JSON
     object, a sidecar that is there but cannot be read (a symlink to nothing, a folder, a FIFO or other special
     file — never opened —, no permission, an I/O error) or whose suffix differs in case (``<stem>.JSON``, also
@@ -254,7 +258,12 @@ class CorpusLoader(BaseLoader):
             if not self.root.is_dir():
                 raise ValueError(f"root must be a folder: {self.root}")
         for path in self.paths:
-            self._check_path(path)
+            try:
+                self._check_path(path)
+            except LoaderError:
+                if on_error == "raise":
+                    raise
+                # with "skip", lazy_load reports (and skips) it like any other unreadable file
 
     # ------------------------------------------------------------------ public API
 
@@ -299,12 +308,18 @@ class CorpusLoader(BaseLoader):
     # ------------------------------------------------------------------ discovery
 
     def _check_path(self, path: Path) -> None:
-        """Raise ``FileNotFoundError`` / ``ValueError`` for a top-level path that cannot be loaded."""
-        if not path.exists():
-            raise FileNotFoundError(errno.ENOENT, "corpus path does not exist", str(path))
-        if path.is_dir():
+        """Raise ``FileNotFoundError`` / ``ValueError`` for a top-level path that cannot be loaded, and
+        ``LoaderError`` for one whose type cannot be read (``os.stat`` fails: permission denied on a parent folder,
+        a name too long)."""
+        try:
+            mode = path.stat().st_mode
+        except OSError as exc:
+            if exc.errno in _ABSENT:
+                raise FileNotFoundError(errno.ENOENT, "corpus path does not exist", str(path)) from None
+            raise _os_error(exc, path, "cannot read this path") from None
+        if stat.S_ISDIR(mode):
             pass
-        elif path.is_file():
+        elif stat.S_ISREG(mode):
             suffix = path.suffix.lower()
             if suffix == SIDECAR_SUFFIX:
                 raise ValueError(
@@ -326,10 +341,14 @@ class CorpusLoader(BaseLoader):
         found: list[tuple[Path, Path, PurePosixPath]] = []
         seen: set[str] = set()
         for path in self.paths:
-            self._check_path(path)
+            try:
+                self._check_path(path)
+            except LoaderError as err:
+                self._problem(err)
+                continue
             if path.is_dir():
                 root = self.root if self.root is not None else path
-                files = _walk(path)
+                files = _walk(path, self._problem)
             else:
                 root = self.root if self.root is not None else path.parent
                 files = [path]
@@ -357,13 +376,17 @@ class CorpusLoader(BaseLoader):
 
     # ------------------------------------------------------------------ reading
 
-    def _read_text(self, path: Path) -> str:
+    def _read_text(self, path: Path, *, unreadable: str = "cannot read this file") -> str:
         """Decode ``path``; undecodable bytes are kept as surrogate escapes for the caller to locate.
 
         Raises:
-            LoaderError: the file is binary (NUL bytes; line of the first one) or cannot be decoded at all.
+            LoaderError: the file cannot be read (``"<unreadable>: <reason>"``: no permission, an I/O error), is
+                binary (NUL bytes; line of the first one) or cannot be decoded at all.
         """
-        raw = path.read_bytes()
+        try:
+            raw = path.read_bytes()
+        except OSError as exc:
+            raise _os_error(exc, path, unreadable) from None
         try:
             text = raw.decode(self.encoding, errors="surrogateescape")
         except UnicodeDecodeError as exc:
@@ -431,14 +454,11 @@ class CorpusLoader(BaseLoader):
                 path=side,
             ) from None
         except OSError as exc:
-            raise LoaderError(f"sidecar of {doc_path.name} cannot be read: {_os_reason(exc)}", path=side) from None
+            raise _os_error(exc, side, f"sidecar of {doc_path.name} cannot be read") from None
         if not stat.S_ISREG(info.st_mode):
             kind = "a folder" if stat.S_ISDIR(info.st_mode) else "not a regular file (a FIFO, socket or device)"
             raise LoaderError(f"sidecar of {doc_path.name} is {kind}; it must be a JSON file", path=side)
-        try:
-            text = self._read_text(side)
-        except OSError as exc:
-            raise LoaderError(f"sidecar of {doc_path.name} cannot be read: {_os_reason(exc)}", path=side) from None
+        text = self._read_text(side, unreadable=f"sidecar of {doc_path.name} cannot be read")
         self._check_decoded(text, side)
         start = 1 if text.startswith("\ufeff") else 0
         hook = _PairsHook()
@@ -650,26 +670,60 @@ def first_h1(markdown: str) -> str | None:
 STORE_MARKER = "ragspine-store.json"
 
 
-def _walk(folder: Path) -> list[Path]:
-    """Supported document files under ``folder``, hidden names and store directories skipped, sorted by path."""
+#: ``errno`` values of ``os.stat`` that mean "nothing there" (as ``Path.exists`` / ``Path.is_file`` read them).
+_ABSENT = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP})
 
-    def fail(exc: OSError) -> None:
-        raise exc
 
+def _os_error(exc: OSError, path: Path, message: str) -> LoaderError:
+    """The :class:`LoaderError` for an ``OSError`` met while loading ``path``: ``"<message>: <reason>"``
+    (``"cannot read this file: Permission denied"``), naming the path."""
+    return LoaderError(f"{message}: {_os_reason(exc)}", path=path)
+
+
+def _walk(folder: Path, problem: Callable[[LoaderError], None]) -> list[Path]:
+    """Supported document files under ``folder``, hidden names and store directories skipped, sorted by path.
+
+    The walk keeps its own stack of folders (no recursion), so any depth the file system allows is walked. A folder
+    that cannot be listed, or a file whose type cannot be read (``OSError``: permission denied, a name too long), is
+    passed to ``problem`` as a :class:`LoaderError` naming it — which raises, or records it and the walk goes on
+    without it (``on_error="skip"``).
+    """
     found: list[tuple[tuple[str, ...], Path]] = []
-    for dirpath, dirnames, filenames in os.walk(folder, onerror=fail):
-        base = Path(dirpath)
-        if (base / STORE_MARKER).exists():
-            dirnames[:] = []
+    todo = [folder]
+    while todo:
+        base = todo.pop()
+        try:
+            with os.scandir(base) as listing:
+                entries = list(listing)
+        except OSError as exc:
+            problem(_os_error(exc, base, "cannot list this folder (none of its files were loaded)"))
             continue
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for name in filenames:
+        if any(entry.name == STORE_MARKER for entry in entries):
+            continue  # a ragspine store directory
+        for entry in entries:
+            name = entry.name
             if name.startswith("."):
+                continue
+            try:
+                is_dir = entry.is_dir()
+                linked = is_dir and entry.is_symlink()
+            except OSError:
+                is_dir = linked = False  # as os.walk: read as a file below
+            if is_dir:
+                if not linked:  # symlinked folders are not followed
+                    todo.append(base / name)
                 continue
             suffix = os.path.splitext(name)[1].lower()
             if suffix in TEXT_SUFFIXES or suffix == JSONL_SUFFIX:
                 file = base / name
-                if file.is_file():
+                try:
+                    regular = stat.S_ISREG(file.stat().st_mode)
+                except OSError as exc:
+                    if exc.errno not in _ABSENT:
+                        problem(_os_error(exc, file, "cannot read this file"))
+                        continue
+                    regular = False  # a dangling symlink or a symlink loop (as Path.is_file), or removed since
+                if regular:
                     found.append((file.relative_to(folder).parts, file))
     found.sort(key=lambda item: item[0])
     return [file for _, file in found]

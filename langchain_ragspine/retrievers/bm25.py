@@ -27,6 +27,10 @@ Differences from ``langchain_community.retrievers.BM25Retriever`` a user may rel
   ``chunk_id`` nor ``id`` gets a deterministic one (:func:`~langchain_ragspine.documents.with_identities`), so every
   result has ``id = chunk_id``.  The documents are indexed as given, not copied: a label you add to one afterwards
   is seen by the exit gate, but editing their text afterwards is not supported (the index keeps the old tokens);
+* a query is at most :data:`MAX_QUERY_CHARS` (2,000) characters, a ``ValueError`` beyond: its cost grows with its
+  terms (400,000 characters took 18 s here, and minutes on PostgreSQL, whose
+  :class:`~langchain_ragspine.retrievers.postgres.PostgresBM25Retriever` has the same limit); twice HyDE's probe
+  (``HyDERetriever.max_chars``, 1,000), and no generated query is longer than that;
 * a document's tokens come from ``metadata["index_text"]`` when present (e.g. a contextual header + the text, see
   :func:`langchain_ragspine.text.index_text`), else from ``page_content``; results are the stored documents, so
   ``page_content`` and citations never change.
@@ -57,6 +61,30 @@ from langchain_ragspine.sensitivity import drop_restricted
 from langchain_ragspine.stores.bm25_index import build_bm25_index, load_bm25_index, save_bm25_index
 from langchain_ragspine.text import index_text
 from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer
+
+#: The longest query a BM25 retriever takes, in characters (both backends): scoring adds every posting of every
+#: query token, repeats included, so the cost grows with the query's length; a longer one is a ``ValueError``.
+#: (On PostgreSQL a 4,000-character Japanese query, 9,212 tokens, took 10 s on a 617-chunk store.)
+MAX_QUERY_CHARS = 2_000
+
+
+def check_bm25_query(query: str) -> str:
+    """``query``, if it is at most :data:`MAX_QUERY_CHARS` characters long.
+
+    Raises:
+        ValueError: the query is longer; the message gives its length and the limit.
+
+    Example:
+        >>> check_bm25_query("梅雨はいつ")
+        '梅雨はいつ'
+    """
+    if isinstance(query, str) and len(query) > MAX_QUERY_CHARS:
+        raise ValueError(
+            f"the query is {len(query):,} characters long; a BM25 query may be at most {MAX_QUERY_CHARS:,} "
+            "(retrievers.bm25.MAX_QUERY_CHARS), since its cost grows with its length: search with its key sentences"
+        )
+    return query
+
 
 # Set while load() validates a retriever whose index comes from disk, so model_post_init skips the build.
 # (pydantic's validation context does not reach model_post_init through LangChain's BaseRetriever.)
@@ -114,7 +142,8 @@ class BM25Retriever(RagSpineRetriever):
     labelled RESTRICTED in place afterwards is never returned).
 
     Raises:
-        ValueError: ``k < 1``, ``k1 < 0`` or ``b`` outside [0, 1]; an unknown tokenizer; a malformed filter.
+        ValueError: ``k < 1``, ``k1 < 0`` or ``b`` outside [0, 1]; an unknown tokenizer; a malformed filter; (when
+            invoked) a query longer than :data:`MAX_QUERY_CHARS` characters.
         TypeError: ``k`` is not an int.
 
     Example:
@@ -234,7 +263,12 @@ class BM25Retriever(RagSpineRetriever):
 
     # -- retrieval --------------------------------------------------------------------------------------------------
     def score(self, query: str) -> np.ndarray:
-        """BM25 score of every document for ``query``: float32 array of shape ``(len(docs),)``."""
+        """BM25 score of every document for ``query``: float32 array of shape ``(len(docs),)``.
+
+        Raises:
+            ValueError: ``query`` is longer than :data:`MAX_QUERY_CHARS`.
+        """
+        check_bm25_query(query)
         n = len(self._indexed_docs())
         if self._bm25 is None or not query or not query.strip():
             return np.zeros(n, dtype=np.float32)
@@ -252,9 +286,11 @@ class BM25Retriever(RagSpineRetriever):
         base.unrestricted_hits`).
 
         Raises:
-            TypeError, ValueError: a bad ``k`` (see :func:`~langchain_ragspine.documents.check_k`); a malformed filter.
+            TypeError, ValueError: a bad ``k`` (see :func:`~langchain_ragspine.documents.check_k`); a malformed filter;
+                a query longer than :data:`MAX_QUERY_CHARS`.
         """
         k = self.k if k is None else check_k(k)
+        check_bm25_query(query)
         mask = self._masks.mask(and_filters(self.filter, filter))
         docs = self._indexed_docs()
         if not docs:

@@ -38,6 +38,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import datetime as _dt
+import math
 import re
 import threading
 from collections import Counter
@@ -313,6 +314,33 @@ class PostgresConnection:
         """A pooled autocommit connection."""
         with self.errors(), self._pool.connection() as conn:
             yield conn
+
+    @contextlib.contextmanager
+    def search(self, timeout: float) -> Iterator[Any]:
+        """A pooled connection inside one transaction whose statements the server cancels after ``timeout`` seconds
+        (``0``: no limit; ``SET LOCAL statement_timeout``, so the connection goes back to the pool without it).
+
+        Raises:
+            StoreError: a statement ran longer than ``timeout`` (the message says so and how to change the limit),
+                or another SQL error.
+        """
+        psycopg = _import_psycopg()
+        with self.errors(), self._pool.connection() as conn:
+            try:
+                with conn.transaction():
+                    if timeout > 0:
+                        ms = max(1, math.ceil(timeout * 1000))
+                        conn.execute("SELECT set_config('statement_timeout', %s, true)", (f"{ms}ms",))
+                    yield conn
+            except psycopg.errors.QueryCanceled as e:
+                if "statement timeout" not in str(e):
+                    raise
+                raise StoreError(
+                    f"PostgreSQL cancelled the search after {timeout:g} s (the statement timeout: the retriever's "
+                    "statement_timeout, default RAGSPINE_PG_STATEMENT_TIMEOUT); shorten the query or the filter, or "
+                    "raise the limit (0: none)",
+                    path=self.where,
+                ) from e
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Any]:

@@ -40,6 +40,7 @@ CASES: dict[str, tuple[object, str, str, object]] = {
     "pg_pool_size": (4, "6", "3", 2),
     "pg_hnsw_threshold": (20_000, "500", "0", 1000),
     "pg_ef_search": (100, "64", "32", 200),
+    "pg_statement_timeout": (30.0, "5", "0.25", 0),
     "query_transform": ("none", "hyde", "multi_query", "glossary"),
     "glossary": (None, "/glossary/dotenv.yaml", "/glossary/env.yaml", Path("/glossary/argument.yaml")),
     "query_deny_list": (None, "/deny/dotenv.txt", "/deny/env.txt", Path("/deny/argument.txt")),
@@ -59,6 +60,8 @@ def _coerce(field: str, raw: object) -> object:
         return None
     if field in ("chunk_size", "chunk_overlap", "k", "pg_pool_size", "pg_hnsw_threshold", "pg_ef_search", "workers"):
         return int(raw)  # type: ignore[arg-type]
+    if field == "pg_statement_timeout":
+        return float(raw)  # type: ignore[arg-type]
     if field in ("store", "cache_dir", "glossary", "query_deny_list"):
         return Path(str(raw))
     return raw

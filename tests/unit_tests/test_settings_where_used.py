@@ -41,6 +41,8 @@ BAD: dict[str, tuple[str, str]] = {
     "RAGSPINE_PG_HNSW_THRESHOLD": ("many", "RAGSPINE_PG_HNSW_THRESHOLD='many': pg_hnsw_threshold must be an "
                                            "integer >= 0"),
     "RAGSPINE_PG_EF_SEARCH": ("1.5", "RAGSPINE_PG_EF_SEARCH='1.5': pg_ef_search must be an integer > 0"),
+    "RAGSPINE_PG_STATEMENT_TIMEOUT": ("30s", "RAGSPINE_PG_STATEMENT_TIMEOUT='30s': pg_statement_timeout must be a "
+                                             "number of seconds from 0 (no limit) to 2147483"),
     "RAGSPINE_QUERY_TRANSFORM": ("hide", "RAGSPINE_QUERY_TRANSFORM='hide': unknown query transformation 'hide' "
                                          "(did you mean 'hyde'?)"),
     "RAGSPINE_RERANKER": ("bogus", "RAGSPINE_RERANKER='bogus': unknown reranker 'bogus'"),
