@@ -462,6 +462,11 @@ def load_bm25_index(
     tok = tokenizer if tokenizer is not None else config.get("tokenizer")
     if tok is None:
         raise ValueError(f"{root} was saved with a custom tokenizer; pass tokenizer= to load()")
+    empty = config.get("empty_index", False)
+    manifest = read_manifest(root)
+    if manifest is not None:  # before anything in retriever.json is believed
+        required = [CONFIG_FILE, DOCS_FILE] + ([] if empty else [f"{ARRAYS_DIR}/{name}" for name in ARRAY_FILES])
+        manifest.check(required=required, generation=generation)
     saved_name = config.get("tokenizer")
     if isinstance(saved_name, str) and tokenizer_name(tok) == saved_name:
         saved, current = str(config.get("tokenizer_version") or "1"), tokenizer_version(saved_name)
@@ -471,16 +476,11 @@ def load_bm25_index(
                 f"produces version {current} tokens; rebuild it from its documents (ragspine ingest)",
                 path=root,
             )
-    empty = config.get("empty_index", False)
-    if not isinstance(empty, bool):
-        raise StoreError("empty_index must be true or false", path=root / CONFIG_FILE, field="empty_index")
-    manifest = read_manifest(root)
     if manifest is None and generation is not None:
         raise StoreError("missing: no checksum (saved before checksums were recorded, or deleted)",
                          path=root / MANIFEST_FILE)
-    if manifest is not None:
-        required = [CONFIG_FILE, DOCS_FILE] + ([] if empty else [f"{ARRAYS_DIR}/{name}" for name in ARRAY_FILES])
-        manifest.check(required=required, generation=generation)
+    if not isinstance(empty, bool):
+        raise StoreError("empty_index must be true or false", path=root / CONFIG_FILE, field="empty_index")
     docs = read_documents(root / DOCS_FILE, expected=config.get("num_docs"))
     settings = {key: config[key] for key in ("k", "k1", "b", "filter")}
     if manifest is None:  # nothing vouches for the arrays: not read
@@ -531,10 +531,12 @@ def _check_structure(index: Any, n_docs: int, settings: Mapping[str, Any], array
     if indptr.size != n_terms + 1:
         refuse("indptr.csc.index.npy", f"indptr has {indptr.size} entries, expected {n_terms + 1} (one per term of "
                "the vocabulary, plus one)")
-    if indptr[0] != 0 or indptr[-1] != data.size or np.any(indptr[1:] < indptr[:-1]):
-        refuse("indptr.csc.index.npy", f"indptr does not rise from 0 to the {data.size} postings")
+    if indptr[0] != 0 or np.any(indptr[1:] < indptr[:-1]):
+        refuse("indptr.csc.index.npy", "indptr does not rise from 0")
+    if data.size != indptr[-1]:
+        refuse("data.csc.index.npy", f"data holds {data.size} postings, indptr {indptr[-1]}")
     if indices.size != data.size:
-        refuse("indices.csc.index.npy", f"indices has {indices.size} entries, data {data.size} postings")
+        refuse("indices.csc.index.npy", f"indices holds {indices.size} postings, data {data.size}")
     if data.size and (int(indices.min()) < 0 or int(indices.max()) >= n_docs):
         refuse("indices.csc.index.npy", f"a document id is outside the {n_docs} documents of {DOCS_FILE}")
     if data.size and not (float(data.min()) > 0 and np.isfinite(data.max())):
