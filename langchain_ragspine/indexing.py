@@ -1050,8 +1050,9 @@ def open_retriever(
     :func:`~langchain_ragspine.modes.register_mode`.  ``k`` defaults to ``RAGSPINE_K``, else 10.  The query encoder
     is the one the vector index was built with (its spec is recorded at ingest), unless ``embedding`` is given.
 
-    A saved index is used when it matches the chunk store's generation (and model) and loads cleanly; otherwise it
-    is rebuilt in memory from the store (for the dense channel, from the embedding cache) and a
+    A saved index is used when it matches the chunk store's generation (and model) and loads cleanly — the BM25
+    index also only when every file matches its checksum and the arrays hold together (see
+    :func:`~langchain_ragspine.stores.bm25_index.load_bm25_index`); otherwise it is rebuilt in memory from the store (for the dense channel, from the embedding cache) and a
     :class:`StaleIndexWarning` says so — run ``ingest`` again to rewrite it.
 
     Raises:

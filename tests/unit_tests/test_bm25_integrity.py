@@ -406,3 +406,18 @@ def test_a_hybrid_save_with_a_damaged_bm25_channel_is_refused(tmp_path: Path) ->
 def test_index_json_and_the_manifest_record_the_same_generation(pristine: Path) -> None:
     state = json.loads((pristine / "store" / INDEX_STATE).read_text("utf-8"))
     assert read_manifest(pristine / "store" / BM25_DIR).generation == state["generation"]  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("name", ["docs.jsonl", "bm25s/vocab.index.json", INDICES])
+def test_a_file_that_fails_to_parse_is_reported_by_its_checksum(tmp_path: Path, name: str) -> None:
+    """The files are hashed while they are read: when reading one fails, the checksum mismatch is what is reported
+    (the file is damaged), not the parser's error."""
+    docs = [Document(page_content=t, metadata={"chunk_id": f"{n}#0"}) for n, t in TEXTS.items()]
+    BM25Retriever.from_documents(docs, tokenizer="auto").save(tmp_path / "bm25")
+    path = tmp_path / "bm25" / name
+    data = bytearray(path.read_bytes())
+    data[:8] = b"\x00" * 8  # same size, unparsable
+    path.write_bytes(bytes(data))
+    with pytest.raises(StoreError, match=name.replace(".", r"\.") + ": does not match the SHA-256") as caught:
+        BM25Retriever.load(tmp_path / "bm25")
+    assert caught.value.__context__ is not None  # the parser's error, kept as the context
