@@ -31,7 +31,8 @@ file, never a wrong answer or a numpy error at query time:
    vocabulary's ids ``0 .. n-1`` once each, bm25s's parameters those of ``retriever.json``);
 3. the documents against the columns (what covers a *bug* that misaligns rows, which no checksum sees): the
    documents at :data:`SPOT_CHECK_DOCS` evenly spread positions (all of them in a smaller index) are tokenized
-   again, and the terms the index gives each must be exactly its tokens' terms.
+   again with the tokenizer ``retriever.json`` names (not for a custom callable, which is not saved), and the
+   terms the index gives each must be exactly its tokens' terms (one pass over the postings).
 
 An index saved before manifests existed has no checksum: it is not trusted (:attr:`SavedBM25Index.verified` is
 false and its arrays are not read) and the caller rebuilds it from the documents or the chunk store.
@@ -466,8 +467,7 @@ def load_bm25_index(
     manifest = read_manifest(root)
     if manifest is not None:  # before anything in retriever.json is believed
         required = [CONFIG_FILE, DOCS_FILE] + ([] if empty else [f"{ARRAYS_DIR}/{name}" for name in ARRAY_FILES])
-        manifest.check_sizes(required=required, generation=generation)
-        manifest.check_hashes([CONFIG_FILE])  # the rest is hashed while it is read, below
+        manifest.check(required=required, generation=generation)
     saved_name = config.get("tokenizer")
     if isinstance(saved_name, str) and tokenizer_name(tok) == saved_name:
         saved, current = str(config.get("tokenizer_version") or "1"), tokenizer_version(saved_name)
@@ -483,23 +483,21 @@ def load_bm25_index(
     if not isinstance(empty, bool):
         raise StoreError("empty_index must be true or false", path=root / CONFIG_FILE, field="empty_index")
     settings = {key: config[key] for key in ("k", "k1", "b", "filter")}
+    docs = read_documents(root / DOCS_FILE, expected=config.get("num_docs"))
     if manifest is None:  # nothing vouches for the arrays: not read
-        docs = read_documents(root / DOCS_FILE, expected=config.get("num_docs"))
         return SavedBM25Index(docs=docs, index=None, tokenizer=tok, settings=settings, verified=False)
-    with manifest.hashing_alongside():  # what is read is used only once every file matched its SHA-256
-        docs = read_documents(root / DOCS_FILE, expected=config.get("num_docs"))
-        index = None
-        if not empty:
-            import bm25s
+    index = None
+    if not empty:
+        import bm25s
 
-            arrays = root / ARRAYS_DIR
-            try:
-                index = bm25s.BM25.load(arrays, load_corpus=False, allow_pickle=False, show_progress=False)
-            except (OSError, ValueError, EOFError, KeyError, TypeError, ImportError) as e:
-                raise StoreError(f"unreadable bm25s index files: {e}", path=arrays) from None
-            _check_structure(index, len(docs), settings, arrays)
-        if isinstance(saved_name, str):  # re-tokenized with the tokenizer the documents were indexed with
-            _check_columns(index, docs, get_tokenizer(saved_name), root / DOCS_FILE)
+        arrays = root / ARRAYS_DIR
+        try:
+            index = bm25s.BM25.load(arrays, load_corpus=False, allow_pickle=False, show_progress=False)
+        except (OSError, ValueError, EOFError, KeyError, TypeError, ImportError) as e:
+            raise StoreError(f"unreadable bm25s index files: {e}", path=arrays) from None
+        _check_structure(index, len(docs), settings, arrays)
+    if isinstance(saved_name, str):  # re-tokenized with the tokenizer the documents were indexed with
+        _check_columns(index, docs, get_tokenizer(saved_name), root / DOCS_FILE)
     return SavedBM25Index(
         docs=docs, index=index, tokenizer=tok, settings=settings, generation=manifest.generation
     )

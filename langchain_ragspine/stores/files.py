@@ -12,7 +12,6 @@ files and their manifest appear together; :func:`read_manifest` and :meth:`Manif
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import datetime as _dt
 import hashlib
@@ -255,22 +254,15 @@ class Manifest:
     files: Mapping[str, tuple[int, str]]
 
     def check(self, *, required: Iterable[str] = (), generation: int | None = None) -> None:
-        """Verify the saved files: :meth:`check_sizes`, then :meth:`check_hashes`.
-
-        Raises:
-            StoreError: naming the first file that does not match, and why.
-        """
-        self.check_sizes(required=required, generation=generation)
-        self.check_hashes()
-
-    def check_sizes(self, *, required: Iterable[str] = (), generation: int | None = None) -> None:
-        """The checks that read no file: each of ``required`` (relative paths) is listed, every listed file exists
-        with its recorded size (a truncated, extended or missing file), and, when ``generation`` is given, the
-        files were built from that chunk-store generation.
+        """Verify the saved files before anything reads them: each of ``required`` (relative paths) is listed,
+        when ``generation`` is given the files were built from that chunk-store generation, and every listed file
+        exists with its recorded size and SHA-256.  Sizes are compared first (a truncated, extended or missing
+        file is found without reading anything), then every file is hashed in blocks (about 1 GB/s on one core
+        with SHA extensions: benchmarks/RESULTS.md, bm25-load-check).
 
         Raises:
             StoreError: naming the first file that does not match, and why (not covered by the manifest, another
-                generation, missing, another size).
+                generation, missing, another size, another SHA-256).
         """
         manifest = self.root / MANIFEST_FILE
         for name in required:
@@ -291,18 +283,7 @@ class Manifest:
                 raise StoreError(f"missing (listed in {MANIFEST_FILE})", path=path)
             if found != size:
                 raise StoreError(f"{found} bytes, but {MANIFEST_FILE} records {size} (truncated or rewritten)", path=path)
-
-    def check_hashes(self, names: Iterable[str] | None = None) -> None:
-        """Every listed file (or those of ``names`` among them) has its recorded SHA-256 (read in blocks; hashlib
-        releases the GIL while hashing).
-
-        Raises:
-            StoreError: naming the first file that does not match (changed after the save) or cannot be read.
-        """
-        wanted = None if names is None else set(names)
         for name, (_, sha) in self.files.items():
-            if wanted is not None and name not in wanted:
-                continue
             path = self.root / name
             try:
                 found_sha = file_sha256(path)
@@ -311,31 +292,6 @@ class Manifest:
             if found_sha != sha:
                 raise StoreError(f"does not match the SHA-256 recorded in {MANIFEST_FILE} (changed after the save)",
                                  path=path)
-
-    @contextlib.contextmanager
-    def hashing_alongside(self) -> Iterator[None]:
-        """Run :meth:`check_hashes` in a background thread while the ``with`` block reads the files, so on a second
-        core the hashing costs little wall time; leaving the block waits for it.  Use it after
-        :meth:`check_sizes` (a reader then never allocates more than the files hold) and keep what the block
-        read unused until the block is left without an error::
-
-            manifest.check_sizes()
-            with manifest.hashing_alongside():
-                data = read(...)
-            use(data)
-
-        Raises:
-            StoreError: a file does not match its SHA-256 — also in place of an error the block raised (a damaged
-                file explains it; the block's error is its ``__context__``).
-        """
-        with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragspine-sha256") as pool:
-            hashed = pool.submit(self.check_hashes)
-            try:
-                yield
-            except Exception:
-                hashed.result()
-                raise
-            hashed.result()
 
 
 def read_manifest(directory: str | os.PathLike[str]) -> Manifest | None:

@@ -409,9 +409,8 @@ def test_index_json_and_the_manifest_record_the_same_generation(pristine: Path) 
 
 
 @pytest.mark.parametrize("name", ["docs.jsonl", "bm25s/vocab.index.json", INDICES])
-def test_a_file_that_fails_to_parse_is_reported_by_its_checksum(tmp_path: Path, name: str) -> None:
-    """The files are hashed while they are read: when reading one fails, the checksum mismatch is what is reported
-    (the file is damaged), not the parser's error."""
+def test_a_file_that_would_fail_to_parse_is_reported_by_its_checksum(tmp_path: Path, name: str) -> None:
+    """Every file is hashed before anything reads it: a damaged one is reported as such, not as a parser's error."""
     docs = [Document(page_content=t, metadata={"chunk_id": f"{n}#0"}) for n, t in TEXTS.items()]
     BM25Retriever.from_documents(docs, tokenizer="auto").save(tmp_path / "bm25")
     path = tmp_path / "bm25" / name
@@ -420,4 +419,4 @@ def test_a_file_that_fails_to_parse_is_reported_by_its_checksum(tmp_path: Path, 
     path.write_bytes(bytes(data))
     with pytest.raises(StoreError, match=name.replace(".", r"\.") + ": does not match the SHA-256") as caught:
         BM25Retriever.load(tmp_path / "bm25")
-    assert caught.value.__context__ is not None  # the parser's error, kept as the context
+    assert caught.value.__context__ is None  # nothing was parsed
