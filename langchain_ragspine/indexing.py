@@ -590,7 +590,9 @@ def ingest(
 
     Returns:
         An :class:`IngestSummary`.  Re-running on an unchanged corpus writes nothing and reports every document
-        as unchanged.
+        as unchanged — except a saved BM25 index that fails its checks (a file damaged or edited, another
+        generation, no checksum: see :func:`~langchain_ragspine.stores.bm25_index.load_bm25_index`), which is
+        rewritten (``index_rebuilt``).
 
     Raises:
         RagSpineError: a bad file, with ``on_error="raise"`` (the store keeps its previous versions).
