@@ -50,7 +50,7 @@ from langchain_ragspine.embeddings.cache import (
     content_hash,
     model_key_for,
 )
-from langchain_ragspine.errors import RagSpineError, StoreError
+from langchain_ragspine.errors import RagSpineError, StaleIndexWarning, StoreError
 from langchain_ragspine.modes import (
     StoreBackedSource,
     build_retriever,
@@ -93,10 +93,6 @@ EMBEDDING_CACHE = "embeddings.sqlite"
 STORE_MARKER = corpus_module.STORE_MARKER
 
 
-class StaleIndexWarning(UserWarning):
-    """The saved BM25 index did not match the chunk store (or could not be read) and was rebuilt in memory."""
-
-
 def _warn_stale(message: str) -> None:
     """Warn with :class:`StaleIndexWarning`, attributed to the first caller outside this package (however many
     mode builders stand between it and the index)."""
@@ -127,10 +123,12 @@ def prepare_store_dir(root: Path) -> None:
         shutil.rmtree(leftover, ignore_errors=True)  # left by a process killed while saving the index
 
 
-def _load_saved_index(root: Path, *, k: int) -> tuple[BM25Retriever | None, str]:
-    """The saved BM25 index, or ``(None, why)`` when it is missing or unreadable."""
+def _load_saved_index(root: Path, *, k: int, generation: int) -> tuple[BM25Retriever | None, str]:
+    """The saved BM25 index, verified against its checksums and built from chunk-store ``generation``, or
+    ``(None, why)`` when it is missing, unreadable, damaged, edited, from another generation, or has no checksum
+    (saved before checksums were recorded): ``why`` names the file."""
     try:
-        return BM25Retriever.load(root / BM25_DIR, k=k), ""
+        return BM25Retriever.load(root / BM25_DIR, k=k, generation=generation), ""
     except (StoreError, OSError, ValueError, EOFError, KeyError, TypeError) as e:
         return None, str(e)
 
@@ -592,7 +590,9 @@ def ingest(
 
     Returns:
         An :class:`IngestSummary`.  Re-running on an unchanged corpus writes nothing and reports every document
-        as unchanged.
+        as unchanged — except a saved BM25 index that fails its checks (a file damaged or edited, another
+        generation, no checksum: see :func:`~langchain_ragspine.stores.bm25_index.load_bm25_index`), which is
+        rewritten (``index_rebuilt``).
 
     Raises:
         RagSpineError: a bad file, with ``on_error="raise"`` (the store keeps its previous versions).
@@ -709,13 +709,16 @@ def _ingest(
         wanted = {"generation": store.generation, "tokenizer": name, "tokenizer_version": tokenizer_version(name)}
         current = all(state.get(key) == value for key, value in wanted.items())
         current = current and state.get("contextual") == wanted_header
-        if not current or _load_saved_index(root, k=DEFAULT_K)[0] is None:
+        # a saved index that fails its checks (damaged, edited, no checksum) is rewritten even when nothing changed
+        if not current or _load_saved_index(root, k=DEFAULT_K, generation=store.generation)[0] is None:
             # no generation: the saved index is stale, and search rebuilds it with this run's tokenizer and headers
             pending = {key: value for key, value in state.items() if key != "contextual"}
             pending.update(wanted, generation=None, **({} if wanted_header is None else {"contextual": wanted_header}))
             with _after_commit(root, store, summary, f"the saved BM25 index {root / BM25_DIR}", pending=pending):
                 discard_unsaved(root / BM25_DIR, RETRIEVER_CONFIG, BM25_LAYOUT)  # a damaged index of this store: rebuilt
-                build_bm25(store, tokenizer=name, header=header, workers=workers).save(root / BM25_DIR)
+                build_bm25(store, tokenizer=name, header=header, workers=workers).save(
+                    root / BM25_DIR, generation=store.generation
+                )
             summary.index_rebuilt = True
         if wanted_header != state.get("contextual") and active_before:
             summary.notes.append(
@@ -872,7 +875,7 @@ def check_store_chunker(store: ChunkStore, root: Path, chunker: str | None = Non
 
 def _open_bm25(root: Path, store: ChunkStore, state: Mapping[str, Any], *, k: int) -> BM25Retriever:
     if state.get("generation") == store.generation:
-        retriever, why = _load_saved_index(root, k=k)
+        retriever, why = _load_saved_index(root, k=k, generation=store.generation)
         if retriever is not None:
             return retriever
     else:
@@ -1049,8 +1052,9 @@ def open_retriever(
     :func:`~langchain_ragspine.modes.register_mode`.  ``k`` defaults to ``RAGSPINE_K``, else 10.  The query encoder
     is the one the vector index was built with (its spec is recorded at ingest), unless ``embedding`` is given.
 
-    A saved index is used when it matches the chunk store's generation (and model) and loads cleanly; otherwise it
-    is rebuilt in memory from the store (for the dense channel, from the embedding cache) and a
+    A saved index is used when it matches the chunk store's generation (and model) and loads cleanly — the BM25
+    index also only when every file matches its checksum and the arrays hold together (see
+    :func:`~langchain_ragspine.stores.bm25_index.load_bm25_index`); otherwise it is rebuilt in memory from the store (for the dense channel, from the embedding cache) and a
     :class:`StaleIndexWarning` says so — run ``ingest`` again to rewrite it.
 
     Raises:

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import functools
 import os
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any, Unpack
@@ -48,7 +49,10 @@ import numpy as np
 from langchain_core.documents import Document
 from pydantic import Field, PrivateAttr, field_validator
 
+import langchain_ragspine
+from langchain_ragspine._stacklevel import user_stacklevel
 from langchain_ragspine.documents import check_k, doc_key, with_identities, with_scores
+from langchain_ragspine.errors import StaleIndexWarning
 from langchain_ragspine.filters import FilterMasks, and_filters, compile_filter
 from langchain_ragspine.retrievers.base import (
     RagSpineRetriever,
@@ -320,10 +324,12 @@ class BM25Retriever(RagSpineRetriever):
         return [with_scores(docs[i], bm25=s, fused=s) for i, s in hits]
 
     # -- persistence ------------------------------------------------------------------------------------------------
-    def save(self, path: str | os.PathLike[str]) -> None:
+    def save(self, path: str | os.PathLike[str], *, generation: int | None = None) -> None:
         """Write the index to directory ``path`` (replaced atomically): bm25s arrays (``.npy``, no pickle), the
-        vocabulary and parameters as JSON, the documents as JSON lines (see
-        :func:`~langchain_ragspine.stores.bm25_index.save_bm25_index`).
+        vocabulary and parameters as JSON, the documents as JSON lines, and last ``manifest.json`` with the SHA-256
+        of every file and ``generation`` — the chunk-store generation ``docs`` were read at (default ``None``: not
+        from a store; :func:`~langchain_ragspine.indexing.ingest` passes it), see
+        :func:`~langchain_ragspine.stores.bm25_index.save_bm25_index`.
 
         Raises:
             ValueError: a metadata value is not JSON-serialisable.  (A custom tokenizer callable is saved as
@@ -332,23 +338,50 @@ class BM25Retriever(RagSpineRetriever):
                 save holding files a save does not write (nothing is deleted; the message names them).
         """
         save_bm25_index(
-            path, self._bm25, self.docs, tokenizer=self.tokenizer, k=self.k, k1=self.k1, b=self.b, filter=self.filter
+            path, self._bm25, self.docs, tokenizer=self.tokenizer, k=self.k, k1=self.k1, b=self.b, filter=self.filter,
+            generation=generation,
         )
 
     @classmethod
     def load(
-        cls, path: str | os.PathLike[str], *, tokenizer: str | Tokenizer | None = None, **overrides: Any
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        tokenizer: str | Tokenizer | None = None,
+        generation: int | None = None,
+        **overrides: Any,
     ) -> BM25Retriever:
-        """Load an index written by :meth:`save`; ``overrides`` replace saved fields such as ``k`` or ``filter``.
+        """Load and verify an index written by :meth:`save`; ``overrides`` replace saved fields such as ``k`` or
+        ``filter``.
+
+        Every file is checked against the SHA-256 its manifest records, and the arrays against each other and the
+        documents (:func:`~langchain_ragspine.stores.bm25_index.load_bm25_index`), so a damaged or edited index
+        is a :class:`StoreError` naming the file, never a wrong answer.  An index saved before checksums were
+        recorded (no ``manifest.json``) is not trusted: it is rebuilt in memory from its documents with a
+        :class:`~langchain_ragspine.errors.StaleIndexWarning` (save it again to rewrite it) — unless
+        ``generation`` is given.
+
+        Args:
+            generation: the chunk-store generation the index must have been built from (default ``None``: any);
+                given, an index without a manifest is a :class:`StoreError` too (the store rebuilds it).
 
         Raises:
-            StoreError: the directory is missing, incomplete, not a ragspine BM25 index, or stale (built with
-                another version of its tokenizer: rebuild it); see
+            StoreError: the directory is missing, incomplete, not a ragspine BM25 index, damaged or edited (a file
+                does not match its checksum, or the arrays do not hold together), from another ``generation``, or
+                stale (built with another version of its tokenizer: rebuild it); see
                 :func:`~langchain_ragspine.stores.bm25_index.load_bm25_index`.
             ValueError: the index was saved with a custom tokenizer and ``tokenizer`` is not given.
         """
-        saved = load_bm25_index(path, tokenizer=tokenizer)
+        saved = load_bm25_index(path, tokenizer=tokenizer, generation=generation)
         fields = {**saved.settings, **overrides}
+        if not saved.verified:
+            warnings.warn(
+                f"{path}: saved BM25 index not used (no checksum: saved before checksums were recorded); rebuilt "
+                "in memory from its docs.jsonl — save it again to rewrite it",
+                StaleIndexWarning,
+                stacklevel=user_stacklevel(langchain_ragspine),
+            )
+            return cls.model_validate({"docs": saved.docs, "tokenizer": saved.tokenizer, **fields})
         token = _SKIP_BUILD.set(True)
         try:
             retriever = cls.model_validate({"docs": saved.docs, "tokenizer": saved.tokenizer, **fields})
