@@ -124,6 +124,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
         allow_empty=args.allow_empty,
         chunker=args.chunker,
         contextual=args.contextual,
+        lock_timeout=args.lock_timeout,
     )
     for note in summary.notes:
         print(f"note: {note}", file=sys.stderr)
@@ -666,6 +667,11 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
         "--contextual", action=argparse.BooleanOptionalAction, default=None,
         help="index and embed each chunk with a title / heading header (results and citations unchanged); "
         "recorded in the store; default: the store's setting (off for a new store); changing it rebuilds the indexes",
+    )
+    p.add_argument(
+        "--lock-timeout", type=float, default=None, metavar="SECONDS",
+        help="how long to wait for another ingest (or vector-store write) into the same store directory to finish; "
+        "default: as long as it takes (a line on stderr says which process holds the store); 0: refuse at once",
     )
     p.set_defaults(func=_cmd_ingest)
 

@@ -22,7 +22,7 @@ import os
 import shutil
 import time
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -68,6 +68,7 @@ from langchain_ragspine.stores import ChunkStore, bm25_parallel
 from langchain_ragspine.stores.bm25_index import SAVE_LAYOUT as BM25_LAYOUT
 from langchain_ragspine.stores.embedding_cache import EmbeddingCache
 from langchain_ragspine.stores.files import RETRIEVER_CONFIG, discard_unsaved
+from langchain_ragspine.stores.lock import LOCK_FILE, check_lock_timeout, writer_lock, writer_pid
 from langchain_ragspine.stores.postgres import is_postgres_url, redact_url
 from langchain_ragspine.text import index_text
 from langchain_ragspine.text_splitters import ParagraphTextSplitter
@@ -99,8 +100,9 @@ def _warn_stale(message: str) -> None:
     warnings.warn(message, StaleIndexWarning, stacklevel=user_stacklevel(langchain_ragspine))
 
 
-def prepare_store_dir(root: Path) -> None:
-    """Create ``root`` as a store directory, or check that an existing one is a ragspine store.
+def check_store_dir(root: Path) -> None:
+    """Check that ``root`` can be a store directory: absent, empty (or holding only the writer lock,
+    :data:`~langchain_ragspine.stores.lock.LOCK_FILE`), or a ragspine store.  Writes nothing.
 
     Raises:
         StoreError: ``root`` is a file, or a non-empty directory that is not a ragspine store (so ingest never
@@ -109,12 +111,37 @@ def prepare_store_dir(root: Path) -> None:
     if root.exists() and not root.is_dir():
         raise StoreError("--store must be a directory, but this is a file", path=root)
     if root.is_dir() and not (root / STORE_MARKER).exists() and not (root / CHUNKS_DB).exists():
-        if any(root.iterdir()):
+        if any(p.name != LOCK_FILE for p in root.iterdir()):
             raise StoreError(
                 f"this directory is not empty and is not a ragspine store (no {STORE_MARKER}); "
                 "choose a new or empty directory for --store",
                 path=root,
             )
+
+
+@contextlib.contextmanager
+def store_writer(root: Path, *, lock_timeout: float | None = None) -> Iterator[None]:
+    """Hold the writer lock of store directory ``root`` (:func:`~langchain_ragspine.stores.lock.writer_lock`)
+    for the block, after :func:`check_store_dir` (so no lock file is ever made in someone else's directory).
+    Every writer of a store directory writes inside one: :func:`ingest`, the vector store's writes.
+
+    Raises:
+        StoreError: see :func:`check_store_dir`; :class:`~langchain_ragspine.stores.lock.StoreBusyError` when
+            another writer still holds the lock after ``lock_timeout`` seconds (``None``: wait).
+    """
+    check_store_dir(root)
+    with writer_lock(root, timeout=lock_timeout):
+        yield
+
+
+def prepare_store_dir(root: Path) -> None:
+    """Create ``root`` as a store directory, or check that an existing one is a ragspine store (call it inside
+    :func:`store_writer`: it removes what a killed writer left behind).
+
+    Raises:
+        StoreError: see :func:`check_store_dir`.
+    """
+    check_store_dir(root)
     root.mkdir(parents=True, exist_ok=True)
     marker = root / STORE_MARKER
     if not marker.exists():
@@ -362,14 +389,33 @@ def _warm_file_cache(
         return warm_embedding_cache(cache, emb, chunks, progress, limit=limit, on_failure=on_failure).last_embedded
 
 
-def _missing_vectors(root: Path, store: ChunkStore, emb: Embeddings) -> tuple[int, int]:
-    """``(missing, total)``: chunks the dense channel would index (active, not RESTRICTED, with visible text) and
-    how many of them have no vector of ``emb`` in ``DIR/embeddings.sqlite`` (all, when there is no cache)."""
-    docs = [d for d in drop_restricted([c.to_document() for c in store.iter_chunks()]) if _has_text(d)]
+def _vector_coverage(
+    root: Path, store: ChunkStore, emb: Embeddings, header: ContextualHeader | None
+) -> tuple[list[Document], int]:
+    """``(covered, missing)``: the chunks the dense channel would index (active, not RESTRICTED, with visible text;
+    with their contextual ``header``) that have a vector of ``emb`` in ``DIR/embeddings.sqlite``, and how many of
+    them have none (all, when there is no cache).  Reads the store once, so both count the same chunks."""
+    docs = [d for d in drop_restricted(_store_documents(store, header)) if _has_text(d)]
     if not (root / EMBEDDING_CACHE).is_file():
-        return len(docs), len(docs)
+        return [], len(docs)
     with EmbeddingCache(root / EMBEDDING_CACHE, read_only=True) as cache:
-        return len(_uncached(cache, model_key_for(emb), docs)), len(docs)
+        lacking = {cid for cid, _ in _uncached(cache, model_key_for(emb), docs)}
+    return [d for d in docs if str(d.metadata["chunk_id"]) not in lacking], len(lacking)
+
+
+def _writer_note(root: Path) -> str | None:
+    """``"an ingest or another writer (pid N) is writing this store"`` while a writer holds the store's lock, else
+    ``None``."""
+    pid = writer_pid(root)
+    if pid is None:
+        return None
+    return f"an ingest or another writer ({f'pid {pid}' if pid else 'pid unknown'}) is writing this store"
+
+
+def _rewrite_advice(root: Path) -> str:
+    """What to do about a saved index that does not match the store: wait for the running writer, or re-ingest."""
+    note = _writer_note(root)
+    return "run `ragspine ingest` again to rewrite it" if note is None else f"{note} and rewrites it when it finishes"
 
 
 def _dense_from_store(
@@ -377,18 +423,15 @@ def _dense_from_store(
     store: ChunkStore,
     emb: Embeddings,
     *,
-    k: int = DEFAULT_K,
     progress: bool | None = None,
-    read_only: bool = False,
     header: ContextualHeader | None = None,
 ) -> DenseRetriever:
-    docs = _store_documents(store, header)
+    """The dense channel over the store's active chunks, embedding what the cache lacks and storing it (ingest)."""
     return DenseRetriever(
-        docs=docs,
+        docs=_store_documents(store, header),
         embedding=emb,
-        k=k,
+        k=DEFAULT_K,
         cache_path=str(root / EMBEDDING_CACHE),
-        cache_read_only=read_only,
         show_progress=progress,
     )
 
@@ -543,6 +586,7 @@ def ingest(
     chunker: str | None = None,
     contextual: bool | None = None,
     workers: int | None = None,
+    lock_timeout: float | None = None,
 ) -> IngestSummary:
     """Load, chunk and store a corpus under ``store_dir``, then (re)build its BM25 index.
 
@@ -587,6 +631,12 @@ def ingest(
         workers: processes that tokenize the chunks for the BM25 index (default ``RAGSPINE_WORKERS``, else ``0``:
             automatic, every usable core for a large corpus; ``1``: this process).  The index is the same whatever
             the number (:mod:`langchain_ragspine.stores.bm25_parallel`).
+        lock_timeout: how long to wait, in seconds, for another writer of the store directory (another ingest, in
+            this process or another, or a vector-store write) to finish.  Default ``None``: wait as long as it
+            takes, saying once on stderr (a ``logging`` warning) which process holds ``DIR/.ragspine.lock``;
+            ``0``: refuse at once.  One writer at a time holds that lock for the whole run, so two ingests into
+            one store run one after the other, each against the store the other left
+            (:mod:`langchain_ragspine.stores.lock`).  Searches never wait for it.  Not used for a ``postgresql://`` store.
 
     Returns:
         An :class:`IngestSummary`.  Re-running on an unchanged corpus writes nothing and reports every document
@@ -601,12 +651,16 @@ def ingest(
         ValueError: bad chunk budgets, tokenizer name, chunker or mode, or ``hybrid``/``vector``/``semantic``
             without an embedding model.
         StoreError: the store was chunked with another configuration (the message names both).
+        StoreBusyError: (a :class:`StoreError`) another writer still holds the store's lock after
+            ``lock_timeout`` seconds; the store is unchanged.
     """
-    with reporting(progress), bm25_parallel.prefetch_scope():
+    lock_timeout = check_lock_timeout(lock_timeout)
+    with reporting(progress), bm25_parallel.prefetch_scope(), contextlib.ExitStack() as held:
         return _ingest(
             paths, store_dir, chunk_size=chunk_size, chunk_overlap=chunk_overlap, tokenizer=tokenizer,
             on_error=on_error, retract_missing=retract_missing, progress=progress, embedding=embedding, mode=mode,
             allow_empty=allow_empty, chunker=chunker, contextual=contextual, workers=workers,
+            hold=lambda root: held.enter_context(store_writer(root, lock_timeout=lock_timeout)),
         )
 
 
@@ -626,7 +680,10 @@ def _ingest(
     chunker: str | None,
     contextual: bool | None,
     workers: int | None = None,
+    hold: Callable[[Path], None] = lambda root: None,
 ) -> IngestSummary:
+    """:func:`ingest`; ``hold(root)`` takes the store directory's writer lock until :func:`ingest` returns (after
+    the arguments are checked, before the store is first read)."""
     t0 = time.perf_counter()
     # only the settings this ingest uses are read (and checked): a bad RAGSPINE_K cannot break it
     chunk_size = configured_setting("chunk_size") if chunk_size is None else chunk_size
@@ -645,8 +702,10 @@ def _ingest(
         raise ValueError(f"ingest needs a named tokenizer (it is persisted with the index), got {tokenizer!r}")
     postgres = is_postgres_url(store_dir)
     root = Path(store_dir)
-    if not postgres and root.exists() and not root.is_dir():
-        raise StoreError("--store must be a directory, but this is a file", path=root)
+    if not postgres:
+        # one writer at a time, from the first read of the store (its chunker, index state, document count) to
+        # the last write of index.json: so two ingests run in order, each against the store the other left
+        hold(root)
     splitter, chunker_config = _chunker_for(root, chunker, chunk_size, chunk_overlap, embedding, emb)
     recorded = _index_state(root).get("contextual") if root.is_dir() else None
     wanted_header = recorded if contextual is None else dict(CONTEXTUAL_DEFAULT) if contextual else None
@@ -882,7 +941,7 @@ def _open_bm25(root: Path, store: ChunkStore, state: Mapping[str, Any], *, k: in
         why = "it is older than the chunk store"
     _warn_stale(
         f"{root / BM25_DIR}: saved BM25 index not used ({why}); rebuilt in memory from the chunk store — "
-        "run `ragspine ingest` again to rewrite it"
+        f"{_rewrite_advice(root)}"
     )
     return build_bm25(
         store, tokenizer=str(state.get("tokenizer") or "auto"), k=k, header=_header(state.get("contextual"))
@@ -892,6 +951,10 @@ def _open_bm25(root: Path, store: ChunkStore, state: Mapping[str, Any], *, k: in
 def _open_dense(
     root: Path, store: ChunkStore, state: Mapping[str, Any], emb: Embeddings, *, k: int, explicit: bool
 ) -> DenseRetriever:
+    """The dense channel: the saved vector index when it matches the store, else one built in memory from the
+    cached vectors of the store's current chunks (a read never embeds a chunk).  While a writer holds the store's
+    lock (an ingest embedding the chunks it just committed) the chunks without a vector yet are left out of the
+    channel, with a warning; without one, missing vectors mean an interrupted ingest and are an error."""
     saved = state.get("vector") or {}
     key = model_key_for(emb)
     if explicit and saved.get("model_key") and saved["model_key"] != key:
@@ -908,19 +971,31 @@ def _open_dense(
             why = str(e)
     else:
         why = "it is older than the chunk store"
-    missing, total = _missing_vectors(root, store, emb)
-    if missing:  # a read path never embeds: the next ingest does
-        raise StoreError(
-            f"{missing} of {total} chunks have no vector of {key} yet (an ingest was interrupted while embedding?); "
-            "run `ragspine ingest` again to embed them",
-            path=root,
+    header = _header(state.get("contextual"))
+    covered, missing = _vector_coverage(root, store, emb, header)
+    if missing:  # a read path never embeds: the ingest does
+        note = _writer_note(root)
+        total = len(covered) + missing
+        if note is None:
+            raise StoreError(
+                f"{missing} of {total} chunks have no vector of {key} yet (an ingest was interrupted while "
+                "embedding?); run `ragspine ingest` again to embed them",
+                path=root,
+            )
+        _warn_stale(
+            f"{root / VECTOR_DIR}: {note}: {missing} of {total} chunks of the store's current version have no "
+            f"vector of {key} yet, so the vector channel searches the other {len(covered)} (from cached vectors) "
+            "until it has finished"
         )
-    _warn_stale(
-        f"{root / VECTOR_DIR}: saved vector index not used ({why}); rebuilt in memory from cached vectors — "
-        "run `ragspine ingest` again to rewrite it"
-    )
-    return _dense_from_store(  # a read path never writes the cache
-        root, store, emb, k=k, read_only=True, header=_header(state.get("contextual"))
+    else:
+        _warn_stale(
+            f"{root / VECTOR_DIR}: saved vector index not used ({why}); rebuilt in memory from cached vectors — "
+            f"{_rewrite_advice(root)}"
+        )
+    # the chunks read once above that have a cached vector: a read path never embeds a chunk nor writes the cache
+    return DenseRetriever(
+        docs=covered, embedding=emb, k=k, cache_path=str(root / EMBEDDING_CACHE), cache_read_only=True,
+        show_progress=False,
     )
 
 
@@ -953,9 +1028,19 @@ class StoreSource(StoreBackedSource[ChunkStore]):
         self._dense: dict[int, DenseRetriever | None] = {}
 
     def _open(self) -> ChunkStore:
+        creating = "; search it when that ingest has finished (it is creating the store)"
         if not (self.root / CHUNKS_DB).is_file():
+            note = _writer_note(self.root)
+            if note is not None:
+                raise StoreError(f"no chunk store here yet: {note}{creating}", path=self.root)
             raise StoreError("no chunk store here; run `ragspine ingest PATH --store DIR` first", path=self.root)
-        store = ChunkStore(self.root / CHUNKS_DB, read_only=True)
+        try:
+            store = ChunkStore(self.root / CHUNKS_DB, read_only=True)
+        except StoreError as e:
+            note = _writer_note(self.root)
+            if note is None or (self.root / INDEX_STATE).exists():
+                raise
+            raise StoreError(f"the chunk store cannot be read yet: {note}{creating}", path=self.root) from e
         self._state = _index_state(self.root)
         return store
 
@@ -1018,9 +1103,12 @@ class StoreSource(StoreBackedSource[ChunkStore]):
         if emb is None:
             if not required:
                 return None
+            note = _writer_note(root)
             raise StoreError(
                 f"mode {mode!r} needs a vector index: run `ragspine ingest PATH --store DIR --embedding e5` "
-                "(or another spec) first",
+                "(or another spec) first" if note is None else
+                f"mode {mode!r} needs a vector index, and none is recorded yet: {note}; search with mode 'bm25' "
+                "now, or in this mode when it has finished (if it was started with an embedding model)",
                 path=root,
             )
         try:

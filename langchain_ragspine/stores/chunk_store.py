@@ -51,6 +51,8 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
+import math
+import numbers
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -62,7 +64,7 @@ from langchain_core.documents import Document
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.stores._sqlite import SQLiteFile
 
-__all__ = ["FACET_FIELDS", "SCHEMA_VERSION", "ChunkStore", "StoredChunk"]
+__all__ = ["FACET_FIELDS", "SCHEMA_VERSION", "ChunkStore", "StoredChunk", "nan_field"]
 
 #: Current schema version written to ``meta.schema_version``.
 SCHEMA_VERSION = 3
@@ -245,6 +247,31 @@ def _jsonable(value: Any, chunk_id: str, key: str) -> Any:
         f"chunk {chunk_id!r}: metadata key {key!r} holds a {type(value).__name__} ({value!r}), "
         "which is not JSON-serialisable"
     )
+
+
+def nan_field(metadata: Mapping[str, Any]) -> tuple[str, Any] | None:
+    """The first ``(field, value)`` of ``metadata`` holding a NaN — at any depth of dicts, lists and tuples; the
+    field a dotted path (``"w.deep[1]"``) — else ``None``.  A NaN is refused by every write of a store: it never
+    equals itself, so no filter could match it, and it is not JSON (infinities compare as numbers and are kept)."""
+    seen: set[int] = set()
+
+    def walk(value: Any, path: str) -> tuple[str, Any] | None:
+        if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral):
+            return (path, value) if math.isnan(float(value)) else None
+        if isinstance(value, Mapping | list | tuple) and id(value) not in seen:
+            seen.add(id(value))
+            pairs = value.items() if isinstance(value, Mapping) else enumerate(value)
+            for key, item in pairs:
+                found = walk(item, f"{path}.{key}" if isinstance(value, Mapping) else f"{path}[{key}]")
+                if found is not None:
+                    return found
+        return None
+
+    for key, value in metadata.items():
+        found = walk(value, str(key))
+        if found is not None:
+            return found
+    return None
 
 
 def _facet_strings(value: Any) -> list[str]:
@@ -784,6 +811,12 @@ class ChunkStore(SQLiteFile, _VersionedChunkStore):
             start = _optional_int(md, "start_index", chunk_id)
             end = _optional_int(md, "end_index", chunk_id)
             md_json = _encode_metadata(md)
+            nan = nan_field(md) if "NaN" in md_json else None  # the walk runs only when the token may be there
+            if nan is not None:
+                raise ValueError(
+                    f"chunk {chunk_id!r}: metadata {nan[0]!r} holds {nan[1]!r}, which cannot be stored: NaN never "
+                    "equals itself, so no filter could match it (and it is not JSON); store None instead"
+                )
             out.append((chunk_id, doc.page_content, start, end, md, md_json))
         return out
 

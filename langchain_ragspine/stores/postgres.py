@@ -299,6 +299,7 @@ class PostgresConnection:
         self.url = url.strip()
         self.where = redact_url(self.url)
         self._pool = get_pool(self.url)
+        self._pinned = threading.local()  # .conn: this thread's connection inside atomic()
 
     @contextlib.contextmanager
     def errors(self) -> Iterator[None]:
@@ -311,7 +312,12 @@ class PostgresConnection:
 
     @contextlib.contextmanager
     def connection(self) -> Iterator[Any]:
-        """A pooled autocommit connection."""
+        """A pooled autocommit connection (inside :meth:`atomic`: the block's connection, in its transaction)."""
+        pinned = getattr(self._pinned, "conn", None)
+        if pinned is not None:
+            with self.errors():
+                yield pinned
+            return
         with self.errors(), self._pool.connection() as conn:
             yield conn
 
@@ -341,6 +347,25 @@ class PostgresConnection:
                     "raise the limit (0: none)",
                     path=self.where,
                 ) from e
+
+    @contextlib.contextmanager
+    def atomic(self) -> Iterator[None]:
+        """Run this thread's statements inside the block on one connection, in one transaction: committed when the
+        block ends, rolled back as a whole when it raises (each :meth:`transaction` inside becomes a savepoint).
+        Nested in another :meth:`atomic` of the same thread, it joins it.
+
+        Raises:
+            StoreError: the database fails (also on the commit: then nothing is written).
+        """
+        if getattr(self._pinned, "conn", None) is not None:
+            yield
+            return
+        with self.errors(), self._pool.connection() as conn, conn.transaction():
+            self._pinned.conn = conn
+            try:
+                yield
+            finally:
+                self._pinned.conn = None
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Any]:
