@@ -37,8 +37,8 @@ from langchain_ragspine.indexing import BM25_DIR, StaleIndexWarning, ingest, ope
 from langchain_ragspine.retrievers import BM25Retriever, DenseRetriever, HybridRetriever
 from langchain_ragspine.retrievers.bm25 import MAX_QUERY_CHARS
 from langchain_ragspine.stores import bm25_index
-from langchain_ragspine.stores.pg_filter import filter_sql
 from langchain_ragspine.stores.lock import LOCK_FILE
+from langchain_ragspine.stores.pg_filter import filter_sql
 
 
 def _write(path: Path, text: str, **sidecar: Any) -> Path:
