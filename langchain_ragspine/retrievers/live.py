@@ -10,8 +10,9 @@ snapshot and, on every call (sync and async):
    chunk store bumps, :attr:`~langchain_ragspine.stores.ChunkStore.generation`) over a read-only connection kept
    open, plus a ``stat`` of the chunk store file (replaced by a new one: the connection is reopened) and of each
    watched file (``index.json``, rewritten when an ingest changes the indexes without changing a chunk, e.g.
-   ``--contextual`` or a new vector index).  Measured at ~5-15 µs per call on a shared 2-core machine; SQLite in
-   WAL mode lets this read run while an ingest writes, and it sees the last committed transaction;
+   ``--contextual`` or a new vector index).  Measured at ~5-50 µs per call on a shared 2-core machine; the async
+   path runs it (and any rebuild) in a worker thread, off the event loop.  SQLite in WAL mode lets this read run
+   while an ingest writes, and it sees the last committed transaction;
 2. **reloads** when any of these changed: the wrapped retriever is built again by the ``factory`` (the same mode,
    ``k`` and options, from the store as it is now: its saved indexes, or their in-memory rebuild when they do not
    match the store yet) and swapped in as one object, so a call is served wholly by the previous retriever or
@@ -35,7 +36,8 @@ removed, SQLite failing) raises a :class:`~langchain_ragspine.errors.StoreError`
 The wrapper keeps the retriever-call contract of what it wraps: ``invoke(query, k=None, filter=None)`` (``k``
 defaults to the wrapper's ``k``; the filter is passed on and ANDed there with the retriever's own), the call
 options ``embed_as`` (handed on as every wrapper does, :func:`~langchain_ragspine.retrievers._embed_as.
-embed_as_target`) and ``candidate_k`` (passed to a retriever that takes it: a hybrid one), ``Document.id`` and
+embed_as_target`) and ``candidate_k`` (passed on: a hybrid retriever takes it, any other refuses it as it would
+unwrapped), ``Document.id`` and
 scores as the wrapped retriever returns them, and a trace in which the wrapped retriever's run is a child run
 tagged ``store-generation:<n>``.  :attr:`LiveStoreRetriever.current` shows the retriever that would answer now
 (after the check) — for inspection; searching it directly skips the check and the gate.
@@ -171,10 +173,10 @@ class LiveStoreRetriever(ContractRetriever):
                              "ingested", path=self.chunk_store)
         with self._open_lock:
             if self._store is None or self._store_key is None or now[0] != self._store_key[0]:
-                old, self._store = self._store, ChunkStore(self.chunk_store, read_only=True)
+                # the old connection is not closed here: a call of another thread may still be reading it (it
+                # closes when the last reference goes)
+                self._store = ChunkStore(self.chunk_store, read_only=True)
                 self._store_key = now
-                if old is not None:
-                    old.close()
             return self._store
 
     def _state_key(self) -> _StateKey:
@@ -236,8 +238,11 @@ class LiveStoreRetriever(ContractRetriever):
 
     # -- the gate -----------------------------------------------------------------------------------------------
     def _gate(self, docs: Sequence[Document]) -> list[Document]:
-        """``docs`` that are active rows of the store now, of the version they were read from (module docstring)."""
-        store = self._chunk_store()
+        """``docs`` that are active rows of the store now, of the version they were read from (module docstring),
+        read over the connection of the call's store check (no file system call: the async path runs it on the
+        event loop)."""
+        store = self._store
+        assert store is not None  # opened by the store check that began the call
         keys = [chunk_key(d) for d in docs]
         active = store.active_versions([k for k in keys if k is not None])
         unversioned = [k for d, k in zip(docs, keys, strict=True)
@@ -280,9 +285,9 @@ class LiveStoreRetriever(ContractRetriever):
         return self._gate(docs)
 
     async def _aretrieve(self, query: str, call: AsyncCall) -> list[Document]:
-        snap = self._snapshot
-        if snap is None or snap.key != self._state_key():  # a build blocks: run it off the event loop
-            snap = await run_in_executor(None, self._serving)
+        # the store check stats files and a rebuild reads indexes: both off the event loop (an ASGI server such as
+        # langgraph dev refuses blocking calls there)
+        snap = await run_in_executor(None, self._serving)
         target, options = self._inner_call(snap.retriever, call)
         docs = await ainvoke_retriever(target, query, k=self._k(call), filter=call.filter,
                                        config=call.child(f"{GENERATION_TAG}:{snap.key[0]}"), options=options)
