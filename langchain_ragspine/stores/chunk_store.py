@@ -939,12 +939,7 @@ class ChunkStore(SQLiteFile, _VersionedChunkStore):
         ids = _id_list("parent_ids", parent_ids)
         if not ids or not self._has_parents_table():
             return {}
-        out: dict[str, StoredChunk] = {}
-        for part in _batches(ids):
-            sql = f"{_SELECT_PARENTS} WHERE c.active = 1 AND c.parent_id IN ({_placeholders(len(part))})"
-            for stored in self._iter_rows(sql, part):
-                out[stored.chunk_id] = stored
-        return out
+        return self._active_by_id(_SELECT_PARENTS, "parent_id", ids)
 
     def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, StoredChunk]:
         """The active chunks among ``chunk_ids``, by id (as :meth:`get_parents` for parents): an id with no active
@@ -954,10 +949,13 @@ class ChunkStore(SQLiteFile, _VersionedChunkStore):
             TypeError: ``chunk_ids`` is a str or holds a non-str.
             StoreError: the store is closed or SQLite fails.
         """
-        ids = _id_list("chunk_ids", chunk_ids)
+        return self._active_by_id(_SELECT_CHUNKS, "chunk_id", _id_list("chunk_ids", chunk_ids))
+
+    def _active_by_id(self, select: str, column: str, ids: list[str]) -> dict[str, StoredChunk]:
+        """The active rows of ``select`` (``_SELECT_CHUNKS`` / ``_SELECT_PARENTS``) whose ``column`` is in ``ids``."""
         out: dict[str, StoredChunk] = {}
         for part in _batches(ids):
-            sql = f"{_SELECT_CHUNKS} WHERE c.active = 1 AND c.chunk_id IN ({_placeholders(len(part))})"
+            sql = f"{select} WHERE c.active = 1 AND c.{column} IN ({_placeholders(len(part))})"
             for stored in self._iter_rows(sql, part):
                 out[stored.chunk_id] = stored
         return out
