@@ -247,10 +247,9 @@ class LiveStoreRetriever(ContractRetriever):
         active = store.active_versions([k for k in keys if k is not None])
         unversioned = [k for d, k in zip(docs, keys, strict=True)
                        if k in active and d.metadata.get("doc_version") is None]
-        rows = {}
-        if unversioned:  # an index written before doc_version: compare the text, read the current label
-            rows = store.get_chunks(unversioned)
-            rows.update({k: v for k, v in store.get_parents([k for k in unversioned if k not in rows]).items()})
+        rows = store.get_chunks(unversioned) if unversioned else {}  # an index written before doc_version:
+        if len(rows) < len(unversioned):  # compare the text, read the current label
+            rows.update(store.get_parents([k for k in unversioned if k not in rows]))
         out = []
         for doc, key in zip(docs, keys, strict=True):
             if key is None or key not in active or doc.metadata.get("doc_id") != active[key][0]:
