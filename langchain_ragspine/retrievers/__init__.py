@@ -21,6 +21,7 @@ from langchain_ragspine.retrievers.gated import GatedRetriever
 from langchain_ragspine.retrievers.glossary import Glossary, GlossaryQueryRewriter, GlossaryRetriever
 from langchain_ragspine.retrievers.hybrid import HybridRetriever, fuse
 from langchain_ragspine.retrievers.hyde import HyDERetriever
+from langchain_ragspine.retrievers.live import LiveStoreRetriever, StoreReloadWarning
 from langchain_ragspine.retrievers.multi_index import (
     KeywordRouter,
     LLMRouter,
@@ -55,6 +56,7 @@ __all__ = [
     "KeywordRouter",
     "LLMFilterExtractor",
     "LLMRouter",
+    "LiveStoreRetriever",
     "MultiIndexRetriever",
     "MultiQueryRetriever",
     "ParentChildRetriever",
@@ -65,6 +67,7 @@ __all__ = [
     "RetrieverParams",
     "RuleFilterExtractor",
     "StepBackRetriever",
+    "StoreReloadWarning",
     "ainvoke_retriever",
     "asearch_index",
     "fuse",

@@ -4,6 +4,7 @@ import asyncio
 import importlib.util
 import inspect
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -82,6 +83,49 @@ def test_regression_the_served_graphs_never_widen_a_filter(monkeypatch, tmp_path
             assert state["filters_dropped"] is False and state["dropped_filters"] is None, name
         with pytest.raises(ValueError, match="a run cannot widen a filter"):
             graph.invoke({"question": question, "filters": {"tenant": "C"}}, context={"relax_filters": True})
+
+
+def test_the_app_graph_stops_answering_with_a_canary_relabelled_while_it_runs(monkeypatch, tmp_path):
+    """Issue 25: the app caches its retriever (functools.cache); the corrective graph answered with the canary of a
+    document that was RESTRICTED by then.  The cached retriever is a live one: after a relabel ingested by another
+    process, the same graph object answers without the canary; made public again, with it; deleted, without."""
+    import subprocess
+
+    from langchain_ragspine.indexing import ingest
+
+    corpus = tmp_path / "c"
+    corpus.mkdir()
+    (corpus / "secret.md").write_text("# Valley\n\nCANARYAPP7 is the code of the valley rivers.", "utf-8")
+    (corpus / "public.md").write_text("# Rivers\n\nThe valley rivers flow north in spring.", "utf-8")
+    ingest(corpus, tmp_path / "S", progress=False)
+    monkeypatch.setenv("RAGSPINE_STORE", str(tmp_path / "S"))
+    monkeypatch.setenv("RAGSPINE_LLM", "none")
+    graph = _load("./app.py:corrective_rag")
+    question = {"question": "What is the code of the valley rivers?", "filters": None}
+
+    def shown(state: dict) -> str:
+        return repr([state["answer"], state["citations"], state["documents"]])
+
+    assert "CANARYAPP7" in shown(graph.invoke(question))  # not vacuous: served while public
+    root = Path(__file__).resolve().parents[2]
+
+    def ingest_elsewhere() -> None:
+        env = {**os.environ, "PYTHONPATH": str(root)}
+        done = subprocess.run([sys.executable, "-m", "langchain_ragspine", "ingest", str(corpus), "--store",
+                               str(tmp_path / "S")], env=env, capture_output=True, text=True, check=False)
+        assert done.returncode == 0, done.stderr
+
+    (corpus / "secret.json").write_text('{"sensitivity": "RESTRICTED"}', "utf-8")
+    ingest_elsewhere()
+    after = graph.invoke(question)
+    assert "CANARYAPP7" not in shown(after) and after["documents"]
+    assert "CANARYAPP7" not in shown(asyncio.run(graph.ainvoke(question)))
+    (corpus / "secret.json").unlink()  # public again: served again, by the same graph
+    ingest_elsewhere()
+    assert "CANARYAPP7" in shown(graph.invoke(question))
+    (corpus / "secret.md").unlink()  # deleted: retracted by the ingest
+    ingest_elsewhere()
+    assert "CANARYAPP7" not in shown(graph.invoke(question))
 
 
 def test_langgraph_json_is_valid_for_langgraph_cli():

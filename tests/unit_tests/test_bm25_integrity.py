@@ -66,7 +66,7 @@ def expected(pristine: Path) -> dict[str, list[tuple[str, float]]]:
         warnings.simplefilter("error", StaleIndexWarning)
         retriever = open_retriever(pristine / "store", mode="bm25", k=3)
     got = _answers(retriever)
-    texts = {d.metadata["chunk_id"]: d.page_content for d in retriever.docs}
+    texts = {d.metadata["chunk_id"]: d.page_content for d in retriever.current.docs}
     assert all(got[q] and term in texts[got[q][0][0]] for q, term in QUERIES.items())
     return got
 

@@ -266,7 +266,7 @@ def test_disk_full_while_saving_bm25_says_what_was_committed(corpus, tmp_path, m
     # the next search rebuilds the index from the committed chunks, with the tokenizer this run asked for
     with pytest.warns(StaleIndexWarning, match="rebuilt in memory"):
         rebuilt = open_retriever(store)
-    assert isinstance(rebuilt, BM25Retriever) and rebuilt.tokenizer == "whitespace"  # not the default, "auto"
+    assert isinstance(rebuilt.current, BM25Retriever) and rebuilt.current.tokenizer == "whitespace"  # not the default, "auto"
     got = search(rebuilt, "Kyoto has temples", k=3)
     assert main(["ingest", str(corpus), "--store", str(tmp_path / "s2")]) == 2
     _one_line_error(capsys, "disk full", "the next search rebuilds")

@@ -216,7 +216,7 @@ def test_no_document_meant_to_be_restricted_is_ever_returned(corpus):
         summary = ingest(root, Path(tmp) / "S", embedding="hashing", on_error="skip")
         assert summary.skipped == len(corpus) - kept
         stored = open_retriever(Path(tmp) / "S", k=10)
-        assert isinstance(stored, HybridRetriever)
+        assert isinstance(stored.current, HybridRetriever)
 
         loader = CorpusLoader(root, on_error="skip")
         chunks = ParagraphTextSplitter().split_documents(loader.load())

@@ -77,12 +77,12 @@ def test_open_retriever_during_an_ingest_answers_from_the_newest_version(stores:
         for mode in ("hybrid", "vector", "auto"):
             with pytest.warns(StaleIndexWarning, match=rf"pid {running.pid}.*is writing this store.*have no vector"):
                 opened[mode] = open_retriever(store, mode=mode)
-        assert isinstance(opened["hybrid"], HybridRetriever) and isinstance(opened["auto"], HybridRetriever)
-        assert isinstance(opened["vector"], DenseRetriever)
+        assert isinstance(opened["hybrid"].current, HybridRetriever) and isinstance(opened["auto"].current, HybridRetriever)
+        assert isinstance(opened["vector"].current, DenseRetriever)
         with warnings.catch_warnings():
             warnings.simplefilter("error", StaleIndexWarning)  # BM25's saved index is the new version's
             opened["bm25"] = open_retriever(store, mode="bm25")
-        assert isinstance(opened["bm25"], BM25Retriever)
+        assert isinstance(opened["bm25"].current, BM25Retriever)
         for mode, retriever in opened.items():
             for query in ("item3x2", "item5x4", "Document 3 paragraph 1", "Document 5", "shared filler words"):
                 found = _doc_ids(retriever, query)
@@ -107,7 +107,7 @@ def test_an_ingest_that_was_interrupted_still_says_so(stores: tuple[Path, Path])
     with pytest.raises(StoreError, match=r"\d+ of \d+ chunks have no vector.*interrupted while embedding"):
         open_retriever(store, mode="hybrid")
     with pytest.warns(StaleIndexWarning, match="interrupted while embedding.*searching with BM25 only"):
-        assert isinstance(open_retriever(store), BM25Retriever)
+        assert isinstance(open_retriever(store).current, BM25Retriever)
 
 
 def test_a_store_being_created_says_so_instead_of_not_a_chunk_store(tmp_path: Path) -> None:
@@ -120,7 +120,7 @@ def test_a_store_being_created_says_so_instead_of_not_a_chunk_store(tmp_path: Pa
                 open_retriever(store, mode=mode)
             assert "not a chunk store" not in str(info.value)
         creating.release()
-    assert isinstance(open_retriever(store, mode="hybrid"), HybridRetriever)
+    assert isinstance(open_retriever(store, mode="hybrid").current, HybridRetriever)
 
 
 def test_the_first_ingest_of_a_store_is_searchable_while_it_embeds(tmp_path: Path) -> None:
@@ -133,3 +133,35 @@ def test_the_first_ingest_of_a_store_is_searchable_while_it_embeds(tmp_path: Pat
         assert _doc_ids(hybrid, "item11x6")[0] == "doc11"
         assert "doc03" not in _doc_ids(hybrid, "item3x2")
         running.release()
+
+
+def test_a_retriever_opened_before_the_ingest_follows_it_while_it_runs(stores: tuple[Path, Path]) -> None:
+    """Issue 25, section 2: retrievers opened before the ingest (one per mode, kept), asked while it is stopped
+    mid-embedding and after it finished, answer as retrievers opened at that moment do: never with the chunks the
+    new version relabelled RESTRICTED (doc03) or retracted (doc05), with the lexical channel's new chunks."""
+    store, v2 = stores
+    modes = ("hybrid", "vector", "auto", "bm25")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", StaleIndexWarning)
+        kept = {mode: open_retriever(store, mode=mode) for mode in modes}
+    assert all("doc03" in _doc_ids(r, "item3x2") for r in kept.values())  # public before the ingest
+    queries = ("item3x2", "item5x4", "Document 3 paragraph 1", "Document 5", "item11x6")
+    with GatedIngest(v2, store, "embed") as running:
+        running.wait_gated()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", StaleIndexWarning)  # the vectors are being made (said elsewhere)
+            for mode, retriever in kept.items():
+                fresh = open_retriever(store, mode=mode)
+                for query in queries:
+                    found = _doc_ids(retriever, query)
+                    assert "doc03" not in found and "doc05" not in found, (mode, query, found)
+                    assert found == _doc_ids(fresh, query), (mode, query)
+                if mode != "vector":
+                    assert _doc_ids(retriever, "item11x6")[0] == "doc11", mode
+        running.release()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", StaleIndexWarning)  # the ingest finished: the saved indexes are current
+        for mode, retriever in kept.items():
+            fresh = open_retriever(store, mode=mode)
+            for query in queries:
+                assert _doc_ids(retriever, query) == _doc_ids(fresh, query), (mode, query)

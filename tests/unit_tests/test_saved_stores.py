@@ -73,7 +73,7 @@ def test_a_saved_store_opens_and_answers_as_before(saved: Path, monkeypatch, mod
             new = {d.metadata["chunk_id"]: d.metadata["scores"] for d in search(retriever, q, k=3)}
             assert new.keys() == old.keys(), q  # three chunks in each query's candidates: the same three
             assert {cid: (s["bm25"], s["vector"]) for cid, s in new.items()} == old, q
-        retriever = retriever.model_copy(update={"fusion": "convex", "alpha": 0.7})
+        retriever = retriever.current.model_copy(update={"fusion": "convex", "alpha": 0.7})
     got = {q: [[d.metadata["chunk_id"], d.metadata["scores"]] for d in search(retriever, q, k=3)] for q in QUERIES}
     assert got == expected
     assert expected["梅雨はいつ"][0][0] == "tsuyu#0"  # the fixture itself is a meaningful answer
@@ -101,6 +101,6 @@ def test_reingesting_a_saved_store_rewrites_its_bm25_index_with_a_checksum(saved
         warnings.simplefilter("error", StaleIndexWarning)
         retriever = open_retriever(saved / "store", mode=mode, k=3)
     if mode == "hybrid":
-        retriever = retriever.model_copy(update={"fusion": "convex", "alpha": 0.7})
+        retriever = retriever.current.model_copy(update={"fusion": "convex", "alpha": 0.7})
     got = {q: [[d.metadata["chunk_id"], d.metadata["scores"]] for d in search(retriever, q, k=3)] for q in QUERIES}
     assert got == expected

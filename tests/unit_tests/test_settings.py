@@ -186,9 +186,9 @@ def test_regression_retrieval_mode_and_embedding_in_dotenv_reach_ingest_and_open
     corpus = _corpus(clean / "c")
     _dotenv(clean, RAGSPINE_EMBEDDING="hashing")
     assert ingest(corpus, clean / "S").dense is not None  # .env's embedding built the dense channel
-    assert isinstance(open_retriever(clean / "S"), HybridRetriever)
+    assert isinstance(open_retriever(clean / "S").current, HybridRetriever)
     _dotenv(clean, RAGSPINE_EMBEDDING="hashing", RAGSPINE_RETRIEVAL_MODE="bm25")
-    assert isinstance(open_retriever(clean / "S"), BM25Retriever)  # .env's mode was ignored before
+    assert isinstance(open_retriever(clean / "S").current, BM25Retriever)  # .env's mode was ignored before
 
 
 def test_k_tokenizer_and_chunking_in_dotenv_reach_ingest_and_search(clean):

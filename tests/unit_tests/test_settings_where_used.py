@@ -132,7 +132,7 @@ def test_search_and_ask_work_with_every_setting_they_do_not_use_bad(clean, monke
     assert json.loads(capsys.readouterr().out.splitlines()[0])["doc_id"] == "b"
     assert main(["ask", "清水寺はどこ", "--store", str(clean / "s")]) == 0
     retriever = open_retriever(clean / "s")
-    assert isinstance(retriever, BM25Retriever) and search(retriever, "清水寺")[0].metadata["doc_id"] == "b"
+    assert isinstance(retriever.current, BM25Retriever) and search(retriever, "清水寺")[0].metadata["doc_id"] == "b"
     monkeypatch.setenv("RAGSPINE_CHUNKER", "paragraph")  # now search checks the budgets: the bad size is used
     with pytest.raises(ValueError, match=r"^RAGSPINE_CHUNK_SIZE='big': chunk_size must be an integer > 0"):
         open_retriever(clean / "s")
