@@ -4,7 +4,9 @@
 ``make_adaptive_rag`` and ``make_self_rag`` (the server looks names up in the module's ``__dict__``, where a PEP 562
 attribute is not).  Importing this module does no work: each graph is built on first access (a module
 ``__getattr__`` for ``corrective_rag`` and the others, or a factory call; built once either way), and
-the store, retriever and chat model they share are made once, then.  Configuration (``RAGSPINE_*`` variables, from
+the store, retriever and chat model they share are made once, then.  The retriever follows the store
+(:class:`~langchain_ragspine.retrievers.LiveStoreRetriever`): a document relabelled RESTRICTED or deleted and
+re-ingested while the server runs is not served from the next run on, with no restart.  Configuration (``RAGSPINE_*`` variables, from
 the environment or ``.env``; see :class:`~langchain_ragspine.config.RagSpineSettings`), all optional:
 
 * ``RAGSPINE_STORE`` — a store directory written by ``ragspine ingest``; without it, the bundled demo corpus is
@@ -19,6 +21,11 @@ the environment or ``.env``; see :class:`~langchain_ragspine.config.RagSpineSett
 Each graph takes ``{"question": str, "filters": dict | None}`` or a chat state ``{"messages": [...]}`` (per-run
 ``k`` / ``max_retries`` in the run's context or ``configurable``) and returns ``answer``, ``citations``,
 ``documents``, ``trace`` (and, for a chat input, ``messages`` with the answer appended).
+
+Filters are never widened here: the graphs are built with the builders' default ``relax_filters=False``, so a
+question whose ``filters`` match nothing relevant is refused — never answered from documents outside them — and a
+run asking for ``relax_filters=True`` in its context is refused with a ``ValueError`` (a caller of the served
+graph cannot widen its own filter).
 """
 
 from __future__ import annotations
@@ -56,7 +63,9 @@ def _store_dir() -> Path:
 
 @functools.cache
 def _parts() -> tuple[Any, Any]:
-    """``(retriever, chat model or None)``, shared by the three graphs."""
+    """``(retriever, chat model or None)``, shared by the three graphs; cached for the process's lifetime, which
+    is safe because ``open_retriever``'s retriever checks the store before every call (it reloads after a re-ingest
+    and never returns a row the store no longer serves)."""
     from langchain_ragspine.config import make_chat_model
     from langchain_ragspine.indexing import open_retriever
 

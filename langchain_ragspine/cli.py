@@ -7,7 +7,8 @@ prints ranked, cited chunks (never a RESTRICTED one); ``ragspine ask QUESTION --
 Defaults come from :class:`~langchain_ragspine.config.RagSpineSettings` (``RAGSPINE_*`` environment variables or
 ``.env``); mode names from :mod:`langchain_ragspine.modes`, graph names from
 :data:`~langchain_ragspine.graphs.GRAPH_BUILDERS`.  The CLI parses arguments and prints; the work is the library's.
-Data errors print one line naming the file and line, and exit with status 2.
+Data errors, and file-system errors (permission denied, disk full), print one line naming the file (and line), and
+exit with status 2.
 """
 
 from __future__ import annotations
@@ -123,6 +124,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
         allow_empty=args.allow_empty,
         chunker=args.chunker,
         contextual=args.contextual,
+        lock_timeout=args.lock_timeout,
     )
     for note in summary.notes:
         print(f"note: {note}", file=sys.stderr)
@@ -449,6 +451,8 @@ def _cmd_ask(args: argparse.Namespace) -> int:
     options: dict[str, Any] = {}
     if "relax_filters" in inspect.signature(builder).parameters:
         options["relax_filters"] = args.relax_filters  # filters scope access: kept unless the user opts in
+    elif args.relax_filters:
+        raise ValueError(f"--relax-filters: the {args.graph} graph never drops filters (corrective and adaptive do)")
     compressors = _second_stage(args, k=args.k, llm=llm)
     if compressors:  # only when asked: without them the graph is built exactly as before
         if "compressors" not in inspect.signature(builder).parameters:
@@ -473,8 +477,10 @@ def _cmd_ask(args: argparse.Namespace) -> int:
                 print(f"→ {node}{_node_summary(update)}", file=sys.stderr, flush=True)
     else:
         state = graph.invoke(inputs)
-    if any(isinstance(t, Mapping) and t.get("step") == "drop_filters" for t in state.get("trace") or []):
-        print("note: nothing relevant matched the filters, so they were dropped (--relax-filters)", file=sys.stderr)
+    if state.get("filters_dropped"):
+        dropped = json.dumps(state.get("dropped_filters"), ensure_ascii=False, default=str)
+        print(f"note: nothing relevant matched the filters {dropped}, so they were dropped (--relax-filters)",
+              file=sys.stderr)
     if args.json:
         record = {
             "question": args.question,
@@ -486,6 +492,8 @@ def _cmd_ask(args: argparse.Namespace) -> int:
             "invalid_citations": state.get("invalid_citations") or [],
             "unsupported_sentences": state.get("unsupported_sentences") or [],
             "warning": state.get("warning"),
+            "filters_dropped": bool(state.get("filters_dropped")),
+            "dropped_filters": state.get("dropped_filters"),
             "documents": [result_record(i, d) for i, d in enumerate(state.get("documents") or [], 1)],
             "trace": state.get("trace") or [],
         }
@@ -660,6 +668,11 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
         help="index and embed each chunk with a title / heading header (results and citations unchanged); "
         "recorded in the store; default: the store's setting (off for a new store); changing it rebuilds the indexes",
     )
+    p.add_argument(
+        "--lock-timeout", type=float, default=None, metavar="SECONDS",
+        help="how long to wait for another ingest (or vector-store write) into the same store directory to finish; "
+        "default: as long as it takes (a line on stderr says which process holds the store); 0: refuse at once",
+    )
     p.set_defaults(func=_cmd_ingest)
 
     p = sub.add_parser("search", help="ranked, cited chunks for a query")
@@ -726,8 +739,8 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
     p.add_argument("--filter", action="append", default=[], metavar="FIELD=VALUE", help="metadata filter")
     p.add_argument(
         "--relax-filters", action="store_true",
-        help="let the corrective/adaptive graphs drop the filters when nothing relevant matches (off: filters "
-        "scope access, so by default they are kept and the graph refuses instead)",
+        help="let the corrective/adaptive graphs drop the filters when nothing relevant matches, and say so (off: "
+        "filters scope access, so by default they are kept and the graph refuses instead)",
     )
     p.add_argument("--embedding", default=None, metavar="SPEC", help="query encoder (default: the store's)")
     p.add_argument("--json", action="store_true", help="print the final state as one JSON object")
@@ -795,6 +808,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except BrokenPipeError:  # e.g. `ragspine search ... | head`
         return 0
+    except OSError as e:  # the file system refused (permission denied, disk full): one line, naming the path
+        print(f"ragspine: error: {e}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(
             "ragspine: interrupted; every document committed so far is kept and the store stays usable "

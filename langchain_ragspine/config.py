@@ -13,6 +13,7 @@ is used (:func:`configured_setting`, naming the variable), so it never breaks a 
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
@@ -128,6 +129,33 @@ def _count(what: str, minimum: int) -> Callable[..., int]:
     return check
 
 
+#: The longest PostgreSQL statement timeout, in seconds (``statement_timeout`` is an ``int`` of milliseconds).
+MAX_STATEMENT_TIMEOUT = 2_147_483
+
+
+def check_timeout(value: object, *, setting: str | None = None, what: str = "pg_statement_timeout") -> float:
+    """A time limit in seconds: ``value`` (a number, or a string of one) if it is finite and in
+    ``[0, MAX_STATEMENT_TIMEOUT]`` (``0``: no limit), as a ``float``; else a ``ValueError`` naming the variable
+    ``setting`` (when given) or ``what``.
+
+    Example:
+        >>> check_timeout("2.5")
+        2.5
+    """
+    number: float | None = None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        number = float(value)
+    elif isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            number = None
+    if number is None or not math.isfinite(number) or not 0 <= number <= MAX_STATEMENT_TIMEOUT:
+        raise ValueError(f"{_from_setting(setting, value)}{what} must be a number of seconds from 0 (no limit) to "
+                         f"{MAX_STATEMENT_TIMEOUT}" + ("" if setting else f", got {value!r}"))
+    return number
+
+
 def _tokenizer_setting(value: object, *, setting: str | None = None) -> str:
     if not isinstance(value, str):
         raise TypeError(f"a tokenizer name is a string, got {value!r}")
@@ -161,6 +189,7 @@ def _checker(field: str) -> Callable[..., Any]:
         "pg_pool_size": _count("pg_pool_size", 1),
         "pg_hnsw_threshold": _count("pg_hnsw_threshold", 0),
         "pg_ef_search": _count("pg_ef_search", 1),
+        "pg_statement_timeout": check_timeout,
         "query_transform": resolve_query_transform,
         "reranker": normalise_reranker_spec,
         "postprocessor": normalise_postprocessor_spec,
@@ -176,7 +205,8 @@ def _checker(field: str) -> Callable[..., Any]:
 #: unless ``RAGSPINE_CHUNKER`` asks search to check the store's chunking).
 CHECKED_WHERE_USED = (
     "tokenizer", "chunk_size", "chunk_overlap", "chunker", "k", "retrieval_mode", "pg_pool_size",
-    "pg_hnsw_threshold", "pg_ef_search", "query_transform", "reranker", "postprocessor", "workers",
+    "pg_hnsw_threshold", "pg_ef_search", "pg_statement_timeout", "query_transform", "reranker", "postprocessor",
+    "workers",
 )
 #: What a blank value of a :data:`CHECKED_WHERE_USED` setting means, where it means anything (else it is refused).
 _BLANK: dict[str, object] = {"chunker": None, "query_transform": "none", "reranker": "none", "postprocessor": "none"}
@@ -263,6 +293,9 @@ class RagSpineSettings(BaseSettings):
             20000).
         pg_ef_search: pgvector's ``hnsw.ef_search`` for a query (raised to ``k`` when smaller;
             ``RAGSPINE_PG_EF_SEARCH``: an integer > 0; default 100).
+        pg_statement_timeout: the longest one search of a PostgreSQL store may run, in seconds, before the server
+            cancels it and the search raises (``RAGSPINE_PG_STATEMENT_TIMEOUT``: a number from 0 to 2147483, 0 for
+            no limit; default 30), so no query holds a pooled connection for longer; writes are not limited.
         query_transform: the query transformation of :func:`make_query_transform` and the CLI's ``--transform``
             (``RAGSPINE_QUERY_TRANSFORM``; one of :data:`QUERY_TRANSFORMS`, any case, ``-`` for ``_``; default and
             blank: ``"none"``).  An unknown name is kept as written and refused only where a transformation is
@@ -309,6 +342,7 @@ class RagSpineSettings(BaseSettings):
     pg_pool_size: int | str = 4
     pg_hnsw_threshold: int | str = 20_000
     pg_ef_search: int | str = 100
+    pg_statement_timeout: float | str = 30.0
     query_transform: str = "none"
     glossary: Path | None = None
     query_deny_list: Path | None = None

@@ -56,6 +56,13 @@ class StoreError(RagSpineError):
     """The chunk store or a persisted index is missing, corrupt, or from an incompatible version."""
 
 
+class StaleIndexWarning(UserWarning):
+    """A saved index did not match the chunk store, or could not be verified or read, and was rebuilt in memory
+    (from the chunk store, or for a saved retriever from its own documents); the message names the file and why.
+    Search answers from the rebuilt index, never from the saved one; ``ragspine ingest`` (or saving again)
+    rewrites it.  Also importable as ``langchain_ragspine.indexing.StaleIndexWarning``."""
+
+
 def json_type_name(value: Any) -> str:
     """The JSON name of ``value``'s type (``null``, ``boolean``, ``number``, ``string``, ``array``, ``object``), else
     the Python type name — for messages about malformed JSON data."""

@@ -49,6 +49,12 @@ Semantics (fail closed, because filters often scope access):
   ``2024年1月1日``; a plain word is simply not equal).  A field holding dates in some chunks and other strings in
   others is therefore best filtered with ISO dates.  A field that no indexed chunk
   has produces an :class:`UnknownFilterFieldWarning` naming the closest known fields (:class:`FilterMasks`).
+* **Bounded size.**  A filter nests at most :data:`MAX_FILTER_DEPTH` (64) dicts and lists — each ``$and`` /
+  ``$or`` level is two (a dict in a list), a ``$not`` or a field's ``not`` one, so about 30 levels of ``$and`` —
+  and an ``in`` / ``nin`` list holds at most :data:`MAX_FILTER_VALUES` (10,000) values; beyond either a
+  ``ValueError`` names the limit, before anything recursive (compiling, hashing, printing) touches the filter.  Both
+  backends check the same (the SQL compiler of :mod:`langchain_ragspine.stores.pg_filter` validates here first).
+  Width is not limited: ``{"$and": [...]}`` with 100,000 parts compiles in time linear in its size.
 
 Retrievers combine a filter given at call time with their own ``filter`` by AND (:func:`and_filters`): a call can
 narrow what a retriever returns, never widen it.
@@ -81,6 +87,13 @@ OPERATORS = ("eq", "ne", "in", "nin", "gt", "gte", "lt", "lte", "between", "not"
 LOGICAL_OPERATORS = ("$and", "$or", "$not")
 #: The date spellings an operand may use when it is compared with a stored date (ISO-8601).
 DATE_FORMATS = "YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS[.ffffff]] with an optional Z or ±HH:MM (ISO-8601)"
+#: The deepest a filter may nest dicts and lists (the filter itself is level 1; ``{"$and": [{...}]}`` is three
+#: levels, ``{"$not": {...}}`` two): deeper filters raise ``ValueError`` (a filter ~1,000 levels deep would otherwise
+#: exhaust Python's recursion limit somewhere in compiling, hashing or printing it).
+MAX_FILTER_DEPTH = 64
+#: The most values one ``in`` / ``nin`` list may hold (more raise ``ValueError``): a filter is a condition, not a
+#: table to join against; a longer list belongs in the metadata (a tag or a group field).
+MAX_FILTER_VALUES = 10_000
 
 
 class UnknownFilterFieldWarning(UserWarning):
@@ -99,6 +112,7 @@ _DATE_LIKE_RE = re.compile(r"\d{1,4}\s*[-/.年]\s*\d{1,2}\s*[-/.月]\s*\d{1,4}\s
 _TRUE = frozenset({"true", "yes", "on"})
 _FALSE = frozenset({"false", "no", "off"})
 _SEQUENCES = (list, tuple, set, frozenset)
+_SCALAR_TYPES = frozenset({str, int, float, bool, type(None)})  # no containers: skipped fast by check_filter_depth
 
 
 def _as_utc(value: _dt.datetime) -> _dt.datetime:
@@ -220,7 +234,13 @@ def _date_error(field: str, operand: _Operand) -> ValueError:
 def _operand_list(field: str, op: str, value: Any) -> list[_Operand]:
     if isinstance(value, (str, bytes)) or not isinstance(value, Iterable) or isinstance(value, Mapping):
         raise ValueError(f"filter on {field!r}: operator {op!r} needs a list of values, got {value!r}")
-    return [_operand(field, op, v) for v in value]
+    values = list(value)
+    if len(values) > MAX_FILTER_VALUES:
+        raise ValueError(
+            f"filter on {field!r}: operator {op!r} lists {len(values)} values; the limit is {MAX_FILTER_VALUES} "
+            "(filters.MAX_FILTER_VALUES) — filter on a field the documents share (a tag, a group) instead"
+        )
+    return [_operand(field, op, v) for v in values]
 
 
 # -- field conditions -----------------------------------------------------------------------------------------------
@@ -438,9 +458,42 @@ def _compile_nodes(filter: Any, fields: list[str], *, where: str = "filter") -> 
     return _kleene(nodes, False)
 
 
+def check_filter_depth(filter: Any) -> None:
+    """Refuse a filter nested deeper than :data:`MAX_FILTER_DEPTH` dicts and lists (the filter itself is level 1).
+
+    Walks the filter with an explicit stack (no recursion, a set or tuple counting as a list), so it is safe on any
+    input, and visits each container once per path, stopping at the limit: a filter with cycles is refused too.
+    Run before anything recursive (compiling, ``json.dumps``, ``repr``) sees the filter.
+
+    Raises:
+        ValueError: the filter is nested too deep; the message names the limit and where it was passed.
+
+    Example:
+        >>> check_filter_depth({"$and": [{"a": 1}, {"$not": {"b": 2}}]})
+    """
+    if not isinstance(filter, (Mapping, *_SEQUENCES)):
+        return
+    stack: list[tuple[Any, int, str]] = [(filter, 1, "filter")]
+    while stack:
+        value, depth, where = stack.pop()
+        if depth > MAX_FILTER_DEPTH:
+            shown = where if len(where) <= 80 else where[:40] + " … " + where[-36:]
+            raise ValueError(
+                f"filter is nested more than {MAX_FILTER_DEPTH} levels deep (filters.MAX_FILTER_DEPTH: dicts and "
+                f"lists; each $and/$or level counts two, a $not one), at {shown}; flatten it (an $and of many "
+                "parts, or an 'in' list, needs no nesting)"
+            )
+        items = value.items() if isinstance(value, Mapping) else enumerate(value)
+        for key, child in items:
+            if type(child) not in _SCALAR_TYPES and isinstance(child, (Mapping, *_SEQUENCES)):
+                step = f"[{key}]" if not isinstance(value, Mapping) else f".{key}" if isinstance(key, str) else ".?"
+                stack.append((child, depth + 1, where + step))
+
+
 def _compile(filter: Mapping[str, Any] | None) -> tuple[Predicate | None, list[str]]:
     if filter is None:
         return None, []
+    check_filter_depth(filter)
     if not isinstance(filter, Mapping):
         raise TypeError(f"filter must be a dict of field -> condition, got {filter!r}")
     if not filter:
@@ -461,9 +514,10 @@ def compile_filter(filter: Mapping[str, Any] | None) -> Predicate | None:
     missing field never matches, three-valued ``$and``/``$or``/``$not``).
 
     Raises:
-        ValueError: unknown operator (the message names the valid ones), malformed operand, empty field name, or
-            an empty ``$and``/``$or`` list; when called, an operand compared with a stored date that is not in
-            one of :data:`DATE_FORMATS`.
+        ValueError: unknown operator (the message names the valid ones), malformed operand, empty field name, an
+            empty ``$and``/``$or`` list, a filter nested deeper than :data:`MAX_FILTER_DEPTH` or an ``in`` /
+            ``nin`` list longer than :data:`MAX_FILTER_VALUES`; when called, an operand compared with a stored date
+            that is not in one of :data:`DATE_FORMATS`.
         TypeError: ``filter`` (or a nested filter) is not a mapping.
     """
     return _compile(filter)[0]
@@ -491,11 +545,13 @@ def and_filters(*filters: Mapping[str, Any] | None) -> dict[str, Any] | None:
 
     Raises:
         TypeError: a filter is not a mapping.
+        ValueError: a filter is nested deeper than :data:`MAX_FILTER_DEPTH`.
     """
     parts: list[dict[str, Any]] = []
     for f in filters:
         if f is None:
             continue
+        check_filter_depth(f)  # before the comparisons below, which recurse
         if not isinstance(f, Mapping):
             raise TypeError(f"filter must be a dict of field -> condition, got {f!r}")
         if f and dict(f) not in parts:
@@ -506,7 +562,13 @@ def and_filters(*filters: Mapping[str, Any] | None) -> dict[str, Any] | None:
 
 
 def filter_key(filter: Mapping[str, Any] | None) -> str:
-    """A stable string key for ``filter`` (for caching candidate masks)."""
+    """A stable string key for ``filter`` (for caching candidate masks).
+
+    Raises:
+        ValueError: ``filter`` is nested deeper than :data:`MAX_FILTER_DEPTH` (checked before ``json.dumps``, which
+            recurses).
+    """
+    check_filter_depth(filter)
     return json.dumps(filter or {}, sort_keys=True, default=repr, ensure_ascii=False)
 
 

@@ -6,8 +6,9 @@ derived from its active chunks (``bm25/``).  :func:`ingest` loads files with
 :class:`~langchain_ragspine.text_splitters.ParagraphTextSplitter`, writes each document as a new version only when
 its chunks changed, retracts documents that are no longer in the corpus, and rebuilds the BM25 index only when the
 store changed.  :func:`open_retriever` opens the index (rebuilding it in memory if it is stale or damaged, e.g.
-after a crash between the store commit and the index write) and :func:`search` passes every result through the
-RESTRICTED gate.
+after a crash between the store commit and the index write) behind a retriever that follows the store's later
+writes (:mod:`langchain_ragspine.retrievers.live`), and :func:`search` passes every result through the RESTRICTED
+gate.
 
 This mirrors LangChain's ``langchain_core.indexing.index`` (a record of what was indexed, so unchanged content is
 not re-processed), with versions kept instead of deletes.
@@ -16,16 +17,19 @@ not re-processed), with versions kept instead of deletes.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import shutil
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+import langchain_core
+import pydantic
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
@@ -49,7 +53,7 @@ from langchain_ragspine.embeddings.cache import (
     content_hash,
     model_key_for,
 )
-from langchain_ragspine.errors import RagSpineError, StoreError
+from langchain_ragspine.errors import RagSpineError, StaleIndexWarning, StoreError
 from langchain_ragspine.modes import (
     StoreBackedSource,
     build_retriever,
@@ -62,11 +66,13 @@ from langchain_ragspine.retrievers.bm25 import BM25Retriever
 from langchain_ragspine.retrievers.contract import invoke_retriever
 from langchain_ragspine.retrievers.dense import SAVE_LAYOUT as DENSE_LAYOUT
 from langchain_ragspine.retrievers.dense import DenseRetriever, _has_text
+from langchain_ragspine.retrievers.live import LiveStoreRetriever
 from langchain_ragspine.sensitivity import drop_restricted, is_restricted
 from langchain_ragspine.stores import ChunkStore, bm25_parallel
 from langchain_ragspine.stores.bm25_index import SAVE_LAYOUT as BM25_LAYOUT
 from langchain_ragspine.stores.embedding_cache import EmbeddingCache
 from langchain_ragspine.stores.files import RETRIEVER_CONFIG, discard_unsaved
+from langchain_ragspine.stores.lock import LOCK_FILE, check_lock_timeout, writer_lock, writer_pid
 from langchain_ragspine.stores.postgres import is_postgres_url, redact_url
 from langchain_ragspine.text import index_text
 from langchain_ragspine.text_splitters import ParagraphTextSplitter
@@ -92,18 +98,18 @@ EMBEDDING_CACHE = "embeddings.sqlite"
 STORE_MARKER = corpus_module.STORE_MARKER
 
 
-class StaleIndexWarning(UserWarning):
-    """The saved BM25 index did not match the chunk store (or could not be read) and was rebuilt in memory."""
-
-
 def _warn_stale(message: str) -> None:
-    """Warn with :class:`StaleIndexWarning`, attributed to the first caller outside this package (however many
-    mode builders stand between it and the index)."""
-    warnings.warn(message, StaleIndexWarning, stacklevel=user_stacklevel(langchain_ragspine))
+    """Warn with :class:`StaleIndexWarning`, attributed to the first caller outside this package, langchain_core and
+    pydantic (however many mode builders, or a live retriever's reload inside ``invoke``, stand between it and the
+    index)."""
+    warnings.warn(
+        message, StaleIndexWarning, stacklevel=user_stacklevel(langchain_ragspine, langchain_core, pydantic)
+    )
 
 
-def prepare_store_dir(root: Path) -> None:
-    """Create ``root`` as a store directory, or check that an existing one is a ragspine store.
+def check_store_dir(root: Path) -> None:
+    """Check that ``root`` can be a store directory: absent, empty (or holding only the writer lock,
+    :data:`~langchain_ragspine.stores.lock.LOCK_FILE`), or a ragspine store.  Writes nothing.
 
     Raises:
         StoreError: ``root`` is a file, or a non-empty directory that is not a ragspine store (so ingest never
@@ -112,12 +118,37 @@ def prepare_store_dir(root: Path) -> None:
     if root.exists() and not root.is_dir():
         raise StoreError("--store must be a directory, but this is a file", path=root)
     if root.is_dir() and not (root / STORE_MARKER).exists() and not (root / CHUNKS_DB).exists():
-        if any(root.iterdir()):
+        if any(p.name != LOCK_FILE for p in root.iterdir()):
             raise StoreError(
                 f"this directory is not empty and is not a ragspine store (no {STORE_MARKER}); "
                 "choose a new or empty directory for --store",
                 path=root,
             )
+
+
+@contextlib.contextmanager
+def store_writer(root: Path, *, lock_timeout: float | None = None) -> Iterator[None]:
+    """Hold the writer lock of store directory ``root`` (:func:`~langchain_ragspine.stores.lock.writer_lock`)
+    for the block, after :func:`check_store_dir` (so no lock file is ever made in someone else's directory).
+    Every writer of a store directory writes inside one: :func:`ingest`, the vector store's writes.
+
+    Raises:
+        StoreError: see :func:`check_store_dir`; :class:`~langchain_ragspine.stores.lock.StoreBusyError` when
+            another writer still holds the lock after ``lock_timeout`` seconds (``None``: wait).
+    """
+    check_store_dir(root)
+    with writer_lock(root, timeout=lock_timeout):
+        yield
+
+
+def prepare_store_dir(root: Path) -> None:
+    """Create ``root`` as a store directory, or check that an existing one is a ragspine store (call it inside
+    :func:`store_writer`: it removes what a killed writer left behind).
+
+    Raises:
+        StoreError: see :func:`check_store_dir`.
+    """
+    check_store_dir(root)
     root.mkdir(parents=True, exist_ok=True)
     marker = root / STORE_MARKER
     if not marker.exists():
@@ -126,10 +157,12 @@ def prepare_store_dir(root: Path) -> None:
         shutil.rmtree(leftover, ignore_errors=True)  # left by a process killed while saving the index
 
 
-def _load_saved_index(root: Path, *, k: int) -> tuple[BM25Retriever | None, str]:
-    """The saved BM25 index, or ``(None, why)`` when it is missing or unreadable."""
+def _load_saved_index(root: Path, *, k: int, generation: int) -> tuple[BM25Retriever | None, str]:
+    """The saved BM25 index, verified against its checksums and built from chunk-store ``generation``, or
+    ``(None, why)`` when it is missing, unreadable, damaged, edited, from another generation, or has no checksum
+    (saved before checksums were recorded): ``why`` names the file."""
     try:
-        return BM25Retriever.load(root / BM25_DIR, k=k), ""
+        return BM25Retriever.load(root / BM25_DIR, k=k, generation=generation), ""
     except (StoreError, OSError, ValueError, EOFError, KeyError, TypeError) as e:
         return None, str(e)
 
@@ -219,8 +252,37 @@ def _index_state(store_dir: Path) -> dict[str, Any]:
 
 def _write_index_state(store_dir: Path, state: Mapping[str, Any]) -> None:
     tmp = store_dir / f".{INDEX_STATE}.tmp-{os.getpid()}"
-    tmp.write_text(json.dumps(dict(state), ensure_ascii=False, indent=1), "utf-8")
-    os.replace(tmp, store_dir / INDEX_STATE)
+    try:
+        tmp.write_text(json.dumps(dict(state), ensure_ascii=False, indent=1), "utf-8")
+        os.replace(tmp, store_dir / INDEX_STATE)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a partial write (disk full) leaves nothing behind
+        raise
+
+
+@contextlib.contextmanager
+def _after_commit(
+    root: Path, store: ChunkStore, summary: IngestSummary, what: str, *, pending: Mapping[str, Any] | None = None
+) -> Iterator[None]:
+    """Turn an ``OSError`` while ingest writes ``what`` (a derived file, after the chunk store committed: the BM25
+    index, ``index.json``) into a :class:`StoreError` that says what was committed and what happens next.  With
+    ``pending``, ``index.json`` is first rewritten to it (best effort: the disk may be full), so the next search's
+    in-memory rebuild uses this run's tokenizer and headers."""
+    try:
+        yield
+    except OSError as e:
+        if pending is not None:
+            with contextlib.suppress(OSError):
+                _write_index_state(root, pending)
+        full = e.errno in (errno.ENOSPC, errno.EDQUOT)
+        why = "disk full" if full else (e.strerror or type(e).__name__)
+        raise StoreError(
+            f"the chunk store committed this run (store generation {store.generation}: {summary.store_documents} "
+            f"documents, {summary.store_chunks} chunks), but {what} could not be written ({why}: {e}); the next "
+            "search rebuilds the BM25 index in memory from the chunk store (with a StaleIndexWarning); run "
+            f"`ragspine ingest` again {'when there is space' if full else 'once that is fixed'} to save it",
+            path=root,
+        ) from e
 
 
 def _spec_name(spec: str | None) -> str | None:
@@ -334,14 +396,33 @@ def _warm_file_cache(
         return warm_embedding_cache(cache, emb, chunks, progress, limit=limit, on_failure=on_failure).last_embedded
 
 
-def _missing_vectors(root: Path, store: ChunkStore, emb: Embeddings) -> tuple[int, int]:
-    """``(missing, total)``: chunks the dense channel would index (active, not RESTRICTED, with visible text) and
-    how many of them have no vector of ``emb`` in ``DIR/embeddings.sqlite`` (all, when there is no cache)."""
-    docs = [d for d in drop_restricted([c.to_document() for c in store.iter_chunks()]) if _has_text(d)]
+def _vector_coverage(
+    root: Path, store: ChunkStore, emb: Embeddings, header: ContextualHeader | None
+) -> tuple[list[Document], int]:
+    """``(covered, missing)``: the chunks the dense channel would index (active, not RESTRICTED, with visible text;
+    with their contextual ``header``) that have a vector of ``emb`` in ``DIR/embeddings.sqlite``, and how many of
+    them have none (all, when there is no cache).  Reads the store once, so both count the same chunks."""
+    docs = [d for d in drop_restricted(_store_documents(store, header)) if _has_text(d)]
     if not (root / EMBEDDING_CACHE).is_file():
-        return len(docs), len(docs)
+        return [], len(docs)
     with EmbeddingCache(root / EMBEDDING_CACHE, read_only=True) as cache:
-        return len(_uncached(cache, model_key_for(emb), docs)), len(docs)
+        lacking = {cid for cid, _ in _uncached(cache, model_key_for(emb), docs)}
+    return [d for d in docs if str(d.metadata["chunk_id"]) not in lacking], len(lacking)
+
+
+def _writer_note(root: Path) -> str | None:
+    """``"an ingest or another writer (pid N) is writing this store"`` while a writer holds the store's lock, else
+    ``None``."""
+    pid = writer_pid(root)
+    if pid is None:
+        return None
+    return f"an ingest or another writer ({f'pid {pid}' if pid else 'pid unknown'}) is writing this store"
+
+
+def _rewrite_advice(root: Path) -> str:
+    """What to do about a saved index that does not match the store: wait for the running writer, or re-ingest."""
+    note = _writer_note(root)
+    return "run `ragspine ingest` again to rewrite it" if note is None else f"{note} and rewrites it when it finishes"
 
 
 def _dense_from_store(
@@ -349,18 +430,15 @@ def _dense_from_store(
     store: ChunkStore,
     emb: Embeddings,
     *,
-    k: int = DEFAULT_K,
     progress: bool | None = None,
-    read_only: bool = False,
     header: ContextualHeader | None = None,
 ) -> DenseRetriever:
-    docs = _store_documents(store, header)
+    """The dense channel over the store's active chunks, embedding what the cache lacks and storing it (ingest)."""
     return DenseRetriever(
-        docs=docs,
+        docs=_store_documents(store, header),
         embedding=emb,
-        k=k,
+        k=DEFAULT_K,
         cache_path=str(root / EMBEDDING_CACHE),
-        cache_read_only=read_only,
         show_progress=progress,
     )
 
@@ -515,6 +593,7 @@ def ingest(
     chunker: str | None = None,
     contextual: bool | None = None,
     workers: int | None = None,
+    lock_timeout: float | None = None,
 ) -> IngestSummary:
     """Load, chunk and store a corpus under ``store_dir``, then (re)build its BM25 index.
 
@@ -547,7 +626,8 @@ def ingest(
             :data:`~langchain_ragspine.text_splitters.chunkers.CHUNKERS` (default ``RAGSPINE_CHUNKER``, else the
             store's recorded chunker, else ``paragraph``).  The store records the chunker and its parameters; an
             ingest with another configuration is refused (use a new store).  ``parent_child`` also writes the
-            parents, with their document's version; ``semantic`` embeds every sentence with ``embedding``.
+            parents, with their document's version; ``semantic`` embeds every sentence with ``embedding`` (of every
+            document that is not RESTRICTED: those are split by paragraphs, never embedded).
         contextual: index and embed every chunk with a contextual header (title · heading path · period / entity
             fields, :class:`~langchain_ragspine.document_compressors.ContextualHeader`) in front of its text; the
             chunk store, ``page_content``, offsets and citations are unchanged.  The setting is recorded in
@@ -558,10 +638,18 @@ def ingest(
         workers: processes that tokenize the chunks for the BM25 index (default ``RAGSPINE_WORKERS``, else ``0``:
             automatic, every usable core for a large corpus; ``1``: this process).  The index is the same whatever
             the number (:mod:`langchain_ragspine.stores.bm25_parallel`).
+        lock_timeout: how long to wait, in seconds, for another writer of the store directory (another ingest, in
+            this process or another, or a vector-store write) to finish.  Default ``None``: wait as long as it
+            takes, saying once on stderr (a ``logging`` warning) which process holds ``DIR/.ragspine.lock``;
+            ``0``: refuse at once.  One writer at a time holds that lock for the whole run, so two ingests into
+            one store run one after the other, each against the store the other left
+            (:mod:`langchain_ragspine.stores.lock`).  Searches never wait for it.  Not used for a ``postgresql://`` store.
 
     Returns:
         An :class:`IngestSummary`.  Re-running on an unchanged corpus writes nothing and reports every document
-        as unchanged.
+        as unchanged — except a saved BM25 index that fails its checks (a file damaged or edited, another
+        generation, no checksum: see :func:`~langchain_ragspine.stores.bm25_index.load_bm25_index`), which is
+        rewritten (``index_rebuilt``).
 
     Raises:
         RagSpineError: a bad file, with ``on_error="raise"`` (the store keeps its previous versions).
@@ -570,12 +658,16 @@ def ingest(
         ValueError: bad chunk budgets, tokenizer name, chunker or mode, or ``hybrid``/``vector``/``semantic``
             without an embedding model.
         StoreError: the store was chunked with another configuration (the message names both).
+        StoreBusyError: (a :class:`StoreError`) another writer still holds the store's lock after
+            ``lock_timeout`` seconds; the store is unchanged.
     """
-    with reporting(progress), bm25_parallel.prefetch_scope():
+    lock_timeout = check_lock_timeout(lock_timeout)
+    with reporting(progress), bm25_parallel.prefetch_scope(), contextlib.ExitStack() as held:
         return _ingest(
             paths, store_dir, chunk_size=chunk_size, chunk_overlap=chunk_overlap, tokenizer=tokenizer,
             on_error=on_error, retract_missing=retract_missing, progress=progress, embedding=embedding, mode=mode,
             allow_empty=allow_empty, chunker=chunker, contextual=contextual, workers=workers,
+            hold=lambda root: held.enter_context(store_writer(root, lock_timeout=lock_timeout)),
         )
 
 
@@ -595,7 +687,10 @@ def _ingest(
     chunker: str | None,
     contextual: bool | None,
     workers: int | None = None,
+    hold: Callable[[Path], None] = lambda root: None,
 ) -> IngestSummary:
+    """:func:`ingest`; ``hold(root)`` takes the store directory's writer lock until :func:`ingest` returns (after
+    the arguments are checked, before the store is first read)."""
     t0 = time.perf_counter()
     # only the settings this ingest uses are read (and checked): a bad RAGSPINE_K cannot break it
     chunk_size = configured_setting("chunk_size") if chunk_size is None else chunk_size
@@ -614,8 +709,10 @@ def _ingest(
         raise ValueError(f"ingest needs a named tokenizer (it is persisted with the index), got {tokenizer!r}")
     postgres = is_postgres_url(store_dir)
     root = Path(store_dir)
-    if not postgres and root.exists() and not root.is_dir():
-        raise StoreError("--store must be a directory, but this is a file", path=root)
+    if not postgres:
+        # one writer at a time, from the first read of the store (its chunker, index state, document count) to
+        # the last write of index.json: so two ingests run in order, each against the store the other left
+        hold(root)
     splitter, chunker_config = _chunker_for(root, chunker, chunk_size, chunk_overlap, embedding, emb)
     recorded = _index_state(root).get("contextual") if root.is_dir() else None
     wanted_header = recorded if contextual is None else dict(CONTEXTUAL_DEFAULT) if contextual else None
@@ -678,9 +775,16 @@ def _ingest(
         wanted = {"generation": store.generation, "tokenizer": name, "tokenizer_version": tokenizer_version(name)}
         current = all(state.get(key) == value for key, value in wanted.items())
         current = current and state.get("contextual") == wanted_header
-        if not current or _load_saved_index(root, k=DEFAULT_K)[0] is None:
-            discard_unsaved(root / BM25_DIR, RETRIEVER_CONFIG, BM25_LAYOUT)  # a damaged index of this store: rebuilt
-            build_bm25(store, tokenizer=name, header=header, workers=workers).save(root / BM25_DIR)
+        # a saved index that fails its checks (damaged, edited, no checksum) is rewritten even when nothing changed
+        if not current or _load_saved_index(root, k=DEFAULT_K, generation=store.generation)[0] is None:
+            # no generation: the saved index is stale, and search rebuilds it with this run's tokenizer and headers
+            pending = {key: value for key, value in state.items() if key != "contextual"}
+            pending.update(wanted, generation=None, **({} if wanted_header is None else {"contextual": wanted_header}))
+            with _after_commit(root, store, summary, f"the saved BM25 index {root / BM25_DIR}", pending=pending):
+                discard_unsaved(root / BM25_DIR, RETRIEVER_CONFIG, BM25_LAYOUT)  # a damaged index of this store: rebuilt
+                build_bm25(store, tokenizer=name, header=header, workers=workers).save(
+                    root / BM25_DIR, generation=store.generation
+                )
             summary.index_rebuilt = True
         if wanted_header != state.get("contextual") and active_before:
             summary.notes.append(
@@ -702,14 +806,16 @@ def _ingest(
             if saved.get("generation") != store.generation or saved.get("model_key") != model_key_for(emb):
                 # records the model, so search knows vectors are expected and falls back with a warning
                 state["vector"] = {"generation": None, "model_key": model_key_for(emb), "embedding": spec}
-            _write_index_state(root, state)
+            with _after_commit(root, store, summary, f"the index record {root / INDEX_STATE}"):
+                _write_index_state(root, state)
             summary.embedded += _warm_file_cache(root, emb, all_chunks, show)
             dense = _refresh_dense(root, store, emb, state, spec=spec, progress=show)
             summary.embedded += dense.last_embedded  # 0: the cache was warmed above
             summary.dense = dense.resolved_model_key
         elif state.pop("vector", None) is not None:
             shutil.rmtree(root / VECTOR_DIR, ignore_errors=True)  # no longer matches; the embedding cache stays
-        _write_index_state(root, state)
+        with _after_commit(root, store, summary, f"the index record {root / INDEX_STATE}"):
+            _write_index_state(root, state)
     summary.seconds = time.perf_counter() - t0
     return summary
 
@@ -835,14 +941,14 @@ def check_store_chunker(store: ChunkStore, root: Path, chunker: str | None = Non
 
 def _open_bm25(root: Path, store: ChunkStore, state: Mapping[str, Any], *, k: int) -> BM25Retriever:
     if state.get("generation") == store.generation:
-        retriever, why = _load_saved_index(root, k=k)
+        retriever, why = _load_saved_index(root, k=k, generation=store.generation)
         if retriever is not None:
             return retriever
     else:
         why = "it is older than the chunk store"
     _warn_stale(
         f"{root / BM25_DIR}: saved BM25 index not used ({why}); rebuilt in memory from the chunk store — "
-        "run `ragspine ingest` again to rewrite it"
+        f"{_rewrite_advice(root)}"
     )
     return build_bm25(
         store, tokenizer=str(state.get("tokenizer") or "auto"), k=k, header=_header(state.get("contextual"))
@@ -852,6 +958,10 @@ def _open_bm25(root: Path, store: ChunkStore, state: Mapping[str, Any], *, k: in
 def _open_dense(
     root: Path, store: ChunkStore, state: Mapping[str, Any], emb: Embeddings, *, k: int, explicit: bool
 ) -> DenseRetriever:
+    """The dense channel: the saved vector index when it matches the store, else one built in memory from the
+    cached vectors of the store's current chunks (a read never embeds a chunk).  While a writer holds the store's
+    lock (an ingest embedding the chunks it just committed) the chunks without a vector yet are left out of the
+    channel, with a warning; without one, missing vectors mean an interrupted ingest and are an error."""
     saved = state.get("vector") or {}
     key = model_key_for(emb)
     if explicit and saved.get("model_key") and saved["model_key"] != key:
@@ -868,20 +978,54 @@ def _open_dense(
             why = str(e)
     else:
         why = "it is older than the chunk store"
-    missing, total = _missing_vectors(root, store, emb)
-    if missing:  # a read path never embeds: the next ingest does
-        raise StoreError(
-            f"{missing} of {total} chunks have no vector of {key} yet (an ingest was interrupted while embedding?); "
-            "run `ragspine ingest` again to embed them",
-            path=root,
+    header = _header(state.get("contextual"))
+    covered, missing = _vector_coverage(root, store, emb, header)
+    if missing:  # a read path never embeds: the ingest does
+        note = _writer_note(root)
+        total = len(covered) + missing
+        if note is None:
+            raise StoreError(
+                f"{missing} of {total} chunks have no vector of {key} yet (an ingest was interrupted while "
+                "embedding?); run `ragspine ingest` again to embed them",
+                path=root,
+            )
+        _warn_stale(
+            f"{root / VECTOR_DIR}: {note}: {missing} of {total} chunks of the store's current version have no "
+            f"vector of {key} yet, so the vector channel searches the other {len(covered)} (from cached vectors) "
+            "until it has finished"
         )
-    _warn_stale(
-        f"{root / VECTOR_DIR}: saved vector index not used ({why}); rebuilt in memory from cached vectors — "
-        "run `ragspine ingest` again to rewrite it"
+    else:
+        _warn_stale(
+            f"{root / VECTOR_DIR}: saved vector index not used ({why}); rebuilt in memory from cached vectors — "
+            f"{_rewrite_advice(root)}"
+        )
+    # the chunks read once above that have a cached vector: a read path never embeds a chunk nor writes the cache
+    return DenseRetriever(
+        docs=covered, embedding=emb, k=k, cache_path=str(root / EMBEDDING_CACHE), cache_read_only=True,
+        show_progress=False,
     )
-    return _dense_from_store(  # a read path never writes the cache
-        root, store, emb, k=k, read_only=True, header=_header(state.get("contextual"))
-    )
+
+
+def _open_chunk_store(root: Path) -> ChunkStore:
+    """The chunk store of the store directory ``root``, opened read-only.
+
+    Raises:
+        StoreError: ``root`` holds no chunk store (run ``ingest`` first; while an ingest is creating it, the message
+            says so), or it is unreadable.
+    """
+    creating = "; search it when that ingest has finished (it is creating the store)"
+    if not (root / CHUNKS_DB).is_file():
+        note = _writer_note(root)
+        if note is not None:
+            raise StoreError(f"no chunk store here yet: {note}{creating}", path=root)
+        raise StoreError("no chunk store here; run `ragspine ingest PATH --store DIR` first", path=root)
+    try:
+        return ChunkStore(root / CHUNKS_DB, read_only=True)
+    except StoreError as e:
+        note = _writer_note(root)
+        if note is None or (root / INDEX_STATE).exists():
+            raise
+        raise StoreError(f"the chunk store cannot be read yet: {note}{creating}", path=root) from e
 
 
 class StoreSource(StoreBackedSource[ChunkStore]):
@@ -896,28 +1040,46 @@ class StoreSource(StoreBackedSource[ChunkStore]):
         store_dir: a store directory written by :func:`ingest`.
         embedding: the query encoder — a spec or an ``Embeddings``; default: the one the vector index was built
             with (its spec is recorded in ``index.json``).  Given explicitly, it must match the index's model.
+        models: models made from specs, by spec, shared with later sources of the same store (what a
+            :class:`~langchain_ragspine.retrievers.live.LiveStoreRetriever` reload reuses instead of loading the
+            model again); filled here.  Default ``None``: a model is made for this source.
 
     The BM25 channel is the saved index (``tokenizer=None``) or, for another tokenizer, an index built in memory
     from the store's chunks (evaluation compares tokenizers this way).  The dense channel is the saved vector
     index; a saved index that does not match the store is rebuilt in memory (the dense one from cached vectors,
-    never embedding again) with a :class:`StaleIndexWarning`.  Channels are opened on first use and kept.
+    never embedding again) with a :class:`StaleIndexWarning`.  Channels are opened on first use and kept: a
+    retriever built from a source is a snapshot of the store; :func:`open_retriever` wraps it in a
+    :class:`~langchain_ragspine.retrievers.LiveStoreRetriever`, which follows the store's later writes.
 
     Raises:
         StoreError: ``store_dir`` holds no chunk store (on entering).
     """
 
-    def __init__(self, store_dir: str | os.PathLike[str], *, embedding: str | Embeddings | None = None) -> None:
+    def __init__(
+        self,
+        store_dir: str | os.PathLike[str],
+        *,
+        embedding: str | Embeddings | None = None,
+        models: dict[str, Embeddings | None] | None = None,
+    ) -> None:
         self.root = Path(store_dir)
         self.embedding = embedding
+        self._models = models
         self._state: dict[str, Any] = {}
         self._dense: dict[int, DenseRetriever | None] = {}
 
     def _open(self) -> ChunkStore:
-        if not (self.root / CHUNKS_DB).is_file():
-            raise StoreError("no chunk store here; run `ragspine ingest PATH --store DIR` first", path=self.root)
-        store = ChunkStore(self.root / CHUNKS_DB, read_only=True)
+        store = _open_chunk_store(self.root)
         self._state = _index_state(self.root)
         return store
+
+    def _model(self, spec: str) -> Embeddings | None:
+        """``make_embeddings(spec)``, reused from ``models`` when the source has them."""
+        if self._models is None:
+            return make_embeddings(spec)
+        if spec not in self._models:
+            self._models[spec] = make_embeddings(spec)
+        return self._models[spec]
 
     def documents(self) -> list[Document]:
         """The store's active chunks (with ``metadata["index_text"]`` when the store has contextual headers)."""
@@ -967,20 +1129,25 @@ class StoreSource(StoreBackedSource[ChunkStore]):
         root, store, state = self.root, self.store, self._state
         vector_state = state.get("vector") or {}
         emb: Embeddings | None = None
-        if self.embedding is not None:
+        if isinstance(self.embedding, str):
+            emb = self._model(self.embedding)
+        elif self.embedding is not None:
             emb = resolve_embedding(self.embedding)
         elif vector_state.get("embedding"):
             try:
-                emb = make_embeddings(str(vector_state["embedding"]))
+                emb = self._model(str(vector_state["embedding"]))
             except ImportError as e:
                 if required:
                     raise StoreError(f"this store's vector index needs a model that cannot load here: {e}", path=root) from e
         if emb is None:
             if not required:
                 return None
+            note = _writer_note(root)
             raise StoreError(
                 f"mode {mode!r} needs a vector index: run `ragspine ingest PATH --store DIR --embedding e5` "
-                "(or another spec) first",
+                "(or another spec) first" if note is None else
+                f"mode {mode!r} needs a vector index, and none is recorded yet: {note}; search with mode 'bm25' "
+                "now, or in this mode when it has finished (if it was started with an embedding model)",
                 path=root,
             )
         try:
@@ -1012,9 +1179,27 @@ def open_retriever(
     :func:`~langchain_ragspine.modes.register_mode`.  ``k`` defaults to ``RAGSPINE_K``, else 10.  The query encoder
     is the one the vector index was built with (its spec is recorded at ingest), unless ``embedding`` is given.
 
-    A saved index is used when it matches the chunk store's generation (and model) and loads cleanly; otherwise it
-    is rebuilt in memory from the store (for the dense channel, from the embedding cache) and a
+    A saved index is used when it matches the chunk store's generation (and model) and loads cleanly — the BM25
+    index also only when every file matches its checksum and the arrays hold together (see
+    :func:`~langchain_ragspine.stores.bm25_index.load_bm25_index`); otherwise it is rebuilt in memory from the store (for the dense channel, from the embedding cache) and a
     :class:`StaleIndexWarning` says so — run ``ingest`` again to rewrite it.
+
+    For a store directory the result is a :class:`~langchain_ragspine.retrievers.LiveStoreRetriever`: it follows
+    the store for as long as it lives (an app, a graph, a ``langgraph dev`` server that keeps it), so a document
+    relabelled RESTRICTED, changed or deleted and re-ingested — by this process or another — is never returned
+    after the re-ingest committed, with no restart.  Before each call (sync and async) it reads the store's
+    generation and stats ``index.json`` (~5-50 µs measured on a shared 2-core machine) and, when either changed,
+    builds this mode's retriever again from the store as it is then (the same ``mode``, ``k``, ``embedding``,
+    ``candidate_k`` and ``options``; the query encoder is reused, not loaded again); and it gates every result
+    against the store's active rows (one indexed lookup for the call's results, ~60 µs for ten).  While an ingest
+    runs it commits every 1,000 documents or 0.5 s, and the first call after each commit rebuilds, from the newest
+    committed generation (as ``open_retriever`` reads a store then: the saved index does not match it yet, so it is
+    rebuilt in memory, with a :class:`StaleIndexWarning`).  A rebuild that fails keeps the previous retriever
+    answering, gated, with a
+    :class:`~langchain_ragspine.retrievers.StoreReloadWarning`.  All told the wrapper adds ~0.1-0.4 ms to a call
+    here.  Its :attr:`~langchain_ragspine.retrievers.LiveStoreRetriever.current` is the mode's retriever
+    (``BM25Retriever``, ``HybridRetriever``, …) answering now, for inspection.  A PostgreSQL store's retrievers
+    read the tables at every call, so they are returned as they are.
 
     Raises:
         StoreError: ``store_dir`` holds no chunk store (run ``ingest`` first), or ``vector``/``hybrid`` was asked
@@ -1024,10 +1209,21 @@ def open_retriever(
     """
     mode = resolve_mode(mode)
     k = check_k(k) if k is not None else configured_setting("k")
-    with open_source(store_dir, embedding=embedding) as source:
-        if isinstance(source, StoreSource):
+    if is_postgres_url(store_dir):  # its retrievers read the tables at every call: current already
+        with open_source(store_dir, embedding=embedding) as source:
+            return build_retriever(mode, source, k=k, candidate_k=candidate_k, **options)
+    root = Path(store_dir)
+    _open_chunk_store(root).close()  # no store (or one being created): open_retriever's own error, at once
+    models: dict[str, Embeddings | None] = {}  # a reload reuses the query encoder instead of loading it again
+
+    def build() -> BaseRetriever:
+        with StoreSource(root, embedding=embedding, models=models) as source:
             check_store_chunker(source.store, source.root)
-        return build_retriever(mode, source, k=k, candidate_k=candidate_k, **options)
+            return build_retriever(mode, source, k=k, candidate_k=candidate_k, **options)
+
+    live = LiveStoreRetriever(chunk_store=root / CHUNKS_DB, factory=build, k=k, watch=(root / INDEX_STATE,))
+    live.refresh()  # the first build, here: its errors are open_retriever's
+    return live
 
 
 def open_source(

@@ -127,7 +127,8 @@ def write_versions(
     progress: bool = False,
 ) -> None:
     """Make each ``versions[doc_id]`` (chunk ``Document``\\ s of that ``doc_id``) the next version of its
-    document, one transaction per document; an empty sequence retracts the document.  With ``embedding`` the
+    document, all in one transaction (every document's new version, or none); an empty sequence retracts the
+    document.  With ``embedding`` the
     searchable chunks' vectors are stored first (a failing model leaves the store as it was), vectors no longer
     searchable are deleted and the store records the model (as :func:`ingest_postgres`).
 
@@ -137,8 +138,9 @@ def write_versions(
     """
     with PostgresChunkStore(url) as store:
         _embed_first(store, embedding, [c for chunks in versions.values() for c in chunks], progress)
-        for doc_id, chunks in versions.items():
-            store.replace_doc_chunks(doc_id, list(chunks))
+        with store.db.atomic():  # every version of the call, or none (a failure part way leaves the store as it was)
+            for doc_id, chunks in versions.items():
+                store.replace_doc_chunks(doc_id, list(chunks))
         _record_vectors(store, embedding, spec)
         store.analyze()
 

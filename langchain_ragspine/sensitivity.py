@@ -8,17 +8,22 @@ wins.
 * **Folding.**  Keys and values are compared after :func:`fold`: Unicode compatibility decomposition (NFKD),
   combining marks and invisible format characters removed (Unicode categories Mn, Me, Cf — a zero-width space, the
   dot of a Turkish ``İ``), recomposition (NFKC, so full-width ``ＲＥＳＴＲＩＣＴＥＤ`` is ``RESTRICTED``) and surrounding
-  whitespace stripped.  Keys then compare case-insensitively (``Ｓｅｎｓｉｔｉｖｉｔｙ``, `` sensitivity `` and
-  ``SENSITIVITY`` all name the label), values upper-cased.
+  whitespace stripped (bidirectional controls such as U+202E are format characters, so they go too).  Keys then
+  compare case-insensitively (``Ｓｅｎｓｉｔｉｖｉｔｙ``, `` sensitivity `` and ``SENSITIVITY`` all name the label), also
+  written with look-alike letters of other scripts (``sеnsitivity`` with Cyrillic ``е``), HTML character references
+  (``s&#101;nsitivity``) or a bidi override (``\\u202eytivitisnes``) — the same readings values get; values are
+  upper-cased.
 * **Restricted.**  A value is restricted when the word ``RESTRICTED`` is among the ASCII-letter runs of its folded
   form: ``"restricted"``, ``"RESTRICTED, INTERNAL"``, ``"Restricted."``, ``"RESTRICTED（社外秘）"`` and a list holding
   any of these are restricted; ``"UNRESTRICTED"`` (one other word) is not.  It is also restricted when a reader
   would still see the word: its letters split by separators (``"R E S T R I C T E D"``, ``"R-E-S-T-R-I-C-T-E-D"``,
   ``"RES.TRIC.TED"``), or written with look-alike letters of other scripts (``"RЕSTRICTЕD"`` with Cyrillic ``Е``,
-  Greek ``Ι``, a digit ``1`` or ``|`` for ``I``), per the confusables data of Unicode Technical Standard #39 — see
-  :func:`is_restricted_label` for the exact rule.  Labels of other types are read by :func:`is_restricted_label`
-  (bytes decoded, an Enum's value, nested lists and mappings searched at any depth); a value it cannot read as a
-  label (a number, a bool, any other object) is restricted.
+  Greek ``Ι``, a digit ``1`` or ``|`` for ``I``), per the confusables data of Unicode Technical Standard #39, or
+  when it shows as RESTRICTED once decoded or displayed: HTML character references decoded (``"&#82;ESTRICTED"``,
+  ``"R&#x45;STRICTED"``, ``"&amp;#82;ESTRICTED"``) and bidirectional controls applied (``"\\u202eDETCIRTSER"``, an
+  override that displays the letters reversed) — see :func:`is_restricted_label` for the exact rule.  Labels of
+  other types are read by :func:`is_restricted_label` (bytes decoded, an Enum's value, nested lists and mappings
+  searched at any depth); a value it cannot read as a label (a number, a bool, any other object) is restricted.
 * **Most restrictive.**  :data:`KNOWN_SENSITIVITIES` is ordered from least to most restrictive; of several labels
   (duplicate keys, a list, sources that disagree) :func:`most_restrictive` keeps the highest, and when one of them
   is not a known label — so no order is known — the result is RESTRICTED.
@@ -32,15 +37,19 @@ from __future__ import annotations
 
 import enum
 import functools
+import html
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from langchain_ragspine._confusables import I_OR_L, latin_skeleton
+
 __all__ = [
     "KNOWN_SENSITIVITIES",
     "RESTRICTED_SENSITIVITY",
     "SENSITIVITY_KEY",
+    "display_order",
     "drop_restricted",
     "drop_restricted_pairs",
     "fold",
@@ -51,6 +60,7 @@ __all__ = [
     "most_restrictive",
     "normalize_label",
     "parse_label",
+    "readings",
 ]
 
 #: The one sensitivity label that never leaves the package (compared after :func:`normalize_label`).
@@ -95,23 +105,128 @@ def normalize_label(value: str) -> str:
 
 
 def is_sensitivity_key(key: Any) -> bool:
-    """Whether a metadata ``key`` names the sensitivity label: a string that folds (:func:`fold`, case-insensitive)
-    to ``"sensitivity"``.
+    """Whether a metadata ``key`` names the sensitivity label: a string that reads as ``"sensitivity"``.
+
+    A key reads as ``"sensitivity"`` when, in any of its :func:`readings` (as stored, HTML character references
+    decoded, bidi overrides applied), it folds (:func:`fold`) to ``"sensitivity"`` case-insensitively with each
+    look-alike letter of another script read as the Latin letter it looks like (Unicode Technical Standard #39
+    confusables, :func:`langchain_ragspine._confusables.latin_skeleton`): ``Ｓｅｎｓｉｔｉｖｉｔｙ``, ``sеnsitivity``
+    (Cyrillic ``е``), ``SЕNSΙTΙVΙTY`` (Cyrillic ``Е``, Greek ``Ι``), ``s&#101;nsitivity``.  Other words stay other
+    keys (``sensitivity_note``).
 
     Example:
-        >>> is_sensitivity_key("Ｓｅｎｓｉｔｉｖｉｔｙ"), is_sensitivity_key("sensitivity_note")
-        (True, False)
+        >>> is_sensitivity_key("Ｓｅｎｓｉｔｉｖｉｔｙ"), is_sensitivity_key("s\\u0435nsitivity")
+        (True, True)
+        >>> is_sensitivity_key("sensitivity_note")
+        False
     """
     if not isinstance(key, str):
         return False
-    if key.isascii():  # the common case, without Unicode work: no ASCII character is folded away
+    if key.isascii() and "&" not in key:  # the common case, without Unicode work: nothing to fold or decode
         return key.strip().lower() == SENSITIVITY_KEY
-    return _folded_key(key) == SENSITIVITY_KEY
+    return _names_sensitivity(key)
 
 
 @functools.lru_cache(maxsize=4096)
-def _folded_key(key: str) -> str:
-    return fold(key).casefold()
+def _names_sensitivity(key: str) -> bool:
+    # a look-alike of a capital I (row ``l`` of the table, I_OR_L) stands for the ``i`` of "sensitivity", which
+    # holds no ``l``
+    return any(
+        latin_skeleton(fold(reading)).replace(I_OR_L, "i") == SENSITIVITY_KEY for reading in readings(key)
+    )
+
+
+#: The bidirectional formatting characters of Unicode Standard Annex #9: embeddings and overrides (U+202A–U+202E
+#: with their end U+202C), isolates (U+2066–U+2069) and the marks U+200E, U+200F, U+061C.
+_BIDI_CONTROLS = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
+_BIDI = re.compile(f"[{_BIDI_CONTROLS}]")
+_OVERRIDES = frozenset("\u202d\u202e")  # LEFT-TO-RIGHT / RIGHT-TO-LEFT OVERRIDE: the controls that reorder letters
+_PUSH = frozenset("\u202a\u202b\u202d\u202e")  # embeddings and overrides, closed by U+202C
+_ISOLATES = frozenset("\u2066\u2067\u2068")  # closed by U+2069
+#: An HTML character reference: decimal, hexadecimal or named, its ``;`` optional (as browsers read them).
+_CHARACTER_REFERENCE = re.compile(r"&(?:#[0-9]+|#[xX][0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]*);?")
+#: How many times :func:`readings` decodes references in references (``&amp;#82;`` → ``&#82;`` → ``R``).
+_MAX_UNESCAPE = 4
+
+
+def readings(text: str) -> tuple[str, ...]:
+    """The ways a label key or value may be shown to a reader: ``text`` as stored, first of all, then
+
+    * with its HTML character references decoded (``html.unescape``, repeated while that changes anything, at most
+      four times: ``"&amp;#82;ESTRICTED"`` → ``"&#82;ESTRICTED"`` → ``"RESTRICTED"``), and with every reference
+      removed (``"RES&shy;TRICTED"``, ``"RES&bogus;TRICTED"`` → ``"RESTRICTED"``);
+    * for each of those holding a bidirectional override (U+202D, U+202E), the order in which it is displayed
+      (:func:`display_order`).
+
+    A caller treats a label as RESTRICTED when any reading is (fail closed).  Invisible characters (bidi controls
+    included) are removed by :func:`fold`, which every reading goes through.
+
+    Example:
+        >>> readings("&#82;ESTRICTED")
+        ('&#82;ESTRICTED', 'RESTRICTED', 'ESTRICTED')
+        >>> readings("\\u202eDETCIRTSER\\u202c")[-1]
+        'RESTRICTED'
+    """
+    if "&" not in text and (text.isascii() or not _BIDI.search(text)):
+        return (text,)
+    return _readings(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _readings(text: str) -> tuple[str, ...]:
+    found = [text]
+    if "&" in text:
+        decoded = text
+        for _ in range(_MAX_UNESCAPE):
+            step = html.unescape(decoded)
+            if step == decoded:
+                break
+            decoded = step
+            found.append(decoded)
+        found.append(_CHARACTER_REFERENCE.sub("", text))
+    for reading in list(found):
+        if not _OVERRIDES.isdisjoint(reading):
+            found.append(display_order(reading))
+    return tuple(dict.fromkeys(found))  # distinct, in order
+
+
+def display_order(text: str) -> str:
+    """``text`` in the order a reader sees it under its bidi overrides, the controls removed.
+
+    A RIGHT-TO-LEFT OVERRIDE (U+202E) shows what follows, up to its POP DIRECTIONAL FORMATTING (U+202C) — or the
+    end of an enclosing isolate (U+2069), or of the text — in reverse order; a LEFT-TO-RIGHT OVERRIDE (U+202D), an
+    embedding or an isolate inside it is shown as one unit, in its own order (the reordering of rule L2 of Unicode
+    Standard Annex #9 for runs of Latin letters).  Other bidi controls are removed without reordering: they do not
+    change the order of Latin letters.
+
+    Example:
+        >>> display_order("\\u202eDETCIRTSER\\u202c"), display_order("ab\\u202ec\\u202dde\\u202c\\u202cf")
+        ('RESTRICTED', 'abdecf')
+    """
+    # a stack of open frames: (the control that opened it, or "" for the text itself; the units shown inside it)
+    frames: list[tuple[str, list[str]]] = [("", [])]
+
+    def close() -> None:
+        control, units = frames.pop()
+        shown = "".join(reversed(units)) if control == "\u202e" else "".join(units)
+        frames[-1][1].append(shown)
+
+    for ch in text:
+        if ch in _PUSH or ch in _ISOLATES:
+            frames.append((ch, []))
+        elif ch == "\u202c":  # closes the innermost embedding or override, never across an isolate
+            if len(frames) > 1 and frames[-1][0] in _PUSH:
+                close()
+        elif ch == "\u2069":  # closes the innermost isolate and everything opened inside it
+            if any(control in _ISOLATES for control, _ in frames):
+                while frames[-1][0] not in _ISOLATES:
+                    close()
+                close()
+        elif not _BIDI.match(ch):
+            frames[-1][1].append(ch)
+    while len(frames) > 1:
+        close()
+    return "".join(frames[0][1])
 
 
 def label_words(value: str) -> list[str]:
@@ -185,7 +300,13 @@ _EMBEDDED_RESTRICTED = re.compile(rf"(?<!UN){RESTRICTED_SENSITIVITY}")
 
 @functools.lru_cache(maxsize=4096)
 def _restricted_text(value: str) -> bool:
-    """Whether a label string is RESTRICTED (the string rule of :func:`is_restricted_label`)."""
+    """Whether a label string is RESTRICTED (the string rule of :func:`is_restricted_label`): any of its
+    :func:`readings` is."""
+    return any(_restricted_reading(reading) for reading in readings(value))
+
+
+def _restricted_reading(value: str) -> bool:
+    """Whether one reading of a label string is RESTRICTED (words, separators, look-alikes)."""
     if RESTRICTED_SENSITIVITY in _words(value) or _EMBEDDED_RESTRICTED.search(normalize_label(value)):
         return True
     if value.isascii():
@@ -224,7 +345,11 @@ def is_restricted_label(value: Any) -> bool:
         Technical Standard #39 maps to a letter of ``RESTRICTED`` reads as that letter, as written or as its
         capital — Cyrillic ``Е е С с Т Ѕ ѕ І і г``, Greek ``Ε Τ Ι ι``, Cherokee, Lisu and other scripts, and ``l``,
         ``1`` and ``|`` for ``I`` (``"RЕSTRICTЕD"``, ``"RESTR1CTED"``).  This is the UTS #39 *skeleton* idea
-        restricted to the one word the package looks for.
+        restricted to the one word the package looks for;
+      - it shows as RESTRICTED in another of its :func:`readings`: HTML character references decoded or removed
+        (``"&#82;ESTRICTED"``, ``"R&#x45;STRICTED"``, ``"&amp;#82;ESTRICTED"``, ``"RES&shy;TRICTED"``), or
+        displayed under a bidi override (``"\\u202eDETCIRTSER\\u202c"`` shows ``RESTRICTED``).  Bidi controls
+        and other invisible characters are removed anyway (``"RES\\u2067TRICTED"``).
 
       In every reading the word must stand alone: an ASCII letter right before or after it makes it another
       word, so ``"UNRESTRICTED"`` and ``"UNRЕSTRICTЕD"`` are not restricted; look-alikes of other letters (Cyrillic
@@ -367,7 +492,8 @@ def parse_label(value: str | Sequence[str]) -> tuple[str, str | None]:
             return RESTRICTED_SENSITIVITY, f"{value!r} names RESTRICTED among other words or punctuation"
         if is_restricted_label(value):
             return RESTRICTED_SENSITIVITY, (
-                f"{value!r} reads as RESTRICTED (letters split by separators or look-alike characters)"
+                f"{value!r} reads as RESTRICTED (letters split by separators, look-alike characters, HTML "
+                "character references or bidirectional controls)"
             )
         if words and set(words) <= _RANK.keys():
             return max(words, key=_RANK.__getitem__), f"{value!r} is not one label"

@@ -28,7 +28,8 @@ from langchain_ragspine.config import DEFAULT_FETCH_K
 from langchain_ragspine.document_compressors._common import positive_int
 from langchain_ragspine.document_compressors.restricted import RestrictedGate, drop_restricted
 from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, SyncCall
-from langchain_ragspine.retrievers.contract import ainvoke_retriever, invoke_retriever
+from langchain_ragspine.retrievers.contract import ainvoke_retriever, invoke_retriever, traces_own_run
+from langchain_ragspine.retrievers.gated import GatedRetriever
 
 __all__ = ["SecondStageRetriever", "gated_compression_retriever", "gated_pipeline", "selects_candidates"]
 
@@ -76,6 +77,12 @@ def gated_compression_retriever(base_retriever: BaseRetriever, transformers: Seq
     """A ``ContextualCompressionRetriever`` over ``base_retriever`` whose compressor is
     :func:`gated_pipeline` ``(transformers)``.
 
+    A ``base_retriever`` that is not one of the package's gated retrievers (:func:`~langchain_ragspine.retrievers.
+    contract.traces_own_run`) is wrapped in a :class:`~langchain_ragspine.retrievers.gated.GatedRetriever`: LangChain's
+    class runs its base as a child run with the caller's callbacks, which would hand its RESTRICTED documents to
+    LangSmith and ``astream_events`` before the gate; behind the wrapper it runs untraced and the trace shows the
+    gated result.
+
     Raises:
         TypeError: ``base_retriever`` is not a ``BaseRetriever``; a bad item in ``transformers``.
         ImportError: langchain-classic is not installed.
@@ -84,6 +91,8 @@ def gated_compression_retriever(base_retriever: BaseRetriever, transformers: Seq
         raise TypeError(f"base_retriever must be a BaseRetriever, got {type(base_retriever).__name__}")
     pipeline = gated_pipeline(transformers)
     classic, _ = _classic()
+    if not traces_own_run(base_retriever):
+        base_retriever = GatedRetriever(retriever=base_retriever)
     return classic.ContextualCompressionRetriever(base_compressor=pipeline, base_retriever=base_retriever)
 
 

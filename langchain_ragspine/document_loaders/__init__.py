@@ -2,6 +2,7 @@
 
 from langchain_ragspine.document_loaders.corpus import CorpusLoader, LoaderWarning, LoadStats
 from langchain_ragspine.document_loaders.locators import (
+    RestrictedSourceError,
     SourceLocator,
     parse_source_locator,
     read_source_text,
@@ -13,6 +14,7 @@ __all__ = [
     "CorpusLoader",
     "LoadStats",
     "LoaderWarning",
+    "RestrictedSourceError",
     "SourceLocator",
     "parse_source_locator",
     "read_source_text",

@@ -5,9 +5,11 @@ directories, skipped) or
 files:
 
 * ``.md`` / ``.markdown`` / ``.txt`` — one document per file.  Optional YAML front matter (the Jekyll/Hugo
-  convention: the file opens with a ``---`` line and the block ends at the next ``---`` or ``...`` line) is
-  parsed with ``yaml.safe_load``, removed from the text and merged into the metadata.  The rest of the file is
-  the ``page_content``, verbatim: ``text[body_offset:] == page_content`` where ``text =
+  convention: the file opens with a ``---`` line and the block ends at the next ``---`` or ``...`` line; lines
+  may end in ``\\n``, ``\\r\\n`` or ``\\r``, and whitespace, a ``#`` comment or invisible characters such as a second
+  BOM may stand around a fence) is parsed with ``yaml.safe_load``, removed from the text and merged into the
+  metadata.  A ``---`` block after blank lines is not front matter (its text is the body), and if it sets
+  ``sensitivity`` the file is refused, naming that line.  The rest of the file is the ``page_content``, verbatim: ``text[body_offset:] == page_content`` where ``text =
   path.read_bytes().decode(encoding)`` (no newline translation; a BOM and CRLFs count as stored) and
   ``body_offset`` is in the metadata, so chunk offsets index the file itself (the convention is defined in
   :mod:`langchain_ragspine.document_loaders.locators`).
@@ -16,13 +18,15 @@ files:
   Chunk locators name the line and offsets within its decoded ``text``: ``"corpus.jsonl:3#0-412"``.
 * ``<name>.json`` beside a document file is its *sidecar*: a JSON object merged into the metadata, winning
   over front matter (and, for a ``.jsonl``, over each line's fields) — except for ``sensitivity``, where the
-  most restrictive label wins.  Sidecars are never documents themselves.
+  most restrictive label wins.  Sidecars are never documents themselves.  A sidecar that is there but cannot be
+  read (a dangling symlink, a folder, a FIFO, no permission, invalid UTF-8), and a file named like it with the
+  suffix in another case (``<name>.JSON``), is an error naming it: its label is never silently lost.
 
 Sensitivity labels fail closed (the policy is :mod:`langchain_ragspine.sensitivity`): a key spelled in another
-width, case or spacing (``Ｓｅｎｓｉｔｉｖｉｔｙ``) is the label; a duplicate key (in front matter, a sidecar or a JSONL
-line), a value naming RESTRICTED among other words (``"RESTRICTED, INTERNAL"``, ``Restricted.``), a list of labels,
-and sources that disagree all resolve to the most restrictive reading, with a :class:`LoaderWarning` naming file and
-line.  Any other duplicate key keeps its last value (as ``yaml.safe_load`` and ``json.loads`` do) and is warned
+width, case or spacing (``Ｓｅｎｓｉｔｉｖｉｔｙ``), with look-alike letters (``sеnsitivity``) or HTML references is the
+label; a duplicate key (in front matter, a sidecar or a JSONL line), a value naming RESTRICTED among other words
+(``"RESTRICTED, INTERNAL"``, ``Restricted.``), a list of labels, and sources that disagree all resolve to the most
+restrictive reading, with a :class:`LoaderWarning` naming file and line.  Any other duplicate key keeps its last value (as ``yaml.safe_load`` and ``json.loads`` do) and is warned
 about too.
 
 Every document's metadata carries ``source`` (path relative to its root, POSIX slashes), ``doc_id`` (distinct and
@@ -42,6 +46,8 @@ import json
 import math
 import os
 import re
+import stat
+import unicodedata
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -122,7 +128,7 @@ class CorpusLoader(BaseLoader):
     """Load Markdown / text / JSONL files, with YAML front matter and JSON sidecar metadata, as ``Document``s.
 
     Args:
-        paths: one path or a sequence of paths; each a folder (walked recursively, entries sorted by path,
+        paths: one path or a sequence of paths; each a folder (walked to any depth, entries sorted by path,
             names starting with ``.`` skipped, symlinked folders not followed) or a file.  Folder walks pick
             up ``.md``, ``.markdown``, ``.txt`` and ``.jsonl`` files (suffix case-insensitive) and ignore the
             rest. A file reached twice (e.g. a folder and a file inside it) is loaded once, at its first
@@ -136,6 +142,8 @@ class CorpusLoader(BaseLoader):
 
     Raises:
         FileNotFoundError: a path (or ``root``) does not exist; the message names it.
+        LoaderError: a path's type cannot be read (``os.stat`` fails, e.g. permission denied on a folder above it),
+            with ``on_error="raise"`` (with ``"skip"`` it is skipped when loading).
         ValueError: a file given explicitly has an unsupported suffix (a ``.json`` sidecar included), a path
             is not inside ``root``, ``root`` is not a folder, ``paths`` is empty, ``on_error`` is not
             ``"raise"``/``"skip"``, or ``encoding`` is unknown.
@@ -159,11 +167,13 @@ class CorpusLoader(BaseLoader):
           the text of the first ``# `` heading outside code fences; else the file stem (JSONL: the
           ``doc_id``). An empty title counts as missing.
         * ``sensitivity``: the label given (a string, or a list of strings), else ``"INTERNAL"``; a key in any
-          width, case or spacing counts.  Ambiguity resolves to the most restrictive label, with a warning naming
-          file and line: duplicate keys, a value naming RESTRICTED among other words or punctuation
-          (``"RESTRICTED, INTERNAL"`` → ``"RESTRICTED"``), a list, front matter / JSONL line and sidecar that
-          disagree, and a disagreement with an unknown label (no order known: ``"RESTRICTED"``).  A label outside
-          ``PUBLIC``/``INTERNAL``/``CONFIDENTIAL``/``RESTRICTED`` is kept and warned about.
+          width, case or spacing, with look-alike letters or HTML references counts
+          (:func:`~langchain_ragspine.sensitivity.is_sensitivity_key`).  Ambiguity resolves to the most
+          restrictive label, with a warning naming file and line: duplicate keys, a value naming RESTRICTED among
+          other words or punctuation (``"RESTRICTED, INTERNAL"`` → ``"RESTRICTED"``), a list, front matter /
+          JSONL line and sidecar that disagree, and a disagreement with an unknown label (no order known:
+          ``"RESTRICTED"``).  A label outside ``PUBLIC``/``INTERNAL``/``CONFIDENTIAL``/``RESTRICTED`` is kept and
+          warned about.
         * ``body_offset`` (``.md``/``.txt``): char offset of ``page_content`` in the decoded file text (after
           front matter and a BOM); ``ParagraphTextSplitter`` adds it to chunk offsets, so they index the file.
           A JSONL document has none (a line's field of that name is dropped): its offsets index its ``text``.
@@ -173,10 +183,15 @@ class CorpusLoader(BaseLoader):
           override fields of the same name.  Sidecar keys win over front matter and JSONL line fields (except
           ``sensitivity``, see above); within one source a duplicate key keeps its last value, with a warning.
 
-    Data problems, each a :class:`LoaderError` naming file, line and field where known: undecodable bytes
+    Data problems, each a :class:`LoaderError` naming file, line and field where known: a folder that cannot be
+    listed or a document that cannot be read (an ``OSError`` such as permission denied or a name too long; with
+    ``"skip"`` that folder or document is skipped), undecodable bytes
     (line of the first bad byte), binary content (NUL bytes), a sidecar that is not valid JSON or not a JSON
-    object, a sidecar of a ``.jsonl`` that sets ``doc_id`` (it would apply to every line), malformed or
-    unclosed YAML front matter or front matter that is not a mapping, a metadata value that is not
+    object, a sidecar that is there but cannot be read (a symlink to nothing, a folder, a FIFO or other special
+    file — never opened —, no permission, an I/O error) or whose suffix differs in case (``<stem>.JSON``, also
+    beside a ``<stem>.json``), a sidecar of a ``.jsonl`` that sets ``doc_id`` (it would apply to every line),
+    malformed or unclosed YAML front matter or front matter that is not a mapping, a ``sensitivity`` key in a
+    ``---`` block after blank lines (not front matter, so the label would be lost), a metadata value that is not
     JSON-serialisable (a set, bytes, NaN, a non-string key), a ``doc_id``/``title``/``sensitivity`` of the
     wrong type (a sensitivity must be a string or a non-empty list of strings), a JSONL line that is not valid
     JSON / not an object / has no string ``text``, and a ``doc_id`` already used by an earlier document (the
@@ -235,13 +250,20 @@ class CorpusLoader(BaseLoader):
         self.on_error: OnError = on_error
         self.encoding: str = encoding
         self.stats: LoadStats = LoadStats()
+        # folder -> stem -> names with a ".json" suffix in any case (for _read_sidecar), filled once per pass
+        self._json_names: dict[str, dict[str, list[str]]] = {}
         if self.root is not None:
             if not self.root.exists():
                 raise FileNotFoundError(errno.ENOENT, "corpus root does not exist", str(self.root))
             if not self.root.is_dir():
                 raise ValueError(f"root must be a folder: {self.root}")
         for path in self.paths:
-            self._check_path(path)
+            try:
+                self._check_path(path)
+            except LoaderError:
+                if on_error == "raise":
+                    raise
+                # with "skip", lazy_load reports (and skips) it like any other unreadable file
 
     # ------------------------------------------------------------------ public API
 
@@ -256,6 +278,7 @@ class CorpusLoader(BaseLoader):
             LoaderError: a data problem, with ``on_error="raise"``.
         """
         self.stats = LoadStats()
+        self._json_names = {}
         entries = self._collect()
         seen: dict[str, str] = {}  # doc_id -> location of its first document
         for entry in entries:
@@ -285,12 +308,18 @@ class CorpusLoader(BaseLoader):
     # ------------------------------------------------------------------ discovery
 
     def _check_path(self, path: Path) -> None:
-        """Raise ``FileNotFoundError`` / ``ValueError`` for a top-level path that cannot be loaded."""
-        if not path.exists():
-            raise FileNotFoundError(errno.ENOENT, "corpus path does not exist", str(path))
-        if path.is_dir():
+        """Raise ``FileNotFoundError`` / ``ValueError`` for a top-level path that cannot be loaded, and
+        ``LoaderError`` for one whose type cannot be read (``os.stat`` fails: permission denied on a parent folder,
+        a name too long)."""
+        try:
+            mode = path.stat().st_mode
+        except OSError as exc:
+            if exc.errno in _ABSENT:
+                raise FileNotFoundError(errno.ENOENT, "corpus path does not exist", str(path)) from None
+            raise _os_error(exc, path, "cannot read this path") from None
+        if stat.S_ISDIR(mode):
             pass
-        elif path.is_file():
+        elif stat.S_ISREG(mode):
             suffix = path.suffix.lower()
             if suffix == SIDECAR_SUFFIX:
                 raise ValueError(
@@ -312,10 +341,14 @@ class CorpusLoader(BaseLoader):
         found: list[tuple[Path, Path, PurePosixPath]] = []
         seen: set[str] = set()
         for path in self.paths:
-            self._check_path(path)
+            try:
+                self._check_path(path)
+            except LoaderError as err:
+                self._problem(err)
+                continue
             if path.is_dir():
                 root = self.root if self.root is not None else path
-                files = _walk(path)
+                files = _walk(path, self._problem)
             else:
                 root = self.root if self.root is not None else path.parent
                 files = [path]
@@ -343,13 +376,17 @@ class CorpusLoader(BaseLoader):
 
     # ------------------------------------------------------------------ reading
 
-    def _read_text(self, path: Path) -> str:
+    def _read_text(self, path: Path, *, unreadable: str = "cannot read this file") -> str:
         """Decode ``path``; undecodable bytes are kept as surrogate escapes for the caller to locate.
 
         Raises:
-            LoaderError: the file is binary (NUL bytes; line of the first one) or cannot be decoded at all.
+            LoaderError: the file cannot be read (``"<unreadable>: <reason>"``: no permission, an I/O error), is
+                binary (NUL bytes; line of the first one) or cannot be decoded at all.
         """
-        raw = path.read_bytes()
+        try:
+            raw = path.read_bytes()
+        except OSError as exc:
+            raise _os_error(exc, path, unreadable) from None
         try:
             text = raw.decode(self.encoding, errors="surrogateescape")
         except UnicodeDecodeError as exc:
@@ -389,11 +426,39 @@ class CorpusLoader(BaseLoader):
         )
 
     def _read_sidecar(self, doc_path: Path) -> dict[str, Any]:
-        """The JSON object in ``<stem>.json`` beside ``doc_path`` (``{}`` if none), made JSON-safe."""
+        """The JSON object in ``<stem>.json`` beside ``doc_path`` (``{}`` if none), made JSON-safe.
+
+        A sidecar that is there but cannot be read is an error naming it, never ignored (its label would be lost):
+        a name that differs from ``<stem>.json`` only in the case of its suffix (``<stem>.JSON``, also beside a
+        ``<stem>.json``), a symlink to nothing (or a loop), a folder, a FIFO, socket or device (never opened: a
+        FIFO would block), and a file that cannot be opened or read (no permission, an I/O error).
+        """
         side = doc_path.with_suffix(SIDECAR_SUFFIX)
-        if not side.is_file():
-            return {}
-        text = self._read_text(side)
+        names = self._sidecar_names(side)
+        for name in names:
+            if name != side.name:
+                beside = f", beside {side.name}" if side.name in names else ""
+                raise LoaderError(
+                    f"named like the sidecar of {doc_path.name} but with its suffix in another case{beside}; a "
+                    f"sidecar is named exactly {side.name}: rename or remove this file, so no label is ignored",
+                    path=side.with_name(name),
+                )
+        try:
+            info = os.stat(side)
+        except FileNotFoundError:
+            if not os.path.lexists(side):
+                return {}
+            raise LoaderError(
+                f"sidecar of {doc_path.name} is a symlink to nothing ({os.readlink(side)!r}); its labels cannot "
+                "be read",
+                path=side,
+            ) from None
+        except OSError as exc:
+            raise _os_error(exc, side, f"sidecar of {doc_path.name} cannot be read") from None
+        if not stat.S_ISREG(info.st_mode):
+            kind = "a folder" if stat.S_ISDIR(info.st_mode) else "not a regular file (a FIFO, socket or device)"
+            raise LoaderError(f"sidecar of {doc_path.name} is {kind}; it must be a JSON file", path=side)
+        text = self._read_text(side, unreadable=f"sidecar of {doc_path.name} cannot be read")
         self._check_decoded(text, side)
         start = 1 if text.startswith("\ufeff") else 0
         hook = _PairsHook()
@@ -422,6 +487,24 @@ class CorpusLoader(BaseLoader):
             if labels[0][2] is not None:
                 out.lines.setdefault(SENSITIVITY_KEY, labels[0][2])
         return out
+
+    def _sidecar_names(self, side: Path) -> list[str]:
+        """The names in ``side``'s folder that are ``side.name`` up to the case of its suffix (``a.json``,
+        ``a.JSON``), from one listing of the folder per pass (``[]`` when the folder cannot be listed)."""
+        folder = str(side.parent)
+        names = self._json_names.get(folder)
+        if names is None:
+            names = {}
+            try:
+                listing = os.listdir(folder)
+            except OSError:  # e.g. a folder that can be entered but not listed: only the exact name is looked up
+                listing = []
+            for name in listing:
+                stem, suffix = os.path.splitext(name)
+                if suffix.lower() == SIDECAR_SUFFIX:
+                    names.setdefault(stem, []).append(name)
+            self._json_names[folder] = names
+        return sorted(names.get(side.stem, []))
 
     def _open(self, entry: _Entry) -> Iterator[tuple[Document, int | None]]:
         """Check the file (raising ``LoaderError``) and return an iterator of ``(document, line)``."""
@@ -587,26 +670,60 @@ def first_h1(markdown: str) -> str | None:
 STORE_MARKER = "ragspine-store.json"
 
 
-def _walk(folder: Path) -> list[Path]:
-    """Supported document files under ``folder``, hidden names and store directories skipped, sorted by path."""
+#: ``errno`` values of ``os.stat`` that mean "nothing there" (as ``Path.exists`` / ``Path.is_file`` read them).
+_ABSENT = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP})
 
-    def fail(exc: OSError) -> None:
-        raise exc
 
+def _os_error(exc: OSError, path: Path, message: str) -> LoaderError:
+    """The :class:`LoaderError` for an ``OSError`` met while loading ``path``: ``"<message>: <reason>"``
+    (``"cannot read this file: Permission denied"``), naming the path."""
+    return LoaderError(f"{message}: {_os_reason(exc)}", path=path)
+
+
+def _walk(folder: Path, problem: Callable[[LoaderError], None]) -> list[Path]:
+    """Supported document files under ``folder``, hidden names and store directories skipped, sorted by path.
+
+    The walk keeps its own stack of folders (no recursion), so any depth the file system allows is walked. A folder
+    that cannot be listed, or a file whose type cannot be read (``OSError``: permission denied, a name too long), is
+    passed to ``problem`` as a :class:`LoaderError` naming it — which raises, or records it and the walk goes on
+    without it (``on_error="skip"``).
+    """
     found: list[tuple[tuple[str, ...], Path]] = []
-    for dirpath, dirnames, filenames in os.walk(folder, onerror=fail):
-        base = Path(dirpath)
-        if (base / STORE_MARKER).exists():
-            dirnames[:] = []
+    todo = [folder]
+    while todo:
+        base = todo.pop()
+        try:
+            with os.scandir(base) as listing:
+                entries = list(listing)
+        except OSError as exc:
+            problem(_os_error(exc, base, "cannot list this folder (none of its files were loaded)"))
             continue
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for name in filenames:
+        if any(entry.name == STORE_MARKER for entry in entries):
+            continue  # a ragspine store directory
+        for entry in entries:
+            name = entry.name
             if name.startswith("."):
+                continue
+            try:
+                is_dir = entry.is_dir()
+                linked = is_dir and entry.is_symlink()
+            except OSError:
+                is_dir = linked = False  # as os.walk: read as a file below
+            if is_dir:
+                if not linked:  # symlinked folders are not followed
+                    todo.append(base / name)
                 continue
             suffix = os.path.splitext(name)[1].lower()
             if suffix in TEXT_SUFFIXES or suffix == JSONL_SUFFIX:
                 file = base / name
-                if file.is_file():
+                try:
+                    regular = stat.S_ISREG(file.stat().st_mode)
+                except OSError as exc:
+                    if exc.errno not in _ABSENT:
+                        problem(_os_error(exc, file, "cannot read this file"))
+                        continue
+                    regular = False  # a dangling symlink or a symlink loop (as Path.is_file), or removed since
+                if regular:
                     found.append((file.relative_to(folder).parts, file))
     found.sort(key=lambda item: item[0])
     return [file for _, file in found]
@@ -674,6 +791,11 @@ def _relative(path: Path, root: Path) -> PurePosixPath:
     return PurePosixPath(rel.as_posix())
 
 
+def _os_reason(exc: OSError) -> str:
+    """An ``OSError``'s reason without the path (the ``LoaderError`` names it): ``"Permission denied"``."""
+    return exc.strerror or str(exc) or type(exc).__name__
+
+
 def _line_spans(text: str) -> Iterator[tuple[int, int, int]]:
     """``(lineno, start, end)`` of each ``\\n``-separated line (``\\r`` kept; no other line breaks)."""
     pos, lineno, n = 0, 1, len(text)
@@ -685,6 +807,91 @@ def _line_spans(text: str) -> Iterator[tuple[int, int, int]]:
         pos, lineno = end + 1, lineno + 1
 
 
+#: Where a line ends, for front matter: ``\n``, ``\r\n``, a lone ``\r`` and the other line boundaries of
+#: ``str.splitlines`` (VT, FF, FS, GS, RS, NEL, LINE SEPARATOR, PARAGRAPH SEPARATOR).
+_LINE_BREAK = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+#: What ends a YAML key on a line: a ``:`` followed by whitespace, the end or a flow indicator; and the flow
+#: indicators that start a new key (``{title: T, sensitivity: X}``).
+_YAML_KEY_END = re.compile(r":(?=\s|$|[,}\]])|[{},\[\]]")
+#: Where a YAML comment starts: a ``#`` at the start of a line or after whitespace.
+_YAML_COMMENT = re.compile(r"(?:^|\s)#")
+
+
+def _lines(text: str, start: int) -> Iterator[tuple[int, int, int]]:
+    """``(start, end, next)`` of each line of ``text[start:]``: ``text[start:end]`` is the line without its break
+    (:data:`_LINE_BREAK`), ``next`` where the next line starts."""
+    pos, n = start, len(text)
+    while pos < n:
+        m = _LINE_BREAK.search(text, pos)
+        if m is None:
+            yield pos, n, n
+            return
+        yield pos, m.start(), m.end()
+        pos = m.end()
+
+
+def _invisible(ch: str) -> bool:
+    """Whether ``ch`` shows nothing: whitespace (a no-break space included) or Unicode category Cf (a BOM,
+    zero-width characters, bidi controls)."""
+    return ch.isspace() or (not ch.isascii() and unicodedata.category(ch) == "Cf")
+
+
+def _blank(line: str) -> bool:
+    """Whether ``line`` shows nothing (:func:`_invisible` characters only); stops at the first visible one."""
+    return all(_invisible(ch) for ch in line)
+
+
+def _fence(line: str) -> str | None:
+    """``"---"`` or ``"..."`` when ``line`` is a front matter fence, else ``None``: the three characters, with
+    invisible characters (:func:`_invisible`) around or between them and an optional ``#`` comment after them
+    (``"--- # metadata"``, ``"\\ufeff---\\u00a0"``, ``"-\\u200b--"``); whitespace between them makes no fence
+    (``"- - -"`` is a Markdown rule).  Reads the line only up to its first character that rules a fence out."""
+    mark = ""
+    for ch in line:
+        if ch.isspace():
+            if 0 < len(mark) < 3:
+                return None
+            continue
+        if _invisible(ch):
+            continue
+        if len(mark) == 3:
+            return mark if ch == "#" else None
+        mark += ch
+        if mark not in ("-", "--", "---", ".", "..", "..."):
+            return None
+    return mark if len(mark) == 3 else None
+
+
+def _sensitivity_line(
+    text: str, spans: Sequence[tuple[int, int, int]], first_line: int
+) -> tuple[int, str] | None:
+    """``(line, key)`` of the first line among ``spans`` (numbered from ``first_line``) holding a YAML key that names
+    the sensitivity label (:func:`~langchain_ragspine.sensitivity.is_sensitivity_key`) — block or flow style, quoted
+    or not, after a ``-`` or ``?`` indicator; comments are not read — else ``None``.  Linear in the text's length."""
+    for n, (s, e, _) in enumerate(spans):
+        line = text[s:e]
+        if ":" not in line:
+            continue
+        comment = _YAML_COMMENT.search(line)
+        if comment is not None:
+            line = line[: comment.start()]
+        key_start = 0
+        for m in _YAML_KEY_END.finditer(line):
+            if m.group() == ":":
+                key = line[key_start : m.start()].strip().lstrip("-? \t").strip()
+                if key[:1] == '"' and key[-1:] == '"':
+                    try:
+                        key = json.loads(key)
+                    except ValueError:
+                        key = key[1:-1]
+                elif key[:1] == "'" and key[-1:] == "'":
+                    key = key[1:-1].replace("''", "'")
+                if is_sensitivity_key(key):
+                    return first_line + n, key
+            key_start = m.end()
+    return None
+
+
 def _split_front_matter(text: str, start: int, path: Path) -> tuple[dict[str, Any], dict[str, int], int]:
     """Parse YAML front matter at ``text[start:]``; return ``(metadata, key_lines, body_offset)``.
 
@@ -692,23 +899,55 @@ def _split_front_matter(text: str, start: int, path: Path) -> tuple[dict[str, An
     top-level key to its 1-based line in the file (for error messages); ``body_offset`` is where the body
     starts.
 
+    Front matter opens when the first line is a ``---`` fence (:func:`_fence`: whitespace, a no-break space and
+    invisible characters such as a second BOM or a zero-width space around it, and a ``#`` comment after it, are
+    ignored) and closes at the next ``---`` or ``...`` fence line.  Lines end at ``\\n``, ``\\r\\n``, a lone ``\\r``
+    or another Unicode line boundary (:data:`_LINE_BREAK`), so a file with classic Mac line ends has front matter
+    too; the offsets count the file as stored.  A ``---`` block after blank (or invisible) lines is not front
+    matter (as in Jekyll: its text is the body), but when it holds a sensitivity key the file is refused, naming
+    that line — a label must never be indexed as the body of a document that then gets the default label.
+
     Raises:
-        LoaderError: the YAML is malformed (its line), the block is never closed, it is not a mapping, or a
-            value is not JSON-serialisable (the field and its line).
+        LoaderError: the YAML is malformed (its line), the block is never closed, it is not a mapping, a value
+            is not JSON-serialisable (the field and its line), or a ``---`` block after blank lines sets the
+            sensitivity label (that line, field ``sensitivity``).
     """
-    first_end = text.find("\n", start)
-    first = text[start : len(text) if first_end == -1 else first_end]
-    if first.rstrip(" \t\r") != "---":
+    lines = _lines(text, start)
+    opened, block_start = 0, start  # the fence's line number, and where the line after it starts
+    for s, e, after in lines:
+        opened += 1
+        if _fence(text[s:e]) == "---":
+            block_start = after
+            break
+        if not _blank(text[s:e]):
+            return {}, {}, start  # the first line with anything visible is no fence: no front matter
+    else:
+        return {}, {}, start  # empty, or blank lines only
+    block: list[tuple[int, int, int]] = []
+    closed_at: int | None = None
+    for s, e, after in lines:
+        if _fence(text[s:e]) is not None:
+            closed_at = after
+            break
+        block.append((s, e, after))
+    if opened > 1:  # blank lines before the fence: not front matter, unless it would hide a label
+        found = _sensitivity_line(text, block, opened + 1)
+        if found is not None:
+            raise LoaderError(
+                f"sets {found[1]!r} in a '---' block (line {opened}) that is not front matter because "
+                f"{opened - 1} blank line(s) come before it; front matter must open on the first line, so this "
+                "label would be indexed as text of a document with the default label — remove the blank lines",
+                path=path,
+                line=found[0],
+                field=SENSITIVITY_KEY,
+            )
         return {}, {}, start
-    if first_end != -1:
-        for _, s, e in _line_spans(text[first_end + 1 :]):
-            if text[first_end + 1 + s : first_end + 1 + e].rstrip(" \t\r") in ("---", "..."):
-                yaml_text = text[first_end + 1 : first_end + 1 + s]
-                body_offset = min(first_end + 1 + e + 1, len(text))
-                return (*_parse_front_matter(yaml_text, path), body_offset)
-    raise LoaderError(
-        "YAML front matter opened on this line is never closed by a '---' or '...' line", path=path, line=1
-    )
+    if closed_at is None:
+        raise LoaderError(
+            "YAML front matter opened on this line is never closed by a '---' or '...' line", path=path, line=1
+        )
+    yaml_text = text[block_start : block[-1][2] if block else block_start]
+    return (*_parse_front_matter(yaml_text, path), closed_at)
 
 
 def _parse_front_matter(yaml_text: str, path: Path) -> tuple[dict[str, Any], dict[str, int]]:

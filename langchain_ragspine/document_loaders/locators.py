@@ -19,7 +19,9 @@ The offsets convention (defined here, once, for the whole package):
 
 The loader records where the page content starts in the file as ``metadata["body_offset"]``
 (``read_source_text(path)[body_offset:] == page_content``); ``ParagraphTextSplitter`` adds it to every chunk's
-offsets.  :func:`resolve_source_locator` turns a locator back into the text a reader should see.
+offsets.  :func:`resolve_source_locator` turns a locator back into the text a reader should see — only from inside
+the corpus root (real paths: a symlink out of it is refused) and never the text of a RESTRICTED source unless the
+caller passes ``allow_restricted=True`` (:class:`RestrictedSourceError` otherwise).
 """
 
 from __future__ import annotations
@@ -30,7 +32,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from langchain_ragspine.document_loaders.corpus import CorpusLoader
 from langchain_ragspine.errors import LoaderError, json_type_name
+from langchain_ragspine.sensitivity import is_restricted
 
 _LOCATOR = re.compile(r"(?P<source>.+)#(?P<start>\d+)-(?P<end>\d+)", re.S)
 _JSONL_SOURCE = re.compile(r"(?P<path>.+\.jsonl):(?P<line>[1-9]\d*)", re.S | re.I)
@@ -106,11 +110,29 @@ def read_source_text(path: str | os.PathLike[str], encoding: str = "utf-8") -> s
     return Path(path).read_bytes().decode(encoding)
 
 
+class RestrictedSourceError(PermissionError):
+    """:func:`resolve_source_locator` refused to return the text of a RESTRICTED source (or of one whose labels
+    cannot be read, which counts as RESTRICTED); the message names the locator and says why.
+
+    Attributes:
+        locator: the locator asked for, as a string.
+    """
+
+    def __init__(self, message: str, *, locator: str) -> None:
+        super().__init__(message)
+        self.locator = locator
+
+
 def resolve_source_locator(
-    locator: str | SourceLocator, root: str | os.PathLike[str], *, encoding: str = "utf-8"
+    locator: str | SourceLocator,
+    root: str | os.PathLike[str],
+    *,
+    encoding: str = "utf-8",
+    allow_restricted: bool = False,
 ) -> str:
     """The text a locator names: ``read_source_text(root / path)[start:end]``, or for a JSONL line its decoded
-    ``text`` field sliced ``[start:end]``.
+    ``text`` field sliced ``[start:end]`` — never from outside ``root``, and never from a RESTRICTED source unless
+    asked for by name.
 
     Args:
         locator: a ``source_locator`` string (or a parsed :class:`SourceLocator`).
@@ -118,24 +140,29 @@ def resolve_source_locator(
             (a file's parent folder when a file was given).  When two given folders hold the same path, the
             loader lengthens ``source`` by the folders' own names (``projA/README.md``); pass their parent then.
         encoding: the loader's encoding (default ``"utf-8"``).
+        allow_restricted: return the text of a RESTRICTED source too (default ``False``).  The source's labels are
+            read as :class:`~langchain_ragspine.document_loaders.CorpusLoader` reads them (front matter, sidecar,
+            the JSONL line's fields; :func:`~langchain_ragspine.sensitivity.is_restricted` decides), from the path
+            as the loader saw it and, for a symlink, from the file it points to as well.
 
     Returns:
         The cited text; equal to the chunk's ``page_content`` while the file is unchanged since it was loaded.
 
     Raises:
-        ValueError: a malformed locator, a path that is absolute or leaves ``root`` (``..``), or a range past the
-            end of the text (the file changed since it was loaded?).
+        ValueError: a malformed locator; a path that is absolute, has a ``..`` part, or whose real path (symlinks
+            followed) is outside the real path of ``root``; a range past the end of the text (the file changed
+            since it was loaded?).
+        RestrictedSourceError: the source is RESTRICTED, or its labels cannot be read (the loader refuses the file
+            or yields no document for the line), and ``allow_restricted`` is ``False``.
         OSError, UnicodeDecodeError: as :func:`read_source_text`.
-        LoaderError: the JSONL line is missing, not JSON, or has no string ``text``.
+        LoaderError: the JSONL line is missing, not JSON, or has no string ``text``; the file's metadata cannot be
+            read (bad front matter, a bad sidecar), unless ``allow_restricted``.
 
     Example:
         >>> resolve_source_locator("laws/labour.md#120-598", "corpus")  # doctest: +SKIP
     """
     loc = parse_source_locator(locator) if isinstance(locator, str) else locator
-    rel = PurePosixPath(loc.path)
-    if rel.is_absolute() or ".." in rel.parts:
-        raise ValueError(f"source locator path must be relative to the corpus root, got {loc.path!r}")
-    path = Path(root) / rel
+    path = _inside_root(loc, root)
     text = read_source_text(path, encoding)
     if loc.line is not None:
         text = _jsonl_text(text, loc.line, path)
@@ -144,7 +171,52 @@ def resolve_source_locator(
         raise ValueError(
             f"source locator {str(loc)!r} ends past the {where} ({len(text)} characters): changed since it was loaded?"
         )
+    if not allow_restricted:
+        _refuse_restricted(loc, [Path(root) / loc.path, path], encoding)
     return text[loc.start : loc.end]
+
+
+def _inside_root(loc: SourceLocator, root: str | os.PathLike[str]) -> Path:
+    """The real path (symlinks followed) of ``root / loc.path``, refusing one outside the real path of ``root``.
+
+    Raises:
+        ValueError: the path is absolute, has a ``..`` part, or resolves outside ``root``.
+    """
+    rel = PurePosixPath(loc.path)
+    if rel.is_absolute() or ".." in rel.parts:
+        raise ValueError(f"source locator path must be relative to the corpus root, got {loc.path!r}")
+    real_root = Path(root).resolve()
+    path = (real_root / rel).resolve()
+    if not path.is_relative_to(real_root):
+        raise ValueError(
+            f"source locator {str(loc)!r} leaves the corpus root {os.fspath(root)!r}: {loc.path!r} resolves to a "
+            "file outside it (through a symlink)"
+        )
+    return path
+
+
+def _refuse_restricted(loc: SourceLocator, paths: list[Path], encoding: str) -> None:
+    """Raise :class:`RestrictedSourceError` when the source at any of ``paths`` (the path as the loader saw it, the
+    file it resolves to) is RESTRICTED, or the loader yields no document for it (its labels cannot be read)."""
+    for path in dict.fromkeys(paths):
+        # one file is loaded as a whole (its metadata problem is raised); a JSONL file up to the line, skipping
+        # problems of other lines (the loader warns about them), as an ingest with on_error="skip" would
+        loader = CorpusLoader(path, encoding=encoding, on_error="raise" if loc.line is None else "skip")
+        doc = next((d for d in loader.lazy_load() if loc.line is None or d.metadata.get("line") == loc.line), None)
+        if doc is None:
+            why = "; ".join(reason for _, line, reason in loader.stats.skipped if line in (None, loc.line))
+            raise RestrictedSourceError(
+                f"source locator {str(loc)!r}: the loader yields no document for {loc.source!r}"
+                f"{f' ({why})' if why else ''}, so its sensitivity label cannot be read; refusing its text (pass "
+                "allow_restricted=True to read it anyway)",
+                locator=str(loc),
+            )
+        if is_restricted(doc.metadata):
+            raise RestrictedSourceError(
+                f"source locator {str(loc)!r} names a RESTRICTED source ({loc.source!r}); its text is returned only "
+                "with allow_restricted=True",
+                locator=str(loc),
+            )
 
 
 def _jsonl_text(text: str, line: int, path: Path) -> str:

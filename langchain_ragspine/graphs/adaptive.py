@@ -349,7 +349,7 @@ def build_adaptive_rag(
     llm: BaseChatModel | str | None = None,
     *,
     max_retries: int = 2,
-    relax_filters: bool = True,
+    relax_filters: bool = False,
     graders: Graders | None = None,
     answer_chain: Runnable[Any, Any] | None = None,
     k: int | None = None,
@@ -368,7 +368,9 @@ def build_adaptive_rag(
     ``→ merge_answers``.
 
     Args: as :func:`~langchain_ragspine.graphs.build_corrective_rag` (``max_retries`` bounds the single path;
-    sub-question branches do not retry).
+    sub-question branches do not retry).  Filters are kept on every route (sub-questions and the fallback search
+    with the run's ``filters``); only the single path's corrective loop may drop them, and only with
+    ``relax_filters=True`` (default ``False``), reported as in the corrective graph.
 
     Output :class:`~langchain_ragspine.graphs.state.AdaptiveRAGOutput`: also ``route`` (``"none"``, ``"single"``,
     ``"decompose"``) and ``sub_questions``; for a merged answer, ``documents`` is every passage the sub-answers
@@ -382,8 +384,8 @@ def build_adaptive_rag(
     with an LLM, :func:`adaptive_rag_max_llm_calls` model calls (30 for ``max_retries=2`` and 6 documents a search).
 
     Raises:
-        TypeError / ValueError: a bad ``retriever``, ``llm``, ``graders``, ``max_retries``, ``k``, ``prompts`` or
-            ``compressors``.
+        TypeError / ValueError: a bad ``retriever``, ``llm``, ``graders``, ``max_retries``, ``relax_filters``, ``k``,
+            ``prompts`` or ``compressors``.
     """
     parts = make_parts(
         retriever, llm, max_retries=max_retries, relax_filters=relax_filters, graders=graders,
@@ -391,7 +393,7 @@ def build_adaptive_rag(
         tokenizer=tokenizer, prompts=prompts, compressors=compressors,
     )
     builder = new_graph(AdaptiveRAGState, AdaptiveRAGOutput)
-    resets = {"filters_dropped": False, "route": "", "sub_questions": [], "sub_answers": replace([]), "fallbacks": 0}
+    resets = {"route": "", "sub_questions": [], "sub_answers": replace([]), "fallbacks": 0}
     builder.add_node("prepare", partial(prepare, parts=parts, extra=resets))
     builder.add_node("classify", partial(classify, parts=parts))
     builder.add_node("respond_directly", partial(respond_directly, parts=parts))

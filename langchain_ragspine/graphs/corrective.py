@@ -2,9 +2,9 @@
 
 Yan et al., "Corrective Retrieval Augmented Generation" (2024): a retrieval evaluator grades what was retrieved;
 when nothing is relevant the system *corrects* before generating.  The paper's corrections are query rewriting and
-web search; here the correction sequence is, in order: drop the metadata filter (when the search had one), rewrite
-the query (with the LLM, else deterministically), and finally refuse with an explicit "insufficient context"
-answer.  Every correction counts against ``max_retries`` (a counter in state, invariant 7), so the graph ends within
+web search; here the correction sequence is, in order: drop the metadata filter (only when the caller asks for it
+by name, ``relax_filters=True``, and the search had one; then reported), rewrite the query (with the LLM, else
+deterministically), and finally refuse with an explicit "insufficient context" answer.  Every correction counts against ``max_retries`` (a counter in state, invariant 7), so the graph ends within
 a fixed number of supersteps whatever the graders say.
 
 ``original_query`` is what the answer addresses (relevance is graded against it); ``search_query`` is what is
@@ -59,7 +59,7 @@ def build_corrective_rag(
     llm: BaseChatModel | str | None = None,
     *,
     max_retries: int = 2,
-    relax_filters: bool = True,
+    relax_filters: bool = False,
     graders: Graders | None = None,
     answer_chain: Runnable[Any, Any] | None = None,
     k: int | None = None,
@@ -73,9 +73,13 @@ def build_corrective_rag(
     """Compile the corrective RAG graph.
 
     Nodes: ``prepare → retrieve → restricted_gate [→ compress] → grade_documents →`` ``generate`` (some document
-    relevant) or a correction — ``drop_filters`` (first, when ``filters`` were given and ``relax_filters``), then
-    ``rewrite_query`` — back to ``retrieve``; ``refuse`` once ``max_retries`` corrections were made or a rewrite
-    repeats a tried query.
+    relevant) or a correction — ``drop_filters`` (first, only when ``filters`` were given and ``relax_filters=True``),
+    then ``rewrite_query`` — back to ``retrieve``; ``refuse`` once ``max_retries`` corrections were made or a
+    rewrite repeats a tried query.
+
+    Filters never widen unless asked for by name: a run's ``filters`` are ANDed with the retriever's own, and by
+    default they are kept — nothing relevant under them means a rewrite, then a refusal, never documents from
+    outside them.
 
     Args:
         retriever: any ``BaseRetriever`` (``filters`` passed as ``filter=`` when it takes it, else applied to its
@@ -83,27 +87,30 @@ def build_corrective_rag(
         llm: chat model, :func:`~langchain_ragspine.config.make_chat_model` spec, or ``None`` (default: no LLM —
             lexical graders, deterministic rewrite, extractive answer).  With an LLM the common path makes two
             model calls: one grades every retrieved passage, one answers.
-        max_retries: corrections allowed (default 2: with filters, drop filters → rewrite → refuse; without,
-            rewrite → rewrite → refuse).  ``0`` refuses as soon as nothing is relevant.  A run may lower it
-            (``context={"max_retries": 0}``), never raise it.
-        relax_filters: allow the drop-filters correction (default ``True``, as CRAG's "widen the search").  Set it
-            to ``False`` when filters scope access: dropping them widens what can be retrieved (RESTRICTED chunks
-            stay gated either way).
+        max_retries: corrections allowed (default 2: rewrite → rewrite → refuse; with ``relax_filters=True`` and
+            filters, drop filters → rewrite → refuse).  ``0`` refuses as soon as nothing is relevant.  A run may
+            lower it (``context={"max_retries": 0}``), never raise it.
+        relax_filters: allow the drop-filters correction, CRAG's "widen the search" (default ``False``: filters
+            often scope access — a tenant, a department — so they are kept).  With ``True``, a run whose filtered
+            search finds nothing relevant searches again without its ``filters`` (the retriever's own filter and the
+            RESTRICTED gate still hold) and reports it: ``filters_dropped=True``, ``dropped_filters``, a
+            ``drop_filters`` trace entry and, in chat mode, the ``AIMessage``'s ``response_metadata`` and a note
+            after the answer.  A run may turn it off (``context={"relax_filters": False}``), never on.
         graders, answer_chain, k, max_docs, lost_in_the_middle, tokenizer, prompts, compressors, checkpointer: as in
             :func:`~langchain_ragspine.graphs.build_simple_rag`.
 
     Input :class:`~langchain_ragspine.graphs.state.RAGInput` (``{"question", "filters"}`` or ``{"messages"}``);
     output :class:`~langchain_ragspine.graphs.state.CorrectiveRAGOutput`: ``answer``, ``citations``,
     ``documents``, ``trace``, ``refused``, ``original_query``, ``search_query``, ``retries``, ``retry_reason``,
-    ``filters_dropped``, … .
+    ``filters_dropped``, ``dropped_filters``, … .
 
     Bound: at most :func:`corrective_rag_max_steps` ``= 5 + 4 * max_retries`` supersteps (13 by default; one more
     per retrieval with compressors); the compiled graph's ``recursion_limit`` is set to cover it, and any larger
     limit changes nothing.
 
     Raises:
-        TypeError / ValueError: a bad ``retriever``, ``llm``, ``graders``, ``max_retries``, ``k``, ``prompts`` or
-            ``compressors``.
+        TypeError / ValueError: a bad ``retriever``, ``llm``, ``graders``, ``max_retries``, ``relax_filters``, ``k``,
+            ``prompts`` or ``compressors``.
     """
     parts = make_parts(
         retriever, llm, max_retries=max_retries, relax_filters=relax_filters, graders=graders,
@@ -111,7 +118,7 @@ def build_corrective_rag(
         tokenizer=tokenizer, prompts=prompts, compressors=compressors,
     )
     builder = new_graph(CorrectiveRAGState, CorrectiveRAGOutput)
-    builder.add_node("prepare", partial(prepare, parts=parts, extra={"filters_dropped": False}))
+    builder.add_node("prepare", partial(prepare, parts=parts))
     add_retrieval(builder, parts)
     add_corrective_loop(builder, parts, partial(route_after_grading, parts=parts))
     builder.add_edge(START, "prepare")

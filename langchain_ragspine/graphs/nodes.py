@@ -4,8 +4,14 @@ A node is ``node(state, *, parts) -> partial update``; an edge is ``edge(state, 
 builders bind the run-independent parts (retriever, graders, answer chain, chat model, prompts, compressors) with
 ``functools.partial(node, parts=parts)`` — one frozen :class:`GraphParts` per compiled graph — so every node is a
 plain, typed, documented function that a test can call with a state dict.  Per-run settings (``k``,
-``max_retries``: :class:`~langchain_ragspine.graphs.state.RAGContext`) are read once by :func:`prepare` and kept in
-state, so every loop is bounded by state (invariant 7).
+``max_retries``, ``relax_filters``: :class:`~langchain_ragspine.graphs.state.RAGContext`) are read once by
+:func:`prepare` and kept in state, so every loop is bounded by state (invariant 7).
+
+Filters never widen unless the caller asks by name: a run's ``filters`` are ANDed with the retriever's own (the
+retriever-call contract), and the corrective loop's ``drop_filters`` correction runs only on a graph built with
+``relax_filters=True`` (default ``False``; a run may turn it off, never on).  When it runs, the result says so —
+``filters_dropped``, ``dropped_filters``, the ``drop_filters`` trace entry naming the filters — and so does the chat
+reply (:func:`reply`: ``response_metadata`` and a one-line note in the question's language).
 
 The RESTRICTED gate runs before anything reads documents: the ``retrieve`` node drops RESTRICTED chunks the moment
 the retriever returns them (so restricted text never enters graph state, checkpoints or streamed updates), the
@@ -80,6 +86,7 @@ except ImportError:  # pragma: no cover - depends on the installed LangGraph
     RunnableCallable = None  # type: ignore[assignment,misc]
 
 __all__ = [
+    "FILTERS_DROPPED_NOTE",
     "REWRITE_PROMPT",
     "SMALL_TALK_CHECK_PROMPT",
     "SMALL_TALK_PROMPT",
@@ -113,6 +120,13 @@ NOSTREAM: RunnableConfig = {"tags": [NOSTREAM_TAG]}
 
 _GATE = RestrictedGate()
 
+#: The note a chat reply carries when the corrective loop dropped the filters (``relax_filters=True``).
+FILTERS_DROPPED_NOTE: dict[str, str] = {
+    "ja": "（指定されたフィルタに合う関連文書がなかったため、フィルタを外して検索しました。）",
+    "zh": "（没有符合过滤条件的相关文档，因此已去掉过滤条件进行检索。）",
+    "en": "(Nothing relevant matched the filters, so they were dropped for this search.)",
+}
+
 SMALL_TALK_REPLY: dict[str, str] = {
     "ja": "こんにちは。登録された文書についての質問にお答えします。",
     "zh": "你好！我可以回答关于已索引文档的问题。",
@@ -135,7 +149,8 @@ class GraphParts:
         tokenizer: for the deterministic rewrite and the lexical checks.
         prompts: the prompts of the model calls.
         compressors: ``BaseDocumentCompressor``s run after the RESTRICTED gate, before grading.
-        relax_filters: whether the corrective loop may drop the metadata filter.
+        relax_filters: whether the corrective loop may drop the metadata filter (default ``False``: filters scope
+            access, so they are kept); a run may turn it off, never on.
     """
 
     retriever: BaseRetriever
@@ -149,7 +164,7 @@ class GraphParts:
     tokenizer: str | Tokenizer = "auto"
     prompts: GraphPrompts = field(default_factory=GraphPrompts)
     compressors: tuple[BaseDocumentCompressor, ...] = ()
-    relax_filters: bool = True
+    relax_filters: bool = False
 
 
 # -- parts ----------------------------------------------------------------------------------------------------------
@@ -219,6 +234,17 @@ def run_retrieval(
     return kept, [*kept, *gated], info
 
 
+def check_relax_filters(relax_filters: Any) -> bool:
+    """``relax_filters`` if it is a bool (a truthy string such as ``"false"`` must not widen a search).
+
+    Raises:
+        TypeError: anything else.
+    """
+    if not isinstance(relax_filters, bool):
+        raise TypeError(f"relax_filters must be True or False, got {relax_filters!r}")
+    return relax_filters
+
+
 def check_k(k: Any, *, name: str = "k") -> int | None:
     """``k`` if it is ``None`` or an ``int >= 1``.
 
@@ -263,16 +289,18 @@ def make_parts(
     tokenizer: str | Tokenizer,
     prompts: GraphPrompts | None,
     compressors: Sequence[BaseDocumentCompressor] | None,
-    relax_filters: bool = True,
+    relax_filters: bool = False,
 ) -> GraphParts:
     """Check a builder's arguments and bundle them as :class:`GraphParts` (arguments as in the builders, which
-    pass each one: their signatures hold the defaults; ``relax_filters`` only matters to the corrective loop).
+    pass each one: their signatures hold the defaults; ``relax_filters`` (default ``False``) only matters to the
+    corrective loop).
 
     Raises:
-        TypeError / ValueError: a bad ``retriever``, ``llm``, ``graders``, ``max_retries``, ``k``, ``prompts`` or
-            ``compressors``.
+        TypeError / ValueError: a bad ``retriever``, ``llm``, ``graders``, ``max_retries``, ``k``, ``prompts``,
+            ``compressors`` or ``relax_filters`` (not a bool: ``"no"`` would widen).
     """
     check_retriever(retriever)
+    relax = check_relax_filters(relax_filters)
     retries = check_max_retries(max_retries)
     if prompts is not None and not isinstance(prompts, GraphPrompts):
         raise TypeError(f"prompts must be a GraphPrompts, got {prompts!r}")
@@ -288,17 +316,21 @@ def make_parts(
     return GraphParts(
         retriever=retriever, llm=model, graders=grade, chain=chain, k=check_k(k), max_retries=retries,
         max_docs=max_docs, lost_in_the_middle=lost_in_the_middle, tokenizer=tokenizer, prompts=p,
-        compressors=check_compressors(compressors), relax_filters=relax_filters,
+        compressors=check_compressors(compressors), relax_filters=relax,
     )
 
 
-def run_settings(parts: GraphParts, runtime: Runtime[RAGContext] | None, config: RunnableConfig | None) -> tuple[int | None, int]:
-    """This run's ``(k, max_retries)``: the run context (``context={...}``), else ``config["configurable"]``, else
-    the builder's values.
+def run_settings(
+    parts: GraphParts, runtime: Runtime[RAGContext] | None, config: RunnableConfig | None
+) -> tuple[int | None, int, bool]:
+    """This run's ``(k, max_retries, relax_filters)``: the run context (``context={...}``), else
+    ``config["configurable"]``, else the builder's values.  The builder's ``max_retries`` and ``relax_filters`` are
+    ceilings: a run may lower them, never raise them (so a served graph's user cannot widen a filter).
 
     Raises:
-        ValueError: ``k < 1``, a negative ``max_retries``, or one above the builder's (the compiled ceiling).
-        TypeError: a value that is not an int.
+        ValueError: ``k < 1``, a negative ``max_retries``, or one above the builder's (the compiled ceiling);
+            ``relax_filters=True`` on a graph built without it.
+        TypeError: a ``k`` / ``max_retries`` that is not an int, a ``relax_filters`` that is not a bool.
     """
     context: Mapping[str, Any] = {}
     if runtime is not None and isinstance(runtime.context, Mapping):
@@ -319,7 +351,14 @@ def run_settings(parts: GraphParts, runtime: Runtime[RAGContext] | None, config:
             f"max_retries={retries} for this run exceeds the graph's max_retries={parts.max_retries}; build the "
             "graph with a larger max_retries"
         )
-    return k, retries
+    relax = check_relax_filters(pick("relax_filters", parts.relax_filters))
+    if relax and not parts.relax_filters:
+        raise ValueError(
+            "relax_filters=True for this run, but this graph was built to keep its filters (relax_filters=False, the "
+            "default; the self-RAG and simple graphs never drop them): a run cannot widen a filter; build the graph "
+            "with relax_filters=True to allow it"
+        )
+    return k, retries, relax
 
 
 def message_text(message: BaseMessage) -> str:
@@ -381,13 +420,22 @@ def reply(state: Mapping[str, Any], answer: str, message_id: str | None = None) 
     """The ``messages`` update of a node that sets the answer: in chat mode, the answer as a new ``AIMessage``
     (id ``message_id`` — the answer model's — else a fresh one) that replaces this run's earlier reply, if any
     (``RemoveMessage``; Self-RAG may answer more than once in a run), and the new ``reply_id``; otherwise
-    nothing."""
+    nothing.
+
+    When this run dropped its filters (``filters_dropped``), the message says so: ``response_metadata``
+    ``{"filters_dropped": True, "dropped_filters": {...}}`` and :data:`FILTERS_DROPPED_NOTE` (in the question's
+    language) on a line after the answer; the ``answer`` key itself stays the cited answer."""
     if not state.get("chat"):
         return {}
     new_id = message_id or str(uuid.uuid4())
     previous = state.get("reply_id")
     messages: list[BaseMessage] = [RemoveMessage(id=previous)] if previous and previous != new_id else []
-    messages.append(AIMessage(content=answer, id=new_id))
+    if state.get("filters_dropped"):
+        note = FILTERS_DROPPED_NOTE[detect_language(str(state.get("original_query") or answer))]
+        report = {"filters_dropped": True, "dropped_filters": state.get("dropped_filters")}
+        messages.append(AIMessage(content=f"{answer}\n{note}", id=new_id, response_metadata=report))
+    else:
+        messages.append(AIMessage(content=answer, id=new_id))
     return {"messages": messages, "reply_id": new_id}
 
 
@@ -406,14 +454,14 @@ def prepare(
 
     Raises (when the node runs):
         ValueError: no question (``question`` missing or blank and no human message); a malformed ``filters``; a
-            bad per-run ``k`` / ``max_retries`` (see :func:`run_settings`).
+            bad per-run ``k`` / ``max_retries`` / ``relax_filters`` (see :func:`run_settings`).
     """
     question, chat = question_of(state)
     filters = state.get("filters") or None
     if filters is not None and not isinstance(filters, Mapping):
         raise ValueError(f"'filters' must be a dict or None, got {filters!r}")
     compile_filter(filters)
-    k, retries = run_settings(parts, runtime, config)
+    k, retries, relax = run_settings(parts, runtime, config)
     return {
         "question": None,
         "filters": None,
@@ -422,6 +470,7 @@ def prepare(
         "reply_id": None,
         "k": k,
         "max_retries": retries,
+        "relax_filters": relax,
         "original_query": question,
         "search_query": question,
         "documents": replace([]),
@@ -435,6 +484,8 @@ def prepare(
         "retry_reason": None,
         "tried_queries": [question],
         "mode": "",
+        "filters_dropped": False,
+        "dropped_filters": None,
         "trace": replace([{"step": "prepare", "filters": bool(filters)}]),
         **(extra or {}),
     }
@@ -600,13 +651,17 @@ def refuse(state: RAGState) -> dict[str, Any]:
 
 
 def drop_filters(state: RAGState) -> dict[str, Any]:
-    """Node ``drop_filters`` (CRAG's first correction): search again without the metadata filter."""
+    """Node ``drop_filters`` (CRAG's first correction, only on a graph built with ``relax_filters=True``): search
+    again without the run's metadata filter, and report it — ``filters_dropped``, ``dropped_filters`` (the filter
+    dropped) and the trace entry ``{"step": "drop_filters", "attempt", "filters"}``."""
     attempt = int(state.get("retries", 0)) + 1
+    dropped = dict(state.get("search_filters") or {}) or None
     return {
         "search_filters": None,
         "filters_dropped": True,
+        "dropped_filters": dropped,
         "retries": attempt,
-        "trace": [{"step": "drop_filters", "attempt": attempt}],
+        "trace": [{"step": "drop_filters", "attempt": attempt, "filters": dropped}],
     }
 
 
@@ -768,12 +823,14 @@ def compile_graph(
 def route_after_grading(state: CorrectiveRAGState, *, parts: GraphParts) -> str:
     """Edge after ``grade_documents`` (CRAG's correction order): ``generate`` when a document is relevant; else
     ``refuse`` once ``retries`` reached the run's ``max_retries``; else ``drop_filters`` when the search was
-    filtered (and the builder's ``relax_filters``); else ``rewrite_query``."""
+    filtered and the run may relax filters (the builder's ``relax_filters=True``, not turned off for the run);
+    else ``rewrite_query``."""
     if state.get("documents"):
         return "generate"
     if int(state.get("retries", 0)) >= int(state.get("max_retries", parts.max_retries)):
         return "refuse"
-    if parts.relax_filters and state.get("search_filters") and not state.get("filters_dropped"):
+    relax = parts.relax_filters and state.get("relax_filters", False) is True
+    if relax and state.get("search_filters") and not state.get("filters_dropped"):
         return "drop_filters"
     return "rewrite_query"
 

@@ -174,7 +174,7 @@ def build_self_rag(
     containment, which extractive answers pass by construction.
 
     Args: as :func:`~langchain_ragspine.graphs.build_corrective_rag` (no filter relaxation here: retries rewrite
-    the query and keep ``filters``).
+    the query and keep ``filters``; a run's ``context={"relax_filters": True}`` is a ``ValueError``).
 
     Output :class:`~langchain_ragspine.graphs.state.SelfRAGOutput`: also ``use_retrieval``, ``supported`` /
     ``useful`` (the last verdicts) and ``retry_reason`` (why the last retry, or the refusal, happened).

@@ -145,10 +145,14 @@ class RAGContext(TypedDict, total=False):
         k: results per retrieval for this run (default: the builder's ``k``).  An ``int >= 1``.
         max_retries: corrections / retries allowed for this run, ``0 <= max_retries <=`` the builder's
             ``max_retries`` (the builder's value is the ceiling, so the compiled bound still holds).
+        relax_filters: ``False`` keeps the filters for this run on a graph built with ``relax_filters=True``;
+            ``True`` on a graph built without it is a ``ValueError``: the builder's value is the ceiling, so whoever
+            calls a graph (a served one included) cannot widen its filters.
     """
 
     k: int
     max_retries: int
+    relax_filters: bool
 
 
 class RAGOutput(TypedDict, total=False):
@@ -157,8 +161,10 @@ class RAGOutput(TypedDict, total=False):
     ``answer``, ``citations`` (``[{"n", "chunk_id", "doc_id", "title", "source_locator", "attributed"}]``),
     ``documents`` (the passages the answer was given, ``citations[i]["n"]`` indexes them), ``trace``, ``refused``,
     ``mode``, the answer chain's reports (``invalid_citations``, ``unsupported_sentences``, ``warning``), the
-    loop's outcome (``retries``, ``retry_reason``, ``original_query``, ``search_query``) and, for a chat input,
-    ``messages`` with the answer appended.
+    loop's outcome (``retries``, ``retry_reason``, ``original_query``, ``search_query``), whether the run's filters
+    were widened (``filters_dropped``: only a corrective loop built with ``relax_filters=True`` drops them, and the
+    answer or refusal then comes from the unfiltered search; ``dropped_filters``: the filters dropped, else
+    ``None``) and, for a chat input, ``messages`` with the answer appended (its ``AIMessage`` reports a drop too).
     """
 
     answer: str
@@ -174,13 +180,14 @@ class RAGOutput(TypedDict, total=False):
     retry_reason: str | None
     original_query: str
     search_query: str
+    filters_dropped: bool
+    dropped_filters: dict[str, Any] | None
     messages: Annotated[list[AnyMessage], add_messages]
 
 
 class CorrectiveRAGOutput(RAGOutput, total=False):
-    """The corrective graph's output: also ``filters_dropped`` (the answer was found without the filter)."""
-
-    filters_dropped: bool
+    """The corrective graph's output (``filters_dropped`` / ``dropped_filters`` are every graph's, see
+    :class:`RAGOutput`; only this loop, and the adaptive graph's single path, may set them)."""
 
 
 class AdaptiveRAGOutput(CorrectiveRAGOutput, total=False):
@@ -206,10 +213,12 @@ class RAGState(TypedDict, total=False):
             checkpointed thread never sees it).
         messages: the chat state (input and, in chat mode, output; reducer ``add_messages``).
         filters: metadata filter (input; consumed by ``prepare`` like ``question``).
-        search_filters: the filter the searches of this run use (the corrective graph may drop it).
+        search_filters: the filter the searches of this run use (the corrective graph drops it only when the
+            builder's ``relax_filters=True`` and the run did not turn it off).
         chat: whether the question came from ``messages`` (the answer is then appended to them).
         reply_id: the id of this run's ``AIMessage`` (a later node's answer replaces the earlier one's).
         max_retries: the retry bound of this run (builder ``max_retries``, or a smaller per-run value).
+        relax_filters: whether this run may drop its filters (builder ``relax_filters``, or ``False`` per run).
         k: results per retrieval for this run (``None``: the retriever's own).
         original_query: the question the answer addresses (always the input question).
         search_query: what is searched (the question, or a rewrite of it).
@@ -231,6 +240,8 @@ class RAGState(TypedDict, total=False):
         tried_queries: every ``search_query`` searched so far (a rewrite that repeats one ends the loop).
         mode: how the answer was made (``"llm"``, ``"extractive"``, ``"extractive_fallback"``, ``"direct"``,
             ``"refusal"``, ``"merged"``).
+        filters_dropped: whether this run's corrective loop dropped its filters (``relax_filters=True`` only).
+        dropped_filters: the filters it dropped, else ``None``.
     """
 
     question: str | None
@@ -240,6 +251,7 @@ class RAGState(TypedDict, total=False):
     chat: bool
     reply_id: str | None
     max_retries: int
+    relax_filters: bool
     k: int | None
     original_query: str
     search_query: str
@@ -255,12 +267,13 @@ class RAGState(TypedDict, total=False):
     retry_reason: str | None
     tried_queries: list[str]
     mode: str
+    filters_dropped: bool
+    dropped_filters: dict[str, Any] | None
 
 
 class CorrectiveRAGState(RAGState, total=False):
-    """State of the corrective graph: ``filters_dropped`` records the first correction."""
-
-    filters_dropped: bool
+    """State of the corrective graph (``filters_dropped`` / ``dropped_filters``, which its drop-filters correction
+    writes, are in :class:`RAGState`: every node that answers reads them)."""
 
 
 class AdaptiveRAGState(CorrectiveRAGState, total=False):

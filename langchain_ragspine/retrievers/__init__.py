@@ -7,6 +7,7 @@ from langchain_ragspine.retrievers.contract import (
     ainvoke_retriever,
     invoke_retriever,
     retriever_params,
+    traces_own_run,
 )
 from langchain_ragspine.retrievers.decomposition import DecompositionRetriever
 from langchain_ragspine.retrievers.dense import DenseRetriever
@@ -16,9 +17,11 @@ from langchain_ragspine.retrievers.filter_extraction import (
     LLMFilterExtractor,
     RuleFilterExtractor,
 )
+from langchain_ragspine.retrievers.gated import GatedRetriever
 from langchain_ragspine.retrievers.glossary import Glossary, GlossaryQueryRewriter, GlossaryRetriever
 from langchain_ragspine.retrievers.hybrid import HybridRetriever, fuse
 from langchain_ragspine.retrievers.hyde import HyDERetriever
+from langchain_ragspine.retrievers.live import LiveStoreRetriever, StoreReloadWarning
 from langchain_ragspine.retrievers.multi_index import (
     KeywordRouter,
     LLMRouter,
@@ -44,6 +47,7 @@ __all__ = [
     "DenseRetriever",
     "EmbedAsIgnoredWarning",
     "FilterExtractionRetriever",
+    "GatedRetriever",
     "Glossary",
     "GlossaryQueryRewriter",
     "GlossaryRetriever",
@@ -52,6 +56,7 @@ __all__ = [
     "KeywordRouter",
     "LLMFilterExtractor",
     "LLMRouter",
+    "LiveStoreRetriever",
     "MultiIndexRetriever",
     "MultiQueryRetriever",
     "ParentChildRetriever",
@@ -62,6 +67,7 @@ __all__ = [
     "RetrieverParams",
     "RuleFilterExtractor",
     "StepBackRetriever",
+    "StoreReloadWarning",
     "ainvoke_retriever",
     "asearch_index",
     "fuse",
@@ -70,6 +76,7 @@ __all__ = [
     "merge_index_results",
     "parse_query_variants",
     "retriever_params",
+    "traces_own_run",
     "search_index",
     "tag_index",
 ]

@@ -172,7 +172,9 @@ class DocumentRoleVectorStoreRetriever(VectorStoreRetriever):
     """A ``VectorStoreRetriever`` that embeds its query text as a document: what :func:`embed_as_target` searches
     in place of a LangChain ``VectorStoreRetriever`` for ``embed_as="document"``.  Same store, search type
     (``"similarity"`` or ``"mmr"``) and ``search_kwargs``; the text goes through the store's ``embeddings``
-    ``embed_documents`` and then ``similarity_search_by_vector`` / ``max_marginal_relevance_search_by_vector``.
+    ``embed_documents`` and then ``similarity_search_by_vector`` / ``max_marginal_relevance_search_by_vector``.  A
+    call's ``filter`` never replaces the retriever's
+    (:func:`~langchain_ragspine.vectorstores.base.search_kwargs_for_call`: ANDed over the package's stores).
 
     Raises:
         ValueError: a search type other than ``"similarity"`` / ``"mmr"``, or a store without ``embeddings``
@@ -190,15 +192,21 @@ class DocumentRoleVectorStoreRetriever(VectorStoreRetriever):
         return cls(vectorstore=retriever.vectorstore, search_type=retriever.search_type,
                    search_kwargs=dict(retriever.search_kwargs), tags=retriever.tags, metadata=retriever.metadata)
 
+    def _search_kwargs(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        # a call's filter never widens the retriever's (vectorstores/base.py; imported here: it imports this module)
+        from langchain_ragspine.vectorstores.base import search_kwargs_for_call
+
+        return search_kwargs_for_call(self.vectorstore, self.search_kwargs, kwargs)
+
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        return search_as_document(self.vectorstore, self.search_type, query, self.search_kwargs | kwargs)
+        return search_as_document(self.vectorstore, self.search_type, query, self._search_kwargs(kwargs))
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        return await asearch_as_document(self.vectorstore, self.search_type, query, self.search_kwargs | kwargs)
+        return await asearch_as_document(self.vectorstore, self.search_type, query, self._search_kwargs(kwargs))
 
 
 def _document_encoder(embedding: Embeddings) -> Embeddings:

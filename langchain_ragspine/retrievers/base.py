@@ -44,7 +44,7 @@ from pydantic import ConfigDict, PrivateAttr, model_validator
 
 from langchain_ragspine.arguments import check_arguments, unknown_arguments_message
 from langchain_ragspine.documents import check_k
-from langchain_ragspine.retrievers.contract import child_config
+from langchain_ragspine.retrievers.contract import child_config, gated_exit
 from langchain_ragspine.sensitivity import drop_restricted, is_restricted
 
 __all__ = [
@@ -377,6 +377,7 @@ class ContractRetriever(SyncBackedRetriever):
                 "assignment (retriever.k = 3) or invoke(query, k=3)"
             ) from None
 
+    @gated_exit
     def _get_relevant_documents(
         self,
         query: str,
@@ -388,6 +389,7 @@ class ContractRetriever(SyncBackedRetriever):
     ) -> list[Document]:
         return drop_restricted(self._retrieve(query, self._call(run_manager, k, filter, kwargs)))
 
+    @gated_exit
     async def _aget_relevant_documents(
         self,
         query: str,
@@ -399,9 +401,11 @@ class ContractRetriever(SyncBackedRetriever):
     ) -> list[Document]:
         return drop_restricted(await self._aretrieve(query, self._call(run_manager, k, filter, kwargs)))
 
+    @gated_exit
     def invoke(self, input: str, config: RunnableConfig | None = None, **kwargs: Any) -> list[Document]:
         return super().invoke(check_query(type(self).__name__, input), config, **kwargs)
 
+    @gated_exit
     async def ainvoke(self, input: str, config: RunnableConfig | None = None, **kwargs: Any) -> list[Document]:
         return await super().ainvoke(check_query(type(self).__name__, input), config, **kwargs)
 

@@ -27,6 +27,10 @@ Differences from ``langchain_community.retrievers.BM25Retriever`` a user may rel
   ``chunk_id`` nor ``id`` gets a deterministic one (:func:`~langchain_ragspine.documents.with_identities`), so every
   result has ``id = chunk_id``.  The documents are indexed as given, not copied: a label you add to one afterwards
   is seen by the exit gate, but editing their text afterwards is not supported (the index keeps the old tokens);
+* a query is at most :data:`MAX_QUERY_CHARS` (2,000) characters, a ``ValueError`` beyond: its cost grows with its
+  terms (400,000 characters took 18 s here, and minutes on PostgreSQL, whose
+  :class:`~langchain_ragspine.retrievers.postgres.PostgresBM25Retriever` has the same limit); twice HyDE's probe
+  (``HyDERetriever.max_chars``, 1,000), and no generated query is longer than that;
 * a document's tokens come from ``metadata["index_text"]`` when present (e.g. a contextual header + the text, see
   :func:`langchain_ragspine.text.index_text`), else from ``page_content``; results are the stored documents, so
   ``page_content`` and citations never change.
@@ -36,6 +40,7 @@ from __future__ import annotations
 
 import functools
 import os
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any, Unpack
@@ -44,7 +49,10 @@ import numpy as np
 from langchain_core.documents import Document
 from pydantic import Field, PrivateAttr, field_validator
 
+import langchain_ragspine
+from langchain_ragspine._stacklevel import user_stacklevel
 from langchain_ragspine.documents import check_k, doc_key, with_identities, with_scores
+from langchain_ragspine.errors import StaleIndexWarning
 from langchain_ragspine.filters import FilterMasks, and_filters, compile_filter
 from langchain_ragspine.retrievers.base import (
     RagSpineRetriever,
@@ -57,6 +65,30 @@ from langchain_ragspine.sensitivity import drop_restricted
 from langchain_ragspine.stores.bm25_index import build_bm25_index, load_bm25_index, save_bm25_index
 from langchain_ragspine.text import index_text
 from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer
+
+#: The longest query a BM25 retriever takes, in characters (both backends): scoring adds every posting of every
+#: query token, repeats included, so the cost grows with the query's length; a longer one is a ``ValueError``.
+#: (On PostgreSQL a 4,000-character Japanese query, 9,212 tokens, took 10 s on a 617-chunk store.)
+MAX_QUERY_CHARS = 2_000
+
+
+def check_bm25_query(query: str) -> str:
+    """``query``, if it is at most :data:`MAX_QUERY_CHARS` characters long.
+
+    Raises:
+        ValueError: the query is longer; the message gives its length and the limit.
+
+    Example:
+        >>> check_bm25_query("梅雨はいつ")
+        '梅雨はいつ'
+    """
+    if isinstance(query, str) and len(query) > MAX_QUERY_CHARS:
+        raise ValueError(
+            f"the query is {len(query):,} characters long; a BM25 query may be at most {MAX_QUERY_CHARS:,} "
+            "(retrievers.bm25.MAX_QUERY_CHARS), since its cost grows with its length: search with its key sentences"
+        )
+    return query
+
 
 # Set while load() validates a retriever whose index comes from disk, so model_post_init skips the build.
 # (pydantic's validation context does not reach model_post_init through LangChain's BaseRetriever.)
@@ -114,7 +146,8 @@ class BM25Retriever(RagSpineRetriever):
     labelled RESTRICTED in place afterwards is never returned).
 
     Raises:
-        ValueError: ``k < 1``, ``k1 < 0`` or ``b`` outside [0, 1]; an unknown tokenizer; a malformed filter.
+        ValueError: ``k < 1``, ``k1 < 0`` or ``b`` outside [0, 1]; an unknown tokenizer; a malformed filter; (when
+            invoked) a query longer than :data:`MAX_QUERY_CHARS` characters.
         TypeError: ``k`` is not an int.
 
     Example:
@@ -234,7 +267,12 @@ class BM25Retriever(RagSpineRetriever):
 
     # -- retrieval --------------------------------------------------------------------------------------------------
     def score(self, query: str) -> np.ndarray:
-        """BM25 score of every document for ``query``: float32 array of shape ``(len(docs),)``."""
+        """BM25 score of every document for ``query``: float32 array of shape ``(len(docs),)``.
+
+        Raises:
+            ValueError: ``query`` is longer than :data:`MAX_QUERY_CHARS`.
+        """
+        check_bm25_query(query)
         n = len(self._indexed_docs())
         if self._bm25 is None or not query or not query.strip():
             return np.zeros(n, dtype=np.float32)
@@ -252,9 +290,11 @@ class BM25Retriever(RagSpineRetriever):
         base.unrestricted_hits`).
 
         Raises:
-            TypeError, ValueError: a bad ``k`` (see :func:`~langchain_ragspine.documents.check_k`); a malformed filter.
+            TypeError, ValueError: a bad ``k`` (see :func:`~langchain_ragspine.documents.check_k`); a malformed filter;
+                a query longer than :data:`MAX_QUERY_CHARS`.
         """
         k = self.k if k is None else check_k(k)
+        check_bm25_query(query)
         mask = self._masks.mask(and_filters(self.filter, filter))
         docs = self._indexed_docs()
         if not docs:
@@ -284,10 +324,12 @@ class BM25Retriever(RagSpineRetriever):
         return [with_scores(docs[i], bm25=s, fused=s) for i, s in hits]
 
     # -- persistence ------------------------------------------------------------------------------------------------
-    def save(self, path: str | os.PathLike[str]) -> None:
+    def save(self, path: str | os.PathLike[str], *, generation: int | None = None) -> None:
         """Write the index to directory ``path`` (replaced atomically): bm25s arrays (``.npy``, no pickle), the
-        vocabulary and parameters as JSON, the documents as JSON lines (see
-        :func:`~langchain_ragspine.stores.bm25_index.save_bm25_index`).
+        vocabulary and parameters as JSON, the documents as JSON lines, and last ``manifest.json`` with the SHA-256
+        of every file and ``generation`` — the chunk-store generation ``docs`` were read at (default ``None``: not
+        from a store; :func:`~langchain_ragspine.indexing.ingest` passes it), see
+        :func:`~langchain_ragspine.stores.bm25_index.save_bm25_index`.
 
         Raises:
             ValueError: a metadata value is not JSON-serialisable.  (A custom tokenizer callable is saved as
@@ -296,23 +338,50 @@ class BM25Retriever(RagSpineRetriever):
                 save holding files a save does not write (nothing is deleted; the message names them).
         """
         save_bm25_index(
-            path, self._bm25, self.docs, tokenizer=self.tokenizer, k=self.k, k1=self.k1, b=self.b, filter=self.filter
+            path, self._bm25, self.docs, tokenizer=self.tokenizer, k=self.k, k1=self.k1, b=self.b, filter=self.filter,
+            generation=generation,
         )
 
     @classmethod
     def load(
-        cls, path: str | os.PathLike[str], *, tokenizer: str | Tokenizer | None = None, **overrides: Any
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        tokenizer: str | Tokenizer | None = None,
+        generation: int | None = None,
+        **overrides: Any,
     ) -> BM25Retriever:
-        """Load an index written by :meth:`save`; ``overrides`` replace saved fields such as ``k`` or ``filter``.
+        """Load and verify an index written by :meth:`save`; ``overrides`` replace saved fields such as ``k`` or
+        ``filter``.
+
+        Every file is checked against the SHA-256 its manifest records, and the arrays against each other and the
+        documents (:func:`~langchain_ragspine.stores.bm25_index.load_bm25_index`), so a damaged or edited index
+        is a :class:`StoreError` naming the file, never a wrong answer.  An index saved before checksums were
+        recorded (no ``manifest.json``) is not trusted: it is rebuilt in memory from its documents with a
+        :class:`~langchain_ragspine.errors.StaleIndexWarning` (save it again to rewrite it) — unless
+        ``generation`` is given.
+
+        Args:
+            generation: the chunk-store generation the index must have been built from (default ``None``: any);
+                given, an index without a manifest is a :class:`StoreError` too (the store rebuilds it).
 
         Raises:
-            StoreError: the directory is missing, incomplete, not a ragspine BM25 index, or stale (built with
-                another version of its tokenizer: rebuild it); see
+            StoreError: the directory is missing, incomplete, not a ragspine BM25 index, damaged or edited (a file
+                does not match its checksum, or the arrays do not hold together), from another ``generation``, or
+                stale (built with another version of its tokenizer: rebuild it); see
                 :func:`~langchain_ragspine.stores.bm25_index.load_bm25_index`.
             ValueError: the index was saved with a custom tokenizer and ``tokenizer`` is not given.
         """
-        saved = load_bm25_index(path, tokenizer=tokenizer)
+        saved = load_bm25_index(path, tokenizer=tokenizer, generation=generation)
         fields = {**saved.settings, **overrides}
+        if not saved.verified:
+            warnings.warn(
+                f"{path}: saved BM25 index not used (no checksum: saved before checksums were recorded); rebuilt "
+                "in memory from its docs.jsonl — save it again to rewrite it",
+                StaleIndexWarning,
+                stacklevel=user_stacklevel(langchain_ragspine),
+            )
+            return cls.model_validate({"docs": saved.docs, "tokenizer": saved.tokenizer, **fields})
         token = _SKIP_BUILD.set(True)
         try:
             retriever = cls.model_validate({"docs": saved.docs, "tokenizer": saved.tokenizer, **fields})

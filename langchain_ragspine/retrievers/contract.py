@@ -40,21 +40,46 @@ results are cut to ``k``, and a retriever that takes ``k`` is over-fetched for t
 retriever that returns four RESTRICTED chunks ahead of many public ones still yields ``k`` public chunks (cutting
 first and gating after — at a wrapper's exit — used to leave one).  Callers keep their own gate at their exits
 (one more check is cheap; the rule is that every exit gates).
+
+**A foreign retriever runs untraced; the gated result is reported in its place.**  A retriever's run hands its
+whole answer to the callbacks of the call (``on_retriever_end``), so LangSmith, ``astream_events`` and an SSE feed
+of a served graph would show RESTRICTED documents a retriever that is not this package's returned, before the gate.
+So a retriever whose own run may not be traced (:func:`traces_own_run` is ``False``: any class defined outside
+this package, LangChain's ``VectorStoreRetriever`` included, and this package's classes that do not gate their own
+exit) is invoked *with the caller's callbacks withheld*: with an empty callback list, inside a context where no
+run config, LangSmith tracing context, ``tracing_v2_enabled`` tracer or ``collect_runs`` collector is inherited —
+so neither it nor anything it runs inside reports to anyone.  In its place the contract reports one retriever run of
+its own under the caller's callbacks, named as the retriever's own run would be (its ``name``, or the config's
+``run_name``), with its tags and metadata plus :data:`REPORTED_RUN_METADATA`: its input is the query and its output
+is what the call returns (gated, filtered, de-duplicated, cut to ``k``; one run for all its over-fetching requests),
+or its error.  A trace therefore keeps its shape (the hybrid's ``vector`` channel is still a child run tagged
+``vector``) and shows what the package kept, never what it removed; the foreign retriever's inner runs (an LLM
+call of a LangChain ``MultiQueryRetriever``, say) are not traced.  This package's gated retrievers (every
+``ContractRetriever``, ``RagSpineStoreRetriever``) run with the caller's callbacks as before: their own
+``on_retriever_end`` already passes the RESTRICTED gate, also for a label added after the index was built.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import inspect
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
+from langchain_core.callbacks import AsyncCallbackManager, CallbackManager
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
-from langchain_core.runnables.config import patch_config, run_in_executor
+from langchain_core.runnables.config import (
+    ensure_config,
+    patch_config,
+    run_in_executor,
+    var_child_runnable_config,
+)
+from langchain_core.tracers.context import run_collector_var, tracing_v2_callback_var
 from langchain_core.vectorstores import VectorStoreRetriever
 
 from langchain_ragspine.documents import check_k, dedupe
@@ -64,20 +89,67 @@ from langchain_ragspine.sensitivity import is_restricted
 __all__ = [
     "OVERFETCH_GROWTH",
     "OVERFETCH_MAX_FACTOR",
+    "REPORTED_RUN_METADATA",
     "RetrieverParams",
     "Search",
     "ainvoke_retriever",
     "asearch_each",
     "child_config",
+    "gated_exit",
     "invoke_retriever",
     "retriever_params",
     "search_each",
+    "traces_own_run",
 ]
 
 #: When a post-filter leaves fewer than ``k`` results, the next request asks for this many times more.
 OVERFETCH_GROWTH = 4
 #: A post-filtered call never asks one retriever for more than ``k`` times this (at most 4 requests: k, 4k, 16k, 64k).
 OVERFETCH_MAX_FACTOR = 64
+#: Metadata of the run the contract reports in place of an untraced retriever's own (see the module docstring).
+REPORTED_RUN_METADATA: Mapping[str, Any] = {"ragspine_reported": True}
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+_T = TypeVar("_T")
+_GATED_EXIT = "__ragspine_gated_exit__"
+#: The methods of a retriever class whose run reaches the callbacks: all of them must be gated exits.
+_EXIT_METHODS = ("invoke", "ainvoke", "_get_relevant_documents", "_aget_relevant_documents")
+_PACKAGE = __name__.split(".", 1)[0]
+
+
+def gated_exit(method: _F) -> _F:
+    """Mark a retriever method of this package whose result — what its run reports to the callbacks — never holds a
+    RESTRICTED document (it passes :func:`~langchain_ragspine.sensitivity.drop_restricted` on its way out, or calls
+    one that does).  A class of the package whose ``invoke``, ``ainvoke``, ``_get_relevant_documents`` and
+    ``_aget_relevant_documents`` are all marked runs with the caller's callbacks (:func:`traces_own_run`)."""
+    setattr(method, _GATED_EXIT, True)
+    return method
+
+
+@functools.lru_cache(maxsize=256)
+def _traces_own_run(cls: type[BaseRetriever]) -> bool:
+    return cls.__module__.split(".", 1)[0] == _PACKAGE and all(
+        getattr(getattr(cls, name, None), _GATED_EXIT, False) for name in _EXIT_METHODS
+    )
+
+
+def traces_own_run(retriever: BaseRetriever) -> bool:
+    """Whether :func:`invoke_retriever` may run ``retriever`` with the caller's callbacks: its class is defined in
+    this package and all its run's methods are gated exits (:func:`gated_exit`: every ``ContractRetriever``,
+    ``RagSpineStoreRetriever``).  ``False`` for any other retriever — a user's subclass too, which may override what
+    its run reports — so it runs untraced and the contract reports the gated result (see the module docstring).
+
+    Example:
+        >>> from langchain_core.documents import Document
+        >>> from langchain_core.vectorstores import InMemoryVectorStore
+        >>> from langchain_ragspine import BM25Retriever
+        >>> from langchain_ragspine.embeddings import HashingEmbeddings
+        >>> traces_own_run(BM25Retriever.from_documents([Document(page_content="梅雨")]))
+        True
+        >>> traces_own_run(InMemoryVectorStore(HashingEmbeddings(8)).as_retriever())
+        False
+    """
+    return _traces_own_run(type(retriever))
 
 
 @dataclass(frozen=True)
@@ -248,7 +320,10 @@ def invoke_retriever(
         k: at most this many results (an ``int >= 1``); ``None``: as many as the retriever returns by default.
         filter: a metadata filter in :mod:`langchain_ragspine.filters` syntax; ``None`` or ``{}``: no filter.
             Applied by the retriever when it takes one, else to its results (fail closed, over-fetching).
-        config: the ``RunnableConfig`` of the call (callbacks, tags, run name).
+        config: the ``RunnableConfig`` of the call (callbacks, tags, run name; default: the run config of the
+            context, as ``invoke`` reads it).  A retriever whose own run is not traced (:func:`traces_own_run` is
+            ``False``) gets none of its callbacks; the call reports a run of its own with the result instead (see
+            the module docstring).
         gated: a list that receives the RESTRICTED documents the gate removed from the retriever's answer — for a
             caller that must drop a chunk labelled RESTRICTED in *any* of several lists (:class:`~langchain_ragspine.
             retrievers.hybrid.HybridRetriever`, fail closed) or count them; never to be shown or returned.
@@ -280,11 +355,99 @@ def invoke_retriever(
         (2, {'b'})
     """
     call = _Call(retriever, k, filter, options)
+    if traces_own_run(retriever):
+        return _settled(call, lambda target, kwargs: target.invoke(query, config, **kwargs), gated)
+    cfg = ensure_config(config)
+    quiet = _quiet_config(cfg)
+    manager, start = _reporting(retriever, cfg)
+    run = CallbackManager.configure(**manager).on_retriever_start(None, query, **start)
+    try:
+        result = _settled(call, lambda target, kwargs: _untraced(quiet, target.invoke, query, quiet, **kwargs), gated)
+    except BaseException as e:
+        run.on_retriever_error(e)
+        raise
+    run.on_retriever_end(result)
+    return result
+
+
+def _settled(call: _Call, request: Callable[[BaseRetriever, dict[str, Any]], Any],
+             gated: list[Document] | None) -> list[Document]:
+    """The result of ``call``: ``request(target, kwargs)`` until an answer settles it (over-fetching)."""
     while True:
         target, kwargs = call.target()
-        result = call.settle(target.invoke(query, config, **kwargs))
+        result = call.settle(request(target, kwargs))
         if result is not None:
             return call.report(result, gated)
+
+
+async def _asettled(call: _Call, request: Callable[[BaseRetriever, dict[str, Any]], Awaitable[Any]],
+                    gated: list[Document] | None) -> list[Document]:
+    """The async :func:`_settled`."""
+    while True:
+        target, kwargs = call.target()
+        result = call.settle(await request(target, kwargs))
+        if result is not None:
+            return call.report(result, gated)
+
+
+def _reporting(retriever: BaseRetriever, cfg: RunnableConfig) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(callback-manager configure arguments, on_retriever_start keywords)`` of the run reported in place of
+    ``retriever``'s own: configured as ``BaseRetriever.invoke`` configures its run, plus :data:`REPORTED_RUN_METADATA`."""
+    manager = {
+        "inheritable_callbacks": cfg.get("callbacks"),
+        "local_callbacks": None,
+        "verbose": False,
+        "inheritable_tags": cfg.get("tags"),
+        "local_tags": retriever.tags,
+        "inheritable_metadata": cfg.get("metadata"),
+        "local_metadata": {**(retriever.metadata or {}), **REPORTED_RUN_METADATA},
+    }
+    return manager, {"name": cfg.get("run_name") or retriever.get_name(), "run_id": cfg.get("run_id")}
+
+
+def _quiet_config(cfg: RunnableConfig) -> RunnableConfig:
+    """The config an untraced retriever runs with: the caller's ``configurable`` and limits, no callbacks (an empty
+    list, which a run config inherited from the context cannot fill in), tags, metadata, run name or id."""
+    quiet = RunnableConfig(callbacks=[])
+    if "configurable" in cfg:
+        quiet["configurable"] = cfg["configurable"]
+    if "recursion_limit" in cfg:
+        quiet["recursion_limit"] = cfg["recursion_limit"]
+    if cfg.get("max_concurrency") is not None:
+        quiet["max_concurrency"] = cfg["max_concurrency"]
+    return quiet
+
+
+def _silence(quiet: RunnableConfig) -> None:
+    """In the current context: runnables inherit ``quiet`` and no LangChain tracer or run collector."""
+    var_child_runnable_config.set(quiet)
+    tracing_v2_callback_var.set(None)
+    run_collector_var.set(None)
+
+
+def _untraced(quiet: RunnableConfig, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+    """``fn(*args, **kwargs)`` in a copy of the context in which nothing it runs reports to the caller's callbacks,
+    LangSmith (tracing disabled, no parent run) or a context-registered tracer (:func:`_silence`)."""
+    from langsmith.run_helpers import tracing_context
+
+    def run() -> _T:
+        _silence(quiet)
+        with tracing_context(enabled=False, parent=False):
+            return fn(*args, **kwargs)
+
+    return contextvars.copy_context().run(run)
+
+
+async def _auntraced(quiet: RunnableConfig, make: Callable[[], Awaitable[_T]]) -> _T:
+    """The async :func:`_untraced`: ``await make()`` in a task of its own with the silenced copy of the context."""
+    from langsmith.run_helpers import tracing_context
+
+    async def run() -> _T:
+        _silence(quiet)
+        with tracing_context(enabled=False, parent=False):
+            return await make()
+
+    return await asyncio.create_task(run(), context=contextvars.copy_context())
 
 
 async def ainvoke_retriever(
@@ -301,15 +464,27 @@ async def ainvoke_retriever(
     concurrently), or — when the retriever's async method cannot take the keywords (``takes_async_kwargs`` is
     ``False``) — its sync ``invoke`` in a worker thread.  Same arguments, result and errors."""
     call = _Call(retriever, k, filter, options)
-    while True:
-        target, kwargs = call.target()
+
+    def request(target: BaseRetriever, kwargs: dict[str, Any], config: RunnableConfig | None) -> Awaitable[Any]:
         if not kwargs or call.params.takes_async_kwargs:
-            docs = await target.ainvoke(query, config, **kwargs)
-        else:
-            docs = await run_in_executor(config, target.invoke, query, config, **kwargs)
-        result = call.settle(docs)
-        if result is not None:
-            return call.report(result, gated)
+            return target.ainvoke(query, config, **kwargs)
+        return run_in_executor(config, target.invoke, query, config, **kwargs)
+
+    if traces_own_run(retriever):
+        return await _asettled(call, lambda target, kwargs: request(target, kwargs, config), gated)
+    cfg = ensure_config(config)
+    quiet = _quiet_config(cfg)
+    manager, start = _reporting(retriever, cfg)
+    run = await AsyncCallbackManager.configure(**manager).on_retriever_start(None, query, **start)
+    try:
+        result = await _asettled(
+            call, lambda target, kwargs: _auntraced(quiet, lambda: request(target, kwargs, quiet)), gated
+        )
+    except BaseException as e:
+        await run.on_retriever_error(e)
+        raise
+    await run.on_retriever_end(result)
+    return result
 
 
 def child_config(run_manager: Any, tag: str) -> RunnableConfig:

@@ -21,6 +21,14 @@ the graph until ``k`` rows pass it, so a selective filter still returns ``k`` re
 stops after ``hnsw.ef_search`` candidates, and a filter matching 1% of the rows leaves about 1% of them).  The
 relaxed order is re-sorted before results leave.
 
+Every search runs in one transaction on one pooled connection, with a statement timeout (``statement_timeout``,
+default ``RAGSPINE_PG_STATEMENT_TIMEOUT``, 30 s): the server cancels a statement that runs longer and the search
+raises :class:`~langchain_ragspine.errors.StoreError` saying so, so no query holds a connection of the pool for
+longer.  The query-side work — the filter compiled to SQL, the query tokenized or embedded — is done before the
+connection is taken.  A BM25 query is at most :data:`~langchain_ragspine.retrievers.bm25.MAX_QUERY_CHARS`
+characters and an ``in`` list at most :data:`~langchain_ragspine.filters.MAX_FILTER_VALUES` values, as in the
+file store (a ``ValueError`` beyond).
+
 Both behave like their in-memory twins: results are copies of the stored chunks (``Document.id = chunk_id``) with
 ``metadata["scores"]`` (``bm25`` / ``vector`` and ``fused``), at most ``k``, best first, ties broken by
 ``chunk_id``; a filter (:mod:`langchain_ragspine.filters`, run as SQL by :mod:`langchain_ragspine.stores.pg_filter`)
@@ -42,7 +50,7 @@ from pydantic import ConfigDict, PrivateAttr, field_validator
 
 import langchain_ragspine
 from langchain_ragspine._stacklevel import user_stacklevel
-from langchain_ragspine.config import configured_setting
+from langchain_ragspine.config import check_timeout, configured_setting
 from langchain_ragspine.embeddings.batching import l2_normalize
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.filters import and_filters, compile_filter
@@ -53,7 +61,7 @@ from langchain_ragspine.retrievers._embed_as import (
     embed_search_text,
 )
 from langchain_ragspine.retrievers.base import ContractRetriever, SyncCall
-from langchain_ragspine.retrievers.bm25 import check_k, with_scores
+from langchain_ragspine.retrievers.bm25 import check_bm25_query, check_k, with_scores
 from langchain_ragspine.stores.pg_filter import SqlFilter, check_filter, filter_sql
 from langchain_ragspine.stores.pg_vectors import EMBEDDINGS, has_hnsw_index, register_vector
 from langchain_ragspine.stores.postgres import (
@@ -75,8 +83,9 @@ __all__ = ["PostgresBM25Retriever", "PostgresDenseRetriever"]
 
 
 class _PostgresRetriever(ContractRetriever):
-    """What both retrievers share: the store URL, ``k``, the own filter, a call's filter compiled to SQL.  The
-    async path runs the sync one in a worker thread with the call's ``k`` / ``filter`` (psycopg's pool blocks)."""
+    """What both retrievers share: the store URL, ``k``, the own filter, a call's filter compiled to SQL, the
+    statement timeout.  The async path runs the sync one in a worker thread with the call's ``k`` / ``filter``
+    (psycopg's pool blocks)."""
 
     run_async_in_executor: ClassVar[bool] = True
     #: The column of the search query that holds the chunk row a filter is applied to.
@@ -85,6 +94,7 @@ class _PostgresRetriever(ContractRetriever):
     url: str
     k: int = 4
     filter: dict[str, Any] | None = None
+    statement_timeout: float | None = None
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -95,6 +105,11 @@ class _PostgresRetriever(ContractRetriever):
     def _strict_k(cls, value: Any) -> int:
         return check_k(value)
 
+    @field_validator("statement_timeout", mode="before")
+    @classmethod
+    def _check_timeout(cls, value: Any) -> float | None:
+        return None if value is None else check_timeout(value, what="statement_timeout")
+
     def model_post_init(self, context: Any, /) -> None:
         compile_filter(self.filter)
         with PostgresChunkStore(self.url, read_only=True) as store:
@@ -104,14 +119,23 @@ class _PostgresRetriever(ContractRetriever):
     def _open(self, store: PostgresChunkStore) -> None:  # pragma: no cover - both subclasses override it
         raise NotImplementedError
 
-    def _call_filter(self, conn: Any, filter: Mapping[str, Any] | None, row: str) -> SqlFilter | None:
-        """The retriever's own filter AND the call's, as SQL on ``row``, after the evaluator's checks."""
-        flt = filter_sql(and_filters(self.filter, filter), row=row)
+    def _timeout(self) -> float:
+        """The statement timeout of a search, in seconds (``0``: none): :attr:`statement_timeout`, else
+        ``RAGSPINE_PG_STATEMENT_TIMEOUT`` (read now)."""
+        if self.statement_timeout is not None:
+            return self.statement_timeout
+        return float(configured_setting("pg_statement_timeout"))
+
+    def _call_filter(self, filter: Mapping[str, Any] | None, row: str) -> SqlFilter | None:
+        """The retriever's own filter AND the call's, as SQL on ``row`` (validated; no connection needed)."""
+        return filter_sql(and_filters(self.filter, filter), row=row)
+
+    def _check_filter(self, conn: Any, flt: SqlFilter | None) -> None:
+        """The evaluator's checks of ``flt`` against the store (a date error; the unknown-field warning)."""
         if flt is not None:
             # an unknown field warns at the first caller outside this package and langchain_core (the user's
             # invoke / search / similarity_search line), however many frames stand between
             check_filter(conn, flt, stacklevel=user_stacklevel(langchain_ragspine, langchain_core) + 1)
-        return flt
 
     def _documents(self, rows: list[Any], channel: str) -> list[Document]:
         """Chunk rows (score last) as scored documents; a ``real`` score is read back as its exact float32
@@ -131,24 +155,32 @@ class _PostgresRetriever(ContractRetriever):
         cosine similarity of the embedded query (:class:`PostgresDenseRetriever`).
 
         Raises:
-            TypeError, ValueError: a bad ``k``; a malformed filter, or a non-date operand for a field holding dates.
-            StoreError: the query fails.
+            TypeError, ValueError: a bad ``k``; a malformed filter, or a non-date operand for a field holding dates;
+                (BM25) a query longer than :data:`~langchain_ragspine.retrievers.bm25.MAX_QUERY_CHARS`.
+            StoreError: the query fails, or runs longer than the statement timeout.
         """
         return self._search_text(query, k, filter, "query")
 
     def _search_text(
         self, query: str, k: int | None, filter: Mapping[str, Any] | None, embed_as: EmbedAs
     ) -> list[tuple[Document, float]]:
-        """:meth:`search`, with the dense retriever's ``embed_as`` (BM25 embeds nothing)."""
+        """:meth:`search`, with the dense retriever's ``embed_as`` (BM25 embeds nothing).  The query is prepared
+        (tokenized / embedded) before a connection is taken from the pool."""
         k = self.k if k is None else check_k(k)
-        with self._db.connection() as conn:
-            flt = self._call_filter(conn, filter, self._filter_row)
-            if not query or not query.strip():
+        flt = self._call_filter(filter, self._filter_row)
+        prepared = self._prepare(query, embed_as) if query and query.strip() else None
+        with self._db.search(self._timeout()) as conn:
+            self._check_filter(conn, flt)
+            if prepared is None:
                 return []
-            return self._search_query(conn, query, k, flt, embed_as)
+            return self._search_prepared(conn, prepared, k, flt)
 
-    def _search_query(
-        self, conn: Any, query: str, k: int, flt: SqlFilter | None, embed_as: EmbedAs
+    def _prepare(self, query: str, embed_as: EmbedAs) -> Any:  # pragma: no cover - both subclasses override it
+        """What the search statement takes for ``query`` (its tokens, its vector), or ``None``: nothing to find."""
+        raise NotImplementedError
+
+    def _search_prepared(
+        self, conn: Any, prepared: Any, k: int, flt: SqlFilter | None
     ) -> list[tuple[Document, float]]:  # pragma: no cover - both subclasses override it
         raise NotImplementedError
 
@@ -167,11 +199,15 @@ class PostgresBM25Retriever(_PostgresRetriever):
         k1: term-frequency saturation (default 1.5).
         b: length normalisation in [0, 1] (default 0.75).
         filter: the retriever's own metadata filter; ``invoke(query, filter=...)`` is ANDed with it.
+        statement_timeout: the longest a search may run, in seconds (``0``: no limit; default
+            ``RAGSPINE_PG_STATEMENT_TIMEOUT``, else 30); a search cancelled by it raises ``StoreError``.
 
-    The tokenizer is the store's (``store.tokenizer``), used for the query as it was for the chunks.
+    The tokenizer is the store's (``store.tokenizer``), used for the query as it was for the chunks.  A query is at
+    most :data:`~langchain_ragspine.retrievers.bm25.MAX_QUERY_CHARS` characters, as for ``BM25Retriever``.
 
     Raises:
-        ValueError: ``k < 1``, ``k1 < 0``, ``b`` outside [0, 1], a malformed filter.
+        ValueError: ``k < 1``, ``k1 < 0``, ``b`` outside [0, 1], a malformed filter, a bad ``statement_timeout``;
+            (when invoked) a query longer than ``MAX_QUERY_CHARS``.
         TypeError: ``k`` is not an int.
         StoreError: no store at ``url``; its postings were written by another version of its tokenizer (re-ingest).
     """
@@ -206,14 +242,19 @@ class PostgresBM25Retriever(_PostgresRetriever):
         """The store's tokenizer name."""
         return self._tokenizer
 
-    def _search_query(
-        self, conn: Any, query: str, k: int, flt: SqlFilter | None, embed_as: EmbedAs
+    def _prepare(self, query: str, embed_as: EmbedAs) -> list[str] | None:
+        """The query's tokens (``None`` when it has none).
+
+        Raises:
+            ValueError: ``query`` is longer than :data:`~langchain_ragspine.retrievers.bm25.MAX_QUERY_CHARS`.
+        """
+        return self._tokenize(check_bm25_query(query)) or None
+
+    def _search_prepared(
+        self, conn: Any, tokens: list[str], k: int, flt: SqlFilter | None
     ) -> list[tuple[Document, float]]:
-        """BM25 in one SQL statement (see :data:`_BM25_SQL`); chunks sharing no token with ``query`` score 0 and
+        """BM25 in one SQL statement (see :data:`_BM25_SQL`); chunks sharing no token with the query score 0 and
         are left out."""
-        tokens = self._tokenize(query)
-        if not tokens:
-            return []
         where, fparams = (flt.sql, flt.params) if flt is not None else ("TRUE", ())
         k1, b = np.float32(self.k1), np.float32(self.b)
         rows = conn.execute(
@@ -259,13 +300,17 @@ class PostgresDenseRetriever(_PostgresRetriever):
         k: number of results (default 4), an ``int >= 1``; ``invoke(query, k=...)`` overrides it per call.
         filter: the retriever's own metadata filter; ``invoke(query, filter=...)`` is ANDed with it.
         ef_search: pgvector's ``hnsw.ef_search`` (default ``RAGSPINE_PG_EF_SEARCH``, else 100; raised to ``k``).
+        statement_timeout: the longest a search may run, in seconds (``0``: no limit; default
+            ``RAGSPINE_PG_STATEMENT_TIMEOUT``, else 30); a search cancelled by it raises ``StoreError``.  The query
+            is embedded before a pooled connection is taken, so a slow model holds none.
 
     Call options: ``invoke(query, k=…, filter=…, embed_as=…)``, ``embed_as`` as for
     :class:`~langchain_ragspine.retrievers.dense.DenseRetriever`: ``"query"`` (default, ``embed_query``) or
     ``"document"`` (``embed_documents([text])[0]``, e.g. HyDE's hypothetical document).
 
     Raises:
-        ValueError: ``k < 1``, a malformed filter, an ``embed_as`` other than ``"query"`` / ``"document"``.
+        ValueError: ``k < 1``, a malformed filter, a bad ``statement_timeout``, an ``embed_as`` other than
+            ``"query"`` / ``"document"``.
         TypeError: ``k`` is not an int.
         StoreError: no store at ``url``; it has no vectors (ingest with an embedding model first).
     """
@@ -321,8 +366,9 @@ class PostgresDenseRetriever(_PostgresRetriever):
             raise ValueError(f"query vector must have shape ({self._dim},), got {np.shape(vector)}")
         if not np.all(np.isfinite(q)):
             raise ValueError("query vector contains NaN or infinite values")
-        with self._db.connection() as conn:
-            flt = self._call_filter(conn, filter, "s.chunk_row")
+        flt = self._call_filter(filter, "s.chunk_row")
+        with self._db.search(self._timeout()) as conn:
+            self._check_filter(conn, flt)
             return self._search(conn, l2_normalize(q), k, flt)
 
     def _search(self, conn: Any, q: np.ndarray, k: int, flt: SqlFilter | None) -> list[tuple[Document, float]]:
@@ -373,9 +419,11 @@ class PostgresDenseRetriever(_PostgresRetriever):
         """
         return self._search_text(query, k, filter, check_embed_as(embed_as))
 
-    def _search_query(
-        self, conn: Any, query: str, k: int, flt: SqlFilter | None, embed_as: EmbedAs
+    def _prepare(self, query: str, embed_as: EmbedAs) -> np.ndarray:
+        """``query`` embedded by :attr:`embedding` in the ``embed_as`` role, as a unit vector."""
+        return l2_normalize(np.asarray(embed_search_text(self.embedding, query, embed_as), dtype=np.float32))
+
+    def _search_prepared(
+        self, conn: Any, vector: np.ndarray, k: int, flt: SqlFilter | None
     ) -> list[tuple[Document, float]]:
-        """``query`` embedded by :attr:`embedding` in the ``embed_as`` role, then :meth:`_search`."""
-        vector = embed_search_text(self.embedding, query, embed_as)
-        return self._search(conn, l2_normalize(np.asarray(vector, dtype=np.float32)), k, flt)
+        return self._search(conn, vector, k, flt)

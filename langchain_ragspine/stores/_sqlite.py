@@ -10,6 +10,8 @@ commits: inside it each write transaction is a ``SAVEPOINT`` of one ``BEGIN IMME
 every :data:`BATCH_WRITES` writes or :data:`BATCH_SECONDS` seconds and when the block ends.  Each write stays
 all-or-nothing (a failing one rolls back to its savepoint), what committed before a failure stays committed, and a
 crash loses at most the writes since the last commit (never part of one); see https://www.sqlite.org/lang_savepoint.html.
+:meth:`SQLiteFile.atomic` is the same grouping with one commit at the end and a rollback of everything on any
+exception: a group of writes that is all or nothing (a vector store's ``add_documents`` call).
 Per-commit costs (the WAL frames of every page a write touches, written again by each commit, and the checkpoints
 they trigger) are paid once per batch instead of once per write.
 """
@@ -61,6 +63,8 @@ class _Batch:
     open: bool = False  # a batch transaction is open (and the owner holds the lock for it)
     writes: int = 0  # writes in the open transaction
     started: float = 0.0  # when it began (time.monotonic)
+    atomic: bool = False  # one transaction for the whole block (:meth:`SQLiteFile.atomic`), never committed before
+    lost: str | None = None  # atomic: why SQLite rolled the whole transaction back (then no further write runs)
 
 
 class SQLiteFile(Closing):
@@ -169,6 +173,10 @@ class SQLiteFile(Closing):
     def _batched_write(self, conn: sqlite3.Connection, batch: _Batch) -> Iterator[sqlite3.Cursor]:
         """One write of a :meth:`write_batch`: ``SAVEPOINT`` … ``RELEASE`` in the batch's transaction (begun here
         if none is open); ``ROLLBACK TO`` it on any exception.  Commits once the batch is due."""
+        if batch.lost is not None:
+            raise StoreError(
+                f"SQLite rolled this atomic write back ({batch.lost}); nothing of it was written", path=self._path
+            )
         if not batch.open:
             self._lock.acquire()  # held while the batch's transaction is open; released by _commit_batch
             try:
@@ -181,14 +189,17 @@ class SQLiteFile(Closing):
         cur.execute("SAVEPOINT ragspine_write")
         try:
             yield cur
-        except BaseException:
+        except BaseException as e:
             if not _undo(conn, "ROLLBACK TO ragspine_write", "RELEASE ragspine_write"):
                 self._end_batch_transaction(batch)  # SQLite rolled the whole transaction back (e.g. disk full)
+                if batch.atomic:
+                    batch.lost = f"{type(e).__name__}: {e}"
             raise
         else:
             cur.execute("RELEASE ragspine_write")
             batch.writes += 1
-            if batch.writes >= BATCH_WRITES or time.monotonic() - batch.started >= BATCH_SECONDS:
+            due = batch.writes >= BATCH_WRITES or time.monotonic() - batch.started >= BATCH_SECONDS
+            if due and not batch.atomic:
                 self._commit_batch(batch)
         finally:
             cur.close()
@@ -254,6 +265,49 @@ class SQLiteFile(Closing):
                 with self._lock, contextlib.suppress(sqlite3.Error):
                     for name, value in saved:
                         conn.execute(f"PRAGMA {name} = {int(value)}")
+
+    @contextlib.contextmanager
+    def atomic(self) -> Iterator[None]:
+        """Make every write of this thread inside the block one transaction: committed when the block ends, rolled
+        back as a whole when it raises (disk full, a failing write, ``KeyboardInterrupt``), so the file is
+        exactly as before the block.  Other threads of this object wait for the block to end; readers (other
+        connections) see all of it or nothing.  Inside an :meth:`atomic` block of the same thread it joins the
+        outer one.
+
+        Raises:
+            StoreError: the file is read-only or closed; SQLite fails (also on the commit: nothing is written); a
+                write inside a :meth:`write_batch` of another thread of this object; a write after SQLite
+                rolled the transaction back by itself.
+        """
+        self._require_writable()
+        self._connection()
+        with self._lock:
+            batch = self._batch
+            if batch is not None:
+                if batch.owner == threading.get_ident() and batch.atomic:
+                    yield
+                    return
+                raise StoreError(
+                    f"{self._what}: an atomic write cannot run inside an open write_batch", path=self._path
+                )
+            batch = self._batch = _Batch(owner=threading.get_ident(), atomic=True)
+            try:
+                yield
+            except BaseException:
+                if batch.open:
+                    _undo(self._connection(), "ROLLBACK")
+                    self._end_batch_transaction(batch)
+                raise
+            else:
+                if batch.lost is not None:
+                    raise StoreError(
+                        f"SQLite rolled this atomic write back ({batch.lost}); nothing of it was written",
+                        path=self._path,
+                    )
+                with self._sql_errors():
+                    self._commit_batch(batch)
+            finally:
+                self._batch = None
 
     def _require_writable(self) -> None:
         if self._read_only:

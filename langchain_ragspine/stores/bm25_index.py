@@ -16,7 +16,26 @@ An index directory (written into a temporary sibling that then replaces it, see
   ``num_docs``, and ``empty_index`` (no token at all: no arrays);
 * ``docs.jsonl`` — the indexed documents, one JSON object per line;
 * ``bm25s/`` — bm25s's own files: ``data`` / ``indices`` / ``indptr`` ``.npy`` arrays, ``vocab.index.json``,
-  ``params.index.json``.
+  ``params.index.json``;
+* ``manifest.json`` — written last: the size and SHA-256 of every other file and the chunk-store generation the
+  index was built from (``null`` outside a store), see :func:`~langchain_ragspine.stores.files.write_manifest`.
+
+:func:`load_bm25_index` trusts nothing it has not checked, so a damaged or edited index is an error naming the
+file, never a wrong answer or a numpy error at query time:
+
+1. the manifest: every file present with its recorded size and SHA-256, the generation the caller asks for
+   (tampering and damage: a truncated array, swapped ``docs.jsonl`` rows, an edited vocabulary, a missing file);
+2. the structure, which holds even for a manifest rewritten by hand: array dtypes and shapes agree with each other,
+   with the vocabulary and with ``docs.jsonl`` (``indptr`` one entry per term plus one, rising from 0 to the
+   number of postings, every document id below the number of documents, every score positive and finite, the
+   vocabulary's ids ``0 .. n-1`` once each, bm25s's parameters those of ``retriever.json``);
+3. the documents against the columns (what covers a *bug* that misaligns rows, which no checksum sees): the
+   documents at :data:`SPOT_CHECK_DOCS` evenly spread positions (all of them in a smaller index) are tokenized
+   again with the tokenizer ``retriever.json`` names (not for a custom callable, which is not saved), and the
+   terms the index gives each must be exactly its tokens' terms (one pass over the postings).
+
+An index saved before manifests existed has no checksum: it is not trusted (:attr:`SavedBM25Index.verified` is
+false and its arrays are not read) and the caller rebuilds it from the documents or the chunk store.
 """
 
 from __future__ import annotations
@@ -38,14 +57,18 @@ from langchain_core.documents import Document
 from langchain_ragspine._closing import Closing
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.stores.files import (
+    MANIFEST_FILE,
     RETRIEVER_CONFIG,
     atomic_dir,
     layout,
     read_config,
     read_documents,
+    read_manifest,
     write_documents,
+    write_manifest,
 )
-from langchain_ragspine.tokenizers import Tokenizer, tokenizer_name, tokenizer_version
+from langchain_ragspine.text import index_text
+from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer, tokenizer_name, tokenizer_version
 
 __all__ = ["FORMAT", "SavedBM25Index", "TermPostings", "build_bm25_index", "load_bm25_index", "save_bm25_index"]
 
@@ -54,8 +77,14 @@ FORMAT = "ragspine-bm25/1"
 CONFIG_FILE = RETRIEVER_CONFIG
 DOCS_FILE = "docs.jsonl"
 ARRAYS_DIR = "bm25s"
+#: bm25s's files in ``bm25s/`` that :func:`load_bm25_index` reads.
+ARRAY_FILES = ("params.index.json", "vocab.index.json", "data.csc.index.npy", "indices.csc.index.npy",
+               "indptr.csc.index.npy")
 #: Everything :func:`save_bm25_index` writes into its directory (the bm25s arrays directory as a whole).
-SAVE_LAYOUT = layout(CONFIG_FILE, DOCS_FILE, ARRAYS_DIR)
+SAVE_LAYOUT = layout(CONFIG_FILE, DOCS_FILE, ARRAYS_DIR, MANIFEST_FILE)
+#: Documents whose terms :func:`load_bm25_index` checks against the index's columns (evenly spread; all of them
+#: in an index of fewer documents).
+SPOT_CHECK_DOCS = 32
 
 
 def build_bm25_index(
@@ -358,9 +387,12 @@ def save_bm25_index(
     k1: float,
     b: float,
     filter: Mapping[str, Any] | None,
+    generation: int | None = None,
 ) -> None:
     """Write ``index`` (a ``bm25s.BM25``, or ``None`` for a corpus without tokens) and ``docs`` to directory
-    ``path``, replacing it atomically; ``tokenizer``, ``k``, ``k1``, ``b`` and ``filter`` go to ``retriever.json``.
+    ``path``, replacing it atomically; ``tokenizer``, ``k``, ``k1``, ``b`` and ``filter`` go to ``retriever.json``,
+    the checksum of every file and ``generation`` (the chunk-store generation ``docs`` were read at; default
+    ``None``: not from a store) to ``manifest.json``, written last.
 
     Raises:
         ValueError: a metadata value is not JSON-serialisable.
@@ -382,32 +414,48 @@ def save_bm25_index(
         write_documents(tmp / DOCS_FILE, docs)
         if index is not None:
             index.save(tmp / ARRAYS_DIR, show_progress=False)
+        write_manifest(tmp, generation=generation)
 
 
 @dataclass(frozen=True)
 class SavedBM25Index:
-    """What :func:`load_bm25_index` read: the documents, the ``bm25s.BM25`` (``None`` for an empty index), the
-    tokenizer to query it with, and the saved retriever settings ``{"k", "k1", "b", "filter"}``."""
+    """What :func:`load_bm25_index` read: the documents, the ``bm25s.BM25`` (``None`` for an empty index, or an
+    unverified one), the tokenizer to query it with, the saved retriever settings ``{"k", "k1", "b", "filter"}``,
+    the chunk-store generation the index was built from (``None``: not from a store, or unverified), and whether it
+    was verified (``False``: saved before checksums existed — nothing vouches for its arrays, which were not read;
+    rebuild the index from ``docs``)."""
 
     docs: list[Document]
     index: Any
     tokenizer: str | Tokenizer
     settings: dict[str, Any]
+    generation: int | None = None
+    verified: bool = True
 
 
 def load_bm25_index(
-    path: str | os.PathLike[str], *, tokenizer: str | Tokenizer | None = None
+    path: str | os.PathLike[str], *, tokenizer: str | Tokenizer | None = None, generation: int | None = None
 ) -> SavedBM25Index:
-    """Read an index directory written by :func:`save_bm25_index` (bm25s arrays with ``allow_pickle=False``).
+    """Read and verify an index directory written by :func:`save_bm25_index` (bm25s arrays with
+    ``allow_pickle=False``; the checks are in the module docstring).
 
     Args:
         tokenizer: the tokenizer to query with; default the one named in ``retriever.json``.
+        generation: the chunk-store generation the index must have been built from (default ``None``: any, as
+            for a retriever saved outside a store).  When given, an index without a checksum manifest is refused
+            too, so the caller rebuilds it from the store.
+
+    Returns:
+        A :class:`SavedBM25Index`; without a manifest (and without ``generation``) an unverified one: its
+        documents, no arrays.
 
     Raises:
-        StoreError: the directory is missing, incomplete, or not a ragspine BM25 index; or it is stale: its
-            recorded tokenizer version (absent = ``"1"``, an index from before script folding) is not the
-            current :func:`~langchain_ragspine.tokenizers.tokenizer_version` of the tokenizer it names, so
-            queries would be tokenized differently from the indexed documents — rebuild it.
+        StoreError: the directory is missing, incomplete, or not a ragspine BM25 index; a file does not match the
+            manifest, or the index does not hold together (the message names the file and why); it was built from
+            another ``generation``; or it is stale: its recorded tokenizer version (absent = ``"1"``, an index
+            from before script folding) is not the current
+            :func:`~langchain_ragspine.tokenizers.tokenizer_version` of the tokenizer it names, so queries would
+            be tokenized differently from the indexed documents — rebuild it.
         ValueError: the index was saved with a custom tokenizer and ``tokenizer`` is not given.
     """
     root = Path(path)
@@ -415,6 +463,11 @@ def load_bm25_index(
     tok = tokenizer if tokenizer is not None else config.get("tokenizer")
     if tok is None:
         raise ValueError(f"{root} was saved with a custom tokenizer; pass tokenizer= to load()")
+    empty = config.get("empty_index", False)
+    manifest = read_manifest(root)
+    if manifest is not None:  # before anything in retriever.json is believed
+        required = [CONFIG_FILE, DOCS_FILE] + ([] if empty else [f"{ARRAYS_DIR}/{name}" for name in ARRAY_FILES])
+        manifest.check(required=required, generation=generation)
     saved_name = config.get("tokenizer")
     if isinstance(saved_name, str) and tokenizer_name(tok) == saved_name:
         saved, current = str(config.get("tokenizer_version") or "1"), tokenizer_version(saved_name)
@@ -424,14 +477,105 @@ def load_bm25_index(
                 f"produces version {current} tokens; rebuild it from its documents (ragspine ingest)",
                 path=root,
             )
+    if manifest is None and generation is not None:
+        raise StoreError("missing: no checksum (saved before checksums were recorded, or deleted)",
+                         path=root / MANIFEST_FILE)
+    if not isinstance(empty, bool):
+        raise StoreError("empty_index must be true or false", path=root / CONFIG_FILE, field="empty_index")
+    settings = {key: config[key] for key in ("k", "k1", "b", "filter")}
     docs = read_documents(root / DOCS_FILE, expected=config.get("num_docs"))
+    if manifest is None:  # nothing vouches for the arrays: not read
+        return SavedBM25Index(docs=docs, index=None, tokenizer=tok, settings=settings, verified=False)
     index = None
-    if not config.get("empty_index"):
+    if not empty:
         import bm25s
 
+        arrays = root / ARRAYS_DIR
         try:
-            index = bm25s.BM25.load(root / ARRAYS_DIR, load_corpus=False, allow_pickle=False)
-        except (OSError, ValueError, EOFError, KeyError, TypeError) as e:
-            raise StoreError(f"unreadable bm25s index files: {e}", path=root / ARRAYS_DIR) from None
-    settings = {key: config[key] for key in ("k", "k1", "b", "filter")}
-    return SavedBM25Index(docs=docs, index=index, tokenizer=tok, settings=settings)
+            index = bm25s.BM25.load(arrays, load_corpus=False, allow_pickle=False, show_progress=False)
+        except (OSError, ValueError, EOFError, KeyError, TypeError, ImportError) as e:
+            raise StoreError(f"unreadable bm25s index files: {e}", path=arrays) from None
+        _check_structure(index, len(docs), settings, arrays)
+    if isinstance(saved_name, str):  # re-tokenized with the tokenizer the documents were indexed with
+        _check_columns(index, docs, get_tokenizer(saved_name), root / DOCS_FILE)
+    return SavedBM25Index(
+        docs=docs, index=index, tokenizer=tok, settings=settings, generation=manifest.generation
+    )
+
+
+def _check_structure(index: Any, n_docs: int, settings: Mapping[str, Any], arrays: Path) -> None:
+    """Refuse bm25s arrays that do not hold together, whatever the manifest says (a query would raise a numpy
+    error or score the wrong documents): dtypes, shapes, ``indptr`` against the vocabulary and the postings,
+    document ids against ``n_docs``, scores positive and finite, bm25s's parameters against ``settings``."""
+    scores = getattr(index, "scores", None) or {}
+    data, indices, indptr = (np.asarray(scores.get(key)) for key in ("data", "indices", "indptr"))
+    vocab = getattr(index, "vocab_dict", None)
+
+    def refuse(name: str, why: str) -> None:
+        raise StoreError(f"{why} (a damaged or edited index)", path=arrays / name)
+
+    if index.method != "lucene" or index.idf_method != "lucene" or (index.k1, index.b) != (
+        settings["k1"], settings["b"]
+    ):
+        refuse("params.index.json", f"parameters {index.method}/{index.idf_method} k1={index.k1} b={index.b} are "
+               f"not retriever.json's lucene/lucene k1={settings['k1']} b={settings['b']}")
+    if scores.get("num_docs") != n_docs:
+        refuse("params.index.json", f"num_docs is {scores.get('num_docs')!r}, {DOCS_FILE} holds {n_docs} documents")
+    if not isinstance(vocab, dict) or not vocab:
+        refuse("vocab.index.json", "the vocabulary is not a non-empty JSON object")
+    assert isinstance(vocab, dict)
+    n_terms = len(vocab)
+    for name, arr, kind in (("data", data, "f"), ("indices", indices, "i"), ("indptr", indptr, "i")):
+        if arr.ndim != 1 or arr.dtype.kind != kind:
+            refuse(f"{name}.csc.index.npy", f"{name} is a {arr.dtype} array of shape {arr.shape}, expected a "
+                   f"one-dimensional {'float' if kind == 'f' else 'integer'} array")
+    if indptr.size != n_terms + 1:
+        refuse("indptr.csc.index.npy", f"indptr has {indptr.size} entries, expected {n_terms + 1} (one per term of "
+               "the vocabulary, plus one)")
+    if indptr[0] != 0 or np.any(indptr[1:] < indptr[:-1]):
+        refuse("indptr.csc.index.npy", "indptr does not rise from 0")
+    if data.size != indptr[-1]:
+        refuse("data.csc.index.npy", f"data holds {data.size} postings, indptr {indptr[-1]}")
+    if indices.size != data.size:
+        refuse("indices.csc.index.npy", f"indices holds {indices.size} postings, data {data.size}")
+    if data.size and (int(indices.min()) < 0 or int(indices.max()) >= n_docs):
+        refuse("indices.csc.index.npy", f"a document id is outside the {n_docs} documents of {DOCS_FILE}")
+    if data.size and not (float(data.min()) > 0 and np.isfinite(data.max())):
+        refuse("data.csc.index.npy", "a score is not positive and finite")
+    try:
+        ids = np.fromiter(vocab.values(), dtype=np.int64, count=n_terms)
+    except (TypeError, ValueError):
+        ids = np.array([-1])
+    if int(ids.min()) < 0 or int(ids.max()) >= n_terms or int(np.bincount(ids, minlength=n_terms).max()) != 1:
+        refuse("vocab.index.json", f"the term ids are not 0 .. {n_terms - 1}, each once")
+
+
+def _check_columns(index: Any, docs: Sequence[Document], tokenize: Tokenizer, docs_path: Path) -> None:
+    """The documents at :data:`SPOT_CHECK_DOCS` evenly spread positions, tokenized again, must each get exactly
+    their tokens' terms from the index (``None``: none at all): what catches rows of ``docs.jsonl`` out of line with the arrays when no
+    checksum can (a bug, or a manifest rewritten by hand).  One pass over the postings."""
+    n = len(docs)
+    if n == 0:
+        return
+    picks = np.unique(np.linspace(0, n - 1, num=min(n, SPOT_CHECK_DOCS)).round().astype(np.int64))
+    found: dict[int, set[int]] = {int(p): set() for p in picks}
+    vocab: dict[str, int] = {}
+    if index is not None:  # ``None``: an index without a token, so no document may have one
+        indices, indptr = index.scores["indices"], index.scores["indptr"]
+        chosen = np.zeros(n, dtype=bool)
+        chosen[picks] = True
+        postings = np.flatnonzero(chosen[indices])  # the postings of the chosen documents
+        terms = np.searchsorted(indptr, postings, side="right") - 1
+        for doc, term in zip(indices[postings].tolist(), terms.tolist(), strict=True):
+            found[doc].add(term)
+        vocab = index.vocab_dict
+    for p in picks.tolist():
+        expected = {vocab.get(token, -1) for token in tokenize(index_text(docs[p]))}
+        if expected != found[p]:
+            key = docs[p].metadata.get("chunk_id") or docs[p].id
+            raise StoreError(
+                f"document {key!r} does not match the index: the index gives it other terms than its text has "
+                "(rows out of line with the bm25s arrays: edited, swapped, or saved by a bug)",
+                path=docs_path,
+                line=p + 1,
+            )

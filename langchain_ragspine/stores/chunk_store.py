@@ -51,6 +51,8 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
+import math
+import numbers
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -62,7 +64,7 @@ from langchain_core.documents import Document
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.stores._sqlite import SQLiteFile
 
-__all__ = ["FACET_FIELDS", "SCHEMA_VERSION", "ChunkStore", "StoredChunk"]
+__all__ = ["FACET_FIELDS", "SCHEMA_VERSION", "ChunkStore", "StoredChunk", "nan_field"]
 
 #: Current schema version written to ``meta.schema_version``.
 SCHEMA_VERSION = 3
@@ -247,6 +249,31 @@ def _jsonable(value: Any, chunk_id: str, key: str) -> Any:
     )
 
 
+def nan_field(metadata: Mapping[str, Any]) -> tuple[str, Any] | None:
+    """The first ``(field, value)`` of ``metadata`` holding a NaN — at any depth of dicts, lists and tuples; the
+    field a dotted path (``"w.deep[1]"``) — else ``None``.  A NaN is refused by every write of a store: it never
+    equals itself, so no filter could match it, and it is not JSON (infinities compare as numbers and are kept)."""
+    seen: set[int] = set()
+
+    def walk(value: Any, path: str) -> tuple[str, Any] | None:
+        if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral):
+            return (path, value) if math.isnan(float(value)) else None
+        if isinstance(value, Mapping | list | tuple) and id(value) not in seen:
+            seen.add(id(value))
+            pairs = value.items() if isinstance(value, Mapping) else enumerate(value)
+            for key, item in pairs:
+                found = walk(item, f"{path}.{key}" if isinstance(value, Mapping) else f"{path}[{key}]")
+                if found is not None:
+                    return found
+        return None
+
+    for key, value in metadata.items():
+        found = walk(value, str(key))
+        if found is not None:
+            return found
+    return None
+
+
 def _facet_strings(value: Any) -> list[str]:
     """Facet strings of one metadata value: one for a scalar, one per element of a list; none for ``None``."""
     items = value if isinstance(value, list | tuple) else [value]
@@ -381,6 +408,26 @@ def _filter_values(name: str, value: str | Sequence[str]) -> list[str]:
     if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
         return list(value)
     raise TypeError(f"filter {name!r} must be a str or a list/tuple of str, got {value!r}")
+
+
+def _id_list(name: str, ids: Sequence[str]) -> list[str]:
+    """``ids`` as a list of str (for the lookups by id).
+
+    Raises:
+        TypeError: ``ids`` is a str, or holds a non-str.
+    """
+    if isinstance(ids, str):
+        raise TypeError(f"{name} must be a sequence of str, not a str")
+    return _filter_values(name, list(ids))
+
+
+#: Ids per ``IN (…)`` lookup (below SQLite's default limit of bound parameters).
+_ID_BATCH = 500
+
+
+def _batches(ids: list[str]) -> Iterator[list[str]]:
+    for i in range(0, len(ids), _ID_BATCH):
+        yield ids[i : i + _ID_BATCH]
 
 
 def _placeholders(n: int) -> str:
@@ -784,6 +831,12 @@ class ChunkStore(SQLiteFile, _VersionedChunkStore):
             start = _optional_int(md, "start_index", chunk_id)
             end = _optional_int(md, "end_index", chunk_id)
             md_json = _encode_metadata(md)
+            nan = nan_field(md) if "NaN" in md_json else None  # the walk runs only when the token may be there
+            if nan is not None:
+                raise ValueError(
+                    f"chunk {chunk_id!r}: metadata {nan[0]!r} holds {nan[1]!r}, which cannot be stored: NaN never "
+                    "equals itself, so no filter could match it (and it is not JSON); store None instead"
+                )
             out.append((chunk_id, doc.page_content, start, end, md, md_json))
         return out
 
@@ -883,18 +936,53 @@ class ChunkStore(SQLiteFile, _VersionedChunkStore):
             TypeError: ``parent_ids`` is a str or holds a non-str.
             StoreError: the store is closed or SQLite fails.
         """
-        if isinstance(parent_ids, str):
-            raise TypeError("parent_ids must be a sequence of str, not a str")
-        ids = _filter_values("parent_ids", list(parent_ids))
+        ids = _id_list("parent_ids", parent_ids)
         if not ids or not self._has_parents_table():
             return {}
+        return self._active_by_id(_SELECT_PARENTS, "parent_id", ids)
+
+    def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, StoredChunk]:
+        """The active chunks among ``chunk_ids``, by id (as :meth:`get_parents` for parents): an id with no active
+        chunk (superseded, retracted, never stored) is absent from the result.
+
+        Raises:
+            TypeError: ``chunk_ids`` is a str or holds a non-str.
+            StoreError: the store is closed or SQLite fails.
+        """
+        return self._active_by_id(_SELECT_CHUNKS, "chunk_id", _id_list("chunk_ids", chunk_ids))
+
+    def _active_by_id(self, select: str, column: str, ids: list[str]) -> dict[str, StoredChunk]:
+        """The active rows of ``select`` (``_SELECT_CHUNKS`` / ``_SELECT_PARENTS``) whose ``column`` is in ``ids``."""
         out: dict[str, StoredChunk] = {}
-        batch = 500
-        for i in range(0, len(ids), batch):
-            part = ids[i : i + batch]
-            sql = f"{_SELECT_PARENTS} WHERE c.active = 1 AND c.parent_id IN ({_placeholders(len(part))})"
+        for part in _batches(ids):
+            sql = f"{select} WHERE c.active = 1 AND c.{column} IN ({_placeholders(len(part))})"
             for stored in self._iter_rows(sql, part):
                 out[stored.chunk_id] = stored
+        return out
+
+    def active_versions(self, ids: Sequence[str]) -> dict[str, tuple[str, int]]:
+        """``{id: (doc_id, version)}`` of the active chunks and parents among ``ids`` — which rows search may return
+        now, without reading their text or metadata (one indexed lookup per table; a chunk wins over a parent of the
+        same id).  An id with no active row is absent.
+
+        A row's content never changes (a write adds a version), so a document read earlier from this store whose
+        ``metadata["doc_id"]`` / ``metadata["doc_version"]`` equal an entry here is exactly the active row.
+
+        Raises:
+            TypeError: ``ids`` is a str or holds a non-str.
+            StoreError: the store is closed or SQLite fails.
+        """
+        ids = _id_list("ids", ids)
+        out: dict[str, tuple[str, int]] = {}
+        tables = [("chunks", "chunk_id")] + ([("parents", "parent_id")] if self._has_parents_table() else [])
+        for table, column in tables:  # names from this list only
+            wanted = [i for i in ids if i not in out]
+            for part in _batches(wanted):
+                sql = (f"SELECT {column}, doc_id, version FROM {table} "
+                       f"WHERE {column} IN ({_placeholders(len(part))}) AND active = 1")
+                with self._lock, self._sql_errors():
+                    rows = self._connection().execute(sql, part).fetchall()
+                out.update((str(r[0]), (str(r[1]), int(r[2]))) for r in rows)
         return out
 
     def iter_parents(

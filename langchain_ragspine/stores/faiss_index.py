@@ -45,7 +45,6 @@ faiss is imported lazily (the ``embed`` and ``st`` extras install faiss-cpu); no
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -59,7 +58,7 @@ import numpy as np
 from langchain_ragspine._optional import import_optional
 from langchain_ragspine.embeddings.batching import l2_normalize
 from langchain_ragspine.errors import StoreError
-from langchain_ragspine.stores.files import atomic_dir, layout, read_config
+from langchain_ragspine.stores.files import atomic_dir, file_sha256, layout, read_config
 
 __all__ = [
     "AUTO_HNSW_MIN_ROWS",
@@ -424,7 +423,7 @@ class FaissVectorIndex:
         finally:
             conn.close()
         meta = self._meta()
-        meta["index_sha256"] = _file_sha256(root / INDEX_FILE)
+        meta["index_sha256"] = file_sha256(root / INDEX_FILE)
         (root / META_FILE).write_text(json.dumps(meta, ensure_ascii=False, indent=1), "utf-8")
 
     def save(self, path: str | os.PathLike[str]) -> None:
@@ -456,7 +455,7 @@ class FaissVectorIndex:
         if not index_path.is_file():
             raise StoreError("FAISS index file missing", path=index_path)
         expected_sha = meta.get("index_sha256")
-        if expected_sha is not None and _file_sha256(index_path) != expected_sha:
+        if expected_sha is not None and file_sha256(index_path) != expected_sha:
             raise StoreError(
                 f"FAISS index file does not match the SHA-256 recorded in {META_FILE}", path=index_path
             )
@@ -491,11 +490,6 @@ class FaissVectorIndex:
                 index.make_direct_map()
         self._setup(index, kind, ids, hashes)
         return self
-
-
-def _file_sha256(path: Path) -> str:
-    with open(path, "rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def _faiss_reason(error: BaseException) -> str:

@@ -4,18 +4,24 @@ An index directory is written into a fresh temporary sibling and swapped in with
 so a reader sees the old directory or the new one, and a crash leaves at worst a hidden ``.NAME.tmp-*`` /
 ``.NAME.old-*`` sibling that the next ingest removes.  Documents are stored as one JSON object per line
 (``{"id", "page_content", "metadata"}``) — no pickle anywhere.
+
+A save may also write a checksum manifest (:func:`write_manifest`, ``manifest.json``: the size and SHA-256 of every
+file and the chunk-store generation the index was built from), last, inside the same temporary directory, so the
+files and their manifest appear together; :func:`read_manifest` and :meth:`Manifest.check` verify them on load.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import hashlib
 import json
 import os
 import re
 import shutil
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeAlias
 
@@ -181,6 +187,148 @@ def read_config(root: Path, filename: str, *, fmt: str, what: str) -> dict[str, 
     if found != fmt:
         raise StoreError(f"unknown index format {found!r}, expected {fmt!r}", path=path)
     return config
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """The SHA-256 of the file at ``path``, as 64 hex digits (read in blocks: any size, little memory).
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+#: The checksum manifest a save writes into its directory (:func:`write_manifest`).
+MANIFEST_FILE = "manifest.json"
+MANIFEST_FORMAT = "ragspine-manifest/1"
+
+
+def _manifest_digest(body: Mapping[str, Any]) -> str:
+    """SHA-256 of the manifest's own content (every key but ``"sha256"``), as canonical JSON."""
+    canonical = json.dumps({k: v for k, v in body.items() if k != "sha256"}, sort_keys=True, ensure_ascii=False,
+                           separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def _saved_files(directory: Path) -> list[str]:
+    """Every file under ``directory`` but the manifest, as sorted POSIX paths relative to it."""
+    return sorted(
+        p.relative_to(directory).as_posix()
+        for p in directory.rglob("*")
+        if p.is_file() and p != directory / MANIFEST_FILE
+    )
+
+
+def write_manifest(directory: str | os.PathLike[str], *, generation: int | None = None) -> None:
+    """Write ``directory/manifest.json``: the size in bytes and SHA-256 of every file under ``directory``
+    (recursively), the chunk-store ``generation`` the files were built from (``None``: not built from a store), and
+    the SHA-256 of the manifest's own content.  Call it last, inside :func:`atomic_dir`, so the manifest appears
+    with the files it describes.
+
+    Raises:
+        OSError: a file cannot be read, or the manifest cannot be written.
+    """
+    root = Path(directory)
+    files = {
+        name: {"bytes": (root / name).stat().st_size, "sha256": file_sha256(root / name)}
+        for name in _saved_files(root)
+    }
+    body: dict[str, Any] = {"format": MANIFEST_FORMAT, "generation": generation, "files": files}
+    body["sha256"] = _manifest_digest(body)
+    (root / MANIFEST_FILE).write_text(json.dumps(body, ensure_ascii=False, indent=1), "utf-8")
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """A checksum manifest read by :func:`read_manifest`.
+
+    Attributes:
+        root: the saved directory.
+        generation: the chunk-store generation the files were built from (``None``: not built from a store).
+        files: relative POSIX path → ``(bytes, sha256)`` of every file the save wrote.
+    """
+
+    root: Path
+    generation: int | None
+    files: Mapping[str, tuple[int, str]]
+
+    def check(self, *, required: Iterable[str] = (), generation: int | None = None) -> None:
+        """Verify the saved files before anything reads them: each of ``required`` (relative paths) is listed,
+        when ``generation`` is given the files were built from that chunk-store generation, and every listed file
+        exists with its recorded size and SHA-256.  Sizes are compared first (a truncated, extended or missing
+        file is found without reading anything), then every file is hashed in blocks (about 1 GB/s on one core
+        with SHA extensions: benchmarks/RESULTS.md, bm25-load-check).
+
+        Raises:
+            StoreError: naming the first file that does not match, and why (not covered by the manifest, another
+                generation, missing, another size, another SHA-256).
+        """
+        manifest = self.root / MANIFEST_FILE
+        for name in required:
+            if name not in self.files:
+                raise StoreError(f"not covered by {MANIFEST_FILE} (no checksum recorded)", path=self.root / name)
+        if generation is not None and self.generation != generation:
+            raise StoreError(
+                f"built from chunk-store generation {self.generation}, but the store is at generation {generation}",
+                path=manifest,
+            )
+        for name, (size, _) in self.files.items():
+            path = self.root / name
+            try:
+                found = path.stat().st_size if path.is_file() else None
+            except OSError:
+                found = None
+            if found is None:
+                raise StoreError(f"missing (listed in {MANIFEST_FILE})", path=path)
+            if found != size:
+                raise StoreError(f"{found} bytes, but {MANIFEST_FILE} records {size} (truncated or rewritten)", path=path)
+        for name, (_, sha) in self.files.items():
+            path = self.root / name
+            try:
+                found_sha = file_sha256(path)
+            except OSError as e:
+                raise StoreError(f"unreadable: {e.strerror or e}", path=path) from None
+            if found_sha != sha:
+                raise StoreError(f"does not match the SHA-256 recorded in {MANIFEST_FILE} (changed after the save)",
+                                 path=path)
+
+
+def read_manifest(directory: str | os.PathLike[str]) -> Manifest | None:
+    """The checksum manifest of a saved directory, or ``None`` when it has none (saved before manifests existed,
+    or the manifest was deleted: nothing vouches for the files).
+
+    Raises:
+        StoreError: the manifest is unreadable, malformed, or does not match its own SHA-256 (edited or damaged).
+    """
+    root = Path(directory)
+    path = root / MANIFEST_FILE
+    try:
+        body = json.loads(path.read_text("utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise StoreError(f"corrupt {MANIFEST_FILE}: {e}", path=path) from None
+    if not isinstance(body, dict) or body.get("format") != MANIFEST_FORMAT:
+        raise StoreError(f"not a checksum manifest (format {MANIFEST_FORMAT!r} expected)", path=path)
+    if body.get("sha256") != _manifest_digest(body):
+        raise StoreError(f"{MANIFEST_FILE} does not match its own SHA-256 (edited or damaged)", path=path)
+    generation, files = body.get("generation"), body.get("files")
+    entries: dict[str, tuple[int, str]] = {}
+    ok = (generation is None or type(generation) is int) and isinstance(files, dict)
+    for name, entry in files.items() if isinstance(files, dict) else ():
+        size = entry.get("bytes") if isinstance(entry, dict) else None
+        sha = entry.get("sha256") if isinstance(entry, dict) else None
+        # a listed path stays inside the directory: relative, no "..", no empty part
+        parts = name.split("/") if isinstance(name, str) else [""]
+        if type(size) is not int or not isinstance(sha, str) or any(p in ("", ".", "..") for p in parts):
+            ok = False
+            break
+        entries[name] = (size, sha)
+    if not ok:
+        raise StoreError(f"malformed {MANIFEST_FILE}: expected a generation and files {{path: {{bytes, sha256}}}}",
+                         path=path)
+    return Manifest(root=root, generation=generation, files=entries)
 
 
 def json_default(value: Any) -> Any:

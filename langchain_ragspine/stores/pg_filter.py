@@ -173,17 +173,14 @@ def _eq_match(ctx: _Ctx, name: str, o: _Operand) -> Frag:
 
 
 def _in_match(ctx: _Ctx, name: str, ops: list[_Operand]) -> Frag:
-    sets: dict[int, list[Any]] = {}
+    sets: dict[int, dict[Any, None]] = {}  # per kind, the distinct values in first-seen order (linear: no list scan)
     for o in ops:
         if o.date_like:
             ctx.check_dates(name, o)
         for kind, v in o.eq.items():
-            values = sets.setdefault(kind, [])
-            x = _sql_value(kind, v)
-            if x not in values:
-                values.append(x)
+            sets.setdefault(kind, {})[_sql_value(kind, v)] = None
     conds: list[Frag] = [
-        (f"(v.kind = {_KIND[kind]} AND v.{_COLUMN[kind]} = ANY(%s::{_ARRAY_TYPE[kind]}))", (values,))
+        (f"(v.kind = {_KIND[kind]} AND v.{_COLUMN[kind]} = ANY(%s::{_ARRAY_TYPE[kind]}))", (list(values),))
         for kind, values in sets.items()
     ]
     return ctx.exists(name, _join("OR", conds)) if conds else _FALSE

@@ -38,6 +38,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import datetime as _dt
+import math
 import re
 import threading
 from collections import Counter
@@ -298,6 +299,7 @@ class PostgresConnection:
         self.url = url.strip()
         self.where = redact_url(self.url)
         self._pool = get_pool(self.url)
+        self._pinned = threading.local()  # .conn: this thread's connection inside atomic()
 
     @contextlib.contextmanager
     def errors(self) -> Iterator[None]:
@@ -310,9 +312,60 @@ class PostgresConnection:
 
     @contextlib.contextmanager
     def connection(self) -> Iterator[Any]:
-        """A pooled autocommit connection."""
+        """A pooled autocommit connection (inside :meth:`atomic`: the block's connection, in its transaction)."""
+        pinned = getattr(self._pinned, "conn", None)
+        if pinned is not None:
+            with self.errors():
+                yield pinned
+            return
         with self.errors(), self._pool.connection() as conn:
             yield conn
+
+    @contextlib.contextmanager
+    def search(self, timeout: float) -> Iterator[Any]:
+        """A pooled connection inside one transaction whose statements the server cancels after ``timeout`` seconds
+        (``0``: no limit; ``SET LOCAL statement_timeout``, so the connection goes back to the pool without it).
+
+        Raises:
+            StoreError: a statement ran longer than ``timeout`` (the message says so and how to change the limit),
+                or another SQL error.
+        """
+        psycopg = _import_psycopg()
+        with self.errors(), self._pool.connection() as conn:
+            try:
+                with conn.transaction():
+                    if timeout > 0:
+                        ms = max(1, math.ceil(timeout * 1000))
+                        conn.execute("SELECT set_config('statement_timeout', %s, true)", (f"{ms}ms",))
+                    yield conn
+            except psycopg.errors.QueryCanceled as e:
+                if "statement timeout" not in str(e):
+                    raise
+                raise StoreError(
+                    f"PostgreSQL cancelled the search after {timeout:g} s (the statement timeout: the retriever's "
+                    "statement_timeout, default RAGSPINE_PG_STATEMENT_TIMEOUT); shorten the query or the filter, or "
+                    "raise the limit (0: none)",
+                    path=self.where,
+                ) from e
+
+    @contextlib.contextmanager
+    def atomic(self) -> Iterator[None]:
+        """Run this thread's statements inside the block on one connection, in one transaction: committed when the
+        block ends, rolled back as a whole when it raises (each :meth:`transaction` inside becomes a savepoint).
+        Nested in another :meth:`atomic` of the same thread, it joins it.
+
+        Raises:
+            StoreError: the database fails (also on the commit: then nothing is written).
+        """
+        if getattr(self._pinned, "conn", None) is not None:
+            yield
+            return
+        with self.errors(), self._pool.connection() as conn, conn.transaction():
+            self._pinned.conn = conn
+            try:
+                yield
+            finally:
+                self._pinned.conn = None
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Any]:

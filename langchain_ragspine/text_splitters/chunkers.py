@@ -14,7 +14,8 @@ refused (:func:`chunker_mismatch`), so one store never mixes chunks of two chunk
 ``parent_child``    :class:`~langchain_ragspine.text_splitters.ParentChildTextSplitter` (children of
                     ``chunk_size``, parents of ``4 * chunk_size``); search with ``--mode parent_child``
 ``sentence_window`` :class:`~langchain_ragspine.text_splitters.SentenceWindowTextSplitter` (window of 3)
-``semantic``        :class:`~langchain_ragspine.text_splitters.SemanticTextSplitter` (needs an embedding model)
+``semantic``        :class:`~langchain_ragspine.text_splitters.SemanticTextSplitter` (needs an embedding model;
+                    a RESTRICTED document is split by paragraphs, never embedded)
 ==================  =====================================================================================
 """
 

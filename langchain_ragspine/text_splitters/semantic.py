@@ -7,6 +7,9 @@ so about one cut in twenty sentences), or mean + amount × standard deviation, o
 sentences longer than ``chunk_size`` is then chunked by the paragraph machinery, so chunks stay within budget.
 Every chunk is a verbatim slice ``text[start:end]`` from its first sentence's start to its last sentence's end.
 
+A document labelled RESTRICTED (:func:`~langchain_ragspine.sensitivity.is_restricted` on its metadata) is never
+embedded: it is chunked as the paragraph splitter chunks it.
+
 The result depends only on the text and the embedding model: the same model gives the same chunks (the threshold
 is a statistic of the document's own distances; no randomness).
 
@@ -21,12 +24,15 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 import numpy as np
+from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
+from langchain_ragspine.sensitivity import is_restricted
 from langchain_ragspine.text_splitters.paragraph import (
     DEFAULT_CHUNK_CHARS,
     DEFAULT_OVERLAP_CHARS,
     ParagraphTextSplitter,
+    SourceText,
     Span,
     _Graphemes,
     _sentence_spans,
@@ -94,7 +100,9 @@ class SemanticTextSplitter(ParagraphTextSplitter):
         ValueError: ``buffer_size < 0``, an unknown threshold type, or bad budgets.
 
     Chunks carry the paragraph splitter's lineage metadata.  Each text costs one ``embed_documents`` call with one
-    string per sentence.
+    string per sentence — except a RESTRICTED one (its metadata labelled so, :func:`~langchain_ragspine.sensitivity.
+    is_restricted`): its text never reaches the model, it is chunked as :class:`ParagraphTextSplitter` chunks it
+    (the same budgets), so its chunks are still versioned in a store (which never indexes or embeds them).
 
     Example:
         >>> from langchain_ragspine.embeddings import HashingEmbeddings
@@ -152,8 +160,16 @@ class SemanticTextSplitter(ParagraphTextSplitter):
             first = i + 1
         return groups
 
+    def _documents_of(self, source: SourceText) -> list[Document]:
+        """The chunks of one source text; a RESTRICTED one is split by paragraphs, without the embedding model."""
+        if is_restricted(source.base):
+            spans = ParagraphTextSplitter.split_spans(self, source.text)
+            return [source.chunk(n, s, e) for n, (s, e) in enumerate(spans)]
+        return super()._documents_of(source)
+
     def split_spans(self, text: str) -> list[Span]:
-        """``(start, end)`` offsets of the chunks of ``text``, in order."""
+        """``(start, end)`` offsets of the chunks of ``text``, in order (each sentence embedded: a text known to be
+        RESTRICTED goes through :meth:`split_documents` / :meth:`create_documents` with its metadata instead)."""
         g = _Graphemes(text)
         out: list[Span] = []
         for s, e in self._groups(g, _sentence_spans(g)):

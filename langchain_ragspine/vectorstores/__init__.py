@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from langchain_ragspine.vectorstores.base import VersionedVectorStore, as_chunks
+from langchain_ragspine.vectorstores.base import ScopedVectorStoreRetriever, VersionedVectorStore, as_chunks
 from langchain_ragspine.vectorstores.store import (
     ChunkStoreBackend,
     RagSpineStoreRetriever,
@@ -23,6 +23,7 @@ __all__ = [
     "RagSpineStoreRetriever",
     "RagSpineVectorStore",
     "RecordBackend",
+    "ScopedVectorStoreRetriever",
     "VersionedVectorStore",
     "as_chunks",
 ]

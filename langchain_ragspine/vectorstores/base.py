@@ -20,7 +20,10 @@ backend:
 * **scores.**  ``similarity_search_with_score`` gives the cosine similarity in ``[-1, 1]`` (the dense channel's
   ``scores["vector"]``); relevance scores are ``(1 + cosine) / 2`` in ``[0, 1]``.
 * **filters** are the package's own predicate language (:mod:`langchain_ragspine.filters`), applied before
-  scoring: ``similarity_search(query, k, filter={"lang": "ja"})``.
+  scoring: ``similarity_search(query, k, filter={"lang": "ja"})``.  The retriever of
+  :meth:`~VersionedVectorStore.as_retriever` (:class:`ScopedVectorStoreRetriever`) ANDs a call's filter with its
+  own: ``as_retriever(search_kwargs={"filter": F}).invoke(q, filter=G)`` searches ``F AND G``, and ``filter=None``
+  keeps ``F`` (LangChain's ``VectorStoreRetriever`` lets the call's replace it).
 
 A backend implements :meth:`~VersionedVectorStore._active_chunks`, :meth:`~VersionedVectorStore._write_versions`,
 :meth:`~VersionedVectorStore._search_by_vector` and :meth:`~VersionedVectorStore._read_by_ids`.
@@ -28,20 +31,36 @@ A backend implements :meth:`~VersionedVectorStore._active_chunks`, :meth:`~Versi
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from abc import abstractmethod
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
-from langchain_core.vectorstores import VectorStore
+from langchain_core.vectorstores import VectorStore, VectorStoreRetriever
 
 from langchain_ragspine.documents import check_k
+from langchain_ragspine.errors import StoreError
+from langchain_ragspine.filters import and_filters
 from langchain_ragspine.retrievers.base import check_query
 from langchain_ragspine.sensitivity import drop_restricted, drop_restricted_pairs
+from langchain_ragspine.stores.chunk_store import nan_field
+from langchain_ragspine.stores.lock import StoreBusyError
 
-__all__ = ["TextsAsDocumentsStore", "VersionedVectorStore", "as_chunks", "as_list", "texts_as_documents"]
+__all__ = [
+    "ScopedVectorStoreRetriever",
+    "TextsAsDocumentsStore",
+    "VersionedVectorStore",
+    "all_or_nothing",
+    "as_chunks",
+    "as_list",
+    "check_records",
+    "search_kwargs_for_call",
+    "texts_as_documents",
+]
 
 
 def as_list(value: Any, name: str, method: str) -> list[Any]:
@@ -63,19 +82,70 @@ def as_list(value: Any, name: str, method: str) -> list[Any]:
     return list(value)
 
 
+def check_records(ids: Sequence[str], documents: Sequence[Document], method: str) -> None:
+    """Refuse a write call that could not be stored as given, before anything is written: an id given twice in
+    the call (which of the two should win is a guess) or a NaN metadata value (anywhere in it: NaN never equals
+    itself, so no filter could ever match it, and it is not JSON — the corpus loader refuses it too).  Infinities
+    are kept: they compare as numbers (``inf`` is greater than every finite number) in both stores' filters.
+    ``method`` names the call in the message.
+
+    Raises:
+        ValueError: naming the id, the metadata field (a dotted path for nested values) and the positions in the
+            call.
+    """
+    first: dict[str, int] = {}
+    for i, (rid, doc) in enumerate(zip(ids, documents, strict=True)):
+        if rid in first:
+            raise ValueError(
+                f"{method}: id {rid!r} is given twice in one call (at index {first[rid]} and {i}); a call writes "
+                "each id once — pass each record once"
+            )
+        first[rid] = i
+        found = nan_field(doc.metadata)
+        if found is not None:
+            raise ValueError(
+                f"{method}: the record at index {i} (id {rid!r}) has metadata {found[0]!r} = {found[1]!r}, which "
+                "cannot be stored: NaN never equals itself, so no filter could match it (and it is not JSON); store "
+                "None instead"
+            )
+
+
+@contextlib.contextmanager
+def all_or_nothing(method: str, where: object = None) -> Iterator[None]:
+    """Around one write call of a store whose calls are atomic: re-raise its failure (a :class:`StoreError` —
+    SQLite's or PostgreSQL's disk full among them — or an ``OSError``) as a :class:`StoreError` that says nothing
+    of the call was written.  A :class:`~langchain_ragspine.stores.lock.StoreBusyError` (nothing written either:
+    the call never started) passes unchanged.
+
+    Raises:
+        StoreError: ``"<method> wrote nothing, the store is as it was before the call: <cause>"``, naming
+            ``where`` (the store's path or URL) when given.
+    """
+    try:
+        yield
+    except StoreBusyError:
+        raise
+    except (StoreError, OSError) as e:
+        cause = e.reason if isinstance(e, StoreError) else f"{type(e).__name__}: {e}"
+        raise StoreError(
+            f"{method} wrote nothing, the store is as it was before the call: {cause}",
+            path=None if where is None else str(where),
+        ) from e
+
+
 def as_chunks(documents: Sequence[Document], ids: Sequence[str] | None = None) -> list[Document]:
     """Copies of ``documents`` as store chunks: ``metadata["chunk_id"]`` and ``Document.id`` set to the id and
     ``metadata["doc_id"]`` to the document (rules in the module docstring).
 
     Raises:
-        ValueError: ``ids`` of another length than ``documents``; an empty id; an id given twice;
-            a ``doc_id`` that is not a non-empty string.
+        ValueError: ``ids`` of another length than ``documents``; an empty id; an id given twice or a NaN
+            metadata value (:func:`check_records`); a ``doc_id`` that is not a non-empty string.
         TypeError: an element that is not a ``Document``.
     """
     if ids is not None and len(ids) != len(documents):
         raise ValueError(f"got {len(ids)} ids for {len(documents)} documents")
     out: list[Document] = []
-    seen: set[str] = set()
+    chunk_ids: list[str] = []
     for i, doc in enumerate(documents):
         if not isinstance(doc, Document):
             raise TypeError(f"documents[{i}] must be a langchain_core Document, got {type(doc).__name__}")
@@ -83,9 +153,9 @@ def as_chunks(documents: Sequence[Document], ids: Sequence[str] | None = None) -
         chunk_id = str(raw)
         if not chunk_id:
             raise ValueError(f"documents[{i}] has an empty id")
-        if chunk_id in seen:
-            raise ValueError(f"id {chunk_id!r} is given twice")
-        seen.add(chunk_id)
+        chunk_ids.append(chunk_id)
+    check_records(chunk_ids, documents, "add_documents")
+    for i, (doc, chunk_id) in enumerate(zip(documents, chunk_ids, strict=True)):
         doc_id = doc.metadata.get("doc_id", chunk_id)
         if not isinstance(doc_id, str) or not doc_id:
             raise ValueError(f"documents[{i}] has metadata doc_id {doc_id!r}: a non-empty string is required")
@@ -154,6 +224,90 @@ class TextsAsDocumentsStore(VectorStore):
         return self.add_documents(texts_as_documents(texts, metadatas, id_list), ids=id_list or None, **kwargs)
 
 
+def search_kwargs_for_call(
+    vectorstore: VectorStore, search_kwargs: Mapping[str, Any], kwargs: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The keywords of one search of a ``VectorStoreRetriever`` over ``vectorstore``: its ``search_kwargs`` with the
+    call's ``kwargs`` over them (a call's ``k``, ``fetch_k``, … replace the retriever's, as in LangChain), except
+    ``filter``: a call never widens the retriever's own filter.
+
+    Over one of the package's stores (whose filters are :mod:`langchain_ragspine.filters` dicts) a call's filter is
+    ANDed with the retriever's (:func:`~langchain_ragspine.filters.and_filters`: ``{"$and": [own, call]}``), and
+    ``filter=None`` (or ``{}``) keeps the retriever's.  Over a store of another filter dialect two filters cannot be
+    ANDed here: ``filter=None`` keeps the retriever's, and a different filter when the retriever has one is refused.
+
+    Example:
+        >>> import tempfile
+        >>> from langchain_ragspine.embeddings import HashingEmbeddings
+        >>> from langchain_ragspine.vectorstores import RagSpineVectorStore
+        >>> store = RagSpineVectorStore(tempfile.mkdtemp(), HashingEmbeddings(64))
+        >>> search_kwargs_for_call(store, {"k": 4, "filter": {"dept": "hr"}}, {"k": 2, "filter": {"year": 2024}})
+        {'k': 2, 'filter': {'$and': [{'dept': 'hr'}, {'year': 2024}]}}
+        >>> search_kwargs_for_call(store, {"filter": {"dept": "hr"}}, {"filter": None})
+        {'filter': {'dept': 'hr'}}
+        >>> store.close()
+
+    Raises:
+        TypeError: over a package store, a filter that is not a dict while the other is set.
+        ValueError: over another store, a call's filter other than the retriever's own filter.
+    """
+    merged = {**search_kwargs, **kwargs}
+    if "filter" not in kwargs:
+        return merged
+    own, call = search_kwargs.get("filter"), kwargs["filter"]
+    if own is None or call is None or own is call:
+        merged["filter"] = own if call is None else call  # one filter: the store checks it
+    elif isinstance(vectorstore, TextsAsDocumentsStore):
+        merged["filter"] = and_filters(own, call)
+    elif own != call:
+        raise ValueError(
+            f"a call's filter cannot AND with this retriever's own over {type(vectorstore).__name__} (its filters are "
+            "not langchain_ragspine.filters dicts), and replacing it would widen the search: put the combined filter "
+            "in the retriever's search_kwargs, or call without filter="
+        )
+    return merged
+
+
+class ScopedVectorStoreRetriever(VectorStoreRetriever):
+    """LangChain's ``VectorStoreRetriever`` whose own filter scopes every call: ``invoke(q, filter=G)`` on
+    ``store.as_retriever(search_kwargs={"filter": F})`` searches ``F AND G``, and ``filter=None`` keeps ``F``
+    (:func:`search_kwargs_for_call`; LangChain's merges ``search_kwargs | kwargs``, so the call's filter replaced the
+    retriever's).  Every other call keyword (``k``, ``fetch_k``, …) replaces the retriever's for that call.
+
+    What :meth:`VersionedVectorStore.as_retriever` returns (search types ``"similarity"``,
+    ``"similarity_score_threshold"``, ``"mmr"`` where the store has MMR); the directory store's
+    :class:`~langchain_ragspine.vectorstores.RagSpineStoreRetriever` is one too.
+
+    Example:
+        >>> import tempfile
+        >>> from langchain_ragspine.embeddings import HashingEmbeddings
+        >>> from langchain_ragspine.vectorstores import RagSpineVectorStore
+        >>> store = RagSpineVectorStore(tempfile.mkdtemp(), HashingEmbeddings(64))
+        >>> store.add_texts(["falcon hr", "falcon sales"], [{"dept": "hr"}, {"dept": "sales"}], ids=["hr", "sales"])
+        ['hr', 'sales']
+        >>> hr = store.as_retriever(search_type="similarity", search_kwargs={"filter": {"dept": "hr"}})
+        >>> [d.id for d in hr.invoke("falcon", filter={"dept": "sales"})], [d.id for d in hr.invoke("falcon", filter=None)]
+        ([], ['hr'])
+        >>> store.close()
+    """
+
+    def call_search_kwargs(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """The keywords of a search for a call with ``kwargs`` (:func:`search_kwargs_for_call`)."""
+        return search_kwargs_for_call(self.vectorstore, self.search_kwargs, kwargs)
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
+        return super()._get_relevant_documents(query, run_manager=run_manager, **self.call_search_kwargs(kwargs))
+
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
+        return await super()._aget_relevant_documents(
+            query, run_manager=run_manager, **self.call_search_kwargs(kwargs)
+        )
+
+
 class VersionedVectorStore(TextsAsDocumentsStore):
     """A RagSpine store as a LangChain ``VectorStore`` (see the module docstring for the id, version, RESTRICTED
     and score rules); subclasses say where the chunks live.
@@ -179,7 +333,12 @@ class VersionedVectorStore(TextsAsDocumentsStore):
 
     @abstractmethod
     def _write_versions(self, versions: Mapping[str, list[Document]]) -> None:
-        """Make each ``chunks`` the next version of its ``doc_id`` (``[]``: retract it), embedding what needs it."""
+        """Make each ``chunks`` the next version of its ``doc_id`` (``[]``: retract it), embedding what needs it;
+        all of them or none (one transaction)."""
+
+    def _where(self) -> str | None:
+        """Where the store is, for messages (a path, or a URL without its password); ``None``: unknown."""
+        return None
 
     @abstractmethod
     def _search_by_vector(
@@ -213,7 +372,8 @@ class VersionedVectorStore(TextsAsDocumentsStore):
         for c in chunks:
             by_doc.setdefault(str(c.metadata["doc_id"]), []).append(c)
         current = self._active_chunks(list(by_doc))
-        self._write_versions({d: _merge(current.get(d, []), new) for d, new in by_doc.items()})
+        with all_or_nothing("add_documents", self._where()):
+            self._write_versions({d: _merge(current.get(d, []), new) for d, new in by_doc.items()})
         return [str(c.metadata["chunk_id"]) for c in chunks]
 
 
@@ -233,9 +393,10 @@ class VersionedVectorStore(TextsAsDocumentsStore):
         found = self._read_by_ids(sorted(gone))
         doc_ids = sorted({str(d.metadata["doc_id"]) for d in found})
         current = self._active_chunks(doc_ids)
-        self._write_versions({
-            d: [c for c in current.get(d, []) if str(c.metadata["chunk_id"]) not in gone] for d in doc_ids
-        })
+        with all_or_nothing("delete", self._where()):
+            self._write_versions({
+                d: [c for c in current.get(d, []) if str(c.metadata["chunk_id"]) not in gone] for d in doc_ids
+            })
         return True
 
     def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
@@ -279,3 +440,9 @@ class VersionedVectorStore(TextsAsDocumentsStore):
 
     def _select_relevance_score_fn(self) -> Callable[[float], float]:
         return lambda cosine: (1.0 + cosine) / 2.0
+
+    def as_retriever(self, **kwargs: Any) -> ScopedVectorStoreRetriever:
+        """A :class:`ScopedVectorStoreRetriever` (LangChain's ``as_retriever`` arguments: ``search_type``,
+        ``search_kwargs`` …): a call's ``filter`` is ANDed with ``search_kwargs["filter"]``, never replacing it."""
+        tags = kwargs.pop("tags", None) or [*self._get_retriever_tags()]
+        return ScopedVectorStoreRetriever(vectorstore=self, tags=tags, **kwargs)

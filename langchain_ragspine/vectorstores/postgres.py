@@ -11,9 +11,10 @@ LangChain's ``VectorStore`` face (the rules for ids, versions, RESTRICTED and sc
 
 Search is :class:`~langchain_ragspine.retrievers.postgres.PostgresDenseRetriever`'s (pgvector, exact below
 ``RAGSPINE_PG_HNSW_THRESHOLD`` vectors, HNSW with iterative scans above; filters compiled to SQL and applied inside
-the query).  Writes go through :func:`langchain_ragspine.postgres.write_versions`: one transaction per document
-version, BM25 postings and typed metadata values written with the chunks, vectors cached by
-``(model, chunk_id, content hash)`` so an unchanged chunk is never embedded twice.  The same database then serves
+the query).  Writes go through :func:`langchain_ragspine.postgres.write_versions`: one transaction per call (every
+document version of an ``add_documents`` / ``delete`` call, or none of them: a failure part way — disk full — leaves
+the store as it was, and the error says so), BM25 postings and typed metadata values written with the chunks,
+vectors cached by ``(model, chunk_id, content hash)`` so an unchanged chunk is never embedded twice.  The same database then serves
 ``ragspine search --store URL`` (BM25, hybrid) unchanged.  See ``docs/postgres.md``.
 """
 
@@ -109,6 +110,9 @@ class PostgresVectorStore(VersionedVectorStore):
         self._check_model()  # another writer may have recorded another model meanwhile
         write_versions(self.url, versions, embedding=self._embedding)
         self._retriever = None  # the record (model, dimension, HNSW index) may have changed
+
+    def _where(self) -> str:
+        return redact_url(self.url)
 
     def _read_by_ids(self, ids: Sequence[str]) -> list[Document]:
         with PostgresChunkStore(self.url, read_only=True) as store:

@@ -34,7 +34,10 @@ metadata untouched (scores come as tuples from the ``*_with_score`` methods).
 
 Filters (``filter=``) are the package's metadata filters (:mod:`langchain_ragspine.filters`, a dict), applied
 before scoring in every search type and failing closed (a missing field never matches; a malformed filter raises;
-a callable raises ``TypeError``).  They see the record's metadata with ``chunk_id`` = the record id.
+a callable raises ``TypeError``).  They see the record's metadata with ``chunk_id`` = the record id.  A retriever's
+own filter scopes every call: ``as_retriever(search_kwargs={"filter": F}).invoke(q, filter=G)`` searches
+``F AND G`` and ``filter=None`` keeps ``F``, in every search type (LangChain's ``VectorStoreRetriever`` lets the
+call's filter replace the retriever's).
 RESTRICTED records (:mod:`langchain_ragspine.sensitivity`) may be stored but are never embedded, indexed or
 returned — not by a search and not by ``get_by_ids``: they are left out when the indexes are built, and every exit
 (each search type, ``get_by_ids``, the retriever of :meth:`RagSpineVectorStore.as_retriever`) passes the RESTRICTED
@@ -44,10 +47,11 @@ gate again.  Every returned ``Document`` is a fresh copy, so editing one changes
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, runtime_checkable
@@ -57,13 +61,18 @@ from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, Callba
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables import RunnableConfig
-from langchain_core.vectorstores import VectorStoreRetriever
 from langchain_core.vectorstores.utils import maximal_marginal_relevance
 
 from langchain_ragspine.arguments import check_arguments
 from langchain_ragspine.documents import check_k, copy_metadata
 from langchain_ragspine.filters import compile_filter
-from langchain_ragspine.indexing import CHUNKS_DB, EMBEDDING_CACHE, prepare_store_dir
+from langchain_ragspine.indexing import (
+    CHUNKS_DB,
+    EMBEDDING_CACHE,
+    STORE_MARKER,
+    prepare_store_dir,
+    store_writer,
+)
 from langchain_ragspine.retrievers._embed_as import (
     BY_VECTOR_SEARCH_TYPES,
     EMBED_AS_OPTION,
@@ -75,11 +84,19 @@ from langchain_ragspine.retrievers._embed_as import (
 )
 from langchain_ragspine.retrievers.base import check_query
 from langchain_ragspine.retrievers.bm25 import BM25Retriever
+from langchain_ragspine.retrievers.contract import gated_exit
 from langchain_ragspine.retrievers.dense import DenseRetriever
 from langchain_ragspine.retrievers.hybrid import HybridRetriever
 from langchain_ragspine.sensitivity import drop_restricted, drop_restricted_pairs, is_restricted
 from langchain_ragspine.stores.chunk_store import ChunkStore, StoredChunk
-from langchain_ragspine.vectorstores.base import TextsAsDocumentsStore, as_list
+from langchain_ragspine.stores.lock import StoreBusyError, check_lock_timeout, writer_lock
+from langchain_ragspine.vectorstores.base import (
+    ScopedVectorStoreRetriever,
+    TextsAsDocumentsStore,
+    all_or_nothing,
+    as_list,
+    check_records,
+)
 
 __all__ = ["ChunkStoreBackend", "RagSpineStoreRetriever", "RagSpineVectorStore", "RecordBackend"]
 
@@ -100,8 +117,9 @@ class RecordBackend(Protocol):
     """Where a :class:`RagSpineVectorStore` keeps its records (the part a PostgreSQL backend would replace).
 
     A record is a ``Document`` whose ``id`` is set (its ``chunk_id``).  Implementations must make each ``upsert`` /
-    ``delete`` call atomic per document group, keep RESTRICTED records out of nothing (the vector store gates
-    them), and bump :attr:`generation` on every write that changes something.
+    ``delete`` call atomic (all of it or nothing: the vector store promises that to its callers), keep RESTRICTED
+    records out of nothing (the vector store gates them), and bump :attr:`generation` on every write that changes
+    something.
     """
 
     @property
@@ -119,7 +137,8 @@ class RecordBackend(Protocol):
         ...
 
     def upsert(self, docs: Sequence[Document]) -> None:
-        """Insert or replace records by id (every ``doc.id`` is set; the last of repeated ids wins)."""
+        """Insert or replace records by id (every ``doc.id`` is set, each id once: the vector store refuses a call
+        that repeats one)."""
         ...
 
     def delete(self, ids: Sequence[str]) -> None:
@@ -168,19 +187,39 @@ class ChunkStoreBackend:
     (``doc_id`` = its id).  A write re-versions each touched document in one transaction
     (:meth:`ChunkStore.replace_doc_chunks`): its other chunks are kept, a record with a known id is replaced in
     place, new ones are appended; writing what is already stored is a no-op.  A record that moves to another
-    ``doc_id`` is first removed from its old document (two transactions).
+    ``doc_id`` is removed from its old document in the same transaction.
+
+    Each :meth:`upsert` / :meth:`delete` call is one SQLite transaction — all of its documents' new versions or
+    none (a disk-full error leaves the store exactly as before) — written while holding the store directory's
+    writer lock (:mod:`langchain_ragspine.stores.lock`), so it never interleaves with an ``ingest`` or another
+    writer (it waits for them).
 
     Args:
         store_dir: the store directory (created when missing; an existing one must be a ragspine store).
+        lock_timeout: seconds a write (and the creation of the store) waits for another writer of the directory;
+            ``None`` (default): as long as it takes, ``0``: not at all.
 
     Raises:
-        StoreError: ``store_dir`` is a file, or a non-empty directory that is not a ragspine store.
+        StoreError: ``store_dir`` is a file, or a non-empty directory that is not a ragspine store;
+            :class:`~langchain_ragspine.stores.lock.StoreBusyError` when the wait for the writer lock runs out.
     """
 
-    def __init__(self, store_dir: str | os.PathLike[str]) -> None:
+    def __init__(self, store_dir: str | os.PathLike[str], *, lock_timeout: float | None = None) -> None:
         self.root = Path(store_dir)
-        prepare_store_dir(self.root)
-        self._store = ChunkStore(self.root / CHUNKS_DB)
+        self.lock_timeout = check_lock_timeout(lock_timeout)
+        if (self.root / STORE_MARKER).is_file() and (self.root / CHUNKS_DB).is_file():
+            # an existing store: opening it takes no writer lock (an older schema migrates in one SQLite transaction)
+            self._store = ChunkStore(self.root / CHUNKS_DB)
+        else:
+            with self.writing():  # creating the store is a write
+                prepare_store_dir(self.root)
+                self._store = ChunkStore(self.root / CHUNKS_DB)
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        """Hold the store directory's writer lock for the block (see the class docstring)."""
+        with store_writer(self.root, lock_timeout=self.lock_timeout):
+            yield
 
     @property
     def generation(self) -> int:
@@ -206,6 +245,10 @@ class ChunkStoreBackend:
         self._store.replace_doc_chunks(doc_id, out, valid_as_of=valid_as_of)
 
     def upsert(self, docs: Sequence[Document]) -> None:
+        with self.writing(), self._store.atomic():
+            self._upsert(docs)
+
+    def _upsert(self, docs: Sequence[Document]) -> None:
         active = list(self._store.iter_chunks())
         where = {c.chunk_id: c.doc_id for c in active}
         groups: dict[str, dict[str, Document]] = {}
@@ -228,6 +271,10 @@ class ChunkStoreBackend:
                 self._rewrite(active, doc_id, set(), put)
 
     def delete(self, ids: Sequence[str]) -> None:
+        with self.writing(), self._store.atomic():
+            self._delete(ids)
+
+    def _delete(self, ids: Sequence[str]) -> None:
         wanted = {str(i) for i in ids}
         active = list(self._store.iter_chunks())
         by_doc: dict[str, set[str]] = {}
@@ -283,6 +330,15 @@ class RagSpineVectorStore(TextsAsDocumentsStore):
             --embedding …`` use the same model, so cached chunk vectors are reused.
         tokenizer: the BM25 tokenizer (default ``"auto"``).
         index_kind: the FAISS index kind of the dense channel (default ``"auto"``).
+        lock_timeout: seconds a write waits for another writer of the store directory (an ``ingest``, another
+            vector store) to finish (:class:`ChunkStoreBackend`); ``None`` (default): as long as it takes, ``0``: not
+            at all.  Searches never wait.  Not used with a :class:`RecordBackend` given as ``store_dir``.
+
+    Writes: each ``add_documents`` / ``add_texts`` / ``delete`` call is atomic — every document version it writes,
+    or none: a failure part way (disk full; a chunk id that is another document's, a ``ValueError``) leaves the
+    store exactly as before, and a failed write is a :class:`~langchain_ragspine.errors.StoreError` saying so.  A call is checked whole before anything is written:
+    an id given twice, or a NaN metadata value (NaN never equals itself, so no filter could match it; infinities
+    are kept and compare as numbers), is a ``ValueError`` naming the id, the field and the position in the call.
 
     Raises:
         StoreError: ``store_dir`` cannot be a store directory.
@@ -309,11 +365,13 @@ class RagSpineVectorStore(TextsAsDocumentsStore):
         *,
         tokenizer: str = "auto",
         index_kind: str = "auto",
+        lock_timeout: float | None = None,
     ) -> None:
         if not isinstance(embedding, Embeddings):
             raise TypeError(f"embedding must be a langchain_core Embeddings, got {type(embedding).__name__}")
         self.backend: RecordBackend = (
-            store_dir if isinstance(store_dir, RecordBackend) else ChunkStoreBackend(store_dir)
+            store_dir if isinstance(store_dir, RecordBackend)
+            else ChunkStoreBackend(store_dir, lock_timeout=lock_timeout)
         )
         self.embedding = embedding
         self.tokenizer = tokenizer
@@ -334,38 +392,64 @@ class RagSpineVectorStore(TextsAsDocumentsStore):
     def _current(self) -> _Indexes:
         """The indexes of the backend's current generation (rebuilt when a write changed it)."""
         with self._lock:
-            generation = self.backend.generation
-            if self._indexes is None or self._indexes.generation != generation:
-                records = [d for d in self.backend.records() if not is_restricted(d.metadata)]
-                internal = [_internal(d) for d in records]
-                cache = self.backend.cache_path
-                self._indexes = _Indexes(
-                    generation=generation,
-                    records={str(d.id): d for d in records},
-                    bm25=BM25Retriever(docs=internal, tokenizer=self.tokenizer),
-                    dense=DenseRetriever(
-                        docs=internal,
-                        embedding=self.embedding,
-                        index_kind=self.index_kind,
-                        cache_path=None if cache is None else str(cache),
-                        show_progress=False,
-                    ),
-                )
+            if self._indexes is None or self._indexes.generation != self.backend.generation:
+                with self._cache_access() as read_only:
+                    generation = self.backend.generation  # read again under the writer lock, if taken
+                    records = [d for d in self.backend.records() if not is_restricted(d.metadata)]
+                    internal = [_internal(d) for d in records]
+                    cache = self.backend.cache_path
+                    if cache is not None and read_only and not cache.is_file():
+                        cache = None
+                    self._indexes = _Indexes(
+                        generation=generation,
+                        records={str(d.id): d for d in records},
+                        bm25=BM25Retriever(docs=internal, tokenizer=self.tokenizer),
+                        dense=DenseRetriever(
+                            docs=internal,
+                            embedding=self.embedding,
+                            index_kind=self.index_kind,
+                            cache_path=None if cache is None else str(cache),
+                            cache_read_only=read_only,
+                            show_progress=False,
+                        ),
+                    )
             return self._indexes
+
+    @contextlib.contextmanager
+    def _cache_access(self) -> Iterator[bool]:
+        """Whether a rebuild must leave the store directory's embedding cache as it is (yields ``True``): the
+        vectors a rebuild embeds are written to the cache only while this call holds the directory's writer lock,
+        taken without waiting — while another writer (an ingest) holds it, the misses are embedded in memory only,
+        so a search never waits and never writes beside a running ingest."""
+        backend = self.backend
+        held = contextlib.ExitStack()
+        busy = False
+        if isinstance(backend, ChunkStoreBackend):
+            try:
+                held.enter_context(writer_lock(backend.root, timeout=0, on_wait=lambda _: None))
+            except StoreBusyError:
+                busy = True
+        with held:
+            yield busy
 
     # -- writing ------------------------------------------------------------------------------------------------
     def add_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
         """Add or replace ``documents``; returns their ids (see the module docstring for how an id is chosen).
 
         Keyword args: ``ids`` (one per document; precedence over ``Document.id``); ``batch_size`` (accepted for
-        ``langchain_core.indexing.index()``; the write is one transaction per document group anyway).
-        ``documents`` are not modified.
+        ``langchain_core.indexing.index()``; the call is one transaction anyway).  ``documents`` are not modified.
+        The call is one new store version, all or nothing (see the class docstring).
 
         Raises:
             TypeError: ``documents`` or ``ids`` a single ``str`` / ``bytes``, ``None`` or not a list
                 (:func:`~langchain_ragspine.vectorstores.base.as_list`); an unknown keyword argument; an element
                 that is not a ``Document`` (its index named); a metadata value that is not JSON-serialisable.
-            ValueError: ``ids`` of another length than ``documents``; the reserved metadata key is used.
+            ValueError: ``ids`` of another length than ``documents``; an id given twice, or a NaN metadata
+                value (:func:`~langchain_ragspine.vectorstores.base.check_records`: id, field and index
+                named); the reserved metadata key is used.  Nothing is written.
+            StoreError: the write failed (disk full, …): nothing was written, and the message says so;
+                :class:`~langchain_ragspine.stores.lock.StoreBusyError`: another writer held the store directory
+                longer than ``lock_timeout``.
         """
         check_arguments(f"{type(self).__name__}.add_documents", kwargs, ("ids", "batch_size"))
         docs = as_list(documents, "documents", "add_documents")
@@ -383,7 +467,8 @@ class RagSpineVectorStore(TextsAsDocumentsStore):
         for i, doc in enumerate(docs):
             rid = ids[i] if ids is not None and ids[i] else doc.id or doc.metadata.get("chunk_id") or uuid.uuid4().hex
             out.append(Document(page_content=doc.page_content, metadata=dict(doc.metadata), id=str(rid)))
-        with self._lock:
+        check_records([str(d.id) for d in out], out, "add_documents")
+        with self._lock, all_or_nothing("add_documents", getattr(self.backend, "root", None)):
             self.backend.upsert(out)
         return [str(d.id) for d in out]
 
@@ -398,17 +483,20 @@ class RagSpineVectorStore(TextsAsDocumentsStore):
         return await asyncio.to_thread(self.add_texts, texts, metadatas, ids=ids, **kwargs)
 
     def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
-        """Remove the records with these ids (unknown ids are ignored); returns ``True``.
+        """Remove the records with these ids (unknown ids are ignored); returns ``True``.  All or nothing, as
+        :meth:`add_documents`.
 
         Raises:
             ValueError: ``ids`` is ``None`` (deleting everything needs the ids: nothing is removed by accident).
             TypeError: an unknown keyword argument; ``ids`` a single ``str`` / ``bytes`` or not a list.
+            StoreError: the write failed: nothing was removed, and the message says so.
         """
         check_arguments(f"{type(self).__name__}.delete", kwargs, ())
         if ids is None:
             raise ValueError("delete() needs the ids to remove (get them from add_documents or get_by_ids)")
-        with self._lock:
-            self.backend.delete([str(i) for i in as_list(ids, "ids", "delete")])
+        wanted = [str(i) for i in as_list(ids, "ids", "delete")]
+        with self._lock, all_or_nothing("delete", getattr(self.backend, "root", None)):
+            self.backend.delete(wanted)
         return True
 
     def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
@@ -447,7 +535,7 @@ class RagSpineVectorStore(TextsAsDocumentsStore):
         """
         if "store_dir" not in kwargs:
             raise TypeError(f"{cls.__name__}.from_texts needs store_dir= (the directory that keeps the store)")
-        check_arguments(f"{cls.__name__}.from_texts", kwargs, ("store_dir", "tokenizer", "index_kind"))
+        check_arguments(f"{cls.__name__}.from_texts", kwargs, ("store_dir", "tokenizer", "index_kind", "lock_timeout"))
         store = cls(kwargs.pop("store_dir"), embedding, **kwargs)
         store.add_texts(texts, metadatas, ids=ids)
         return store
@@ -638,7 +726,8 @@ class RagSpineVectorStore(TextsAsDocumentsStore):
     def as_retriever(self, **kwargs: Any) -> RagSpineStoreRetriever:
         """A :class:`RagSpineStoreRetriever`: ``search_type`` (default ``"hybrid"``; also ``"similarity"``,
         ``"mmr"``, ``"similarity_score_threshold"``, ``"bm25"``) and ``search_kwargs`` (``k``, ``filter``,
-        ``fetch_k``, ``lambda_mult``, ``score_threshold``).
+        ``fetch_k``, ``lambda_mult``, ``score_threshold``); a call's ``filter`` is ANDed with
+        ``search_kwargs["filter"]``, never replacing it.
 
         Raises:
             ValueError: an unknown ``search_type`` (LangChain's check).
@@ -653,12 +742,15 @@ _SEARCH_KWARGS = ("k", "filter", "fetch_k", "lambda_mult", "score_threshold")
 _RETRIEVER_FIELDS = ("vectorstore", "search_type", "search_kwargs", "tags", "metadata", "name")
 
 
-class RagSpineStoreRetriever(VectorStoreRetriever):
+class RagSpineStoreRetriever(ScopedVectorStoreRetriever):
     """LangChain's ``VectorStoreRetriever`` with the ``"hybrid"`` and ``"bm25"`` search types, and strict
     arguments: an unknown constructor argument or ``search_kwargs`` key is a ``TypeError`` with a did-you-mean.
 
-    ``invoke(query, k=…, filter=…)`` overrides ``search_kwargs`` for one call, as in LangChain; a query that is not
-    a string is the package's one-line ``TypeError`` (pointing at ``.batch`` / ``itemgetter``).
+    ``invoke(query, k=…)`` overrides ``search_kwargs`` for one call, as in LangChain, but a call's ``filter=`` is
+    ANDed with ``search_kwargs["filter"]`` and ``filter=None`` keeps it, in every search type
+    (:class:`~langchain_ragspine.vectorstores.base.ScopedVectorStoreRetriever`): a call never widens the retriever's
+    filter.  A query that is not a string is the package's one-line ``TypeError`` (pointing at ``.batch`` /
+    ``itemgetter``).
 
     ``invoke(query, embed_as="document")`` (the package's call option, passed by HyDE for its hypothetical
     document, see :mod:`~langchain_ragspine.retrievers._embed_as`) embeds the text with ``embed_documents``:
@@ -687,9 +779,11 @@ class RagSpineStoreRetriever(VectorStoreRetriever):
                         what="key")
         super().__init__(**data)
 
+    @gated_exit
     def invoke(self, input: str, config: RunnableConfig | None = None, **kwargs: Any) -> list[Document]:
         return super().invoke(check_query(type(self).__name__, input), config, **kwargs)
 
+    @gated_exit
     async def ainvoke(self, input: str, config: RunnableConfig | None = None, **kwargs: Any) -> list[Document]:
         return await super().ainvoke(check_query(type(self).__name__, input), config, **kwargs)
 
@@ -707,23 +801,25 @@ class RagSpineStoreRetriever(VectorStoreRetriever):
         warn_embed_as_ignored(self)
         return False
 
+    @gated_exit
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         if self._as_document(query, kwargs):
             return drop_restricted(search_as_document(self.vectorstore, self.search_type, query,
-                                                      self.search_kwargs | kwargs))
+                                                      self.call_search_kwargs(kwargs)))
         if self.search_type in ("hybrid", "bm25"):
-            return drop_restricted(self.vectorstore.search(query, self.search_type, **(self.search_kwargs | kwargs)))
+            return drop_restricted(self.vectorstore.search(query, self.search_type, **self.call_search_kwargs(kwargs)))
         return drop_restricted(super()._get_relevant_documents(query, run_manager=run_manager, **kwargs))
 
+    @gated_exit
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         if self._as_document(query, kwargs):
-            docs = await asearch_as_document(self.vectorstore, self.search_type, query, self.search_kwargs | kwargs)
+            docs = await asearch_as_document(self.vectorstore, self.search_type, query, self.call_search_kwargs(kwargs))
         elif self.search_type in ("hybrid", "bm25"):
-            docs = await self.vectorstore.asearch(query, self.search_type, **(self.search_kwargs | kwargs))
+            docs = await self.vectorstore.asearch(query, self.search_type, **self.call_search_kwargs(kwargs))
         else:
             docs = await super()._aget_relevant_documents(query, run_manager=run_manager, **kwargs)
         return drop_restricted(docs)

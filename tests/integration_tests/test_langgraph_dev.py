@@ -42,12 +42,18 @@ def _request(url: str, body: dict | None = None) -> object:
 
 @pytest.fixture
 def server(tmp_path):
+    yield from _serve(tmp_path, {})
+
+
+def _serve(tmp_path: Path, settings: dict[str, str]):
+    """``langgraph dev`` on a free loopback port with ``RAGSPINE_LLM=none`` and ``settings``; yields its URL."""
     exe = shutil.which("langgraph", path=str(Path(sys.executable).parent)) or shutil.which("langgraph")
     if exe is None:
         pytest.skip("the langgraph command (langgraph-cli) is not on PATH")
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAGSPINE_")}
     env.update({"RAGSPINE_LLM": "none", "LANGSMITH_TRACING": "false", "LANGGRAPH_CLI_NO_ANALYTICS": "1"})
+    env.update(settings)
     log = (tmp_path / "langgraph-dev.log").open("w")
     proc = subprocess.Popen(
         [exe, "dev", "--config", str(GRAPHS / "langgraph.json"), "--host", "127.0.0.1", "--port", str(port),
@@ -98,3 +104,46 @@ def test_langgraph_dev_input_and_output_schemas_are_not_null(server):
     for graph_id in GRAPH_IDS:
         schemas = _request(f"{server}/assistants/{assistants[graph_id]}/schemas")
         assert schemas["input_schema"] and schemas["output_schema"], graph_id
+
+
+def _ingest(corpus: Path, store: Path) -> None:
+    """``ragspine ingest`` in a process of its own (neither the server's nor this one)."""
+    env = {**os.environ, "PYTHONPATH": str(GRAPHS.parent)}
+    done = subprocess.run([sys.executable, "-m", "langchain_ragspine", "ingest", str(corpus), "--store", str(store)],
+                          env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.fixture
+def served_store(tmp_path):
+    corpus, store = tmp_path / "corpus", tmp_path / "S"
+    corpus.mkdir()
+    (corpus / "secret.md").write_text("# Valley\n\nCANARYSRV9 is the code of the valley rivers.", "utf-8")
+    (corpus / "public.md").write_text("# Rivers\n\nThe valley rivers flow north in spring.", "utf-8")
+    _ingest(corpus, store)
+    for base in _serve(tmp_path, {"RAGSPINE_STORE": str(store)}):
+        yield base, corpus, store
+
+
+def test_the_served_graph_stops_answering_with_a_canary_relabelled_while_it_runs(served_store):
+    """Issue 25: the server keeps its graph (and retriever) for its lifetime; a relabel or a deletion ingested by
+    another process takes effect on the next run, without a restart."""
+    base, corpus, store = served_store
+    assistant = _assistants(base)["corrective_rag"]
+
+    def ask() -> str:
+        out = _request(f"{base}/runs/wait", {"assistant_id": assistant, "input": {
+            "question": "What is the code of the valley rivers?", "filters": None}})
+        assert isinstance(out, dict) and out.get("documents"), out
+        return json.dumps([out.get("answer"), out.get("citations"), out.get("documents")], ensure_ascii=False)
+
+    assert "CANARYSRV9" in ask()  # not vacuous: served while public
+    (corpus / "secret.json").write_text('{"sensitivity": "RESTRICTED"}', "utf-8")
+    _ingest(corpus, store)
+    assert "CANARYSRV9" not in ask()
+    (corpus / "secret.json").unlink()
+    _ingest(corpus, store)
+    assert "CANARYSRV9" in ask()  # public again: served again by the same server
+    (corpus / "secret.md").unlink()
+    _ingest(corpus, store)
+    assert "CANARYSRV9" not in ask()

@@ -4,6 +4,7 @@ import asyncio
 import importlib.util
 import inspect
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -50,6 +51,81 @@ def test_langgraph_json_uses_a_configured_store(monkeypatch, tmp_path):
     graph = _load("./app.py:corrective_rag")
     state = graph.invoke({"question": "梅雨がないのは北海道とどこか", "filters": None})
     assert "小笠原諸島" in state["answer"] and state["citations"][0]["doc_id"] == "tsuyu"
+
+
+def test_regression_the_served_graphs_never_widen_a_filter(monkeypatch, tmp_path):
+    """``graphs/app.py`` (what ``langgraph dev`` serves) built the corrective and adaptive graphs with the old
+    default ``relax_filters=True``: a question filtered to tenant C came back with tenant A and B documents.  Every
+    served graph now refuses, in question and chat form, and a run cannot ask to widen."""
+    from langchain_core.messages import HumanMessage
+
+    from langchain_ragspine.indexing import ingest
+
+    corpus = tmp_path / "c"
+    corpus.mkdir()
+    for tenant in ("A", "B"):
+        (corpus / f"{tenant}.md").write_text(
+            f"---\ntenant: {tenant}\n---\n# 梅雨\n\n日本で梅雨がないのは北海道と小笠原諸島である。", "utf-8"
+        )
+    ingest(corpus, tmp_path / "S", progress=False)
+    monkeypatch.setenv("RAGSPINE_STORE", str(tmp_path / "S"))
+    monkeypatch.setenv("RAGSPINE_LLM", "none")
+    config = json.loads((GRAPHS / "langgraph.json").read_text("utf-8"))
+    question = "梅雨がないのは北海道とどこか"
+    for name, entry in config["graphs"].items():
+        graph = _load(entry)
+        assert graph.invoke({"question": question, "filters": {"tenant": "A"}})["citations"], name  # it answers
+        for inputs in ({"question": question, "filters": {"tenant": "C"}},
+                       {"messages": [HumanMessage(question)], "filters": {"tenant": "C"}}):
+            state = graph.invoke(inputs)
+            assert state["refused"] and state["documents"] == [] and state["citations"] == [], name
+            assert "drop_filters" not in [t["step"] for t in state["trace"]], name
+            assert state["filters_dropped"] is False and state["dropped_filters"] is None, name
+        with pytest.raises(ValueError, match="a run cannot widen a filter"):
+            graph.invoke({"question": question, "filters": {"tenant": "C"}}, context={"relax_filters": True})
+
+
+def test_the_app_graph_stops_answering_with_a_canary_relabelled_while_it_runs(monkeypatch, tmp_path):
+    """Issue 25: the app caches its retriever (functools.cache); the corrective graph answered with the canary of a
+    document that was RESTRICTED by then.  The cached retriever is a live one: after a relabel ingested by another
+    process, the same graph object answers without the canary; made public again, with it; deleted, without."""
+    import subprocess
+
+    from langchain_ragspine.indexing import ingest
+
+    corpus = tmp_path / "c"
+    corpus.mkdir()
+    (corpus / "secret.md").write_text("# Valley\n\nCANARYAPP7 is the code of the valley rivers.", "utf-8")
+    (corpus / "public.md").write_text("# Rivers\n\nThe valley rivers flow north in spring.", "utf-8")
+    ingest(corpus, tmp_path / "S", progress=False)
+    monkeypatch.setenv("RAGSPINE_STORE", str(tmp_path / "S"))
+    monkeypatch.setenv("RAGSPINE_LLM", "none")
+    graph = _load("./app.py:corrective_rag")
+    question = {"question": "What is the code of the valley rivers?", "filters": None}
+
+    def shown(state: dict) -> str:
+        return repr([state["answer"], state["citations"], state["documents"]])
+
+    assert "CANARYAPP7" in shown(graph.invoke(question))  # not vacuous: served while public
+    root = Path(__file__).resolve().parents[2]
+
+    def ingest_elsewhere() -> None:
+        env = {**os.environ, "PYTHONPATH": str(root)}
+        done = subprocess.run([sys.executable, "-m", "langchain_ragspine", "ingest", str(corpus), "--store",
+                               str(tmp_path / "S")], env=env, capture_output=True, text=True, check=False)
+        assert done.returncode == 0, done.stderr
+
+    (corpus / "secret.json").write_text('{"sensitivity": "RESTRICTED"}', "utf-8")
+    ingest_elsewhere()
+    after = graph.invoke(question)
+    assert "CANARYAPP7" not in shown(after) and after["documents"]
+    assert "CANARYAPP7" not in shown(asyncio.run(graph.ainvoke(question)))
+    (corpus / "secret.json").unlink()  # public again: served again, by the same graph
+    ingest_elsewhere()
+    assert "CANARYAPP7" in shown(graph.invoke(question))
+    (corpus / "secret.md").unlink()  # deleted: retracted by the ingest
+    ingest_elsewhere()
+    assert "CANARYAPP7" not in shown(graph.invoke(question))
 
 
 def test_langgraph_json_is_valid_for_langgraph_cli():

@@ -44,6 +44,9 @@ def test_readme_python_blocks_run(monkeypatch, capsys, tmp_path):
     assert "長い段落は文末で切ります [1]。" in out  # the LCEL chain ran through the chat model
     assert "INTERNAL-ONLY-7f3a" not in out  # the demo corpus' RESTRICTED runbook never comes out
     assert namespace["final"]["citations"], "the corrective graph answered with citations"
+    kept = namespace["kept"]  # a filter matching nothing: refused, never widened (the default relax_filters=False)
+    assert kept["refused"] is True and kept["filters_dropped"] is False and kept["documents"] == []
+    assert "['note-1'] []" in out  # the vector-store retriever ANDed the call's filter with its own
     # what the blocks write stays in the git-ignored .ragspine/ (here under the temporary directory)
     assert sorted(p.name for p in tmp_path.iterdir()) == [".ragspine", "docs"]
     assert namespace["store"].get_by_ids(["note-1"]) == []  # the vector-store block deleted what it added

@@ -116,10 +116,22 @@ def test_regression_ask_keeps_filters_unless_relaxing_is_asked_for(store, capsys
     record = json.loads(capsys.readouterr().out)
     assert record["refused"] and record["citations"] == []  # no document has lang=en: refuse, never widen
     assert "drop_filters" not in [t["step"] for t in record["trace"]]
+    assert record["filters_dropped"] is False and record["dropped_filters"] is None
     assert main(argv + ["--relax-filters"]) == 0
     cap = capsys.readouterr()
     record = json.loads(cap.out)
     assert record["citations"][0]["doc_id"] == "tsuyu" and "so they were dropped" in cap.err
+    assert record["filters_dropped"] is True and record["dropped_filters"] == {"lang": {"eq": "en"}}
+    assert '{"lang": {"eq": "en"}}' in cap.err  # the note names what was dropped
+
+
+@pytest.mark.parametrize("graph", ["self_rag", "simple"])
+def test_regression_relax_filters_on_a_graph_that_never_drops_them_is_an_error(store, graph, capsys):
+    """``--relax-filters`` was silently ignored by the graphs that have no drop-filters correction."""
+    argv = ["ask", "日本で梅雨がないのは北海道とどこか。", "--store", store, "--llm", "none", "--graph", graph,
+            "--filter", "lang=en", "--relax-filters"]
+    assert main(argv) == 2
+    assert f"--relax-filters: the {graph} graph never drops filters" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("question", ["the", "What?", "です", "の"])

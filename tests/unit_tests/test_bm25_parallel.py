@@ -206,7 +206,8 @@ def _corpus(root: Path, n_files: int = 40) -> Path:
 
 
 def _index_files(store: Path) -> dict[str, bytes]:
-    """The saved BM25 index's files; ``docs.jsonl`` without the per-store ``ingested_at``."""
+    """The saved BM25 index's files; ``docs.jsonl`` without the per-store ``ingested_at``, and ``manifest.json``
+    without the checksums that cover it (``docs.jsonl``'s and the manifest's own)."""
     out = {}
     for p in sorted((store / BM25_DIR).rglob("*")):
         if not p.is_file():
@@ -217,6 +218,10 @@ def _index_files(store: Path) -> dict[str, bytes]:
             for row in rows:
                 row.get("metadata", {}).pop("ingested_at", None)
             data = json.dumps(rows, ensure_ascii=False, sort_keys=True).encode()
+        if p.name == "manifest.json":
+            manifest = json.loads(data)
+            del manifest["sha256"], manifest["files"]["docs.jsonl"]["sha256"]
+            data = json.dumps(manifest, sort_keys=True).encode()
         out[str(p.relative_to(store))] = data
     return out
 

@@ -103,7 +103,7 @@ def test_schemas_and_as_tool_work(retriever, name):
     outputs = graph.get_output_jsonschema()["properties"]
     assert {"answer", "citations", "documents", "trace", "refused"} <= set(outputs)
     assert not {"tried_queries", "search_filters", "chat", "reply_id", "question", "filters"} & set(outputs)
-    assert set(graph.get_context_jsonschema()["properties"]) == {"k", "max_retries"}
+    assert set(graph.get_context_jsonschema()["properties"]) == {"k", "max_retries", "relax_filters"}
     tool = graph.as_tool(name=f"rag_{name}", description="Answer from the documents with citations.")
     out = tool.invoke({"question": QUESTION, "filters": None, "messages": []})
     assert "Mount Fuji is the highest mountain in Japan." in out["answer"]
@@ -114,15 +114,17 @@ def test_schemas_and_as_tool_work(retriever, name):
 
 def test_output_schema_keeps_internal_keys_internal(retriever):
     out = build_corrective_rag(retriever).invoke({"question": QUESTION, "filters": {"lang": "en"}})
-    assert {"answer", "citations", "documents", "trace", "refused", "retries", "filters_dropped"} <= set(out)
-    assert not {"tried_queries", "search_filters", "chat", "reply_id", "question", "filters", "k"} & set(out)
+    assert {"answer", "citations", "documents", "trace", "refused", "retries", "filters_dropped",
+            "dropped_filters"} <= set(out)
+    assert not {"tried_queries", "search_filters", "chat", "reply_id", "question", "filters", "k",
+                "relax_filters"} & set(out)
     assert not out.get("messages")  # a question in, no chat messages out
 
 
 def test_per_run_k_and_max_retries_from_context_or_configurable():
     # no RESTRICTED chunk here: the contract would ask again for 4k when one is gated from k (tested elsewhere)
     spy = RecordingRetriever(secret=False)
-    graph = build_corrective_rag(spy, graders=Graders.constant("no"), k=3, max_retries=2)
+    graph = build_corrective_rag(spy, graders=Graders.constant("no"), k=3, max_retries=2, relax_filters=True)
     inputs = {"question": QUESTION, "filters": {"lang": "en"}}
     final = graph.invoke(inputs)
     assert spy.ks == [3, 3, 3] and final["retries"] == 2  # the builder's values

@@ -138,23 +138,26 @@ def test_always_no_refuses_within_bound_even_with_a_huge_recursion_limit(retriev
 
 
 def test_crag_correction_order_is_drop_filters_then_rewrite_then_refuse(retriever):
-    graph = build_corrective_rag(retriever, graders=Graders.constant("no"))
+    graph = build_corrective_rag(retriever, graders=Graders.constant("no"), relax_filters=True)
     names, final = _steps(graph, {"question": QUESTION, "filters": {"lang": "en"}}, recursion_limit=10_000)
     cycle = ["retrieve", "restricted_gate", "grade_documents"]
     assert names == ["prepare", *cycle, "drop_filters", *cycle, "rewrite_query", *cycle, "refuse"]
     assert final["original_query"] == QUESTION
     assert final["search_query"] == "highest mountain Japan"  # the deterministic rewrite
     assert final["filters"] is None and final["filters_dropped"] is True
+    assert final["dropped_filters"] == {"lang": "en"}
     assert final["retries"] == 2
     assert [t["step"] for t in final["trace"]] == names
     # without filters: rewrite, then a second rewrite that repeats the first ends the loop early
     names, final = _steps(graph, {"question": QUESTION}, recursion_limit=10_000)
     assert [n for n in names if n not in cycle] == ["prepare", "rewrite_query", "rewrite_query", "refuse"]
     assert final["retry_reason"] == "rewrite_exhausted"
-    # relax_filters=False never widens a filtered search
-    strict = build_corrective_rag(retriever, graders=Graders.constant("no"), relax_filters=False)
-    names, _ = _steps(strict, {"question": QUESTION, "filters": {"lang": "en"}})
-    assert "drop_filters" not in names
+    # the default (relax_filters=False) never widens a filtered search
+    for strict in (build_corrective_rag(retriever, graders=Graders.constant("no")),
+                   build_corrective_rag(retriever, graders=Graders.constant("no"), relax_filters=False)):
+        names, final = _steps(strict, {"question": QUESTION, "filters": {"lang": "en"}})
+        assert [n for n in names if n not in cycle] == ["prepare", "rewrite_query", "rewrite_query", "refuse"]
+        assert final["filters_dropped"] is False and final["dropped_filters"] is None
 
 
 def _endless_rewrites(kind: str, human: str, n: int) -> str:

@@ -119,7 +119,7 @@ def test_tokenizer_change_rebuilds_index(corpus: Path, tmp_path: Path):
     ingest(corpus, store)
     s = ingest(corpus, store, tokenizer="cjk")
     assert s.unchanged == 4 and s.index_rebuilt
-    assert open_retriever(store).tokenizer == "cjk"
+    assert open_retriever(store).current.tokenizer == "cjk"
 
 
 # -- CLI ------------------------------------------------------------------------------------------------------------
@@ -188,7 +188,7 @@ def test_cli_store_from_environment(corpus: Path, tmp_path: Path, capsys, monkey
     monkeypatch.setenv("RAGSPINE_STORE", str(tmp_path / "envstore"))
     monkeypatch.setenv("RAGSPINE_TOKENIZER", "cjk")
     assert main(["ingest", str(corpus)]) == 0
-    assert open_retriever(tmp_path / "envstore").tokenizer == "cjk"
+    assert open_retriever(tmp_path / "envstore").current.tokenizer == "cjk"
     capsys.readouterr()
     assert main(["search", "清水寺", "--json"]) == 0
     assert _json_lines(capsys.readouterr().out)[0]["doc_id"] == "kyoto"

@@ -7,9 +7,18 @@ fields, LangChain's nested ``metadata``, and a sidecar), each document holding o
 *meant to be* RESTRICTED when any of its label occurrences was drawn from ``RESTRICTED_VALUES`` — an oracle by
 construction, independent of the policy code.  Every other document (labels drawn only from ``OTHER_VALUES``) must
 still be found, so the property cannot pass by returning nothing.
+
+Issue 25 §4 adds the labels that cannot be read: keys with look-alike letters, HTML references or a bidi override;
+values that show as RESTRICTED once references are decoded or bidi controls applied; front matter that is almost
+front matter (``FRONT_SHAPES``: line ends, whitespace, comments and invisible characters around the fence, and
+blank lines before it); and sidecars that are there but cannot be read (``SIDECAR_KINDS``).  A document is
+*refused* when its sidecar cannot be read or its labels sit in a ``---`` block after blank lines — again by
+construction; a refused document is skipped (``on_error="skip"``), never returned, and only refused documents are
+missing.
 """
 
 import json
+import os
 import tempfile
 import warnings
 from pathlib import Path
@@ -21,7 +30,7 @@ from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
-from langchain_ragspine.document_loaders import CorpusLoader
+from langchain_ragspine.document_loaders import CorpusLoader, read_source_text
 from langchain_ragspine.embeddings import HashingEmbeddings
 from langchain_ragspine.graphs import build_corrective_rag
 from langchain_ragspine.indexing import ingest, open_retriever, search
@@ -36,6 +45,10 @@ KEYS = [
     "Ｓｅｎｓｉｔｉｖｉｔｙ",
     "sensi\u200btivity",
     "ｓｅｎｓｉｔｉｖｉｔｙ\u3000",
+    "s\u0435nsitivity",  # Cyrillic е
+    "S\u0415NS\u0399T\u0399V\u0399TY",  # Cyrillic Е, Greek Ι
+    "s&#101;nsitivity",  # an HTML character reference
+    "\u202eytivitisnes\u202c",  # a right-to-left override: displays "sensitivity"
 ]
 RESTRICTED_VALUES: list[Any] = [
     "RESTRICTED",
@@ -48,6 +61,12 @@ RESTRICTED_VALUES: list[Any] = [
     "internal / restricted",
     ["INTERNAL", "RESTRICTED"],
     ["restricted"],
+    "&#82;ESTRICTED",
+    "R&#x45;STRICTED",
+    "&amp;#82;ESTRICTED",
+    "\u202eDETCIRTSER\u202c",
+    "RES\u2066TRICTED",
+    ["PUBLIC", "&#x52;ESTRICTED"],
 ]
 OTHER_VALUES: list[Any] = [
     "PUBLIC",
@@ -57,7 +76,25 @@ OTHER_VALUES: list[Any] = [
     "Ｉｎｔｅｒｎａｌ",
     None,
     ["PUBLIC", "INTERNAL"],
+    "\u202dPUBLIC\u202c",
+    "INTERNAL\u200f",
 ]
+#: How a Markdown document's front matter is written: (opening line, closing line, line break).  Only
+#: ``"blank_line"`` is not front matter: its labels refuse the file.
+FRONT_SHAPES: dict[str, tuple[str, str, str]] = {
+    "plain": ("---", "---", "\n"),
+    "crlf": ("---", "---", "\r\n"),
+    "cr": ("---", "---", "\r"),
+    "line_separator": ("---", "---", "\u2028"),
+    "nbsp": ("---\u00a0", "---\u00a0", "\n"),
+    "comment": ("--- # labels", "... # end", "\n"),
+    "space": (" ---", "---", "\n"),
+    "zero_width": ("\u200b---", "-\u200b--", "\n"),
+    "second_bom": ("\ufeff\ufeff---", "---", "\n"),
+    "blank_line": ("\n---", "---", "\n"),
+}
+#: How a sidecar is there: readable (``"ok"``, written only when it has keys), or there but not readable.
+SIDECAR_KINDS = ["ok", "ok", "ok", "dangling", "folder", "fifo", "upper_case", "bad_utf8"]
 NOISE = [("title", "T1"), ("title", "T2"), ("lang", "ja"), ("lang", "en"), ("source_note", "x")]
 
 
@@ -90,7 +127,11 @@ def corpora(draw: st.DrawFn) -> list[dict[str, Any]]:
         own = draw(pairs(3))
         side = draw(pairs(2))
         nested = draw(pairs(1)) if kind == "jsonl" else []
-        docs.append({"i": i, "kind": kind, "own": own, "side": side, "nested": nested})
+        shape = draw(st.sampled_from(sorted(FRONT_SHAPES))) if kind == "md" else "plain"
+        sidecar = draw(st.sampled_from(SIDECAR_KINDS))
+        docs.append(
+            {"i": i, "kind": kind, "own": own, "side": side, "nested": nested, "shape": shape, "sidecar": sidecar}
+        )
     return docs
 
 
@@ -102,17 +143,31 @@ def _write(root: Path, doc: dict[str, Any]) -> None:
     i, token = doc["i"], _token(doc["i"])
     text = f"{token} は文書 {i} の本文です。 The body of document {i}."
     if doc["kind"] == "md":
+        opening, closing, br = FRONT_SHAPES[doc["shape"]]
         lines = [f"{json.dumps(k)}: {json.dumps(v)}" for k, v, _ in doc["own"]]
-        front = "---\n" + "".join(line + "\n" for line in lines) + "---\n" if lines else ""
-        (root / f"d{i}.md").write_text(front + text + "\n", "utf-8")
+        front = "".join(line + br for line in [opening, *lines, closing]) if lines else ""
+        with open(root / f"d{i}.md", "w", encoding="utf-8", newline="") as f:  # line breaks as written
+            f.write(front + text + br)
     else:
         nested = {"metadata": "__NESTED__"} if doc["nested"] else {}
         line = _json_object(doc["own"], text=text, **nested)
         if doc["nested"]:
             line = line.replace('"__NESTED__"', _json_object(doc["nested"]))
         (root / f"d{i}.jsonl").write_text(line + "\n", "utf-8")
-    if doc["side"]:
-        (root / f"d{i}.json").write_text(_json_object(doc["side"]), "utf-8")
+    side = root / f"d{i}.json"
+    kind = doc["sidecar"]
+    if kind == "ok" and doc["side"]:
+        side.write_text(_json_object(doc["side"]), "utf-8")
+    elif kind == "upper_case":
+        side.with_suffix(".JSON").write_text(_json_object(doc["side"]), "utf-8")
+    elif kind == "bad_utf8":
+        side.write_bytes(_json_object(doc["side"]).encode() + b" \xff")
+    elif kind == "dangling":
+        os.symlink(f"missing{i}.json", side)
+    elif kind == "folder":
+        side.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(side)
 
 
 class EverythingRetriever(BaseRetriever):
@@ -130,13 +185,20 @@ def _secret(doc: dict[str, Any]) -> bool:
     return any(secret for part in ("own", "side", "nested") for _, _, secret in doc[part])
 
 
+def _refused(doc: dict[str, Any]) -> bool:
+    """The sidecar cannot be read, or the labels are in a ``---`` block after a blank line (not front matter)."""
+    labelled = any(key in KEYS for key, _, _ in doc["own"])
+    return doc["sidecar"] != "ok" or (doc["kind"] == "md" and doc["shape"] == "blank_line" and labelled)
+
+
 @settings(
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
 )
 @given(corpora())
 def test_no_document_meant_to_be_restricted_is_ever_returned(corpus):
-    secret_tokens = [_token(d["i"]) for d in corpus if _secret(d)]
-    public_tokens = [_token(d["i"]) for d in corpus if not _secret(d)]
+    secret_tokens = [_token(d["i"]) for d in corpus if _secret(d) or _refused(d)]
+    public_tokens = [_token(d["i"]) for d in corpus if not (_secret(d) or _refused(d))]
+    kept = sum(not _refused(d) for d in corpus)
 
     def clean(results: Any) -> bool:
         blob = repr(results)
@@ -151,12 +213,19 @@ def test_no_document_meant_to_be_restricted_is_ever_returned(corpus):
         for doc in corpus:
             _write(root, doc)
 
-        ingest(root, Path(tmp) / "S", embedding="hashing")
+        summary = ingest(root, Path(tmp) / "S", embedding="hashing", on_error="skip")
+        assert summary.skipped == len(corpus) - kept
         stored = open_retriever(Path(tmp) / "S", k=10)
-        assert isinstance(stored, HybridRetriever)
+        assert isinstance(stored.current, HybridRetriever)
 
-        chunks = ParagraphTextSplitter().split_documents(CorpusLoader(root).load())
-        assert len(chunks) == len(corpus)  # nothing lost, whatever the labels
+        loader = CorpusLoader(root, on_error="skip")
+        chunks = ParagraphTextSplitter().split_documents(loader.load())
+        assert len(chunks) == kept  # nothing lost but the refused, whatever the labels
+        assert len(loader.stats.skipped) == len(corpus) - kept
+        for chunk in chunks:  # citations stay honest, whatever the front matter's shape
+            if chunk.metadata.get("line") is None:
+                text = read_source_text(root / chunk.metadata["source"])
+                assert text[chunk.metadata["start_index"] : chunk.metadata["end_index"]] == chunk.page_content
         bm25 = BM25Retriever.from_documents(chunks, k=10)
         dense = DenseRetriever.from_documents(chunks, HashingEmbeddings(), k=10)
         hybrid = HybridRetriever(retrievers=[bm25, dense], k=10)

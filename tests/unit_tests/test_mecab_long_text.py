@@ -46,7 +46,13 @@ assert len(fugashi_tokenize(text)) == 5 * 111112  # 東京 の 天気 は 晴れ
 index = BM25Retriever.from_texts([text, "apple"])
 print(len(index.invoke("天気")))
 query = BM25Retriever.from_texts(["東京の天気は晴れ。", "apple"])
-print(query.invoke(text)[0].page_content)
+from langchain_ragspine.retrievers.bm25 import MAX_QUERY_CHARS
+try:  # a query that long is refused by the query cap (a clear ValueError), never handed to MeCab
+    query.invoke(text)
+    raise SystemExit("a 1,000,008-character query was not refused")
+except ValueError as e:
+    assert f"{MAX_QUERY_CHARS:,}" in str(e), e
+print(query.invoke(text[:MAX_QUERY_CHARS])[0].page_content)  # the longest query allowed, still one MeCab call or more
 from langchain_ragspine.graphs.query_analysis import rewrite_query_deterministic
 print(rewrite_query_deterministic(text))  # the graphs' query rewrite parses with MeCab nodes
 """

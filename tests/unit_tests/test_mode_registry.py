@@ -78,7 +78,7 @@ def _ids(docs) -> list[str]:
 def test_a_mode_registered_at_run_time_works_through_open_retriever(toy_mode, corpus, tmp_path):
     ingest(corpus, tmp_path / "S")
     toy = open_retriever(tmp_path / "S", mode="toy", k=3)
-    assert isinstance(toy, ReversedRetriever) and isinstance(toy.base, BM25Retriever)
+    assert isinstance(toy.current, ReversedRetriever) and isinstance(toy.current.base, BM25Retriever)
     plain = search(open_retriever(tmp_path / "S", mode="bm25"), "京都 梅雨", k=3)
     got = search(toy, "京都 梅雨", k=3)
     assert len(plain) == 3 and _ids(got) == _ids(plain)[::-1] and all(d.metadata["toy"] for d in got)
@@ -101,7 +101,7 @@ def test_a_mode_registered_at_run_time_works_through_the_cli(toy_mode, corpus, t
 def test_a_registered_mode_is_a_valid_setting_and_works_in_ask_and_eval(toy_mode, corpus, tmp_path, capsys, monkeypatch):
     ingest(corpus, tmp_path / "S")
     monkeypatch.setenv("RAGSPINE_RETRIEVAL_MODE", "toy")
-    assert isinstance(open_retriever(tmp_path / "S"), ReversedRetriever)
+    assert isinstance(open_retriever(tmp_path / "S").current, ReversedRetriever)
     assert main(["ask", "京都の観光名所は", "--store", str(tmp_path / "S"), "--llm", "none", "--json"]) == 0
     record = json.loads(capsys.readouterr().out)
     assert record["documents"] and all(d["metadata"]["toy"] for d in record["documents"])
@@ -137,7 +137,7 @@ def test_a_wrapping_mode_needs_what_its_base_needs(toy_mode, corpus, tmp_path, m
             ingest(corpus, tmp_path / "S2", mode="toy-hybrid")
         ingest(corpus, tmp_path / "S3", embedding="hashing")
         r = open_retriever(tmp_path / "S3", mode="toy-hybrid", alpha=0.5)  # options reach the wrapped base
-        assert isinstance(r.base, HybridRetriever) and r.base.alpha == 0.5
+        assert isinstance(r.current.base, HybridRetriever) and r.current.base.alpha == 0.5
     finally:
         unregister_mode("toy-hybrid")
 

@@ -61,13 +61,13 @@ def test_auto_mode_is_hybrid_when_an_embedding_model_is_configured(corpus, tmp_p
     store = tmp_path / "S"
     assert ingest(corpus, store).dense is not None
     r = open_retriever(store)
-    assert isinstance(r, HybridRetriever)
+    assert isinstance(r.current, HybridRetriever)
     top = search(r, "京都の清水寺", k=2)[0]
     assert top.metadata["doc_id"] == "kyoto"
     s = top.metadata["scores"]
     assert s["bm25"] > 0 and s["vector"] is not None and s["fused"] is not None
-    assert isinstance(open_retriever(store, mode="vector"), DenseRetriever)
-    assert isinstance(open_retriever(store, mode="bm25"), BM25Retriever)
+    assert isinstance(open_retriever(store, mode="vector").current, DenseRetriever)
+    assert isinstance(open_retriever(store, mode="bm25").current, BM25Retriever)
 
 
 @pytest.mark.parametrize("mode", ["economy", "bm25", "lexical"])
@@ -84,7 +84,7 @@ def test_lexical_presets_build_no_embedding_model_and_no_vector_index(corpus, tm
     store = tmp_path / "S"
     s = ingest(corpus, store, mode=mode)
     assert s.dense is None and not (store / VECTOR_DIR).exists() and not (store / "embeddings.sqlite").exists()
-    assert isinstance(open_retriever(store, mode=mode), BM25Retriever)
+    assert isinstance(open_retriever(store, mode=mode).current, BM25Retriever)
 
 
 def test_hybrid_and_vector_modes_need_an_embedding_model(corpus, tmp_path):
@@ -93,7 +93,7 @@ def test_hybrid_and_vector_modes_need_an_embedding_model(corpus, tmp_path):
     ingest(corpus, tmp_path / "S2")
     with pytest.raises(StoreError, match="needs a vector index"):
         open_retriever(tmp_path / "S2", mode="vector")
-    assert isinstance(open_retriever(tmp_path / "S2", mode="auto"), BM25Retriever)
+    assert isinstance(open_retriever(tmp_path / "S2", mode="auto").current, BM25Retriever)
 
 
 def test_off_means_byte_identical_output(corpus, tmp_path, capsys):
@@ -152,7 +152,7 @@ def test_lexical_reingest_drops_the_stale_vector_index(corpus, tmp_path):
     (corpus / "kyoto.md").write_text("# 京都\n\n変更", "utf-8")
     ingest(corpus, store, mode="bm25")
     assert not (store / VECTOR_DIR).exists()
-    assert isinstance(open_retriever(store), BM25Retriever)  # auto: no vector index any more → BM25
+    assert isinstance(open_retriever(store).current, BM25Retriever)  # auto: no vector index any more → BM25
 
 
 def test_cli_eval_compares_modes(corpus, tmp_path, capsys):
@@ -212,7 +212,7 @@ def test_regression_unreadable_embedding_cache_is_moved_aside(corpus, tmp_path):
         s = ingest(corpus, store, embedding="hashing")
     assert s.embedded == s.chunks  # a fresh cache, re-filled
     assert list(store.glob("embeddings.sqlite.corrupt-*"))
-    assert isinstance(open_retriever(store), HybridRetriever)
+    assert isinstance(open_retriever(store).current, HybridRetriever)
 
 
 def test_regression_query_encoder_must_match_the_index_and_reads_never_write_the_cache(corpus, tmp_path):

@@ -353,7 +353,7 @@ def test_parent_child_mode_over_auto_returns_parents(tmp_path):
     corpus, store_dir = _corpus(tmp_path), tmp_path / "store"
     ingest(corpus, store_dir, chunker="parent_child", chunk_size=40, chunk_overlap=10, mode="parent_child")
     retriever = open_retriever(store_dir, mode="parent_child", k=2)
-    assert isinstance(retriever, ParentChildRetriever)
+    assert isinstance(retriever.current, ParentChildRetriever)
     hits = search(retriever, "施行は四月", k=2)
     assert hits[0].id == "law#p0"  # the layout preset makes the whole file one section: one parent
     assert hits[0].page_content == "第一条　本法は全国に適用する。\n\n第二条　施行は四月とする。"

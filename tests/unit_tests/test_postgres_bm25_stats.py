@@ -212,5 +212,5 @@ def test_hnsw_queries_walk_the_index(pg_url: str) -> None:
         with PostgresChunkStore(pg_url, read_only=True) as store, store.db.connection() as conn:
             register_vector(conn)
             spy = _Explaining(conn)
-            dense._search(spy, q, 5, dense._call_filter(conn, flt, "s.chunk_row"))
+            dense._search(spy, q, 5, dense._call_filter(flt, "s.chunk_row"))
         assert hnsw_index_name(key) in spy.plan, spy.plan

@@ -92,7 +92,7 @@ def test_kill_during_embedding_keeps_bm25_searchable_and_reingest_embeds_only_th
     # BM25 is searchable; auto falls back to it with a warning; hybrid names the missing vectors
     with pytest.warns(StaleIndexWarning, match=r"chunks have no vector .*searching with BM25 only"):
         retriever = open_retriever(store)
-    assert isinstance(retriever, BM25Retriever)
+    assert isinstance(retriever.current, BM25Retriever)
     top = search(retriever, "item7x3", k=1)[0]
     assert top.metadata["doc_id"] == "doc07"
     with pytest.raises(StoreError, match=r"\d+ of \d+ chunks have no vector"):
@@ -105,7 +105,7 @@ def test_kill_during_embedding_keeps_bm25_searchable_and_reingest_embeds_only_th
     assert summary.chunks > cached > 0
     assert counting.texts == summary.embedded == summary.chunks - cached  # only what the cache lacked
     assert _cache_rows(store) == summary.chunks
-    assert isinstance(open_retriever(store), HybridRetriever)
+    assert isinstance(open_retriever(store).current, HybridRetriever)
 
 
 class _FailAfterFirstCall(HashingEmbeddings):
@@ -135,4 +135,4 @@ def test_model_failing_after_the_probe_leaves_bm25_updated_and_the_next_run_fini
     retry.calls = -10**6
     summary = ingest(corpus, store, embedding=retry)
     assert summary.embedded == summary.chunks - PROBE_CHUNKS
-    assert isinstance(open_retriever(store, embedding=retry), HybridRetriever)
+    assert isinstance(open_retriever(store, embedding=retry).current, HybridRetriever)

@@ -40,6 +40,7 @@ CASES: dict[str, tuple[object, str, str, object]] = {
     "pg_pool_size": (4, "6", "3", 2),
     "pg_hnsw_threshold": (20_000, "500", "0", 1000),
     "pg_ef_search": (100, "64", "32", 200),
+    "pg_statement_timeout": (30.0, "5", "0.25", 0),
     "query_transform": ("none", "hyde", "multi_query", "glossary"),
     "glossary": (None, "/glossary/dotenv.yaml", "/glossary/env.yaml", Path("/glossary/argument.yaml")),
     "query_deny_list": (None, "/deny/dotenv.txt", "/deny/env.txt", Path("/deny/argument.txt")),
@@ -59,6 +60,8 @@ def _coerce(field: str, raw: object) -> object:
         return None
     if field in ("chunk_size", "chunk_overlap", "k", "pg_pool_size", "pg_hnsw_threshold", "pg_ef_search", "workers"):
         return int(raw)  # type: ignore[arg-type]
+    if field == "pg_statement_timeout":
+        return float(raw)  # type: ignore[arg-type]
     if field in ("store", "cache_dir", "glossary", "query_deny_list"):
         return Path(str(raw))
     return raw
@@ -183,9 +186,9 @@ def test_regression_retrieval_mode_and_embedding_in_dotenv_reach_ingest_and_open
     corpus = _corpus(clean / "c")
     _dotenv(clean, RAGSPINE_EMBEDDING="hashing")
     assert ingest(corpus, clean / "S").dense is not None  # .env's embedding built the dense channel
-    assert isinstance(open_retriever(clean / "S"), HybridRetriever)
+    assert isinstance(open_retriever(clean / "S").current, HybridRetriever)
     _dotenv(clean, RAGSPINE_EMBEDDING="hashing", RAGSPINE_RETRIEVAL_MODE="bm25")
-    assert isinstance(open_retriever(clean / "S"), BM25Retriever)  # .env's mode was ignored before
+    assert isinstance(open_retriever(clean / "S").current, BM25Retriever)  # .env's mode was ignored before
 
 
 def test_k_tokenizer_and_chunking_in_dotenv_reach_ingest_and_search(clean):

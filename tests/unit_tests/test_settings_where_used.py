@@ -41,6 +41,8 @@ BAD: dict[str, tuple[str, str]] = {
     "RAGSPINE_PG_HNSW_THRESHOLD": ("many", "RAGSPINE_PG_HNSW_THRESHOLD='many': pg_hnsw_threshold must be an "
                                            "integer >= 0"),
     "RAGSPINE_PG_EF_SEARCH": ("1.5", "RAGSPINE_PG_EF_SEARCH='1.5': pg_ef_search must be an integer > 0"),
+    "RAGSPINE_PG_STATEMENT_TIMEOUT": ("30s", "RAGSPINE_PG_STATEMENT_TIMEOUT='30s': pg_statement_timeout must be a "
+                                             "number of seconds from 0 (no limit) to 2147483"),
     "RAGSPINE_QUERY_TRANSFORM": ("hide", "RAGSPINE_QUERY_TRANSFORM='hide': unknown query transformation 'hide' "
                                          "(did you mean 'hyde'?)"),
     "RAGSPINE_RERANKER": ("bogus", "RAGSPINE_RERANKER='bogus': unknown reranker 'bogus'"),
@@ -130,7 +132,7 @@ def test_search_and_ask_work_with_every_setting_they_do_not_use_bad(clean, monke
     assert json.loads(capsys.readouterr().out.splitlines()[0])["doc_id"] == "b"
     assert main(["ask", "清水寺はどこ", "--store", str(clean / "s")]) == 0
     retriever = open_retriever(clean / "s")
-    assert isinstance(retriever, BM25Retriever) and search(retriever, "清水寺")[0].metadata["doc_id"] == "b"
+    assert isinstance(retriever.current, BM25Retriever) and search(retriever, "清水寺")[0].metadata["doc_id"] == "b"
     monkeypatch.setenv("RAGSPINE_CHUNKER", "paragraph")  # now search checks the budgets: the bad size is used
     with pytest.raises(ValueError, match=r"^RAGSPINE_CHUNK_SIZE='big': chunk_size must be an integer > 0"):
         open_retriever(clean / "s")
