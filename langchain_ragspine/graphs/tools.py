@@ -82,7 +82,9 @@ def make_answer_tool(
     ``Sources:`` block (:func:`format_sources`: ``[n] title — locator (chunk id)`` for each citation; none for a
     refusal), the artifact the cited ``Document``s in citation order.  RESTRICTED chunks are in neither (the graph
     gates them; the tool drops any that would still be labelled so).  Sync and async (``ainvoke`` runs
-    ``graph.ainvoke``); callbacks and tracing go through the tool's run.
+    ``graph.ainvoke``); callbacks and tracing go through the tool's run.  On an agent's checkpointed thread, the
+    artifacts of earlier turns come back from the checkpoint as plain dicts (``{"id", "metadata",
+    "page_content"}``), as for any ``ToolMessage.artifact``.
 
     Args:
         graph: a graph of :mod:`langchain_ragspine.graphs` (any ``Runnable`` taking ``{"question": str}`` and
