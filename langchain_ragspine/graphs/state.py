@@ -164,7 +164,10 @@ class RAGOutput(TypedDict, total=False):
     loop's outcome (``retries``, ``retry_reason``, ``original_query``, ``search_query``), whether the run's filters
     were widened (``filters_dropped``: only a corrective loop built with ``relax_filters=True`` drops them, and the
     answer or refusal then comes from the unfiltered search; ``dropped_filters``: the filters dropped, else
-    ``None``) and, for a chat input, ``messages`` with the answer appended (its ``AIMessage`` reports a drop too).
+    ``None``) and, for a chat input, ``messages`` with the answer appended: its ``AIMessage`` carries
+    ``response_metadata["citations"]`` (the ``citations`` above, so a chat app resolves ``[n]`` from the message),
+    ``response_metadata["ragspine"]`` (``search_query``, ``refused``, ``mode``) and reports a drop too.  For a chat
+    follow-up, ``search_query`` is the standalone question it was condensed into (or a rewrite of it).
     """
 
     answer: str
