@@ -161,7 +161,17 @@ def condense_question_deterministic(
     """The standalone search question for ``question`` without a model (see the module docstring): small talk
     and a follow-up with a topic term of its own are searched as they are; any other follow-up is searched as
     ``"{question} {content words of the latest earlier human turn that has topic terms}"`` (``how="borrowed"``),
-    or as it is when no earlier turn has any."""
+    or as it is when no earlier turn has any.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> condense_question_deterministic("Why is that?", [HumanMessage("Which region has no rainy season?")])
+        Condensed(question='Why is that? region rainy season', how='borrowed', llm_failed=False)
+        >>> condense_question_deterministic("それはなぜですか？", [HumanMessage("梅雨がない地域はどこですか？")]).question
+        'それはなぜですか？ 梅雨 ない 地域'
+        >>> condense_question_deterministic("Where is the Eiffel Tower?", [HumanMessage("Why?")]).how
+        'as_is'
+    """
     tok = get_tokenizer(tokenizer)
     if is_small_talk(question):
         return Condensed(question, "small_talk")

@@ -79,7 +79,8 @@ def build_simple_rag(
         graders: the relevance / support / usefulness checks (default :func:`make_graders` for ``llm``: with an
             LLM, every retrieval is graded in one call).
         answer_chain: replaces the default :func:`~langchain_ragspine.chains.make_answer_chain` (it receives the
-            passages already selected and ordered, and must return ``{"answer", "citations"}``).
+            passages already selected and ordered, and must return ``{"answer", "citations"}``; for a chat
+            follow-up its input also holds ``chat_history`` and, when condensed, ``standalone_question``).
         k: results per retrieval (passed when the retriever takes ``k``; default: the retriever's own); a run may
             override it (``context={"k": 3}``).
         max_docs: passages given to the answer (default 6).

@@ -97,6 +97,23 @@ def make_answer_tool(
     Raises:
         TypeError: ``graph`` is not a ``Runnable``; (at call) the graph's output is not an answer dict.
         ValueError: a malformed ``filters``.
+
+    Example:
+        >>> from langchain_core.documents import Document
+        >>> from langchain_ragspine.graphs import build_corrective_rag
+        >>> from langchain_ragspine.retrievers import BM25Retriever
+        >>> docs = [Document("Hokkaido has no rainy season.", metadata={"chunk_id": "rain#0", "doc_id": "rain",
+        ...         "title": "Rainy season", "source_locator": "rain.md#0-29"})]
+        >>> tool = make_answer_tool(build_corrective_rag(BM25Retriever.from_documents(docs)))
+        >>> print(tool.invoke({"question": "Which region has no rainy season?"}))
+        Hokkaido has no rainy season. [1]
+        <BLANKLINE>
+        Sources:
+        [1] Rainy season — rain.md#0-29 (chunk rain#0)
+        >>> message = tool.invoke({"type": "tool_call", "id": "1", "name": tool.name,
+        ...                        "args": {"question": "Which region has no rainy season?"}})
+        >>> [d.id for d in message.artifact]
+        ['rain#0']
     """
     if not isinstance(graph, Runnable):
         raise TypeError(f"graph must be a Runnable (a compiled graph), got {type(graph).__name__}")

@@ -157,8 +157,7 @@ def chat_store(tmp_path):
     (corpus / "whys.md").write_text("# The five whys\n\nWhy is that a question we ask? The five whys repeat why.",
                                     "utf-8")
     _ingest(corpus, store)
-    for base in _serve(tmp_path, {"RAGSPINE_STORE": str(store)}):
-        yield base
+    yield from _serve(tmp_path, {"RAGSPINE_STORE": str(store)})
 
 
 def test_a_served_thread_condenses_follow_ups_and_carries_citations_on_the_messages(chat_store):
