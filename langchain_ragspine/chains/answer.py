@@ -761,6 +761,23 @@ def _visible_text(raw: str) -> str:
     return strip_think(raw)
 
 
+class _Draft:
+    """A model's reply as it streams: ``raw`` so far, and :meth:`add` giving the new visible text of each chunk."""
+
+    def __init__(self) -> None:
+        self.raw = ""
+        self._shown = ""
+
+    def add(self, chunk: BaseMessage) -> str:
+        """Append ``chunk``'s text; the text a reader sees that it adds (``""``: nothing new to show yet)."""
+        self.raw += chunk.content if isinstance(chunk.content, str) else chunk.text
+        visible = _visible_text(self.raw)
+        if len(visible) <= len(self._shown) or not visible.startswith(self._shown):
+            return ""
+        token, self._shown = visible[len(self._shown):], visible
+        return token
+
+
 class _StreamingAnswerChain(Runnable[dict[str, Any], dict[str, Any]]):
     """:func:`make_answer_chain` with an LLM: ``invoke`` / ``ainvoke`` are the LCEL chain's own (same result, same
     trace); ``stream`` / ``astream`` yield the model's tokens as ``{"token": str}`` and then the result."""
@@ -809,12 +826,6 @@ class _StreamingAnswerChain(Runnable[dict[str, Any], dict[str, Any]]):
         state = self._prepare(values[-1] if values else None)
         return state, (None if state["documents"] else _result(state["dont_know"], [], "llm"))
 
-    def _tokens(self, raw: str, shown: str) -> tuple[str, str]:
-        visible = _visible_text(raw)
-        if len(visible) > len(shown) and visible.startswith(shown):
-            return visible[len(shown):], visible
-        return "", shown
-
     def _stream(
         self, inputs: Iterator[dict[str, Any]], run_manager: CallbackManagerForChainRun, config: RunnableConfig
     ) -> Iterator[dict[str, Any]]:
@@ -823,14 +834,12 @@ class _StreamingAnswerChain(Runnable[dict[str, Any], dict[str, Any]]):
             yield done
             return
         child = patch_config(config, callbacks=run_manager.get_child())
-        raw = shown = ""
+        draft = _Draft()
         try:
             for chunk in self._llm.stream(self._template_for(state).invoke(state, child), child):
-                raw += chunk.content if isinstance(chunk.content, str) else chunk.text
-                token, shown = self._tokens(raw, shown)
-                if token:
+                if token := draft.add(chunk):
                     yield {"token": token}
-            result = self._finish({**state, "raw": raw})
+            result = self._finish({**state, "raw": draft.raw})
         except Exception as e:  # noqa: BLE001 - the documented fallback, as invoke's
             result = self._fallback({**state, "error": e})
         yield result
@@ -838,21 +847,17 @@ class _StreamingAnswerChain(Runnable[dict[str, Any], dict[str, Any]]):
     async def _astream(
         self, inputs: AsyncIterator[dict[str, Any]], run_manager: AsyncCallbackManagerForChainRun, config: RunnableConfig
     ) -> AsyncIterator[dict[str, Any]]:
-        values = [value async for value in inputs]
-        state, done = self._start(values)
+        state, done = self._start([value async for value in inputs])
         if done is not None:
             yield done
             return
         child = patch_config(config, callbacks=run_manager.get_child())
-        raw = shown = ""
+        draft = _Draft()
         try:
-            prompt_value = await self._template_for(state).ainvoke(state, child)
-            async for chunk in self._llm.astream(prompt_value, child):
-                raw += chunk.content if isinstance(chunk.content, str) else chunk.text
-                token, shown = self._tokens(raw, shown)
-                if token:
+            async for chunk in self._llm.astream(await self._template_for(state).ainvoke(state, child), child):
+                if token := draft.add(chunk):
                     yield {"token": token}
-            result = self._finish({**state, "raw": raw})
+            result = self._finish({**state, "raw": draft.raw})
         except Exception as e:  # noqa: BLE001 - the documented fallback, as ainvoke's
             result = self._fallback({**state, "error": e})
         yield result

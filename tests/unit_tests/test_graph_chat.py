@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
@@ -35,26 +34,19 @@ from langchain_ragspine.graphs.conversation import (
 )
 from langchain_ragspine.retrievers import BM25Retriever
 
+from .chat_docs import SECRET, chunk
 from .spy_models import SpyChatModel
 
-SECRET = "SECRETMARK秘密"
-
-
-def _doc(cid: str, title: str, text: str, **extra: Any) -> Document:
-    md = {"chunk_id": f"{cid}#0", "doc_id": cid, "title": title, "source_locator": f"{cid}.md#0-{len(text)}", **extra}
-    return Document(page_content=text, metadata=md)
-
-
 DOCS = [
-    _doc("tsuyu", "梅雨のない地域", "北海道には梅雨がない。梅雨前線は北海道に届く前に弱まるからである。"),
-    _doc("naze", "なぜなぜ分析", "なぜなぜ分析は、問題が起きたときに「なぜ」を繰り返して原因を探る手法です。"),
-    _doc("meiyu", "没有梅雨的地区", "北海道没有梅雨，因为梅雨锋到达北海道之前已经减弱。"),
-    _doc("ceshi", "单元测试", "为什么要写单元测试？为了尽早发现错误。"),
-    _doc("rainy", "Regions without a rainy season", "Hokkaido has no rainy season. The rainy front weakens before it "
+    chunk("tsuyu", "梅雨のない地域", "北海道には梅雨がない。梅雨前線は北海道に届く前に弱まるからである。"),
+    chunk("naze", "なぜなぜ分析", "なぜなぜ分析は、問題が起きたときに「なぜ」を繰り返して原因を探る手法です。"),
+    chunk("meiyu", "没有梅雨的地区", "北海道没有梅雨，因为梅雨锋到达北海道之前已经减弱。"),
+    chunk("ceshi", "单元测试", "为什么要写单元测试？为了尽早发现错误。"),
+    chunk("rainy", "Regions without a rainy season", "Hokkaido has no rainy season. The rainy front weakens before it "
          "reaches Hokkaido."),
-    _doc("whys", "The five whys", "Why is that a question we ask? The five whys technique repeats why to find a root "
+    chunk("whys", "The five whys", "Why is that a question we ask? The five whys technique repeats why to find a root "
          "cause."),
-    _doc("secret", "secret memo", f"{SECRET} Hokkaido rainy season 梅雨 北海道 {SECRET}", sensitivity="RESTRICTED"),
+    chunk("secret", "secret memo", f"{SECRET} Hokkaido rainy season 梅雨 北海道 {SECRET}", sensitivity="RESTRICTED"),
 ]
 #: (first question, follow-up, the document that answers both)
 CONVERSATIONS = {

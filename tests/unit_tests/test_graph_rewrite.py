@@ -3,8 +3,6 @@ score it (a cross-language rewrite is what a rewrite is for), and still drops on
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
@@ -16,20 +14,16 @@ from langchain_ragspine.graphs import build_corrective_rag, build_self_rag
 from langchain_ragspine.graphs.nodes import rewrite
 from langchain_ragspine.retrievers import BM25Retriever
 
-SECRET = "SECRETMARK秘密"
+from .chat_docs import SECRET, chunk
+
 QUESTION = "When does the rainy season start?"
-
-
-def _doc(cid: str, title: str, text: str, **extra: Any) -> Document:
-    md = {"chunk_id": f"{cid}#0", "doc_id": cid, "title": title, "source_locator": f"{cid}.md#0-{len(text)}", **extra}
-    return Document(page_content=text, metadata=md)
 
 
 #: A Japanese corpus: no word of the English question is in it.
 DOCS = [
-    _doc("tsuyu", "梅雨入り", "関東の梅雨入りの時期は例年6月上旬である。"),
-    _doc("fuji", "富士山", "富士山は日本一高い山である。"),
-    _doc("secret", "社外秘", f"{SECRET} 梅雨入り 時期 {SECRET}", sensitivity="RESTRICTED"),
+    chunk("tsuyu", "梅雨入り", "関東の梅雨入りの時期は例年6月上旬である。"),
+    chunk("fuji", "富士山", "富士山は日本一高い山である。"),
+    chunk("secret", "社外秘", f"{SECRET} 梅雨入り 時期 {SECRET}", sensitivity="RESTRICTED"),
 ]
 
 

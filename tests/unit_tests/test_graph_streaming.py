@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from langchain_core.documents import Document
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableLambda
@@ -23,20 +22,14 @@ from langchain_ragspine.graphs import (
 from langchain_ragspine.graphs.nodes import progress, retrieve
 from langchain_ragspine.retrievers import BM25Retriever
 
-SECRET = "SECRETMARK秘密"
-
-
-def _doc(cid: str, title: str, text: str, **extra: Any) -> Document:
-    md = {"chunk_id": f"{cid}#0", "doc_id": cid, "title": title, "source_locator": f"{cid}.md#0-{len(text)}", **extra}
-    return Document(page_content=text, metadata=md)
-
+from .chat_docs import SECRET, chunk
 
 DOCS = [
-    _doc("rainy", "Regions without a rainy season", "Hokkaido has no rainy season. The rainy front weakens before it "
+    chunk("rainy", "Regions without a rainy season", "Hokkaido has no rainy season. The rainy front weakens before it "
          "reaches Hokkaido."),
-    _doc("fuji", "Mount Fuji", "Mount Fuji is the highest mountain in Japan."),
-    _doc("eiffel", "Eiffel Tower", "The Eiffel Tower is in Paris."),
-    _doc("secret", "memo", f"{SECRET} Hokkaido rainy season {SECRET}", sensitivity="RESTRICTED"),
+    chunk("fuji", "Mount Fuji", "Mount Fuji is the highest mountain in Japan."),
+    chunk("eiffel", "Eiffel Tower", "The Eiffel Tower is in Paris."),
+    chunk("secret", "memo", f"{SECRET} Hokkaido rainy season {SECRET}", sensitivity="RESTRICTED"),
 ]
 PASSAGE_TEXTS = [d.page_content for d in DOCS]
 
@@ -100,10 +93,10 @@ def test_adaptive_and_self_rag_report_their_own_steps(retriever):
 @pytest.mark.parametrize("name", list(GRAPH_BUILDERS))
 def test_custom_events_come_with_the_other_stream_modes_and_hold_no_passage(retriever, name):
     seen: dict[str, list[Any]] = {"custom": [], "updates": []}
-    for mode, chunk in GRAPH_BUILDERS[name](retriever).stream(
+    for mode, item in GRAPH_BUILDERS[name](retriever).stream(
         {"messages": [HumanMessage("Which region has no rainy season?")]}, stream_mode=["custom", "updates"]
     ):
-        seen[mode].append(chunk)
+        seen[mode].append(item)
     assert {"retrieved", "graded", "answering", "answered"} <= {e["event"] for e in seen["custom"]}
     _assert_textless(seen["custom"])
 

@@ -17,19 +17,13 @@ from langchain_ragspine.graphs import build_adaptive_rag, build_corrective_rag, 
 from langchain_ragspine.graphs.tools import format_sources
 from langchain_ragspine.retrievers import BM25Retriever
 
-SECRET = "SECRETMARK秘密"
-
-
-def _doc(cid: str, title: str, text: str, **extra: Any) -> Document:
-    md = {"chunk_id": f"{cid}#0", "doc_id": cid, "title": title, "source_locator": f"{cid}.md#0-{len(text)}", **extra}
-    return Document(page_content=text, metadata=md)
-
+from .chat_docs import SECRET, chunk
 
 DOCS = [
-    _doc("rainy", "Regions without a rainy season", "Hokkaido has no rainy season. The rainy front weakens before it "
+    chunk("rainy", "Regions without a rainy season", "Hokkaido has no rainy season. The rainy front weakens before it "
          "reaches Hokkaido.", tenant="A"),
-    _doc("fuji", "Mount Fuji", "Mount Fuji is the highest mountain in Japan.", tenant="B"),
-    _doc("secret", "memo", f"{SECRET} Hokkaido rainy season Fuji mountain {SECRET}", sensitivity="RESTRICTED"),
+    chunk("fuji", "Mount Fuji", "Mount Fuji is the highest mountain in Japan.", tenant="B"),
+    chunk("secret", "memo", f"{SECRET} Hokkaido rainy season Fuji mountain {SECRET}", sensitivity="RESTRICTED"),
 ]
 
 
