@@ -61,6 +61,13 @@ def test_the_corrective_graph_reports_its_progress(retriever):
     _assert_textless(events)
 
 
+async def test_progress_events_stream_asynchronously_too(retriever):
+    graph = build_corrective_rag(retriever)
+    inputs = {"question": "Which region has no rainy season?"}
+    events = [e async for e in graph.astream(inputs, stream_mode="custom")]
+    assert events == _custom(graph, inputs)
+
+
 def test_corrections_and_a_refusal_are_reported(retriever):
     graph = build_corrective_rag(retriever, graders=Graders.constant("no"), max_retries=1)
     events = _custom(graph, {"question": "Which region has no rainy season?"})
