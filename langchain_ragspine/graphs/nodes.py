@@ -112,11 +112,11 @@ __all__ = [
     "compress",
     "drop_filters",
     "generate",
-    "progress",
     "grade_documents",
     "make_parts",
     "new_graph",
     "prepare",
+    "progress",
     "refuse",
     "respond_directly",
     "restricted_gate",
@@ -641,8 +641,8 @@ def run_compressors(
 
 def compress(state: RAGState, *, parts: GraphParts) -> dict[str, Any]:
     """Node ``compress`` (only when the builder got ``compressors``): the builder's ``BaseDocumentCompressor``s
-    (rerankers, MMR, reordering, …) over the gated documents, against :func:`search_question`, then the RESTRICTED gate
-    again.  The trace entry lists each compressor with its input and output counts."""
+    (rerankers, MMR, reordering, …) over the gated documents, against :func:`search_question`, then the RESTRICTED
+    gate again.  The trace entry lists each compressor with its input and output counts."""
     query = search_question(state) or state.get("search_query") or ""
     kept, steps, dropped = run_compressors(parts.compressors, list(state.get("documents") or []), query)
     entry: dict[str, Any] = {"step": "compress", "compressors": steps, "kept": len(kept)}
