@@ -64,8 +64,9 @@ LOOK_ALIKE_KEYS = [
     "sensitivit&yacute;",  # named: ý folds to y
     "\u202eytivitisnes\u202c",  # a right-to-left override: displays "sensitivity"
     "sensi\u2066tivity\u2069",  # an isolate inside: invisible
+    "sensltlvlty",  # a small l for each i, as values read "RESTRlCTED" (issue 25 §4d: keys follow the value rules)
 ]
-OTHER_KEYS = ["sensitivity_note", "insensitivity", "sensltlvlty", "s&#101;nsitivity_note", "\u202esensitivity_x"]
+OTHER_KEYS = ["sensitivity_note", "insensitivity", "s&#101;nsitivity_note", "\u202esensitivity_x", "SENSITIVLTY"]
 
 
 @pytest.mark.parametrize("key", LOOK_ALIKE_KEYS, ids=ascii)
@@ -266,7 +267,7 @@ def test_a_sidecar_named_exactly_and_other_json_files_still_load(tmp_path: Path)
     write(tmp_path / "doc.md", "body\n")
     write(tmp_path / "doc.json", '{"sensitivity": "PUBLIC", "title": "T"}')
     write(tmp_path / "other.JSON", "{}")  # the sidecar of no document
-    write(tmp_path / "doc.md.JSON", "{}")  # not named <stem>.json: not a sidecar of doc.md
+    write(tmp_path / "notes.md.JSON", "{}")  # the sidecar of no document either (doc.md.JSON would be refused)
     os.symlink("doc.json", tmp_path / "link.json")
     write(tmp_path / "link.md", "linked\n")
     _, docs, _ = load(tmp_path)
