@@ -10,17 +10,20 @@ wins.
   dot of a Turkish ``İ``), recomposition (NFKC, so full-width ``ＲＥＳＴＲＩＣＴＥＤ`` is ``RESTRICTED``) and surrounding
   whitespace stripped (bidirectional controls such as U+202E are format characters, so they go too).  Keys then
   compare case-insensitively (``Ｓｅｎｓｉｔｉｖｉｔｙ``, `` sensitivity `` and ``SENSITIVITY`` all name the label), also
-  written with look-alike letters of other scripts (``sеnsitivity`` with Cyrillic ``е``), HTML character references
-  (``s&#101;nsitivity``) or a bidi override (``\\u202eytivitisnes``) — the same readings values get; values are
-  upper-cased.
+  written with look-alike characters (``sеnsitivity`` with Cyrillic ``е``, ``sensitiviтy``, ``sensitiv1ty``,
+  ``sensitivlty``: :func:`look_alike_capitals`, the rule values are read by), HTML character references
+  (``s&#101;nsitivity``) or tags, or a bidi override (``\\u202eytivitisnes``) — the same readings values get;
+  values are upper-cased.
 * **Restricted.**  A value is restricted when the word ``RESTRICTED`` is among the ASCII-letter runs of its folded
   form: ``"restricted"``, ``"RESTRICTED, INTERNAL"``, ``"Restricted."``, ``"RESTRICTED（社外秘）"`` and a list holding
   any of these are restricted; ``"UNRESTRICTED"`` (one other word) is not.  It is also restricted when a reader
   would still see the word: its letters split by separators (``"R E S T R I C T E D"``, ``"R-E-S-T-R-I-C-T-E-D"``,
   ``"RES.TRIC.TED"``), or written with look-alike letters of other scripts (``"RЕSTRICTЕD"`` with Cyrillic ``Е``,
   Greek ``Ι``, a digit ``1`` or ``|`` for ``I``), per the confusables data of Unicode Technical Standard #39, or
+  in enclosed letters (``🆁🅴🆂🆃🆁🅸🅲🆃🅴🅳``, ``🅡``, ``🇷``, read by their Unicode names; ``Ⓡ``, ``🅁`` by NFKC), or
   when it shows as RESTRICTED once decoded or displayed: HTML character references decoded (``"&#82;ESTRICTED"``,
-  ``"R&#x45;STRICTED"``, ``"&amp;#82;ESTRICTED"``) and bidirectional controls applied (``"\\u202eDETCIRTSER"``, an
+  ``"R&#x45;STRICTED"``, ``"&amp;#82;ESTRICTED"``), HTML tags removed (``"RES<b></b>TRICTED"``) and bidirectional
+  controls applied (``"\\u202eDETCIRTSER"``, an
   override that displays the letters reversed) — see :func:`is_restricted_label` for the exact rule.  Labels of
   other types are read by :func:`is_restricted_label` (bytes decoded, an Enum's value, nested lists and mappings
   searched at any depth); a value it cannot read as a label (a number, a bool, any other object) is restricted.
@@ -413,10 +416,12 @@ def is_restricted_label(value: Any) -> bool:
       - it is written with look-alike characters (homoglyphs): each character that ``confusables.txt`` of Unicode
         Technical Standard #39 maps to a letter of ``RESTRICTED`` reads as that letter, as written or as its
         capital — Cyrillic ``Е е С с Т Ѕ ѕ І і г``, Greek ``Ε Τ Ι ι``, Cherokee, Lisu and other scripts, and ``l``,
-        ``1`` and ``|`` for ``I`` (``"RЕSTRICTЕD"``, ``"RESTR1CTED"``).  This is the UTS #39 *skeleton* idea
-        restricted to the one word the package looks for;
+        ``1`` and ``|`` for ``I`` (``"RЕSTRICTЕD"``, ``"RESTR1CTED"``), and so does a Latin small capital or an
+        enclosed letter (``"ʀᴇꜱᴛʀɪᴄᴛᴇᴅ"``, ``"🆁🅴🆂🆃🆁🅸🅲🆃🅴🅳"``: :func:`look_alike_capitals`).  This is the UTS #39
+        *skeleton* idea restricted to the words the package looks for;
       - it shows as RESTRICTED in another of its :func:`readings`: HTML character references decoded or removed
-        (``"&#82;ESTRICTED"``, ``"R&#x45;STRICTED"``, ``"&amp;#82;ESTRICTED"``, ``"RES&shy;TRICTED"``), or
+        (``"&#82;ESTRICTED"``, ``"R&#x45;STRICTED"``, ``"&amp;#82;ESTRICTED"``, ``"RES&shy;TRICTED"``), HTML tags
+        removed (``"RES<b></b>TRICTED"``, ``"R<span>ESTRICTED</span>"``), or
         displayed under a bidi override (``"\\u202eDETCIRTSER\\u202c"`` shows ``RESTRICTED``).  Bidi controls
         and other invisible characters are removed anyway (``"RES\\u2067TRICTED"``).
 

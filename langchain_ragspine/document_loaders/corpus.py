@@ -8,19 +8,33 @@ files:
   convention: the file opens with a ``---`` line and the block ends at the next ``---`` or ``...`` line; lines
   may end in ``\\n``, ``\\r\\n`` or ``\\r``, and whitespace, a ``#`` comment or invisible characters such as a second
   BOM may stand around a fence) is parsed with ``yaml.safe_load``, removed from the text and merged into the
-  metadata.  A ``---`` block after blank lines is not front matter (its text is the body), and if it sets
-  ``sensitivity`` the file is refused, naming that line.  The rest of the file is the ``page_content``, verbatim: ``text[body_offset:] == page_content`` where ``text =
+  metadata.  Anything else at the top of the body that looks like metadata is not front matter (its text is the
+  body), and if it sets ``sensitivity`` the file is refused, naming that line: a ``---`` block after blank lines,
+  another opener (``+++`` TOML, ``--- !!map``, ``%YAML 1.2``, ``----``, ``－－－``, ``———``, an HTML comment first), a
+  bare ``sensitivity: RESTRICTED`` line and a second block right after the front matter.  The rest of the file is
+  the ``page_content``, verbatim: ``text[body_offset:] == page_content`` where ``text =
   path.read_bytes().decode(encoding)`` (no newline translation; a BOM and CRLFs count as stored) and
   ``body_offset`` is in the metadata, so chunk offsets index the file itself (the convention is defined in
   :mod:`langchain_ragspine.document_loaders.locators`).
 * ``.jsonl`` — one document per non-blank line, each a JSON object with a string ``text`` (the JSON Lines
   format, https://jsonlines.org, as used by BEIR corpora: ``{"_id": ..., "title": ..., "text": ...}``).
   Chunk locators name the line and offsets within its decoded ``text``: ``"corpus.jsonl:3#0-412"``.
-* ``<name>.json`` beside a document file is its *sidecar*: a JSON object merged into the metadata, winning
-  over front matter (and, for a ``.jsonl``, over each line's fields) — except for ``sensitivity``, where the
-  most restrictive label wins.  Sidecars are never documents themselves.  A sidecar that is there but cannot be
-  read (a dangling symlink, a folder, a FIFO, no permission, invalid UTF-8), and a file named like it with the
-  suffix in another case (``<name>.JSON``), is an error naming it: its label is never silently lost.
+* ``<stem>.json`` and ``<stem>.<suffix>.json`` (``notes.json`` and ``notes.md.json`` for ``notes.md``) beside a
+  document file are its *sidecars*: JSON objects merged into the metadata (a top-level ``"metadata"`` object too,
+  LangChain's ``Document`` JSON shape, as on a JSONL line), winning over front matter (and, for a ``.jsonl``, over
+  each line's fields) — except for ``sensitivity``, where the most restrictive label wins.  Both spellings are
+  read; where they disagree the label is the most restrictive and any other key is the full name's, with a
+  warning.  Sidecars are never documents themselves.  A sidecar that is there but cannot be read (a dangling
+  symlink, a folder, a FIFO, no permission, invalid UTF-8), and a file named like one with the suffix in another
+  case (``<stem>.JSON``), is an error naming it: its label is never silently lost.
+* Symlinks and hard links: a file is loaded once, however many names it has in the run (a symlink to it, a hard
+  link, the file given twice: same device and inode), under its first name that is not a symlink, and its label is
+  the most restrictive of the sidecars beside every one of its names and beside its real path — so it does not
+  depend on which name is loaded.  Symlinked folders are not followed.  A symlink whose real path is outside the
+  real path of its root is not loaded, with a :class:`LoaderWarning` naming it (``stats.outside``), the rule
+  ``resolve_source_locator`` reads by (:func:`real_path_inside`).  A hard link is a name like any other: nothing
+  tells it from the original; a hard link outside the run (outside the root) is not seen, so its sidecar is not
+  read.
 
 Sensitivity labels fail closed (the policy is :mod:`langchain_ragspine.sensitivity`): a key spelled in another
 width, case or spacing (``Ｓｅｎｓｉｔｉｖｉｔｙ``), with look-alike letters (``sеnsitivity``) or HTML references is the
@@ -135,13 +149,14 @@ class CorpusLoader(BaseLoader):
 
     Args:
         paths: one path or a sequence of paths; each a folder (walked to any depth, entries sorted by path,
-            names starting with ``.`` skipped, symlinked folders not followed) or a file.  Folder walks pick
-            up ``.md``, ``.markdown``, ``.txt`` and ``.jsonl`` files (suffix case-insensitive) and ignore the
-            rest. A file reached twice (e.g. a folder and a file inside it) is loaded once, at its first
-            position.
+            names starting with ``.`` skipped, symlinked folders not followed, symlinks leading out of the root
+            left out with a warning) or a file.  Folder walks pick up ``.md``, ``.markdown``, ``.txt`` and
+            ``.jsonl`` files (suffix case-insensitive) and ignore the rest. A file reached twice (a folder and a
+            file inside it, a symlink, a hard link) is loaded once, under its first name that is not a symlink (at
+            that name's position), with the labels of every name's sidecars (see the module docstring).
         root: the folder ``source`` and default ``doc_id`` are relative to.  Default: each folder given is its
             own root; a file given directly has its parent folder as root.  Every path must lie inside
-            ``root``.
+            ``root``, also once symlinks are followed (its real path inside the real path of the root).
         on_error: ``"raise"`` (default) raises :class:`LoaderError` at the first data problem; ``"skip"``
             warns (:class:`LoaderWarning`), skips the file or JSONL line, and records it in :attr:`stats`.
         encoding: text encoding of every file, sidecars included (default ``"utf-8"``).
@@ -151,7 +166,7 @@ class CorpusLoader(BaseLoader):
         LoaderError: a path's type cannot be read (``os.stat`` fails, e.g. permission denied on a folder above it),
             with ``on_error="raise"`` (with ``"skip"`` it is skipped when loading).
         ValueError: a file given explicitly has an unsupported suffix (a ``.json`` sidecar included), a path
-            is not inside ``root``, ``root`` is not a folder, ``paths`` is empty, ``on_error`` is not
+            is not inside ``root`` (or resolves outside it through a symlink), ``root`` is not a folder, ``paths`` is empty, ``on_error`` is not
             ``"raise"``/``"skip"``, or ``encoding`` is unknown.
         TypeError: ``paths`` holds something that is not a ``str`` or ``os.PathLike``.
 
@@ -196,8 +211,9 @@ class CorpusLoader(BaseLoader):
     object, a sidecar that is there but cannot be read (a symlink to nothing, a folder, a FIFO or other special
     file — never opened —, no permission, an I/O error) or whose suffix differs in case (``<stem>.JSON``, also
     beside a ``<stem>.json``), a sidecar of a ``.jsonl`` that sets ``doc_id`` (it would apply to every line),
-    malformed or unclosed YAML front matter or front matter that is not a mapping, a ``sensitivity`` key in a
-    ``---`` block after blank lines (not front matter, so the label would be lost), a metadata value that is not
+    malformed or unclosed YAML front matter or front matter that is not a mapping, a ``sensitivity`` key at the
+    top of the body outside front matter (a ``---`` block after blank lines, ``+++`` TOML, a second block, a bare
+    ``sensitivity:`` line — the label would be lost), a metadata value that is not
     JSON-serialisable (a set, bytes, NaN, a non-string key), a ``doc_id``/``title``/``sensitivity`` of the
     wrong type (a sensitivity must be a string or a non-empty list of strings), a JSONL line that is not valid
     JSON / not an object / has no string ``text``, and a ``doc_id`` already used by an earlier document (the
