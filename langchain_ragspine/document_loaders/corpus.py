@@ -1505,6 +1505,7 @@ def _to_metadata(data: Mapping[Any, Any], path: Path, line_of: Callable[[str], i
     for key, value in data.items():
         if not isinstance(key, str):
             raise _key_error(f"metadata keys must be strings, got {type(key).__name__}", path, line_of(str(key)), str(key))
+        _check_surrogates(key, key, path, line_of(key))  # a key is text too (it could be the label's)
         converted = _jsonable(value, key, path, line_of(key))
         # `Ｓｅｎｓｉｔｉｖｉｔｙ:` is still the label; the caller sets its value from every such key (_source_label)
         out[SENSITIVITY_KEY if is_sensitivity_key(key) else key] = converted
@@ -1531,6 +1532,7 @@ def _jsonable(value: Any, where: str, path: Path, line: int | None) -> Any:
         for k, v in value.items():
             if not isinstance(k, str):
                 raise _key_error(f"nested key {k!r} is a {type(k).__name__}; JSON keys must be strings", path, line, where)
+            _check_surrogates(k, f"{where}.{k}", path, line)
             out[k] = _jsonable(v, f"{where}.{k}", path, line)
         return out
     raise LoaderError(
@@ -1547,7 +1549,8 @@ def _check_surrogates(text: str, where: str, path: Path, line: int | None) -> No
     m = _LONE_SURROGATE.search(text)
     if m is not None:
         raise LoaderError(
-            f"contains a lone UTF-16 surrogate U+{ord(m.group()):04X} (an unpaired \\u escape?), which is not text",
+            f"contains a lone UTF-16 surrogate U+{ord(m.group()):04X}, which is not text (an unpaired \\u escape, or "
+            "a pair in YAML, which reads each \\u escape alone: write the character itself or a \\U escape)",
             path=path,
             line=line,
             field=where,

@@ -102,8 +102,6 @@ OTHER_VALUES: list[Any] = [
     ["PUBLIC", "INTERNAL"],
     "\u202dPUBLIC\u202c",
     "INTERNAL\u200f",
-    "<b>PUBLIC</b>",
-    "\U0001f17f\U0001f184\U0001f171\U0001f17b\U0001f178\U0001f172",
 ]
 #: How a Markdown document's front matter is written: (opening line, closing line, line break).  The shapes of
 #: ``REFUSED_SHAPES`` are not front matter: their labels refuse the file.
@@ -196,7 +194,8 @@ def _write(root: Path, doc: dict[str, Any]) -> None:
     text = f"{token} は文書 {i} の本文です。 The body of document {i}."
     if doc["kind"] == "md":
         opening, closing, br = FRONT_SHAPES[doc["shape"]]
-        lines = [f"{json.dumps(k)}: {json.dumps(v)}" for k, v, _ in doc["own"]]
+        # the characters themselves: YAML reads each \u escape alone, so a surrogate pair would not be one character
+        lines = [f"{json.dumps(k, ensure_ascii=False)}: {json.dumps(v, ensure_ascii=False)}" for k, v, _ in doc["own"]]
         fences = [opening, *lines, closing] if opening else [*lines, ""]
         front = "".join(line + br for line in fences) if lines else ""
         with open(root / f"d{i}.md", "w", encoding="utf-8", newline="") as f:  # line breaks as written

@@ -288,3 +288,28 @@ def test_look_alike_capitals() -> None:
     assert look_alike_capitals("r\u0435s\u0442ricted") == "RESTRICTED"
     assert look_alike_capitals("\U0001f1f7\U0001f161\U0001f181\u24c7\u0280") == "RRRRR"
     assert look_alike_capitals("社外秘 1|") == "社外秘 1|"  # CJK kept; symbols are not letters
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "line"),
+    [
+        # YAML reads each \u escape alone: a surrogate pair becomes two lone surrogates (here: 🆂 of a look-alike key)
+        ("fm.md", '---\ntitle: T\n"\\ud83c\\udd82ensitivity": RESTRICTED\n---\nbody\n', 3),
+        ("j.jsonl", '{"text": "t"}\n{"text": "t", "k\\ud800": 1}\n', 2),
+        ("n.jsonl", '{"text": "t", "meta": {"\\udc00": 2}}\n', 1),
+    ],
+    ids=["front-matter-pair", "jsonl-key", "nested-key"],
+)
+def test_regression_a_key_with_a_lone_surrogate_is_an_error_naming_it(
+    tmp_path: Path, name: str, text: str, line: int
+) -> None:
+    # the key went into the metadata, and the ingest failed later with a UnicodeEncodeError traceback
+    path = write(tmp_path / name, text)
+    with pytest.raises(LoaderError, match="lone UTF-16 surrogate") as info:
+        CorpusLoader(tmp_path).load()
+    assert (info.value.path, info.value.line) == (str(path), line)
+    write(tmp_path / "ok.md", "fine\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        summary = ingest(tmp_path, tmp_path / "s", mode="bm25", progress=False, on_error="skip")
+    assert summary.skipped == 1
