@@ -38,18 +38,15 @@ from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
-from langchain_ragspine.document_loaders import (
-    CorpusLoader,
-    RestrictedSourceError,
-    read_source_text,
-    resolve_source_locator,
-)
+from langchain_ragspine.document_loaders import CorpusLoader, read_source_text
 from langchain_ragspine.embeddings import HashingEmbeddings
 from langchain_ragspine.graphs import build_corrective_rag
 from langchain_ragspine.indexing import ingest, open_retriever, search
 from langchain_ragspine.retrievers import BM25Retriever, DenseRetriever, HybridRetriever
 from langchain_ragspine.sensitivity import is_restricted
 from langchain_ragspine.text_splitters import ParagraphTextSplitter
+
+from .test_loader_symlinks import refused_by_resolver
 
 KEYS = [
     "sensitivity",
@@ -241,14 +238,6 @@ class EverythingRetriever(BaseRetriever):
         return list(self.docs)
 
 
-def _refused_by_resolver(locator: str, root: Path) -> bool:
-    try:
-        resolve_source_locator(locator, root)
-    except RestrictedSourceError:
-        return True
-    return False
-
-
 def _secret(doc: dict[str, Any]) -> bool:
     return any(secret for part in ("own", "side", "nested") for _, _, secret in doc[part])
 
@@ -300,7 +289,7 @@ def test_no_document_meant_to_be_restricted_is_ever_returned(corpus):
             if chunk.metadata.get("line") is None and os.path.lexists(root / ("a" + locator[1:])):
                 names.append("a" + locator[1:])
             for name in names:
-                assert _refused_by_resolver(name, root) == is_restricted(chunk.metadata), name
+                assert refused_by_resolver(name, root) == is_restricted(chunk.metadata), name
         bm25 = BM25Retriever.from_documents(chunks, k=10)
         dense = DenseRetriever.from_documents(chunks, HashingEmbeddings(), k=10)
         hybrid = HybridRetriever(retrievers=[bm25, dense], k=10)

@@ -22,7 +22,7 @@ import pytest
 from langchain_core.documents import Document
 
 from langchain_ragspine.document_compressors import RestrictedGate
-from langchain_ragspine.document_loaders import CorpusLoader, LoaderWarning, read_source_text
+from langchain_ragspine.document_loaders import CorpusLoader, read_source_text
 from langchain_ragspine.errors import LoaderError
 from langchain_ragspine.indexing import ingest, open_retriever, search
 from langchain_ragspine.sensitivity import (
@@ -34,107 +34,40 @@ from langchain_ragspine.sensitivity import (
     parse_label,
 )
 
+from .test_labels_unreadable import REFUSED_SHAPES, load, write
+
 CANARY = "ZEBRACANARY7731"
-
-
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8", newline="") as f:
-        f.write(text)
-    return path
-
-
-def load(path: Path, **kwargs: Any) -> tuple[CorpusLoader, list[Document], list[str]]:
-    loader = CorpusLoader(path, **kwargs)
-    with warnings.catch_warnings(record=True) as record:
-        warnings.simplefilter("always")
-        docs = loader.load()
-    return loader, docs, [str(w.message) for w in record if issubclass(w.category, LoaderWarning)]
 
 
 # ---------------------------------------------------------------------------------- almost front matter
 
-#: ``text before the body -> the line of the label``: each is refused.
-ALMOST_FRONT_MATTER = {
-    "toml": ('+++\nsensitivity = "RESTRICTED"\n+++\n', 2),
-    "toml_colon": ("+++\nsensitivity: RESTRICTED\n+++\n", 2),
-    "toml_table": ('+++\ntitle = "T"\n[params]\nsensitivity = "RESTRICTED"\n+++\n', 4),
-    "toml_dotted": ('+++\nparams.sensitivity = "RESTRICTED"\n+++\n', 2),
-    "yaml_tag": ("--- !!map\nsensitivity: RESTRICTED\n---\n", 2),
-    "yaml_directive": ("%YAML 1.2\n---\nsensitivity: RESTRICTED\n---\n", 3),
-    "four_dashes": ("----\nsensitivity: RESTRICTED\n----\n", 2),
-    "html_comment": ("<!-- generated -->\n---\nsensitivity: RESTRICTED\n---\n", 3),
-    "second_block": ("---\nsensitivity: PUBLIC\n---\n---\nsensitivity: RESTRICTED\n---\n", 5),
-    "second_block_after_blank": ("---\ntitle: T\n---\n\n---\nsensitivity: RESTRICTED\n---\n", 6),
-    "bare_first_line": ("sensitivity: RESTRICTED\n\n", 1),
-    "bare_after_title": ("title: T\nSensitivity: RESTRICTED\n\n", 2),
-    "bare_equals": ("sensitivity=RESTRICTED\n\n", 1),
-    "bare_fullwidth_colon": ("sensitivity：RESTRICTED\n\n", 1),
-    "bare_look_alike_key": ("sensitivi\u0442y: RESTRICTED\n\n", 1),
-    "bare_open_label": ("sensitivity: PUBLIC\n\n", 1),  # any label: it would be dropped
-    "fullwidth_fence": ("－－－\nsensitivity: RESTRICTED\n－－－\n", 2),
-    "em_dash_fence": ("———\nsensitivity: RESTRICTED\n———\n", 2),
-    "en_dash_fence": ("–––\nsensitivity: RESTRICTED\n–––\n", 2),
-    "list_item": ("- sensitivity: RESTRICTED\n\n", 1),
-    "code_fence": ("```yaml\nsensitivity: RESTRICTED\n```\n", 2),
-}
-BODY = f"The secret body {CANARY}.\n\nIts second paragraph.\n"
-
-
-@pytest.mark.parametrize("shape", sorted(ALMOST_FRONT_MATTER))
-@pytest.mark.parametrize("suffix", [".md", ".txt"])
-def test_regression_almost_front_matter_refuses_the_file(tmp_path: Path, shape: str, suffix: str) -> None:
-    head, line = ALMOST_FRONT_MATTER[shape]
-    write(tmp_path / "good.md", "fine\n")
-    path = write(tmp_path / f"doc{suffix}", head + BODY)
-    with pytest.raises(LoaderError, match="not front matter") as info:
-        CorpusLoader(tmp_path).load()
-    assert (info.value.path, info.value.line, info.value.field) == (str(path), line, "sensitivity")
-    assert f"{path}:{line}:" in str(info.value)
-    loader, docs, _ = load(tmp_path, on_error="skip")
-    assert [d.id for d in docs] == ["good"]
-    assert loader.stats.skipped == [(str(path), line, info.value.reason)]
-
-
 def test_regression_almost_front_matter_never_reaches_a_search(tmp_path: Path) -> None:
+    # each shape of REFUSED_SHAPES (test_labels_unreadable.py) refuses its file, naming the line
     root = tmp_path / "c"
-    for i, shape in enumerate(sorted(ALMOST_FRONT_MATTER)):
-        write(root / f"d{i}.md", ALMOST_FRONT_MATTER[shape][0] + BODY)
+    for i, shape in enumerate(sorted(REFUSED_SHAPES)):
+        write(root / f"d{i}.md", REFUSED_SHAPES[shape][0] + f"The secret body {CANARY}.\n")
     write(root / "pub.md", "The public body.\n")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         summary = ingest(root, tmp_path / "s", mode="bm25", progress=False, on_error="skip")
-    assert summary.skipped == len(ALMOST_FRONT_MATTER)
+    assert summary.skipped == len(REFUSED_SHAPES)
     results = search(open_retriever(tmp_path / "s", mode="bm25"), f"secret body {CANARY} public", k=20)
     assert [d.metadata["source"] for d in results] == ["pub.md"]
 
 
 @pytest.mark.parametrize(
-    "raw",
+    ("raw", "label", "body"),
     [
-        '+++\ntitle = "no label"\n+++\nBody.\n',  # no label to lose: the text is the body
-        "Sensitivity analysis: the ratio of true positives.\n\nMore text.\n",  # another key
-        "Intro line.\n\nsensitivity: RESTRICTED is how a label is written\n",  # after the first line of prose
-        "# Title\nsensitivity: RESTRICTED\n",  # after a heading
-        "本文です。\nsensitivity: RESTRICTED\n",
-        "---\ntitle: T\n---\nBody text.\n\nsensitivity: RESTRICTED later on\n",
-        "**Sensitivity** is discussed below.\n",
-        "sensitivity\n\nThe word alone, with no colon.\n",
+        ("---\nsensitivity: RESTRICTED\n---\n---\n\nBody after a rule.\n", "RESTRICTED", "---\n\nBody after a rule.\n"),
+        ("---\ntitle: T\n---\nBody text.\n\nsensitivity: RESTRICTED later on\n", "INTERNAL", None),  # after prose
     ],
-    ids=ascii,
+    ids=["rule", "label-after-prose"],
 )
-def test_ordinary_documents_are_unchanged(tmp_path: Path, raw: str) -> None:
+def test_front_matter_then_a_rule_or_prose_still_loads(tmp_path: Path, raw: str, label: str, body: str | None) -> None:
     path = write(tmp_path / "doc.md", raw)
     _, [doc], _ = load(tmp_path)
-    assert doc.metadata["sensitivity"] == "INTERNAL"
-    assert read_source_text(path)[doc.metadata["body_offset"] :] == doc.page_content
-
-
-def test_front_matter_with_a_rule_after_it_still_loads(tmp_path: Path) -> None:
-    path = write(tmp_path / "doc.md", "---\nsensitivity: RESTRICTED\n---\n---\n\nBody after a rule.\n")
-    _, [doc], _ = load(tmp_path)
-    assert doc.metadata["sensitivity"] == "RESTRICTED"
-    assert doc.page_content == "---\n\nBody after a rule.\n"
+    assert doc.metadata["sensitivity"] == label
+    assert body is None or doc.page_content == body
     assert read_source_text(path)[doc.metadata["body_offset"] :] == doc.page_content
 
 
@@ -188,23 +121,36 @@ def test_a_broken_full_name_sidecar_is_an_error_naming_it(tmp_path: Path) -> Non
     assert (info.value.path, info.value.field) == (str(side), "doc_id")
 
 
-def test_the_full_name_spelling_in_another_case_is_refused(tmp_path: Path) -> None:
-    write(tmp_path / "x.md", "body\n")
-    side = write(tmp_path / "x.md.JSON", '{"sensitivity": "PUBLIC"}')
-    with pytest.raises(LoaderError, match="suffix in another case") as info:
+@pytest.mark.parametrize(
+    ("document", "side", "content", "match"),
+    [
+        ("x.md", "x.md.JSON", '{"sensitivity": "PUBLIC"}', "suffix in another case"),
+        ("a.jsonl", "a.jsonl.json", '{"doc_id": "x"}', "cannot set doc_id"),
+    ],
+    ids=["full-name-in-another-case", "jsonl-full-name-doc-id"],
+)
+def test_the_full_name_sidecar_follows_the_rules_of_the_other(
+    tmp_path: Path, document: str, side: str, content: str, match: str
+) -> None:
+    write(tmp_path / document, '{"text": "one"}\n')
+    path = write(tmp_path / side, content)
+    with pytest.raises(LoaderError, match=match) as info:
         CorpusLoader(tmp_path).load()
-    assert info.value.path == str(side)
-
-
-def test_a_jsonl_sidecar_under_either_name_cannot_set_doc_id(tmp_path: Path) -> None:
-    write(tmp_path / "a.jsonl", '{"text": "one"}\n')
-    side = write(tmp_path / "a.jsonl.json", '{"doc_id": "x"}')
-    with pytest.raises(LoaderError, match="cannot set doc_id") as info:
-        CorpusLoader(tmp_path).load()
-    assert info.value.path == str(side)
+    assert info.value.path == str(path)
 
 
 # ---------------------------------------------------------------------------------- look-alike keys and values
+
+def _labels_in_every_source(folder: Path, key: str, label: str) -> list[str]:
+    """The ``sensitivity`` the loader gives a document labelled ``{key: label}`` in front matter (the characters
+    written as they are: YAML reads each \\u escape alone), in a sidecar and in a JSONL line's ``metadata``."""
+    write(folder / "fm.md", f"---\n{json.dumps(key, ensure_ascii=False)}: {json.dumps(label, ensure_ascii=False)}\n---\nb\n")
+    write(folder / "sc.md", "body\n")
+    write(folder / "sc.json", json.dumps({key: label}))
+    write(folder / "j.jsonl", json.dumps({"text": "body", "metadata": {key: label}}) + "\n")
+    _, docs, _ = load(folder)
+    return [d.metadata["sensitivity"] for d in docs]
+
 
 LOOK_ALIKE_KEYS = [
     "sensitivi\u0442y",  # Cyrillic т (only its capital Т is a confusable of T; upper-casing reads it)
@@ -224,13 +170,7 @@ def test_regression_keys_follow_the_look_alike_rules_of_values(tmp_path: Path, k
     assert is_sensitivity_key(key)
     assert is_restricted({key: "RESTRICTED"})
     assert RestrictedGate().compress_documents([Document("plan", metadata={key: "RESTRICTED"})], query="p") == []
-    # through every source of the loader
-    write(tmp_path / "fm.md", f"---\n{json.dumps(key, ensure_ascii=False)}: RESTRICTED\n---\nbody\n")
-    write(tmp_path / "sc.md", "body\n")
-    write(tmp_path / "sc.json", json.dumps({key: "RESTRICTED"}))
-    write(tmp_path / "j.jsonl", json.dumps({"text": "body", "metadata": {key: "RESTRICTED"}}) + "\n")
-    _, docs, _ = load(tmp_path)
-    assert len(docs) == 3 and all(d.metadata["sensitivity"] == "RESTRICTED" for d in docs)
+    assert _labels_in_every_source(tmp_path, key, "RESTRICTED") == ["RESTRICTED"] * 3
 
 
 @pytest.mark.parametrize("key", OTHER_KEYS, ids=ascii)
@@ -261,12 +201,7 @@ RESTRICTED_SPELLINGS = [
 def test_regression_values_with_tags_and_enclosed_letters_are_restricted(tmp_path: Path, label: str) -> None:
     assert is_restricted_label(label)
     assert normalize_label(parse_label(label)[0]) == "RESTRICTED"  # (a known label folded is kept as written)
-    write(tmp_path / "fm.md", f"---\nsensitivity: {json.dumps(label, ensure_ascii=False)}\n---\nbody\n")
-    write(tmp_path / "sc.md", "body\n")
-    write(tmp_path / "sc.json", json.dumps({"sensitivity": label}))
-    write(tmp_path / "j.jsonl", json.dumps({"text": "body", "sensitivity": label}) + "\n")
-    _, docs, _ = load(tmp_path)
-    assert len(docs) == 3 and all(normalize_label(d.metadata["sensitivity"]) == "RESTRICTED" for d in docs)
+    assert [normalize_label(x) for x in _labels_in_every_source(tmp_path, "sensitivity", label)] == ["RESTRICTED"] * 3
 
 
 @pytest.mark.parametrize(
