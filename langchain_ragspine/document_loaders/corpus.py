@@ -25,8 +25,9 @@ files:
   each line's fields) — except for ``sensitivity``, where the most restrictive label wins.  Both spellings are
   read; where they disagree the label is the most restrictive and any other key is the full name's, with a
   warning.  Sidecars are never documents themselves.  A sidecar that is there but cannot be read (a dangling
-  symlink, a folder, a FIFO, no permission, invalid UTF-8), and a file named like one with the suffix in another
-  case (``<stem>.JSON``), is an error naming it: its label is never silently lost.
+  symlink, a folder, a FIFO, no permission, invalid UTF-8), and a file named like one with the suffix spelled
+  otherwise (``<stem>.JSON``, ``<stem>.JSОN`` with a Cyrillic ``О``, a space after it), is an error naming it: its
+  label is never silently lost.
 * Symlinks and hard links: a file is loaded once, however many names it has in the run (a symlink to it, a hard
   link, the file given twice: same device and inode), under its first name that is not a symlink, and its label is
   the most restrictive of the sidecars beside every one of its names and beside its real path — so it does not
@@ -78,6 +79,7 @@ from langchain_ragspine.sensitivity import (
     KNOWN_SENSITIVITIES,
     SENSITIVITY_KEY,
     is_sensitivity_key,
+    look_alike_capitals,
     most_restrictive,
     normalize_label,
     parse_label,
@@ -91,6 +93,7 @@ MARKDOWN_SUFFIXES: tuple[str, ...] = (".md", ".markdown")
 JSONL_SUFFIX = ".jsonl"
 #: Suffix of metadata sidecars (``a.md`` → ``a.json``).
 SIDECAR_SUFFIX = ".json"
+_SIDECAR_CAPITALS = SIDECAR_SUFFIX.upper()
 #: ``sensitivity`` given to documents that do not set one.
 DEFAULT_SENSITIVITY = "INTERNAL"
 
@@ -527,8 +530,9 @@ class CorpusLoader(BaseLoader):
             if name != side.name:
                 beside = f", beside {side.name}" if side.name in names else ""
                 raise LoaderError(
-                    f"named like the sidecar of {doc_path.name} but with its suffix in another case{beside}; a "
-                    f"sidecar is named exactly {side.name}: rename or remove this file, so no label is ignored",
+                    f"named like the sidecar of {doc_path.name} but with its suffix in another case or spelling"
+                    f"{beside}; a sidecar is named exactly {side.name}: rename or remove this file, so no label is "
+                    "ignored",
                     path=side.with_name(name),
                 )
         try:
@@ -581,8 +585,10 @@ class CorpusLoader(BaseLoader):
         return out
 
     def _sidecar_names(self, side: Path) -> list[str]:
-        """The names in ``side``'s folder that are ``side.name`` up to the case of its suffix (``a.json``,
-        ``a.JSON``), from one listing of the folder per pass (``[]`` when the folder cannot be listed)."""
+        """The names in ``side``'s folder that are ``side.name`` up to the spelling of its suffix: its case, width,
+        look-alike letters, spaces or invisible characters around it (``a.json``, ``a.JSON``, ``a.JSОN`` with a
+        Cyrillic ``О``, ``"a.json "``; :func:`~langchain_ragspine.sensitivity.look_alike_capitals`), from one
+        listing of the folder per pass (``[]`` when the folder cannot be listed)."""
         folder = str(side.parent)
         names = self._json_names.get(folder)
         if names is None:
@@ -593,7 +599,8 @@ class CorpusLoader(BaseLoader):
                 listing = []
             for name in listing:
                 stem, suffix = os.path.splitext(name)
-                if suffix.lower() == SIDECAR_SUFFIX:
+                spelled = not suffix.isascii() or suffix != suffix.strip()  # else only its case can differ
+                if suffix.lower() == SIDECAR_SUFFIX or (spelled and look_alike_capitals(suffix) == _SIDECAR_CAPITALS):
                     names.setdefault(stem, []).append(name)
             self._json_names[folder] = names
         return sorted(names.get(side.stem, []))

@@ -142,8 +142,10 @@ def resolve_source_locator(
         encoding: the loader's encoding (default ``"utf-8"``).
         allow_restricted: return the text of a RESTRICTED source too (default ``False``).  The source's labels are
             read as :class:`~langchain_ragspine.document_loaders.CorpusLoader` reads them (front matter, sidecar,
-            the JSONL line's fields; :func:`~langchain_ragspine.sensitivity.is_restricted` decides), from the path
-            as the loader saw it and, for a symlink, from the file it points to as well.
+            the JSONL line's fields; :func:`~langchain_ragspine.sensitivity.is_restricted` decides), from every
+            name the file has below ``root`` — the locator's path, symlinks and hard links to the same file, its real
+            path — as the loader reads them when it loads ``root``, so the locator of any name is refused when the
+            loader labels the file RESTRICTED.  Finding the other names walks ``root`` (as the loader does).
 
     Returns:
         The cited text; equal to the chunk's ``page_content`` while the file is unchanged since it was loaded.

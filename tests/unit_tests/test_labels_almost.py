@@ -139,6 +139,20 @@ def test_the_full_name_sidecar_follows_the_rules_of_the_other(
     assert info.value.path == str(path)
 
 
+@pytest.mark.parametrize(
+    "name",
+    ["x.json ", "x.JS\u041eN", "x.\uff4a\uff53\uff4f\uff4e", "x.json\u200b", "x.md.js\u03bfn"],
+    ids=["trailing-space", "cyrillic-o", "full-width", "zero-width-space", "full-name-greek-o"],
+)
+def test_regression_a_sidecar_name_spelled_with_look_alikes_is_an_error(tmp_path: Path, name: str) -> None:
+    # named like the sidecar (the trial's t4_sidecar.sh: "x.json ", "x.JSОN"): its label was silently ignored
+    write(tmp_path / "x.md", f"{CANARY} body\n")
+    side = write(tmp_path / name, '{"sensitivity": "RESTRICTED"}')
+    with pytest.raises(LoaderError, match="suffix in another case or spelling") as info:
+        CorpusLoader(tmp_path).load()
+    assert info.value.path == str(side)
+
+
 # ---------------------------------------------------------------------------------- look-alike keys and values
 
 def _labels_in_every_source(folder: Path, key: str, label: str) -> list[str]:
