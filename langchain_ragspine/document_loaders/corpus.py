@@ -139,12 +139,13 @@ class _Entry:
     """One document file to load: its path (as built from the user's input), its name in ``source`` (its path below
     its root, lengthened by the root's own folder names when two roots hold the same path) and the default
     ``doc_id`` of its document (JSONL: of its lines, before ``:<line>``); ``aliases`` are the file's other names
-    in the run (symlinks, hard links), whose sidecars are read too."""
+    in the run (symlinks, hard links), whose sidecars are read too; ``linked``: ``path`` is a symlink."""
 
     path: Path
     rel: PurePosixPath
     id_base: str
     aliases: tuple[Path, ...] = ()
+    linked: bool = False
 
 
 class CorpusLoader(BaseLoader):
@@ -277,6 +278,8 @@ class CorpusLoader(BaseLoader):
         self.stats: LoadStats = LoadStats()
         # folder -> stem -> names with a ".json" suffix in any case (for _read_sidecar), filled once per pass
         self._json_names: dict[str, dict[str, list[str]]] = {}
+        # folder -> every name in it, NFC and case-folded (None: it cannot be listed), filled once per pass
+        self._listed: dict[str, frozenset[str] | None] = {}
         if self.root is not None:
             if not self.root.exists():
                 raise FileNotFoundError(errno.ENOENT, "corpus root does not exist", str(self.root))
@@ -304,6 +307,7 @@ class CorpusLoader(BaseLoader):
         """
         self.stats = LoadStats()
         self._json_names = {}
+        self._listed = {}
         entries = self._collect()
         seen: dict[str, str] = {}  # doc_id -> location of its first document
         for entry in entries:
@@ -402,9 +406,10 @@ class CorpusLoader(BaseLoader):
             chosen[first] = [i for i in group if i != first]
         found = [(names[i][0], names[i][1], _relative(names[i][0], names[i][1])) for i in sorted(chosen)]
         aliases = [_distinct_names(names[i][0], [names[j][0] for j in chosen[i]]) for i in sorted(chosen)]
+        linked = [names[i][3] for i in sorted(chosen)]
         return [
-            _Entry(path=e.path, rel=e.rel, id_base=e.id_base, aliases=others)
-            for e, others in zip(_default_ids(found), aliases, strict=True)
+            _Entry(path=e.path, rel=e.rel, id_base=e.id_base, aliases=others, linked=link)
+            for e, others, link in zip(_default_ids(found), aliases, linked, strict=True)
         ]
 
     def _root_of(self, path: Path) -> Path:
@@ -501,15 +506,20 @@ class CorpusLoader(BaseLoader):
         Raises:
             LoaderError: a sidecar cannot be read (:meth:`_read_sidecar`).
         """
-        names = [entry.path, Path(os.path.abspath(entry.path)).resolve(), *entry.aliases]
+        # beside a file that is no symlink, its real path's sidecars are these same files
+        real = [Path(os.path.abspath(entry.path)).resolve()] if entry.linked else []
+        names = [entry.path, *real, *entry.aliases]
         found: list[_Sidecar] = []
         seen: set[str] = set()
         for name in names:
             for side in (name.with_name(name.name + SIDECAR_SUFFIX), name.with_suffix(SIDECAR_SUFFIX)):
-                key = os.path.realpath(side)
-                if key in seen:
-                    continue
-                seen.add(key)
+                if not self._sidecar_names(side) and not self._may_exist(side):
+                    continue  # (no file of that name, nor one spelled like it, in the folder's listing)
+                if len(names) > 1:
+                    key = os.path.realpath(side)
+                    if key in seen:
+                        continue
+                    seen.add(key)
                 sidecar = self._read_sidecar(side, entry.path)
                 if sidecar.paths:
                     found.append(sidecar)
@@ -583,6 +593,20 @@ class CorpusLoader(BaseLoader):
                 out.lines.setdefault(SENSITIVITY_KEY, labels[0][2])
         out.paths = dict.fromkeys(out, side)
         return out
+
+    def _may_exist(self, side: Path) -> bool:
+        """Whether ``side`` may be there: ``False`` only when one listing of its folder per pass has no name equal to
+        it up to case and Unicode normalization (as a case-insensitive or normalizing file system would match it).
+        Spares a ``stat`` per absent sidecar."""
+        folder = str(side.parent)
+        if folder not in self._listed:
+            try:
+                listing: frozenset[str] | None = frozenset(_name_key(name) for name in os.listdir(folder))
+            except OSError:
+                listing = None
+            self._listed[folder] = listing
+        listed = self._listed[folder]
+        return listed is None or _name_key(side.name) in listed
 
     def _sidecar_names(self, side: Path) -> list[str]:
         """The names in ``side``'s folder that are ``side.name`` up to the spelling of its suffix: its case, width,
@@ -867,6 +891,11 @@ def _walk(
                     found.append((file.relative_to(folder).parts, file, _identity(file, info), linked))
     found.sort(key=lambda item: item[0])
     return [(file, ident, linked) for _, file, ident, linked in found]
+
+
+def _name_key(name: str) -> str:
+    """A file name as a case-insensitive, normalizing file system compares it: NFC, case-folded."""
+    return unicodedata.normalize("NFC", name).casefold()
 
 
 def _distinct_names(path: Path, others: Sequence[Path]) -> tuple[Path, ...]:
