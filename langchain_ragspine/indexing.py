@@ -795,8 +795,9 @@ def _ingest(
                 )
             summary.index_rebuilt = True
         if wanted_header != state.get("contextual") and active_before:
+            switched = "changed" if header is not None and state.get("contextual") else "on" if header else "off"
             summary.notes.append(
-                f"contextual headers switched {'on' if header is not None else 'off'}: the BM25"
+                f"contextual headers {'' if switched == 'changed' else 'switched '}{switched}: the BM25"
                 f"{' and vector indexes were' if emb is not None else ' index was'} rebuilt over all "
                 f"{summary.store_chunks} chunks of the store"
             )
