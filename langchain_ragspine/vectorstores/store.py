@@ -841,13 +841,11 @@ class RagSpineVectorStore(TextsAsDocumentsStore):
         return RagSpineStoreRetriever(vectorstore=self, tags=tags, **kwargs)
 
 
-_SEARCH_KWARGS = ("k", "filter", "fetch_k", "lambda_mult", "score_threshold")
-_RETRIEVER_FIELDS = ("vectorstore", "search_type", "search_kwargs", "tags", "metadata", "name")
-
-
 class RagSpineStoreRetriever(ScopedVectorStoreRetriever):
     """LangChain's ``VectorStoreRetriever`` with the ``"hybrid"`` and ``"bm25"`` search types, and strict
-    arguments: an unknown constructor argument or ``search_kwargs`` key is a ``TypeError`` with a did-you-mean.
+    arguments (:class:`~langchain_ragspine.vectorstores.base.ScopedVectorStoreRetriever`'s): an unknown constructor
+    argument, ``search_kwargs`` key or call keyword is a ``TypeError`` with a did-you-mean, and
+    ``invoke(query, search_type=…)`` is refused, naming it (the search type is the retriever's).
 
     ``invoke(query, k=…)`` overrides ``search_kwargs`` for one call, as in LangChain, but a call's ``filter=`` is
     ANDed with ``search_kwargs["filter"]`` and ``filter=None`` keeps it, in every search type
@@ -875,12 +873,6 @@ class RagSpineStoreRetriever(ScopedVectorStoreRetriever):
         "hybrid",
         "bm25",
     )
-
-    def __init__(self, **data: Any) -> None:
-        check_arguments(type(self).__name__, data, _RETRIEVER_FIELDS)
-        check_arguments(f"{type(self).__name__} search_kwargs", data.get("search_kwargs") or {}, _SEARCH_KWARGS,
-                        what="key")
-        super().__init__(**data)
 
     @gated_exit
     def invoke(self, input: str, config: RunnableConfig | None = None, **kwargs: Any) -> list[Document]:
