@@ -389,7 +389,9 @@ class PostgresDenseRetriever(_PostgresRetriever):
         flt = self._call_filter(filter, "s.chunk_row")
         with self._db.search(self._timeout()) as conn:
             self._check_filter(conn, flt)
-            return self._search_rows(conn, l2_normalize(q), k, flt, with_vectors=with_vectors)
+            if with_vectors:
+                return self._search_rows(conn, l2_normalize(q), k, flt, with_vectors=True)
+            return [(d, score, _NO_VECTOR) for d, score in self._search(conn, l2_normalize(q), k, flt)]
 
     def _search(self, conn: Any, q: np.ndarray, k: int, flt: SqlFilter | None) -> list[tuple[Document, float]]:
         return [(d, score) for d, score, _ in self._search_rows(conn, q, k, flt, with_vectors=False)]

@@ -39,6 +39,7 @@ A backend implements :meth:`~VersionedVectorStore._active_chunks`, :meth:`~Versi
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import uuid
 from abc import abstractmethod
@@ -64,6 +65,7 @@ from langchain_ragspine.stores.lock import StoreBusyError
 
 __all__ = [
     "RETRIEVER_FIELDS",
+    "MarginalRelevanceStore",
     "SEARCH_KWARGS",
     "ScopedVectorStoreRetriever",
     "TextsAsDocumentsStore",
@@ -238,6 +240,118 @@ class TextsAsDocumentsStore(VectorStore):
         return self.add_documents(texts_as_documents(texts, metadatas, id_list), ids=id_list or None, **kwargs)
 
 
+class MarginalRelevanceStore(TextsAsDocumentsStore):
+    """LangChain's Maximal Marginal Relevance search (Carbonell & Goldstein, "The Use of MMR, Diversity-Based
+    Reranking for Reordering Documents and Producing Summaries", SIGIR 1998), once for both stores of the package:
+    ``max_marginal_relevance_search(query, k=4, fetch_k=20, lambda_mult=0.5, filter=None)`` (and ``_by_vector``,
+    the async twin) picks ``k`` of the ``max(k, fetch_k)`` chunks most similar to the query that match ``filter``
+    with ``langchain_core``'s ``maximal_marginal_relevance`` over their stored vectors — ``lambda_mult`` 1 =
+    relevance only, 0 = diversity only.  The candidates pass the RESTRICTED gate before the pick (a RESTRICTED chunk
+    takes no place of ``k``) and the picked ones again.  An empty query returns ``[]``.
+
+    A subclass gives the candidates (:meth:`_mmr_candidates`) and may widen the keywords it takes
+    (:meth:`_check_search_arguments`); one that gives none has no MMR (:meth:`_has_mmr`).
+
+    Raises:
+        TypeError, ValueError: a query that is not a string; bad ``k`` / ``fetch_k`` (an ``int >= 1``) /
+            ``lambda_mult`` (a number in ``[0, 1]``) / ``filter``; an unknown keyword argument.
+        NotImplementedError: a store without MMR candidates.
+    """
+
+    def _mmr_candidates(
+        self, vector: np.ndarray, n: int, filter: Mapping[str, Any] | None
+    ) -> list[tuple[Document, np.ndarray]]:
+        """The ``n`` chunks most similar to ``vector`` that match ``filter`` (already checked), best first, each
+        with its stored vector."""
+        raise NotImplementedError(f"{type(self).__name__} has no maximal marginal relevance search")
+
+    def _has_mmr(self) -> bool:
+        """Whether this store gives MMR candidates."""
+        return type(self)._mmr_candidates is not MarginalRelevanceStore._mmr_candidates
+
+    def _check_search_arguments(self, name: str, kwargs: Mapping[str, Any], filter: Any) -> Mapping[str, Any] | None:
+        """The checked ``filter`` of a search ``name`` called with further keywords ``kwargs`` (default: none
+        taken).
+
+        Raises:
+            TypeError, ValueError: an unknown keyword; a malformed filter.
+        """
+        if kwargs:
+            raise TypeError(f"unexpected keyword arguments for {name}: {sorted(kwargs)}")
+        compile_filter(filter)
+        return filter
+
+    def max_marginal_relevance_search(
+        self,
+        query: str,
+        k: int = 4,
+        fetch_k: int = 20,
+        lambda_mult: float = 0.5,
+        filter: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        """``k`` chunks picked by MMR from the ``fetch_k`` most similar to ``query`` (see the class docstring)."""
+        query = check_query(type(self).__name__, query, "max_marginal_relevance_search")
+        vector = self.embeddings.embed_query(query) if query.strip() else None  # type: ignore[union-attr]
+        return self._mmr(vector, k, fetch_k, lambda_mult, filter, kwargs, "max_marginal_relevance_search")
+
+    def max_marginal_relevance_search_by_vector(
+        self,
+        embedding: list[float],
+        k: int = 4,
+        fetch_k: int = 20,
+        lambda_mult: float = 0.5,
+        filter: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        """:meth:`max_marginal_relevance_search` for a query vector (shape ``(d,)``)."""
+        return self._mmr(embedding, k, fetch_k, lambda_mult, filter, kwargs, "max_marginal_relevance_search_by_vector")
+
+    async def amax_marginal_relevance_search(
+        self,
+        query: str,
+        k: int = 4,
+        fetch_k: int = 20,
+        lambda_mult: float = 0.5,
+        filter: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        """:meth:`max_marginal_relevance_search`, the query embedded with ``aembed_query`` and the search run in a
+        worker thread."""
+        query = check_query(type(self).__name__, query, "max_marginal_relevance_search")
+        vector = await self.embeddings.aembed_query(query) if query.strip() else None  # type: ignore[union-attr]
+        return await asyncio.to_thread(
+            self._mmr, vector, k, fetch_k, lambda_mult, filter, kwargs, "max_marginal_relevance_search"
+        )
+
+    def _mmr(
+        self,
+        vector: Sequence[float] | None,
+        k: int,
+        fetch_k: int,
+        lambda_mult: float,
+        filter: Any,
+        kwargs: Mapping[str, Any],
+        name: str,
+    ) -> list[Document]:
+        flt = self._check_search_arguments(name, kwargs, filter)
+        k, fetch_k = check_k(k), check_k(fetch_k, "fetch_k")
+        if isinstance(lambda_mult, bool) or not isinstance(lambda_mult, int | float) or not 0.0 <= lambda_mult <= 1.0:
+            raise ValueError(f"lambda_mult must be a number in [0, 1], got {lambda_mult!r}")
+        if not self._has_mmr():
+            raise NotImplementedError(f"{type(self).__name__} has no maximal marginal relevance search")
+        if vector is None:  # an empty query
+            return []
+        q = np.asarray(vector, dtype=np.float32)
+        candidates = [(d, v) for d, v in self._mmr_candidates(q, max(k, fetch_k), flt) if not is_restricted(d)]
+        if not candidates:
+            return []
+        picked = maximal_marginal_relevance(
+            q, [np.asarray(v, dtype=np.float32).tolist() for _, v in candidates], lambda_mult=float(lambda_mult), k=k
+        )
+        return drop_restricted(candidates[j][0] for j in picked)
+
+
 def search_kwargs_for_call(
     vectorstore: VectorStore, search_kwargs: Mapping[str, Any], kwargs: Mapping[str, Any]
 ) -> dict[str, Any]:
@@ -376,7 +490,7 @@ class ScopedVectorStoreRetriever(VectorStoreRetriever):
         )
 
 
-class VersionedVectorStore(TextsAsDocumentsStore):
+class VersionedVectorStore(MarginalRelevanceStore):
     """A RagSpine store as a LangChain ``VectorStore`` (see the module docstring for the id, version, RESTRICTED
     and score rules); subclasses say where the chunks live.
 
@@ -507,80 +621,20 @@ class VersionedVectorStore(TextsAsDocumentsStore):
         return drop_restricted(d for d, _ in self._search_by_vector(embedding, check_k(k), filter))
 
     def _search_by_vector_with_embeddings(
-        self, vector: Sequence[float], k: int, filter: Mapping[str, Any] | None
+        self, vector: Sequence[float] | np.ndarray, k: int, filter: Mapping[str, Any] | None
     ) -> list[tuple[Document, float, np.ndarray]]:
         """Top ``k`` searchable ``(chunk, cosine, the chunk's stored vector)`` triples for a query vector, best first:
-        the candidates of :meth:`max_marginal_relevance_search`.  A backend that does not implement it has no MMR
+        the candidates of MMR (:class:`MarginalRelevanceStore`).  A backend that does not implement it has no MMR
         (``as_retriever(search_type="mmr")`` is refused)."""
         raise NotImplementedError(f"{type(self).__name__} has no maximal marginal relevance search")
 
     def _has_mmr(self) -> bool:
         return type(self)._search_by_vector_with_embeddings is not VersionedVectorStore._search_by_vector_with_embeddings
 
-    def max_marginal_relevance_search(
-        self,
-        query: str,
-        k: int = 4,
-        fetch_k: int = 20,
-        lambda_mult: float = 0.5,
-        filter: Mapping[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> list[Document]:
-        """``k`` chunks picked by Maximal Marginal Relevance (Carbonell & Goldstein, SIGIR 1998; ``langchain_core``'s
-        ``maximal_marginal_relevance``) from the ``fetch_k`` chunks most similar to ``query`` that match ``filter``
-        (as :meth:`similarity_search` finds them): ``lambda_mult`` 1 = relevance only, 0 = diversity only (default
-        0.5).  The candidates pass the RESTRICTED gate before the pick, and the picked chunks again.  An empty query
-        returns ``[]``.
-
-        Raises:
-            TypeError, ValueError: a query that is not a string; bad ``k`` / ``fetch_k`` (an ``int >= 1``) /
-                ``lambda_mult`` (in ``[0, 1]``) / ``filter``; an unknown keyword argument.
-            NotImplementedError: a backend without :meth:`_search_by_vector_with_embeddings`.
-        """
-        query = check_query(type(self).__name__, query, "max_marginal_relevance_search")
-        vector = self._embedding.embed_query(query) if query.strip() else None
-        return self._mmr(vector, k, fetch_k, lambda_mult, filter, kwargs, "max_marginal_relevance_search")
-
-    def max_marginal_relevance_search_by_vector(
-        self,
-        embedding: list[float],
-        k: int = 4,
-        fetch_k: int = 20,
-        lambda_mult: float = 0.5,
-        filter: Mapping[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> list[Document]:
-        """:meth:`max_marginal_relevance_search` for a query vector (shape ``(d,)``)."""
-        return self._mmr(embedding, k, fetch_k, lambda_mult, filter, kwargs, "max_marginal_relevance_search_by_vector")
-
-    def _mmr(
-        self,
-        vector: Sequence[float] | None,
-        k: int,
-        fetch_k: int,
-        lambda_mult: float,
-        filter: Mapping[str, Any] | None,
-        kwargs: Mapping[str, Any],
-        name: str,
-    ) -> list[Document]:
-        if kwargs:
-            raise TypeError(f"unexpected keyword arguments for {name}: {sorted(kwargs)}")
-        k, fetch_k = check_k(k), check_k(fetch_k, "fetch_k")
-        if isinstance(lambda_mult, bool) or not isinstance(lambda_mult, int | float) or not 0.0 <= lambda_mult <= 1.0:
-            raise ValueError(f"lambda_mult must be a number in [0, 1], got {lambda_mult!r}")
-        compile_filter(filter)
-        if not self._has_mmr():
-            raise NotImplementedError(f"{type(self).__name__} has no maximal marginal relevance search")
-        if vector is None:  # an empty query
-            return []
-        hits = [h for h in self._search_by_vector_with_embeddings(vector, max(k, fetch_k), filter)
-                if not is_restricted(h[0])]  # the gate before the pick: a RESTRICTED chunk takes no place of k
-        if not hits:
-            return []
-        picked = maximal_marginal_relevance(
-            np.asarray(vector, dtype=np.float32), [v.tolist() for _, _, v in hits], lambda_mult=float(lambda_mult), k=k
-        )
-        return drop_restricted(hits[j][0] for j in picked)
+    def _mmr_candidates(
+        self, vector: np.ndarray, n: int, filter: Mapping[str, Any] | None
+    ) -> list[tuple[Document, np.ndarray]]:
+        return [(d, v) for d, _, v in self._search_by_vector_with_embeddings(vector, n, filter)]
 
     def _select_relevance_score_fn(self) -> Callable[[float], float]:
         return lambda cosine: (1.0 + cosine) / 2.0

@@ -130,7 +130,7 @@ class PostgresVectorStore(VersionedVectorStore):
         return list(retriever.search_by_vector(np.asarray(vector, dtype=np.float32), k=k, filter=filter))
 
     def _search_by_vector_with_embeddings(
-        self, vector: Sequence[float], k: int, filter: Mapping[str, Any] | None
+        self, vector: Sequence[float] | np.ndarray, k: int, filter: Mapping[str, Any] | None
     ) -> list[tuple[Document, float, np.ndarray]]:
         retriever = self._dense()
         if retriever is None:

@@ -68,7 +68,6 @@ from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, Callba
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables import RunnableConfig
-from langchain_core.vectorstores.utils import maximal_marginal_relevance
 
 import langchain_ragspine
 from langchain_ragspine._stacklevel import user_stacklevel
@@ -102,8 +101,8 @@ from langchain_ragspine.stores._follow import FollowedChunkStore, StoreState
 from langchain_ragspine.stores.chunk_store import ChunkStore, StoredChunk
 from langchain_ragspine.stores.lock import check_lock_timeout, writer_lock
 from langchain_ragspine.vectorstores.base import (
+    MarginalRelevanceStore,
     ScopedVectorStoreRetriever,
-    TextsAsDocumentsStore,
     all_or_nothing,
     as_list,
     check_records,
@@ -387,7 +386,7 @@ def _check_filter(filter: Any) -> Mapping[str, Any] | None:
     return filter
 
 
-class RagSpineVectorStore(TextsAsDocumentsStore):
+class RagSpineVectorStore(MarginalRelevanceStore):
     """LangChain ``VectorStore`` over a ragspine store directory (see the module docstring).
 
     Args:
@@ -705,75 +704,22 @@ class RagSpineVectorStore(TextsAsDocumentsStore):
         """Relevance in [0, 1] is the cosine similarity, negative cosines clipped to 0."""
         return lambda score: min(1.0, max(0.0, score))
 
-    def _mmr(
-        self,
-        vector: Sequence[float] | None,
-        k: int,
-        fetch_k: int,
-        lambda_mult: float,
-        filter: Any,
-        kwargs: Mapping[str, Any],
-    ) -> list[Document]:
-        check_arguments(f"{type(self).__name__}.max_marginal_relevance_search", kwargs, (*_PASSED_ALONG, *_NAMED))
-        k, fetch_k = check_k(k), check_k(fetch_k, "fetch_k")
-        if not 0.0 <= lambda_mult <= 1.0:
-            raise ValueError(f"lambda_mult must be in [0, 1], got {lambda_mult!r}")
-        flt = _check_filter(filter)
-        if vector is None:  # an empty query
-            return []
+    def _check_search_arguments(self, name: str, kwargs: Mapping[str, Any], filter: Any) -> Mapping[str, Any] | None:
+        """The keywords LangChain passes along are taken (``fetch_k``, ``lambda_mult``, ``score_threshold``,
+        ``candidate_k``); a filter must be a dict (:func:`_check_filter`)."""
+        check_arguments(f"{type(self).__name__}.{name}", kwargs, (*_PASSED_ALONG, *_NAMED))
+        return _check_filter(filter)
+
+    def _mmr_candidates(
+        self, vector: np.ndarray, n: int, filter: Mapping[str, Any] | None
+    ) -> list[tuple[Document, np.ndarray]]:
+        """The dense channel's top ``n`` records with their FAISS vectors (copies of the stored records)."""
         idx = self._current()
-        hits = idx.dense.search_by_vector(np.asarray(vector, dtype=np.float32), k=max(k, fetch_k), filter=flt)
+        hits = idx.dense.search_by_vector(vector, k=n, filter=filter)
         if not hits or idx.dense.index is None:
             return []
-        rows = np.asarray([i for i, _ in hits], dtype=np.int64)
-        picked = maximal_marginal_relevance(
-            np.asarray(vector, dtype=np.float32), idx.dense.index.vectors(rows).tolist(), lambda_mult=lambda_mult, k=k
-        )
-        return drop_restricted(_copy(idx.records[str(idx.dense.docs[hits[j][0]].id)]) for j in picked)
-
-    def max_marginal_relevance_search(
-        self,
-        query: str,
-        k: int = 4,
-        fetch_k: int = 20,
-        lambda_mult: float = 0.5,
-        filter: Mapping[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> list[Document]:
-        """``k`` records picked by Maximal Marginal Relevance from the ``fetch_k`` most similar (dense channel):
-        ``lambda_mult`` 1 = relevance only, 0 = diversity only.  An empty query returns ``[]``.
-
-        Raises:
-            TypeError, ValueError: a query that is not a string; bad ``k`` / ``fetch_k`` / ``lambda_mult`` /
-                ``filter``, or an unknown keyword.
-        """
-        query = self._query(query, "max_marginal_relevance_search")
-        vector = self.embedding.embed_query(query) if query.strip() else None
-        return self._mmr(vector, k, fetch_k, lambda_mult, filter, kwargs)
-
-    def max_marginal_relevance_search_by_vector(
-        self,
-        embedding: list[float],
-        k: int = 4,
-        fetch_k: int = 20,
-        lambda_mult: float = 0.5,
-        filter: Mapping[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> list[Document]:
-        return self._mmr(embedding, k, fetch_k, lambda_mult, filter, kwargs)
-
-    async def amax_marginal_relevance_search(
-        self,
-        query: str,
-        k: int = 4,
-        fetch_k: int = 20,
-        lambda_mult: float = 0.5,
-        filter: Mapping[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> list[Document]:
-        query = self._query(query, "max_marginal_relevance_search")
-        vector = await self.embedding.aembed_query(query) if query.strip() else None
-        return await asyncio.to_thread(self._mmr, vector, k, fetch_k, lambda_mult, filter, kwargs)
+        vectors = idx.dense.index.vectors(np.asarray([i for i, _ in hits], dtype=np.int64))
+        return [(_copy(idx.records[str(idx.dense.docs[i].id)]), vectors[j]) for j, (i, _) in enumerate(hits)]
 
     def _fused(self, channel: str, query: str, k: int, filter: Any, kwargs: Mapping[str, Any]) -> list[Document]:
         query = self._query(query, f"{channel}_search")
