@@ -14,7 +14,7 @@ Two layers, so another backend (e.g. PostgreSQL) can plug in under the same face
   SQLite one; it follows the file at ``DIR/chunks.sqlite`` (:mod:`langchain_ragspine.stores._follow`, the rule
   :class:`~langchain_ragspine.retrievers.LiveStoreRetriever` follows too): the store directory deleted and ingested
   again, or another store moved into its place, is reopened before the next read or write, whatever its
-  generation, and a write never lands in a replaced file only;
+  generation, and a write that returns is in the store at the path, never only in a replaced file;
 * the vector store — the derived indexes (a :class:`~langchain_ragspine.retrievers.BM25Retriever` and a
   :class:`~langchain_ragspine.retrievers.DenseRetriever` over the records), rebuilt in memory when the backend's
   state (for a store directory: which file, at which generation) differs from the one they were built from
@@ -220,8 +220,8 @@ class ChunkStoreBackend:
     The backend follows the store at its path (:class:`~langchain_ragspine.stores._follow.FollowedChunkStore`):
     every read and write first checks that ``DIR/chunks.sqlite`` is still the file its connection has open, and
     reopens it when the directory was deleted and ingested again or another store was moved into its place.  A
-    write whose store was replaced while it committed is written again, to the new store (a write is never left
-    in a replaced file only); a store directory removed and not rebuilt is a
+    write whose store was replaced while it committed is written again, to the new store (a write that returns is
+    in the store at the path, never only in a replaced file); a store directory removed and not rebuilt is a
     :class:`~langchain_ragspine.errors.StoreError` per call, never recreated empty.
 
     Args:
