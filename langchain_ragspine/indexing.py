@@ -503,10 +503,17 @@ def _active_document_count(root: Path | str) -> int:
 
         return active_document_count(str(root))
     root = Path(root)
-    if not (root / CHUNKS_DB).is_file():
+    if not _has_chunk_store(root):
         return 0
     with ChunkStore(root / CHUNKS_DB, read_only=True) as store:
         return len(store.doc_ids())
+
+
+def _has_chunk_store(root: Path) -> bool:
+    """Whether ``root`` holds a chunk store: ``chunks.sqlite`` exists and is not blank
+    (:meth:`~langchain_ragspine.stores.ChunkStore.is_blank`: a first ingest stopped before its schema committed —
+    the disk was full — which the next ingest creates again)."""
+    return (root / CHUNKS_DB).is_file() and not ChunkStore.is_blank(root / CHUNKS_DB)
 
 
 def _prune_embedding_cache(root: Path, store: ChunkStore, header: ContextualHeader | None = None) -> int:
@@ -679,7 +686,10 @@ def ingest(
         An :class:`IngestSummary`.  Re-running on an unchanged corpus writes nothing and reports every document
         as unchanged — except a saved BM25 index that fails its checks (a file damaged or edited, another
         generation, no checksum: see :func:`~langchain_ragspine.stores.bm25_index.load_bm25_index`), which is
-        rewritten (``index_rebuilt``).
+        rewritten (``index_rebuilt``), and an invalid ``index.json`` (not UTF-8 or JSON, a field missing, unknown or
+        of the wrong type: :mod:`langchain_ragspine.stores.index_state`), which is rewritten with this run's
+        settings and named in ``notes``.  A first ingest that failed before its first commit (a full disk) left a
+        blank ``chunks.sqlite``; the next one creates the store in it.
 
     Raises:
         RagSpineError: a bad file, with ``on_error="raise"`` (the store keeps its previous versions).
@@ -921,7 +931,7 @@ def _split(splitter: ParagraphTextSplitter, doc: Document) -> tuple[list[Documen
 
 def _recorded_chunker(root: Path) -> tuple[dict[str, Any] | None, bool]:
     """``(the store's chunker record, whether it has active documents)``; ``(None, False)`` without a store."""
-    if not (root / CHUNKS_DB).is_file():
+    if not _has_chunk_store(root):
         return None, False
     with ChunkStore(root / CHUNKS_DB, read_only=True) as store:
         return store.chunker, bool(store.doc_ids())
@@ -1076,10 +1086,16 @@ def _open_chunk_store(root: Path) -> ChunkStore:
             says so), or it is unreadable.
     """
     creating = "; search it when that ingest has finished (it is creating the store)"
-    if not (root / CHUNKS_DB).is_file():
+    if not _has_chunk_store(root):
         note = _writer_note(root)
         if note is not None:
             raise StoreError(f"no chunk store here yet: {note}{creating}", path=root)
+        if (root / CHUNKS_DB).is_file():  # blank: the first ingest failed before its first commit
+            raise StoreError(
+                f"no chunk store here yet: {CHUNKS_DB} is empty (the first ingest stopped before it committed, e.g. "
+                "on a full disk); run `ragspine ingest PATH --store DIR` again, which creates it",
+                path=root,
+            )
         raise StoreError("no chunk store here; run `ragspine ingest PATH --store DIR` first", path=root)
     try:
         return ChunkStore(root / CHUNKS_DB, read_only=True)

@@ -345,6 +345,30 @@ class SQLiteFile(Closing):
                 f"{self._what} is opened read_only=True; open it without read_only to write", path=self._path
             )
 
+    @staticmethod
+    def is_blank(db_path: str | Path) -> bool:
+        """Whether ``db_path`` is a SQLite file that holds nothing yet: empty (0 bytes), or a database without a
+        single table, index or view — what the first write of a new file leaves when its transaction never
+        committed (the disk was full, the process was killed; the schema is created in one transaction, so never
+        in part).  A writable open creates the schema in such a file and loses nothing.  ``False`` for a missing
+        file and for any other (one with a schema, a foreign database, a damaged file).  Reads only (``mode=ro``).
+        """
+        path = Path(db_path)
+        try:
+            if not path.is_file():
+                return False
+            if path.stat().st_size == 0:
+                return True
+            conn = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True, isolation_level=None)
+        except (OSError, sqlite3.Error):
+            return False
+        try:
+            return conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0
+        except sqlite3.Error:
+            return False
+        finally:
+            conn.close()
+
     # -- properties and lifecycle ------------------------------------------------------------------------------
     @property
     def path(self) -> Path:
