@@ -1,9 +1,15 @@
-"""A full disk while ingest writes a store's files (issue 25 §6b): FAISS's ``RuntimeError: Error in
+"""A full disk while ingest writes a store's files (issue 25 §6b, §6c): FAISS's ``RuntimeError: Error in
 faiss::write_index … (No space left on device)`` escaped as a traceback (exit status 1), SQLite's ``database or disk
 is full`` read as a bare ``SQLite error`` (and, while the embedding cache was opened, made ingest move the intact
 cache aside as "unreadable").  Every write of a store file — the FAISS index and its id map, ``embeddings.sqlite``,
 ``index.json``, the BM25 files, and the chunk store itself — now fails as one ``StoreWriteError`` (a
 ``StoreError``) naming the file and saying that nothing was lost, and the previous version of the file is intact.
+
+A first ingest that fails before its first commit leaves ``chunks.sqlite`` blank — 0 bytes, or a SQLite header
+without a table (the schema is created in one transaction, so never in part) — and every later ingest refused that
+directory with ``not a chunk store (no meta table or schema_version)``, even with space again (§6c).  A blank file
+holds nothing to lose: the next ingest creates the store in it, under the store's writer lock; a search says the
+store is not created yet.  A SQLite file with tables that are not a chunk store's is still refused, and kept.
 
 The full disk is injected where the write happens: FAISS's own exception text, SQLite's real ``SQLITE_FULL``
 (``PRAGMA max_page_count``), ``ENOSPC`` from the file write, numpy's short write (``"4596 requested and 1520
@@ -15,6 +21,7 @@ from __future__ import annotations
 import errno
 import os
 import sqlite3
+import threading
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -30,13 +37,17 @@ from langchain_ragspine.indexing import (
     CHUNKS_DB,
     EMBEDDING_CACHE,
     INDEX_STATE,
+    STORE_MARKER,
     VECTOR_DIR,
     ingest,
     open_retriever,
+    prepare_store_dir,
     search,
 )
 from langchain_ragspine.stores import ChunkStore, EmbeddingCache, faiss_index
-from langchain_ragspine.stores.lock import LOCK_FILE
+from langchain_ragspine.stores.lock import LOCK_FILE, StoreBusyError, writer_lock
+
+from .test_clear_errors import _one_line_error
 
 TEXTS = {
     "tsuyu": "# Tsuyu\n\nThe rainy season is called tsuyu and lasts from June to July.",
@@ -85,17 +96,10 @@ def _found(store: Path, query: str, mode: str = "bm25") -> list[str]:
 
 
 def _no_warning(store: Path, mode: str) -> None:
+    """The store answers in ``mode`` from its saved indexes (no StaleIndexWarning)."""
     with warnings.catch_warnings():
         warnings.simplefilter("error", StaleIndexWarning)
-        assert search(open_retriever(store, mode=mode), "rainy season", k=1)
-
-
-def _one_line_error(capsys: pytest.CaptureFixture[str], *needles: str) -> None:
-    err = capsys.readouterr().err
-    lines = [line for line in err.splitlines() if line.startswith("ragspine: error:")]
-    assert len(lines) == 1 and "Traceback" not in err, err
-    for needle in needles:
-        assert needle in lines[0], lines[0]
+        assert "tsuyu" in search(open_retriever(store, mode=mode), "rainy season", k=1)[0].page_content
 
 
 # -- FAISS ------------------------------------------------------------------------------------------------------------
@@ -335,3 +339,108 @@ def test_a_saved_hybrid_retriever_on_a_full_disk_names_the_channel_file(tmp_path
                                      f"the previous save in {tmp_path / 'h'} is intact")
     assert ".tmp-" not in message
     assert _files(tmp_path / "h") == before and sorted(p.name for p in tmp_path.iterdir()) == ["h"]
+
+
+# -- a first ingest that fails before its first commit (issue 25 §6c) ----------------------------------------------
+def _first_commit_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The transaction that creates the schema finds the disk full (a real ``SQLITE_FULL``): what a first ingest
+    into a full disk meets."""
+    real = ChunkStore._create_schema
+
+    def create_schema(self: ChunkStore, cur: sqlite3.Cursor) -> None:
+        cur.execute("PRAGMA max_page_count = 1")
+        real(self, cur)
+
+    monkeypatch.setattr(ChunkStore, "_create_schema", create_schema)
+
+
+def _blank_store(tmp_path: Path, kind: str) -> Path:
+    """A store directory as a failed first ingest leaves it: the marker and a blank ``chunks.sqlite``."""
+    store = tmp_path / "s"
+    prepare_store_dir(store)
+    db = store / CHUNKS_DB
+    if kind == "empty":
+        db.write_bytes(b"")
+    else:  # a SQLite header page without a table: a WAL database whose first transaction never committed
+        conn = sqlite3.connect(db)
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.close()
+        assert db.stat().st_size > 0
+    return store
+
+
+def test_an_ingest_after_a_first_commit_that_failed_creates_the_store(corpus, tmp_path, monkeypatch, capsys):
+    store = tmp_path / "s"
+    _first_commit_fails(monkeypatch)
+    with pytest.raises(StoreError, match="disk full"):
+        ingest(corpus, store, mode="bm25", progress=False)
+    monkeypatch.undo()
+    assert (store / CHUNKS_DB).is_file() and ChunkStore.is_blank(store / CHUNKS_DB)
+    with pytest.raises(StoreError, match="no chunk store here yet: chunks.sqlite is empty.*run `ragspine ingest"):
+        open_retriever(store)
+    assert main(["ingest", str(corpus), "--store", str(store), "--mode", "bm25"]) == 0  # the reported retry
+    assert "not a chunk store" not in capsys.readouterr().err
+    _no_warning(store, "bm25")
+
+
+@pytest.mark.parametrize("kind", ["empty", "header_only"])
+def test_a_blank_chunk_store_is_created_by_the_next_ingest(corpus, tmp_path, kind):
+    store = _blank_store(tmp_path, kind)
+    assert ChunkStore.is_blank(store / CHUNKS_DB)
+    summary = ingest(corpus, store, mode="bm25", progress=False)
+    assert summary.new == len(TEXTS) and summary.store_documents == len(TEXTS)
+    assert not ChunkStore.is_blank(store / CHUNKS_DB)
+    _no_warning(store, "bm25")
+
+
+def test_a_foreign_sqlite_file_is_still_refused_and_kept(corpus, tmp_path):
+    store = tmp_path / "s"
+    prepare_store_dir(store)
+    conn = sqlite3.connect(store / CHUNKS_DB)
+    conn.execute("CREATE TABLE notes (body TEXT)")
+    conn.execute("INSERT INTO notes VALUES ('keep me')")
+    conn.commit()
+    conn.close()
+    before = (store / CHUNKS_DB).read_bytes()
+    assert not ChunkStore.is_blank(store / CHUNKS_DB)
+    for run in (lambda: ingest(corpus, store, mode="bm25", progress=False), lambda: open_retriever(store)):
+        with pytest.raises(StoreError, match="not a chunk store"):
+            run()
+    assert (store / CHUNKS_DB).read_bytes() == before
+
+
+def test_a_damaged_file_is_not_blank(tmp_path):
+    (tmp_path / "garbage.sqlite").write_bytes(b"not a database at all" * 300)
+    assert not ChunkStore.is_blank(tmp_path / "garbage.sqlite")
+    assert not ChunkStore.is_blank(tmp_path / "missing.sqlite")
+
+
+def test_a_blank_store_is_created_only_under_the_writer_lock(corpus, tmp_path):
+    """While another writer holds the store's lock (an ingest creating it), a second ingest does not touch the blank
+    file; it waits, or with ``lock_timeout`` refuses, and creates it when the lock is free."""
+    store = _blank_store(tmp_path, "empty")
+    held, release = threading.Event(), threading.Event()
+
+    def other_writer() -> None:
+        with writer_lock(store):
+            held.set()
+            release.wait(30)
+
+    thread = threading.Thread(target=other_writer)
+    thread.start()
+    try:
+        assert held.wait(30)
+        with pytest.raises(StoreBusyError):
+            ingest(corpus, store, mode="bm25", progress=False, lock_timeout=0)
+        assert (store / CHUNKS_DB).read_bytes() == b""
+        results: list[Any] = []
+        waiting = threading.Thread(target=lambda: results.append(ingest(corpus, store, mode="bm25", progress=False)))
+        waiting.start()
+        release.set()
+        waiting.join(60)
+    finally:
+        release.set()
+        thread.join(30)
+    assert results and results[0].new == len(TEXTS)
+    assert (store / STORE_MARKER).is_file()
+    _no_warning(store, "bm25")
