@@ -336,6 +336,7 @@ class BM25Retriever(RagSpineRetriever):
                 ``null``: pass it to :meth:`load`.)
             FileExistsError: ``path`` is a file, or a non-empty directory that is not a previous save, or a previous
                 save holding files a save does not write (nothing is deleted; the message names them).
+            StoreWriteError: a write failed (disk full, …), naming the file; the previous save is intact.
         """
         save_bm25_index(
             path, self._bm25, self.docs, tokenizer=self.tokenizer, k=self.k, k1=self.k1, b=self.b, filter=self.filter,
