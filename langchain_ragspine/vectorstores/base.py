@@ -44,7 +44,7 @@ from langchain_core.vectorstores import VectorStore, VectorStoreRetriever
 
 from langchain_ragspine.documents import check_k
 from langchain_ragspine.errors import StoreError
-from langchain_ragspine.filters import and_filters
+from langchain_ragspine.filters import and_filters, check_filter_size
 from langchain_ragspine.retrievers.base import check_query
 from langchain_ragspine.sensitivity import drop_restricted, drop_restricted_pairs
 from langchain_ragspine.stores.chunk_store import nan_field
@@ -414,11 +414,14 @@ class VersionedVectorStore(TextsAsDocumentsStore):
         the searchable chunks matching ``filter`` (the package's predicate language).
 
         Raises:
-            TypeError, ValueError: a bad ``k`` or ``filter``; an unknown keyword argument.
+            TypeError, ValueError: a bad ``k`` or ``filter`` (one beyond the size limits of
+                :func:`~langchain_ragspine.filters.check_filter_size` before the query is embedded or the store
+                touched); an unknown keyword argument.
         """
         if kwargs:
             raise TypeError(f"unexpected keyword arguments for similarity_search: {sorted(kwargs)}")
         k = check_k(k)
+        check_filter_size(filter)  # before the query is embedded or the store touched
         if not check_query(type(self).__name__, query, "similarity_search").strip():
             return []
         hits = self._search_by_vector(self._embedding.embed_query(query), k, filter)
@@ -436,6 +439,7 @@ class VersionedVectorStore(TextsAsDocumentsStore):
         """Top ``k`` chunks for a query vector (normalised here), best first."""
         if kwargs:
             raise TypeError(f"unexpected keyword arguments for similarity_search_by_vector: {sorted(kwargs)}")
+        check_filter_size(filter)
         return drop_restricted(d for d, _ in self._search_by_vector(embedding, check_k(k), filter))
 
     def _select_relevance_score_fn(self) -> Callable[[float], float]:
