@@ -340,6 +340,11 @@ class VersionedVectorStore(TextsAsDocumentsStore):
         """Where the store is, for messages (a path, or a URL without its password); ``None``: unknown."""
         return None
 
+    def _writing(self) -> contextlib.AbstractContextManager[object]:
+        """The store's writer lock, held around a whole write call — the read of the documents' current chunks
+        included, so two writers of one document never merge into the same old version (default: none)."""
+        return contextlib.nullcontext()
+
     @abstractmethod
     def _search_by_vector(
         self, vector: Sequence[float], k: int, filter: Mapping[str, Any] | None
@@ -359,6 +364,8 @@ class VersionedVectorStore(TextsAsDocumentsStore):
             ValueError, TypeError: ``documents`` or ``ids`` not a list (:func:`as_list`); see :func:`as_chunks`;
                 the store's own validation (a NUL character, a ``chunk_id`` that is another document's).
             RagSpineError: the embedding model failed (the store is unchanged).
+            StoreBusyError: another writer held the store's writer lock longer than the store's ``lock_timeout``
+                (nothing was written).
         """
         ids = kwargs.pop("ids", None)
         if kwargs:
@@ -371,9 +378,10 @@ class VersionedVectorStore(TextsAsDocumentsStore):
         by_doc: dict[str, list[Document]] = {}
         for c in chunks:
             by_doc.setdefault(str(c.metadata["doc_id"]), []).append(c)
-        current = self._active_chunks(list(by_doc))
-        with all_or_nothing("add_documents", self._where()):
-            self._write_versions({d: _merge(current.get(d, []), new) for d, new in by_doc.items()})
+        with self._writing():
+            current = self._active_chunks(list(by_doc))
+            with all_or_nothing("add_documents", self._where()):
+                self._write_versions({d: _merge(current.get(d, []), new) for d, new in by_doc.items()})
         return [str(c.metadata["chunk_id"]) for c in chunks]
 
 
@@ -384,19 +392,21 @@ class VersionedVectorStore(TextsAsDocumentsStore):
         Raises:
             ValueError: ``ids`` is ``None`` (this store does not delete everything at once).
             TypeError: ``ids`` a single ``str`` / ``bytes`` or not a list (:func:`as_list`).
+            StoreBusyError: as :meth:`add_documents`.
         """
         if ids is None:
             raise ValueError("delete needs the ids to delete (this store does not delete everything at once)")
         if kwargs:
             raise TypeError(f"unexpected keyword arguments for delete: {sorted(kwargs)}")
         gone = {str(i) for i in as_list(ids, "ids", "delete")}
-        found = self._read_by_ids(sorted(gone))
-        doc_ids = sorted({str(d.metadata["doc_id"]) for d in found})
-        current = self._active_chunks(doc_ids)
-        with all_or_nothing("delete", self._where()):
-            self._write_versions({
-                d: [c for c in current.get(d, []) if str(c.metadata["chunk_id"]) not in gone] for d in doc_ids
-            })
+        with self._writing():
+            found = self._read_by_ids(sorted(gone))
+            doc_ids = sorted({str(d.metadata["doc_id"]) for d in found})
+            current = self._active_chunks(doc_ids)
+            with all_or_nothing("delete", self._where()):
+                self._write_versions({
+                    d: [c for c in current.get(d, []) if str(c.metadata["chunk_id"]) not in gone] for d in doc_ids
+                })
         return True
 
     def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
