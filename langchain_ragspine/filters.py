@@ -79,7 +79,7 @@ import math
 import numbers
 import re
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -243,9 +243,22 @@ def _date_error(field: str, operand: _Operand) -> ValueError:
 
 
 def _operand_list(field: str, op: str, value: Any) -> list[_Operand]:
-    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable) or isinstance(value, Mapping):
-        raise ValueError(f"filter on {field!r}: operator {op!r} needs a list of values, got {value!r}")
-    return [_operand(field, op, v) for v in value]  # its length was checked by check_filter_size
+    # a collection (list, tuple, set, range, array …), whose length check_filter_size counted; not an iterator,
+    # which the first of a search's compilations would use up
+    if _is_value_list(value):
+        return [_operand(field, op, v) for v in value]
+    raise ValueError(f"filter on {field!r}: operator {op!r} needs a list of values, got {value!r}")
+
+
+def _is_value_list(value: Any) -> bool:
+    """Whether ``value`` is a list of values in a filter: a sized collection, not a string or a mapping."""
+    if not isinstance(value, Collection) or isinstance(value, (str, bytes, bytearray, Mapping)):
+        return False
+    try:
+        len(value)  # a 0-d numpy array is a Collection without a length
+    except TypeError:
+        return False
+    return True
 
 
 # -- field conditions -----------------------------------------------------------------------------------------------
@@ -493,10 +506,10 @@ def check_filter_size(filter: Any) -> None:
     filter itself is level 1), holding more than :data:`MAX_FILTER_NODES` nodes (every key of its dicts), or more
     than :data:`MAX_FILTER_VALUES` values in an ``in`` / ``nin`` / ``between`` list or in all of them together.
 
-    One walk with an explicit stack (no recursion; a set or tuple counts as a list), safe on any input, that stops
-    at the first limit it meets: a container's size is counted before its parts are visited, so the walk looks at
-    no more than about the limits' worth of a filter, and a filter with cycles or a million keys is refused as
-    quickly as a small one.  Every entry point of this module runs it before anything recursive (compiling,
+    One walk with an explicit stack (no recursion; a tuple, set, range or array counts as a list), safe on any
+    input, that stops at the first limit it meets: a container's size is counted before its parts are visited, so
+    the walk looks at no more than about the limits' worth of a filter, and a filter with cycles or a million keys
+    is refused as quickly as a small one.  Every entry point of this module runs it before anything recursive (compiling,
     ``json.dumps``, ``repr``) sees the filter, and so does the SQL compiler (:mod:`~langchain_ragspine.stores.pg_filter`).
 
     Raises:
@@ -545,7 +558,7 @@ def check_filter_size(filter: Any) -> None:
             nodes += size
         items = value.items() if isinstance(value, Mapping) else enumerate(value)
         for key, child in items:
-            if type(child) not in _SCALAR_TYPES and isinstance(child, (Mapping, *_SEQUENCES)):
+            if type(child) not in _SCALAR_TYPES and (isinstance(child, Mapping) or _is_value_list(child)):
                 step = f"[{key}]" if not isinstance(value, Mapping) else f".{key}" if isinstance(key, str) else ".?"
                 stack.append((child, depth + 1, where + step, *_child_role(role, key, child, field, op)))
 

@@ -451,6 +451,12 @@ def test_the_values_of_all_in_lists_together_are_limited_as_one_list():
     assert [d.metadata["n"] for d in BM25Retriever.from_documents(DOCS).invoke("rainy season", filter=two)] == [0, 1]
     with pytest.raises(ValueError, match=together):
         compile_filter({"$and": [two, {"n": {"between": [0, 9]}}]})  # two values more
+    ranges = {"$or": [{"n": {"in": range(half)}}, {"n": {"nin": range(half + 1)}}]}  # any collection counts
+    with pytest.raises(ValueError, match=together):
+        compile_filter(ranges)
+    # an iterator has no length to check, and the first of a search's compilations would use it up
+    with pytest.raises(ValueError, match=r"operator 'in' needs a list of values, got <generator"):
+        compile_filter({"n": {"in": (i for i in range(3))}})
 
 
 def test_matches_applies_the_limits_and_refuses_swapped_arguments():
