@@ -10,17 +10,20 @@ wins.
   dot of a Turkish ``İ``), recomposition (NFKC, so full-width ``ＲＥＳＴＲＩＣＴＥＤ`` is ``RESTRICTED``) and surrounding
   whitespace stripped (bidirectional controls such as U+202E are format characters, so they go too).  Keys then
   compare case-insensitively (``Ｓｅｎｓｉｔｉｖｉｔｙ``, `` sensitivity `` and ``SENSITIVITY`` all name the label), also
-  written with look-alike letters of other scripts (``sеnsitivity`` with Cyrillic ``е``), HTML character references
-  (``s&#101;nsitivity``) or a bidi override (``\\u202eytivitisnes``) — the same readings values get; values are
-  upper-cased.
+  written with look-alike characters (``sеnsitivity`` with Cyrillic ``е``, ``sensitiviтy``, ``sensitiv1ty``,
+  ``sensitivlty``: :func:`look_alike_capitals`, the rule values are read by), HTML character references
+  (``s&#101;nsitivity``) or tags, or a bidi override (``\\u202eytivitisnes``) — the same readings values get;
+  values are upper-cased.
 * **Restricted.**  A value is restricted when the word ``RESTRICTED`` is among the ASCII-letter runs of its folded
   form: ``"restricted"``, ``"RESTRICTED, INTERNAL"``, ``"Restricted."``, ``"RESTRICTED（社外秘）"`` and a list holding
   any of these are restricted; ``"UNRESTRICTED"`` (one other word) is not.  It is also restricted when a reader
   would still see the word: its letters split by separators (``"R E S T R I C T E D"``, ``"R-E-S-T-R-I-C-T-E-D"``,
   ``"RES.TRIC.TED"``), or written with look-alike letters of other scripts (``"RЕSTRICTЕD"`` with Cyrillic ``Е``,
   Greek ``Ι``, a digit ``1`` or ``|`` for ``I``), per the confusables data of Unicode Technical Standard #39, or
+  in enclosed letters (``🆁🅴🆂🆃🆁🅸🅲🆃🅴🅳``, ``🅡``, ``🇷``, read by their Unicode names; ``Ⓡ``, ``🅁`` by NFKC), or
   when it shows as RESTRICTED once decoded or displayed: HTML character references decoded (``"&#82;ESTRICTED"``,
-  ``"R&#x45;STRICTED"``, ``"&amp;#82;ESTRICTED"``) and bidirectional controls applied (``"\\u202eDETCIRTSER"``, an
+  ``"R&#x45;STRICTED"``, ``"&amp;#82;ESTRICTED"``), HTML tags removed (``"RES<b></b>TRICTED"``) and bidirectional
+  controls applied (``"\\u202eDETCIRTSER"``, an
   override that displays the letters reversed) — see :func:`is_restricted_label` for the exact rule.  Labels of
   other types are read by :func:`is_restricted_label` (bytes decoded, an Enum's value, nested lists and mappings
   searched at any depth); a value it cannot read as a label (a number, a bool, any other object) is restricted.
@@ -43,7 +46,7 @@ import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from langchain_ragspine._confusables import I_OR_L, latin_skeleton
+from langchain_ragspine._confusables import LATIN_LOOK_ALIKES
 
 __all__ = [
     "KNOWN_SENSITIVITIES",
@@ -57,6 +60,7 @@ __all__ = [
     "is_restricted_label",
     "is_sensitivity_key",
     "label_words",
+    "look_alike_capitals",
     "most_restrictive",
     "normalize_label",
     "parse_label",
@@ -108,32 +112,38 @@ def is_sensitivity_key(key: Any) -> bool:
     """Whether a metadata ``key`` names the sensitivity label: a string that reads as ``"sensitivity"``.
 
     A key reads as ``"sensitivity"`` when, in any of its :func:`readings` (as stored, HTML character references
-    decoded, bidi overrides applied), it folds (:func:`fold`) to ``"sensitivity"`` case-insensitively with each
-    look-alike letter of another script read as the Latin letter it looks like (Unicode Technical Standard #39
-    confusables, :func:`langchain_ragspine._confusables.latin_skeleton`): ``Ｓｅｎｓｉｔｉｖｉｔｙ``, ``sеnsitivity``
-    (Cyrillic ``е``), ``SЕNSΙTΙVΙTY`` (Cyrillic ``Е``, Greek ``Ι``), ``s&#101;nsitivity``.  Other words stay other
-    keys (``sensitivity_note``).
+    decoded, HTML tags removed, bidi overrides applied), its letters read as the capitals ``SENSITIVITY`` — by the
+    same look-alike rule as values (:func:`is_restricted_label`): :func:`fold` (NFKC), case ignored, and each
+    look-alike character read as the Latin capital it looks like (Unicode Technical Standard #39 confusables, the
+    Latin small capitals and the enclosed letters: :func:`look_alike_capitals`).  So ``Ｓｅｎｓｉｔｉｖｉｔｙ``,
+    ``sеnsitivity`` (Cyrillic ``е``), ``sensitiviтy`` (Cyrillic ``т``), ``SЕNSΙTΙVΙTY`` (Cyrillic ``Е``, Greek
+    ``Ι``), ``sensitiv1ty`` and ``sensitivlty`` (``1`` and ``l`` for ``i``, as in ``RESTR1CTED``),
+    ``s&#101;nsitivity``, ``sensi<b></b>tivity`` and ``🆂🅴🅽🆂🅸🆃🅸🆅🅸🆃🆈`` all name the label.  Other words stay other
+    keys (``sensitivity_note``, ``insensitivity``).
 
     Example:
-        >>> is_sensitivity_key("Ｓｅｎｓｉｔｉｖｉｔｙ"), is_sensitivity_key("s\\u0435nsitivity")
-        (True, True)
+        >>> is_sensitivity_key("Ｓｅｎｓｉｔｉｖｉｔｙ"), is_sensitivity_key("s\\u0435nsitivity"), is_sensitivity_key("sensitiv1ty")
+        (True, True, True)
         >>> is_sensitivity_key("sensitivity_note")
         False
     """
     if not isinstance(key, str):
         return False
-    if key.isascii() and "&" not in key:  # the common case, without Unicode work: nothing to fold or decode
-        return key.strip().lower() == SENSITIVITY_KEY
+    if key.isascii() and "&" not in key and "<" not in key:  # the common case: nothing to fold or decode
+        word = key.strip()
+        return (
+            len(word) == len(SENSITIVITY_KEY) and word.translate(_ASCII_LOOK_ALIKES).upper() == _KEY_CAPITALS
+        )
     return _names_sensitivity(key)
+
+
+_KEY_CAPITALS = SENSITIVITY_KEY.upper()
 
 
 @functools.lru_cache(maxsize=4096)
 def _names_sensitivity(key: str) -> bool:
-    # a look-alike of a capital I (row ``l`` of the table, I_OR_L) stands for the ``i`` of "sensitivity", which
-    # holds no ``l``
-    return any(
-        latin_skeleton(fold(reading)).replace(I_OR_L, "i") == SENSITIVITY_KEY for reading in readings(key)
-    )
+    # "SENSITIVITY" holds no L: a look-alike of a capital I (which UTS #39 gives the prototype ``l``) is its I
+    return any(look_alike_capitals(reading).translate(_SYMBOLS) == _KEY_CAPITALS for reading in readings(key))
 
 
 #: The bidirectional formatting characters of Unicode Standard Annex #9: embeddings and overrides (U+202A–U+202E
@@ -147,6 +157,8 @@ _ISOLATES = frozenset("\u2066\u2067\u2068")  # closed by U+2069
 _CHARACTER_REFERENCE = re.compile(r"&(?:#[0-9]+|#[xX][0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]*);?")
 #: How many times :func:`readings` decodes references in references (``&amp;#82;`` → ``&#82;`` → ``R``).
 _MAX_UNESCAPE = 4
+#: An HTML tag (``<b>``, ``</span>``, ``<br/>``) or comment (``<!-- x -->``): a browser shows none of it.
+_HTML_TAG = re.compile(r"<!--.*?-->|</?[A-Za-z][^<>]*>", re.S)
 
 
 def readings(text: str) -> tuple[str, ...]:
@@ -155,6 +167,8 @@ def readings(text: str) -> tuple[str, ...]:
     * with its HTML character references decoded (``html.unescape``, repeated while that changes anything, at most
       four times: ``"&amp;#82;ESTRICTED"`` → ``"&#82;ESTRICTED"`` → ``"RESTRICTED"``), and with every reference
       removed (``"RES&shy;TRICTED"``, ``"RES&bogus;TRICTED"`` → ``"RESTRICTED"``);
+    * for each of those holding an HTML tag or comment, with the tags removed, as a browser shows it
+      (``"RES<b></b>TRICTED"``, ``"R<span>ESTRICTED</span>"`` → ``"RESTRICTED"``);
     * for each of those holding a bidirectional override (U+202D, U+202E), the order in which it is displayed
       (:func:`display_order`).
 
@@ -167,7 +181,7 @@ def readings(text: str) -> tuple[str, ...]:
         >>> readings("\\u202eDETCIRTSER\\u202c")[-1]
         'RESTRICTED'
     """
-    if "&" not in text and (text.isascii() or not _BIDI.search(text)):
+    if "&" not in text and "<" not in text and (text.isascii() or not _BIDI.search(text)):
         return (text,)
     return _readings(text)
 
@@ -184,6 +198,9 @@ def _readings(text: str) -> tuple[str, ...]:
             decoded = step
             found.append(decoded)
         found.append(_CHARACTER_REFERENCE.sub("", text))
+    for reading in list(found):
+        if "<" in reading:
+            found.append(_HTML_TAG.sub("", reading))
     for reading in list(found):
         if not _OVERRIDES.isdisjoint(reading):
             found.append(display_order(reading))
@@ -262,19 +279,43 @@ _CONFUSABLES: dict[str, str] = {
 }
 
 
-def _look_alike_tables() -> tuple[dict[int, str], re.Pattern[str], tuple[str, ...]]:
-    """``(letters, spelled, needed)``: a ``str.translate`` table from each look-alike *letter* (Unicode category L*)
-    to the ASCII capital it reads as, the pattern of ``RESTRICTED`` spelled in an upper-cased reading, and the
-    letters the pattern can match only as themselves (no look-alike that is not a letter: ``D``, ``S``).  (The table also
-    holds the two look-alikes that are not letters but that :func:`fold` would change — U+02DB OGONEK and U+FFE8
-    HALFWIDTH FORMS LIGHT VERTICAL — since it is applied before folding as well as after.)
+#: Where :func:`look_alike_capitals` looks for letters that Unicode *names* as Latin letters but that neither NFKC
+#: nor the confusables data turn into one: Latin Extended-B and IPA Extensions, Phonetic Extensions (and their
+#: Supplement), Latin Extended-C, -D and -E, Enclosed Alphanumerics and Enclosed Alphanumeric Supplement.
+_NAMED_LETTER_BLOCKS = (
+    (0x0180, 0x02AF), (0x1D00, 0x1DBF), (0x2C60, 0x2C7F), (0x2460, 0x24FF), (0xA720, 0xA7FF), (0xAB30, 0xAB6F),
+    (0x1F100, 0x1F1FF),
+)  # fmt: skip
+#: The Unicode names read as a Latin letter (the letter is the last word): the Latin small capitals (``ʀ``, ``ɴ``,
+#: ``ꜱ``), the negative circled and negative squared letters (``🅡``, ``🆁``; the circled, squared and
+#: parenthesized ones NFKC already reads: ``Ⓡ``, ``🅁``, ``⒭``), and the regional indicator letters (``🇷``).
+_LETTER_NAME = re.compile(
+    r"(?:(?:NEGATIVE |CROSSED )*(?:CIRCLED|SQUARED|PARENTHESIZED)(?: ITALIC)? )?LATIN (?:CAPITAL|SMALL) LETTER "
+    r"(?P<a>[A-Z])|LATIN LETTER SMALL CAPITAL (?P<b>[A-Z])|REGIONAL INDICATOR SYMBOL LETTER (?P<c>[A-Z])"
+)
 
-    In the pattern each letter of ``RESTRICTED`` is its ASCII capital or one of its look-alikes that are not letters
-    (the digit ``1``, ``|``, ``⊤``, ``℮`` …); up to three characters other than ASCII capitals may stand between two
-    letters (whitespace runs count as one); and the spelling is a word of its own: no ASCII capital right before or
-    after it.  A character that is both a possible separator and a look-alike (``1``, ``|``) is tried both ways.
+
+def _look_alike_tables() -> tuple[dict[int, str], dict[int, str], re.Pattern[str], tuple[str, ...]]:
+    """``(letters, symbols, spelled, needed)``.
+
+    * ``letters``: a ``str.translate`` table from each look-alike *letter* (Unicode category L*) to the ASCII capital
+      it reads as: every row of :data:`_CONFUSABLES` and of
+      :data:`~langchain_ragspine._confusables.LATIN_LOOK_ALIKES` (its row ``l``, the look-alikes UTS #39 gives a
+      capital ``I``, read as ``I``: neither word the package reads — ``RESTRICTED``, ``SENSITIVITY`` — holds an
+      ``L``), and every character of :data:`_NAMED_LETTER_BLOCKS` whose name :data:`_LETTER_NAME` reads as a letter
+      and that :func:`fold` leaves as it is.  (It also holds the two look-alikes that are not letters but that
+      :func:`fold` would change — U+02DB OGONEK and U+FFE8 HALFWIDTH FORMS LIGHT VERTICAL — since it is applied
+      before folding as well as after.)
+    * ``symbols``: the look-alikes that are not letters (the digit ``1``, ``|``, ``⊤``, ``℮`` …) to their letter;
+      a key reads them so (:func:`is_sensitivity_key`), a value only in ``spelled``, where they may be separators.
+    * ``spelled``: the pattern of ``RESTRICTED`` spelled in an upper-cased reading.  Each letter is its ASCII capital
+      or one of its ``symbols``; up to three characters other than ASCII capitals may stand between two letters
+      (whitespace runs count as one); and the spelling is a word of its own: no ASCII capital right before or after
+      it.  A character that is both a possible separator and a look-alike (``1``, ``|``) is tried both ways.
+    * ``needed``: the letters the pattern can match only as themselves (no symbol look-alike: ``D``, ``S``).
     """
     letters: dict[int, str] = {}
+    symbols: dict[int, str] = {}
     others = {letter: letter for letter in _CONFUSABLES}
     for letter, points in _CONFUSABLES.items():
         for point in points.split():
@@ -283,13 +324,45 @@ def _look_alike_tables() -> tuple[dict[int, str], re.Pattern[str], tuple[str, ..
                 letters[ord(ch)] = letter
             else:
                 others[letter] += ch
+                symbols[ord(ch)] = letter
+    for letter, points in LATIN_LOOK_ALIKES.items():
+        for point in points.split():
+            letters.setdefault(int(point, 16), "I" if letter == "l" else letter.upper())
+    for first, last in _NAMED_LETTER_BLOCKS:
+        for code in range(first, last + 1):
+            m = _LETTER_NAME.fullmatch(unicodedata.name(chr(code), ""))
+            if m is not None and fold(chr(code)) == chr(code):
+                letters.setdefault(code, m["a"] or m["b"] or m["c"])
     gap = "[^A-Z]{0,3}"
     body = gap.join(f"[{re.escape(others[letter])}]" for letter in RESTRICTED_SENSITIVITY)
     needed = tuple(sorted(letter for letter, chars in others.items() if chars == letter))
-    return letters, re.compile(f"(?<![A-Z]){body}(?![A-Z])"), needed
+    return letters, symbols, re.compile(f"(?<![A-Z]){body}(?![A-Z])"), needed
 
 
-_LOOK_ALIKE_LETTERS, _SPELLED_RESTRICTED, _NEEDED = _look_alike_tables()
+_LOOK_ALIKE_LETTERS, _SYMBOLS, _SPELLED_RESTRICTED, _NEEDED = _look_alike_tables()
+#: The ASCII look-alikes (``l``, ``1`` and ``|`` for ``I``): the fast path of :func:`is_sensitivity_key`.
+_ASCII_LOOK_ALIKES = {k: v for table in (_LOOK_ALIKE_LETTERS, _SYMBOLS) for k, v in table.items() if k < 128}
+
+
+def look_alike_capitals(text: str) -> str:
+    """``text`` upper-cased, with each look-alike letter read as the ASCII capital it looks like: the reading in
+    which :func:`is_restricted_label` looks for ``RESTRICTED`` and :func:`is_sensitivity_key` for ``SENSITIVITY``.
+
+    The look-alikes are the letters of the confusables data of Unicode Technical Standard #39 (Cyrillic ``е т``,
+    Greek ``Ι``, Cherokee, Lisu, a small ``l`` for ``I`` …), the Latin small capitals (``ʀ ɪ ɴ ꜱ``) and the enclosed
+    letters NFKC leaves as they are (negative circled ``🅡``, negative squared ``🆁``, regional indicators ``🇷``);
+    :func:`fold` (NFKC) reads the rest (full-width, mathematical, circled ``Ⓡ``, squared ``🅁``).  The table is
+    applied before folding, after it and after upper-casing (``т`` → ``Т`` → ``T``).  Look-alikes that are not
+    letters (``1``, ``|``) are kept.
+
+    Example:
+        >>> look_alike_capitals("r\u0435s\u0442ricted"), look_alike_capitals("\U0001f181\U0001f174\U0001f182")
+        ('RESTRICTED', 'RES')
+    """
+    table = _LOOK_ALIKE_LETTERS
+    return fold(text.translate(table)).translate(table).upper().translate(table)
+
+
 _SPACES = re.compile(r"\s+")
 
 
@@ -315,10 +388,9 @@ def _restricted_reading(value: str) -> bool:
         upper = value.upper()
         if not all(letter in upper for letter in _NEEDED) or ("l" not in value and value.strip().isalpha()):
             return False
-    table = _LOOK_ALIKE_LETTERS
     # a look-alike as written (lower-case ``l`` for ``I``, Cyrillic ``г`` for ``r``), and the look-alike of its
     # capital (Greek ``ε`` → ``Ε``): labels compare case-insensitively
-    read = fold(value.translate(table)).translate(table).upper().translate(table)
+    read = look_alike_capitals(value)
     if not all(letter in read for letter in _NEEDED):  # every ASCII capital of the plain reading is here too
         return False
     if _EMBEDDED_RESTRICTED.search(read):
@@ -344,10 +416,12 @@ def is_restricted_label(value: Any) -> bool:
       - it is written with look-alike characters (homoglyphs): each character that ``confusables.txt`` of Unicode
         Technical Standard #39 maps to a letter of ``RESTRICTED`` reads as that letter, as written or as its
         capital — Cyrillic ``Е е С с Т Ѕ ѕ І і г``, Greek ``Ε Τ Ι ι``, Cherokee, Lisu and other scripts, and ``l``,
-        ``1`` and ``|`` for ``I`` (``"RЕSTRICTЕD"``, ``"RESTR1CTED"``).  This is the UTS #39 *skeleton* idea
-        restricted to the one word the package looks for;
+        ``1`` and ``|`` for ``I`` (``"RЕSTRICTЕD"``, ``"RESTR1CTED"``), and so does a Latin small capital or an
+        enclosed letter (``"ʀᴇꜱᴛʀɪᴄᴛᴇᴅ"``, ``"🆁🅴🆂🆃🆁🅸🅲🆃🅴🅳"``: :func:`look_alike_capitals`).  This is the UTS #39
+        *skeleton* idea restricted to the words the package looks for;
       - it shows as RESTRICTED in another of its :func:`readings`: HTML character references decoded or removed
-        (``"&#82;ESTRICTED"``, ``"R&#x45;STRICTED"``, ``"&amp;#82;ESTRICTED"``, ``"RES&shy;TRICTED"``), or
+        (``"&#82;ESTRICTED"``, ``"R&#x45;STRICTED"``, ``"&amp;#82;ESTRICTED"``, ``"RES&shy;TRICTED"``), HTML tags
+        removed (``"RES<b></b>TRICTED"``, ``"R<span>ESTRICTED</span>"``), or
         displayed under a bidi override (``"\\u202eDETCIRTSER\\u202c"`` shows ``RESTRICTED``).  Bidi controls
         and other invisible characters are removed anyway (``"RES\\u2067TRICTED"``).
 

@@ -31,14 +31,17 @@ from __future__ import annotations
 import logging
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal, cast
 
+from langchain_core.callbacks import AsyncCallbackManagerForChainRun, CallbackManagerForChainRun
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage
 from langchain_core.output_parsers import StrOutputParser
-from langchain_core.prompts import ChatPromptTemplate
-from langchain_core.runnables import Runnable, RunnableLambda, RunnablePassthrough
+from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda, RunnablePassthrough
+from langchain_core.runnables.config import patch_config
 from typing_extensions import TypedDict  # pydantic (graph JSON schemas) needs it on Python < 3.12
 
 from langchain_ragspine.document_compressors.reorder import lost_in_the_middle_order
@@ -48,6 +51,7 @@ from langchain_ragspine.text import CJK_CHAR_RE, normalize, sentence_spans
 from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer
 
 __all__ = [
+    "ANSWER_HISTORY_NOTE",
     "ANSWER_SYSTEM_PROMPT",
     "Citation",
     "DEFAULT_MIN_SUPPORT",
@@ -388,6 +392,7 @@ def extractive_answer(
     max_sentences: int = 3,
     min_coverage: float = 0.2,
     relative_cutoff: float = 0.6,
+    search_question: str | None = None,
 ) -> dict[str, Any]:
     """An answer made of the given chunks' own sentences, each followed by its citation ``[n]``.
 
@@ -407,6 +412,9 @@ def extractive_answer(
     of the question, or the question has no content term, the answer is "I don't know" in the question's language
     with no citations.  See ``benchmarks/RESULTS.md`` (section ``extractive-answers``) for how often the answer
     holds a gold answer on the shared sets, and ``docs/answer-graphs.md`` for the rules measured against this one.
+    ``search_question`` (default ``None``: the question) is the text whose content terms are looked for instead —
+    a chat follow-up's standalone question ("それはなぜですか？ 日本 梅雨 ない"); "I don't know" still comes in the
+    language of ``question``.
 
     Returns:
         ``{"answer": str, "citations": list[Citation], "mode": "extractive", "invalid_citations": [],
@@ -420,7 +428,7 @@ def extractive_answer(
         raise ValueError(f"max_sentences must be >= 1, got {max_sentences}")
     docs = drop_restricted(documents)
     tokenize = get_tokenizer(tokenizer)
-    q_terms = content_terms(question or "", tokenize)
+    q_terms = content_terms((question if search_question is None else search_question) or "", tokenize)
     candidates: list[tuple[int, int, str, set[str]]] = []  # (n, position, sentence, tokens)
     titles: dict[int, set[str]] = {}  # n -> the question's content terms in the document's title
     for n, doc in enumerate(docs, 1):
@@ -572,6 +580,12 @@ Context:
 Question ({language}): {question}
 If the context does not support an answer, reply exactly: {dont_know}"""
 
+#: Added to :data:`ANSWER_SYSTEM_PROMPT` when the input has a ``chat_history`` (the earlier turns then come between
+#: the system message and the context, as LangChain's chat prompts place a ``MessagesPlaceholder``).
+ANSWER_HISTORY_NOTE = """\
+- The earlier turns of the conversation come before the context. Use them only to understand what the question \
+refers to; facts still come only from the numbered passages, and the numbers refer to these passages only."""
+
 
 def _check_inputs(inputs: Any) -> tuple[str, list[Document]]:
     if not isinstance(inputs, Mapping):
@@ -582,6 +596,14 @@ def _check_inputs(inputs: Any) -> tuple[str, list[Document]]:
     documents = inputs.get("documents") or []
     if not isinstance(documents, Sequence) or not all(isinstance(d, Document) for d in documents):
         raise TypeError("'documents' must be a list of langchain_core.documents.Document")
+    history = inputs.get("chat_history")
+    if history is not None and (
+        not isinstance(history, Sequence) or isinstance(history, str) or not all(isinstance(m, BaseMessage) for m in history)
+    ):
+        raise TypeError("'chat_history' must be a list of langchain_core.messages.BaseMessage")
+    standalone = inputs.get("standalone_question")
+    if standalone is not None and not isinstance(standalone, str):
+        raise ValueError(f"'standalone_question' must be a string or None, got {standalone!r}")
     return question, list(documents)
 
 
@@ -613,6 +635,14 @@ def make_answer_chain(
       answer (``mode="extractive_fallback"``, logged as a warning).
     * ``llm=None``: :func:`extractive_answer` (``mode="extractive"``), no model, deterministic.
 
+    Conversation (optional input keys, what the graphs pass for a chat follow-up; without them nothing changes):
+    ``chat_history`` — a list of ``BaseMessage`` (the earlier turns; the caller makes sure they hold no RESTRICTED
+    text) that the default prompt puts between the system message (with :data:`ANSWER_HISTORY_NOTE` added) and
+    the context, so the model answers the question as the user asked it in the conversation; a custom ``prompt``
+    gets it as the variable ``chat_history`` when it has one, else it is unused.  ``standalone_question`` — the
+    follow-up made self-contained; the extractive answer looks for its content terms
+    (:func:`extractive_answer`'s ``search_question``), the LLM prompt does not use it.
+
     An answer is never returned without citations silently.  When an LLM answer (not an "I don't know") has no
     valid marker and no sentence can be attributed, ``uncited`` decides: ``"refuse"`` (default) replaces it with
     "I don't know" in the question's language, no citations, and says why in ``warning`` (the model's text is
@@ -622,11 +652,17 @@ def make_answer_chain(
 
     No document (or only RESTRICTED ones) gives "I don't know" in the question's language without calling a model.
 
+    Streaming: with an ``llm``, ``chain.stream(inputs)`` (and ``astream``) yields the model's text as it is
+    written, one ``{"token": str}`` dict per piece (``<think>`` blocks left out), then one last dict: the result
+    ``invoke`` returns (markers checked, citations, attribution, or the ``uncited`` refusal — the streamed text
+    is a draft; show the last dict's ``answer``).  A model that fails mid-stream gives the extractive fallback as
+    the last dict.  ``invoke`` / ``batch`` are unchanged.  Without an ``llm`` the stream is the one result dict.
+
     Raises:
         ValueError: ``max_docs < 1``, ``min_support`` outside [0, 1], an unknown ``uncited``; at invoke,
-            ``question`` is missing or not a string.
-        TypeError: ``llm`` is not a chat model; at invoke, the input is not a mapping, or ``documents`` is not a
-            list of ``Document``.
+            ``question`` is missing or not a string, ``standalone_question`` not a string.
+        TypeError: ``llm`` is not a chat model; at invoke, the input is not a mapping, ``documents`` is not a
+            list of ``Document``, or ``chat_history`` is not a list of ``BaseMessage``.
     """
     if max_docs is not None and max_docs < 1:
         raise ValueError(f"max_docs must be >= 1 or None, got {max_docs}")
@@ -642,16 +678,22 @@ def make_answer_chain(
         question, documents = _check_inputs(inputs)
         shown = prepare_context(documents, max_docs=max_docs, lost_in_the_middle=lost_in_the_middle)
         lang = detect_language(question)
-        return {
+        state = {
             "question": question,
             "documents": shown,
             "context": format_context(shown),
             "language": _LANGUAGE_NAMES[lang],
             "dont_know": DONT_KNOW[lang],
         }
+        for key in ("chat_history", "standalone_question"):  # only when given: otherwise the state is unchanged
+            if inputs.get(key):
+                state[key] = list(inputs[key]) if key == "chat_history" else inputs[key]
+        return state
 
     def extractive(state: dict[str, Any]) -> dict[str, Any]:
-        return extractive_answer(state["question"], state["documents"], tokenizer=tok)
+        return extractive_answer(
+            state["question"], state["documents"], tokenizer=tok, search_question=state.get("standalone_question")
+        )
 
     prep = RunnableLambda(prepare, name="prepare_context")
     if llm is None:
@@ -660,6 +702,16 @@ def make_answer_chain(
     template = prompt or ChatPromptTemplate.from_messages(
         [("system", ANSWER_SYSTEM_PROMPT), ("human", ANSWER_HUMAN_PROMPT)]
     )
+    with_history = prompt or ChatPromptTemplate.from_messages(
+        [
+            ("system", ANSWER_SYSTEM_PROMPT + "\n" + ANSWER_HISTORY_NOTE),
+            MessagesPlaceholder("chat_history"),
+            ("human", ANSWER_HUMAN_PROMPT),
+        ]
+    )
+
+    def template_for(state: Mapping[str, Any]) -> ChatPromptTemplate:
+        return with_history if state.get("chat_history") else template
 
     def finish(state: dict[str, Any]) -> dict[str, Any]:
         return cite_llm_answer(
@@ -674,17 +726,155 @@ def make_answer_chain(
         out["mode"] = "extractive_fallback"
         return out
 
+    def path(tpl: ChatPromptTemplate) -> Runnable[Any, Any]:
+        generate = tpl | llm | StrOutputParser()
+        return (RunnablePassthrough.assign(raw=generate) | RunnableLambda(finish, name="parse_citations")).with_fallbacks(
+            [RunnableLambda(fallback, name="extractive_fallback")], exception_key="error"
+        )
+
+    llm_path = path(template)
+    history_path = llm_path if prompt is not None else path(with_history)
+
     def route(state: dict[str, Any]) -> Runnable[Any, Any] | dict[str, Any]:
         if not state["documents"]:
             return _result(state["dont_know"], [], "llm")
-        return llm_path
+        return history_path if state.get("chat_history") else llm_path
 
-    generate = template | llm | StrOutputParser()
-    llm_path = (RunnablePassthrough.assign(raw=generate) | RunnableLambda(finish, name="parse_citations")).with_fallbacks(
-        [RunnableLambda(fallback, name="extractive_fallback")], exception_key="error"
-    )
     chain = (prep | RunnableLambda(route, name="answer")).with_config(run_name="ragspine_answer")
-    return cast("Runnable[dict[str, Any], dict[str, Any]]", chain)
+    return _StreamingAnswerChain(
+        chain=cast("Runnable[dict[str, Any], dict[str, Any]]", chain), prepare=prepare, llm=llm,
+        template_for=template_for, finish=finish, fallback=fallback,
+    )
+
+
+_THINK_OPEN = "<think>"
+
+
+def _visible_text(raw: str) -> str:
+    """The part of a model's partial reply a reader may see: ``<think>`` blocks removed (an unclosed one hides
+    the rest) and a trailing piece that may be the start of ``<think>`` held back."""
+    lower = raw.lower()
+    for n in range(min(len(_THINK_OPEN) - 1, len(raw)), 0, -1):
+        if lower.endswith(_THINK_OPEN[:n]):
+            raw = raw[:-n]
+            break
+    return strip_think(raw)
+
+
+class _Draft:
+    """A model's reply as it streams: ``raw`` so far, and :meth:`add` giving the new visible text of each chunk."""
+
+    def __init__(self) -> None:
+        self.raw = ""
+        self._shown = ""
+
+    def add(self, chunk: BaseMessage) -> str:
+        """Append ``chunk``'s text; the text a reader sees that it adds (``""``: nothing new to show yet)."""
+        self.raw += chunk.content if isinstance(chunk.content, str) else chunk.text
+        visible = _visible_text(self.raw)
+        if len(visible) <= len(self._shown) or not visible.startswith(self._shown):
+            return ""
+        token, self._shown = visible[len(self._shown):], visible
+        return token
+
+
+class _StreamingAnswerChain(Runnable[dict[str, Any], dict[str, Any]]):
+    """:func:`make_answer_chain` with an LLM: ``invoke`` / ``ainvoke`` are the LCEL chain's own (same result, same
+    trace); ``stream`` / ``astream`` yield the model's tokens as ``{"token": str}`` and then the result."""
+
+    name = "ragspine_answer"
+
+    def __init__(
+        self,
+        *,
+        chain: Runnable[dict[str, Any], dict[str, Any]],
+        prepare: Callable[[Any], dict[str, Any]],
+        llm: BaseChatModel,
+        template_for: Callable[[Mapping[str, Any]], ChatPromptTemplate],
+        finish: Callable[[dict[str, Any]], dict[str, Any]],
+        fallback: Callable[[dict[str, Any]], dict[str, Any]],
+    ) -> None:
+        self.chain = chain
+        self._prepare, self._llm, self._template_for = prepare, llm, template_for
+        self._finish, self._fallback = finish, fallback
+
+    @property
+    def InputType(self) -> Any:  # noqa: N802 - LangChain's name
+        return self.chain.InputType
+
+    @property
+    def OutputType(self) -> Any:  # noqa: N802 - LangChain's name
+        return self.chain.OutputType
+
+    def get_input_schema(self, config: RunnableConfig | None = None) -> Any:
+        return self.chain.get_input_schema(config)
+
+    def get_output_schema(self, config: RunnableConfig | None = None) -> Any:
+        return self.chain.get_output_schema(config)
+
+    def invoke(self, input: dict[str, Any], config: RunnableConfig | None = None, **kwargs: Any) -> dict[str, Any]:
+        return self.chain.invoke(input, config, **kwargs)
+
+    async def ainvoke(
+        self, input: dict[str, Any], config: RunnableConfig | None = None, **kwargs: Any
+    ) -> dict[str, Any]:
+        return await self.chain.ainvoke(input, config, **kwargs)
+
+    def _start(self, inputs: Iterable[Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """The prepared state of the (last) input, and the result when no model call is needed."""
+        values = list(inputs)
+        state = self._prepare(values[-1] if values else None)
+        return state, (None if state["documents"] else _result(state["dont_know"], [], "llm"))
+
+    def _stream(
+        self, inputs: Iterator[dict[str, Any]], run_manager: CallbackManagerForChainRun, config: RunnableConfig
+    ) -> Iterator[dict[str, Any]]:
+        state, done = self._start(inputs)
+        if done is not None:
+            yield done
+            return
+        child = patch_config(config, callbacks=run_manager.get_child())
+        draft = _Draft()
+        try:
+            for chunk in self._llm.stream(self._template_for(state).invoke(state, child), child):
+                if token := draft.add(chunk):
+                    yield {"token": token}
+            result = self._finish({**state, "raw": draft.raw})
+        except Exception as e:  # noqa: BLE001 - the documented fallback, as invoke's
+            result = self._fallback({**state, "error": e})
+        yield result
+
+    async def _astream(
+        self, inputs: AsyncIterator[dict[str, Any]], run_manager: AsyncCallbackManagerForChainRun, config: RunnableConfig
+    ) -> AsyncIterator[dict[str, Any]]:
+        state, done = self._start([value async for value in inputs])
+        if done is not None:
+            yield done
+            return
+        child = patch_config(config, callbacks=run_manager.get_child())
+        draft = _Draft()
+        try:
+            async for chunk in self._llm.astream(await self._template_for(state).ainvoke(state, child), child):
+                if token := draft.add(chunk):
+                    yield {"token": token}
+            result = self._finish({**state, "raw": draft.raw})
+        except Exception as e:  # noqa: BLE001 - the documented fallback, as ainvoke's
+            result = self._fallback({**state, "error": e})
+        yield result
+
+    def stream(
+        self, input: dict[str, Any], config: RunnableConfig | None = None, **kwargs: Any
+    ) -> Iterator[dict[str, Any]]:
+        yield from self._transform_stream_with_config(iter([input]), self._stream, config, **kwargs)
+
+    async def astream(
+        self, input: dict[str, Any], config: RunnableConfig | None = None, **kwargs: Any
+    ) -> AsyncIterator[dict[str, Any]]:
+        async def one() -> AsyncIterator[dict[str, Any]]:
+            yield input
+
+        async for chunk in self._atransform_stream_with_config(one(), self._astream, config, **kwargs):
+            yield chunk
 
 
 #: ``warning`` of an answer refused (or kept, with ``uncited="warn"``) because no passage supports any sentence.

@@ -8,19 +8,34 @@ files:
   convention: the file opens with a ``---`` line and the block ends at the next ``---`` or ``...`` line; lines
   may end in ``\\n``, ``\\r\\n`` or ``\\r``, and whitespace, a ``#`` comment or invisible characters such as a second
   BOM may stand around a fence) is parsed with ``yaml.safe_load``, removed from the text and merged into the
-  metadata.  A ``---`` block after blank lines is not front matter (its text is the body), and if it sets
-  ``sensitivity`` the file is refused, naming that line.  The rest of the file is the ``page_content``, verbatim: ``text[body_offset:] == page_content`` where ``text =
+  metadata.  Anything else at the top of the body that looks like metadata is not front matter (its text is the
+  body), and if it sets ``sensitivity`` the file is refused, naming that line: a ``---`` block after blank lines,
+  another opener (``+++`` TOML, ``--- !!map``, ``%YAML 1.2``, ``----``, ``－－－``, ``———``, an HTML comment first), a
+  bare ``sensitivity: RESTRICTED`` line and a second block right after the front matter.  The rest of the file is
+  the ``page_content``, verbatim: ``text[body_offset:] == page_content`` where ``text =
   path.read_bytes().decode(encoding)`` (no newline translation; a BOM and CRLFs count as stored) and
   ``body_offset`` is in the metadata, so chunk offsets index the file itself (the convention is defined in
   :mod:`langchain_ragspine.document_loaders.locators`).
 * ``.jsonl`` — one document per non-blank line, each a JSON object with a string ``text`` (the JSON Lines
   format, https://jsonlines.org, as used by BEIR corpora: ``{"_id": ..., "title": ..., "text": ...}``).
   Chunk locators name the line and offsets within its decoded ``text``: ``"corpus.jsonl:3#0-412"``.
-* ``<name>.json`` beside a document file is its *sidecar*: a JSON object merged into the metadata, winning
-  over front matter (and, for a ``.jsonl``, over each line's fields) — except for ``sensitivity``, where the
-  most restrictive label wins.  Sidecars are never documents themselves.  A sidecar that is there but cannot be
-  read (a dangling symlink, a folder, a FIFO, no permission, invalid UTF-8), and a file named like it with the
-  suffix in another case (``<name>.JSON``), is an error naming it: its label is never silently lost.
+* ``<stem>.json`` and ``<stem>.<suffix>.json`` (``notes.json`` and ``notes.md.json`` for ``notes.md``) beside a
+  document file are its *sidecars*: JSON objects merged into the metadata (a top-level ``"metadata"`` object too,
+  LangChain's ``Document`` JSON shape, as on a JSONL line), winning over front matter (and, for a ``.jsonl``, over
+  each line's fields) — except for ``sensitivity``, where the most restrictive label wins.  Both spellings are
+  read; where they disagree the label is the most restrictive and any other key is the full name's, with a
+  warning.  Sidecars are never documents themselves.  A sidecar that is there but cannot be read (a dangling
+  symlink, a folder, a FIFO, no permission, invalid UTF-8), and a file named like one with the suffix spelled
+  otherwise (``<stem>.JSON``, ``<stem>.JSОN`` with a Cyrillic ``О``, a space after it), is an error naming it: its
+  label is never silently lost.
+* Symlinks and hard links: a file is loaded once, however many names it has in the run (a symlink to it, a hard
+  link, the file given twice: same device and inode), under its first name that is not a symlink, and its label is
+  the most restrictive of the sidecars beside every one of its names and beside its real path — so it does not
+  depend on which name is loaded.  Symlinked folders are not followed.  A symlink whose real path is outside the
+  real path of its root is not loaded, with a :class:`LoaderWarning` naming it (``stats.outside``), the rule
+  ``resolve_source_locator`` reads by (:func:`real_path_inside`).  A hard link is a name like any other: nothing
+  tells it from the original; a hard link outside the run (outside the root) is not seen, so its sidecar is not
+  read.
 
 Sensitivity labels fail closed (the policy is :mod:`langchain_ragspine.sensitivity`): a key spelled in another
 width, case or spacing (``Ｓｅｎｓｉｔｉｖｉｔｙ``), with look-alike letters (``sеnsitivity``) or HTML references is the
@@ -42,6 +57,7 @@ from __future__ import annotations
 import codecs
 import datetime as _dt
 import errno
+import functools
 import json
 import math
 import os
@@ -63,6 +79,7 @@ from langchain_ragspine.sensitivity import (
     KNOWN_SENSITIVITIES,
     SENSITIVITY_KEY,
     is_sensitivity_key,
+    look_alike_capitals,
     most_restrictive,
     normalize_label,
     parse_label,
@@ -76,6 +93,7 @@ MARKDOWN_SUFFIXES: tuple[str, ...] = (".md", ".markdown")
 JSONL_SUFFIX = ".jsonl"
 #: Suffix of metadata sidecars (``a.md`` → ``a.json``).
 SIDECAR_SUFFIX = ".json"
+_SIDECAR_CAPITALS = SIDECAR_SUFFIX.upper()
 #: ``sensitivity`` given to documents that do not set one.
 DEFAULT_SENSITIVITY = "INTERNAL"
 
@@ -105,23 +123,29 @@ class LoadStats:
             own path when the sidecar is broken).
         empty: locations of documents skipped because their text is empty or whitespace: ``"path"`` for a
             file, ``"path:line"`` for a JSONL line.
+        outside: symlinks met in a folder walk (to a file or a folder) whose real path is outside the corpus root,
+            left out with a :class:`LoaderWarning` naming them.
     """
 
     files: int = 0
     documents: int = 0
     skipped: list[tuple[str, int | None, str]] = field(default_factory=list)
     empty: list[str] = field(default_factory=list)
+    outside: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
 class _Entry:
     """One document file to load: its path (as built from the user's input), its name in ``source`` (its path below
     its root, lengthened by the root's own folder names when two roots hold the same path) and the default
-    ``doc_id`` of its document (JSONL: of its lines, before ``:<line>``)."""
+    ``doc_id`` of its document (JSONL: of its lines, before ``:<line>``); ``aliases`` are the file's other names
+    in the run (symlinks, hard links), whose sidecars are read too; ``linked``: ``path`` is a symlink."""
 
     path: Path
     rel: PurePosixPath
     id_base: str
+    aliases: tuple[Path, ...] = ()
+    linked: bool = False
 
 
 class CorpusLoader(BaseLoader):
@@ -129,13 +153,14 @@ class CorpusLoader(BaseLoader):
 
     Args:
         paths: one path or a sequence of paths; each a folder (walked to any depth, entries sorted by path,
-            names starting with ``.`` skipped, symlinked folders not followed) or a file.  Folder walks pick
-            up ``.md``, ``.markdown``, ``.txt`` and ``.jsonl`` files (suffix case-insensitive) and ignore the
-            rest. A file reached twice (e.g. a folder and a file inside it) is loaded once, at its first
-            position.
+            names starting with ``.`` skipped, symlinked folders not followed, symlinks leading out of the root
+            left out with a warning) or a file.  Folder walks pick up ``.md``, ``.markdown``, ``.txt`` and
+            ``.jsonl`` files (suffix case-insensitive) and ignore the rest. A file reached twice (a folder and a
+            file inside it, a symlink, a hard link) is loaded once, under its first name that is not a symlink (at
+            that name's position), with the labels of every name's sidecars (see the module docstring).
         root: the folder ``source`` and default ``doc_id`` are relative to.  Default: each folder given is its
             own root; a file given directly has its parent folder as root.  Every path must lie inside
-            ``root``.
+            ``root``, also once symlinks are followed (its real path inside the real path of the root).
         on_error: ``"raise"`` (default) raises :class:`LoaderError` at the first data problem; ``"skip"``
             warns (:class:`LoaderWarning`), skips the file or JSONL line, and records it in :attr:`stats`.
         encoding: text encoding of every file, sidecars included (default ``"utf-8"``).
@@ -145,7 +170,7 @@ class CorpusLoader(BaseLoader):
         LoaderError: a path's type cannot be read (``os.stat`` fails, e.g. permission denied on a folder above it),
             with ``on_error="raise"`` (with ``"skip"`` it is skipped when loading).
         ValueError: a file given explicitly has an unsupported suffix (a ``.json`` sidecar included), a path
-            is not inside ``root``, ``root`` is not a folder, ``paths`` is empty, ``on_error`` is not
+            is not inside ``root`` (or resolves outside it through a symlink), ``root`` is not a folder, ``paths`` is empty, ``on_error`` is not
             ``"raise"``/``"skip"``, or ``encoding`` is unknown.
         TypeError: ``paths`` holds something that is not a ``str`` or ``os.PathLike``.
 
@@ -190,8 +215,9 @@ class CorpusLoader(BaseLoader):
     object, a sidecar that is there but cannot be read (a symlink to nothing, a folder, a FIFO or other special
     file — never opened —, no permission, an I/O error) or whose suffix differs in case (``<stem>.JSON``, also
     beside a ``<stem>.json``), a sidecar of a ``.jsonl`` that sets ``doc_id`` (it would apply to every line),
-    malformed or unclosed YAML front matter or front matter that is not a mapping, a ``sensitivity`` key in a
-    ``---`` block after blank lines (not front matter, so the label would be lost), a metadata value that is not
+    malformed or unclosed YAML front matter or front matter that is not a mapping, a ``sensitivity`` key at the
+    top of the body outside front matter (a ``---`` block after blank lines, ``+++`` TOML, a second block, a bare
+    ``sensitivity:`` line — the label would be lost), a metadata value that is not
     JSON-serialisable (a set, bytes, NaN, a non-string key), a ``doc_id``/``title``/``sensitivity`` of the
     wrong type (a sensitivity must be a string or a non-empty list of strings), a JSONL line that is not valid
     JSON / not an object / has no string ``text``, and a ``doc_id`` already used by an earlier document (the
@@ -252,6 +278,8 @@ class CorpusLoader(BaseLoader):
         self.stats: LoadStats = LoadStats()
         # folder -> stem -> names with a ".json" suffix in any case (for _read_sidecar), filled once per pass
         self._json_names: dict[str, dict[str, list[str]]] = {}
+        # folder -> every name in it, NFC and case-folded (None: it cannot be listed), filled once per pass
+        self._listed: dict[str, frozenset[str] | None] = {}
         if self.root is not None:
             if not self.root.exists():
                 raise FileNotFoundError(errno.ENOENT, "corpus root does not exist", str(self.root))
@@ -279,6 +307,7 @@ class CorpusLoader(BaseLoader):
         """
         self.stats = LoadStats()
         self._json_names = {}
+        self._listed = {}
         entries = self._collect()
         seen: dict[str, str] = {}  # doc_id -> location of its first document
         for entry in entries:
@@ -335,30 +364,70 @@ class CorpusLoader(BaseLoader):
             raise ValueError(f"not a regular file or folder: {path}")
         if self.root is not None:
             _relative(path, self.root)  # raises ValueError when outside
+        root = self._root_of(path)
+        if real_path_inside(path, root) is None:
+            raise ValueError(
+                f"{path} resolves to {Path(os.path.abspath(path)).resolve()} (symlinks followed), outside its root "
+                f"{root}: a file is loaded only from inside its root, as resolve_source_locator reads one; pass "
+                "root= a folder that holds the file it points to"
+            )
 
     def _collect(self) -> list[_Entry]:
-        """All document files, in load order, each once, with distinct default ``doc_id``s (:func:`_default_ids`)."""
-        found: list[tuple[Path, Path, PurePosixPath]] = []
-        seen: set[str] = set()
+        """All document files, in load order, each once, with distinct default ``doc_id``s (:func:`_default_ids`).
+
+        The names of one file (a symlink, a hard link, a file given twice: :func:`_identity`) make one entry: the
+        file is loaded under its first name that is not a symlink (else its first name), at that name's place, and
+        its other names are kept as ``aliases`` (their sidecars are read too: :meth:`_read_sidecars`).
+        """
+        names: list[tuple[Path, Path, _Identity, bool]] = []
         for path in self.paths:
             try:
                 self._check_path(path)
             except LoaderError as err:
                 self._problem(err)
                 continue
+            root = self._root_of(path)
             if path.is_dir():
-                root = self.root if self.root is not None else path
-                files = _walk(path, self._problem)
+                walked = _walk(path, root, self._problem, functools.partial(self._outside, root=root))
+                names.extend((file, root, ident, linked) for file, ident, linked in walked)
             else:
-                root = self.root if self.root is not None else path.parent
-                files = [path]
-            for file in files:
-                key = os.path.realpath(file)
-                if key in seen:
+                try:
+                    ident = _identity(path, path.stat())
+                except OSError as exc:
+                    self._problem(_os_error(exc, path, "cannot read this file"))
                     continue
-                seen.add(key)
-                found.append((file, root, _relative(file, root)))
-        return _default_ids(found)
+                names.append((path, root, ident, path.is_symlink()))
+        members: dict[_Identity, list[int]] = {}
+        for i, (_, _, ident, _) in enumerate(names):
+            members.setdefault(ident, []).append(i)
+        chosen: dict[int, list[int]] = {}
+        for group in members.values():
+            first = next((i for i in group if not names[i][3]), group[0])
+            chosen[first] = [i for i in group if i != first]
+        found = [(names[i][0], names[i][1], _relative(names[i][0], names[i][1])) for i in sorted(chosen)]
+        aliases = [_distinct_names(names[i][0], [names[j][0] for j in chosen[i]]) for i in sorted(chosen)]
+        linked = [names[i][3] for i in sorted(chosen)]
+        return [
+            _Entry(path=e.path, rel=e.rel, id_base=e.id_base, aliases=others, linked=link)
+            for e, others, link in zip(_default_ids(found), aliases, linked, strict=True)
+        ]
+
+    def _root_of(self, path: Path) -> Path:
+        """The root of a path given: ``root`` if given, else the folder itself or a file's parent folder."""
+        if self.root is not None:
+            return self.root
+        return path if path.is_dir() else path.parent
+
+    def _outside(self, link: Path, root: Path) -> None:
+        """Warn about (and record in ``stats.outside``) a symlink whose real path is outside its root."""
+        real = Path(os.path.abspath(link)).resolve()
+        warnings.warn(
+            f"{link} is a symlink to {real}, outside the corpus root {root}: not loaded (a file is loaded only from "
+            "inside its root, symlinks followed, as resolve_source_locator reads one)",
+            LoaderWarning,
+            stacklevel=4,
+        )
+        self.stats.outside.append(str(link))
 
     # ------------------------------------------------------------------ problems
 
@@ -425,29 +494,62 @@ class CorpusLoader(BaseLoader):
             line=line + text.count("\n", start, m.start()),
         )
 
-    def _read_sidecar(self, doc_path: Path) -> dict[str, Any]:
-        """The JSON object in ``<stem>.json`` beside ``doc_path`` (``{}`` if none), made JSON-safe.
+    def _read_sidecars(self, entry: _Entry) -> _Sidecar:
+        """The metadata of every sidecar of ``entry``'s file, merged (:func:`_merge_sidecars`; an empty
+        :class:`_Sidecar` if none).
+
+        A document file ``<stem>.<suffix>`` has two sidecar spellings, both read: ``<stem>.json`` and
+        ``<stem>.<suffix>.json`` (the full file name plus ``.json``).  They are read beside the name the file is
+        loaded under, beside its real path (symlinks followed) and beside each of its other names in the run
+        (``entry.aliases``: symlinks and hard links), so its label does not depend on which name is loaded.
+
+        Raises:
+            LoaderError: a sidecar cannot be read (:meth:`_read_sidecar`).
+        """
+        # beside a file that is no symlink, its real path's sidecars are these same files
+        real = [Path(os.path.abspath(entry.path)).resolve()] if entry.linked else []
+        names = [entry.path, *real, *entry.aliases]
+        found: list[_Sidecar] = []
+        seen: set[str] = set()
+        for name in names:
+            for side in (name.with_name(name.name + SIDECAR_SUFFIX), name.with_suffix(SIDECAR_SUFFIX)):
+                if not self._sidecar_names(side) and not self._may_exist(side):
+                    continue  # (no file of that name, nor one spelled like it, in the folder's listing)
+                if len(names) > 1:
+                    key = os.path.realpath(side)
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                sidecar = self._read_sidecar(side, entry.path)
+                if sidecar.paths:
+                    found.append(sidecar)
+        return _merge_sidecars(found, entry.path)
+
+    def _read_sidecar(self, side: Path, doc_path: Path) -> _Sidecar:
+        """The JSON object in the sidecar ``side`` of ``doc_path`` (empty if there is none), made JSON-safe.
 
         A sidecar that is there but cannot be read is an error naming it, never ignored (its label would be lost):
-        a name that differs from ``<stem>.json`` only in the case of its suffix (``<stem>.JSON``, also beside a
+        a name that differs from ``side`` only in the case of its suffix (``<stem>.JSON``, also beside a
         ``<stem>.json``), a symlink to nothing (or a loop), a folder, a FIFO, socket or device (never opened: a
-        FIFO would block), and a file that cannot be opened or read (no permission, an I/O error).
+        FIFO would block), and a file that cannot be opened or read (no permission, an I/O error).  A top-level
+        ``metadata`` object (LangChain's ``Document`` JSON shape, as on a JSONL line) holds metadata too
+        (:func:`_lift_metadata`).
         """
-        side = doc_path.with_suffix(SIDECAR_SUFFIX)
         names = self._sidecar_names(side)
         for name in names:
             if name != side.name:
                 beside = f", beside {side.name}" if side.name in names else ""
                 raise LoaderError(
-                    f"named like the sidecar of {doc_path.name} but with its suffix in another case{beside}; a "
-                    f"sidecar is named exactly {side.name}: rename or remove this file, so no label is ignored",
+                    f"named like the sidecar of {doc_path.name} but with its suffix in another case or spelling"
+                    f"{beside}; a sidecar is named exactly {side.name}: rename or remove this file, so no label is "
+                    "ignored",
                     path=side.with_name(name),
                 )
         try:
             info = os.stat(side)
         except FileNotFoundError:
             if not os.path.lexists(side):
-                return {}
+                return _Sidecar.empty()
             raise LoaderError(
                 f"sidecar of {doc_path.name} is a symlink to nothing ({os.readlink(side)!r}); its labels cannot "
                 "be read",
@@ -478,19 +580,39 @@ class CorpusLoader(BaseLoader):
                 line=text.count("\n", 0, first) + 1,
             )
         line_of = _json_line_of(text[start:])
-        labels = hook.labels_and_duplicates([data], side, line_of)
+        data, labels = _lift_metadata(data, hook, side, line_of)
         out = _Sidecar(_to_metadata(data, side, lambda key: line_of(key, 0, True)))
-        out.lines = {key: line for depth, key, line in reversed(_json_keys(text[start:])) if depth == 1}
+        keys = sorted(_json_keys(text[start:]), key=lambda item: item[0] != 1)  # top-level keys first
+        out.lines = {}
+        for _, key, line in keys:
+            out.lines.setdefault(key, line)
         label = _source_label(labels, side)
         if label is not None:
             out[SENSITIVITY_KEY] = label
             if labels[0][2] is not None:
                 out.lines.setdefault(SENSITIVITY_KEY, labels[0][2])
+        out.paths = dict.fromkeys(out, side)
         return out
 
+    def _may_exist(self, side: Path) -> bool:
+        """Whether ``side`` may be there: ``False`` only when one listing of its folder per pass has no name equal to
+        it up to case and Unicode normalization (as a case-insensitive or normalizing file system would match it).
+        Spares a ``stat`` per absent sidecar."""
+        folder = str(side.parent)
+        if folder not in self._listed:
+            try:
+                listing: frozenset[str] | None = frozenset(_name_key(name) for name in os.listdir(folder))
+            except OSError:
+                listing = None
+            self._listed[folder] = listing
+        listed = self._listed[folder]
+        return listed is None or _name_key(side.name) in listed
+
     def _sidecar_names(self, side: Path) -> list[str]:
-        """The names in ``side``'s folder that are ``side.name`` up to the case of its suffix (``a.json``,
-        ``a.JSON``), from one listing of the folder per pass (``[]`` when the folder cannot be listed)."""
+        """The names in ``side``'s folder that are ``side.name`` up to the spelling of its suffix: its case, width,
+        look-alike letters, spaces or invisible characters around it (``a.json``, ``a.JSON``, ``a.JSОN`` with a
+        Cyrillic ``О``, ``"a.json "``; :func:`~langchain_ragspine.sensitivity.look_alike_capitals`), from one
+        listing of the folder per pass (``[]`` when the folder cannot be listed)."""
         folder = str(side.parent)
         names = self._json_names.get(folder)
         if names is None:
@@ -501,7 +623,8 @@ class CorpusLoader(BaseLoader):
                 listing = []
             for name in listing:
                 stem, suffix = os.path.splitext(name)
-                if suffix.lower() == SIDECAR_SUFFIX:
+                spelled = not suffix.isascii() or suffix != suffix.strip()  # else only its case can differ
+                if suffix.lower() == SIDECAR_SUFFIX or (spelled and look_alike_capitals(suffix) == _SIDECAR_CAPITALS):
                     names.setdefault(stem, []).append(name)
             self._json_names[folder] = names
         return sorted(names.get(side.stem, []))
@@ -518,13 +641,13 @@ class CorpusLoader(BaseLoader):
         self._check_decoded(text, path)
         start = 1 if text.startswith("\ufeff") else 0
         front, front_lines, body_offset = _split_front_matter(text, start, path)
-        sidecar = self._read_sidecar(path)
+        sidecar = self._read_sidecars(entry)
         body = text[body_offset:]
         if not body.strip():
             self._empty(str(path))
             return iter(())
         meta: dict[str, Any] = {**front, **sidecar}
-        origin = _Origin(path, sidecar, path.with_suffix(SIDECAR_SUFFIX), front_lines=front_lines)
+        origin = _Origin(path, sidecar, front_lines=front_lines)
         doc_id = _id_value(meta.get("doc_id"), origin, "doc_id") or entry.id_base
         title = _title_value(meta.get("title"), origin)
         if title is None and path.suffix.lower() in MARKDOWN_SUFFIXES:
@@ -543,16 +666,16 @@ class CorpusLoader(BaseLoader):
     def _open_jsonl(self, entry: _Entry) -> Iterator[tuple[Document, int | None]]:
         path = entry.path
         text = self._read_text(path)
-        sidecar = self._read_sidecar(path)
+        sidecar = self._read_sidecars(entry)
         if sidecar.get("doc_id") is not None:
             raise LoaderError(
                 "a sidecar of a .jsonl file applies to every line and cannot set doc_id "
                 f"(set it per line in {path.name})",
-                path=path.with_suffix(SIDECAR_SUFFIX),
+                path=sidecar.paths["doc_id"],
                 field="doc_id",
             )
         # check the sidecar's labels once here, rather than failing (or skipping) every line for them
-        origin = _Origin(path, sidecar, path.with_suffix(SIDECAR_SUFFIX))
+        origin = _Origin(path, sidecar)
         _title_value(sidecar.get("title"), origin)  # (its sensitivity was read by _read_sidecar)
         if not text.lstrip("\ufeff").strip():
             self._empty(str(path))
@@ -560,7 +683,7 @@ class CorpusLoader(BaseLoader):
         return self._jsonl_lines(entry, text, sidecar)
 
     def _jsonl_lines(
-        self, entry: _Entry, text: str, sidecar: dict[str, Any]
+        self, entry: _Entry, text: str, sidecar: _Sidecar
     ) -> Iterator[tuple[Document, int | None]]:
         for lineno, start, end in _line_spans(text):
             line = text[start:end]
@@ -577,7 +700,7 @@ class CorpusLoader(BaseLoader):
             if doc is not None:
                 yield doc, lineno
 
-    def _jsonl_doc(self, entry: _Entry, line: str, lineno: int, sidecar: dict[str, Any]) -> Document | None:
+    def _jsonl_doc(self, entry: _Entry, line: str, lineno: int, sidecar: _Sidecar) -> Document | None:
         path = entry.path
         hook = _PairsHook()
         obj = parse_json_object(
@@ -596,17 +719,12 @@ class CorpusLoader(BaseLoader):
         if not body.strip():
             self._empty(f"{path}:{lineno}")
             return None
-        nested = obj.pop("metadata", None)
-        labels = hook.labels_and_duplicates([obj, nested], path, lambda key, n, top: lineno)
-        if isinstance(nested, dict):  # LangChain's Document JSON shape: {"page_content"/"text", "metadata": {...}}
-            obj = {**nested, **obj}
-        elif nested is not None:
-            obj["metadata"] = nested
+        obj, labels = _lift_metadata(obj, hook, path, lambda key, n, top: lineno)
         fields = _to_metadata(obj, path, lambda key: lineno)
         label = _source_label(labels, path)
         if label is not None:
             fields[SENSITIVITY_KEY] = label
-        line_origin = _Origin(path, {}, path, line=lineno)
+        line_origin = _Origin(path, _Sidecar.empty(), line=lineno)
         doc_id: str | None = None
         for key in ("doc_id", "id", "_id"):
             doc_id = _id_value(fields.get(key), line_origin, key)
@@ -616,7 +734,7 @@ class CorpusLoader(BaseLoader):
             doc_id = f"{entry.id_base}:{lineno}"
         meta: dict[str, Any] = {**fields, **sidecar}
         meta.pop("body_offset", None)  # reserved: a line's chunk offsets index its decoded text (see locators)
-        origin = _Origin(path, sidecar, path.with_suffix(SIDECAR_SUFFIX), line=lineno)
+        origin = _Origin(path, sidecar, line=lineno)
         title = _title_value(meta.get("title"), origin)
         meta.update(
             source=f"{entry.rel.as_posix()}:{lineno}",
@@ -680,15 +798,58 @@ def _os_error(exc: OSError, path: Path, message: str) -> LoaderError:
     return LoaderError(f"{message}: {_os_reason(exc)}", path=path)
 
 
-def _walk(folder: Path, problem: Callable[[LoaderError], None]) -> list[Path]:
-    """Supported document files under ``folder``, hidden names and store directories skipped, sorted by path.
+#: What names one file: ``(st_dev, st_ino)`` (the path's real path where the file system gives no inode number).
+_Identity = tuple[int, int] | str
+
+
+def _identity(path: Path, info: os.stat_result) -> _Identity:
+    """The identity of the file ``path`` names (``info`` is its ``os.stat``, symlinks followed): every name of one
+    file — the file itself, a symlink to it, a hard link — has the same one."""
+    return (info.st_dev, info.st_ino) if info.st_ino else os.path.realpath(path)
+
+
+def real_path_inside(path: PathArg, root: PathArg) -> Path | None:
+    """The real path of ``path`` (every symlink followed, ``Path.resolve``) when it lies inside the real path of
+    ``root``, else ``None``: the one rule for "inside the corpus root", shared by :class:`CorpusLoader` (which loads
+    no file outside its root) and ``resolve_source_locator`` (which reads none).
+
+    Example:
+        >>> real_path_inside("corpus/link.md", "corpus")  # doctest: +SKIP
+        PosixPath('/data/corpus/notes/link-target.md')
+    """
+    real_root = Path(root).resolve()
+    real = Path(os.path.abspath(path)).resolve()
+    return real if real.is_relative_to(real_root) else None
+
+
+def names_of(path: PathArg, root: PathArg) -> list[Path]:
+    """Every name below ``root`` that a folder walk of :class:`CorpusLoader` loads as the same file as ``path`` (a
+    symlink to it, a hard link, the file itself), in walk order: the names whose sidecars give the file's label
+    when ``root`` is loaded.  ``resolve_source_locator`` reads them, so it refuses what the loader labels
+    RESTRICTED, whichever name a locator uses.  Folders that cannot be listed are left out.
+
+    Raises:
+        OSError: ``path`` cannot be read (``FileNotFoundError`` when missing).
+    """
+    target = _identity(Path(path), os.stat(path))
+    root = Path(root)
+    walked = _walk(root, root, lambda err: None, lambda link: None)
+    return [file for file, ident, _ in walked if ident == target]
+
+
+def _walk(
+    folder: Path, root: Path, problem: Callable[[LoaderError], None], outside: Callable[[Path], None]
+) -> list[tuple[Path, _Identity, bool]]:
+    """``(file, identity, is a symlink)`` for each supported document file under ``folder``, hidden names and store
+    directories skipped, sorted by path.
 
     The walk keeps its own stack of folders (no recursion), so any depth the file system allows is walked. A folder
     that cannot be listed, or a file whose type cannot be read (``OSError``: permission denied, a name too long), is
     passed to ``problem`` as a :class:`LoaderError` naming it — which raises, or records it and the walk goes on
-    without it (``on_error="skip"``).
+    without it (``on_error="skip"``).  Symlinked folders are not followed; a symlink (to a file or a folder) whose
+    real path is outside the real path of ``root`` (:func:`real_path_inside`) is passed to ``outside`` and left out.
     """
-    found: list[tuple[tuple[str, ...], Path]] = []
+    found: list[tuple[tuple[str, ...], Path, _Identity, bool]] = []
     todo = [folder]
     while todo:
         base = todo.pop()
@@ -705,28 +866,48 @@ def _walk(folder: Path, problem: Callable[[LoaderError], None]) -> list[Path]:
             if name.startswith("."):
                 continue
             try:
+                linked = entry.is_symlink()
                 is_dir = entry.is_dir()
-                linked = is_dir and entry.is_symlink()
             except OSError:
-                is_dir = linked = False  # as os.walk: read as a file below
+                linked = is_dir = False  # as os.walk: read as a file below
+            suffix = os.path.splitext(name)[1].lower()
+            supported = suffix in TEXT_SUFFIXES or suffix == JSONL_SUFFIX
+            if linked and (is_dir or supported) and real_path_inside(base / name, root) is None:
+                outside(base / name)
+                continue
             if is_dir:
                 if not linked:  # symlinked folders are not followed
                     todo.append(base / name)
                 continue
-            suffix = os.path.splitext(name)[1].lower()
-            if suffix in TEXT_SUFFIXES or suffix == JSONL_SUFFIX:
+            if supported:
                 file = base / name
                 try:
-                    regular = stat.S_ISREG(file.stat().st_mode)
+                    info = file.stat()
                 except OSError as exc:
                     if exc.errno not in _ABSENT:
                         problem(_os_error(exc, file, "cannot read this file"))
-                        continue
-                    regular = False  # a dangling symlink or a symlink loop (as Path.is_file), or removed since
-                if regular:
-                    found.append((file.relative_to(folder).parts, file))
+                    continue  # else a dangling symlink or a symlink loop (as Path.is_file), or removed since
+                if stat.S_ISREG(info.st_mode):
+                    found.append((file.relative_to(folder).parts, file, _identity(file, info), linked))
     found.sort(key=lambda item: item[0])
-    return [file for _, file in found]
+    return [(file, ident, linked) for _, file, ident, linked in found]
+
+
+def _name_key(name: str) -> str:
+    """A file name as a case-insensitive, normalizing file system compares it: NFC, case-folded."""
+    return unicodedata.normalize("NFC", name).casefold()
+
+
+def _distinct_names(path: Path, others: Sequence[Path]) -> tuple[Path, ...]:
+    """``others`` without ``path`` and without repeats (the same path given twice is one name), in order."""
+    seen = {os.path.abspath(path)}
+    out: list[Path] = []
+    for other in others:
+        key = os.path.abspath(other)
+        if key not in seen:
+            seen.add(key)
+            out.append(other)
+    return tuple(out)
 
 
 def _default_ids(found: Sequence[tuple[Path, Path, PurePosixPath]]) -> list[_Entry]:
@@ -810,9 +991,10 @@ def _line_spans(text: str) -> Iterator[tuple[int, int, int]]:
 #: Where a line ends, for front matter: ``\n``, ``\r\n``, a lone ``\r`` and the other line boundaries of
 #: ``str.splitlines`` (VT, FF, FS, GS, RS, NEL, LINE SEPARATOR, PARAGRAPH SEPARATOR).
 _LINE_BREAK = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
-#: What ends a YAML key on a line: a ``:`` followed by whitespace, the end or a flow indicator; and the flow
-#: indicators that start a new key (``{title: T, sensitivity: X}``).
-_YAML_KEY_END = re.compile(r":(?=\s|$|[,}\]])|[{},\[\]]")
+#: What ends a key on a line that looks like metadata: a ``:`` (YAML's needs whitespace after it; a reader's does
+#: not: ``sensitivity:RESTRICTED``) or TOML's ``=``; and the flow indicators that start a new key
+#: (``{title: T, sensitivity: X}``, ``[params]``).
+_KEY_END = re.compile(r"[:=]|[{},\[\]]")
 #: Where a YAML comment starts: a ``#`` at the start of a line or after whitespace.
 _YAML_COMMENT = re.compile(r"(?:^|\s)#")
 
@@ -862,33 +1044,58 @@ def _fence(line: str) -> str | None:
     return mark if len(mark) == 3 else None
 
 
-def _sensitivity_line(
-    text: str, spans: Sequence[tuple[int, int, int]], first_line: int
-) -> tuple[int, str] | None:
-    """``(line, key)`` of the first line among ``spans`` (numbered from ``first_line``) holding a YAML key that names
-    the sensitivity label (:func:`~langchain_ragspine.sensitivity.is_sensitivity_key`) — block or flow style, quoted
-    or not, after a ``-`` or ``?`` indicator; comments are not read — else ``None``.  Linear in the text's length."""
-    for n, (s, e, _) in enumerate(spans):
+def _line_keys(line: str) -> Iterator[str]:
+    """The keys a line that looks like metadata sets, as a reader would take them: YAML ``key: value`` (block or flow
+    style, quoted or not, after a ``-`` or ``?`` indicator; also ``key:value``), TOML ``key = value`` (a dotted key
+    also gives its last part: ``params.sensitivity``), in any width (NFKC: ``sensitivity：`` with a full-width
+    colon); a ``#`` comment is not read.  Linear in the line's length."""
+    line = unicodedata.normalize("NFKC", line)
+    if ":" not in line and "=" not in line:
+        return
+    comment = _YAML_COMMENT.search(line)
+    if comment is not None:
+        line = line[: comment.start()]
+    key_start = 0
+    for m in _KEY_END.finditer(line):
+        if m.group() in ":=":
+            key = line[key_start : m.start()].strip().lstrip("-? \t").strip()
+            if key[:1] == '"' and key[-1:] == '"':
+                try:
+                    key = json.loads(key)
+                except ValueError:
+                    key = key[1:-1]
+            elif key[:1] == "'" and key[-1:] == "'":
+                key = key[1:-1].replace("''", "'")
+            yield key
+            if "." in key:
+                yield key.rsplit(".", 1)[1]
+        key_start = m.end()
+
+
+def _prose(line: str) -> bool:
+    """Whether ``line`` is text of a document's body rather than a line of metadata: its first visible character is
+    a letter, a digit or a ``#`` (a Markdown heading), and it sets no key (:func:`_line_keys`).  A blank line, a
+    line of marks (``---``, ``+++``, ``----``, ``－－－``, ``———``), a directive (``%YAML 1.2``), a comment
+    (``<!-- x -->``) and a ``key: value`` line are not prose."""
+    first = next((ch for ch in line if not _invisible(ch)), None)
+    if first is None or not (first == "#" or unicodedata.category(first)[0] in "LN"):
+        return False
+    return next(_line_keys(line), None) is None
+
+
+def _head_label(text: str, start: int, first_line: int) -> tuple[int, str] | None:
+    """``(line, key)`` of the first line of the *head* of ``text[start:]`` (lines numbered from ``first_line``) that
+    sets a key naming the sensitivity label (:func:`~langchain_ragspine.sensitivity.is_sensitivity_key`), else
+    ``None``.  The head is every line before the first line of prose (:func:`_prose`): where a reader, or another
+    tool (Hugo's ``+++`` TOML, a YAML document with a directive or a tag, MultiMarkdown's ``Key: value`` lines),
+    would look for a document's metadata.  Reads only the head."""
+    for n, (s, e, _) in enumerate(_lines(text, start)):
         line = text[s:e]
-        if ":" not in line:
-            continue
-        comment = _YAML_COMMENT.search(line)
-        if comment is not None:
-            line = line[: comment.start()]
-        key_start = 0
-        for m in _YAML_KEY_END.finditer(line):
-            if m.group() == ":":
-                key = line[key_start : m.start()].strip().lstrip("-? \t").strip()
-                if key[:1] == '"' and key[-1:] == '"':
-                    try:
-                        key = json.loads(key)
-                    except ValueError:
-                        key = key[1:-1]
-                elif key[:1] == "'" and key[-1:] == "'":
-                    key = key[1:-1].replace("''", "'")
-                if is_sensitivity_key(key):
-                    return first_line + n, key
-            key_start = m.end()
+        if _prose(line):
+            return None
+        for key in _line_keys(line):
+            if is_sensitivity_key(key):
+                return first_line + n, key
     return None
 
 
@@ -903,26 +1110,30 @@ def _split_front_matter(text: str, start: int, path: Path) -> tuple[dict[str, An
     invisible characters such as a second BOM or a zero-width space around it, and a ``#`` comment after it, are
     ignored) and closes at the next ``---`` or ``...`` fence line.  Lines end at ``\\n``, ``\\r\\n``, a lone ``\\r``
     or another Unicode line boundary (:data:`_LINE_BREAK`), so a file with classic Mac line ends has front matter
-    too; the offsets count the file as stored.  A ``---`` block after blank (or invisible) lines is not front
-    matter (as in Jekyll: its text is the body), but when it holds a sensitivity key the file is refused, naming
-    that line — a label must never be indexed as the body of a document that then gets the default label.
+    too; the offsets count the file as stored.
+
+    Anything else that looks like metadata is not front matter, and a label in it would be indexed as the body of a
+    document with the default label, so the file is refused when the head of its body (:func:`_head_label`: the
+    lines before its first line of prose) sets a sensitivity key: a ``---`` block after blank lines (in Jekyll, body
+    text), another opener (``+++`` TOML, ``--- !!map``, ``%YAML 1.2`` then ``---``, ``----``, ``－－－``, ``———``, a
+    ``<!-- comment -->`` first), ``sensitivity: RESTRICTED`` as the first line, and a second ``---`` block right
+    after the front matter.
 
     Raises:
         LoaderError: the YAML is malformed (its line), the block is never closed, it is not a mapping, a value
-            is not JSON-serialisable (the field and its line), or a ``---`` block after blank lines sets the
-            sensitivity label (that line, field ``sensitivity``).
+            is not JSON-serialisable (the field and its line), or the head of the body sets the sensitivity label
+            outside front matter (that line, field ``sensitivity``).
     """
     lines = _lines(text, start)
-    opened, block_start = 0, start  # the fence's line number, and where the line after it starts
-    for s, e, after in lines:
-        opened += 1
-        if _fence(text[s:e]) == "---":
-            block_start = after
-            break
-        if not _blank(text[s:e]):
-            return {}, {}, start  # the first line with anything visible is no fence: no front matter
-    else:
+    first = next(
+        ((n, s, e, after) for n, (s, e, after) in enumerate(lines, 1) if not _blank(text[s:e])), None
+    )
+    if first is None:
         return {}, {}, start  # empty, or blank lines only
+    opened, s, e, block_start = first
+    if opened > 1 or _fence(text[s:e]) != "---":
+        _refuse_head_label(text, start, 1, path, text[s:e], opened)
+        return {}, {}, start
     block: list[tuple[int, int, int]] = []
     closed_at: int | None = None
     for s, e, after in lines:
@@ -930,24 +1141,47 @@ def _split_front_matter(text: str, start: int, path: Path) -> tuple[dict[str, An
             closed_at = after
             break
         block.append((s, e, after))
-    if opened > 1:  # blank lines before the fence: not front matter, unless it would hide a label
-        found = _sensitivity_line(text, block, opened + 1)
-        if found is not None:
-            raise LoaderError(
-                f"sets {found[1]!r} in a '---' block (line {opened}) that is not front matter because "
-                f"{opened - 1} blank line(s) come before it; front matter must open on the first line, so this "
-                "label would be indexed as text of a document with the default label — remove the blank lines",
-                path=path,
-                line=found[0],
-                field=SENSITIVITY_KEY,
-            )
-        return {}, {}, start
     if closed_at is None:
         raise LoaderError(
             "YAML front matter opened on this line is never closed by a '---' or '...' line", path=path, line=1
         )
     yaml_text = text[block_start : block[-1][2] if block else block_start]
-    return (*_parse_front_matter(yaml_text, path), closed_at)
+    meta, key_lines = _parse_front_matter(yaml_text, path)
+    _refuse_head_label(text, closed_at, len(block) + 3, path, None, 0)
+    return meta, key_lines, closed_at
+
+
+def _refuse_head_label(
+    text: str, start: int, first_line: int, path: Path, opener: str | None, opened: int
+) -> None:
+    """Raise the :class:`LoaderError` for a sensitivity key in the head of ``text[start:]`` (:func:`_head_label`),
+    saying why it is not front matter: ``opener`` is the first visible line of a file without front matter (on line
+    ``opened``), ``None`` for the body after front matter (which closed on line ``first_line - 1``)."""
+    found = _head_label(text, start, first_line)
+    if found is None:
+        return
+    line, key = found
+    if opener is None:
+        why = f"after the front matter closed on line {first_line - 1}, which is not front matter (one block is read)"
+    elif opened > 1 and _fence(opener) == "---":
+        why = (
+            f"in a '---' block (line {opened}) that is not front matter because {opened - 1} blank line(s) come "
+            "before it — remove the blank lines"
+        )
+    else:
+        why = (
+            f"before the document's text, which is not front matter: line {opened} ({opener.strip()[:40]!r}) does "
+            "not open front matter, a YAML block opened by a '---' line alone as the first line and closed by '---' "
+            "or '...'"
+        )
+    raise LoaderError(
+        f"sets {key!r} {why}; this label would be indexed as text of a document with the default label, so the "
+        f"file is refused: move the label into front matter or a sidecar {path.stem}.json (if the line is text, "
+        "start the document with a heading or other text)",
+        path=path,
+        line=line,
+        field=SENSITIVITY_KEY,
+    )
 
 
 def _parse_front_matter(yaml_text: str, path: Path) -> tuple[dict[str, Any], dict[str, int]]:
@@ -989,14 +1223,13 @@ class _Origin:
     """Where a metadata key came from, for messages: the sidecar if it has the key, else the document."""
 
     path: Path
-    sidecar: Mapping[str, Any]
-    sidecar_path: Path
+    sidecar: _Sidecar
     front_lines: Mapping[str, int] | None = None
     line: int | None = None
 
     def error(self, key: str, reason: str) -> LoaderError:
         if key in self.sidecar:
-            return LoaderError(reason, path=self.sidecar_path, field=key)
+            return LoaderError(reason, path=self.sidecar.paths[key], field=key)
         line = self.line if self.front_lines is None else self.front_lines.get(key)
         return LoaderError(reason, path=self.path, line=line, field=key)
 
@@ -1084,7 +1317,7 @@ def _source_label(occurrences: Sequence[_LabelAt], path: Path) -> str | None:
     return label
 
 
-def _merged_sensitivity(document: Mapping[str, Any], sidecar: Mapping[str, Any], origin: _Origin) -> str:
+def _merged_sensitivity(document: Mapping[str, Any], sidecar: _Sidecar, origin: _Origin) -> str:
     """The label of a document whose own metadata and sidecar may both set one (each already read by
     :func:`_source_label`).
 
@@ -1096,7 +1329,7 @@ def _merged_sensitivity(document: Mapping[str, Any], sidecar: Mapping[str, Any],
     label = most_restrictive(present) if present else DEFAULT_SENSITIVITY
     own_at = _at(origin.path, origin.line if origin.front_lines is None else origin.front_lines.get(SENSITIVITY_KEY))
     if own is not None and side is not None and normalize_label(own) != normalize_label(side):
-        side_at = _at(origin.sidecar_path, getattr(sidecar, "lines", {}).get(SENSITIVITY_KEY))
+        side_at = _at(sidecar.paths[SENSITIVITY_KEY], sidecar.lines.get(SENSITIVITY_KEY))
         _warn(
             f"{own_at}: sensitivity {own!r} in the document and {side!r} in its sidecar {side_at} disagree; "
             f"keeping {label} (the most restrictive)"
@@ -1110,9 +1343,66 @@ def _merged_sensitivity(document: Mapping[str, Any], sidecar: Mapping[str, Any],
 
 
 class _Sidecar(dict[str, Any]):
-    """A sidecar's metadata, with the 1-based line of each top-level key in :attr:`lines` (for messages)."""
+    """A sidecar's metadata (of one file, or of several merged), with the 1-based line of each key in :attr:`lines`
+    and the file each key comes from in :attr:`paths` (for messages)."""
 
     lines: dict[str, int]
+    paths: dict[str, Path]
+
+    @classmethod
+    def empty(cls) -> _Sidecar:
+        """No sidecar: no metadata."""
+        out = cls()
+        out.lines, out.paths = {}, {}
+        return out
+
+
+def _merge_sidecars(sidecars: Sequence[_Sidecar], doc_path: Path) -> _Sidecar:
+    """The metadata of several sidecars of one document, the first one first (:meth:`CorpusLoader._read_sidecars`:
+    ``<name>.json`` before ``<stem>.json``, the name loaded before the real path and the other names).
+
+    For ``sensitivity`` the most restrictive label wins; for every other key, the first sidecar that sets it.  When
+    two sidecars set a key to different values, a :class:`LoaderWarning` names both files.
+    """
+    if len(sidecars) == 1:
+        return sidecars[0]
+    out = _Sidecar.empty()
+    labels: list[str] = []
+    for sidecar in sidecars:
+        for key, value in sidecar.items():
+            if key == SENSITIVITY_KEY:
+                labels.append(value)
+            if key not in out:
+                out[key], out.paths[key] = value, sidecar.paths[key]
+                if key in sidecar.lines:
+                    out.lines[key] = sidecar.lines[key]
+            elif out[key] != value:
+                keep = most_restrictive(labels) if key == SENSITIVITY_KEY else out[key]
+                _warn(
+                    f"{doc_path}: its sidecars {out.paths[key]} and {sidecar.paths[key]} set {key!r} to "
+                    f"{out[key]!r} and {value!r}; keeping {keep!r}"
+                    + (" (the most restrictive)" if key == SENSITIVITY_KEY else " (the first)")
+                )
+    if labels:
+        out[SENSITIVITY_KEY] = most_restrictive(labels)
+    return out
+
+
+def _lift_metadata(
+    obj: dict[str, Any], hook: _PairsHook, path: Path, line_of: Callable[[str, int, bool], int | None]
+) -> tuple[dict[str, Any], list[_LabelAt]]:
+    """``(fields, labels)`` of a JSON object holding metadata (a JSONL line, a sidecar): a top-level ``metadata``
+    object — LangChain's ``Document`` JSON shape, ``{"page_content"/"text": ..., "metadata": {...}}`` — holds
+    metadata too, under the top-level keys (which win); any other ``metadata`` value stays a field.  ``labels`` are
+    the sensitivity keys of both objects, top level first (:meth:`_PairsHook.labels_and_duplicates`, which warns
+    about duplicate keys)."""
+    nested = obj.pop("metadata", None)
+    labels = hook.labels_and_duplicates([obj, nested], path, line_of)
+    if isinstance(nested, dict):
+        obj = {**nested, **obj}
+    elif nested is not None:
+        obj["metadata"] = nested
+    return obj, labels
 
 
 _JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:]')
@@ -1251,6 +1541,7 @@ def _to_metadata(data: Mapping[Any, Any], path: Path, line_of: Callable[[str], i
     for key, value in data.items():
         if not isinstance(key, str):
             raise _key_error(f"metadata keys must be strings, got {type(key).__name__}", path, line_of(str(key)), str(key))
+        _check_surrogates(key, key, path, line_of(key))  # a key is text too (it could be the label's)
         converted = _jsonable(value, key, path, line_of(key))
         # `Ｓｅｎｓｉｔｉｖｉｔｙ:` is still the label; the caller sets its value from every such key (_source_label)
         out[SENSITIVITY_KEY if is_sensitivity_key(key) else key] = converted
@@ -1277,6 +1568,7 @@ def _jsonable(value: Any, where: str, path: Path, line: int | None) -> Any:
         for k, v in value.items():
             if not isinstance(k, str):
                 raise _key_error(f"nested key {k!r} is a {type(k).__name__}; JSON keys must be strings", path, line, where)
+            _check_surrogates(k, f"{where}.{k}", path, line)
             out[k] = _jsonable(v, f"{where}.{k}", path, line)
         return out
     raise LoaderError(
@@ -1293,7 +1585,8 @@ def _check_surrogates(text: str, where: str, path: Path, line: int | None) -> No
     m = _LONE_SURROGATE.search(text)
     if m is not None:
         raise LoaderError(
-            f"contains a lone UTF-16 surrogate U+{ord(m.group()):04X} (an unpaired \\u escape?), which is not text",
+            f"contains a lone UTF-16 surrogate U+{ord(m.group()):04X}, which is not text (an unpaired \\u escape, or "
+            "a pair in YAML, which reads each \\u escape alone: write the character itself or a \\U escape)",
             path=path,
             line=line,
             field=where,

@@ -32,7 +32,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from langchain_ragspine.document_loaders.corpus import CorpusLoader
+from langchain_ragspine.document_loaders.corpus import CorpusLoader, names_of, real_path_inside
 from langchain_ragspine.errors import LoaderError, json_type_name
 from langchain_ragspine.sensitivity import is_restricted
 
@@ -142,8 +142,10 @@ def resolve_source_locator(
         encoding: the loader's encoding (default ``"utf-8"``).
         allow_restricted: return the text of a RESTRICTED source too (default ``False``).  The source's labels are
             read as :class:`~langchain_ragspine.document_loaders.CorpusLoader` reads them (front matter, sidecar,
-            the JSONL line's fields; :func:`~langchain_ragspine.sensitivity.is_restricted` decides), from the path
-            as the loader saw it and, for a symlink, from the file it points to as well.
+            the JSONL line's fields; :func:`~langchain_ragspine.sensitivity.is_restricted` decides), from every
+            name the file has below ``root`` — the locator's path, symlinks and hard links to the same file, its real
+            path — as the loader reads them when it loads ``root``, so the locator of any name is refused when the
+            loader labels the file RESTRICTED.  Finding the other names walks ``root`` (as the loader does).
 
     Returns:
         The cited text; equal to the chunk's ``page_content`` while the file is unchanged since it was loaded.
@@ -172,12 +174,13 @@ def resolve_source_locator(
             f"source locator {str(loc)!r} ends past the {where} ({len(text)} characters): changed since it was loaded?"
         )
     if not allow_restricted:
-        _refuse_restricted(loc, [Path(root) / loc.path, path], encoding)
+        _refuse_restricted(loc, root, encoding)
     return text[loc.start : loc.end]
 
 
 def _inside_root(loc: SourceLocator, root: str | os.PathLike[str]) -> Path:
-    """The real path (symlinks followed) of ``root / loc.path``, refusing one outside the real path of ``root``.
+    """The real path (symlinks followed) of ``root / loc.path``, refusing one outside the real path of ``root`` (the
+    loader's rule: :func:`~langchain_ragspine.document_loaders.corpus.real_path_inside`).
 
     Raises:
         ValueError: the path is absolute, has a ``..`` part, or resolves outside ``root``.
@@ -185,9 +188,8 @@ def _inside_root(loc: SourceLocator, root: str | os.PathLike[str]) -> Path:
     rel = PurePosixPath(loc.path)
     if rel.is_absolute() or ".." in rel.parts:
         raise ValueError(f"source locator path must be relative to the corpus root, got {loc.path!r}")
-    real_root = Path(root).resolve()
-    path = (real_root / rel).resolve()
-    if not path.is_relative_to(real_root):
+    path = real_path_inside(Path(root) / rel, root)
+    if path is None:
         raise ValueError(
             f"source locator {str(loc)!r} leaves the corpus root {os.fspath(root)!r}: {loc.path!r} resolves to a "
             "file outside it (through a symlink)"
@@ -195,28 +197,39 @@ def _inside_root(loc: SourceLocator, root: str | os.PathLike[str]) -> Path:
     return path
 
 
-def _refuse_restricted(loc: SourceLocator, paths: list[Path], encoding: str) -> None:
-    """Raise :class:`RestrictedSourceError` when the source at any of ``paths`` (the path as the loader saw it, the
-    file it resolves to) is RESTRICTED, or the loader yields no document for it (its labels cannot be read)."""
-    for path in dict.fromkeys(paths):
-        # one file is loaded as a whole (its metadata problem is raised); a JSONL file up to the line, skipping
-        # problems of other lines (the loader warns about them), as an ingest with on_error="skip" would
-        loader = CorpusLoader(path, encoding=encoding, on_error="raise" if loc.line is None else "skip")
-        doc = next((d for d in loader.lazy_load() if loc.line is None or d.metadata.get("line") == loc.line), None)
-        if doc is None:
-            why = "; ".join(reason for _, line, reason in loader.stats.skipped if line in (None, loc.line))
-            raise RestrictedSourceError(
-                f"source locator {str(loc)!r}: the loader yields no document for {loc.source!r}"
-                f"{f' ({why})' if why else ''}, so its sensitivity label cannot be read; refusing its text (pass "
-                "allow_restricted=True to read it anyway)",
-                locator=str(loc),
-            )
-        if is_restricted(doc.metadata):
-            raise RestrictedSourceError(
-                f"source locator {str(loc)!r} names a RESTRICTED source ({loc.source!r}); its text is returned only "
-                "with allow_restricted=True",
-                locator=str(loc),
-            )
+def _refuse_restricted(loc: SourceLocator, root: str | os.PathLike[str], encoding: str) -> None:
+    """Raise :class:`RestrictedSourceError` when the source is RESTRICTED as the loader labels it, or the loader
+    yields no document for it (its labels cannot be read).
+
+    The loader is given the path as the locator names it and every other name of the same file below ``root``
+    (:func:`~langchain_ragspine.document_loaders.corpus.names_of`: symlinks, hard links), so it reads the sidecars
+    of all of them — and of the real path — as it does when it loads ``root``."""
+    given = Path(root) / loc.path
+    # one file is loaded as a whole (its metadata problem is raised); a JSONL file up to the line, skipping problems
+    # of other lines (the loader warns about them), as an ingest with on_error="skip" would
+    loader = CorpusLoader(
+        [given, *names_of(given, root)],
+        root=root,
+        encoding=encoding,
+        on_error="raise" if loc.line is None else "skip",
+    )
+    doc = next(
+        (d for d in loader.lazy_load() if loc.line is None or d.metadata.get("line") == loc.line), None
+    )
+    if doc is None:
+        why = "; ".join(reason for _, line, reason in loader.stats.skipped if line in (None, loc.line))
+        raise RestrictedSourceError(
+            f"source locator {str(loc)!r}: the loader yields no document for {loc.source!r}"
+            f"{f' ({why})' if why else ''}, so its sensitivity label cannot be read; refusing its text (pass "
+            "allow_restricted=True to read it anyway)",
+            locator=str(loc),
+        )
+    if is_restricted(doc.metadata):
+        raise RestrictedSourceError(
+            f"source locator {str(loc)!r} names a RESTRICTED source ({loc.source!r}); its text is returned only "
+            "with allow_restricted=True",
+            locator=str(loc),
+        )
 
 
 def _jsonl_text(text: str, line: int, path: Path) -> str:

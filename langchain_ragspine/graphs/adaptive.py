@@ -47,6 +47,7 @@ from langchain_ragspine.chains.answer import (
 )
 from langchain_ragspine.document_compressors.restricted import RestrictedGate
 from langchain_ragspine.documents import doc_key
+from langchain_ragspine.graphs.conversation import DEFAULT_HISTORY_TURNS
 from langchain_ragspine.graphs.graders import Graders
 from langchain_ragspine.graphs.nodes import (
     NOSTREAM,
@@ -59,11 +60,13 @@ from langchain_ragspine.graphs.nodes import (
     message_text,
     new_graph,
     prepare,
+    progress,
     refuse,
     reply,
     respond_directly,
     run_compressors,
     run_retrieval,
+    search_question,
     wants_no_retrieval,
 )
 from langchain_ragspine.graphs.nodes import route_after_grading as corrective_route
@@ -195,8 +198,9 @@ def merge_sub_answers_text(sub_answers: list[SubAnswer]) -> tuple[str, list[Any]
 def classify(state: AdaptiveRAGState, *, parts: GraphParts) -> dict[str, Any]:
     """Node ``classify``: the route — ``"none"`` (small talk only), ``"single"`` or ``"decompose"`` — by
     :func:`~langchain_ragspine.graphs.query_analysis.classify_question`, or by the LLM (an unparsable reply keeps
-    the heuristic's route)."""
-    question = state.get("original_query") or ""
+    the heuristic's route).  A chat follow-up is classified by its standalone question
+    (:func:`~langchain_ragspine.graphs.nodes.search_question`)."""
+    question = search_question(state)
     heuristic = classify_question(question)
     route, how = heuristic, "heuristic"
     if parts.llm is not None:
@@ -211,14 +215,15 @@ def classify(state: AdaptiveRAGState, *, parts: GraphParts) -> dict[str, Any]:
         skip, _ = wants_no_retrieval(question, None)
         if not skip:  # only small talk goes without documents
             route, how = ("single" if heuristic == "none" else heuristic), how + "+guard"
+    progress("routed", route=route)
     return {"route": route, "trace": [{"step": "classify", "route": route, "how": how}]}
 
 
 def decompose(state: AdaptiveRAGState, *, parts: GraphParts) -> dict[str, Any]:
     """Node ``decompose``: at most :data:`MAX_SUB_QUESTIONS` sub-questions (the LLM's, each sharing a content
     token with the question, else :func:`~langchain_ragspine.graphs.query_analysis.split_question`); fewer than
-    two means none (the single path)."""
-    question = state.get("original_query") or ""
+    two means none (the single path).  A chat follow-up's standalone question is what is decomposed."""
+    question = search_question(state)
     subs: list[str] = []
     how = "heuristic"
     if parts.llm is not None:
@@ -248,12 +253,14 @@ def answer_sub_question(task: SubQuestionTask, *, parts: GraphParts) -> dict[str
     kept, raw, _info = run_retrieval(parts.retriever, question, filters=task.get("filters"), k=task.get("k", parts.k))
     gated = merge_documents([], list(_GATE.compress_documents(kept, question)))  # one per chunk_id
     entry: dict[str, Any] = {"step": "answer_sub_question", "index": index, "retrieved": len(gated)}
+    progress("retrieved", count=len(gated), query=question, index=index)
     if parts.compressors:
         gated, steps, _ = run_compressors(parts.compressors, gated, question)
         entry["compressors"] = steps
     verdicts = parts.graders.relevant_many(question, gated)
     relevant = [d for d, v in zip(gated, verdicts, strict=True) if v == "yes"]
     entry["relevant"] = len(relevant)
+    progress("graded", graded=len(gated), relevant=len(relevant), index=index)
     if len(raw) != entry["retrieved"]:
         entry["restricted_dropped"] = len(raw) - entry["retrieved"]
     if not relevant:
@@ -263,6 +270,7 @@ def answer_sub_question(task: SubQuestionTask, *, parts: GraphParts) -> dict[str
         }
         return {"sub_answers": [refused], "trace": [entry]}
     shown = prepare_context(relevant, max_docs=parts.max_docs, lost_in_the_middle=parts.lost_in_the_middle)
+    progress("answering", passages=len(shown), index=index)
     out = parts.chain.invoke({"question": question, "documents": shown})
     answer = str(out.get("answer") or "")
     citations = [c for c in out.get("citations") or [] if 1 <= int(c.get("n", 0)) <= len(shown)]
@@ -287,7 +295,7 @@ def merge_answers(state: AdaptiveRAGState) -> dict[str, Any]:
             entry["fallback"] = "single"
             return {
                 "fallbacks": used + 1,
-                "search_query": state.get("original_query") or "",
+                "search_query": search_question(state),
                 "documents": replace([]),
                 "retry_reason": None,
                 "trace": [entry],
@@ -297,6 +305,7 @@ def merge_answers(state: AdaptiveRAGState) -> dict[str, Any]:
         update["trace"] = [entry] + update["trace"]
         return update
     answer, citations, documents = merge_sub_answers_text(subs)
+    progress("answered", cited=[c["n"] for c in citations], mode="merged")
     return {
         "answer": answer,
         "citations": citations,
@@ -305,7 +314,7 @@ def merge_answers(state: AdaptiveRAGState) -> dict[str, Any]:
         "mode": "merged",
         "unsupported_sentences": [x for s in answered for x in s.get("unsupported_sentences", [])],
         "warning": next((s["warning"] for s in answered if s.get("warning")), None),
-        **reply(state, answer),
+        **reply(state, answer, citations=citations, mode="merged"),
         "trace": [entry],
     }
 
@@ -359,6 +368,8 @@ def build_adaptive_rag(
     prompts: GraphPrompts | None = None,
     compressors: Sequence[BaseDocumentCompressor] | None = None,
     checkpointer: Any = None,
+    condense_question: bool = True,
+    history_turns: int = DEFAULT_HISTORY_TURNS,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Compile the adaptive RAG graph (see the module docstring for the routes).
 
@@ -368,7 +379,8 @@ def build_adaptive_rag(
     ``→ merge_answers``.
 
     Args: as :func:`~langchain_ragspine.graphs.build_corrective_rag` (``max_retries`` bounds the single path;
-    sub-question branches do not retry).  Filters are kept on every route (sub-questions and the fallback search
+    sub-question branches do not retry; a chat follow-up's standalone question is what is classified and
+    decomposed).  Filters are kept on every route (sub-questions and the fallback search
     with the run's ``filters``); only the single path's corrective loop may drop them, and only with
     ``relax_filters=True`` (default ``False``), reported as in the corrective graph.
 
@@ -385,12 +397,13 @@ def build_adaptive_rag(
 
     Raises:
         TypeError / ValueError: a bad ``retriever``, ``llm``, ``graders``, ``max_retries``, ``relax_filters``, ``k``,
-            ``prompts`` or ``compressors``.
+            ``prompts``, ``compressors``, ``condense_question`` or ``history_turns``.
     """
     parts = make_parts(
         retriever, llm, max_retries=max_retries, relax_filters=relax_filters, graders=graders,
         answer_chain=answer_chain, k=k, max_docs=max_docs, lost_in_the_middle=lost_in_the_middle,
-        tokenizer=tokenizer, prompts=prompts, compressors=compressors,
+        tokenizer=tokenizer, prompts=prompts, compressors=compressors, condense_question=condense_question,
+        history_turns=history_turns,
     )
     builder = new_graph(AdaptiveRAGState, AdaptiveRAGOutput)
     resets = {"route": "", "sub_questions": [], "sub_answers": replace([]), "fallbacks": 0}

@@ -24,6 +24,7 @@ from langchain_core.runnables import Runnable
 from langgraph.graph import START
 from langgraph.graph.state import CompiledStateGraph
 
+from langchain_ragspine.graphs.conversation import DEFAULT_HISTORY_TURNS
 from langchain_ragspine.graphs.graders import Graders
 from langchain_ragspine.graphs.nodes import (
     add_corrective_loop,
@@ -69,6 +70,8 @@ def build_corrective_rag(
     prompts: GraphPrompts | None = None,
     compressors: Sequence[BaseDocumentCompressor] | None = None,
     checkpointer: Any = None,
+    condense_question: bool = True,
+    history_turns: int = DEFAULT_HISTORY_TURNS,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Compile the corrective RAG graph.
 
@@ -96,8 +99,9 @@ def build_corrective_rag(
             RESTRICTED gate still hold) and reports it: ``filters_dropped=True``, ``dropped_filters``, a
             ``drop_filters`` trace entry and, in chat mode, the ``AIMessage``'s ``response_metadata`` and a note
             after the answer.  A run may turn it off (``context={"relax_filters": False}``), never on.
-        graders, answer_chain, k, max_docs, lost_in_the_middle, tokenizer, prompts, compressors, checkpointer: as in
-            :func:`~langchain_ragspine.graphs.build_simple_rag`.
+        graders, answer_chain, k, max_docs, lost_in_the_middle, tokenizer, prompts, compressors, checkpointer,
+        condense_question, history_turns: as in :func:`~langchain_ragspine.graphs.build_simple_rag` (a chat
+            follow-up is condensed into a standalone question, which is what is graded and rewritten).
 
     Input :class:`~langchain_ragspine.graphs.state.RAGInput` (``{"question", "filters"}`` or ``{"messages"}``);
     output :class:`~langchain_ragspine.graphs.state.CorrectiveRAGOutput`: ``answer``, ``citations``,
@@ -110,12 +114,13 @@ def build_corrective_rag(
 
     Raises:
         TypeError / ValueError: a bad ``retriever``, ``llm``, ``graders``, ``max_retries``, ``relax_filters``, ``k``,
-            ``prompts`` or ``compressors``.
+            ``prompts``, ``compressors``, ``condense_question`` or ``history_turns``.
     """
     parts = make_parts(
         retriever, llm, max_retries=max_retries, relax_filters=relax_filters, graders=graders,
         answer_chain=answer_chain, k=k, max_docs=max_docs, lost_in_the_middle=lost_in_the_middle,
-        tokenizer=tokenizer, prompts=prompts, compressors=compressors,
+        tokenizer=tokenizer, prompts=prompts, compressors=compressors, condense_question=condense_question,
+        history_turns=history_turns,
     )
     builder = new_graph(CorrectiveRAGState, CorrectiveRAGOutput)
     builder.add_node("prepare", partial(prepare, parts=parts))

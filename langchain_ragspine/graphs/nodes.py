@@ -19,15 +19,22 @@ the retriever returns them (so restricted text never enters graph state, checkpo
 that entered state any other way, e.g. ``graph.update_state``), the optional ``compress`` node runs the builder's
 ``compressors`` and gates again after them, and the answer chain gates once more.
 
-Model calls made for grading, rewriting and routing carry the ``nostream`` tag, so LangGraph's
-``stream_mode="messages"`` streams the answer's tokens only.
+Model calls made for grading, rewriting, condensing and routing carry the ``nostream`` tag, so LangGraph's
+``stream_mode="messages"`` streams the answer's tokens only.  ``stream_mode="custom"`` carries progress events
+(:func:`progress`: ``{"event": "retrieved", "count": 3, …}``), which hold counts, verdicts and queries, never a
+passage's text.
+
+In chat mode a follow-up is condensed into a standalone search question first (:func:`prepare`, with
+:mod:`~langchain_ragspine.graphs.conversation`); retrieval, grading and rewriting use it
+(:func:`search_question`), the answer addresses the user's own words with the recent conversation in its prompt,
+and the reply's ``AIMessage`` carries its citations (:func:`reply`).
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -39,6 +46,7 @@ from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable, RunnableConfig
+from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
@@ -56,6 +64,13 @@ from langchain_ragspine.chains.answer import (
 from langchain_ragspine.document_compressors.restricted import RestrictedGate, drop_restricted
 from langchain_ragspine.documents import doc_key
 from langchain_ragspine.filters import compile_filter
+from langchain_ragspine.graphs.conversation import (
+    DEFAULT_HISTORY_TURNS,
+    GRAPH_REPLY_KEY,
+    chat_history,
+    check_history_turns,
+    condense_question,
+)
 from langchain_ragspine.graphs.graders import NOSTREAM_TAG, Graders, make_graders, parse_binary
 from langchain_ragspine.graphs.prompts import (
     REWRITE_PROMPT,
@@ -101,13 +116,16 @@ __all__ = [
     "make_parts",
     "new_graph",
     "prepare",
+    "progress",
     "refuse",
     "respond_directly",
     "restricted_gate",
     "retrieve",
+    "retriever_scores",
     "rewrite_query",
     "route_after_grading",
     "route_after_rewrite",
+    "search_question",
 ]
 
 logger = logging.getLogger(__name__)
@@ -151,6 +169,11 @@ class GraphParts:
         compressors: ``BaseDocumentCompressor``s run after the RESTRICTED gate, before grading.
         relax_filters: whether the corrective loop may drop the metadata filter (default ``False``: filters scope
             access, so they are kept); a run may turn it off, never on.
+        condense_question: whether a chat follow-up is condensed into a standalone search question and the answer
+            prompt carries the recent conversation (default ``True``; ``False``: every message is searched and
+            answered on its own, as before this existed).
+        history_turns: the conversation window, in turns (default
+            :data:`~langchain_ragspine.graphs.conversation.DEFAULT_HISTORY_TURNS`).
     """
 
     retriever: BaseRetriever
@@ -165,6 +188,8 @@ class GraphParts:
     prompts: GraphPrompts = field(default_factory=GraphPrompts)
     compressors: tuple[BaseDocumentCompressor, ...] = ()
     relax_filters: bool = False
+    condense_question: bool = True
+    history_turns: int = DEFAULT_HISTORY_TURNS
 
 
 # -- parts ----------------------------------------------------------------------------------------------------------
@@ -260,6 +285,17 @@ def check_k(k: Any, *, name: str = "k") -> int | None:
     return k
 
 
+def check_condense_question(condense: Any) -> bool:
+    """``condense_question`` if it is a bool.
+
+    Raises:
+        TypeError: anything else (a string such as ``"false"`` would be truthy).
+    """
+    if not isinstance(condense, bool):
+        raise TypeError(f"condense_question must be True or False, got {condense!r}")
+    return condense
+
+
 def check_compressors(compressors: Sequence[BaseDocumentCompressor] | None) -> tuple[BaseDocumentCompressor, ...]:
     """``compressors`` as a tuple (``None`` → ``()``).
 
@@ -290,17 +326,22 @@ def make_parts(
     prompts: GraphPrompts | None,
     compressors: Sequence[BaseDocumentCompressor] | None,
     relax_filters: bool = False,
+    condense_question: bool = True,
+    history_turns: int = DEFAULT_HISTORY_TURNS,
 ) -> GraphParts:
     """Check a builder's arguments and bundle them as :class:`GraphParts` (arguments as in the builders, which
     pass each one: their signatures hold the defaults; ``relax_filters`` (default ``False``) only matters to the
-    corrective loop).
+    corrective loop; ``condense_question`` (default ``True``) and ``history_turns`` (default 3) to chat input).
 
     Raises:
         TypeError / ValueError: a bad ``retriever``, ``llm``, ``graders``, ``max_retries``, ``k``, ``prompts``,
-            ``compressors`` or ``relax_filters`` (not a bool: ``"no"`` would widen).
+            ``compressors``, ``relax_filters`` (not a bool: ``"no"`` would widen), ``condense_question`` or
+            ``history_turns``.
     """
     check_retriever(retriever)
     relax = check_relax_filters(relax_filters)
+    condense = check_condense_question(condense_question)
+    turns = check_history_turns(history_turns)
     retries = check_max_retries(max_retries)
     if prompts is not None and not isinstance(prompts, GraphPrompts):
         raise TypeError(f"prompts must be a GraphPrompts, got {prompts!r}")
@@ -316,7 +357,8 @@ def make_parts(
     return GraphParts(
         retriever=retriever, llm=model, graders=grade, chain=chain, k=check_k(k), max_retries=retries,
         max_docs=max_docs, lost_in_the_middle=lost_in_the_middle, tokenizer=tokenizer, prompts=p,
-        compressors=check_compressors(compressors), relax_filters=relax,
+        compressors=check_compressors(compressors), relax_filters=relax, condense_question=condense,
+        history_turns=turns,
     )
 
 
@@ -416,27 +458,73 @@ def invoke_answering(
     return runnable.invoke(value, {"callbacks": manager}), handler.id
 
 
-def reply(state: Mapping[str, Any], answer: str, message_id: str | None = None) -> dict[str, Any]:
+def reply(
+    state: Mapping[str, Any],
+    answer: str,
+    message_id: str | None = None,
+    *,
+    citations: Sequence[Mapping[str, Any]] = (),
+    refused: bool = False,
+    mode: str = "",
+    retrieved: bool = True,
+) -> dict[str, Any]:
     """The ``messages`` update of a node that sets the answer: in chat mode, the answer as a new ``AIMessage``
     (id ``message_id`` — the answer model's — else a fresh one) that replaces this run's earlier reply, if any
     (``RemoveMessage``; Self-RAG may answer more than once in a run), and the new ``reply_id``; otherwise
     nothing.
 
-    When this run dropped its filters (``filters_dropped``), the message says so: ``response_metadata``
-    ``{"filters_dropped": True, "dropped_filters": {...}}`` and :data:`FILTERS_DROPPED_NOTE` (in the question's
-    language) on a line after the answer; the ``answer`` key itself stays the cited answer."""
+    The message carries what a chat app needs to render it, in ``response_metadata``:
+
+    * ``"citations"``: the answer's citations, ``[{"n", "chunk_id", "doc_id", "title", "source_locator",
+      "attributed"}]`` — ``n`` is the ``[n]`` marker in the text (``[]`` for a refusal or a reply without
+      retrieval).  Built from passages that passed the RESTRICTED gate; no passage text.
+    * ``"ragspine"``: ``{"search_query": what was searched last (``None`` without retrieval), "refused": bool,
+      "mode": str}`` — also the mark of a graph's own reply, the only AI messages a later turn reads
+      (:func:`~langchain_ragspine.graphs.conversation.is_graph_reply`).
+
+    When this run dropped its filters (``filters_dropped``), the message says so as well:
+    ``response_metadata["filters_dropped"] = True``, ``["dropped_filters"] = {...}`` and
+    :data:`FILTERS_DROPPED_NOTE` (in the question's language) on a line after the answer; the ``answer`` key
+    itself stays the cited answer."""
     if not state.get("chat"):
         return {}
     new_id = message_id or str(uuid.uuid4())
     previous = state.get("reply_id")
     messages: list[BaseMessage] = [RemoveMessage(id=previous)] if previous and previous != new_id else []
+    search = (state.get("search_query") or state.get("original_query")) if retrieved else None
+    metadata: dict[str, Any] = {
+        "citations": [dict(c) for c in citations],
+        GRAPH_REPLY_KEY: {"search_query": search, "refused": refused, "mode": mode},
+    }
+    content = answer
     if state.get("filters_dropped"):
         note = FILTERS_DROPPED_NOTE[detect_language(str(state.get("original_query") or answer))]
-        report = {"filters_dropped": True, "dropped_filters": state.get("dropped_filters")}
-        messages.append(AIMessage(content=f"{answer}\n{note}", id=new_id, response_metadata=report))
-    else:
-        messages.append(AIMessage(content=answer, id=new_id))
+        metadata.update({"filters_dropped": True, "dropped_filters": state.get("dropped_filters")})
+        content = f"{answer}\n{note}"
+    messages.append(AIMessage(content=content, id=new_id, response_metadata=metadata))
     return {"messages": messages, "reply_id": new_id}
+
+
+def progress(event: str, **fields: Any) -> None:
+    """Emit ``{"event": event, **fields}`` on LangGraph's ``stream_mode="custom"`` (its ``get_stream_writer``);
+    nothing outside a graph run (a node called directly) or when the run does not stream ``"custom"``.
+
+    Events of the graphs (fields never hold a passage's text): ``condensed`` (``query``, ``how``), ``routed``
+    (``route``), ``retrieved`` (``count``, ``query``; ``index`` for a sub-question), ``graded`` (``graded``,
+    ``relevant``), ``dropping_filters`` (``attempt``), ``rewriting`` (``attempt``, ``query``), ``answering``
+    (``passages``), ``answered`` (``cited``, ``mode``), ``checked`` (``check``: ``"support"`` /
+    ``"usefulness"``, ``verdict``), ``refused`` (``reason``)."""
+    try:
+        writer = get_stream_writer()
+    except (RuntimeError, KeyError):  # not inside a graph run
+        return
+    writer({"event": event, **fields})
+
+
+def search_question(state: Mapping[str, Any]) -> str:
+    """The question a run searches, grades and rewrites: the condensed ``standalone_question`` of a chat
+    follow-up, else ``original_query`` (the user's own words, which the answer always addresses)."""
+    return str(state.get("standalone_question") or state.get("original_query") or "")
 
 
 # -- nodes ----------------------------------------------------------------------------------------------------------
@@ -462,6 +550,25 @@ def prepare(
         raise ValueError(f"'filters' must be a dict or None, got {filters!r}")
     compile_filter(filters)
     k, retries, relax = run_settings(parts, runtime, config)
+    search = question
+    condensed: dict[str, Any] = {}
+    trace: list[dict[str, Any]] = [{"step": "prepare", "filters": bool(filters)}]
+    if parts.condense_question:
+        history = chat_history(state.get("messages") or [], turns=parts.history_turns) if chat else []
+        if history:
+            found = condense_question(
+                question, history, llm=parts.llm, prompts=parts.prompts, tokenizer=parts.tokenizer
+            )
+            search = found.question
+            entry: dict[str, Any] = {
+                "step": "condense_question", "how": found.how, "query": search,
+                "turns": sum(m.type == "human" for m in history),
+            }
+            if found.llm_failed:
+                entry["llm_failed"] = True
+            trace.append(entry)
+            progress("condensed", query=search, how=found.how)
+        condensed = {"standalone_question": search}
     return {
         "question": None,
         "filters": None,
@@ -472,7 +579,8 @@ def prepare(
         "max_retries": retries,
         "relax_filters": relax,
         "original_query": question,
-        "search_query": question,
+        **condensed,
+        "search_query": search,
         "documents": replace([]),
         "answer": "",
         "citations": [],
@@ -482,11 +590,11 @@ def prepare(
         "refused": False,
         "retries": 0,
         "retry_reason": None,
-        "tried_queries": [question],
+        "tried_queries": [search],
         "mode": "",
         "filters_dropped": False,
         "dropped_filters": None,
-        "trace": replace([{"step": "prepare", "filters": bool(filters)}]),
+        "trace": replace(trace),
         **(extra or {}),
     }
 
@@ -501,6 +609,7 @@ def retrieve(state: RAGState, *, parts: GraphParts) -> dict[str, Any]:
         entry["filter"] = info["filter"]
     if len(raw) != len(kept):
         entry["restricted_dropped"] = len(raw) - len(kept)
+    progress("retrieved", count=len(kept), query=query)
     return {"documents": replace(kept), "trace": [entry]}
 
 
@@ -532,9 +641,9 @@ def run_compressors(
 
 def compress(state: RAGState, *, parts: GraphParts) -> dict[str, Any]:
     """Node ``compress`` (only when the builder got ``compressors``): the builder's ``BaseDocumentCompressor``s
-    (rerankers, MMR, reordering, …) over the gated documents, against ``original_query``, then the RESTRICTED gate
-    again.  The trace entry lists each compressor with its input and output counts."""
-    query = state.get("original_query") or state.get("search_query") or ""
+    (rerankers, MMR, reordering, …) over the gated documents, against :func:`search_question`, then the RESTRICTED
+    gate again.  The trace entry lists each compressor with its input and output counts."""
+    query = search_question(state) or state.get("search_query") or ""
     kept, steps, dropped = run_compressors(parts.compressors, list(state.get("documents") or []), query)
     entry: dict[str, Any] = {"step": "compress", "compressors": steps, "kept": len(kept)}
     if dropped:
@@ -543,10 +652,10 @@ def compress(state: RAGState, *, parts: GraphParts) -> dict[str, Any]:
 
 
 def grade_documents(state: RAGState, *, parts: GraphParts) -> dict[str, Any]:
-    """Node ``grade_documents``: keep the documents graded relevant to ``original_query`` (``"unknown"`` counts as
-    not relevant; with an LLM all of them are graded in one call, see :meth:`Graders.relevant_many`); sets
-    ``retry_reason="no_relevant_documents"`` when none is."""
-    question = state.get("original_query") or ""
+    """Node ``grade_documents``: keep the documents graded relevant to :func:`search_question` (the question, or a
+    chat follow-up's standalone question; ``"unknown"`` counts as not relevant; with an LLM all of them are graded
+    in one call, see :meth:`Graders.relevant_many`); sets ``retry_reason="no_relevant_documents"`` when none is."""
+    question = search_question(state)
     docs = drop_restricted(state.get("documents") or [])
     verdicts = parts.graders.relevant_many(question, docs)
     relevant = [d for d, v in zip(docs, verdicts, strict=True) if v == "yes"]
@@ -557,6 +666,7 @@ def grade_documents(state: RAGState, *, parts: GraphParts) -> dict[str, Any]:
         "unknown": sum(v == "unknown" for v in verdicts),
         "kept": [doc_key(d) for d in relevant],
     }
+    progress("graded", graded=len(docs), relevant=len(relevant))
     return {
         "documents": replace(relevant),
         "trace": [entry],
@@ -569,12 +679,23 @@ def generate(state: RAGState, config: RunnableConfig, *, parts: GraphParts) -> d
 
     The passages shown are chosen here (:func:`prepare_context`: gate, ``max_docs``, optional lost-in-the-middle
     order) and written back as ``documents``, so ``citations[i]["n"]`` indexes the final ``documents``.  The answer
-    model's tokens are what ``stream_mode="messages"`` streams.
+    model's tokens are what ``stream_mode="messages"`` streams.  In chat mode with ``condense_question`` on, the
+    chain also gets ``chat_history`` (the conversation window,
+    :func:`~langchain_ragspine.graphs.conversation.chat_history`, when there is one) and ``standalone_question``
+    (when the follow-up was condensed into another text: what the extractive answer looks for).
     """
     question = state.get("original_query") or ""
     docs = merge_documents([], list(state.get("documents") or []))  # one passage per chunk_id
     shown = prepare_context(docs, max_docs=parts.max_docs, lost_in_the_middle=parts.lost_in_the_middle)
-    out, message_id = invoke_answering(parts.chain, {"question": question, "documents": shown}, state, config)
+    inputs: dict[str, Any] = {"question": question, "documents": shown}
+    if parts.condense_question and state.get("chat"):
+        history = chat_history(state.get("messages") or [], turns=parts.history_turns)
+        if history:
+            inputs["chat_history"] = history
+        if search_question(state) != question:
+            inputs["standalone_question"] = search_question(state)
+    progress("answering", passages=len(shown))
+    out, message_id = invoke_answering(parts.chain, inputs, state, config)
     citations = [c for c in out.get("citations") or [] if 1 <= int(c.get("n", 0)) <= len(shown)]
     mode = str(out.get("mode") or "llm")
     answer = str(out.get("answer") or "")
@@ -588,14 +709,16 @@ def generate(state: RAGState, config: RunnableConfig, *, parts: GraphParts) -> d
     entry.update({k: len(v) for k, v in report.items() if isinstance(v, list) and v})
     if report["warning"]:
         entry["warning"] = report["warning"]
+    cited = [] if dont_know else citations
+    progress("answered", cited=[c["n"] for c in cited], mode=mode)
     return {
         "answer": answer,
-        "citations": [] if dont_know else citations,
+        "citations": cited,
         "documents": replace(shown),
         "mode": mode,
         "refused": dont_know,
         **report,
-        **reply(state, answer, message_id),
+        **reply(state, answer, message_id, citations=cited, refused=dont_know, mode=mode),
         "trace": [entry],
     }
 
@@ -631,7 +754,7 @@ def answer_without_documents(
         "refused": refused,
         "mode": mode,
         **(extra or {}),
-        **reply(state, answer, message_id),
+        **reply(state, answer, message_id, refused=refused, mode=mode, retrieved=mode != "direct"),
     }
 
 
@@ -644,6 +767,7 @@ def refuse(state: RAGState) -> dict[str, Any]:
     checks: dict[str, Any] = {
         "retry_reason": reason, "invalid_citations": [], "unsupported_sentences": [], "warning": None,
     }
+    progress("refused", reason=reason)
     return {
         **answer_without_documents(state, answer, refused=True, mode="refusal", extra=checks),
         "trace": [{"step": "refuse", "reason": reason, "retries": state.get("retries", 0)}],
@@ -656,6 +780,7 @@ def drop_filters(state: RAGState) -> dict[str, Any]:
     dropped) and the trace entry ``{"step": "drop_filters", "attempt", "filters"}``."""
     attempt = int(state.get("retries", 0)) + 1
     dropped = dict(state.get("search_filters") or {}) or None
+    progress("dropping_filters", attempt=attempt)
     return {
         "search_filters": None,
         "filters_dropped": True,
@@ -672,12 +797,16 @@ def rewrite(
     llm: BaseChatModel | None = None,
     tokenizer: str | Tokenizer = "auto",
     prompts: GraphPrompts | None = None,
+    scorable: Callable[[str], bool] | None = None,
 ) -> tuple[str, str]:
     """A new search query for ``question`` and how it was made (``"llm"`` or ``"deterministic"``).
 
     With an ``llm``: its reply to ``prompts.rewrite`` (cleaned by :func:`clean_query`) when it is non-empty, new,
-    and shares a content token with the question; anything else — including an exception — falls back to
-    :func:`rewrite_query_deterministic`.  The result may equal a tried query; the caller decides what that means.
+    and either shares a content term with the question or — a rewrite into the corpus's own words or language
+    ("When does the rainy season start?" → "梅雨入り 時期") — is one the retriever can score: ``scorable(query)``
+    is true (the graphs pass :func:`retriever_scores`: the search finds at least one passage).  Anything else —
+    including an exception — falls back to :func:`rewrite_query_deterministic`.  The result may equal a tried
+    query; the caller decides what that means.
     """
     tried_norm = {t.strip() for t in tried}
     if llm is not None:
@@ -685,22 +814,46 @@ def rewrite(
         try:
             answer = llm.invoke(prompt.format_messages(question=question, tried=" | ".join(tried)), NOSTREAM)
             candidate = clean_query(answer)
-            if candidate and candidate.strip() not in tried_norm and shares_tokens(candidate, question, tokenizer):
+            if candidate and candidate.strip() not in tried_norm and (
+                shares_tokens(candidate, question, tokenizer) or (scorable is not None and scorable(candidate))
+            ):
                 return candidate, "llm"
         except Exception as e:  # noqa: BLE001 - documented fallback: deterministic rewrite
             logger.warning("query rewrite by the chat model failed (%s); using the deterministic rewrite", e)
     return rewrite_query_deterministic(question), "deterministic"
 
 
+def retriever_scores(state: Mapping[str, Any], parts: GraphParts) -> Callable[[str], bool]:
+    """The ``scorable`` check of :func:`rewrite` for this run: whether a search of the query — the run's retriever,
+    ``search_filters`` and ``k``, RESTRICTED chunks dropped — returns at least one passage (BM25 returns only
+    passages that hold a query term, so a rewrite in words the index does not know finds none; a dense retriever
+    scores any text).  The passages are only counted, never kept."""
+
+    def scorable(query: str) -> bool:
+        kept, _raw, _info = run_retrieval(
+            parts.retriever, query, filters=state.get("search_filters"), k=state.get("k", parts.k)
+        )
+        return bool(kept)
+
+    return scorable
+
+
 def rewrite_query(state: RAGState, *, parts: GraphParts) -> dict[str, Any]:
-    """Node ``rewrite_query`` (counts as a retry): a new ``search_query`` (see :func:`rewrite`).  When the rewrite
-    repeats a query already searched, ``retry_reason`` becomes ``"rewrite_exhausted"`` and the search query is
-    left unchanged (the edge after this node then refuses)."""
-    question = state.get("original_query") or ""
+    """Node ``rewrite_query`` (counts as a retry): a new ``search_query`` for :func:`search_question` (see
+    :func:`rewrite`; a model's rewrite that shares no word with the question is kept when the retriever can
+    score it, :func:`retriever_scores`).  When the rewrite repeats a query already searched, ``retry_reason``
+    becomes ``"rewrite_exhausted"`` and the search query is left unchanged (the edge after this node then
+    refuses)."""
+    question = search_question(state)
     tried = list(state.get("tried_queries") or [question])
     attempt = int(state.get("retries", 0)) + 1
-    new, how = rewrite(question, tried, llm=parts.llm, tokenizer=parts.tokenizer, prompts=parts.prompts)
+    new, how = rewrite(
+        question, tried, llm=parts.llm, tokenizer=parts.tokenizer, prompts=parts.prompts,
+        scorable=retriever_scores(state, parts),
+    )
     exhausted = new.strip() in {t.strip() for t in tried}
+    if not exhausted:
+        progress("rewriting", attempt=attempt, query=new)
     entry = {"step": "rewrite_query", "attempt": attempt, "query": new, "how": how, "exhausted": exhausted}
     update: dict[str, Any] = {"retries": attempt, "trace": [entry]}
     if exhausted:

@@ -26,6 +26,7 @@ from langchain_core.prompts import ChatPromptTemplate
 __all__ = [
     "BATCH_RELEVANCE_PROMPT",
     "CLASSIFY_PROMPT",
+    "CONDENSE_PROMPT",
     "DECOMPOSE_PROMPT",
     "PROMPT_VARIABLES",
     "RELEVANCE_PROMPT",
@@ -147,6 +148,24 @@ DECOMPOSE_PROMPT = ChatPromptTemplate.from_messages(
     ]
 )
 
+#: A follow-up and the conversation before it -> one standalone search question (the rephrase step of LangChain's
+#: ``create_history_aware_retriever`` and of LlamaIndex's condense-question chat mode).  RESTRICTED text never
+#: fills ``{history}``: it holds the user's messages and the graph's own replies only
+#: (:func:`~langchain_ragspine.graphs.conversation.chat_history`).
+CONDENSE_PROMPT = ChatPromptTemplate.from_messages(
+    [
+        (
+            "system",
+            "You turn the last message of a conversation into a standalone question for a search over documents. "
+            "Resolve words that point back into the conversation (it, that, それ, その, 这, 那) to what they refer "
+            "to, keep names and key terms, and keep the language of the last message. If the last message is "
+            "already self-contained, repeat it unchanged. Do not answer it. Reply with the question only, on one "
+            "line.",
+        ),
+        ("human", "Conversation:\n{history}\n\nLast message: {question}\n\nStandalone question:"),
+    ]
+)
+
 #: The input variables each prompt of :class:`GraphPrompts` must use (a replacement needs exactly these).
 PROMPT_VARIABLES: dict[str, frozenset[str]] = {
     "relevance": frozenset({"question", "document"}),
@@ -158,6 +177,7 @@ PROMPT_VARIABLES: dict[str, frozenset[str]] = {
     "small_talk_check": frozenset({"question"}),
     "classify": frozenset({"question"}),
     "decompose": frozenset({"question"}),
+    "condense": frozenset({"history", "question"}),
 }
 
 
@@ -172,6 +192,8 @@ class GraphPrompts:
         support: ``{answer}``, ``{documents}``.  usefulness: ``{question}``, ``{answer}``.
         rewrite: ``{question}``, ``{tried}`` (the queries already searched, ``" | "``-joined).
         small_talk / small_talk_check / classify / decompose: ``{question}``.
+        condense: ``{history}`` (the conversation before the follow-up, one ``User: …`` / ``Assistant: …`` line
+            per message) and ``{question}`` (the follow-up).
 
     Raises:
         TypeError: a field that is not a ``ChatPromptTemplate``.
@@ -187,6 +209,7 @@ class GraphPrompts:
     small_talk_check: ChatPromptTemplate = field(default_factory=lambda: SMALL_TALK_CHECK_PROMPT)
     classify: ChatPromptTemplate = field(default_factory=lambda: CLASSIFY_PROMPT)
     decompose: ChatPromptTemplate = field(default_factory=lambda: DECOMPOSE_PROMPT)
+    condense: ChatPromptTemplate = field(default_factory=lambda: CONDENSE_PROMPT)
 
     def __post_init__(self) -> None:
         for name, expected in PROMPT_VARIABLES.items():

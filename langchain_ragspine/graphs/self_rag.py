@@ -25,6 +25,7 @@ from langchain_core.runnables import Runnable
 from langgraph.graph import END, START
 from langgraph.graph.state import CompiledStateGraph
 
+from langchain_ragspine.graphs.conversation import DEFAULT_HISTORY_TURNS
 from langchain_ragspine.graphs.graders import Graders
 from langchain_ragspine.graphs.nodes import (
     GraphParts,
@@ -36,9 +37,12 @@ from langchain_ragspine.graphs.nodes import (
     make_parts,
     new_graph,
     prepare,
+    progress,
     refuse,
     respond_directly,
+    retriever_scores,
     rewrite,
+    search_question,
     wants_no_retrieval,
 )
 from langchain_ragspine.graphs.prompts import GraphPrompts
@@ -79,6 +83,7 @@ def decide_retrieval(state: SelfRAGState, *, parts: GraphParts) -> dict[str, Any
 def check_support(state: SelfRAGState, *, parts: GraphParts) -> dict[str, Any]:
     """Node ``check_support`` (ISSUP): is the answer supported by the passages it was given?"""
     verdict = parts.graders.supported(state.get("answer") or "", state.get("documents") or [])
+    progress("checked", check="support", verdict=verdict)
     return {
         "supported": verdict,
         "retry_reason": None if verdict == "yes" else "unsupported",
@@ -87,8 +92,10 @@ def check_support(state: SelfRAGState, *, parts: GraphParts) -> dict[str, Any]:
 
 
 def check_usefulness(state: SelfRAGState, *, parts: GraphParts) -> dict[str, Any]:
-    """Node ``check_usefulness`` (ISUSE): does the answer resolve the question?"""
-    verdict = parts.graders.useful(state.get("original_query") or "", state.get("answer") or "")
+    """Node ``check_usefulness`` (ISUSE): does the answer resolve the question (a chat follow-up's standalone
+    question, :func:`~langchain_ragspine.graphs.nodes.search_question`)?"""
+    verdict = parts.graders.useful(search_question(state), state.get("answer") or "")
+    progress("checked", check="usefulness", verdict=verdict)
     return {
         "useful": verdict,
         "retry_reason": None if verdict == "yes" else "not_useful",
@@ -106,13 +113,17 @@ def retry(state: SelfRAGState, *, parts: GraphParts) -> dict[str, Any]:
     if reason == "unsupported":
         entry["action"] = "regenerate"
         return update
-    question = state.get("original_query") or ""
+    question = search_question(state)
     tried = list(state.get("tried_queries") or [question])
-    new, how = rewrite(question, tried, llm=parts.llm, tokenizer=parts.tokenizer, prompts=parts.prompts)
+    new, how = rewrite(
+        question, tried, llm=parts.llm, tokenizer=parts.tokenizer, prompts=parts.prompts,
+        scorable=retriever_scores(state, parts),
+    )
     if new.strip() in {t.strip() for t in tried}:
         entry["action"] = "rewrite_exhausted"
         update["retry_reason"] = "rewrite_exhausted"
         return update
+    progress("rewriting", attempt=attempt, query=new)
     entry.update(action="rewrite_query", query=new, how=how)
     update.update(search_query=new, tried_queries=tried + [new])
     return update
@@ -166,6 +177,8 @@ def build_self_rag(
     prompts: GraphPrompts | None = None,
     compressors: Sequence[BaseDocumentCompressor] | None = None,
     checkpointer: Any = None,
+    condense_question: bool = True,
+    history_turns: int = DEFAULT_HISTORY_TURNS,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Compile the Self-RAG graph (see the module docstring for the flow).
 
@@ -182,13 +195,14 @@ def build_self_rag(
     Bound: at most :func:`self_rag_max_steps` ``= 9 + 7 * max_retries`` supersteps (23 by default).
 
     Raises:
-        TypeError / ValueError: a bad ``retriever``, ``llm``, ``graders``, ``max_retries``, ``k``, ``prompts`` or
-            ``compressors``.
+        TypeError / ValueError: a bad ``retriever``, ``llm``, ``graders``, ``max_retries``, ``k``, ``prompts``,
+            ``compressors``, ``condense_question`` or ``history_turns``.
     """
     parts = make_parts(
         retriever, llm, max_retries=max_retries, graders=graders, answer_chain=answer_chain, k=k,
         max_docs=max_docs, lost_in_the_middle=lost_in_the_middle, tokenizer=tokenizer, prompts=prompts,
-        compressors=compressors,
+        compressors=compressors, condense_question=condense_question,
+        history_turns=history_turns,
     )
     builder = new_graph(SelfRAGState, SelfRAGOutput)
     builder.add_node(

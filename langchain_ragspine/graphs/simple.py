@@ -18,6 +18,7 @@ from langchain_core.runnables import Runnable
 from langgraph.graph import END, START
 from langgraph.graph.state import CompiledStateGraph
 
+from langchain_ragspine.graphs.conversation import DEFAULT_HISTORY_TURNS
 from langchain_ragspine.graphs.graders import Graders
 from langchain_ragspine.graphs.nodes import (
     add_retrieval,
@@ -62,6 +63,8 @@ def build_simple_rag(
     prompts: GraphPrompts | None = None,
     compressors: Sequence[BaseDocumentCompressor] | None = None,
     checkpointer: Any = None,
+    condense_question: bool = True,
+    history_turns: int = DEFAULT_HISTORY_TURNS,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Compile the simple RAG graph.
 
@@ -76,7 +79,8 @@ def build_simple_rag(
         graders: the relevance / support / usefulness checks (default :func:`make_graders` for ``llm``: with an
             LLM, every retrieval is graded in one call).
         answer_chain: replaces the default :func:`~langchain_ragspine.chains.make_answer_chain` (it receives the
-            passages already selected and ordered, and must return ``{"answer", "citations"}``).
+            passages already selected and ordered, and must return ``{"answer", "citations"}``; for a chat
+            follow-up its input also holds ``chat_history`` and, when condensed, ``standalone_question``).
         k: results per retrieval (passed when the retriever takes ``k``; default: the retriever's own); a run may
             override it (``context={"k": 3}``).
         max_docs: passages given to the answer (default 6).
@@ -87,6 +91,17 @@ def build_simple_rag(
             ``compress`` node after the RESTRICTED gate and before grading, against the question; the gate runs
             again after them.  Default ``None``: no ``compress`` node, the graph is unchanged.
         checkpointer: a LangGraph checkpointer (``None``: none).
+        condense_question: in chat mode (``{"messages": [...]}``), condense a follow-up with the conversation before
+            it into a standalone search question before retrieval — one call of ``prompts.condense`` with an LLM,
+            else the deterministic rule of :mod:`~langchain_ragspine.graphs.conversation` (a follow-up with no
+            content term of its own borrows the content words of the latest earlier question that has some) —
+            and give the answer prompt the recent conversation; the answer addresses the user's own words, the
+            trace's ``condense_question`` step and ``search_query`` show what was searched.  Default ``True``;
+            ``False`` searches and answers every message on its own (the behaviour before it existed).  Only the
+            user's messages and the graph's own replies are read, never tool or other AI messages.
+        history_turns: the conversation window, in turns before the question (default 3,
+            :data:`~langchain_ragspine.graphs.conversation.DEFAULT_HISTORY_TURNS`; each message cut to 1,000
+            characters).  An ``int >= 1``.
 
     Input ``{"question": str, "filters": dict | None}`` or ``{"messages": [...]}``
     (:class:`~langchain_ragspine.graphs.state.RAGInput`); output
@@ -95,14 +110,19 @@ def build_simple_rag(
 
     Bound: exactly :func:`simple_rag_max_steps` supersteps (5; 6 with compressors).
 
+    In chat mode the appended ``AIMessage`` carries the citations in ``response_metadata["citations"]`` (see
+    :func:`~langchain_ragspine.graphs.nodes.reply`), so a ``MessagesState`` app renders its ``[n]`` markers without
+    ``citations`` or ``documents`` in its own state.
+
     Raises:
-        TypeError: ``retriever`` is not a ``BaseRetriever``; a bad ``llm``, ``graders``, ``prompts`` or
-            ``compressors``.
+        TypeError: ``retriever`` is not a ``BaseRetriever``; a bad ``llm``, ``graders``, ``prompts``,
+            ``compressors``, ``condense_question`` (not a bool) or ``history_turns`` (not an int).
+        ValueError: ``history_turns < 1``.
     """
     parts = make_parts(
         retriever, llm, graders=graders, answer_chain=answer_chain, k=k, max_docs=max_docs,
         lost_in_the_middle=lost_in_the_middle, tokenizer=tokenizer, prompts=prompts, compressors=compressors,
-        max_retries=0,
+        condense_question=condense_question, history_turns=history_turns, max_retries=0,
     )
     builder = new_graph(RAGState, RAGOutput)
     builder.add_node("prepare", partial(prepare, parts=parts))

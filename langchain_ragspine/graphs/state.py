@@ -164,7 +164,10 @@ class RAGOutput(TypedDict, total=False):
     loop's outcome (``retries``, ``retry_reason``, ``original_query``, ``search_query``), whether the run's filters
     were widened (``filters_dropped``: only a corrective loop built with ``relax_filters=True`` drops them, and the
     answer or refusal then comes from the unfiltered search; ``dropped_filters``: the filters dropped, else
-    ``None``) and, for a chat input, ``messages`` with the answer appended (its ``AIMessage`` reports a drop too).
+    ``None``) and, for a chat input, ``messages`` with the answer appended: its ``AIMessage`` carries
+    ``response_metadata["citations"]`` (the ``citations`` above, so a chat app resolves ``[n]`` from the message),
+    ``response_metadata["ragspine"]`` (``search_query``, ``refused``, ``mode``) and reports a drop too.  For a chat
+    follow-up, ``search_query`` is the standalone question it was condensed into (or a rewrite of it).
     """
 
     answer: str
@@ -220,8 +223,12 @@ class RAGState(TypedDict, total=False):
         max_retries: the retry bound of this run (builder ``max_retries``, or a smaller per-run value).
         relax_filters: whether this run may drop its filters (builder ``relax_filters``, or ``False`` per run).
         k: results per retrieval for this run (``None``: the retriever's own).
-        original_query: the question the answer addresses (always the input question).
-        search_query: what is searched (the question, or a rewrite of it).
+        original_query: the question the answer addresses (always the input question: the user's own words).
+        standalone_question: in chat mode with ``condense_question`` on (the default), the question the run
+            searches, grades and rewrites — the follow-up condensed with the conversation before it
+            (:mod:`~langchain_ragspine.graphs.conversation`; ``original_query`` itself when the message is
+            self-contained or the first of the conversation); absent otherwise (then ``original_query`` is used).
+        search_query: what is searched (the standalone question, or a rewrite of it).
         documents: the chunks in play — retrieved, then gated, then graded; in the final state, exactly the
             passages the answer was given, numbered ``[1]…`` in this order (empty after a refusal).  Never holds a
             RESTRICTED chunk.
@@ -254,6 +261,7 @@ class RAGState(TypedDict, total=False):
     relax_filters: bool
     k: int | None
     original_query: str
+    standalone_question: str
     search_query: str
     documents: Annotated[list[Document], merge_documents]
     answer: str

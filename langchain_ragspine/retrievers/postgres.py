@@ -81,6 +81,9 @@ from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer, tokenizer_ve
 
 __all__ = ["PostgresBM25Retriever", "PostgresDenseRetriever"]
 
+#: The vector of a row read without one (``with_vectors=False``).
+_NO_VECTOR = np.zeros(0, dtype=np.float32)
+
 #: Where warnings are not attributed: this package and langchain_core (``BaseRetriever.invoke``).
 
 
@@ -362,6 +365,23 @@ class PostgresDenseRetriever(_PostgresRetriever):
                 non-finite values.
             StoreError: the query fails.
         """
+        return [(d, score) for d, score, _ in self._by_vector(vector, k, filter, with_vectors=False)]
+
+    def search_by_vector_with_embeddings(
+        self, vector: np.ndarray | list[float], *, k: int | None = None, filter: Mapping[str, Any] | None = None
+    ) -> list[tuple[Document, float, np.ndarray]]:
+        """:meth:`search_by_vector` with each chunk's stored unit vector (float32, shape ``(d,)``): the candidates
+        of a Maximal Marginal Relevance search (:meth:`~langchain_ragspine.vectorstores.PostgresVectorStore.
+        max_marginal_relevance_search`), read in the same statement.
+
+        Raises:
+            TypeError, ValueError, StoreError: as :meth:`search_by_vector`.
+        """
+        return self._by_vector(vector, k, filter, with_vectors=True)
+
+    def _by_vector(
+        self, vector: np.ndarray | list[float], k: int | None, filter: Mapping[str, Any] | None, *, with_vectors: bool
+    ) -> list[tuple[Document, float, np.ndarray]]:
         k = self.k if k is None else check_k(k)
         q = np.asarray(vector, dtype=np.float32).reshape(-1)
         if q.shape[0] != self._dim:
@@ -371,12 +391,21 @@ class PostgresDenseRetriever(_PostgresRetriever):
         flt = self._call_filter(filter, "s.chunk_row")
         with self._db.search(self._timeout()) as conn:
             self._check_filter(conn, flt)
-            return self._search(conn, l2_normalize(q), k, flt)
+            if with_vectors:
+                return self._search_rows(conn, l2_normalize(q), k, flt, with_vectors=True)
+            return [(d, score, _NO_VECTOR) for d, score in self._search(conn, l2_normalize(q), k, flt)]
 
     def _search(self, conn: Any, q: np.ndarray, k: int, flt: SqlFilter | None) -> list[tuple[Document, float]]:
+        return [(d, score) for d, score, _ in self._search_rows(conn, q, k, flt, with_vectors=False)]
+
+    def _search_rows(
+        self, conn: Any, q: np.ndarray, k: int, flt: SqlFilter | None, *, with_vectors: bool
+    ) -> list[tuple[Document, float, np.ndarray]]:
+        """The top ``k`` rows as ``(chunk, cosine, stored vector)``; the vector is an empty array unless
+        ``with_vectors`` (then it is read in the same statement, after the chunk columns)."""
         register_vector(conn)
         where, fparams = (flt.sql, flt.params) if flt is not None else ("TRUE", ())
-        cols = chunk_columns("c")
+        cols = chunk_columns("c") + (", e.embedding" if with_vectors else "")
         joins = (
             f"FROM {EMBEDDINGS} e JOIN {SEARCH} s ON s.chunk_id = e.chunk_id AND s.content_hash = e.content_hash "
             f"JOIN {CHUNKS} c ON c.id = s.chunk_row"
@@ -407,7 +436,10 @@ class PostgresDenseRetriever(_PostgresRetriever):
                 # the plan (the final re-sort of k rows still runs).
                 conn.execute("SET LOCAL enable_sort = off")
                 rows = [r[:-1] for r in conn.execute(query, (q, *fparams, q, k)).fetchall()]
-        return [(d, d.metadata["scores"]["vector"]) for d in self._documents(rows, "vector")]
+        # a row: the chunk columns (row_to_stored reads the first 15), [its vector], the score last
+        vectors = [np.asarray(r[-2].to_numpy(), dtype=np.float32) if with_vectors else _NO_VECTOR for r in rows]
+        docs = self._documents(rows, "vector")
+        return [(d, d.metadata["scores"]["vector"], v) for d, v in zip(docs, vectors, strict=True)]
 
     def search(
         self, query: str, *, k: int | None = None, filter: Mapping[str, Any] | None = None, embed_as: str = "query"

@@ -68,22 +68,33 @@ class _Batch:
 
 
 class SQLiteFile(Closing):
-    """Base class: open ``db_path`` (creating its folder unless ``read_only``), then ``_ensure_schema()``.
+    """Base class: open ``db_path`` (creating it and its folder unless ``read_only`` or ``create=False``), then
+    ``_ensure_schema()``.
+
+    ``create=False`` opens an existing file for writing and never makes one (SQLite's ``mode=rw`` URI): what a
+    long-lived writer reopening a file that was replaced uses, so a store directory removed meanwhile is not
+    recreated empty under its path.
 
     Raises:
         ValueError: ``busy_timeout`` is not a number of seconds >= 0.
-        StoreError: the file is missing (``read_only``) or is not a usable SQLite database.
+        StoreError: the file is missing (``read_only`` or ``create=False``) or is not a usable SQLite database.
     """
 
     _what: ClassVar[str] = "SQLite file"
 
     def __init__(
-        self, db_path: str | Path, *, read_only: bool = False, busy_timeout: float = DEFAULT_BUSY_TIMEOUT_S
+        self,
+        db_path: str | Path,
+        *,
+        read_only: bool = False,
+        busy_timeout: float = DEFAULT_BUSY_TIMEOUT_S,
+        create: bool = True,
     ) -> None:
         if isinstance(busy_timeout, bool) or not isinstance(busy_timeout, int | float) or busy_timeout < 0:
             raise ValueError(f"busy_timeout must be a number of seconds >= 0, got {busy_timeout!r}")
         self._path = Path(db_path)
         self._read_only = bool(read_only)
+        self._create = bool(create) and not self._read_only
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
         self._batch: _Batch | None = None
@@ -100,11 +111,12 @@ class SQLiteFile(Closing):
     def _connect(self, busy_timeout: float) -> sqlite3.Connection:
         path = self._path
         try:
-            if self._read_only:
+            if not self._create:
                 if not path.is_file():
-                    raise StoreError(f"{self._what} does not exist (opened with read_only=True)", path=path)
+                    how = "read_only=True" if self._read_only else "create=False"
+                    raise StoreError(f"{self._what} does not exist (opened with {how})", path=path)
                 conn = sqlite3.connect(
-                    path.resolve().as_uri() + "?mode=ro",
+                    path.resolve().as_uri() + ("?mode=ro" if self._read_only else "?mode=rw"),
                     uri=True,
                     timeout=busy_timeout,
                     isolation_level=None,

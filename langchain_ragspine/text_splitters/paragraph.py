@@ -27,6 +27,12 @@ whole), a sentence or clause start after a sentence or clause cut, a word start 
 one the pieces do not overlap.  Every piece ends after the previous one ended, so splitting always terminates, and
 every non-whitespace character is in some chunk.
 
+Splitting takes time linear in the length of the text, however long one paragraph is: every search for a cut or an
+overlap start looks at one piece's budget (plus a run of whitespace or punctuation crossing its edge), never at the
+rest of the paragraph, and grapheme boundaries are found once per text.  A 10 MB paragraph without a sentence end
+splits in seconds, within a small factor of the same text in paragraphs (``benchmarks/RESULTS.md``, section
+``chunking-scale``).
+
 Every chunk is a contiguous, verbatim substring ``text[start_index:end_index]`` of its source (no normalisation, no
 re-joining), so a citation's offsets always point at the exact text shown to the reader.  A document loaded by
 ``CorpusLoader`` carries ``metadata["body_offset"]`` (where its text starts in the file); the chunk offsets then
@@ -37,8 +43,10 @@ of LangChain's ``RecursiveCharacterTextSplitter`` (separators from strong to wea
 
 from __future__ import annotations
 
+import bisect
 import copy
 import hashlib
+import itertools
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -80,13 +88,14 @@ _LATIN_ENDS = ".!?"
 _CJK_CLAUSE = "、，；："
 _LATIN_CLAUSE = ",;"
 _SENTENCE_TAIL = frozenset(_CLOSERS + _CJK_ENDS + _LATIN_ENDS)
-_MARKS = _SENTENCE_TAIL | frozenset(_CJK_CLAUSE + _LATIN_CLAUSE)
 _LINE_RE = re.compile(rf"\s*[{_LINE_BREAKS}]\s*")
 _SENTENCE_RE = re.compile(
     rf"(?:[{_CJK_ENDS}]+|[{re.escape(_LATIN_ENDS)}]+(?=[{re.escape(_CLOSERS)}]*\s))[{re.escape(_CLOSERS)}]*"
 )
 _CLAUSE_RE = re.compile(rf"[{_CJK_CLAUSE}]|[{_LATIN_CLAUSE}](?=\s)")
 _SPACE_RE = re.compile(r"\s+")
+_NON_SPACE_RE = re.compile(r"\S")
+_LINE_BREAK_RE = re.compile(f"[{_LINE_BREAKS}]")
 #: Characters that keep a Latin "word" together (``3.14``, ``well-known``, ``don't``, URLs).
 _WORD_JOINERS = frozenset("._-'’/:@%&+#~=")
 
@@ -101,15 +110,16 @@ class _Graphemes:
     Between two "simple" characters (Latin, CJK ideographs and kana, punctuation, spaces: grapheme break class
     Other, Control, CR or LF) there is always a boundary, except inside CR LF.  So only the stretches around other
     characters (combining marks, ZWJ, emoji modifiers, regional indicators, Hangul jamo, Indic marks) are segmented,
-    with the ``regex`` package's ``\\X``, starting from a known boundary.
+    with the ``regex`` package's ``\\X``, starting from a known boundary.  Built in one pass over the text;
+    :meth:`at` is O(1), :meth:`next` and :meth:`prev` O(log clusters), however long a cluster is.
     """
 
-    __slots__ = ("_inner", "text")
+    __slots__ = ("_ends", "_inner", "_starts", "text")
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self._inner: set[int] = set()  # positions strictly inside a cluster of several code points
         n = len(text)
+        clusters: list[Span] = []  # the clusters of several code points, in order
         region: list[int] | None = None
         for m in _NOT_SIMPLE_RUN.finditer(text):
             start, end = max(m.start() - 1, 0), min(m.end() + 1, n)  # one simple character of context each side
@@ -119,44 +129,64 @@ class _Graphemes:
                 region[1] = end
                 continue
             if region is not None:
-                self._segment(*region)
+                clusters += self._segment(*region)
             region = [start, end]
         if region is not None:
-            self._segment(*region)
+            clusters += self._segment(*region)
+        i = text.find("\r\n")
+        if i >= 0:  # CR LF outside the segmented stretches
+            segmented = {c[0] for c in clusters}
+            crlf = [(j, j + 2) for j in _find_all(text, "\r\n", i) if j not in segmented]
+            clusters = sorted(clusters + crlf) if crlf else clusters
+        # 1 at the positions strictly inside a cluster; empty (and never indexed) when there is no cluster
+        self._inner = bytearray(n + 1) if clusters else bytearray()
+        for s, e in clusters:
+            self._inner[s + 1 : e] = b"\x01" * (e - s - 1)
+        self._starts = [c[0] for c in clusters]
+        self._ends = [c[1] for c in clusters]
 
-    def _segment(self, start: int, end: int) -> None:
-        for m in _GRAPHEME.finditer(self.text, start, end):
-            self._inner.update(range(m.start() + 1, m.end()))
+    def _segment(self, start: int, end: int) -> list[Span]:
+        return [m.span() for m in _GRAPHEME.finditer(self.text, start, end) if m.end() - m.start() > 1]
 
     def at(self, i: int) -> bool:
         """``True`` when ``i`` (``0 <= i <= len(text)``) is a grapheme cluster boundary."""
-        t = self.text
-        return i not in self._inner and (i <= 0 or i >= len(t) or not (t[i - 1] == "\r" and t[i] == "\n"))
+        inner = self._inner
+        return i <= 0 or i >= len(self.text) or not (inner and inner[i])
+
+    def _cluster(self, i: int) -> int:
+        """Index of the cluster of several code points that ``i`` lies strictly inside."""
+        return bisect.bisect_right(self._starts, i) - 1
 
     def next(self, i: int) -> int:
         """The first boundary after ``i``."""
-        j, n = i + 1, len(self.text)
-        while j < n and not self.at(j):
-            j += 1
-        return j
+        j = i + 1
+        return j if self.at(j) else self._ends[self._cluster(j)]
 
     def prev(self, i: int) -> int:
         """The last boundary before ``i``."""
         j = i - 1
-        while j > 0 and not self.at(j):
-            j -= 1
-        return j
+        return j if self.at(j) else self._starts[self._cluster(j)]
+
+
+def _find_all(text: str, sub: str, i: int) -> Iterator[int]:
+    """The positions of ``sub`` in ``text`` from ``i`` (a position of it) on, not overlapping."""
+    while i >= 0:
+        yield i
+        i = text.find(sub, i + len(sub))
 
 
 def _lstrip(g: _Graphemes, start: int, end: int) -> int:
-    """``start`` moved past whole whitespace clusters (a space carrying a combining mark is not whitespace)."""
+    """``start`` moved past whole whitespace clusters (a space carrying a combining mark is not whitespace), at
+    most to ``end``: the last cluster boundary that is neither past ``end`` nor past the first non-whitespace
+    character, or ``start`` itself."""
     text = g.text
-    while start < end and text[start].isspace():
-        nxt = g.next(start)
-        if nxt > end or not text[start:nxt].isspace():
-            break
-        start = nxt
-    return start
+    if start >= end or not text[start].isspace():
+        return start
+    m = _NON_SPACE_RE.search(text, start, end)
+    stop = end if m is None else m.start()
+    if g.at(stop):
+        return stop
+    return max(g.prev(stop), start)
 
 
 def _strip(g: _Graphemes, start: int, end: int) -> Span:
@@ -231,15 +261,15 @@ def _inside_word(text: str, i: int) -> bool:
 
 def _gap_kind(text: str, j: int, k: int) -> int:
     """Kind of the boundary between ``text[:j]`` and ``text[k:]``, where ``text[j:k]`` is whitespace (maybe empty)."""
-    gap = text[j:k]
-    if any(c in _LINE_BREAKS for c in gap):
+    gap = k > j
+    if gap and _LINE_BREAK_RE.search(text, j, k):
         return LINE
-    i = j
-    while i > 0 and text[i - 1] in _CLOSERS:
-        i -= 1
-    ends = i > 0 and (text[i - 1] in _CJK_ENDS or (gap and text[i - 1] in _LATIN_ENDS))
-    if ends and (gap or k >= len(text) or text[k] not in _SENTENCE_TAIL):  # "。」" and "！！" end after the last
-        return SENTENCE
+    if gap or k >= len(text) or text[k] not in _SENTENCE_TAIL:  # "。」" and "！！" end after the last
+        i = j
+        while i > 0 and text[i - 1] in _CLOSERS:
+            i -= 1
+        if i > 0 and (text[i - 1] in _CJK_ENDS or (gap and text[i - 1] in _LATIN_ENDS)):
+            return SENTENCE
     if j > 0 and (text[j - 1] in _CJK_CLAUSE or (gap and text[j - 1] in _LATIN_CLAUSE)):
         return CLAUSE
     if gap:
@@ -247,16 +277,55 @@ def _gap_kind(text: str, j: int, k: int) -> int:
     return IN_WORD if _inside_word(text, j) else GRAPHEME
 
 
+# How long the searches below look.  Every search for a cut or a start is bounded by its window (the piece's budget
+# or the overlap window) plus the whitespace or punctuation run that crosses the window's edge, never by the rest
+# of the paragraph: that makes cutting linear in paragraph length.  The regexes match only whitespace and marks
+# (sentence ends, closers, clause marks) and look at most one character past a run of them, so a search that stops
+# one character after the window finds every match that ends (or starts) inside it, as a search to the paragraph's
+# end would, and a search may begin at any character that no match can contain.
+
+
+def _sentence_resume(text: str, x: int, hi: int) -> tuple[int, int | None] | None:
+    """Where a sentence-start search that must look back to the closer at ``x`` resumes, and the end of the sentence
+    match running through ``x`` if there is one: ``(resume, end)``, or ``None`` when no sentence match can end
+    before ``hi``.  A match is a run of sentence ends then closers (``。」``, ``."``); a closer belongs to a match
+    only when the run of closers it is in follows an end, and a Latin end only when whitespace follows the closers.
+    """
+    c = x + 1
+    while c < hi and text[c] in _CLOSERS:
+        c += 1
+    if c >= hi:  # the closers reach the window's end: whatever match they belong to ends at or after it
+        return None
+    y = x
+    while y > 0 and text[y - 1] in _CLOSERS:
+        y -= 1
+    if y > 0 and (text[y - 1] in _CJK_ENDS or (text[y - 1] in _LATIN_ENDS and text[c].isspace())):
+        return c, c
+    return c, None
+
+
 def _start_candidates(g: _Graphemes, kind: int, lo: int, hi: int) -> Iterator[int]:
     """Chunk starts ``k`` in ``[lo, hi)`` (``lo >= 1``) that begin on a boundary of exactly ``kind``, in order."""
     text = g.text
-    scan = lo - 1
-    while scan > 0 and (text[scan].isspace() or text[scan] in _MARKS):  # what a start in the window may follow
-        scan -= 1
     if kind in (LINE, SENTENCE, CLAUSE, SPACE):
+        # a start in the window may follow whitespace (and, before it, the mark that ends a sentence or clause):
+        # search from the last non-whitespace character before the window.  No LINE or SPACE match contains it, a
+        # CLAUSE match is one character, and a SENTENCE match through a sentence end ends where it would if the
+        # search began at the start of the run of ends; only a closer needs a look further back (_sentence_resume)
+        scan = lo - 1
+        while scan > 0 and text[scan].isspace():
+            scan -= 1
+        first: list[int] = []  # the end of a sentence match that runs through the closer at scan
+        if kind == SENTENCE and scan > 0 and text[scan] in _CLOSERS:
+            resumed = _sentence_resume(text, scan, hi)
+            if resumed is None:
+                return
+            scan, end = resumed
+            first = [] if end is None else [end]
         pattern = {LINE: _LINE_RE, SENTENCE: _SENTENCE_RE, CLAUSE: _CLAUSE_RE, SPACE: _SPACE_RE}[kind]
-        for m in pattern.finditer(text, scan, hi):
-            j = m.start() if kind in (LINE, SPACE) else m.end()
+        at_start = kind in (LINE, SPACE)
+        found = (m.start() if at_start else m.end() for m in pattern.finditer(text, scan, hi))
+        for j in itertools.chain(first, found):
             k = _lstrip(g, j, hi)
             if k >= hi:
                 break
@@ -278,46 +347,83 @@ def _best_start(g: _Graphemes, lo: int, hi: int, worst: int) -> int | None:
     return None
 
 
+def _space_runs(text: str, lo: int, hi: int, pe: int) -> Iterator[Span]:
+    """``(start, end)`` of the whitespace runs of ``text[:pe]`` that start in ``[lo, hi]`` (``lo >= 1``), in order;
+    ``end`` is where the run ends, at most ``pe``, even when that is past ``hi``."""
+    stop = min(hi + 1, pe)
+    for m in _SPACE_RE.finditer(text, lo - 1, stop):  # from lo - 1: a run through lo - 1 does not start at lo
+        s, e = m.span()
+        if s < lo:
+            continue
+        if e == stop < pe:  # the run goes on past the window
+            more = _NON_SPACE_RE.search(text, e, pe)
+            e = pe if more is None else more.start()
+        yield s, e
+
+
 def _cut_candidates(g: _Graphemes, kind: int, a: int, lo: int, hi: int, pe: int) -> Iterator[int]:
-    """Piece ends ``j`` in ``[lo, hi]`` (cutting ``[a, pe)``) that lie on a boundary of exactly ``kind``."""
+    """Piece ends ``j`` in ``[lo, hi]`` (cutting ``[a, pe)``, ``a < lo``) that lie on a boundary of exactly
+    ``kind``."""
     text = g.text
-    if kind == LINE:
-        for m in _LINE_RE.finditer(text, a, pe):
-            if m.start() > hi:
-                break
-            if m.start() >= lo:
-                yield m.start()
+    if kind in (LINE, SPACE):
+        stop = min(hi + 1, pe)
+        if kind == LINE and not _LINE_BREAK_RE.search(text, lo, stop) and not (stop < pe and text[stop - 1].isspace()):
+            return  # no line break in the window, and no whitespace run crossing its end that could hold one
+        for j, e in _space_runs(text, lo, hi, pe):
+            if kind == LINE:
+                if _LINE_BREAK_RE.search(text, j, e):
+                    yield j
+            elif _gap_kind(text, j, e) == SPACE:
+                yield j
     elif kind in (SENTENCE, CLAUSE):
         pattern = _SENTENCE_RE if kind == SENTENCE else _CLAUSE_RE
-        for m in pattern.finditer(text, a, pe):
+        for m in pattern.finditer(text, a, min(hi + 1, pe)):
             j = m.end()
             if j > hi:
                 break
             if j >= lo and _gap_kind(text, j, _lstrip(g, j, pe)) == kind:
                 yield j
-    elif kind == SPACE:
-        for m in _SPACE_RE.finditer(text, a, pe):
-            j = m.start()
-            if j > hi:
-                break
-            if j >= lo and _gap_kind(text, j, m.end()) == SPACE:
-                yield j
     else:
-        for j in range(lo, hi + 1):
-            if kind == CODE_POINT or (not text[j - 1].isspace() and not text[j].isspace() and (
-                kind == IN_WORD or not _inside_word(text, j)
-            )):
-                yield j
+        yield from (j for j in range(lo, hi + 1) if _char_cut(text, kind, j))
+
+
+def _char_cut(text: str, kind: int, j: int) -> bool:
+    """Whether ``j`` is a cut of the character-level ``kind`` (GRAPHEME, IN_WORD or CODE_POINT), clusters aside."""
+    return kind == CODE_POINT or (not text[j - 1].isspace() and not text[j].isspace() and (
+        kind == IN_WORD or not _inside_word(text, j)
+    ))
+
+
+def _nearest_first(lo: int, hi: int, target: int) -> Iterator[int]:
+    """``lo … hi`` ordered by distance to ``target``, the smaller position first among equals."""
+    if target <= lo:
+        yield from range(lo, hi + 1)
+    elif target >= hi:
+        yield from range(hi, lo - 1, -1)
+    else:
+        yield target
+        for d in range(1, max(target - lo, hi - target) + 1):
+            if target - d >= lo:
+                yield target - d
+            if target + d <= hi:
+                yield target + d
 
 
 def _pick_cut(g: _Graphemes, a: int, lo: int, hi: int, pe: int, target: int, kinds: Iterable[int]) -> Span | None:
-    """The ``(end, kind)`` of the strongest boundary in ``[lo, hi]`` (nearest ``target`` among equals), or ``None``."""
+    """The ``(end, kind)`` of the strongest boundary in ``[lo, hi]`` (nearest ``target`` among equals, the earlier
+    one on a tie), or ``None``."""
     if lo > hi:
         return None
     for kind in kinds:
+        if kind >= GRAPHEME:  # a boundary at nearly every character: look outwards from the target
+            text = g.text
+            for j in _nearest_first(lo, hi, target):
+                if _char_cut(text, kind, j) and (kind == CODE_POINT or g.at(j)):
+                    return j, kind
+            continue
         best: int | None = None
         for j in _cut_candidates(g, kind, a, lo, hi, pe):
-            if (kind == CODE_POINT or g.at(j)) and (best is None or abs(j - target) < abs(best - target)):
+            if g.at(j) and (best is None or abs(j - target) < abs(best - target)):
                 best = j
         if best is not None:
             return best, kind

@@ -11,8 +11,12 @@ LangChain's ``VectorStore`` face (the rules for ids, versions, RESTRICTED and sc
 
 Search is :class:`~langchain_ragspine.retrievers.postgres.PostgresDenseRetriever`'s (pgvector, exact below
 ``RAGSPINE_PG_HNSW_THRESHOLD`` vectors, HNSW with iterative scans above; filters compiled to SQL and applied inside
-the query).  Writes hold the store's writer lock (:mod:`langchain_ragspine.stores.pg_lock`, as ``ingest`` does) and go
-through :func:`langchain_ragspine.postgres.write_versions`: one transaction per call (every
+the query).  ``max_marginal_relevance_search`` (and ``as_retriever(search_type="mmr")``) reads the ``fetch_k``
+candidates with their stored vectors in the same query
+(:meth:`~langchain_ragspine.retrievers.postgres.PostgresDenseRetriever.search_by_vector_with_embeddings`) and picks
+``k`` with ``langchain_core``'s ``maximal_marginal_relevance``, as the directory store does.  Writes hold the store's
+writer lock (:mod:`langchain_ragspine.stores.pg_lock`, as ``ingest`` does) and go through
+:func:`langchain_ragspine.postgres.write_versions`: one transaction per call (every
 document version of an ``add_documents`` / ``delete`` call, or none of them: a failure part way — disk full — leaves
 the store as it was, and the error says so), BM25 postings and typed metadata values written with the chunks,
 vectors cached by ``(model, chunk_id, content hash)`` so an unchanged chunk is never embedded twice.  The same database then serves
@@ -142,6 +146,15 @@ class PostgresVectorStore(VersionedVectorStore):
         if retriever is None:
             return []
         return list(retriever.search_by_vector(np.asarray(vector, dtype=np.float32), k=k, filter=filter))
+
+    def _search_by_vector_with_embeddings(
+        self, vector: Sequence[float] | np.ndarray, k: int, filter: Mapping[str, Any] | None
+    ) -> list[tuple[Document, float, np.ndarray]]:
+        retriever = self._dense()
+        if retriever is None:
+            return []
+        return list(retriever.search_by_vector_with_embeddings(np.asarray(vector, dtype=np.float32), k=k,
+                                                                filter=filter))
 
     def _dense(self) -> Any:
         """The dense retriever over the store's vectors, or ``None`` while the store has none."""

@@ -147,3 +147,38 @@ def test_the_served_graph_stops_answering_with_a_canary_relabelled_while_it_runs
     (corpus / "secret.md").unlink()
     _ingest(corpus, store)
     assert "CANARYSRV9" not in ask()
+
+
+@pytest.fixture
+def chat_store(tmp_path):
+    corpus, store = tmp_path / "corpus", tmp_path / "S"
+    corpus.mkdir()
+    (corpus / "rivers.md").write_text("# Rivers\n\nThe valley rivers flow north in spring.", "utf-8")
+    (corpus / "whys.md").write_text("# The five whys\n\nWhy is that a question we ask? The five whys repeat why.",
+                                    "utf-8")
+    _ingest(corpus, store)
+    yield from _serve(tmp_path, {"RAGSPINE_STORE": str(store)})
+
+
+def test_a_served_thread_condenses_follow_ups_and_carries_citations_on_the_messages(chat_store):
+    """Issue 27: a thread on the server (its own checkpointer, messages as JSON): the reply's citations survive
+    the round trip in ``response_metadata``, and the follow-up is searched with the first question's words."""
+    base = chat_store
+    assistant = _assistants(base)["corrective_rag"]
+    thread = _request(f"{base}/threads", {})
+    assert isinstance(thread, dict)
+
+    def say(text: str) -> dict:
+        out = _request(f"{base}/threads/{thread['thread_id']}/runs/wait", {
+            "assistant_id": assistant, "input": {"messages": [{"type": "human", "content": text}]}})
+        assert isinstance(out, dict), out
+        return out
+
+    one = say("Which way do the valley rivers flow?")
+    reply = one["messages"][-1]
+    assert reply["type"] == "ai" and "[1]" in reply["content"]
+    assert reply["response_metadata"]["citations"][0]["title"] == "Rivers"
+    two = say("Why is that?")
+    assert two["search_query"].startswith("Why is that?") and "rivers" in two["search_query"]
+    assert [m["type"] for m in two["messages"]] == ["human", "ai", "human", "ai"]
+    assert two["messages"][-1]["response_metadata"]["citations"][0]["title"] == "Rivers"

@@ -15,6 +15,14 @@ blank lines before it); and sidecars that are there but cannot be read (``SIDECA
 *refused* when its sidecar cannot be read or its labels sit in a ``---`` block after blank lines — again by
 construction; a refused document is skipped (``on_error="skip"``), never returned, and only refused documents are
 missing.
+
+The second issue-25 trial adds: keys and values with the look-alikes of each other (``sensitiviтy``,
+``sensitiv1ty``), HTML tags and enclosed letters (``RES<b></b>TRICTED``, ``🆁🅴🆂…``); the openers that are not front
+matter (``REFUSED_SHAPES``: ``+++``, ``--- !!map``, ``%YAML``, ``----``, full-width and em-dash fences, an HTML comment
+first, a second block, bare ``key: value`` lines), which refuse a labelled file; sidecars written under the full
+file name (``d0.md.json``), in LangChain's ``{"metadata": {...}}`` shape, or beside a symlink to the document that
+sorts before it (``SIDECAR_PLACES``).  Every chunk's locator is refused by ``resolve_source_locator`` exactly when the
+chunk is RESTRICTED, and so is the symlink's name.
 """
 
 import json
@@ -35,7 +43,10 @@ from langchain_ragspine.embeddings import HashingEmbeddings
 from langchain_ragspine.graphs import build_corrective_rag
 from langchain_ragspine.indexing import ingest, open_retriever, search
 from langchain_ragspine.retrievers import BM25Retriever, DenseRetriever, HybridRetriever
+from langchain_ragspine.sensitivity import is_restricted
 from langchain_ragspine.text_splitters import ParagraphTextSplitter
+
+from .test_loader_symlinks import refused_by_resolver
 
 KEYS = [
     "sensitivity",
@@ -49,6 +60,11 @@ KEYS = [
     "S\u0415NS\u0399T\u0399V\u0399TY",  # Cyrillic Е, Greek Ι
     "s&#101;nsitivity",  # an HTML character reference
     "\u202eytivitisnes\u202c",  # a right-to-left override: displays "sensitivity"
+    "sensitivi\u0442y",  # Cyrillic т: the look-alike rules of values
+    "sensitiv1ty",
+    "sensitivlty",
+    "sensi<b></b>tivity",  # an HTML tag
+    "\U0001f182\U0001f174\U0001f17d\U0001f182\U0001f178\U0001f183\U0001f178\U0001f185\U0001f178\U0001f183\U0001f188",
 ]
 RESTRICTED_VALUES: list[Any] = [
     "RESTRICTED",
@@ -67,6 +83,11 @@ RESTRICTED_VALUES: list[Any] = [
     "\u202eDETCIRTSER\u202c",
     "RES\u2066TRICTED",
     ["PUBLIC", "&#x52;ESTRICTED"],
+    "RES<b></b>TRICTED",
+    "R<span>ESTRICTED</span>",
+    "\U0001f181\U0001f174\U0001f182\U0001f183\U0001f181\U0001f178\U0001f172\U0001f183\U0001f174\U0001f173",
+    "\U0001f161\U0001f154\U0001f162\U0001f163\U0001f161\U0001f158\U0001f152\U0001f163\U0001f154\U0001f153",
+    "\u24c7\u24d4\u24e2\u24e3\u24e1\u24d8\u24d2\u24e3\u24d4\u24d3",
 ]
 OTHER_VALUES: list[Any] = [
     "PUBLIC",
@@ -79,8 +100,8 @@ OTHER_VALUES: list[Any] = [
     "\u202dPUBLIC\u202c",
     "INTERNAL\u200f",
 ]
-#: How a Markdown document's front matter is written: (opening line, closing line, line break).  Only
-#: ``"blank_line"`` is not front matter: its labels refuse the file.
+#: How a Markdown document's front matter is written: (opening line, closing line, line break).  The shapes of
+#: ``REFUSED_SHAPES`` are not front matter: their labels refuse the file.
 FRONT_SHAPES: dict[str, tuple[str, str, str]] = {
     "plain": ("---", "---", "\n"),
     "crlf": ("---", "---", "\r\n"),
@@ -92,9 +113,25 @@ FRONT_SHAPES: dict[str, tuple[str, str, str]] = {
     "zero_width": ("\u200b---", "-\u200b--", "\n"),
     "second_bom": ("\ufeff\ufeff---", "---", "\n"),
     "blank_line": ("\n---", "---", "\n"),
+    "toml": ("+++", "+++", "\n"),
+    "yaml_tag": ("--- !!map", "---", "\n"),
+    "yaml_directive": ("%YAML 1.2\n---", "---", "\n"),
+    "four_dashes": ("----", "----", "\n"),
+    "html_comment": ("<!-- generated -->\n---", "---", "\n"),
+    "fullwidth": ("\uff0d\uff0d\uff0d", "\uff0d\uff0d\uff0d", "\n"),
+    "em_dash": ("\u2014\u2014\u2014", "\u2014\u2014\u2014", "\n"),
+    "second_block": ("---\ntitle: first\n---\n---", "---", "\n"),
+    "bare": ("", "", "\n"),  # key: value lines alone, then a blank line
 }
+REFUSED_SHAPES = frozenset(
+    ["blank_line", "toml", "yaml_tag", "yaml_directive", "four_dashes", "html_comment", "fullwidth", "em_dash"]
+    + ["second_block", "bare"]
+)
 #: How a sidecar is there: readable (``"ok"``, written only when it has keys), or there but not readable.
 SIDECAR_KINDS = ["ok", "ok", "ok", "dangling", "folder", "fifo", "upper_case", "bad_utf8"]
+#: Where the sidecar is: ``d0.json``, ``d0.md.json``, ``d0.json`` holding ``{"metadata": {...}}``, or beside a symlink
+#: ``a0.md`` -> ``d0.md`` (which sorts first): ``a0.json`` or ``a0.md.json``.
+SIDECAR_PLACES = ["stem", "stem", "full_name", "nested", "alias", "alias_full_name"]
 NOISE = [("title", "T1"), ("title", "T2"), ("lang", "ja"), ("lang", "en"), ("source_note", "x")]
 
 
@@ -129,8 +166,18 @@ def corpora(draw: st.DrawFn) -> list[dict[str, Any]]:
         nested = draw(pairs(1)) if kind == "jsonl" else []
         shape = draw(st.sampled_from(sorted(FRONT_SHAPES))) if kind == "md" else "plain"
         sidecar = draw(st.sampled_from(SIDECAR_KINDS))
+        place = draw(st.sampled_from(SIDECAR_PLACES))
         docs.append(
-            {"i": i, "kind": kind, "own": own, "side": side, "nested": nested, "shape": shape, "sidecar": sidecar}
+            {
+                "i": i,
+                "kind": kind,
+                "own": own,
+                "side": side,
+                "nested": nested,
+                "shape": shape,
+                "sidecar": sidecar,
+                "place": place,
+            }
         )
     return docs
 
@@ -144,8 +191,10 @@ def _write(root: Path, doc: dict[str, Any]) -> None:
     text = f"{token} は文書 {i} の本文です。 The body of document {i}."
     if doc["kind"] == "md":
         opening, closing, br = FRONT_SHAPES[doc["shape"]]
-        lines = [f"{json.dumps(k)}: {json.dumps(v)}" for k, v, _ in doc["own"]]
-        front = "".join(line + br for line in [opening, *lines, closing]) if lines else ""
+        # the characters themselves: YAML reads each \u escape alone, so a surrogate pair would not be one character
+        lines = [f"{json.dumps(k, ensure_ascii=False)}: {json.dumps(v, ensure_ascii=False)}" for k, v, _ in doc["own"]]
+        fences = [opening, *lines, closing] if opening else [*lines, ""]
+        front = "".join(line + br for line in fences) if lines else ""
         with open(root / f"d{i}.md", "w", encoding="utf-8", newline="") as f:  # line breaks as written
             f.write(front + text + br)
     else:
@@ -154,14 +203,22 @@ def _write(root: Path, doc: dict[str, Any]) -> None:
         if doc["nested"]:
             line = line.replace('"__NESTED__"', _json_object(doc["nested"]))
         (root / f"d{i}.jsonl").write_text(line + "\n", "utf-8")
-    side = root / f"d{i}.json"
+    suffix = ".md" if doc["kind"] == "md" else ".jsonl"
+    place = doc["place"]
+    stem = f"a{i}" if place.startswith("alias") else f"d{i}"
+    if stem != f"d{i}":
+        os.symlink(f"d{i}{suffix}", root / f"{stem}{suffix}")
+    side = root / (f"{stem}{suffix}.json" if place.endswith("full_name") else f"{stem}.json")
+    content = _json_object(doc["side"])
+    if place == "nested":
+        content = '{"metadata": ' + content + "}"
     kind = doc["sidecar"]
     if kind == "ok" and doc["side"]:
-        side.write_text(_json_object(doc["side"]), "utf-8")
+        side.write_text(content, "utf-8")
     elif kind == "upper_case":
-        side.with_suffix(".JSON").write_text(_json_object(doc["side"]), "utf-8")
+        side.with_suffix(".JSON").write_text(content, "utf-8")
     elif kind == "bad_utf8":
-        side.write_bytes(_json_object(doc["side"]).encode() + b" \xff")
+        side.write_bytes(content.encode() + b" \xff")
     elif kind == "dangling":
         os.symlink(f"missing{i}.json", side)
     elif kind == "folder":
@@ -186,9 +243,9 @@ def _secret(doc: dict[str, Any]) -> bool:
 
 
 def _refused(doc: dict[str, Any]) -> bool:
-    """The sidecar cannot be read, or the labels are in a ``---`` block after a blank line (not front matter)."""
+    """The sidecar cannot be read, or the labels are in a block that is not front matter (``REFUSED_SHAPES``)."""
     labelled = any(key in KEYS for key, _, _ in doc["own"])
-    return doc["sidecar"] != "ok" or (doc["kind"] == "md" and doc["shape"] == "blank_line" and labelled)
+    return doc["sidecar"] != "ok" or (doc["kind"] == "md" and doc["shape"] in REFUSED_SHAPES and labelled)
 
 
 @settings(
@@ -226,6 +283,13 @@ def test_no_document_meant_to_be_restricted_is_ever_returned(corpus):
             if chunk.metadata.get("line") is None:
                 text = read_source_text(root / chunk.metadata["source"])
                 assert text[chunk.metadata["start_index"] : chunk.metadata["end_index"]] == chunk.page_content
+            # the resolver refuses exactly what the loader labels RESTRICTED, by the chunk's name and any other
+            locator = chunk.metadata["source_locator"]
+            names = [locator]
+            if chunk.metadata.get("line") is None and os.path.lexists(root / ("a" + locator[1:])):
+                names.append("a" + locator[1:])
+            for name in names:
+                assert refused_by_resolver(name, root) == is_restricted(chunk.metadata), name
         bm25 = BM25Retriever.from_documents(chunks, k=10)
         dense = DenseRetriever.from_documents(chunks, HashingEmbeddings(), k=10)
         hybrid = HybridRetriever(retrievers=[bm25, dense], k=10)

@@ -64,8 +64,9 @@ LOOK_ALIKE_KEYS = [
     "sensitivit&yacute;",  # named: ý folds to y
     "\u202eytivitisnes\u202c",  # a right-to-left override: displays "sensitivity"
     "sensi\u2066tivity\u2069",  # an isolate inside: invisible
+    "sensltlvlty",  # a small l for each i, as values read "RESTRlCTED" (issue 25 §4d: keys follow the value rules)
 ]
-OTHER_KEYS = ["sensitivity_note", "insensitivity", "sensltlvlty", "s&#101;nsitivity_note", "\u202esensitivity_x"]
+OTHER_KEYS = ["sensitivity_note", "insensitivity", "s&#101;nsitivity_note", "\u202esensitivity_x", "SENSITIVLTY"]
 
 
 @pytest.mark.parametrize("key", LOOK_ALIKE_KEYS, ids=ascii)
@@ -266,7 +267,7 @@ def test_a_sidecar_named_exactly_and_other_json_files_still_load(tmp_path: Path)
     write(tmp_path / "doc.md", "body\n")
     write(tmp_path / "doc.json", '{"sensitivity": "PUBLIC", "title": "T"}')
     write(tmp_path / "other.JSON", "{}")  # the sidecar of no document
-    write(tmp_path / "doc.md.JSON", "{}")  # not named <stem>.json: not a sidecar of doc.md
+    write(tmp_path / "notes.md.JSON", "{}")  # the sidecar of no document either (doc.md.JSON would be refused)
     os.symlink("doc.json", tmp_path / "link.json")
     write(tmp_path / "link.md", "linked\n")
     _, docs, _ = load(tmp_path)
@@ -386,7 +387,8 @@ def test_regression_cr_front_matter_errors_name_the_line(tmp_path: Path) -> None
     assert info.value.line == 1
 
 
-#: A ``---`` block after blank (or invisible) lines is not front matter; setting a label there refuses the file.
+#: A ``---`` block after blank (or invisible) lines is not front matter, nor is anything else at the top of the body
+#: that looks like metadata; setting a label there refuses the file.
 REFUSED_SHAPES = {
     "blank_line": ("\n---\nsensitivity: RESTRICTED\n---\n", 3),
     "two_blank_lines": ("\n\n---\ntitle: T\nsensitivity: RESTRICTED\n---\n", 5),
@@ -400,14 +402,37 @@ REFUSED_SHAPES = {
     "escaped_key": ('\n---\n"s\\u0435nsitivity": RESTRICTED\n---\n', 3),
     "flow_mapping": ("\n---\n{title: T, sensitivity: RESTRICTED}\n---\n", 3),
     "malformed_yaml": ("\n---\ntitle: [a\nsensitivity: RESTRICTED\n---\n", 4),
+    # issue 25, second trial: anything else at the top of the body that looks like metadata and sets a label
+    "toml": ('+++\nsensitivity = "RESTRICTED"\n+++\n', 2),
+    "toml_colon": ("+++\nsensitivity: RESTRICTED\n+++\n", 2),
+    "toml_table": ('+++\ntitle = "T"\n[params]\nsensitivity = "RESTRICTED"\n+++\n', 4),
+    "toml_dotted": ('+++\nparams.sensitivity = "RESTRICTED"\n+++\n', 2),
+    "yaml_tag": ("--- !!map\nsensitivity: RESTRICTED\n---\n", 2),
+    "yaml_directive": ("%YAML 1.2\n---\nsensitivity: RESTRICTED\n---\n", 3),
+    "four_dashes": ("----\nsensitivity: RESTRICTED\n----\n", 2),
+    "html_comment": ("<!-- generated -->\n---\nsensitivity: RESTRICTED\n---\n", 3),
+    "second_block": ("---\nsensitivity: PUBLIC\n---\n---\nsensitivity: RESTRICTED\n---\n", 5),
+    "second_block_after_blank": ("---\ntitle: T\n---\n\n---\nsensitivity: RESTRICTED\n---\n", 6),
+    "bare_first_line": ("sensitivity: RESTRICTED\n\n", 1),
+    "bare_after_title": ("title: T\nSensitivity: RESTRICTED\n\n", 2),
+    "bare_equals": ("sensitivity=RESTRICTED\n\n", 1),
+    "bare_fullwidth_colon": ("sensitivity：RESTRICTED\n\n", 1),
+    "bare_look_alike_key": ("sensitivi\u0442y: RESTRICTED\n\n", 1),
+    "bare_open_label": ("sensitivity: PUBLIC\n\n", 1),  # any label: it would be dropped
+    "fullwidth_fence": ("－－－\nsensitivity: RESTRICTED\n－－－\n", 2),
+    "em_dash_fence": ("———\nsensitivity: RESTRICTED\n———\n", 2),
+    "en_dash_fence": ("–––\nsensitivity: RESTRICTED\n–––\n", 2),
+    "list_item": ("- sensitivity: RESTRICTED\n\n", 1),
+    "code_fence": ("```yaml\nsensitivity: RESTRICTED\n```\n", 2),
 }
 
 
 @pytest.mark.parametrize("shape", sorted(REFUSED_SHAPES))
-def test_regression_label_in_a_block_after_blank_lines_refuses_the_file(tmp_path: Path, shape: str) -> None:
+@pytest.mark.parametrize("suffix", [".md", ".txt"])
+def test_regression_label_in_a_block_after_blank_lines_refuses_the_file(tmp_path: Path, shape: str, suffix: str) -> None:
     front, line = REFUSED_SHAPES[shape]
     write(tmp_path / "good.md", "fine\n")
-    path = write(tmp_path / "doc.md", front + BODY)
+    path = write(tmp_path / f"doc{suffix}", front + BODY)
     with pytest.raises(LoaderError, match="not front matter") as info:
         CorpusLoader(tmp_path).load()
     assert (info.value.path, info.value.line, info.value.field) == (str(path), line, "sensitivity")
@@ -428,6 +453,14 @@ def test_regression_label_in_a_block_after_blank_lines_refuses_the_file(tmp_path
         "- - -\ntitle: a Markdown rule with spaces is no fence\n- - -\nbody\n",
         "\n---\n# Sensitivity: a heading (a YAML comment) is text, not a label\n---\nbody\n",
         "\n---\nNo closing fence, and the word sensitivity without a colon\n",
+        # issue 25, second trial: what looks like metadata refuses a file only when it sets a label
+        '+++\ntitle = "no label"\n+++\nBody.\n',
+        "Sensitivity analysis: the ratio of true positives.\n\nMore text.\n",  # another key
+        "Intro line.\n\nsensitivity: RESTRICTED is how a label is written\n",  # after the first line of prose
+        "# Title\nsensitivity: RESTRICTED\n",  # after a heading
+        "本文です。\nsensitivity: RESTRICTED\n",
+        "**Sensitivity** is discussed below.\n",
+        "sensitivity\n\nThe word alone, with no colon.\n",
     ],
     ids=ascii,
 )

@@ -151,6 +151,32 @@ def test_no_restricted_text_reaches_a_prompt_or_leaves_a_graph(case, with_llm, h
         assert final.get("answer")
 
 
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(corpora(), st.booleans(), st.sampled_from(["それはなぜですか？", "为什么？", "Why is that?"]))
+def test_no_restricted_text_reaches_a_prompt_through_a_conversation(case, with_llm, follow_up):
+    """Multi-turn threads on a checkpointer: the follow-up is condensed (with the spy, a model call whose prompt
+    holds the conversation) and answered with the history in its prompt; the earlier turns' replies were gated, so
+    neither the condense prompt, the answer prompt, the custom progress events nor the thread's state hold a
+    marker."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    docs, markers, question, filters = case
+    retriever = RawBM25Retriever(docs=docs)
+    for build in BUILDERS:
+        spy = SpyChatModel()
+        graph = build(retriever, spy if with_llm else None, checkpointer=InMemorySaver())
+        config = {"configurable": {"thread_id": "t"}}
+        streamed: list[Any] = []
+        for text in (question, follow_up):
+            streamed += list(graph.stream({"messages": [HumanMessage(text)], "filters": filters}, config,
+                                          stream_mode=["updates", "values", "custom"]))
+        state = graph.get_state(config).values
+        _assert_clean(markers, *spy.prompts)
+        _assert_clean(markers, streamed, state.get("messages"), state.get("trace"))
+        assert any(t["step"] == "condense_question" for t in state["trace"])
+        assert not with_llm or any("Conversation:" in p for p in spy.prompts)
+
+
 @settings(max_examples=25, deadline=None)
 @given(corpora())
 def test_the_answer_chain_never_passes_restricted_text(case):

@@ -142,19 +142,33 @@ def test_is_restricted_on_documents_and_mappings():
 PADDING = st.sampled_from(["", " ", "\t", "\n", "\u3000", "\u200b", "\ufeff"])
 
 
+#: Look-alikes of the letters of "sensitivity" (issue 25 §4d: keys follow the look-alike rules of values), written out
+#: independently of the package's tables: Cyrillic, Greek, the digit 1 and | and a small l for i, Latin small
+#: capitals, negative squared / negative circled letters and regional indicators.
+KEY_LOOK_ALIKES = {
+    "s": "\u0455\u0405\ua731\U0001f182\U0001f162\U0001f1f8",
+    "e": "\u0435\u0415\u1d07\U0001f174\U0001f154\U0001f1ea",
+    "n": "\u0274\u039d\U0001f17d\U0001f15d\U0001f1f3",
+    "i": "\u0456\u0406\u03b91l|\u026a\U0001f178\U0001f158\U0001f1ee",
+    "t": "\u0442\u0422\u03a4\u1d1b\U0001f183\U0001f163\U0001f1f9",
+    "v": "\u03bd\u1d20\U0001f185\U0001f165\U0001f1fb",
+    "y": "\u0443\u0423\u028f\U0001f188\U0001f168\U0001f1fe",
+}
+
+
 @st.composite
-def key_spellings(draw: st.DrawFn) -> tuple[str, bool]:
-    """A spelling of "sensitivity" (case, width, padding, zero-width characters), possibly with one letter dropped."""
+def key_spellings(draw: st.DrawFn, look_alikes: bool = False) -> tuple[str, bool]:
+    """A spelling of "sensitivity" (case, width, padding, zero-width characters; with ``look_alikes``, look-alike
+    letters and HTML tags between letters too), possibly with one letter dropped (then it is another key)."""
     letters = list("sensitivity")
     drop = draw(st.one_of(st.none(), st.integers(0, len(letters) - 1)))
     if drop is not None:
         del letters[drop]
     out = []
     for ch in letters:
-        ch = draw(
-            st.sampled_from([ch, ch.upper(), chr(ord(ch) - 0x61 + 0xFF41), chr(ord(ch) - 0x61 + 0xFF21)])
-        )
-        out.append(ch + draw(st.sampled_from(["", "", "", "\u200b"])))
+        forms = [ch, ch.upper(), chr(ord(ch) - 0x61 + 0xFF41), chr(ord(ch) - 0x61 + 0xFF21)]
+        ch = draw(st.sampled_from(forms + list(KEY_LOOK_ALIKES[ch] if look_alikes else "")))
+        out.append(ch + draw(st.sampled_from(["", "", "", "\u200b"] + (["<b></b>"] if look_alikes else []))))
     return draw(PADDING) + "".join(out) + draw(PADDING), drop is None
 
 
@@ -163,3 +177,10 @@ def test_every_spelling_of_the_key_is_the_label_and_the_ascii_fast_path_agrees(c
     key, is_key = case
     assert is_sensitivity_key(key) == is_key
     assert is_sensitivity_key(key) == (fold(key).casefold() == "sensitivity")
+
+
+@given(key_spellings(look_alikes=True))
+def test_every_look_alike_spelling_of_the_key_is_the_label(case):
+    key, is_key = case
+    assert is_sensitivity_key(key) == is_key
+    assert is_restricted({key: "RESTRICTED"}) == is_key

@@ -127,6 +127,20 @@ HOMOGLYPHS = {
     "C": "\u0421\u0441\u03f9\u13df\ua4da",
     "D": "\u13a0\u0501\ua4d3",
 }
+#: Enclosed letters and Latin small capitals (issue 25 §4d): negative squared, negative circled, regional indicator,
+#: circled (NFKC), small capital — by letter, written out from their Unicode names.
+ENCLOSED = {
+    "R": "\U0001f181\U0001f161\U0001f1f7\u24c7\u24e1\u0280",
+    "E": "\U0001f174\U0001f154\U0001f1ea\u24ba\u24d4\u1d07",
+    "S": "\U0001f182\U0001f162\U0001f1f8\u24c8\u24e2\ua731",
+    "T": "\U0001f183\U0001f163\U0001f1f9\u24c9\u24e3\u1d1b",
+    "I": "\U0001f178\U0001f158\U0001f1ee\u24be\u24d8\u026a",
+    "C": "\U0001f172\U0001f152\U0001f1e8\u24b8\u24d2\u1d04",
+    "D": "\U0001f173\U0001f153\U0001f1e9\u24b9\u24d3\u1d05",
+}
+HOMOGLYPHS = {letter: chars + ENCLOSED[letter] for letter, chars in HOMOGLYPHS.items()}
+#: HTML a browser does not show (issue 25 §4d): tags and comments between the letters.
+TAGS = st.sampled_from(["", "", "<b></b>", "<span>", "</span>", "<!-- x -->", "<br/>", '<i class="x">'])
 SEPARATORS = st.sampled_from(
     ["", " ", "  ", "-", ".", "_", "/", "\t", "\u3000", "\u00b7", ", ", " - ", ". ", "\u200b", "*", "~", "1"]
 )
@@ -182,3 +196,10 @@ def test_known_open_labels_with_separators_in_any_case_stay_open(label, seps, lo
 @given(restricted_spellings(homoglyphs=True, separators=False).filter(lambda s: s[0].isalpha()))
 def test_unrestricted_with_look_alikes_stays_open(spelled) -> None:
     assert not is_restricted_label("UN" + spelled)
+
+
+@settings(max_examples=200, deadline=None)
+@given(restricted_spellings(homoglyphs=True, separators=False), st.lists(TAGS, min_size=10, max_size=10), CONTEXT)
+def test_html_tags_between_the_letters_are_restricted(spelled, tags, before) -> None:
+    tagged = "".join(tag + ch for tag, ch in zip(tags, spelled, strict=False)) + spelled[len(tags) :]
+    assert is_restricted_label(before + tagged)
