@@ -675,12 +675,13 @@ def ingest(
         workers: processes that tokenize the chunks for the BM25 index (default ``RAGSPINE_WORKERS``, else ``0``:
             automatic, every usable core for a large corpus; ``1``: this process).  The index is the same whatever
             the number (:mod:`langchain_ragspine.stores.bm25_parallel`).
-        lock_timeout: how long to wait, in seconds, for another writer of the store directory (another ingest, in
-            this process or another, or a vector-store write) to finish.  Default ``None``: wait as long as it
-            takes, saying once on stderr (a ``logging`` warning) which process holds ``DIR/.ragspine.lock``;
-            ``0``: refuse at once.  One writer at a time holds that lock for the whole run, so two ingests into
-            one store run one after the other, each against the store the other left
-            (:mod:`langchain_ragspine.stores.lock`).  Searches never wait for it.  Not used for a ``postgresql://`` store.
+        lock_timeout: how long to wait, in seconds, for another writer of the store (another ingest, in this
+            process or another, or a vector-store write) to finish.  Default ``None``: wait as long as it takes,
+            saying once on stderr (a ``logging`` warning) which process holds the store's writer lock —
+            ``DIR/.ragspine.lock`` (:mod:`langchain_ragspine.stores.lock`), or for a ``postgresql://`` store an
+            advisory lock on its schema (:mod:`langchain_ragspine.stores.pg_lock`); ``0``: refuse at once.  One
+            writer at a time holds that lock for the whole run, so two ingests into one store run one after the
+            other, each against the store the other left.  Searches never wait for it.
 
     Returns:
         An :class:`IngestSummary`.  Re-running on an unchanged corpus writes nothing and reports every document
@@ -711,8 +712,18 @@ def ingest(
             paths, store_dir, chunk_size=chunk_size, chunk_overlap=chunk_overlap, tokenizer=tokenizer,
             on_error=on_error, retract_missing=retract_missing, progress=progress, embedding=embedding, mode=mode,
             allow_empty=allow_empty, chunker=chunker, contextual=contextual, workers=workers,
-            hold=lambda root: held.enter_context(store_writer(root, lock_timeout=lock_timeout)),
+            hold=lambda store: held.enter_context(_writer_lock(store, lock_timeout)),
         )
+
+
+def _writer_lock(store: str | Path, lock_timeout: float | None) -> contextlib.AbstractContextManager[object]:
+    """The writer lock of a store directory (:func:`store_writer`) or of a ``postgresql://`` store
+    (:func:`~langchain_ragspine.stores.pg_lock.writer_lock`)."""
+    if is_postgres_url(store):
+        from langchain_ragspine.stores.pg_lock import writer_lock as pg_writer_lock
+
+        return pg_writer_lock(str(store), timeout=lock_timeout)
+    return store_writer(Path(store), lock_timeout=lock_timeout)
 
 
 def _ingest(
@@ -731,10 +742,10 @@ def _ingest(
     chunker: str | None,
     contextual: bool | None,
     workers: int | None = None,
-    hold: Callable[[Path], None] = lambda root: None,
+    hold: Callable[[str | Path], object] = lambda store: None,
 ) -> IngestSummary:
-    """:func:`ingest`; ``hold(root)`` takes the store directory's writer lock until :func:`ingest` returns (after
-    the arguments are checked, before the store is first read)."""
+    """:func:`ingest`; ``hold(store)`` takes the store's writer lock (a store directory's, or a ``postgresql://``
+    store's) until :func:`ingest` returns (after the arguments are checked, before the store is first read)."""
     t0 = time.perf_counter()
     # only the settings this ingest uses are read (and checked): a bad RAGSPINE_K cannot break it
     chunk_size = configured_setting("chunk_size") if chunk_size is None else chunk_size
@@ -753,10 +764,10 @@ def _ingest(
         raise ValueError(f"ingest needs a named tokenizer (it is persisted with the index), got {tokenizer!r}")
     postgres = is_postgres_url(store_dir)
     root = Path(store_dir)
-    if not postgres:
-        # one writer at a time, from the first read of the store (its chunker, index state, document count) to
-        # the last write of index.json: so two ingests run in order, each against the store the other left
-        hold(root)
+    # one writer at a time, from the first read of the store (its chunker, index state, document count) to the
+    # last write (index.json; a PostgreSQL store's last commit): so two ingests run in order, each against the store
+    # the other left
+    hold(str(store_dir).strip() if postgres else root)
     splitter, chunker_config = _chunker_for(root, chunker, chunk_size, chunk_overlap, embedding, emb)
     # read once: the writer lock is held from here to the last write of index.json
     state, damaged = _index_state(root) if not postgres else ({}, None)
@@ -796,7 +807,7 @@ def _ingest(
         from langchain_ragspine.postgres import ingest_postgres
 
         ingest_postgres(
-            str(store_dir), split, summary, tokenizer=name, embedding=emb, spec=spec,
+            str(store_dir).strip(), split, summary, tokenizer=name, embedding=emb, spec=spec,
             retract_missing=retract_missing, active_before=active_before, progress=show,
         )
         summary.seconds = time.perf_counter() - t0

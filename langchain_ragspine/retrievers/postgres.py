@@ -26,8 +26,10 @@ default ``RAGSPINE_PG_STATEMENT_TIMEOUT``, 30 s): the server cancels a statement
 raises :class:`~langchain_ragspine.errors.StoreError` saying so, so no query holds a connection of the pool for
 longer.  The query-side work — the filter compiled to SQL, the query tokenized or embedded — is done before the
 connection is taken.  A BM25 query is at most :data:`~langchain_ragspine.retrievers.bm25.MAX_QUERY_CHARS`
-characters and an ``in`` list at most :data:`~langchain_ragspine.filters.MAX_FILTER_VALUES` values, as in the
-file store (a ``ValueError`` beyond).
+characters, and a filter is within the size limits of :func:`~langchain_ragspine.filters.check_filter_size`
+(:data:`~langchain_ragspine.filters.MAX_FILTER_NODES` nodes, :data:`~langchain_ragspine.filters.MAX_FILTER_VALUES`
+values in its lists, :data:`~langchain_ragspine.filters.MAX_FILTER_DEPTH` levels), as in the file store (a
+``ValueError`` beyond); so its SQL never needs more parameters than PostgreSQL takes (:mod:`~langchain_ragspine.stores.pg_filter`).
 
 Both behave like their in-memory twins: results are copies of the stored chunks (``Document.id = chunk_id``) with
 ``metadata["scores"]`` (``bm25`` / ``vector`` and ``fused``), at most ``k``, best first, ties broken by

@@ -17,6 +17,9 @@ tokenizer workers) close their copy at once, so they never keep it past their pa
 The holder writes its process id into the file (and empties it on release), so a writer that has to wait can say
 whom it waits for, and a reader can tell a running ingest (:func:`writer_pid`) from one that was interrupted.
 Readers never take the lock: :func:`writer_pid` only tests it, without waiting.
+
+A PostgreSQL store has the same lock with the same contract (``lock_timeout``, :class:`StoreBusyError`, the waiting
+line): a session advisory lock per store schema, :mod:`langchain_ragspine.stores.pg_lock`.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import contextlib
 import errno
 import logging
 import os
+import socket
 import sys
 import threading
 import time
@@ -34,7 +38,16 @@ from pathlib import Path
 
 from langchain_ragspine.errors import StoreError
 
-__all__ = ["LOCK_FILE", "StoreBusyError", "check_lock_timeout", "writer_lock", "writer_pid"]
+__all__ = [
+    "LOCK_FILE",
+    "StoreBusyError",
+    "busy_error",
+    "check_lock_timeout",
+    "describe_holder",
+    "waiting_message",
+    "writer_lock",
+    "writer_pid",
+]
 
 #: The lock file inside a store directory.
 LOCK_FILE = ".ragspine.lock"
@@ -169,8 +182,34 @@ def writer_pid(root: Path) -> int | None:
         os.close(fd)
 
 
-def _describe(pid: int) -> str:
-    return f"pid {pid}" if pid else "an unknown process"
+def describe_holder(pid: int, host: str | None = None) -> str:
+    """``"pid N"`` (``"pid N on HOST"`` for a ``host`` other than this machine), ``"an unknown process"`` for 0."""
+    if not pid:
+        return "an unknown process"
+    return f"pid {pid}" if host is None or host == socket.gethostname() else f"pid {pid} on {host}"
+
+
+def waiting_message(lock: str, pid: int, host: str | None = None) -> str:
+    """The line a writer says (once) when it has to wait for the holder of ``lock`` (a lock file, or a PostgreSQL
+    store's lock)."""
+    return (
+        f"waiting for the writer holding {lock} ({describe_holder(pid, host)}: an ingest or a vector-store write into "
+        "this store) to finish…"
+    )
+
+
+def busy_error(
+    lock: str, *, path: str | Path, pid: int, waited: float, timeout: float | None, host: str | None = None
+) -> StoreBusyError:
+    """The :class:`StoreBusyError` of a writer that waited ``waited`` seconds for the holder of ``lock`` (named with
+    its ``pid``) and gave up at its ``timeout``; the same for a store directory and a PostgreSQL store."""
+    return StoreBusyError(
+        f"another writer ({describe_holder(pid, host)}: an ingest or a vector-store write) holds {lock}; waited "
+        f"{waited:.1f}s (lock_timeout={timeout:g}); try again when it has finished, or allow a longer lock_timeout "
+        "(ragspine ingest --lock-timeout SECONDS)",
+        path=path,
+        pid=pid,
+    )
 
 
 def _open_lock_file(root: Path) -> tuple[int, bool]:
@@ -221,10 +260,7 @@ def _acquire(root: Path, timeout: float | None, on_wait: Callable[[str], None]) 
                 if deadline is not None and time.monotonic() >= deadline:
                     raise _busy(root, pid, time.monotonic() - started, timeout)
                 if not announced:
-                    on_wait(
-                        f"waiting for the writer holding {path} ({_describe(pid)}: an ingest or a vector-store "
-                        "write into this store) to finish…"
-                    )
+                    on_wait(waiting_message(str(path), pid))
                     announced = True
                 if deadline is None:
                     _lock(fd)
@@ -243,13 +279,7 @@ def _acquire(root: Path, timeout: float | None, on_wait: Callable[[str], None]) 
 
 
 def _busy(root: Path, pid: int, waited: float, timeout: float | None) -> StoreBusyError:
-    return StoreBusyError(
-        f"another writer ({_describe(pid)}: an ingest or a vector-store write) holds {root / LOCK_FILE}; waited "
-        f"{waited:.1f}s (lock_timeout={timeout:g}); try again when it has finished, or allow a longer lock_timeout "
-        "(ragspine ingest --lock-timeout SECONDS)",
-        path=root,
-        pid=pid,
-    )
+    return busy_error(str(root / LOCK_FILE), path=root, pid=pid, waited=waited, timeout=timeout)
 
 
 def _release(root: Path, fd: int, created: bool) -> None:

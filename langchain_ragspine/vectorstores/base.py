@@ -57,7 +57,7 @@ from langchain_core.vectorstores.utils import maximal_marginal_relevance
 from langchain_ragspine.arguments import check_arguments
 from langchain_ragspine.documents import check_k
 from langchain_ragspine.errors import StoreError
-from langchain_ragspine.filters import and_filters, compile_filter
+from langchain_ragspine.filters import and_filters, check_filter_size, compile_filter
 from langchain_ragspine.retrievers.base import check_query
 from langchain_ragspine.sensitivity import drop_restricted, drop_restricted_pairs, is_restricted
 from langchain_ragspine.stores.chunk_store import nan_field
@@ -522,6 +522,11 @@ class VersionedVectorStore(MarginalRelevanceStore):
         """Where the store is, for messages (a path, or a URL without its password); ``None``: unknown."""
         return None
 
+    def _writing(self) -> contextlib.AbstractContextManager[object]:
+        """The store's writer lock, held around a whole write call — the read of the documents' current chunks
+        included, so two writers of one document never merge into the same old version (default: none)."""
+        return contextlib.nullcontext()
+
     @abstractmethod
     def _search_by_vector(
         self, vector: Sequence[float], k: int, filter: Mapping[str, Any] | None
@@ -541,6 +546,8 @@ class VersionedVectorStore(MarginalRelevanceStore):
             ValueError, TypeError: ``documents`` or ``ids`` not a list (:func:`as_list`); see :func:`as_chunks`;
                 the store's own validation (a NUL character, a ``chunk_id`` that is another document's).
             RagSpineError: the embedding model failed (the store is unchanged).
+            StoreBusyError: another writer held the store's writer lock longer than the store's ``lock_timeout``
+                (nothing was written).
         """
         ids = kwargs.pop("ids", None)
         if kwargs:
@@ -553,9 +560,10 @@ class VersionedVectorStore(MarginalRelevanceStore):
         by_doc: dict[str, list[Document]] = {}
         for c in chunks:
             by_doc.setdefault(str(c.metadata["doc_id"]), []).append(c)
-        current = self._active_chunks(list(by_doc))
-        with all_or_nothing("add_documents", self._where()):
-            self._write_versions({d: _merge(current.get(d, []), new) for d, new in by_doc.items()})
+        with self._writing():
+            current = self._active_chunks(list(by_doc))
+            with all_or_nothing("add_documents", self._where()):
+                self._write_versions({d: _merge(current.get(d, []), new) for d, new in by_doc.items()})
         return [str(c.metadata["chunk_id"]) for c in chunks]
 
 
@@ -566,19 +574,21 @@ class VersionedVectorStore(MarginalRelevanceStore):
         Raises:
             ValueError: ``ids`` is ``None`` (this store does not delete everything at once).
             TypeError: ``ids`` a single ``str`` / ``bytes`` or not a list (:func:`as_list`).
+            StoreBusyError: as :meth:`add_documents`.
         """
         if ids is None:
             raise ValueError("delete needs the ids to delete (this store does not delete everything at once)")
         if kwargs:
             raise TypeError(f"unexpected keyword arguments for delete: {sorted(kwargs)}")
         gone = {str(i) for i in as_list(ids, "ids", "delete")}
-        found = self._read_by_ids(sorted(gone))
-        doc_ids = sorted({str(d.metadata["doc_id"]) for d in found})
-        current = self._active_chunks(doc_ids)
-        with all_or_nothing("delete", self._where()):
-            self._write_versions({
-                d: [c for c in current.get(d, []) if str(c.metadata["chunk_id"]) not in gone] for d in doc_ids
-            })
+        with self._writing():
+            found = self._read_by_ids(sorted(gone))
+            doc_ids = sorted({str(d.metadata["doc_id"]) for d in found})
+            current = self._active_chunks(doc_ids)
+            with all_or_nothing("delete", self._where()):
+                self._write_versions({
+                    d: [c for c in current.get(d, []) if str(c.metadata["chunk_id"]) not in gone] for d in doc_ids
+                })
         return True
 
     def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
@@ -596,11 +606,14 @@ class VersionedVectorStore(MarginalRelevanceStore):
         the searchable chunks matching ``filter`` (the package's predicate language).
 
         Raises:
-            TypeError, ValueError: a bad ``k`` or ``filter``; an unknown keyword argument.
+            TypeError, ValueError: a bad ``k`` or ``filter`` (one beyond the size limits of
+                :func:`~langchain_ragspine.filters.check_filter_size` before the query is embedded or the store
+                touched); an unknown keyword argument.
         """
         if kwargs:
             raise TypeError(f"unexpected keyword arguments for similarity_search: {sorted(kwargs)}")
         k = check_k(k)
+        check_filter_size(filter)  # before the query is embedded or the store touched
         if not check_query(type(self).__name__, query, "similarity_search").strip():
             return []
         hits = self._search_by_vector(self._embedding.embed_query(query), k, filter)
@@ -618,6 +631,7 @@ class VersionedVectorStore(MarginalRelevanceStore):
         """Top ``k`` chunks for a query vector (normalised here), best first."""
         if kwargs:
             raise TypeError(f"unexpected keyword arguments for similarity_search_by_vector: {sorted(kwargs)}")
+        check_filter_size(filter)
         return drop_restricted(d for d, _ in self._search_by_vector(embedding, check_k(k), filter))
 
     def _search_by_vector_with_embeddings(

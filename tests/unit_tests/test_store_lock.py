@@ -35,7 +35,14 @@ from langchain_ragspine.stores.files import read_documents
 from langchain_ragspine.stores.lock import LOCK_FILE, StoreBusyError, writer_lock, writer_pid
 from langchain_ragspine.vectorstores import RagSpineVectorStore
 
-from ._ingest_gate_child import DONE_S, GatedIngest, child_env
+from ._ingest_gate_child import (
+    DONE_S,
+    GatedIngest,
+    Waiting,
+    child_env,
+    summary_counts,
+    waiting_line,
+)
 
 CHILD = Path(__file__).with_name("_ingest_gate_child.py")
 POSIX_ONLY = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX signals")
@@ -87,15 +94,10 @@ def _cache_rows(store: Path) -> int:
         return int(conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0])
 
 
-def _summary_counts(line: str) -> str:
-    """A summary line without its seconds."""
-    return line.strip().removeprefix("FINISHED ").rsplit(";", 1)[0]
-
-
 def _sequential(tmp: Path, *corpora: Path) -> tuple[dict[str, object], list[str]]:
     """The snapshot and summary lines of ``corpora`` ingested one after the other into a new store."""
     store = tmp / "sequential"
-    lines = [_summary_counts(ingest(c, store, embedding="hashing", progress=False).line()) for c in corpora]
+    lines = [summary_counts(ingest(c, store, embedding="hashing", progress=False).line()) for c in corpora]
     return _snapshot(store), lines
 
 
@@ -104,17 +106,6 @@ def _child(corpus: Path, store: Path) -> subprocess.Popen[str]:
         [sys.executable, str(CHILD), str(corpus), str(store), "none"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env(),
     )
-
-
-def _wait_for_waiting_line(proc: subprocess.Popen[str], holder: int) -> str:
-    """The stderr line in which ``proc`` says it waits for ``holder`` (read as it is written, no polling)."""
-    assert proc.stderr is not None
-    seen = []
-    for line in proc.stderr:
-        seen.append(line)
-        if "waiting for the writer holding" in line:
-            return line
-    raise AssertionError(f"the second ingest never waited; it exited with {proc.wait()}: {''.join(seen)}")
 
 
 # ------------------------------------------------------------------------------------------------ the lock itself
@@ -272,7 +263,7 @@ def test_a_second_ingest_waits_for_the_first_and_both_land_in_order(
         one.wait_gated()  # holds the lock, in the middle of its write
         two = _child(second, store)
         try:
-            line = _wait_for_waiting_line(two, one.pid)
+            line = waiting_line(two)
             assert str(store / LOCK_FILE) in line and f"pid {one.pid}" in line
             assert two.poll() is None  # it waits; it has not written anything
             if phase == "schema":  # a reader of a store being created is told so, not "not a chunk store"
@@ -287,8 +278,8 @@ def test_a_second_ingest_waits_for_the_first_and_both_land_in_order(
                 two.communicate()
     assert two.returncode == 0, err_two
     want, lines = _sequential(tmp_path, *([base] if existing else []), first, second)
-    assert _summary_counts(out_one.splitlines()[-1]) == lines[-2]
-    assert _summary_counts(out_two.splitlines()[-1]) == lines[-1]  # reports exactly what it did
+    assert summary_counts(out_one.splitlines()[-1]) == lines[-2]
+    assert summary_counts(out_two.splitlines()[-1]) == lines[-1]  # reports exactly what it did
     assert _snapshot(store) == want
     _consistent(store)
 
@@ -326,17 +317,6 @@ class _GatedEmbeddings(HashingEmbeddings):
         return super().embed_documents(texts)
 
 
-class _Waiting(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__()
-        self.seen = threading.Event()
-        self.messages: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.messages.append(record.getMessage())
-        self.seen.set()
-
-
 def test_two_threads_ingesting_into_one_store_take_turns(tmp_path: Path) -> None:
     first, second = _corpus(tmp_path / "first", "first", 8), _corpus(tmp_path / "second", "second", 6)
     store = tmp_path / "store"
@@ -350,7 +330,7 @@ def test_two_threads_ingesting_into_one_store_take_turns(tmp_path: Path) -> None
         except BaseException as e:  # reported by the assertions below
             results[name] = e
 
-    waiting = _Waiting()
+    waiting = Waiting()
     logger = logging.getLogger("langchain_ragspine.stores.lock")
     logger.addHandler(waiting)
     a = threading.Thread(target=run, args=("a", first, blocking))
@@ -396,7 +376,7 @@ def test_a_vector_store_write_waits_for_an_ingest_and_searching_never_does(tmp_p
         assert impatient.backend.generation == generation and impatient.get_by_ids(["late"]) == []
         impatient.close()
         patient = RagSpineVectorStore(store, emb)
-        waiting = _Waiting()
+        waiting = Waiting()
         logger = logging.getLogger("langchain_ragspine.stores.lock")
         logger.addHandler(waiting)
         done: list[object] = []
