@@ -701,6 +701,9 @@ def ingest(
         StoreError: the store was chunked with another configuration (the message names both).
         StoreBusyError: (a :class:`StoreError`) another writer still holds the store's lock after
             ``lock_timeout`` seconds; the store is unchanged.
+        StoreReplacedError: (a :class:`StoreError`) the store directory was removed or replaced (``rm -rf`` and
+            another ingest, a ``mv`` into its place) while this ingest wrote: what it wrote is not in the store at
+            the path, which it left unchanged; run it again.
         StoreWriteError: (a :class:`StoreError` and an ``OSError``) a file of the store could not be written (disk
             full, a quota, an I/O error); the message names it and says that nothing was lost — its previous
             version is intact — and, when the chunk store had committed this run, which generation and what the

@@ -41,6 +41,7 @@ from langchain_ragspine.errors import StoreError
 __all__ = [
     "LOCK_FILE",
     "StoreBusyError",
+    "StoreReplacedError",
     "busy_error",
     "check_lock_timeout",
     "describe_holder",
@@ -110,6 +111,12 @@ class StoreBusyError(StoreError):
     def __init__(self, reason: str, *, path: str | Path, pid: int) -> None:
         super().__init__(reason, path=path)
         self.pid = pid
+
+
+class StoreReplacedError(StoreError):
+    """The store directory was removed or replaced (``rm -rf`` and a new ingest, a ``mv`` into its place) while a
+    writer held its lock: what that writer wrote went to the removed files, not to the store now at the path, which
+    it left unchanged.  Raised by :func:`writer_lock` when the block ends; run the write again."""
 
 
 @dataclass
@@ -234,6 +241,28 @@ def _same_file(fd: int, path: Path) -> bool:
     return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
 
 
+def _identity(path: Path) -> tuple[int, int] | None:
+    """``(st_dev, st_ino)`` of ``path``, ``None`` when it is gone."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _replaced_reason(root: Path, home: tuple[int, int] | None) -> str:
+    """Why a held lock is no longer the lock of ``root`` (``home``: the directory's identity when it was taken)."""
+    if _identity(root) != home:
+        return (
+            "the store directory was removed or replaced while this writer held its lock, so what it wrote is not "
+            "in the store now at this path (which it left unchanged); run it again"
+        )
+    return (
+        f"the lock file {LOCK_FILE} was removed while this writer held it, so another writer may have written "
+        "meanwhile; check the store and run the write again"
+    )
+
+
 def _poll(fd: int, until: float) -> bool:
     """Try to take the lock until ``until`` (``time.monotonic()``); whether it was taken."""
     while not _try_lock(fd):
@@ -316,6 +345,8 @@ def writer_lock(
 
     Raises:
         StoreBusyError: another writer still holds the lock after ``timeout`` seconds (names it and its pid).
+        StoreReplacedError: when the block ends without an error, the lock file at ``root`` is no longer the one
+            it held: the directory was removed or replaced meanwhile, so the block's writes are not in it.
         StoreError: ``root`` is a file; the lock file cannot be created or locked (the reason named).
         TypeError, ValueError: a bad ``timeout`` (:func:`check_lock_timeout`).
     """
@@ -332,12 +363,17 @@ def writer_lock(
         raise StoreError("--store must be a directory, but this is a file", path=root)
     try:
         fd, created = _acquire(root, timeout, on_wait or _LOG.warning)
+        home = _identity(root)
     except OSError as e:
         raise StoreError(f"cannot lock {root / LOCK_FILE}: {e.strerror or e}", path=root) from e
     with _HELD_GUARD:
         _HELD[key] = _Held(owner=me, fd=fd)
     try:
         yield root / LOCK_FILE
+        if not _same_file(fd, root / LOCK_FILE):
+            # the directory was removed (and maybe rebuilt, with a lock file of its own) under this writer: what it
+            # wrote is in unlinked files, and another writer may have held the new lock meanwhile
+            raise StoreReplacedError(_replaced_reason(root, home), path=root)
     finally:
         with _HELD_GUARD:
             _HELD.pop(key, None)

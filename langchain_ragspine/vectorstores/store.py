@@ -99,7 +99,7 @@ from langchain_ragspine.retrievers.hybrid import HybridRetriever
 from langchain_ragspine.sensitivity import drop_restricted, drop_restricted_pairs, is_restricted
 from langchain_ragspine.stores._follow import FollowedChunkStore, StoreState
 from langchain_ragspine.stores.chunk_store import ChunkStore, StoredChunk
-from langchain_ragspine.stores.lock import check_lock_timeout, writer_lock
+from langchain_ragspine.stores.lock import StoreReplacedError, check_lock_timeout, writer_lock
 from langchain_ragspine.vectorstores.base import (
     MarginalRelevanceStore,
     ScopedVectorStoreRetriever,
@@ -285,12 +285,19 @@ class ChunkStoreBackend:
         """``change(store)`` as one transaction under the writer lock, on the store at the path; written again on
         the new store when the file was replaced while it committed."""
         for _ in range(self.WRITE_ATTEMPTS):
-            with self.writing():
-                store = self._chunks.store()
-                with store.atomic():
-                    change(store)
-                if self._chunks.holds(store):
-                    return
+            written = False
+            try:
+                with self.writing():
+                    store = self._chunks.store()
+                    with store.atomic():
+                        change(store)
+                    written = self._chunks.holds(store)
+            except StoreReplacedError:
+                if not written:
+                    continue  # the directory was replaced while this attempt held its (old) lock: write again
+                # only the lock file was replaced: the write is in the store at the path
+            if written:
+                return
         raise StoreError(
             f"the store was replaced while each of {self.WRITE_ATTEMPTS} attempts of this write committed, so it is "
             "not in the store at this path; write again once the store directory is left in place",

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -32,7 +33,13 @@ from langchain_ragspine.indexing import (
 )
 from langchain_ragspine.stores import ChunkStore
 from langchain_ragspine.stores.files import read_documents
-from langchain_ragspine.stores.lock import LOCK_FILE, StoreBusyError, writer_lock, writer_pid
+from langchain_ragspine.stores.lock import (
+    LOCK_FILE,
+    StoreBusyError,
+    StoreReplacedError,
+    writer_lock,
+    writer_pid,
+)
 from langchain_ragspine.vectorstores import RagSpineVectorStore
 
 from ._ingest_gate_child import (
@@ -392,3 +399,91 @@ def test_a_vector_store_write_waits_for_an_ingest_and_searching_never_does(tmp_p
         assert done == [["late"]]
         assert [d.page_content for d in patient.get_by_ids(["late"])] == ["late text"]  # written after the ingest
         patient.close()
+
+
+# ------------------------------------------------------------------------------- a store replaced under its writer
+
+
+def test_a_writer_whose_directory_is_rebuilt_under_it_is_told_so(tmp_path: Path) -> None:
+    """Regression (issue 25 trial): a writer holding the lock of a directory that was removed and rebuilt holds the
+    lock of the removed file, so it no longer excludes the rebuilt store's writers; when its block ends it must say
+    that what it wrote is not in the store at the path, instead of returning as if it were."""
+    root = tmp_path / "s"
+    root.mkdir()
+    with pytest.raises(StoreReplacedError, match="removed or replaced while this writer held its lock") as info:
+        with writer_lock(root):
+
+            shutil.rmtree(root)
+            root.mkdir()
+            # the rebuilt directory's lock is free: another writer takes it at once (the exclusion the old lock lost)
+            with writer_lock(root, timeout=0):
+                pass
+    assert info.value.path == str(root)
+    with writer_lock(root, timeout=0):  # the replaced writer released nothing of the new store's
+        pass
+
+
+def test_a_writer_whose_lock_file_is_deleted_under_it_is_told_so(tmp_path: Path) -> None:
+    root = tmp_path / "s"
+    root.mkdir()
+    with pytest.raises(StoreReplacedError, match=f"lock file {LOCK_FILE} was removed while this writer held it"):
+        with writer_lock(root):
+            (root / LOCK_FILE).unlink()
+    with writer_lock(root):  # an error in the block is the block's, not a replaced-store error
+        pass
+    with pytest.raises(KeyError), writer_lock(root):
+        shutil.rmtree(root)
+        raise KeyError("the block's own error wins")
+
+
+def test_an_ingest_whose_store_is_rebuilt_meanwhile_fails_and_the_rebuilt_store_is_untouched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    corpus = _corpus(tmp_path / "corpus", "alpha", 3)
+    other = _corpus(tmp_path / "other", "bravo", 2)
+    store = tmp_path / "store"
+    ingest(corpus, store, progress=False)
+    import langchain_ragspine.indexing as indexing
+
+    real = indexing.write_documents
+
+    def rebuild_then_write(*args: object, **kwargs: object) -> object:
+        shutil.rmtree(store)  # rm -rf store; ingest other  (the rebuilt store's ingest does not wait: the lock is gone)
+        monkeypatch.setattr(indexing, "write_documents", real)
+        ingest(other, store, progress=False, lock_timeout=0)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(indexing, "write_documents", rebuild_then_write)
+    with pytest.raises(StoreReplacedError, match="not in the store now at this path"):
+        ingest(corpus, store, progress=False, retract_missing=True)
+    with ChunkStore(store / CHUNKS_DB, read_only=True) as cs:
+        assert sorted({c.doc_id.split("/")[-1] for c in cs.iter_chunks()}) == ["bravo00", "bravo01"]
+
+
+def test_a_vector_store_write_on_a_directory_rebuilt_under_its_lock_lands_in_the_rebuilt_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langchain_core.documents import Document
+
+    store = tmp_path / "vs"
+    vs = RagSpineVectorStore(store, embedding=HashingEmbeddings())
+    vs.add_documents([Document("first text about rivers", id="a")])
+    followed = vs.backend._chunks  # type: ignore[attr-defined]
+    real = followed.store
+    rebuilt: list[bool] = []
+
+    def rebuild_once() -> ChunkStore:
+        """The first read of the store inside the write's lock: the directory is rebuilt by another writer first."""
+        if not rebuilt:
+            rebuilt.append(True)
+            shutil.rmtree(store)
+            RagSpineVectorStore(store, embedding=HashingEmbeddings()).add_documents(
+                [Document("rebuilt text about lakes", id="b")]
+            )
+        return real()  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(followed, "store", rebuild_once)
+    vs.add_documents([Document("second text about rivers", id="c")])
+    monkeypatch.undo()
+    fresh = RagSpineVectorStore(store, embedding=HashingEmbeddings())
+    assert sorted(d.id for d in fresh.get_by_ids(["a", "b", "c"])) == ["b", "c"]
