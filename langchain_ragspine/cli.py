@@ -729,8 +729,9 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
     )
     p.add_argument(
         "--lock-timeout", type=float, default=None, metavar="SECONDS",
-        help="how long to wait for another ingest (or vector-store write) into the same store directory to finish; "
-        "default: as long as it takes (a line on stderr says which process holds the store); 0: refuse at once",
+        help="how long to wait for another ingest (or vector-store write) into the same store (directory, or "
+        "PostgreSQL schema) to finish; default: as long as it takes (a line on stderr says which process holds the "
+        "store); 0: refuse at once",
     )
     p.add_argument("--json", action="store_true",
                    help="print the summary as one JSON object (the counts of the summary line, and its notes)")

@@ -50,11 +50,16 @@ Semantics (fail closed, because filters often scope access):
   others is therefore best filtered with ISO dates.  A field that no indexed chunk
   has produces an :class:`UnknownFilterFieldWarning` naming the closest known fields (:class:`FilterMasks`).
 * **Bounded size.**  A filter nests at most :data:`MAX_FILTER_DEPTH` (64) dicts and lists — each ``$and`` /
-  ``$or`` level is two (a dict in a list), a ``$not`` or a field's ``not`` one, so about 30 levels of ``$and`` —
-  and an ``in`` / ``nin`` list holds at most :data:`MAX_FILTER_VALUES` (10,000) values; beyond either a
-  ``ValueError`` names the limit, before anything recursive (compiling, hashing, printing) touches the filter.  Both
-  backends check the same (the SQL compiler of :mod:`langchain_ragspine.stores.pg_filter` validates here first).
-  Width is not limited: ``{"$and": [...]}`` with 100,000 parts compiles in time linear in its size.
+  ``$or`` level is two (a dict in a list), a ``$not`` or a field's ``not`` one, so about 30 levels of ``$and`` —,
+  holds at most :data:`MAX_FILTER_NODES` (10,000) nodes — every key of every dict in it counts one: a field, a
+  logical operator, a comparison operator, so ``{"$or": [{"x": 1}, {"x": 2}]}`` is three — and its ``in`` / ``nin``
+  / ``between`` lists hold at most :data:`MAX_FILTER_VALUES` (10,000) values, one list or all of them together.
+  Beyond any of these a ``ValueError`` names the limit, before anything recursive (compiling, hashing, printing)
+  touches the filter: one walk (:func:`check_filter_size`), whatever the entry point — :func:`compile_filter`,
+  :func:`matches`, :func:`and_filters`, :func:`filter_key`, every retriever and vector store, and the SQL compiler
+  of :mod:`langchain_ragspine.stores.pg_filter`, which validates here first (so PostgreSQL refuses exactly the same
+  filters, and a filter's SQL never needs more than 6 parameters per node: at most 60,000, under PostgreSQL's
+  65,535 per statement).  Within the limits a filter compiles in time linear in its size.
 
 Retrievers combine a filter given at call time with their own ``filter`` by AND (:func:`and_filters`): a call can
 narrow what a retriever returns, never widen it.
@@ -74,7 +79,7 @@ import math
 import numbers
 import re
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -91,9 +96,15 @@ DATE_FORMATS = "YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS[.ffffff]] with an optional Z or
 #: levels, ``{"$not": {...}}`` two): deeper filters raise ``ValueError`` (a filter ~1,000 levels deep would otherwise
 #: exhaust Python's recursion limit somewhere in compiling, hashing or printing it).
 MAX_FILTER_DEPTH = 64
-#: The most values one ``in`` / ``nin`` list may hold (more raise ``ValueError``): a filter is a condition, not a
-#: table to join against; a longer list belongs in the metadata (a tag or a group field).
+#: The most values the ``in`` / ``nin`` / ``between`` lists of one filter may hold, one list or all of them together
+#: (more raise ``ValueError``): a filter is a condition, not a table to join against; a longer list belongs in the
+#: metadata (a tag or a group field).
 MAX_FILTER_VALUES = 10_000
+#: The most nodes a filter may hold, counting every key of every dict in it — a field, a logical operator
+#: (``$and`` / ``$or`` / ``$not``), a comparison operator — across its nesting (more raise ``ValueError``): an
+#: ``$or`` of 30,000 equalities (or 50,000 fields) got around :data:`MAX_FILTER_VALUES`, took seconds per call to
+#: evaluate and was more than PostgreSQL's 65,535 parameters of one statement.
+MAX_FILTER_NODES = 10_000
 
 
 class UnknownFilterFieldWarning(UserWarning):
@@ -112,7 +123,7 @@ _DATE_LIKE_RE = re.compile(r"\d{1,4}\s*[-/.年]\s*\d{1,2}\s*[-/.月]\s*\d{1,4}\s
 _TRUE = frozenset({"true", "yes", "on"})
 _FALSE = frozenset({"false", "no", "off"})
 _SEQUENCES = (list, tuple, set, frozenset)
-_SCALAR_TYPES = frozenset({str, int, float, bool, type(None)})  # no containers: skipped fast by check_filter_depth
+_SCALAR_TYPES = frozenset({str, int, float, bool, type(None)})  # no containers: skipped fast by check_filter_size
 
 
 def _as_utc(value: _dt.datetime) -> _dt.datetime:
@@ -232,15 +243,22 @@ def _date_error(field: str, operand: _Operand) -> ValueError:
 
 
 def _operand_list(field: str, op: str, value: Any) -> list[_Operand]:
-    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable) or isinstance(value, Mapping):
-        raise ValueError(f"filter on {field!r}: operator {op!r} needs a list of values, got {value!r}")
-    values = list(value)
-    if len(values) > MAX_FILTER_VALUES:
-        raise ValueError(
-            f"filter on {field!r}: operator {op!r} lists {len(values)} values; the limit is {MAX_FILTER_VALUES} "
-            "(filters.MAX_FILTER_VALUES) — filter on a field the documents share (a tag, a group) instead"
-        )
-    return [_operand(field, op, v) for v in values]
+    # a collection (list, tuple, set, range, array …), whose length check_filter_size counted; not an iterator,
+    # which the first of a search's compilations would use up
+    if _is_value_list(value):
+        return [_operand(field, op, v) for v in value]
+    raise ValueError(f"filter on {field!r}: operator {op!r} needs a list of values, got {value!r}")
+
+
+def _is_value_list(value: Any) -> bool:
+    """Whether ``value`` is a list of values in a filter: a sized collection, not a string or a mapping."""
+    if not isinstance(value, Collection) or isinstance(value, (str, bytes, bytearray, Mapping)):
+        return False
+    try:
+        len(value)  # a 0-d numpy array is a Collection without a length
+    except TypeError:
+        return False
+    return True
 
 
 # -- field conditions -----------------------------------------------------------------------------------------------
@@ -458,42 +476,97 @@ def _compile_nodes(filter: Any, fields: list[str], *, where: str = "filter") -> 
     return _kleene(nodes, False)
 
 
-def check_filter_depth(filter: Any) -> None:
-    """Refuse a filter nested deeper than :data:`MAX_FILTER_DEPTH` dicts and lists (the filter itself is level 1).
+# What a container of a filter is, for check_filter_size: a filter (a dict of fields and logical operators), a
+# field's condition (a dict of comparison operators), the parts of an $and / $or, or a list of values (in, nin,
+# between, a bare list).  A malformed filter's containers get some role; compiling it raises afterwards.
+_FILTER, _CONDITION, _PARTS, _VALUES = range(4)
 
-    Walks the filter with an explicit stack (no recursion, a set or tuple counting as a list), so it is safe on any
-    input, and visits each container once per path, stopping at the limit: a filter with cycles is refused too.
-    Run before anything recursive (compiling, ``json.dumps``, ``repr``) sees the filter.
+
+def _child_role(role: int, key: Any, child: Any, field: str, op: str) -> tuple[int, str, str]:
+    """``(role, field, operator)`` of the container ``child`` found under ``key`` in a container of ``role``."""
+    if isinstance(child, Mapping):
+        if role == _FILTER and not (isinstance(key, str) and key.startswith("$")):
+            return _CONDITION, str(key), ""
+        return (_CONDITION, field, "") if role == _CONDITION else (_FILTER, "", "")
+    if role == _FILTER and key in ("$and", "$or"):
+        return _PARTS, "", ""
+    if role == _FILTER:
+        return _VALUES, str(key), "in"
+    if role == _CONDITION:
+        return _VALUES, field, str(key)
+    return _VALUES, field, op
+
+
+def _shown(where: str) -> str:
+    return where if len(where) <= 80 else where[:40] + " … " + where[-36:]
+
+
+def check_filter_size(filter: Any) -> None:
+    """Refuse a filter beyond the size limits: nested deeper than :data:`MAX_FILTER_DEPTH` dicts and lists (the
+    filter itself is level 1), holding more than :data:`MAX_FILTER_NODES` nodes (every key of its dicts), or more
+    than :data:`MAX_FILTER_VALUES` values in an ``in`` / ``nin`` / ``between`` list or in all of them together.
+
+    One walk with an explicit stack (no recursion; a tuple, set, range or array counts as a list), safe on any
+    input, that stops at the first limit it meets: a container's size is counted before its parts are visited, so
+    the walk looks at no more than about the limits' worth of a filter, and a filter with cycles or a million keys
+    is refused as quickly as a small one.  Every entry point of this module runs it before anything recursive (compiling,
+    ``json.dumps``, ``repr``) sees the filter, and so does the SQL compiler (:mod:`~langchain_ragspine.stores.pg_filter`).
 
     Raises:
-        ValueError: the filter is nested too deep; the message names the limit and where it was passed.
+        ValueError: the message names the limit, its constant, and where: the path (too deep), the field and the
+            operator (one list too long).
 
     Example:
-        >>> check_filter_depth({"$and": [{"a": 1}, {"$not": {"b": 2}}]})
+        >>> check_filter_size({"$and": [{"a": 1}, {"$not": {"b": {"in": [2, 3]}}}]})  # 5 nodes, 2 values: fine
     """
     if not isinstance(filter, (Mapping, *_SEQUENCES)):
         return
-    stack: list[tuple[Any, int, str]] = [(filter, 1, "filter")]
+    nodes = values = 0
+    root_role = _FILTER if isinstance(filter, Mapping) else _PARTS
+    stack: list[tuple[Any, int, str, int, str, str]] = [(filter, 1, "filter", root_role, "", "")]
     while stack:
-        value, depth, where = stack.pop()
+        value, depth, where, role, field, op = stack.pop()
         if depth > MAX_FILTER_DEPTH:
-            shown = where if len(where) <= 80 else where[:40] + " … " + where[-36:]
             raise ValueError(
                 f"filter is nested more than {MAX_FILTER_DEPTH} levels deep (filters.MAX_FILTER_DEPTH: dicts and "
-                f"lists; each $and/$or level counts two, a $not one), at {shown}; flatten it (an $and of many "
-                "parts, or an 'in' list, needs no nesting)"
+                f"lists; each $and/$or level counts two, a $not one), at {_shown(where)}; flatten it (an $and of "
+                "many parts, or an 'in' list, needs no nesting)"
             )
+        size = len(value)
+        if role == _VALUES:
+            if size > MAX_FILTER_VALUES:
+                what = f"filter on {field!r}: operator {op!r}" if field else f"filter: the list at {_shown(where)}"
+                raise ValueError(
+                    f"{what} lists {size} values; the limit is {MAX_FILTER_VALUES} (filters.MAX_FILTER_VALUES) — "
+                    "filter on a field the documents share (a tag, a group) instead"
+                )
+            values += size
+            if values > MAX_FILTER_VALUES:
+                raise ValueError(
+                    f"filter lists more than {MAX_FILTER_VALUES} values in its in/nin/between lists together; the "
+                    f"limit is {MAX_FILTER_VALUES} (filters.MAX_FILTER_VALUES, one list or all of them) — filter on a "
+                    "field the documents share (a tag, a group) instead"
+                )
+        # a dict's keys are nodes; each part of an $and/$or is a filter of one key at least
+        elif nodes + size > MAX_FILTER_NODES:
+            raise ValueError(
+                f"filter holds more than {MAX_FILTER_NODES} nodes (filters.MAX_FILTER_NODES: every key of its "
+                "dicts counts one — a field, $and/$or/$not, a comparison operator); an $or of equalities on one "
+                "field is one 'in' list, and many documents are better chosen by a field they share (a tag, a group)"
+            )
+        elif isinstance(value, Mapping):
+            nodes += size
         items = value.items() if isinstance(value, Mapping) else enumerate(value)
         for key, child in items:
-            if type(child) not in _SCALAR_TYPES and isinstance(child, (Mapping, *_SEQUENCES)):
+            if type(child) not in _SCALAR_TYPES and (isinstance(child, Mapping) or _is_value_list(child)):
                 step = f"[{key}]" if not isinstance(value, Mapping) else f".{key}" if isinstance(key, str) else ".?"
-                stack.append((child, depth + 1, where + step))
+                stack.append((child, depth + 1, where + step, *_child_role(role, key, child, field, op)))
 
 
 def _compile(filter: Mapping[str, Any] | None) -> tuple[Predicate | None, list[str]]:
     if filter is None:
         return None, []
-    check_filter_depth(filter)
+    check_filter_size(filter)
     if not isinstance(filter, Mapping):
         raise TypeError(f"filter must be a dict of field -> condition, got {filter!r}")
     if not filter:
@@ -533,7 +606,20 @@ def filter_fields(filter: Mapping[str, Any] | None) -> list[str]:
 
 
 def matches(metadata: Mapping[str, Any], filter: Mapping[str, Any] | None) -> bool:
-    """``True`` when ``metadata`` satisfies ``filter`` (an absent or empty filter matches everything)."""
+    """``True`` when ``metadata`` satisfies ``filter`` (an absent or empty filter matches everything):
+    ``matches({"lang": "ja", "year": 2024}, {"year": {"gte": 2020}})`` is ``True``.  The metadata comes first.
+
+    Raises:
+        ValueError, TypeError: as :func:`compile_filter` (the size limits of :func:`check_filter_size` included).
+        TypeError: ``metadata`` has a key that is a logical operator (``$and``, ``$or``, ``$not``): it is a filter,
+            so the two arguments were given the wrong way round (no filter can name such a field anyway).
+    """
+    if isinstance(metadata, Mapping) and not metadata.keys().isdisjoint(LOGICAL_OPERATORS):
+        raise TypeError(
+            "matches(metadata, filter): the metadata has a key "
+            f"{next(k for k in LOGICAL_OPERATORS if k in metadata)!r}, a logical operator — it is a filter; pass "
+            "the metadata first and the filter second"
+        )
     pred = compile_filter(filter)
     return True if pred is None else pred(metadata)
 
@@ -551,7 +637,7 @@ def and_filters(*filters: Mapping[str, Any] | None) -> dict[str, Any] | None:
     for f in filters:
         if f is None:
             continue
-        check_filter_depth(f)  # before the comparisons below, which recurse
+        check_filter_size(f)  # before the comparisons below, which recurse
         if not isinstance(f, Mapping):
             raise TypeError(f"filter must be a dict of field -> condition, got {f!r}")
         if f and dict(f) not in parts:
@@ -568,7 +654,7 @@ def filter_key(filter: Mapping[str, Any] | None) -> str:
         ValueError: ``filter`` is nested deeper than :data:`MAX_FILTER_DEPTH` (checked before ``json.dumps``, which
             recurses).
     """
-    check_filter_depth(filter)
+    check_filter_size(filter)
     return json.dumps(filter or {}, sort_keys=True, default=repr, ensure_ascii=False)
 
 

@@ -54,7 +54,7 @@ from langchain_ragspine.embeddings.cache import (
     content_hash,
     model_key_for,
 )
-from langchain_ragspine.errors import RagSpineError, StaleIndexWarning, StoreError
+from langchain_ragspine.errors import RagSpineError, StaleIndexWarning, StoreError, StoreWriteError
 from langchain_ragspine.modes import (
     StoreBackedSource,
     build_retriever,
@@ -73,6 +73,7 @@ from langchain_ragspine.stores import ChunkStore, bm25_parallel
 from langchain_ragspine.stores.bm25_index import SAVE_LAYOUT as BM25_LAYOUT
 from langchain_ragspine.stores.embedding_cache import EmbeddingCache
 from langchain_ragspine.stores.files import RETRIEVER_CONFIG, discard_unsaved
+from langchain_ragspine.stores.index_state import INDEX_STATE, read_index_state, write_index_state
 from langchain_ragspine.stores.lock import LOCK_FILE, check_lock_timeout, writer_lock, writer_pid
 from langchain_ragspine.stores.postgres import is_postgres_url, redact_url
 from langchain_ragspine.text import index_text
@@ -89,10 +90,9 @@ from langchain_ragspine.tokenizers import tokenizer_name, tokenizer_version
 if TYPE_CHECKING:
     from langchain_ragspine.postgres import PostgresSource
 
-#: File and folder names inside a store directory.
+#: File and folder names inside a store directory (``index.json``: :mod:`langchain_ragspine.stores.index_state`).
 CHUNKS_DB = "chunks.sqlite"
 BM25_DIR = "bm25"
-INDEX_STATE = "index.json"
 VECTOR_DIR = "vector"
 EMBEDDING_CACHE = "embeddings.sqlite"
 #: Marks a directory as a ragspine store; ``CorpusLoader`` never walks into a folder holding it.
@@ -250,46 +250,74 @@ def _store_documents(store: ChunkStore, header: ContextualHeader | None = None) 
     return docs if header is None else list(header.transform_documents(docs))
 
 
-def _index_state(store_dir: Path) -> dict[str, Any]:
-    try:
-        state = json.loads((store_dir / INDEX_STATE).read_text("utf-8"))
-        return state if isinstance(state, dict) else {}
-    except (FileNotFoundError, json.JSONDecodeError):
-        return {}
+def _damage(error: StoreError) -> str:
+    """What is wrong with an invalid ``index.json``, without its path: ``"field 'vector': expected an object …"``."""
+    return (f"line {error.line}: " if error.line else "") + (f"field {error.field!r}: " if error.field else "") + (
+        error.reason)
 
 
-def _write_index_state(store_dir: Path, state: Mapping[str, Any]) -> None:
-    tmp = store_dir / f".{INDEX_STATE}.tmp-{os.getpid()}"
+def _index_state(store_dir: Path) -> tuple[dict[str, Any], StoreError | None]:
+    """``(the store's index record, None)``, ``({}, None)`` when it has none, or ``({}, why)`` when ``index.json``
+    is invalid (:func:`~langchain_ragspine.stores.index_state.read_index_state`): then it is treated as absent."""
     try:
-        tmp.write_text(json.dumps(dict(state), ensure_ascii=False, indent=1), "utf-8")
-        os.replace(tmp, store_dir / INDEX_STATE)
-    except BaseException:
-        tmp.unlink(missing_ok=True)  # a partial write (disk full) leaves nothing behind
-        raise
+        return read_index_state(store_dir) or {}, None
+    except StoreError as e:
+        return {}, e
+
+
+#: What the next search does after a derived file failed to be written (:func:`_after_commit`), by the file.
+_BM25_NEXT = "the next search rebuilds the BM25 index in memory from the chunk store (with a StaleIndexWarning)"
+_NOT_EMBEDDED = (
+    "no vector was embedded for this run's new chunks yet, so until the next ingest embeds them mode auto searches "
+    "with BM25 only and modes hybrid and vector refuse"
+)
+_VECTOR_NEXT = (
+    "the next search rebuilds the vector index in memory from the cached vectors (with a StaleIndexWarning)"
+)
+_EMBED_NEXT = (
+    "the chunk store and its BM25 index are updated and searchable, and the vectors embedded so far are kept; until "
+    "every chunk has a vector, mode auto searches with BM25 only and modes hybrid and vector refuse"
+)
+_PRUNE_NEXT = (
+    f"{EMBEDDING_CACHE} may still hold vectors of chunks this run retracted, changed or found RESTRICTED (search never "
+    "uses them)"
+)
 
 
 @contextlib.contextmanager
 def _after_commit(
-    root: Path, store: ChunkStore, summary: IngestSummary, what: str, *, pending: Mapping[str, Any] | None = None
+    root: Path,
+    store: ChunkStore,
+    summary: IngestSummary,
+    what: str,
+    *,
+    then: str = _BM25_NEXT,
+    pending: Mapping[str, Any] | None = None,
 ) -> Iterator[None]:
-    """Turn an ``OSError`` while ingest writes ``what`` (a derived file, after the chunk store committed: the BM25
-    index, ``index.json``) into a :class:`StoreError` that says what was committed and what happens next.  With
-    ``pending``, ``index.json`` is first rewritten to it (best effort: the disk may be full), so the next search's
-    in-memory rebuild uses this run's tokenizer and headers."""
+    """Turn a failed write of ``what`` (a derived file, after the chunk store committed: the BM25 index,
+    ``index.json``, the embedding cache, the vector index; a :class:`StoreWriteError` or an ``OSError``) into a
+    :class:`StoreWriteError` that says what was committed, that the file's previous version is kept, and what
+    happens ``then``.  With ``pending``, ``index.json`` is first rewritten to it (best effort: the disk may be
+    full), so the next search's in-memory rebuild uses this run's tokenizer and headers."""
     try:
         yield
-    except OSError as e:
+    except OSError as e:  # StoreWriteError is one
         if pending is not None:
             with contextlib.suppress(OSError):
-                _write_index_state(root, pending)
-        full = e.errno in (errno.ENOSPC, errno.EDQUOT)
-        why = "disk full" if full else (e.strerror or type(e).__name__)
-        raise StoreError(
+                write_index_state(root, pending)
+        if isinstance(e, StoreWriteError):
+            cause = f"{e.why}: {e.detail}" + ("" if e.path is not None and e.path in what else f", writing {e.path}")
+            code, why, full = e.errno, e.why, e.full
+        else:
+            code, full = e.errno, e.errno in (errno.ENOSPC, errno.EDQUOT)
+            why = "disk full" if full else (e.strerror or type(e).__name__)
+            cause = f"{why}: {e}"
+        raise StoreWriteError(
             f"the chunk store committed this run (store generation {store.generation}: {summary.store_documents} "
-            f"documents, {summary.store_chunks} chunks), but {what} could not be written ({why}: {e}); the next "
-            "search rebuilds the BM25 index in memory from the chunk store (with a StaleIndexWarning); run "
-            f"`ragspine ingest` again {'when there is space' if full else 'once that is fixed'} to save it",
-            path=root,
+            f"documents, {summary.store_chunks} chunks), but {what} could not be written ({cause}); nothing was "
+            f"lost: {then}; run `ragspine ingest` again "
+            f"{'when there is space' if full else 'once that is fixed'} to finish",
+            path=root, code=code, why=why, detail=str(e),
         ) from e
 
 
@@ -304,6 +332,8 @@ def _open_cache(root: Path, *, read_only: bool = False) -> EmbeddingCache:
     path = root / EMBEDDING_CACHE
     try:
         return EmbeddingCache(path, read_only=read_only)
+    except StoreWriteError:
+        raise  # the disk is full (opening writes the -wal/-shm files): the cache is intact, keep it
     except StoreError as e:
         if read_only or not path.exists():
             raise
@@ -481,10 +511,17 @@ def _active_document_count(root: Path | str) -> int:
 
         return active_document_count(str(root))
     root = Path(root)
-    if not (root / CHUNKS_DB).is_file():
+    if not _has_chunk_store(root):
         return 0
     with ChunkStore(root / CHUNKS_DB, read_only=True) as store:
         return len(store.doc_ids())
+
+
+def _has_chunk_store(root: Path) -> bool:
+    """Whether ``root`` holds a chunk store: ``chunks.sqlite`` exists and is not blank
+    (:meth:`~langchain_ragspine.stores.ChunkStore.is_blank`: a first ingest stopped before its schema committed —
+    the disk was full — which the next ingest creates again)."""
+    return (root / CHUNKS_DB).is_file() and not ChunkStore.is_blank(root / CHUNKS_DB)
 
 
 def _prune_embedding_cache(root: Path, store: ChunkStore, header: ContextualHeader | None = None) -> int:
@@ -646,18 +683,22 @@ def ingest(
         workers: processes that tokenize the chunks for the BM25 index (default ``RAGSPINE_WORKERS``, else ``0``:
             automatic, every usable core for a large corpus; ``1``: this process).  The index is the same whatever
             the number (:mod:`langchain_ragspine.stores.bm25_parallel`).
-        lock_timeout: how long to wait, in seconds, for another writer of the store directory (another ingest, in
-            this process or another, or a vector-store write) to finish.  Default ``None``: wait as long as it
-            takes, saying once on stderr (a ``logging`` warning) which process holds ``DIR/.ragspine.lock``;
-            ``0``: refuse at once.  One writer at a time holds that lock for the whole run, so two ingests into
-            one store run one after the other, each against the store the other left
-            (:mod:`langchain_ragspine.stores.lock`).  Searches never wait for it.  Not used for a ``postgresql://`` store.
+        lock_timeout: how long to wait, in seconds, for another writer of the store (another ingest, in this
+            process or another, or a vector-store write) to finish.  Default ``None``: wait as long as it takes,
+            saying once on stderr (a ``logging`` warning) which process holds the store's writer lock —
+            ``DIR/.ragspine.lock`` (:mod:`langchain_ragspine.stores.lock`), or for a ``postgresql://`` store an
+            advisory lock on its schema (:mod:`langchain_ragspine.stores.pg_lock`); ``0``: refuse at once.  One
+            writer at a time holds that lock for the whole run, so two ingests into one store run one after the
+            other, each against the store the other left.  Searches never wait for it.
 
     Returns:
         An :class:`IngestSummary`.  Re-running on an unchanged corpus writes nothing and reports every document
         as unchanged — except a saved BM25 index that fails its checks (a file damaged or edited, another
         generation, no checksum: see :func:`~langchain_ragspine.stores.bm25_index.load_bm25_index`), which is
-        rewritten (``index_rebuilt``).
+        rewritten (``index_rebuilt``), and an invalid ``index.json`` (not UTF-8 or JSON, a field missing, unknown or
+        of the wrong type: :mod:`langchain_ragspine.stores.index_state`), which is rewritten with this run's
+        settings and named in ``notes``.  A first ingest that failed before its first commit (a full disk) left a
+        blank ``chunks.sqlite``; the next one creates the store in it.
 
     Raises:
         RagSpineError: a bad file, with ``on_error="raise"`` (the store keeps its previous versions).
@@ -668,6 +709,13 @@ def ingest(
         StoreError: the store was chunked with another configuration (the message names both).
         StoreBusyError: (a :class:`StoreError`) another writer still holds the store's lock after
             ``lock_timeout`` seconds; the store is unchanged.
+        StoreReplacedError: (a :class:`StoreError`) the store directory was removed or replaced (``rm -rf`` and
+            another ingest, a ``mv`` into its place) while this ingest wrote: what it wrote is not in the store at
+            the path, which it left unchanged; run it again.
+        StoreWriteError: (a :class:`StoreError` and an ``OSError``) a file of the store could not be written (disk
+            full, a quota, an I/O error); the message names it and says that nothing was lost — its previous
+            version is intact — and, when the chunk store had committed this run, which generation and what the
+            next search does until an ingest with space finishes the job.
     """
     lock_timeout = check_lock_timeout(lock_timeout)
     with reporting(progress), bm25_parallel.prefetch_scope(), contextlib.ExitStack() as held:
@@ -675,8 +723,18 @@ def ingest(
             paths, store_dir, chunk_size=chunk_size, chunk_overlap=chunk_overlap, tokenizer=tokenizer,
             on_error=on_error, retract_missing=retract_missing, progress=progress, embedding=embedding, mode=mode,
             allow_empty=allow_empty, chunker=chunker, contextual=contextual, workers=workers,
-            hold=lambda root: held.enter_context(store_writer(root, lock_timeout=lock_timeout)),
+            hold=lambda store: held.enter_context(_writer_lock(store, lock_timeout)),
         )
+
+
+def _writer_lock(store: str | Path, lock_timeout: float | None) -> contextlib.AbstractContextManager[object]:
+    """The writer lock of a store directory (:func:`store_writer`) or of a ``postgresql://`` store
+    (:func:`~langchain_ragspine.stores.pg_lock.writer_lock`)."""
+    if is_postgres_url(store):
+        from langchain_ragspine.stores.pg_lock import writer_lock as pg_writer_lock
+
+        return pg_writer_lock(str(store), timeout=lock_timeout)
+    return store_writer(Path(store), lock_timeout=lock_timeout)
 
 
 def _ingest(
@@ -695,10 +753,10 @@ def _ingest(
     chunker: str | None,
     contextual: bool | None,
     workers: int | None = None,
-    hold: Callable[[Path], None] = lambda root: None,
+    hold: Callable[[str | Path], object] = lambda store: None,
 ) -> IngestSummary:
-    """:func:`ingest`; ``hold(root)`` takes the store directory's writer lock until :func:`ingest` returns (after
-    the arguments are checked, before the store is first read)."""
+    """:func:`ingest`; ``hold(store)`` takes the store's writer lock (a store directory's, or a ``postgresql://``
+    store's) until :func:`ingest` returns (after the arguments are checked, before the store is first read)."""
     t0 = time.perf_counter()
     # only the settings this ingest uses are read (and checked): a bad RAGSPINE_K cannot break it
     chunk_size = configured_setting("chunk_size") if chunk_size is None else chunk_size
@@ -717,12 +775,14 @@ def _ingest(
         raise ValueError(f"ingest needs a named tokenizer (it is persisted with the index), got {tokenizer!r}")
     postgres = is_postgres_url(store_dir)
     root = Path(store_dir)
-    if not postgres:
-        # one writer at a time, from the first read of the store (its chunker, index state, document count) to
-        # the last write of index.json: so two ingests run in order, each against the store the other left
-        hold(root)
+    # one writer at a time, from the first read of the store (its chunker, index state, document count) to the
+    # last write (index.json; a PostgreSQL store's last commit): so two ingests run in order, each against the store
+    # the other left
+    hold(str(store_dir).strip() if postgres else root)
     splitter, chunker_config = _chunker_for(root, chunker, chunk_size, chunk_overlap, embedding, emb)
-    recorded = _index_state(root).get("contextual") if root.is_dir() else None
+    # read once: the writer lock is held from here to the last write of index.json
+    state, damaged = _index_state(root) if not postgres else ({}, None)
+    recorded = state.get("contextual")
     wanted_header = recorded if contextual is None else dict(CONTEXTUAL_DEFAULT) if contextual else None
     header = _header(wanted_header)
     if postgres and wanted_header is not None:
@@ -758,7 +818,7 @@ def _ingest(
         from langchain_ragspine.postgres import ingest_postgres
 
         ingest_postgres(
-            str(store_dir), split, summary, tokenizer=name, embedding=emb, spec=spec,
+            str(store_dir).strip(), split, summary, tokenizer=name, embedding=emb, spec=spec,
             retract_missing=retract_missing, active_before=active_before, progress=show,
         )
         summary.seconds = time.perf_counter() - t0
@@ -773,13 +833,19 @@ def _ingest(
         # Probe the model with one batch BEFORE the store changes: an unreachable or broken model leaves the chunk
         # store and its indexes exactly as they were (the cache only gains vectors).
         summary.embedded = _warm_file_cache(root, emb, all_chunks, show, limit=PROBE_CHUNKS)
+    if damaged is not None:  # rewritten below from this run's settings
+        summary.notes.append(
+            f"{root / INDEX_STATE} was not a valid index record ({_damage(damaged)}); rewritten"
+            + ("" if contextual is not None else " (contextual headers it may have recorded are off: pass "
+               "--contextual to switch them on)")
+        )
     with ChunkStore(root / CHUNKS_DB) as store:
         if store.chunker != chunker_config:
             store.set_chunker(chunker_config)
         write_documents(store, split, summary, retract_missing=retract_missing, active_before=active_before,
                         progress=show)
-        _prune_embedding_cache(root, store, header)
-        state = _index_state(root)
+        with _after_commit(root, store, summary, f"the embedding cache {root / EMBEDDING_CACHE}", then=_PRUNE_NEXT):
+            _prune_embedding_cache(root, store, header)
         wanted = {"generation": store.generation, "tokenizer": name, "tokenizer_version": tokenizer_version(name)}
         current = all(state.get(key) == value for key, value in wanted.items())
         current = current and state.get("contextual") == wanted_header
@@ -788,7 +854,9 @@ def _ingest(
             # no generation: the saved index is stale, and search rebuilds it with this run's tokenizer and headers
             pending = {key: value for key, value in state.items() if key != "contextual"}
             pending.update(wanted, generation=None, **({} if wanted_header is None else {"contextual": wanted_header}))
-            with _after_commit(root, store, summary, f"the saved BM25 index {root / BM25_DIR}", pending=pending):
+            then = _BM25_NEXT if emb is None else f"{_BM25_NEXT}; {_NOT_EMBEDDED}"
+            with _after_commit(root, store, summary, f"the saved BM25 index {root / BM25_DIR}", then=then,
+                               pending=pending):
                 discard_unsaved(root / BM25_DIR, RETRIEVER_CONFIG, BM25_LAYOUT)  # a damaged index of this store: rebuilt
                 build_bm25(store, tokenizer=name, header=header, workers=workers).save(
                     root / BM25_DIR, generation=store.generation
@@ -815,16 +883,21 @@ def _ingest(
             if saved.get("generation") != store.generation or saved.get("model_key") != model_key_for(emb):
                 # records the model, so search knows vectors are expected and falls back with a warning
                 state["vector"] = {"generation": None, "model_key": model_key_for(emb), "embedding": spec}
-            with _after_commit(root, store, summary, f"the index record {root / INDEX_STATE}"):
-                _write_index_state(root, state)
-            summary.embedded += _warm_file_cache(root, emb, all_chunks, show)
-            dense = _refresh_dense(root, store, emb, state, spec=spec, progress=show)
+            with _after_commit(root, store, summary, f"the index record {root / INDEX_STATE}",
+                               then=f"{_BM25_NEXT}; {_NOT_EMBEDDED}"):
+                write_index_state(root, state)
+            with _after_commit(root, store, summary, f"the embedding cache {root / EMBEDDING_CACHE}",
+                               then=_EMBED_NEXT):
+                summary.embedded += _warm_file_cache(root, emb, all_chunks, show)
+            with _after_commit(root, store, summary, f"the saved vector index {root / VECTOR_DIR}",
+                               then=_VECTOR_NEXT):
+                dense = _refresh_dense(root, store, emb, state, spec=spec, progress=show)
             summary.embedded += dense.last_embedded  # 0: the cache was warmed above
             summary.dense = dense.resolved_model_key
-        elif state.pop("vector", None) is not None:
+        elif state.pop("vector", None) is not None or damaged is not None:
             shutil.rmtree(root / VECTOR_DIR, ignore_errors=True)  # no longer matches; the embedding cache stays
         with _after_commit(root, store, summary, f"the index record {root / INDEX_STATE}"):
-            _write_index_state(root, state)
+            write_index_state(root, state)
     summary.seconds = time.perf_counter() - t0
     return summary
 
@@ -881,7 +954,7 @@ def _split(splitter: ParagraphTextSplitter, doc: Document) -> tuple[list[Documen
 
 def _recorded_chunker(root: Path) -> tuple[dict[str, Any] | None, bool]:
     """``(the store's chunker record, whether it has active documents)``; ``(None, False)`` without a store."""
-    if not (root / CHUNKS_DB).is_file():
+    if not _has_chunk_store(root):
         return None, False
     with ChunkStore(root / CHUNKS_DB, read_only=True) as store:
         return store.chunker, bool(store.doc_ids())
@@ -948,11 +1021,17 @@ def check_store_chunker(store: ChunkStore, root: Path, chunker: str | None = Non
         )
 
 
-def _open_bm25(root: Path, store: ChunkStore, state: Mapping[str, Any], *, k: int) -> BM25Retriever:
-    if state.get("generation") == store.generation:
+def _open_bm25(
+    root: Path, store: ChunkStore, state: Mapping[str, Any], *, k: int, damaged: StoreError | None = None
+) -> BM25Retriever:
+    """The saved BM25 index when the index record and its own manifest say it was built from the store as it is
+    (with ``damaged``, an invalid index record: its manifest alone), else one rebuilt in memory, with a warning."""
+    if damaged is not None or state.get("generation") == store.generation:
         retriever, why = _load_saved_index(root, k=k, generation=store.generation)
         if retriever is not None:
             return retriever
+        if damaged is not None:
+            why = f"{why}; and {INDEX_STATE} is invalid, so it is rebuilt with the default tokenizer"
     else:
         why = "it is older than the chunk store"
     _warn_stale(
@@ -965,7 +1044,14 @@ def _open_bm25(root: Path, store: ChunkStore, state: Mapping[str, Any], *, k: in
 
 
 def _open_dense(
-    root: Path, store: ChunkStore, state: Mapping[str, Any], emb: Embeddings, *, k: int, explicit: bool
+    root: Path,
+    store: ChunkStore,
+    state: Mapping[str, Any],
+    emb: Embeddings,
+    *,
+    k: int,
+    explicit: bool,
+    damaged: StoreError | None = None,
 ) -> DenseRetriever:
     """The dense channel: the saved vector index when it matches the store, else one built in memory from the
     cached vectors of the store's current chunks (a read never embeds a chunk).  While a writer holds the store's
@@ -986,7 +1072,7 @@ def _open_dense(
         except (StoreError, OSError, ValueError) as e:
             why = str(e)
     else:
-        why = "it is older than the chunk store"
+        why = f"{INDEX_STATE} is invalid" if damaged is not None else "it is older than the chunk store"
     header = _header(state.get("contextual"))
     covered, missing = _vector_coverage(root, store, emb, header)
     if missing:  # a read path never embeds: the ingest does
@@ -1023,10 +1109,16 @@ def _open_chunk_store(root: Path) -> ChunkStore:
             says so), or it is unreadable.
     """
     creating = "; search it when that ingest has finished (it is creating the store)"
-    if not (root / CHUNKS_DB).is_file():
+    if not _has_chunk_store(root):
         note = _writer_note(root)
         if note is not None:
             raise StoreError(f"no chunk store here yet: {note}{creating}", path=root)
+        if (root / CHUNKS_DB).is_file():  # blank: the first ingest failed before its first commit
+            raise StoreError(
+                f"no chunk store here yet: {CHUNKS_DB} is empty (the first ingest stopped before it committed, e.g. "
+                "on a full disk); run `ragspine ingest PATH --store DIR` again, which creates it",
+                path=root,
+            )
         raise StoreError("no chunk store here; run `ragspine ingest PATH --store DIR` first", path=root)
     try:
         return ChunkStore(root / CHUNKS_DB, read_only=True)
@@ -1075,11 +1167,18 @@ class StoreSource(StoreBackedSource[ChunkStore]):
         self.embedding = embedding
         self._models = models
         self._state: dict[str, Any] = {}
+        self._damaged: StoreError | None = None
         self._dense: dict[int, DenseRetriever | None] = {}
 
     def _open(self) -> ChunkStore:
         store = _open_chunk_store(self.root)
-        self._state = _index_state(self.root)
+        self._state, self._damaged = _index_state(self.root)
+        if self._damaged is not None:
+            _warn_stale(
+                f"{self._damaged}; the index record is ignored: the saved BM25 index is used only if its checksums "
+                "show it matches the chunk store, the vector index only with an explicit embedding — "
+                f"{_rewrite_advice(self.root)}"
+            )
         return store
 
     def _model(self, spec: str) -> Embeddings | None:
@@ -1115,7 +1214,7 @@ class StoreSource(StoreBackedSource[ChunkStore]):
         contextual headers)."""
         if tokenizer is not None:
             return build_bm25(self.store, tokenizer=tokenizer, k=k, header=_header(self._state.get("contextual")))
-        return _open_bm25(self.root, self.store, self._state, k=k)
+        return _open_bm25(self.root, self.store, self._state, k=k, damaged=self._damaged)
 
     def dense(self, *, k: int, required: bool, mode: str) -> BaseRetriever | None:
         """The saved vector index (or its in-memory rebuild), or ``None`` when the store has none, its model cannot
@@ -1151,6 +1250,13 @@ class StoreSource(StoreBackedSource[ChunkStore]):
         if emb is None:
             if not required:
                 return None
+            if self._damaged is not None:
+                raise StoreError(
+                    f"mode {mode!r} needs the vector index, but the index record that names its embedding model "
+                    f"is invalid ({_damage(self._damaged)}); {_rewrite_advice(root)} (with the --embedding it "
+                    "was built with), or search with --embedding SPEC",
+                    path=root / INDEX_STATE,
+                )
             note = _writer_note(root)
             raise StoreError(
                 f"mode {mode!r} needs a vector index: run `ragspine ingest PATH --store DIR --embedding e5` "
@@ -1160,7 +1266,8 @@ class StoreSource(StoreBackedSource[ChunkStore]):
                 path=root,
             )
         try:
-            return _open_dense(root, store, state, emb, k=k, explicit=self.embedding is not None)
+            return _open_dense(root, store, state, emb, k=k, explicit=self.embedding is not None,
+                               damaged=self._damaged)
         except (StoreError, RagSpineError, ImportError, OSError) as e:
             if required or self.embedding is not None:
                 raise
@@ -1185,8 +1292,12 @@ def open_retriever(
     by :class:`~langchain_ragspine.retrievers.HybridRetriever` (``candidate_k`` per channel; ``options`` such as
     ``alpha`` or ``fusion`` go to it); ``auto`` — ``hybrid`` when the store has a vector index and its embedding
     model can be loaded here, else ``bm25``; and any mode registered with
-    :func:`~langchain_ragspine.modes.register_mode`.  ``k`` defaults to ``RAGSPINE_K``, else 10.  The query encoder
-    is the one the vector index was built with (its spec is recorded at ingest), unless ``embedding`` is given.
+    :func:`~langchain_ragspine.modes.register_mode`.  ``k`` defaults to ``RAGSPINE_K``, else 6
+    (:data:`~langchain_ragspine.config.DEFAULT_K`).  The query encoder is the one the vector index was built with
+    (its spec is recorded at ingest), unless ``embedding`` is given.  An invalid ``index.json`` (the store's index
+    record, :mod:`langchain_ragspine.stores.index_state`) is treated as absent, with a :class:`StaleIndexWarning`
+    naming the file and field: the saved BM25 index is used only when its own checksums show it matches the store,
+    and ``vector`` / ``hybrid`` need ``embedding`` (or an ``ingest``, which rewrites the record).
 
     A saved index is used when it matches the chunk store's generation (and model) and loads cleanly — the BM25
     index also only when every file matches its checksum and the arrays hold together (see
@@ -1254,8 +1365,8 @@ def open_source(
 def search(
     retriever: BaseRetriever, query: str, *, k: int | None = None, filter: Mapping[str, Any] | None = None
 ) -> list[Document]:
-    """Top ``k`` chunks (default ``RAGSPINE_K``, else 10) for ``query`` from ``retriever``, passed through the
-    RESTRICTED gate on the way out.
+    """Top ``k`` chunks (default ``RAGSPINE_K``, else 6: :data:`~langchain_ragspine.config.DEFAULT_K`) for
+    ``query`` from ``retriever``, passed through the RESTRICTED gate on the way out.
 
     Our retrievers never index RESTRICTED chunks, so the gate here is the last line of defence, not a filter that
     changes ``k``; it also covers any other ``BaseRetriever`` a caller hands in, which is asked for ``k`` and

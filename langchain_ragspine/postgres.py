@@ -27,6 +27,7 @@ from langchain_ragspine.indexing import IngestSummary, _warn_stale, warm_embeddi
 from langchain_ragspine.modes import StoreBackedSource
 from langchain_ragspine.retrievers.bm25 import BM25Retriever
 from langchain_ragspine.retrievers.dense import DenseRetriever, _has_text
+from langchain_ragspine.stores.pg_lock import writer_lock
 from langchain_ragspine.stores.pg_vectors import PostgresEmbeddingCache, ensure_hnsw_index, prune_vectors
 from langchain_ragspine.stores.postgres import META, PostgresChunkStore, PostgresConnection
 
@@ -60,6 +61,7 @@ def ingest_postgres(
     retract_missing: bool,
     active_before: int,
     progress: bool | None,
+    lock_timeout: float | None = None,
 ) -> None:
     """The store-writing half of :func:`~langchain_ragspine.indexing.ingest` for a ``postgresql://`` URL (the
     loading, splitting and refusal of an empty run happen there first).
@@ -75,11 +77,16 @@ def ingest_postgres(
        HNSW index once it holds ``RAGSPINE_PG_HNSW_THRESHOLD`` vectors.  Without ``embedding`` the model record is
        dropped (the vectors stay, as the file store keeps its cache).  The planner's statistics are refreshed.
 
+    All of it holds the store's writer lock (:func:`~langchain_ragspine.stores.pg_lock.writer_lock`, waiting at most
+    ``lock_timeout`` seconds; ``None``: as long as it takes) — :func:`~langchain_ragspine.indexing.ingest` has taken
+    it before reading the store.
+
     Raises:
         RagSpineError / StoreError: the embedding model or the database failed (the store keeps its committed
             versions).
+        StoreBusyError: another writer held the lock longer than ``lock_timeout``; nothing was written.
     """
-    with PostgresChunkStore(url) as store:
+    with writer_lock(url, timeout=lock_timeout), PostgresChunkStore(url) as store:
         generation = store.generation
         rewritten = store.set_tokenizer(tokenizer)
         summary.embedded = _embed_first(store, embedding, [c for _, chunks, _ in split for c in chunks], progress)
@@ -98,15 +105,17 @@ def add_documents(
     embedding: Embeddings | None = None,
     spec: str | None = None,
     progress: bool = False,
+    lock_timeout: float | None = None,
 ) -> list[str]:
     """Write chunk ``Document``\\ s (each with ``metadata["doc_id"]`` and ``chunk_id``) into the store at ``url``:
     the chunks of each ``doc_id`` become that document's new version, in the order given (documents not named are
     left alone).  With ``embedding`` their vectors are stored first (as :func:`ingest_postgres`).  Returns the
-    ``chunk_id``\\ s, in order.
+    ``chunk_id``\\ s, in order.  Writes under the store's writer lock, as :func:`write_versions`.
 
     Raises:
         ValueError: a document without ``doc_id``; the errors of ``replace_doc_chunks``.
-        StoreError: the database failed.
+        StoreError: the database failed; :class:`~langchain_ragspine.stores.lock.StoreBusyError`: another writer
+            held the lock longer than ``lock_timeout``.
     """
     groups: dict[str, list[Document]] = {}
     for i, doc in enumerate(documents):
@@ -114,7 +123,7 @@ def add_documents(
         if not isinstance(doc_id, str) or not doc_id:
             raise ValueError(f"documents[{i}] has no metadata 'doc_id' (a non-empty string)")
         groups.setdefault(doc_id, []).append(doc)
-    write_versions(url, groups, embedding=embedding, spec=spec, progress=progress)
+    write_versions(url, groups, embedding=embedding, spec=spec, progress=progress, lock_timeout=lock_timeout)
     return [str(d.metadata.get("chunk_id", d.id)) for d in documents]
 
 
@@ -125,18 +134,22 @@ def write_versions(
     embedding: Embeddings | None = None,
     spec: str | None = None,
     progress: bool = False,
+    lock_timeout: float | None = None,
 ) -> None:
     """Make each ``versions[doc_id]`` (chunk ``Document``\\ s of that ``doc_id``) the next version of its
     document, all in one transaction (every document's new version, or none); an empty sequence retracts the
     document.  With ``embedding`` the
     searchable chunks' vectors are stored first (a failing model leaves the store as it was), vectors no longer
-    searchable are deleted and the store records the model (as :func:`ingest_postgres`).
+    searchable are deleted and the store records the model (as :func:`ingest_postgres`).  All of it holds the
+    store's writer lock (:func:`~langchain_ragspine.stores.pg_lock.writer_lock`: after another writer — an ingest —
+    has finished, waiting at most ``lock_timeout`` seconds; ``None``: as long as it takes).
 
     Raises:
         ValueError, TypeError: the errors of ``replace_doc_chunks``.
         RagSpineError / StoreError: the embedding model or the database failed.
+        StoreBusyError: another writer held the lock longer than ``lock_timeout``; nothing was written.
     """
-    with PostgresChunkStore(url) as store:
+    with writer_lock(url, timeout=lock_timeout), PostgresChunkStore(url) as store:
         _embed_first(store, embedding, [c for chunks in versions.values() for c in chunks], progress)
         with store.db.atomic():  # every version of the call, or none (a failure part way leaves the store as it was)
             for doc_id, chunks in versions.items():

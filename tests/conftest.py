@@ -82,6 +82,16 @@ def pg_server():
 @pytest.fixture
 def pg_url(pg_server: str):
     """The URL of a fresh, empty store: its own schema in the session's PostgreSQL (dropped afterwards)."""
+    yield from _fresh_store(pg_server)
+
+
+@pytest.fixture
+def other_pg_url(pg_server: str):
+    """A second fresh, empty store beside ``pg_url`` (another schema of the same database)."""
+    yield from _fresh_store(pg_server)
+
+
+def _fresh_store(pg_server: str):
     import uuid
 
     import psycopg

@@ -385,6 +385,7 @@ class BM25Retriever(RagSpineRetriever):
                 (A custom tokenizer callable is saved as ``null``: pass it to :meth:`load`.)
             FileExistsError: ``path`` is a file, or a non-empty directory that is not a previous save, or a previous
                 save holding files a save does not write (nothing is deleted; the message names them).
+            StoreWriteError: a write failed (disk full, …), naming the file; the previous save is intact.
         """
         if self.score_threshold is not None:
             raise ValueError(

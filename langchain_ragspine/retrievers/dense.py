@@ -381,6 +381,8 @@ class DenseRetriever(RagSpineRetriever):
             ValueError: a metadata value is not JSON-serialisable.
             FileExistsError: ``path`` is a file, or a non-empty directory that is not a previous save, or a previous
                 save holding files a save does not write (nothing is deleted; the message names them).
+            StoreWriteError: a write failed (disk full — FAISS's ``write_index`` error too —, …), naming the file;
+                the previous save is intact.
         """
         config = {
             "format": _FORMAT,

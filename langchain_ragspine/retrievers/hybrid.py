@@ -879,6 +879,7 @@ class HybridRetriever(RagSpineRetriever):
             ValueError: a metadata value is not JSON-serialisable.
             FileExistsError: ``path`` is a file, or a non-empty directory that is not a previous save, or a previous
                 save holding files a save does not write (nothing is deleted; the message names them).
+            StoreWriteError: a write failed (disk full, …), naming the file; the previous save is intact.
         """
         channels: list[dict[str, str]] = []
         for i, r in enumerate(self.retrievers):

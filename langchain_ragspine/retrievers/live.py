@@ -8,8 +8,10 @@ snapshot and, on every call (sync and async):
 
 1. **checks the store** — one indexed read of ``meta.generation`` (the counter every write transaction of the
    chunk store bumps, :attr:`~langchain_ragspine.stores.ChunkStore.generation`) over a read-only connection kept
-   open, plus a ``stat`` of the chunk store file (replaced by a new one: the connection is reopened) and of each
-   watched file (``index.json``, rewritten when an ingest changes the indexes without changing a chunk, e.g.
+   open, plus a ``stat`` of the chunk store file (another file there — the store directory deleted and ingested
+   again, or another store moved into its place, whatever its generation: the connection is reopened and the
+   retriever rebuilt; the rule of :mod:`langchain_ragspine.stores._follow`, which the vector store follows too)
+   and of each watched file (``index.json``, rewritten when an ingest changes the indexes without changing a chunk, e.g.
    ``--contextual`` or a new vector index).  Measured at ~5-50 µs per call on a shared 2-core machine; the async
    path runs it (and any rebuild) in a worker thread, off the event loop.  SQLite in WAL mode lets this read run
    while an ingest writes, and it sees the last committed transaction;
@@ -62,12 +64,11 @@ from pydantic import ConfigDict, PrivateAttr, field_validator
 import langchain_ragspine
 from langchain_ragspine._stacklevel import user_stacklevel
 from langchain_ragspine.documents import check_k, chunk_key
-from langchain_ragspine.errors import StoreError
 from langchain_ragspine.retrievers._embed_as import EMBED_AS_OPTION, embed_as_options, embed_as_target
 from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, RetrieverCall, SyncCall
 from langchain_ragspine.retrievers.contract import ainvoke_retriever, invoke_retriever
 from langchain_ragspine.sensitivity import is_restricted
-from langchain_ragspine.stores.chunk_store import ChunkStore
+from langchain_ragspine.stores._follow import FileIdentity, FollowedChunkStore
 
 __all__ = ["LiveStoreRetriever", "StoreReloadWarning"]
 
@@ -80,8 +81,8 @@ class StoreReloadWarning(UserWarning):
     keeps answering, its results gated against the current store, and the next call tries again."""
 
 
-#: What identifies the store's state: ``(generation, stat key of each watched file)``.
-_StateKey = tuple[int, tuple[tuple[int, int, int] | None, ...]]
+#: What identifies the store's state: ``(generation, stat key of each watched file, chunk store file identity)``.
+_StateKey = tuple[int, tuple[tuple[int, int, int] | None, ...], FileIdentity]
 
 
 @dataclass(frozen=True)
@@ -153,34 +154,24 @@ class LiveStoreRetriever(ContractRetriever):
     k: int = 4
     watch: tuple[Path, ...] = ()
 
-    _store: ChunkStore | None = PrivateAttr(default=None)
-    _store_key: tuple[int, int, int] | None = PrivateAttr(default=None)
+    _chunks: FollowedChunkStore = PrivateAttr()
     _snapshot: _Snapshot | None = PrivateAttr(default=None)
     _reload_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
-    _open_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
     @field_validator("k", mode="before")
     @classmethod
     def _check_k(cls, value: Any) -> int:
         return check_k(value, "k")
 
-    # -- the store's state --------------------------------------------------------------------------------------
-    def _chunk_store(self) -> ChunkStore:
-        """The read-only connection, reopened when the file was replaced (another inode)."""
-        now = _file_key(self.chunk_store)
-        if now is None:
-            raise StoreError("the chunk store is gone (the file was removed); open the store again once it is "
-                             "ingested", path=self.chunk_store)
-        with self._open_lock:
-            if self._store is None or self._store_key is None or now[0] != self._store_key[0]:
-                # the old connection is not closed here: a call of another thread may still be reading it (it
-                # closes when the last reference goes)
-                self._store = ChunkStore(self.chunk_store, read_only=True)
-                self._store_key = now
-            return self._store
+    def model_post_init(self, context: Any, /) -> None:
+        self._chunks = FollowedChunkStore(self.chunk_store, read_only=True)
 
+    # -- the store's state --------------------------------------------------------------------------------------
     def _state_key(self) -> _StateKey:
-        return (self._chunk_store().generation, tuple(_file_key(p) for p in self.watch))
+        """The chunk store's state (its read-only connection reopened when another file is at the path) and the
+        watched files'."""
+        identity, generation = self._chunks.state()
+        return (generation, tuple(_file_key(p) for p in self.watch), identity)
 
     def _serving(self) -> _Snapshot:
         """The snapshot to answer this call: the current one, or a new one when the store changed (one reload at a
@@ -241,7 +232,7 @@ class LiveStoreRetriever(ContractRetriever):
         """``docs`` that are active rows of the store now, of the version they were read from (module docstring),
         read over the connection of the call's store check (no file system call: the async path runs it on the
         event loop)."""
-        store = self._store
+        store = self._chunks.opened
         assert store is not None  # opened by the store check that began the call
         keys = [chunk_key(d) for d in docs]
         active = store.active_versions([k for k in keys if k is not None])

@@ -9,10 +9,17 @@ scores of its best child.  Parents are read from a chunk store
 that opens the same store gets the same parents — unlike LangChain's ``ParentDocumentRetriever`` with its usual
 ``InMemoryStore``, whose parents vanish on restart and whose results are then silently empty.
 
-Two further differences from ``ParentDocumentRetriever``: ``child_k`` and ``parent_k`` are separate, so a document
-whose ten children fill the top ten still yields only one parent and the other parents come from further down the
-child ranking; and a child whose parent is missing from the store raises :class:`~langchain_ragspine.errors.StoreError`
-naming both, instead of being dropped.
+Another difference from ``ParentDocumentRetriever``: ``child_k`` and ``parent_k`` are separate, so a document whose
+ten children fill the top ten still yields only one parent and the other parents come from further down the child
+ranking.
+
+The parents are read from the store at the time of the call, so a child index that was built once and kept (a
+static one: ``BM25Retriever.from_documents(children)``) stays usable while the store changes: a child whose parent
+is no active parent of the store any more (its document deleted, or re-chunked, since the index was built) is
+dropped — its parent is gone, so there is nothing to return, and nothing is returned whose current label is not
+read — and the other children's parents are returned.  Only a store that holds chunks but no parent at all (not
+ingested with ``--chunker parent_child``) is a :class:`~langchain_ragspine.errors.StoreError`, naming a child and its
+parent.
 
 A parent's ``page_content`` is its own verbatim slice of the source, with its own ``start_index`` / ``end_index`` /
 ``source_locator`` (invariant 2).  RESTRICTED children are dropped by the gate before grouping, and a RESTRICTED
@@ -74,8 +81,10 @@ class ParentChildRetriever(ContractRetriever):
 
     Raises:
         TypeError / ValueError: bad ``child_k`` / ``parent_k`` (at construction) or ``k`` (per call).
-        StoreError: (per call) a retrieved child has no ``parent_id``, or names a parent that is not an active
-            parent of the store; the message names the child and the parent.
+        StoreError: (per call) a retrieved child has no ``parent_id``; or no retrieved child's parent is in the
+            store and the store holds chunks but no parents (a ``ChunkStore`` not ingested with ``--chunker
+            parent_child``); the message names the child and the parent.  A child whose parent is gone from a store
+            that has parents is dropped (see the module docstring).
 
     Example:
         >>> import tempfile, pathlib
@@ -150,17 +159,17 @@ class ParentChildRetriever(ContractRetriever):
                 matched[pid] = []
             matched[pid].append(child)
         found = self.store.get_parents(order) if order else {}
-        missing = [pid for pid in order if pid not in found]
-        if missing:
-            child = matched[missing[0]][0]
+        if order and not found and self._holds_no_parents():
+            child = matched[order[0]][0]
             raise StoreError(
-                f"child {doc_key(child)!r} names parent {missing[0]!r}, which is not an active parent in the store "
-                f"({len(missing)} missing in all); the child index and the chunk store disagree — re-ingest the "
-                "corpus with --chunker parent_child",
+                f"child {doc_key(child)!r} names parent {order[0]!r}, but the store holds chunks and no parents: the "
+                "child index and the chunk store disagree — ingest the corpus with --chunker parent_child",
                 path=getattr(self.store, "path", None),
             )
         out: list[Document] = []
         for pid in order:
+            if pid not in found:  # its document was deleted or re-chunked since the child index was built
+                continue
             parent = _as_document(found[pid])
             if is_restricted(parent):
                 continue
@@ -173,6 +182,15 @@ class ParentChildRetriever(ContractRetriever):
             if len(out) == k:
                 break
         return out
+
+    def _holds_no_parents(self) -> bool:
+        """Whether the store (when it can tell: a ``ChunkStore``'s ``count_parents`` / ``count_chunks``) has chunks
+        but no parents — a store not built for parent-child retrieval, not one whose documents were deleted."""
+        count_parents = getattr(self.store, "count_parents", None)
+        count_chunks = getattr(self.store, "count_chunks", None)
+        if not callable(count_parents) or not callable(count_chunks):
+            return False
+        return bool(count_parents() == 0 and count_chunks() > 0)
 
     def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
         k = self.parent_k if call.k is None else check_k(call.k)

@@ -26,8 +26,10 @@ default ``RAGSPINE_PG_STATEMENT_TIMEOUT``, 30 s): the server cancels a statement
 raises :class:`~langchain_ragspine.errors.StoreError` saying so, so no query holds a connection of the pool for
 longer.  The query-side work — the filter compiled to SQL, the query tokenized or embedded — is done before the
 connection is taken.  A BM25 query is at most :data:`~langchain_ragspine.retrievers.bm25.MAX_QUERY_CHARS`
-characters and an ``in`` list at most :data:`~langchain_ragspine.filters.MAX_FILTER_VALUES` values, as in the
-file store (a ``ValueError`` beyond).
+characters, and a filter is within the size limits of :func:`~langchain_ragspine.filters.check_filter_size`
+(:data:`~langchain_ragspine.filters.MAX_FILTER_NODES` nodes, :data:`~langchain_ragspine.filters.MAX_FILTER_VALUES`
+values in its lists, :data:`~langchain_ragspine.filters.MAX_FILTER_DEPTH` levels), as in the file store (a
+``ValueError`` beyond); so its SQL never needs more parameters than PostgreSQL takes (:mod:`~langchain_ragspine.stores.pg_filter`).
 
 Both behave like their in-memory twins: results are copies of the stored chunks (``Document.id = chunk_id``) with
 ``metadata["scores"]`` (``bm25`` / ``vector`` and ``fused``), at most ``k``, best first, ties broken by
@@ -78,6 +80,9 @@ from langchain_ragspine.stores.postgres import (
 from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer, tokenizer_version
 
 __all__ = ["PostgresBM25Retriever", "PostgresDenseRetriever"]
+
+#: The vector of a row read without one (``with_vectors=False``).
+_NO_VECTOR = np.zeros(0, dtype=np.float32)
 
 #: Where warnings are not attributed: this package and langchain_core (``BaseRetriever.invoke``).
 
@@ -395,6 +400,23 @@ class PostgresDenseRetriever(_PostgresRetriever):
                 non-finite values.
             StoreError: the query fails.
         """
+        return [(d, score) for d, score, _ in self._by_vector(vector, k, filter, with_vectors=False)]
+
+    def search_by_vector_with_embeddings(
+        self, vector: np.ndarray | list[float], *, k: int | None = None, filter: Mapping[str, Any] | None = None
+    ) -> list[tuple[Document, float, np.ndarray]]:
+        """:meth:`search_by_vector` with each chunk's stored unit vector (float32, shape ``(d,)``): the candidates
+        of a Maximal Marginal Relevance search (:meth:`~langchain_ragspine.vectorstores.PostgresVectorStore.
+        max_marginal_relevance_search`), read in the same statement.
+
+        Raises:
+            TypeError, ValueError, StoreError: as :meth:`search_by_vector`.
+        """
+        return self._by_vector(vector, k, filter, with_vectors=True)
+
+    def _by_vector(
+        self, vector: np.ndarray | list[float], k: int | None, filter: Mapping[str, Any] | None, *, with_vectors: bool
+    ) -> list[tuple[Document, float, np.ndarray]]:
         k = self.k if k is None else check_k(k)
         q = np.asarray(vector, dtype=np.float32).reshape(-1)
         if q.shape[0] != self._dim:
@@ -404,12 +426,21 @@ class PostgresDenseRetriever(_PostgresRetriever):
         flt = self._call_filter(filter, "s.chunk_row")
         with self._db.search(self._timeout()) as conn:
             self._check_filter(conn, flt)
-            return self._search(conn, l2_normalize(q), k, flt)
+            if with_vectors:
+                return self._search_rows(conn, l2_normalize(q), k, flt, with_vectors=True)
+            return [(d, score, _NO_VECTOR) for d, score in self._search(conn, l2_normalize(q), k, flt)]
 
     def _search(self, conn: Any, q: np.ndarray, k: int, flt: SqlFilter | None) -> list[tuple[Document, float]]:
+        return [(d, score) for d, score, _ in self._search_rows(conn, q, k, flt, with_vectors=False)]
+
+    def _search_rows(
+        self, conn: Any, q: np.ndarray, k: int, flt: SqlFilter | None, *, with_vectors: bool
+    ) -> list[tuple[Document, float, np.ndarray]]:
+        """The top ``k`` rows as ``(chunk, cosine, stored vector)``; the vector is an empty array unless
+        ``with_vectors`` (then it is read in the same statement, after the chunk columns)."""
         register_vector(conn)
         where, fparams = (flt.sql, flt.params) if flt is not None else ("TRUE", ())
-        cols = chunk_columns("c")
+        cols = chunk_columns("c") + (", e.embedding" if with_vectors else "")
         joins = (
             f"FROM {EMBEDDINGS} e JOIN {SEARCH} s ON s.chunk_id = e.chunk_id AND s.content_hash = e.content_hash "
             f"JOIN {CHUNKS} c ON c.id = s.chunk_row"
@@ -440,7 +471,10 @@ class PostgresDenseRetriever(_PostgresRetriever):
                 # the plan (the final re-sort of k rows still runs).
                 conn.execute("SET LOCAL enable_sort = off")
                 rows = [r[:-1] for r in conn.execute(query, (q, *fparams, q, k)).fetchall()]
-        return [(d, d.metadata["scores"]["vector"]) for d in self._documents(rows, "vector")]
+        # a row: the chunk columns (row_to_stored reads the first 15), [its vector], the score last
+        vectors = [np.asarray(r[-2].to_numpy(), dtype=np.float32) if with_vectors else _NO_VECTOR for r in rows]
+        docs = self._documents(rows, "vector")
+        return [(d, d.metadata["scores"]["vector"], v) for d, v in zip(docs, vectors, strict=True)]
 
     def search(
         self, query: str, *, k: int | None = None, filter: Mapping[str, Any] | None = None, embed_as: str = "query"

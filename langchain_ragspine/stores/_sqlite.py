@@ -3,7 +3,11 @@
 One connection per object (``check_same_thread=False``, guarded by a re-entrant lock), autocommit mode with explicit
 ``BEGIN IMMEDIATE … COMMIT`` transactions rolled back on any exception, WAL journal with ``synchronous=NORMAL``
 for writers, ``mode=ro`` URIs for readers, and every ``sqlite3`` error re-raised as a :class:`StoreError` that names
-the file.  Subclasses set :attr:`SQLiteFile._what` (for messages) and implement ``_ensure_schema``.
+the file — a failed write of a writable file (``SQLITE_FULL``: the disk is full; ``SQLITE_IOERR``) as a
+:class:`~langchain_ragspine.errors.StoreWriteError` saying that SQLite rolled it back and nothing committed was lost
+(:func:`~langchain_ragspine.errors.write_errors`).  Subclasses set :attr:`SQLiteFile._what` (for messages) and
+implement ``_ensure_schema``; :meth:`SQLiteFile.is_blank` tells a file whose first transaction never committed (0
+bytes, or no table) from one with a schema.
 
 :meth:`SQLiteFile.write_batch` groups many small write transactions (one per document of an ingest) into few
 commits: inside it each write transaction is a ``SAVEPOINT`` of one ``BEGIN IMMEDIATE`` transaction that commits
@@ -28,8 +32,10 @@ from pathlib import Path
 from typing import ClassVar
 
 from langchain_ragspine._closing import Closing
-from langchain_ragspine.errors import StoreError
+from langchain_ragspine.errors import StoreError, write_errors
 
+#: What a failed write of a SQLite file leaves (the message of its :class:`~langchain_ragspine.errors.StoreWriteError`).
+ROLLED_BACK = "SQLite rolled the unfinished write back, and everything committed before it is intact"
 #: Seconds a writer waits for another writer's lock before giving up.
 DEFAULT_BUSY_TIMEOUT_S = 5.0
 #: Writes (write transactions) a :meth:`SQLiteFile.write_batch` commits together at most.
@@ -68,22 +74,33 @@ class _Batch:
 
 
 class SQLiteFile(Closing):
-    """Base class: open ``db_path`` (creating its folder unless ``read_only``), then ``_ensure_schema()``.
+    """Base class: open ``db_path`` (creating it and its folder unless ``read_only`` or ``create=False``), then
+    ``_ensure_schema()``.
+
+    ``create=False`` opens an existing file for writing and never makes one (SQLite's ``mode=rw`` URI): what a
+    long-lived writer reopening a file that was replaced uses, so a store directory removed meanwhile is not
+    recreated empty under its path.
 
     Raises:
         ValueError: ``busy_timeout`` is not a number of seconds >= 0.
-        StoreError: the file is missing (``read_only``) or is not a usable SQLite database.
+        StoreError: the file is missing (``read_only`` or ``create=False``) or is not a usable SQLite database.
     """
 
     _what: ClassVar[str] = "SQLite file"
 
     def __init__(
-        self, db_path: str | Path, *, read_only: bool = False, busy_timeout: float = DEFAULT_BUSY_TIMEOUT_S
+        self,
+        db_path: str | Path,
+        *,
+        read_only: bool = False,
+        busy_timeout: float = DEFAULT_BUSY_TIMEOUT_S,
+        create: bool = True,
     ) -> None:
         if isinstance(busy_timeout, bool) or not isinstance(busy_timeout, int | float) or busy_timeout < 0:
             raise ValueError(f"busy_timeout must be a number of seconds >= 0, got {busy_timeout!r}")
         self._path = Path(db_path)
         self._read_only = bool(read_only)
+        self._create = bool(create) and not self._read_only
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
         self._batch: _Batch | None = None
@@ -100,11 +117,12 @@ class SQLiteFile(Closing):
     def _connect(self, busy_timeout: float) -> sqlite3.Connection:
         path = self._path
         try:
-            if self._read_only:
+            if not self._create:
                 if not path.is_file():
-                    raise StoreError(f"{self._what} does not exist (opened with read_only=True)", path=path)
+                    how = "read_only=True" if self._read_only else "create=False"
+                    raise StoreError(f"{self._what} does not exist (opened with {how})", path=path)
                 conn = sqlite3.connect(
-                    path.resolve().as_uri() + "?mode=ro",
+                    path.resolve().as_uri() + ("?mode=ro" if self._read_only else "?mode=rw"),
                     uri=True,
                     timeout=busy_timeout,
                     isolation_level=None,
@@ -116,15 +134,18 @@ class SQLiteFile(Closing):
         except sqlite3.Error as e:
             raise StoreError(f"cannot open {self._what}: {e}", path=path) from e
         try:
-            busy_ms = int(busy_timeout * 1000)  # PRAGMA takes no bound parameters; this is an int we computed
-            conn.execute(f"PRAGMA busy_timeout = {busy_ms}")
-            conn.execute("PRAGMA foreign_keys = ON")
-            if not self._read_only:
-                conn.execute("PRAGMA journal_mode = WAL")
-                conn.execute("PRAGMA synchronous = NORMAL")
-        except sqlite3.Error as e:
+            with self._write_errors():  # switching a new file to WAL writes its header: the disk may be full
+                busy_ms = int(busy_timeout * 1000)  # PRAGMA takes no bound parameters; this is an int we computed
+                conn.execute(f"PRAGMA busy_timeout = {busy_ms}")
+                conn.execute("PRAGMA foreign_keys = ON")
+                if not self._read_only:
+                    conn.execute("PRAGMA journal_mode = WAL")
+                    conn.execute("PRAGMA synchronous = NORMAL")
+        except BaseException as e:
             conn.close()
-            raise StoreError(f"not a usable SQLite database: {e}", path=path) from e
+            if isinstance(e, sqlite3.Error):
+                raise StoreError(f"not a usable SQLite database: {e}", path=path) from e
+            raise
         return conn
 
     # -- connection plumbing ---------------------------------------------------------------------------------
@@ -133,11 +154,20 @@ class SQLiteFile(Closing):
             raise StoreError(f"{self._what} is closed", path=self._path)
         return self._conn
 
+    def _write_errors(self) -> contextlib.AbstractContextManager[None]:
+        """A failed write of a writable file (``SQLITE_FULL``, ``SQLITE_IOERR``) as a :class:`StoreWriteError`
+        (:func:`~langchain_ragspine.errors.write_errors`): SQLite rolled the transaction back, nothing was lost."""
+        if self._read_only:
+            return contextlib.nullcontext()
+        return write_errors(self._path, kept=ROLLED_BACK)
+
     @contextlib.contextmanager
     def _sql_errors(self) -> Iterator[None]:
-        """Re-raise ``sqlite3`` errors as :class:`StoreError` naming the path."""
+        """Re-raise ``sqlite3`` errors as :class:`StoreError` naming the path (a failed write of a writable file as
+        :class:`StoreWriteError`, saying that nothing committed was lost)."""
         try:
-            yield
+            with self._write_errors():
+                yield
         except sqlite3.Error as e:
             raise StoreError(f"SQLite error: {e}", path=self._path) from e
 
@@ -314,6 +344,30 @@ class SQLiteFile(Closing):
             raise StoreError(
                 f"{self._what} is opened read_only=True; open it without read_only to write", path=self._path
             )
+
+    @staticmethod
+    def is_blank(db_path: str | Path) -> bool:
+        """Whether ``db_path`` is a SQLite file that holds nothing yet: empty (0 bytes), or a database without a
+        single table, index or view — what the first write of a new file leaves when its transaction never
+        committed (the disk was full, the process was killed; the schema is created in one transaction, so never
+        in part).  A writable open creates the schema in such a file and loses nothing.  ``False`` for a missing
+        file and for any other (one with a schema, a foreign database, a damaged file).  Reads only (``mode=ro``).
+        """
+        path = Path(db_path)
+        try:
+            if not path.is_file():
+                return False
+            if path.stat().st_size == 0:
+                return True
+            conn = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True, isolation_level=None)
+        except (OSError, sqlite3.Error):
+            return False
+        try:
+            return conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0
+        except sqlite3.Error:
+            return False
+        finally:
+            conn.close()
 
     # -- properties and lifecycle ------------------------------------------------------------------------------
     @property

@@ -396,6 +396,7 @@ def save_bm25_index(
 
     Raises:
         ValueError: a metadata value is not JSON-serialisable.
+        StoreWriteError: a write failed (disk full, …), naming the file; the previous save is intact.
     """
     name = tokenizer_name(tokenizer)
     config = {

@@ -551,9 +551,11 @@ class ChunkStore(SQLiteFile, _VersionedChunkStore):
         db_path: the SQLite file.  Created (with its parent directories) when missing, unless ``read_only``.
         read_only: open through a ``file:…?mode=ro`` URI; every write method raises :class:`StoreError`.
         busy_timeout: seconds a writer waits for another connection's write lock before failing (default 5.0).
+        create: create the file when missing (default ``True``); ``False`` opens an existing file only (what a
+            writer that follows a replaced store uses, :mod:`langchain_ragspine.stores._follow`).
 
     Raises:
-        StoreError: ``read_only`` and the file does not exist; the file is not a SQLite database or not a
+        StoreError: ``read_only`` (or ``create=False``) and the file does not exist; the file is not a SQLite database or not a
             chunk store; its schema is newer than this library's; or (``read_only``) its schema is older and
             needs one writable open to migrate.  The message names the path.
 

@@ -57,7 +57,7 @@ import numpy as np
 
 from langchain_ragspine._optional import import_optional
 from langchain_ragspine.embeddings.batching import l2_normalize
-from langchain_ragspine.errors import StoreError
+from langchain_ragspine.errors import StoreError, as_os_error
 from langchain_ragspine.stores.files import atomic_dir, file_sha256, layout, read_config
 
 __all__ = [
@@ -405,30 +405,36 @@ class FaissVectorIndex:
         place (not atomic: :meth:`save` wraps this in a temporary directory)."""
         faiss = _import_faiss()
         root = Path(directory)
-        faiss.write_index(self._index, str(root / INDEX_FILE))
+        with as_os_error(root / INDEX_FILE):  # FAISS reports a failed fwrite (disk full) as a RuntimeError
+            faiss.write_index(self._index, str(root / INDEX_FILE))
         ids_path = root / IDS_FILE
         if ids_path.exists():
             ids_path.unlink()
-        conn = sqlite3.connect(str(ids_path), isolation_level=None)
-        try:
-            conn.execute(
-                "CREATE TABLE ids (row INTEGER PRIMARY KEY, chunk_id TEXT NOT NULL, content_hash TEXT)"
-            )
-            conn.execute("BEGIN")
-            conn.executemany(
-                "INSERT INTO ids (row, chunk_id, content_hash) VALUES (?, ?, ?)",
-                zip(range(self.count), self._chunk_ids, self._hashes, strict=True),
-            )
-            conn.execute("COMMIT")
-        finally:
-            conn.close()
+        with as_os_error(ids_path):
+            conn = sqlite3.connect(str(ids_path), isolation_level=None)
+            try:
+                conn.execute(
+                    "CREATE TABLE ids (row INTEGER PRIMARY KEY, chunk_id TEXT NOT NULL, content_hash TEXT)"
+                )
+                conn.execute("BEGIN")
+                conn.executemany(
+                    "INSERT INTO ids (row, chunk_id, content_hash) VALUES (?, ?, ?)",
+                    zip(range(self.count), self._chunk_ids, self._hashes, strict=True),
+                )
+                conn.execute("COMMIT")
+            finally:
+                conn.close()
         meta = self._meta()
         meta["index_sha256"] = file_sha256(root / INDEX_FILE)
         (root / META_FILE).write_text(json.dumps(meta, ensure_ascii=False, indent=1), "utf-8")
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the index to directory ``path``, replacing it atomically (a temporary directory beside it is
-        renamed into place): ``index.faiss`` (``faiss.write_index``), ``ids.sqlite``, ``vector_index.json``."""
+        renamed into place): ``index.faiss`` (``faiss.write_index``), ``ids.sqlite``, ``vector_index.json``.
+
+        Raises:
+            StoreWriteError: a write failed (disk full — FAISS's ``write_index`` error, SQLite's ``SQLITE_FULL`` —,
+                …), naming the file; the previous save is intact."""
         with atomic_dir(path, marker=META_FILE, writes=SAVE_LAYOUT) as tmp:
             self.write_files(tmp)
 

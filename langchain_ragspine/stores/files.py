@@ -28,7 +28,7 @@ from typing import Any, TypeAlias
 import numpy as np
 from langchain_core.documents import Document
 
-from langchain_ragspine.errors import StoreError
+from langchain_ragspine.errors import StoreError, write_errors
 
 
 def replace_dir(new: Path, target: Path) -> None:
@@ -147,24 +147,40 @@ def atomic_dir(path: str | os.PathLike[str], *, marker: str, writes: SaveLayout)
     directory or a previous save holding nothing else (:func:`check_replaceable`), checked before anything is
     written and again just before the swap.
 
+    A write that fails (disk full, a quota, an I/O error: :func:`~langchain_ragspine.errors.write_errors`) is a
+    :class:`~langchain_ragspine.errors.StoreWriteError` naming the file under ``path`` it was writing and saying
+    that the previous save is intact.
+
     Raises:
         FileExistsError: ``path`` is a file, or a non-empty directory that is not a previous save, or a previous
             save with other entries in it.
+        StoreWriteError: a write failed; nothing is left of this save, and ``path`` is as it was.
     """
     target = Path(path)
     check_replaceable(target, marker, writes)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
-    umask = os.umask(0)
-    os.umask(umask)
-    tmp.chmod(0o777 & ~umask)
-    try:
-        yield tmp
-        check_replaceable(target, marker, writes)  # it may have changed while the index was written
-        replace_dir(tmp, target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    kept = f"the previous save in {target} is intact" if target.exists() else f"nothing was saved at {target}"
+
+    tmp: Path | None = None
+
+    def in_target(name: str) -> Path | None:
+        """The file a failing write names, as it is called once the save is in place."""
+        with contextlib.suppress(ValueError, TypeError):
+            return target / Path(name).relative_to(tmp)  # type: ignore[arg-type]
+        return None
+
+    with write_errors(target, kept=kept, rename=in_target):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+        umask = os.umask(0)
+        os.umask(umask)
+        tmp.chmod(0o777 & ~umask)
+        try:
+            yield tmp
+            check_replaceable(target, marker, writes)  # it may have changed while the index was written
+            replace_dir(tmp, target)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
 
 
 def read_config(root: Path, filename: str, *, fmt: str, what: str) -> dict[str, Any]:

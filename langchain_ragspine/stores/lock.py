@@ -17,6 +17,9 @@ tokenizer workers) close their copy at once, so they never keep it past their pa
 The holder writes its process id into the file (and empties it on release), so a writer that has to wait can say
 whom it waits for, and a reader can tell a running ingest (:func:`writer_pid`) from one that was interrupted.
 Readers never take the lock: :func:`writer_pid` only tests it, without waiting.
+
+A PostgreSQL store has the same lock with the same contract (``lock_timeout``, :class:`StoreBusyError`, the waiting
+line): a session advisory lock per store schema, :mod:`langchain_ragspine.stores.pg_lock`.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import contextlib
 import errno
 import logging
 import os
+import socket
 import sys
 import threading
 import time
@@ -34,7 +38,17 @@ from pathlib import Path
 
 from langchain_ragspine.errors import StoreError
 
-__all__ = ["LOCK_FILE", "StoreBusyError", "check_lock_timeout", "writer_lock", "writer_pid"]
+__all__ = [
+    "LOCK_FILE",
+    "StoreBusyError",
+    "StoreReplacedError",
+    "busy_error",
+    "check_lock_timeout",
+    "describe_holder",
+    "waiting_message",
+    "writer_lock",
+    "writer_pid",
+]
 
 #: The lock file inside a store directory.
 LOCK_FILE = ".ragspine.lock"
@@ -97,6 +111,12 @@ class StoreBusyError(StoreError):
     def __init__(self, reason: str, *, path: str | Path, pid: int) -> None:
         super().__init__(reason, path=path)
         self.pid = pid
+
+
+class StoreReplacedError(StoreError):
+    """The store directory was removed or replaced (``rm -rf`` and a new ingest, a ``mv`` into its place) while a
+    writer held its lock: what that writer wrote went to the removed files, not to the store now at the path, which
+    it left unchanged.  Raised by :func:`writer_lock` when the block ends; run the write again."""
 
 
 @dataclass
@@ -169,8 +189,34 @@ def writer_pid(root: Path) -> int | None:
         os.close(fd)
 
 
-def _describe(pid: int) -> str:
-    return f"pid {pid}" if pid else "an unknown process"
+def describe_holder(pid: int, host: str | None = None) -> str:
+    """``"pid N"`` (``"pid N on HOST"`` for a ``host`` other than this machine), ``"an unknown process"`` for 0."""
+    if not pid:
+        return "an unknown process"
+    return f"pid {pid}" if host is None or host == socket.gethostname() else f"pid {pid} on {host}"
+
+
+def waiting_message(lock: str, pid: int, host: str | None = None) -> str:
+    """The line a writer says (once) when it has to wait for the holder of ``lock`` (a lock file, or a PostgreSQL
+    store's lock)."""
+    return (
+        f"waiting for the writer holding {lock} ({describe_holder(pid, host)}: an ingest or a vector-store write into "
+        "this store) to finish…"
+    )
+
+
+def busy_error(
+    lock: str, *, path: str | Path, pid: int, waited: float, timeout: float | None, host: str | None = None
+) -> StoreBusyError:
+    """The :class:`StoreBusyError` of a writer that waited ``waited`` seconds for the holder of ``lock`` (named with
+    its ``pid``) and gave up at its ``timeout``; the same for a store directory and a PostgreSQL store."""
+    return StoreBusyError(
+        f"another writer ({describe_holder(pid, host)}: an ingest or a vector-store write) holds {lock}; waited "
+        f"{waited:.1f}s (lock_timeout={timeout:g}); try again when it has finished, or allow a longer lock_timeout "
+        "(ragspine ingest --lock-timeout SECONDS)",
+        path=path,
+        pid=pid,
+    )
 
 
 def _open_lock_file(root: Path) -> tuple[int, bool]:
@@ -193,6 +239,28 @@ def _same_file(fd: int, path: Path) -> bool:
     except OSError:
         return False
     return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """``(st_dev, st_ino)`` of ``path``, ``None`` when it is gone."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _replaced_reason(root: Path, home: tuple[int, int] | None) -> str:
+    """Why a held lock is no longer the lock of ``root`` (``home``: the directory's identity when it was taken)."""
+    if _identity(root) != home:
+        return (
+            "the store directory was removed or replaced while this writer held its lock, so what it wrote is not "
+            "in the store now at this path (which it left unchanged); run it again"
+        )
+    return (
+        f"the lock file {LOCK_FILE} was removed while this writer held it, so another writer may have written "
+        "meanwhile; check the store and run the write again"
+    )
 
 
 def _poll(fd: int, until: float) -> bool:
@@ -221,10 +289,7 @@ def _acquire(root: Path, timeout: float | None, on_wait: Callable[[str], None]) 
                 if deadline is not None and time.monotonic() >= deadline:
                     raise _busy(root, pid, time.monotonic() - started, timeout)
                 if not announced:
-                    on_wait(
-                        f"waiting for the writer holding {path} ({_describe(pid)}: an ingest or a vector-store "
-                        "write into this store) to finish…"
-                    )
+                    on_wait(waiting_message(str(path), pid))
                     announced = True
                 if deadline is None:
                     _lock(fd)
@@ -243,13 +308,7 @@ def _acquire(root: Path, timeout: float | None, on_wait: Callable[[str], None]) 
 
 
 def _busy(root: Path, pid: int, waited: float, timeout: float | None) -> StoreBusyError:
-    return StoreBusyError(
-        f"another writer ({_describe(pid)}: an ingest or a vector-store write) holds {root / LOCK_FILE}; waited "
-        f"{waited:.1f}s (lock_timeout={timeout:g}); try again when it has finished, or allow a longer lock_timeout "
-        "(ragspine ingest --lock-timeout SECONDS)",
-        path=root,
-        pid=pid,
-    )
+    return busy_error(str(root / LOCK_FILE), path=root, pid=pid, waited=waited, timeout=timeout)
 
 
 def _release(root: Path, fd: int, created: bool) -> None:
@@ -286,6 +345,8 @@ def writer_lock(
 
     Raises:
         StoreBusyError: another writer still holds the lock after ``timeout`` seconds (names it and its pid).
+        StoreReplacedError: when the block ends without an error, the lock file at ``root`` is no longer the one
+            it held: the directory was removed or replaced meanwhile, so the block's writes are not in it.
         StoreError: ``root`` is a file; the lock file cannot be created or locked (the reason named).
         TypeError, ValueError: a bad ``timeout`` (:func:`check_lock_timeout`).
     """
@@ -302,12 +363,17 @@ def writer_lock(
         raise StoreError("--store must be a directory, but this is a file", path=root)
     try:
         fd, created = _acquire(root, timeout, on_wait or _LOG.warning)
+        home = _identity(root)
     except OSError as e:
         raise StoreError(f"cannot lock {root / LOCK_FILE}: {e.strerror or e}", path=root) from e
     with _HELD_GUARD:
         _HELD[key] = _Held(owner=me, fd=fd)
     try:
         yield root / LOCK_FILE
+        if not _same_file(fd, root / LOCK_FILE):
+            # the directory was removed (and maybe rebuilt, with a lock file of its own) under this writer: what it
+            # wrote is in unlinked files, and another writer may have held the new lock meanwhile
+            raise StoreReplacedError(_replaced_reason(root, home), path=root)
     finally:
         with _HELD_GUARD:
             _HELD.pop(key, None)

@@ -24,8 +24,10 @@ here are written in the same transaction as the chunk rows, so they are never st
   (:mod:`langchain_ragspine.stores.pg_filter`);
 * ``ragspine_embeddings`` — chunk vectors for the dense channel (:mod:`langchain_ragspine.stores.pg_vectors`).
 
-Writers are serialised by a ``SHARE ROW EXCLUSIVE`` lock on ``ragspine_doc_versions`` (as SQLite's
-``BEGIN IMMEDIATE``); readers never wait (MVCC).  Tables live in the connection's current schema (the first of
+Each write transaction takes a ``SHARE ROW EXCLUSIVE`` lock on ``ragspine_doc_versions`` (as SQLite's
+``BEGIN IMMEDIATE``), which orders transactions; a whole write of many transactions (an ingest, a vector-store write)
+holds the store's writer lock, an advisory lock on its schema (:mod:`langchain_ragspine.stores.pg_lock`), so writers
+never interleave.  Readers never wait (MVCC).  Tables live in the connection's current schema (the first of
 ``search_path``): several stores share one database by schema, e.g.
 ``postgresql://host/db?options=-csearch_path%3Dmystore,public``.  Connections come from one
 ``psycopg_pool.ConnectionPool`` per URL and process (:func:`get_pool`, ``RAGSPINE_PG_POOL_SIZE``).

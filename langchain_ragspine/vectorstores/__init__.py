@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_ragspine.vectorstores.base import ScopedVectorStoreRetriever, VersionedVectorStore, as_chunks
 from langchain_ragspine.vectorstores.store import (
+    CacheNotWrittenWarning,
     ChunkStoreBackend,
     RagSpineStoreRetriever,
     RagSpineVectorStore,
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
     from langchain_ragspine.vectorstores.postgres import PostgresVectorStore
 
 __all__ = [
+    "CacheNotWrittenWarning",
     "ChunkStoreBackend",
     "PostgresVectorStore",
     "RagSpineStoreRetriever",

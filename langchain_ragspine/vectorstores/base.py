@@ -25,32 +25,48 @@ backend:
   own: ``as_retriever(search_kwargs={"filter": F}).invoke(q, filter=G)`` searches ``F AND G``, and ``filter=None``
   keeps ``F`` (LangChain's ``VectorStoreRetriever`` lets the call's replace it).
 
+* **MMR.**  ``max_marginal_relevance_search`` (and ``as_retriever(search_type="mmr")``) picks ``k`` of the
+  ``fetch_k`` most similar chunks with ``langchain_core``'s ``maximal_marginal_relevance`` over their stored
+  vectors, after the RESTRICTED gate; a backend without them refuses ``search_type="mmr"`` when the retriever is
+  built.
+* **call keywords.**  The retriever takes ``k``, ``filter``, ``fetch_k``, ``lambda_mult``, ``score_threshold`` per
+  call; anything else — ``search_type`` included — is a ``TypeError`` naming it.
+
 A backend implements :meth:`~VersionedVectorStore._active_chunks`, :meth:`~VersionedVectorStore._write_versions`,
-:meth:`~VersionedVectorStore._search_by_vector` and :meth:`~VersionedVectorStore._read_by_ids`.
+:meth:`~VersionedVectorStore._search_by_vector` and :meth:`~VersionedVectorStore._read_by_ids`, and for MMR
+:meth:`~VersionedVectorStore._search_by_vector_with_embeddings`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import uuid
 from abc import abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
+import numpy as np
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
+from langchain_core.runnables import RunnableConfig
 from langchain_core.vectorstores import VectorStore, VectorStoreRetriever
+from langchain_core.vectorstores.utils import maximal_marginal_relevance
 
+from langchain_ragspine.arguments import check_arguments
 from langchain_ragspine.documents import check_k
 from langchain_ragspine.errors import StoreError
-from langchain_ragspine.filters import and_filters
+from langchain_ragspine.filters import and_filters, check_filter_size, compile_filter
 from langchain_ragspine.retrievers.base import check_query
-from langchain_ragspine.sensitivity import drop_restricted, drop_restricted_pairs
+from langchain_ragspine.sensitivity import drop_restricted, drop_restricted_pairs, is_restricted
 from langchain_ragspine.stores.chunk_store import nan_field
 from langchain_ragspine.stores.lock import StoreBusyError
 
 __all__ = [
+    "RETRIEVER_FIELDS",
+    "MarginalRelevanceStore",
+    "SEARCH_KWARGS",
     "ScopedVectorStoreRetriever",
     "TextsAsDocumentsStore",
     "VersionedVectorStore",
@@ -224,6 +240,118 @@ class TextsAsDocumentsStore(VectorStore):
         return self.add_documents(texts_as_documents(texts, metadatas, id_list), ids=id_list or None, **kwargs)
 
 
+class MarginalRelevanceStore(TextsAsDocumentsStore):
+    """LangChain's Maximal Marginal Relevance search (Carbonell & Goldstein, "The Use of MMR, Diversity-Based
+    Reranking for Reordering Documents and Producing Summaries", SIGIR 1998), once for both stores of the package:
+    ``max_marginal_relevance_search(query, k=4, fetch_k=20, lambda_mult=0.5, filter=None)`` (and ``_by_vector``,
+    the async twin) picks ``k`` of the ``max(k, fetch_k)`` chunks most similar to the query that match ``filter``
+    with ``langchain_core``'s ``maximal_marginal_relevance`` over their stored vectors — ``lambda_mult`` 1 =
+    relevance only, 0 = diversity only.  The candidates pass the RESTRICTED gate before the pick (a RESTRICTED chunk
+    takes no place of ``k``) and the picked ones again.  An empty query returns ``[]``.
+
+    A subclass gives the candidates (:meth:`_mmr_candidates`) and may widen the keywords it takes
+    (:meth:`_check_search_arguments`); one that gives none has no MMR (:meth:`_has_mmr`).
+
+    Raises:
+        TypeError, ValueError: a query that is not a string; bad ``k`` / ``fetch_k`` (an ``int >= 1``) /
+            ``lambda_mult`` (a number in ``[0, 1]``) / ``filter``; an unknown keyword argument.
+        NotImplementedError: a store without MMR candidates.
+    """
+
+    def _mmr_candidates(
+        self, vector: np.ndarray, n: int, filter: Mapping[str, Any] | None
+    ) -> list[tuple[Document, np.ndarray]]:
+        """The ``n`` chunks most similar to ``vector`` that match ``filter`` (already checked), best first, each
+        with its stored vector."""
+        raise NotImplementedError(f"{type(self).__name__} has no maximal marginal relevance search")
+
+    def _has_mmr(self) -> bool:
+        """Whether this store gives MMR candidates."""
+        return type(self)._mmr_candidates is not MarginalRelevanceStore._mmr_candidates
+
+    def _check_search_arguments(self, name: str, kwargs: Mapping[str, Any], filter: Any) -> Mapping[str, Any] | None:
+        """The checked ``filter`` of a search ``name`` called with further keywords ``kwargs`` (default: none
+        taken).
+
+        Raises:
+            TypeError, ValueError: an unknown keyword; a malformed filter.
+        """
+        if kwargs:
+            raise TypeError(f"unexpected keyword arguments for {name}: {sorted(kwargs)}")
+        compile_filter(filter)
+        return filter
+
+    def max_marginal_relevance_search(
+        self,
+        query: str,
+        k: int = 4,
+        fetch_k: int = 20,
+        lambda_mult: float = 0.5,
+        filter: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        """``k`` chunks picked by MMR from the ``fetch_k`` most similar to ``query`` (see the class docstring)."""
+        query = check_query(type(self).__name__, query, "max_marginal_relevance_search")
+        vector = self.embeddings.embed_query(query) if query.strip() else None  # type: ignore[union-attr]
+        return self._mmr(vector, k, fetch_k, lambda_mult, filter, kwargs, "max_marginal_relevance_search")
+
+    def max_marginal_relevance_search_by_vector(
+        self,
+        embedding: list[float],
+        k: int = 4,
+        fetch_k: int = 20,
+        lambda_mult: float = 0.5,
+        filter: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        """:meth:`max_marginal_relevance_search` for a query vector (shape ``(d,)``)."""
+        return self._mmr(embedding, k, fetch_k, lambda_mult, filter, kwargs, "max_marginal_relevance_search_by_vector")
+
+    async def amax_marginal_relevance_search(
+        self,
+        query: str,
+        k: int = 4,
+        fetch_k: int = 20,
+        lambda_mult: float = 0.5,
+        filter: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        """:meth:`max_marginal_relevance_search`, the query embedded with ``aembed_query`` and the search run in a
+        worker thread."""
+        query = check_query(type(self).__name__, query, "max_marginal_relevance_search")
+        vector = await self.embeddings.aembed_query(query) if query.strip() else None  # type: ignore[union-attr]
+        return await asyncio.to_thread(
+            self._mmr, vector, k, fetch_k, lambda_mult, filter, kwargs, "max_marginal_relevance_search"
+        )
+
+    def _mmr(
+        self,
+        vector: Sequence[float] | None,
+        k: int,
+        fetch_k: int,
+        lambda_mult: float,
+        filter: Any,
+        kwargs: Mapping[str, Any],
+        name: str,
+    ) -> list[Document]:
+        flt = self._check_search_arguments(name, kwargs, filter)
+        k, fetch_k = check_k(k), check_k(fetch_k, "fetch_k")
+        if isinstance(lambda_mult, bool) or not isinstance(lambda_mult, int | float) or not 0.0 <= lambda_mult <= 1.0:
+            raise ValueError(f"lambda_mult must be a number in [0, 1], got {lambda_mult!r}")
+        if not self._has_mmr():
+            raise NotImplementedError(f"{type(self).__name__} has no maximal marginal relevance search")
+        if vector is None:  # an empty query
+            return []
+        q = np.asarray(vector, dtype=np.float32)
+        candidates = [(d, v) for d, v in self._mmr_candidates(q, max(k, fetch_k), flt) if not is_restricted(d)]
+        if not candidates:
+            return []
+        picked = maximal_marginal_relevance(
+            q, [np.asarray(v, dtype=np.float32).tolist() for _, v in candidates], lambda_mult=float(lambda_mult), k=k
+        )
+        return drop_restricted(candidates[j][0] for j in picked)
+
+
 def search_kwargs_for_call(
     vectorstore: VectorStore, search_kwargs: Mapping[str, Any], kwargs: Mapping[str, Any]
 ) -> dict[str, Any]:
@@ -268,11 +396,25 @@ def search_kwargs_for_call(
     return merged
 
 
+#: The ``search_kwargs`` keys a store retriever takes, and the keywords of a call (a call's value replaces the
+#: retriever's for that call, except ``filter``: ANDed).
+SEARCH_KWARGS = ("k", "filter", "fetch_k", "lambda_mult", "score_threshold")
+#: A store retriever's constructor arguments.
+RETRIEVER_FIELDS = ("vectorstore", "search_type", "search_kwargs", "tags", "metadata", "name")
+
+
 class ScopedVectorStoreRetriever(VectorStoreRetriever):
     """LangChain's ``VectorStoreRetriever`` whose own filter scopes every call: ``invoke(q, filter=G)`` on
     ``store.as_retriever(search_kwargs={"filter": F})`` searches ``F AND G``, and ``filter=None`` keeps ``F``
     (:func:`search_kwargs_for_call`; LangChain's merges ``search_kwargs | kwargs``, so the call's filter replaced the
-    retriever's).  Every other call keyword (``k``, ``fetch_k``, …) replaces the retriever's for that call.
+    retriever's).  Every other call keyword (``k``, ``fetch_k``, ``lambda_mult``, ``score_threshold``) replaces the
+    retriever's for that call.
+
+    Strict arguments: an unknown constructor argument (:data:`RETRIEVER_FIELDS`), ``search_kwargs`` key or call
+    keyword (:data:`SEARCH_KWARGS`, plus a subclass's :attr:`call_options`) is a ``TypeError`` with a did-you-mean,
+    and so is ``invoke(query, search_type=…)`` / ``search_kwargs=…``: the search type is the retriever's, set by
+    ``as_retriever`` (LangChain's retriever would hand the keyword on to the store's search method, which fails or
+    ignores it).
 
     What :meth:`VersionedVectorStore.as_retriever` returns (search types ``"similarity"``,
     ``"similarity_score_threshold"``, ``"mmr"`` where the store has MMR); the directory store's
@@ -291,6 +433,46 @@ class ScopedVectorStoreRetriever(VectorStoreRetriever):
         >>> store.close()
     """
 
+    #: Call options a subclass takes besides :data:`SEARCH_KWARGS` (``RagSpineStoreRetriever``: ``embed_as``).
+    call_options: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, **data: Any) -> None:
+        check_arguments(type(self).__name__, data, RETRIEVER_FIELDS)
+        check_arguments(f"{type(self).__name__} search_kwargs", data.get("search_kwargs") or {}, SEARCH_KWARGS,
+                        what="key")
+        super().__init__(**data)
+
+    def check_call(self, kwargs: Mapping[str, Any]) -> None:
+        """Refuse a call keyword this retriever does not take: ``search_type`` / ``search_kwargs`` (fixed when the
+        retriever is built — LangChain's ``VectorStoreRetriever`` does not switch on them per call either, it
+        hands them to the store's search method) and any name outside :data:`SEARCH_KWARGS` and
+        :attr:`call_options`.
+
+        Raises:
+            TypeError: naming the keyword (with a did-you-mean for an unknown one).
+        """
+        owner = f"{type(self).__name__}.invoke"
+        known = (*SEARCH_KWARGS, *self.call_options)
+        for name in ("search_type", "search_kwargs"):
+            if name in kwargs:
+                raise TypeError(
+                    f"{owner} got {name}={kwargs[name]!r}, but a retriever's {name} is set when it is built "
+                    f"(vectorstore.as_retriever({name}=...)), not per call; this one's search_type is "
+                    f"{self.search_type!r} — build another retriever for another, or pass only "
+                    f"{', '.join(repr(n) for n in known)} to invoke"
+                )
+        check_arguments(owner, kwargs, known, what="keyword argument")
+
+    def invoke(self, input: str, config: RunnableConfig | None = None, **kwargs: Any) -> list[Document]:
+        """LangChain's ``invoke``, its keywords checked first (:meth:`check_call`)."""
+        self.check_call(kwargs)
+        return super().invoke(input, config, **kwargs)
+
+    async def ainvoke(self, input: str, config: RunnableConfig | None = None, **kwargs: Any) -> list[Document]:
+        """LangChain's ``ainvoke``, its keywords checked first (:meth:`check_call`)."""
+        self.check_call(kwargs)
+        return await super().ainvoke(input, config, **kwargs)
+
     def call_search_kwargs(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
         """The keywords of a search for a call with ``kwargs`` (:func:`search_kwargs_for_call`)."""
         return search_kwargs_for_call(self.vectorstore, self.search_kwargs, kwargs)
@@ -308,7 +490,7 @@ class ScopedVectorStoreRetriever(VectorStoreRetriever):
         )
 
 
-class VersionedVectorStore(TextsAsDocumentsStore):
+class VersionedVectorStore(MarginalRelevanceStore):
     """A RagSpine store as a LangChain ``VectorStore`` (see the module docstring for the id, version, RESTRICTED
     and score rules); subclasses say where the chunks live.
 
@@ -340,6 +522,11 @@ class VersionedVectorStore(TextsAsDocumentsStore):
         """Where the store is, for messages (a path, or a URL without its password); ``None``: unknown."""
         return None
 
+    def _writing(self) -> contextlib.AbstractContextManager[object]:
+        """The store's writer lock, held around a whole write call — the read of the documents' current chunks
+        included, so two writers of one document never merge into the same old version (default: none)."""
+        return contextlib.nullcontext()
+
     @abstractmethod
     def _search_by_vector(
         self, vector: Sequence[float], k: int, filter: Mapping[str, Any] | None
@@ -359,6 +546,8 @@ class VersionedVectorStore(TextsAsDocumentsStore):
             ValueError, TypeError: ``documents`` or ``ids`` not a list (:func:`as_list`); see :func:`as_chunks`;
                 the store's own validation (a NUL character, a ``chunk_id`` that is another document's).
             RagSpineError: the embedding model failed (the store is unchanged).
+            StoreBusyError: another writer held the store's writer lock longer than the store's ``lock_timeout``
+                (nothing was written).
         """
         ids = kwargs.pop("ids", None)
         if kwargs:
@@ -371,9 +560,10 @@ class VersionedVectorStore(TextsAsDocumentsStore):
         by_doc: dict[str, list[Document]] = {}
         for c in chunks:
             by_doc.setdefault(str(c.metadata["doc_id"]), []).append(c)
-        current = self._active_chunks(list(by_doc))
-        with all_or_nothing("add_documents", self._where()):
-            self._write_versions({d: _merge(current.get(d, []), new) for d, new in by_doc.items()})
+        with self._writing():
+            current = self._active_chunks(list(by_doc))
+            with all_or_nothing("add_documents", self._where()):
+                self._write_versions({d: _merge(current.get(d, []), new) for d, new in by_doc.items()})
         return [str(c.metadata["chunk_id"]) for c in chunks]
 
 
@@ -384,19 +574,21 @@ class VersionedVectorStore(TextsAsDocumentsStore):
         Raises:
             ValueError: ``ids`` is ``None`` (this store does not delete everything at once).
             TypeError: ``ids`` a single ``str`` / ``bytes`` or not a list (:func:`as_list`).
+            StoreBusyError: as :meth:`add_documents`.
         """
         if ids is None:
             raise ValueError("delete needs the ids to delete (this store does not delete everything at once)")
         if kwargs:
             raise TypeError(f"unexpected keyword arguments for delete: {sorted(kwargs)}")
         gone = {str(i) for i in as_list(ids, "ids", "delete")}
-        found = self._read_by_ids(sorted(gone))
-        doc_ids = sorted({str(d.metadata["doc_id"]) for d in found})
-        current = self._active_chunks(doc_ids)
-        with all_or_nothing("delete", self._where()):
-            self._write_versions({
-                d: [c for c in current.get(d, []) if str(c.metadata["chunk_id"]) not in gone] for d in doc_ids
-            })
+        with self._writing():
+            found = self._read_by_ids(sorted(gone))
+            doc_ids = sorted({str(d.metadata["doc_id"]) for d in found})
+            current = self._active_chunks(doc_ids)
+            with all_or_nothing("delete", self._where()):
+                self._write_versions({
+                    d: [c for c in current.get(d, []) if str(c.metadata["chunk_id"]) not in gone] for d in doc_ids
+                })
         return True
 
     def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
@@ -414,11 +606,14 @@ class VersionedVectorStore(TextsAsDocumentsStore):
         the searchable chunks matching ``filter`` (the package's predicate language).
 
         Raises:
-            TypeError, ValueError: a bad ``k`` or ``filter``; an unknown keyword argument.
+            TypeError, ValueError: a bad ``k`` or ``filter`` (one beyond the size limits of
+                :func:`~langchain_ragspine.filters.check_filter_size` before the query is embedded or the store
+                touched); an unknown keyword argument.
         """
         if kwargs:
             raise TypeError(f"unexpected keyword arguments for similarity_search: {sorted(kwargs)}")
         k = check_k(k)
+        check_filter_size(filter)  # before the query is embedded or the store touched
         if not check_query(type(self).__name__, query, "similarity_search").strip():
             return []
         hits = self._search_by_vector(self._embedding.embed_query(query), k, filter)
@@ -436,13 +631,40 @@ class VersionedVectorStore(TextsAsDocumentsStore):
         """Top ``k`` chunks for a query vector (normalised here), best first."""
         if kwargs:
             raise TypeError(f"unexpected keyword arguments for similarity_search_by_vector: {sorted(kwargs)}")
+        check_filter_size(filter)
         return drop_restricted(d for d, _ in self._search_by_vector(embedding, check_k(k), filter))
+
+    def _search_by_vector_with_embeddings(
+        self, vector: Sequence[float] | np.ndarray, k: int, filter: Mapping[str, Any] | None
+    ) -> list[tuple[Document, float, np.ndarray]]:
+        """Top ``k`` searchable ``(chunk, cosine, the chunk's stored vector)`` triples for a query vector, best first:
+        the candidates of MMR (:class:`MarginalRelevanceStore`).  A backend that does not implement it has no MMR
+        (``as_retriever(search_type="mmr")`` is refused)."""
+        raise NotImplementedError(f"{type(self).__name__} has no maximal marginal relevance search")
+
+    def _has_mmr(self) -> bool:
+        return type(self)._search_by_vector_with_embeddings is not VersionedVectorStore._search_by_vector_with_embeddings
+
+    def _mmr_candidates(
+        self, vector: np.ndarray, n: int, filter: Mapping[str, Any] | None
+    ) -> list[tuple[Document, np.ndarray]]:
+        return [(d, v) for d, _, v in self._search_by_vector_with_embeddings(vector, n, filter)]
 
     def _select_relevance_score_fn(self) -> Callable[[float], float]:
         return lambda cosine: (1.0 + cosine) / 2.0
 
     def as_retriever(self, **kwargs: Any) -> ScopedVectorStoreRetriever:
         """A :class:`ScopedVectorStoreRetriever` (LangChain's ``as_retriever`` arguments: ``search_type``,
-        ``search_kwargs`` …): a call's ``filter`` is ANDed with ``search_kwargs["filter"]``, never replacing it."""
+        ``search_kwargs`` …): a call's ``filter`` is ANDed with ``search_kwargs["filter"]``, never replacing it.
+
+        Raises:
+            ValueError: an unknown ``search_type`` (LangChain's check); ``"mmr"`` over a backend without MMR.
+            TypeError: an unknown ``search_kwargs`` key or retriever argument, with a did-you-mean.
+        """
+        if kwargs.get("search_type") == "mmr" and not self._has_mmr():
+            raise ValueError(
+                f"{type(self).__name__} has no maximal marginal relevance search: use search_type='similarity' or "
+                "'similarity_score_threshold'"
+            )
         tags = kwargs.pop("tags", None) or [*self._get_retriever_tags()]
         return ScopedVectorStoreRetriever(vectorstore=self, tags=tags, **kwargs)

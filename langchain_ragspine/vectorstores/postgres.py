@@ -11,7 +11,12 @@ LangChain's ``VectorStore`` face (the rules for ids, versions, RESTRICTED and sc
 
 Search is :class:`~langchain_ragspine.retrievers.postgres.PostgresDenseRetriever`'s (pgvector, exact below
 ``RAGSPINE_PG_HNSW_THRESHOLD`` vectors, HNSW with iterative scans above; filters compiled to SQL and applied inside
-the query).  Writes go through :func:`langchain_ragspine.postgres.write_versions`: one transaction per call (every
+the query).  ``max_marginal_relevance_search`` (and ``as_retriever(search_type="mmr")``) reads the ``fetch_k``
+candidates with their stored vectors in the same query
+(:meth:`~langchain_ragspine.retrievers.postgres.PostgresDenseRetriever.search_by_vector_with_embeddings`) and picks
+``k`` with ``langchain_core``'s ``maximal_marginal_relevance``, as the directory store does.  Writes hold the store's
+writer lock (:mod:`langchain_ragspine.stores.pg_lock`, as ``ingest`` does) and go through
+:func:`langchain_ragspine.postgres.write_versions`: one transaction per call (every
 document version of an ``add_documents`` / ``delete`` call, or none of them: a failure part way — disk full — leaves
 the store as it was, and the error says so), BM25 postings and typed metadata values written with the chunks,
 vectors cached by ``(model, chunk_id, content hash)`` so an unchanged chunk is never embedded twice.  The same database then serves
@@ -20,6 +25,7 @@ vectors cached by ``(model, chunk_id, content hash)`` so an unchanged chunk is n
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -30,6 +36,8 @@ from langchain_core.embeddings import Embeddings
 from langchain_ragspine.embeddings.cache import model_key_for
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.postgres import write_versions
+from langchain_ragspine.stores.lock import check_lock_timeout
+from langchain_ragspine.stores.pg_lock import writer_lock
 from langchain_ragspine.stores.postgres import PostgresChunkStore, is_postgres_url, redact_url
 from langchain_ragspine.vectorstores.base import VersionedVectorStore
 
@@ -46,19 +54,29 @@ class PostgresVectorStore(VersionedVectorStore):
             model already recorded there, if any.
         ef_search: pgvector's ``hnsw.ef_search`` for searches through the HNSW index (default
             ``RAGSPINE_PG_EF_SEARCH``).
+        lock_timeout: seconds a write (``add_documents`` / ``add_texts`` / ``delete``) waits for another writer of
+            the store (an ``ingest``, another vector store) to finish; ``None`` (default): as long as it takes, ``0``:
+            not at all (:mod:`langchain_ragspine.stores.pg_lock`).  Searches never wait.
+
+    Writes hold the store's writer lock for the whole call, from reading the documents' current chunks to the
+    commit, so they never interleave with an ``ingest`` or another writer: a :class:`~langchain_ragspine.stores.lock.StoreBusyError`
+    (nothing written) when the wait runs out.
 
     Raises:
         ValueError: ``url`` is not a ``postgresql://`` URL.
-        TypeError: ``embedding`` is not an ``Embeddings``.
+        TypeError: ``embedding`` is not an ``Embeddings``; a bad ``lock_timeout``.
         StoreError: the server cannot be reached; the store's vectors were made with another model.
     """
 
-    def __init__(self, url: str, embedding: Embeddings, *, ef_search: int | None = None) -> None:
+    def __init__(
+        self, url: str, embedding: Embeddings, *, ef_search: int | None = None, lock_timeout: float | None = None
+    ) -> None:
         super().__init__(embedding)
         if not is_postgres_url(url):
             raise ValueError(f"not a PostgreSQL URL (postgresql://…): {redact_url(str(url))!r}")
         self.url = url
         self.ef_search = ef_search
+        self.lock_timeout = check_lock_timeout(lock_timeout)
         self._key = model_key_for(embedding)
         self._retriever: Any = None
         self._check_model()
@@ -106,9 +124,12 @@ class PostgresVectorStore(VersionedVectorStore):
                 out.setdefault(str(doc.metadata["doc_id"]), []).append(doc)
         return out
 
+    def _writing(self) -> contextlib.AbstractContextManager[object]:
+        return writer_lock(self.url, timeout=self.lock_timeout)
+
     def _write_versions(self, versions: Mapping[str, list[Document]]) -> None:
         self._check_model()  # another writer may have recorded another model meanwhile
-        write_versions(self.url, versions, embedding=self._embedding)
+        write_versions(self.url, versions, embedding=self._embedding, lock_timeout=self.lock_timeout)
         self._retriever = None  # the record (model, dimension, HNSW index) may have changed
 
     def _where(self) -> str:
@@ -125,6 +146,15 @@ class PostgresVectorStore(VersionedVectorStore):
         if retriever is None:
             return []
         return list(retriever.search_by_vector(np.asarray(vector, dtype=np.float32), k=k, filter=filter))
+
+    def _search_by_vector_with_embeddings(
+        self, vector: Sequence[float] | np.ndarray, k: int, filter: Mapping[str, Any] | None
+    ) -> list[tuple[Document, float, np.ndarray]]:
+        retriever = self._dense()
+        if retriever is None:
+            return []
+        return list(retriever.search_by_vector_with_embeddings(np.asarray(vector, dtype=np.float32), k=k,
+                                                                filter=filter))
 
     def _dense(self) -> Any:
         """The dense retriever over the store's vectors, or ``None`` while the store has none."""

@@ -11,12 +11,17 @@ Two layers, so another backend (e.g. PostgreSQL) can plug in under the same face
 
 * a :class:`RecordBackend` — where records live: ``records()`` (the active ones), ``upsert(docs)``,
   ``delete(ids)`` and a ``generation`` counter that changes with every write.  :class:`ChunkStoreBackend` is the
-  SQLite one;
+  SQLite one; it follows the file at ``DIR/chunks.sqlite`` (:mod:`langchain_ragspine.stores._follow`, the rule
+  :class:`~langchain_ragspine.retrievers.LiveStoreRetriever` follows too): the store directory deleted and ingested
+  again, or another store moved into its place, is reopened before the next read or write, whatever its
+  generation, and a write that returns is in the store at the path, never only in a replaced file;
 * the vector store — the derived indexes (a :class:`~langchain_ragspine.retrievers.BM25Retriever` and a
   :class:`~langchain_ragspine.retrievers.DenseRetriever` over the records), rebuilt in memory when the backend's
-  generation differs from the one they were built from (checked on every call, so writes by another process are
-  seen).  Chunk vectors come from the store's embedding cache (``DIR/embeddings.sqlite``, keyed by chunk id and
-  text hash): a rebuild embeds only new or changed records.
+  state (for a store directory: which file, at which generation) differs from the one they were built from
+  (checked on every call, so writes by another process and a rebuilt directory are seen).  Chunk vectors come
+  from the store's embedding cache (``DIR/embeddings.sqlite``, keyed by chunk id and text hash): a rebuild embeds
+  only new or changed records, and a cache that cannot be written (a full disk) never fails a search
+  (:class:`CacheNotWrittenWarning`).
 
 Identity: a record's id is its ``chunk_id`` — the ``ids`` given to ``add_documents``, else ``Document.id``, else
 ``metadata["chunk_id"]``, else a new UUID4.  Every returned ``Document`` has ``id`` = that id.  Records written
@@ -51,20 +56,24 @@ import contextlib
 import os
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+import warnings
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
+import langchain_core
 import numpy as np
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables import RunnableConfig
-from langchain_core.vectorstores.utils import maximal_marginal_relevance
 
+import langchain_ragspine
+from langchain_ragspine._stacklevel import user_stacklevel
 from langchain_ragspine.arguments import check_arguments
 from langchain_ragspine.documents import check_k, copy_metadata
+from langchain_ragspine.errors import StoreError
 from langchain_ragspine.filters import compile_filter
 from langchain_ragspine.indexing import (
     CHUNKS_DB,
@@ -88,17 +97,24 @@ from langchain_ragspine.retrievers.contract import gated_exit
 from langchain_ragspine.retrievers.dense import DenseRetriever
 from langchain_ragspine.retrievers.hybrid import HybridRetriever
 from langchain_ragspine.sensitivity import drop_restricted, drop_restricted_pairs, is_restricted
+from langchain_ragspine.stores._follow import FollowedChunkStore, StoreState
 from langchain_ragspine.stores.chunk_store import ChunkStore, StoredChunk
-from langchain_ragspine.stores.lock import StoreBusyError, check_lock_timeout, writer_lock
+from langchain_ragspine.stores.lock import StoreReplacedError, check_lock_timeout, writer_lock
 from langchain_ragspine.vectorstores.base import (
+    MarginalRelevanceStore,
     ScopedVectorStoreRetriever,
-    TextsAsDocumentsStore,
     all_or_nothing,
     as_list,
     check_records,
 )
 
-__all__ = ["ChunkStoreBackend", "RagSpineStoreRetriever", "RagSpineVectorStore", "RecordBackend"]
+__all__ = [
+    "CacheNotWrittenWarning",
+    "ChunkStoreBackend",
+    "RagSpineStoreRetriever",
+    "RagSpineVectorStore",
+    "RecordBackend",
+]
 
 #: Metadata key, stored beside a record written through the vector store, that lists the lineage keys the chunk
 #: store needed (``added``) or overwrote (``replaced``: their original values), so the record reads back as given.
@@ -109,6 +125,12 @@ RECORD_MARKER = "_ragspine_record"
 _PASSED_ALONG = ("fetch_k", "lambda_mult", "score_threshold", "candidate_k")
 # the named parameters, listed so that a misspelling of one gets a did-you-mean
 _NAMED = ("k", "filter")
+
+
+class CacheNotWrittenWarning(UserWarning):
+    """A :class:`RagSpineVectorStore` rebuilding its indexes could not write the store directory's embedding cache
+    (a full disk, a read-only directory): the search went on, the vectors it missed embedded in memory only; the
+    message names the file and the cause."""
 
 
 # ------------------------------------------------------------------------------------------------ the backend face
@@ -124,7 +146,8 @@ class RecordBackend(Protocol):
 
     @property
     def generation(self) -> int:
-        """A number that changes whenever the active records change (also by another process)."""
+        """A number that changes whenever the active records change (also by another process, and when the store
+        is replaced by another)."""
         ...
 
     @property
@@ -194,6 +217,13 @@ class ChunkStoreBackend:
     writer lock (:mod:`langchain_ragspine.stores.lock`), so it never interleaves with an ``ingest`` or another
     writer (it waits for them).
 
+    The backend follows the store at its path (:class:`~langchain_ragspine.stores._follow.FollowedChunkStore`):
+    every read and write first checks that ``DIR/chunks.sqlite`` is still the file its connection has open, and
+    reopens it when the directory was deleted and ingested again or another store was moved into its place.  A
+    write whose store was replaced while it committed is written again, to the new store (a write that returns is
+    in the store at the path, never only in a replaced file); a store directory removed and not rebuilt is a
+    :class:`~langchain_ragspine.errors.StoreError` per call, never recreated empty.
+
     Args:
         store_dir: the store directory (created when missing; an existing one must be a ragspine store).
         lock_timeout: seconds a write (and the creation of the store) waits for another writer of the directory;
@@ -204,16 +234,20 @@ class ChunkStoreBackend:
             :class:`~langchain_ragspine.stores.lock.StoreBusyError` when the wait for the writer lock runs out.
     """
 
+    #: Writes tried when the store is replaced while one commits, before giving up.
+    WRITE_ATTEMPTS: ClassVar[int] = 3
+
     def __init__(self, store_dir: str | os.PathLike[str], *, lock_timeout: float | None = None) -> None:
         self.root = Path(store_dir)
         self.lock_timeout = check_lock_timeout(lock_timeout)
+        self._chunks = FollowedChunkStore(self.root / CHUNKS_DB, create=True)
         if (self.root / STORE_MARKER).is_file() and (self.root / CHUNKS_DB).is_file():
             # an existing store: opening it takes no writer lock (an older schema migrates in one SQLite transaction)
-            self._store = ChunkStore(self.root / CHUNKS_DB)
+            self._chunks.store()
         else:
             with self.writing():  # creating the store is a write
                 prepare_store_dir(self.root)
-                self._store = ChunkStore(self.root / CHUNKS_DB)
+                self._chunks.store()
 
     @contextlib.contextmanager
     def writing(self) -> Iterator[None]:
@@ -222,17 +256,58 @@ class ChunkStoreBackend:
             yield
 
     @property
+    def store(self) -> ChunkStore:
+        """The chunk store at ``DIR/chunks.sqlite`` now (reopened when the file was replaced).
+
+        Raises:
+            StoreError: the file is gone (the store directory was removed) or unreadable.
+        """
+        return self._chunks.store()
+
+    @property
+    def state(self) -> StoreState:
+        """``(identity, generation)`` of the chunk store file now: what the vector store's indexes are built from
+        (:meth:`FollowedChunkStore.state`), changed by every write and by a replaced store."""
+        return self._chunks.state()
+
+    @property
     def generation(self) -> int:
-        return self._store.generation
+        return self.state.generation
 
     @property
     def cache_path(self) -> Path | None:
         return self.root / EMBEDDING_CACHE
 
     def records(self) -> list[Document]:
-        return [_external(c) for c in self._store.iter_chunks()]
+        return [_external(c) for c in self.store.iter_chunks()]
 
-    def _rewrite(self, active: list[StoredChunk], doc_id: str, drop: set[str], put: Mapping[str, Document]) -> None:
+    def _write(self, change: Callable[[ChunkStore], None]) -> None:
+        """``change(store)`` as one transaction under the writer lock, on the store at the path; written again on
+        the new store when the file was replaced while it committed."""
+        for _ in range(self.WRITE_ATTEMPTS):
+            written = False
+            try:
+                with self.writing():
+                    store = self._chunks.store()
+                    with store.atomic():
+                        change(store)
+                    written = self._chunks.holds(store)
+            except StoreReplacedError:
+                if not written:
+                    continue  # the directory was replaced while this attempt held its (old) lock: write again
+                # only the lock file was replaced: the write is in the store at the path
+            if written:
+                return
+        raise StoreError(
+            f"the store was replaced while each of {self.WRITE_ATTEMPTS} attempts of this write committed, so it is "
+            "not in the store at this path; write again once the store directory is left in place",
+            path=self.root,
+        )
+
+    @staticmethod
+    def _rewrite(
+        store: ChunkStore, active: list[StoredChunk], doc_id: str, drop: set[str], put: Mapping[str, Document]
+    ) -> None:
         rows = [c for c in active if c.doc_id == doc_id]
         out: list[Document] = []
         for c in rows:
@@ -242,14 +317,13 @@ class ChunkStoreBackend:
         known = {c.chunk_id for c in rows}
         out += [d for cid, d in put.items() if cid not in known]
         valid_as_of = rows[0].valid_as_of if rows else ""
-        self._store.replace_doc_chunks(doc_id, out, valid_as_of=valid_as_of)
+        store.replace_doc_chunks(doc_id, out, valid_as_of=valid_as_of)
 
     def upsert(self, docs: Sequence[Document]) -> None:
-        with self.writing(), self._store.atomic():
-            self._upsert(docs)
+        self._write(lambda store: self._upsert(store, docs))
 
-    def _upsert(self, docs: Sequence[Document]) -> None:
-        active = list(self._store.iter_chunks())
+    def _upsert(self, store: ChunkStore, docs: Sequence[Document]) -> None:
+        active = list(store.iter_chunks())
         where = {c.chunk_id: c.doc_id for c in active}
         groups: dict[str, dict[str, Document]] = {}
         moved: dict[str, set[str]] = {}
@@ -263,37 +337,36 @@ class ChunkStoreBackend:
             if old is not None and old != doc_id:
                 moved.setdefault(old, set()).add(cid)
         for doc_id, drop in moved.items():
-            self._rewrite(active, doc_id, drop, {})
+            self._rewrite(store, active, doc_id, drop, {})
         if moved:
-            active = list(self._store.iter_chunks())
+            active = list(store.iter_chunks())
         for doc_id, put in groups.items():
             if put:
-                self._rewrite(active, doc_id, set(), put)
+                self._rewrite(store, active, doc_id, set(), put)
 
     def delete(self, ids: Sequence[str]) -> None:
-        with self.writing(), self._store.atomic():
-            self._delete(ids)
+        self._write(lambda store: self._delete(store, ids))
 
-    def _delete(self, ids: Sequence[str]) -> None:
+    def _delete(self, store: ChunkStore, ids: Sequence[str]) -> None:
         wanted = {str(i) for i in ids}
-        active = list(self._store.iter_chunks())
+        active = list(store.iter_chunks())
         by_doc: dict[str, set[str]] = {}
         for c in active:
             if c.chunk_id in wanted:
                 by_doc.setdefault(c.doc_id, set()).add(c.chunk_id)
         for doc_id, drop in by_doc.items():
-            self._rewrite(active, doc_id, drop, {})
+            self._rewrite(store, active, doc_id, drop, {})
 
     def close(self) -> None:
-        self._store.close()
+        self._chunks.close()
 
 
 # ------------------------------------------------------------------------------------------------ the indexes
 @dataclass
 class _Indexes:
-    """The derived indexes of one backend generation."""
+    """The derived indexes of one backend state."""
 
-    generation: int
+    state: Hashable  # RagSpineVectorStore._state() when built
     records: dict[str, Document]  # id -> the record as returned (RESTRICTED ones left out)
     bm25: BM25Retriever
     dense: DenseRetriever
@@ -320,7 +393,7 @@ def _check_filter(filter: Any) -> Mapping[str, Any] | None:
     return filter
 
 
-class RagSpineVectorStore(TextsAsDocumentsStore):
+class RagSpineVectorStore(MarginalRelevanceStore):
     """LangChain ``VectorStore`` over a ragspine store directory (see the module docstring).
 
     Args:
@@ -389,45 +462,81 @@ class RagSpineVectorStore(TextsAsDocumentsStore):
         self.backend.close()
 
     # -- indexes ------------------------------------------------------------------------------------------------
+    def _state(self) -> Hashable:
+        """What the indexes are built from: a :class:`ChunkStoreBackend`'s ``(file identity, generation)`` (its
+        store replaced, whatever the generation, counts as a change), another backend's ``generation``."""
+        backend = self.backend
+        return backend.state if isinstance(backend, ChunkStoreBackend) else backend.generation
+
     def _current(self) -> _Indexes:
-        """The indexes of the backend's current generation (rebuilt when a write changed it)."""
+        """The indexes of the backend's current state (rebuilt when a write changed it, or the store directory was
+        replaced)."""
         with self._lock:
-            if self._indexes is None or self._indexes.generation != self.backend.generation:
+            if self._indexes is None or self._indexes.state != self._state():
                 with self._cache_access() as read_only:
-                    generation = self.backend.generation  # read again under the writer lock, if taken
+                    state = self._state()  # read again under the writer lock, if taken
                     records = [d for d in self.backend.records() if not is_restricted(d.metadata)]
                     internal = [_internal(d) for d in records]
-                    cache = self.backend.cache_path
-                    if cache is not None and read_only and not cache.is_file():
-                        cache = None
                     self._indexes = _Indexes(
-                        generation=generation,
+                        state=state,
                         records={str(d.id): d for d in records},
                         bm25=BM25Retriever(docs=internal, tokenizer=self.tokenizer),
-                        dense=DenseRetriever(
-                            docs=internal,
-                            embedding=self.embedding,
-                            index_kind=self.index_kind,
-                            cache_path=None if cache is None else str(cache),
-                            cache_read_only=read_only,
-                            show_progress=False,
-                        ),
+                        dense=self._dense(internal, read_only),
                     )
             return self._indexes
+
+    def _dense(self, docs: list[Document], read_only: bool) -> DenseRetriever:
+        """The dense channel over ``docs``, its vectors from the backend's embedding cache.  A cache that cannot be
+        written (a full disk, a read-only directory) never fails a search: the vectors of this rebuild then come
+        from the cache read-only, the misses embedded in memory only (from no cache when it cannot be read
+        either), with a :class:`CacheNotWrittenWarning`."""
+        cache = self.backend.cache_path
+
+        def build(path: Path | None, ro: bool) -> DenseRetriever:
+            return DenseRetriever(
+                docs=docs,
+                embedding=self.embedding,
+                index_kind=self.index_kind,
+                cache_path=None if path is None else str(path),
+                cache_read_only=ro,
+                show_progress=False,
+            )
+
+        if cache is None or (read_only and not cache.is_file()):
+            return build(None, False)
+        if read_only:
+            return build(cache, True)
+        try:
+            return build(cache, False)
+        except StoreError as e:
+            if e.path != str(cache):
+                raise
+            why = e.reason
+        warnings.warn(
+            f"{cache}: the embedding cache cannot be written ({why}); this search embeds the vectors it misses in "
+            "memory only",
+            CacheNotWrittenWarning,
+            stacklevel=user_stacklevel(langchain_ragspine, langchain_core),
+        )
+        if cache.is_file():
+            with contextlib.suppress(StoreError):  # unreadable as well (e.g. left empty by the disk): no cache
+                return build(cache, True)
+        return build(None, False)
 
     @contextlib.contextmanager
     def _cache_access(self) -> Iterator[bool]:
         """Whether a rebuild must leave the store directory's embedding cache as it is (yields ``True``): the
         vectors a rebuild embeds are written to the cache only while this call holds the directory's writer lock,
         taken without waiting — while another writer (an ingest) holds it, the misses are embedded in memory only,
-        so a search never waits and never writes beside a running ingest."""
+        so a search never waits and never writes beside a running ingest (nor when the lock cannot be taken at
+        all: a full disk, a read-only directory)."""
         backend = self.backend
         held = contextlib.ExitStack()
         busy = False
         if isinstance(backend, ChunkStoreBackend):
             try:
                 held.enter_context(writer_lock(backend.root, timeout=0, on_wait=lambda _: None))
-            except StoreBusyError:
+            except StoreError:  # another writer holds it (StoreBusyError), or it cannot be taken (a full disk)
                 busy = True
         with held:
             yield busy
@@ -602,75 +711,22 @@ class RagSpineVectorStore(TextsAsDocumentsStore):
         """Relevance in [0, 1] is the cosine similarity, negative cosines clipped to 0."""
         return lambda score: min(1.0, max(0.0, score))
 
-    def _mmr(
-        self,
-        vector: Sequence[float] | None,
-        k: int,
-        fetch_k: int,
-        lambda_mult: float,
-        filter: Any,
-        kwargs: Mapping[str, Any],
-    ) -> list[Document]:
-        check_arguments(f"{type(self).__name__}.max_marginal_relevance_search", kwargs, (*_PASSED_ALONG, *_NAMED))
-        k, fetch_k = check_k(k), check_k(fetch_k, "fetch_k")
-        if not 0.0 <= lambda_mult <= 1.0:
-            raise ValueError(f"lambda_mult must be in [0, 1], got {lambda_mult!r}")
-        flt = _check_filter(filter)
-        if vector is None:  # an empty query
-            return []
+    def _check_search_arguments(self, name: str, kwargs: Mapping[str, Any], filter: Any) -> Mapping[str, Any] | None:
+        """The keywords LangChain passes along are taken (``fetch_k``, ``lambda_mult``, ``score_threshold``,
+        ``candidate_k``); a filter must be a dict (:func:`_check_filter`)."""
+        check_arguments(f"{type(self).__name__}.{name}", kwargs, (*_PASSED_ALONG, *_NAMED))
+        return _check_filter(filter)
+
+    def _mmr_candidates(
+        self, vector: np.ndarray, n: int, filter: Mapping[str, Any] | None
+    ) -> list[tuple[Document, np.ndarray]]:
+        """The dense channel's top ``n`` records with their FAISS vectors (copies of the stored records)."""
         idx = self._current()
-        hits = idx.dense.search_by_vector(np.asarray(vector, dtype=np.float32), k=max(k, fetch_k), filter=flt)
+        hits = idx.dense.search_by_vector(vector, k=n, filter=filter)
         if not hits or idx.dense.index is None:
             return []
-        rows = np.asarray([i for i, _ in hits], dtype=np.int64)
-        picked = maximal_marginal_relevance(
-            np.asarray(vector, dtype=np.float32), idx.dense.index.vectors(rows).tolist(), lambda_mult=lambda_mult, k=k
-        )
-        return drop_restricted(_copy(idx.records[str(idx.dense.docs[hits[j][0]].id)]) for j in picked)
-
-    def max_marginal_relevance_search(
-        self,
-        query: str,
-        k: int = 4,
-        fetch_k: int = 20,
-        lambda_mult: float = 0.5,
-        filter: Mapping[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> list[Document]:
-        """``k`` records picked by Maximal Marginal Relevance from the ``fetch_k`` most similar (dense channel):
-        ``lambda_mult`` 1 = relevance only, 0 = diversity only.  An empty query returns ``[]``.
-
-        Raises:
-            TypeError, ValueError: a query that is not a string; bad ``k`` / ``fetch_k`` / ``lambda_mult`` /
-                ``filter``, or an unknown keyword.
-        """
-        query = self._query(query, "max_marginal_relevance_search")
-        vector = self.embedding.embed_query(query) if query.strip() else None
-        return self._mmr(vector, k, fetch_k, lambda_mult, filter, kwargs)
-
-    def max_marginal_relevance_search_by_vector(
-        self,
-        embedding: list[float],
-        k: int = 4,
-        fetch_k: int = 20,
-        lambda_mult: float = 0.5,
-        filter: Mapping[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> list[Document]:
-        return self._mmr(embedding, k, fetch_k, lambda_mult, filter, kwargs)
-
-    async def amax_marginal_relevance_search(
-        self,
-        query: str,
-        k: int = 4,
-        fetch_k: int = 20,
-        lambda_mult: float = 0.5,
-        filter: Mapping[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> list[Document]:
-        query = self._query(query, "max_marginal_relevance_search")
-        vector = await self.embedding.aembed_query(query) if query.strip() else None
-        return await asyncio.to_thread(self._mmr, vector, k, fetch_k, lambda_mult, filter, kwargs)
+        vectors = idx.dense.index.vectors(np.asarray([i for i, _ in hits], dtype=np.int64))
+        return [(_copy(idx.records[str(idx.dense.docs[i].id)]), vectors[j]) for j, (i, _) in enumerate(hits)]
 
     def _fused(self, channel: str, query: str, k: int, filter: Any, kwargs: Mapping[str, Any]) -> list[Document]:
         query = self._query(query, f"{channel}_search")
@@ -738,13 +794,11 @@ class RagSpineVectorStore(TextsAsDocumentsStore):
         return RagSpineStoreRetriever(vectorstore=self, tags=tags, **kwargs)
 
 
-_SEARCH_KWARGS = ("k", "filter", "fetch_k", "lambda_mult", "score_threshold")
-_RETRIEVER_FIELDS = ("vectorstore", "search_type", "search_kwargs", "tags", "metadata", "name")
-
-
 class RagSpineStoreRetriever(ScopedVectorStoreRetriever):
     """LangChain's ``VectorStoreRetriever`` with the ``"hybrid"`` and ``"bm25"`` search types, and strict
-    arguments: an unknown constructor argument or ``search_kwargs`` key is a ``TypeError`` with a did-you-mean.
+    arguments (:class:`~langchain_ragspine.vectorstores.base.ScopedVectorStoreRetriever`'s): an unknown constructor
+    argument, ``search_kwargs`` key or call keyword is a ``TypeError`` with a did-you-mean, and
+    ``invoke(query, search_type=…)`` is refused, naming it (the search type is the retriever's).
 
     ``invoke(query, k=…)`` overrides ``search_kwargs`` for one call, as in LangChain, but a call's ``filter=`` is
     ANDed with ``search_kwargs["filter"]`` and ``filter=None`` keeps it, in every search type
@@ -772,12 +826,6 @@ class RagSpineStoreRetriever(ScopedVectorStoreRetriever):
         "hybrid",
         "bm25",
     )
-
-    def __init__(self, **data: Any) -> None:
-        check_arguments(type(self).__name__, data, _RETRIEVER_FIELDS)
-        check_arguments(f"{type(self).__name__} search_kwargs", data.get("search_kwargs") or {}, _SEARCH_KWARGS,
-                        what="key")
-        super().__init__(**data)
 
     @gated_exit
     def invoke(self, input: str, config: RunnableConfig | None = None, **kwargs: Any) -> list[Document]:

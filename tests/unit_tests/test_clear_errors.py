@@ -1,7 +1,8 @@
 """Clear errors where there were tracebacks (issue 25, section 6): permission errors on folders, documents and
 sidecars (also with ``on_error="skip"``), a disk full while the BM25 index is saved, a corpus nested 1,200 folders
-deep, filters nested 500 (``$and``) or 2,000 (``$not``) levels deep, very wide filters, long ``in`` lists and very
-long BM25 queries.  The PostgreSQL side (the same limits, the statement timeout) is ``test_postgres_limits.py``.
+deep, filters nested 500 (``$and``) or 2,000 (``$not``) levels deep, very wide filters (up to ``MAX_FILTER_NODES``),
+long ``in`` lists (alone or together) and very long BM25 queries.  The PostgreSQL side (the same limits, the
+statement timeout) is ``test_postgres_limits.py``.
 
 Tests run as root, where ``chmod`` denies nothing, so permission errors are injected at the OS call the loader
 makes (``os.scandir``, ``Path.stat``, ``Path.read_bytes``); disk full is injected into the BM25 save.
@@ -27,6 +28,7 @@ from langchain_ragspine.document_loaders.corpus import LoaderWarning
 from langchain_ragspine.errors import LoaderError, StoreError
 from langchain_ragspine.filters import (
     MAX_FILTER_DEPTH,
+    MAX_FILTER_NODES,
     MAX_FILTER_VALUES,
     and_filters,
     compile_filter,
@@ -377,13 +379,99 @@ def test_a_cyclic_filter_is_refused_too():
         compile_filter(flt)
 
 
-def test_a_very_wide_filter_works_on_both_backends():
-    n = 20_000
-    wide = {"$and": [{"n": {"ne": i}} for i in range(3, n)]}
+def _nodes(flt: Any) -> int:
+    """Every key of every dict in ``flt`` (what MAX_FILTER_NODES counts)."""
+    if isinstance(flt, dict):
+        return len(flt) + sum(_nodes(v) for v in flt.values())
+    if isinstance(flt, (list, tuple, set)):
+        return sum(_nodes(v) for v in flt)
+    return 0
+
+
+def test_a_wide_filter_works_on_both_backends_up_to_the_node_limit():
+    m = (MAX_FILTER_NODES - 1) // 2  # {"$and": [...]} of m parts {"n": {"ne": i}}: 1 + 2m nodes
+    wide = {"$and": [{"n": {"ne": i}} for i in range(3, 3 + m)]}
+    assert _nodes(wide) == MAX_FILTER_NODES - 1
     assert [d.metadata["n"] for d in BM25Retriever.from_documents(DOCS, k=5).invoke("rainy season", filter=wide)] \
         == [0, 1, 2]
     sql = filter_sql(wide, row="s.chunk_row")
-    assert sql is not None and sql.sql.count("EXISTS") == 2 * (n - 3) and len(sql.params) == 4 * (n - 3)
+    assert sql is not None and sql.sql.count("EXISTS") == 2 * m and len(sql.params) == 4 * m
+    widest = {"$or": [{"n": i} for i in range(MAX_FILTER_NODES - 1)]}  # exactly the limit
+    assert _nodes(widest) == MAX_FILTER_NODES and compile_filter(widest) is not None
+    assert filter_sql(widest, row="s.chunk_row") is not None
+
+
+#: the wide filters of the trial (issue 25, 6e; each got around the 10,000-value ``in`` limit, took 3-20 s per call
+#: on the file store and overflowed PostgreSQL's 65,535 parameters), and one node over the limit
+WIDE_FILTERS = {
+    "$or of 30k eq": {"$or": [{"n": i} for i in range(30_000)]},
+    "$and of 30k ne": {"$and": [{"n": {"ne": i}} for i in range(30_000)]},
+    "50k fields": {f"f{i}": i for i in range(50_000)},
+    "one node over": {"$or": [{"n": i} for i in range(MAX_FILTER_NODES)]},
+    "nested one node over": {"$and": [{"$or": [{"n": i} for i in range(MAX_FILTER_NODES // 2)]},
+                                      {"$not": {"$or": [{"lang": str(i)} for i in range(MAX_FILTER_NODES // 2)]}}]},
+}
+
+
+@pytest.mark.parametrize("name", sorted(WIDE_FILTERS))
+def test_a_filter_over_the_node_limit_is_refused_at_every_entry_point(name, tmp_path):
+    from langchain_ragspine.graphs import build_corrective_rag
+    from langchain_ragspine.vectorstores import RagSpineVectorStore
+
+    flt = WIDE_FILTERS[name]
+    assert _nodes(flt) > MAX_FILTER_NODES
+    limit = re.escape(f"more than {MAX_FILTER_NODES} nodes (filters.MAX_FILTER_NODES")
+    bm25 = BM25Retriever.from_documents(DOCS)
+    dense = DenseRetriever.from_documents(DOCS, embedding=_embedding())
+    vectors = RagSpineVectorStore(tmp_path / "vs", _embedding())
+    vectors.add_documents(DOCS)
+    calls = [compile_filter, filter_key, lambda f: and_filters({"n": 1}, f), lambda f: matches({"n": 1}, f),
+             lambda f: filter_sql(f, row="s.chunk_row"), lambda f: BM25Retriever.from_documents(DOCS, filter=f),
+             lambda f: vectors.similarity_search("rainy season", k=2, filter=f),
+             lambda f: vectors.as_retriever().invoke("rainy season", filter=f),
+             lambda f: build_corrective_rag(bm25).invoke({"question": "rainy season", "filters": f})]
+    calls += [lambda f, r=r: r.invoke("rainy season", filter=f)
+              for r in (bm25, dense, HybridRetriever(retrievers=[bm25, dense]))]
+    for call in calls:
+        with pytest.raises(ValueError, match=limit):
+            call(flt)
+    vectors.close()
+
+
+def test_the_values_of_all_in_lists_together_are_limited_as_one_list():
+    """Regression (6e): six ``in`` lists of 9,999 values each passed the per-list limit."""
+    six = {"$or": [{"n": {"in": list(range(j * 10_000, j * 10_000 + 9_999))}} for j in range(6)]}
+    together = re.escape(f"more than {MAX_FILTER_VALUES} values in its in/nin/between lists together")
+    for call in (compile_filter, lambda f: matches({"n": 1}, f), lambda f: filter_sql(f, row="s.chunk_row"),
+                 lambda f: BM25Retriever.from_documents(DOCS).invoke("rainy season", filter=f)):
+        with pytest.raises(ValueError, match=together):
+            call(six)
+    half = MAX_FILTER_VALUES // 2
+    two = {"$or": [{"n": {"in": [0, *range(100, 100 + half - 1)]}}, {"lang": list(map(str, range(half - 1))) + ["ja"]}]}
+    assert [d.metadata["n"] for d in BM25Retriever.from_documents(DOCS).invoke("rainy season", filter=two)] == [0, 1]
+    with pytest.raises(ValueError, match=together):
+        compile_filter({"$and": [two, {"n": {"between": [0, 9]}}]})  # two values more
+    ranges = {"$or": [{"n": {"in": range(half)}}, {"n": {"nin": range(half + 1)}}]}  # any collection counts
+    with pytest.raises(ValueError, match=together):
+        compile_filter(ranges)
+    # an iterator has no length to check, and the first of a search's compilations would use it up
+    with pytest.raises(ValueError, match=r"operator 'in' needs a list of values, got <generator"):
+        compile_filter({"n": {"in": (i for i in range(3))}})
+
+
+def test_matches_applies_the_limits_and_refuses_swapped_arguments():
+    """Regression (6f): ``matches(filter, metadata)`` — the arguments swapped — took any filter, however deep or
+    wide, as metadata and answered ``False``; the filter goes second, and there the limits apply as everywhere."""
+    deep, wide = _nested_and(500), WIDE_FILTERS["$or of 30k eq"]
+    for flt, limit in ((deep, "levels deep"), (wide, "MAX_FILTER_NODES")):
+        with pytest.raises(ValueError, match=limit):
+            matches({"n": 1}, flt)
+        with pytest.raises(ValueError, match=limit):
+            matches({"n": 1}, filter=flt)
+        with pytest.raises(TypeError, match=r"matches\(metadata, filter\).*'\$(and|or)'.*metadata first"):
+            matches(flt, {"n": 1})
+    assert matches({"n": 1, "lang": "en"}, {"$or": [{"n": 2}, {"lang": "en"}]})
+    assert not matches({"n": 1}, {"$not": {"n": 1}})
 
 
 def test_an_in_list_compiles_to_sql_without_comparing_every_pair():

@@ -4,6 +4,7 @@ retriever's child_k / parent_k, missing and RESTRICTED parents, a second process
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import re
@@ -198,15 +199,51 @@ def test_several_documents_return_distinct_parents_up_to_parent_k(tmp_path):
     store.close()
 
 
-def test_a_missing_parent_raises_naming_it(tmp_path):
+def test_a_child_naming_an_unknown_parent_is_dropped_and_one_without_parent_id_raises(tmp_path):
     store, parents, children = _store(tmp_path, [_doc("a", "段落の文。" * 20)], size=30)
     orphan = Document("段落の文。", metadata={**children[0].metadata, "parent_id": "a#p7", "chunk_id": "x#0"})
     retriever = ParentChildRetriever(BM25Retriever.from_documents([orphan]), store, child_k=5, parent_k=2)
-    with pytest.raises(StoreError, match=r"child 'x#0' names parent 'a#p7', which is not an active parent"):
-        retriever.invoke("段落")
+    assert retriever.invoke("段落") == []  # no such parent in the store: nothing to return
+    both = ParentChildRetriever(BM25Retriever.from_documents([orphan, *children]), store, child_k=50, parent_k=2)
+    assert [h.id for h in both.invoke("段落")] == ["a#p0"]
     plain = Document("段落の文。", metadata={"chunk_id": "y#0"})
     with pytest.raises(StoreError, match=r"child 'y#0' has no parent_id"):
         ParentChildRetriever(BM25Retriever.from_documents([plain]), store).invoke("段落")
+    store.close()
+
+
+def test_a_store_without_parents_is_a_clear_error(tmp_path):
+    """Children over a store ingested without --chunker parent_child: no parent can ever be found, so this is a
+    configuration error (named), not a deleted document."""
+    docs = [_doc("a", "段落の文。" * 20)]
+    parents, children = _split(docs, size=30)
+    store = ChunkStore(tmp_path / "chunks.sqlite")
+    store.replace_doc_chunks("a", children)  # the chunks only, no parents
+    retriever = ParentChildRetriever(BM25Retriever.from_documents(children), store, child_k=5, parent_k=2)
+    with pytest.raises(StoreError, match=r"child 'a#0' names parent 'a#p0', but the store holds chunks and no "
+                                         r"parents.*--chunker parent_child"):
+        retriever.invoke("段落")
+    store.close()
+
+
+def test_a_static_child_index_outlives_a_deleted_document(tmp_path):
+    """Regression (trial ``t2_parent.py``): a ``ParentChildRetriever`` built by hand over a static child index raised
+    ``StoreError`` on every query that reached a deleted document's child; it now drops that child (its parent is
+    gone) and answers from the others, every parent read from the store at the call (its current label)."""
+    docs = [_doc("a", "台風の記録。台風は秋に来る。" * 6), _doc("b", "台風の対策。窓を閉めて台風に備える。" * 6)]
+    store, parents, children = _store(tmp_path, docs, size=20, parent=1000)
+    retriever = ParentChildRetriever(BM25Retriever.from_documents(children), store, child_k=50, parent_k=5)
+    assert sorted(h.metadata["doc_id"] for h in retriever.invoke("台風")) == ["a", "b"]
+    store.replace_doc_chunks("a", [])  # deleted after the child index was built
+    assert [h.metadata["doc_id"] for h in retriever.invoke("台風")] == ["b"]
+    assert [h.metadata["doc_id"] for h in asyncio.run(retriever.ainvoke("台風"))] == ["b"]
+    relabelled = [Document(d.page_content, metadata={**d.metadata, "sensitivity": "RESTRICTED"}, id=d.id)
+                  for d in (*children, *parents) if d.metadata["doc_id"] == "b"]
+    store.replace_doc_chunks("b", [d for d in relabelled if d.id in {c.id for c in children}],
+                             parents=[d for d in relabelled if d.id in {p.id for p in parents}])
+    assert retriever.invoke("台風") == []  # the stale child says PUBLIC; the parent read now is RESTRICTED
+    store.replace_doc_chunks("b", [])
+    assert retriever.invoke("台風") == []  # every document deleted: nothing, and no error
     store.close()
 
 

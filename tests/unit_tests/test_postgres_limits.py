@@ -1,6 +1,8 @@
 """No search of a PostgreSQL store holds a pooled connection for long (issue 25, section 6): a very long BM25 query,
-a 100,000-value ``in`` list and a filter nested 2,000 levels deep are refused with the file store's ``ValueError``
-before a connection is taken; every search runs under a statement timeout (``RAGSPINE_PG_STATEMENT_TIMEOUT``, or a
+a 100,000-value ``in`` list, a filter nested 2,000 levels deep and the trial's wide filters (30,000-part ``$or`` /
+``$and``, 50,000 fields, six 9,999-value lists) are refused with the file store's ``ValueError`` before a connection
+is taken; the largest filters the limits allow fit one statement (PostgreSQL's 65,535 parameters) and are planned
+as subplans, not as thousands of joins; every search runs under a statement timeout (``RAGSPINE_PG_STATEMENT_TIMEOUT``, or a
 retriever's ``statement_timeout``) set for its own transaction only; the query is tokenized or embedded before the
 connection is taken.
 
@@ -13,6 +15,7 @@ Needs the session's PostgreSQL (``pg_server`` in ``tests/conftest.py``); skips, 
 from __future__ import annotations
 
 import re
+import warnings
 from typing import Any
 
 import pytest
@@ -21,11 +24,18 @@ from langchain_core.embeddings import Embeddings
 
 from langchain_ragspine.embeddings import HashingEmbeddings
 from langchain_ragspine.errors import StoreError
-from langchain_ragspine.filters import MAX_FILTER_DEPTH, MAX_FILTER_VALUES
+from langchain_ragspine.filters import (
+    MAX_FILTER_DEPTH,
+    MAX_FILTER_NODES,
+    MAX_FILTER_VALUES,
+    UnknownFilterFieldWarning,
+    matches,
+)
 from langchain_ragspine.postgres import add_documents
 from langchain_ragspine.retrievers import postgres as pg_retrievers
 from langchain_ragspine.retrievers.bm25 import MAX_QUERY_CHARS
 from langchain_ragspine.retrievers.postgres import PostgresBM25Retriever, PostgresDenseRetriever
+from langchain_ragspine.stores.pg_filter import SEMI_JOIN_LIMIT, filter_sql
 from langchain_ragspine.stores.postgres import get_pool
 from langchain_ragspine.vectorstores import PostgresVectorStore
 
@@ -78,6 +88,84 @@ def test_limits_are_checked_before_a_connection_is_taken(store: str) -> None:
     vectors = PostgresVectorStore(store, embedding=EMB)
     with pytest.raises(ValueError, match="levels deep"):
         vectors.similarity_search("rainy", k=2, filter=_deep_filter(500))
+
+
+#: the trial's wide filters (issue 25, 6e): each failed after 2-24 s, holding a pooled connection, with psycopg's
+#: "number of parameters must be between 0 and 65535" (or, for the in lists, got around MAX_FILTER_VALUES)
+WIDE = {
+    "$or of 30k eq": ({"$or": [{"n": i} for i in range(30_000)]}, "MAX_FILTER_NODES"),
+    "$and of 30k ne": ({"$and": [{"n": {"ne": i}} for i in range(30_000)]}, "MAX_FILTER_NODES"),
+    "50k fields": ({f"f{i}": i for i in range(50_000)}, "MAX_FILTER_NODES"),
+    "6 in lists of 9,999": ({"$or": [{"n": {"in": list(range(j * 10_000, j * 10_000 + 9_999))}} for j in range(6)]},
+                            "MAX_FILTER_VALUES"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WIDE))
+def test_a_wide_filter_is_refused_before_a_connection_is_taken(store: str, name: str) -> None:
+    flt, limit = WIDE[name]
+    vectors = PostgresVectorStore(store, embedding=EMB)
+    calls = [*(lambda f, r=r: r.invoke("rainy season", filter=f) for r in _retrievers(store)),
+             lambda f: vectors.similarity_search("rainy season", k=2, filter=f)]
+    for call in calls:
+        before = _requests(store)
+        with pytest.raises(ValueError, match=re.escape(f"(filters.{limit}")):
+            call(flt)
+        assert _requests(store) == before
+
+
+def _nodes(flt: Any) -> int:
+    """Every key of every dict in ``flt`` (what MAX_FILTER_NODES counts)."""
+    if isinstance(flt, dict):
+        return len(flt) + sum(_nodes(v) for v in flt.values())
+    if isinstance(flt, list):
+        return sum(_nodes(v) for v in flt)
+    return 0
+
+
+def _largest_filters() -> dict[str, dict[str, Any]]:
+    """Filters at the limits that need the most parameters per node: ``in`` lists meeting all four stored kinds
+    (one array each) as many as the values allow, the rest equalities with two forms, under a ``$not`` (a negated
+    test also checks that the field is there: one parameter more); and 10,000 fields ANDed (the planner's worst)."""
+    lists = MAX_FILTER_VALUES // 3
+    parts: list[dict[str, Any]] = [{"n": [True, 100 + i, "2024-01-01"]} for i in range(lists)]
+    parts += [{"n": str(3 + i)} for i in range(MAX_FILTER_NODES - 2 - lists)]  # n = 3, 4, 5 … : d3-d5 left out
+    return {"negated lists": {"$not": {"$or": parts}}, "fields": {f"f{i}": str(i) for i in range(MAX_FILTER_NODES)}}
+
+
+def test_the_largest_filters_fit_one_statement_and_match_the_evaluator(store: str) -> None:
+    """PostgreSQL takes at most 65,535 parameters per statement: the limits imply it (at most 6 per node, and the
+    search's own few), and a filter of that size runs, with the evaluator's answer."""
+    bm25, dense = PostgresBM25Retriever(url=store, k=6), PostgresDenseRetriever(url=store, embedding=EMB, k=6)
+    for name, flt in _largest_filters().items():
+        assert _nodes(flt) == MAX_FILTER_NODES, name
+        sql = filter_sql(flt, row="s.chunk_row")
+        assert sql is not None and len(sql.params) <= 6 * MAX_FILTER_NODES < 65_535 - 16, name
+        want = sorted(d.metadata["chunk_id"] for d in DOCS if matches(d.metadata, flt))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UnknownFilterFieldWarning)  # 10,000 fields no chunk has
+            for retriever in (bm25, dense) if name == "negated lists" else (bm25,):
+                got = sorted(d.metadata["chunk_id"] for d in retriever.invoke("rainy season", filter=flt))
+                assert got == want, name
+        assert want == (["d0#0", "d1#0", "d2#0"] if name == "negated lists" else []), name
+
+
+def test_a_filter_of_many_fields_is_planned_as_subplans(store: str) -> None:
+    """Regression: every ``EXISTS`` of an AND of fields became a semi-join for the planner, whose join search grew
+    far faster than the filter (PostgreSQL 18: 100 fields 0.7 s to plan, 300 fields 34 s — cancelled by the
+    statement timeout, holding a connection, long before the node limit).  Beyond ``SEMI_JOIN_LIMIT`` tests each
+    stays a per-row subplan; a small filter keeps the planner's joins."""
+    many = {f"f{i}": i for i in range(SEMI_JOIN_LIMIT + 24)}
+    few = {"lang": "en", "n": {"gte": 1}}
+    plans = {}
+    for name, flt in (("many", many), ("few", few)):
+        sql = filter_sql(flt, row="s.chunk_row")
+        assert sql is not None
+        with get_pool(store).connection() as conn:
+            rows = conn.execute(f"EXPLAIN SELECT s.chunk_id FROM ragspine_search s WHERE {sql.sql}", sql.params)
+            plans[name] = "\n".join(r[0] for r in rows.fetchall())
+    assert "Semi Join" not in plans["many"] and "SubPlan" in plans["many"], plans["many"]
+    assert "Semi Join" in plans["few"], plans["few"]
 
 
 def test_a_search_running_longer_than_the_statement_timeout_is_cancelled(store, monkeypatch) -> None:

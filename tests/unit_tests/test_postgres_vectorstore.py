@@ -8,6 +8,8 @@ Needs the session's PostgreSQL (``pg_server`` in ``tests/conftest.py``); skips, 
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from langchain_core.documents import Document
 from langchain_core.vectorstores import VectorStore, VectorStoreRetriever
@@ -180,3 +182,86 @@ def test_a_single_string_for_a_list_is_a_type_error_and_changes_nothing(
         calls[case]()
     got = store.get_by_ids(["a", "b", "c", "abc"])
     assert [d.page_content for d in got] == ["apple", "banana", "cherry", "all three"]
+
+
+# ------------------------------------------------------------------------------------------------ MMR
+MMR_DOCS = [
+    Document("falcon falcon hr report of the year", metadata={"dept": "hr", "year": 2024}, id="hr1"),
+    Document("falcon falcon hr report of the year.", metadata={"dept": "hr", "year": 2024}, id="hr1-copy"),
+    Document("falcon sales numbers and hunting", metadata={"dept": "sales", "year": 2024}, id="sales"),
+    Document("falcon hr archive", metadata={"dept": "hr", "year": 2020}, id="hr-old"),
+]
+MMR_QUERY = "falcon hr report of the year"
+
+
+def _ids(docs: list[Document]) -> list[str]:
+    return [str(d.id) for d in docs]
+
+
+@pytest.fixture
+def mmr_stores(store: PostgresVectorStore, tmp_path):
+    """The PostgreSQL store and a directory store over the same records (the reference: RagSpineVectorStore)."""
+    from langchain_ragspine.vectorstores import RagSpineVectorStore
+
+    directory = RagSpineVectorStore(tmp_path / "S", EMB)
+    for s in (store, directory):
+        s.add_documents(MMR_DOCS)
+    yield store, directory
+    directory.close()
+
+
+def test_mmr_search_picks_as_the_directory_store_does(mmr_stores) -> None:
+    """Regression (trial 6d): ``max_marginal_relevance_search`` raised a bare ``NotImplementedError()``."""
+    pg, directory = mmr_stores
+    assert _ids(pg.similarity_search(MMR_QUERY, k=2)) == ["hr1", "hr1-copy"]  # the near-duplicate second
+    for lambda_mult in (0.0, 0.3, 0.5, 1.0):
+        for flt in (None, {"dept": "hr"}):
+            got = pg.max_marginal_relevance_search(MMR_QUERY, k=2, fetch_k=4, lambda_mult=lambda_mult, filter=flt)
+            want = directory.max_marginal_relevance_search(MMR_QUERY, k=2, fetch_k=4, lambda_mult=lambda_mult,
+                                                           filter=flt)
+            assert _ids(got) == _ids(want), (lambda_mult, flt)
+    assert _ids(pg.max_marginal_relevance_search(MMR_QUERY, k=2, fetch_k=4, lambda_mult=0.3)) == ["hr1", "sales"]
+    assert _ids(pg.max_marginal_relevance_search(MMR_QUERY, k=2, fetch_k=4, lambda_mult=1.0)) == ["hr1", "hr1-copy"]
+    vector = EMB.embed_query(MMR_QUERY)
+    assert _ids(pg.max_marginal_relevance_search_by_vector(vector, k=2, fetch_k=4, lambda_mult=0.3)) == [
+        "hr1", "sales"]
+    assert pg.max_marginal_relevance_search("   ", k=2) == []
+    got = pg.max_marginal_relevance_search(MMR_QUERY, k=2, fetch_k=4, lambda_mult=0.3)
+    assert got[0].page_content == MMR_DOCS[0].page_content and got[0].metadata["dept"] == "hr"
+
+
+def test_mmr_retriever_ands_the_filters_sync_and_async(mmr_stores) -> None:
+    """Regression (trial 6d): ``as_retriever(search_type="mmr")`` was accepted, then ``invoke`` raised a bare
+    ``NotImplementedError()``."""
+    pg, directory = mmr_stores
+    for s in (pg, directory):
+        r = s.as_retriever(search_type="mmr",
+                           search_kwargs={"k": 2, "fetch_k": 4, "lambda_mult": 0.3, "filter": {"dept": "hr"}})
+        assert _ids(r.invoke(MMR_QUERY)) == ["hr1", "hr-old"], s  # diverse, among hr only
+        assert _ids(r.invoke(MMR_QUERY, filter={"year": 2020})) == ["hr-old"]
+        assert r.invoke(MMR_QUERY, filter={"dept": "sales"}) == []  # ANDed: never widened to sales
+        assert _ids(asyncio.run(r.ainvoke(MMR_QUERY, filter={"year": 2020}))) == ["hr-old"]
+    assert _ids(asyncio.run(pg.amax_marginal_relevance_search(MMR_QUERY, k=2, fetch_k=4, lambda_mult=0.3))) == [
+        "hr1", "sales"]
+
+
+def test_mmr_refuses_bad_arguments(mmr_stores) -> None:
+    pg, _ = mmr_stores
+    with pytest.raises(ValueError, match=r"fetch_k must be an int >= 1"):
+        pg.max_marginal_relevance_search(MMR_QUERY, k=2, fetch_k=0)
+    with pytest.raises(ValueError, match=r"lambda_mult must be a number in \[0, 1\], got 1.5"):
+        pg.max_marginal_relevance_search(MMR_QUERY, lambda_mult=1.5)
+    with pytest.raises(TypeError, match=r"unexpected keyword arguments for max_marginal_relevance_search: \['kk'\]"):
+        pg.max_marginal_relevance_search(MMR_QUERY, kk=2)
+    with pytest.raises(ValueError):
+        pg.max_marginal_relevance_search(MMR_QUERY, filter={"year": {"bogus": 1}})
+
+
+def test_mmr_over_the_hnsw_index_reads_the_same_vectors(pg_url: str, monkeypatch) -> None:
+    """Above ``RAGSPINE_PG_HNSW_THRESHOLD`` the candidates come through the HNSW query: the same picks."""
+    monkeypatch.setenv("RAGSPINE_PG_HNSW_THRESHOLD", "1")
+    pg = PostgresVectorStore(pg_url, EMB)
+    pg.add_documents(MMR_DOCS)
+    assert pg._dense().uses_hnsw
+    assert _ids(pg.max_marginal_relevance_search(MMR_QUERY, k=2, fetch_k=4, lambda_mult=0.3)) == ["hr1", "sales"]
+    assert _ids(pg.max_marginal_relevance_search(MMR_QUERY, k=2, fetch_k=4, lambda_mult=1.0)) == ["hr1", "hr1-copy"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
@@ -83,3 +84,35 @@ def test_the_versioned_store_scored_exit_uses_the_gate(monkeypatch: pytest.Monke
     assert [d.id for d in store.similarity_search("q", k=2)] == ["o"]
     monkeypatch.setattr(vs_base, "drop_restricted_pairs", lambda pairs: list(pairs))
     assert [d.id for d, _ in store.similarity_search_with_score("q", k=2)] == ["s", "o"]
+
+
+class _VersionedWithVectors(_Versioned):
+    """A versioned store whose MMR candidates include a RESTRICTED look-alike, the most relevant of them."""
+
+    def _search_by_vector_with_embeddings(self, vector: Any, k: int, filter: Any) -> list[tuple[Document, float, Any]]:
+        q = np.asarray(vector, dtype=np.float32)
+        return [(d, s, q) for d, s in self.pairs[:k]]
+
+
+def test_the_versioned_store_mmr_gates_before_the_pick() -> None:
+    """A RESTRICTED candidate is dropped before MMR picks ``k``: it neither leaves nor takes a place of ``k``."""
+    pairs = [
+        (Document("secret", id="s", metadata={"sensitivity": "RESTR1CTED"}), 0.9),
+        (Document("open", id="o"), 0.5),
+        (Document("other", id="p"), 0.4),
+    ]
+    store = _VersionedWithVectors(EMB, pairs)
+    assert sorted(str(d.id) for d in store.max_marginal_relevance_search("q", k=2, fetch_k=3)) == ["o", "p"]
+    assert [d.id for d in store.as_retriever(search_type="mmr", search_kwargs={"k": 1}).invoke("q")] == ["o"]
+
+
+def test_a_versioned_store_without_mmr_refuses_it_at_once() -> None:
+    """Regression (trial 6d): ``as_retriever(search_type="mmr")`` was accepted and ``invoke`` raised a bare
+    ``NotImplementedError()``; a backend with no MMR now says so when the retriever is built, and its
+    ``max_marginal_relevance_search`` names the store."""
+    store = _Versioned(EMB, [(Document("open", id="o"), 0.5)])
+    with pytest.raises(ValueError, match=r"_Versioned has no maximal marginal relevance search: use search_type="):
+        store.as_retriever(search_type="mmr")
+    with pytest.raises(NotImplementedError, match=r"_Versioned has no maximal marginal relevance search"):
+        store.max_marginal_relevance_search("q")
+    assert [d.id for d in store.as_retriever(search_type="similarity").invoke("q")] == ["o"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -32,10 +33,23 @@ from langchain_ragspine.indexing import (
 )
 from langchain_ragspine.stores import ChunkStore
 from langchain_ragspine.stores.files import read_documents
-from langchain_ragspine.stores.lock import LOCK_FILE, StoreBusyError, writer_lock, writer_pid
+from langchain_ragspine.stores.lock import (
+    LOCK_FILE,
+    StoreBusyError,
+    StoreReplacedError,
+    writer_lock,
+    writer_pid,
+)
 from langchain_ragspine.vectorstores import RagSpineVectorStore
 
-from ._ingest_gate_child import DONE_S, GatedIngest, child_env
+from ._ingest_gate_child import (
+    DONE_S,
+    GatedIngest,
+    Waiting,
+    child_env,
+    summary_counts,
+    waiting_line,
+)
 
 CHILD = Path(__file__).with_name("_ingest_gate_child.py")
 POSIX_ONLY = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX signals")
@@ -87,15 +101,10 @@ def _cache_rows(store: Path) -> int:
         return int(conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0])
 
 
-def _summary_counts(line: str) -> str:
-    """A summary line without its seconds."""
-    return line.strip().removeprefix("FINISHED ").rsplit(";", 1)[0]
-
-
 def _sequential(tmp: Path, *corpora: Path) -> tuple[dict[str, object], list[str]]:
     """The snapshot and summary lines of ``corpora`` ingested one after the other into a new store."""
     store = tmp / "sequential"
-    lines = [_summary_counts(ingest(c, store, embedding="hashing", progress=False).line()) for c in corpora]
+    lines = [summary_counts(ingest(c, store, embedding="hashing", progress=False).line()) for c in corpora]
     return _snapshot(store), lines
 
 
@@ -104,17 +113,6 @@ def _child(corpus: Path, store: Path) -> subprocess.Popen[str]:
         [sys.executable, str(CHILD), str(corpus), str(store), "none"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env(),
     )
-
-
-def _wait_for_waiting_line(proc: subprocess.Popen[str], holder: int) -> str:
-    """The stderr line in which ``proc`` says it waits for ``holder`` (read as it is written, no polling)."""
-    assert proc.stderr is not None
-    seen = []
-    for line in proc.stderr:
-        seen.append(line)
-        if "waiting for the writer holding" in line:
-            return line
-    raise AssertionError(f"the second ingest never waited; it exited with {proc.wait()}: {''.join(seen)}")
 
 
 # ------------------------------------------------------------------------------------------------ the lock itself
@@ -272,7 +270,7 @@ def test_a_second_ingest_waits_for_the_first_and_both_land_in_order(
         one.wait_gated()  # holds the lock, in the middle of its write
         two = _child(second, store)
         try:
-            line = _wait_for_waiting_line(two, one.pid)
+            line = waiting_line(two)
             assert str(store / LOCK_FILE) in line and f"pid {one.pid}" in line
             assert two.poll() is None  # it waits; it has not written anything
             if phase == "schema":  # a reader of a store being created is told so, not "not a chunk store"
@@ -287,8 +285,8 @@ def test_a_second_ingest_waits_for_the_first_and_both_land_in_order(
                 two.communicate()
     assert two.returncode == 0, err_two
     want, lines = _sequential(tmp_path, *([base] if existing else []), first, second)
-    assert _summary_counts(out_one.splitlines()[-1]) == lines[-2]
-    assert _summary_counts(out_two.splitlines()[-1]) == lines[-1]  # reports exactly what it did
+    assert summary_counts(out_one.splitlines()[-1]) == lines[-2]
+    assert summary_counts(out_two.splitlines()[-1]) == lines[-1]  # reports exactly what it did
     assert _snapshot(store) == want
     _consistent(store)
 
@@ -326,17 +324,6 @@ class _GatedEmbeddings(HashingEmbeddings):
         return super().embed_documents(texts)
 
 
-class _Waiting(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__()
-        self.seen = threading.Event()
-        self.messages: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.messages.append(record.getMessage())
-        self.seen.set()
-
-
 def test_two_threads_ingesting_into_one_store_take_turns(tmp_path: Path) -> None:
     first, second = _corpus(tmp_path / "first", "first", 8), _corpus(tmp_path / "second", "second", 6)
     store = tmp_path / "store"
@@ -350,7 +337,7 @@ def test_two_threads_ingesting_into_one_store_take_turns(tmp_path: Path) -> None
         except BaseException as e:  # reported by the assertions below
             results[name] = e
 
-    waiting = _Waiting()
+    waiting = Waiting()
     logger = logging.getLogger("langchain_ragspine.stores.lock")
     logger.addHandler(waiting)
     a = threading.Thread(target=run, args=("a", first, blocking))
@@ -396,7 +383,7 @@ def test_a_vector_store_write_waits_for_an_ingest_and_searching_never_does(tmp_p
         assert impatient.backend.generation == generation and impatient.get_by_ids(["late"]) == []
         impatient.close()
         patient = RagSpineVectorStore(store, emb)
-        waiting = _Waiting()
+        waiting = Waiting()
         logger = logging.getLogger("langchain_ragspine.stores.lock")
         logger.addHandler(waiting)
         done: list[object] = []
@@ -412,3 +399,91 @@ def test_a_vector_store_write_waits_for_an_ingest_and_searching_never_does(tmp_p
         assert done == [["late"]]
         assert [d.page_content for d in patient.get_by_ids(["late"])] == ["late text"]  # written after the ingest
         patient.close()
+
+
+# ------------------------------------------------------------------------------- a store replaced under its writer
+
+
+def test_a_writer_whose_directory_is_rebuilt_under_it_is_told_so(tmp_path: Path) -> None:
+    """Regression (issue 25 trial): a writer holding the lock of a directory that was removed and rebuilt holds the
+    lock of the removed file, so it no longer excludes the rebuilt store's writers; when its block ends it must say
+    that what it wrote is not in the store at the path, instead of returning as if it were."""
+    root = tmp_path / "s"
+    root.mkdir()
+    with pytest.raises(StoreReplacedError, match="removed or replaced while this writer held its lock") as info:
+        with writer_lock(root):
+
+            shutil.rmtree(root)
+            root.mkdir()
+            # the rebuilt directory's lock is free: another writer takes it at once (the exclusion the old lock lost)
+            with writer_lock(root, timeout=0):
+                pass
+    assert info.value.path == str(root)
+    with writer_lock(root, timeout=0):  # the replaced writer released nothing of the new store's
+        pass
+
+
+def test_a_writer_whose_lock_file_is_deleted_under_it_is_told_so(tmp_path: Path) -> None:
+    root = tmp_path / "s"
+    root.mkdir()
+    with pytest.raises(StoreReplacedError, match=f"lock file {LOCK_FILE} was removed while this writer held it"):
+        with writer_lock(root):
+            (root / LOCK_FILE).unlink()
+    with writer_lock(root):  # an error in the block is the block's, not a replaced-store error
+        pass
+    with pytest.raises(KeyError), writer_lock(root):
+        shutil.rmtree(root)
+        raise KeyError("the block's own error wins")
+
+
+def test_an_ingest_whose_store_is_rebuilt_meanwhile_fails_and_the_rebuilt_store_is_untouched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    corpus = _corpus(tmp_path / "corpus", "alpha", 3)
+    other = _corpus(tmp_path / "other", "bravo", 2)
+    store = tmp_path / "store"
+    ingest(corpus, store, progress=False)
+    import langchain_ragspine.indexing as indexing
+
+    real = indexing.write_documents
+
+    def rebuild_then_write(*args: object, **kwargs: object) -> object:
+        shutil.rmtree(store)  # rm -rf store; ingest other  (the rebuilt store's ingest does not wait: the lock is gone)
+        monkeypatch.setattr(indexing, "write_documents", real)
+        ingest(other, store, progress=False, lock_timeout=0)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(indexing, "write_documents", rebuild_then_write)
+    with pytest.raises(StoreReplacedError, match="not in the store now at this path"):
+        ingest(corpus, store, progress=False, retract_missing=True)
+    with ChunkStore(store / CHUNKS_DB, read_only=True) as cs:
+        assert sorted({c.doc_id.split("/")[-1] for c in cs.iter_chunks()}) == ["bravo00", "bravo01"]
+
+
+def test_a_vector_store_write_on_a_directory_rebuilt_under_its_lock_lands_in_the_rebuilt_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langchain_core.documents import Document
+
+    store = tmp_path / "vs"
+    vs = RagSpineVectorStore(store, embedding=HashingEmbeddings())
+    vs.add_documents([Document("first text about rivers", id="a")])
+    followed = vs.backend._chunks  # type: ignore[attr-defined]
+    real = followed.store
+    rebuilt: list[bool] = []
+
+    def rebuild_once() -> ChunkStore:
+        """The first read of the store inside the write's lock: the directory is rebuilt by another writer first."""
+        if not rebuilt:
+            rebuilt.append(True)
+            shutil.rmtree(store)
+            RagSpineVectorStore(store, embedding=HashingEmbeddings()).add_documents(
+                [Document("rebuilt text about lakes", id="b")]
+            )
+        return real()  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(followed, "store", rebuild_once)
+    vs.add_documents([Document("second text about rivers", id="c")])
+    monkeypatch.undo()
+    fresh = RagSpineVectorStore(store, embedding=HashingEmbeddings())
+    assert sorted(d.id for d in fresh.get_by_ids(["a", "b", "c"])) == ["b", "c"]

@@ -38,8 +38,8 @@ SEARCH_KWARGS: dict[str, dict[str, Any]] = {
     "bm25": {"k": 10},
     "hybrid": {"k": 10},
 }
-#: the search types of each store's retriever (PostgresVectorStore has LangChain's, without MMR: it has no MMR)
-TYPES = {"dir": list(SEARCH_KWARGS), "pg": ["similarity", "similarity_score_threshold"]}
+#: the search types of each store's retriever (PostgresVectorStore has LangChain's)
+TYPES = {"dir": list(SEARCH_KWARGS), "pg": ["similarity", "similarity_score_threshold", "mmr"]}
 
 
 @pytest.fixture(params=["dir", "pg"])
@@ -95,7 +95,7 @@ async def test_regression_the_async_path_ands_the_filters_too(store) -> None:
 def test_regression_a_document_role_search_keeps_the_retrievers_filter(store) -> None:
     """``embed_as="document"`` (HyDE's probe) takes another path through the retriever: the same AND holds."""
     kind, s = store
-    for search_type in ("similarity", "mmr") if kind == "dir" else ("similarity",):
+    for search_type in ("similarity", "mmr"):
         r = _retriever(s, search_type, {"dept": "hr"})
         twin = r if kind == "dir" else DocumentRoleVectorStoreRetriever.over(r)
         options = {"embed_as": "document"} if kind == "dir" else {}

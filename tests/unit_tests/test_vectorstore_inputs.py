@@ -162,3 +162,58 @@ def test_lists_tuples_and_generators_are_still_taken(store):
     assert [d.id for d in store.get_by_ids(("g1", "g2"))] == ["g1", "g2"]
     store.delete(iter(["g1"]))
     assert [d.id for d in store.get_by_ids(["g1", "g2"])] == ["g2"]
+
+
+# ------------------------------------------------------------------------------------------------ call keywords
+#: each store's search types, and the search_kwargs that make every record a candidate
+_TYPES = {
+    "dir": ["similarity", "mmr", "similarity_score_threshold", "hybrid", "bm25"],
+    "pg": ["similarity", "mmr", "similarity_score_threshold"],
+}
+
+
+@pytest.fixture(params=["dir", "pg"])
+def any_store(request, tmp_path):
+    if request.param == "dir":
+        s: Any = RagSpineVectorStore(tmp_path / "store", HashingEmbeddings(64))
+    else:
+        from langchain_ragspine.vectorstores import PostgresVectorStore
+
+        s = PostgresVectorStore(request.getfixturevalue("pg_url"), HashingEmbeddings(64))
+    s.add_texts(["falcon hr report", "falcon sales report"], ids=["hr", "sales"])
+    yield request.param, s
+    if request.param == "dir":
+        s.close()
+
+
+def test_a_call_cannot_switch_the_search_type_and_says_which_it_is(any_store):
+    """Regression (trial, other defects): ``RagSpineStoreRetriever.invoke(q, search_type="similarity")`` raised
+    ``TypeError: RagSpineVectorStore.search() got multiple values for argument 'search_type'`` (hybrid, bm25) or
+    named the store's method (the others).  The search type is the retriever's: a call naming one is refused, with
+    the retriever's own and what a call takes."""
+    kind, s = any_store
+    for search_type in _TYPES[kind]:
+        kwargs = {"score_threshold": 0.0} if search_type == "similarity_score_threshold" else {}
+        r = s.as_retriever(search_type=search_type, search_kwargs=kwargs)
+        owner = type(r).__name__
+        for name, value in (("search_type", "similarity"), ("search_kwargs", {"k": 1})):
+            message = (rf"^{owner}\.invoke got {name}=.*set when it is built \(vectorstore\.as_retriever\({name}="
+                       rf".*this one's search_type is '{search_type}'")
+            with pytest.raises(TypeError, match=message):
+                r.invoke("falcon", **{name: value})
+            with pytest.raises(TypeError, match=message):
+                asyncio.run(r.ainvoke("falcon", **{name: value}))
+            with pytest.raises(TypeError, match=message):
+                r.batch(["falcon"], **{name: value})
+        with pytest.raises(TypeError, match=rf"^{owner}\.invoke got unexpected keyword argument 'kk' \(did you mean 'k'"):
+            r.invoke("falcon", kk=1)
+        assert len(r.invoke("falcon", k=1)) == 1  # the keywords a call takes still work
+
+
+def test_an_unknown_search_kwargs_key_is_refused_by_both_stores(any_store):
+    """PostgresVectorStore's retriever took any key and failed (or not) at the first call."""
+    _, s = any_store
+    with pytest.raises(TypeError, match=r"search_kwargs got unexpected key 'kk' \(did you mean 'k'\?\)"):
+        s.as_retriever(search_kwargs={"kk": 3})
+    with pytest.raises(TypeError, match=r"got unexpected argument 'search_kwarg' \(did you mean 'search_kwargs'"):
+        s.as_retriever(search_kwarg={"k": 3})

@@ -3,13 +3,16 @@
 ``add_documents`` / ``delete`` leaves the store exactly as before (rows, generation, what search returns) and says
 so; an id given twice in one call, or a NaN metadata value, is a ``ValueError`` naming the id, the field and the
 position, before anything is written (infinities are kept: they compare as numbers).  (The corpus loader already refuses NaN in JSONL / front matter:
-``test_document_loaders.py``.)"""
+``test_document_loaders.py``.)  A failed write leaves the same ``RagSpineVectorStore`` readable: a search never
+fails because the embedding cache (or the writer lock) cannot be written on a full disk."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import inspect
 import re
+import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,9 +24,11 @@ from langchain_core.vectorstores import VectorStore
 
 from langchain_ragspine.embeddings import HashingEmbeddings
 from langchain_ragspine.errors import StoreError
-from langchain_ragspine.stores import ChunkStore
+from langchain_ragspine.stores import ChunkStore, EmbeddingCache
 from langchain_ragspine.stores.postgres import PostgresChunkStore
 from langchain_ragspine.vectorstores import PostgresVectorStore, RagSpineVectorStore
+from langchain_ragspine.vectorstores import store as vs_store
+from langchain_ragspine.vectorstores.store import CacheNotWrittenWarning
 
 EMB = HashingEmbeddings(64)
 
@@ -124,7 +129,7 @@ def test_sqlite_full_part_way_leaves_the_directory_store_as_it_was(tmp_path: Pat
     vs = RagSpineVectorStore(tmp_path / "store", EMB)
     vs.add_documents(_two_chunk_docs("old"))
     before = _state(vs)
-    conn = vs.backend._store._connection()  # type: ignore[attr-defined]
+    conn = vs.backend.store._connection()  # type: ignore[attr-defined]
     conn.execute(f"PRAGMA max_page_count = {conn.execute('PRAGMA page_count').fetchone()[0] + 6}")
     with pytest.raises(StoreError, match=r"add_documents wrote nothing.*database or disk is full"):
         vs.add_documents(_two_chunk_docs("big1", "big2", "big3", "big4", size=400))
@@ -184,3 +189,87 @@ def test_the_chunk_store_refuses_nan_metadata_for_every_writer(tmp_path: Path) -
         with pytest.raises(ValueError, match=r"chunk 'd#0': metadata 'p' holds nan.*never equals itself"):
             cs.replace_doc_chunks("d", [chunk])
         assert cs.generation == generation and cs.count_chunks() == 0
+
+
+# ------------------------------------------------------------------------------------------------ readable after a full disk
+
+
+def _full_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every embedding-cache connection may not grow its file (a real ``SQLITE_FULL``, as on a full disk)."""
+    original = EmbeddingCache._connect
+
+    def full(self: EmbeddingCache, busy_timeout: float) -> sqlite3.Connection:
+        conn = original(self, busy_timeout)
+        conn.execute(f"PRAGMA max_page_count = {max(conn.execute('PRAGMA page_count').fetchone()[0], 1)}")
+        return conn
+
+    monkeypatch.setattr(EmbeddingCache, "_connect", full)
+
+
+def _full_chunk_store(vs: RagSpineVectorStore) -> None:
+    conn = vs.backend.store._connection()  # type: ignore[attr-defined]
+    conn.execute(f"PRAGMA max_page_count = {conn.execute('PRAGMA page_count').fetchone()[0]}")
+
+
+BASE = [f"base-{i}" for i in range(5)]
+
+
+def _base_store(tmp_path: Path) -> RagSpineVectorStore:
+    vs = RagSpineVectorStore(tmp_path / "store", EMB)
+    vs.add_texts([f"base record {i} about the rainy season" for i in range(5)], ids=BASE)
+    return vs
+
+
+def _readable(vs: RagSpineVectorStore, ids: list[str]) -> None:
+    assert [d.id for d in vs.get_by_ids(ids)] == ids
+    assert sorted(str(d.id) for d in vs.similarity_search("rainy season", k=100)) == sorted(ids)
+    assert sorted(str(d.id) for d in vs.as_retriever(search_kwargs={"k": 100}).invoke("rainy season")) == sorted(ids)
+
+
+def test_a_disk_full_write_leaves_the_store_readable_in_the_same_instance(tmp_path: Path, monkeypatch) -> None:
+    """Regression (trial ``t6_vs_diskfull.py``): after ``add_documents`` failed on a full disk, ``get_by_ids`` and
+    ``similarity_search`` on the same instance failed too (``embeddings.sqlite: not a usable SQLite database:
+    database or disk is full``) until space was freed: the first read after a write rebuilds the indexes, and the
+    rebuild wrote the vectors it embedded to the cache."""
+    vs = _base_store(tmp_path)  # nothing read yet: the indexes (and the cache) are built by the first read
+    _full_chunk_store(vs)
+    _full_cache(monkeypatch)
+    with pytest.raises(StoreError, match=r"add_documents wrote nothing.*database or disk is full"):
+        vs.add_documents(_two_chunk_docs("new1", "new2", size=400))
+    with pytest.warns(CacheNotWrittenWarning, match=r"embeddings\.sqlite: the embedding cache cannot be written"):
+        _readable(vs, BASE)
+    assert vs.get_by_ids(["new1-0"]) == []
+    monkeypatch.undo()  # space freed: the same instance writes, and the cache is written again
+    vs.add_documents(_two_chunk_docs("new1"))
+    _readable(vs, [*BASE, "new1-0", "new1-1"])
+    with EmbeddingCache(tmp_path / "store" / "embeddings.sqlite", read_only=True) as cache:
+        assert cache.count() == len(BASE) + 2
+    vs.close()
+
+
+def test_a_write_that_succeeds_while_the_cache_cannot_grow_stays_readable(tmp_path: Path, monkeypatch) -> None:
+    """The trial's other case: the write fit, the new records' vectors did not (the cache's file was full)."""
+    vs = _base_store(tmp_path)
+    _readable(vs, BASE)  # the cache holds the base vectors
+    _full_cache(monkeypatch)
+    new = [f"new{i}" for i in range(40)]  # more vectors than the cache's last page holds
+    vs.add_documents(_two_chunk_docs(*new))
+    with pytest.warns(CacheNotWrittenWarning, match="database or disk is full"):
+        _readable(vs, [*BASE, *(f"{d}-{i}" for d in new for i in range(2))])
+    vs.close()
+
+
+def test_a_read_whose_writer_lock_cannot_be_taken_reads_the_cache_only(tmp_path: Path, monkeypatch) -> None:
+    """A full disk can fail the writer lock itself (its holder's pid is written to the lock file): the rebuild then
+    leaves the cache as it is, as while another writer holds the lock."""
+    vs = _base_store(tmp_path)
+
+    @contextlib.contextmanager
+    def no_lock(root: Any, **_: Any) -> Iterator[Path]:
+        raise StoreError(f"cannot lock {root}/.lock: No space left on device", path=root)
+        yield Path(root)  # pragma: no cover
+
+    monkeypatch.setattr(vs_store, "writer_lock", no_lock)
+    _readable(vs, BASE)
+    assert not (tmp_path / "store" / "embeddings.sqlite").exists()  # nothing written beside the failed lock
+    vs.close()
