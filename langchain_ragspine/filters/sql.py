@@ -1,6 +1,6 @@
 """Metadata filters as SQL: the predicate language of :mod:`langchain_ragspine.filters`, run inside PostgreSQL.
 
-The Postgres backend (:mod:`langchain_ragspine.stores.postgres`) keeps, for every searchable chunk, one row per
+The Postgres backend (:mod:`langchain_ragspine.backends.postgres.chunk_store`) keeps, for every searchable chunk, one row per
 metadata value in a *typed values* table, ``ragspine_fields(chunk_row, field, kind, s, n, t, b)``:
 
 * ``kind`` is the type the Python evaluator gives the stored value (:func:`value_rows` calls the evaluator's own

@@ -16,7 +16,7 @@ Add a mode (a retriever selectable by name everywhere) with :func:`register_mode
 retriever (:meth:`RetrievalMode.wrapping`), which is how query transforms and post-processing stages compose with
 any base mode::
 
-    from langchain_ragspine.modes import RetrievalMode, register_mode
+    from langchain_ragspine.pipeline.modes import RetrievalMode, register_mode
 
     register_mode(RetrievalMode.wrapping("bm25-reordered", base="bm25", wrap=lambda r, ctx: MyReorder(r)))
     open_retriever("store", mode="bm25-reordered")        # and `ragspine search --mode bm25-reordered`

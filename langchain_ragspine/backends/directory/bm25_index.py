@@ -9,7 +9,7 @@ selection apart; this module is the indexing side: :func:`build_bm25_index` turn
 directory.  :class:`~langchain_ragspine.retrievers.bm25.BM25Retriever` is the retriever over it.
 
 An index directory (written into a temporary sibling that then replaces it, see
-:func:`~langchain_ragspine.stores.files.atomic_dir`):
+:func:`~langchain_ragspine.backends.directory.files.atomic_dir`):
 
 * ``retriever.json`` — format ``"ragspine-bm25/1"``, the retriever's ``k``, ``k1``, ``b`` and ``filter``, the
   tokenizer's registered name (``null`` for a custom callable) and :func:`~langchain_ragspine.tokenizers.tokenizer_version`,
@@ -18,7 +18,7 @@ An index directory (written into a temporary sibling that then replaces it, see
 * ``bm25s/`` — bm25s's own files: ``data`` / ``indices`` / ``indptr`` ``.npy`` arrays, ``vocab.index.json``,
   ``params.index.json``;
 * ``manifest.json`` — written last: the size and SHA-256 of every other file and the chunk-store generation the
-  index was built from (``null`` outside a store), see :func:`~langchain_ragspine.stores.files.write_manifest`.
+  index was built from (``null`` outside a store), see :func:`~langchain_ragspine.backends.directory.files.write_manifest`.
 
 :func:`load_bm25_index` trusts nothing it has not checked, so a damaged or edited index is an error naming the
 file, never a wrong answer or a numpy error at query time:
@@ -55,8 +55,7 @@ import numpy as np
 from langchain_core.documents import Document
 
 from langchain_ragspine._closing import Closing
-from langchain_ragspine.errors import StoreError
-from langchain_ragspine.stores.files import (
+from langchain_ragspine.backends.directory.files import (
     MANIFEST_FILE,
     RETRIEVER_CONFIG,
     atomic_dir,
@@ -67,6 +66,7 @@ from langchain_ragspine.stores.files import (
     write_documents,
     write_manifest,
 )
+from langchain_ragspine.errors import StoreError
 from langchain_ragspine.text import index_text
 from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer, tokenizer_name, tokenizer_version
 
@@ -108,14 +108,14 @@ def build_bm25_index(
     persistence.  ``tests/unit_tests/test_bm25.py`` checks the matrix equals bm25s's own build.
 
     ``workers`` (default 1: this process) tokenizes a registered tokenizer's texts in that many processes, ``0`` /
-    ``None`` as many as :func:`~langchain_ragspine.stores.bm25_parallel.resolve_workers` chooses (every usable core
-    for a large corpus); the index is the same, bit for bit (:mod:`~langchain_ragspine.stores.bm25_parallel`).  A
+    ``None`` as many as :func:`~langchain_ragspine.backends.directory.bm25_parallel.resolve_workers` chooses (every usable core
+    for a large corpus); the index is the same, bit for bit (:mod:`~langchain_ragspine.backends.directory.bm25_parallel`).  A
     custom tokenizer callable is always run in this process.
 
     Raises:
-        ValueError / TypeError: a bad ``workers`` (see :func:`~langchain_ragspine.stores.bm25_parallel.resolve_workers`).
+        ValueError / TypeError: a bad ``workers`` (see :func:`~langchain_ragspine.backends.directory.bm25_parallel.resolve_workers`).
     """
-    from langchain_ragspine.stores import bm25_parallel
+    from langchain_ragspine.backends.directory import bm25_parallel
 
     name = tokenizer_name(tokenize)
     texts = texts if isinstance(texts, Sequence) else list(texts)
@@ -210,7 +210,7 @@ class TermPostings(Closing):
         self, terms: Sequence[str], term_ids: np.ndarray, tfs: np.ndarray, doc_len: np.ndarray, doc_terms: np.ndarray
     ) -> None:
         """Append a batch of documents already reduced to postings against the batch's own vocabulary (what
-        :func:`~langchain_ragspine.stores.bm25_parallel.count_batch` returns): ``terms`` the batch's distinct terms
+        :func:`~langchain_ragspine.backends.directory.bm25_parallel.count_batch` returns): ``terms`` the batch's distinct terms
         in order of first occurrence, ``term_ids`` (int, indexes into ``terms``) and ``tfs`` one entry per
         posting, document after document, ``doc_len`` the tokens and ``doc_terms`` the postings of each document.
 

@@ -6,7 +6,7 @@ consecutive texts and sends them to a pool of worker processes; each worker toke
 tokenizer (its own fugashi tagger) and reduces it to postings against the batch's own vocabulary
 (:func:`count_batch`: the batch's distinct terms in order of first occurrence, and per document the term numbers and
 their frequencies).  Batches come back in input order, and
-:meth:`~langchain_ragspine.stores.bm25_index.TermPostings.add_counted` merges each into the index's vocabulary in
+:meth:`~langchain_ragspine.backends.directory.bm25_index.TermPostings.add_counted` merges each into the index's vocabulary in
 that order — so every term gets the id it gets in a one-process build, and the score matrix is the same, bit for
 bit (``tests/unit_tests/test_bm25_parallel.py``).  Only strings the batch introduces and compact integer arrays cross
 the process boundary; the parent does little more than one dictionary look-up per distinct term of a batch.
@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 
 from langchain_ragspine._closing import Closing
-from langchain_ragspine.stores._gram_count import GRAM_TOKENIZERS, count_gram_batch
+from langchain_ragspine.backends.directory._gram_count import GRAM_TOKENIZERS, count_gram_batch
 from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer
 
 __all__ = [
@@ -120,7 +120,7 @@ def count_batch(tokenizer: str, texts: Sequence[str]) -> CountedBatch:
     """Tokenize ``texts`` with the registered tokenizer ``tokenizer`` and reduce them to a :class:`CountedBatch`.
 
     The ``cjk`` and ``auto`` tokenizers (and their ``-nofold`` variants) are counted without a string per
-    character n-gram (:func:`~langchain_ragspine.stores._gram_count.count_gram_batch`, ~2x less CPU), with the
+    character n-gram (:func:`~langchain_ragspine.backends.directory._gram_count.count_gram_batch`, ~2x less CPU), with the
     same result; every other tokenizer token by token.
 
     Raises:
@@ -453,7 +453,7 @@ def prefetch_scope() -> Iterator[None]:
 def prefetch(batches: CountedBatches | None) -> None:
     """Register ``batches`` (tokenized ahead, e.g. while :func:`~langchain_ragspine.indexing.ingest` writes the
     chunk store) in the current :func:`prefetch_scope`: a BM25 build
-    (:func:`~langchain_ragspine.stores.bm25_index.build_bm25_index`) within the scope over exactly
+    (:func:`~langchain_ragspine.backends.directory.bm25_index.build_bm25_index`) within the scope over exactly
     ``batches.texts`` with its tokenizer takes its postings from them instead of tokenizing again; a build over
     other texts ignores them.  ``None``: nothing.
 

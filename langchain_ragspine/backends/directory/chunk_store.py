@@ -61,8 +61,8 @@ from typing import Any
 
 from langchain_core.documents import Document
 
+from langchain_ragspine.backends.directory._sqlite import SQLiteFile
 from langchain_ragspine.errors import StoreError
-from langchain_ragspine.stores._sqlite import SQLiteFile
 
 __all__ = ["FACET_FIELDS", "SCHEMA_VERSION", "ChunkStore", "StoredChunk", "nan_field"]
 
@@ -498,7 +498,7 @@ def row_to_stored(row: Sequence[Any], *, path: str | Path | None = None) -> Stor
 
 
 class _VersionedChunkStore:
-    """What the two chunk stores (:class:`ChunkStore`, SQLite; :class:`~langchain_ragspine.stores.postgres.
+    """What the two chunk stores (:class:`ChunkStore`, SQLite; :class:`~langchain_ragspine.backends.postgres.chunk_store.
     PostgresChunkStore`) share above their SQL: the reading API's arguments.  A subclass implements
     :meth:`_select_chunks`."""
 
@@ -552,7 +552,7 @@ class ChunkStore(SQLiteFile, _VersionedChunkStore):
         read_only: open through a ``file:…?mode=ro`` URI; every write method raises :class:`StoreError`.
         busy_timeout: seconds a writer waits for another connection's write lock before failing (default 5.0).
         create: create the file when missing (default ``True``); ``False`` opens an existing file only (what a
-            writer that follows a replaced store uses, :mod:`langchain_ragspine.stores._follow`).
+            writer that follows a replaced store uses, :mod:`langchain_ragspine.backends.directory._follow`).
 
     Raises:
         StoreError: ``read_only`` (or ``create=False``) and the file does not exist; the file is not a SQLite database or not a

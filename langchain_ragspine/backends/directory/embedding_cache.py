@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
+from langchain_ragspine.backends.directory._sqlite import SQLiteFile
 from langchain_ragspine.errors import StoreError
-from langchain_ragspine.stores._sqlite import SQLiteFile
 
 __all__ = ["CACHE_SCHEMA_VERSION", "EmbeddingCache"]
 

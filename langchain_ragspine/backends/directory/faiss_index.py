@@ -56,9 +56,9 @@ from typing import Any
 import numpy as np
 
 from langchain_ragspine._optional import import_optional
+from langchain_ragspine.backends.directory.files import atomic_dir, file_sha256, layout, read_config
 from langchain_ragspine.embeddings.batching import l2_normalize
 from langchain_ragspine.errors import StoreError, as_os_error
-from langchain_ragspine.stores.files import atomic_dir, file_sha256, layout, read_config
 
 __all__ = [
     "AUTO_HNSW_MIN_ROWS",

@@ -19,7 +19,7 @@ whom it waits for, and a reader can tell a running ingest (:func:`writer_pid`) f
 Readers never take the lock: :func:`writer_pid` only tests it, without waiting.
 
 A PostgreSQL store has the same lock with the same contract (``lock_timeout``, :class:`StoreBusyError`, the waiting
-line): a session advisory lock per store schema, :mod:`langchain_ragspine.stores.pg_lock`.
+line): a session advisory lock per store schema, :mod:`langchain_ragspine.backends.postgres.lock`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The versioned chunk store in PostgreSQL, with its search tables kept in the same transactions.
 
-:class:`PostgresChunkStore` has the public methods of the SQLite :class:`~langchain_ragspine.stores.ChunkStore`
+:class:`PostgresChunkStore` has the public methods of the SQLite :class:`~langchain_ragspine.backends.directory.chunk_store.ChunkStore`
 (``replace_doc_chunks``, ``iter_chunks``, ``doc_ids``, ``current_version``, ``count_chunks``, ``generation``) and
 the same semantics: append-only versioned rows, one transaction per document version, soft retraction recorded as a
 version, idempotent re-ingest by content hash, a generation counter bumped by every write, and crash safety — a
@@ -21,12 +21,12 @@ here are written in the same transaction as the chunk rows, so they are never st
   transactions (schema version 2; a version-1 database gets them computed from its postings the first time it is
   opened writable), so a query reads only its own terms' postings and statistics;
 * ``ragspine_fields(chunk_row, field, kind, s, n, t, b)`` — typed metadata values for filters
-  (:mod:`langchain_ragspine.stores.pg_filter`);
-* ``ragspine_embeddings`` — chunk vectors for the dense channel (:mod:`langchain_ragspine.stores.pg_vectors`).
+  (:mod:`langchain_ragspine.filters.sql`);
+* ``ragspine_embeddings`` — chunk vectors for the dense channel (:mod:`langchain_ragspine.backends.postgres.vectors`).
 
 Each write transaction takes a ``SHARE ROW EXCLUSIVE`` lock on ``ragspine_doc_versions`` (as SQLite's
 ``BEGIN IMMEDIATE``), which orders transactions; a whole write of many transactions (an ingest, a vector-store write)
-holds the store's writer lock, an advisory lock on its schema (:mod:`langchain_ragspine.stores.pg_lock`), so writers
+holds the store's writer lock, an advisory lock on its schema (:mod:`langchain_ragspine.backends.postgres.lock`), so writers
 never interleave.  Readers never wait (MVCC).  Tables live in the connection's current schema (the first of
 ``search_path``): several stores share one database by schema, e.g.
 ``postgresql://host/db?options=-csearch_path%3Dmystore,public``.  Connections come from one
@@ -53,12 +53,7 @@ from langchain_core.documents import Document
 
 from langchain_ragspine._closing import Closing
 from langchain_ragspine._optional import import_optional
-from langchain_ragspine.config import configured_setting
-from langchain_ragspine.embeddings.cache import content_hash
-from langchain_ragspine.errors import StoreError
-from langchain_ragspine.retrievers.dense import _VISIBLE_RE  # what the dense channel counts as text
-from langchain_ragspine.sensitivity import is_restricted
-from langchain_ragspine.stores.chunk_store import (
+from langchain_ragspine.backends.directory.chunk_store import (
     ChunkStore,
     StoredChunk,
     _check_write_args,
@@ -73,7 +68,12 @@ from langchain_ragspine.stores.chunk_store import (
     _where,
     row_to_stored,
 )
-from langchain_ragspine.stores.pg_filter import value_rows
+from langchain_ragspine.config import configured_setting
+from langchain_ragspine.embeddings.cache import content_hash
+from langchain_ragspine.errors import StoreError
+from langchain_ragspine.filters.sql import value_rows
+from langchain_ragspine.retrievers.dense import _VISIBLE_RE  # what the dense channel counts as text
+from langchain_ragspine.sensitivity import is_restricted
 from langchain_ragspine.text import index_text
 from langchain_ragspine.tokenizers import get_tokenizer, tokenizer_name, tokenizer_version
 

@@ -1,6 +1,6 @@
 """The writer lock of a PostgreSQL store: one writer at a time per store, readers never wait.
 
-The twin of a store directory's lock (:mod:`langchain_ragspine.stores.lock`), with the same contract: every writer
+The twin of a store directory's lock (:mod:`langchain_ragspine.backends.directory.lock`), with the same contract: every writer
 of a ``postgresql://`` store — ``ingest`` (Python and CLI), a
 :class:`~langchain_ragspine.vectorstores.PostgresVectorStore` ``add_documents`` / ``delete``,
 :func:`langchain_ragspine.postgres.add_documents` / ``write_versions`` — holds it for its whole write, from its
@@ -21,11 +21,11 @@ the holder's connection ends, however its process ends (``SIGKILL`` included): a
 lock behind.  A waiting writer says once whom it waits for (the holder's process id and host, which the holder's
 connection carries as its ``application_name``) and waits as long as it takes (``timeout=None``, the default), or at
 most ``timeout`` seconds (``0``: not at all; PostgreSQL's ``lock_timeout`` for the wait) before a
-:class:`~langchain_ragspine.stores.lock.StoreBusyError` that names the holder.  A thread that holds the lock of a
+:class:`~langchain_ragspine.backends.directory.lock.StoreBusyError` that names the holder.  A thread that holds the lock of a
 store may take it again (re-entrant per thread); two threads of one process exclude each other as two processes do.
 
 Readers never take it (:func:`writer_pid` only looks); each transaction of a writer also takes the table lock of
-:class:`~langchain_ragspine.stores.postgres.PostgresChunkStore` (``SHARE ROW EXCLUSIVE``), which orders single
+:class:`~langchain_ragspine.backends.postgres.chunk_store.PostgresChunkStore` (``SHARE ROW EXCLUSIVE``), which orders single
 transactions but not a whole ingest.
 """
 
@@ -42,16 +42,21 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from langchain_ragspine.backends.directory.lock import busy_error, check_lock_timeout, waiting_message
+from langchain_ragspine.backends.postgres.chunk_store import (
+    META,
+    _import_psycopg,
+    is_postgres_url,
+    redact_url,
+)
 from langchain_ragspine.errors import StoreError
-from langchain_ragspine.stores.lock import busy_error, check_lock_timeout, waiting_message
-from langchain_ragspine.stores.postgres import META, _import_psycopg, is_postgres_url, redact_url
 
 __all__ = ["LOCK_CLASS", "writer_lock", "writer_pid"]
 
 #: The high 32 bits of every store's advisory lock key (``"RGWR"``); the low 32 bits are the store schema's oid.
 LOCK_CLASS = 0x52475752
 
-_LOG = logging.getLogger("langchain_ragspine.stores.lock")  # the store directory lock's logger: one place to listen
+_LOG = logging.getLogger("langchain_ragspine.backends.directory.lock")  # the store directory lock's logger: one place to listen
 _APP_RE = re.compile(r"ragspine writer (\d+)@(.*)")
 # The schema of the store behind a connection: where ragspine_meta is, else where the tables would be created.
 _SCHEMA_SQL = (
@@ -184,14 +189,14 @@ def writer_lock(
     """Hold the writer lock of the PostgreSQL store at ``url`` for the block (see the module docstring).
 
     When another writer holds it, ``on_wait`` (default: a ``logging`` warning of the
-    ``langchain_ragspine.stores.lock`` logger, which Python prints on stderr when logging is not configured) is
+    ``langchain_ragspine.backends.directory.lock`` logger, which Python prints on stderr when logging is not configured) is
     called once with a line naming the store and the holder's pid, and the call waits: ``timeout=None`` (default)
     as long as it takes, else at most ``timeout`` seconds (``0``: not at all).  The same thread may nest the lock.
 
     Raises:
         StoreBusyError: another writer still holds the lock after ``timeout`` seconds (names it and its pid).
         StoreError: the server cannot be reached; no schema of the ``search_path`` exists; the lock's query fails.
-        TypeError, ValueError: a bad ``timeout`` (:func:`~langchain_ragspine.stores.lock.check_lock_timeout`), or a
+        TypeError, ValueError: a bad ``timeout`` (:func:`~langchain_ragspine.backends.directory.lock.check_lock_timeout`), or a
             ``url`` that is not a ``postgresql://`` URL.
         ImportError: psycopg is not installed (``pip install 'langchain-ragspine[postgres]'``).
     """

@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 
 from langchain_ragspine._optional import import_optional
+from langchain_ragspine.backends.postgres.chunk_store import SEARCH, PostgresConnection
 from langchain_ragspine.embeddings.batching import l2_normalize
 from langchain_ragspine.errors import StoreError
-from langchain_ragspine.stores.postgres import SEARCH, PostgresConnection
 
 __all__ = [
     "EMBEDDINGS",
