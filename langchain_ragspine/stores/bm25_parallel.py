@@ -1,0 +1,33 @@
+"""Moved to :mod:`langchain_ragspine.backends.directory.bm25_parallel` (issue 26); this module re-exports its public
+names for one release.  Import them from there.
+"""
+
+from langchain_ragspine.backends.directory.bm25_parallel import (
+    BATCH_TEXTS,
+    MIN_PARALLEL_TEXTS,
+    CountedBatch,
+    CountedBatches,
+    count_batch,
+    iter_counted,
+    prefetch,
+    prefetch_scope,
+    prefetched,
+    resolve_workers,
+    take_prefetched,
+    usable_cores,
+)
+
+__all__ = [
+    "BATCH_TEXTS",
+    "MIN_PARALLEL_TEXTS",
+    "CountedBatch",
+    "CountedBatches",
+    "count_batch",
+    "iter_counted",
+    "prefetch",
+    "prefetch_scope",
+    "prefetched",
+    "resolve_workers",
+    "take_prefetched",
+    "usable_cores",
+]

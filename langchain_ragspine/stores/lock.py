@@ -1,0 +1,27 @@
+"""Moved to :mod:`langchain_ragspine.backends.directory.lock` (issue 26); this module re-exports its public
+names for one release.  Import them from there.
+"""
+
+from langchain_ragspine.backends.directory.lock import (
+    LOCK_FILE,
+    StoreBusyError,
+    StoreReplacedError,
+    busy_error,
+    check_lock_timeout,
+    describe_holder,
+    waiting_message,
+    writer_lock,
+    writer_pid,
+)
+
+__all__ = [
+    "LOCK_FILE",
+    "StoreBusyError",
+    "StoreReplacedError",
+    "busy_error",
+    "check_lock_timeout",
+    "describe_holder",
+    "waiting_message",
+    "writer_lock",
+    "writer_pid",
+]
