@@ -8,6 +8,7 @@ rerankers, MMR, lost-in-the-middle, extractive compression).  See ``docs/archite
 """
 
 from langchain_ragspine._version import __version__ as __version__
+from langchain_ragspine.backends.directory.chunk_store import ChunkStore, StoredChunk
 from langchain_ragspine.chains import make_answer_chain
 from langchain_ragspine.config import (
     RagSpineSettings,
@@ -31,7 +32,7 @@ from langchain_ragspine.document_loaders import CorpusLoader
 from langchain_ragspine.errors import LoaderError, RagSpineError, StoreError
 from langchain_ragspine.filters import compile_filter, matches
 from langchain_ragspine.indexing import IngestSummary, ingest, open_retriever, search
-from langchain_ragspine.modes import RetrievalMode, register_mode
+from langchain_ragspine.pipeline.modes import RetrievalMode, register_mode
 from langchain_ragspine.retrievers import (
     BM25Retriever,
     DecompositionRetriever,
@@ -47,7 +48,6 @@ from langchain_ragspine.retrievers import (
     RAGFusionRetriever,
     StepBackRetriever,
 )
-from langchain_ragspine.stores import ChunkStore, StoredChunk
 from langchain_ragspine.text_splitters import (
     LayoutTextSplitter,
     ParagraphTextSplitter,

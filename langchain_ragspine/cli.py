@@ -5,7 +5,7 @@ prints ranked, cited chunks (never a RESTRICTED one); ``ragspine ask QUESTION --
 (:mod:`langchain_ragspine.graphs`); ``ragspine eval DATASET`` measures retrieval quality (see
 :mod:`langchain_ragspine.evaluation`); ``ragspine demo`` ingests and searches the bundled demo corpus.
 Defaults come from :class:`~langchain_ragspine.config.RagSpineSettings` (``RAGSPINE_*`` environment variables or
-``.env``); mode names from :mod:`langchain_ragspine.modes`, graph names from
+``.env``); mode names from :mod:`langchain_ragspine.pipeline.modes`, graph names from
 :data:`~langchain_ragspine.graphs.GRAPH_BUILDERS`.  The CLI parses arguments and prints; the work is the library's.
 Data errors, and file-system errors (permission denied, disk full), print one line naming the file (and line), and
 exit with status 2.
@@ -30,6 +30,7 @@ from typing import Any, cast
 from langchain_core.documents import Document
 
 from langchain_ragspine._version import __version__
+from langchain_ragspine.backends.postgres.chunk_store import is_postgres_url, looks_like_conninfo
 from langchain_ragspine.config import (
     DEFAULT_K,
     LLM_QUERY_TRANSFORMS,
@@ -46,7 +47,7 @@ from langchain_ragspine.errors import RagSpineError
 from langchain_ragspine.evaluation.runner import DEFAULT_KS
 from langchain_ragspine.filters import parse_filter_expressions
 from langchain_ragspine.indexing import ingest, open_retriever, open_source, result_record, search
-from langchain_ragspine.modes import (
+from langchain_ragspine.pipeline.modes import (
     build_retriever,
     get_mode,
     mode_factory,
@@ -55,7 +56,6 @@ from langchain_ragspine.modes import (
     resolve_mode,
 )
 from langchain_ragspine.retrievers import BM25Retriever, HybridRetriever
-from langchain_ragspine.stores.postgres import is_postgres_url, looks_like_conninfo
 from langchain_ragspine.text_splitters.chunkers import CHUNKERS
 from langchain_ragspine.tokenizers import TOKENIZERS
 

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 from langchain_core.documents import Document
 
-from langchain_ragspine.document_compressors.contextual import ContextualHeader, contextual_header
 from langchain_ragspine.embeddings import HashingEmbeddings
 from langchain_ragspine.retrievers import BM25Retriever, DenseRetriever
 from langchain_ragspine.text import INDEX_TEXT_KEY, index_text
+from langchain_ragspine.text_splitters.contextual import ContextualHeader, contextual_header
 
 
 def _chunk(doc_id: str, i: int, text: str, start: int, **md: Any) -> Document:
