@@ -58,8 +58,8 @@ def _load(cfg: dict[str, Any]) -> dict[str, Any]:
     out["first_query_s"] = time.perf_counter() - t0
     out["first_query_cpu_s"] = time.process_time() - c0
     if cfg["split"]:  # this commit: time each check again on its own
-        from langchain_ragspine.stores import bm25_index
-        from langchain_ragspine.stores.files import read_manifest
+        from langchain_ragspine.backends.directory import bm25_index
+        from langchain_ragspine.backends.directory.files import read_manifest
         from langchain_ragspine.tokenizers import get_tokenizer
 
         path = Path(cfg["path"])

@@ -4,7 +4,7 @@ Filters run before scoring over every chunk, once per distinct filter (the mask 
 latency of the first query with a new filter.  The corpus is synthetic chunk metadata shaped like an ingested store
 (``doc_id``, ``chunk_id``, offsets, ``title``, ``sensitivity``, a string ``dept``, an int ``year``, an ISO-date
 ``updated``, a boolean ``draft``, a ``tags`` list, ``ingested_at``), seeded.  With ``--baseline FILE`` another
-``filters.py`` (e.g. main's: ``git show main:langchain_ragspine/filters.py > /tmp/filters_main.py``) is timed side by
+``filters`` module (e.g. main's: ``git show main:langchain_ragspine/filters/__init__.py > /tmp/filters_main.py``) is timed side by
 side in the same run, on the filters it supports.
 
     python benchmarks/filter_speed.py [--size 100000] [--baseline /tmp/filters_main.py]

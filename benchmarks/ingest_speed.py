@@ -119,7 +119,11 @@ def _instrument(phases: Phases) -> None:
     from langchain_ragspine import indexing
     from langchain_ragspine.document_loaders import CorpusLoader
     from langchain_ragspine.retrievers import bm25 as bm25_module
-    from langchain_ragspine.stores import bm25_index
+
+    try:
+        from langchain_ragspine.backends.directory import bm25_index
+    except ImportError:  # a --before package from before issue 26 moved stores/ to backends/
+        from langchain_ragspine.stores import bm25_index  # type: ignore[no-redef]
 
     lazy_load = CorpusLoader.lazy_load
     CorpusLoader.lazy_load = lambda self: phases.timed_iter("load", lazy_load(self))  # type: ignore[method-assign]
@@ -152,9 +156,12 @@ def _instrument(phases: Phases) -> None:
     for name, fn in list(tokenizers.TOKENIZERS.items()):
         tokenizers.TOKENIZERS[name] = timed_tokenizer(fn)
     try:  # the parallel path, where the package has one
-        from langchain_ragspine.stores import bm25_parallel
+        from langchain_ragspine.backends.directory import bm25_parallel
     except ImportError:
-        bm25_parallel = None
+        try:  # a --before package from before issue 26 moved stores/ to backends/
+            from langchain_ragspine.stores import bm25_parallel  # type: ignore[no-redef]
+        except ImportError:
+            bm25_parallel = None
     if bm25_parallel is not None:
         batches_iter = bm25_parallel.CountedBatches.__iter__
 

@@ -46,12 +46,12 @@ from _common import DATA, REPO, git_rev, update_results_section
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
+from langchain_ragspine.backends.postgres.chunk_store import close_pools
 from langchain_ragspine.config import configured_setting
 from langchain_ragspine.evaluation import evaluate, load_dataset
 from langchain_ragspine.indexing import ingest, open_retriever
-from langchain_ragspine.modes import build_retriever, mode_factory
+from langchain_ragspine.pipeline.modes import build_retriever, mode_factory
 from langchain_ragspine.postgres import PostgresSource, add_documents
-from langchain_ragspine.stores.postgres import close_pools
 
 MODES = ("bm25", "vector", "hybrid")
 WORK = REPO / "benchmarks" / "_work"

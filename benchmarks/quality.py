@@ -34,7 +34,7 @@ from langchain_text_splitters import RecursiveCharacterTextSplitter, TextSplitte
 
 from langchain_ragspine.evaluation import EvalResult, compare_paired, evaluate, load_dataset
 from langchain_ragspine.evaluation.plots import plot_recall_curves
-from langchain_ragspine.modes import mode_factory
+from langchain_ragspine.pipeline.modes import mode_factory
 from langchain_ragspine.tokenizers import auto_tokenize, fugashi_tokenize
 
 KS = (1, 5, 10, 100)
@@ -50,7 +50,7 @@ def configurations(
     baselines: bool, dense: bool, set_name: str | None = None
 ) -> list[tuple[str, Factory, TextSplitter | None]]:
     """``(name, factory, splitter)``; ``splitter=None`` means the runner's default ParagraphTextSplitter().  The
-    package's rows are built by the mode registry (:func:`langchain_ragspine.modes.mode_factory`), as the CLI's.
+    package's rows are built by the mode registry (:func:`langchain_ragspine.pipeline.modes.mode_factory`), as the CLI's.
     ``set_name`` adds the glossary row of that set's language (``benchmarks/transforms.py`` has the full study)."""
     depth = max(KS)
     configs: list[tuple[str, Factory, TextSplitter | None]] = [

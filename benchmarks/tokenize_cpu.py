@@ -13,7 +13,7 @@ seconds, ``time.process_time``), so the floor of an ingest is known:
   2,048 texts (``bm25_parallel._count_tokens``, what a tokenizing process ran before the numpy count);
   count = token count - tokenizer;
 * count_batch — what a tokenizing process runs per batch of 2,048 texts now (``bm25_parallel.count_batch``): for
-  ``cjk`` / ``auto`` the numpy count of ``stores/_gram_count.py``, the same postings without a string per n-gram.
+  ``cjk`` / ``auto`` the numpy count of ``backends/directory/_gram_count.py``, the same postings without a string per n-gram.
 
 Texts: the synthetic chunks of ``benchmarks/speed.py`` (real ``jsquad-valid`` / ``cmrc2018-dev`` sentences
 recombined into 300-480-character paragraphs, Japanese and Chinese alternating, fixed seed), the corpus
@@ -53,7 +53,7 @@ def _cpu(fn: Callable[[Any], Any], items: list[Any]) -> float:
 def measure(texts: list[str]) -> list[tuple[str, float]]:
     """``(step, CPU seconds)`` over ``texts``, in the order of the module docstring."""
     from langchain_ragspine import tokenizers as T
-    from langchain_ragspine.stores.bm25_parallel import _count_tokens, count_batch
+    from langchain_ragspine.backends.directory.bm25_parallel import _count_tokens, count_batch
 
     T.auto_tokenize("東京都の天気と北京的天气 warm-up")  # tagger and fold table loaded outside the timing
     norm = [T.normalize(t).lower() for t in texts]

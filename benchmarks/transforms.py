@@ -48,7 +48,7 @@ from quality import GLOSSARIES
 
 from langchain_ragspine.config import LLM_QUERY_TRANSFORMS, make_chat_model, make_query_transform
 from langchain_ragspine.evaluation import EvalResult, compare_paired, evaluate, load_dataset
-from langchain_ragspine.modes import mode_factory
+from langchain_ragspine.pipeline.modes import mode_factory
 from langchain_ragspine.retrievers import GlossaryQueryRewriter, GlossaryRetriever, invoke_retriever
 
 KS = (1, 5, 10)

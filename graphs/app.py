@@ -13,7 +13,7 @@ the environment or ``.env``; see :class:`~langchain_ragspine.config.RagSpineSett
   ingested into ``$TMPDIR/ragspine-langgraph-demo-<uid>-<hash>`` (reused by later imports and runs), so
   ``langgraph dev`` works from a fresh clone;
 * ``RAGSPINE_RETRIEVAL_MODE`` / ``RAGSPINE_EMBEDDING`` — the retrieval mode (any registered one, see
-  :mod:`langchain_ragspine.modes`) and embedding model (default ``auto``);
+  :mod:`langchain_ragspine.pipeline.modes`) and embedding model (default ``auto``);
 * ``RAGSPINE_K`` — passages per search (default 6, as ``ragspine ask``);
 * ``RAGSPINE_LLM`` — a chat model spec (``ollama:qwen2.5:7b``, ``auto``, any ``init_chat_model`` string); unset or
   ``none`` means no LLM: every graph then runs its deterministic path.

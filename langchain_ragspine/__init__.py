@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_ragspine._version import __version__ as __version__
 
 if TYPE_CHECKING:
+    from langchain_ragspine.backends.directory.chunk_store import ChunkStore, StoredChunk
     from langchain_ragspine.chains import make_answer_chain
     from langchain_ragspine.config import (
         RagSpineSettings,
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
     from langchain_ragspine.errors import LoaderError, RagSpineError, StoreError
     from langchain_ragspine.filters import compile_filter, matches
     from langchain_ragspine.indexing import IngestSummary, ingest, open_retriever, search
-    from langchain_ragspine.modes import RetrievalMode, register_mode
+    from langchain_ragspine.pipeline.modes import RetrievalMode, register_mode
     from langchain_ragspine.retrievers import (
         BM25Retriever,
         DecompositionRetriever,
@@ -56,7 +57,6 @@ if TYPE_CHECKING:
         RAGFusionRetriever,
         StepBackRetriever,
     )
-    from langchain_ragspine.stores import ChunkStore, StoredChunk
     from langchain_ragspine.text_splitters import (
         LayoutTextSplitter,
         ParagraphTextSplitter,
@@ -70,7 +70,7 @@ if TYPE_CHECKING:
 #: Where each public name lives: ``langchain_ragspine.NAME`` imports ``_LAZY[NAME]`` on first use.
 _LAZY: dict[str, str] = {
     "BM25Retriever": "langchain_ragspine.retrievers",
-    "ChunkStore": "langchain_ragspine.stores",
+    "ChunkStore": "langchain_ragspine.backends.directory.chunk_store",
     "ContextualHeader": "langchain_ragspine.document_compressors",
     "CorpusLoader": "langchain_ragspine.document_loaders",
     "CrossEncoderReranker": "langchain_ragspine.document_compressors",
@@ -99,12 +99,12 @@ _LAZY: dict[str, str] = {
     "RagSpineSettings": "langchain_ragspine.config",
     "RagSpineVectorStore": "langchain_ragspine.vectorstores",
     "RestrictedGate": "langchain_ragspine.document_compressors",
-    "RetrievalMode": "langchain_ragspine.modes",
+    "RetrievalMode": "langchain_ragspine.pipeline.modes",
     "SemanticTextSplitter": "langchain_ragspine.text_splitters",
     "SentenceWindowTextSplitter": "langchain_ragspine.text_splitters",
     "StepBackRetriever": "langchain_ragspine.retrievers",
     "StoreError": "langchain_ragspine.errors",
-    "StoredChunk": "langchain_ragspine.stores",
+    "StoredChunk": "langchain_ragspine.backends.directory.chunk_store",
     "compile_filter": "langchain_ragspine.filters",
     "get_settings": "langchain_ragspine.config",
     "get_tokenizer": "langchain_ragspine.tokenizers",
@@ -116,7 +116,7 @@ _LAZY: dict[str, str] = {
     "make_query_transform": "langchain_ragspine.config",
     "matches": "langchain_ragspine.filters",
     "open_retriever": "langchain_ragspine.indexing",
-    "register_mode": "langchain_ragspine.modes",
+    "register_mode": "langchain_ragspine.pipeline.modes",
     "search": "langchain_ragspine.indexing",
 }
 

@@ -5,7 +5,7 @@ prints ranked, cited chunks (never a RESTRICTED one); ``ragspine ask QUESTION --
 (:mod:`langchain_ragspine.graphs`); ``ragspine eval DATASET`` measures retrieval quality (see
 :mod:`langchain_ragspine.evaluation`); ``ragspine demo`` ingests and searches the bundled demo corpus.
 Defaults come from :class:`~langchain_ragspine.config.RagSpineSettings` (``RAGSPINE_*`` environment variables or
-``.env``); mode names from :mod:`langchain_ragspine.modes`, graph names from
+``.env``); mode names from :mod:`langchain_ragspine.pipeline.modes`, graph names from
 :data:`~langchain_ragspine.graphs.GRAPH_BUILDERS`.  The CLI parses arguments and prints; the work is the library's.
 Data errors, and file-system errors (permission denied, disk full), print one line naming the file (and line), and
 exit with status 2.
@@ -158,7 +158,7 @@ def _plan(args: argparse.Namespace, mode: str | None) -> tuple[str | None, tuple
         ValueError: an unknown mode, or an unknown ``RAGSPINE_QUERY_TRANSFORM`` (the message names the variable).
     """
     from langchain_ragspine.config import QUERY_TRANSFORMS
-    from langchain_ragspine.modes import resolve_mode
+    from langchain_ragspine.pipeline.modes import resolve_mode
 
     name = resolve_mode(mode)
     inner = (name,) if name in QUERY_TRANSFORMS[1:] else ()
@@ -168,7 +168,7 @@ def _plan(args: argparse.Namespace, mode: str | None) -> tuple[str | None, tuple
 
 def _label_transform(args: argparse.Namespace, mode: str | None) -> str:
     """The ``--transform`` named in a configuration's label: ``none`` when :func:`_plan` leaves it out."""
-    from langchain_ragspine.modes import resolve_mode
+    from langchain_ragspine.pipeline.modes import resolve_mode
 
     outer = _outer_transform(args)
     return "none" if resolve_mode(mode) == outer else outer
@@ -295,7 +295,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
 
 def _eval_runs(args: argparse.Namespace) -> list[tuple[str, str]]:
     """``(mode, tokenizer)`` for every requested mode × tokenizer; a mode without a BM25 channel runs once."""
-    from langchain_ragspine.modes import get_mode
+    from langchain_ragspine.pipeline.modes import get_mode
 
     return [
         (mode, tok)
@@ -306,7 +306,7 @@ def _eval_runs(args: argparse.Namespace) -> list[tuple[str, str]]:
 
 def _mode_label(mode: str, tok: str, n_tokenizers: int, transform: str = "none") -> str:
     """``mode`` is the effective one (``auto`` resolved); the tokenizer is named when it varies or is not auto."""
-    from langchain_ragspine.modes import get_mode
+    from langchain_ragspine.pipeline.modes import get_mode
 
     plain = not get_mode(mode).uses_tokenizer or n_tokenizers == 1 and tok == "auto"
     label = mode if plain else f"{mode} tokenizer={tok}"
@@ -322,7 +322,7 @@ def _eval_llm(args: argparse.Namespace) -> Any:
 def _eval_qa_retrievers(args: argparse.Namespace, store_dir: Path | str) -> list[tuple[str, Any, float]]:
     """``(name, retriever, build_seconds)`` for every requested mode × tokenizer over the ingested store."""
     from langchain_ragspine.indexing import open_source
-    from langchain_ragspine.modes import build_retriever
+    from langchain_ragspine.pipeline.modes import build_retriever
     from langchain_ragspine.retrievers import BM25Retriever, HybridRetriever
 
     out = []
@@ -357,7 +357,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         load_dataset,
     )
     from langchain_ragspine.indexing import ingest
-    from langchain_ragspine.modes import mode_factory, needs_dense_index
+    from langchain_ragspine.pipeline.modes import mode_factory, needs_dense_index
 
     _check_glossary_used(args, args.mode)  # args.mode and args.tokenizer: lists (see _settings_defaults)
     dataset = load_dataset(args.dataset)
@@ -618,7 +618,7 @@ def _store_arg(value: str | Path) -> Path | str:
         argparse.ArgumentTypeError: a libpq keyword/value string (``host=… dbname=…``), which would otherwise
             become a folder named after it (password included).
     """
-    from langchain_ragspine.stores.postgres import is_postgres_url, looks_like_conninfo
+    from langchain_ragspine.backends.postgres.chunk_store import is_postgres_url, looks_like_conninfo
 
     if looks_like_conninfo(value):
         raise argparse.ArgumentTypeError(  # the value is not echoed: it may hold a password
@@ -684,7 +684,7 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
     ``--mode`` choices from the mode registry and ``--graph`` choices from the graph builders."""
     from langchain_ragspine.config import DEFAULT_K, get_settings
     from langchain_ragspine.evaluation.runner import DEFAULT_KS
-    from langchain_ragspine.modes import mode_names
+    from langchain_ragspine.pipeline.modes import mode_names
     from langchain_ragspine.text_splitters.chunkers import CHUNKERS
     from langchain_ragspine.tokenizers import TOKENIZERS
 

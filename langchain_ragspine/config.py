@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
     from langchain_core.retrievers import BaseRetriever
 
-#: The built-in retrieval modes (see :mod:`langchain_ragspine.modes`, the registry, for every registered one).
+#: The built-in retrieval modes (see :mod:`langchain_ragspine.pipeline.modes`, the registry, for every registered one).
 #: ``economy``, ``bm25`` and ``lexical`` are zero-embedding presets: no embedding backend and no vector index is
 #: built at all.
 RETRIEVAL_MODES = ("auto", "hybrid", "vector", "economy", "bm25", "lexical")
@@ -171,7 +171,7 @@ def _chunker_setting(value: object, *, setting: str | None = None) -> str | None
 
 
 def _mode_setting(value: object, *, setting: str | None = None) -> str:
-    from langchain_ragspine.modes import resolve_mode_name
+    from langchain_ragspine.pipeline.modes import resolve_mode_name
 
     return resolve_mode_name(value, setting=setting)  # type: ignore[arg-type]
 
@@ -278,7 +278,7 @@ class RagSpineSettings(BaseSettings):
         embedding: embedding spec for :func:`make_embeddings` and ingest (``RAGSPINE_EMBEDDING``; default
             ``"auto"``).
         retrieval_mode: a registered retrieval mode (``RAGSPINE_RETRIEVAL_MODE``; default ``"auto"``; see
-            :mod:`langchain_ragspine.modes`), for ingest (whether to embed) and search alike.  Checked when used,
+            :mod:`langchain_ragspine.pipeline.modes`), for ingest (whether to embed) and search alike.  Checked when used,
             so a mode registered after the settings were read counts.
         llm: chat model spec (``RAGSPINE_LLM``; default :data:`DEFAULT_LLM` = ``"none"``: the deterministic
             path everywhere; ``"auto"`` uses the default chat model when its server answers).
@@ -316,7 +316,7 @@ class RagSpineSettings(BaseSettings):
         workers: processes that tokenize chunks when ingest (or a search that finds the saved index stale) builds
             a BM25 index (``RAGSPINE_WORKERS``: an integer >= 0; default 0: automatic, every usable core for a large
             corpus; 1: one process).  The index is the same whatever the number; see
-            :mod:`langchain_ragspine.stores.bm25_parallel`.
+            :mod:`langchain_ragspine.backends.directory.bm25_parallel`.
 
     Raises:
         pydantic.ValidationError: only for a value no field can hold (a non-string path); every constrained value

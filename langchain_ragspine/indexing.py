@@ -37,6 +37,14 @@ from langchain_core.retrievers import BaseRetriever
 
 import langchain_ragspine
 from langchain_ragspine._stacklevel import user_stacklevel
+from langchain_ragspine.backends.directory import bm25_parallel
+from langchain_ragspine.backends.directory.bm25_index import SAVE_LAYOUT as BM25_LAYOUT
+from langchain_ragspine.backends.directory.chunk_store import ChunkStore
+from langchain_ragspine.backends.directory.embedding_cache import EmbeddingCache
+from langchain_ragspine.backends.directory.files import RETRIEVER_CONFIG, discard_unsaved
+from langchain_ragspine.backends.directory.index_state import INDEX_STATE, read_index_state, write_index_state
+from langchain_ragspine.backends.directory.lock import LOCK_FILE, check_lock_timeout, writer_lock, writer_pid
+from langchain_ragspine.backends.postgres.chunk_store import is_postgres_url, redact_url
 from langchain_ragspine.config import (
     DEFAULT_K,
     configured_setting,
@@ -44,7 +52,6 @@ from langchain_ragspine.config import (
     make_embeddings,
     resolve_embedding,
 )
-from langchain_ragspine.document_compressors.contextual import DEFAULT_HEADER_FIELDS, ContextualHeader
 from langchain_ragspine.document_loaders import CorpusLoader
 from langchain_ragspine.document_loaders import corpus as corpus_module
 from langchain_ragspine.documents import check_k
@@ -55,7 +62,7 @@ from langchain_ragspine.embeddings.cache import (
     model_key_for,
 )
 from langchain_ragspine.errors import RagSpineError, StaleIndexWarning, StoreError, StoreWriteError
-from langchain_ragspine.modes import (
+from langchain_ragspine.pipeline.modes import (
     StoreBackedSource,
     build_retriever,
     get_mode,
@@ -69,13 +76,6 @@ from langchain_ragspine.retrievers.dense import SAVE_LAYOUT as DENSE_LAYOUT
 from langchain_ragspine.retrievers.dense import DenseRetriever, _has_text
 from langchain_ragspine.retrievers.live import LiveStoreRetriever
 from langchain_ragspine.sensitivity import drop_restricted, is_restricted
-from langchain_ragspine.stores import ChunkStore, bm25_parallel
-from langchain_ragspine.stores.bm25_index import SAVE_LAYOUT as BM25_LAYOUT
-from langchain_ragspine.stores.embedding_cache import EmbeddingCache
-from langchain_ragspine.stores.files import RETRIEVER_CONFIG, discard_unsaved
-from langchain_ragspine.stores.index_state import INDEX_STATE, read_index_state, write_index_state
-from langchain_ragspine.stores.lock import LOCK_FILE, check_lock_timeout, writer_lock, writer_pid
-from langchain_ragspine.stores.postgres import is_postgres_url, redact_url
 from langchain_ragspine.text import index_text
 from langchain_ragspine.text_splitters import ParagraphTextSplitter
 from langchain_ragspine.text_splitters.chunkers import (
@@ -85,12 +85,13 @@ from langchain_ragspine.text_splitters.chunkers import (
     describe_chunker,
     make_chunker,
 )
+from langchain_ragspine.text_splitters.contextual import DEFAULT_HEADER_FIELDS, ContextualHeader
 from langchain_ragspine.tokenizers import tokenizer_name, tokenizer_version
 
 if TYPE_CHECKING:
     from langchain_ragspine.postgres import PostgresSource
 
-#: File and folder names inside a store directory (``index.json``: :mod:`langchain_ragspine.stores.index_state`).
+#: File and folder names inside a store directory (``index.json``: :mod:`langchain_ragspine.backends.directory.index_state`).
 CHUNKS_DB = "chunks.sqlite"
 BM25_DIR = "bm25"
 VECTOR_DIR = "vector"
@@ -110,7 +111,7 @@ def _warn_stale(message: str) -> None:
 
 def check_store_dir(root: Path) -> None:
     """Check that ``root`` can be a store directory: absent, empty (or holding only the writer lock,
-    :data:`~langchain_ragspine.stores.lock.LOCK_FILE`), or a ragspine store.  Writes nothing.
+    :data:`~langchain_ragspine.backends.directory.lock.LOCK_FILE`), or a ragspine store.  Writes nothing.
 
     Raises:
         StoreError: ``root`` is a file, or a non-empty directory that is not a ragspine store (so ingest never
@@ -129,12 +130,12 @@ def check_store_dir(root: Path) -> None:
 
 @contextlib.contextmanager
 def store_writer(root: Path, *, lock_timeout: float | None = None) -> Iterator[None]:
-    """Hold the writer lock of store directory ``root`` (:func:`~langchain_ragspine.stores.lock.writer_lock`)
+    """Hold the writer lock of store directory ``root`` (:func:`~langchain_ragspine.backends.directory.lock.writer_lock`)
     for the block, after :func:`check_store_dir` (so no lock file is ever made in someone else's directory).
     Every writer of a store directory writes inside one: :func:`ingest`, the vector store's writes.
 
     Raises:
-        StoreError: see :func:`check_store_dir`; :class:`~langchain_ragspine.stores.lock.StoreBusyError` when
+        StoreError: see :func:`check_store_dir`; :class:`~langchain_ragspine.backends.directory.lock.StoreBusyError` when
             another writer still holds the lock after ``lock_timeout`` seconds (``None``: wait).
     """
     check_store_dir(root)
@@ -258,7 +259,7 @@ def _damage(error: StoreError) -> str:
 
 def _index_state(store_dir: Path) -> tuple[dict[str, Any], StoreError | None]:
     """``(the store's index record, None)``, ``({}, None)`` when it has none, or ``({}, why)`` when ``index.json``
-    is invalid (:func:`~langchain_ragspine.stores.index_state.read_index_state`): then it is treated as absent."""
+    is invalid (:func:`~langchain_ragspine.backends.directory.index_state.read_index_state`): then it is treated as absent."""
     try:
         return read_index_state(store_dir) or {}, None
     except StoreError as e:
@@ -352,8 +353,8 @@ def _open_cache(root: Path, *, read_only: bool = False) -> EmbeddingCache:
 
 class KeyedVectorCache(ChunkVectorCache, Protocol):
     """A :class:`~langchain_ragspine.embeddings.cache.ChunkVectorCache` that can list its keys without reading a
-    vector (both store backends' caches: :class:`~langchain_ragspine.stores.EmbeddingCache`,
-    :class:`~langchain_ragspine.stores.pg_vectors.PostgresEmbeddingCache`)."""
+    vector (both store backends' caches: :class:`~langchain_ragspine.backends.directory.embedding_cache.EmbeddingCache`,
+    :class:`~langchain_ragspine.backends.postgres.vectors.PostgresEmbeddingCache`)."""
 
     def keys(self, model_key: str) -> set[tuple[str, str]]: ...
 
@@ -519,7 +520,7 @@ def _active_document_count(root: Path | str) -> int:
 
 def _has_chunk_store(root: Path) -> bool:
     """Whether ``root`` holds a chunk store: ``chunks.sqlite`` exists and is not blank
-    (:meth:`~langchain_ragspine.stores.ChunkStore.is_blank`: a first ingest stopped before its schema committed —
+    (:meth:`~langchain_ragspine.backends.directory.chunk_store.ChunkStore.is_blank`: a first ingest stopped before its schema committed —
     the disk was full — which the next ingest creates again)."""
     return (root / CHUNKS_DB).is_file() and not ChunkStore.is_blank(root / CHUNKS_DB)
 
@@ -552,8 +553,8 @@ def build_bm25(
 
 
 class DocumentStore(Protocol):
-    """The chunk-store methods :func:`write_documents` uses: :class:`~langchain_ragspine.stores.ChunkStore` and
-    :class:`~langchain_ragspine.stores.postgres.PostgresChunkStore` have them."""
+    """The chunk-store methods :func:`write_documents` uses: :class:`~langchain_ragspine.backends.directory.chunk_store.ChunkStore` and
+    :class:`~langchain_ragspine.backends.postgres.chunk_store.PostgresChunkStore` have them."""
 
     def current_version(self, doc_id: str) -> int | None: ...
 
@@ -578,7 +579,7 @@ def write_documents(
     failed to load), and count the outcomes and the store's size into ``summary``.  Shared by both backends;
     ``split`` holds ``(document, chunks, parents)``, and parents (parent-child chunking) are written only when a
     document has some.  A :class:`ChunkStore` commits the documents in batches
-    (:meth:`~langchain_ragspine.stores.ChunkStore.write_batch`): the same rows, far fewer commits."""
+    (:meth:`~langchain_ragspine.backends.directory.chunk_store.ChunkStore.write_batch`): the same rows, far fewer commits."""
     with store.write_batch() if isinstance(store, ChunkStore) else contextlib.nullcontext():
         seen: set[str] = set()
         for doc, chunks, parents in progress_bar(split, desc="index", unit="doc", show=progress):
@@ -659,7 +660,7 @@ def ingest(
             ``Embeddings``; default ``RAGSPINE_EMBEDDING``, else ``"auto"`` (offline e5 when the ``embed`` extra is
             installed, else no dense channel).
         mode: a registered retrieval mode (default ``RAGSPINE_RETRIEVAL_MODE``, else ``"auto"``; see
-            :mod:`langchain_ragspine.modes`): modes that use no embedding model (the lexical presets ``economy`` /
+            :mod:`langchain_ragspine.pipeline.modes`): modes that use no embedding model (the lexical presets ``economy`` /
             ``bm25`` / ``lexical``) build no embedding model and no vector index at all, ``hybrid`` and ``vector``
             require one.  Chunk vectors are cached by ``chunk_id`` + content hash in
             ``DIR/embeddings.sqlite``: re-ingesting an unchanged corpus embeds nothing.  The cache keeps only what
@@ -682,21 +683,21 @@ def ingest(
             back and forth re-embeds only what the cache lacks.
         workers: processes that tokenize the chunks for the BM25 index (default ``RAGSPINE_WORKERS``, else ``0``:
             automatic, every usable core for a large corpus; ``1``: this process).  The index is the same whatever
-            the number (:mod:`langchain_ragspine.stores.bm25_parallel`).
+            the number (:mod:`langchain_ragspine.backends.directory.bm25_parallel`).
         lock_timeout: how long to wait, in seconds, for another writer of the store (another ingest, in this
             process or another, or a vector-store write) to finish.  Default ``None``: wait as long as it takes,
             saying once on stderr (a ``logging`` warning) which process holds the store's writer lock —
-            ``DIR/.ragspine.lock`` (:mod:`langchain_ragspine.stores.lock`), or for a ``postgresql://`` store an
-            advisory lock on its schema (:mod:`langchain_ragspine.stores.pg_lock`); ``0``: refuse at once.  One
+            ``DIR/.ragspine.lock`` (:mod:`langchain_ragspine.backends.directory.lock`), or for a ``postgresql://`` store an
+            advisory lock on its schema (:mod:`langchain_ragspine.backends.postgres.lock`); ``0``: refuse at once.  One
             writer at a time holds that lock for the whole run, so two ingests into one store run one after the
             other, each against the store the other left.  Searches never wait for it.
 
     Returns:
         An :class:`IngestSummary`.  Re-running on an unchanged corpus writes nothing and reports every document
         as unchanged — except a saved BM25 index that fails its checks (a file damaged or edited, another
-        generation, no checksum: see :func:`~langchain_ragspine.stores.bm25_index.load_bm25_index`), which is
+        generation, no checksum: see :func:`~langchain_ragspine.backends.directory.bm25_index.load_bm25_index`), which is
         rewritten (``index_rebuilt``), and an invalid ``index.json`` (not UTF-8 or JSON, a field missing, unknown or
-        of the wrong type: :mod:`langchain_ragspine.stores.index_state`), which is rewritten with this run's
+        of the wrong type: :mod:`langchain_ragspine.backends.directory.index_state`), which is rewritten with this run's
         settings and named in ``notes``.  A first ingest that failed before its first commit (a full disk) left a
         blank ``chunks.sqlite``; the next one creates the store in it.
 
@@ -729,9 +730,9 @@ def ingest(
 
 def _writer_lock(store: str | Path, lock_timeout: float | None) -> contextlib.AbstractContextManager[object]:
     """The writer lock of a store directory (:func:`store_writer`) or of a ``postgresql://`` store
-    (:func:`~langchain_ragspine.stores.pg_lock.writer_lock`)."""
+    (:func:`~langchain_ragspine.backends.postgres.lock.writer_lock`)."""
     if is_postgres_url(store):
-        from langchain_ragspine.stores.pg_lock import writer_lock as pg_writer_lock
+        from langchain_ragspine.backends.postgres.lock import writer_lock as pg_writer_lock
 
         return pg_writer_lock(str(store), timeout=lock_timeout)
     return store_writer(Path(store), lock_timeout=lock_timeout)
@@ -907,7 +908,7 @@ class _StreamingPrefetch:
     chunking: in the order :func:`build_bm25` reads them from a store holding only these documents (by ``doc_id``,
     stably, then position), each document's as soon as it and every document before it in that order are chunked
     (at once when the loader's order is that order, as for a folder).  The batches are registered with
-    :func:`~langchain_ragspine.stores.bm25_parallel.prefetch` at once (so the ingest's scope closes them however it
+    :func:`~langchain_ragspine.backends.directory.bm25_parallel.prefetch` at once (so the ingest's scope closes them however it
     ends); the build takes them only after :meth:`finish`, and only if its texts are exactly these."""
 
     def __init__(self, docs: Sequence[Document], header: ContextualHeader | None, tokenizer: str,
@@ -1130,7 +1131,7 @@ def _open_chunk_store(root: Path) -> ChunkStore:
 
 
 class StoreSource(StoreBackedSource[ChunkStore]):
-    """The channels of a store directory, for the mode registry (:mod:`langchain_ragspine.modes`).
+    """The channels of a store directory, for the mode registry (:mod:`langchain_ragspine.pipeline.modes`).
 
     Use it as a context manager (it holds the chunk store open, read-only)::
 
@@ -1285,23 +1286,23 @@ def open_retriever(
     **options: Any,
 ) -> BaseRetriever:
     """The retriever of a store — a directory, or a ``postgresql://`` URL (``docs/postgres.md``) — for a
-    retrieval ``mode``, built by the mode registry (:mod:`langchain_ragspine.modes`).
+    retrieval ``mode``, built by the mode registry (:mod:`langchain_ragspine.pipeline.modes`).
 
     Modes (default ``RAGSPINE_RETRIEVAL_MODE``, else ``"auto"``): ``bm25`` / ``lexical`` / ``economy`` — the BM25
     index only, no embedding model is loaded; ``vector`` — the dense channel only; ``hybrid`` — BM25 and dense fused
     by :class:`~langchain_ragspine.retrievers.HybridRetriever` (``candidate_k`` per channel; ``options`` such as
     ``alpha`` or ``fusion`` go to it); ``auto`` — ``hybrid`` when the store has a vector index and its embedding
     model can be loaded here, else ``bm25``; and any mode registered with
-    :func:`~langchain_ragspine.modes.register_mode`.  ``k`` defaults to ``RAGSPINE_K``, else 6
+    :func:`~langchain_ragspine.pipeline.modes.register_mode`.  ``k`` defaults to ``RAGSPINE_K``, else 6
     (:data:`~langchain_ragspine.config.DEFAULT_K`).  The query encoder is the one the vector index was built with
     (its spec is recorded at ingest), unless ``embedding`` is given.  An invalid ``index.json`` (the store's index
-    record, :mod:`langchain_ragspine.stores.index_state`) is treated as absent, with a :class:`StaleIndexWarning`
+    record, :mod:`langchain_ragspine.backends.directory.index_state`) is treated as absent, with a :class:`StaleIndexWarning`
     naming the file and field: the saved BM25 index is used only when its own checksums show it matches the store,
     and ``vector`` / ``hybrid`` need ``embedding`` (or an ``ingest``, which rewrites the record).
 
     A saved index is used when it matches the chunk store's generation (and model) and loads cleanly — the BM25
     index also only when every file matches its checksum and the arrays hold together (see
-    :func:`~langchain_ragspine.stores.bm25_index.load_bm25_index`); otherwise it is rebuilt in memory from the store (for the dense channel, from the embedding cache) and a
+    :func:`~langchain_ragspine.backends.directory.bm25_index.load_bm25_index`); otherwise it is rebuilt in memory from the store (for the dense channel, from the embedding cache) and a
     :class:`StaleIndexWarning` says so — run ``ingest`` again to rewrite it.
 
     For a store directory the result is a :class:`~langchain_ragspine.retrievers.LiveStoreRetriever`: it follows
@@ -1349,7 +1350,7 @@ def open_retriever(
 def open_source(
     store: str | os.PathLike[str], *, embedding: str | Embeddings | None = None
 ) -> StoreSource | PostgresSource:
-    """The :class:`~langchain_ragspine.modes.RetrieverSource` of a store: :class:`StoreSource` for a directory,
+    """The :class:`~langchain_ragspine.pipeline.modes.RetrieverSource` of a store: :class:`StoreSource` for a directory,
     :class:`~langchain_ragspine.postgres.PostgresSource` for a ``postgresql://`` URL.  Use it as a context manager.
 
     Raises:

@@ -2,10 +2,10 @@
 directory goes.
 
 :func:`~langchain_ragspine.indexing.ingest` hands a ``postgresql://`` URL to :func:`ingest_postgres`, which writes
-the versioned chunk store and its search tables (:class:`~langchain_ragspine.stores.postgres.PostgresChunkStore`)
-and, with an embedding model, the chunk vectors (:mod:`langchain_ragspine.stores.pg_vectors`).
+the versioned chunk store and its search tables (:class:`~langchain_ragspine.backends.postgres.chunk_store.PostgresChunkStore`)
+and, with an embedding model, the chunk vectors (:mod:`langchain_ragspine.backends.postgres.vectors`).
 :func:`~langchain_ragspine.indexing.open_source` hands it to :class:`PostgresSource`, the
-:class:`~langchain_ragspine.modes.RetrieverSource` whose channels are
+:class:`~langchain_ragspine.pipeline.modes.RetrieverSource` whose channels are
 :class:`~langchain_ragspine.retrievers.postgres.PostgresBM25Retriever` and
 :class:`~langchain_ragspine.retrievers.postgres.PostgresDenseRetriever` — so every registered mode (``bm25``,
 ``vector``, ``hybrid``, ``auto``, wrappers), ``search``, ``ask``, ``eval`` and the graphs run on it unchanged, with
@@ -20,16 +20,20 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 
+from langchain_ragspine.backends.postgres.chunk_store import META, PostgresChunkStore, PostgresConnection
+from langchain_ragspine.backends.postgres.lock import writer_lock
+from langchain_ragspine.backends.postgres.vectors import (
+    PostgresEmbeddingCache,
+    ensure_hnsw_index,
+    prune_vectors,
+)
 from langchain_ragspine.config import configured_setting, make_embeddings, resolve_embedding
 from langchain_ragspine.embeddings.cache import model_key_for
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.indexing import IngestSummary, _warn_stale, warm_embedding_cache, write_documents
-from langchain_ragspine.modes import StoreBackedSource
+from langchain_ragspine.pipeline.modes import StoreBackedSource
 from langchain_ragspine.retrievers.bm25 import BM25Retriever
 from langchain_ragspine.retrievers.dense import DenseRetriever, _has_text
-from langchain_ragspine.stores.pg_lock import writer_lock
-from langchain_ragspine.stores.pg_vectors import PostgresEmbeddingCache, ensure_hnsw_index, prune_vectors
-from langchain_ragspine.stores.postgres import META, PostgresChunkStore, PostgresConnection
 
 __all__ = ["PostgresSource", "active_document_count", "add_documents", "ingest_postgres", "write_versions"]
 
@@ -77,7 +81,7 @@ def ingest_postgres(
        HNSW index once it holds ``RAGSPINE_PG_HNSW_THRESHOLD`` vectors.  Without ``embedding`` the model record is
        dropped (the vectors stay, as the file store keeps its cache).  The planner's statistics are refreshed.
 
-    All of it holds the store's writer lock (:func:`~langchain_ragspine.stores.pg_lock.writer_lock`, waiting at most
+    All of it holds the store's writer lock (:func:`~langchain_ragspine.backends.postgres.lock.writer_lock`, waiting at most
     ``lock_timeout`` seconds; ``None``: as long as it takes) — :func:`~langchain_ragspine.indexing.ingest` has taken
     it before reading the store.
 
@@ -114,7 +118,7 @@ def add_documents(
 
     Raises:
         ValueError: a document without ``doc_id``; the errors of ``replace_doc_chunks``.
-        StoreError: the database failed; :class:`~langchain_ragspine.stores.lock.StoreBusyError`: another writer
+        StoreError: the database failed; :class:`~langchain_ragspine.backends.directory.lock.StoreBusyError`: another writer
             held the lock longer than ``lock_timeout``.
     """
     groups: dict[str, list[Document]] = {}
@@ -141,7 +145,7 @@ def write_versions(
     document.  With ``embedding`` the
     searchable chunks' vectors are stored first (a failing model leaves the store as it was), vectors no longer
     searchable are deleted and the store records the model (as :func:`ingest_postgres`).  All of it holds the
-    store's writer lock (:func:`~langchain_ragspine.stores.pg_lock.writer_lock`: after another writer — an ingest —
+    store's writer lock (:func:`~langchain_ragspine.backends.postgres.lock.writer_lock`: after another writer — an ingest —
     has finished, waiting at most ``lock_timeout`` seconds; ``None``: as long as it takes).
 
     Raises:
@@ -189,7 +193,7 @@ def _record_vectors(store: PostgresChunkStore, embedding: Embeddings | None, spe
 
 
 class PostgresSource(StoreBackedSource[PostgresChunkStore]):
-    """The channels of a PostgreSQL store, for the mode registry (:mod:`langchain_ragspine.modes`) — the twin of
+    """The channels of a PostgreSQL store, for the mode registry (:mod:`langchain_ragspine.pipeline.modes`) — the twin of
     :class:`~langchain_ragspine.indexing.StoreSource`.
 
     Use it as a context manager (it holds the store open, read-only)::

@@ -46,7 +46,7 @@ import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from langchain_ragspine._confusables import LATIN_LOOK_ALIKES
+from langchain_ragspine.text.confusables import LATIN_LOOK_ALIKES
 
 __all__ = [
     "KNOWN_SENSITIVITIES",
@@ -300,7 +300,7 @@ def _look_alike_tables() -> tuple[dict[int, str], dict[int, str], re.Pattern[str
 
     * ``letters``: a ``str.translate`` table from each look-alike *letter* (Unicode category L*) to the ASCII capital
       it reads as: every row of :data:`_CONFUSABLES` and of
-      :data:`~langchain_ragspine._confusables.LATIN_LOOK_ALIKES` (its row ``l``, the look-alikes UTS #39 gives a
+      :data:`~langchain_ragspine.text.confusables.LATIN_LOOK_ALIKES` (its row ``l``, the look-alikes UTS #39 gives a
       capital ``I``, read as ``I``: neither word the package reads — ``RESTRICTED``, ``SENSITIVITY`` — holds an
       ``L``), and every character of :data:`_NAMED_LETTER_BLOCKS` whose name :data:`_LETTER_NAME` reads as a letter
       and that :func:`fold` leaves as it is.  (It also holds the two look-alikes that are not letters but that

@@ -72,7 +72,7 @@ def pg_server():
     try:
         yield url
     finally:
-        from langchain_ragspine.stores.postgres import close_pools
+        from langchain_ragspine.backends.postgres.chunk_store import close_pools
 
         close_pools()
         server.cleanup()
@@ -96,7 +96,7 @@ def _fresh_store(pg_server: str):
 
     import psycopg
 
-    from langchain_ragspine.stores.postgres import close_pools
+    from langchain_ragspine.backends.postgres.chunk_store import close_pools
 
     schema = f"t_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(pg_server, autocommit=True) as conn:

@@ -8,7 +8,6 @@ honours ``k`` and ``filter``).
 """
 
 from langchain_ragspine.document_compressors.compression import ExtractiveCompressor
-from langchain_ragspine.document_compressors.contextual import ContextualHeader, contextual_header
 from langchain_ragspine.document_compressors.cross_encoder import CrossEncoderReranker
 from langchain_ragspine.document_compressors.listwise import (
     LLMListwiseReranker,
@@ -28,6 +27,7 @@ from langchain_ragspine.document_compressors.restricted import (
     RestrictedGate,
     is_restricted,
 )
+from langchain_ragspine.text_splitters.contextual import ContextualHeader, contextual_header
 
 __all__ = [
     "RESTRICTED_SENSITIVITY",

@@ -1,7 +1,7 @@
 """Cache-backed embeddings for chunks: embed only what a vector cache lacks.
 
 :class:`CachedEmbeddings` wraps an embedding model and a vector cache (normally
-:class:`~langchain_ragspine.stores.embedding_cache.EmbeddingCache`, one SQLite file), as LangChain's
+:class:`~langchain_ragspine.backends.directory.embedding_cache.EmbeddingCache`, one SQLite file), as LangChain's
 ``CacheBackedEmbeddings`` (``langchain_classic.embeddings``) wraps a model and a byte store: the model embeds, the
 store holds data.  The difference is the key.  LangChain's is a hash of the text in a namespace; here a vector is
 keyed by ``(model_key, chunk_id, content_hash)`` — the model that produced it (:func:`model_key_for`), the chunk,
@@ -91,7 +91,7 @@ def _model_key(embedding: Any, depth: int) -> str:
 
 
 class ChunkVectorCache(Protocol):
-    """What :class:`CachedEmbeddings` needs of a vector store; :class:`~langchain_ragspine.stores.EmbeddingCache`
+    """What :class:`CachedEmbeddings` needs of a vector store; :class:`~langchain_ragspine.backends.directory.embedding_cache.EmbeddingCache`
     is the implementation (see it for the semantics of each member)."""
 
     @property
@@ -113,7 +113,7 @@ class CachedEmbeddings(Embeddings):
 
     Args:
         underlying_embeddings: the embedding model (any LangChain ``Embeddings``).
-        cache: the vector store, usually an open :class:`~langchain_ragspine.stores.EmbeddingCache`; the caller
+        cache: the vector store, usually an open :class:`~langchain_ragspine.backends.directory.embedding_cache.EmbeddingCache`; the caller
             opens and closes it.  A ``read_only`` cache is read but never written (misses are embedded each time).
         model_key: the model's part of the key; default :func:`model_key_for` of ``underlying_embeddings``.  Pass
             your own when that cannot tell two models apart.
@@ -134,7 +134,7 @@ class CachedEmbeddings(Embeddings):
         >>> import tempfile
         >>> from pathlib import Path
         >>> from langchain_ragspine.embeddings import CachedEmbeddings, HashingEmbeddings
-        >>> from langchain_ragspine.stores import EmbeddingCache
+        >>> from langchain_ragspine.backends.directory.embedding_cache import EmbeddingCache
         >>> chunks = [("faq#0", "梅雨は六月に始まる"), ("faq#1", "The rainy season starts in June.")]
         >>> with tempfile.TemporaryDirectory() as tmp, EmbeddingCache(Path(tmp) / "embeddings.sqlite") as cache:
         ...     cached = CachedEmbeddings(HashingEmbeddings(64), cache)

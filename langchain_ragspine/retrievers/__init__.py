@@ -1,6 +1,5 @@
 """Retrievers (LangChain ``BaseRetriever``s) and the retriever-call contract every stage uses to call one."""
 
-from langchain_ragspine.retrievers._embed_as import EmbedAsIgnoredWarning
 from langchain_ragspine.retrievers.bm25 import BM25Retriever
 from langchain_ragspine.retrievers.contract import (
     RetrieverParams,
@@ -12,6 +11,7 @@ from langchain_ragspine.retrievers.contract import (
 from langchain_ragspine.retrievers.decomposition import DecompositionRetriever
 from langchain_ragspine.retrievers.dense import DenseRetriever
 from langchain_ragspine.retrievers.deny_list import QueryDenyList
+from langchain_ragspine.retrievers.embed_as import EmbedAsIgnoredWarning
 from langchain_ragspine.retrievers.filter_extraction import (
     FilterExtractionRetriever,
     LLMFilterExtractor,

@@ -6,7 +6,7 @@ variant: ``idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5))`` — never negative —
 `bm25s <https://github.com/xhluca/bm25s>`_ (Lù, "BM25S: Orders of magnitude faster lexical search via eager sparse
 scoring", 2024), so a query costs one sparse row-sum instead of a Python loop over every document (which is what
 ``rank_bm25`` behind ``langchain_community``'s retriever does).  The index build and its files are
-:mod:`langchain_ragspine.stores.bm25_index`; this module is the retriever over it.
+:mod:`langchain_ragspine.backends.directory.bm25_index`; this module is the retriever over it.
 
 Differences from ``langchain_community.retrievers.BM25Retriever`` a user may rely on:
 
@@ -52,6 +52,11 @@ from pydantic import Field, PrivateAttr, field_validator
 
 import langchain_ragspine
 from langchain_ragspine._stacklevel import user_stacklevel
+from langchain_ragspine.backends.directory.bm25_index import (
+    build_bm25_index,
+    load_bm25_index,
+    save_bm25_index,
+)
 from langchain_ragspine.documents import check_k, check_score_threshold, doc_key, with_identities, with_scores
 from langchain_ragspine.errors import StaleIndexWarning
 from langchain_ragspine.filters import FilterMasks, and_filters, compile_filter
@@ -63,7 +68,6 @@ from langchain_ragspine.retrievers.base import (
     unrestricted_hits,
 )
 from langchain_ragspine.sensitivity import drop_restricted
-from langchain_ragspine.stores.bm25_index import build_bm25_index, load_bm25_index, save_bm25_index
 from langchain_ragspine.text import index_text
 from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer
 
@@ -162,7 +166,7 @@ class BM25Retriever(RagSpineRetriever):
             refuses a retriever that has one: pass it to :meth:`load`).
         workers: processes that tokenize ``docs`` when the index is built (default 1: this process; ``0``:
             every usable core for a large corpus); the index is the same whatever the number
-            (:mod:`langchain_ragspine.stores.bm25_parallel`).  Not saved with the index.
+            (:mod:`langchain_ragspine.backends.directory.bm25_parallel`).  Not saved with the index.
 
     ``invoke`` returns at most ``k`` documents with a positive score (and at least ``score_threshold``), best first,
     ties broken by ``chunk_id``.
@@ -377,7 +381,7 @@ class BM25Retriever(RagSpineRetriever):
         vocabulary and parameters as JSON, the documents as JSON lines, and last ``manifest.json`` with the SHA-256
         of every file and ``generation`` — the chunk-store generation ``docs`` were read at (default ``None``: not
         from a store; :func:`~langchain_ragspine.indexing.ingest` passes it), see
-        :func:`~langchain_ragspine.stores.bm25_index.save_bm25_index`.
+        :func:`~langchain_ragspine.backends.directory.bm25_index.save_bm25_index`.
 
         Raises:
             ValueError: a metadata value is not JSON-serialisable; the retriever has a ``score_threshold`` (the
@@ -410,7 +414,7 @@ class BM25Retriever(RagSpineRetriever):
         ``filter``.
 
         Every file is checked against the SHA-256 its manifest records, and the arrays against each other and the
-        documents (:func:`~langchain_ragspine.stores.bm25_index.load_bm25_index`), so a damaged or edited index
+        documents (:func:`~langchain_ragspine.backends.directory.bm25_index.load_bm25_index`), so a damaged or edited index
         is a :class:`StoreError` naming the file, never a wrong answer.  An index saved before checksums were
         recorded (no ``manifest.json``) is not trusted: it is rebuilt in memory from its documents with a
         :class:`~langchain_ragspine.errors.StaleIndexWarning` (save it again to rewrite it) — unless
@@ -424,7 +428,7 @@ class BM25Retriever(RagSpineRetriever):
             StoreError: the directory is missing, incomplete, not a ragspine BM25 index, damaged or edited (a file
                 does not match its checksum, or the arrays do not hold together), from another ``generation``, or
                 stale (built with another version of its tokenizer: rebuild it); see
-                :func:`~langchain_ragspine.stores.bm25_index.load_bm25_index`.
+                :func:`~langchain_ragspine.backends.directory.bm25_index.load_bm25_index`.
             ValueError: the index was saved with a custom tokenizer and ``tokenizer`` is not given.
         """
         saved = load_bm25_index(path, tokenizer=tokenizer, generation=generation)

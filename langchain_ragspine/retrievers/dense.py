@@ -4,7 +4,7 @@ Dense passage retrieval (Karpukhin et al., "Dense Passage Retrieval for Open-Dom
 embeds chunks and queries into one vector space and ranks chunks by the inner product with the query vector.  The
 nearest-neighbour search is FAISS (Johnson, Douze & Jégou, "Billion-scale similarity search with GPUs", IEEE Trans.
 Big Data 2019; Douze et al., "The Faiss library", 2024) through
-:class:`~langchain_ragspine.stores.faiss_index.FaissVectorIndex`: exact (``IndexFlatIP``) below 200,000 chunks,
+:class:`~langchain_ragspine.backends.directory.faiss_index.FaissVectorIndex`: exact (``IndexFlatIP``) below 200,000 chunks,
 HNSW above, IVF on request — see that module for the parameters and for how filters are honoured in each kind.
 
 What :class:`DenseRetriever` guarantees:
@@ -16,7 +16,7 @@ What :class:`DenseRetriever` guarantees:
 * the query is embedded with ``embed_query``; ``invoke(text, embed_as="document")`` embeds it with
   ``embed_documents([text])[0]`` instead — the document (passage) role, for a search text written to look like a
   chunk, as HyDE's hypothetical document (Gao et al., ACL 2023), which :class:`~langchain_ragspine.retrievers.hyde.
-  HyDERetriever` passes so (see :mod:`langchain_ragspine.retrievers._embed_as`);
+  HyDERetriever` passes so (see :mod:`langchain_ragspine.retrievers.embed_as`);
 * the embedded text is ``metadata["index_text"]`` when present (e.g. a contextual header + the text, see
   :func:`langchain_ragspine.text.index_text`), else ``page_content``; results carry the stored ``page_content``;
 * ``filter`` (see :mod:`langchain_ragspine.filters`, the same evaluator as BM25's) restricts the candidates *before*
@@ -24,7 +24,7 @@ What :class:`DenseRetriever` guarantees:
   ``filter={"dept": "c"}`` returns that one chunk; a missing field never matches; a call's ``filter`` is ANDed
   with the retriever's own;
 * documents labelled RESTRICTED are dropped when the retriever is built: never embedded, indexed or returned;
-* with ``cache_path`` the chunk vectors come from an :class:`~langchain_ragspine.stores.embedding_cache.EmbeddingCache`
+* with ``cache_path`` the chunk vectors come from an :class:`~langchain_ragspine.backends.directory.embedding_cache.EmbeddingCache`
   keyed by ``(model_key, chunk_id, sha256(text))``: rebuilding over an unchanged corpus embeds nothing, a changed
   document re-embeds only its chunks (:attr:`DenseRetriever.last_embedded` tells how many were embedded);
 * ``save(dir)`` / ``load(dir, embedding=…)`` persist ``index.faiss`` (``faiss.write_index``), the id map
@@ -71,18 +71,22 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from pydantic import Field, PrivateAttr, field_validator
 
+from langchain_ragspine.backends.directory.embedding_cache import EmbeddingCache
+from langchain_ragspine.backends.directory.faiss_index import INDEX_KINDS, FaissVectorIndex
+from langchain_ragspine.backends.directory.faiss_index import SAVE_LAYOUT as _FAISS_LAYOUT
+from langchain_ragspine.backends.directory.files import (
+    RETRIEVER_CONFIG,
+    atomic_dir,
+    layout,
+    read_config,
+    read_documents,
+    write_documents,
+)
 from langchain_ragspine.documents import check_k, doc_key, with_identities, with_scores
 from langchain_ragspine.embeddings.batching import embed_in_batches
 from langchain_ragspine.embeddings.cache import CachedEmbeddings, content_hash, model_key_for
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.filters import FilterMasks, and_filters, compile_filter
-from langchain_ragspine.retrievers._embed_as import (
-    EMBED_AS_OPTION,
-    EmbedAs,
-    aembed_search_text,
-    check_embed_as,
-    embed_search_text,
-)
 from langchain_ragspine.retrievers.base import (
     AsyncCall,
     RagSpineRetriever,
@@ -92,18 +96,14 @@ from langchain_ragspine.retrievers.base import (
     documents_from_texts,
     unrestricted_hits,
 )
-from langchain_ragspine.sensitivity import drop_restricted
-from langchain_ragspine.stores.embedding_cache import EmbeddingCache
-from langchain_ragspine.stores.faiss_index import INDEX_KINDS, FaissVectorIndex
-from langchain_ragspine.stores.faiss_index import SAVE_LAYOUT as _FAISS_LAYOUT
-from langchain_ragspine.stores.files import (
-    RETRIEVER_CONFIG,
-    atomic_dir,
-    layout,
-    read_config,
-    read_documents,
-    write_documents,
+from langchain_ragspine.retrievers.embed_as import (
+    EMBED_AS_OPTION,
+    EmbedAs,
+    aembed_search_text,
+    check_embed_as,
+    embed_search_text,
 )
+from langchain_ragspine.sensitivity import drop_restricted
 from langchain_ragspine.text import index_text
 
 __all__ = ["DenseRetriever"]

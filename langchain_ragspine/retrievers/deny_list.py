@@ -16,7 +16,7 @@ way.  The skeleton folds:
 * Traditional Chinese characters to Simplified (:func:`langchain_ragspine.tokenizers.fold_to_simplified`, OpenCC's
   character table — the fold the package's tokenizers apply, so ``機密項目`` would find the ``机密项目`` documents);
 * case (``str.casefold``), and letters of other scripts that look like Latin letters to the letter they look like
-  (:func:`langchain_ragspine._confusables.latin_skeleton`, from ``confusables.txt`` of Unicode Technical Standard #39:
+  (:func:`langchain_ragspine.text.confusables.latin_skeleton`, from ``confusables.txt`` of Unicode Technical Standard #39:
   Cyrillic ``О`` in ``Project Оrion``, Greek ``Ρ``; a look-alike of a capital ``I`` such as Cyrillic ``Ӏ`` matches
   either ``i`` or ``l``).  The ASCII letters ``i`` and ``l`` are not folded together;
 * separators: whitespace, hyphens and dashes (Unicode category Pd), underscores (Pc), dots (``.``, ``。``) and middle
@@ -61,10 +61,10 @@ from pathlib import Path
 
 import yaml
 
-from langchain_ragspine._confusables import I_OR_L, latin_skeleton
 from langchain_ragspine.errors import RagSpineError, json_type_name
 from langchain_ragspine.retrievers._config_files import YAML_SUFFIXES, read_structured_file, read_text_file
 from langchain_ragspine.sensitivity import fold
+from langchain_ragspine.text.confusables import I_OR_L, latin_skeleton
 from langchain_ragspine.tokenizers import fold_to_simplified
 
 __all__ = ["DeniedQuery", "EmptyDenyListWarning", "QueryDenyList", "fold_term"]

@@ -39,9 +39,9 @@ from pydantic import ConfigDict, field_validator
 from langchain_ragspine.documents import check_k
 from langchain_ragspine.filters import and_filters, compile_filter
 from langchain_ragspine.retrievers._choices import ChoicePrompter
-from langchain_ragspine.retrievers._embed_as import EMBED_AS_OPTION, embed_as_options, embed_as_target
 from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, SyncCall
 from langchain_ragspine.retrievers.contract import ainvoke_retriever, invoke_retriever
+from langchain_ragspine.retrievers.embed_as import EMBED_AS_OPTION, embed_as_options, embed_as_target
 from langchain_ragspine.retrievers.query_transform import add_trace_entry, call_params
 from langchain_ragspine.retrievers.query_variants import reply_text, strip_think
 
@@ -305,7 +305,7 @@ class FilterExtractionRetriever(ContractRetriever):
     base's for the call's ``k`` and ``filter``.
 
     ``invoke(query, embed_as="document")`` (HyDE's hypothetical document) is handed on to ``base`` as
-    :func:`~langchain_ragspine.retrievers._embed_as.embed_as_target` decides (passed to a dense or hybrid base,
+    :func:`~langchain_ragspine.retrievers.embed_as.embed_as_target` decides (passed to a dense or hybrid base,
     honoured for a LangChain ``VectorStoreRetriever`` by a document-vector search, dropped for BM25).
 
     Example:

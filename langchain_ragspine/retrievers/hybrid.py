@@ -88,6 +88,8 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import field_validator
 
 from langchain_ragspine.arguments import check_arguments
+from langchain_ragspine.backends.directory.bm25_index import SAVE_LAYOUT as _BM25_LAYOUT
+from langchain_ragspine.backends.directory.files import atomic_dir, layout, read_config
 from langchain_ragspine.documents import (
     check_k,
     check_score_threshold,
@@ -98,7 +100,6 @@ from langchain_ragspine.documents import (
     with_scores,
 )
 from langchain_ragspine.filters import Predicate, and_filters, compile_filter
-from langchain_ragspine.retrievers._embed_as import EMBED_AS_OPTION, embed_as_options, embed_as_target
 from langchain_ragspine.retrievers.base import (
     AsyncCall,
     RagSpineRetriever,
@@ -111,9 +112,8 @@ from langchain_ragspine.retrievers.bm25 import BM25Retriever
 from langchain_ragspine.retrievers.contract import Search, asearch_each, search_each
 from langchain_ragspine.retrievers.dense import SAVE_LAYOUT as _DENSE_LAYOUT
 from langchain_ragspine.retrievers.dense import DenseRetriever
+from langchain_ragspine.retrievers.embed_as import EMBED_AS_OPTION, embed_as_options, embed_as_target
 from langchain_ragspine.sensitivity import is_restricted
-from langchain_ragspine.stores.bm25_index import SAVE_LAYOUT as _BM25_LAYOUT
-from langchain_ragspine.stores.files import atomic_dir, layout, read_config
 from langchain_ragspine.tokenizers import Tokenizer
 
 __all__ = ["DEFAULT_C", "FUSIONS", "TWO_STAGE_ALPHA", "TWO_STAGE_TOP_ALPHA", "HybridRetriever", "convex_weights", "fuse"]
@@ -524,7 +524,7 @@ def _searches(
     channels: Sequence[tuple[int, BaseRetriever]], query: str, options: Mapping[str, Any]
 ) -> list[Search]:
     """One search per channel ``i``, traced as a child run tagged ``retriever_{i + 1}``; ``options`` (the call's
-    ``embed_as``, when given) reach each channel as :func:`~langchain_ragspine.retrievers._embed_as.embed_as_target`
+    ``embed_as``, when given) reach each channel as :func:`~langchain_ragspine.retrievers.embed_as.embed_as_target`
     decides (passed to a channel that declares ``embed_as``; a LangChain ``VectorStoreRetriever`` searched by a
     document vector; no other)."""
     out: list[Search] = []

@@ -22,8 +22,8 @@ channel inside them: :class:`~langchain_ragspine.retrievers.hybrid.HybridRetriev
 question is embedded as a query, as always.  A LangChain ``VectorStoreRetriever`` base (search type
 ``similarity`` or ``mmr``) is searched with the probe's document vector through the store's standard by-vector
 method; one that cannot be (``similarity_score_threshold``, a store without ``embeddings``) embeds it as a query,
-with an :class:`~langchain_ragspine.retrievers._embed_as.EmbedAsIgnoredWarning`.  Any other base (BM25, a foreign
-retriever) gets the probe as a plain query, with no extra keyword (see :mod:`~langchain_ragspine.retrievers._embed_as`).
+with an :class:`~langchain_ragspine.retrievers.embed_as.EmbedAsIgnoredWarning`.  Any other base (BM25, a foreign
+retriever) gets the probe as a plain query, with no extra keyword (see :mod:`~langchain_ragspine.retrievers.embed_as`).
 
 **The hypothetical document is a probe.**  Its facts are invented, so it is never returned, cited, stored, put in
 metadata or a trace (the trace shows :data:`~langchain_ragspine.retrievers.query_transform.PROBE_PLACEHOLDER`), or
@@ -39,8 +39,8 @@ from typing import Any, ClassVar
 from langchain_core.prompts import ChatPromptTemplate
 from pydantic import Field, model_validator
 
-from langchain_ragspine.retrievers._embed_as import EMBED_AS_OPTION, embed_as_target
 from langchain_ragspine.retrievers.contract import Search
+from langchain_ragspine.retrievers.embed_as import EMBED_AS_OPTION, embed_as_target
 from langchain_ragspine.retrievers.query_transform import (
     PROBE_PLACEHOLDER,
     LLMQueryTransformRetriever,
@@ -109,7 +109,7 @@ class HyDERetriever(LLMQueryTransformRetriever):
 
     def _searches(self, plan: QueryPlan) -> list[Search]:
         """The base's searches; the probe's (a generated query: planned position >= 1) with
-        ``embed_as="document"``, as :func:`~langchain_ragspine.retrievers._embed_as.embed_as_target` hands it on
+        ``embed_as="document"``, as :func:`~langchain_ragspine.retrievers.embed_as.embed_as_target` hands it on
         (the option for a base that declares it, a document-vector search for a LangChain
         ``VectorStoreRetriever``, nothing for BM25 or a foreign retriever)."""
         searches = super()._searches(plan)

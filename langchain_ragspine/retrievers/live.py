@@ -7,10 +7,10 @@ is what :func:`~langchain_ragspine.indexing.open_retriever` returns for a store 
 snapshot and, on every call (sync and async):
 
 1. **checks the store** — one indexed read of ``meta.generation`` (the counter every write transaction of the
-   chunk store bumps, :attr:`~langchain_ragspine.stores.ChunkStore.generation`) over a read-only connection kept
+   chunk store bumps, :attr:`~langchain_ragspine.backends.directory.chunk_store.ChunkStore.generation`) over a read-only connection kept
    open, plus a ``stat`` of the chunk store file (another file there — the store directory deleted and ingested
    again, or another store moved into its place, whatever its generation: the connection is reopened and the
-   retriever rebuilt; the rule of :mod:`langchain_ragspine.stores._follow`, which the vector store follows too)
+   retriever rebuilt; the rule of :mod:`langchain_ragspine.backends.directory._follow`, which the vector store follows too)
    and of each watched file (``index.json``, rewritten when an ingest changes the indexes without changing a chunk, e.g.
    ``--contextual`` or a new vector index).  Measured at ~5-50 µs per call on a shared 2-core machine; the async
    path runs it (and any rebuild) in a worker thread, off the event loop.  SQLite in WAL mode lets this read run
@@ -37,7 +37,7 @@ removed, SQLite failing) raises a :class:`~langchain_ragspine.errors.StoreError`
 
 The wrapper keeps the retriever-call contract of what it wraps: ``invoke(query, k=None, filter=None)`` (``k``
 defaults to the wrapper's ``k``; the filter is passed on and ANDed there with the retriever's own), the call
-options ``embed_as`` (handed on as every wrapper does, :func:`~langchain_ragspine.retrievers._embed_as.
+options ``embed_as`` (handed on as every wrapper does, :func:`~langchain_ragspine.retrievers.embed_as.
 embed_as_target`) and ``candidate_k`` (passed on: a hybrid retriever takes it, any other refuses it as it would
 unwrapped), ``Document.id`` and
 scores as the wrapped retriever returns them, and a trace in which the wrapped retriever's run is a child run
@@ -63,12 +63,12 @@ from pydantic import ConfigDict, PrivateAttr, field_validator
 
 import langchain_ragspine
 from langchain_ragspine._stacklevel import user_stacklevel
+from langchain_ragspine.backends.directory._follow import FileIdentity, FollowedChunkStore
 from langchain_ragspine.documents import check_k, chunk_key
-from langchain_ragspine.retrievers._embed_as import EMBED_AS_OPTION, embed_as_options, embed_as_target
 from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, RetrieverCall, SyncCall
 from langchain_ragspine.retrievers.contract import ainvoke_retriever, invoke_retriever
+from langchain_ragspine.retrievers.embed_as import EMBED_AS_OPTION, embed_as_options, embed_as_target
 from langchain_ragspine.sensitivity import is_restricted
-from langchain_ragspine.stores._follow import FileIdentity, FollowedChunkStore
 
 __all__ = ["LiveStoreRetriever", "StoreReloadWarning"]
 
@@ -223,8 +223,8 @@ class LiveStoreRetriever(ContractRetriever):
 
     @property
     def generation(self) -> int:
-        """The store generation the current retriever was built from (:attr:`~langchain_ragspine.stores.
-        ChunkStore.generation`), after the store check (as :attr:`current`)."""
+        """The store generation the current retriever was built from (:attr:`~langchain_ragspine.backends.directory.
+        chunk_store.ChunkStore.generation`), after the store check (as :attr:`current`)."""
         return self._serving().key[0]
 
     # -- the gate -----------------------------------------------------------------------------------------------

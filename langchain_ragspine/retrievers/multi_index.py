@@ -61,7 +61,6 @@ from langchain_ragspine.arguments import close_names
 from langchain_ragspine.documents import check_k, dedupe_by, doc_key
 from langchain_ragspine.filters import compile_filter
 from langchain_ragspine.retrievers._choices import ChoicePrompter
-from langchain_ragspine.retrievers._embed_as import EMBED_AS_OPTION, embed_as_options, embed_as_target
 from langchain_ragspine.retrievers._term_match import fold_text, terms_regex
 from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, RetrieverCall, SyncCall
 from langchain_ragspine.retrievers.contract import (
@@ -71,6 +70,7 @@ from langchain_ragspine.retrievers.contract import (
     invoke_retriever,
     search_each,
 )
+from langchain_ragspine.retrievers.embed_as import EMBED_AS_OPTION, embed_as_options, embed_as_target
 from langchain_ragspine.retrievers.hybrid import DEFAULT_C, fuse
 from langchain_ragspine.retrievers.query_transform import call_params
 from langchain_ragspine.retrievers.query_variants import reply_text, strip_think
@@ -454,7 +454,7 @@ class MultiIndexRetriever(ContractRetriever):
     (``scores["fused"]``), unique by ``(index_id, chunk_id)``.  ``ainvoke`` searches the selected indexes concurrently
     (and calls an :class:`LLMRouter` with ``ainvoke``); ``invoke`` searches them one after another.
     ``invoke(query, embed_as="document")`` (HyDE's hypothetical document) reaches each index searched as
-    :func:`~langchain_ragspine.retrievers._embed_as.embed_as_target` decides (passed to a dense or hybrid index,
+    :func:`~langchain_ragspine.retrievers.embed_as.embed_as_target` decides (passed to a dense or hybrid index,
     honoured for a LangChain ``VectorStoreRetriever`` by a document-vector search, dropped for BM25); the router
     reads the text as it is.
 
@@ -661,7 +661,7 @@ class MultiIndexRetriever(ContractRetriever):
 
     def _searches(self, decision: RoutingDecision, query: str, call: RetrieverCall[Any]) -> list[Search]:
         """One search per selected index, traced as ``index_{i}``, with the call's ``embed_as`` handed on as
-        :func:`~langchain_ragspine.retrievers._embed_as.embed_as_target` decides for that index."""
+        :func:`~langchain_ragspine.retrievers.embed_as.embed_as_target` decides for that index."""
         options = embed_as_options(call.options)
         out: list[Search] = []
         for i in decision.selected:

@@ -5,7 +5,7 @@
 children, then returns the distinct parents of those children, in the rank order of their best child, up to
 ``parent_k``.  Each parent carries the ids of its matched children (``metadata["child_ids"]``, best first) and the
 scores of its best child.  Parents are read from a chunk store
-(:class:`~langchain_ragspine.stores.ChunkStore`), where they are versioned with their document, so a new process
+(:class:`~langchain_ragspine.backends.directory.chunk_store.ChunkStore`), where they are versioned with their document, so a new process
 that opens the same store gets the same parents — unlike LangChain's ``ParentDocumentRetriever`` with its usual
 ``InMemoryStore``, whose parents vanish on restart and whose results are then silently empty.
 
@@ -37,16 +37,16 @@ from pydantic import ConfigDict, field_validator
 
 from langchain_ragspine.documents import check_k, doc_key, with_scores
 from langchain_ragspine.errors import StoreError
-from langchain_ragspine.retrievers._embed_as import EMBED_AS_OPTION, embed_as_options, embed_as_target
 from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, SyncCall
 from langchain_ragspine.retrievers.contract import ainvoke_retriever, invoke_retriever
+from langchain_ragspine.retrievers.embed_as import EMBED_AS_OPTION, embed_as_options, embed_as_target
 from langchain_ragspine.sensitivity import drop_restricted, is_restricted
 
 __all__ = ["ParentChildRetriever", "ParentStore"]
 
 
 class ParentStore(Protocol):
-    """Where parents are read from: :class:`~langchain_ragspine.stores.ChunkStore` implements it."""
+    """Where parents are read from: :class:`~langchain_ragspine.backends.directory.chunk_store.ChunkStore` implements it."""
 
     def get_parents(self, parent_ids: Sequence[str]) -> Mapping[str, Any]:
         """The active parents among ``parent_ids``, by id; values are ``Document``\\ s or have ``to_document()``."""
@@ -65,7 +65,7 @@ class ParentChildRetriever(ContractRetriever):
             asked for ``child_k`` children matching the call's ``filter`` through the retriever-call contract
             (:func:`~langchain_ragspine.retrievers.contract.invoke_retriever`: passed on when it takes ``k`` /
             ``filter``, else truncated / filtered here, fail closed).
-        store: the parent store — a :class:`~langchain_ragspine.stores.ChunkStore` (or anything with
+        store: the parent store — a :class:`~langchain_ragspine.backends.directory.chunk_store.ChunkStore` (or anything with
             ``get_parents(ids) -> {id: parent}``).
         child_k: children retrieved per query (default 50), an ``int >= 1``.
         parent_k: parents returned (default 5), an ``int >= 1``; ``invoke(query, k=...)`` overrides it per call.
@@ -75,7 +75,7 @@ class ParentChildRetriever(ContractRetriever):
     (``id`` and ``chunk_id`` the parent id ``f"{doc_id}#p{i}"``), ordered by their best child's rank, each with
     ``metadata["child_ids"]`` (the matched children, best first) and ``metadata["scores"]`` (the best child's).
     ``embed_as`` (``"query"`` / ``"document"``; HyDE passes ``"document"`` for its hypothetical document) is handed
-    on to the child retriever as :func:`~langchain_ragspine.retrievers._embed_as.embed_as_target` decides: passed
+    on to the child retriever as :func:`~langchain_ragspine.retrievers.embed_as.embed_as_target` decides: passed
     to a dense or hybrid child, honoured for a LangChain ``VectorStoreRetriever`` child by a document-vector search,
     dropped for a BM25 child (which embeds nothing).
 
@@ -90,7 +90,7 @@ class ParentChildRetriever(ContractRetriever):
         >>> import tempfile, pathlib
         >>> from langchain_core.documents import Document
         >>> from langchain_ragspine import BM25Retriever
-        >>> from langchain_ragspine.stores import ChunkStore
+        >>> from langchain_ragspine.backends.directory.chunk_store import ChunkStore
         >>> from langchain_ragspine.text_splitters import ParentChildTextSplitter
         >>> doc = Document("# 梅雨\\n\\n梅雨は六月に始まる。七月に終わる。\\n\\n# 台風\\n\\n台風は秋に来る。", id="w")
         >>> parents, children = ParentChildTextSplitter(chunk_size=16, chunk_overlap=0).split_with_parents([doc])

@@ -1,4 +1,4 @@
-"""BM25 and dense retrieval computed inside PostgreSQL, over a :class:`~langchain_ragspine.stores.postgres.PostgresChunkStore`.
+"""BM25 and dense retrieval computed inside PostgreSQL, over a :class:`~langchain_ragspine.backends.postgres.chunk_store.PostgresChunkStore`.
 
 :class:`PostgresBM25Retriever` scores Okapi BM25 in Lucene's variant (Robertson & Zaragoza, "The Probabilistic
 Relevance Framework: BM25 and Beyond", 2009) in one SQL statement over the store's postings:
@@ -29,11 +29,11 @@ connection is taken.  A BM25 query is at most :data:`~langchain_ragspine.retriev
 characters, and a filter is within the size limits of :func:`~langchain_ragspine.filters.check_filter_size`
 (:data:`~langchain_ragspine.filters.MAX_FILTER_NODES` nodes, :data:`~langchain_ragspine.filters.MAX_FILTER_VALUES`
 values in its lists, :data:`~langchain_ragspine.filters.MAX_FILTER_DEPTH` levels), as in the file store (a
-``ValueError`` beyond); so its SQL never needs more parameters than PostgreSQL takes (:mod:`~langchain_ragspine.stores.pg_filter`).
+``ValueError`` beyond); so its SQL never needs more parameters than PostgreSQL takes (:mod:`~langchain_ragspine.filters.sql`).
 
 Both behave like their in-memory twins: results are copies of the stored chunks (``Document.id = chunk_id``) with
 ``metadata["scores"]`` (``bm25`` / ``vector`` and ``fused``), at most ``k``, best first, ties broken by
-``chunk_id``; a filter (:mod:`langchain_ragspine.filters`, run as SQL by :mod:`langchain_ragspine.stores.pg_filter`)
+``chunk_id``; a filter (:mod:`langchain_ragspine.filters`, run as SQL by :mod:`langchain_ragspine.filters.sql`)
 restricts the candidates before ranking and is ANDed with the retriever's own; RESTRICTED chunks are not in the
 search tables, so they are never scored or returned; an empty query returns ``[]``.
 """
@@ -52,21 +52,7 @@ from pydantic import ConfigDict, PrivateAttr, field_validator
 
 import langchain_ragspine
 from langchain_ragspine._stacklevel import user_stacklevel
-from langchain_ragspine.config import check_timeout, configured_setting
-from langchain_ragspine.embeddings.batching import l2_normalize
-from langchain_ragspine.errors import StoreError
-from langchain_ragspine.filters import and_filters, compile_filter
-from langchain_ragspine.retrievers._embed_as import (
-    EMBED_AS_OPTION,
-    EmbedAs,
-    check_embed_as,
-    embed_search_text,
-)
-from langchain_ragspine.retrievers.base import ContractRetriever, SyncCall
-from langchain_ragspine.retrievers.bm25 import bm25_threshold, check_bm25_query, check_k, with_scores
-from langchain_ragspine.stores.pg_filter import SqlFilter, check_filter, filter_sql
-from langchain_ragspine.stores.pg_vectors import EMBEDDINGS, has_hnsw_index, register_vector
-from langchain_ragspine.stores.postgres import (
+from langchain_ragspine.backends.postgres.chunk_store import (
     CHUNKS,
     CORPUS,
     DF,
@@ -76,6 +62,20 @@ from langchain_ragspine.stores.postgres import (
     PostgresConnection,
     chunk_columns,
     row_to_stored,
+)
+from langchain_ragspine.backends.postgres.vectors import EMBEDDINGS, has_hnsw_index, register_vector
+from langchain_ragspine.config import check_timeout, configured_setting
+from langchain_ragspine.embeddings.batching import l2_normalize
+from langchain_ragspine.errors import StoreError
+from langchain_ragspine.filters import and_filters, compile_filter
+from langchain_ragspine.filters.sql import SqlFilter, check_filter, filter_sql
+from langchain_ragspine.retrievers.base import ContractRetriever, SyncCall
+from langchain_ragspine.retrievers.bm25 import bm25_threshold, check_bm25_query, check_k, with_scores
+from langchain_ragspine.retrievers.embed_as import (
+    EMBED_AS_OPTION,
+    EmbedAs,
+    check_embed_as,
+    embed_search_text,
 )
 from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer, tokenizer_version
 

@@ -2,7 +2,7 @@
 
 :func:`make_chunker` builds the splitter of a name with the ingest budgets and returns it with its *configuration*
 — a JSON object naming the chunker and every parameter that shapes its chunks.  A store records the configuration
-that built it (:attr:`~langchain_ragspine.stores.ChunkStore.chunker`); ingesting or searching it with another one is
+that built it (:attr:`~langchain_ragspine.backends.directory.chunk_store.ChunkStore.chunker`); ingesting or searching it with another one is
 refused (:func:`chunker_mismatch`), so one store never mixes chunks of two chunkers.
 
 ==================  =====================================================================================

@@ -10,7 +10,7 @@ with file offsets.  A child carries ``parent_id`` and its parent's ``parent_loca
 
 Children are what a retriever indexes (:meth:`ParentChildTextSplitter.split_documents` returns them, so the
 splitter drops into any LangChain pipeline); parents go to the chunk store with their document's version
-(:meth:`~langchain_ragspine.stores.ChunkStore.replace_doc_chunks` ``parents=``), where
+(:meth:`~langchain_ragspine.backends.directory.chunk_store.ChunkStore.replace_doc_chunks` ``parents=``), where
 :class:`~langchain_ragspine.retrievers.ParentChildRetriever` reads them.  This is LangChain's
 ``ParentDocumentRetriever`` layout (child splitter + parent splitter + docstore), with parents persisted and
 versioned instead of held in an ``InMemoryStore``.

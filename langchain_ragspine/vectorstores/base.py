@@ -55,13 +55,13 @@ from langchain_core.vectorstores import VectorStore, VectorStoreRetriever
 from langchain_core.vectorstores.utils import maximal_marginal_relevance
 
 from langchain_ragspine.arguments import check_arguments
+from langchain_ragspine.backends.directory.chunk_store import nan_field
+from langchain_ragspine.backends.directory.lock import StoreBusyError
 from langchain_ragspine.documents import check_k
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.filters import and_filters, check_filter_size, compile_filter
 from langchain_ragspine.retrievers.base import check_query
 from langchain_ragspine.sensitivity import drop_restricted, drop_restricted_pairs, is_restricted
-from langchain_ragspine.stores.chunk_store import nan_field
-from langchain_ragspine.stores.lock import StoreBusyError
 
 __all__ = [
     "RETRIEVER_FIELDS",
@@ -130,7 +130,7 @@ def check_records(ids: Sequence[str], documents: Sequence[Document], method: str
 def all_or_nothing(method: str, where: object = None) -> Iterator[None]:
     """Around one write call of a store whose calls are atomic: re-raise its failure (a :class:`StoreError` —
     SQLite's or PostgreSQL's disk full among them — or an ``OSError``) as a :class:`StoreError` that says nothing
-    of the call was written.  A :class:`~langchain_ragspine.stores.lock.StoreBusyError` (nothing written either:
+    of the call was written.  A :class:`~langchain_ragspine.backends.directory.lock.StoreBusyError` (nothing written either:
     the call never started) passes unchanged.
 
     Raises:

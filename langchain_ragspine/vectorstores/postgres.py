@@ -15,7 +15,7 @@ the query).  ``max_marginal_relevance_search`` (and ``as_retriever(search_type="
 candidates with their stored vectors in the same query
 (:meth:`~langchain_ragspine.retrievers.postgres.PostgresDenseRetriever.search_by_vector_with_embeddings`) and picks
 ``k`` with ``langchain_core``'s ``maximal_marginal_relevance``, as the directory store does.  Writes hold the store's
-writer lock (:mod:`langchain_ragspine.stores.pg_lock`, as ``ingest`` does) and go through
+writer lock (:mod:`langchain_ragspine.backends.postgres.lock`, as ``ingest`` does) and go through
 :func:`langchain_ragspine.postgres.write_versions`: one transaction per call (every
 document version of an ``add_documents`` / ``delete`` call, or none of them: a failure part way — disk full — leaves
 the store as it was, and the error says so), BM25 postings and typed metadata values written with the chunks,
@@ -33,12 +33,12 @@ import numpy as np
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
+from langchain_ragspine.backends.directory.lock import check_lock_timeout
+from langchain_ragspine.backends.postgres.chunk_store import PostgresChunkStore, is_postgres_url, redact_url
+from langchain_ragspine.backends.postgres.lock import writer_lock
 from langchain_ragspine.embeddings.cache import model_key_for
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.postgres import write_versions
-from langchain_ragspine.stores.lock import check_lock_timeout
-from langchain_ragspine.stores.pg_lock import writer_lock
-from langchain_ragspine.stores.postgres import PostgresChunkStore, is_postgres_url, redact_url
 from langchain_ragspine.vectorstores.base import VersionedVectorStore
 
 __all__ = ["PostgresVectorStore"]
@@ -56,10 +56,10 @@ class PostgresVectorStore(VersionedVectorStore):
             ``RAGSPINE_PG_EF_SEARCH``).
         lock_timeout: seconds a write (``add_documents`` / ``add_texts`` / ``delete``) waits for another writer of
             the store (an ``ingest``, another vector store) to finish; ``None`` (default): as long as it takes, ``0``:
-            not at all (:mod:`langchain_ragspine.stores.pg_lock`).  Searches never wait.
+            not at all (:mod:`langchain_ragspine.backends.postgres.lock`).  Searches never wait.
 
     Writes hold the store's writer lock for the whole call, from reading the documents' current chunks to the
-    commit, so they never interleave with an ``ingest`` or another writer: a :class:`~langchain_ragspine.stores.lock.StoreBusyError`
+    commit, so they never interleave with an ``ingest`` or another writer: a :class:`~langchain_ragspine.backends.directory.lock.StoreBusyError`
     (nothing written) when the wait runs out.
 
     Raises:

@@ -4,14 +4,14 @@
 ``add_documents(ids=…)``, ``delete(ids)``, ``get_by_ids``, ``similarity_search(_with_score)(filter=…)``,
 ``max_marginal_relevance_search``, ``as_retriever(search_type=…, search_kwargs=…)``, the async twins, and
 ``langchain_core.indexing.index()`` with a record manager — while the records live in the versioned chunk store
-(:class:`~langchain_ragspine.stores.ChunkStore`) of a store directory (the one ``ragspine ingest`` writes), so
+(:class:`~langchain_ragspine.backends.directory.chunk_store.ChunkStore`) of a store directory (the one ``ragspine ingest`` writes), so
 every write is a new document version and a crash leaves the previous one intact.
 
 Two layers, so another backend (e.g. PostgreSQL) can plug in under the same face:
 
 * a :class:`RecordBackend` — where records live: ``records()`` (the active ones), ``upsert(docs)``,
   ``delete(ids)`` and a ``generation`` counter that changes with every write.  :class:`ChunkStoreBackend` is the
-  SQLite one; it follows the file at ``DIR/chunks.sqlite`` (:mod:`langchain_ragspine.stores._follow`, the rule
+  SQLite one; it follows the file at ``DIR/chunks.sqlite`` (:mod:`langchain_ragspine.backends.directory._follow`, the rule
   :class:`~langchain_ragspine.retrievers.LiveStoreRetriever` follows too): the store directory deleted and ingested
   again, or another store moved into its place, is reopened before the next read or write, whatever its
   generation, and a write that returns is in the store at the path, never only in a replaced file;
@@ -27,7 +27,7 @@ Identity: a record's id is its ``chunk_id`` — the ``ids`` given to ``add_docum
 ``metadata["chunk_id"]``, else a new UUID4.  Every returned ``Document`` has ``id`` = that id.  Records written
 through this face come back with exactly the ``page_content`` and ``metadata`` they were added with (the chunk
 store's lineage keys are stored beside them and removed on the way out); chunks written by ``ragspine ingest``
-come back as :meth:`~langchain_ragspine.stores.StoredChunk.to_document` gives them (full lineage).
+come back as :meth:`~langchain_ragspine.backends.directory.chunk_store.StoredChunk.to_document` gives them (full lineage).
 
 Search types: ``similarity`` (dense cosine, LangChain's meaning), ``mmr`` (Carbonell & Goldstein, "The Use of MMR,
 Diversity-Based Reranking for Reordering Documents and Producing Summaries", SIGIR 1998, over the dense channel,
@@ -72,6 +72,9 @@ from langchain_core.runnables import RunnableConfig
 import langchain_ragspine
 from langchain_ragspine._stacklevel import user_stacklevel
 from langchain_ragspine.arguments import check_arguments
+from langchain_ragspine.backends.directory._follow import FollowedChunkStore, StoreState
+from langchain_ragspine.backends.directory.chunk_store import ChunkStore, StoredChunk
+from langchain_ragspine.backends.directory.lock import StoreReplacedError, check_lock_timeout, writer_lock
 from langchain_ragspine.documents import check_k, copy_metadata
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.filters import compile_filter
@@ -82,7 +85,11 @@ from langchain_ragspine.indexing import (
     prepare_store_dir,
     store_writer,
 )
-from langchain_ragspine.retrievers._embed_as import (
+from langchain_ragspine.retrievers.base import check_query
+from langchain_ragspine.retrievers.bm25 import BM25Retriever
+from langchain_ragspine.retrievers.contract import gated_exit
+from langchain_ragspine.retrievers.dense import DenseRetriever
+from langchain_ragspine.retrievers.embed_as import (
     BY_VECTOR_SEARCH_TYPES,
     EMBED_AS_OPTION,
     asearch_as_document,
@@ -91,15 +98,8 @@ from langchain_ragspine.retrievers._embed_as import (
     search_as_document,
     warn_embed_as_ignored,
 )
-from langchain_ragspine.retrievers.base import check_query
-from langchain_ragspine.retrievers.bm25 import BM25Retriever
-from langchain_ragspine.retrievers.contract import gated_exit
-from langchain_ragspine.retrievers.dense import DenseRetriever
 from langchain_ragspine.retrievers.hybrid import HybridRetriever
 from langchain_ragspine.sensitivity import drop_restricted, drop_restricted_pairs, is_restricted
-from langchain_ragspine.stores._follow import FollowedChunkStore, StoreState
-from langchain_ragspine.stores.chunk_store import ChunkStore, StoredChunk
-from langchain_ragspine.stores.lock import StoreReplacedError, check_lock_timeout, writer_lock
 from langchain_ragspine.vectorstores.base import (
     MarginalRelevanceStore,
     ScopedVectorStoreRetriever,
@@ -214,10 +214,10 @@ class ChunkStoreBackend:
 
     Each :meth:`upsert` / :meth:`delete` call is one SQLite transaction — all of its documents' new versions or
     none (a disk-full error leaves the store exactly as before) — written while holding the store directory's
-    writer lock (:mod:`langchain_ragspine.stores.lock`), so it never interleaves with an ``ingest`` or another
+    writer lock (:mod:`langchain_ragspine.backends.directory.lock`), so it never interleaves with an ``ingest`` or another
     writer (it waits for them).
 
-    The backend follows the store at its path (:class:`~langchain_ragspine.stores._follow.FollowedChunkStore`):
+    The backend follows the store at its path (:class:`~langchain_ragspine.backends.directory._follow.FollowedChunkStore`):
     every read and write first checks that ``DIR/chunks.sqlite`` is still the file its connection has open, and
     reopens it when the directory was deleted and ingested again or another store was moved into its place.  A
     write whose store was replaced while it committed is written again, to the new store (a write that returns is
@@ -231,7 +231,7 @@ class ChunkStoreBackend:
 
     Raises:
         StoreError: ``store_dir`` is a file, or a non-empty directory that is not a ragspine store;
-            :class:`~langchain_ragspine.stores.lock.StoreBusyError` when the wait for the writer lock runs out.
+            :class:`~langchain_ragspine.backends.directory.lock.StoreBusyError` when the wait for the writer lock runs out.
     """
 
     #: Writes tried when the store is replaced while one commits, before giving up.
@@ -557,7 +557,7 @@ class RagSpineVectorStore(MarginalRelevanceStore):
                 value (:func:`~langchain_ragspine.vectorstores.base.check_records`: id, field and index
                 named); the reserved metadata key is used.  Nothing is written.
             StoreError: the write failed (disk full, …): nothing was written, and the message says so;
-                :class:`~langchain_ragspine.stores.lock.StoreBusyError`: another writer held the store directory
+                :class:`~langchain_ragspine.backends.directory.lock.StoreBusyError`: another writer held the store directory
                 longer than ``lock_timeout``.
         """
         check_arguments(f"{type(self).__name__}.add_documents", kwargs, ("ids", "batch_size"))
@@ -807,10 +807,10 @@ class RagSpineStoreRetriever(ScopedVectorStoreRetriever):
     ``itemgetter``).
 
     ``invoke(query, embed_as="document")`` (the package's call option, passed by HyDE for its hypothetical
-    document, see :mod:`~langchain_ragspine.retrievers._embed_as`) embeds the text with ``embed_documents``:
+    document, see :mod:`~langchain_ragspine.retrievers.embed_as`) embeds the text with ``embed_documents``:
     ``hybrid`` hands it to its dense channel, ``similarity`` and ``mmr`` search by that vector, ``bm25`` embeds
     nothing; ``similarity_score_threshold`` has no by-vector search in LangChain's API and embeds it as a query,
-    with an :class:`~langchain_ragspine.retrievers._embed_as.EmbedAsIgnoredWarning`.
+    with an :class:`~langchain_ragspine.retrievers.embed_as.EmbedAsIgnoredWarning`.
 
     Raises:
         ValueError: an ``embed_as`` other than ``"query"`` / ``"document"``.

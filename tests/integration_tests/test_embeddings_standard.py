@@ -6,13 +6,13 @@ import pytest
 from langchain_tests.integration_tests import EmbeddingsIntegrationTests
 from langchain_tests.unit_tests import EmbeddingsUnitTests
 
+from langchain_ragspine.backends.directory.embedding_cache import EmbeddingCache
 from langchain_ragspine.embeddings import (
     CachedEmbeddings,
     E5SmallEmbeddings,
     HashingEmbeddings,
     PrefixedEmbeddings,
 )
-from langchain_ragspine.stores import EmbeddingCache
 
 
 class TestHashingEmbeddingsUnit(EmbeddingsUnitTests):

@@ -17,7 +17,7 @@ from typing import Any
 
 from langchain_core.documents import Document
 
-from langchain_ragspine.stores.chunk_store import ChunkStore
+from langchain_ragspine.backends.directory.chunk_store import ChunkStore
 
 DOC_ID = "doc"
 OTHER_ID = "other"

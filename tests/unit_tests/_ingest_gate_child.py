@@ -27,9 +27,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from langchain_ragspine.backends.directory.chunk_store import ChunkStore
 from langchain_ragspine.embeddings import HashingEmbeddings
 from langchain_ragspine.indexing import ingest
-from langchain_ragspine.stores import ChunkStore
 
 REPO = Path(__file__).resolve().parents[2]
 #: Seconds a test waits at most for a child to finish once released (a guard against a hang, not a measurement).
@@ -98,7 +98,7 @@ def summary_counts(line: str) -> str:
 
 
 class Waiting(logging.Handler):
-    """Collects the writer locks' "waiting for …" lines (the ``langchain_ragspine.stores.lock`` logger); ``seen``
+    """Collects the writer locks' "waiting for …" lines (the ``langchain_ragspine.backends.directory.lock`` logger); ``seen``
     is set at the first.  Use it as a context manager to listen for the block."""
 
     def __init__(self) -> None:
@@ -111,11 +111,11 @@ class Waiting(logging.Handler):
         self.seen.set()
 
     def __enter__(self) -> Waiting:
-        logging.getLogger("langchain_ragspine.stores.lock").addHandler(self)
+        logging.getLogger("langchain_ragspine.backends.directory.lock").addHandler(self)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        logging.getLogger("langchain_ragspine.stores.lock").removeHandler(self)
+        logging.getLogger("langchain_ragspine.backends.directory.lock").removeHandler(self)
 
 
 def _gate(phase: str) -> None:
@@ -148,7 +148,7 @@ def _stop_in_schema() -> None:
 
 
 def _stop_after_a_postgres_commit() -> None:
-    from langchain_ragspine.stores.postgres import PostgresChunkStore
+    from langchain_ragspine.backends.postgres.chunk_store import PostgresChunkStore
 
     original = PostgresChunkStore.replace_doc_chunks
     calls = [0]

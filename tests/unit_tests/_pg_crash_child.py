@@ -15,7 +15,7 @@ from typing import Any
 
 from langchain_core.documents import Document
 
-from langchain_ragspine.stores.postgres import PostgresChunkStore
+from langchain_ragspine.backends.postgres.chunk_store import PostgresChunkStore
 
 DOC_ID = "doc"
 N_V1 = 3

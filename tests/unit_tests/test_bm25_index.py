@@ -1,4 +1,4 @@
-"""stores/bm25_index.py: the BM25 index built from streamed texts through bm25s's ``build_index_from_ids`` hook,
+"""backends/directory/bm25_index.py: the BM25 index built from streamed texts through bm25s's ``build_index_from_ids`` hook,
 and its files."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.documents import Document
 
-from langchain_ragspine.stores.bm25_index import (
+from langchain_ragspine.backends.directory.bm25_index import (
     TermPostings,
     _postings_bm25_class,
     _stable_order,

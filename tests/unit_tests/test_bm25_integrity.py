@@ -16,13 +16,13 @@ import numpy as np
 import pytest
 from langchain_core.documents import Document
 
+from langchain_ragspine.backends.directory.bm25_index import SPOT_CHECK_DOCS
+from langchain_ragspine.backends.directory.chunk_store import ChunkStore
+from langchain_ragspine.backends.directory.files import MANIFEST_FILE, read_manifest, write_manifest
 from langchain_ragspine.cli import main
 from langchain_ragspine.errors import StaleIndexWarning, StoreError
 from langchain_ragspine.indexing import BM25_DIR, CHUNKS_DB, INDEX_STATE, ingest, open_retriever, search
 from langchain_ragspine.retrievers import BM25Retriever, HybridRetriever
-from langchain_ragspine.stores import ChunkStore
-from langchain_ragspine.stores.bm25_index import SPOT_CHECK_DOCS
-from langchain_ragspine.stores.files import MANIFEST_FILE, read_manifest, write_manifest
 
 TEXTS = {
     "tsuyu": "# 梅雨\n\n梅雨は六月から七月にかけて続く雨の季節である。",
@@ -346,7 +346,7 @@ def test_a_malformed_manifest_is_refused(tmp_path: Path, entry: dict[str, Any]) 
     path = tmp_path / "bm25" / MANIFEST_FILE
     body = json.loads(path.read_text("utf-8"))
     body["files"].update(entry)
-    from langchain_ragspine.stores.files import _manifest_digest
+    from langchain_ragspine.backends.directory.files import _manifest_digest
 
     body["sha256"] = _manifest_digest(body)
     path.write_text(json.dumps(body), "utf-8")

@@ -19,11 +19,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.documents import Document
 
+from langchain_ragspine.backends.directory import bm25_parallel
+from langchain_ragspine.backends.directory.bm25_index import TermPostings, build_bm25_index
+from langchain_ragspine.backends.directory.bm25_parallel import count_batch, iter_counted, resolve_workers
+from langchain_ragspine.backends.directory.chunk_store import ChunkStore
 from langchain_ragspine.indexing import BM25_DIR, CHUNKS_DB, ingest
 from langchain_ragspine.retrievers import BM25Retriever
-from langchain_ragspine.stores import ChunkStore, bm25_parallel
-from langchain_ragspine.stores.bm25_index import TermPostings, build_bm25_index
-from langchain_ragspine.stores.bm25_parallel import count_batch, iter_counted, resolve_workers
 from langchain_ragspine.tokenizers import get_tokenizer
 
 JA = "日本で梅雨がないのは北海道と小笠原諸島である。東京都の天気は晴れ、気温は二十度を超えた。"
@@ -413,7 +414,7 @@ def test_growing_batches_are_the_batches_of_the_whole_list(small_batches: None) 
 
 _ORPHAN_SCRIPT = """
 import sys, time
-from langchain_ragspine.stores import bm25_parallel
+from langchain_ragspine.backends.directory import bm25_parallel
 texts = ["東京都の天気は晴れ。" * 20 + str(i) for i in range(4000)]
 batches = bm25_parallel.CountedBatches(texts, "cjk", workers=2, batch_texts=16, ahead=2)
 time.sleep(1.0)  # the pool has started its workers; two batches are queued, the rest wait for this process

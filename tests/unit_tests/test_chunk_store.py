@@ -1,4 +1,4 @@
-"""Behaviour of the versioned SQLite chunk store (``langchain_ragspine.stores.chunk_store``)."""
+"""Behaviour of the versioned SQLite chunk store (``langchain_ragspine.backends.directory.chunk_store``)."""
 
 from __future__ import annotations
 
@@ -18,9 +18,8 @@ from typing import Any
 import pytest
 from langchain_core.documents import Document
 
+from langchain_ragspine.backends.directory.chunk_store import SCHEMA_VERSION, ChunkStore, StoredChunk
 from langchain_ragspine.errors import StoreError
-from langchain_ragspine.stores import ChunkStore, StoredChunk
-from langchain_ragspine.stores.chunk_store import SCHEMA_VERSION
 from langchain_ragspine.text_splitters import ParagraphTextSplitter
 
 HERE = Path(__file__).parent
@@ -417,7 +416,7 @@ def _rows(path: Path) -> list[Any]:
 
 
 def test_write_batch_writes_exactly_what_single_writes_do(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from langchain_ragspine.stores import _sqlite
+    from langchain_ragspine.backends.directory import _sqlite
 
     with ChunkStore(tmp_path / "single.sqlite") as s:
         versions = _script(s)
@@ -470,7 +469,7 @@ def test_write_batch_rolls_back_only_the_failing_write(tmp_path: Path) -> None:
 def test_write_batch_lets_other_threads_and_writers_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Another thread's write waits for the batch's open transaction at most; another connection gets the write lock
     between the batch's commits (here after every write)."""
-    from langchain_ragspine.stores import _sqlite
+    from langchain_ragspine.backends.directory import _sqlite
 
     monkeypatch.setattr(_sqlite, "BATCH_WRITES", 1)
     path = tmp_path / "t.sqlite"

@@ -22,6 +22,8 @@ from typing import Any
 import pytest
 from langchain_core.documents import Document
 
+from langchain_ragspine.backends.directory import bm25_index
+from langchain_ragspine.backends.directory.lock import LOCK_FILE
 from langchain_ragspine.cli import main
 from langchain_ragspine.document_loaders import CorpusLoader
 from langchain_ragspine.document_loaders.corpus import LoaderWarning
@@ -35,12 +37,10 @@ from langchain_ragspine.filters import (
     filter_key,
     matches,
 )
+from langchain_ragspine.filters.sql import filter_sql
 from langchain_ragspine.indexing import BM25_DIR, StaleIndexWarning, ingest, open_retriever, search
 from langchain_ragspine.retrievers import BM25Retriever, DenseRetriever, HybridRetriever
 from langchain_ragspine.retrievers.bm25 import MAX_QUERY_CHARS
-from langchain_ragspine.stores import bm25_index
-from langchain_ragspine.stores.lock import LOCK_FILE
-from langchain_ragspine.stores.pg_filter import filter_sql
 
 
 def _write(path: Path, text: str, **sidecar: Any) -> Path:

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 from langchain_core.documents import Document
 
-from langchain_ragspine.document_compressors.contextual import ContextualHeader, contextual_header
 from langchain_ragspine.embeddings import HashingEmbeddings
 from langchain_ragspine.retrievers import BM25Retriever, DenseRetriever
 from langchain_ragspine.text import INDEX_TEXT_KEY, index_text
+from langchain_ragspine.text_splitters.contextual import ContextualHeader, contextual_header
 
 
 def _chunk(doc_id: str, i: int, text: str, start: int, **md: Any) -> Document:
@@ -142,8 +142,8 @@ def test_the_header_of_every_heading_chunkers_chunk_names_its_heading_path(chunk
 
 
 def test_one_list_of_heading_keys_is_shared_by_the_splitters_and_the_header():
-    from langchain_ragspine.document_compressors.contextual import DEFAULT_HEADER_FIELDS, HEADING_FIELDS
     from langchain_ragspine.text import HEADING_KEY, HEADING_KEYS
+    from langchain_ragspine.text_splitters.contextual import DEFAULT_HEADER_FIELDS, HEADING_FIELDS
 
     assert HEADING_KEY == "heading" and HEADING_KEYS[0] == HEADING_KEY
     assert HEADING_FIELDS == frozenset(HEADING_KEYS)

@@ -7,7 +7,6 @@ import json
 
 import pytest
 
-from langchain_ragspine._confusables import I_OR_L, LATIN_LOOK_ALIKES, latin_skeleton
 from langchain_ragspine.errors import RagSpineError
 from langchain_ragspine.retrievers import (
     DecompositionRetriever,
@@ -19,6 +18,7 @@ from langchain_ragspine.retrievers import (
     StepBackRetriever,
 )
 from langchain_ragspine.retrievers.deny_list import EmptyDenyListWarning, fold_term
+from langchain_ragspine.text.confusables import I_OR_L, LATIN_LOOK_ALIKES, latin_skeleton
 
 from ._transform_fakes import SpyChatModel, SpyRetriever, doc
 

@@ -30,6 +30,10 @@ from typing import Any
 import pytest
 
 from langchain_ragspine import indexing
+from langchain_ragspine.backends.directory import faiss_index
+from langchain_ragspine.backends.directory.chunk_store import ChunkStore
+from langchain_ragspine.backends.directory.embedding_cache import EmbeddingCache
+from langchain_ragspine.backends.directory.lock import LOCK_FILE, StoreBusyError, writer_lock
 from langchain_ragspine.cli import main
 from langchain_ragspine.errors import StaleIndexWarning, StoreError
 from langchain_ragspine.indexing import (
@@ -44,8 +48,6 @@ from langchain_ragspine.indexing import (
     prepare_store_dir,
     search,
 )
-from langchain_ragspine.stores import ChunkStore, EmbeddingCache, faiss_index
-from langchain_ragspine.stores.lock import LOCK_FILE, StoreBusyError, writer_lock
 
 from .test_clear_errors import _one_line_error
 

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from langchain_core.embeddings import Embeddings
 
+from langchain_ragspine.backends.directory.embedding_cache import EmbeddingCache
 from langchain_ragspine.embeddings import HashingEmbeddings, PrefixedEmbeddings
 from langchain_ragspine.embeddings.batching import embed_in_batches, l2_normalize
 from langchain_ragspine.embeddings.cache import CachedEmbeddings, content_hash, model_key_for
 from langchain_ragspine.errors import StoreError
-from langchain_ragspine.stores import EmbeddingCache
 
 
 # -- basics ---------------------------------------------------------------------------------------------------

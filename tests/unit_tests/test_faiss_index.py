@@ -10,11 +10,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from langchain_ragspine.backends.directory.faiss_index import (
+    AUTO_HNSW_MIN_ROWS,
+    FaissVectorIndex,
+    default_nlist,
+    default_nprobe,
+)
 from langchain_ragspine.embeddings.batching import l2_normalize
 from langchain_ragspine.embeddings.cache import content_hash
 from langchain_ragspine.errors import StoreError
-from langchain_ragspine.stores import FaissVectorIndex
-from langchain_ragspine.stores.faiss_index import AUTO_HNSW_MIN_ROWS, default_nlist, default_nprobe
 
 KINDS = ("flat", "ivf", "hnsw")
 

@@ -18,13 +18,13 @@ from typing import Any
 import pytest
 from langchain_core.documents import Document
 
+from langchain_ragspine.backends.directory.chunk_store import ChunkStore
 from langchain_ragspine.cli import main
 from langchain_ragspine.embeddings import HashingEmbeddings
 from langchain_ragspine.filters import UnknownFilterFieldWarning
 from langchain_ragspine.graphs import Graders, build_corrective_rag
 from langchain_ragspine.indexing import build_bm25, ingest, open_retriever, search
 from langchain_ragspine.retrievers import BM25Retriever, DenseRetriever, HybridRetriever
-from langchain_ragspine.stores import ChunkStore
 
 QUERY = "梅雨 前線"
 

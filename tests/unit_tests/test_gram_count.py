@@ -16,10 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from langchain_ragspine import tokenizers
-from langchain_ragspine.stores import _gram_count, bm25_parallel
-from langchain_ragspine.stores._gram_count import GRAM_TOKENIZERS, count_gram_batch
-from langchain_ragspine.stores.bm25_index import build_bm25_index
-from langchain_ragspine.stores.bm25_parallel import CountedBatch, _count_tokens, count_batch
+from langchain_ragspine.backends.directory import _gram_count, bm25_parallel
+from langchain_ragspine.backends.directory._gram_count import GRAM_TOKENIZERS, count_gram_batch
+from langchain_ragspine.backends.directory.bm25_index import build_bm25_index
+from langchain_ragspine.backends.directory.bm25_parallel import CountedBatch, _count_tokens, count_batch
 from langchain_ragspine.tokenizers import get_tokenizer
 
 NAMES = sorted(GRAM_TOKENIZERS)

@@ -23,6 +23,7 @@ from langchain_core.vectorstores import InMemoryVectorStore
 from pydantic import Field
 
 from langchain_ragspine import BM25Retriever, DenseRetriever, HybridRetriever
+from langchain_ragspine.backends.directory.embedding_cache import EmbeddingCache
 from langchain_ragspine.embeddings import CachedEmbeddings, HashingEmbeddings
 from langchain_ragspine.retrievers import (
     EmbedAsIgnoredWarning,
@@ -32,7 +33,6 @@ from langchain_ragspine.retrievers import (
     ParentChildRetriever,
 )
 from langchain_ragspine.retrievers.query_transform import PROBE_PLACEHOLDER, TRACE_KEY
-from langchain_ragspine.stores import EmbeddingCache
 from langchain_ragspine.vectorstores import RagSpineVectorStore
 
 from ._transform_fakes import SpyChatModel, SpyRetriever, doc

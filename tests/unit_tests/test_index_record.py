@@ -1,7 +1,7 @@
 """A damaged ``index.json`` (issue 25 §5): not UTF-8, not JSON, not an object, a field of the wrong type, missing or
 unknown.  It was read with ``.get`` wherever it was used, so a search raised ``UnicodeDecodeError`` or
 ``AttributeError: 'str' object has no attribute 'get'`` (``"vector": "x"``), and ``ingest --embedding hashing``
-could not repair it.  Now one schema check (``stores/index_state.py``) reads it: a search treats an invalid record
+could not repair it.  Now one schema check (``backends/directory/index_state.py``) reads it: a search treats an invalid record
 as absent with a ``StaleIndexWarning`` naming the file and the field (and answers from the saved BM25 index only
 when its own checksums show it matches the store), a mode that cannot answer without it (``hybrid``, ``vector``)
 raises a ``StoreError`` naming it, and every ingest mode rewrites it."""

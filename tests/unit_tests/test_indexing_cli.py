@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from langchain_ragspine.backends.directory.chunk_store import ChunkStore
 from langchain_ragspine.cli import DEMO_QUESTIONS, demo_corpus_dir, main
 from langchain_ragspine.indexing import BM25_DIR, ingest, open_retriever, search
-from langchain_ragspine.stores import ChunkStore
 
 SECRET = "SECRET-MARKER-42"
 

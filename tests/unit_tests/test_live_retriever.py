@@ -27,9 +27,10 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
 import langchain_ragspine
+from langchain_ragspine.backends.directory.chunk_store import ChunkStore
 from langchain_ragspine.graphs import build_corrective_rag
 from langchain_ragspine.indexing import StaleIndexWarning, ingest, open_retriever, search
-from langchain_ragspine.modes import RetrievalMode, register_mode, unregister_mode
+from langchain_ragspine.pipeline.modes import RetrievalMode, register_mode, unregister_mode
 from langchain_ragspine.retrievers import (
     BM25Retriever,
     HybridRetriever,
@@ -38,7 +39,6 @@ from langchain_ragspine.retrievers import (
     StoreReloadWarning,
 )
 from langchain_ragspine.retrievers.live import GENERATION_TAG
-from langchain_ragspine.stores import ChunkStore
 
 ROOT = Path(langchain_ragspine.__file__).resolve().parents[1]
 CANARY = "CANARYQZX"
@@ -404,7 +404,7 @@ def test_chunk_store_active_versions_and_get_chunks(tmp_path):
 def test_a_store_being_written_serves_its_last_commit(tmp_path, monkeypatch):
     """Another writer's transaction is open (an ingest between two batch commits): the retriever reads the last
     committed state (WAL), and after the commit it rebuilds from the store, whose saved index is not rewritten yet."""
-    from langchain_ragspine.stores import _sqlite
+    from langchain_ragspine.backends.directory import _sqlite
 
     monkeypatch.setattr(_sqlite, "BATCH_SECONDS", float("inf"))  # the batch commits when its block ends, not before
     corpus, store, retriever = _live(tmp_path, mode="bm25")

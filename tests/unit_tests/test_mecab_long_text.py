@@ -40,7 +40,7 @@ from langchain_ragspine.retrievers.bm25 import BM25Retriever
 from langchain_ragspine.tokenizers import auto_tokenize, fugashi_tokenize
 text = "東京の天気は晴れ。" * 111112  # 1,000,008 characters, no line break
 assert len(text) > 1_000_000 and "\\n" not in text
-from langchain_ragspine.stores.bm25_parallel import count_batch  # what a bm25_parallel worker runs
+from langchain_ragspine.backends.directory.bm25_parallel import count_batch  # what a bm25_parallel worker runs
 assert int(count_batch("auto", [text]).doc_len[0]) == len(auto_tokenize(text))
 assert len(fugashi_tokenize(text)) == 5 * 111112  # 東京 の 天気 は 晴れ (。 is dropped)
 index = BM25Retriever.from_texts([text, "apple"])

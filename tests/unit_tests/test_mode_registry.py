@@ -22,7 +22,7 @@ from langchain_ragspine.errors import StoreError
 from langchain_ragspine.evaluation.runner import DEFAULT_KS
 from langchain_ragspine.graphs import GRAPH_BUILDERS
 from langchain_ragspine.indexing import VECTOR_DIR, StoreSource, ingest, open_retriever, search
-from langchain_ragspine.modes import (
+from langchain_ragspine.pipeline.modes import (
     DocumentsSource,
     RetrievalMode,
     build_retriever,

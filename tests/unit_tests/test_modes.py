@@ -186,8 +186,8 @@ def _cache_rows(store: Path) -> int:
 
 
 def test_regression_failing_embedding_model_leaves_the_store_untouched(corpus, tmp_path):
+    from langchain_ragspine.backends.directory.chunk_store import ChunkStore
     from langchain_ragspine.errors import RagSpineError
-    from langchain_ragspine.stores import ChunkStore
 
     store = tmp_path / "S"
     ingest(corpus, store, embedding="hashing")

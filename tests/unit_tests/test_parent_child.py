@@ -20,12 +20,11 @@ from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
+from langchain_ragspine.backends.directory.chunk_store import SCHEMA_VERSION, ChunkStore
 from langchain_ragspine.cli import main
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.indexing import CHUNKS_DB, ingest, open_retriever, search
 from langchain_ragspine.retrievers import BM25Retriever, ParentChildRetriever
-from langchain_ragspine.stores import ChunkStore
-from langchain_ragspine.stores.chunk_store import SCHEMA_VERSION
 from langchain_ragspine.text_splitters import ParentChildTextSplitter
 from langchain_ragspine.text_splitters.chunkers import CHUNKERS
 

@@ -18,10 +18,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.documents import Document
 
+from langchain_ragspine.backends.postgres.chunk_store import PG_SCHEMA_VERSION, PostgresChunkStore
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.retrievers import BM25Retriever
 from langchain_ragspine.retrievers.postgres import PostgresBM25Retriever
-from langchain_ragspine.stores.postgres import PG_SCHEMA_VERSION, PostgresChunkStore
 
 from .test_postgres_retrievers import assert_same_ranking, hits, schema_url  # noqa: F401  (schema_url: fixture)
 
@@ -191,10 +191,14 @@ def test_hnsw_queries_walk_the_index(pg_url: str) -> None:
     looked cheaper (0.9 s per query at 100k chunks).  The plan must be an HNSW index scan, unfiltered and filtered."""
     import numpy as np
 
+    from langchain_ragspine.backends.postgres.vectors import (
+        ensure_hnsw_index,
+        hnsw_index_name,
+        register_vector,
+    )
     from langchain_ragspine.embeddings import HashingEmbeddings
     from langchain_ragspine.postgres import add_documents
     from langchain_ragspine.retrievers.postgres import PostgresDenseRetriever
-    from langchain_ragspine.stores.pg_vectors import ensure_hnsw_index, hnsw_index_name, register_vector
 
     emb = HashingEmbeddings(64)
     docs = [Document(page_content=f"w{i % 50} w{i % 7} w{i % 13}",

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from langchain_ragspine.backends.postgres.chunk_store import PostgresChunkStore
 from langchain_ragspine.cli import main
 from langchain_ragspine.indexing import ingest, open_retriever, search
-from langchain_ragspine.stores.postgres import PostgresChunkStore
 
 from .test_eval_cli import _qa_folder
 from .test_indexing_cli import SECRET, _write
@@ -87,7 +87,7 @@ def test_cli_ingest_search_ask_eval_on_postgres(corpus: Path, tmp_path: Path, pg
         res = json.loads((tmp_path / "r.json").read_text("utf-8"))["results"][0]
         assert res["aggregate"]["answer_recall@1"] == pytest.approx(2 / 3)
     finally:
-        from langchain_ragspine.stores.postgres import close_pools
+        from langchain_ragspine.backends.postgres.chunk_store import close_pools
 
         close_pools()
         with psycopg.connect(pg_url, autocommit=True) as conn:

@@ -22,6 +22,7 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
+from langchain_ragspine.backends.postgres.chunk_store import get_pool
 from langchain_ragspine.embeddings import HashingEmbeddings
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.filters import (
@@ -31,12 +32,11 @@ from langchain_ragspine.filters import (
     UnknownFilterFieldWarning,
     matches,
 )
+from langchain_ragspine.filters.sql import SEMI_JOIN_LIMIT, filter_sql
 from langchain_ragspine.postgres import add_documents
 from langchain_ragspine.retrievers import postgres as pg_retrievers
 from langchain_ragspine.retrievers.bm25 import MAX_QUERY_CHARS
 from langchain_ragspine.retrievers.postgres import PostgresBM25Retriever, PostgresDenseRetriever
-from langchain_ragspine.stores.pg_filter import SEMI_JOIN_LIMIT, filter_sql
-from langchain_ragspine.stores.postgres import get_pool
 from langchain_ragspine.vectorstores import PostgresVectorStore
 
 EMB = HashingEmbeddings(32)

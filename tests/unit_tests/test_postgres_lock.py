@@ -24,14 +24,14 @@ from typing import Any
 import pytest
 from langchain_core.documents import Document
 
+from langchain_ragspine.backends.directory.lock import StoreBusyError
+from langchain_ragspine.backends.postgres.chunk_store import PostgresChunkStore
+from langchain_ragspine.backends.postgres.lock import writer_lock, writer_pid
 from langchain_ragspine.cli import main
 from langchain_ragspine.embeddings import HashingEmbeddings
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.indexing import ingest, open_retriever
 from langchain_ragspine.postgres import add_documents
-from langchain_ragspine.stores.lock import StoreBusyError
-from langchain_ragspine.stores.pg_lock import writer_lock, writer_pid
-from langchain_ragspine.stores.postgres import PostgresChunkStore
 from langchain_ragspine.vectorstores import PostgresVectorStore
 
 from ._ingest_gate_child import (
@@ -140,7 +140,7 @@ def test_a_bad_lock_timeout_is_refused_before_anything_happens(pg_url: str, bad:
 
 _HOLDING = """
 import sys, time
-from langchain_ragspine.stores.pg_lock import writer_lock
+from langchain_ragspine.backends.postgres.lock import writer_lock
 with writer_lock(sys.argv[1]):
     print("HELD", flush=True)
     time.sleep(600)

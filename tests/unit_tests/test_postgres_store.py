@@ -24,9 +24,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.documents import Document
 
+from langchain_ragspine.backends.directory.chunk_store import ChunkStore, StoredChunk
+from langchain_ragspine.backends.postgres.chunk_store import PostgresChunkStore, is_postgres_url, redact_url
 from langchain_ragspine.errors import StoreError
-from langchain_ragspine.stores import ChunkStore, StoredChunk
-from langchain_ragspine.stores.postgres import PostgresChunkStore, is_postgres_url, redact_url
 
 HERE = Path(__file__).parent
 CHILD = HERE / "_pg_crash_child.py"
@@ -213,7 +213,7 @@ def test_random_histories_agree(tmp_path_factory: pytest.TempPathFactory, pg_ser
                 assert both((lite, pg), "replace_doc_chunks", doc_id, chunks(doc_id, texts)) >= 0
             same((lite, pg))
     finally:
-        from langchain_ragspine.stores.postgres import close_pools
+        from langchain_ragspine.backends.postgres.chunk_store import close_pools
 
         close_pools()
         with psycopg.connect(pg_server, autocommit=True) as conn:

@@ -14,13 +14,13 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.vectorstores import VectorStore, VectorStoreRetriever
 
+from langchain_ragspine.backends.postgres.chunk_store import PostgresChunkStore
 from langchain_ragspine.embeddings import HashingEmbeddings
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.filters import UnknownFilterFieldWarning
-from langchain_ragspine.modes import build_retriever
+from langchain_ragspine.pipeline.modes import build_retriever
 from langchain_ragspine.postgres import PostgresSource
 from langchain_ragspine.retrievers import DenseRetriever
-from langchain_ragspine.stores.postgres import PostgresChunkStore
 from langchain_ragspine.vectorstores import PostgresVectorStore, as_chunks
 
 EMB = HashingEmbeddings(64)

@@ -115,7 +115,7 @@ def test_a_users_own_settings_file_is_not_taken_for_a_saved_index(tmp_path: Path
 def test_the_faiss_index_save_refuses_foreign_entries_and_a_foreign_marker(tmp_path: Path):
     import numpy as np
 
-    from langchain_ragspine.stores.faiss_index import FaissVectorIndex
+    from langchain_ragspine.backends.directory.faiss_index import FaissVectorIndex
 
     index = FaissVectorIndex(np.eye(2, 4, dtype=np.float32), ["a", "b"])
     index.save(tmp_path / "v")

@@ -24,7 +24,7 @@ from langchain_ragspine.config import (
     make_query_transform,
 )
 from langchain_ragspine.indexing import ingest, open_retriever, search
-from langchain_ragspine.modes import resolve_mode
+from langchain_ragspine.pipeline.modes import resolve_mode
 from langchain_ragspine.retrievers import BM25Retriever
 
 #: variable -> (a bad value, the head of the error where it is used)

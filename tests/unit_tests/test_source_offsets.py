@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.documents import Document
 
+from langchain_ragspine.backends.directory.chunk_store import ChunkStore
 from langchain_ragspine.document_loaders import (
     CorpusLoader,
     LoaderWarning,
@@ -23,7 +24,6 @@ from langchain_ragspine.errors import LoaderError
 from langchain_ragspine.evaluation import evaluate, load_dataset
 from langchain_ragspine.indexing import CHUNKS_DB, ingest
 from langchain_ragspine.retrievers import BM25Retriever
-from langchain_ragspine.stores import ChunkStore
 from langchain_ragspine.text_splitters import ParagraphTextSplitter
 
 

@@ -19,6 +19,15 @@ from pathlib import Path
 
 import pytest
 
+from langchain_ragspine.backends.directory.chunk_store import ChunkStore
+from langchain_ragspine.backends.directory.files import read_documents
+from langchain_ragspine.backends.directory.lock import (
+    LOCK_FILE,
+    StoreBusyError,
+    StoreReplacedError,
+    writer_lock,
+    writer_pid,
+)
 from langchain_ragspine.cli import main
 from langchain_ragspine.embeddings import HashingEmbeddings
 from langchain_ragspine.errors import StoreError
@@ -30,15 +39,6 @@ from langchain_ragspine.indexing import (
     ingest,
     open_retriever,
     search,
-)
-from langchain_ragspine.stores import ChunkStore
-from langchain_ragspine.stores.files import read_documents
-from langchain_ragspine.stores.lock import (
-    LOCK_FILE,
-    StoreBusyError,
-    StoreReplacedError,
-    writer_lock,
-    writer_pid,
 )
 from langchain_ragspine.vectorstores import RagSpineVectorStore
 
@@ -148,7 +148,7 @@ def test_the_lock_is_exclusive_reentrant_and_names_its_holder(tmp_path: Path) ->
 _FORKING_HOLDER = """
 import os, sys
 from pathlib import Path
-from langchain_ragspine.stores.lock import writer_lock
+from langchain_ragspine.backends.directory.lock import writer_lock
 with writer_lock(Path(sys.argv[1])):
     if os.fork() == 0:  # a worker: lives on until the test writes a line on its stdin
         sys.stdin.readline()
@@ -338,7 +338,7 @@ def test_two_threads_ingesting_into_one_store_take_turns(tmp_path: Path) -> None
             results[name] = e
 
     waiting = Waiting()
-    logger = logging.getLogger("langchain_ragspine.stores.lock")
+    logger = logging.getLogger("langchain_ragspine.backends.directory.lock")
     logger.addHandler(waiting)
     a = threading.Thread(target=run, args=("a", first, blocking))
     b = threading.Thread(target=run, args=("b", second, _GatedEmbeddings()))
@@ -384,7 +384,7 @@ def test_a_vector_store_write_waits_for_an_ingest_and_searching_never_does(tmp_p
         impatient.close()
         patient = RagSpineVectorStore(store, emb)
         waiting = Waiting()
-        logger = logging.getLogger("langchain_ragspine.stores.lock")
+        logger = logging.getLogger("langchain_ragspine.backends.directory.lock")
         logger.addHandler(waiting)
         done: list[object] = []
         writer = threading.Thread(target=lambda: done.append(patient.add_texts(["late text"], ids=["late"])))

@@ -36,6 +36,7 @@ from langsmith.run_helpers import tracing_context
 from langsmith.utils import tracing_is_enabled
 from pydantic import Field
 
+from langchain_ragspine.backends.directory.chunk_store import ChunkStore
 from langchain_ragspine.config import make_query_transform
 from langchain_ragspine.document_compressors import (
     LostInTheMiddleReorder,
@@ -62,7 +63,6 @@ from langchain_ragspine.retrievers import (
     invoke_retriever,
     traces_own_run,
 )
-from langchain_ragspine.stores import ChunkStore
 from langchain_ragspine.text_splitters import ParentChildTextSplitter
 
 from ._transform_fakes import SpyChatModel

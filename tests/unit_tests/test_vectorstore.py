@@ -9,10 +9,10 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.indexing import InMemoryRecordManager, aindex, index
 
+from langchain_ragspine.backends.directory.chunk_store import ChunkStore
 from langchain_ragspine.embeddings import HashingEmbeddings
 from langchain_ragspine.indexing import CHUNKS_DB, ingest
 from langchain_ragspine.retrievers.contract import invoke_retriever
-from langchain_ragspine.stores import ChunkStore
 from langchain_ragspine.vectorstores import RagSpineStoreRetriever, RagSpineVectorStore
 
 EMB = HashingEmbeddings(256)

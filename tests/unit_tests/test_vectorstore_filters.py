@@ -18,8 +18,8 @@ from langchain_core.documents import Document
 from langchain_core.vectorstores import VectorStore
 
 from langchain_ragspine.embeddings import HashingEmbeddings
-from langchain_ragspine.retrievers._embed_as import DocumentRoleVectorStoreRetriever
 from langchain_ragspine.retrievers.contract import invoke_retriever
+from langchain_ragspine.retrievers.embed_as import DocumentRoleVectorStoreRetriever
 from langchain_ragspine.vectorstores import RagSpineVectorStore, ScopedVectorStoreRetriever
 
 EMB = HashingEmbeddings(64)

@@ -3,7 +3,7 @@
 A vector store kept open by an app held one SQLite connection to ``chunks.sqlite``; after ``rm -rf store`` and a new
 ingest, or another store ``mv``'d into its place, it went on serving the old file — a document relabelled RESTRICTED
 in the rebuild still came back, whatever the new generation — and every write after that went to the old, unlinked
-file and was lost.  The vector store now applies the rule ``LiveStoreRetriever`` had (``stores/_follow.py``: the
+file and was lost.  The vector store now applies the rule ``LiveStoreRetriever`` had (``backends/directory/_follow.py``: the
 file at the path is identified by ``(st_dev, st_ino)``, and the indexes are built from ``(identity,
 generation)``) before every read and write; these tests run one store across each kind of replacement.
 """
@@ -22,12 +22,12 @@ from typing import Any
 import pytest
 
 import langchain_ragspine
+from langchain_ragspine.backends.directory.chunk_store import ChunkStore
 from langchain_ragspine.embeddings import HashingEmbeddings
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.graphs import build_corrective_rag
 from langchain_ragspine.indexing import ingest, open_retriever
 from langchain_ragspine.retrievers import LiveStoreRetriever
-from langchain_ragspine.stores import ChunkStore
 from langchain_ragspine.vectorstores import ChunkStoreBackend, RagSpineVectorStore
 
 ROOT = Path(langchain_ragspine.__file__).resolve().parents[1]

@@ -22,10 +22,11 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.vectorstores import VectorStore
 
+from langchain_ragspine.backends.directory.chunk_store import ChunkStore
+from langchain_ragspine.backends.directory.embedding_cache import EmbeddingCache
+from langchain_ragspine.backends.postgres.chunk_store import PostgresChunkStore
 from langchain_ragspine.embeddings import HashingEmbeddings
 from langchain_ragspine.errors import StoreError
-from langchain_ragspine.stores import ChunkStore, EmbeddingCache
-from langchain_ragspine.stores.postgres import PostgresChunkStore
 from langchain_ragspine.vectorstores import PostgresVectorStore, RagSpineVectorStore
 from langchain_ragspine.vectorstores import store as vs_store
 from langchain_ragspine.vectorstores.store import CacheNotWrittenWarning

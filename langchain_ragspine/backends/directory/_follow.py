@@ -31,8 +31,8 @@ import threading
 from pathlib import Path
 from typing import NamedTuple
 
+from langchain_ragspine.backends.directory.chunk_store import ChunkStore
 from langchain_ragspine.errors import StoreError
-from langchain_ragspine.stores.chunk_store import ChunkStore
 
 __all__ = ["FileIdentity", "FollowedChunkStore", "StoreState", "file_identity"]
 
@@ -60,7 +60,7 @@ class StoreState(NamedTuple):
 
 
 class FollowedChunkStore:
-    """A :class:`~langchain_ragspine.stores.ChunkStore` kept open on whatever file is at ``path`` now (see the
+    """A :class:`~langchain_ragspine.backends.directory.chunk_store.ChunkStore` kept open on whatever file is at ``path`` now (see the
     module docstring)::
 
         chunks = FollowedChunkStore(root / "chunks.sqlite", read_only=True)

@@ -1,11 +1,11 @@
 """The postings of the ``cjk`` and ``auto`` tokenizers for a batch of texts, counted with numpy instead of per token.
 
-:func:`~langchain_ragspine.stores.bm25_parallel.count_batch` reduces a batch of texts to postings: tokenize each
+:func:`~langchain_ragspine.backends.directory.bm25_parallel.count_batch` reduces a batch of texts to postings: tokenize each
 text, give each token a number (one dictionary look-up per token), count each document's numbers.  For the
 registered ``cjk`` / ``auto`` tokenizers (and their ``-nofold`` variants) a 400-character CJK chunk has ~1,000
 tokens, of which ~800 are the character unigrams and bigrams; making each of them a Python string and looking it up
 costs ~290 µs per chunk, more than MeCab itself (``benchmarks/RESULTS.md``, section ``tokenize-cpu``).
-:func:`count_gram_batch` produces the same :class:`~langchain_ragspine.stores.bm25_parallel.CountedBatch` — the same
+:func:`count_gram_batch` produces the same :class:`~langchain_ragspine.backends.directory.bm25_parallel.CountedBatch` — the same
 terms in the same order of first occurrence, the same postings (each document's terms and frequencies; their order
 within a document is free, the saved index is the same bit for bit) — without those strings:
 
@@ -46,7 +46,7 @@ from langchain_ragspine.tokenizers import (
 )
 
 if TYPE_CHECKING:
-    from langchain_ragspine.stores.bm25_parallel import CountedBatch
+    from langchain_ragspine.backends.directory.bm25_parallel import CountedBatch
 
 #: The tokenizers :func:`count_gram_batch` counts: name → (MeCab morphemes added, Traditional→Simplified fold).
 GRAM_TOKENIZERS: dict[str, tuple[bool, bool]] = {
@@ -348,7 +348,7 @@ def _counted(
 ) -> CountedBatch:
     """The :class:`CountedBatch`; ``terms`` as :func:`_term_strings` gives them (joined, or a list when a term holds
     the separator, or empty)."""
-    from langchain_ragspine.stores.bm25_parallel import CountedBatch
+    from langchain_ragspine.backends.directory.bm25_parallel import CountedBatch
 
     return CountedBatch(
         terms=terms,

@@ -57,7 +57,7 @@ Semantics (fail closed, because filters often scope access):
   Beyond any of these a ``ValueError`` names the limit, before anything recursive (compiling, hashing, printing)
   touches the filter: one walk (:func:`check_filter_size`), whatever the entry point — :func:`compile_filter`,
   :func:`matches`, :func:`and_filters`, :func:`filter_key`, every retriever and vector store, and the SQL compiler
-  of :mod:`langchain_ragspine.stores.pg_filter`, which validates here first (so PostgreSQL refuses exactly the same
+  of :mod:`langchain_ragspine.filters.sql`, which validates here first (so PostgreSQL refuses exactly the same
   filters, and a filter's SQL never needs more than 6 parameters per node: at most 60,000, under PostgreSQL's
   65,535 per statement).  Within the limits a filter compiles in time linear in its size.
 
@@ -510,7 +510,7 @@ def check_filter_size(filter: Any) -> None:
     input, that stops at the first limit it meets: a container's size is counted before its parts are visited, so
     the walk looks at no more than about the limits' worth of a filter, and a filter with cycles or a million keys
     is refused as quickly as a small one.  Every entry point of this module runs it before anything recursive (compiling,
-    ``json.dumps``, ``repr``) sees the filter, and so does the SQL compiler (:mod:`~langchain_ragspine.stores.pg_filter`).
+    ``json.dumps``, ``repr``) sees the filter, and so does the SQL compiler (:mod:`~langchain_ragspine.filters.sql`).
 
     Raises:
         ValueError: the message names the limit, its constant, and where: the path (too deep), the field and the

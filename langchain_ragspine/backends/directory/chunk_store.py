@@ -1,0 +1,1119 @@
+"""A versioned SQLite chunk store: each ingest of a document is a new version; old versions stay as history.
+
+:class:`ChunkStore` keeps the chunk ``Document``\\ s produced by the text splitters in one SQLite file (stdlib
+``sqlite3``, no server).  It is the source of truth that derived indexes (BM25, vectors) are rebuilt from.
+
+Design:
+
+* **Append-only versioned rows.**  :meth:`ChunkStore.replace_doc_chunks` never updates a chunk's content: it
+  inserts the new chunks of a document as version ``max(version) + 1`` with ``active = 1`` and flips the
+  previous rows of that document to ``active = 0``, all in one ``BEGIN IMMEDIATE … COMMIT`` transaction.
+  Readers see either the old version or the new one, never a mix.  Old rows stay in the table, so
+  ``iter_chunks(include_inactive=True)`` shows the history.
+* **Soft retraction.**  Replacing a document with no chunks deactivates its rows and records a new version
+  number (marked retracted in ``doc_versions``), so the retraction itself is visible in the history.
+* **Idempotent re-ingest.**  Each document version stores a SHA-256 of its chunks (texts, offsets and
+  metadata, in order); re-ingesting identical content writes nothing and keeps the version number.
+* **Batched commits.**  Inside :meth:`ChunkStore.write_batch` (what ``ingest`` uses) each document's replacement
+  is a savepoint of a transaction that commits every 1,000 documents or 0.5 s and at the end: every document is
+  still all or nothing, readers see whole documents only, and a crash loses at most the documents since the last
+  commit — each of them keeps its previous version.  The rows are exactly those of one transaction per document.
+* **WAL journal.**  The file runs in write-ahead-log mode (``synchronous=NORMAL``): readers never block the
+  writer and the writer never blocks readers, and a process killed mid-transaction (even by ``SIGKILL``)
+  leaves every committed version intact — uncommitted WAL frames are ignored when the file is next opened (see
+  https://www.sqlite.org/wal.html and https://www.sqlite.org/atomiccommit.html).
+* **Facets in their own table.**  ``topic``, ``entity``, ``geography``, ``period`` and ``language`` (falling
+  back to ``lang``) are copied from chunk metadata into ``facets(chunk_row, field, value)``, one row per value
+  (a list-valued metadata field gives several rows), so :meth:`ChunkStore.iter_chunks` filters in SQL with
+  ``EXISTS`` before any scoring happens.
+* **Generation counter.**  ``meta.generation`` is bumped inside every transaction that writes; a derived index
+  records the generation it was built from and rebuilds when :attr:`ChunkStore.generation` differs.
+* **Additive migrations.**  ``meta.schema_version`` records the schema; opening an older file (writable)
+  creates the missing tables, adds missing columns with ``ALTER TABLE … ADD COLUMN`` and backfills them, never
+  dropping rows.
+
+All SQL is parameterised; table and column names come only from constants in this module.
+
+Schema history:
+
+* **1** — ``meta(key, value)`` and ``chunks(id, chunk_id, doc_id, version, position, text, start_index,
+  end_index, source_locator, title, metadata_json, ingested_at, active)``.
+* **2** — adds ``chunks.sensitivity`` and ``chunks.valid_as_of``, the ``doc_versions`` table (content hash and
+  retraction marker per document version) and the ``facets`` table.
+* **3** — adds the ``parents`` table (the parent passages of parent-child chunking, versioned with their
+  document: written, deactivated and hashed in the same transaction as its chunks) and the ``meta.chunker`` record
+  (which chunker and parameters built the store).  A version-2 file opens read-only as it is (it has no parents
+  and no chunker record); one writable open migrates it.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import math
+import numbers
+import sqlite3
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from langchain_core.documents import Document
+
+from langchain_ragspine.backends.directory._sqlite import SQLiteFile
+from langchain_ragspine.errors import StoreError
+
+__all__ = ["FACET_FIELDS", "SCHEMA_VERSION", "ChunkStore", "StoredChunk", "nan_field"]
+
+#: Current schema version written to ``meta.schema_version``.
+SCHEMA_VERSION = 3
+#: The oldest schema a read-only open accepts without migrating (what it lacks reads as empty).
+_READABLE_SCHEMA = 2
+
+#: Metadata keys copied into the ``facets`` table and accepted as :meth:`ChunkStore.iter_chunks` filters.
+FACET_FIELDS: tuple[str, ...] = ("topic", "entity", "geography", "period", "language")
+
+
+_LINEAGE_KEYS = ("doc_id", "chunk_id", "start_index", "end_index", "source_locator", "title", "sensitivity")
+
+# -- schema --------------------------------------------------------------------------------------------------
+def _passage_table_ddl(table: str, id_column: str) -> str:
+    """The DDL of a table of versioned passages: ``chunks`` (id column ``chunk_id``) and, from schema 3, ``parents``
+    (``parent_id``) have the same columns and constraints."""
+    return f"""CREATE TABLE IF NOT EXISTS {table} (
+        id             INTEGER PRIMARY KEY AUTOINCREMENT,
+        {id_column:<15}TEXT    NOT NULL,
+        doc_id         TEXT    NOT NULL,
+        version        INTEGER NOT NULL,
+        position       INTEGER NOT NULL,
+        text           TEXT    NOT NULL,
+        start_index    INTEGER,
+        end_index      INTEGER,
+        source_locator TEXT,
+        title          TEXT,
+        sensitivity    TEXT,
+        metadata_json  TEXT    NOT NULL,
+        valid_as_of    TEXT    NOT NULL DEFAULT '',
+        ingested_at    TEXT    NOT NULL,
+        active         INTEGER NOT NULL DEFAULT 1 CHECK (active IN (0, 1)),
+        UNIQUE (doc_id, version, {id_column}),
+        FOREIGN KEY (doc_id, version) REFERENCES doc_versions (doc_id, version)
+    )"""
+
+
+# Every statement is idempotent (IF NOT EXISTS) so the same list creates a fresh file and completes an older
+# one.
+_SCHEMA_DDL: tuple[str, ...] = (
+    """CREATE TABLE IF NOT EXISTS meta (
+        key   TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS doc_versions (
+        doc_id       TEXT    NOT NULL,
+        version      INTEGER NOT NULL,
+        content_hash TEXT,
+        n_chunks     INTEGER NOT NULL DEFAULT 0,
+        valid_as_of  TEXT    NOT NULL DEFAULT '',
+        ingested_at  TEXT    NOT NULL,
+        retracted    INTEGER NOT NULL DEFAULT 0 CHECK (retracted IN (0, 1)),
+        PRIMARY KEY (doc_id, version)
+    )""",
+    _passage_table_ddl("chunks", "chunk_id"),
+    _passage_table_ddl("parents", "parent_id"),
+    """CREATE TABLE IF NOT EXISTS facets (
+        chunk_row INTEGER NOT NULL REFERENCES chunks (id) ON DELETE CASCADE,
+        field     TEXT    NOT NULL,
+        value     TEXT    NOT NULL,
+        PRIMARY KEY (chunk_row, field, value)
+    ) WITHOUT ROWID""",
+)
+
+# Indexes are created after columns are added, because an older ``chunks`` may lack a column they cover.
+_INDEX_DDL: tuple[str, ...] = (
+    "CREATE INDEX IF NOT EXISTS chunks_order ON chunks (doc_id, version, position)",
+    "CREATE INDEX IF NOT EXISTS chunks_active ON chunks (active, doc_id, version, position)",
+    "CREATE INDEX IF NOT EXISTS chunks_chunk_id ON chunks (chunk_id, active)",
+    "CREATE INDEX IF NOT EXISTS facets_lookup ON facets (field, value, chunk_row)",
+    "CREATE INDEX IF NOT EXISTS parents_parent_id ON parents (parent_id, active)",
+    "CREATE INDEX IF NOT EXISTS parents_active ON parents (active, doc_id, version, position)",
+)
+
+# Columns added after a table first appeared, with a declaration valid for ``ALTER TABLE … ADD COLUMN`` (a NOT
+# NULL column needs a constant default there).  ``_migrate`` adds whichever of these an older file lacks.
+_ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("chunks", "sensitivity", "TEXT"),
+    ("chunks", "valid_as_of", "TEXT NOT NULL DEFAULT ''"),
+)
+
+_CHUNK_COLUMNS = (
+    "chunk_id, doc_id, version, position, text, start_index, end_index, source_locator, title, sensitivity, "
+    "metadata_json, valid_as_of, ingested_at, active"
+)
+_SELECT_CHUNKS = (
+    f"SELECT c.id, {', '.join('c.' + n.strip() for n in _CHUNK_COLUMNS.split(','))} FROM chunks AS c"
+)
+# the parents table has the chunks table's columns, with parent_id in place of chunk_id
+_PARENT_COLUMNS = _CHUNK_COLUMNS.replace("chunk_id", "parent_id", 1)
+_SELECT_PARENTS = (
+    f"SELECT c.id, {', '.join('c.' + n.strip() for n in _PARENT_COLUMNS.split(','))} FROM parents AS c"
+)
+#: The ``meta`` key of the chunker record.
+_CHUNKER_KEY = "chunker"
+
+
+# -- value type ----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class StoredChunk:
+    """One chunk row of a :class:`ChunkStore`: the chunk, its lineage and its version bookkeeping.
+
+    Attributes:
+        chunk_id: ``f"{doc_id}#{i}"`` by the splitter convention; unique among active chunks.
+        doc_id: the document the chunk belongs to.
+        text: the chunk text (``Document.page_content``).
+        start_index: char offset of ``text`` in the source document, or ``None`` if the chunk had none.
+        end_index: end char offset (exclusive), or ``None``.
+        source_locator: ``f"{source}#{start}-{end}"``, or ``None``.
+        title: the document title, or ``None``.
+        sensitivity: the sensitivity label (e.g. ``"RESTRICTED"``), or ``None``.
+        metadata: the full metadata dict as given at ingest, after JSON round-tripping (``date``/``datetime``
+            values are ISO-8601 strings, tuples are lists).  A fresh dict on every read.
+        valid_as_of: the ``valid_as_of`` string given at ingest (``""`` when none).
+        ingested_at: when the version was written, ISO-8601 in UTC (``"2025-01-31T09:00:00.000000+00:00"``).
+        version: the document version this row belongs to (1-based).
+        active: ``True`` for rows of the document's current version.
+    """
+
+    chunk_id: str
+    doc_id: str
+    text: str
+    start_index: int | None
+    end_index: int | None
+    source_locator: str | None
+    title: str | None
+    sensitivity: str | None
+    metadata: dict[str, Any] = field(hash=False)
+    valid_as_of: str
+    ingested_at: str
+    version: int
+    active: bool
+
+    def to_document(self) -> Document:
+        """The chunk as a LangChain ``Document`` with ``id = chunk_id``.
+
+        ``metadata`` is the stored metadata, overlaid with the lineage fields that are not ``None``
+        (``doc_id``, ``chunk_id``, ``start_index``, ``end_index``, ``source_locator``, ``title``,
+        ``sensitivity``) and with ``doc_version`` (the store's version of the document; a reserved key).
+        ``valid_as_of`` and ``ingested_at`` are added only when the stored metadata has no key of that name, so a
+        user's own ``version`` / ``ingested_at`` front matter is never overwritten (and filters on it see the
+        user's value).
+        """
+        md: dict[str, Any] = dict(self.metadata)
+        for key in _LINEAGE_KEYS:
+            value = getattr(self, key)
+            if value is not None:
+                md[key] = value
+        md["doc_version"] = self.version
+        md.setdefault("valid_as_of", self.valid_as_of)
+        md.setdefault("ingested_at", self.ingested_at)
+        return Document(page_content=self.text, metadata=md, id=self.chunk_id)
+
+
+#: One validated chunk or parent (:meth:`ChunkStore._prepare`): ``(id, text, start, end, JSON-ready metadata,
+#: metadata_json)``.
+_Prepared = tuple[str, str, int | None, int | None, dict[str, Any], str]
+
+
+# -- helpers -------------------------------------------------------------------------------------------------
+def _utc_now_iso() -> str:
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="microseconds")
+
+
+#: Types :func:`_jsonable` returns unchanged (checked by exact type first, the common case).
+_JSON_SCALARS = frozenset((str, int, float, bool, type(None)))
+
+
+def _jsonable(value: Any, chunk_id: str, key: str) -> Any:
+    """``value`` with dates as ISO strings, tuples as lists; ``TypeError`` for what JSON cannot hold."""
+    if value is None or isinstance(value, str | bool | int | float):
+        return value
+    if isinstance(value, _dt.date | _dt.time):  # datetime is a date
+        return value.isoformat()
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v, chunk_id, key) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v, chunk_id, key) for v in value]
+    raise TypeError(
+        f"chunk {chunk_id!r}: metadata key {key!r} holds a {type(value).__name__} ({value!r}), "
+        "which is not JSON-serialisable"
+    )
+
+
+def nan_field(metadata: Mapping[str, Any]) -> tuple[str, Any] | None:
+    """The first ``(field, value)`` of ``metadata`` holding a NaN — at any depth of dicts, lists and tuples; the
+    field a dotted path (``"w.deep[1]"``) — else ``None``.  A NaN is refused by every write of a store: it never
+    equals itself, so no filter could match it, and it is not JSON (infinities compare as numbers and are kept)."""
+    seen: set[int] = set()
+
+    def walk(value: Any, path: str) -> tuple[str, Any] | None:
+        if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral):
+            return (path, value) if math.isnan(float(value)) else None
+        if isinstance(value, Mapping | list | tuple) and id(value) not in seen:
+            seen.add(id(value))
+            pairs = value.items() if isinstance(value, Mapping) else enumerate(value)
+            for key, item in pairs:
+                found = walk(item, f"{path}.{key}" if isinstance(value, Mapping) else f"{path}[{key}]")
+                if found is not None:
+                    return found
+        return None
+
+    for key, value in metadata.items():
+        found = walk(value, str(key))
+        if found is not None:
+            return found
+    return None
+
+
+def _facet_strings(value: Any) -> list[str]:
+    """Facet strings of one metadata value: one for a scalar, one per element of a list; none for ``None``."""
+    items = value if isinstance(value, list | tuple) else [value]
+    out: list[str] = []
+    for item in items:
+        if item is None or isinstance(item, dict | list | tuple):
+            continue
+        s = item if isinstance(item, str) else json.dumps(item) if isinstance(item, bool) else str(item)
+        if s not in out:
+            out.append(s)
+    return out
+
+
+#: Metadata keys :func:`_facets_of` reads.
+_FACET_SOURCE_KEYS = frozenset((*FACET_FIELDS, "lang"))
+
+
+def _facets_of(metadata: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """``(field, value)`` pairs for the facet fields of (JSON-converted) chunk metadata."""
+    if _FACET_SOURCE_KEYS.isdisjoint(metadata.keys()):
+        return ()
+    pairs: list[tuple[str, str]] = []
+    for name in FACET_FIELDS:
+        value = metadata.get(name)
+        if value is None and name == "language":
+            value = metadata.get("lang")
+        pairs.extend((name, v) for v in _facet_strings(value))
+    return tuple(pairs)
+
+
+# What ``json.dumps(..., ensure_ascii=False)`` and the content hash's ``json.dumps`` produce, without building a
+# JSONEncoder on every call.
+_encode_metadata = json.JSONEncoder(ensure_ascii=False).encode
+_encode_hashed = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode
+
+
+def _content_hash(items: Iterable[tuple[str, int | None, int | None, Mapping[str, Any]]]) -> str:
+    """SHA-256 over ``(text, start_index, end_index, metadata)`` in order; metadata keys are sorted."""
+    h = hashlib.sha256()
+    for text, start, end, metadata in items:
+        h.update(_encode_hashed([text, start, end, metadata]).encode("utf-8"))
+        h.update(b"\n")
+    return h.hexdigest()
+
+
+def _optional_str(md: Mapping[str, Any], key: str) -> str | None:
+    value = md.get(key)
+    return None if value is None else str(value)
+
+
+def _optional_int(md: Mapping[str, Any], key: str, chunk_id: str) -> int | None:
+    value = md.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"chunk {chunk_id!r}: metadata {key!r} must be an int, got {value!r}")
+    return value
+
+
+def _lineage(md: Mapping[str, Any]) -> tuple[str | None, str | None, str | None]:
+    """``(source_locator, title, sensitivity)`` of a chunk's metadata: the lineage columns of both stores."""
+    return _optional_str(md, "source_locator"), _optional_str(md, "title"), _optional_str(md, "sensitivity")
+
+
+def _row_values(
+    doc_id: str, version: int, position: int, item: _Prepared, valid_as_of: str, ingested_at: str
+) -> tuple[Any, ...]:
+    """The values of one new ``chunks`` (or ``parents``) row, in ``_CHUNK_COLUMNS`` order, ``active = 1``."""
+    row_id, text, start, end, md, md_json = item
+    return (row_id, doc_id, version, position, text, start, end, *_lineage(md), md_json, valid_as_of, ingested_at, 1)
+
+
+def _new_stored(doc_id: str, version: int, item: _Prepared, valid_as_of: str, ingested_at: str) -> StoredChunk:
+    """The :class:`StoredChunk` a new, active chunk row reads back as (without a round trip to the database)."""
+    chunk_id, text, start, end, md, _json = item
+    source_locator, title, sensitivity = _lineage(md)
+    return StoredChunk(
+        chunk_id=chunk_id, doc_id=doc_id, text=text, start_index=start, end_index=end, source_locator=source_locator,
+        title=title, sensitivity=sensitivity, metadata=md, valid_as_of=valid_as_of, ingested_at=ingested_at,
+        version=version, active=True,
+    )
+
+
+def _check_write_args(doc_id: Any, valid_as_of: Any) -> str:
+    """Check the ``doc_id`` and ``valid_as_of`` of a ``replace_doc_chunks`` call (both stores); return
+    ``valid_as_of`` as a string (a ``date``/``datetime`` in ISO-8601).
+
+    Raises:
+        TypeError: ``doc_id`` is not a str; ``valid_as_of`` is neither a str nor a date.
+        ValueError: ``doc_id`` is empty.
+    """
+    if not isinstance(doc_id, str):
+        raise TypeError(f"doc_id must be a str, got {doc_id!r}")
+    if not doc_id:
+        raise ValueError("doc_id must be a non-empty string")
+    if isinstance(valid_as_of, _dt.date):
+        valid_as_of = valid_as_of.isoformat()
+    if not isinstance(valid_as_of, str):
+        raise TypeError(f"valid_as_of must be a str or a date, got {valid_as_of!r}")
+    return valid_as_of
+
+
+def _version_state(
+    cur: Any, doc_id: str, digest: str | None, *, table: str = "doc_versions", param: str = "?"
+) -> tuple[int, bool]:
+    """``(current version, unchanged)`` of ``doc_id``, read in the write transaction of ``cur`` from its newest
+    row of ``table`` (``param``: the driver's placeholder), for a write of content hash ``digest`` (``None``: a
+    retraction).  ``unchanged`` means the write is a no-op: retracting an unknown or retracted document, or
+    writing the current version's content again.  The current version of an unknown document is 0."""
+    latest = cur.execute(
+        f"SELECT version, content_hash, retracted FROM {table} WHERE doc_id = {param} "
+        "ORDER BY version DESC LIMIT 1",
+        (doc_id,),
+    ).fetchone()
+    current = int(latest[0]) if latest else 0
+    is_retracted = bool(latest[2]) if latest else True
+    if digest is None:
+        return current, is_retracted
+    return current, not is_retracted and latest is not None and latest[1] == digest
+
+
+def _facet_filters(*values: str | Sequence[str] | None) -> list[tuple[str, str | Sequence[str]]]:
+    """The ``iter_chunks`` facet filters that were given, as ``(field, value)`` in :data:`FACET_FIELDS` order
+    (``values`` in that order; ``None`` means not given)."""
+    return [(name, value) for name, value in zip(FACET_FIELDS, values, strict=True) if value is not None]
+
+
+def _filter_values(name: str, value: str | Sequence[str]) -> list[str]:
+    """Normalise one ``iter_chunks`` filter argument to a list of strings."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+        return list(value)
+    raise TypeError(f"filter {name!r} must be a str or a list/tuple of str, got {value!r}")
+
+
+def _id_list(name: str, ids: Sequence[str]) -> list[str]:
+    """``ids`` as a list of str (for the lookups by id).
+
+    Raises:
+        TypeError: ``ids`` is a str, or holds a non-str.
+    """
+    if isinstance(ids, str):
+        raise TypeError(f"{name} must be a sequence of str, not a str")
+    return _filter_values(name, list(ids))
+
+
+#: Ids per ``IN (…)`` lookup (below SQLite's default limit of bound parameters).
+_ID_BATCH = 500
+
+
+def _batches(ids: list[str]) -> Iterator[list[str]]:
+    for i in range(0, len(ids), _ID_BATCH):
+        yield ids[i : i + _ID_BATCH]
+
+
+def _placeholders(n: int) -> str:
+    return ", ".join("?" * n)
+
+
+def _doc_conditions(
+    doc_id: str | Sequence[str] | None, include_inactive: bool, *, alias: str = ""
+) -> tuple[list[str], list[Any]]:
+    """The ``WHERE`` conditions (ANDed) and parameters of the ``doc_id`` / ``include_inactive`` arguments every
+    reading method takes; ``alias`` prefixes the column names (``"c."``).
+
+    Raises:
+        TypeError: ``doc_id`` is neither a str nor a list/tuple of str.
+    """
+    where: list[str] = [] if include_inactive else [f"{alias}active = 1"]
+    params: list[Any] = []
+    if doc_id is not None:
+        ids = _filter_values("doc_id", doc_id)
+        where.append(f"{alias}doc_id IN ({_placeholders(len(ids))})" if ids else "0")
+        params.extend(ids)
+    return where, params
+
+
+def _where(conditions: list[str]) -> str:
+    return " WHERE " + " AND ".join(conditions) if conditions else ""
+
+
+def _check_parent_links(doc_id: str, prepared: Sequence[_Prepared], parent_ids: set[str]) -> None:
+    """``ValueError`` naming the first chunk whose ``parent_id`` is set but not among ``parent_ids``."""
+    for chunk_id, *_, md, _json in prepared:
+        pid = md.get("parent_id")
+        if pid is not None and str(pid) not in parent_ids:
+            raise ValueError(f"chunk {chunk_id!r} of doc_id {doc_id!r} names parent {pid!r}, which is not among its parents")
+
+
+# -- the store -----------------------------------------------------------------------------------------------
+
+def row_to_stored(row: Sequence[Any], *, path: str | Path | None = None) -> StoredChunk:
+    """A :class:`StoredChunk` from the first 15 values of a chunk row (``id, chunk_id, doc_id, version, position,
+    text, start_index, end_index, source_locator, title, sensitivity, metadata_json, valid_as_of, ingested_at,
+    active``) — the row layout of both store backends.
+
+    Raises:
+        StoreError: ``metadata_json`` is not JSON (naming the row and ``path``).
+    """
+    (rowid, chunk_id, doc_id, version, _position, text, start, end, locator, title, sensitivity, md_json,
+     valid_as_of, ingested_at, active) = row[:15]  # fmt: skip
+    try:
+        md = json.loads(md_json)
+    except json.JSONDecodeError as e:
+        raise StoreError(f"chunk row {rowid} ({chunk_id!r}): metadata_json is not JSON: {e}", path=path) from e
+    return StoredChunk(
+        chunk_id=chunk_id,
+        doc_id=doc_id,
+        text=text,
+        start_index=start,
+        end_index=end,
+        source_locator=locator,
+        title=title,
+        sensitivity=sensitivity,
+        metadata=md if isinstance(md, dict) else {},
+        valid_as_of=valid_as_of or "",
+        ingested_at=ingested_at,
+        version=int(version),
+        active=bool(active),
+    )
+
+
+class _VersionedChunkStore:
+    """What the two chunk stores (:class:`ChunkStore`, SQLite; :class:`~langchain_ragspine.backends.postgres.chunk_store.
+    PostgresChunkStore`) share above their SQL: the reading API's arguments.  A subclass implements
+    :meth:`_select_chunks`."""
+
+    def _select_chunks(
+        self, doc_id: str | Sequence[str] | None, facets: list[tuple[str, str | Sequence[str]]], include_inactive: bool
+    ) -> Iterator[StoredChunk]:  # pragma: no cover - every store overrides it
+        raise NotImplementedError
+
+    def iter_chunks(
+        self,
+        *,
+        doc_id: str | Sequence[str] | None = None,
+        topic: str | Sequence[str] | None = None,
+        entity: str | Sequence[str] | None = None,
+        geography: str | Sequence[str] | None = None,
+        period: str | Sequence[str] | None = None,
+        language: str | Sequence[str] | None = None,
+        include_inactive: bool = False,
+    ) -> Iterator[StoredChunk]:
+        """Yield stored chunks matching every given filter, ordered by ``doc_id`` (by code point), ``version``,
+        chunk position.
+
+        Filters are ANDed and evaluated in SQL.  Each is a str or a list/tuple of str (any of them matches; an
+        empty list matches nothing).  ``topic``/``entity``/``geography``/``period``/``language`` match the
+        chunk metadata key of the same name (``language`` falls back to ``lang``); a list-valued metadata
+        field matches when any element matches; non-string scalars compare by ``str(value)``.  A chunk without
+        the field never matches.
+
+        Args:
+            doc_id: restrict to these documents.
+            topic, entity, geography, period, language: facet filters (see above).
+            include_inactive: also yield rows of superseded and retracted versions (the history).
+
+        Returns:
+            An iterator of :class:`StoredChunk`; the rows are read in one query when iteration starts (a
+            snapshot: later writes do not show up in an iteration already begun).
+
+        Raises:
+            TypeError: a filter is neither a str nor a list/tuple of str.
+            StoreError: the store is closed or its database fails.
+        """
+        facets = _facet_filters(topic, entity, geography, period, language)
+        return self._select_chunks(doc_id, facets, include_inactive)
+
+
+class ChunkStore(SQLiteFile, _VersionedChunkStore):
+    """Versioned chunk storage in one SQLite file (see the module docstring for the design).
+
+    Args:
+        db_path: the SQLite file.  Created (with its parent directories) when missing, unless ``read_only``.
+        read_only: open through a ``file:…?mode=ro`` URI; every write method raises :class:`StoreError`.
+        busy_timeout: seconds a writer waits for another connection's write lock before failing (default 5.0).
+        create: create the file when missing (default ``True``); ``False`` opens an existing file only (what a
+            writer that follows a replaced store uses, :mod:`langchain_ragspine.backends.directory._follow`).
+
+    Raises:
+        StoreError: ``read_only`` (or ``create=False``) and the file does not exist; the file is not a SQLite database or not a
+            chunk store; its schema is newer than this library's; or (``read_only``) its schema is older and
+            needs one writable open to migrate.  The message names the path.
+
+    The connection is opened with ``check_same_thread=False``; a lock serialises every use of it, so one store
+    may be shared between threads.  Use it as a context manager, or call :meth:`close`.
+
+    Example::
+
+        with ChunkStore("corpus.sqlite") as store:
+            store.replace_doc_chunks("law-1", ParagraphTextSplitter().split_documents([doc]))
+            docs = [c.to_document() for c in store.iter_chunks(language="ja")]
+    """
+
+    _what = "chunk store"
+
+    def _ensure_schema(self) -> None:
+        """Check the schema; create it (fresh file) or migrate it (older file) when writable.
+
+        A file already at :data:`SCHEMA_VERSION` is only read here, so opening a store never waits for another
+        process's write transaction.
+        """
+        with self._lock, self._sql_errors():
+            conn = self._connection()
+            version = self._read_schema_version(conn)
+            if version is not None:
+                self._check_not_newer(version)
+                if version == SCHEMA_VERSION or (self._read_only and version >= _READABLE_SCHEMA):
+                    return
+            if self._read_only:
+                if version is None:
+                    raise StoreError("not a chunk store (no meta table or schema_version)", path=self._path)
+                raise StoreError(
+                    f"schema version {version} is older than {SCHEMA_VERSION}; open the store once without "
+                    "read_only to migrate it",
+                    path=self._path,
+                )
+            with self._write_transaction() as cur:
+                version = self._read_schema_version(conn)  # again, under the write lock
+                if version is None:
+                    tables = {
+                        r[0] for r in cur.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+                    }
+                    if tables - {"sqlite_sequence"}:
+                        raise StoreError(
+                            f"not a chunk store: has tables {sorted(tables)} but no meta.schema_version",
+                            path=self._path,
+                        )
+                    self._create_schema(cur)
+                    return
+                self._check_not_newer(version)
+                if version < SCHEMA_VERSION:
+                    self._migrate(cur, version)
+
+    def _read_schema_version(self, conn: sqlite3.Connection) -> int | None:
+        if not self._has_table(conn, "meta"):
+            return None
+        row = conn.execute("SELECT value FROM meta WHERE key = ?", ("schema_version",)).fetchone()
+        if row is None:
+            return None
+        try:
+            return int(row[0])
+        except (TypeError, ValueError) as e:
+            raise StoreError(f"meta.schema_version is not an integer: {row[0]!r}", path=self._path) from e
+
+    def _check_not_newer(self, version: int) -> None:
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"schema version {version} is newer than this langchain-ragspine supports "
+                f"({SCHEMA_VERSION}); upgrade the package",
+                path=self._path,
+            )
+
+    def _create_schema(self, cur: sqlite3.Cursor) -> None:
+        for ddl in _SCHEMA_DDL + _INDEX_DDL:
+            cur.execute(ddl)
+        cur.execute(
+            "INSERT INTO meta (key, value) VALUES (?, ?), (?, ?)",
+            ("schema_version", str(SCHEMA_VERSION), "generation", "0"),
+        )
+        self._bump_generation(cur)
+
+    def _migrate(self, cur: sqlite3.Cursor, from_version: int) -> None:
+        """Bring a schema at ``from_version`` to :data:`SCHEMA_VERSION`, additively, in the open transaction.
+
+        Creates the missing tables, adds the missing columns (``ALTER TABLE … ADD COLUMN``), creates the
+        indexes, then backfills what the new columns and tables hold for existing rows.  No row is deleted or
+        rewritten.
+        """
+        for ddl in _SCHEMA_DDL:
+            cur.execute(ddl)
+        # identifiers cannot be bound parameters; these come from the _ADDED_COLUMNS constant only
+        for table, column, decl in _ADDED_COLUMNS:
+            present = {r[1] for r in cur.execute(f"PRAGMA table_info({table})")}
+            if column not in present:
+                cur.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
+        for ddl in _INDEX_DDL:
+            cur.execute(ddl)
+        if from_version < 2:
+            self._backfill_v2(cur)
+        cur.execute("INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)", ("generation", "0"))
+        cur.execute(
+            "INSERT INTO meta (key, value) VALUES (?, ?) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            ("schema_version", str(SCHEMA_VERSION)),
+        )
+        self._bump_generation(cur)
+
+    def _backfill_v2(self, cur: sqlite3.Cursor) -> None:
+        """Fill ``chunks.sensitivity``, ``facets`` and ``doc_versions`` (content hashes) from old rows."""
+        rows = cur.execute(
+            "SELECT id, doc_id, version, text, start_index, end_index, metadata_json, ingested_at, active "
+            "FROM chunks ORDER BY doc_id, version, position, id"
+        ).fetchall()
+        groups: dict[tuple[str, int], list[tuple[Any, ...]]] = {}
+        for row in rows:
+            rowid, doc_id, version, text, start, end, md_json, _ingested, _active = row
+            try:
+                md = json.loads(md_json)
+            except json.JSONDecodeError as e:
+                raise StoreError(f"chunk row {rowid}: metadata_json is not JSON: {e}", path=self._path) from e
+            if not isinstance(md, dict):
+                md = {}
+            cur.execute(
+                "UPDATE chunks SET sensitivity = ? WHERE id = ?", (_optional_str(md, "sensitivity"), rowid)
+            )
+            cur.executemany(
+                "INSERT OR IGNORE INTO facets (chunk_row, field, value) VALUES (?, ?, ?)",
+                [(rowid, f, v) for f, v in _facets_of(md)],
+            )
+            groups.setdefault((doc_id, version), []).append((text, start, end, md, row[7], row[8]))
+        latest: dict[str, tuple[int, bool]] = {}
+        for (doc_id, version), items in groups.items():
+            digest = _content_hash((t, s, e, m) for t, s, e, m, _, _ in items)
+            cur.execute(
+                "INSERT OR IGNORE INTO doc_versions (doc_id, version, content_hash, n_chunks, valid_as_of, "
+                "ingested_at, retracted) VALUES (?, ?, ?, ?, '', ?, 0)",
+                (doc_id, version, digest, len(items), min(i[4] for i in items)),
+            )
+            any_active = any(i[5] for i in items)
+            if doc_id not in latest or version > latest[doc_id][0]:
+                latest[doc_id] = (version, any_active)
+        # version 1 had no retraction marker: a document whose newest rows are all inactive was retracted
+        now = _utc_now_iso()
+        for doc_id, (version, any_active) in latest.items():
+            if not any_active:
+                cur.execute(
+                    "INSERT OR IGNORE INTO doc_versions (doc_id, version, content_hash, n_chunks, "
+                    "valid_as_of, ingested_at, retracted) VALUES (?, ?, NULL, 0, '', ?, 1)",
+                    (doc_id, version + 1, now),
+                )
+
+    @staticmethod
+    def _bump_generation(cur: sqlite3.Cursor) -> None:
+        cur.execute(
+            "UPDATE meta SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT) WHERE key = ?", ("generation",)
+        )
+
+    # -- writing ---------------------------------------------------------------------------------------------
+    def replace_doc_chunks(
+        self,
+        doc_id: str,
+        chunks: Iterable[Document],
+        valid_as_of: str | _dt.date = "",
+        *,
+        parents: Iterable[Document] | None = None,
+    ) -> int:
+        """Make ``chunks`` the current version of document ``doc_id``, atomically.
+
+        In one ``BEGIN IMMEDIATE … COMMIT`` transaction (inside :meth:`write_batch`: one savepoint), rolled back
+        on any exception: the new version is
+        ``max(existing version) + 1``; the document's previous rows get ``active = 0`` (they stay as history);
+        the new rows are inserted with ``active = 1``, in the given order; ``generation`` is bumped.
+
+        * ``chunks`` empty: retract the document — all its rows become inactive and a new version number is
+          recorded (marked retracted).  Retracting an unknown or already-retracted document is a no-op.
+        * ``chunks`` identical to the current version (same texts, offsets and metadata, in order; compared by
+          a content hash): a no-op — nothing is written, ``generation`` is unchanged.  ``valid_as_of`` is not
+          part of the comparison.
+
+        Args:
+            doc_id: the document id; every chunk's ``metadata["doc_id"]`` must equal it.
+            chunks: chunk ``Document``s from a splitter: ``page_content`` is the text; ``metadata`` holds
+                ``chunk_id`` (else ``Document.id`` is used), ``start_index``, ``end_index``,
+                ``source_locator``, ``title``, ``sensitivity``, ``source`` and any other JSON-serialisable
+                keys (``date``/``datetime`` are stored as ISO-8601 strings).
+            valid_as_of: the date the content is valid as of (a string, or a ``date``/``datetime`` stored as
+                ISO); ``""`` when unknown.
+            parents: the parent passages of parent-child chunking
+                (:meth:`~langchain_ragspine.text_splitters.ParentChildTextSplitter.split_with_parents`), each with
+                ``parent_id`` (else ``chunk_id``, else ``Document.id``) and the lineage keys of a chunk.  They are
+                written, deactivated and compared (the content hash covers them) together with the chunks, in
+                the same transaction; every chunk's ``parent_id``, when set, must name one of them.
+
+        Returns:
+            The document's version after the call (unchanged for a no-op; ``0`` when retracting an unknown
+            document).
+
+        Raises:
+            TypeError: ``doc_id`` is not a str, a chunk is not a ``Document``, ``valid_as_of`` is not a
+                str/date, or a metadata value is not JSON-serialisable (the message names the chunk_id and
+                key).
+            ValueError: ``doc_id`` is empty; a chunk has no chunk_id; a chunk's ``metadata["doc_id"]`` differs
+                from ``doc_id``; a chunk_id repeats within the call or belongs to an active chunk of another
+                document; ``start_index``/``end_index`` are not ints; parents without chunks, or a chunk whose
+                ``parent_id`` is not among ``parents``.  The message names the chunk_id.
+            StoreError: the store is read-only or closed, or SQLite fails (e.g. the write lock was not
+                obtained within ``busy_timeout``).
+        """
+        valid_as_of = _check_write_args(doc_id, valid_as_of)
+        self._require_writable()
+        prepared = self._prepare(doc_id, list(chunks))
+        prepared_parents = self._prepare(doc_id, list(parents or ()), what="parents", id_key="parent_id")
+        if prepared_parents and not prepared:
+            raise ValueError(f"doc_id {doc_id!r}: parents were given without chunks")
+        if prepared_parents:
+            _check_parent_links(doc_id, prepared, {p[0] for p in prepared_parents})
+        digest = _content_hash((p[1], p[2], p[3], p[4]) for p in prepared) if prepared else None
+        if digest is not None and prepared_parents:  # without parents the hash is what schema 2 wrote
+            parent_digest = _content_hash((p[1], p[2], p[3], p[4]) for p in prepared_parents)
+            digest = hashlib.sha256(f"{digest}\nparents {parent_digest}".encode()).hexdigest()
+
+        with self._lock, self._sql_errors(), self._write_transaction() as cur:
+            current, unchanged = _version_state(cur, doc_id, digest)
+            if unchanged:
+                return current
+
+            if prepared:
+                self._check_chunk_ids_free(cur, doc_id, [p[0] for p in prepared])
+            if prepared_parents:
+                self._check_chunk_ids_free(cur, doc_id, [p[0] for p in prepared_parents], table="parents")
+            new_version = current + 1
+            now = _utc_now_iso()
+            cur.execute("UPDATE chunks SET active = 0 WHERE doc_id = ? AND active = 1", (doc_id,))
+            cur.execute("UPDATE parents SET active = 0 WHERE doc_id = ? AND active = 1", (doc_id,))
+            cur.execute(
+                "INSERT INTO doc_versions (doc_id, version, content_hash, n_chunks, valid_as_of, "
+                "ingested_at, retracted) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (doc_id, new_version, digest, len(prepared), valid_as_of, now, 0 if prepared else 1),
+            )
+            self._insert_rows(cur, "chunks", doc_id, new_version, prepared, valid_as_of, now)
+            self._insert_rows(cur, "parents", doc_id, new_version, prepared_parents, valid_as_of, now)
+            self._bump_generation(cur)
+            return new_version
+
+    @staticmethod
+    def _prepare(
+        doc_id: str, chunks: list[Document], *, what: str = "chunks", id_key: str = "chunk_id"
+    ) -> list[_Prepared]:
+        """Validate chunks (or parents: ``id_key="parent_id"``, falling back to ``chunk_id``); return
+        ``(id, text, start, end, JSON-ready metadata, metadata_json)`` (also used by the PostgreSQL store, so both
+        validate alike)."""
+        out: list[_Prepared] = []
+        seen: set[str] = set()
+        for i, doc in enumerate(chunks):
+            if not isinstance(doc, Document):
+                raise TypeError(f"{what}[{i}] must be a langchain_core Document, got {type(doc).__name__}")
+            raw_id = doc.metadata.get(id_key) or doc.metadata.get("chunk_id", doc.id)
+            if raw_id is None or raw_id == "":
+                raise ValueError(
+                    f"{what}[{i}] of doc_id {doc_id!r} has no metadata {id_key!r} (and no Document.id)"
+                )
+            chunk_id = str(raw_id)
+            md_doc_id = doc.metadata.get("doc_id")
+            if md_doc_id != doc_id:
+                raise ValueError(f"chunk {chunk_id!r} has metadata doc_id {md_doc_id!r}, expected {doc_id!r}")
+            if chunk_id in seen:
+                raise ValueError(
+                    f"{id_key} {chunk_id!r} appears more than once in the {what} for doc_id {doc_id!r}"
+                )
+            seen.add(chunk_id)
+            md = {
+                str(k): v if type(v) in _JSON_SCALARS else _jsonable(v, chunk_id, str(k))
+                for k, v in doc.metadata.items()
+            }
+            start = _optional_int(md, "start_index", chunk_id)
+            end = _optional_int(md, "end_index", chunk_id)
+            md_json = _encode_metadata(md)
+            nan = nan_field(md) if "NaN" in md_json else None  # the walk runs only when the token may be there
+            if nan is not None:
+                raise ValueError(
+                    f"chunk {chunk_id!r}: metadata {nan[0]!r} holds {nan[1]!r}, which cannot be stored: NaN never "
+                    "equals itself, so no filter could match it (and it is not JSON); store None instead"
+                )
+            out.append((chunk_id, doc.page_content, start, end, md, md_json))
+        return out
+
+    @staticmethod
+    def _check_chunk_ids_free(
+        cur: sqlite3.Cursor, doc_id: str, chunk_ids: list[str], *, table: str = "chunks"
+    ) -> None:
+        """``ValueError`` if one of ``chunk_ids`` is an active chunk (``table="parents"``: parent) of another
+        document (ids key fusion and parent look-ups)."""
+        column, what = ("chunk_id", "chunk") if table == "chunks" else ("parent_id", "parent")
+        batch = 500
+        for i in range(0, len(chunk_ids), batch):
+            part = chunk_ids[i : i + batch]
+            # identifiers come from the two constants above only
+            clash = cur.execute(
+                f"SELECT {column}, doc_id FROM {table} WHERE active = 1 AND doc_id <> ? "
+                f"AND {column} IN ({_placeholders(len(part))}) ORDER BY {column} LIMIT 1",
+                (doc_id, *part),
+            ).fetchone()
+            if clash:
+                raise ValueError(
+                    f"{column} {clash[0]!r} of doc_id {doc_id!r} is already an active {what} of doc_id "
+                    f"{clash[1]!r}"
+                )
+
+    @staticmethod
+    def _insert_rows(
+        cur: sqlite3.Cursor,
+        table: str,
+        doc_id: str,
+        version: int,
+        prepared: Sequence[_Prepared],
+        valid_as_of: str,
+        now: str,
+    ) -> None:
+        """Insert the prepared rows (:meth:`_prepare`) of one document version into ``table`` (``"chunks"`` or
+        ``"parents"``) with ``active = 1``, positions in order, in the open transaction, in one ``executemany``; for
+        chunks also their facets."""
+        if not prepared:
+            return
+        columns = _CHUNK_COLUMNS if table == "chunks" else _PARENT_COLUMNS  # identifiers from constants only
+        cur.executemany(
+            f"INSERT INTO {table} ({columns}) VALUES ({_placeholders(14)})",
+            [_row_values(doc_id, version, position, item, valid_as_of, now) for position, item in enumerate(prepared)],
+        )
+        if table != "chunks":
+            return
+        facets = [_facets_of(item[4]) for item in prepared]
+        if not any(facets):
+            return
+        rowids = [r[0] for r in cur.execute(
+            "SELECT id FROM chunks WHERE doc_id = ? AND version = ? ORDER BY position", (doc_id, version)
+        )]
+        cur.executemany(
+            "INSERT OR IGNORE INTO facets (chunk_row, field, value) VALUES (?, ?, ?)",
+            [(rowid, f, v) for rowid, pairs in zip(rowids, facets, strict=True) for f, v in pairs],
+        )
+
+    # -- reading ---------------------------------------------------------------------------------------------
+    def _select_chunks(
+        self, doc_id: str | Sequence[str] | None, facets: list[tuple[str, str | Sequence[str]]], include_inactive: bool
+    ) -> Iterator[StoredChunk]:
+        """:meth:`iter_chunks` in SQLite: ``facets`` are the given facet filters, ``(field, value)``."""
+        where, params = _doc_conditions(doc_id, include_inactive, alias="c.")
+        for name, value in facets:
+            values = _filter_values(name, value)
+            if not values:
+                where.append("0")
+                continue
+            where.append(
+                "EXISTS (SELECT 1 FROM facets AS f WHERE f.chunk_row = c.id AND f.field = ? "
+                f"AND f.value IN ({_placeholders(len(values))}))"
+            )
+            params.append(name)
+            params.extend(values)
+        sql = _SELECT_CHUNKS + _where(where) + " ORDER BY c.doc_id, c.version, c.position, c.id"
+        return self._iter_rows(sql, params)
+
+    def _iter_rows(self, sql: str, params: list[Any]) -> Iterator[StoredChunk]:
+        with self._lock, self._sql_errors():
+            rows = self._connection().execute(sql, params).fetchall()
+        for row in rows:
+            yield self._to_stored(row)
+
+    def _to_stored(self, row: tuple[Any, ...]) -> StoredChunk:
+        return row_to_stored(row, path=self._path)
+
+    def _has_parents_table(self) -> bool:
+        with self._lock, self._sql_errors():
+            return self._has_table(self._connection(), "parents")
+
+    def get_parents(self, parent_ids: Sequence[str]) -> dict[str, StoredChunk]:
+        """The active parents among ``parent_ids``, by id (a :class:`StoredChunk` whose ``chunk_id`` is the parent
+        id).  An id with no active parent is absent from the result (the caller decides whether that is an error).
+
+        Raises:
+            TypeError: ``parent_ids`` is a str or holds a non-str.
+            StoreError: the store is closed or SQLite fails.
+        """
+        ids = _id_list("parent_ids", parent_ids)
+        if not ids or not self._has_parents_table():
+            return {}
+        return self._active_by_id(_SELECT_PARENTS, "parent_id", ids)
+
+    def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, StoredChunk]:
+        """The active chunks among ``chunk_ids``, by id (as :meth:`get_parents` for parents): an id with no active
+        chunk (superseded, retracted, never stored) is absent from the result.
+
+        Raises:
+            TypeError: ``chunk_ids`` is a str or holds a non-str.
+            StoreError: the store is closed or SQLite fails.
+        """
+        return self._active_by_id(_SELECT_CHUNKS, "chunk_id", _id_list("chunk_ids", chunk_ids))
+
+    def _active_by_id(self, select: str, column: str, ids: list[str]) -> dict[str, StoredChunk]:
+        """The active rows of ``select`` (``_SELECT_CHUNKS`` / ``_SELECT_PARENTS``) whose ``column`` is in ``ids``."""
+        out: dict[str, StoredChunk] = {}
+        for part in _batches(ids):
+            sql = f"{select} WHERE c.active = 1 AND c.{column} IN ({_placeholders(len(part))})"
+            for stored in self._iter_rows(sql, part):
+                out[stored.chunk_id] = stored
+        return out
+
+    def active_versions(self, ids: Sequence[str]) -> dict[str, tuple[str, int]]:
+        """``{id: (doc_id, version)}`` of the active chunks and parents among ``ids`` — which rows search may return
+        now, without reading their text or metadata (one indexed lookup per table; a chunk wins over a parent of the
+        same id).  An id with no active row is absent.
+
+        A row's content never changes (a write adds a version), so a document read earlier from this store whose
+        ``metadata["doc_id"]`` / ``metadata["doc_version"]`` equal an entry here is exactly the active row.
+
+        Raises:
+            TypeError: ``ids`` is a str or holds a non-str.
+            StoreError: the store is closed or SQLite fails.
+        """
+        ids = _id_list("ids", ids)
+        out: dict[str, tuple[str, int]] = {}
+        tables = [("chunks", "chunk_id")] + ([("parents", "parent_id")] if self._has_parents_table() else [])
+        for table, column in tables:  # names from this list only
+            wanted = [i for i in ids if i not in out]
+            for part in _batches(wanted):
+                sql = (f"SELECT {column}, doc_id, version FROM {table} "
+                       f"WHERE {column} IN ({_placeholders(len(part))}) AND active = 1")
+                with self._lock, self._sql_errors():
+                    rows = self._connection().execute(sql, part).fetchall()
+                out.update((str(r[0]), (str(r[1]), int(r[2]))) for r in rows)
+        return out
+
+    def iter_parents(
+        self, *, doc_id: str | Sequence[str] | None = None, include_inactive: bool = False
+    ) -> Iterator[StoredChunk]:
+        """Yield stored parents (active ones unless ``include_inactive``), ordered by ``doc_id``, ``version``,
+        position.
+
+        Raises:
+            TypeError: ``doc_id`` is neither a str nor a list/tuple of str.
+            StoreError: the store is closed or SQLite fails.
+        """
+        where, params = _doc_conditions(doc_id, include_inactive, alias="c.")
+        if not self._has_parents_table():
+            return iter(())
+        sql = _SELECT_PARENTS + _where(where) + " ORDER BY c.doc_id, c.version, c.position, c.id"
+        return self._iter_rows(sql, params)
+
+    def count_parents(self) -> int:
+        """Number of active parents (0 in a store without parent-child chunking).
+
+        Raises:
+            StoreError: the store is closed or SQLite fails.
+        """
+        if not self._has_parents_table():
+            return 0
+        with self._lock, self._sql_errors():
+            return int(self._connection().execute("SELECT COUNT(*) FROM parents WHERE active = 1").fetchone()[0])
+
+    @property
+    def chunker(self) -> dict[str, Any] | None:
+        """Which chunker and parameters built the store's chunks (``{"name": "paragraph", "chunk_size": 480,
+        …}``), or ``None`` when none was recorded (a new store, or one written before schema 3).
+
+        Raises:
+            StoreError: the record is not a JSON object, the store is closed or SQLite fails.
+        """
+        with self._lock, self._sql_errors():
+            row = self._connection().execute("SELECT value FROM meta WHERE key = ?", (_CHUNKER_KEY,)).fetchone()
+        if row is None:
+            return None
+        try:
+            value = json.loads(row[0])
+        except json.JSONDecodeError as e:
+            raise StoreError(f"meta.{_CHUNKER_KEY} is not JSON: {e}", path=self._path) from e
+        if not isinstance(value, dict):
+            raise StoreError(f"meta.{_CHUNKER_KEY} is not a JSON object: {row[0]!r}", path=self._path)
+        return value
+
+    def set_chunker(self, config: Mapping[str, Any]) -> None:
+        """Record which chunker and parameters build this store's chunks (see :attr:`chunker`).
+
+        Raises:
+            TypeError: ``config`` is not JSON-serialisable.
+            StoreError: the store is read-only or closed, or SQLite fails.
+        """
+        self._require_writable()
+        value = json.dumps(dict(config), ensure_ascii=False, sort_keys=True)
+        with self._lock, self._sql_errors(), self._write_transaction() as cur:
+            cur.execute(
+                "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (_CHUNKER_KEY, value),
+            )
+
+    def doc_ids(self, *, include_retracted: bool = False) -> list[str]:
+        """Sorted ids of the documents in the store.
+
+        Args:
+            include_retracted: also list documents whose current version is a retraction.
+
+        Raises:
+            StoreError: the store is closed or SQLite fails.
+        """
+        sql = (
+            "SELECT d.doc_id FROM doc_versions AS d "
+            "WHERE d.version = (SELECT MAX(version) FROM doc_versions WHERE doc_id = d.doc_id) "
+            "AND (? OR d.retracted = 0) ORDER BY d.doc_id"
+        )
+        with self._lock, self._sql_errors():
+            return [r[0] for r in self._connection().execute(sql, (1 if include_retracted else 0,))]
+
+    def current_version(self, doc_id: str) -> int | None:
+        """The newest version number of ``doc_id`` (a retraction counts as a version), or ``None`` if unknown.
+
+        Raises:
+            StoreError: the store is closed or SQLite fails.
+        """
+        with self._lock, self._sql_errors():
+            row = (
+                self._connection()
+                .execute("SELECT MAX(version) FROM doc_versions WHERE doc_id = ?", (doc_id,))
+                .fetchone()
+            )
+        return None if row is None or row[0] is None else int(row[0])
+
+    def count_chunks(
+        self, *, doc_id: str | Sequence[str] | None = None, include_inactive: bool = False
+    ) -> int:
+        """Number of active chunk rows (all rows, history included, with ``include_inactive=True``).
+
+        Args:
+            doc_id: count only these documents (a str or a list/tuple of str; an empty list counts nothing).
+            include_inactive: also count rows of superseded and retracted versions.
+
+        Raises:
+            TypeError: ``doc_id`` is neither a str nor a list/tuple of str.
+            StoreError: the store is closed or SQLite fails.
+        """
+        where, params = _doc_conditions(doc_id, include_inactive)
+        sql = "SELECT COUNT(*) FROM chunks" + _where(where)
+        with self._lock, self._sql_errors():
+            return int(self._connection().execute(sql, params).fetchone()[0])
+
+    def _meta_int(self, key: str) -> int:
+        with self._lock, self._sql_errors():
+            row = self._connection().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            raise StoreError(f"meta.{key} is missing", path=self._path)
+        return int(row[0])
+
+    @property
+    def generation(self) -> int:
+        """A counter bumped by every committed write (read from the file, so writes by other processes count).
+
+        Derived indexes store the generation they were built from and rebuild when it differs.
+        """
+        return self._meta_int("generation")
+
+    @property
+    def schema_version(self) -> int:
+        """The schema version recorded in the file (equals :data:`SCHEMA_VERSION` once opened)."""
+        return self._meta_int("schema_version")

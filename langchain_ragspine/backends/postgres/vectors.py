@@ -1,0 +1,268 @@
+"""Chunk vectors in PostgreSQL with pgvector: the embedding cache and the dense channel's index in one table.
+
+``ragspine_embeddings(model_key, chunk_id, content_hash, dim, embedding vector)`` is keyed like the file store's
+``embeddings.sqlite`` — ``(model_key, chunk_id, sha256(text))`` — so :class:`PostgresEmbeddingCache` plugs into
+:class:`~langchain_ragspine.embeddings.cache.CachedEmbeddings` unchanged: an unchanged chunk is never embedded twice,
+a changed one is.  Vectors are stored L2-normalised (the file store's FAISS index holds the same unit vectors), so
+pgvector's inner product ``<#>`` is the cosine similarity.  What the table holds is what search may return: vectors
+of RESTRICTED chunks are never written, and :func:`prune_vectors` deletes those of chunks that are no longer
+searchable (changed, retracted, RESTRICTED).
+
+The dense channel searches the vectors of the store's model joined to the searchable chunks.  Exact below
+``RAGSPINE_PG_HNSW_THRESHOLD`` vectors (a sequential scan: every score computed); at or above it
+:func:`ensure_hnsw_index` builds a pgvector HNSW index (Malkov & Yashunin, "Efficient and robust approximate nearest
+neighbor search using Hierarchical Navigable Small World graphs", IEEE TPAMI 2020) on that model's rows — a partial
+expression index, ``(embedding::vector(dim)) vector_ip_ops WHERE model_key = …``, so models of other dimensions
+share the table — which PostgreSQL then keeps up to date on every write.  Requires the ``vector`` extension
+(pgvector >= 0.8 for iterative index scans, see :mod:`langchain_ragspine.retrievers.pg_dense`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from langchain_ragspine._optional import import_optional
+from langchain_ragspine.backends.postgres.chunk_store import SEARCH, PostgresConnection
+from langchain_ragspine.embeddings.batching import l2_normalize
+from langchain_ragspine.errors import StoreError
+
+__all__ = [
+    "EMBEDDINGS",
+    "PostgresEmbeddingCache",
+    "ensure_hnsw_index",
+    "ensure_vector_schema",
+    "has_hnsw_index",
+    "hnsw_index_name",
+    "prune_vectors",
+    "register_vector",
+    "vector_count",
+]
+
+EMBEDDINGS = "ragspine_embeddings"
+
+_VECTOR_DDL = (
+    f"""CREATE TABLE IF NOT EXISTS {EMBEDDINGS} (
+        model_key    text    NOT NULL,
+        chunk_id     text    COLLATE "C" NOT NULL,
+        content_hash text    NOT NULL,
+        dim          integer NOT NULL CHECK (dim > 0),
+        embedding    vector  NOT NULL,
+        PRIMARY KEY (model_key, chunk_id, content_hash)
+    )""",
+)
+
+
+def register_vector(conn: Any) -> None:
+    """Teach a psycopg connection pgvector's ``vector`` type (numpy arrays in, ``pgvector.Vector`` out); a no-op
+    when done already.
+
+    Raises:
+        StoreError: the ``vector`` extension is not installed in the database.
+        ImportError: the ``pgvector`` package is missing (names the ``postgres`` extra).
+    """
+    if conn.adapters.types.get("vector") is not None:
+        return
+    hint = "the dense channel on PostgreSQL needs pgvector: pip install 'langchain-ragspine[postgres]'"
+    _register = import_optional("pgvector.psycopg", hint).register_vector
+    import psycopg
+
+    try:
+        _register(conn)
+    except psycopg.ProgrammingError as e:
+        raise StoreError(
+            "the pgvector extension is not installed in this database: run CREATE EXTENSION vector (or ingest "
+            "once as a role allowed to)"
+        ) from e
+
+
+def ensure_vector_schema(db: PostgresConnection) -> None:
+    """Create the ``vector`` extension (when missing) and the embeddings table.
+
+    Raises:
+        StoreError: the extension is missing and this role may not create it (the message says what to run).
+    """
+    with db.connection() as conn:
+        has = conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone()
+        if not has:
+            import psycopg
+
+            try:
+                conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            except psycopg.Error as e:
+                raise StoreError(
+                    f"the dense channel needs the pgvector extension, and creating it failed ({e}); ask an "
+                    "administrator to run CREATE EXTENSION vector in this database",
+                    path=db.where,
+                ) from e
+        if conn.execute("SELECT to_regclass(%s)", (EMBEDDINGS,)).fetchone()[0] is None:
+            with conn.transaction():
+                for ddl in _VECTOR_DDL:
+                    conn.execute(ddl)
+
+
+class PostgresEmbeddingCache:
+    """The :class:`~langchain_ragspine.embeddings.cache.ChunkVectorCache` of a PostgreSQL store: vectors in
+    ``ragspine_embeddings``, keyed by ``(model_key, chunk_id, content_hash)``, stored L2-normalised.
+
+    Args:
+        db: the store's connections (``PostgresChunkStore.db``).
+        read_only: :meth:`put_many` raises (a reader never writes).
+
+    Each :meth:`put_many` is one transaction (a crash keeps every committed batch).
+
+    Raises:
+        StoreError: pgvector is missing (see :func:`ensure_vector_schema`).
+    """
+
+    def __init__(self, db: PostgresConnection, *, read_only: bool = False) -> None:
+        self._db = db
+        self._read_only = read_only
+        if not read_only:
+            ensure_vector_schema(db)
+
+    @property
+    def path(self) -> str:  # type: ignore[override]
+        """The store's URL, password hidden (what messages name)."""
+        return self._db.where
+
+    @property
+    def read_only(self) -> bool:
+        """Whether writes are refused."""
+        return self._read_only
+
+    def get_many(self, model_key: str, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], np.ndarray]:
+        """The cached unit vectors among ``keys`` = ``[(chunk_id, content_hash), …]`` (float32 ``(dim,)``)."""
+        if not keys:
+            return {}
+        with self._db.connection() as conn:
+            if conn.execute("SELECT to_regclass(%s)", (EMBEDDINGS,)).fetchone()[0] is None:
+                return {}
+            register_vector(conn)
+            rows = conn.execute(
+                f"SELECT e.chunk_id, e.content_hash, e.embedding FROM {EMBEDDINGS} e JOIN unnest(%s::text[], "
+                "%s::text[]) AS k(chunk_id, content_hash) ON e.chunk_id = k.chunk_id AND "
+                "e.content_hash = k.content_hash WHERE e.model_key = %s",
+                ([k[0] for k in keys], [k[1] for k in keys], model_key),
+            ).fetchall()
+        return {(c, h): np.asarray(v.to_numpy(), dtype=np.float32) for c, h, v in rows}
+
+    def put_many(self, model_key: str, items: Sequence[tuple[str, str, np.ndarray]]) -> None:
+        """Store ``[(chunk_id, content_hash, vector), …]`` for ``model_key`` (normalised here; existing keys kept).
+
+        Raises:
+            StoreError: read-only; vectors of one call differ in dimension; the query fails.
+        """
+        if self._read_only:
+            raise StoreError("the embedding cache was opened read-only", path=self.path)
+        if not items:
+            return
+        vectors = l2_normalize(np.stack([np.asarray(v, dtype=np.float32) for _, _, v in items]))
+        # Registered before the cursor exists: a psycopg cursor copies its connection's adapters when created.
+        with self._db.connection() as conn:
+            register_vector(conn)
+            with conn.transaction(), conn.cursor() as cur:
+                cur.executemany(
+                    f"INSERT INTO {EMBEDDINGS} (model_key, chunk_id, content_hash, dim, embedding) "
+                    "VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                    [(model_key, c, h, int(vectors.shape[1]), vectors[i]) for i, (c, h, _) in enumerate(items)],
+                )
+
+    def keys(self, model_key: str) -> set[tuple[str, str]]:
+        """The ``(chunk_id, content_hash)`` keys held for ``model_key`` (no vector is read)."""
+        with self._db.connection() as conn:
+            if conn.execute("SELECT to_regclass(%s)", (EMBEDDINGS,)).fetchone()[0] is None:
+                return set()
+            rows = conn.execute(
+                f"SELECT chunk_id, content_hash FROM {EMBEDDINGS} WHERE model_key = %s", (model_key,)
+            ).fetchall()
+        return {(str(c), str(h)) for c, h in rows}
+
+    def dim(self, model_key: str) -> int | None:
+        """The dimension of ``model_key``'s vectors, or ``None`` when there are none."""
+        with self._db.connection() as conn:
+            if conn.execute("SELECT to_regclass(%s)", (EMBEDDINGS,)).fetchone()[0] is None:
+                return None
+            row = conn.execute(f"SELECT dim FROM {EMBEDDINGS} WHERE model_key = %s LIMIT 1", (model_key,)).fetchone()
+        return None if row is None else int(row[0])
+
+    def count(self, model_key: str | None = None) -> int:
+        """Vectors held (of ``model_key``, or of every model)."""
+        with self._db.connection() as conn:
+            if conn.execute("SELECT to_regclass(%s)", (EMBEDDINGS,)).fetchone()[0] is None:
+                return 0
+            if model_key is None:
+                return int(conn.execute(f"SELECT count(*) FROM {EMBEDDINGS}").fetchone()[0])
+            return int(
+                conn.execute(f"SELECT count(*) FROM {EMBEDDINGS} WHERE model_key = %s", (model_key,)).fetchone()[0]
+            )
+
+
+def prune_vectors(db: PostgresConnection) -> int:
+    """Delete every vector (of any model) whose ``(chunk_id, content_hash)`` is not a searchable chunk's; returns
+    the rows deleted."""
+    with db.connection() as conn:
+        if conn.execute("SELECT to_regclass(%s)", (EMBEDDINGS,)).fetchone()[0] is None:
+            return 0
+        cur = conn.execute(
+            f"DELETE FROM {EMBEDDINGS} e WHERE NOT EXISTS (SELECT 1 FROM {SEARCH} s WHERE s.chunk_id = e.chunk_id "
+            "AND s.content_hash = e.content_hash)"
+        )
+        return int(cur.rowcount or 0)
+
+
+def vector_count(db: PostgresConnection, model_key: str) -> int:
+    """Vectors of ``model_key`` that belong to searchable chunks with visible text (what the dense channel ranks)."""
+    with db.connection() as conn:
+        if conn.execute("SELECT to_regclass(%s)", (EMBEDDINGS,)).fetchone()[0] is None:
+            return 0
+        return int(conn.execute(
+            f"SELECT count(*) FROM {EMBEDDINGS} e JOIN {SEARCH} s ON s.chunk_id = e.chunk_id AND "
+            "s.content_hash = e.content_hash WHERE e.model_key = %s AND s.has_text",
+            (model_key,),
+        ).fetchone()[0])
+
+
+def hnsw_index_name(model_key: str) -> str:
+    """The name of the HNSW index of ``model_key``'s vectors (``ragspine_hnsw_`` + 16 hex digits of its SHA-256)."""
+    return "ragspine_hnsw_" + hashlib.sha256(model_key.encode("utf-8")).hexdigest()[:16]
+
+
+def has_hnsw_index(db: PostgresConnection, model_key: str) -> bool:
+    """Whether ``model_key``'s vectors have an HNSW index."""
+    with db.connection() as conn:
+        return conn.execute("SELECT to_regclass(%s)", (hnsw_index_name(model_key),)).fetchone()[0] is not None
+
+
+def ensure_hnsw_index(
+    db: PostgresConnection, model_key: str, dim: int, *, threshold: int, m: int = 16, ef_construction: int = 64
+) -> bool:
+    """Build the HNSW index of ``model_key``'s vectors when they number ``threshold`` or more and it is missing
+    (``m`` / ``ef_construction``: pgvector's defaults).  Returns whether the index exists afterwards.
+
+    Raises:
+        StoreError: the build fails.
+    """
+    from psycopg import sql
+
+    if has_hnsw_index(db, model_key):
+        return True
+    if vector_count(db, model_key) < threshold:
+        return False
+    with db.connection() as conn:
+        conn.execute("SET maintenance_work_mem = '512MB'")
+        try:
+            conn.execute(sql.SQL(
+                "CREATE INDEX IF NOT EXISTS {name} ON {table} USING hnsw ((embedding::vector({dim})) vector_ip_ops) "
+                "WITH (m = {m}, ef_construction = {ef}) WHERE model_key = {key}"
+            ).format(
+                name=sql.Identifier(hnsw_index_name(model_key)), table=sql.Identifier(EMBEDDINGS),
+                dim=sql.Literal(int(dim)), m=sql.Literal(int(m)), ef=sql.Literal(int(ef_construction)),
+                key=sql.Literal(model_key),
+            ))
+        finally:
+            conn.execute("RESET maintenance_work_mem")
+    return True

@@ -1,0 +1,158 @@
+"""The old import paths of modules that issue 26 moved (plan26 §1.2) keep working for one release.
+
+Each old module is a shim: it re-exports exactly the public names of the module that replaced it (its ``__all__``
+equals them), as the same objects, and warns about nothing yet (the ``DeprecationWarning`` comes with step R2).  No
+module of the package, and no test but this one, imports a shim.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import warnings
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+import langchain_ragspine
+
+PACKAGE = Path(langchain_ragspine.__file__).parent
+TESTS = Path(__file__).resolve().parents[1]
+
+#: old module -> the module that replaced it.
+SHIMS = {
+    "langchain_ragspine.stores.chunk_store": "langchain_ragspine.backends.directory.chunk_store",
+    "langchain_ragspine.stores.bm25_index": "langchain_ragspine.backends.directory.bm25_index",
+    "langchain_ragspine.stores.bm25_parallel": "langchain_ragspine.backends.directory.bm25_parallel",
+    "langchain_ragspine.stores.embedding_cache": "langchain_ragspine.backends.directory.embedding_cache",
+    "langchain_ragspine.stores.faiss_index": "langchain_ragspine.backends.directory.faiss_index",
+    "langchain_ragspine.stores.files": "langchain_ragspine.backends.directory.files",
+    "langchain_ragspine.stores.index_state": "langchain_ragspine.backends.directory.index_state",
+    "langchain_ragspine.stores.lock": "langchain_ragspine.backends.directory.lock",
+    "langchain_ragspine.stores.postgres": "langchain_ragspine.backends.postgres.chunk_store",
+    "langchain_ragspine.stores.pg_vectors": "langchain_ragspine.backends.postgres.vectors",
+    "langchain_ragspine.stores.pg_lock": "langchain_ragspine.backends.postgres.lock",
+    "langchain_ragspine.stores.pg_filter": "langchain_ragspine.filters.sql",
+    "langchain_ragspine.modes": "langchain_ragspine.pipeline.modes",
+    "langchain_ragspine.document_compressors.contextual": "langchain_ragspine.text_splitters.contextual",
+}
+
+#: What ``langchain_ragspine.stores`` exported before the move, and where each name lives now.
+STORES_PACKAGE = {
+    "ChunkStore": "langchain_ragspine.backends.directory.chunk_store",
+    "EmbeddingCache": "langchain_ragspine.backends.directory.embedding_cache",
+    "FaissVectorIndex": "langchain_ragspine.backends.directory.faiss_index",
+    "StoredChunk": "langchain_ragspine.backends.directory.chunk_store",
+}
+
+#: Every shim module: the modules above and the ``stores`` package.
+SHIM_MODULES = frozenset(SHIMS) | {"langchain_ragspine.stores"}
+
+
+def _defined_public_names(module: ModuleType) -> set[str]:
+    """The public names a module defines at top level (functions, classes, assignments), read from its source:
+    what its ``__all__`` would hold (for a module that has none yet)."""
+    assert module.__file__ is not None
+    names: set[str] = set()
+    for node in ast.parse(Path(module.__file__).read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return {n for n in names if not n.startswith("_")}
+
+
+def _public_names(module: ModuleType) -> set[str]:
+    declared = getattr(module, "__all__", None)
+    return set(declared) if declared is not None else _defined_public_names(module)
+
+
+@pytest.mark.parametrize("old, new", sorted(SHIMS.items()))
+def test_a_shim_reexports_exactly_the_public_names_of_its_new_module(old: str, new: str) -> None:
+    shim, moved = importlib.import_module(old), importlib.import_module(new)
+    assert len(shim.__all__) == len(set(shim.__all__))
+    assert set(shim.__all__) == _public_names(moved)
+    for name in shim.__all__:
+        assert getattr(shim, name) is getattr(moved, name), f"{old}.{name} is not {new}.{name}"
+    # nothing else public: a shim holds re-exports only
+    assert {n for n in vars(shim) if not n.startswith("_")} == set(shim.__all__)
+
+
+def test_the_stores_package_reexports_what_it_exported() -> None:
+    import langchain_ragspine.stores as stores
+
+    assert sorted(stores.__all__) == sorted(STORES_PACKAGE)
+    for name, home in STORES_PACKAGE.items():
+        assert getattr(stores, name) is getattr(importlib.import_module(home), name)
+
+
+def test_old_paths_give_the_same_objects() -> None:
+    import langchain_ragspine.stores.chunk_store
+    import langchain_ragspine.stores.postgres
+    from langchain_ragspine.backends.directory.chunk_store import ChunkStore
+    from langchain_ragspine.backends.postgres.chunk_store import close_pools
+    from langchain_ragspine.modes import register_mode
+    from langchain_ragspine.pipeline import modes
+    from langchain_ragspine.stores import ChunkStore as OldChunkStore
+
+    assert langchain_ragspine.stores.chunk_store.ChunkStore is ChunkStore is OldChunkStore
+    assert langchain_ragspine.stores.postgres.close_pools is close_pools
+    assert register_mode is modes.register_mode  # one registry, whichever path registers a mode
+
+
+@pytest.mark.parametrize("old", sorted(SHIM_MODULES))
+def test_a_shim_does_not_warn_yet(old: str) -> None:
+    shim = importlib.import_module(old)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        importlib.reload(shim)  # a shim holds no state: running it again is what a first import runs
+        for name in shim.__all__:
+            getattr(shim, name)
+
+
+def _imported_modules(path: Path) -> list[tuple[int, str]]:
+    """``(line, module)`` of every import in a file, ``from a import b`` giving both ``a`` and ``a.b``."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append((node.lineno, node.module))
+            found += [(node.lineno, f"{node.module}.{alias.name}") for alias in node.names]
+    return found
+
+
+def test_nothing_imports_a_shim() -> None:
+    shim_files = {PACKAGE.joinpath(*m.split(".")[1:]).with_suffix(".py") for m in SHIMS}
+    shim_files.add(PACKAGE / "stores" / "__init__.py")
+    files = [p for p in PACKAGE.rglob("*.py") if p not in shim_files]
+    files += [p for p in TESTS.rglob("*.py") if p.resolve() != Path(__file__).resolve()]
+    offenders = [
+        f"{path}:{line}: {module}"
+        for path in files
+        for line, module in _imported_modules(path)
+        if module in SHIM_MODULES
+    ]
+    assert offenders == []
+
+
+def test_the_shim_check_sees_a_shim_import(tmp_path: Path) -> None:
+    """The scan above finds each form of import (a check that cannot fail is no check)."""
+    sample = tmp_path / "sample.py"
+    sample.write_text(
+        "import langchain_ragspine.stores.lock\n"
+        "from langchain_ragspine import modes\n"
+        "from langchain_ragspine.stores import ChunkStore\n"
+        "def f():\n    from langchain_ragspine.document_compressors import contextual\n",
+        encoding="utf-8",
+    )
+    hits = {module for _, module in _imported_modules(sample) if module in SHIM_MODULES}
+    assert hits == {
+        "langchain_ragspine.stores.lock",
+        "langchain_ragspine.modes",
+        "langchain_ragspine.stores",
+        "langchain_ragspine.document_compressors.contextual",
+    }
