@@ -5,58 +5,120 @@ window, semantic) → versioned chunk store (``ChunkStore``) → retrievers (``B
 ``HybridRetriever``, ``ParentChildRetriever``; query transformations such as ``HyDERetriever``,
 ``MultiQueryRetriever``, ``GlossaryRetriever``; ``MultiIndexRetriever``) → compressors (``RestrictedGate``,
 rerankers, MMR, lost-in-the-middle, extractive compression).  See ``docs/architecture.md``.
+
+The names are imported when first used (PEP 562), so ``import langchain_ragspine`` — and the ``ragspine`` command's
+``--help`` / ``--version`` — load nothing beyond the version; ``from langchain_ragspine import BM25Retriever`` loads
+what that class needs.
 """
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from langchain_ragspine._version import __version__ as __version__
-from langchain_ragspine.backends.directory.chunk_store import ChunkStore, StoredChunk
-from langchain_ragspine.chains import make_answer_chain
-from langchain_ragspine.config import (
-    RagSpineSettings,
-    get_settings,
-    make_chat_model,
-    make_embeddings,
-    make_query_transform,
-)
-from langchain_ragspine.document_compressors import (
-    RESTRICTED_SENSITIVITY,
-    ContextualHeader,
-    CrossEncoderReranker,
-    ExtractiveCompressor,
-    LLMListwiseReranker,
-    LostInTheMiddleReorder,
-    MMRCompressor,
-    RestrictedGate,
-    is_restricted,
-)
-from langchain_ragspine.document_loaders import CorpusLoader
-from langchain_ragspine.errors import LoaderError, RagSpineError, StoreError
-from langchain_ragspine.filters import compile_filter, matches
-from langchain_ragspine.indexing import IngestSummary, ingest, open_retriever, search
-from langchain_ragspine.pipeline.modes import RetrievalMode, register_mode
-from langchain_ragspine.retrievers import (
-    BM25Retriever,
-    DecompositionRetriever,
-    DenseRetriever,
-    FilterExtractionRetriever,
-    GlossaryRetriever,
-    HybridRetriever,
-    HyDERetriever,
-    MultiIndexRetriever,
-    MultiQueryRetriever,
-    ParentChildRetriever,
-    QueryDenyList,
-    RAGFusionRetriever,
-    StepBackRetriever,
-)
-from langchain_ragspine.text_splitters import (
-    LayoutTextSplitter,
-    ParagraphTextSplitter,
-    ParentChildTextSplitter,
-    SemanticTextSplitter,
-    SentenceWindowTextSplitter,
-)
-from langchain_ragspine.tokenizers import get_tokenizer
-from langchain_ragspine.vectorstores import RagSpineVectorStore
+
+if TYPE_CHECKING:
+    from langchain_ragspine.backends.directory.chunk_store import ChunkStore, StoredChunk
+    from langchain_ragspine.chains import make_answer_chain
+    from langchain_ragspine.config import (
+        RagSpineSettings,
+        get_settings,
+        make_chat_model,
+        make_embeddings,
+        make_query_transform,
+    )
+    from langchain_ragspine.document_compressors import (
+        RESTRICTED_SENSITIVITY,
+        ContextualHeader,
+        CrossEncoderReranker,
+        ExtractiveCompressor,
+        LLMListwiseReranker,
+        LostInTheMiddleReorder,
+        MMRCompressor,
+        RestrictedGate,
+        is_restricted,
+    )
+    from langchain_ragspine.document_loaders import CorpusLoader
+    from langchain_ragspine.errors import LoaderError, RagSpineError, StoreError
+    from langchain_ragspine.filters import compile_filter, matches
+    from langchain_ragspine.indexing import IngestSummary, ingest, open_retriever, search
+    from langchain_ragspine.pipeline.modes import RetrievalMode, register_mode
+    from langchain_ragspine.retrievers import (
+        BM25Retriever,
+        DecompositionRetriever,
+        DenseRetriever,
+        FilterExtractionRetriever,
+        GlossaryRetriever,
+        HybridRetriever,
+        HyDERetriever,
+        MultiIndexRetriever,
+        MultiQueryRetriever,
+        ParentChildRetriever,
+        QueryDenyList,
+        RAGFusionRetriever,
+        StepBackRetriever,
+    )
+    from langchain_ragspine.text_splitters import (
+        LayoutTextSplitter,
+        ParagraphTextSplitter,
+        ParentChildTextSplitter,
+        SemanticTextSplitter,
+        SentenceWindowTextSplitter,
+    )
+    from langchain_ragspine.tokenizers import get_tokenizer
+    from langchain_ragspine.vectorstores import RagSpineVectorStore
+
+#: Where each public name lives: ``langchain_ragspine.NAME`` imports ``_LAZY[NAME]`` on first use.
+_LAZY: dict[str, str] = {
+    "BM25Retriever": "langchain_ragspine.retrievers",
+    "ChunkStore": "langchain_ragspine.backends.directory.chunk_store",
+    "ContextualHeader": "langchain_ragspine.document_compressors",
+    "CorpusLoader": "langchain_ragspine.document_loaders",
+    "CrossEncoderReranker": "langchain_ragspine.document_compressors",
+    "DecompositionRetriever": "langchain_ragspine.retrievers",
+    "DenseRetriever": "langchain_ragspine.retrievers",
+    "ExtractiveCompressor": "langchain_ragspine.document_compressors",
+    "FilterExtractionRetriever": "langchain_ragspine.retrievers",
+    "GlossaryRetriever": "langchain_ragspine.retrievers",
+    "HyDERetriever": "langchain_ragspine.retrievers",
+    "HybridRetriever": "langchain_ragspine.retrievers",
+    "IngestSummary": "langchain_ragspine.indexing",
+    "LLMListwiseReranker": "langchain_ragspine.document_compressors",
+    "LayoutTextSplitter": "langchain_ragspine.text_splitters",
+    "LoaderError": "langchain_ragspine.errors",
+    "LostInTheMiddleReorder": "langchain_ragspine.document_compressors",
+    "MMRCompressor": "langchain_ragspine.document_compressors",
+    "MultiIndexRetriever": "langchain_ragspine.retrievers",
+    "MultiQueryRetriever": "langchain_ragspine.retrievers",
+    "ParagraphTextSplitter": "langchain_ragspine.text_splitters",
+    "ParentChildRetriever": "langchain_ragspine.retrievers",
+    "ParentChildTextSplitter": "langchain_ragspine.text_splitters",
+    "QueryDenyList": "langchain_ragspine.retrievers",
+    "RAGFusionRetriever": "langchain_ragspine.retrievers",
+    "RESTRICTED_SENSITIVITY": "langchain_ragspine.document_compressors",
+    "RagSpineError": "langchain_ragspine.errors",
+    "RagSpineSettings": "langchain_ragspine.config",
+    "RagSpineVectorStore": "langchain_ragspine.vectorstores",
+    "RestrictedGate": "langchain_ragspine.document_compressors",
+    "RetrievalMode": "langchain_ragspine.pipeline.modes",
+    "SemanticTextSplitter": "langchain_ragspine.text_splitters",
+    "SentenceWindowTextSplitter": "langchain_ragspine.text_splitters",
+    "StepBackRetriever": "langchain_ragspine.retrievers",
+    "StoreError": "langchain_ragspine.errors",
+    "StoredChunk": "langchain_ragspine.backends.directory.chunk_store",
+    "compile_filter": "langchain_ragspine.filters",
+    "get_settings": "langchain_ragspine.config",
+    "get_tokenizer": "langchain_ragspine.tokenizers",
+    "ingest": "langchain_ragspine.indexing",
+    "is_restricted": "langchain_ragspine.document_compressors",
+    "make_answer_chain": "langchain_ragspine.chains",
+    "make_chat_model": "langchain_ragspine.config",
+    "make_embeddings": "langchain_ragspine.config",
+    "make_query_transform": "langchain_ragspine.config",
+    "matches": "langchain_ragspine.filters",
+    "open_retriever": "langchain_ragspine.indexing",
+    "register_mode": "langchain_ragspine.pipeline.modes",
+    "search": "langchain_ragspine.indexing",
+}
 
 __all__ = [
     "BM25Retriever",
@@ -109,3 +171,17 @@ __all__ = [
     "register_mode",
     "search",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``langchain_ragspine.NAME``: the public name imported from its module on first use (then cached here)."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'langchain_ragspine' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

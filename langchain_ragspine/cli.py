@@ -9,6 +9,10 @@ Defaults come from :class:`~langchain_ragspine.config.RagSpineSettings` (``RAGSP
 :data:`~langchain_ragspine.graphs.GRAPH_BUILDERS`.  The CLI parses arguments and prints; the work is the library's.
 Data errors, and file-system errors (permission denied, disk full), print one line naming the file (and line), and
 exit with status 2.
+
+Imports are lazy: the module itself loads only the standard library and the package version, so ``ragspine --help``
+and ``ragspine --version`` are answered by :func:`command_parser` before any part of the retrieval stack (LangChain,
+numpy, FAISS, the settings) is imported; each command imports what it uses when it runs.
 """
 
 from __future__ import annotations
@@ -25,39 +29,15 @@ import warnings
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any, cast
-
-from langchain_core.documents import Document
+from typing import TYPE_CHECKING, Any, cast
 
 from langchain_ragspine._version import __version__
-from langchain_ragspine.backends.postgres.chunk_store import is_postgres_url, looks_like_conninfo
-from langchain_ragspine.config import (
-    DEFAULT_K,
-    LLM_QUERY_TRANSFORMS,
-    QUERY_TRANSFORMS,
-    RagSpineSettings,
-    configured_query_transform,
-    get_settings,
-    make_query_transform,
-    resolve_chat_model,
-    resolve_query_transform,
-    settings_error_message,
-)
-from langchain_ragspine.errors import RagSpineError
-from langchain_ragspine.evaluation.runner import DEFAULT_KS
-from langchain_ragspine.filters import parse_filter_expressions
-from langchain_ragspine.indexing import ingest, open_retriever, open_source, result_record, search
-from langchain_ragspine.pipeline.modes import (
-    build_retriever,
-    get_mode,
-    mode_factory,
-    mode_names,
-    needs_dense_index,
-    resolve_mode,
-)
-from langchain_ragspine.retrievers import BM25Retriever, HybridRetriever
-from langchain_ragspine.text_splitters.chunkers import CHUNKERS
-from langchain_ragspine.tokenizers import TOKENIZERS
+
+if TYPE_CHECKING:
+    from langchain_core.documents import Document
+
+    from langchain_ragspine.config import RagSpineSettings
+    from langchain_ragspine.indexing import IngestSummary
 
 #: The demo's sample questions: Japanese, English, and one whose best lexical match is a RESTRICTED runbook.
 DEMO_QUESTIONS = (
@@ -73,6 +53,8 @@ DEMO_ASK = "長い段落はどこで切られますか？"
 
 def demo_corpus_dir() -> Path:
     """The bundled demo corpus: packaged data in a wheel install, else ``docs/demo`` of the source checkout."""
+    from langchain_ragspine.errors import RagSpineError
+
     packaged = resources.files("langchain_ragspine") / "_demo_corpus"
     if packaged.is_dir():
         return Path(str(packaged))
@@ -88,6 +70,8 @@ def _snippet(text: str, width: int = 160) -> str:
 
 
 def _print_results(results: Sequence[Document], *, as_json: bool) -> None:
+    from langchain_ragspine.indexing import result_record
+
     out = sys.stdout
     if as_json:
         for rank, doc in enumerate(results, 1):
@@ -111,6 +95,8 @@ def _format_hit(rank: int, doc: Document) -> str:
 
 
 def _cmd_ingest(args: argparse.Namespace) -> int:
+    from langchain_ragspine.indexing import ingest
+
     summary = ingest(
         args.paths,
         args.store,
@@ -128,13 +114,21 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     )
     for note in summary.notes:
         print(f"note: {note}", file=sys.stderr)
-    print(summary.line())
+    _print_summary(summary, as_json=args.json)
     return 0
+
+
+def _print_summary(summary: IngestSummary, *, as_json: bool) -> None:
+    """The ingest summary on stdout: its one line, or (``--json``) one JSON object of its counts
+    (:meth:`~langchain_ragspine.indexing.IngestSummary.to_dict`), as ``search --json`` prints its results."""
+    print(json.dumps(summary.to_dict(), ensure_ascii=False) if as_json else summary.line())
 
 
 def _transform_arg(value: str) -> str:
     """``--transform``: a name of :data:`~langchain_ragspine.config.QUERY_TRANSFORMS`, spelled as
     ``make_query_transform`` and ``RAGSPINE_QUERY_TRANSFORM`` take it (any case, ``-`` for ``_``)."""
+    from langchain_ragspine.config import resolve_query_transform
+
     try:
         return resolve_query_transform(value)
     except ValueError as e:
@@ -144,6 +138,8 @@ def _transform_arg(value: str) -> str:
 def _mode_arg(value: str) -> str:
     """``--mode``: a transformation's mode is spelled as ``--transform`` takes it (``HyDE``, ``multi-query``); any
     other value is left for the mode choices to check."""
+    from langchain_ragspine.config import resolve_query_transform
+
     try:
         return resolve_query_transform(value)
     except (TypeError, ValueError):
@@ -161,6 +157,9 @@ def _plan(args: argparse.Namespace, mode: str | None) -> tuple[str | None, tuple
     Raises:
         ValueError: an unknown mode, or an unknown ``RAGSPINE_QUERY_TRANSFORM`` (the message names the variable).
     """
+    from langchain_ragspine.config import QUERY_TRANSFORMS
+    from langchain_ragspine.pipeline.modes import resolve_mode
+
     name = resolve_mode(mode)
     inner = (name,) if name in QUERY_TRANSFORMS[1:] else ()
     outer = _outer_transform(args)
@@ -169,6 +168,8 @@ def _plan(args: argparse.Namespace, mode: str | None) -> tuple[str | None, tuple
 
 def _label_transform(args: argparse.Namespace, mode: str | None) -> str:
     """The ``--transform`` named in a configuration's label: ``none`` when :func:`_plan` leaves it out."""
+    from langchain_ragspine.pipeline.modes import resolve_mode
+
     outer = _outer_transform(args)
     return "none" if resolve_mode(mode) == outer else outer
 
@@ -190,6 +191,8 @@ def _check_glossary_used(args: argparse.Namespace, modes: Sequence[str | None]) 
 def _outer_transform(args: argparse.Namespace) -> str:
     """``--transform``, else ``RAGSPINE_QUERY_TRANSFORM`` (checked: an unknown name is a ``ValueError`` naming the
     variable), else ``none``."""
+    from langchain_ragspine.config import configured_query_transform
+
     return cast(str, args.transform) if args.transform is not None else configured_query_transform()
 
 
@@ -197,6 +200,8 @@ def _transformed(retriever: Any, transforms: Sequence[str], args: argparse.Names
     """``retriever`` through each of ``transforms`` in turn (none: unchanged), the glossary ones with
     ``--glossary`` (else ``RAGSPINE_GLOSSARY``).  An LLM transformation uses ``llm`` (``None``: no model), by
     default ``RAGSPINE_LLM``'s chat model (default none); without one it is skipped with one warning."""
+    from langchain_ragspine.config import LLM_QUERY_TRANSFORMS, make_query_transform
+
     for name in transforms:
         if llm is ... and name in LLM_QUERY_TRANSFORMS:
             llm, _ = _resolve_llm(None)
@@ -205,6 +210,8 @@ def _transformed(retriever: Any, transforms: Sequence[str], args: argparse.Names
 
 
 def _needs_llm(transforms: Sequence[str]) -> bool:
+    from langchain_ragspine.config import LLM_QUERY_TRANSFORMS
+
     return any(name in LLM_QUERY_TRANSFORMS for name in transforms)
 
 
@@ -272,6 +279,9 @@ def _stage_label(args: argparse.Namespace) -> str:
 
 
 def _cmd_search(args: argparse.Namespace) -> int:
+    from langchain_ragspine.filters import parse_filter_expressions
+    from langchain_ragspine.indexing import open_retriever, search
+
     flt = parse_filter_expressions(args.filter) if args.filter else None
     _check_glossary_used(args, [args.mode])
     mode, transforms = _plan(args, args.mode)
@@ -285,6 +295,8 @@ def _cmd_search(args: argparse.Namespace) -> int:
 
 def _eval_runs(args: argparse.Namespace) -> list[tuple[str, str]]:
     """``(mode, tokenizer)`` for every requested mode × tokenizer; a mode without a BM25 channel runs once."""
+    from langchain_ragspine.pipeline.modes import get_mode
+
     return [
         (mode, tok)
         for mode in args.mode
@@ -294,6 +306,8 @@ def _eval_runs(args: argparse.Namespace) -> list[tuple[str, str]]:
 
 def _mode_label(mode: str, tok: str, n_tokenizers: int, transform: str = "none") -> str:
     """``mode`` is the effective one (``auto`` resolved); the tokenizer is named when it varies or is not auto."""
+    from langchain_ragspine.pipeline.modes import get_mode
+
     plain = not get_mode(mode).uses_tokenizer or n_tokenizers == 1 and tok == "auto"
     label = mode if plain else f"{mode} tokenizer={tok}"
     return label if transform == "none" else f"{label} +{transform}"
@@ -307,6 +321,10 @@ def _eval_llm(args: argparse.Namespace) -> Any:
 
 def _eval_qa_retrievers(args: argparse.Namespace, store_dir: Path | str) -> list[tuple[str, Any, float]]:
     """``(name, retriever, build_seconds)`` for every requested mode × tokenizer over the ingested store."""
+    from langchain_ragspine.indexing import open_source
+    from langchain_ragspine.pipeline.modes import build_retriever
+    from langchain_ragspine.retrievers import BM25Retriever, HybridRetriever
+
     out = []
     llm = _eval_llm(args)
     with open_source(store_dir, embedding=args.embedding) as source:
@@ -338,6 +356,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         evaluate,
         load_dataset,
     )
+    from langchain_ragspine.indexing import ingest
+    from langchain_ragspine.pipeline.modes import mode_factory, needs_dense_index
 
     _check_glossary_used(args, args.mode)  # args.mode and args.tokenizer: lists (see _settings_defaults)
     dataset = load_dataset(args.dataset)
@@ -418,6 +438,8 @@ def _resolve_llm(spec: str | None) -> tuple[Any, str]:
     """``(chat model or None, a sentence saying which path answers)`` for ``ragspine ask`` / ``demo``:
     :func:`~langchain_ragspine.config.resolve_chat_model` (``RAGSPINE_LLM``, else ``none``);
     its warning, if any, goes to stderr."""
+    from langchain_ragspine.config import resolve_chat_model
+
     try:
         choice = resolve_chat_model(spec)
     except ValueError as e:
@@ -444,7 +466,9 @@ def _print_answer(state: Mapping[str, Any], how: str) -> None:
 def _cmd_ask(args: argparse.Namespace) -> int:
     from langchain_ragspine.config import DEFAULT_FETCH_K
     from langchain_ragspine.document_compressors import selects_candidates
+    from langchain_ragspine.filters import parse_filter_expressions
     from langchain_ragspine.graphs import GRAPH_BUILDERS
+    from langchain_ragspine.indexing import open_retriever, result_record
 
     llm, how = _resolve_llm(args.llm)
     builder = GRAPH_BUILDERS[args.graph]
@@ -534,7 +558,7 @@ def _demo_ingest(corpus: Path, store: Path, embedding: Any) -> Any:
     import sqlite3
 
     from langchain_ragspine.embeddings.e5_onnx import default_cache_dir
-    from langchain_ragspine.indexing import EMBEDDING_CACHE, prepare_store_dir
+    from langchain_ragspine.indexing import EMBEDDING_CACHE, ingest, prepare_store_dir
 
     saved = default_cache_dir() / DEMO_EMBEDDING_CACHE
     target = store / EMBEDDING_CACHE
@@ -558,6 +582,8 @@ def _demo_ingest(corpus: Path, store: Path, embedding: Any) -> Any:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
+    from langchain_ragspine.indexing import open_retriever, search
+
     corpus = demo_corpus_dir()
     with tempfile.TemporaryDirectory(prefix="ragspine-demo-") as tmp:
         print(f"Ingesting the demo corpus ({corpus}) into a temporary store …")
@@ -592,6 +618,8 @@ def _store_arg(value: str | Path) -> Path | str:
         argparse.ArgumentTypeError: a libpq keyword/value string (``host=… dbname=…``), which would otherwise
             become a folder named after it (password included).
     """
+    from langchain_ragspine.backends.postgres.chunk_store import is_postgres_url, looks_like_conninfo
+
     if looks_like_conninfo(value):
         raise argparse.ArgumentTypeError(  # the value is not echoed: it may hold a password
             "this looks like a libpq keyword connection string (host=… dbname=…), not a store directory; give "
@@ -601,6 +629,8 @@ def _store_arg(value: str | Path) -> Path | str:
 
 
 def _add_transform_options(p: argparse.ArgumentParser, s: RagSpineSettings) -> None:
+    from langchain_ragspine.config import QUERY_TRANSFORMS
+
     p.add_argument(
         "--transform", default=None, type=_transform_arg, metavar="NAME",
         help=f"query transformation: {', '.join(QUERY_TRANSFORMS)} (any case, - for _; RAGSPINE_QUERY_TRANSFORM, "
@@ -622,19 +652,48 @@ def _second_stage_options(p: argparse.ArgumentParser, s: RagSpineSettings) -> No
     )
 
 
-def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentParser:
-    """The argument parser, with defaults from ``settings`` (default: :func:`~langchain_ragspine.config.get_settings`),
-    ``--mode`` choices from the mode registry and ``--graph`` choices from the graph builders."""
-    s = settings or get_settings()
-    modes = mode_names()
+#: The commands in the order ``ragspine --help`` lists them, each with its line of help there.
+COMMANDS: tuple[tuple[str, str], ...] = (
+    ("ingest", "load, chunk and index files into a store directory"),
+    ("search", "ranked, cited chunks for a query"),
+    ("eval", "measure retrieval quality on a QA or BEIR dataset folder"),
+    ("ask", "answer a question with cited passages (LangGraph RAG graphs)"),
+    ("demo", "ingest the bundled demo corpus, search three questions, answer one"),
+)
+
+
+def command_parser(*, command_help: bool = True) -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """``(parser, {command: its sub-parser})``: the top level of ``ragspine`` — its description, ``--help``,
+    ``--version`` and the :data:`COMMANDS` — with empty sub-parsers, built from the standard library alone.
+
+    :func:`build_parser` adds each command's options to them; :func:`main` first parses with
+    ``command_parser(command_help=False)`` (sub-parsers without ``-h``, so a command's own ``--help`` and options
+    pass through), which answers ``ragspine --help`` / ``--version`` (and a missing or unknown command) before the
+    settings or the retrieval stack are imported.
+    """
     parser = argparse.ArgumentParser(
         prog="ragspine", description="Retrieval for Japanese, Chinese and English documents (LangChain parts)."
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
+    return parser, {name: sub.add_parser(name, help=text, add_help=command_help) for name, text in COMMANDS}
+
+
+def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentParser:
+    """The argument parser, with defaults from ``settings`` (default: :func:`~langchain_ragspine.config.get_settings`),
+    ``--mode`` choices from the mode registry and ``--graph`` choices from the graph builders."""
+    from langchain_ragspine.config import DEFAULT_K, get_settings
+    from langchain_ragspine.evaluation.runner import DEFAULT_KS
+    from langchain_ragspine.pipeline.modes import mode_names
+    from langchain_ragspine.text_splitters.chunkers import CHUNKERS
+    from langchain_ragspine.tokenizers import TOKENIZERS
+
+    s = settings or get_settings()
+    modes = mode_names()
+    parser, commands = command_parser()
     store_kw: dict = {"default": s.store, "required": s.store is None, "type": _store_arg}
 
-    p = sub.add_parser("ingest", help="load, chunk and index files into a store directory")
+    p = commands["ingest"]
     p.add_argument("paths", nargs="+", help=".md/.txt/.jsonl files or folders")
     p.add_argument("--store", help="store directory (created if missing) or postgresql:// URL", **store_kw)
     # defaults None: ingest reads (and checks) RAGSPINE_CHUNK_SIZE / _CHUNK_OVERLAP / _TOKENIZER / _CHUNKER itself,
@@ -674,9 +733,11 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
         "PostgreSQL schema) to finish; default: as long as it takes (a line on stderr says which process holds the "
         "store); 0: refuse at once",
     )
+    p.add_argument("--json", action="store_true",
+                   help="print the summary as one JSON object (the counts of the summary line, and its notes)")
     p.set_defaults(func=_cmd_ingest)
 
-    p = sub.add_parser("search", help="ranked, cited chunks for a query")
+    p = commands["search"]
     p.add_argument("query")
     p.add_argument("--store", help="store directory or postgresql:// URL written by `ragspine ingest`", **store_kw)
     p.add_argument("-k", type=int, default=None, help=f"number of results (RAGSPINE_K, else {DEFAULT_K})")
@@ -696,7 +757,7 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
     _second_stage_options(p, s)
     p.set_defaults(func=_cmd_search)
 
-    p = sub.add_parser("eval", help="measure retrieval quality on a QA or BEIR dataset folder")
+    p = commands["eval"]
     p.add_argument("dataset", help="a QA folder (docs/ + questions.jsonl [+ beir/]) or a BEIR folder")
     p.add_argument(
         "--mode", nargs="+", default=None, choices=modes, type=_mode_arg,
@@ -723,7 +784,7 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
     _second_stage_options(p, s)
     p.set_defaults(func=_cmd_eval)
 
-    p = sub.add_parser("ask", help="answer a question with cited passages (LangGraph RAG graphs)")
+    p = commands["ask"]
     p.add_argument("question")
     p.add_argument("--store", help="store directory or postgresql:// URL written by `ragspine ingest`", **store_kw)
     p.add_argument(
@@ -750,7 +811,7 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
     _second_stage_options(p, s)
     p.set_defaults(func=_cmd_ask)
 
-    p = sub.add_parser("demo", help="ingest the bundled demo corpus, search three questions, answer one")
+    p = commands["demo"]
     p.add_argument("-k", type=int, default=None, help=f"results per question (RAGSPINE_K, else {DEFAULT_K})")
     p.add_argument("--llm", default=None, metavar="SPEC", help="as for ask (default: none)")
     p.set_defaults(func=_cmd_demo)
@@ -783,7 +844,15 @@ def _settings_defaults(args: argparse.Namespace) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``ragspine`` console script; returns the exit status."""
+    """Entry point of the ``ragspine`` console script; returns the exit status.
+
+    ``--help``, ``--version`` and a missing or unknown command are answered by :func:`command_parser` alone, before
+    anything else is imported; a command builds the full parser (:func:`build_parser`) and runs."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command_parser(command_help=False)[0].parse_known_args(argv)
+    from langchain_ragspine.config import get_settings, settings_error_message
+    from langchain_ragspine.errors import RagSpineError
+
     try:
         settings = get_settings()
     except ValueError as e:

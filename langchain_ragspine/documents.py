@@ -31,6 +31,7 @@ __all__ = [
     "SCORE_CHANNELS",
     "ChunkScores",
     "check_k",
+    "check_score_threshold",
     "chunk_key",
     "content_chunk_id",
     "copy_metadata",
@@ -38,6 +39,7 @@ __all__ = [
     "dedupe_by",
     "doc_key",
     "score_of",
+    "scored_at_least",
     "top_k",
     "with_identities",
     "with_scores",
@@ -287,6 +289,52 @@ def score_of(doc: Document, name: str) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return None
     return float(value)
+
+
+def check_score_threshold(
+    value: Any, name: str = "score_threshold", *, maximum: float | None = None, scale: str = ""
+) -> float | None:
+    """``value`` as a score threshold: ``None`` (none) or a finite number ``>= 0`` (``<= maximum`` when given),
+    else an error naming ``name`` and, when given, the ``scale`` the scores are on.
+
+    Raises:
+        TypeError: not a number (``"0.5"``, ``True``).
+        ValueError: NaN, infinite, negative, or above ``maximum`` (no result could reach it).
+
+    Example:
+        >>> check_score_threshold(2)
+        2.0
+        >>> check_score_threshold(1.5, maximum=1.0, scale="the fused score, in [0, 1]")
+        Traceback (most recent call last):
+        ...
+        ValueError: score_threshold must be a number in [0, 1.0] (the fused score, in [0, 1]), got 1.5
+    """
+    if value is None:
+        return None
+    where = f" ({scale})" if scale else ""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number or None{where}, got {type(value).__name__} {value!r}")
+    number = float(value)
+    top = math.inf if maximum is None else maximum
+    if not math.isfinite(number) or not 0.0 <= number <= top:
+        bounds = "a finite number >= 0" if maximum is None else f"a number in [0, {maximum}]"
+        raise ValueError(f"{name} must be {bounds}{where}, got {value!r}")
+    return number
+
+
+def scored_at_least(docs: Iterable[Document], threshold: float | None, channel: str) -> list[Document]:
+    """The documents whose ``channel`` score (:func:`score_of`) is ``>= threshold``, in their order; all of them
+    when ``threshold`` is ``None``.  A document without that score is dropped: it cannot be shown to reach it.
+
+    Example:
+        >>> from langchain_core.documents import Document
+        >>> docs = [Document(page_content=t, metadata={"scores": {"bm25": s}}) for t, s in (("a", 3.0), ("b", 1.0))]
+        >>> [d.page_content for d in scored_at_least(docs, 2.0, "bm25")]
+        ['a']
+    """
+    if threshold is None:
+        return list(docs)
+    return [d for d in docs if (s := score_of(d, channel)) is not None and s >= threshold]
 
 
 def dedupe(docs: Iterable[Document]) -> list[Document]:

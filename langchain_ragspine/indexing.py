@@ -17,6 +17,7 @@ not re-processed), with versions kept instead of deletes.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import json
 import os
@@ -223,6 +224,13 @@ class IngestSummary:
         if self.dense is not None:
             parts.append(f"{self.embedded} embedded")
         return "; ".join(parts) + f"; {self.seconds:.1f}s"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every attribute as a JSON-ready dict — what ``ragspine ingest --json`` prints: the counts of
+        :meth:`line` (``documents``, ``chunks``, ``new``, ``changed``, ``unchanged``, ``retracted``, ``skipped``,
+        ``empty``, ``store_documents``, ``store_chunks``, ``embedded``), ``index_rebuilt``, ``dense`` (the vector
+        index's model key, or ``None``), ``seconds`` (wall time, unrounded) and ``notes`` (a list of strings)."""
+        return dataclasses.asdict(self)
 
 
 #: The ``index.json`` record of contextual headers switched on with the default fields (see :func:`ingest`).
@@ -856,8 +864,9 @@ def _ingest(
                 )
             summary.index_rebuilt = True
         if wanted_header != state.get("contextual") and active_before:
+            switched = "changed" if header is not None and state.get("contextual") else "on" if header else "off"
             summary.notes.append(
-                f"contextual headers switched {'on' if header is not None else 'off'}: the BM25"
+                f"contextual headers {'' if switched == 'changed' else 'switched '}{switched}: the BM25"
                 f"{' and vector indexes were' if emb is not None else ' index was'} rebuilt over all "
                 f"{summary.store_chunks} chunks of the store"
             )

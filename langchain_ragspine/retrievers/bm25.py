@@ -12,7 +12,8 @@ Differences from ``langchain_community.retrievers.BM25Retriever`` a user may rel
 
 * ``tokenizer`` (a name from :mod:`langchain_ragspine.tokenizers` or a callable) replaces ``preprocess_func``
   (still accepted), and defaults to ``"auto"``, which handles Japanese and Chinese;
-* documents with score 0 (no query term) are never returned; ties break on ``chunk_id``;
+* documents with score 0 (no query term) are never returned; ties break on ``chunk_id``; ``score_threshold``
+  drops the documents scoring below it (the raw BM25 score, see :class:`BM25Retriever`);
 * each result is a copy of the stored ``Document`` with ``metadata["scores"] = {"bm25": s, "vector": None,
   "fused": s, "rerank": None}``;
 * ``filter`` restricts candidates *before* scoring (see :mod:`langchain_ragspine.filters`); a filter given to
@@ -43,7 +44,7 @@ import os
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
-from typing import Any, Unpack
+from typing import Any, ClassVar, Unpack
 
 import numpy as np
 from langchain_core.documents import Document
@@ -56,7 +57,7 @@ from langchain_ragspine.backends.directory.bm25_index import (
     load_bm25_index,
     save_bm25_index,
 )
-from langchain_ragspine.documents import check_k, doc_key, with_identities, with_scores
+from langchain_ragspine.documents import check_k, check_score_threshold, doc_key, with_identities, with_scores
 from langchain_ragspine.errors import StaleIndexWarning
 from langchain_ragspine.filters import FilterMasks, and_filters, compile_filter
 from langchain_ragspine.retrievers.base import (
@@ -94,6 +95,20 @@ def check_bm25_query(query: str) -> str:
     return query
 
 
+#: How :class:`BM25Retriever`'s ``score_threshold`` is read, for its error messages.
+BM25_SCALE = "the raw BM25 score of metadata['scores']['bm25'], >= 0, unbounded and corpus-dependent"
+
+
+def bm25_threshold(own: Any, given: Any = None) -> float | None:
+    """The BM25 score threshold of one call: the call's ``given`` one, else the retriever's ``own`` (both checked
+    here, since ``model_copy`` does not validate); ``None``: no threshold.  Shared by both BM25 retrievers.
+
+    Raises:
+        TypeError, ValueError: not ``None`` or a finite number ``>= 0`` (the message names the BM25 scale).
+    """
+    return check_score_threshold(own if given is None else given, scale=BM25_SCALE)
+
+
 # Set while load() validates a retriever whose index comes from disk, so model_post_init skips the build.
 # (pydantic's validation context does not reach model_post_init through LangChain's BaseRetriever.)
 _SKIP_BUILD: ContextVar[bool] = ContextVar("ragspine_bm25_skip_build", default=False)
@@ -101,6 +116,7 @@ _SKIP_BUILD: ContextVar[bool] = ContextVar("ragspine_bm25_skip_build", default=F
 
 class _BM25Common(RunnableOptions, total=False):
     filter: dict[str, Any] | None
+    score_threshold: float | None
     workers: int | None
 
 
@@ -140,19 +156,29 @@ class BM25Retriever(RagSpineRetriever):
         b: length normalisation in [0, 1] (default 0.75).
         filter: the retriever's own metadata filter (:mod:`langchain_ragspine.filters`); ``invoke(query,
             filter=...)`` is ANDed with it, so a call narrows the results but never widens them.
+        score_threshold: the lowest BM25 score a result may have (default ``None``: every document sharing a
+            term with the query); ``invoke(query, score_threshold=...)`` sets it for one call.  The scale is the
+            raw Okapi BM25 score of ``metadata["scores"]["bm25"]`` (Lucene IDF, so ``>= 0``): unbounded and
+            corpus-dependent — it grows with the number of query terms and their rarity — so choose it per corpus
+            and tokenizer from scores you have seen; :class:`~langchain_ragspine.retrievers.hybrid.HybridRetriever`
+            offers a threshold on its fused score in [0, 1].  The same in :class:`~langchain_ragspine.retrievers.
+            postgres.PostgresBM25Retriever`, whose scores are these.  Not saved with the index (:meth:`save`
+            refuses a retriever that has one: pass it to :meth:`load`).
         workers: processes that tokenize ``docs`` when the index is built (default 1: this process; ``0``:
             every usable core for a large corpus); the index is the same whatever the number
             (:mod:`langchain_ragspine.backends.directory.bm25_parallel`).  Not saved with the index.
 
-    ``invoke`` returns at most ``k`` documents with a positive score, best first, ties broken by ``chunk_id``.
+    ``invoke`` returns at most ``k`` documents with a positive score (and at least ``score_threshold``), best first,
+    ties broken by ``chunk_id``.
     An empty corpus, an empty or whitespace-only query, and a query with no indexed term return ``[]``.
     RESTRICTED documents are removed from ``docs`` at construction, and from every result (a document of ``docs``
     labelled RESTRICTED in place afterwards is never returned).
 
     Raises:
-        ValueError: ``k < 1``, ``k1 < 0`` or ``b`` outside [0, 1]; an unknown tokenizer; a malformed filter; (when
-            invoked) a query longer than :data:`MAX_QUERY_CHARS` characters.
-        TypeError: ``k`` is not an int.
+        ValueError: ``k < 1``, ``k1 < 0`` or ``b`` outside [0, 1]; an unknown tokenizer; a malformed filter; a
+            negative or non-finite ``score_threshold``; (when invoked) a query longer than :data:`MAX_QUERY_CHARS`
+            characters.
+        TypeError: ``k`` is not an int; ``score_threshold`` is not a number.
 
     Example:
         >>> from langchain_core.documents import Document
@@ -175,10 +201,13 @@ class BM25Retriever(RagSpineRetriever):
     k1: float = 1.5
     b: float = 0.75
     filter: dict[str, Any] | None = None
+    score_threshold: float | None = None
     workers: int | None = Field(default=1, repr=False)
 
     #: Assigning one of these after construction rebuilds the index (see :class:`RagSpineRetriever`).
     index_fields = ("docs", "tokenizer", "k1", "b")
+    #: ``invoke(query, score_threshold=…)`` sets the threshold of one call.
+    call_options: ClassVar[tuple[str, ...]] = ("score_threshold",)
 
     _tokenize: Tokenizer = PrivateAttr()
     _bm25: Any = PrivateAttr(default=None)
@@ -198,6 +227,11 @@ class BM25Retriever(RagSpineRetriever):
     @classmethod
     def _strict_k(cls, value: Any) -> int:
         return check_k(value)
+
+    @field_validator("score_threshold", mode="before")
+    @classmethod
+    def _check_threshold(cls, value: Any) -> float | None:
+        return bm25_threshold(value)
 
     def model_post_init(self, context: Any, /) -> None:
         """Validate parameters and build the index from ``docs`` (unless :meth:`load` supplies one)."""
@@ -286,29 +320,43 @@ class BM25Retriever(RagSpineRetriever):
         return np.asarray(self._bm25.get_scores_from_ids(ids), dtype=np.float32)
 
     def search(
-        self, query: str, *, k: int | None = None, filter: Mapping[str, Any] | None = None
+        self,
+        query: str,
+        *,
+        k: int | None = None,
+        filter: Mapping[str, Any] | None = None,
+        score_threshold: float | None = None,
     ) -> list[tuple[int, float]]:
-        """Top ``k`` ``(doc_position, score)`` pairs with score > 0, best first, ties by ``chunk_id``, among the
-        documents that match both the retriever's own :attr:`filter` and ``filter`` (AND) and are not RESTRICTED
-        (a label added after the build is skipped before the cut to ``k``: :func:`~langchain_ragspine.retrievers.
-        base.unrestricted_hits`).
+        """Top ``k`` ``(doc_position, score)`` pairs with score > 0 (and ``>= score_threshold``, else the
+        retriever's :attr:`score_threshold`), best first, ties by ``chunk_id``, among the documents that match both
+        the retriever's own :attr:`filter` and ``filter`` (AND) and are not RESTRICTED (a label added after the
+        build is skipped before the cut to ``k``: :func:`~langchain_ragspine.retrievers.base.unrestricted_hits`).
 
         Raises:
-            TypeError, ValueError: a bad ``k`` (see :func:`~langchain_ragspine.documents.check_k`); a malformed filter;
-                a query longer than :data:`MAX_QUERY_CHARS`.
+            TypeError, ValueError: a bad ``k`` (see :func:`~langchain_ragspine.documents.check_k`) or
+                ``score_threshold``; a malformed filter; a query longer than :data:`MAX_QUERY_CHARS`.
         """
         k = self.k if k is None else check_k(k)
+        threshold = self._threshold(score_threshold)
         check_bm25_query(query)
         mask = self._masks.mask(and_filters(self.filter, filter))
         docs = self._indexed_docs()
         if not docs:
             return []
         scores = self.score(query)
-        return unrestricted_hits(functools.partial(self._top, scores, k), docs, mask)
+        return unrestricted_hits(functools.partial(self._top, scores, k, threshold=threshold), docs, mask)
 
-    def _top(self, scores: np.ndarray, k: int, mask: np.ndarray | None) -> list[tuple[int, float]]:
-        """Top ``k`` ``(doc_position, score)`` with score > 0 among ``mask``, best first, ties by ``chunk_id``."""
+    def _threshold(self, given: Any) -> float | None:
+        return bm25_threshold(self.score_threshold, given)
+
+    def _top(
+        self, scores: np.ndarray, k: int, mask: np.ndarray | None, *, threshold: float | None = None
+    ) -> list[tuple[int, float]]:
+        """Top ``k`` ``(doc_position, score)`` with score > 0 (and ``>= threshold``) among ``mask``, best first,
+        ties by ``chunk_id``.  The threshold is compared in double precision, as the PostgreSQL retriever does."""
         ok = scores > 0
+        if threshold is not None:
+            ok &= scores >= np.float64(threshold)
         if mask is not None:
             ok &= mask
         cand = np.flatnonzero(ok)
@@ -323,7 +371,7 @@ class BM25Retriever(RagSpineRetriever):
         return [(int(cand[i]), float(cs[i])) for i in order]
 
     def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
-        hits = self.search(query, k=call.k, filter=call.filter)
+        hits = self.search(query, k=call.k, filter=call.filter, score_threshold=call.options.get("score_threshold"))
         docs = self._indexed_docs()
         return [with_scores(docs[i], bm25=s, fused=s) for i, s in hits]
 
@@ -336,12 +384,18 @@ class BM25Retriever(RagSpineRetriever):
         :func:`~langchain_ragspine.backends.directory.bm25_index.save_bm25_index`.
 
         Raises:
-            ValueError: a metadata value is not JSON-serialisable.  (A custom tokenizer callable is saved as
-                ``null``: pass it to :meth:`load`.)
+            ValueError: a metadata value is not JSON-serialisable; the retriever has a ``score_threshold`` (the
+                index format does not record one: save without it and pass ``load(path, score_threshold=…)``).
+                (A custom tokenizer callable is saved as ``null``: pass it to :meth:`load`.)
             FileExistsError: ``path`` is a file, or a non-empty directory that is not a previous save, or a previous
                 save holding files a save does not write (nothing is deleted; the message names them).
             StoreWriteError: a write failed (disk full, …), naming the file; the previous save is intact.
         """
+        if self.score_threshold is not None:
+            raise ValueError(
+                f"BM25Retriever.save does not record score_threshold={self.score_threshold}: save a copy without it "
+                "(retriever.model_copy(update={'score_threshold': None})) and pass load(path, score_threshold=...)"
+            )
         save_bm25_index(
             path, self._bm25, self.docs, tokenizer=self.tokenizer, k=self.k, k1=self.k1, b=self.b, filter=self.filter,
             generation=generation,

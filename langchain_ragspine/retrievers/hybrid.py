@@ -55,14 +55,21 @@ copy of a text in one list with the n-th elsewhere (never two documents of one l
 two documents whose ``doc_id`` (or ``source``) differ; one whose ``doc_id`` agrees is preferred.  A text-matched
 result is a copy of the chunk's own document (the one carrying its ``chunk_id``) when a list returned it, with the
 scores of every list.  Within one ranked list only the first (best-ranked) occurrence of a key counts, and ranks are
-positions in that de-duplicated list.  Ties break on the key.
+positions in that de-duplicated list.  Ties break on the key.  ``id_key`` (``EnsembleRetriever``'s argument) keys a
+document carrying ``metadata[id_key]`` by that value instead — ``id_key="doc_id"``: one result per source document;
+one without the field keeps the identity above.
+
+A ``score_threshold`` drops fused results below it, on the fusion's scale: ``"convex"`` / ``"two_stage"`` in [0, 1]
+(relative to the query's candidates: min-max per channel), ``"rrf"`` in [0, Σ weights / (c + 1)].
 
 Differences from LangChain's ``EnsembleRetriever`` (``langchain_classic.retrievers``, weighted RRF only): it keys by
 ``page_content`` by default (and raises ``KeyError`` with ``id_key`` when a document lacks the field), so distinct
 chunks with the same text collapse (also two documents' copies, whatever their ``doc_id``) and one chunk with two
 renderings splits; a key repeated inside one list adds one
 contribution per repeat and shifts the ranks after it; ties keep first-seen order; every fused document is returned
-(no ``k``); children are invoked with no ``k``/``filter``; results carry no scores.
+(no ``k``); children are invoked with no ``k``/``filter``; results carry no scores.  ``id_key`` has its meaning here
+too, but a document without the field keeps its chunk identity where ``EnsembleRetriever`` raises ``KeyError``, and
+a value repeated inside one list counts once.
 """
 
 from __future__ import annotations
@@ -83,7 +90,15 @@ from pydantic import field_validator
 from langchain_ragspine.arguments import check_arguments
 from langchain_ragspine.backends.directory.bm25_index import SAVE_LAYOUT as _BM25_LAYOUT
 from langchain_ragspine.backends.directory.files import atomic_dir, layout, read_config
-from langchain_ragspine.documents import check_k, content_chunk_id, doc_key, score_of, with_scores
+from langchain_ragspine.documents import (
+    check_k,
+    check_score_threshold,
+    content_chunk_id,
+    doc_key,
+    score_of,
+    scored_at_least,
+    with_scores,
+)
 from langchain_ragspine.filters import Predicate, and_filters, compile_filter
 from langchain_ragspine.retrievers.base import (
     AsyncCall,
@@ -165,6 +180,14 @@ def _check_alpha(alpha: Any, name: str = "alpha") -> float:
 
 
 
+def _check_id_key(id_key: Any) -> str | None:
+    if id_key is not None and (not isinstance(id_key, str) or not id_key):
+        raise (TypeError if not isinstance(id_key, str) else ValueError)(
+            f"id_key must be a metadata field name (a non-empty string) or None, got {id_key!r}"
+        )
+    return id_key
+
+
 def convex_weights(n: int, alpha: float) -> list[float]:
     """Default convex weights for ``n`` channels: ``alpha`` for the first, ``(1 - alpha) / (n - 1)`` for each other
     (``[1.0]`` for one channel).  ``alpha = 0.5`` with two channels is the plain average."""
@@ -178,7 +201,7 @@ _CONFIG_FILE = "hybrid.json"
 #: Everything :meth:`HybridRetriever.save` writes: ``hybrid.json`` and one BM25 or dense save per ``channel-<n>``.
 _SAVE_LAYOUT = {**layout(_CONFIG_FILE), r"channel-\d+": {**_BM25_LAYOUT, **_DENSE_LAYOUT}}
 # the HybridRetriever fields save() writes to hybrid.json (the channels are saved in sub-directories)
-_SAVED_FIELDS = ("weights", "c", "candidate_k", "k", "filter", "fusion", "alpha", "top_alpha")
+_SAVED_FIELDS = ("weights", "c", "candidate_k", "k", "filter", "fusion", "alpha", "top_alpha", "id_key", "score_threshold")
 
 
 # ---------------------------------------------------------------------------------------------------- fusion
@@ -200,17 +223,42 @@ Key = tuple[int, str, int, int]
 _SOURCE_FIELDS = ("doc_id", "source")
 
 
-def _dedupe(docs: Sequence[Document], channel: int) -> list[tuple[Key, Document]]:
+#: ``Key[2]`` of a key read from ``metadata[id_key]``: a string value, any other value (its JSON text).
+_ID_KEY_STR, _ID_KEY_OTHER = 1, 2
+
+
+def _id_key_value(doc: Document, id_key: str) -> Key | None:
+    """The key of ``doc`` under ``id_key``: ``(0, value, 1, 0)`` for a string ``metadata[id_key]``, ``(0, its
+    canonical JSON, 2, 0)`` for another value (so ``1`` and ``"1"`` stay apart, a list or dict is hashable);
+    ``None`` when the field is missing or ``None`` (the document keeps its own identity: a missing value never
+    matches)."""
+    value = doc.metadata.get(id_key)
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return (0, value, _ID_KEY_STR, 0)
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=repr)
+    return (0, text, _ID_KEY_OTHER, 0)
+
+
+def _is_id_key_value(key: Key) -> bool:
+    """Whether ``key`` was read from ``metadata[id_key]`` (:func:`_id_key_value`)."""
+    return key[0] == 0 and key[2] in (_ID_KEY_STR, _ID_KEY_OTHER)
+
+
+def _dedupe(docs: Sequence[Document], channel: int, id_key: str | None = None) -> list[tuple[Key, Document]]:
     """``(key, doc)`` for the first occurrence of each key in ``docs``, best first.
 
     Keys are ``(0, chunk_id or id, 0, 0)``; a document with neither gets ``(1, "", channel, position)`` — its own
-    key, sorted after keyed ties in first-seen order (:func:`_fusion_keys` may still match it by its text).
+    key, sorted after keyed ties in first-seen order (:func:`_fusion_keys` may still match it by its text).  With
+    ``id_key``, a document carrying ``metadata[id_key]`` is keyed by that value instead (:func:`_id_key_value`).
     """
     seen: set[Key] = set()
     out: list[tuple[Key, Document]] = []
     for pos, doc in enumerate(docs):
+        by_id = _id_key_value(doc, id_key) if id_key is not None else None
         k = doc_key(doc)
-        key: Key = (0, k, 0, 0) if k is not None else (1, "", channel, pos)
+        key: Key = by_id if by_id is not None else (0, k, 0, 0) if k is not None else (1, "", channel, pos)
         if key in seen:
             continue
         seen.add(key)
@@ -244,9 +292,14 @@ class _Group:
     ours: bool  # some occurrence carries ``metadata["chunk_id"]``: never re-keyed by its text
 
 
-def _fusion_keys(ranked_lists: Sequence[Sequence[Document]], active: Sequence[bool]) -> list[list[tuple[Key, Document]]]:
+def _fusion_keys(
+    ranked_lists: Sequence[Sequence[Document]], active: Sequence[bool], id_key: str | None = None
+) -> list[list[tuple[Key, Document]]]:
     """Per list (``[]`` for an inactive one): ``(key, doc)`` for each distinct chunk, best first — the identity
     rule of the module docstring.
+
+    0. With ``id_key``, a document carrying ``metadata[id_key]`` is keyed by that value, and the key is final
+       (never matched by text); one without it follows 1 and 2.
 
     1. A document's identity is :func:`doc_key` (``metadata["chunk_id"]``, else ``Document.id``); a keyless one is
        its own (:func:`_dedupe`).  An identity carried as ``metadata["chunk_id"]`` by some occurrence is *ours* and
@@ -262,7 +315,7 @@ def _fusion_keys(ranked_lists: Sequence[Sequence[Document]], active: Sequence[bo
     groups: dict[Key, _Group] = {}
     per_list: list[list[tuple[Key, Document]]] = []
     for ch, (lst, on) in enumerate(zip(ranked_lists, active, strict=True)):
-        unique = _dedupe(lst, ch) if on else []
+        unique = _dedupe(lst, ch, id_key) if on else []
         per_list.append(unique)
         for key, doc in unique:
             g = groups.get(key)
@@ -270,12 +323,12 @@ def _fusion_keys(ranked_lists: Sequence[Sequence[Document]], active: Sequence[bo
                 groups[key] = g = _Group(key, doc, set(), False)
             g.lists.add(ch)
             cid = doc.metadata.get("chunk_id")
-            g.ours = g.ours or (cid is not None and cid != "")
+            g.ours = g.ours or (cid is not None and cid != "") or _is_id_key_value(key)
     if all(g.ours for g in groups.values()):  # the package's own channels: nothing to match by text
         return per_list
     by_base: dict[str, list[tuple[int, _Group]]] = {}
     for g in groups.values():
-        if g.ours:
+        if g.ours and not _is_id_key_value(g.key):  # a chunk's own id (an id_key value names no text)
             base, n = _content_parts(g.key[1])
             by_base.setdefault(base, []).append((n, g))
     final: dict[Key, Key] = {}
@@ -330,6 +383,7 @@ def fuse(
     alpha: float = 0.5,
     top_alpha: float | None = None,
     ties: Literal["key", "lists"] = "key",
+    id_key: str | None = None,
 ) -> list[Document]:
     """Fuse ranked lists of documents into one ranking (a pure function; inputs are not modified).
 
@@ -352,6 +406,10 @@ def fuse(
         ties: how documents with equal fused scores are ordered: ``"key"`` (default) by key; ``"lists"`` by where
             they first appear — the earlier list first, then the better rank in it, then the key — so the first
             list (a user's own query, before queries generated from it) wins ties.
+        id_key: a metadata field whose value identifies a result instead of its chunk (``EnsembleRetriever``'s
+            argument): documents with the same ``metadata[id_key]`` are one result — ``"doc_id"`` gives one result
+            per source document, its best-ranked chunk.  A document without the field (or with ``None``) keeps its
+            own identity (a missing value never matches another).  Default ``None``: the chunk identity.
 
     Returns:
         At most ``k`` documents sorted by ``(-fused, key)`` (``ties="lists"``: ``(-fused, first list, rank, key)``)
@@ -395,6 +453,7 @@ def fuse(
         raise ValueError(f"top_alpha is a two_stage parameter, got it with fusion={fusion!r}")
     if ties not in ("key", "lists"):
         raise ValueError(f"ties must be 'key' or 'lists', got {ties!r}")
+    _check_id_key(id_key)
     tops = [0.0] * n
     if fusion != "rrf":
         if weights is None:
@@ -409,7 +468,7 @@ def fuse(
 
     entries: dict[Key, _Entry] = {}
     restricted: set[Key] = set()  # fail closed: a key labelled RESTRICTED in any list is dropped altogether
-    keyed = _fusion_keys(ranked_lists, [w != 0 for w in ws])
+    keyed = _fusion_keys(ranked_lists, [w != 0 for w in ws], id_key)
     for ch, (listed, w, tw) in enumerate(zip(keyed, ws, tops, strict=True)):
         if w == 0:
             continue
@@ -475,6 +534,17 @@ def _searches(
     return out
 
 
+@dataclass(frozen=True)
+class _CallParams:
+    """One call's parameters (:meth:`HybridRetriever._params`)."""
+
+    k: int
+    filter: Mapping[str, Any] | None
+    depth: int
+    predicate: Predicate | None
+    score_threshold: float | None
+
+
 class HybridOptions(RunnableOptions, total=False):
     """The further keyword arguments of :meth:`HybridRetriever.from_documents` (typed, so mypy and IDEs flag a
     misspelling such as ``top_k=``): the hybrid's own fields."""
@@ -486,6 +556,8 @@ class HybridOptions(RunnableOptions, total=False):
     fusion: Fusion
     alpha: float | None
     top_alpha: float | None
+    id_key: str | None
+    score_threshold: float | None
 
 
 class HybridTextOptions(HybridOptions, total=False):
@@ -537,8 +609,23 @@ class HybridRetriever(RagSpineRetriever):
         top_alpha: ``"two_stage"`` only: the first channel's weight when rank 1 is chosen (default ``None`` =
             :data:`TWO_STAGE_TOP_ALPHA` = 1.0: the first channel's own best document; 0.7 lets a strong dense match
             take rank 1, which gained on Chinese and not on Japanese data).
+        id_key: ``EnsembleRetriever``'s argument: a metadata field whose value identifies a result, so documents
+            with the same ``metadata[id_key]`` — in one channel or across channels — are one result (the
+            best-ranked occurrence, with the scores of every channel), e.g. ``id_key="doc_id"`` for one chunk per
+            source document.  A document without the field (or ``None`` there) keeps its chunk identity, never
+            merged by a missing value.  Default ``None``: the chunk identity (``chunk_id``, else ``Document.id``,
+            else the text; see the module docstring) — where ``EnsembleRetriever`` keys by ``page_content``.
+            ``candidate_k`` still counts the chunks each channel is asked for (several may share a value); a value
+            with a RESTRICTED document in any channel is dropped altogether (fail closed).
+        score_threshold: the lowest fused score (``metadata["scores"]["fused"]``) a result may have (default
+            ``None``: none); ``invoke(query, score_threshold=...)`` sets it for one call.  The scale is the
+            fusion's: ``"convex"`` / ``"two_stage"`` in [0, 1] — a weighted sum of each channel's min-max
+            normalised score over this query's candidates, so it is relative to the query's best and weakest
+            candidates, not an absolute relevance (the first result is at 1.0 whenever one document leads every
+            channel); ``"rrf"`` in [0, Σ weights / (c + 1)] (Σ wᵢ / (c + rankᵢ), ranks only).  A threshold above
+            the scale's top is a ``ValueError``.
 
-    Call options: ``invoke(query, k=…, filter=…, candidate_k=…, embed_as=…)``.  ``embed_as`` (``"query"`` or
+    Call options: ``invoke(query, k=…, filter=…, candidate_k=…, score_threshold=…, embed_as=…)``.  ``embed_as`` (``"query"`` or
     ``"document"``, see :class:`~langchain_ragspine.retrievers.dense.DenseRetriever`) goes to the channels whose
     class declares it (the dense ones), not to the others (BM25, a foreign retriever): HyDE passes
     ``embed_as="document"`` for its hypothetical document.  Not given: no channel is passed it.
@@ -551,9 +638,10 @@ class HybridRetriever(RagSpineRetriever):
         ValueError: no retrievers, bad ``weights``, ``c < 0``, ``candidate_k < 1``, ``k < 1``, an unknown
             ``fusion``, ``alpha`` or ``top_alpha`` outside [0, 1], ``alpha`` given together with ``weights``,
             ``top_alpha`` with another fusion than ``"two_stage"``, a malformed ``filter``, an ``embed_as`` other
-            than ``"query"`` / ``"document"``.
-        TypeError: a channel that is not a ``BaseRetriever``; ``k`` not an int; an unknown keyword argument to
-            ``invoke``.
+            than ``"query"`` / ``"document"``, an empty ``id_key``, a ``score_threshold`` outside its fusion's
+            scale.
+        TypeError: a channel that is not a ``BaseRetriever``; ``k`` not an int; ``id_key`` not a string;
+            ``score_threshold`` not a number; an unknown keyword argument to ``invoke``.
 
     Example:
         >>> from langchain_core.documents import Document
@@ -580,15 +668,27 @@ class HybridRetriever(RagSpineRetriever):
     fusion: Fusion = "two_stage"
     alpha: float | None = None
     top_alpha: float | None = None
+    id_key: str | None = None
+    score_threshold: float | None = None
 
-    #: ``invoke(query, candidate_k=…)`` sets the per-channel depth of one call; ``embed_as=…`` goes to the channels
-    #: that declare it (see the class docstring).
-    call_options: ClassVar[tuple[str, ...]] = ("candidate_k", EMBED_AS_OPTION)
+    #: ``invoke(query, candidate_k=…)`` sets the per-channel depth of one call, ``score_threshold=…`` its threshold;
+    #: ``embed_as=…`` goes to the channels that declare it (see the class docstring).
+    call_options: ClassVar[tuple[str, ...]] = ("candidate_k", "score_threshold", EMBED_AS_OPTION)
 
     @field_validator("k", mode="before")
     @classmethod
     def _strict_k(cls, value: Any) -> int:
         return check_k(value)
+
+    @field_validator("id_key", mode="before")
+    @classmethod
+    def _strict_id_key(cls, value: Any) -> str | None:
+        return _check_id_key(value)
+
+    @field_validator("score_threshold", mode="before")
+    @classmethod
+    def _strict_threshold(cls, value: Any) -> float | None:
+        return check_score_threshold(value)  # its scale, which depends on the fusion, in _check_fields
 
     def model_post_init(self, context: Any, /) -> None:
         """Validate the parameters (see the class docstring)."""
@@ -615,7 +715,16 @@ class HybridRetriever(RagSpineRetriever):
                 raise ValueError(f"top_alpha is a two_stage parameter, got it with fusion={self.fusion!r}")
         if self.weights is not None and self.alpha is not None:
             raise ValueError("give either weights or alpha, not both (alpha only sets the default convex weights)")
+        _check_id_key(self.id_key)
+        self._check_threshold(self.score_threshold)
         compile_filter(self.filter)
+
+    def _check_threshold(self, value: Any) -> float | None:
+        """``value`` as a threshold on this retriever's fused scores (see ``score_threshold``)."""
+        if self.fusion == "rrf":
+            top = math.fsum(_check_weights(self.weights, len(self.retrievers))) / (self.c + 1)
+            return check_score_threshold(value, maximum=top, scale=f"the RRF fused score, in [0, {top:.6g}]")
+        return check_score_threshold(value, maximum=1.0, scale=f"the {self.fusion} fused score, in [0, 1]")
 
     @property
     def effective_alpha(self) -> float:
@@ -632,15 +741,18 @@ class HybridRetriever(RagSpineRetriever):
         return TWO_STAGE_TOP_ALPHA if self.top_alpha is None else self.top_alpha
 
     # -- plumbing ---------------------------------------------------------------------------------------------------
-    def _params(self, call: RetrieverCall[Any]) -> tuple[int, Mapping[str, Any] | None, int, Predicate | None]:
-        """``(k, filter, depth, predicate)`` of a call: the call's filter ANDed with :attr:`filter`, and the
-        per-channel depth ``max(candidate_k, k)`` (the call's ``candidate_k``, else :attr:`candidate_k`)."""
+    def _params(self, call: RetrieverCall[Any]) -> _CallParams:
+        """A call's parameters: ``k``, the call's filter ANDed with :attr:`filter` (and its predicate), the
+        per-channel depth ``max(candidate_k, k)`` (the call's ``candidate_k``, else :attr:`candidate_k`) and the
+        score threshold (the call's, else :attr:`score_threshold`)."""
         self._check_fields()  # model_copy(update=...) skips validation
         k = self.k if call.k is None else check_k(call.k)
         candidate_k = call.options.get("candidate_k")
         candidate_k = self.candidate_k if candidate_k is None else _check_int("candidate_k", candidate_k, 1)
+        threshold = call.options.get("score_threshold")
+        threshold = self.score_threshold if threshold is None else self._check_threshold(threshold)
         flt = and_filters(self.filter, call.filter)
-        return k, flt, max(candidate_k, k), compile_filter(flt)
+        return _CallParams(k, flt, max(candidate_k, k), compile_filter(flt), threshold)
 
     @staticmethod
     def _channel_options(call: RetrieverCall[Any]) -> dict[str, Any]:
@@ -662,42 +774,44 @@ class HybridRetriever(RagSpineRetriever):
         channels: Sequence[tuple[int, BaseRetriever]],
         results: Sequence[Sequence[Document]],
         gated: Sequence[Sequence[Document]],
-        k: int,
-        pred: Predicate | None,
-        candidate_k: int,
+        params: _CallParams,
     ) -> list[Document]:
         """Fuse ``results`` (one list per called channel, in ``channels``' order; a channel not called — weight 0 —
         contributes an empty list).  ``gated`` holds, per called channel, the RESTRICTED documents the contract's
         gate removed from its list before the cut to ``candidate_k``: they follow the channel's list, take no
         candidate's place, and :func:`fuse` (which ranks without them) drops their keys from every channel (fail
-        closed)."""
+        closed).  Results below the call's score threshold are dropped (they come best first, so after the cut to
+        ``k`` is the same as before it)."""
         lists: list[list[Document]] = [[] for _ in self.retrievers]
         for (i, _), docs, removed in zip(channels, results, gated, strict=True):
-            if pred is not None:
-                docs = [d for d in docs if pred(d.metadata)]
-                removed = [d for d in removed if pred(d.metadata)]
-            lists[i] = [d for _, d in _dedupe(docs, i)[:candidate_k]] + list(removed)
-        return fuse(
-            lists, weights=self.weights, c=self.c, k=k, fusion=self.fusion, alpha=self.effective_alpha,
-            top_alpha=self.effective_top_alpha,
+            if params.predicate is not None:
+                docs = [d for d in docs if params.predicate(d.metadata)]
+                removed = [d for d in removed if params.predicate(d.metadata)]
+            lists[i] = [d for _, d in _dedupe(docs, i, self.id_key)[: params.depth]] + list(removed)
+        fused = fuse(
+            lists, weights=self.weights, c=self.c, k=params.k, fusion=self.fusion, alpha=self.effective_alpha,
+            top_alpha=self.effective_top_alpha, id_key=self.id_key,
         )
+        return scored_at_least(fused, params.score_threshold, "fused")
 
     # -- retrieval --------------------------------------------------------------------------------------------------
     def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
-        k, flt, depth, pred = self._params(call)
+        params = self._params(call)
         channels = self._channels()
         gated: list[list[Document]] = []
         searches = _searches(channels, query, self._channel_options(call))
-        lists = search_each(searches, k=depth, filter=flt, run_manager=call.run_manager, gated=gated)
-        return self._fuse(channels, lists, gated, k, pred, depth)
+        lists = search_each(searches, k=params.depth, filter=params.filter, run_manager=call.run_manager, gated=gated)
+        return self._fuse(channels, lists, gated, params)
 
     async def _aretrieve(self, query: str, call: AsyncCall) -> list[Document]:
-        k, flt, depth, pred = self._params(call)
+        params = self._params(call)
         channels = self._channels()
         gated: list[list[Document]] = []
         searches = _searches(channels, query, self._channel_options(call))
-        lists = await asearch_each(searches, k=depth, filter=flt, run_manager=call.run_manager, gated=gated)
-        return self._fuse(channels, lists, gated, k, pred, depth)
+        lists = await asearch_each(
+            searches, k=params.depth, filter=params.filter, run_manager=call.run_manager, gated=gated
+        )
+        return self._fuse(channels, lists, gated, params)
 
     # -- construction and persistence -------------------------------------------------------------------------------
     @classmethod

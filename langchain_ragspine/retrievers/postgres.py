@@ -70,7 +70,7 @@ from langchain_ragspine.errors import StoreError
 from langchain_ragspine.filters import and_filters, compile_filter
 from langchain_ragspine.filters.sql import SqlFilter, check_filter, filter_sql
 from langchain_ragspine.retrievers.base import ContractRetriever, SyncCall
-from langchain_ragspine.retrievers.bm25 import check_bm25_query, check_k, with_scores
+from langchain_ragspine.retrievers.bm25 import bm25_threshold, check_bm25_query, check_k, with_scores
 from langchain_ragspine.retrievers.embed_as import (
     EMBED_AS_OPTION,
     EmbedAs,
@@ -204,6 +204,10 @@ class PostgresBM25Retriever(_PostgresRetriever):
         k1: term-frequency saturation (default 1.5).
         b: length normalisation in [0, 1] (default 0.75).
         filter: the retriever's own metadata filter; ``invoke(query, filter=...)`` is ANDed with it.
+        score_threshold: the lowest BM25 score a result may have (default ``None``: none); ``invoke(query,
+            score_threshold=...)`` sets it for one call.  The scale is
+            :class:`~langchain_ragspine.retrievers.bm25.BM25Retriever`'s (the raw BM25 score, ``>= 0``, unbounded
+            and corpus-dependent), and so is every kept result.
         statement_timeout: the longest a search may run, in seconds (``0``: no limit; default
             ``RAGSPINE_PG_STATEMENT_TIMEOUT``, else 30); a search cancelled by it raises ``StoreError``.
 
@@ -211,18 +215,26 @@ class PostgresBM25Retriever(_PostgresRetriever):
     most :data:`~langchain_ragspine.retrievers.bm25.MAX_QUERY_CHARS` characters, as for ``BM25Retriever``.
 
     Raises:
-        ValueError: ``k < 1``, ``k1 < 0``, ``b`` outside [0, 1], a malformed filter, a bad ``statement_timeout``;
-            (when invoked) a query longer than ``MAX_QUERY_CHARS``.
-        TypeError: ``k`` is not an int.
+        ValueError: ``k < 1``, ``k1 < 0``, ``b`` outside [0, 1], a malformed filter, a bad ``statement_timeout``,
+            a negative or non-finite ``score_threshold``; (when invoked) a query longer than ``MAX_QUERY_CHARS``.
+        TypeError: ``k`` is not an int; ``score_threshold`` is not a number.
         StoreError: no store at ``url``; its postings were written by another version of its tokenizer (re-ingest).
     """
 
     k1: float = 1.5
     b: float = 0.75
+    score_threshold: float | None = None
 
+    #: ``invoke(query, score_threshold=…)`` sets the threshold of one call.
+    call_options: ClassVar[tuple[str, ...]] = ("score_threshold",)
     _filter_row: ClassVar[str] = "h.chunk_row"
     _tokenizer: str = PrivateAttr()
     _tokenize: Tokenizer = PrivateAttr()
+
+    @field_validator("score_threshold", mode="before")
+    @classmethod
+    def _check_threshold(cls, value: Any) -> float | None:
+        return bm25_threshold(value)
 
     def model_post_init(self, context: Any, /) -> None:
         if self.k1 < 0:
@@ -246,6 +258,29 @@ class PostgresBM25Retriever(_PostgresRetriever):
     def tokenizer(self) -> str:
         """The store's tokenizer name."""
         return self._tokenizer
+
+    def search(
+        self,
+        query: str,
+        *,
+        k: int | None = None,
+        filter: Mapping[str, Any] | None = None,
+        score_threshold: float | None = None,
+    ) -> list[tuple[Document, float]]:
+        """Top ``k`` ``(chunk, score)`` pairs scoring ``>= score_threshold`` (else the retriever's
+        :attr:`score_threshold`); otherwise as :meth:`_PostgresRetriever.search`.  Results come best first, so
+        dropping those below the threshold after the cut to ``k`` keeps the top ``k`` of those above it.
+
+        Raises:
+            TypeError, ValueError: a bad ``score_threshold`` (before the store is asked); see the base's.
+        """
+        threshold = bm25_threshold(self.score_threshold, score_threshold)
+        hits = super().search(query, k=k, filter=filter)
+        return hits if threshold is None else [(d, s) for d, s in hits if s >= threshold]
+
+    def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
+        hits = self.search(query, k=call.k, filter=call.filter, score_threshold=call.options.get("score_threshold"))
+        return [d for d, _ in hits]
 
     def _prepare(self, query: str, embed_as: EmbedAs) -> list[str] | None:
         """The query's tokens (``None`` when it has none).

@@ -70,6 +70,13 @@ def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tu
 #: Metadata key of the text a chunk is indexed and embedded by, when it differs from ``page_content``.
 INDEX_TEXT_KEY = "index_text"
 
+#: Metadata key the package's splitters write a chunk's heading path to, outermost first (``["第一章 总则",
+#: "第三条"]``): ``LayoutTextSplitter`` and its ``laws`` / ``book`` / ``qa`` presets, ``ParentChildTextSplitter``.
+HEADING_KEY = "heading"
+#: Every metadata key read as a heading path (the contextual header's), in the order they are read: the package's
+#: own :data:`HEADING_KEY` first, then the names other loaders and splitters use.
+HEADING_KEYS: tuple[str, ...] = (HEADING_KEY, "heading_path", "headings", "section")
+
 
 def index_text(doc: Any) -> str:
     """The text ``doc`` (a ``Document``) is tokenised and embedded by: a non-empty string in

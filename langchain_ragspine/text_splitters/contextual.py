@@ -26,7 +26,7 @@ from typing import Any
 
 from langchain_core.documents import BaseDocumentTransformer, Document
 
-from langchain_ragspine.text import INDEX_TEXT_KEY, index_text
+from langchain_ragspine.text import HEADING_KEYS, INDEX_TEXT_KEY, index_text
 
 __all__ = [
     "DEFAULT_HEADER_FIELDS",
@@ -37,13 +37,13 @@ __all__ = [
     "index_text",
 ]
 
-#: Metadata fields read for the header, in header order: the title, the heading path, then period and entity
-#: fields.  Absent or empty fields are skipped.
+#: Metadata fields read for the header, in header order: the title, the heading path (every key of
+#: :data:`~langchain_ragspine.text.HEADING_KEYS`: ``heading``, which the package's layout, laws, book, qa and
+#: parent-child splitters write, then ``heading_path`` / ``headings`` / ``section``), then period and entity fields.
+#: Absent or empty fields are skipped.
 DEFAULT_HEADER_FIELDS: tuple[str, ...] = (
     "title",
-    "heading_path",
-    "headings",
-    "section",
+    *HEADING_KEYS,
     "period",
     "date",
     "year",
@@ -52,7 +52,7 @@ DEFAULT_HEADER_FIELDS: tuple[str, ...] = (
     "organization",
 )
 #: Fields holding a heading path: a list is joined with " > " (other list fields with ", ").
-HEADING_FIELDS = frozenset({"heading_path", "headings", "section"})
+HEADING_FIELDS = frozenset(HEADING_KEYS)
 
 
 def _parts(value: Any) -> list[str]:

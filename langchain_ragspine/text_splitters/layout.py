@@ -36,6 +36,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from langchain_ragspine.text import HEADING_KEY
 from langchain_ragspine.text_splitters.paragraph import (
     DEFAULT_CHUNK_CHARS,
     DEFAULT_OVERLAP_CHARS,
@@ -295,7 +296,7 @@ class LayoutTextSplitter(ParagraphTextSplitter):
         return [(s, e) for s, e, _ in self._chunk_spans(text)]
 
     def _chunk_spans(self, text: str) -> list[tuple[int, int, dict[str, Any]]]:
-        return [(s, e, {"heading": list(path)}) for s, e, path in self.section_chunks(_Graphemes(text))]
+        return [(s, e, {HEADING_KEY: list(path)}) for s, e, path in self.section_chunks(_Graphemes(text))]
 
     def blocks(self, g: _Graphemes) -> list[tuple[int, int, tuple[str, ...]]]:
         """Sections packed into blocks (before chunking): ``(start, end, heading path)``.  A block is a section and

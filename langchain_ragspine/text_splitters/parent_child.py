@@ -23,6 +23,7 @@ from typing import Any
 
 from langchain_core.documents import Document
 
+from langchain_ragspine.text import HEADING_KEY
 from langchain_ragspine.text_splitters.layout import LayoutTextSplitter
 from langchain_ragspine.text_splitters.paragraph import (
     DEFAULT_CHUNK_CHARS,
@@ -111,7 +112,7 @@ class ParentChildTextSplitter(ParagraphTextSplitter):
         children: list[Document] = []
         for i, (ps, pe, path, spans) in enumerate(self.parent_child_spans(source.text)):
             pid = parent_id_for(source.doc_id, i)
-            heading = {"heading": list(path)}
+            heading = {HEADING_KEY: list(path)}
             parents.append(source.chunk(i, ps, pe, {**heading, PARENT_KEY: pid}, chunk_id=pid))
             link = {
                 **heading,

@@ -264,3 +264,51 @@ async def test_regression_ainvoke_forwards_k_and_filter():
     r = BM25Retriever.from_documents(docs, k=4)
     assert len(await r.ainvoke("梅雨", k=2)) == 2
     assert [d.metadata["n"] for d in await r.ainvoke("梅雨", filter={"n": 5})] == [5]
+
+
+# -- score_threshold (issue 27 §2): the raw BM25 score, documents below it dropped -----------------------------------
+_THRESHOLD_TEXTS = ["a a a b", "a b c d", "a c d e f g", "x y"]
+
+
+def _scored(docs):
+    return [(d.page_content, d.metadata["scores"]["bm25"]) for d in docs]
+
+
+def test_score_threshold_drops_documents_scoring_below_it():
+    r = BM25Retriever.from_texts(_THRESHOLD_TEXTS, tokenizer="whitespace", k=4)
+    ranked = _scored(r.invoke("a b"))
+    assert [t for t, _ in ranked] == ["a a a b", "a b c d", "a c d e f g"]
+    second = ranked[1][1]
+    kept = BM25Retriever.from_texts(_THRESHOLD_TEXTS, tokenizer="whitespace", k=4, score_threshold=second)
+    assert _scored(kept.invoke("a b")) == ranked[:2]  # a score equal to the threshold is not below it
+    assert _scored(r.invoke("a b", score_threshold=second)) == ranked[:2]  # one call's own threshold
+    assert _scored(kept.invoke("a b", score_threshold=0.0)) == ranked  # the call's replaces the retriever's
+    assert _scored(kept.invoke("a b", k=1)) == ranked[:1]
+    # compared in double precision: the next float above the (float32) score drops it, in both backends alike
+    above = float(np.nextafter(second, math.inf))
+    assert _scored(r.invoke("a b", score_threshold=above)) == ranked[:1]
+    assert [h[1] for h in r.search("a b", score_threshold=above)] == [ranked[0][1]]
+
+
+async def test_score_threshold_async_matches_sync():
+    r = BM25Retriever.from_texts(_THRESHOLD_TEXTS, tokenizer="whitespace", k=4, score_threshold=0.3)
+    assert await r.ainvoke("a b") == r.invoke("a b")
+    assert await r.ainvoke("a b", score_threshold=5.0) == r.invoke("a b", score_threshold=5.0) == []
+
+
+@pytest.mark.parametrize(("value", "error"), [(-1, ValueError), (math.inf, ValueError), (math.nan, ValueError),
+                                              ("0.5", TypeError), (True, TypeError)])
+def test_score_threshold_must_be_a_finite_number_at_least_zero(value, error):
+    with pytest.raises(error, match="score_threshold .*raw BM25 score"):
+        BM25Retriever.from_texts(CITIES, score_threshold=value)
+    with pytest.raises(error, match="score_threshold"):
+        BM25Retriever.from_texts(CITIES).invoke("東京", score_threshold=value)
+
+
+def test_score_threshold_is_refused_by_save_and_taken_by_load(tmp_path: Path):
+    r = BM25Retriever.from_texts(_THRESHOLD_TEXTS, tokenizer="whitespace", k=4, score_threshold=0.5)
+    with pytest.raises(ValueError, match="does not record score_threshold"):
+        r.save(tmp_path / "idx")
+    assert not (tmp_path / "idx").exists()
+    r.model_copy(update={"score_threshold": None}).save(tmp_path / "idx")
+    assert BM25Retriever.load(tmp_path / "idx", score_threshold=0.5).invoke("a b") == r.invoke("a b")

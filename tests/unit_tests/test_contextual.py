@@ -114,3 +114,40 @@ def test_bad_fields():
 async def test_async_transform_matches_sync():
     header = ContextualHeader()
     assert await header.atransform_documents(CORPUS) == header.transform_documents(CORPUS)
+
+
+# -- the package's own splitters write `heading`; the header reads it (issue 27 §3) ---------------------------------
+_HEADED_TEXTS = {
+    "layout": "# 梅雨\n\n## 沖縄の梅雨\n\n沖縄では5月上旬に始まり、6月下旬に終わる。\n",
+    "laws": "第一章 総則\n\n第一条 この法律は、労働者の保護を目的とする。\n\n第二章 賃金\n\n第三条 使用者は、毎月一回以上支払う。\n",
+    "book": "第一章 旅立ち\n\n少年は朝早く村を出た。\n\n第二章 海\n\n船は三日で港に着いた。\n",
+    "qa": "Q: 梅雨はいつ始まりますか？\n\n六月上旬です。\n\nQ: いつ終わりますか？\n\n七月中旬です。\n",
+    "parent_child": "# 梅雨\n\n## 沖縄の梅雨\n\n沖縄では5月上旬に始まり、6月下旬に終わる。\n",
+}
+
+
+@pytest.mark.parametrize("chunker", sorted(_HEADED_TEXTS))
+def test_the_header_of_every_heading_chunkers_chunk_names_its_heading_path(chunker):
+    from langchain_ragspine.text_splitters.chunkers import make_chunker
+
+    splitter, _ = make_chunker(chunker, chunk_size=40, chunk_overlap=0)
+    doc = Document(page_content=_HEADED_TEXTS[chunker], metadata={"doc_id": "d", "source": "d.md", "title": "T"})
+    chunks = splitter.split_documents([doc])
+    headed = [c for c in chunks if c.metadata.get("heading")]
+    assert headed, f"{chunker} wrote no heading: the check could not fail"
+    for chunk in headed:
+        path = " > ".join(chunk.metadata["heading"])
+        assert ContextualHeader().header(chunk) == f"T · {path}"  # was "T": the heading was never read
+        assert ContextualHeader().index_text(chunk) == f"T · {path}\n\n{chunk.page_content}"
+
+
+def test_one_list_of_heading_keys_is_shared_by_the_splitters_and_the_header():
+    from langchain_ragspine.text import HEADING_KEY, HEADING_KEYS
+    from langchain_ragspine.text_splitters.contextual import DEFAULT_HEADER_FIELDS, HEADING_FIELDS
+
+    assert HEADING_KEY == "heading" and HEADING_KEYS[0] == HEADING_KEY
+    assert HEADING_FIELDS == frozenset(HEADING_KEYS)
+    assert DEFAULT_HEADER_FIELDS[: 1 + len(HEADING_KEYS)] == ("title", *HEADING_KEYS)
+    # a list under any heading key is a path (" > "); the same path under two keys is said once
+    md = {"title": "T", "heading": ["A", "B"], "section": ["A", "B"], "entities": ["x", "y"]}
+    assert contextual_header(md) == "T · A > B · x, y"

@@ -139,3 +139,61 @@ def test_cli_ingest_contextual_then_search(corpus, tmp_path, capsys):
     assert record["source_locator"].startswith("eiffel.md#")
     assert main(["ingest", str(corpus), "--store", store, "--embedding", "none", "--no-contextual"]) == 0
     assert "contextual headers switched off" in capsys.readouterr().err
+
+
+# -- `--chunker laws --contextual` (and every heading chunker) indexes the heading path (issue 27 §3) -----------------
+#: 賃金 (wages) is named by a heading only, never in the text of the last chunk (第四条 / the second paragraph).
+STATUTE = ("---\ntitle: Labour Standards Act\n---\n第一章 総則\n\n第一条 この法律は、労働者の保護を目的とする。\n\n"
+           "第二章 賃金\n\n第三条 使用者は、毎月一回以上、一定の期日を定めて支払わなければならない。\n\n"
+           "第四条 使用者は、労働者が女性であることを理由として、男性と差別的取扱いをしてはならない。\n")
+MARKDOWN = ("---\ntitle: Labour Standards Act\n---\n# 労働基準法\n\n## 賃金\n\n"
+            "使用者は、毎月一回以上、一定の期日を定めて支払わなければならない。"
+            "使用者は、労働者が女性であることを理由として、男性と差別的取扱いをしてはならない。\n")
+#: Which text each heading chunker finds headings in (the statute presets read 第N章; the others Markdown).
+HEADED = {"laws": STATUTE, "book": STATUTE, "layout": MARKDOWN, "qa": MARKDOWN, "parent_child": MARKDOWN}
+SMALL = ["--chunk-size", "60", "--chunk-overlap", "0"]
+
+
+def _corpus_of(tmp_path: Path, text: str) -> Path:
+    root = tmp_path / "laws"
+    root.mkdir()
+    (root / "labour.md").write_text(text, "utf-8")
+    return root
+
+
+@pytest.mark.parametrize("chunker", sorted(HEADED))
+def test_cli_ingest_with_a_heading_chunker_and_contextual_finds_a_chunk_by_its_heading(tmp_path, capsys, chunker):
+    store = str(tmp_path / "S")
+    corpus = _corpus_of(tmp_path, HEADED[chunker])
+    assert main(["ingest", str(corpus), "--store", store, "--embedding", "none", "--chunker", chunker,
+                 "--contextual", *SMALL]) == 0
+    capsys.readouterr()
+    with StoreSource(store) as source:
+        docs = source.bm25(k=50).docs
+    assert all(d.metadata.get("heading") for d in docs)
+    for d in docs:
+        assert d.metadata["index_text"].startswith("Labour Standards Act · " + " > ".join(d.metadata["heading"]))
+    (last,) = [d for d in docs if "女性" in d.page_content]
+    assert "賃金" not in last.page_content and "賃金" in " ".join(last.metadata["heading"])
+    found = search(open_retriever(store, mode="bm25"), "賃金", k=5)  # was: title-only headers, never found
+    assert last.page_content in [d.page_content for d in found]
+    assert all(d.metadata["source_locator"].startswith("labour.md#") for d in found)
+
+
+def test_a_store_with_the_old_header_fields_is_rebuilt_with_the_heading_on_the_next_contextual_ingest(tmp_path):
+    store, corpus = tmp_path / "S", _corpus_of(tmp_path, STATUTE)
+    kw = {"embedding": "none", "chunker": "laws", "chunk_size": 60, "chunk_overlap": 0}
+    ingest(corpus, store, contextual=True, **kw)
+    state = json.loads((store / INDEX_STATE).read_text("utf-8"))
+    old = [f for f in state["contextual"]["fields"] if f != "heading"]  # what a store ingested before recorded
+    state["contextual"]["fields"] = old
+    (store / INDEX_STATE).write_text(json.dumps(state), "utf-8")
+    kept = ingest(corpus, store, **kw)  # no --contextual: the store's own record is kept
+    assert json.loads((store / INDEX_STATE).read_text("utf-8"))["contextual"]["fields"] == old
+    assert not any("contextual" in n for n in kept.notes)
+    again = ingest(corpus, store, contextual=True, **kw)
+    assert again.index_rebuilt
+    assert any(n.startswith("contextual headers changed: the BM25 index was rebuilt") for n in again.notes)
+    assert "heading" in json.loads((store / INDEX_STATE).read_text("utf-8"))["contextual"]["fields"]
+    found = search(open_retriever(store, mode="bm25"), "賃金", k=5)
+    assert any("女性" in d.page_content for d in found)

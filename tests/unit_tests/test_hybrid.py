@@ -711,3 +711,114 @@ def test_every_list_position_contributes_once_and_lists_never_merge_their_own_do
     assert max(distinct) <= len(out) <= sum(distinct)  # no two chunks of one list became one result
     keys = [d.metadata.get("chunk_id") for d in out if d.metadata.get("chunk_id")]
     assert len(keys) == len(set(keys))
+
+
+# -- id_key (EnsembleRetriever's argument) and score_threshold (issue 27 §2) -----------------------------------------
+def _c(cid: str, doc_id: Any, **scores: float) -> Document:
+    d = _d(cid, doc_id=doc_id) if doc_id is not None else _d(cid)
+    return with_scores(d, **scores) if scores else d
+
+
+def test_id_key_is_accepted_and_makes_one_result_per_value_across_and_within_channels():
+    # two channels return chunks of three documents; by chunk identity there are five results, by doc_id three
+    lex = [_c("p#0", "p"), _c("p#1", "p"), _c("q#0", "q"), _c("r#0", "r")]
+    vec = [_c("q#2", "q"), _c("p#1", "p")]
+    chans = [FixedRetriever(docs=lex), FixedRetriever(docs=vec)]
+    assert len(HybridRetriever(retrievers=chans, k=10, fusion="rrf").invoke("x")) == 5
+    out = HybridRetriever(retrievers=chans, k=10, fusion="rrf", id_key="doc_id").invoke("x")
+    # p: rank 1 of lex (p#1 repeats p there: counted once) and rank 2 of vec; q: rank 2 of lex, rank 1 of vec;
+    # r: rank 3 of lex.  p = 1/61 + 1/62 = q (tie → the key "p"), r = 1/63
+    assert [d.metadata["doc_id"] for d in out] == ["p", "q", "r"]
+    assert [d.metadata["scores"]["fused"] for d in out] == pytest.approx([1 / 61 + 1 / 62, 1 / 62 + 1 / 61, 1 / 63])
+    # each result is its value's best-ranked chunk (equal weights: the first channel's), with its own chunk_id
+    assert _ids(out) == ["p#0", "q#0", "r#0"]
+
+
+def test_id_key_agrees_with_ensemble_retriever_where_each_list_names_a_value_once():
+    from langchain_classic.retrievers import EnsembleRetriever
+
+    lex = [_c("p#0", "p"), _c("q#0", "q"), _c("r#0", "r")]
+    vec = [_c("r#4", "r"), _c("s#0", "s"), _c("p#3", "p")]
+    chans = [FixedRetriever(docs=lex), FixedRetriever(docs=vec)]
+    ens = EnsembleRetriever(retrievers=chans, weights=[0.6, 0.4], id_key="doc_id").invoke("x")
+    ours = HybridRetriever(retrievers=chans, weights=[0.6, 0.4], k=10, fusion="rrf", id_key="doc_id").invoke("x")
+    # p .6/61 + .4/63 = .016185 > r .6/63 + .4/61 = .016081 > q .6/62 > s .4/62
+    assert [d.metadata["doc_id"] for d in ours] == [d.metadata["doc_id"] for d in ens] == ["p", "r", "q", "s"]
+
+
+def test_id_key_a_missing_value_never_merges_and_values_keep_their_type():
+    # EnsembleRetriever raises KeyError for a document without the field; here it keeps its chunk identity
+    lex = [_c("a#0", None), _c("b#0", None), _c("n#0", 1), _c("s#0", "1")]
+    vec = [_c("a#0", None), _c("n#1", 1)]
+    out = fuse([lex, vec], id_key="doc_id")
+    assert sorted(_ids(out)) == ["a#0", "b#0", "n#0", "s#0"]  # a and b stay two; 1 and "1" stay two; n#1 joins 1
+    scores = {d.metadata["chunk_id"]: d.metadata["scores"]["fused"] for d in out}
+    assert scores["n#0"] == pytest.approx(1 / 63 + 1 / 62) and scores["s#0"] == pytest.approx(1 / 64)
+
+
+def test_id_key_candidate_k_counts_chunks_and_a_restricted_chunk_drops_its_value():
+    lex = [_c("p#0", "p"), _c("p#1", "p"), _c("q#0", "q"), _c("r#0", "r")]
+    # candidate_k still counts the chunks a channel is asked for: the first two of lex are both p's
+    h = HybridRetriever(retrievers=[FixedRetriever(docs=lex)], k=2, candidate_k=2, fusion="rrf", id_key="doc_id")
+    assert [d.metadata["doc_id"] for d in h.invoke("x")] == ["p"]
+    assert [d.metadata["doc_id"] for d in h.invoke("x", candidate_k=3)] == ["p", "q"]
+    secret = _d("q#9", doc_id="q", sensitivity="RESTRICTED")
+    h = HybridRetriever(retrievers=[FixedRetriever(docs=lex), FixedRetriever(docs=[secret])], k=10, id_key="doc_id")
+    assert [d.metadata["doc_id"] for d in h.invoke("x")] == ["p", "r"]  # fail closed: q has a RESTRICTED chunk
+
+
+@pytest.mark.parametrize(("value", "error"), [("", ValueError), (3, TypeError), (["doc_id"], TypeError)])
+def test_id_key_must_be_a_field_name(value, error):
+    with pytest.raises(error, match="id_key"):
+        HybridRetriever(retrievers=[FixedRetriever(docs=[A])], id_key=value)
+    with pytest.raises(error, match="id_key"):
+        fuse([[A]], id_key=value)
+
+
+def test_score_threshold_drops_fused_scores_below_it_on_the_fusions_scale():
+    chans = [FixedRetriever(docs=lst) for lst in _convex_lists()]
+    # convex alpha .7: a .76, b .35, c .30, d 0 (test_convex_fusion_by_hand)
+    h = HybridRetriever(retrievers=chans, k=10, fusion="convex", alpha=0.7, score_threshold=0.3)
+    assert _ids(h.invoke("q")) == ["a#0", "b#0", "c#0"]  # c's .30 is not below .3: kept
+    assert _ids(h.invoke("q", score_threshold=0.5)) == ["a#0"]  # one call's own threshold
+    assert _ids(h.invoke("q", k=1)) == ["a#0"]
+    assert _ids(HybridRetriever(retrievers=chans, k=10, fusion="convex", alpha=0.7).invoke("q"))[-1] == "d#0"
+    # rrf: a 1/61 + 1/62, c 1/63 + 1/61, b 1/62; scale [0, 2/61]
+    rrf = HybridRetriever(retrievers=[FixedRetriever(docs=[A, B, C]), FixedRetriever(docs=[C, A])], k=10,
+                          fusion="rrf", score_threshold=0.02)
+    assert _ids(rrf.invoke("q")) == ["a#0", "c#0"]
+
+
+async def test_score_threshold_async_matches_sync():
+    chans = [FixedRetriever(docs=lst) for lst in _convex_lists()]
+    h = HybridRetriever(retrievers=chans, k=10, score_threshold=0.3)
+    assert await h.ainvoke("q") == h.invoke("q")
+    assert _ids(await h.ainvoke("q", score_threshold=0.9)) == _ids(h.invoke("q", score_threshold=0.9))
+
+
+@pytest.mark.parametrize(("kw", "error", "message"), [
+    ({"score_threshold": 1.5}, ValueError, r"in \[0, 1\.0\] \(the two_stage fused score"),
+    ({"score_threshold": -0.1}, ValueError, "score_threshold"),
+    ({"score_threshold": float("nan")}, ValueError, "score_threshold"),
+    ({"score_threshold": "0.5"}, TypeError, "score_threshold"),
+    ({"score_threshold": 0.04, "fusion": "rrf"}, ValueError, r"RRF fused score, in \[0, 0\.0327869\]"),
+])
+def test_score_threshold_outside_its_scale_is_refused(kw, error, message):
+    chans = [FixedRetriever(docs=[A]), FixedRetriever(docs=[B])]
+    with pytest.raises(error, match=message):
+        HybridRetriever(retrievers=chans, **kw)
+    value = kw["score_threshold"]
+    other = {k: v for k, v in kw.items() if k != "score_threshold"}
+    with pytest.raises(error, match=message):
+        HybridRetriever(retrievers=chans, **other).invoke("q", score_threshold=value)
+
+
+def test_id_key_and_score_threshold_are_saved(tmp_path):
+    from langchain_ragspine.embeddings import HashingEmbeddings
+
+    emb = HashingEmbeddings(128)
+    h = HybridRetriever.from_documents(_hybrid_docs(), emb, k=5, id_key="doc_id", score_threshold=0.2)
+    h.save(tmp_path / "H")
+    loaded = HybridRetriever.load(tmp_path / "H", embedding=emb)
+    assert (loaded.id_key, loaded.score_threshold) == ("doc_id", 0.2)
+    assert loaded.invoke("梅雨の季節") == h.invoke("梅雨の季節")

@@ -149,6 +149,30 @@ def test_cli_ingest_search_json(corpus: Path, tmp_path: Path, capsys):
     assert all(r["sensitivity"].upper() != "RESTRICTED" and SECRET not in r["text"] for r in rows)
 
 
+def test_cli_ingest_json_is_one_object_with_the_summary_lines_counts(corpus: Path, tmp_path: Path, capsys):
+    store = str(tmp_path / "store")
+    assert main(["ingest", str(corpus), "--store", store, "--json"]) == 0
+    out = capsys.readouterr().out
+    assert len(out.splitlines()) == 1  # one JSON object, as search --json prints one per result
+    first = json.loads(out)
+    seconds = first.pop("seconds")
+    assert isinstance(seconds, float) and seconds >= 0
+    assert first == {"documents": 4, "chunks": 4, "new": 4, "changed": 0, "unchanged": 0, "retracted": 0,
+                     "skipped": 0, "empty": 0, "store_documents": 4, "store_chunks": 4, "index_rebuilt": True,
+                     "embedded": 0, "dense": None, "notes": []}
+    # the same counts as the line the command prints without --json
+    (corpus / "kyoto.md").unlink()
+    (corpus / "bad.jsonl").write_text('{"no_text": 1}\n', "utf-8")
+    assert main(["ingest", str(corpus), "--store", store, "--json", "--on-error", "skip"]) == 0
+    again, err = capsys.readouterr()
+    record = json.loads(again)
+    assert (record["documents"], record["unchanged"], record["retracted"], record["skipped"]) == (3, 3, 0, 1)
+    assert record["notes"] and all(f"note: {n}" in err for n in record["notes"])  # why nothing was retracted
+    assert main(["ingest", str(corpus), "--store", store, "--on-error", "skip"]) == 0
+    line = capsys.readouterr().out.strip()
+    assert line.startswith("this run: 3 documents, 3 chunks (0 new, 0 changed, 3 unchanged, 0 retracted, 1 skipped)")
+
+
 def test_cli_filters(corpus: Path, tmp_path: Path, capsys):
     store = str(tmp_path / "store")
     main(["ingest", str(corpus), "--store", store])
@@ -314,11 +338,11 @@ def test_regression_cli_rejects_undecodable_query(corpus: Path, tmp_path: Path, 
 
 
 def test_regression_ctrl_c_is_a_clean_exit(monkeypatch, capsys, corpus: Path, tmp_path: Path):
-    import langchain_ragspine.cli as cli
+    import langchain_ragspine.indexing as indexing
 
     def interrupted(*a, **k):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "ingest", interrupted)
+    monkeypatch.setattr(indexing, "ingest", interrupted)  # the CLI imports it when the command runs
     assert main(["ingest", str(corpus), "--store", str(tmp_path / "s")]) == 130
     assert "interrupted" in capsys.readouterr().err

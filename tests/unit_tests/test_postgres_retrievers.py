@@ -117,6 +117,24 @@ def test_bm25_scores_equal_bm25retriever(pg_url: str) -> None:
     assert pg.invoke("梅雨") and all("sec" not in c for c, _ in hits(pg.invoke("梅雨 北京 rain"), "bm25"))
 
 
+def test_bm25_score_threshold_drops_the_same_chunks_in_both_backends(pg_url: str) -> None:
+    stored = load(pg_url, corpus_docs())
+    ours = BM25Retriever.from_documents(stored, k=20)
+    pg = PostgresBM25Retriever(url=pg_url, k=20)
+    for q in QUERIES:
+        want = hits(ours.invoke(q), "bm25")
+        for _, score in want:  # at each result's own score, and at the next double above it
+            for t in (score, float(np.nextafter(score, math.inf))):
+                kept = hits(ours.invoke(q, score_threshold=t), "bm25")
+                assert kept == [h for h in want if h[1] >= t]
+                assert hits(pg.invoke(q, score_threshold=t), "bm25") == kept
+                assert hits(PostgresBM25Retriever(url=pg_url, k=2, score_threshold=t).invoke(q), "bm25") == kept[:2]
+    with pytest.raises(ValueError, match="raw BM25 score"):
+        pg.invoke("梅雨", score_threshold=-1)
+    with pytest.raises(TypeError, match="score_threshold"):
+        PostgresBM25Retriever(url=pg_url, score_threshold="1")
+
+
 _WORDS = ["梅雨", "雨", "季節", "北京", "首都", "城市", "rain", "season", "Japan", "the", "台風", "風", "夏"]
 
 

@@ -128,7 +128,7 @@ def test_cli_llm_transform_without_a_model_prints_what_the_plain_search_prints(n
 def test_cli_transform_uses_the_configured_chat_model(demo_store, capsys, monkeypatch):
     """``--transform multi_query`` asks RAGSPINE_LLM's model (a spy here) and searches its variants."""
     spy = SpyChatModel(replies=["1. 文字位置\n2. 出典"])
-    monkeypatch.setattr("langchain_ragspine.cli.resolve_chat_model",
+    monkeypatch.setattr("langchain_ragspine.config.resolve_chat_model",  # the CLI imports it when it runs
                         lambda spec, **kw: type("C", (), {"llm": spy, "how": "LLM path", "warning": None})())
     rows, err = _search(capsys, demo_store, "--transform", "multi_query")
     assert len(spy.prompts) == 1 and "citation offset" in spy.prompts[0]
