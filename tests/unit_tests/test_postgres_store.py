@@ -426,3 +426,34 @@ def test_sigkill_mid_transaction_keeps_committed_version(pg_url: str) -> None:
         assert sorted(d.page_content for d in hits) == sorted(d.page_content for d in expected)
         assert store.replace_doc_chunks(child.DOC_ID, child.make_chunks(2, 5)) == 2  # writable again
         assert store.count_searchable() == 5
+
+
+def test_a_search_path_without_the_vector_extensions_schema_is_named_with_what_to_do(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """Regression (issue 27 §3): a store URL whose search_path lacks the schema holding pgvector (``public`` here)
+    failed with psycopg's bare 'type "vector" does not exist'; the error names the schema and the fix."""
+    from langchain_ragspine.backends.postgres.vectors import register_vector
+    from langchain_ragspine.indexing import ingest
+
+    only_store = pg_url.replace("%2Cpublic", "").replace(",public", "")
+    assert only_store != pg_url
+    with psycopg.connect(pg_url) as conn:
+        extension_schema = conn.execute(
+            "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace "
+            "WHERE e.extname = 'vector'"
+        ).fetchone()
+    if extension_schema is None:  # the first store of the session creates it (in public)
+        corpus = tmp_path / "warm"
+        corpus.mkdir()
+        (corpus / "a.md").write_text("warm up text\n", "utf-8")
+        ingest(corpus, pg_url, embedding="hashing", progress=False)
+    corpus = tmp_path / "c"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("The rainy season starts in June.\n", "utf-8")
+    with pytest.raises(StoreError, match=r"installed in schema 'public', which is not on this connection's "
+                                         r"search_path") as info:
+        ingest(corpus, only_store, embedding="hashing", progress=False)
+    assert "does not exist" not in str(info.value)
+    with psycopg.connect(only_store) as conn, pytest.raises(StoreError, match="options=-csearch_path"):
+        register_vector(conn)

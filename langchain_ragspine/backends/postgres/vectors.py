@@ -19,6 +19,7 @@ share the table — which PostgreSQL then keeps up to date on every write.  Requ
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from collections.abc import Sequence
 from typing import Any
@@ -56,12 +57,33 @@ _VECTOR_DDL = (
 )
 
 
+def _vector_schema_off_path(conn: Any) -> str | None:
+    """The schema holding the installed ``vector`` extension when it is not on the connection's ``search_path``
+    (then ``vector`` is an unknown type there: psycopg's ``type "vector" does not exist``), else ``None`` (not
+    installed, or reachable)."""
+    row = conn.execute(
+        "SELECT n.nspname, n.nspname = ANY (current_schemas(true)) FROM pg_extension e "
+        "JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'"
+    ).fetchone()
+    return None if row is None or row[1] else str(row[0])
+
+
+def _off_path_error(schema: str, where: str | None = None) -> StoreError:
+    return StoreError(
+        f"the pgvector extension is installed in schema {schema!r}, which is not on this connection's search_path, "
+        f"so the type vector is unknown here: add it to the store URL's search_path (e.g. "
+        f"options=-csearch_path%3D<store schema>,{schema}), or ALTER EXTENSION vector SET SCHEMA to a schema on it",
+        path=where,
+    )
+
+
 def register_vector(conn: Any) -> None:
     """Teach a psycopg connection pgvector's ``vector`` type (numpy arrays in, ``pgvector.Vector`` out); a no-op
     when done already.
 
     Raises:
-        StoreError: the ``vector`` extension is not installed in the database.
+        StoreError: the ``vector`` extension is not installed in the database, or it is installed in a schema that
+            is not on the connection's ``search_path`` (the message names the schema and what to do).
         ImportError: the ``pgvector`` package is missing (names the ``postgres`` extra).
     """
     if conn.adapters.types.get("vector") is not None:
@@ -73,6 +95,11 @@ def register_vector(conn: Any) -> None:
     try:
         _register(conn)
     except psycopg.ProgrammingError as e:
+        with contextlib.suppress(psycopg.Error):
+            conn.rollback()  # the failed lookup aborted the transaction: ask where the extension is
+            schema = _vector_schema_off_path(conn)
+            if schema is not None:
+                raise _off_path_error(schema) from e
         raise StoreError(
             "the pgvector extension is not installed in this database: run CREATE EXTENSION vector (or ingest "
             "once as a role allowed to)"
@@ -83,7 +110,8 @@ def ensure_vector_schema(db: PostgresConnection) -> None:
     """Create the ``vector`` extension (when missing) and the embeddings table.
 
     Raises:
-        StoreError: the extension is missing and this role may not create it (the message says what to run).
+        StoreError: the extension is missing and this role may not create it (the message says what to run); it
+            is installed in a schema that is not on the store's ``search_path`` (the message names it).
     """
     with db.connection() as conn:
         has = conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone()
@@ -98,6 +126,9 @@ def ensure_vector_schema(db: PostgresConnection) -> None:
                     "administrator to run CREATE EXTENSION vector in this database",
                     path=db.where,
                 ) from e
+        schema = _vector_schema_off_path(conn)
+        if schema is not None:
+            raise _off_path_error(schema, db.where)
         if conn.execute("SELECT to_regclass(%s)", (EMBEDDINGS,)).fetchone()[0] is None:
             with conn.transaction():
                 for ddl in _VECTOR_DDL:
