@@ -65,6 +65,8 @@ KEYS = [
     "sensitivlty",
     "sensi<b></b>tivity",  # an HTML tag
     "\U0001f182\U0001f174\U0001f17d\U0001f182\U0001f178\U0001f183\U0001f178\U0001f185\U0001f178\U0001f183\U0001f188",
+    "S-E-N-S-I-T-I-V-I-T-Y",  # letters split by separators, as values may be (third trial)
+    "s e n s i t i v i t y",
 ]
 RESTRICTED_VALUES: list[Any] = [
     "RESTRICTED",
@@ -95,7 +97,7 @@ OTHER_VALUES: list[Any] = [
     "CONFIDENTIAL",
     "public",
     "Ｉｎｔｅｒｎａｌ",
-    None,
+    None,  # an empty label refuses its file (third trial): see _refused
     ["PUBLIC", "INTERNAL"],
     "\u202dPUBLIC\u202c",
     "INTERNAL\u200f",
@@ -243,9 +245,13 @@ def _secret(doc: dict[str, Any]) -> bool:
 
 
 def _refused(doc: dict[str, Any]) -> bool:
-    """The sidecar cannot be read, or the labels are in a block that is not front matter (``REFUSED_SHAPES``)."""
+    """The sidecar cannot be read, the labels are in a block that is not front matter (``REFUSED_SHAPES``), or a
+    label is empty (``null``)."""
     labelled = any(key in KEYS for key, _, _ in doc["own"])
-    return doc["sidecar"] != "ok" or (doc["kind"] == "md" and doc["shape"] in REFUSED_SHAPES and labelled)
+    empty = any(key in KEYS and value is None for part in ("own", "side", "nested") for key, value, _ in doc[part])
+    return (
+        doc["sidecar"] != "ok" or (doc["kind"] == "md" and doc["shape"] in REFUSED_SHAPES and labelled) or empty
+    )
 
 
 @settings(
