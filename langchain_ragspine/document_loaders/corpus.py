@@ -26,9 +26,11 @@ files:
   LangChain's ``Document`` JSON shape, as on a JSONL line), winning over front matter (and, for a ``.jsonl``, over
   each line's fields) — except for ``sensitivity``, where the most restrictive label wins.  Both spellings are
   read; where they disagree the label is the most restrictive and any other key is the full name's, with a
+  warning.  Names compare as a case-insensitive, normalizing file system compares them (NFC, case-folded):
+  ``Notes.json``, ``notes.MD.json`` and a name in NFD (as files copied from macOS are) are read too, with a
   warning.  Sidecars are never documents themselves.  A sidecar that is there but cannot be read (a dangling
   symlink, a folder, a FIFO, no permission, invalid UTF-8), and a file named like one with the suffix spelled
-  otherwise (``<stem>.JSON``, ``<stem>.JSОN`` with a Cyrillic ``О``, a space after it), is an error naming it: its
+  otherwise (``<stem>.JSON``, ``<stem>.JSОN`` with a Cyrillic ``О``, a space or a dot after it), is an error naming it: its
   label is never silently lost.
 * Symlinks and hard links: a file is loaded once, however many names it has in the run (a symlink to it, a hard
   link, the file given twice: same device and inode), under its first name that is not a symlink, and its label is
@@ -217,8 +219,8 @@ class CorpusLoader(BaseLoader):
     ``"skip"`` that folder or document is skipped), undecodable bytes
     (line of the first bad byte), binary content (NUL bytes), a sidecar that is not valid JSON or not a JSON
     object, a sidecar that is there but cannot be read (a symlink to nothing, a folder, a FIFO or other special
-    file — never opened —, no permission, an I/O error) or whose suffix differs in case (``<stem>.JSON``, also
-    beside a ``<stem>.json``), a sidecar of a ``.jsonl`` that sets ``doc_id`` (it would apply to every line),
+    file — never opened —, no permission, an I/O error) or whose suffix is spelled otherwise (``<stem>.JSON``,
+    also beside a ``<stem>.json``; ``<stem>.json.``, a trailing dot or space), a sidecar of a ``.jsonl`` that sets ``doc_id`` (it would apply to every line),
     malformed or unclosed YAML front matter or front matter that is not a mapping, a ``sensitivity`` key at the
     top of the body outside front matter (a ``---`` block after blank lines, ``+++`` TOML, a second block, a bare
     ``sensitivity:`` line, ``**Sensitivity:** X``, ``<!-- sensitivity: X -->`` — the label would be lost), a
@@ -281,7 +283,7 @@ class CorpusLoader(BaseLoader):
         self.on_error: OnError = on_error
         self.encoding: str = encoding
         self.stats: LoadStats = LoadStats()
-        # folder -> stem -> names with a ".json" suffix in any case (for _read_sidecar), filled once per pass
+        # folder -> stem (NFC, case-folded) -> names with a ".json" suffix in any spelling (for _sidecar_files)
         self._json_names: dict[str, dict[str, list[str]]] = {}
         # folder -> every name in it, NFC and case-folded (None: it cannot be listed), filled once per pass
         self._listed: dict[str, frozenset[str] | None] = {}
@@ -520,36 +522,59 @@ class CorpusLoader(BaseLoader):
             for side in (name.with_name(name.name + SIDECAR_SUFFIX), name.with_suffix(SIDECAR_SUFFIX)):
                 if not self._sidecar_names(side) and not self._may_exist(side):
                     continue  # (no file of that name, nor one spelled like it, in the folder's listing)
-                if len(names) > 1:
-                    key = os.path.realpath(side)
-                    if key in seen:
-                        continue
-                    seen.add(key)
-                sidecar = self._read_sidecar(side, entry.path)
-                if sidecar.paths:
-                    found.append(sidecar)
+                files = self._sidecar_files(side, entry.path)
+                for path in files:
+                    if len(names) > 1 or len(files) > 1:
+                        key = os.path.realpath(path)
+                        if key in seen:
+                            continue
+                        seen.add(key)
+                    sidecar = self._read_sidecar(path, entry.path)
+                    if sidecar.paths:
+                        found.append(sidecar)
         return _merge_sidecars(found, entry.path)
 
-    def _read_sidecar(self, side: Path, doc_path: Path) -> _Sidecar:
-        """The JSON object in the sidecar ``side`` of ``doc_path`` (empty if there is none), made JSON-safe.
+    def _sidecar_files(self, side: Path, doc_path: Path) -> list[Path]:
+        """The files that are the sidecar ``side`` of ``doc_path``: the names of ``side``'s folder that equal
+        ``side.name`` as a case-insensitive, normalizing file system compares them (:func:`_name_key`: NFC,
+        case-folded — ``Notes.json`` and ``notes.MD.json`` for ``notes.md``, ``été.json`` in NFD for ``été.md`` in
+        NFC, as files copied from macOS are), with their ``.json`` suffix as written; ``[side]`` when the folder
+        cannot be listed.  A name that is read although it is not ``side.name`` is warned about.
 
-        A sidecar that is there but cannot be read is an error naming it, never ignored (its label would be lost):
-        a name that differs from ``side`` only in the case of its suffix (``<stem>.JSON``, also beside a
-        ``<stem>.json``), a symlink to nothing (or a loop), a folder, a FIFO, socket or device (never opened: a
-        FIFO would block), and a file that cannot be opened or read (no permission, an I/O error).  A top-level
-        ``metadata`` object (LangChain's ``Document`` JSON shape, as on a JSONL line) holds metadata too
-        (:func:`_lift_metadata`).
+        Raises:
+            LoaderError: a name that would be this sidecar but for the spelling of its suffix (``<stem>.JSON``,
+                ``<stem>.JSОN`` with a Cyrillic ``О``, ``"<stem>.json "``) or a trailing dot or space
+                (``<stem>.json.``, which Windows and some tools read as ``<stem>.json``): its label would be lost.
         """
         names = self._sidecar_names(side)
         for name in names:
-            if name != side.name:
+            if not name.endswith(SIDECAR_SUFFIX):
                 beside = f", beside {side.name}" if side.name in names else ""
+                trailing = " (a dot or space after it, which Windows drops)" if name.rstrip(". ") != name else ""
                 raise LoaderError(
                     f"named like the sidecar of {doc_path.name} but with its suffix in another case or spelling"
-                    f"{beside}; a sidecar is named exactly {side.name}: rename or remove this file, so no label is "
-                    "ignored",
+                    f"{trailing}{beside}; a sidecar is named exactly "
+                    f"{side.name}: rename or remove this file, so no label is ignored",
                     path=side.with_name(name),
                 )
+        for name in names:
+            if name != side.name:
+                _warn(
+                    f"{side.with_name(name)}: read as the sidecar {side.name} of {doc_path.name} (the names differ "
+                    "only in letter case or Unicode normalization, as a case-insensitive file system compares them)"
+                )
+        return [side.with_name(name) for name in names] or [side]
+
+    def _read_sidecar(self, side: Path, doc_path: Path) -> _Sidecar:
+        """The JSON object in the sidecar file ``side`` of ``doc_path`` (empty if there is none), made JSON-safe.
+
+        A sidecar that is there but cannot be read is an error naming it, never ignored (its label would be lost):
+        a symlink to nothing (or a loop), a folder, a FIFO, socket or device (never opened: a FIFO would block), and
+        a file that cannot be opened or read (no permission, an I/O error); names spelled almost like it are
+        refused by :meth:`_sidecar_files`.  A top-level ``metadata`` object (LangChain's ``Document`` JSON shape, as
+        on a JSONL line) holds metadata too (:func:`_lift_metadata`), and a label nested deeper sets the label too
+        (:meth:`_PairsHook.labels_and_duplicates`).
+        """
         try:
             info = os.stat(side)
         except FileNotFoundError:
@@ -614,10 +639,12 @@ class CorpusLoader(BaseLoader):
         return listed is None or _name_key(side.name) in listed
 
     def _sidecar_names(self, side: Path) -> list[str]:
-        """The names in ``side``'s folder that are ``side.name`` up to the spelling of its suffix: its case, width,
+        """The names in ``side``'s folder that are ``side.name`` up to the spelling of its suffix — its case, width,
         look-alike letters, spaces or invisible characters around it (``a.json``, ``a.JSON``, ``a.JSОN`` with a
-        Cyrillic ``О``, ``"a.json "``; :func:`~langchain_ragspine.sensitivity.look_alike_capitals`), from one
-        listing of the folder per pass (``[]`` when the folder cannot be listed)."""
+        Cyrillic ``О``, ``"a.json "``; :func:`~langchain_ragspine.sensitivity.look_alike_capitals``), dots or spaces
+        after it (``a.json.``) — and of its stem as a case-insensitive, normalizing file system compares it
+        (:func:`_name_key`: ``A.json``, NFD for NFC), from one listing of the folder per pass (``[]`` when the
+        folder cannot be listed)."""
         folder = str(side.parent)
         names = self._json_names.get(folder)
         if names is None:
@@ -627,12 +654,13 @@ class CorpusLoader(BaseLoader):
             except OSError:  # e.g. a folder that can be entered but not listed: only the exact name is looked up
                 listing = []
             for name in listing:
-                stem, suffix = os.path.splitext(name)
-                spelled = not suffix.isascii() or suffix != suffix.strip()  # else only its case can differ
+                stem, suffix = os.path.splitext(name.rstrip(". ") or name)
+                trailing = len(name) - len(stem) - len(suffix)  # dots and spaces after the suffix
+                spelled = trailing or not suffix.isascii() or suffix != suffix.strip()  # else only its case differs
                 if suffix.lower() == SIDECAR_SUFFIX or (spelled and look_alike_capitals(suffix) == _SIDECAR_CAPITALS):
-                    names.setdefault(stem, []).append(name)
+                    names.setdefault(_name_key(stem), []).append(name)
             self._json_names[folder] = names
-        return sorted(names.get(side.stem, []))
+        return sorted(names.get(_name_key(side.stem), []))
 
     def _open(self, entry: _Entry) -> Iterator[tuple[Document, int | None]]:
         """Check the file (raising ``LoaderError``) and return an iterator of ``(document, line)``."""

@@ -23,6 +23,10 @@ first, a second block, bare ``key: value`` lines), which refuse a labelled file;
 file name (``d0.md.json``), in LangChain's ``{"metadata": {...}}`` shape, or beside a symlink to the document that
 sorts before it (``SIDECAR_PLACES``).  Every chunk's locator is refused by ``resolve_source_locator`` exactly when the
 chunk is RESTRICTED, and so is the symlink's name.
+
+The third trial adds keys with separators (``S-E-N-S-I-T-I-V-I-T-Y``), empty labels (``null``: the file is refused),
+sidecars named as a case-insensitive file system matches them (``D0.json``, ``d0.MD.json``: read) and a sidecar
+name with a trailing dot (``d0.json.``: refused).
 """
 
 import json
@@ -130,10 +134,11 @@ REFUSED_SHAPES = frozenset(
     + ["second_block", "bare"]
 )
 #: How a sidecar is there: readable (``"ok"``, written only when it has keys), or there but not readable.
-SIDECAR_KINDS = ["ok", "ok", "ok", "dangling", "folder", "fifo", "upper_case", "bad_utf8"]
+SIDECAR_KINDS = ["ok", "ok", "ok", "dangling", "folder", "fifo", "upper_case", "bad_utf8", "trailing_dot"]
 #: Where the sidecar is: ``d0.json``, ``d0.md.json``, ``d0.json`` holding ``{"metadata": {...}}``, or beside a symlink
-#: ``a0.md`` -> ``d0.md`` (which sorts first): ``a0.json`` or ``a0.md.json``.
-SIDECAR_PLACES = ["stem", "stem", "full_name", "nested", "alias", "alias_full_name"]
+#: ``a0.md`` -> ``d0.md`` (which sorts first): ``a0.json`` or ``a0.md.json``; or named as a case-insensitive file
+#: system matches it: ``D0.json``, ``d0.MD.json``.
+SIDECAR_PLACES = ["stem", "stem", "full_name", "nested", "alias", "alias_full_name", "stem_case", "full_name_case"]
 NOISE = [("title", "T1"), ("title", "T2"), ("lang", "ja"), ("lang", "en"), ("source_note", "x")]
 
 
@@ -211,6 +216,10 @@ def _write(root: Path, doc: dict[str, Any]) -> None:
     if stem != f"d{i}":
         os.symlink(f"d{i}{suffix}", root / f"{stem}{suffix}")
     side = root / (f"{stem}{suffix}.json" if place.endswith("full_name") else f"{stem}.json")
+    if place == "stem_case":
+        side = root / f"D{i}.json"
+    elif place == "full_name_case":
+        side = root / f"d{i}{suffix.upper()}.json"
     content = _json_object(doc["side"])
     if place == "nested":
         content = '{"metadata": ' + content + "}"
@@ -219,6 +228,8 @@ def _write(root: Path, doc: dict[str, Any]) -> None:
         side.write_text(content, "utf-8")
     elif kind == "upper_case":
         side.with_suffix(".JSON").write_text(content, "utf-8")
+    elif kind == "trailing_dot":  # Windows would read it as the sidecar: refused
+        side.with_name(side.name + ".").write_text(content, "utf-8")
     elif kind == "bad_utf8":
         side.write_bytes(content.encode() + b" \xff")
     elif kind == "dangling":
