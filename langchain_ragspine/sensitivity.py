@@ -12,7 +12,8 @@ wins.
   compare case-insensitively (``Ｓｅｎｓｉｔｉｖｉｔｙ``, `` sensitivity `` and ``SENSITIVITY`` all name the label), also
   written with look-alike characters (``sеnsitivity`` with Cyrillic ``е``, ``sensitiviтy``, ``sensitiv1ty``,
   ``sensitivlty``: :func:`look_alike_capitals`, the rule values are read by), HTML character references
-  (``s&#101;nsitivity``) or tags, or a bidi override (``\\u202eytivitisnes``) — the same readings values get;
+  (``s&#101;nsitivity``) or tags, or a bidi override (``\\u202eytivitisnes``) — the same readings values get —
+  or with its letters split by separators (``S-E-N-S-I-T-I-V-I-T-Y``, ``S E N S I T I V I T Y``: :func:`key_letters`);
   values are upper-cased.
 * **Restricted.**  A value is restricted when the word ``RESTRICTED`` is among the ASCII-letter runs of its folded
   form: ``"restricted"``, ``"RESTRICTED, INTERNAL"``, ``"Restricted."``, ``"RESTRICTED（社外秘）"`` and a list holding
@@ -59,6 +60,7 @@ __all__ = [
     "is_restricted",
     "is_restricted_label",
     "is_sensitivity_key",
+    "key_letters",
     "label_words",
     "look_alike_capitals",
     "most_restrictive",
@@ -118,8 +120,9 @@ def is_sensitivity_key(key: Any) -> bool:
     Latin small capitals and the enclosed letters: :func:`look_alike_capitals`).  So ``Ｓｅｎｓｉｔｉｖｉｔｙ``,
     ``sеnsitivity`` (Cyrillic ``е``), ``sensitiviтy`` (Cyrillic ``т``), ``SЕNSΙTΙVΙTY`` (Cyrillic ``Е``, Greek
     ``Ι``), ``sensitiv1ty`` and ``sensitivlty`` (``1`` and ``l`` for ``i``, as in ``RESTR1CTED``),
-    ``s&#101;nsitivity``, ``sensi<b></b>tivity`` and ``🆂🅴🅽🆂🅸🆃🅸🆅🅸🆃🆈`` all name the label.  Other words stay other
-    keys (``sensitivity_note``, ``insensitivity``).
+    ``s&#101;nsitivity``, ``sensi<b></b>tivity`` and ``🆂🅴🅽🆂🅸🆃🅸🆅🅸🆃🆈`` all name the label, and so do its letters split
+    by separators, as values may be (:func:`key_letters`: ``S-E-N-S-I-T-I-V-I-T-Y``, ``S E N S I T I V I T Y``,
+    ``sensitivity:``, ``**Sensitivity``).  Other words stay other keys (``sensitivity_note``, ``insensitivity``).
 
     Example:
         >>> is_sensitivity_key("Ｓｅｎｓｉｔｉｖｉｔｙ"), is_sensitivity_key("s\\u0435nsitivity"), is_sensitivity_key("sensitiv1ty")
@@ -130,20 +133,36 @@ def is_sensitivity_key(key: Any) -> bool:
     if not isinstance(key, str):
         return False
     if key.isascii() and "&" not in key and "<" not in key:  # the common case: nothing to fold or decode
-        word = key.strip()
-        return (
-            len(word) == len(SENSITIVITY_KEY) and word.translate(_ASCII_LOOK_ALIKES).upper() == _KEY_CAPITALS
-        )
+        word = key.translate(_ASCII_LOOK_ALIKES)
+        if len(word) != len(SENSITIVITY_KEY):
+            word = _ASCII_SEPARATORS.sub("", word)
+        return word.upper() == _KEY_CAPITALS
     return _names_sensitivity(key)
 
 
 _KEY_CAPITALS = SENSITIVITY_KEY.upper()
+#: What is not part of a key's word in ASCII: anything but letters and digits (``-``, ``_``, ``.``, spaces, ``*``).
+_ASCII_SEPARATORS = re.compile(r"[^A-Za-z0-9]+")
+
+
+def key_letters(key: str) -> str:
+    """The letters a reader sees in a key: :func:`look_alike_capitals`, look-alike symbols read as letters (``1`` and
+    ``|`` for ``I``), then every separator removed — any character that is not a letter or a digit (punctuation,
+    spaces, symbols, invisible characters): ``"S-E-N-S-I-T-I-V-I-T-Y"``, ``"s e n s i t i v i t y"``,
+    ``"**Sensitivity"`` → ``"SENSITIVITY"``; ``"sensitivity_note"`` → ``"SENSITIVITYNOTE"``.
+
+    Example:
+        >>> key_letters("s-e-n-s-i-t-i-v-i-t-y"), key_letters("Sensitivity Note")
+        ('SENSITIVITY', 'SENSITIVITYNOTE')
+    """
+    read = look_alike_capitals(key).translate(_SYMBOLS)
+    return "".join(ch for ch in read if unicodedata.category(ch)[0] in "LN")
 
 
 @functools.lru_cache(maxsize=4096)
 def _names_sensitivity(key: str) -> bool:
     # "SENSITIVITY" holds no L: a look-alike of a capital I (which UTS #39 gives the prototype ``l``) is its I
-    return any(look_alike_capitals(reading).translate(_SYMBOLS) == _KEY_CAPITALS for reading in readings(key))
+    return any(key_letters(reading) == _KEY_CAPITALS for reading in readings(key))
 
 
 #: The bidirectional formatting characters of Unicode Standard Annex #9: embeddings and overrides (U+202A–U+202E

@@ -11,7 +11,9 @@ files:
   metadata.  Anything else at the top of the body that looks like metadata is not front matter (its text is the
   body), and if it sets ``sensitivity`` the file is refused, naming that line: a ``---`` block after blank lines,
   another opener (``+++`` TOML, ``--- !!map``, ``%YAML 1.2``, ``----``, ``－－－``, ``———``, an HTML comment first), a
-  bare ``sensitivity: RESTRICTED`` line and a second block right after the front matter.  The rest of the file is
+  bare ``sensitivity: RESTRICTED`` line, a first-line label in a prose form with its markup stripped
+  (``**Sensitivity:** RESTRICTED``, ``[//]: # (sensitivity: RESTRICTED)``, ``<!-- sensitivity: RESTRICTED -->``)
+  and a second block right after the front matter.  The rest of the file is
   the ``page_content``, verbatim: ``text[body_offset:] == page_content`` where ``text =
   path.read_bytes().decode(encoding)`` (no newline translation; a BOM and CRLFs count as stored) and
   ``body_offset`` is in the metadata, so chunk offsets index the file itself (the convention is defined in
@@ -24,9 +26,11 @@ files:
   LangChain's ``Document`` JSON shape, as on a JSONL line), winning over front matter (and, for a ``.jsonl``, over
   each line's fields) — except for ``sensitivity``, where the most restrictive label wins.  Both spellings are
   read; where they disagree the label is the most restrictive and any other key is the full name's, with a
+  warning.  Names compare as a case-insensitive, normalizing file system compares them (NFC, case-folded):
+  ``Notes.json``, ``notes.MD.json`` and a name in NFD (as files copied from macOS are) are read too, with a
   warning.  Sidecars are never documents themselves.  A sidecar that is there but cannot be read (a dangling
   symlink, a folder, a FIFO, no permission, invalid UTF-8), and a file named like one with the suffix spelled
-  otherwise (``<stem>.JSON``, ``<stem>.JSОN`` with a Cyrillic ``О``, a space after it), is an error naming it: its
+  otherwise (``<stem>.JSON``, ``<stem>.JSОN`` with a Cyrillic ``О``, a space or a dot after it), is an error naming it: its
   label is never silently lost.
 * Symlinks and hard links: a file is loaded once, however many names it has in the run (a symlink to it, a hard
   link, the file given twice: same device and inode), under its first name that is not a symlink, and its label is
@@ -38,8 +42,10 @@ files:
   read.
 
 Sensitivity labels fail closed (the policy is :mod:`langchain_ragspine.sensitivity`): a key spelled in another
-width, case or spacing (``Ｓｅｎｓｉｔｉｖｉｔｙ``), with look-alike letters (``sеnsitivity``) or HTML references is the
-label; a duplicate key (in front matter, a sidecar or a JSONL line), a value naming RESTRICTED among other words
+width, case or spacing (``Ｓｅｎｓｉｔｉｖｉｔｙ``), with look-alike letters (``sеnsitivity``), HTML references or its letters
+split by separators (``S-E-N-S-I-T-I-V-I-T-Y``) is the label, at the top level or nested at any depth of front
+matter, a sidecar or a JSONL line (``meta.sensitivity``, LangChain's serialised ``Document``: ``kwargs.metadata``),
+where it sets the label too; an empty value (``sensitivity:``, ``null``, ``""``) refuses the file; a duplicate key (in front matter, a sidecar or a JSONL line), a value naming RESTRICTED among other words
 (``"RESTRICTED, INTERNAL"``, ``Restricted.``), a list of labels, and sources that disagree all resolve to the most
 restrictive reading, with a :class:`LoaderWarning` naming file and line.  Any other duplicate key keeps its last value (as ``yaml.safe_load`` and ``json.loads`` do) and is warned
 about too.
@@ -213,13 +219,14 @@ class CorpusLoader(BaseLoader):
     ``"skip"`` that folder or document is skipped), undecodable bytes
     (line of the first bad byte), binary content (NUL bytes), a sidecar that is not valid JSON or not a JSON
     object, a sidecar that is there but cannot be read (a symlink to nothing, a folder, a FIFO or other special
-    file — never opened —, no permission, an I/O error) or whose suffix differs in case (``<stem>.JSON``, also
-    beside a ``<stem>.json``), a sidecar of a ``.jsonl`` that sets ``doc_id`` (it would apply to every line),
+    file — never opened —, no permission, an I/O error) or whose suffix is spelled otherwise (``<stem>.JSON``,
+    also beside a ``<stem>.json``; ``<stem>.json.``, a trailing dot or space), a sidecar of a ``.jsonl`` that sets ``doc_id`` (it would apply to every line),
     malformed or unclosed YAML front matter or front matter that is not a mapping, a ``sensitivity`` key at the
     top of the body outside front matter (a ``---`` block after blank lines, ``+++`` TOML, a second block, a bare
-    ``sensitivity:`` line — the label would be lost), a metadata value that is not
-    JSON-serialisable (a set, bytes, NaN, a non-string key), a ``doc_id``/``title``/``sensitivity`` of the
-    wrong type (a sensitivity must be a string or a non-empty list of strings), a JSONL line that is not valid
+    ``sensitivity:`` line, ``**Sensitivity:** X``, ``<!-- sensitivity: X -->`` — the label would be lost), a
+    metadata value that is not JSON-serialisable (a set, bytes, NaN, a non-string key), a
+    ``doc_id``/``title``/``sensitivity`` of the wrong type (a sensitivity must be a string or a non-empty list of
+    strings, at any depth; an empty one — ``null``, ``""`` — is refused, never read as the default), a JSONL line that is not valid
     JSON / not an object / has no string ``text``, and a ``doc_id`` already used by an earlier document (the
     message names both; with ``"skip"`` the later one is skipped).
     Empty or whitespace-only documents are always skipped with a :class:`LoaderWarning` and listed in
@@ -276,7 +283,7 @@ class CorpusLoader(BaseLoader):
         self.on_error: OnError = on_error
         self.encoding: str = encoding
         self.stats: LoadStats = LoadStats()
-        # folder -> stem -> names with a ".json" suffix in any case (for _read_sidecar), filled once per pass
+        # folder -> stem (NFC, case-folded) -> names with a ".json" suffix in any spelling (for _sidecar_files)
         self._json_names: dict[str, dict[str, list[str]]] = {}
         # folder -> every name in it, NFC and case-folded (None: it cannot be listed), filled once per pass
         self._listed: dict[str, frozenset[str] | None] = {}
@@ -515,36 +522,59 @@ class CorpusLoader(BaseLoader):
             for side in (name.with_name(name.name + SIDECAR_SUFFIX), name.with_suffix(SIDECAR_SUFFIX)):
                 if not self._sidecar_names(side) and not self._may_exist(side):
                     continue  # (no file of that name, nor one spelled like it, in the folder's listing)
-                if len(names) > 1:
-                    key = os.path.realpath(side)
-                    if key in seen:
-                        continue
-                    seen.add(key)
-                sidecar = self._read_sidecar(side, entry.path)
-                if sidecar.paths:
-                    found.append(sidecar)
+                files = self._sidecar_files(side, entry.path)
+                for path in files:
+                    if len(names) > 1 or len(files) > 1:
+                        key = os.path.realpath(path)
+                        if key in seen:
+                            continue
+                        seen.add(key)
+                    sidecar = self._read_sidecar(path, entry.path)
+                    if sidecar.paths:
+                        found.append(sidecar)
         return _merge_sidecars(found, entry.path)
 
-    def _read_sidecar(self, side: Path, doc_path: Path) -> _Sidecar:
-        """The JSON object in the sidecar ``side`` of ``doc_path`` (empty if there is none), made JSON-safe.
+    def _sidecar_files(self, side: Path, doc_path: Path) -> list[Path]:
+        """The files that are the sidecar ``side`` of ``doc_path``: the names of ``side``'s folder that equal
+        ``side.name`` as a case-insensitive, normalizing file system compares them (:func:`_name_key`: NFC,
+        case-folded — ``Notes.json`` and ``notes.MD.json`` for ``notes.md``, ``été.json`` in NFD for ``été.md`` in
+        NFC, as files copied from macOS are), with their ``.json`` suffix as written; ``[side]`` when the folder
+        cannot be listed.  A name that is read although it is not ``side.name`` is warned about.
 
-        A sidecar that is there but cannot be read is an error naming it, never ignored (its label would be lost):
-        a name that differs from ``side`` only in the case of its suffix (``<stem>.JSON``, also beside a
-        ``<stem>.json``), a symlink to nothing (or a loop), a folder, a FIFO, socket or device (never opened: a
-        FIFO would block), and a file that cannot be opened or read (no permission, an I/O error).  A top-level
-        ``metadata`` object (LangChain's ``Document`` JSON shape, as on a JSONL line) holds metadata too
-        (:func:`_lift_metadata`).
+        Raises:
+            LoaderError: a name that would be this sidecar but for the spelling of its suffix (``<stem>.JSON``,
+                ``<stem>.JSОN`` with a Cyrillic ``О``, ``"<stem>.json "``) or a trailing dot or space
+                (``<stem>.json.``, which Windows and some tools read as ``<stem>.json``): its label would be lost.
         """
         names = self._sidecar_names(side)
         for name in names:
-            if name != side.name:
+            if not name.endswith(SIDECAR_SUFFIX):
                 beside = f", beside {side.name}" if side.name in names else ""
+                trailing = " (a dot or space after it, which Windows drops)" if name.rstrip(". ") != name else ""
                 raise LoaderError(
                     f"named like the sidecar of {doc_path.name} but with its suffix in another case or spelling"
-                    f"{beside}; a sidecar is named exactly {side.name}: rename or remove this file, so no label is "
-                    "ignored",
+                    f"{trailing}{beside}; a sidecar is named exactly "
+                    f"{side.name}: rename or remove this file, so no label is ignored",
                     path=side.with_name(name),
                 )
+        for name in names:
+            if name != side.name:
+                _warn(
+                    f"{side.with_name(name)}: read as the sidecar {side.name} of {doc_path.name} (the names differ "
+                    "only in letter case or Unicode normalization, as a case-insensitive file system compares them)"
+                )
+        return [side.with_name(name) for name in names] or [side]
+
+    def _read_sidecar(self, side: Path, doc_path: Path) -> _Sidecar:
+        """The JSON object in the sidecar file ``side`` of ``doc_path`` (empty if there is none), made JSON-safe.
+
+        A sidecar that is there but cannot be read is an error naming it, never ignored (its label would be lost):
+        a symlink to nothing (or a loop), a folder, a FIFO, socket or device (never opened: a FIFO would block), and
+        a file that cannot be opened or read (no permission, an I/O error); names spelled almost like it are
+        refused by :meth:`_sidecar_files`.  A top-level ``metadata`` object (LangChain's ``Document`` JSON shape, as
+        on a JSONL line) holds metadata too (:func:`_lift_metadata`), and a label nested deeper sets the label too
+        (:meth:`_PairsHook.labels_and_duplicates`).
+        """
         try:
             info = os.stat(side)
         except FileNotFoundError:
@@ -609,10 +639,12 @@ class CorpusLoader(BaseLoader):
         return listed is None or _name_key(side.name) in listed
 
     def _sidecar_names(self, side: Path) -> list[str]:
-        """The names in ``side``'s folder that are ``side.name`` up to the spelling of its suffix: its case, width,
+        """The names in ``side``'s folder that are ``side.name`` up to the spelling of its suffix — its case, width,
         look-alike letters, spaces or invisible characters around it (``a.json``, ``a.JSON``, ``a.JSОN`` with a
-        Cyrillic ``О``, ``"a.json "``; :func:`~langchain_ragspine.sensitivity.look_alike_capitals`), from one
-        listing of the folder per pass (``[]`` when the folder cannot be listed)."""
+        Cyrillic ``О``, ``"a.json "``; :func:`~langchain_ragspine.sensitivity.look_alike_capitals``), dots or spaces
+        after it (``a.json.``) — and of its stem as a case-insensitive, normalizing file system compares it
+        (:func:`_name_key`: ``A.json``, NFD for NFC), from one listing of the folder per pass (``[]`` when the
+        folder cannot be listed)."""
         folder = str(side.parent)
         names = self._json_names.get(folder)
         if names is None:
@@ -622,12 +654,13 @@ class CorpusLoader(BaseLoader):
             except OSError:  # e.g. a folder that can be entered but not listed: only the exact name is looked up
                 listing = []
             for name in listing:
-                stem, suffix = os.path.splitext(name)
-                spelled = not suffix.isascii() or suffix != suffix.strip()  # else only its case can differ
+                stem, suffix = os.path.splitext(name.rstrip(". ") or name)
+                trailing = len(name) - len(stem) - len(suffix)  # dots and spaces after the suffix
+                spelled = trailing or not suffix.isascii() or suffix != suffix.strip()  # else only its case differs
                 if suffix.lower() == SIDECAR_SUFFIX or (spelled and look_alike_capitals(suffix) == _SIDECAR_CAPITALS):
-                    names.setdefault(stem, []).append(name)
+                    names.setdefault(_name_key(stem), []).append(name)
             self._json_names[folder] = names
-        return sorted(names.get(side.stem, []))
+        return sorted(names.get(_name_key(side.stem), []))
 
     def _open(self, entry: _Entry) -> Iterator[tuple[Document, int | None]]:
         """Check the file (raising ``LoaderError``) and return an iterator of ``(document, line)``."""
@@ -1093,10 +1126,31 @@ def _head_label(text: str, start: int, first_line: int) -> tuple[int, str] | Non
         line = text[s:e]
         if _prose(line):
             return None
-        for key in _line_keys(line):
-            if is_sensitivity_key(key):
-                return first_line + n, key
+        for shown in (line, *_unmarked(line)):
+            for key in _line_keys(shown):
+                if is_sensitivity_key(key):
+                    return first_line + n, key
     return None
+
+
+#: Markup around a line's text that a reader does not see (:func:`_unmarked`): a Markdown link reference definition
+#: used as a comment (``[//]: # (text)``, ``[comment]: <> "text"``) and an HTML comment (``<!-- text -->``).
+_LINK_REFERENCE = re.compile(r"^\s*\[[^\]]*\]:\s*(?:<[^>]*>|\S*)\s*[(\"'](.*)[)\"']\s*$")
+_HTML_COMMENT = re.compile(r"<!--(.*?)(?:-->|$)")
+
+
+def _unmarked(line: str) -> list[str]:
+    """The texts of ``line`` hidden in markup, markup stripped: a link reference definition's title
+    (``[//]: # (sensitivity: RESTRICTED)`` → ``sensitivity: RESTRICTED``) and an HTML comment's text; separators such
+    as ``**`` around a key (``**Sensitivity:** RESTRICTED``) are read by
+    :func:`~langchain_ragspine.sensitivity.is_sensitivity_key` itself."""
+    if "[" not in line and "<!--" not in line:
+        return []
+    found = [m.group(1) for m in _HTML_COMMENT.finditer(line)]
+    link = _LINK_REFERENCE.match(line)
+    if link is not None:
+        found.append(link.group(1))
+    return found
 
 
 def _split_front_matter(text: str, start: int, path: Path) -> tuple[dict[str, Any], dict[str, int], int]:
@@ -1276,20 +1330,25 @@ def _at(path: Path, line: int | None) -> str:
 def _source_label(occurrences: Sequence[_LabelAt], path: Path) -> str | None:
     """The one label of a source (front matter, sidecar, JSONL line) from every sensitivity key it holds.
 
-    Each value is read with :func:`~langchain_ragspine.sensitivity.parse_label` (``null`` is the default label);
-    several keys (a duplicate key, ``Sensitivity`` beside ``sensitivity``) give the most restrictive.  Every
+    Each value is read with :func:`~langchain_ragspine.sensitivity.parse_label`; several keys (a duplicate key, ``Sensitivity`` beside ``sensitivity``) give the most restrictive.  Every
     ambiguity is warned about, naming file and line.  ``None`` when the source sets no label.
 
     Raises:
-        LoaderError: a value is not a string or a list of strings, or is an empty list (field ``sensitivity``).
+        LoaderError: a value is empty (``null``, ``""``, blank), not a string or a list of strings, or is an empty
+            list (field ``sensitivity``).
     """
     labels: list[str] = []
     for key, value, line in occurrences:
         if key != SENSITIVITY_KEY:
             _warn(f"{_at(path, line)}: key {key!r} is read as {SENSITIVITY_KEY!r}")
-        if value is None:
-            labels.append(DEFAULT_SENSITIVITY)
-            continue
+        if value is None or (isinstance(value, str) and not normalize_label(value)):
+            raise LoaderError(
+                f"{key!r} has no label ({'null' if value is None else repr(value)}); an empty label is never read as the default: write a "
+                "label such as 'INTERNAL', or remove the key",
+                path=path,
+                line=line,
+                field=SENSITIVITY_KEY,
+            )
         try:
             label, why = parse_label(value)
         except (TypeError, ValueError) as exc:
@@ -1448,24 +1507,48 @@ class _PairsHook:
         self, label_objects: Sequence[Any], path: Path, line_of: Callable[[str, int, bool], int | None]
     ) -> list[_LabelAt]:
         """Warn about every duplicate key (the last value is used); return the sensitivity keys of
-        ``label_objects`` (the objects whose keys become metadata, in that order), duplicates included.
+        ``label_objects`` (the objects whose keys become metadata, in that order), duplicates included, then those
+        of every other object at any depth (LangChain's serialised ``Document``, ``kwargs.metadata``; a
+        ``metadata.metadata``; any nested mapping), each under its dotted path (``"kwargs.metadata.sensitivity"``),
+        so that a label the loader can see is never ignored.
 
         ``line_of(key, n, top)`` is the line of the ``n``-th (0-based) occurrence of ``key`` among the top-level
         keys (``top``) or the nested ones, or ``None``.
         """
         label_ids = [id(obj) for obj in label_objects if isinstance(obj, dict)]
         root = next(reversed(self.pairs), None)  # json.loads finishes the outermost object last
+        places: dict[int, str] = {}
+        # the top level, and its lifted "metadata" object
+        for obj, prefix in zip(label_objects, ("", "metadata."), strict=False):
+            places.update(_object_paths(obj, prefix))
         found: dict[int, list[_LabelAt]] = {}
         for obj_id, pairs in self.pairs.items():
             counts: dict[str, int] = {}
             for key, value in pairs:
                 n = counts[key] = counts.get(key, -1) + 1
-                if obj_id in label_ids and is_sensitivity_key(key):
-                    found.setdefault(obj_id, []).append((key, value, line_of(key, n, obj_id == root)))
+                if is_sensitivity_key(key):
+                    written = key if obj_id in label_ids else places.get(obj_id, "") + key
+                    found.setdefault(obj_id, []).append((written, value, line_of(key, n, obj_id == root)))
                 elif n == 1:
                     where = _at(path, line_of(key, n, obj_id == root))
                     _warn(f"{where}: duplicate key {key!r}; the last value is used")
-        return [label for obj_id in label_ids for label in found.get(obj_id, [])]
+        others = [obj_id for obj_id in found if obj_id not in label_ids]
+        return [label for obj_id in [*label_ids, *others] for label in found.get(obj_id, [])]
+
+
+def _object_paths(root: Any, prefix: str) -> dict[int, str]:
+    """``id`` of every mapping in ``root`` (parsed JSON) → ``prefix`` + its dotted path + ``"."``
+    (``"kwargs.metadata."``, ``"items[2]."``); the root's is ``prefix``."""
+    out: dict[int, str] = {}
+    todo: list[tuple[Any, str]] = [(root, prefix.rstrip("."))]
+    while todo:
+        value, where = todo.pop()
+        if isinstance(value, dict):
+            out.setdefault(id(value), f"{where}." if where else "")
+            todo.extend((v, f"{where}.{k}" if where else str(k)) for k, v in value.items())
+        elif isinstance(value, list):
+            todo.extend((v, f"{where}[{i}]") for i, v in enumerate(value))
+    return out
 
 
 def _json_line_of(text: str) -> Callable[[str, int, bool], int | None]:
@@ -1481,25 +1564,30 @@ def _json_line_of(text: str) -> Callable[[str, int, bool], int | None]:
 
 def _yaml_labels_and_duplicates(root: yaml.Node, path: Path) -> list[_LabelAt]:
     """Warn about every duplicate key in front matter (the last value is used, as ``yaml.safe_load`` does; file
-    line = node line + 2); return the top-level sensitivity keys, duplicates and ``<<`` merges included."""
+    line = node line + 2); return the sensitivity keys: the top-level ones, duplicates and ``<<`` merges included,
+    then those nested at any depth, each under its dotted path (``"meta.sensitivity"``), so that a label the loader
+    can see is never ignored."""
     labels: list[_LabelAt] = []
+    nested: list[_LabelAt] = []
     visited: set[int] = set()
-    todo: list[yaml.Node] = [root]
-    while todo:
-        node = todo.pop()
+    todo: list[tuple[yaml.Node, str]] = [(root, "")]
+    for node, where in todo:  # breadth first (the list grows as it is read), so shallower keys come first
         if id(node) in visited:
             continue
         visited.add(id(node))
         if isinstance(node, yaml.SequenceNode):
-            todo.extend(node.value)
+            todo.extend((item, f"{where}[{i}]") for i, item in enumerate(node.value))
         if not isinstance(node, yaml.MappingNode):
             continue
         first: dict[tuple[str, str], int] = {}
         for key_node, value_node in node.value:
-            todo.extend((key_node, value_node))
+            name = str(key_node.value) if isinstance(key_node, yaml.ScalarNode) else "?"
+            todo.extend(((key_node, f"{where}{{key}}"), (value_node, f"{where}.{name}" if where else name)))
             if not isinstance(key_node, yaml.ScalarNode):
                 continue
             line = 2 + key_node.start_mark.line
+            if node is not root and is_sensitivity_key(key_node.value):
+                nested.append((f"{where}.{key_node.value}", _construct(value_node), line))
             if node is root and key_node.tag == "tag:yaml.org,2002:merge":
                 merged = value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
                 labels.extend(
@@ -1518,7 +1606,7 @@ def _yaml_labels_and_duplicates(root: yaml.Node, path: Path) -> list[_LabelAt]:
                 )
             else:
                 first[(key_node.tag, str(key_node.value))] = line
-    return labels
+    return labels + nested
 
 
 def _construct(node: yaml.Node) -> Any:

@@ -23,6 +23,10 @@ first, a second block, bare ``key: value`` lines), which refuse a labelled file;
 file name (``d0.md.json``), in LangChain's ``{"metadata": {...}}`` shape, or beside a symlink to the document that
 sorts before it (``SIDECAR_PLACES``).  Every chunk's locator is refused by ``resolve_source_locator`` exactly when the
 chunk is RESTRICTED, and so is the symlink's name.
+
+The third trial adds keys with separators (``S-E-N-S-I-T-I-V-I-T-Y``), empty labels (``null``: the file is refused),
+sidecars named as a case-insensitive file system matches them (``D0.json``, ``d0.MD.json``: read) and a sidecar
+name with a trailing dot (``d0.json.``: refused).
 """
 
 import json
@@ -65,6 +69,8 @@ KEYS = [
     "sensitivlty",
     "sensi<b></b>tivity",  # an HTML tag
     "\U0001f182\U0001f174\U0001f17d\U0001f182\U0001f178\U0001f183\U0001f178\U0001f185\U0001f178\U0001f183\U0001f188",
+    "S-E-N-S-I-T-I-V-I-T-Y",  # letters split by separators, as values may be (third trial)
+    "s e n s i t i v i t y",
 ]
 RESTRICTED_VALUES: list[Any] = [
     "RESTRICTED",
@@ -95,7 +101,7 @@ OTHER_VALUES: list[Any] = [
     "CONFIDENTIAL",
     "public",
     "Ｉｎｔｅｒｎａｌ",
-    None,
+    None,  # an empty label refuses its file (third trial): see _refused
     ["PUBLIC", "INTERNAL"],
     "\u202dPUBLIC\u202c",
     "INTERNAL\u200f",
@@ -128,10 +134,11 @@ REFUSED_SHAPES = frozenset(
     + ["second_block", "bare"]
 )
 #: How a sidecar is there: readable (``"ok"``, written only when it has keys), or there but not readable.
-SIDECAR_KINDS = ["ok", "ok", "ok", "dangling", "folder", "fifo", "upper_case", "bad_utf8"]
+SIDECAR_KINDS = ["ok", "ok", "ok", "dangling", "folder", "fifo", "upper_case", "bad_utf8", "trailing_dot"]
 #: Where the sidecar is: ``d0.json``, ``d0.md.json``, ``d0.json`` holding ``{"metadata": {...}}``, or beside a symlink
-#: ``a0.md`` -> ``d0.md`` (which sorts first): ``a0.json`` or ``a0.md.json``.
-SIDECAR_PLACES = ["stem", "stem", "full_name", "nested", "alias", "alias_full_name"]
+#: ``a0.md`` -> ``d0.md`` (which sorts first): ``a0.json`` or ``a0.md.json``; or named as a case-insensitive file
+#: system matches it: ``D0.json``, ``d0.MD.json``.
+SIDECAR_PLACES = ["stem", "stem", "full_name", "nested", "alias", "alias_full_name", "stem_case", "full_name_case"]
 NOISE = [("title", "T1"), ("title", "T2"), ("lang", "ja"), ("lang", "en"), ("source_note", "x")]
 
 
@@ -209,6 +216,10 @@ def _write(root: Path, doc: dict[str, Any]) -> None:
     if stem != f"d{i}":
         os.symlink(f"d{i}{suffix}", root / f"{stem}{suffix}")
     side = root / (f"{stem}{suffix}.json" if place.endswith("full_name") else f"{stem}.json")
+    if place == "stem_case":
+        side = root / f"D{i}.json"
+    elif place == "full_name_case":
+        side = root / f"d{i}{suffix.upper()}.json"
     content = _json_object(doc["side"])
     if place == "nested":
         content = '{"metadata": ' + content + "}"
@@ -217,6 +228,8 @@ def _write(root: Path, doc: dict[str, Any]) -> None:
         side.write_text(content, "utf-8")
     elif kind == "upper_case":
         side.with_suffix(".JSON").write_text(content, "utf-8")
+    elif kind == "trailing_dot":  # Windows would read it as the sidecar: refused
+        side.with_name(side.name + ".").write_text(content, "utf-8")
     elif kind == "bad_utf8":
         side.write_bytes(content.encode() + b" \xff")
     elif kind == "dangling":
@@ -243,9 +256,13 @@ def _secret(doc: dict[str, Any]) -> bool:
 
 
 def _refused(doc: dict[str, Any]) -> bool:
-    """The sidecar cannot be read, or the labels are in a block that is not front matter (``REFUSED_SHAPES``)."""
+    """The sidecar cannot be read, the labels are in a block that is not front matter (``REFUSED_SHAPES``), or a
+    label is empty (``null``)."""
     labelled = any(key in KEYS for key, _, _ in doc["own"])
-    return doc["sidecar"] != "ok" or (doc["kind"] == "md" and doc["shape"] in REFUSED_SHAPES and labelled)
+    empty = any(key in KEYS and value is None for part in ("own", "side", "nested") for key, value, _ in doc[part])
+    return (
+        doc["sidecar"] != "ok" or (doc["kind"] == "md" and doc["shape"] in REFUSED_SHAPES and labelled) or empty
+    )
 
 
 @settings(

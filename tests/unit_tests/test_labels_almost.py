@@ -141,9 +141,16 @@ def test_the_full_name_sidecar_follows_the_rules_of_the_other(
 
 @pytest.mark.parametrize(
     "name",
-    ["x.json ", "x.JS\u041eN", "x.\uff4a\uff53\uff4f\uff4e", "x.json\u200b", "x.md.js\u03bfn"],
-    ids=["trailing-space", "cyrillic-o", "full-width", "zero-width-space", "full-name-greek-o"],
-)
+    [
+        "x.json ", "x.JS\u041eN", "x.\uff4a\uff53\uff4f\uff4e", "x.json\u200b", "x.md.js\u03bfn",
+        # third trial: a dot or space after the suffix (Windows drops them), also with the stem in another case
+        "x.json.", "x.md.json.", "x.json..", "x.json. ", "X.json.",
+    ],
+    ids=[
+        "trailing-space", "cyrillic-o", "full-width", "zero-width-space", "full-name-greek-o",
+        "trailing-dot", "full-name-trailing-dot", "two-trailing-dots", "dot-and-space", "stem-case-trailing-dot",
+    ],
+)  # fmt: skip
 def test_regression_a_sidecar_name_spelled_with_look_alikes_is_an_error(tmp_path: Path, name: str) -> None:
     # named like the sidecar (the trial's t4_sidecar.sh: "x.json ", "x.JSОN"): its label was silently ignored
     write(tmp_path / "x.md", f"{CANARY} body\n")

@@ -65,8 +65,23 @@ LOOK_ALIKE_KEYS = [
     "\u202eytivitisnes\u202c",  # a right-to-left override: displays "sensitivity"
     "sensi\u2066tivity\u2069",  # an isolate inside: invisible
     "sensltlvlty",  # a small l for each i, as values read "RESTRlCTED" (issue 25 §4d: keys follow the value rules)
+    # issue 25 (trial c): letters split by separators, as values already accept (R-E-S-T-R-I-C-T-E-D)
+    "S-E-N-S-I-T-I-V-I-T-Y",
+    "S E N S I T I V I T Y",
+    "s-e-n-s-i-t-i-v-i-t-y",
+    "sensi.tivity",
+    "**Sensitivity",  # Markdown bold around it
+    "s-\u0435-n-s-i-t-i-v-i-t-y",  # separators and a Cyrillic е at once
 ]
-OTHER_KEYS = ["sensitivity_note", "insensitivity", "s&#101;nsitivity_note", "\u202esensitivity_x", "SENSITIVLTY"]
+OTHER_KEYS = [
+    "sensitivity_note",
+    "insensitivity",
+    "s&#101;nsitivity_note",
+    "\u202esensitivity_x",
+    "SENSITIVLTY",
+    "sensitivity-2",
+    "s-e-n-s-i-t-i-v-i-t-y-note",
+]
 
 
 @pytest.mark.parametrize("key", LOOK_ALIKE_KEYS, ids=ascii)
@@ -99,6 +114,83 @@ def test_regression_look_alike_keys_in_every_source(tmp_path: Path, key: str) ->
     assert any(m.startswith(f"{tmp_path / 'fm.md'}:2:") and "is read as 'sensitivity'" for m in messages)
     assert any(m.startswith(f"{side}:") and "is read as 'sensitivity'" in m for m in messages)
     assert any(m.startswith(f"{jsonl}:1:") and "is read as 'sensitivity'" in m for m in messages)
+
+
+@pytest.mark.parametrize("key", ["S-E-N-S-I-T-I-V-I-T-Y", "S E N S I T I V I T Y", "s-e-n-s-i-t-i-v-i-t-y"])
+def test_regression_keys_with_separators_in_every_source(tmp_path: Path, key: str) -> None:
+    write(tmp_path / "fm.md", f"---\n{key}: RESTRICTED\n---\nbody\n")
+    write(tmp_path / "side.md", "body\n")
+    write(tmp_path / "side.json", json.dumps({key: "RESTRICTED"}))
+    write(tmp_path / "lines.jsonl", json.dumps({"text": "body", key: "RESTRICTED"}) + "\n")
+    _, docs, messages = load(tmp_path)
+    assert {d.id: d.metadata["sensitivity"] for d in docs} == dict.fromkeys(["fm", "lines:1", "side"], "RESTRICTED")
+    assert sum("is read as 'sensitivity'" in m for m in messages) == 3
+
+
+# ---------------------------------------------------------------------------- labels nested at any depth, or empty
+
+NESTED_LABELS = {
+    "front_matter_nested": {"x.md": "---\nmeta:\n  sensitivity: RESTRICTED\n---\nbody\n"},
+    "front_matter_deep_list": {"x.md": "---\na:\n  - b:\n      Sensitivity: [INTERNAL, RESTRICTED]\n---\nbody\n"},
+    "front_matter_nested_spaced_key": {"x.md": "---\nmeta:\n  S E N S I T I V I T Y: RESTRICTED\n---\nbody\n"},
+    "sidecar_metadata_metadata": {
+        "x.md": "body\n",
+        "x.json": json.dumps({"metadata": {"metadata": {"sensitivity": "RESTRICTED"}}}),
+    },
+    "sidecar_nested": {"x.md": "body\n", "x.json": json.dumps({"a": [{"b": {"sensitivity": "RESTRICTED"}}]})},
+    "jsonl_nested": {"x.jsonl": json.dumps({"text": "body", "extra": {"sensitivity": "RESTRICTED"}}) + "\n"},
+    "nested_stricter_than_top": {
+        "x.md": "---\nsensitivity: PUBLIC\nmeta:\n  sensitivity: RESTRICTED\n---\nbody\n",
+    },
+}
+
+
+def _dumpd_sidecar() -> dict[str, str]:
+    from langchain_core.load import dumpd
+
+    serialised = dumpd(Document(page_content="", metadata={"sensitivity": "RESTRICTED"}))
+    return {"x.md": "body\n", "x.json": json.dumps(serialised)}
+
+
+@pytest.mark.parametrize("case", [*NESTED_LABELS, "sidecar_langchain_dumpd"])
+def test_regression_a_label_nested_at_any_depth_sets_the_label(tmp_path: Path, case: str) -> None:
+    files = _dumpd_sidecar() if case == "sidecar_langchain_dumpd" else NESTED_LABELS[case]
+    for name, text in files.items():
+        write(tmp_path / name, text)
+    _, docs, messages = load(tmp_path)
+    assert [d.metadata["sensitivity"] for d in docs] == ["RESTRICTED"]
+    # the warning names the file, its line and where the key sits
+    assert any(str(tmp_path) in m and "' is read as 'sensitivity'" in m for m in messages)
+
+
+def test_a_nested_label_names_its_path_and_line(tmp_path: Path) -> None:
+    write(tmp_path / "x.md", "---\ntitle: t\nmeta:\n  sensitivity: RESTRICTED\n---\nbody\n")
+    _, docs, messages = load(tmp_path)
+    assert docs[0].metadata["sensitivity"] == "RESTRICTED"
+    assert f"{tmp_path / 'x.md'}:4: key 'meta.sensitivity' is read as 'sensitivity'" in messages
+
+
+EMPTY_LABELS = {
+    "front_matter_null": ("x.md", "---\nsensitivity:\n---\nbody\n", 2),
+    "front_matter_blank_string": ("x.md", "---\nsensitivity: '  '\n---\nbody\n", 2),
+    "front_matter_nested_null": ("x.md", "---\nmeta:\n  sensitivity: ~\n---\nbody\n", 3),
+    "sidecar_null": ("x.json", json.dumps({"sensitivity": None}), 1),
+    "sidecar_empty_string": ("x.json", json.dumps({"sensitivity": ""}), 1),
+    "jsonl_null": ("x.jsonl", json.dumps({"text": "body", "sensitivity": None}) + "\n", 1),
+}
+
+
+@pytest.mark.parametrize("case", EMPTY_LABELS)
+def test_regression_an_empty_label_is_refused_naming_file_and_line(tmp_path: Path, case: str) -> None:
+    name, text, line = EMPTY_LABELS[case]
+    if name == "x.json":
+        write(tmp_path / "x.md", "body\n")
+    at = write(tmp_path / name, text)
+    with pytest.raises(LoaderError, match="has no label") as info:
+        load(tmp_path)
+    assert (info.value.path, info.value.line, info.value.field) == (str(at), line, "sensitivity")
+    loader, docs, _ = load(tmp_path, on_error="skip")
+    assert docs == [] and len(loader.stats.skipped) == 1
 
 
 # ---------------------------------------------------------------------------- values: HTML references, bidi
@@ -424,6 +516,15 @@ REFUSED_SHAPES = {
     "en_dash_fence": ("–––\nsensitivity: RESTRICTED\n–––\n", 2),
     "list_item": ("- sensitivity: RESTRICTED\n\n", 1),
     "code_fence": ("```yaml\nsensitivity: RESTRICTED\n```\n", 2),
+    # issue 25, third trial: a first-line label in prose forms, markup stripped, and keys with separators
+    "bold_label": ("**Sensitivity:** RESTRICTED\n\n", 1),
+    "bold_label_after_title": ("title: T\n__Sensitivity__: RESTRICTED\n\n", 2),
+    "link_reference_comment": ("[//]: # (sensitivity: RESTRICTED)\n\n", 1),
+    "link_reference_comment_quoted": ('[comment]: <> "Sensitivity: RESTRICTED"\n\n', 1),
+    "html_comment_label": ("<!-- sensitivity: RESTRICTED -->\n\n", 1),
+    "html_comment_label_second": ("<!-- generated -->\n<!-- Sensitivity = RESTRICTED -->\n\n", 2),
+    "dashed_key": ("S-E-N-S-I-T-I-V-I-T-Y: RESTRICTED\n\n", 1),
+    "spaced_key_after_front_matter": ("---\ntitle: T\n---\nS E N S I T I V I T Y: RESTRICTED\n\n", 4),
 }
 
 

@@ -88,6 +88,51 @@ def test_regression_a_symlink_alias_keeps_the_label_of_its_file(tmp_path: Path, 
     assert resolve_source_locator("pub.md#0-6", root) == "public"
 
 
+#: ``(document name, sidecar name)`` that differ only as a case-insensitive, normalizing file system ignores (NFC and
+#: case-folded): the sidecar is the document's (issue 25, third trial: they were silently ignored).
+SIDECAR_NAME_CASES = {
+    "nfc_doc_nfd_sidecar": ("\u00e9t\u00e9.md", "e\u0301te\u0301.json"),
+    "nfd_doc_nfc_sidecar": ("e\u0301te\u0301.md", "\u00e9t\u00e9.json"),
+    "nfc_doc_nfd_full_name_sidecar": ("\u00e9t\u00e9.md", "e\u0301te\u0301.md.json"),
+    "stem_case": ("notes.md", "Notes.json"),
+    "full_name_suffix_case": ("notes.md", "notes.MD.json"),
+    "full_name_case": ("Notes.md", "NOTES.MD.json"),
+    "casefold_sharp_s": ("stra\u00dfe.md", "STRASSE.json"),  # casefold, not lower: ß is ss
+    "doc_suffix_case": ("notes.MD", "notes.md.json"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SIDECAR_NAME_CASES))
+def test_regression_a_sidecar_named_as_a_case_insensitive_file_system_matches_is_read(
+    tmp_path: Path, case: str
+) -> None:
+    doc, side = SIDECAR_NAME_CASES[case]
+    root = tmp_path / "c"
+    root.mkdir()
+    (root / doc).write_text(f"payroll falcon {CANARY} secret\n", "utf-8")
+    (root / side).write_text('{"sensitivity": "RESTRICTED"}', "utf-8")
+    (root / "pub.md").write_text("public falcon text\n", "utf-8")
+    _, docs, messages = load(root)
+    labels = {d.metadata["source"]: d.metadata["sensitivity"] for d in docs}
+    assert labels == {doc: "RESTRICTED", "pub.md": "INTERNAL"}
+    assert any(str(root / side) in m and "read as the sidecar" in m for m in messages)
+    assert refused_by_resolver(f"{doc}#0-10", root)  # the resolver reads the same sidecar
+    summary = ingest(root, tmp_path / "s", mode="bm25", progress=False)
+    assert summary.skipped == 0
+    results = search(open_retriever(tmp_path / "s", mode="bm25"), "payroll falcon secret", k=10)
+    assert [d.metadata["source"] for d in results] == ["pub.md"]
+
+
+def test_sidecars_whose_names_differ_only_in_case_are_both_read(tmp_path: Path) -> None:
+    # on a case-sensitive file system both files are there: the strictest label wins, as for both spellings
+    (tmp_path / "notes.md").write_text("body\n", "utf-8")
+    (tmp_path / "notes.json").write_text('{"sensitivity": "PUBLIC", "title": "T"}', "utf-8")
+    (tmp_path / "NOTES.json").write_text('{"sensitivity": "RESTRICTED"}', "utf-8")
+    _, [doc], messages = load(tmp_path)
+    assert (doc.metadata["sensitivity"], doc.metadata["title"]) == ("RESTRICTED", "T")
+    assert any("keeping 'RESTRICTED'" in m for m in messages)
+
+
 def test_regression_ingest_through_a_symlink_alias_never_returns_the_text(tmp_path: Path) -> None:
     # the trial's repro_symlink_alias.sh: the document was indexed INTERNAL and the answer carried the canary
     root = tmp_path / "c"
