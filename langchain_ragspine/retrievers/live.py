@@ -49,7 +49,6 @@ tagged ``store-generation:<n>``.  :attr:`LiveStoreRetriever.current` shows the r
 
 from __future__ import annotations
 
-import os
 import threading
 import warnings
 from collections.abc import Callable, Sequence
@@ -65,7 +64,7 @@ from pydantic import ConfigDict, PrivateAttr, field_validator
 
 import langchain_ragspine
 from langchain_ragspine._stacklevel import user_stacklevel
-from langchain_ragspine.backends.directory._follow import FollowedChunkStore, StoreState
+from langchain_ragspine.backends.directory._follow import FileStat, FollowedChunkStore, StoreState, file_stat
 from langchain_ragspine.documents import check_k, chunk_key
 from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, RetrieverCall, SyncCall
 from langchain_ragspine.retrievers.contract import ainvoke_retriever, invoke_retriever
@@ -86,7 +85,7 @@ class StoreReloadWarning(UserWarning):
 #: What identifies the store's state: ``(chunk store state, stat key of each watched file)`` — the state is the one
 #: every follower of a store compares (:class:`~langchain_ragspine.backends.directory._follow.StoreState`: file
 #: identity, store id, generation).
-_StateKey = tuple[StoreState, tuple[tuple[int, int, int] | None, ...]]
+_StateKey = tuple[StoreState, tuple[FileStat | None, ...]]
 
 
 @dataclass(frozen=True)
@@ -95,15 +94,6 @@ class _Snapshot:
 
     key: _StateKey
     retriever: BaseRetriever
-
-
-def _file_key(path: Path) -> tuple[int, int, int] | None:
-    """``(inode, mtime_ns, size)`` of ``path``, or ``None`` when it does not exist."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return None
-    return (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
 class LiveStoreRetriever(ContractRetriever):
@@ -123,7 +113,7 @@ class LiveStoreRetriever(ContractRetriever):
             :meth:`refresh`, which ``open_retriever`` calls at once, so the first build's errors propagate from it)
             and again after every change of the store.
         k: results per call (default 4, LangChain's), an ``int >= 1``; ``invoke(query, k=...)`` overrides it.
-        watch: further files whose change (inode, modification time, size) triggers a reload; ``open_retriever``
+        watch: further files whose change (device, inode, modification and change time, size) triggers a reload; ``open_retriever``
             watches the store's ``index.json``.  Default: none.
 
     Raises:
@@ -174,7 +164,7 @@ class LiveStoreRetriever(ContractRetriever):
     def _state_key(self) -> _StateKey:
         """The chunk store's state (its read-only connection reopened when another file is at the path) and the
         watched files'."""
-        return (self._chunks.state(), tuple(_file_key(p) for p in self.watch))
+        return (self._chunks.state(), tuple(file_stat(p) for p in self.watch))
 
     def _serving(self) -> _Snapshot:
         """The snapshot to answer this call: the current one, or a new one when the store changed (one reload at a

@@ -45,13 +45,13 @@ from typing import NamedTuple
 from langchain_ragspine.backends.directory.chunk_store import ChunkStore
 from langchain_ragspine.errors import StoreError
 
-__all__ = ["FileIdentity", "FollowedChunkStore", "StoreState", "file_identity"]
+__all__ = ["FileIdentity", "FileStat", "FollowedChunkStore", "StoreState", "file_identity", "file_stat"]
 
 #: ``(st_dev, st_ino)`` of a file.
 FileIdentity = tuple[int, int]
 
 #: ``(st_dev, st_ino, st_mtime_ns, st_ctime_ns, st_size)`` of a file: another value, open it again.
-_FileStat = tuple[int, int, int, int, int]
+FileStat = tuple[int, int, int, int, int]
 
 #: Opens tried when the file at the path changes while it is opened, before giving up.
 _OPEN_ATTEMPTS = 3
@@ -66,7 +66,9 @@ def file_identity(path: str | os.PathLike[str]) -> FileIdentity | None:
     return (st.st_dev, st.st_ino)
 
 
-def _file_stat(path: Path) -> _FileStat | None:
+def file_stat(path: str | os.PathLike[str]) -> FileStat | None:
+    """``(st_dev, st_ino, st_mtime_ns, st_ctime_ns, st_size)`` of the file at ``path`` (symlinks followed), or
+    ``None`` when there is none: another value, another file or the same file changed."""
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -111,7 +113,7 @@ class FollowedChunkStore:
         self._create = create and not read_only
         self._lock = threading.Lock()
         self._store: ChunkStore | None = None
-        self._stat: _FileStat | None = None
+        self._stat: FileStat | None = None
         # the file each connection this follower opened is on (a reopen of the same file, after a checkpoint
         # changed its stat, leaves a write on the previous connection in the store at the path)
         self._opened_on: weakref.WeakKeyDictionary[ChunkStore, FileIdentity] = weakref.WeakKeyDictionary()
@@ -124,16 +126,16 @@ class FollowedChunkStore:
             path=self.path,
         )
 
-    def _open(self) -> tuple[ChunkStore, _FileStat]:
+    def _open(self) -> tuple[ChunkStore, FileStat]:
         """Open the file at the path, and the stat it had both before and after the open (so the connection is on
         that file, not on one that replaced it meanwhile)."""
         for _ in range(_OPEN_ATTEMPTS):
-            before = _file_stat(self.path)
+            before = file_stat(self.path)
             create = self._create and self._store is None
             if before is None and not create:
                 raise self._gone()
             store = ChunkStore(self.path, read_only=self.read_only, create=create)
-            after = _file_stat(self.path)
+            after = file_stat(self.path)
             if before is not None and before == after:
                 return store, before
             if after is not None and before is not None and before[:2] == after[:2] and not create:
@@ -143,7 +145,7 @@ class FollowedChunkStore:
                          path=self.path)
 
     def _current(self) -> tuple[ChunkStore, FileIdentity]:
-        now = _file_stat(self.path)
+        now = file_stat(self.path)
         if now is None and not (self._create and self._store is None):
             raise self._gone()
         with self._lock:
