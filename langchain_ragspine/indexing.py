@@ -38,6 +38,7 @@ from langchain_core.retrievers import BaseRetriever
 import langchain_ragspine
 from langchain_ragspine._stacklevel import user_stacklevel
 from langchain_ragspine.backends.directory import bm25_parallel
+from langchain_ragspine.backends.directory._regular import check_regular
 from langchain_ragspine.backends.directory.bm25_index import SAVE_LAYOUT as BM25_LAYOUT
 from langchain_ragspine.backends.directory.chunk_store import ChunkStore
 from langchain_ragspine.backends.directory.embedding_cache import EmbeddingCache
@@ -521,8 +522,12 @@ def _active_document_count(root: Path | str) -> int:
 def _has_chunk_store(root: Path) -> bool:
     """Whether ``root`` holds a chunk store: ``chunks.sqlite`` exists and is not blank
     (:meth:`~langchain_ragspine.backends.directory.chunk_store.ChunkStore.is_blank`: a first ingest stopped before its schema committed —
-    the disk was full — which the next ingest creates again)."""
-    return (root / CHUNKS_DB).is_file() and not ChunkStore.is_blank(root / CHUNKS_DB)
+    the disk was full — which the next ingest creates again).
+
+    Raises:
+        StoreError: ``chunks.sqlite`` is there but not a regular file (a FIFO, a folder, a device)."""
+    # a FIFO, a folder or a device there: StoreError naming it (never opened: it would block or never end)
+    return check_regular(root / CHUNKS_DB) and not ChunkStore.is_blank(root / CHUNKS_DB)
 
 
 def _prune_embedding_cache(root: Path, store: ChunkStore, header: ContextualHeader | None = None) -> int:

@@ -9,8 +9,10 @@ snapshot and, on every call (sync and async):
 1. **checks the store** — one indexed read of ``meta.generation`` (the counter every write transaction of the
    chunk store bumps, :attr:`~langchain_ragspine.backends.directory.chunk_store.ChunkStore.generation`) over a read-only connection kept
    open, plus a ``stat`` of the chunk store file (another file there — the store directory deleted and ingested
-   again, or another store moved into its place, whatever its generation: the connection is reopened and the
-   retriever rebuilt; the rule of :mod:`langchain_ragspine.backends.directory._follow`, which the vector store follows too)
+   again, or another store moved into its place, whatever its generation — or another store copied over it in
+   place, told by its store id: the connection is reopened and the retriever rebuilt; the rule and the state
+   ``(file identity, store id, generation)`` of :mod:`langchain_ragspine.backends.directory._follow`, which the
+   vector store follows too)
    and of each watched file (``index.json``, rewritten when an ingest changes the indexes without changing a chunk, e.g.
    ``--contextual`` or a new vector index).  Measured at ~5-50 µs per call on a shared 2-core machine; the async
    path runs it (and any rebuild) in a worker thread, off the event loop.  SQLite in WAL mode lets this read run
@@ -47,7 +49,6 @@ tagged ``store-generation:<n>``.  :attr:`LiveStoreRetriever.current` shows the r
 
 from __future__ import annotations
 
-import os
 import threading
 import warnings
 from collections.abc import Callable, Sequence
@@ -63,7 +64,7 @@ from pydantic import ConfigDict, PrivateAttr, field_validator
 
 import langchain_ragspine
 from langchain_ragspine._stacklevel import user_stacklevel
-from langchain_ragspine.backends.directory._follow import FileIdentity, FollowedChunkStore
+from langchain_ragspine.backends.directory._follow import FileStat, FollowedChunkStore, StoreState, file_stat
 from langchain_ragspine.documents import check_k, chunk_key
 from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, RetrieverCall, SyncCall
 from langchain_ragspine.retrievers.contract import ainvoke_retriever, invoke_retriever
@@ -81,8 +82,10 @@ class StoreReloadWarning(UserWarning):
     keeps answering, its results gated against the current store, and the next call tries again."""
 
 
-#: What identifies the store's state: ``(generation, stat key of each watched file, chunk store file identity)``.
-_StateKey = tuple[int, tuple[tuple[int, int, int] | None, ...], FileIdentity]
+#: What identifies the store's state: ``(chunk store state, stat key of each watched file)`` — the state is the one
+#: every follower of a store compares (:class:`~langchain_ragspine.backends.directory._follow.StoreState`: file
+#: identity, store id, generation).
+_StateKey = tuple[StoreState, tuple[FileStat | None, ...]]
 
 
 @dataclass(frozen=True)
@@ -91,15 +94,6 @@ class _Snapshot:
 
     key: _StateKey
     retriever: BaseRetriever
-
-
-def _file_key(path: Path) -> tuple[int, int, int] | None:
-    """``(inode, mtime_ns, size)`` of ``path``, or ``None`` when it does not exist."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return None
-    return (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
 class LiveStoreRetriever(ContractRetriever):
@@ -119,7 +113,7 @@ class LiveStoreRetriever(ContractRetriever):
             :meth:`refresh`, which ``open_retriever`` calls at once, so the first build's errors propagate from it)
             and again after every change of the store.
         k: results per call (default 4, LangChain's), an ``int >= 1``; ``invoke(query, k=...)`` overrides it.
-        watch: further files whose change (inode, modification time, size) triggers a reload; ``open_retriever``
+        watch: further files whose change (device, inode, modification and change time, size) triggers a reload; ``open_retriever``
             watches the store's ``index.json``.  Default: none.
 
     Raises:
@@ -170,8 +164,7 @@ class LiveStoreRetriever(ContractRetriever):
     def _state_key(self) -> _StateKey:
         """The chunk store's state (its read-only connection reopened when another file is at the path) and the
         watched files'."""
-        identity, generation = self._chunks.state()
-        return (generation, tuple(_file_key(p) for p in self.watch), identity)
+        return (self._chunks.state(), tuple(file_stat(p) for p in self.watch))
 
     def _serving(self) -> _Snapshot:
         """The snapshot to answer this call: the current one, or a new one when the store changed (one reload at a
@@ -225,7 +218,7 @@ class LiveStoreRetriever(ContractRetriever):
     def generation(self) -> int:
         """The store generation the current retriever was built from (:attr:`~langchain_ragspine.backends.directory.
         chunk_store.ChunkStore.generation`), after the store check (as :attr:`current`)."""
-        return self._serving().key[0]
+        return self._serving().key[0].generation
 
     # -- the gate -----------------------------------------------------------------------------------------------
     def _gate(self, docs: Sequence[Document]) -> list[Document]:
@@ -271,7 +264,7 @@ class LiveStoreRetriever(ContractRetriever):
         snap = self._serving()
         target, options = self._inner_call(snap.retriever, call)
         docs = invoke_retriever(target, query, k=self._k(call), filter=call.filter,
-                                config=call.child(f"{GENERATION_TAG}:{snap.key[0]}"), options=options)
+                                config=call.child(f"{GENERATION_TAG}:{snap.key[0].generation}"), options=options)
         return self._gate(docs)
 
     async def _aretrieve(self, query: str, call: AsyncCall) -> list[Document]:
@@ -280,5 +273,5 @@ class LiveStoreRetriever(ContractRetriever):
         snap = await run_in_executor(None, self._serving)
         target, options = self._inner_call(snap.retriever, call)
         docs = await ainvoke_retriever(target, query, k=self._k(call), filter=call.filter,
-                                       config=call.child(f"{GENERATION_TAG}:{snap.key[0]}"), options=options)
+                                       config=call.child(f"{GENERATION_TAG}:{snap.key[0].generation}"), options=options)
         return self._gate(docs)

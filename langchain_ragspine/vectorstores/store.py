@@ -17,7 +17,7 @@ Two layers, so another backend (e.g. PostgreSQL) can plug in under the same face
   generation, and a write that returns is in the store at the path, never only in a replaced file;
 * the vector store — the derived indexes (a :class:`~langchain_ragspine.retrievers.BM25Retriever` and a
   :class:`~langchain_ragspine.retrievers.DenseRetriever` over the records), rebuilt in memory when the backend's
-  state (for a store directory: which file, at which generation) differs from the one they were built from
+  state (for a store directory: which file, which store id, at which generation) differs from the one they were built from
   (checked on every call, so writes by another process and a rebuilt directory are seen).  Chunk vectors come
   from the store's embedding cache (``DIR/embeddings.sqlite``, keyed by chunk id and text hash): a rebuild embeds
   only new or changed records, and a cache that cannot be written (a full disk) never fails a search
@@ -266,8 +266,9 @@ class ChunkStoreBackend:
 
     @property
     def state(self) -> StoreState:
-        """``(identity, generation)`` of the chunk store file now: what the vector store's indexes are built from
-        (:meth:`FollowedChunkStore.state`), changed by every write and by a replaced store."""
+        """``(identity, store_id, generation)`` of the chunk store file now: what the vector store's indexes are
+        built from (:meth:`FollowedChunkStore.state`), changed by every write, by a replaced store and by another
+        store copied over it in place."""
         return self._chunks.state()
 
     @property

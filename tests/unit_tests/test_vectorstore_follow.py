@@ -4,8 +4,11 @@ A vector store kept open by an app held one SQLite connection to ``chunks.sqlite
 ingest, or another store ``mv``'d into its place, it went on serving the old file — a document relabelled RESTRICTED
 in the rebuild still came back, whatever the new generation — and every write after that went to the old, unlinked
 file and was lost.  The vector store now applies the rule ``LiveStoreRetriever`` had (``backends/directory/_follow.py``: the
-file at the path is identified by ``(st_dev, st_ino)``, and the indexes are built from ``(identity,
-generation)``) before every read and write; these tests run one store across each kind of replacement.
+file at the path is identified by ``(st_dev, st_ino)``, and the indexes are built from ``(identity, store id,
+generation)``) before every read and write; these tests run one store across each kind of replacement.  Issue 25
+(fresh-clone trial b): another store copied over the store in place (``cp -r new/. store/``: the same inodes, the
+same generation) was still served by the vector store — only the store id (``meta.store_id``) tells them apart,
+and the kept connection's page cache has to be dropped to read it.
 """
 
 from __future__ import annotations
@@ -80,6 +83,16 @@ def _moved_into_place(corpus: Path, store: Path) -> None:
     os.rename(new, store)
 
 
+def _copied_in_place(corpus: Path, store: Path) -> None:
+    """Another store, ingested elsewhere, copied over this one file by file (``cp -r new/. store/``): every file
+    keeps its inode, so only the store id tells the new chunk store from the old."""
+    new = store.parent / "new-store"
+    _ingest(corpus, new)
+    inode = os.stat(store / "chunks.sqlite").st_ino
+    shutil.copytree(new, store, dirs_exist_ok=True, copy_function=shutil.copyfile)  # overwrites in place
+    assert os.stat(store / "chunks.sqlite").st_ino == inode
+
+
 def _rm_other_process(corpus: Path, store: Path) -> None:
     shutil.rmtree(store)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -92,6 +105,7 @@ REPLACEMENTS: dict[str, tuple[Callable[[Path, Path], None], bool]] = {
     "rm-same-generation": (_rm_same_generation, True),
     "rm-other-generation": (_rm_other_generation, False),
     "mv-into-place": (_moved_into_place, True),
+    "cp-in-place": (_copied_in_place, True),
     "rm-other-process": (_rm_other_process, True),
 }
 
@@ -229,5 +243,87 @@ def test_a_live_retriever_without_watched_files_follows_a_replaced_chunk_store(t
     _relabel(corpus)
     _rm_same_generation(corpus, store)
     assert _generation(store) == before
+    got = retriever.invoke(QUERY)
+    assert CANARY not in _texts(got) and "Kyoto" in _texts(got)
+
+
+#: in the canary document's text, not in the question (a graph's state holds the question)
+SECRET = "secret falcon codename"
+
+
+def _restricted_served(store: Path, vs: RagSpineVectorStore, live: LiveStoreRetriever, unwatched: LiveStoreRetriever,
+                       graph: Any) -> list[str]:
+    """The followers that return the canary document (labelled RESTRICTED after the copy)."""
+    served = {
+        "vector store": _texts(vs.similarity_search(QUERY, k=10)) + _texts(vs.bm25_search(QUERY, k=10)),
+        "open_retriever": _texts(live.invoke(QUERY)),
+        "LiveStoreRetriever without watched files": _texts(unwatched.invoke(QUERY)),
+        "graph on vs.as_retriever()": json.dumps(graph.invoke({"question": QUERY, "filters": None}), default=str),
+    }
+    return [name for name, text in served.items() if SECRET in text]
+
+
+def test_every_follower_follows_another_store_copied_over_it_in_place(tmp_path: Path) -> None:
+    """Regression (issue 25, trial b): after ``cp -r new/. store/`` of a store of the same generation in which the
+    canary document is RESTRICTED, the live vector store (and a graph on its retriever) kept serving the canary;
+    every follower shares the state ``(file identity, store id, generation)`` now."""
+    corpus, store = _corpus(tmp_path), tmp_path / "store"
+    _ingest(corpus, store)
+    vs = RagSpineVectorStore(store, EMB)
+    live = open_retriever(store, mode="bm25", k=10)
+    unwatched = LiveStoreRetriever(chunk_store=store / "chunks.sqlite", factory=live.factory, k=10)
+    graph = build_corrective_rag(vs.as_retriever(search_kwargs={"k": 10}), llm=None)
+    assert _restricted_served(store, vs, live, unwatched, graph) == [
+        "vector store", "open_retriever", "LiveStoreRetriever without watched files", "graph on vs.as_retriever()"]
+    _relabel(corpus)
+    _copied_in_place(corpus, store)
+    assert _generation(store) == _generation(store.parent / "new-store")
+    assert _restricted_served(store, vs, live, unwatched, graph) == []
+    assert "Kyoto" in _texts(vs.bm25_search(QUERY, k=10)) and "Kyoto" in _texts(unwatched.invoke(QUERY))
+    vs.close()
+
+
+def _drop_store_id(path: Path) -> None:
+    """Make ``path`` a store of before store ids (no ``meta.store_id`` row)."""
+    import sqlite3
+
+    con = sqlite3.connect(path)
+    with con:
+        con.execute("DELETE FROM meta WHERE key = 'store_id'")
+    con.close()
+
+
+def test_a_store_without_an_id_gets_one_from_a_writer_never_from_a_reader(tmp_path: Path) -> None:
+    corpus, store = _corpus(tmp_path), tmp_path / "store"
+    _ingest(corpus, store)
+    db = store / "chunks.sqlite"
+    with ChunkStore(db, read_only=True) as chunks:
+        first = chunks.store_id
+    assert first is not None and len(first) == 32
+    _drop_store_id(db)
+    with ChunkStore(db, read_only=True) as chunks:
+        assert chunks.store_id is None and chunks.follow_state() == (None, chunks.generation)
+    with ChunkStore(db, read_only=True) as chunks:  # a read-only open wrote nothing
+        assert chunks.store_id is None
+    generation = _generation(store)
+    with ChunkStore(db) as chunks:  # a writer gives it one (a new one), without a new generation
+        assert chunks.store_id not in (None, first) and chunks.generation == generation
+    other = tmp_path / "other"
+    _ingest(corpus, other)
+    with ChunkStore(other / "chunks.sqlite", read_only=True) as a, ChunkStore(db, read_only=True) as b:
+        assert a.store_id != b.store_id  # every store its own
+
+
+def test_a_store_without_an_id_is_told_from_a_copied_in_store_with_one(tmp_path: Path) -> None:
+    """A follower of a store of before store ids compares it as "no id": another store (same generation) copied
+    over it in place is seen."""
+    corpus, store = _corpus(tmp_path), tmp_path / "store"
+    _ingest(corpus, store)
+    _drop_store_id(store / "chunks.sqlite")
+    factory = open_retriever(store, mode="bm25").factory
+    retriever = LiveStoreRetriever(chunk_store=store / "chunks.sqlite", factory=factory, k=10)
+    assert CANARY in _texts(retriever.invoke(QUERY))
+    _relabel(corpus)
+    _copied_in_place(corpus, store)
     got = retriever.invoke(QUERY)
     assert CANARY not in _texts(got) and "Kyoto" in _texts(got)

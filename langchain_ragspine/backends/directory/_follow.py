@@ -15,8 +15,18 @@ file open its inode is not freed, so the new file cannot reuse it: another ident
 * :meth:`FollowedChunkStore.store` stats the path (one ``stat`` call, a few µs) and reopens the chunk store when
   the file there is not the one its connection has open; no file at the path is a
   :class:`~langchain_ragspine.errors.StoreError`;
-* :meth:`FollowedChunkStore.state` is ``(identity, generation)``, what a derived index is built from: when either
-  changed, rebuild (the generation alone misses a replacement by a store of the same generation);
+* :meth:`FollowedChunkStore.state` is ``(identity, store id, generation)``, what a derived index is built from:
+  when any of them changed, rebuild.  The generation alone misses a replacement by a store of the same generation;
+  the identity misses another store copied over this one *in place* (``cp -r new/. store/``: the same inode, the
+  bytes overwritten); the store id (``meta.store_id``, random, written when a store is created:
+  :attr:`~langchain_ragspine.backends.directory.chunk_store.ChunkStore.store_id`) tells those apart.  A store
+  without one (created before store ids, never opened by a writer since) compares as "no id", so a copied-in
+  store that has one is another store;
+* a connection keeps the pages it read cached and, in WAL mode, trusts them while the WAL index does not change —
+  which an in-place copy does not touch — so it would go on reading the old store (or a mix).  The stat of the
+  path is therefore also compared by modification time, change time and size: when any changed (an in-place
+  copy; a checkpoint of the store's own writes, now and then) the file is opened again, and the state read from
+  the new connection;
 * :meth:`FollowedChunkStore.holds` tells a writer whether the file its write committed to is still the one at the
   path (the store can be replaced between the check and the commit): when not, it writes again, to the new one.
 
@@ -28,16 +38,20 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
 from pathlib import Path
 from typing import NamedTuple
 
 from langchain_ragspine.backends.directory.chunk_store import ChunkStore
 from langchain_ragspine.errors import StoreError
 
-__all__ = ["FileIdentity", "FollowedChunkStore", "StoreState", "file_identity"]
+__all__ = ["FileIdentity", "FileStat", "FollowedChunkStore", "StoreState", "file_identity", "file_stat"]
 
 #: ``(st_dev, st_ino)`` of a file.
 FileIdentity = tuple[int, int]
+
+#: ``(st_dev, st_ino, st_mtime_ns, st_ctime_ns, st_size)`` of a file: another value, open it again.
+FileStat = tuple[int, int, int, int, int]
 
 #: Opens tried when the file at the path changes while it is opened, before giving up.
 _OPEN_ATTEMPTS = 3
@@ -52,10 +66,22 @@ def file_identity(path: str | os.PathLike[str]) -> FileIdentity | None:
     return (st.st_dev, st.st_ino)
 
 
+def file_stat(path: str | os.PathLike[str]) -> FileStat | None:
+    """``(st_dev, st_ino, st_mtime_ns, st_ctime_ns, st_size)`` of the file at ``path`` (symlinks followed), or
+    ``None`` when there is none: another value, another file or the same file changed."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
+
+
 class StoreState(NamedTuple):
-    """Which chunk store, at which generation: a derived index built from one state is stale in any other."""
+    """Which chunk store (its file and its store id), at which generation: a derived index built from one state is
+    stale in any other.  ``store_id`` is ``None`` for a store without one."""
 
     identity: FileIdentity
+    store_id: str | None
     generation: int
 
 
@@ -64,7 +90,7 @@ class FollowedChunkStore:
     module docstring)::
 
         chunks = FollowedChunkStore(root / "chunks.sqlite", read_only=True)
-        chunks.state()            # StoreState(identity=(dev, ino), generation=7)
+        chunks.state()            # StoreState(identity=(dev, ino), store_id='5f0c…', generation=7)
         chunks.store().get_chunks(["a#0"])
         # rm -rf root && ragspine ingest corpus --store root
         chunks.state()            # another identity: the new file, reopened
@@ -87,7 +113,10 @@ class FollowedChunkStore:
         self._create = create and not read_only
         self._lock = threading.Lock()
         self._store: ChunkStore | None = None
-        self._identity: FileIdentity | None = None
+        self._stat: FileStat | None = None
+        # the file each connection this follower opened is on (a reopen of the same file, after a checkpoint
+        # changed its stat, leaves a write on the previous connection in the store at the path)
+        self._opened_on: weakref.WeakKeyDictionary[ChunkStore, FileIdentity] = weakref.WeakKeyDictionary()
         self._closed = False
 
     def _gone(self) -> StoreError:
@@ -97,33 +126,36 @@ class FollowedChunkStore:
             path=self.path,
         )
 
-    def _open(self) -> tuple[ChunkStore, FileIdentity]:
-        """Open the file at the path, and the identity it had both before and after the open (so the connection
-        is on that file, not on one that replaced it meanwhile)."""
+    def _open(self) -> tuple[ChunkStore, FileStat]:
+        """Open the file at the path, and the stat it had both before and after the open (so the connection is on
+        that file, not on one that replaced it meanwhile)."""
         for _ in range(_OPEN_ATTEMPTS):
-            before = file_identity(self.path)
+            before = file_stat(self.path)
             create = self._create and self._store is None
             if before is None and not create:
                 raise self._gone()
             store = ChunkStore(self.path, read_only=self.read_only, create=create)
-            after = file_identity(self.path)
+            after = file_stat(self.path)
             if before is not None and before == after:
                 return store, before
+            if after is not None and before is not None and before[:2] == after[:2] and not create:
+                return store, after  # the same file, written meanwhile (a checkpoint): the connection reads it now
             store.close()  # created just now, or replaced while it was opened: open what is there now
         raise StoreError(f"the chunk store was replaced during each of {_OPEN_ATTEMPTS} attempts to open it",
                          path=self.path)
 
     def _current(self) -> tuple[ChunkStore, FileIdentity]:
-        now = file_identity(self.path)
+        now = file_stat(self.path)
         if now is None and not (self._create and self._store is None):
             raise self._gone()
         with self._lock:
             if self._closed:
                 raise StoreError("chunk store is closed", path=self.path)
-            if self._store is None or self._identity is None or now != self._identity:
+            if self._store is None or self._stat is None or now != self._stat:
                 # the old connection is not closed: a call of another thread may still be reading it
-                self._store, self._identity = self._open()
-            return self._store, self._identity
+                self._store, self._stat = self._open()
+                self._opened_on[self._store] = (self._stat[0], self._stat[1])
+            return self._store, (self._stat[0], self._stat[1])
 
     def store(self) -> ChunkStore:
         """The chunk store at the path now: the open one, or the file that replaced it, opened.
@@ -134,14 +166,14 @@ class FollowedChunkStore:
         return self._current()[0]
 
     def state(self) -> StoreState:
-        """``(identity, generation)`` of the chunk store at the path now (after :meth:`store`'s check); both are
-        read from the same file.
+        """``(identity, store_id, generation)`` of the chunk store at the path now (after :meth:`store`'s check),
+        all read from the same file (the id and the generation in one query).
 
         Raises:
             StoreError: as :meth:`store`; SQLite fails.
         """
         store, identity = self._current()
-        return StoreState(identity, store.generation)
+        return StoreState(identity, *store.follow_state())
 
     @property
     def opened(self) -> ChunkStore | None:
@@ -153,8 +185,8 @@ class FollowedChunkStore:
         """Whether ``store`` (returned by :meth:`store`) is on the file at the path now: ``False`` once that file
         was replaced or removed."""
         with self._lock:
-            current, identity = self._store, self._identity
-        return current is store and identity is not None and file_identity(self.path) == identity
+            opened_on = self._opened_on.get(store)
+        return opened_on is not None and file_identity(self.path) == opened_on
 
     def close(self) -> None:
         """Close the open connection (idempotent); later calls raise :class:`StoreError`."""

@@ -32,12 +32,16 @@ from pathlib import Path
 from typing import ClassVar
 
 from langchain_ragspine._closing import Closing
+from langchain_ragspine.backends.directory._regular import check_regular
 from langchain_ragspine.errors import StoreError, write_errors
 
 #: What a failed write of a SQLite file leaves (the message of its :class:`~langchain_ragspine.errors.StoreWriteError`).
 ROLLED_BACK = "SQLite rolled the unfinished write back, and everything committed before it is intact"
 #: Seconds a writer waits for another writer's lock before giving up.
 DEFAULT_BUSY_TIMEOUT_S = 5.0
+#: The files SQLite keeps beside a database (its WAL, the WAL index, a rollback journal): each, when there, must be a
+#: regular file too.
+_COMPANIONS = ("-wal", "-shm", "-journal")
 #: Writes (write transactions) a :meth:`SQLiteFile.write_batch` commits together at most.
 BATCH_WRITES = 1000
 #: Connection settings for the time of a :meth:`SQLiteFile.write_batch` (restored after it): a page cache that holds a
@@ -47,6 +51,18 @@ BATCH_PRAGMAS: tuple[tuple[str, int], ...] = (("cache_size", -65536), ("wal_auto
 #: Seconds a :meth:`SQLiteFile.write_batch` keeps a transaction open at most (so other writers, which wait up to
 #: their busy timeout, get the lock in time), checked after each write.
 BATCH_SECONDS = 0.5
+
+
+def check_sqlite_files(path: Path) -> None:
+    """Refuse a SQLite database whose file, or one of SQLite's files beside it (:data:`_COMPANIONS`), is there but
+    is not a regular file (a FIFO would block SQLite forever, a device feed it without end).
+
+    Raises:
+        StoreError: naming the file and what it is (:func:`~langchain_ragspine.backends.directory._regular.
+            check_regular`).
+    """
+    for companion in ("", *_COMPANIONS):
+        check_regular(path.with_name(path.name + companion))
 
 
 def _undo(conn: sqlite3.Connection, *statements: str) -> bool:
@@ -83,7 +99,9 @@ class SQLiteFile(Closing):
 
     Raises:
         ValueError: ``busy_timeout`` is not a number of seconds >= 0.
-        StoreError: the file is missing (``read_only`` or ``create=False``) or is not a usable SQLite database.
+        StoreError: the file is missing (``read_only`` or ``create=False``) or is not a usable SQLite database;
+            it, or its ``-wal``/``-shm``/``-journal`` file, is not a regular file (a FIFO, a folder, a device:
+            never opened).
     """
 
     _what: ClassVar[str] = "SQLite file"
@@ -116,6 +134,7 @@ class SQLiteFile(Closing):
 
     def _connect(self, busy_timeout: float) -> sqlite3.Connection:
         path = self._path
+        check_sqlite_files(path)
         try:
             if not self._create:
                 if not path.is_file():
@@ -355,12 +374,13 @@ class SQLiteFile(Closing):
         """
         path = Path(db_path)
         try:
+            check_sqlite_files(path)
             if not path.is_file():
                 return False
             if path.stat().st_size == 0:
                 return True
             conn = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True, isolation_level=None)
-        except (OSError, sqlite3.Error):
+        except (OSError, sqlite3.Error, StoreError):  # not a regular file: not blank (an open says why)
             return False
         try:
             return conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0

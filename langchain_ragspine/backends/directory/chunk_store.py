@@ -28,6 +28,10 @@ Design:
   ``EXISTS`` before any scoring happens.
 * **Generation counter.**  ``meta.generation`` is bumped inside every transaction that writes; a derived index
   records the generation it was built from and rebuilds when :attr:`ChunkStore.generation` differs.
+* **Store id.**  ``meta.store_id`` is a random id (``uuid4().hex``) written when the store is created, so two
+  stores of the same generation are told apart (:mod:`langchain_ragspine.backends.directory._follow`: another
+  store copied over this one in place, same file and generation).  A store created before it existed gets one at
+  its next writable open (never at a read-only one); until then :attr:`ChunkStore.store_id` is ``None``.
 * **Additive migrations.**  ``meta.schema_version`` records the schema; opening an older file (writable)
   creates the missing tables, adds missing columns with ``ALTER TABLE … ADD COLUMN`` and backfills them, never
   dropping rows.
@@ -48,12 +52,14 @@ Schema history:
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import hashlib
 import json
 import math
 import numbers
 import sqlite3
+import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -158,6 +164,9 @@ _PARENT_COLUMNS = _CHUNK_COLUMNS.replace("chunk_id", "parent_id", 1)
 _SELECT_PARENTS = (
     f"SELECT c.id, {', '.join('c.' + n.strip() for n in _PARENT_COLUMNS.split(','))} FROM parents AS c"
 )
+#: The ``meta`` key of the store id (:attr:`ChunkStore.store_id`).
+_STORE_ID_KEY = "store_id"
+
 #: The ``meta`` key of the chunker record.
 _CHUNKER_KEY = "chunker"
 
@@ -575,14 +584,22 @@ class ChunkStore(SQLiteFile, _VersionedChunkStore):
         """Check the schema; create it (fresh file) or migrate it (older file) when writable.
 
         A file already at :data:`SCHEMA_VERSION` is only read here, so opening a store never waits for another
-        process's write transaction.
+        process's write transaction — except once for a store created before store ids, which a writable open
+        gives one (:attr:`store_id`).
         """
         with self._lock, self._sql_errors():
             conn = self._connection()
             version = self._read_schema_version(conn)
             if version is not None:
                 self._check_not_newer(version)
-                if version == SCHEMA_VERSION or (self._read_only and version >= _READABLE_SCHEMA):
+                if self._read_only and version >= _READABLE_SCHEMA:
+                    return
+                if version == SCHEMA_VERSION:
+                    if self._read_store_id(conn) is None:  # a store created before store ids: give it one
+                        # best effort: a file that cannot be written now (read-only medium, busy) stays without
+                        # one (it compares as "no id") and the next writable open tries again
+                        with contextlib.suppress(sqlite3.Error, StoreError), self._write_transaction() as cur:
+                            self._add_store_id(cur)
                     return
             if self._read_only:
                 if version is None:
@@ -608,6 +625,16 @@ class ChunkStore(SQLiteFile, _VersionedChunkStore):
                 self._check_not_newer(version)
                 if version < SCHEMA_VERSION:
                     self._migrate(cur, version)
+
+    @staticmethod
+    def _read_store_id(conn: sqlite3.Connection) -> str | None:
+        row = conn.execute("SELECT value FROM meta WHERE key = ?", (_STORE_ID_KEY,)).fetchone()
+        return None if row is None else str(row[0])
+
+    @staticmethod
+    def _add_store_id(cur: sqlite3.Cursor) -> None:
+        """Write a new random store id unless the store has one (in the open write transaction)."""
+        cur.execute("INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)", (_STORE_ID_KEY, uuid.uuid4().hex))
 
     def _read_schema_version(self, conn: sqlite3.Connection) -> int | None:
         if not self._has_table(conn, "meta"):
@@ -635,6 +662,7 @@ class ChunkStore(SQLiteFile, _VersionedChunkStore):
             "INSERT INTO meta (key, value) VALUES (?, ?), (?, ?)",
             ("schema_version", str(SCHEMA_VERSION), "generation", "0"),
         )
+        self._add_store_id(cur)
         self._bump_generation(cur)
 
     def _migrate(self, cur: sqlite3.Cursor, from_version: int) -> None:
@@ -661,6 +689,7 @@ class ChunkStore(SQLiteFile, _VersionedChunkStore):
             "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
             ("schema_version", str(SCHEMA_VERSION)),
         )
+        self._add_store_id(cur)
         self._bump_generation(cur)
 
     def _backfill_v2(self, cur: sqlite3.Cursor) -> None:
@@ -1112,6 +1141,28 @@ class ChunkStore(SQLiteFile, _VersionedChunkStore):
         Derived indexes store the generation they were built from and rebuild when it differs.
         """
         return self._meta_int("generation")
+
+    @property
+    def store_id(self) -> str | None:
+        """The store's random id (``meta.store_id``, written when it was created), or ``None`` for a store created
+        before store ids that no writer has opened since."""
+        with self._lock, self._sql_errors():
+            return self._read_store_id(self._connection())
+
+    def follow_state(self) -> tuple[str | None, int]:
+        """``(store_id, generation)`` read in one query: which store, at which generation
+        (:meth:`~langchain_ragspine.backends.directory._follow.FollowedChunkStore.state`).
+
+        Raises:
+            StoreError: ``meta.generation`` is missing; SQLite fails.
+        """
+        with self._lock, self._sql_errors():
+            rows = dict(self._connection().execute(
+                "SELECT key, value FROM meta WHERE key IN (?, ?)", (_STORE_ID_KEY, "generation")).fetchall())
+        if "generation" not in rows:
+            raise StoreError("meta.generation is missing", path=self._path)
+        store_id = rows.get(_STORE_ID_KEY)
+        return (None if store_id is None else str(store_id)), int(rows["generation"])
 
     @property
     def schema_version(self) -> int:

@@ -56,6 +56,7 @@ from typing import Any
 import numpy as np
 
 from langchain_ragspine._optional import import_optional
+from langchain_ragspine.backends.directory._regular import check_regular
 from langchain_ragspine.backends.directory.files import atomic_dir, file_sha256, layout, read_config
 from langchain_ragspine.embeddings.batching import l2_normalize
 from langchain_ragspine.errors import StoreError, as_os_error
@@ -458,7 +459,7 @@ class FaissVectorIndex:
             raise StoreError(f"unknown index kind {kind!r}", path=meta_path, field="kind")
 
         index_path = root / INDEX_FILE
-        if not index_path.is_file():
+        if not check_regular(index_path):  # a FIFO, a folder, a device: StoreError, never read
             raise StoreError("FAISS index file missing", path=index_path)
         expected_sha = meta.get("index_sha256")
         if expected_sha is not None and file_sha256(index_path) != expected_sha:
@@ -510,7 +511,7 @@ def _faiss_reason(error: BaseException) -> str:
 
 
 def _read_id_map(path: Path, count: int) -> tuple[list[str], list[str | None]]:
-    if not path.is_file():
+    if not check_regular(path):  # a FIFO, a folder, a device: StoreError, never read
         raise StoreError("id map missing", path=path)
     try:
         conn = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import hashlib
+import io
 import json
 import os
 import re
@@ -28,6 +29,7 @@ from typing import Any, TypeAlias
 import numpy as np
 from langchain_core.documents import Document
 
+from langchain_ragspine.backends.directory._regular import check_regular, open_regular
 from langchain_ragspine.errors import StoreError, write_errors
 
 
@@ -86,8 +88,8 @@ def _is_our_config(path: Path) -> bool:
     """Whether ``path`` is a settings file this package wrote: a JSON object whose ``"format"`` starts with
     :data:`FORMAT_PREFIX`."""
     try:
-        config = json.loads(path.read_text("utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        config = json.loads(_read_text(path))
+    except (OSError, StoreError, UnicodeDecodeError, json.JSONDecodeError):
         return False
     fmt = config.get("format") if isinstance(config, dict) else None
     return isinstance(fmt, str) and fmt.startswith(FORMAT_PREFIX)
@@ -183,18 +185,27 @@ def atomic_dir(path: str | os.PathLike[str], *, marker: str, writes: SaveLayout)
             raise
 
 
+def _read_text(path: Path) -> str:
+    """The UTF-8 text of the regular file at ``path`` (:func:`open_regular`: a FIFO, a folder or a device is a
+    :class:`StoreError`)."""
+    with open_regular(path) as f:
+        return f.read().decode("utf-8")
+
+
 def read_config(root: Path, filename: str, *, fmt: str, what: str) -> dict[str, Any]:
     """The JSON object ``root/filename`` of a saved index, checked to carry ``"format": fmt``.
 
     Raises:
-        StoreError: the file is missing (``"no {what} here"``), not UTF-8 JSON (its line is named), not an
-            object, or of another format.
+        StoreError: the file is missing (``"no {what} here"``), not a regular file (a FIFO, a folder, a device:
+            never read), unreadable, not UTF-8 JSON (its line is named), not an object, or of another format.
     """
     path = root / filename
     try:
-        config = json.loads(path.read_text("utf-8"))
+        config = json.loads(_read_text(path))
     except FileNotFoundError:
         raise StoreError(f"no {what} here ({filename} missing)", path=root) from None
+    except OSError as e:
+        raise StoreError(f"unreadable {filename}: {e.strerror or e}", path=path) from None
     except json.JSONDecodeError as e:
         raise StoreError(f"corrupt {filename}: {e.msg}", path=path, line=e.lineno) from None
     except UnicodeDecodeError as e:
@@ -209,9 +220,10 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
     """The SHA-256 of the file at ``path``, as 64 hex digits (read in blocks: any size, little memory).
 
     Raises:
-        OSError: the file cannot be read.
+        FileNotFoundError / OSError: the file is missing or cannot be read.
+        StoreError: it is not a regular file (a FIFO, a folder, a device: never read).
     """
-    with open(path, "rb") as f:
+    with open_regular(path) as f:
         return hashlib.file_digest(f, "sha256").hexdigest()
 
 
@@ -292,7 +304,7 @@ class Manifest:
         for name, (size, _) in self.files.items():
             path = self.root / name
             try:
-                found = path.stat().st_size if path.is_file() else None
+                found = path.stat().st_size if check_regular(path) else None  # a FIFO, a folder: StoreError
             except OSError:
                 found = None
             if found is None:
@@ -315,12 +327,13 @@ def read_manifest(directory: str | os.PathLike[str]) -> Manifest | None:
     or the manifest was deleted: nothing vouches for the files).
 
     Raises:
-        StoreError: the manifest is unreadable, malformed, or does not match its own SHA-256 (edited or damaged).
+        StoreError: the manifest is not a regular file (a FIFO, a folder, a device: never read), unreadable,
+            malformed, or does not match its own SHA-256 (edited or damaged).
     """
     root = Path(directory)
     path = root / MANIFEST_FILE
     try:
-        body = json.loads(path.read_text("utf-8"))
+        body = json.loads(_read_text(path))
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
@@ -386,12 +399,12 @@ def read_documents(path: Path, *, expected: int | None = None) -> list[Document]
     """Read documents written by :func:`write_documents`.
 
     Raises:
-        StoreError: the file is missing, not UTF-8, has a malformed row (its line is named), or holds a different
-            number of documents than ``expected``.
+        StoreError: the file is missing, not a regular file (a FIFO, a folder, a device: never read), not UTF-8,
+            has a malformed row (its line is named), or holds a different number of documents than ``expected``.
     """
     docs: list[Document] = []
     try:
-        with open(path, encoding="utf-8") as f:
+        with io.TextIOWrapper(open_regular(path), encoding="utf-8") as f:
             for lineno, line in enumerate(f, 1):
                 try:
                     row = json.loads(line)

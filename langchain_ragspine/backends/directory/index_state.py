@@ -32,6 +32,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from langchain_ragspine.backends.directory._regular import open_regular
 from langchain_ragspine.errors import StoreError, json_type_name, write_errors
 from langchain_ragspine.tokenizers import TOKENIZERS
 
@@ -113,12 +114,13 @@ def read_index_state(root: str | os.PathLike[str]) -> dict[str, Any] | None:
     none (a store being created, or one whose first index write failed).
 
     Raises:
-        StoreError: ``index.json`` cannot be read, is not UTF-8 or not JSON (its line is named), or is not an
-            index record (the field is named).
+        StoreError: ``index.json`` is not a regular file (a FIFO, a folder, a device: never read), cannot be
+            read, is not UTF-8 or not JSON (its line is named), or is not an index record (the field is named).
     """
     path = Path(root) / INDEX_STATE
     try:
-        text = path.read_bytes().decode("utf-8")
+        with open_regular(path) as f:  # a FIFO, a folder or a device is refused, never read
+            text = f.read().decode("utf-8")
     except FileNotFoundError:
         return None
     except UnicodeDecodeError as e:
