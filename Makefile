@@ -7,7 +7,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: demo test bench lint clean
+.PHONY: demo test test-unit bench lint clean
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required, found " + sys.version.split()[0]'
@@ -34,6 +34,11 @@ demo: $(VENV)/.installed-core
 
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -q
+
+# without the integration tests (PostgreSQL, standard suites, LangGraph CLI, docs, shared data): see the markers in
+# pyproject.toml
+test-unit: $(VENV)/.installed-test
+	$(BIN)/python -m pytest -q -m "not integration"
 
 bench: $(VENV)/.installed-bench
 	$(BIN)/python benchmarks/quality.py

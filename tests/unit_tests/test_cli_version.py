@@ -48,6 +48,7 @@ def test_version_flag(capsys):
     assert __version__ != "0+unknown"
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("argv", [["--version"], ["--help"], ["-h"], ["--vers"], [], ["nonsense"]])
 def test_help_and_version_import_nothing_of_the_stack(argv):
     report, out = _probe(*argv)
@@ -58,6 +59,7 @@ def test_help_and_version_import_nothing_of_the_stack(argv):
         assert out.strip() == f"ragspine {__version__}"
 
 
+@pytest.mark.subprocess
 def test_the_check_can_fail_a_command_imports_the_stack():
     report, _ = _probe("search", "--help")  # its --mode choices come from the mode registry
     assert report["status"] == 0 and "langchain_core" in report["heavy"]
@@ -69,6 +71,7 @@ def test_the_top_level_help_is_the_full_parsers():
     assert [name for name, _ in COMMANDS] == ["ingest", "search", "eval", "ask", "demo"]
 
 
+@pytest.mark.subprocess
 def test_importing_the_package_loads_nothing_but_its_version():
     proc = subprocess.run(
         [sys.executable, "-c", "import json, sys, langchain_ragspine; print(json.dumps(sorted(sys.modules)))"],

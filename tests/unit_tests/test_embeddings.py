@@ -41,6 +41,7 @@ def test_hashing_is_deterministic_normalised_and_lexical():
         HashingEmbeddings(1)
 
 
+@pytest.mark.subprocess
 def test_hashing_is_stable_across_processes():
     code = "from langchain_ragspine.embeddings import HashingEmbeddings as H; print(H(16).embed_query('梅雨 abc'))"
     out = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -100,6 +100,7 @@ def test_eval_bad_dataset_names_file_and_line(tmp_path: Path, capsys):
 DATA = Path(os.environ.get("RAGSPINE_DATA", Path(__file__).resolve().parents[2].parent / "shared" / "data"))
 
 
+@pytest.mark.shared_data
 @pytest.mark.skipif(not (DATA / "jsquad-valid").is_dir(), reason=f"shared evaluation data not found at {DATA}")
 def test_eval_on_jsquad(tmp_path: Path, capsys):
     out = tmp_path / "r.json"

@@ -404,6 +404,7 @@ def shared_set(request):
     return request.param, load_dataset(root)
 
 
+@pytest.mark.shared_data
 def test_shared_paragraphs_match_the_beir_corpus(shared_set):
     name, ds = shared_set
     assert isinstance(ds, QADataset) and ds.beir is not None
@@ -432,6 +433,7 @@ def test_shared_paragraphs_match_the_beir_corpus(shared_set):
     assert title_diffs == KNOWN_TITLE_DIFFERENCES[name]
 
 
+@pytest.mark.shared_data
 def test_shared_questions_point_at_existing_paragraphs(shared_set):
     name, ds = shared_set
     expected = {"jsquad-valid": (59, 4442), "cmrc2018-dev": (847, 3219)}[name]

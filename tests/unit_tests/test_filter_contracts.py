@@ -287,6 +287,7 @@ def test_cli_bad_date_operand_is_an_error_naming_the_formats(
     assert "'updated'" in err and "2024/01/01" in err and "YYYY-MM-DD" in err
 
 
+@pytest.mark.subprocess
 def test_cli_unknown_field_warns_on_stderr(dated_store: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     proc = subprocess.run(

@@ -460,6 +460,7 @@ def jsquad_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return store
 
 
+@pytest.mark.shared_data
 @pytest.mark.parametrize("build", [build_corrective_rag, build_simple_rag, build_self_rag, build_adaptive_rag])
 def test_jsquad_tsuyu_question_is_answered_extractively(jsquad_store, build):
     from langchain_ragspine import open_retriever
@@ -471,6 +472,7 @@ def test_jsquad_tsuyu_question_is_answered_extractively(jsquad_store, build):
     assert all(c["title"] == "梅雨" for c in final["citations"] if c["doc_id"] == "jsquad-valid-a0000")
 
 
+@pytest.mark.shared_data
 def test_jsquad_tsuyu_question_with_a_fake_chat_model(jsquad_store):
     from langchain_ragspine import open_retriever
 

@@ -230,6 +230,7 @@ def test_demo_prints_cited_results_and_no_restricted_text(capsys):
     assert demo_corpus_dir().is_dir()
 
 
+@pytest.mark.subprocess
 def test_python_dash_m_entry_point(tmp_path: Path):
     env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
     proc = subprocess.run(

@@ -290,6 +290,7 @@ def test_prune_without_a_model_key_prunes_every_model(tmp_path):
         assert (cache.count("m1"), cache.count("m2")) == (1, 1)
 
 
+@pytest.mark.subprocess
 def test_cli_warns_about_an_ambiguous_label_on_stderr_and_never_returns_the_document(tmp_path, capsys):
     root = tmp_path / "corpus"
     _write(root / "open.md", "rivers and mountains.")

@@ -137,6 +137,7 @@ def _rows(docs: list[Document]) -> list[tuple[Any, ...]]:
     return [(d.id, d.page_content, d.metadata.get("doc_version"), d.metadata.get("scores")) for d in docs]
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("other_process", [False, True], ids=["in-process", "other-process"])
 @pytest.mark.parametrize("change", ["relabel", "delete"])
 @pytest.mark.parametrize("mode", list(MODES))
@@ -251,6 +252,7 @@ def test_results_without_doc_version_are_compared_by_text_and_current_label(tmp_
     assert {d.metadata["doc_id"] for d in retriever.invoke(QUERY)} == {"b"}  # a RESTRICTED, c's text changed
 
 
+@pytest.mark.subprocess
 def test_a_live_graph_answers_without_the_relabelled_canary(tmp_path):
     """The corrective graph built once over the live retriever: its answer, citations and documents lose the canary
     after the relabel (in another process), with no rebuild of the graph."""

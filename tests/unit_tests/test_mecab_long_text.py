@@ -58,6 +58,7 @@ print(rewrite_query_deterministic(text))  # the graphs' query rewrite parses wit
 """
 
 
+@pytest.mark.subprocess
 def test_a_one_million_character_line_does_not_crash_mecab() -> None:
     done = _run_child(_CRASH_CODE)
     assert done.returncode == 0, f"exit {done.returncode}: {done.stderr[-2000:]}"

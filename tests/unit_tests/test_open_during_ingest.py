@@ -66,6 +66,7 @@ def stores(tmp_path: Path) -> tuple[Path, Path]:
     return store, v2
 
 
+@pytest.mark.subprocess
 def test_open_retriever_during_an_ingest_answers_from_the_newest_version(stores: tuple[Path, Path]) -> None:
     """Regression: ``hybrid`` / ``vector`` raised "an ingest was interrupted while embedding?" and ``auto`` fell
     back to BM25 while an ingest was embedding the chunks it had just committed."""
@@ -98,6 +99,7 @@ def test_open_retriever_during_an_ingest_answers_from_the_newest_version(stores:
     assert not {"doc03", "doc05"} & set(_doc_ids(done, "item3x2") + _doc_ids(done, "item5x4"))
 
 
+@pytest.mark.subprocess
 def test_an_ingest_that_was_interrupted_still_says_so(stores: tuple[Path, Path]) -> None:
     store, v2 = stores
     with GatedIngest(v2, store, "embed") as running:
@@ -110,6 +112,7 @@ def test_an_ingest_that_was_interrupted_still_says_so(stores: tuple[Path, Path])
         assert isinstance(open_retriever(store).current, BM25Retriever)
 
 
+@pytest.mark.subprocess
 def test_a_store_being_created_says_so_instead_of_not_a_chunk_store(tmp_path: Path) -> None:
     v1, _ = _corpora(tmp_path)
     store = tmp_path / "store"
@@ -123,6 +126,7 @@ def test_a_store_being_created_says_so_instead_of_not_a_chunk_store(tmp_path: Pa
     assert isinstance(open_retriever(store, mode="hybrid").current, HybridRetriever)
 
 
+@pytest.mark.subprocess
 def test_the_first_ingest_of_a_store_is_searchable_while_it_embeds(tmp_path: Path) -> None:
     _, v2 = _corpora(tmp_path)
     store = tmp_path / "store"
@@ -135,6 +139,7 @@ def test_the_first_ingest_of_a_store_is_searchable_while_it_embeds(tmp_path: Pat
         running.release()
 
 
+@pytest.mark.subprocess
 def test_a_retriever_opened_before_the_ingest_follows_it_while_it_runs(stores: tuple[Path, Path]) -> None:
     """Issue 25, section 2: retrievers opened before the ingest (one per mode, kept), asked while it is stopped
     mid-embedding and after it finished, answer as retrievers opened at that moment do: never with the chunks the

@@ -317,6 +317,7 @@ print(json.dumps([[d.id, d.page_content, d.metadata["source_locator"], d.metadat
 """
 
 
+@pytest.mark.subprocess
 def test_parents_survive_a_restart_across_two_processes(tmp_path):
     store_dir = tmp_path / "store"
     env = {"PYTHONPATH": str(REPO), "RAGSPINE_EMBEDDING": "none", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}

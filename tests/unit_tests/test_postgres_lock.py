@@ -147,6 +147,7 @@ with writer_lock(sys.argv[1]):
 """
 
 
+@pytest.mark.subprocess
 @POSIX_ONLY
 def test_a_sigkilled_holder_leaves_no_stale_lock(pg_url: str) -> None:
     holder = subprocess.Popen([sys.executable, "-c", _HOLDING, pg_url], stdout=subprocess.PIPE, text=True,
@@ -192,6 +193,7 @@ def test_an_ingest_waits_or_refuses_while_another_writer_holds_the_store(
     assert ingest(corpus, pg_url, embedding="hashing", progress=False, lock_timeout=0).unchanged == 3
 
 
+@pytest.mark.subprocess
 @POSIX_ONLY
 def test_a_second_ingest_waits_for_the_first_and_the_store_ends_as_after_one_then_the_other(
     tmp_path: Path, pg_url: str, other_pg_url: str

@@ -377,6 +377,7 @@ def test_concurrent_writers_are_serialised(pg_url: str) -> None:
 
 
 # -- crash safety -----------------------------------------------------------------------------------------------
+@pytest.mark.subprocess
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX SIGKILL")
 def test_sigkill_mid_transaction_keeps_committed_version(pg_url: str) -> None:
     import importlib.util

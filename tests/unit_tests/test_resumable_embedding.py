@@ -61,6 +61,7 @@ class _Counting:
         monkeypatch.setattr(HashingEmbeddings, "embed_documents", counting)
 
 
+@pytest.mark.subprocess
 def test_kill_during_embedding_keeps_bm25_searchable_and_reingest_embeds_only_the_rest(tmp_path, monkeypatch):
     corpus = _corpus(tmp_path / "corpus")
     store = tmp_path / "store"

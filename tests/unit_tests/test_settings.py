@@ -21,6 +21,7 @@ from langchain_ragspine.config import (
     resolve_chat_model,
 )
 from langchain_ragspine.embeddings import HashingEmbeddings
+from tests.harness import clear_settings
 
 PACKAGE = Path(__file__).resolve().parents[2] / "langchain_ragspine"
 
@@ -68,11 +69,10 @@ def _coerce(field: str, raw: object) -> object:
 
 
 @pytest.fixture
-def clean(monkeypatch, tmp_path):
-    """No settings variable in the environment and an empty working directory (no .env)."""
-    for field in RagSpineSettings.model_fields:
-        monkeypatch.delenv(_env_name(field), raising=False)
-    monkeypatch.chdir(tmp_path)
+def clean(monkeypatch, tmp_path, dotenv):
+    """No settings variable in the environment (not even the ones the tests pin) and an empty working directory
+    whose .env is read (no .env yet)."""
+    clear_settings(monkeypatch)
     return tmp_path
 
 

@@ -26,6 +26,7 @@ from langchain_ragspine.config import (
 from langchain_ragspine.indexing import ingest, open_retriever, search
 from langchain_ragspine.pipeline.modes import resolve_mode
 from langchain_ragspine.retrievers import BM25Retriever
+from tests.harness import clear_settings
 
 #: variable -> (a bad value, the head of the error where it is used)
 BAD: dict[str, tuple[str, str]] = {
@@ -61,11 +62,10 @@ def _field(variable: str) -> str:
 
 
 @pytest.fixture
-def clean(monkeypatch, tmp_path):
-    """No settings variable in the environment, an empty working directory (no .env), and a small corpus."""
-    for field in RagSpineSettings.model_fields:
-        monkeypatch.delenv("OLLAMA_HOST" if field == "ollama_host" else f"RAGSPINE_{field.upper()}", raising=False)
-    monkeypatch.chdir(tmp_path)
+def clean(monkeypatch, tmp_path, dotenv):
+    """No settings variable in the environment (not even the ones the tests pin), an empty working directory whose
+    .env is read (no .env yet), and a small corpus."""
+    clear_settings(monkeypatch)
     corpus = tmp_path / "c"
     corpus.mkdir()
     (corpus / "a.md").write_text("# A\n\nchunk offsets and citations.\n\nanother paragraph about stores.", "utf-8")

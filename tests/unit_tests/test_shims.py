@@ -2,7 +2,8 @@
 
 Each old module is a shim: it re-exports exactly the public names of the module that replaced it (its ``__all__``
 equals them), as the same objects, and warns about nothing yet (the ``DeprecationWarning`` comes with step R2).  No
-module of the package, and no test but this one, imports a shim.
+test but this one and no graph (``graphs/``) imports a shim; no module of the package either (rule 4 of
+``test_import_graph.py``, over the same :data:`SHIM_MODULES`).
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ from types import ModuleType
 import pytest
 
 import langchain_ragspine
+from tests.import_graph import ImportGraph
 
 PACKAGE = Path(langchain_ragspine.__file__).parent
 TESTS = Path(__file__).resolve().parents[1]
+REPO = TESTS.parent
 
 #: old module -> the module that replaced it.
 SHIMS = {
@@ -113,33 +116,26 @@ def test_a_shim_does_not_warn_yet(old: str) -> None:
             getattr(shim, name)
 
 
-def _imported_modules(path: Path) -> list[tuple[int, str]]:
-    """``(line, module)`` of every import in a file, ``from a import b`` giving both ``a`` and ``a.b``."""
-    found: list[tuple[int, str]] = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            found += [(node.lineno, alias.name) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.append((node.lineno, node.module))
-            found += [(node.lineno, f"{node.module}.{alias.name}") for alias in node.names]
-    return found
+@pytest.fixture(scope="module")
+def graph() -> ImportGraph:
+    return ImportGraph.from_package(PACKAGE)
 
 
-def test_nothing_imports_a_shim() -> None:
-    shim_files = {PACKAGE.joinpath(*m.split(".")[1:]).with_suffix(".py") for m in SHIMS}
-    shim_files.add(PACKAGE / "stores" / "__init__.py")
-    files = [p for p in PACKAGE.rglob("*.py") if p not in shim_files]
-    files += [p for p in TESTS.rglob("*.py") if p.resolve() != Path(__file__).resolve()]
+def test_no_test_or_graph_imports_a_shim(graph: ImportGraph) -> None:
+    """Outside the package (its own modules: rule 4 of ``test_import_graph.py``).  Benchmarks may: they also run
+    a package from before the moves (``ingest_speed.py --before``)."""
+    files = [p for folder in (TESTS, REPO / "graphs") for p in sorted(folder.rglob("*.py"))]
     offenders = [
-        f"{path}:{line}: {module}"
+        f"{path}:{edge.line}: {edge.imported}"
         for path in files
-        for line, module in _imported_modules(path)
-        if module in SHIM_MODULES
+        if path.resolve() != Path(__file__).resolve()
+        for edge in graph.imports_in(path)
+        if edge.imported in SHIM_MODULES
     ]
     assert offenders == []
 
 
-def test_the_shim_check_sees_a_shim_import(tmp_path: Path) -> None:
+def test_the_shim_check_sees_a_shim_import(graph: ImportGraph, tmp_path: Path) -> None:
     """The scan above finds each form of import (a check that cannot fail is no check)."""
     sample = tmp_path / "sample.py"
     sample.write_text(
@@ -149,7 +145,7 @@ def test_the_shim_check_sees_a_shim_import(tmp_path: Path) -> None:
         "def f():\n    from langchain_ragspine.document_compressors import contextual\n",
         encoding="utf-8",
     )
-    hits = {module for _, module in _imported_modules(sample) if module in SHIM_MODULES}
+    hits = {edge.imported for edge in graph.imports_in(sample) if edge.imported in SHIM_MODULES}
     assert hits == {
         "langchain_ragspine.stores.lock",
         "langchain_ragspine.modes",

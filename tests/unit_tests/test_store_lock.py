@@ -158,6 +158,7 @@ with writer_lock(Path(sys.argv[1])):
 """
 
 
+@pytest.mark.subprocess
 @POSIX_ONLY
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def test_a_worker_forked_by_the_holder_does_not_keep_the_lock_after_it_dies(tmp_path: Path) -> None:
@@ -228,6 +229,7 @@ def _snapshot_generation(store: Path) -> int:
         return cs.generation
 
 
+@pytest.mark.subprocess
 @POSIX_ONLY
 def test_a_sigkilled_holder_leaves_no_stale_lock(tmp_path: Path) -> None:
     corpus = _corpus(tmp_path / "corpus", "a", 8)
@@ -254,6 +256,7 @@ def test_a_sigkilled_holder_leaves_no_stale_lock(tmp_path: Path) -> None:
     [(False, "schema"), (False, "embed"), (True, "embed")],
     ids=["new-store-while-creating", "new-store-while-embedding", "existing-store-while-embedding"],
 )
+@pytest.mark.subprocess
 def test_a_second_ingest_waits_for_the_first_and_both_land_in_order(
     tmp_path: Path, existing: bool, phase: str
 ) -> None:
@@ -291,6 +294,7 @@ def test_a_second_ingest_waits_for_the_first_and_both_land_in_order(
     _consistent(store)
 
 
+@pytest.mark.subprocess
 @POSIX_ONLY
 def test_two_ingests_started_together_end_as_one_after_the_other(tmp_path: Path) -> None:
     one, two = _corpus(tmp_path / "one", "one", 10), _corpus(tmp_path / "two", "two", 10)
@@ -364,6 +368,7 @@ def test_two_threads_ingesting_into_one_store_take_turns(tmp_path: Path) -> None
 # ------------------------------------------------------------------------------------------------ vector store
 
 
+@pytest.mark.subprocess
 @POSIX_ONLY
 def test_a_vector_store_write_waits_for_an_ingest_and_searching_never_does(tmp_path: Path) -> None:
     corpus = _corpus(tmp_path / "corpus", "a", 8)

@@ -108,6 +108,8 @@ REPLACEMENTS: dict[str, tuple[Callable[[Path, Path], None], bool]] = {
     "cp-in-place": (_copied_in_place, True),
     "rm-other-process": (_rm_other_process, True),
 }
+#: the ``how`` of the tests below (the one that runs the CLI in a child process is marked so)
+HOWS = [pytest.param(how, marks=pytest.mark.subprocess) if how == "rm-other-process" else how for how in REPLACEMENTS]
 
 
 def _texts(docs: Any) -> str:
@@ -135,7 +137,7 @@ def live(tmp_path: Path) -> tuple[Path, Path, RagSpineVectorStore]:
     return corpus, store, vs
 
 
-@pytest.mark.parametrize("how", list(REPLACEMENTS))
+@pytest.mark.parametrize("how", HOWS)
 def test_every_read_follows_a_rebuilt_store_directory(live, how: str) -> None:
     """Regression: every exit kept serving the old file (the canary labelled PUBLIC), whatever the generation."""
     corpus, store, vs = live
@@ -153,7 +155,7 @@ def test_every_read_follows_a_rebuilt_store_directory(live, how: str) -> None:
     vs.close()
 
 
-@pytest.mark.parametrize("how", list(REPLACEMENTS))
+@pytest.mark.parametrize("how", HOWS)
 def test_a_write_after_the_rebuild_goes_to_the_new_store(live, how: str) -> None:
     """Regression: ``add_texts`` after the rebuild returned its ids, but wrote to the old (unlinked) file: a new
     instance never saw the record."""

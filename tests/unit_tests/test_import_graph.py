@@ -1,0 +1,480 @@
+"""The import graph of the package keeps its shape (plan26 §2.10), read from the source by ``tests/import_graph.py``:
+
+1. no import cycle (no strongly connected component; imports inside functions and class bodies count,
+   ``TYPE_CHECKING`` blocks do not);
+2. no module imports another module's private name, and no private module is imported from outside its package;
+3. every non-private module defines ``__all__``;
+4. no module of the package imports a shim (the old paths of moved modules, ``test_shims.SHIM_MODULES``).
+
+Each rule has an allowlist of today's exceptions: the ratchet.  A new exception fails (fix it, or — only when the
+step says so — add the line the message gives); an exception that is gone fails too (delete the line the message
+gives), so every list only shrinks.  The later steps of issue 26 empty them (R2 last).
+
+TODO(issue 26, R2): rule 5, layers — a prefix → layer table parsed from ``docs/architecture.md``'s fenced table;
+an edge may point only to its own or a lower layer.  Not written yet: the layer table does not exist before R3.
+
+The tool itself is tested on tiny synthetic packages, and each rule is shown to fail on a copy of the package with
+one bad import added (or one exception fixed).
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+import langchain_ragspine
+from tests.import_graph import ImportGraph, ratchet
+
+from .test_shims import SHIM_MODULES
+
+PACKAGE = Path(langchain_ragspine.__file__).parent
+HERE = "tests/unit_tests/test_import_graph.py"
+
+#: Rule 1: the imports inside a strongly connected component, ``"importer -> imported"`` (H1 removes most, H4 the
+#: ``_gram_count`` pair, C2 the ``config`` knot, P1 ``indexing`` <-> ``postgres``).
+CYCLE_EDGES = frozenset({
+    "backends.directory._gram_count -> backends.directory.bm25_parallel",
+    "backends.directory.bm25_parallel -> backends.directory._gram_count",
+    "backends.postgres.chunk_store -> config",
+    "backends.postgres.chunk_store -> retrievers.dense",
+    "backends.postgres.lock -> backends.postgres.chunk_store",
+    "backends.postgres.vectors -> backends.postgres.chunk_store",
+    "config -> document_compressors",
+    "config -> embeddings",
+    "config -> pipeline.modes",
+    "config -> retrievers",
+    "document_compressors -> document_compressors.compression",
+    "document_compressors -> document_compressors.cross_encoder",
+    "document_compressors -> document_compressors.listwise",
+    "document_compressors -> document_compressors.mmr",
+    "document_compressors -> document_compressors.pipeline",
+    "document_compressors._common -> retrievers.bm25",
+    "document_compressors.compression -> document_compressors._common",
+    "document_compressors.cross_encoder -> document_compressors._common",
+    "document_compressors.cross_encoder -> retrievers.bm25",
+    "document_compressors.listwise -> document_compressors._common",
+    "document_compressors.listwise -> retrievers.bm25",
+    "document_compressors.mmr -> document_compressors._common",
+    "document_compressors.pipeline -> config",
+    "document_compressors.pipeline -> document_compressors._common",
+    "document_compressors.pipeline -> document_compressors.cross_encoder",
+    "document_compressors.pipeline -> document_compressors.listwise",
+    "document_compressors.pipeline -> document_compressors.mmr",
+    "embeddings -> embeddings.e5",
+    "embeddings.e5 -> embeddings.e5_onnx",
+    "embeddings.e5_onnx -> config",
+    "indexing -> backends.postgres.chunk_store",
+    "indexing -> backends.postgres.lock",
+    "indexing -> config",
+    "indexing -> langchain_ragspine",
+    "indexing -> pipeline.modes",
+    "indexing -> postgres",
+    "indexing -> retrievers.bm25",
+    "indexing -> retrievers.dense",
+    "indexing -> retrievers.live",
+    "langchain_ragspine -> config",
+    "langchain_ragspine -> document_compressors",
+    "langchain_ragspine -> indexing",
+    "langchain_ragspine -> pipeline.modes",
+    "langchain_ragspine -> retrievers",
+    "langchain_ragspine -> vectorstores",
+    "pipeline.modes -> config",
+    "pipeline.modes -> retrievers.bm25",
+    "pipeline.modes -> retrievers.dense",
+    "pipeline.modes -> retrievers.hybrid",
+    "pipeline.modes -> retrievers.parent_child",
+    "postgres -> backends.postgres.chunk_store",
+    "postgres -> backends.postgres.lock",
+    "postgres -> backends.postgres.vectors",
+    "postgres -> config",
+    "postgres -> indexing",
+    "postgres -> pipeline.modes",
+    "postgres -> retrievers.bm25",
+    "postgres -> retrievers.dense",
+    "postgres -> retrievers.postgres",
+    "retrievers -> retrievers.bm25",
+    "retrievers -> retrievers.decomposition",
+    "retrievers -> retrievers.dense",
+    "retrievers -> retrievers.embed_as",
+    "retrievers -> retrievers.filter_extraction",
+    "retrievers -> retrievers.glossary",
+    "retrievers -> retrievers.hybrid",
+    "retrievers -> retrievers.hyde",
+    "retrievers -> retrievers.live",
+    "retrievers -> retrievers.multi_index",
+    "retrievers -> retrievers.multi_query",
+    "retrievers -> retrievers.parent_child",
+    "retrievers -> retrievers.query_transform",
+    "retrievers -> retrievers.step_back",
+    "retrievers._choices -> retrievers.query_transform",
+    "retrievers.bm25 -> langchain_ragspine",
+    "retrievers.decomposition -> retrievers.query_transform",
+    "retrievers.dense -> retrievers.embed_as",
+    "retrievers.embed_as -> langchain_ragspine",
+    "retrievers.filter_extraction -> retrievers._choices",
+    "retrievers.filter_extraction -> retrievers.embed_as",
+    "retrievers.filter_extraction -> retrievers.query_transform",
+    "retrievers.glossary -> retrievers.query_transform",
+    "retrievers.hybrid -> retrievers.bm25",
+    "retrievers.hybrid -> retrievers.dense",
+    "retrievers.hybrid -> retrievers.embed_as",
+    "retrievers.hyde -> retrievers.embed_as",
+    "retrievers.hyde -> retrievers.query_transform",
+    "retrievers.live -> langchain_ragspine",
+    "retrievers.live -> retrievers.embed_as",
+    "retrievers.multi_index -> retrievers._choices",
+    "retrievers.multi_index -> retrievers.embed_as",
+    "retrievers.multi_index -> retrievers.hybrid",
+    "retrievers.multi_index -> retrievers.query_transform",
+    "retrievers.multi_query -> retrievers.query_transform",
+    "retrievers.parent_child -> retrievers.embed_as",
+    "retrievers.postgres -> backends.postgres.chunk_store",
+    "retrievers.postgres -> backends.postgres.vectors",
+    "retrievers.postgres -> config",
+    "retrievers.postgres -> langchain_ragspine",
+    "retrievers.postgres -> retrievers.bm25",
+    "retrievers.postgres -> retrievers.embed_as",
+    "retrievers.query_transform -> langchain_ragspine",
+    "retrievers.query_transform -> retrievers.hybrid",
+    "retrievers.step_back -> retrievers.query_transform",
+    "vectorstores -> vectorstores.postgres",
+    "vectorstores -> vectorstores.store",
+    "vectorstores.postgres -> backends.postgres.chunk_store",
+    "vectorstores.postgres -> backends.postgres.lock",
+    "vectorstores.postgres -> postgres",
+    "vectorstores.postgres -> retrievers.postgres",
+    "vectorstores.store -> indexing",
+    "vectorstores.store -> langchain_ragspine",
+    "vectorstores.store -> retrievers.bm25",
+    "vectorstores.store -> retrievers.dense",
+    "vectorstores.store -> retrievers.embed_as",
+    "vectorstores.store -> retrievers.hybrid",
+})
+
+#: Rule 2: ``"importer -> module._name"`` (another module's private name) or ``"importer -> pkg._module"`` (a private
+#: module from outside its package).
+PRIVATE_IMPORTS = frozenset({
+    "backends.directory._gram_count -> tokenizers._fold_table",
+    "backends.directory._gram_count -> tokenizers._fold_tokens",
+    "backends.directory._gram_count -> tokenizers._surface_tagger",
+    "backends.postgres.chunk_store -> backends.directory.chunk_store._VersionedChunkStore",
+    "backends.postgres.chunk_store -> backends.directory.chunk_store._check_write_args",
+    "backends.postgres.chunk_store -> backends.directory.chunk_store._content_hash",
+    "backends.postgres.chunk_store -> backends.directory.chunk_store._facets_of",
+    "backends.postgres.chunk_store -> backends.directory.chunk_store._filter_values",
+    "backends.postgres.chunk_store -> backends.directory.chunk_store._lineage",
+    "backends.postgres.chunk_store -> backends.directory.chunk_store._new_stored",
+    "backends.postgres.chunk_store -> backends.directory.chunk_store._utc_now_iso",
+    "backends.postgres.chunk_store -> backends.directory.chunk_store._version_state",
+    "backends.postgres.chunk_store -> backends.directory.chunk_store._where",
+    "backends.postgres.chunk_store -> retrievers.dense._VISIBLE_RE",
+    "backends.postgres.lock -> backends.postgres.chunk_store._import_psycopg",
+    "embeddings.cache -> embeddings.batching._DimensionMismatch",
+    "embeddings.cache -> embeddings.batching._embed_batch",
+    "filters.sql -> filters._BOOL",
+    "filters.sql -> filters._NUM",
+    "filters.sql -> filters._Operand",
+    "filters.sql -> filters._SEQUENCES",
+    "filters.sql -> filters._STR",
+    "filters.sql -> filters._TIME",
+    "filters.sql -> filters._date_error",
+    "filters.sql -> filters._elements",
+    "filters.sql -> filters._op_name",
+    "filters.sql -> filters._operand",
+    "filters.sql -> filters._operand_list",
+    "graphs.graders -> chains.answer._sentences",
+    "indexing -> backends.directory._regular",
+    "indexing -> retrievers.dense._has_text",
+    "pipeline.modes -> config._from_setting",
+    "postgres -> indexing._warn_stale",
+    "postgres -> retrievers.dense._has_text",
+    "retrievers.live -> backends.directory._follow",
+    "text_splitters.layout -> text_splitters.paragraph._Graphemes",
+    "text_splitters.layout -> text_splitters.paragraph._strip",
+    "text_splitters.parent_child -> text_splitters.paragraph._Graphemes",
+    "text_splitters.semantic -> text_splitters.paragraph._Graphemes",
+    "text_splitters.semantic -> text_splitters.paragraph._sentence_spans",
+    "text_splitters.sentence_window -> text_splitters.paragraph._Graphemes",
+    "text_splitters.sentence_window -> text_splitters.paragraph._sentence_spans",
+    "vectorstores.store -> backends.directory._follow",
+})
+
+#: Rule 3: the non-private modules without ``__all__`` (R2 gives each one).
+WITHOUT_ALL = frozenset({
+    "backends.directory.files",
+    "cli",
+    "config",
+    "document_loaders.corpus",
+    "document_loaders.locators",
+    "embeddings.e5",
+    "embeddings.e5_checkpoint",
+    "embeddings.e5_onnx",
+    "embeddings.e5_tokenizer",
+    "embeddings.prefixed",
+    "errors",
+    "filters",
+    "indexing",
+    "retrievers.bm25",
+    "text",
+    "tokenizers",
+})
+
+#: Rule 4: ``"importer -> shim"``.  Empty: the steps that move a module switch every importer in the same commit
+#: (C2 may allowlist the ``config`` shim for ``indexing``, ``postgres`` and ``cli`` until P1-P3 rewrite them).
+SHIM_IMPORTS: frozenset[str] = frozenset()
+
+
+# -- the four checks (one function each, so the real package and a broken copy go through the same code) ---------
+def cycles_check(graph: ImportGraph) -> str:
+    return ratchet(graph.cycle_edges(), CYCLE_EDGES, allowlist=f"CYCLE_EDGES in {HERE}", what="import-cycle edge",
+                   graph=graph)
+
+
+def private_check(graph: ImportGraph) -> str:
+    return ratchet(graph.private_imports(), PRIVATE_IMPORTS, allowlist=f"PRIVATE_IMPORTS in {HERE}",
+                   what="private import", graph=graph)
+
+
+def all_check(graph: ImportGraph) -> str:
+    return ratchet(graph.modules_without_all(), WITHOUT_ALL, allowlist=f"WITHOUT_ALL in {HERE}",
+                   what="module without __all__")
+
+
+def shims_check(graph: ImportGraph) -> str:
+    return ratchet(graph.imports_of(SHIM_MODULES), SHIM_IMPORTS, allowlist=f"SHIM_IMPORTS in {HERE}",
+                   what="import of a shim", graph=graph)
+
+
+CHECKS: dict[str, Callable[[ImportGraph], str]] = {
+    "cycles": cycles_check, "private": private_check, "all": all_check, "shims": shims_check,
+}
+
+
+@pytest.fixture(scope="module")
+def graph() -> ImportGraph:
+    return ImportGraph.from_package(PACKAGE)
+
+
+@pytest.mark.parametrize("rule", list(CHECKS))
+def test_the_package_keeps_its_import_rules(graph: ImportGraph, rule: str) -> None:
+    problems = CHECKS[rule](graph)
+    assert not problems, "\n" + problems
+
+
+def test_every_shim_is_a_module_of_the_package(graph: ImportGraph) -> None:
+    """Rule 4 looks for these names among the edges: a misspelt or deleted shim would be looked for in vain."""
+    assert sorted(SHIM_MODULES - set(graph.modules)) == []
+
+
+def test_the_graph_reads_the_whole_package(graph: ImportGraph) -> None:
+    assert set(graph.modules) == {
+        ".".join(p.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__")
+        for p in PACKAGE.rglob("*.py")
+        if "__pycache__" not in p.parts
+    }
+    assert "langchain_ragspine.cli" in graph.adjacency()["langchain_ragspine.__main__"]
+
+
+# -- each rule fails when broken: a copy of the package with one change -------------------------------------------
+@pytest.fixture
+def copy(tmp_path: Path) -> Path:
+    """The package copied under ``tmp_path`` (same package name, so the allowlists apply)."""
+    root = tmp_path / PACKAGE.name
+    shutil.copytree(PACKAGE, root, ignore=lambda d, names: [n for n in names if n == "__pycache__"])
+    return root
+
+
+def _append(path: Path, text: str) -> None:
+    path.write_text(path.read_text("utf-8") + text, "utf-8")
+
+
+def _lines(path: Path) -> int:
+    return len(path.read_text("utf-8").splitlines())
+
+
+def test_a_new_cycle_fails_naming_the_edge_and_where_it_is(copy: Path) -> None:
+    _append(copy / "errors.py", "\n\ndef _late():\n    from langchain_ragspine import cli\n")  # cli imports errors
+    problems = cycles_check(ImportGraph.from_package(copy))
+    assert "new import-cycle edge: errors -> cli (" in problems
+    assert f"{copy / 'errors.py'}:" in problems
+    assert f"remove it, or add the line 'errors -> cli' to CYCLE_EDGES in {HERE}" in problems
+    assert "stale" not in problems
+
+
+def test_a_broken_cycle_leaves_stale_lines_to_delete(copy: Path) -> None:
+    (copy / "backends" / "directory" / "_gram_count.py").unlink()  # the 2-module cycle (and its private imports) gone
+    graph = ImportGraph.from_package(copy)
+    assert cycles_check(graph).splitlines() == [
+        f"stale entry in CYCLE_EDGES in {HERE}: {edge} is gone: delete the line {edge!r}"
+        for edge in ("backends.directory._gram_count -> backends.directory.bm25_parallel",
+                     "backends.directory.bm25_parallel -> backends.directory._gram_count")
+    ]
+    assert "delete the line 'backends.directory._gram_count -> tokenizers._fold_table'" in private_check(graph)
+
+
+def test_a_new_private_import_fails(copy: Path) -> None:
+    _append(copy / "errors.py", "\nfrom langchain_ragspine.tokenizers import _fold_table as _f\n")
+    _append(copy / "cli.py", "\nfrom langchain_ragspine.backends.directory import _follow\n")
+    problems = private_check(ImportGraph.from_package(copy)).splitlines()
+    assert [line.partition(" (")[0] for line in problems] == [
+        "new private import: cli -> backends.directory._follow",
+        "new private import: errors -> tokenizers._fold_table",
+    ]
+    assert problems[1].endswith(f"{copy / 'errors.py'}:{_lines(copy / 'errors.py')}): remove it, or add the line "
+                                f"'errors -> tokenizers._fold_table' to PRIVATE_IMPORTS in {HERE}")
+
+
+def test_a_module_without_all_fails_and_a_new_all_leaves_a_stale_line(copy: Path) -> None:
+    (copy / "pipeline" / "newcomer.py").write_text('"""A new module."""\n\nX = 1\n', "utf-8")
+    (copy / "pipeline" / "_private_newcomer.py").write_text("X = 1\n", "utf-8")  # private: needs none
+    _append(copy / "cli.py", '\n__all__ = ["main"]\n')
+    assert all_check(ImportGraph.from_package(copy)).splitlines() == [
+        f"new module without __all__: pipeline.newcomer: remove it, or add the line 'pipeline.newcomer' to "
+        f"WITHOUT_ALL in {HERE}",
+        f"stale entry in WITHOUT_ALL in {HERE}: cli is gone: delete the line 'cli'",
+    ]
+
+
+def test_a_module_importing_a_shim_fails(copy: Path) -> None:
+    _append(copy / "cli.py", "\n\ndef _old():\n    from langchain_ragspine.modes import RetrievalMode\n")
+    _append(copy / "errors.py", "\nimport langchain_ragspine.stores.lock\n")
+    problems = shims_check(ImportGraph.from_package(copy)).splitlines()
+    assert [line.partition(" (")[0] for line in problems] == [
+        "new import of a shim: cli -> modes", "new import of a shim: errors -> stores.lock"
+    ]
+
+
+# -- the tool on tiny synthetic packages ---------------------------------------------------------------------------
+def make_package(root: Path, files: dict[str, str]) -> ImportGraph:
+    """A package ``pkg`` under ``root`` with ``files`` (relative path -> source; ``__init__.py`` files added)."""
+    for name, text in files.items():
+        path = root / "pkg" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, "utf-8")
+    for directory in [root / "pkg", *(p for p in (root / "pkg").rglob("*") if p.is_dir())]:
+        (directory / "__init__.py").touch()
+    return ImportGraph.from_package(root / "pkg")
+
+
+def test_imports_inside_functions_and_classes_make_cycles_type_checking_does_not(tmp_path: Path) -> None:
+    graph = make_package(tmp_path, {
+        "a.py": "import pkg.b\nimport os\n",
+        "b.py": "def f():\n    from pkg import a\n",                      # a -> b -> a: a cycle
+        "c.py": "class C:\n    from pkg.d import x\n",
+        "d.py": "import typing\nif typing.TYPE_CHECKING:\n    from pkg import c\nelse:\n    import pkg.e\n",
+        "e.py": "import pkg.c\n",                                       # c -> d -> e -> c (the else branch runs)
+        "f.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import pkg.g\nimport pkg.a\n",
+        "g.py": "import pkg.f\n",                                       # f -> g only under TYPE_CHECKING: no cycle
+    })
+    assert graph.cycles() == [["pkg.c", "pkg.d", "pkg.e"], ["pkg.a", "pkg.b"]]
+    assert graph.cycle_edges() == {"a -> b", "b -> a", "c -> d", "d -> e", "e -> c"}  # not f -> a, g -> f
+    assert {(e.importer, e.imported, e.where) for e in graph.edges if e.importer in {"pkg.b", "pkg.c", "pkg.d"}} == {
+        ("pkg.b", "pkg.a", "function"), ("pkg.c", "pkg.d", "class"),
+        ("pkg.d", "pkg.c", "type_checking"), ("pkg.d", "pkg.e", "module"),
+    }
+
+
+def test_a_module_name_given_to_import_module_is_a_lazy_edge(tmp_path: Path) -> None:
+    graph = make_package(tmp_path, {
+        "__init__.py": (
+            '"""Names from pkg.c, imported when first used."""\nimport importlib\n'
+            '_LAZY = {"A": "pkg.a", "Other": "os.path"}\n\n'
+            "def __getattr__(name):\n    return getattr(importlib.import_module(_LAZY[name]), name)\n"
+        ),
+        "a.py": "import pkg\nA = 1\n",                      # pkg -> a (lazily) -> pkg: a cycle
+        "b.py": 'NAME = "pkg.a"\n',                          # a string, but no import_module: no edge
+        "c.py": "",
+    })
+    assert [(e.importer, e.imported, e.line, e.where) for e in graph.edges if e.where == "lazy"] == [
+        ("pkg", "pkg.a", 3, "lazy")
+    ]
+    assert graph.cycles() == [["pkg", "pkg.a"]]
+
+
+def test_relative_imports_are_resolved_against_the_importers_package(tmp_path: Path) -> None:
+    graph = make_package(tmp_path, {
+        "top.py": "X = 1\n",
+        "sub/one.py": "from . import two\nfrom .two import f\nfrom ..top import X\nfrom .. import top\n",
+        "sub/two.py": "def f(): pass\n",
+        "sub/__init__.py": "from .one import two\nfrom . import one\n",
+    })
+    assert {e.imported for e in graph.edges if e.importer == "pkg.sub.one"} == {"pkg.sub.two", "pkg.top"}
+    assert {e.imported for e in graph.edges if e.importer == "pkg.sub"} == {"pkg.sub.one"}
+
+
+def test_a_long_import_chain_needs_no_deep_recursion(tmp_path: Path) -> None:
+    n = 3000  # deeper than Python's default recursion limit
+    files = {f"m{i}.py": f"import pkg.m{i + 1}\n" for i in range(n)}
+    files[f"m{n}.py"] = "import pkg.m0\n"
+    assert [len(c) for c in make_package(tmp_path, files).cycles()] == [n + 1]
+
+
+def test_private_names_and_private_modules(tmp_path: Path) -> None:
+    graph = make_package(tmp_path, {
+        "a.py": "_x = 1\n__version__ = '1'\ny = _x\n",
+        "b.py": (
+            "from pkg.a import _x, __version__, y\n"          # _x: private; a dunder is not
+            "import pkg.a as mod\n"
+            "def f():\n    return mod._x, mod.y\n"            # attribute use of a private name
+        ),
+        # its own private name; a private module of its own package
+        "c.py": "from pkg.c import _self\n_self = 1\nfrom . import _helpers\n",
+        "d.py": "import pkg.a\nv = pkg.a._x, pkg._root_private, pkg.a.y\n",  # import pkg.a binds pkg
+        "_helpers.py": "",
+        "sub/_inner.py": "",
+        "sub/deep/user.py": "from pkg.sub import _inner\n",  # inside sub: allowed
+        "other.py": "from pkg.sub import _inner\nimport pkg.sub._inner\n",  # outside sub: private
+    })
+    assert graph.private_imports() == {"b -> a._x", "d -> a._x", "d -> _root_private", "other -> sub._inner"}
+    assert {(p.importer, p.kind) for p in graph.private} == {
+        ("pkg.b", "name"), ("pkg.b", "attribute"), ("pkg.d", "attribute"), ("pkg.other", "module")
+    }
+    assert len([p for p in graph.private if p.importer == "pkg.other"]) == 2  # one per statement
+
+
+def test_modules_without_all(tmp_path: Path) -> None:
+    graph = make_package(tmp_path, {
+        "listed.py": "__all__ = ['x']\nx = 1\n",
+        "annotated.py": "__all__: list[str] = []\n",
+        "grown.py": "__all__ = []\n__all__ += ['y']\n",
+        "in_function.py": "def f():\n    __all__ = []\n",       # not at the top level
+        "missing.py": "x = 1\n",
+        "_private.py": "x = 1\n",
+        "_hidden/public_name.py": "x = 1\n",                    # inside a private package
+        "__main__.py": "print()\n",
+    })
+    assert graph.modules_without_all() == {"pkg", "in_function", "missing"}  # the empty __init__ too
+
+
+def test_imports_of_and_imports_in(tmp_path: Path) -> None:
+    graph = make_package(tmp_path, {
+        "old.py": "from pkg.new import x\n",
+        "new.py": "x = 1\n",
+        "user.py": "def f():\n    from pkg import old\n",
+        "typed.py": "import typing\nif typing.TYPE_CHECKING:\n    from pkg.old import x\n",
+    })
+    assert graph.imports_of({"pkg.old"}) == {"user -> old", "typed -> old"}
+    script = tmp_path / "script.py"
+    script.write_text(
+        "import pkg.old\nfrom pkg import new\nfrom pkg.old import x\nimport os\nfrom .local import y\n"
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import pkg.user\n",
+        "utf-8",
+    )
+    assert [(e.imported, e.line) for e in graph.imports_in(script)] == [
+        ("pkg.old", 1), ("pkg.new", 2), ("pkg.old", 3), ("pkg.user", 8)  # a type checker reads line 8 too
+    ]
+
+
+def test_the_ratchet_names_new_and_stale_entries(tmp_path: Path) -> None:
+    assert ratchet({"a", "b"}, {"b", "a"}, allowlist="L", what="thing") == ""
+    assert ratchet({"a", "new"}, {"a", "old"}, allowlist="L", what="thing").splitlines() == [
+        "new thing: new: remove it, or add the line 'new' to L",
+        "stale entry in L: old is gone: delete the line 'old'",
+    ]
+    graph = make_package(tmp_path, {"a.py": "\n\nimport pkg.b\n", "b.py": "import pkg.a\n"})
+    assert f"new cycle: a -> b ({tmp_path / 'pkg' / 'a.py'}:3)" in ratchet(
+        graph.cycle_edges(), set(), allowlist="L", what="cycle", graph=graph
+    )
