@@ -149,7 +149,6 @@ CYCLE_EDGES = frozenset({
     "vectorstores.store -> indexing",
     "vectorstores.store -> langchain_ragspine",
     "vectorstores.store -> retrievers.bm25",
-    "vectorstores.store -> retrievers.dense",
     "vectorstores.store -> retrievers.embed_as",
     "vectorstores.store -> retrievers.hybrid",
 })
