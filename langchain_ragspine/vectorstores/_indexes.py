@@ -63,7 +63,7 @@ from langchain_ragspine.sensitivity import is_restricted
 from langchain_ragspine.text import index_text
 from langchain_ragspine.tokenizers import Tokenizer
 
-__all__ = ["Embedder", "IndexConfig", "IndexSnapshot", "Part", "StoredRecord"]
+__all__ = ["Embedder", "IndexConfig", "IndexSnapshot", "Part", "StoredRecord", "internal_record"]
 
 #: ``(doc_id, record)``: a record as the indexes take it — the chunk-store document it belongs to, and the record
 #: as the vector store returns it (``id`` = its chunk id).
@@ -165,7 +165,7 @@ class Part:
         """A part of ``rows`` (none of them RESTRICTED: the caller leaves those out): tokenized, and embedded with
         ``embed`` (only the rows with visible text).  ``kind``: its FAISS kind."""
         records = tuple(record for _, record in rows)
-        docs = tuple(_internal(record) for record in records)
+        docs = tuple(internal_record(record) for record in records)
         texts = [index_text(d) for d in docs]
         postings = PostingsSegment.build(texts, config.tokenize)
         dense = [i for i, d in enumerate(docs) if has_visible_text(d)]
@@ -239,7 +239,7 @@ class Part:
         return hit
 
 
-def _internal(record: Document) -> Document:
+def internal_record(record: Document) -> Document:
     """A record as the indexes see it: ``chunk_id`` = the record id (the key of fusion and of the vector cache)."""
     return Document(page_content=record.page_content, metadata={**record.metadata, "chunk_id": record.id},
                     id=record.id)

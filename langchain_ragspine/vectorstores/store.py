@@ -85,7 +85,13 @@ from langchain_ragspine.backends.directory.chunk_store import (
 from langchain_ragspine.backends.directory.embedding_cache import EmbeddingCache
 from langchain_ragspine.backends.directory.faiss_index import INDEX_KINDS
 from langchain_ragspine.backends.directory.lock import StoreReplacedError, check_lock_timeout, writer_lock
-from langchain_ragspine.documents import check_k, check_score_threshold, copy_metadata, with_scores
+from langchain_ragspine.documents import (
+    check_k,
+    check_score_threshold,
+    copy_metadata,
+    has_visible_text,
+    with_scores,
+)
 from langchain_ragspine.embeddings.batching import embed_in_batches
 from langchain_ragspine.embeddings.cache import CachedEmbeddings, model_key_for
 from langchain_ragspine.errors import StoreError
@@ -119,9 +125,10 @@ from langchain_ragspine.retrievers.embed_as import (
     warn_embed_as_ignored,
 )
 from langchain_ragspine.retrievers.hybrid import HybridRetriever
-from langchain_ragspine.sensitivity import drop_restricted, drop_restricted_pairs
+from langchain_ragspine.sensitivity import drop_restricted, drop_restricted_pairs, is_restricted
+from langchain_ragspine.text import index_text
 from langchain_ragspine.tokenizers import get_tokenizer
-from langchain_ragspine.vectorstores._indexes import IndexConfig, IndexSnapshot
+from langchain_ragspine.vectorstores._indexes import IndexConfig, IndexSnapshot, internal_record
 from langchain_ragspine.vectorstores.base import (
     MarginalRelevanceStore,
     ScopedVectorStoreRetriever,
@@ -827,9 +834,36 @@ class RagSpineVectorStore(MarginalRelevanceStore):
             rid = ids[i] if ids is not None and ids[i] else doc.id or doc.metadata.get("chunk_id") or uuid.uuid4().hex
             out.append(Document(page_content=doc.page_content, metadata=dict(doc.metadata), id=str(rid)))
         check_records([str(d.id) for d in out], out, "add_documents")
-        with self._lock, all_or_nothing("add_documents", getattr(self.backend, "root", None)):
-            self.backend.upsert(out)
+        with self._lock:
+            with all_or_nothing("add_documents", getattr(self.backend, "root", None)):
+                self.backend.upsert(out)
+            self._embed_written(out)
         return [str(d.id) for d in out]
+
+    def _embed_written(self, records: Sequence[Document]) -> None:
+        """Put the vectors of records just written into the store's embedding cache (those not RESTRICTED, with
+        visible text, that it lacks), so the next search — this object's, another process's, or
+        :func:`~langchain_ragspine.indexing.open_retriever`'s with the same model — finds them; only while the
+        store's writer lock can be taken at once (as a search writes the cache), else the next search embeds them.
+        The write has committed: nothing here fails it.  A cache that cannot be written or a model that fails is a
+        :class:`CacheNotWrittenWarning` (the next search embeds what is missing)."""
+        if self.backend.cache_path is None:
+            return
+        items = [(str(d.id), index_text(d)) for d in map(internal_record, records)
+                 if not is_restricted(d.metadata) and has_visible_text(d)]
+        if not items:
+            return
+        try:
+            with self._cache_access() as read_only:  # as a search: never beside another writer (then: the next search)
+                if not read_only:
+                    self._embedder(False)(items)
+        except Exception as e:  # a model or its server failed, a cache unreadable: the write stands
+            warnings.warn(
+                f"the records were written, but their vectors could not be embedded now ({type(e).__name__}: {e}); "
+                "the next search embeds them",
+                CacheNotWrittenWarning,
+                stacklevel=user_stacklevel(langchain_ragspine, langchain_core),
+            )
 
     async def aadd_texts(
         self,

@@ -186,7 +186,6 @@ PRIVATE_IMPORTS = frozenset({
     "filters.sql -> filters._operand_list",
     "graphs.graders -> chains.answer._sentences",
     "indexing -> backends.directory._regular",
-    "indexing -> retrievers.dense._has_text",
     "pipeline.modes -> config._from_setting",
     "postgres -> indexing._warn_stale",
     "postgres -> retrievers.dense._has_text",

@@ -231,8 +231,10 @@ def test_a_disk_full_write_leaves_the_store_readable_in_the_same_instance(tmp_pa
     """Regression (trial ``t6_vs_diskfull.py``): after ``add_documents`` failed on a full disk, ``get_by_ids`` and
     ``similarity_search`` on the same instance failed too (``embeddings.sqlite: not a usable SQLite database:
     database or disk is full``) until space was freed: the first read after a write rebuilds the indexes, and the
-    rebuild wrote the vectors it embedded to the cache."""
-    vs = _base_store(tmp_path)  # nothing read yet: the indexes (and the cache) are built by the first read
+    rebuild wrote the vectors it embedded to the cache.  (A write now also puts its records' vectors into the cache;
+    here the cache is removed after it, so the first read still has every vector to embed.)"""
+    vs = _base_store(tmp_path)  # nothing read yet: the indexes are built by the first read
+    (tmp_path / "store" / "embeddings.sqlite").unlink()
     _full_chunk_store(vs)
     _full_cache(monkeypatch)
     with pytest.raises(StoreError, match=r"add_documents wrote nothing.*database or disk is full"):
@@ -264,6 +266,7 @@ def test_a_read_whose_writer_lock_cannot_be_taken_reads_the_cache_only(tmp_path:
     """A full disk can fail the writer lock itself (its holder's pid is written to the lock file): the rebuild then
     leaves the cache as it is, as while another writer holds the lock."""
     vs = _base_store(tmp_path)
+    (tmp_path / "store" / "embeddings.sqlite").unlink()  # the write cached its vectors: the read has to embed them
 
     @contextlib.contextmanager
     def no_lock(root: Any, **_: Any) -> Iterator[Path]:
