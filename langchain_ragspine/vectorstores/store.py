@@ -152,6 +152,8 @@ RECORD_MARKER = VECTORSTORE_RECORD_KEY
 _READ_BATCH = 500
 #: Texts per ``embed_documents`` call when the indexes embed new records.
 _EMBED_BATCH = 32
+#: Vectors of written records kept for the next index update at most (more: it reads them from the cache).
+_FRESH_MAX = 50_000
 
 # keywords LangChain's VectorStoreRetriever / similarity_search_with_relevance_scores pass along that a search type
 # does not use (they are accepted and ignored, as every LangChain store does) — except score_threshold: honoured by
@@ -649,6 +651,8 @@ class RagSpineVectorStore(MarginalRelevanceStore):
         self._indexes: IndexSnapshot | None = None
         # (chunk_id, text) of vectors the indexes hold that the cache could not take yet (see _embedder)
         self._unsaved: dict[tuple[str, str], None] = {}
+        # vectors of the last writes' records, by (chunk_id, index text), until the next index update takes them
+        self._fresh: dict[tuple[str, str], np.ndarray] = {}
 
     @property
     def embeddings(self) -> Embeddings:
@@ -691,7 +695,7 @@ class RagSpineVectorStore(MarginalRelevanceStore):
             if idx is not None and idx.state == self._state():
                 return idx
             with self._cache_access() as read_only:
-                embed = self._embedder(read_only)
+                embed = self._with_fresh(self._embedder(read_only))
                 if isinstance(backend, ChunkStoreBackend):
                     store, state = backend.snapshot()  # read again under the writer lock, if taken
                     touched = self._touched(idx, store, state)
@@ -707,7 +711,20 @@ class RagSpineVectorStore(MarginalRelevanceStore):
                     rows = [(_doc_id_of(d), d) for d in backend.records()]
                     self._indexes = IndexSnapshot.build(rows, self._config, embed, state=backend.generation,
                                                         warn=_warn_at_caller)
+                self._fresh = {}  # taken, or of records written and changed again since: read anew next time
             return self._indexes
+
+    def _with_fresh(self, embed: Callable[[list[tuple[str, str]]], np.ndarray]) -> Callable[[list[tuple[str, str]]],
+                                                                                             np.ndarray]:
+        """``embed``, answered from the vectors this object's last writes embedded (:meth:`_embed_written`) when
+        it holds every one asked for — the cache's own vectors, without opening it again."""
+        def embed_fresh(items: list[tuple[str, str]]) -> np.ndarray:
+            fresh = self._fresh
+            if items and all(item in fresh for item in items):
+                return np.stack([fresh[item] for item in items])
+            return embed(items)
+
+        return embed_fresh
 
     @staticmethod
     def _touched(idx: IndexSnapshot | None, store: ChunkStore, state: StoreState) -> set[str] | None:
@@ -730,7 +747,7 @@ class RagSpineVectorStore(MarginalRelevanceStore):
             return None
         return touched
 
-    def _embedder(self, read_only: bool) -> Callable[[list[tuple[str, str]]], np.ndarray]:
+    def _embedder(self, read_only: bool, *, during: str = "search") -> Callable[[list[tuple[str, str]]], np.ndarray]:
         """``embed(items)``: the vectors of ``[(chunk_id, index text), …]`` from the backend's embedding cache,
         the misses embedded (and written to the cache unless ``read_only``).  A cache that cannot be written (a
         full disk, a read-only directory) never fails a search: the vectors then come from the cache read-only,
@@ -768,8 +785,8 @@ class RagSpineVectorStore(MarginalRelevanceStore):
                 why = e.reason
             self._unsaved.update(dict.fromkeys(items))
             warnings.warn(
-                f"{cache}: the embedding cache cannot be written ({why}); this search embeds the vectors it misses "
-                "in memory only",
+                f"{cache}: the embedding cache cannot be written ({why}); this {during} embeds the vectors it misses "
+                "in memory only (a later write or search that can write the cache puts them there)",
                 CacheNotWrittenWarning,
                 stacklevel=user_stacklevel(langchain_ragspine, langchain_core),
             )
@@ -856,7 +873,9 @@ class RagSpineVectorStore(MarginalRelevanceStore):
         try:
             with self._cache_access() as read_only:  # as a search: never beside another writer (then: the next search)
                 if not read_only:
-                    self._embedder(False)(items)
+                    vectors = self._embedder(False, during="write")(items)
+                    if len(self._fresh) + len(items) <= _FRESH_MAX:  # for the next update (see _with_fresh)
+                        self._fresh.update(zip(items, vectors, strict=True))
         except Exception as e:  # a model or its server failed, a cache unreadable: the write stands
             warnings.warn(
                 f"the records were written, but their vectors could not be embedded now ({type(e).__name__}: {e}); "
