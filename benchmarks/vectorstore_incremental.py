@@ -48,26 +48,22 @@ QUERIES = ["梅雨の季節について", "東京の会議の記録", "the rainy
 
 def corpus(n: int, seed: int) -> list[str]:
     """``n`` deterministic synthetic chunks (see the module docstring)."""
-    rng = random.Random(seed)
+    import numpy as np
+
     chars = [chr(0x4E00 + i * 7) for i in range(3000)] + [chr(c) for c in range(0x3041, 0x3097)]
     vocab_rng = random.Random(12345)
     words = ["".join(vocab_rng.choice(chars) for _ in range(vocab_rng.randint(1, 4))) for _ in range(20000)]
     words[:8] = ["梅雨", "季節", "東京", "会議", "記録", "北京", "首都", "機能"]
-    weights = [1.0 / (i + 1) for i in range(len(words))]
-    english = ["rainy", "season", "report", "meeting", "store", "version", "index", "search"]
-    out = []
-    for _ in range(n):
-        target = rng.randint(200, 300)
-        parts: list[str] = []
-        size = 0
-        while size < target:
-            w = rng.choice(english) + " " if rng.random() < 0.05 else rng.choices(words, weights)[0]
-            parts.append(w)
-            size += len(w)
-            if rng.random() < 0.06:
-                parts.append("。")
-        out.append("".join(parts)[:target])
-    return out
+    english = ["rainy ", "season ", "report ", "meeting ", "store ", "version ", "index ", "search "]
+    weights = 1.0 / np.arange(1, len(words) + 1)
+    rng = np.random.default_rng(seed)
+    targets = rng.integers(200, 301, size=n)
+    picks = rng.choice(len(words), size=(n, 160), p=weights / weights.sum())
+    extra = rng.random((n, 160))
+    tokens = np.array(words + [w + "。" for w in words] + english, dtype=object)
+    ids = np.where(extra > 0.94, picks + len(words), picks)
+    ids = np.where(extra < 0.05, 2 * len(words) + picks % 8, ids)
+    return ["".join(row)[:t] for row, t in zip(tokens[ids], targets.tolist(), strict=True)]
 
 
 # ------------------------------------------------------------------------------------------------ the worker

@@ -15,13 +15,18 @@ Two layers, so another backend (e.g. PostgreSQL) can plug in under the same face
   :class:`~langchain_ragspine.retrievers.LiveStoreRetriever` follows too): the store directory deleted and ingested
   again, or another store moved into its place, is reopened before the next read or write, whatever its
   generation, and a write that returns is in the store at the path, never only in a replaced file;
-* the vector store — the derived indexes (a :class:`~langchain_ragspine.retrievers.BM25Retriever` and a
-  :class:`~langchain_ragspine.retrievers.DenseRetriever` over the records), rebuilt in memory when the backend's
-  state (for a store directory: which file, which store id, at which generation) differs from the one they were built from
-  (checked on every call, so writes by another process and a rebuilt directory are seen).  Chunk vectors come
-  from the store's embedding cache (``DIR/embeddings.sqlite``, keyed by chunk id and text hash): a rebuild embeds
-  only new or changed records, and a cache that cannot be written (a full disk) never fails a search
-  (:class:`CacheNotWrittenWarning`).
+* the vector store — the derived indexes (BM25 and dense over the records, kept in memory as segments:
+  :mod:`~langchain_ragspine.vectorstores._indexes`), brought up to date when the backend's state (for a store
+  directory: which file, which store id, at which generation) differs from the one they were built from (checked
+  on every call, so writes by another process and a rebuilt directory are seen).  Within one store directory an
+  update reads only the documents written since (the chunk store's change feed,
+  :meth:`~langchain_ragspine.backends.directory.chunk_store.ChunkStore.versions_since`) and adds them as one small
+  segment — tokenized and embedded alone — searched beside the others with the scores one index over the same
+  records gives (BM25 with the corpus statistics of every live row; ties by ``chunk_id``); another file or store
+  id, or a history the feed cannot describe, builds them again from every record, as does any change of another
+  backend.  Chunk vectors come from the store's embedding cache (``DIR/embeddings.sqlite``, keyed by chunk id and
+  text hash), where a write puts its records' vectors after it commits; a cache that cannot be written (a full
+  disk) never fails a write or a search (:class:`CacheNotWrittenWarning`).
 
 Identity: a record's id is its ``chunk_id`` — the ``ids`` given to ``add_documents``, else ``Document.id``, else
 ``metadata["chunk_id"]``, else a new UUID4.  Every returned ``Document`` has ``id`` = that id.  Records written
