@@ -443,7 +443,7 @@ def has_visible_text(doc: Document) -> bool:
     returned by a dense channel).
 
     Example:
-        >>> has_visible_text(Document(page_content="\u200b \n")), has_visible_text(Document(page_content="梅雨"))
+        >>> has_visible_text(Document(page_content=chr(0x200B) + " ")), has_visible_text(Document(page_content="梅雨"))
         (False, True)
     """
     return bool(_VISIBLE_RE.search(doc.page_content))
