@@ -1,4 +1,4 @@
-"""The import graph of the package keeps its shape (plan26 §2.10), read from the source by ``tests/import_graph.py``:
+"""The import graph of the package keeps its shape (docs/dev/plan-issue-26.md), read from the source by ``tests/import_graph.py``:
 
 1. no import cycle (no strongly connected component; imports inside functions and class bodies count,
    ``TYPE_CHECKING`` blocks do not);
