@@ -35,7 +35,6 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 
-import langchain_ragspine
 from langchain_ragspine._stacklevel import user_stacklevel
 from langchain_ragspine.backends.directory import bm25_parallel
 from langchain_ragspine.backends.directory._regular import check_regular
@@ -106,7 +105,7 @@ def _warn_stale(message: str) -> None:
     pydantic (however many mode builders, or a live retriever's reload inside ``invoke``, stand between it and the
     index)."""
     warnings.warn(
-        message, StaleIndexWarning, stacklevel=user_stacklevel(langchain_ragspine, langchain_core, pydantic)
+        message, StaleIndexWarning, stacklevel=user_stacklevel(langchain_core, pydantic)
     )
 
 

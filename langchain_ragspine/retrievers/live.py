@@ -62,7 +62,6 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, PrivateAttr, field_validator
 
-import langchain_ragspine
 from langchain_ragspine._stacklevel import user_stacklevel
 from langchain_ragspine.backends.directory._follow import FileStat, FollowedChunkStore, StoreState, file_stat
 from langchain_ragspine.documents import check_k, chunk_key
@@ -190,7 +189,7 @@ class LiveStoreRetriever(ContractRetriever):
                     f"({type(e).__name__}: {e}); the previous retriever keeps answering, its results checked "
                     "against the current store; the next call tries again",
                     StoreReloadWarning,
-                    stacklevel=user_stacklevel(langchain_ragspine, langchain_core),
+                    stacklevel=user_stacklevel(langchain_core),
                 )
                 return snap
             self._snapshot = snap

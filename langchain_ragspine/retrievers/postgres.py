@@ -50,7 +50,6 @@ from langchain_core.embeddings import Embeddings
 from psycopg import sql as _sql
 from pydantic import ConfigDict, PrivateAttr, field_validator
 
-import langchain_ragspine
 from langchain_ragspine._stacklevel import user_stacklevel
 from langchain_ragspine.backends.postgres.chunk_store import (
     CHUNKS,
@@ -140,7 +139,7 @@ class _PostgresRetriever(ContractRetriever):
         if flt is not None:
             # an unknown field warns at the first caller outside this package and langchain_core (the user's
             # invoke / search / similarity_search line), however many frames stand between
-            check_filter(conn, flt, stacklevel=user_stacklevel(langchain_ragspine, langchain_core) + 1)
+            check_filter(conn, flt, stacklevel=user_stacklevel(langchain_core) + 1)
 
     def _documents(self, rows: list[Any], channel: str) -> list[Document]:
         """Chunk rows (score last) as scored documents; a ``real`` score is read back as its exact float32

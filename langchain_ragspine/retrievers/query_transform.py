@@ -71,7 +71,6 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 from pydantic import ConfigDict, Field, field_validator
 
-import langchain_ragspine
 from langchain_ragspine._stacklevel import user_stacklevel
 from langchain_ragspine.documents import check_k, doc_key
 from langchain_ragspine.filters import and_filters, compile_filter
@@ -116,7 +115,7 @@ PROMPT_VARIABLES = ("question", "n")
 
 # A warning about how a transformation was built names the first frame outside the package, pydantic (which runs
 # model_post_init) and langchain_core (whose Serializable.__init__ stands between) — the user's line.
-_LIBRARIES = (langchain_ragspine, pydantic, langchain_core)
+_LIBRARIES = (pydantic, langchain_core)
 
 
 class QueryTransformSkippedWarning(UserWarning):
