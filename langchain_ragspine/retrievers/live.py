@@ -70,6 +70,7 @@ from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, Ret
 from langchain_ragspine.retrievers.contract import ainvoke_retriever, invoke_retriever
 from langchain_ragspine.retrievers.embed_as import EMBED_AS_OPTION, embed_as_options, embed_as_target
 from langchain_ragspine.sensitivity import is_restricted
+from langchain_ragspine.served import ServedIds
 
 __all__ = ["LiveStoreRetriever", "StoreReloadWarning"]
 
@@ -219,6 +220,39 @@ class LiveStoreRetriever(ContractRetriever):
         """The store generation the current retriever was built from (:attr:`~langchain_ragspine.backends.directory.
         chunk_store.ChunkStore.generation`), after the store check (as :attr:`current`)."""
         return self._serving().key[0].generation
+
+    def served_ids(self, ids: Sequence[str]) -> ServedIds:
+        """Which of the chunk (or parent) ids ``ids`` this retriever would still return now, and which it no longer
+        will (:mod:`~langchain_ragspine.served`): after the same store check a call makes (a changed store is
+        reloaded, a replaced one reopened), the store's answer
+        (:meth:`~langchain_ragspine.backends.directory.chunk_store.ChunkStore.served_ids`) — ``served``: active and
+        not RESTRICTED now; ``withdrawn``: a row of this store that is not (relabelled RESTRICTED, retracted, gone
+        from its document's current version).  Cheap: the store check plus one or two indexed lookups per table.
+        What the chat graphs ask before an earlier reply goes into a prompt.
+
+        Raises:
+            TypeError: ``ids`` is a str or holds a non-str.
+            StoreError: the chunk store is unreadable.
+
+        Example:
+            >>> import tempfile, pathlib
+            >>> from langchain_ragspine.indexing import ingest, open_retriever
+            >>> root = pathlib.Path(tempfile.mkdtemp())
+            >>> (root / "c").mkdir()
+            >>> _ = (root / "c" / "kyoto.md").write_text("Kyoto has temples.", "utf-8")
+            >>> _ = ingest(root / "c", root / "S", progress=False)
+            >>> retriever = open_retriever(root / "S", mode="bm25")
+            >>> retriever.served_ids(["kyoto#0", "osaka#0"]).served
+            frozenset({'kyoto#0'})
+            >>> _ = (root / "c" / "kyoto.json").write_text('{"sensitivity": "RESTRICTED"}', "utf-8")
+            >>> _ = ingest(root / "c", root / "S", progress=False)
+            >>> retriever.served_ids(["kyoto#0", "osaka#0"])
+            ServedIds(served=frozenset(), withdrawn=frozenset({'kyoto#0'}))
+        """
+        self._serving()
+        store = self._chunks.opened
+        assert store is not None  # opened by the store check
+        return store.served_ids(ids)
 
     # -- the gate -----------------------------------------------------------------------------------------------
     def _gate(self, docs: Sequence[Document]) -> list[Document]:
