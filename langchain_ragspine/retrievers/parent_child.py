@@ -41,6 +41,7 @@ from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, Syn
 from langchain_ragspine.retrievers.contract import ainvoke_retriever, invoke_retriever
 from langchain_ragspine.retrievers.embed_as import EMBED_AS_OPTION, embed_as_options, embed_as_target
 from langchain_ragspine.sensitivity import drop_restricted, is_restricted
+from langchain_ragspine.served import ServedIds, served_ids
 
 __all__ = ["ParentChildRetriever", "ParentStore"]
 
@@ -191,6 +192,13 @@ class ParentChildRetriever(ContractRetriever):
         if not callable(count_parents) or not callable(count_chunks):
             return False
         return bool(count_parents() == 0 and count_chunks() > 0)
+
+    def served_ids(self, ids: Sequence[str]) -> ServedIds | None:
+        """Which of ``ids`` this retriever would still return (:mod:`~langchain_ragspine.served`): what its parent
+        ``store`` answers (it returns only parents read from ``store``; a
+        :class:`~langchain_ragspine.backends.directory.chunk_store.ChunkStore` answers for its current rows and
+        labels); ``None`` when the store cannot tell."""
+        return served_ids(self.store, ids)
 
     def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
         k = self.parent_k if call.k is None else check_k(call.k)
