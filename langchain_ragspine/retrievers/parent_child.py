@@ -128,7 +128,7 @@ class DocstoreParents:
 
 
 _KEY_SAFE = re.compile(r"[A-Za-z0-9.-]")
-_KEY_ESCAPE = re.compile(r"_([0-9a-f]*)_")
+_KEY_ESCAPE = re.compile(r"_([0-9a-f]+)_")
 
 
 def _encode_key(key: str) -> str:
@@ -138,7 +138,13 @@ def _encode_key(key: str) -> str:
 
 
 def _decode_key(key: str) -> str:
-    return _KEY_ESCAPE.sub(lambda m: bytes.fromhex(m.group(1)).decode(), key)
+    def unescape(m: re.Match[str]) -> str:
+        try:
+            return bytes.fromhex(m.group(1)).decode()
+        except ValueError:  # not an escape this class wrote (a key another writer put in the byte store)
+            return m.group(0)
+
+    return _KEY_ESCAPE.sub(unescape, key)
 
 
 class ByteStoreDocstore(BaseStore[str, Document]):

@@ -398,3 +398,20 @@ def test_configurable_fields_rebuild_the_retriever_from_its_fields(tmp_path):
         question = "rainy season typhoons green tea snow"
         assert len(configurable.invoke(question, config={"configurable": {"parents": 2}})) == 2
         assert len(configurable.invoke(question)) == min(5, len(list(retriever.docstore.yield_keys())))
+
+
+def test_byte_store_keys_round_trip_and_foreign_keys_are_left_alone():
+    from langchain_core.stores import InMemoryByteStore
+
+    raw = InMemoryByteStore()
+    docstore = ByteStoreDocstore(raw)
+    keys = ["rain.md#p0", "規程/梅雨 2024.md#p3", "a_b", "__", "x_5f_y"]
+    docstore.mset([(k, Document(k, id=k)) for k in keys])
+    assert all(set(e) <= set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") for e in raw.store)
+    assert sorted(docstore.yield_keys()) == sorted(keys)
+    assert [d.page_content for d in docstore.mget(keys)] == keys
+    raw.mset([("abc_def_", b"{}")])  # a key another writer left: listed as it is, no error
+    assert "abc_def_" in list(docstore.yield_keys())
+    raw.mset([("rain.md_23_p0", b"not json")])  # a damaged value: refused by name, not a crash deep inside
+    with pytest.raises(ValueError, match="value for key 'rain.md#p0' is not a stored Document"):
+        docstore.mget(["rain.md#p0"])
