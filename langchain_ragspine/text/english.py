@@ -59,11 +59,14 @@ BM25_ENGLISH_STOPWORDS = LUCENE_ENGLISH_STOPWORDS | {"s"}
 
 #: English function words, question words and auxiliaries that never count as evidence in
 #: :func:`langchain_ragspine.stopwords.content_terms` (the Snowball / NLTK English list, plus contraction stems
-#: such as ``don``/``t`` that word tokenizers leave, and ``many``/``much``/``whose``/``also``/``may``…).
+#: such as ``don``/``t`` that word tokenizers leave, ``many``/``much``/``whose``/``also``/``may``…, and the verb of
+#: "what happens …?", ``happen`` in its forms: the question frame that Japanese ``どうなる`` and Chinese ``怎么样``
+#: say with question words, so a passage need not repeat it).
 ENGLISH_STOPWORDS = frozenset(
     """a about above after again against all also am an and any are aren as at be because been before being below
     between both but by can cannot could couldn d did didn do does doesn doing don down during each either few for
-    from further had hadn has hasn have haven having he her here hers herself him himself his how i if in into is
+    from further had hadn happen happened happening happens has hasn have haven having he her here hers herself him
+    himself his how i if in into is
     isn it its itself just ll m many may me might more most much must mustn my myself neither no nor not now o of
     off on once only or other our ours ourselves out over own re s same shall shan she should shouldn so some such
     t than that the their theirs them themselves then there these they this those through to too under until up

@@ -157,19 +157,19 @@ def test_stop_word_only_queries_behave():
 
 # -- content terms and the offline answer path ---------------------------------------------------------------------
 def test_content_terms_are_stems_without_any_stop_word():
-    assert content_terms("What happens when I re-ingest a changed document?") == {
-        "happen", "ingest", "chang", "document"}
+    assert content_terms("What happens when I re-ingest a changed document?") == {"ingest", "chang", "document"}
     assert content_terms("What does the chunk store only keep?") == {"chunk", "store", "keep"}  # no "doe", "onli"
     assert content_terms("Why is that? Because of them.") == set()  # "whi", "becaus": stems of stop words
     assert content_terms("What happened when I re-ingested changed documents?", "auto-nostem") == {
-        "happened", "ingested", "changed", "documents"}  # the opt-out: unstemmed words
+        "ingested", "changed", "documents"}  # the opt-out: unstemmed words ("happened" is a question frame)
     assert content_terms("How many documents were changed?", "cjk") == {"document", "chang"}
 
 
-@pytest.mark.parametrize(("question", "passage"), PAIRS[:1])
+@pytest.mark.parametrize(("question", "passage"), PAIRS)
 def test_regression_the_offline_graph_answers_the_issue_pairs(question: str, passage: str):
-    # before: refused ("I don't know"): the grader kept the passage, but the extractive answer found too little
-    # of the question in it ("ingesting" is not "ingest", "changed" and "document" alone)
+    # before: both refused ("I don't know"): the grader kept the passage, but the extractive answer found too
+    # little of the question in it — pair 1: "ingesting" is not "ingest" (fixed by stems); pair 2: "happens",
+    # in no sentence, weighed 83 % of the question (fixed by "happen" being a question frame, like どうなる)
     docs = _docs([passage, *OTHERS])
     grader = LexicalGrader()
     assert grader.relevance(question, docs[0]) == "yes"
@@ -181,7 +181,7 @@ def test_regression_the_offline_graph_answers_the_issue_pairs(question: str, pas
         assert [c["chunk_id"] for c in state["citations"]] == ["d0#0"]
 
 
-@pytest.mark.parametrize(("question", "passage"), PAIRS[:1])
+@pytest.mark.parametrize(("question", "passage"), PAIRS)
 def test_regression_ragspine_ask_answers_the_issue_pairs(tmp_path: Path, question: str, passage: str):
     corpus = tmp_path / "corpus"
     corpus.mkdir()
