@@ -62,7 +62,7 @@ from typing import Any
 import numpy as np
 
 from langchain_ragspine.text import CJK_CHAR_CLASS, CJK_CHAR_RE, normalize
-from langchain_ragspine.text.english import english_analysis_version, english_term
+from langchain_ragspine.text.english import english_analysis_version, english_terms
 
 Tokenizer = Callable[[str], list[str]]
 
@@ -172,15 +172,23 @@ def _gram_tokens(text: str, english: bool = False) -> tuple[list[str], bool]:
     out: list[str] = []
     extend, append = out.extend, out.append
     has_cjk = False
+    words: list[int] = []  # where the words are in ``out``
     for run, word in _TOKEN_RE.findall(text):  # exactly one of the two groups is non-empty
         if run:
             has_cjk = True
             extend(run)
             extend(map(operator.add, run, run[1:]))
-        elif not english:
+        else:
+            words.append(len(out))
             append(word)
-        elif term := english_term(word):
-            append(term)
+    if english and words:  # the words analysed in one pass over the cache; "" = a stop word, dropped
+        if not has_cjk:
+            return [t for t in english_terms(out) if t], has_cjk
+        terms = english_terms([out[i] for i in words])
+        for i, term in zip(words, terms, strict=True):
+            out[i] = term
+        if "" in terms:
+            out = [t for t in out if t]
     return out, has_cjk
 
 
