@@ -59,7 +59,7 @@ from langchain_ragspine.backends.directory.chunk_store import nan_field
 from langchain_ragspine.backends.directory.lock import StoreBusyError
 from langchain_ragspine.documents import check_k, chunk_key
 from langchain_ragspine.errors import StoreError
-from langchain_ragspine.filters import and_filters, check_filter_size, compile_filter
+from langchain_ragspine.filters import and_filters, check_filter_size, compiled_filter
 from langchain_ragspine.retrievers.base import check_query
 from langchain_ragspine.sensitivity import drop_restricted, drop_restricted_pairs, is_restricted
 from langchain_ragspine.served import ServedIds
@@ -284,8 +284,7 @@ class MarginalRelevanceStore(TextsAsDocumentsStore):
         """
         if kwargs:
             raise TypeError(f"unexpected keyword arguments for {name}: {sorted(kwargs)}")
-        compile_filter(filter)
-        return filter
+        return compiled_filter(filter)  # validated and compiled once: the search hands it on
 
     def max_marginal_relevance_search(
         self,

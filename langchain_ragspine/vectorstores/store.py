@@ -76,7 +76,7 @@ from langchain_ragspine.backends.directory.chunk_store import ChunkStore, Stored
 from langchain_ragspine.backends.directory.lock import StoreReplacedError, check_lock_timeout, writer_lock
 from langchain_ragspine.documents import check_k, copy_metadata
 from langchain_ragspine.errors import StoreError
-from langchain_ragspine.filters import compile_filter
+from langchain_ragspine.filters import CompiledFilter, compiled_filter
 from langchain_ragspine.indexing import (
     CHUNKS_DB,
     EMBEDDING_CACHE,
@@ -383,14 +383,14 @@ def _copy(doc: Document, **extra: Any) -> Document:
     return Document(page_content=doc.page_content, metadata={**copy_metadata(doc.metadata), **extra}, id=doc.id)
 
 
-def _check_filter(filter: Any) -> Mapping[str, Any] | None:
+def _check_filter(filter: Any) -> CompiledFilter | None:
+    """``filter`` validated and compiled once (the search hands the result on)."""
     if filter is not None and not isinstance(filter, Mapping):
         raise TypeError(
             f"filter must be a metadata filter dict (langchain_ragspine.filters syntax, e.g. {{'dept': 'a'}}), got "
             f"{type(filter).__name__}; a callable filter is not supported (filters fail closed)"
         )
-    compile_filter(filter)
-    return filter
+    return compiled_filter(filter)
 
 
 class RagSpineVectorStore(MarginalRelevanceStore):
