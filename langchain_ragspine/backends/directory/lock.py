@@ -12,7 +12,11 @@ Windows; best effort, not run by this package's tests).  The operating system re
 however it exits (``SIGKILL`` included), so a crashed writer never leaves a stale lock behind.  It is held per open
 file, so two threads of one process exclude each other as two processes do; a thread that already holds the lock
 of a directory may take it again (the lock is re-entrant per thread).  Processes forked while it is held (the BM25
-tokenizer workers) close their copy at once, so they never keep it past their parent.
+tokenizer workers) close their copy first thing (an ``os.register_at_fork`` hook), and ``os.fork`` returns in the
+holder only once the child has done so (it says so by closing a pipe), so a child never keeps the lock past its
+parent — not even when the parent is killed right after the fork.  (A flock belongs to the open file, which a fork
+shares: before this wait, a holder killed in the instant between the fork and its child's first step left the
+lock held by the child.)
 
 The holder writes its process id into the file (and empties it on release), so a writer that has to wait can say
 whom it waits for, and a reader can tell a running ingest (:func:`writer_pid`) from one that was interrupted.
@@ -131,17 +135,61 @@ _HELD: dict[str, _Held] = {}
 _HELD_GUARD = threading.Lock()
 
 
+#: While a fork of a process holding a lock runs: the pipe by which its child says it closed its copies (read end,
+#: write end).  Forks of one process run one at a time while it holds a lock (``_HELD_GUARD`` is held from
+#: :func:`_before_fork` to the end of the fork), so one pipe is enough.
+_FORK_PIPE: list[int] = []
+
+
+def _before_fork() -> None:
+    """In the parent, before ``os.fork``: when a lock is held, a pipe for the child's word that it closed its copies
+    of the lock files.  ``_HELD_GUARD`` stays taken until the fork ends (released by the two hooks below), so the
+    child copies a consistent ``_HELD``."""
+    _HELD_GUARD.acquire()
+    if _HELD:
+        try:
+            _FORK_PIPE[:] = os.pipe()
+        except OSError:  # no descriptor left: the child still closes its copies, the parent just does not wait
+            _FORK_PIPE.clear()
+
+
+def _after_fork_in_parent() -> None:
+    """In the parent, after ``os.fork`` (also a failed one): wait until the child has closed its copies of the held
+    lock files (it closes the pipe's write end after them, or dies), so that from the moment ``fork`` returns no
+    child keeps a lock of this process — not even when this process is killed an instant later."""
+    try:
+        if _FORK_PIPE:
+            read_end, write_end = _FORK_PIPE
+            _FORK_PIPE.clear()
+            os.close(write_end)
+            try:
+                while os.read(read_end, 1):  # b"" (end of file): every copy of the write end is closed
+                    pass
+            except OSError:
+                pass
+            finally:
+                os.close(read_end)
+    finally:
+        _HELD_GUARD.release()
+
+
 def _close_in_child() -> None:
     """In a forked child: close the copies of the held lock files (closing, not unlocking: the parent keeps the
-    lock), so a child never holds a store's lock after its parent has gone."""
+    lock), then the pipe's write end, which tells the parent (waiting in :func:`_after_fork_in_parent`) that this
+    child holds no lock: so a child never holds a store's lock after its parent has gone."""
     for held in _HELD.values():
         with contextlib.suppress(OSError):
             os.close(held.fd)
     _HELD.clear()
+    for fd in _FORK_PIPE:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _FORK_PIPE.clear()
+    _HELD_GUARD.release()
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_close_in_child)
+    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent, after_in_child=_close_in_child)
 
 
 def check_lock_timeout(timeout: float | None) -> float | None:
