@@ -35,7 +35,6 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 
-import langchain_ragspine
 from langchain_ragspine._stacklevel import user_stacklevel
 from langchain_ragspine.backends.directory import bm25_parallel
 from langchain_ragspine.backends.directory._regular import check_regular
@@ -113,7 +112,7 @@ def _warn_stale(message: str) -> None:
     pydantic (however many mode builders, or a live retriever's reload inside ``invoke``, stand between it and the
     index)."""
     warnings.warn(
-        message, StaleIndexWarning, stacklevel=user_stacklevel(langchain_ragspine, langchain_core, pydantic)
+        message, StaleIndexWarning, stacklevel=user_stacklevel(langchain_core, pydantic)
     )
 
 
@@ -795,6 +794,11 @@ def _ingest(
     if name is None:
         raise ValueError(f"ingest needs a named tokenizer (it is persisted with the index), got {tokenizer!r}")
     postgres = is_postgres_url(store_dir)
+    if postgres and str(chunker or configured_setting("chunker") or "").strip().lower() == "parent_child":
+        raise ValueError(  # before the store is touched (its tokenizer, its vectors) or a file is read
+            "chunker 'parent_child' is not supported on a PostgreSQL store (its parents are kept by a store directory's "
+            "chunk store only): ingest into a store directory (--store DIR), or choose another --chunker"
+        )
     root = Path(store_dir)
     # one writer at a time, from the first read of the store (its chunker, index state, document count) to the
     # last write (index.json; a PostgreSQL store's last commit): so two ingests run in order, each against the store
@@ -1214,6 +1218,11 @@ class StoreSource(StoreBackedSource[ChunkStore]):
         """The store's active chunks (with ``metadata["index_text"]`` when the store has contextual headers)."""
         return _store_documents(self.store, _header(self._state.get("contextual")))
 
+    def holds_parents(self) -> bool:
+        """Whether the store was chunked by ``parent_child`` (its recorded chunker) and holds parents: ``auto``
+        then returns parents (:mod:`~langchain_ragspine.pipeline.modes`)."""
+        return (self.store.chunker or {}).get("name") == "parent_child" and self.store.count_parents() > 0
+
     def parent_store(self) -> ChunkStore:
         """The parent store of :class:`~langchain_ragspine.retrievers.ParentChildRetriever`: the chunk store, opened
         read-only on its own (it stays open for the retriever's lifetime, after this source is closed).
@@ -1312,7 +1321,9 @@ def open_retriever(
     index only, no embedding model is loaded; ``vector`` — the dense channel only; ``hybrid`` — BM25 and dense fused
     by :class:`~langchain_ragspine.retrievers.HybridRetriever` (``candidate_k`` per channel; ``options`` such as
     ``alpha`` or ``fusion`` go to it); ``auto`` — ``hybrid`` when the store has a vector index and its embedding
-    model can be loaded here, else ``bm25``; and any mode registered with
+    model can be loaded here, else ``bm25``, and over a store ingested with ``--chunker parent_child`` the distinct
+    parents of what that finds (as ``parent_child``: a :class:`~langchain_ragspine.retrievers.ParentChildRetriever`,
+    ``k`` parents from 50 children); and any mode registered with
     :func:`~langchain_ragspine.pipeline.modes.register_mode`.  ``k`` defaults to ``RAGSPINE_K``, else 6
     (:data:`~langchain_ragspine.config.DEFAULT_K`).  The query encoder is the one the vector index was built with
     (its spec is recorded at ingest), unless ``embedding`` is given.  An invalid ``index.json`` (the store's index

@@ -97,7 +97,7 @@ def read_dotenv(monkeypatch: pytest.MonkeyPatch, directory: Path) -> Callable[..
 
 
 # -- markers -----------------------------------------------------------------------------------------------------
-#: A folder of the test tree -> its markers (the folders of plan26 §2.9; ``integration_tests/`` today).
+#: A folder of the test tree -> its markers (the folders of docs/dev/plan-issue-26.md, S03; ``integration_tests/`` today).
 FOLDER_MARKERS: dict[str, tuple[str, ...]] = {
     "integration_tests": ("integration",),
     "postgres": ("postgres",),

@@ -314,7 +314,7 @@ def merge_answers(state: AdaptiveRAGState) -> dict[str, Any]:
         "mode": "merged",
         "unsupported_sentences": [x for s in answered for x in s.get("unsupported_sentences", [])],
         "warning": next((s["warning"] for s in answered if s.get("warning")), None),
-        **reply(state, answer, citations=citations, mode="merged"),
+        **reply(state, answer, citations=citations, mode="merged", passages=documents),
         "trace": [entry],
     }
 

@@ -27,7 +27,11 @@ passage's text.
 In chat mode a follow-up is condensed into a standalone search question first (:func:`prepare`, with
 :mod:`~langchain_ragspine.graphs.conversation`); retrieval, grading and rewriting use it
 (:func:`search_question`), the answer addresses the user's own words with the recent conversation in its prompt,
-and the reply's ``AIMessage`` carries its citations (:func:`reply`).
+and the reply's ``AIMessage`` carries its citations (:func:`reply`).  Before any of it, :func:`prepare` checks the
+earlier replies against what the retriever still serves (:func:`~langchain_ragspine.graphs.conversation.
+check_conversation`; :func:`generate` checks again before the answer prompt): a reply made from a passage
+relabelled RESTRICTED or retracted since leaves every prompt and is replaced in ``messages`` by a withdrawn note,
+one the retriever cannot vouch for leaves every prompt (fail closed).
 """
 
 from __future__ import annotations
@@ -62,12 +66,13 @@ from langchain_ragspine.chains.answer import (
     strip_think,
 )
 from langchain_ragspine.document_compressors.restricted import RestrictedGate, drop_restricted
-from langchain_ragspine.documents import doc_key
+from langchain_ragspine.documents import chunk_key, doc_key
 from langchain_ragspine.filters import compile_filter
 from langchain_ragspine.graphs.conversation import (
     DEFAULT_HISTORY_TURNS,
     GRAPH_REPLY_KEY,
     chat_history,
+    check_conversation,
     check_history_turns,
     condense_question,
 )
@@ -467,6 +472,7 @@ def reply(
     refused: bool = False,
     mode: str = "",
     retrieved: bool = True,
+    passages: Sequence[Document] = (),
 ) -> dict[str, Any]:
     """The ``messages`` update of a node that sets the answer: in chat mode, the answer as a new ``AIMessage``
     (id ``message_id`` — the answer model's — else a fresh one) that replaces this run's earlier reply, if any
@@ -479,8 +485,11 @@ def reply(
       "attributed"}]`` — ``n`` is the ``[n]`` marker in the text (``[]`` for a refusal or a reply without
       retrieval).  Built from passages that passed the RESTRICTED gate; no passage text.
     * ``"ragspine"``: ``{"search_query": what was searched last (``None`` without retrieval), "refused": bool,
-      "mode": str}`` — also the mark of a graph's own reply, the only AI messages a later turn reads
-      (:func:`~langchain_ragspine.graphs.conversation.is_graph_reply`).
+      "mode": str, "passages": [the chunk id of every passage the answer was given, cited or not; None for one
+      without an id]}`` — also the mark of a graph's own reply, the only AI messages a later turn reads
+      (:func:`~langchain_ragspine.graphs.conversation.is_graph_reply`), and what a later turn checks against the
+      retriever before the reply goes into a prompt (:func:`~langchain_ragspine.graphs.conversation.
+      check_conversation`).
 
     When this run dropped its filters (``filters_dropped``), the message says so as well:
     ``response_metadata["filters_dropped"] = True``, ``["dropped_filters"] = {...}`` and
@@ -494,7 +503,9 @@ def reply(
     search = (state.get("search_query") or state.get("original_query")) if retrieved else None
     metadata: dict[str, Any] = {
         "citations": [dict(c) for c in citations],
-        GRAPH_REPLY_KEY: {"search_query": search, "refused": refused, "mode": mode},
+        GRAPH_REPLY_KEY: {
+            "search_query": search, "refused": refused, "mode": mode, "passages": [chunk_key(d) for d in passages],
+        },
     }
     content = answer
     if state.get("filters_dropped"):
@@ -553,8 +564,14 @@ def prepare(
     search = question
     condensed: dict[str, Any] = {}
     trace: list[dict[str, Any]] = [{"step": "prepare", "filters": bool(filters)}]
+    # earlier replies made from a passage withdrawn since (relabelled RESTRICTED, retracted) leave the state and
+    # every prompt; ones the retriever cannot vouch for leave every prompt (conversation.check_conversation)
+    checked = check_conversation(state.get("messages") or [], parts.retriever)
+    if checked.withdrawn or checked.unverified:
+        trace.append({"step": "check_history", "withdrawn": len(checked.withdrawn), "unverified": checked.unverified})
+    withdrawn = {"messages": checked.withdrawn} if checked.withdrawn else {}
     if parts.condense_question:
-        history = chat_history(state.get("messages") or [], turns=parts.history_turns) if chat else []
+        history = chat_history(checked.kept, turns=parts.history_turns) if chat else []
         if history:
             found = condense_question(
                 question, history, llm=parts.llm, prompts=parts.prompts, tokenizer=parts.tokenizer
@@ -595,6 +612,7 @@ def prepare(
         "filters_dropped": False,
         "dropped_filters": None,
         "trace": replace(trace),
+        **withdrawn,
         **(extra or {}),
     }
 
@@ -689,7 +707,9 @@ def generate(state: RAGState, config: RunnableConfig, *, parts: GraphParts) -> d
     shown = prepare_context(docs, max_docs=parts.max_docs, lost_in_the_middle=parts.lost_in_the_middle)
     inputs: dict[str, Any] = {"question": question, "documents": shown}
     if parts.condense_question and state.get("chat"):
-        history = chat_history(state.get("messages") or [], turns=parts.history_turns)
+        # checked again here: the store may have changed since prepare (every prompt gets a checked history)
+        history = chat_history(check_conversation(state.get("messages") or [], parts.retriever).kept,
+                               turns=parts.history_turns)
         if history:
             inputs["chat_history"] = history
         if search_question(state) != question:
@@ -718,7 +738,7 @@ def generate(state: RAGState, config: RunnableConfig, *, parts: GraphParts) -> d
         "mode": mode,
         "refused": dont_know,
         **report,
-        **reply(state, answer, message_id, citations=cited, refused=dont_know, mode=mode),
+        **reply(state, answer, message_id, citations=cited, refused=dont_know, mode=mode, passages=shown),
         "trace": [entry],
     }
 

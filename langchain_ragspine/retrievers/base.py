@@ -43,9 +43,10 @@ from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, PrivateAttr, model_validator
 
 from langchain_ragspine.arguments import check_arguments, unknown_arguments_message
-from langchain_ragspine.documents import check_k
+from langchain_ragspine.documents import check_k, chunk_key
 from langchain_ragspine.retrievers.contract import child_config, gated_exit
 from langchain_ragspine.sensitivity import drop_restricted, is_restricted
+from langchain_ragspine.served import ServedIds
 
 __all__ = [
     "AsyncCall",
@@ -451,6 +452,7 @@ class RagSpineRetriever(ContractRetriever):
 
     _built: bool = PrivateAttr(default=False)
     _snapshot: IndexedDocuments | None = PrivateAttr(default=None)
+    _index_keys: tuple[IndexedDocuments, frozenset[str]] | None = PrivateAttr(default=None)
 
     def _mark_built(self) -> None:
         """Called at the end of ``model_post_init``: from now on an assignment to an index field rebuilds."""
@@ -476,6 +478,28 @@ class RagSpineRetriever(ContractRetriever):
             f"{type(self).__name__}.docs is not the list its index was built from (replaced without a rebuild); "
             "assign retriever.docs = [...] or use retriever.model_copy(update={'docs': [...]}), which rebuild the index"
         )
+
+    def served_ids(self, ids: Sequence[str]) -> ServedIds | None:
+        """Which of ``ids`` this retriever would still return (:mod:`~langchain_ragspine.served`): for a retriever
+        over its own index (a ``docs`` field: BM25, dense), the ids (:func:`~langchain_ragspine.documents.chunk_key`)
+        of the documents the index was built from — RESTRICTED ones were never indexed, and nothing is ever withdrawn
+        from a snapshot (a store's relabel reaches it through :class:`~langchain_ragspine.retrievers.live.
+        LiveStoreRetriever`, which reloads).  The id set is built once per index (O(chunks) the first time, then
+        O(len(ids))).  ``None`` (cannot tell) for a subclass without ``docs``.
+
+        Example:
+            >>> from langchain_core.documents import Document
+            >>> from langchain_ragspine.retrievers import BM25Retriever
+            >>> BM25Retriever.from_documents([Document("a b", id="a#0")]).served_ids(["a#0", "b#0"]).served
+            frozenset({'a#0'})
+        """
+        if "docs" not in type(self).model_fields:
+            return None
+        docs = self._indexed_docs()
+        cached = self._index_keys
+        if cached is None or cached[0] is not docs:
+            cached = self._index_keys = (docs, frozenset(k for k in map(chunk_key, docs) if k is not None))
+        return ServedIds.of(ids, cached[1].intersection(ids))
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
         """pydantic's ``model_copy``; an ``update`` of an :attr:`index_fields` field (validated) rebuilds the copy's

@@ -50,7 +50,6 @@ import numpy as np
 from langchain_core.documents import Document
 from pydantic import Field, PrivateAttr, field_validator
 
-import langchain_ragspine
 from langchain_ragspine._stacklevel import user_stacklevel
 from langchain_ragspine.backends.directory.bm25_index import (
     build_bm25_index,
@@ -438,7 +437,7 @@ class BM25Retriever(RagSpineRetriever):
                 f"{path}: saved BM25 index not used (no checksum: saved before checksums were recorded); rebuilt "
                 "in memory from its docs.jsonl — save it again to rewrite it",
                 StaleIndexWarning,
-                stacklevel=user_stacklevel(langchain_ragspine),
+                stacklevel=user_stacklevel(),
             )
             return cls.model_validate({"docs": saved.docs, "tokenizer": saved.tokenizer, **fields})
         token = _SKIP_BUILD.set(True)

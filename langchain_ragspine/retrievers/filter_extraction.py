@@ -26,7 +26,7 @@ import json
 import logging
 import re
 import unicodedata
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Literal
 
 from langchain_core.documents import Document
@@ -44,6 +44,7 @@ from langchain_ragspine.retrievers.contract import ainvoke_retriever, invoke_ret
 from langchain_ragspine.retrievers.embed_as import EMBED_AS_OPTION, embed_as_options, embed_as_target
 from langchain_ragspine.retrievers.query_transform import add_trace_entry, call_params
 from langchain_ragspine.retrievers.query_variants import reply_text, strip_think
+from langchain_ragspine.served import ServedIds, served_ids
 
 __all__ = [
     "DEFAULT_MAX_YEAR",
@@ -373,6 +374,11 @@ class FilterExtractionRetriever(ContractRetriever):
             return docs
         entry = {"transform": "filter_extraction", "filter": found}
         return [add_trace_entry(d, entry) for d in docs]
+
+    def served_ids(self, ids: Sequence[str]) -> ServedIds | None:
+        """Which of ``ids`` this retriever would still return (:mod:`~langchain_ragspine.served`): what its
+        ``base`` answers (it returns only documents ``base`` returned); ``None`` when that cannot tell."""
+        return served_ids(self.base, ids)
 
     def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
         k, _, _ = call_params(self.k, None, self.filter, call.k, call.filter)

@@ -11,6 +11,7 @@ package's runs untraced and the contract reports the gated result in its place (
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.documents import Document
@@ -20,6 +21,7 @@ from pydantic import field_validator
 from langchain_ragspine.documents import check_k
 from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, SyncCall
 from langchain_ragspine.retrievers.contract import ainvoke_retriever, invoke_retriever, retriever_params
+from langchain_ragspine.served import ServedIds, served_ids
 
 __all__ = ["GatedRetriever"]
 
@@ -67,6 +69,11 @@ class GatedRetriever(ContractRetriever):
     @classmethod
     def _strict_k(cls, value: Any) -> int | None:
         return None if value is None else check_k(value)
+
+    def served_ids(self, ids: Sequence[str]) -> ServedIds | None:
+        """Which of ``ids`` this retriever would still return (:mod:`~langchain_ragspine.served`): what its
+        ``retriever`` answers (it returns only documents ``retriever`` returned); ``None`` when that cannot tell."""
+        return served_ids(self.retriever, ids)
 
     def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
         k = self.k if call.k is None else call.k

@@ -114,6 +114,7 @@ from langchain_ragspine.retrievers.dense import SAVE_LAYOUT as _DENSE_LAYOUT
 from langchain_ragspine.retrievers.dense import DenseRetriever
 from langchain_ragspine.retrievers.embed_as import EMBED_AS_OPTION, embed_as_options, embed_as_target
 from langchain_ragspine.sensitivity import is_restricted
+from langchain_ragspine.served import ServedIds, combine_served
 from langchain_ragspine.tokenizers import Tokenizer
 
 __all__ = ["DEFAULT_C", "FUSIONS", "TWO_STAGE_ALPHA", "TWO_STAGE_TOP_ALPHA", "HybridRetriever", "convex_weights", "fuse"]
@@ -693,6 +694,11 @@ class HybridRetriever(RagSpineRetriever):
     def model_post_init(self, context: Any, /) -> None:
         """Validate the parameters (see the class docstring)."""
         self._check_fields()
+
+    def served_ids(self, ids: Sequence[str]) -> ServedIds | None:
+        """Which of ``ids`` a channel would still return (:func:`~langchain_ragspine.served.combine_served` over
+        :attr:`retrievers`: served by one and withdrawn by none; ``None`` when no channel can tell)."""
+        return combine_served(self.retrievers, ids)
 
     def _check_fields(self) -> None:
         """The checks of the class docstring's ``Raises``, run at construction, after every assignment (a refused one

@@ -75,6 +75,7 @@ from langchain_ragspine.retrievers.hybrid import DEFAULT_C, fuse
 from langchain_ragspine.retrievers.query_transform import call_params
 from langchain_ragspine.retrievers.query_variants import reply_text, strip_think
 from langchain_ragspine.sensitivity import drop_restricted
+from langchain_ragspine.served import ServedIds, combine_served
 
 __all__ = [
     "INDEX_ID_KEY",
@@ -680,6 +681,12 @@ class MultiIndexRetriever(ContractRetriever):
             docs = groups[0][1]
             return docs if k is None else docs[:k]
         return _fuse_groups(groups, k=k, c=self.c)  # k None: the whole fused list, no cut
+
+    def served_ids(self, ids: Sequence[str]) -> ServedIds | None:
+        """Which of ``ids`` this retriever would still return (:mod:`~langchain_ragspine.served`): what its indexes
+        answer (:func:`~langchain_ragspine.served.combine_served`: served by one and withdrawn by none — two indexes
+        may hold the same chunk id, and a citation names no index); ``None`` when no index can tell."""
+        return combine_served(list(self.indexes.values()), ids)
 
     def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
         k, depth, flt = self._params(call)

@@ -40,7 +40,7 @@ search tables, so they are never scored or returned; an empty query returns ``[]
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import langchain_core
@@ -50,7 +50,6 @@ from langchain_core.embeddings import Embeddings
 from psycopg import sql as _sql
 from pydantic import ConfigDict, PrivateAttr, field_validator
 
-import langchain_ragspine
 from langchain_ragspine._stacklevel import user_stacklevel
 from langchain_ragspine.backends.postgres.chunk_store import (
     CHUNKS,
@@ -77,6 +76,7 @@ from langchain_ragspine.retrievers.embed_as import (
     check_embed_as,
     embed_search_text,
 )
+from langchain_ragspine.served import ServedIds
 from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer, tokenizer_version
 
 __all__ = ["PostgresBM25Retriever", "PostgresDenseRetriever"]
@@ -140,7 +140,7 @@ class _PostgresRetriever(ContractRetriever):
         if flt is not None:
             # an unknown field warns at the first caller outside this package and langchain_core (the user's
             # invoke / search / similarity_search line), however many frames stand between
-            check_filter(conn, flt, stacklevel=user_stacklevel(langchain_ragspine, langchain_core) + 1)
+            check_filter(conn, flt, stacklevel=user_stacklevel(langchain_core) + 1)
 
     def _documents(self, rows: list[Any], channel: str) -> list[Document]:
         """Chunk rows (score last) as scored documents; a ``real`` score is read back as its exact float32
@@ -188,6 +188,18 @@ class _PostgresRetriever(ContractRetriever):
         self, conn: Any, prepared: Any, k: int, flt: SqlFilter | None
     ) -> list[tuple[Document, float]]:  # pragma: no cover - both subclasses override it
         raise NotImplementedError
+
+    def served_ids(self, ids: Sequence[str]) -> ServedIds:
+        """Which of ``ids`` this retriever would still return now, and which it no longer will
+        (:mod:`~langchain_ragspine.served`; :meth:`~langchain_ragspine.backends.postgres.chunk_store.
+        PostgresConnection.served_ids`: the search tables as they are now, so a relabel or a retraction committed
+        by any process counts at once).
+
+        Raises:
+            TypeError: ``ids`` is a str or holds a non-str.
+            StoreError: the query fails.
+        """
+        return self._db.served_ids(ids)
 
     def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
         embed_as = check_embed_as(call.options.get(EMBED_AS_OPTION))  # only the dense class declares the option

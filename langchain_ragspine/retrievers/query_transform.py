@@ -71,7 +71,6 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 from pydantic import ConfigDict, Field, field_validator
 
-import langchain_ragspine
 from langchain_ragspine._stacklevel import user_stacklevel
 from langchain_ragspine.documents import check_k, doc_key
 from langchain_ragspine.filters import and_filters, compile_filter
@@ -88,6 +87,7 @@ from langchain_ragspine.retrievers.deny_list import DeniedQuery, QueryDenyList
 from langchain_ragspine.retrievers.hybrid import DEFAULT_C, fuse
 from langchain_ragspine.retrievers.query_variants import is_blank, parse_query_variants
 from langchain_ragspine.sensitivity import drop_restricted
+from langchain_ragspine.served import ServedIds, served_ids
 
 __all__ = [
     "MAX_PROMPT_QUERY_CHARS",
@@ -116,7 +116,7 @@ PROMPT_VARIABLES = ("question", "n")
 
 # A warning about how a transformation was built names the first frame outside the package, pydantic (which runs
 # model_post_init) and langchain_core (whose Serializable.__init__ stands between) — the user's line.
-_LIBRARIES = (langchain_ragspine, pydantic, langchain_core)
+_LIBRARIES = (pydantic, langchain_core)
 
 
 class QueryTransformSkippedWarning(UserWarning):
@@ -369,6 +369,11 @@ class QueryTransformRetriever(ContractRetriever):
                 if key is not None and pos not in found.setdefault(key, []):
                     found[key].append(pos)
         return [add_trace_entry(d, plan.trace(found.get(doc_key(d) or "", []))) for d in fused]
+
+    def served_ids(self, ids: Sequence[str]) -> ServedIds | None:
+        """Which of ``ids`` this retriever would still return (:mod:`~langchain_ragspine.served`): what its
+        ``base`` answers (it returns only documents ``base`` returned); ``None`` when that cannot tell."""
+        return served_ids(self.base, ids)
 
     def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
         k, depth, flt = self._params(call)

@@ -57,11 +57,12 @@ from langchain_core.vectorstores.utils import maximal_marginal_relevance
 from langchain_ragspine.arguments import check_arguments
 from langchain_ragspine.backends.directory.chunk_store import nan_field
 from langchain_ragspine.backends.directory.lock import StoreBusyError
-from langchain_ragspine.documents import check_k
+from langchain_ragspine.documents import check_k, chunk_key
 from langchain_ragspine.errors import StoreError, StoreWriteError
 from langchain_ragspine.filters import and_filters, check_filter_size, compile_filter
 from langchain_ragspine.retrievers.base import check_query
 from langchain_ragspine.sensitivity import drop_restricted, drop_restricted_pairs, is_restricted
+from langchain_ragspine.served import ServedIds
 
 __all__ = [
     "RETRIEVER_FIELDS",
@@ -263,6 +264,11 @@ class MarginalRelevanceStore(TextsAsDocumentsStore):
             ``lambda_mult`` (a number in ``[0, 1]``) / ``filter``; an unknown keyword argument.
         NotImplementedError: a store without MMR candidates.
     """
+
+    #: Whether :meth:`get_by_ids` returns exactly the chunks search may return now (current, not RESTRICTED; both
+    #: stores of the package read the store as it is now): what their retrievers answer the served-ids check with
+    #: (:meth:`ScopedVectorStoreRetriever.served_ids`).
+    get_by_ids_is_current: ClassVar[bool] = True
 
     def _mmr_candidates(
         self, vector: np.ndarray, n: int, filter: Mapping[str, Any] | None
@@ -478,6 +484,21 @@ class ScopedVectorStoreRetriever(VectorStoreRetriever):
         """LangChain's ``ainvoke``, its keywords checked first (:meth:`check_call`)."""
         self.check_call(kwargs)
         return await super().ainvoke(input, config, **kwargs)
+
+    def served_ids(self, ids: Sequence[str]) -> ServedIds | None:
+        """Which of ``ids`` this retriever would still return (:mod:`~langchain_ragspine.served`): over a store of
+        the package (``get_by_ids_is_current``: :class:`VersionedVectorStore`, ``RagSpineVectorStore``), the ids its
+        ``get_by_ids`` returns — current and not RESTRICTED; a vector store keeps no answer for withdrawn ids, so
+        those count as unknown.  ``None`` (cannot tell) over any other vector store.
+
+        Raises:
+            StoreError: the store is unreadable.
+        """
+        if not getattr(type(self.vectorstore), "get_by_ids_is_current", False):
+            return None
+        wanted = list(ids)
+        found = self.vectorstore.get_by_ids(wanted) if wanted else []
+        return ServedIds.of(wanted, {k for d in found for k in (d.id, chunk_key(d)) if k is not None})
 
     def call_search_kwargs(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
         """The keywords of a search for a call with ``kwargs`` (:func:`search_kwargs_for_call`)."""

@@ -70,7 +70,6 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables import RunnableConfig
 
-import langchain_ragspine
 from langchain_ragspine._stacklevel import user_stacklevel
 from langchain_ragspine.arguments import check_arguments
 from langchain_ragspine.backends.directory._follow import FollowedChunkStore, StoreState
@@ -536,7 +535,7 @@ class RagSpineVectorStore(MarginalRelevanceStore):
             f"{cache}: the embedding cache cannot be written ({why}); this search embeds the vectors it misses in "
             "memory only",
             CacheNotWrittenWarning,
-            stacklevel=user_stacklevel(langchain_ragspine, langchain_core),
+            stacklevel=user_stacklevel(langchain_core),
         )
         if cache.is_file():
             with contextlib.suppress(StoreError):  # unreadable as well (e.g. left empty by the disk): no cache

@@ -257,7 +257,7 @@ def _unknown_argument_cases() -> list:
         (lambda: r.GlossaryRetriever(bm25, glossary=[["梅雨", "rain"]], max_query=2), r"'max_query'"),
         (lambda: r.MultiIndexRetriever({"a": bm25}, top_k=3), r"'top_k' \(did you mean 'k'\?\)"),
         (lambda: r.FilterExtractionRetriever(bm25, kk=3), r"'kk' \(did you mean 'k'"),
-        (lambda: r.ParentChildRetriever(bm25, chld_k=3), r"'chld_k' \(did you mean 'child_k'\?\)"),
+        (lambda: r.ParentChildRetriever(bm25, chld_k=3), r"'chld_k' \(did you mean 'fetch_k'"),
         (lambda: SecondStageRetriever(base_retriever=bm25, compressors=[LostInTheMiddleReorder()], top_k=2), r"'top_k' \(did you mean 'k'\?\)"),
     ]
 
