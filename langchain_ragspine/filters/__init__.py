@@ -485,31 +485,26 @@ class _Field:
             memo[value] = hit
         return hit
 
-    def _is_true(self, md: Mapping[str, Any]) -> bool:
+    def _answer(self, md: Mapping[str, Any]) -> bool | None:
+        """The three-valued answer for ``md``'s value of the field (``None`` for a missing one), memoised per
+        value."""
         value = md.get(self.field)
         if value is None:
-            return False
+            return None
         memos = self._memos
         if memos is not None:
             memo = memos.get(type(value))
             if memo is not None:
                 hit = memo.get(value, _NO)
                 if hit is not _NO:
-                    return hit is True
-        return self._tri(value) is True
+                    return hit  # type: ignore[return-value]  # a memo holds only bool | None
+        return self._tri(value)
+
+    def _is_true(self, md: Mapping[str, Any]) -> bool:
+        return self._answer(md) is True
 
     def _is_false(self, md: Mapping[str, Any]) -> bool:
-        value = md.get(self.field)
-        if value is None:
-            return False
-        memos = self._memos
-        if memos is not None:
-            memo = memos.get(type(value))
-            if memo is not None:
-                hit = memo.get(value, _NO)
-                if hit is not _NO:
-                    return hit is False
-        return self._tri(value) is False
+        return self._answer(md) is False
 
 
 _MEMO_TYPES = frozenset({str, int, float, bool})
