@@ -41,6 +41,7 @@ from langchain_ragspine.backends.directory.lock import LOCK_FILE
 from langchain_ragspine.cli import main
 from langchain_ragspine.errors import StoreError, StoreWriteError, os_error_of
 from langchain_ragspine.indexing import CHUNKS_DB, EMBEDDING_CACHE, STORE_MARKER, ingest
+from tests.harness import write_corpus
 
 from ._ingest_gate_child import DONE_S, child_env
 
@@ -53,11 +54,7 @@ TEXTS = {
 
 @pytest.fixture
 def corpus(tmp_path: Path) -> Path:
-    root = tmp_path / "corpus"
-    root.mkdir()
-    for name, text in TEXTS.items():
-        (root / f"{name}.md").write_text(text + "\n", "utf-8")
-    return root
+    return write_corpus(tmp_path / "corpus", TEXTS)
 
 
 def _assert_nothing_lost(error: BaseException, file: Path, why: str) -> str:

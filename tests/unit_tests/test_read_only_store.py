@@ -35,6 +35,7 @@ from langchain_core.documents import Document
 
 from langchain_ragspine.backends.directory.chunk_store import ChunkStore
 from langchain_ragspine.indexing import BM25_DIR, CHUNKS_DB, ingest
+from tests.harness import write_corpus
 
 from ._ingest_gate_child import DONE_S, child_env
 
@@ -131,11 +132,7 @@ def _files(root: Path) -> dict[str, bytes]:
 
 @pytest.fixture
 def corpus(tmp_path: Path) -> Path:
-    root = tmp_path / "corpus"
-    root.mkdir()
-    for name, text in TEXTS.items():
-        (root / f"{name}.md").write_text(text + "\n", "utf-8")
-    return root
+    return write_corpus(tmp_path / "corpus", TEXTS)
 
 
 @pytest.fixture
