@@ -5,8 +5,8 @@ RESTRICTED chunks out of their indexes, ``ingest`` that keeps them out of derive
 every exit — asks this module.  The rule is *fail closed*: when a label is ambiguous, the most restrictive reading
 wins.
 
-* **Folding.**  Keys and values are compared after :func:`fold`: Unicode compatibility decomposition (NFKD),
-  combining marks and invisible format characters removed (Unicode categories Mn, Me, Cf — a zero-width space, the
+* **Folding.**  Keys and values are compared after :func:`fold` (from :mod:`langchain_ragspine.text.folding`):
+  Unicode compatibility decomposition (NFKD), combining marks and invisible format characters removed (Unicode categories Mn, Me, Cf — a zero-width space, the
   dot of a Turkish ``İ``), recomposition (NFKC, so full-width ``ＲＥＳＴＲＩＣＴＥＤ`` is ``RESTRICTED``) and surrounding
   whitespace stripped (bidirectional controls such as U+202E are format characters, so they go too).  Keys then
   compare case-insensitively (``Ｓｅｎｓｉｔｉｖｉｔｙ``, `` sensitivity `` and ``SENSITIVITY`` all name the label), also
@@ -48,6 +48,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from langchain_ragspine.text.confusables import LATIN_LOOK_ALIKES, look_alikes
+from langchain_ragspine.text.folding import fold
 
 __all__ = [
     "KNOWN_SENSITIVITIES",
@@ -83,21 +84,6 @@ _S = TypeVar("_S")
 _RANK = {name: i for i, name in enumerate(KNOWN_SENSITIVITIES)}
 _WORD = re.compile(r"[A-Z]+")
 _LIST_TYPES = (list, tuple, set, frozenset)
-
-
-def fold(text: str) -> str:
-    """``text`` with compatibility forms, combining marks and format characters folded away, whitespace stripped.
-
-    NFKD, then every character of Unicode category Mn, Me or Cf removed, then NFKC, then ``strip()``.  Case is
-    kept (see :func:`normalize_label` and :func:`is_sensitivity_key`).
-
-    Example:
-        >>> fold(" Ｓｅｎｓｉ\\u200bｔｉｖｉｔｙ ")
-        'Sensitivity'
-    """
-    decomposed = unicodedata.normalize("NFKD", text)
-    kept = "".join(ch for ch in decomposed if unicodedata.category(ch) not in ("Mn", "Me", "Cf"))
-    return unicodedata.normalize("NFKC", kept).strip()
 
 
 def normalize_label(value: str) -> str:

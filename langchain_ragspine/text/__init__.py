@@ -1,6 +1,6 @@
 """Unicode normalisation and sentence boundaries for Japanese, Chinese and English text.
 
-* :func:`normalize` applies NFKC (Unicode Standard Annex #15): full-width ASCII becomes half-width (``ＡＢＣ１２３`` →
+* :func:`normalize` (from :mod:`~langchain_ragspine.text.folding`, the package's comparison forms) applies NFKC (Unicode Standard Annex #15): full-width ASCII becomes half-width (``ＡＢＣ１２３`` →
   ``ABC123``), half-width katakana becomes full-width (``ｶﾀｶﾅ`` → ``カタカナ``), compatibility ideographs fold.
   It is used on *tokens and queries*, never on stored chunk text: a chunk stays a verbatim slice of its source.
 * :func:`sentence_spans` finds sentence ends for CJK (``。！？；``) and Latin (``.!?;`` followed by a space or the
@@ -10,8 +10,23 @@
 from __future__ import annotations
 
 import re
-import unicodedata
 from typing import Any
+
+from langchain_ragspine.text.folding import normalize
+
+__all__ = [
+    "CJK_CHAR_CLASS",
+    "CJK_CHAR_RE",
+    "CJK_SENTENCE_ENDS",
+    "HEADING_KEY",
+    "HEADING_KEYS",
+    "INDEX_TEXT_KEY",
+    "LATIN_SENTENCE_ENDS",
+    "SENTENCE_ENDS",
+    "index_text",
+    "normalize",
+    "sentence_spans",
+]
 
 #: Regex character class (without brackets) of CJK characters: CJK unified ideographs (+ext. A, compatibility, and
 #: ext. B-F in the SIP), the iteration marks 々〆, hiragana, katakana (with ー and the phonetic extensions), and
@@ -35,11 +50,6 @@ _SENTENCE_END_RE = re.compile(
     rf"(?:[{CJK_SENTENCE_ENDS}]+|[{re.escape(LATIN_SENTENCE_ENDS)}]+(?=[{re.escape(_CLOSERS)}]*(?:\s|$)))"
     rf"[{re.escape(_CLOSERS)}]*"
 )
-
-
-def normalize(text: str) -> str:
-    """Return ``text`` in Unicode NFKC form (width folding for CJK and Latin; see module docstring)."""
-    return unicodedata.normalize("NFKC", text)
 
 
 def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:

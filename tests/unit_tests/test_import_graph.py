@@ -115,7 +115,6 @@ WITHOUT_ALL = frozenset({
     "filters",
     "indexing",
     "retrievers.bm25",
-    "text",
     "tokenizers",
 })
 
