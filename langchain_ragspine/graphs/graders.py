@@ -41,7 +41,6 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableConfig
 
 from langchain_ragspine.chains.answer import (
-    _sentences,
     format_context,
     is_dont_know,
     strip_citation_markers,
@@ -57,6 +56,7 @@ from langchain_ragspine.graphs.prompts import (
 )
 from langchain_ragspine.stopwords import content_terms
 from langchain_ragspine.text.folding import normalize, normalize_spaces
+from langchain_ragspine.text.sentences import line_sentences
 from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer
 
 __all__ = [
@@ -563,7 +563,7 @@ class LexicalGrader:
             extra = doc.metadata.get("prompt_text")
             if isinstance(extra, str):
                 haystacks.append(normalize_spaces(extra))
-        answered = _sentences(strip_citation_markers(answer))
+        answered = line_sentences(strip_citation_markers(answer), skip_headings=True, skip_code=True)
         sentences = [normalize_spaces(s) for s in answered]
         sentences = [s for s in sentences if s]
         if not sentences or not haystacks:
