@@ -90,6 +90,7 @@ from langchain_ragspine.sensitivity import (
     normalize_label,
     parse_label,
 )
+from langchain_ragspine.text.folding import file_name_key, normalize
 
 #: Suffixes (compared case-insensitively) loaded as one document per file.
 TEXT_SUFFIXES: tuple[str, ...] = (".md", ".markdown", ".txt")
@@ -631,12 +632,12 @@ class CorpusLoader(BaseLoader):
         folder = str(side.parent)
         if folder not in self._listed:
             try:
-                listing: frozenset[str] | None = frozenset(_name_key(name) for name in os.listdir(folder))
+                listing: frozenset[str] | None = frozenset(file_name_key(name) for name in os.listdir(folder))
             except OSError:
                 listing = None
             self._listed[folder] = listing
         listed = self._listed[folder]
-        return listed is None or _name_key(side.name) in listed
+        return listed is None or file_name_key(side.name) in listed
 
     def _sidecar_names(self, side: Path) -> list[str]:
         """The names in ``side``'s folder that are ``side.name`` up to the spelling of its suffix — its case, width,
@@ -658,9 +659,9 @@ class CorpusLoader(BaseLoader):
                 trailing = len(name) - len(stem) - len(suffix)  # dots and spaces after the suffix
                 spelled = trailing or not suffix.isascii() or suffix != suffix.strip()  # else only its case differs
                 if suffix.lower() == SIDECAR_SUFFIX or (spelled and look_alike_capitals(suffix) == _SIDECAR_CAPITALS):
-                    names.setdefault(_name_key(stem), []).append(name)
+                    names.setdefault(file_name_key(stem), []).append(name)
             self._json_names[folder] = names
-        return sorted(names.get(_name_key(side.stem), []))
+        return sorted(names.get(file_name_key(side.stem), []))
 
     def _open(self, entry: _Entry) -> Iterator[tuple[Document, int | None]]:
         """Check the file (raising ``LoaderError``) and return an iterator of ``(document, line)``."""
@@ -926,11 +927,6 @@ def _walk(
     return [(file, ident, linked) for _, file, ident, linked in found]
 
 
-def _name_key(name: str) -> str:
-    """A file name as a case-insensitive, normalizing file system compares it: NFC, case-folded."""
-    return unicodedata.normalize("NFC", name).casefold()
-
-
 def _distinct_names(path: Path, others: Sequence[Path]) -> tuple[Path, ...]:
     """``others`` without ``path`` and without repeats (the same path given twice is one name), in order."""
     seen = {os.path.abspath(path)}
@@ -1082,7 +1078,7 @@ def _line_keys(line: str) -> Iterator[str]:
     style, quoted or not, after a ``-`` or ``?`` indicator; also ``key:value``), TOML ``key = value`` (a dotted key
     also gives its last part: ``params.sensitivity``), in any width (NFKC: ``sensitivity：`` with a full-width
     colon); a ``#`` comment is not read.  Linear in the line's length."""
-    line = unicodedata.normalize("NFKC", line)
+    line = normalize(line)
     if ":" not in line and "=" not in line:
         return
     comment = _YAML_COMMENT.search(line)

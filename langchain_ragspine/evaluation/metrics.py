@@ -53,10 +53,11 @@ compares the strings themselves.
 from __future__ import annotations
 
 import math
-import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 
 from langchain_core.documents import Document
+
+from langchain_ragspine.text.folding import normalize
 
 __all__ = [
     "answer_recall_at_k",
@@ -207,14 +208,14 @@ def first_answer_rank(docs: Sequence[Document], doc_id: str, answers: Sequence[s
         >>> first_answer_rank([d], "a", ["日本"]), first_answer_rank([d], "b", ["日本"])
         (1, None)
     """
-    wanted = [n for a in answers if (n := unicodedata.normalize("NFKC", a))]
+    wanted = [n for a in answers if (n := normalize(a))]
     if not wanted:
         return None
     for rank, doc in enumerate(docs, start=1):
         got = doc.metadata.get("doc_id")
         if got is None or str(got) != str(doc_id):
             continue
-        text = unicodedata.normalize("NFKC", doc.page_content)
+        text = normalize(doc.page_content)
         if any(a in text for a in wanted):
             return rank
     return None

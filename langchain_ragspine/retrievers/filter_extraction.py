@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Literal
 
@@ -45,6 +44,7 @@ from langchain_ragspine.retrievers.embed_as import EMBED_AS_OPTION, embed_as_opt
 from langchain_ragspine.retrievers.query_transform import add_trace_entry, call_params
 from langchain_ragspine.retrievers.query_variants import reply_text, strip_think
 from langchain_ragspine.served import ServedIds, served_ids
+from langchain_ragspine.text.folding import normalize
 
 __all__ = [
     "DEFAULT_MAX_YEAR",
@@ -178,7 +178,7 @@ class RuleFilterExtractor:
         names none, or when a number in the plausible range is not read as one (see the class docstring)."""
         if not isinstance(question, str):
             return []
-        text = unicodedata.normalize("NFKC", question)
+        text = normalize(question)
         numbers = {m.start() for m in _NUMBER.finditer(text) if self.min_year <= int(m.group()) <= self.max_year}
         if not numbers:
             return []

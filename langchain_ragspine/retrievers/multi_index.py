@@ -61,7 +61,7 @@ from langchain_ragspine.arguments import close_names
 from langchain_ragspine.documents import check_k, dedupe_by, doc_key
 from langchain_ragspine.filters import CompiledFilter, compile_filter
 from langchain_ragspine.retrievers._choices import ChoicePrompter
-from langchain_ragspine.retrievers._term_match import fold_text, terms_regex
+from langchain_ragspine.retrievers._term_match import terms_regex
 from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, RetrieverCall, SyncCall
 from langchain_ragspine.retrievers.contract import (
     Search,
@@ -76,6 +76,7 @@ from langchain_ragspine.retrievers.query_transform import call_params
 from langchain_ragspine.retrievers.query_variants import reply_text, strip_think
 from langchain_ragspine.sensitivity import drop_restricted
 from langchain_ragspine.served import ServedIds, combine_served
+from langchain_ragspine.text.folding import fold_text
 
 __all__ = [
     "INDEX_ID_KEY",

@@ -31,14 +31,13 @@ from langchain_core.documents import Document
 from langchain_text_splitters import TextSplitter
 
 from langchain_ragspine.text import HEADING_KEY
+from langchain_ragspine.text.graphemes import Graphemes, Span
 from langchain_ragspine.text_splitters.layout import LayoutTextSplitter
 from langchain_ragspine.text_splitters.paragraph import (
     DEFAULT_CHUNK_CHARS,
     DEFAULT_OVERLAP_CHARS,
     ParagraphTextSplitter,
     SourceText,
-    Span,
-    _Graphemes,
     document_metadata,
 )
 
@@ -116,7 +115,7 @@ class ParentChildTextSplitter(ParagraphTextSplitter):
 
     def parent_child_spans(self, text: str) -> list[tuple[int, int, tuple[str, ...], list[Span]]]:
         """``(parent start, parent end, heading path, child spans)`` for every parent of ``text``, in order."""
-        g = _Graphemes(text)
+        g = Graphemes(text)
         return [(ps, pe, path, self._pack(g, ps, pe)) for ps, pe, path in self._parents.section_chunks(g)]
 
     def split_spans(self, text: str) -> list[Span]:

@@ -166,7 +166,8 @@ def _regex_find(glossary: Glossary, query: str) -> list[tuple[int, int, str]]:
     import re
 
     from langchain_ragspine.retrievers._term_match import plural_endings
-    from langchain_ragspine.retrievers.glossary import _fold, _norm
+    from langchain_ragspine.text.folding import normalize_spaces as _norm
+    from langchain_ragspine.text.folding import simple_casefold as _fold
 
     keys = [k for k, v in glossary._synonyms.items() if v]
     if not keys:
@@ -210,7 +211,8 @@ def test_matches_are_the_regex_matches(groups, noise, data):
 
 def test_case_folding_is_the_regex_case_folding():
     """Every code point folds as re.IGNORECASE compares it: simple lower case plus CPython's extra classes."""
-    from langchain_ragspine.retrievers.glossary import _CASE_CLASSES, _fold
+    from langchain_ragspine.text.folding import _CASE_CLASSES
+    from langchain_ragspine.text.folding import simple_casefold as _fold
 
     sre = pytest.importorskip("_sre")
     casefix = pytest.importorskip("re._casefix")

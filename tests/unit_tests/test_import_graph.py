@@ -82,20 +82,12 @@ PRIVATE_IMPORTS = frozenset({
     "filters.sql -> filters._op_name",
     "filters.sql -> filters._operand",
     "filters.sql -> filters._operand_list",
-    "graphs.graders -> chains.answer._sentences",
     "indexing -> backends.directory._regular",
     "indexing -> retrievers.dense._has_text",
     "pipeline.modes -> config._from_setting",
     "postgres -> indexing._warn_stale",
     "postgres -> retrievers.dense._has_text",
     "retrievers.live -> backends.directory._follow",
-    "text_splitters.layout -> text_splitters.paragraph._Graphemes",
-    "text_splitters.layout -> text_splitters.paragraph._strip",
-    "text_splitters.parent_child -> text_splitters.paragraph._Graphemes",
-    "text_splitters.semantic -> text_splitters.paragraph._Graphemes",
-    "text_splitters.semantic -> text_splitters.paragraph._sentence_spans",
-    "text_splitters.sentence_window -> text_splitters.paragraph._Graphemes",
-    "text_splitters.sentence_window -> text_splitters.paragraph._sentence_spans",
     "vectorstores.store -> backends.directory._follow",
 })
 
@@ -115,7 +107,6 @@ WITHOUT_ALL = frozenset({
     "filters",
     "indexing",
     "retrievers.bm25",
-    "text",
     "tokenizers",
 })
 
