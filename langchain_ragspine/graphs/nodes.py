@@ -198,22 +198,6 @@ class GraphParts:
 
 
 # -- parts ----------------------------------------------------------------------------------------------------------
-def resolve_llm(llm: BaseChatModel | str | None) -> BaseChatModel | None:
-    """``llm`` as a chat model: ``None`` stays ``None`` (no LLM; the environment is *not* consulted — call
-    :func:`~langchain_ragspine.config.make_chat_model` for that), a string goes through ``make_chat_model``.
-
-    Raises:
-        TypeError: neither ``None``, a string nor a ``BaseChatModel``.
-    """
-    if llm is None or isinstance(llm, BaseChatModel):
-        return llm
-    if isinstance(llm, str):
-        from langchain_ragspine.config import make_chat_model
-
-        return make_chat_model(llm)
-    raise TypeError(f"llm must be a BaseChatModel, a make_chat_model spec or None, got {llm!r}")
-
-
 def check_retriever(retriever: Any) -> BaseRetriever:
     """``retriever`` if it is a ``BaseRetriever``.
 
@@ -310,6 +294,9 @@ def make_parts(
     pass each one: their signatures hold the defaults; ``relax_filters`` (default ``False``) only matters to the
     corrective loop; ``condense_question`` (default ``True``) and ``history_turns`` (default 3) to chat input).
 
+    ``llm``: a chat model, a :func:`~langchain_ragspine.config.make_chat_model` spec, or ``None`` (no LLM: the
+    environment is not consulted).
+
     Raises:
         TypeError / ValueError: a bad ``retriever``, ``llm``, ``graders``, ``max_retries``, ``k``, ``prompts``,
             ``compressors``, ``relax_filters`` (not a bool: ``"no"`` would widen), ``condense_question`` or
@@ -323,7 +310,9 @@ def make_parts(
     if prompts is not None and not isinstance(prompts, GraphPrompts):
         raise TypeError(f"prompts must be a GraphPrompts, got {prompts!r}")
     p = prompts or GraphPrompts()
-    model = resolve_llm(llm)
+    from langchain_ragspine.config import make_chat_model  # imported here: config imports most of the package
+
+    model = None if llm is None else make_chat_model(llm)  # None: no LLM (a builder never reads RAGSPINE_LLM)
     if graders is None:
         grade = make_graders(model, tokenizer=tokenizer, prompts=p)
     elif isinstance(graders, Graders):
