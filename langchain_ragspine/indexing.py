@@ -61,7 +61,14 @@ from langchain_ragspine.embeddings.cache import (
     content_hash,
     model_key_for,
 )
-from langchain_ragspine.errors import RagSpineError, StaleIndexWarning, StoreError, StoreWriteError
+from langchain_ragspine.errors import (
+    RagSpineError,
+    StaleIndexWarning,
+    StoreError,
+    StoreWriteError,
+    sqlite_cannot_open,
+    write_errors,
+)
 from langchain_ragspine.pipeline.modes import (
     StoreBackedSource,
     build_retriever,
@@ -149,12 +156,20 @@ def prepare_store_dir(root: Path) -> None:
 
     Raises:
         StoreError: see :func:`check_store_dir`.
+        StoreWriteError: ``root`` or its marker file cannot be written (no inode or block left, a read-only
+            folder, …): nothing of the store was written yet (a marker written in part is removed again).
     """
     check_store_dir(root)
-    root.mkdir(parents=True, exist_ok=True)
     marker = root / STORE_MARKER
-    if not marker.exists():
-        marker.write_text(json.dumps({"format": "ragspine-store/1"}) + "\n", "utf-8")
+    with write_errors(marker, kept="nothing of the store was written yet"):
+        root.mkdir(parents=True, exist_ok=True)
+        if not marker.exists():
+            try:
+                marker.write_text(json.dumps({"format": "ragspine-store/1"}) + "\n", "utf-8")
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    marker.unlink()
+                raise
     for leftover in list(root.glob(f".{BM25_DIR}.tmp-*")) + list(root.glob(f".{BM25_DIR}.old-*")):
         shutil.rmtree(leftover, ignore_errors=True)  # left by a process killed while saving the index
 
@@ -336,8 +351,8 @@ def _open_cache(root: Path, *, read_only: bool = False) -> EmbeddingCache:
     except StoreWriteError:
         raise  # the disk is full (opening writes the -wal/-shm files): the cache is intact, keep it
     except StoreError as e:
-        if read_only or not path.exists():
-            raise
+        if read_only or not path.exists() or sqlite_cannot_open(e):
+            raise  # a file SQLite could not open or create (its -wal, its -shm) says nothing of the cache: keep it
         aside = path.with_name(f"{path.name}.corrupt-{int(time.time())}")
         for suffix in ("", "-wal", "-shm"):
             src = Path(str(path) + suffix)

@@ -499,7 +499,9 @@ def _is_restricted_value(value: Any, depth: int) -> bool:
 
 def is_restricted(metadata: Any) -> bool:
     """``True`` when ``metadata`` (a mapping, or a ``Document``) is labelled RESTRICTED: under any key that
-    :func:`is_sensitivity_key` accepts, a value that :func:`is_restricted_label` accepts.
+    :func:`is_sensitivity_key` accepts, a value that :func:`is_restricted_label` accepts — at the top level or in a
+    mapping or list nested at any depth (``{"metadata": {"sensitivity": "RESTRICTED"}}``; deeper than 32 levels or
+    unreadable: RESTRICTED).
 
     This is the one test every exit of the package uses (the ``RestrictedGate``, ``search``, the graphs, the
     retrievers' index builders); it also covers documents from other loaders (``{"Sensitivity": ["INTERNAL",
@@ -508,7 +510,30 @@ def is_restricted(metadata: Any) -> bool:
     metadata = getattr(metadata, "metadata", metadata)  # a langchain_core Document
     if not isinstance(metadata, Mapping):
         return False
-    return any(is_sensitivity_key(key) and is_restricted_label(value) for key, value in metadata.items())
+    try:
+        return _has_restricted_key(metadata, 0)
+    except Exception:  # a container that cannot be read (its iteration raised): fail closed
+        return True
+
+
+def _has_restricted_key(value: Any, depth: int) -> bool:
+    """A sensitivity key with a RESTRICTED label anywhere in ``value``: at its top level or nested at any depth of
+    mappings and lists (``{"metadata": {"sensitivity": "RESTRICTED"}}``, LangChain's ``Document`` JSON shape, as
+    another loader may leave it; the loader reads nested label keys of files by the same rule).  Deeper than
+    :data:`_MAX_DEPTH` is RESTRICTED (fail closed, also for a self-containing container)."""
+    if depth >= _MAX_DEPTH:
+        return True
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if is_sensitivity_key(key) and is_restricted_label(item):
+                return True
+            if isinstance(item, (Mapping, *_LIST_TYPES)) and _has_restricted_key(item, depth + 1):
+                return True
+        return False
+    if isinstance(value, _LIST_TYPES):
+        return any(isinstance(item, (Mapping, *_LIST_TYPES)) and _has_restricted_key(item, depth + 1)
+                   for item in value)
+    return False
 
 
 def drop_restricted(documents: Iterable[_T]) -> list[_T]:

@@ -138,3 +138,12 @@ def markers_for(path: PurePath, fixturenames: Iterable[str] = (), marked: Iterab
     if (found | set(marked)) & INTEGRATION_KINDS:
         found.add("integration")
     return found
+
+
+def write_corpus(root: Path, texts: dict[str, str]) -> Path:
+    """``root`` made a corpus folder of one Markdown file per ``texts`` item (``{name}.md``: the text and a final
+    newline); returns ``root``."""
+    root.mkdir(parents=True, exist_ok=True)
+    for name, text in texts.items():
+        (root / f"{name}.md").write_text(text + "\n", "utf-8")
+    return root

@@ -44,6 +44,7 @@ from pydantic import ConfigDict, PrivateAttr, model_validator
 
 from langchain_ragspine.arguments import check_arguments, check_k, unknown_arguments_message
 from langchain_ragspine.documents import chunk_key
+from langchain_ragspine.filters import CompiledFilter, compiled_filter
 from langchain_ragspine.retrievers.contract import child_config, gated_exit
 from langchain_ragspine.sensitivity import drop_restricted, is_restricted
 from langchain_ragspine.served import ServedIds
@@ -251,15 +252,17 @@ class RetrieverCall(Generic[RunManager]):
 
     Attributes:
         k: the call's ``k``, not yet checked; ``None``: the retriever's own default.
-        filter: the call's metadata filter (:mod:`langchain_ragspine.filters` syntax), not yet ANDed with the
-            retriever's own; ``None``: none.
+        filter: the call's metadata filter (:mod:`langchain_ragspine.filters` syntax), validated and compiled
+            once at the door (:class:`~langchain_ragspine.filters.CompiledFilter`: hand it on as it is, every
+            channel and merge of the call reuses it), not yet ANDed with the retriever's own; ``None``: none (also
+            for an empty filter).
         run_manager: LangChain's run of the call (``CallbackManagerForRetrieverRun`` in :meth:`ContractRetriever.
             _retrieve`, the async one in :meth:`ContractRetriever._aretrieve`); inner calls are its child runs.
         options: the further keywords the class takes (:attr:`ContractRetriever.call_options`), as given.
     """
 
     k: int | None
-    filter: Mapping[str, Any] | None
+    filter: CompiledFilter | None
     run_manager: RunManager
     options: Mapping[str, Any] = field(default_factory=dict)
 
@@ -420,7 +423,8 @@ class ContractRetriever(SyncBackedRetriever):
             raise TypeError(
                 unknown_arguments_message(f"{type(self).__name__}.invoke", unknown, known, what="keyword argument")
             )
-        return RetrieverCall(k, filter, run_manager, dict(kwargs))
+        # the call's filter is validated and compiled here, once: every channel, gate and merge of the call gets it
+        return RetrieverCall(k, compiled_filter(filter), run_manager, dict(kwargs))
 
     def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
         """The documents for ``query`` under ``call`` (see the class docstring)."""

@@ -59,7 +59,7 @@ from langchain_ragspine.backends.directory.bm25_index import (
 )
 from langchain_ragspine.documents import check_score_threshold, doc_key, with_identities, with_scores
 from langchain_ragspine.errors import StaleIndexWarning
-from langchain_ragspine.filters import FilterMasks, and_filters, compile_filter
+from langchain_ragspine.filters import FilterMasks, compile_filter, compiled_filter
 from langchain_ragspine.retrievers.base import (
     RagSpineRetriever,
     RunnableOptions,
@@ -334,7 +334,7 @@ class BM25Retriever(RagSpineRetriever):
         k = self.k if k is None else check_k(k)
         threshold = self._threshold(score_threshold)
         check_bm25_query(query)
-        mask = self._masks.mask(and_filters(self.filter, filter))
+        mask = self._masks.mask(compiled_filter(self.filter, filter))
         docs = self._indexed_docs()
         if not docs:
             return []

@@ -87,7 +87,7 @@ from langchain_ragspine.documents import doc_key, with_identities, with_scores
 from langchain_ragspine.embeddings.batching import embed_in_batches
 from langchain_ragspine.embeddings.cache import CachedEmbeddings, content_hash, model_key_for
 from langchain_ragspine.errors import StoreError
-from langchain_ragspine.filters import FilterMasks, and_filters, compile_filter
+from langchain_ragspine.filters import FilterMasks, compile_filter, compiled_filter
 from langchain_ragspine.retrievers.base import (
     AsyncCall,
     RagSpineRetriever,
@@ -324,7 +324,7 @@ class DenseRetriever(RagSpineRetriever):
             TypeError, ValueError: a bad ``k``; a malformed filter; a vector of another dimension than the index.
         """
         k = self.k if k is None else check_k(k)
-        mask = self._masks.mask(and_filters(self.filter, filter))
+        mask = self._masks.mask(compiled_filter(self.filter, filter))
         return self._search(vector, k, mask)
 
     def _search(self, vector: np.ndarray | list[float], k: int, mask: np.ndarray | None) -> list[tuple[int, float]]:
@@ -339,7 +339,7 @@ class DenseRetriever(RagSpineRetriever):
         """``(k, candidate mask, embed_as)`` for a call, or ``None`` when the answer is ``[]`` without embedding the
         query."""
         k = self.k if call.k is None else check_k(call.k)
-        mask = self._masks.mask(and_filters(self.filter, call.filter))  # validates the filter before anything else
+        mask = self._masks.mask(compiled_filter(self.filter, call.filter))  # validates the filter before anything else
         embed_as = check_embed_as(call.options.get(EMBED_AS_OPTION))
         if self._index is None or not query or not query.strip():
             return None

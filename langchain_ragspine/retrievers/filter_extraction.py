@@ -37,7 +37,7 @@ from langchain_core.runnables import RunnableConfig
 from pydantic import ConfigDict
 
 from langchain_ragspine.arguments import OptionalPositiveIntField
-from langchain_ragspine.filters import and_filters, compile_filter
+from langchain_ragspine.filters import compile_filter, compiled_filter
 from langchain_ragspine.retrievers._choices import ChoicePrompter
 from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, SyncCall
 from langchain_ragspine.retrievers.contract import ainvoke_retriever, invoke_retriever
@@ -376,18 +376,18 @@ class FilterExtractionRetriever(ContractRetriever):
         return served_ids(self.base, ids)
 
     def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
-        k, _, _ = call_params(self.k, None, self.filter, call.k, call.filter)
+        k, _, flt = call_params(self.k, None, self.filter, call.k, call.filter)
         found = self.extract(query, call.child("extract"))
         base, options = embed_as_target(self.base, embed_as_options(call.options))
-        docs = invoke_retriever(base, query, k=k, filter=and_filters(self.filter, call.filter, found),
+        docs = invoke_retriever(base, query, k=k, filter=compiled_filter(flt, found),
                                 config=call.child("base"), options=options)
         return self._finish(docs, found)
 
     async def _aretrieve(self, query: str, call: AsyncCall) -> list[Document]:
-        k, _, _ = call_params(self.k, None, self.filter, call.k, call.filter)
+        k, _, flt = call_params(self.k, None, self.filter, call.k, call.filter)
         found = await self.aextract(query, call.child("extract"))
         base, options = embed_as_target(self.base, embed_as_options(call.options))
-        docs = await ainvoke_retriever(base, query, k=k, filter=and_filters(self.filter, call.filter, found),
+        docs = await ainvoke_retriever(base, query, k=k, filter=compiled_filter(flt, found),
                                        config=call.child("base"), options=options)
         return self._finish(docs, found)
 

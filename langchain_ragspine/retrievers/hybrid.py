@@ -98,7 +98,7 @@ from langchain_ragspine.documents import (
     scored_at_least,
     with_scores,
 )
-from langchain_ragspine.filters import Predicate, and_filters, compile_filter
+from langchain_ragspine.filters import CompiledFilter, Predicate, compile_filter, compiled_filter
 from langchain_ragspine.retrievers.base import (
     AsyncCall,
     RagSpineRetriever,
@@ -530,7 +530,7 @@ class _CallParams:
     """One call's parameters (:meth:`HybridRetriever._params`)."""
 
     k: int
-    filter: Mapping[str, Any] | None
+    filter: CompiledFilter | None
     depth: int
     predicate: Predicate | None
     score_threshold: float | None
@@ -685,10 +685,10 @@ class HybridRetriever(RagSpineRetriever):
         :attr:`retrievers`: served by one and withdrawn by none; ``None`` when no channel can tell)."""
         return combine_served(self.retrievers, ids)
 
-    def _check_fields(self) -> None:
+    def _check_fields(self, *, own_filter: bool = True) -> None:
         """The checks of the class docstring's ``Raises``, run at construction, after every assignment (a refused one
         is undone: ``h.retrievers = []`` raises and leaves ``h`` as it was) and at every call (``model_copy`` does
-        not validate)."""
+        not validate; a call compiles the own filter with its own, so ``own_filter=False`` skips it here)."""
         if not isinstance(self.retrievers, list) or not self.retrievers:
             raise ValueError(f"retrievers must be a non-empty list of BaseRetriever, got {self.retrievers!r}")
         for i, r in enumerate(self.retrievers):
@@ -708,7 +708,8 @@ class HybridRetriever(RagSpineRetriever):
             raise ValueError("give either weights or alpha, not both (alpha only sets the default convex weights)")
         _check_id_key(self.id_key)
         self._check_threshold(self.score_threshold)
-        compile_filter(self.filter)
+        if own_filter:
+            compile_filter(self.filter)
 
     def _check_threshold(self, value: Any) -> float | None:
         """``value`` as a threshold on this retriever's fused scores (see ``score_threshold``)."""
@@ -736,14 +737,15 @@ class HybridRetriever(RagSpineRetriever):
         """A call's parameters: ``k``, the call's filter ANDed with :attr:`filter` (and its predicate), the
         per-channel depth ``max(candidate_k, k)`` (the call's ``candidate_k``, else :attr:`candidate_k`) and the
         score threshold (the call's, else :attr:`score_threshold`)."""
-        self._check_fields()  # model_copy(update=...) skips validation
+        self._check_fields(own_filter=False)  # model_copy(update=...) skips validation
         k = self.k if call.k is None else check_k(call.k)
         candidate_k = call.options.get("candidate_k")
         candidate_k = self.candidate_k if candidate_k is None else check_int(candidate_k, "candidate_k")
         threshold = call.options.get("score_threshold")
         threshold = self.score_threshold if threshold is None else self._check_threshold(threshold)
-        flt = and_filters(self.filter, call.filter)
-        return _CallParams(k, flt, max(candidate_k, k), compile_filter(flt), threshold)
+        # the own filter AND the call's (compiled once at the door), compiled once for every channel and the merge
+        flt = compiled_filter(self.filter, call.filter)
+        return _CallParams(k, flt, max(candidate_k, k), None if flt is None else flt.predicate, threshold)
 
     @staticmethod
     def _channel_options(call: RetrieverCall[Any]) -> dict[str, Any]:

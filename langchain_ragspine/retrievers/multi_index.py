@@ -59,7 +59,7 @@ from pydantic import ConfigDict, PrivateAttr
 
 from langchain_ragspine.arguments import OptionalPositiveIntField, check_int, close_names
 from langchain_ragspine.documents import dedupe_by, doc_key
-from langchain_ragspine.filters import compile_filter
+from langchain_ragspine.filters import CompiledFilter, compile_filter
 from langchain_ragspine.retrievers._choices import ChoicePrompter
 from langchain_ragspine.retrievers._term_match import fold_text, terms_regex
 from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, RetrieverCall, SyncCall
@@ -652,7 +652,7 @@ class MultiIndexRetriever(ContractRetriever):
         return self._decide(routed)
 
     # -- retrieval --------------------------------------------------------------------------------------------------
-    def _params(self, call: RetrieverCall[Any]) -> tuple[int | None, int | None, dict[str, Any] | None]:
+    def _params(self, call: RetrieverCall[Any]) -> tuple[int | None, int | None, CompiledFilter | None]:
         return call_params(self.k, self.candidate_k, self.filter, call.k, call.filter)
 
     def _searches(self, decision: RoutingDecision, query: str, call: RetrieverCall[Any]) -> list[Search]:

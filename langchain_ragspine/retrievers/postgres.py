@@ -67,7 +67,7 @@ from langchain_ragspine.backends.postgres.vectors import EMBEDDINGS, has_hnsw_in
 from langchain_ragspine.config import check_timeout, configured_setting
 from langchain_ragspine.embeddings.batching import l2_normalize
 from langchain_ragspine.errors import StoreError
-from langchain_ragspine.filters import and_filters, compile_filter
+from langchain_ragspine.filters import compile_filter, compiled_filter
 from langchain_ragspine.filters.sql import SqlFilter, check_filter, filter_sql
 from langchain_ragspine.retrievers.base import ContractRetriever, SyncCall
 from langchain_ragspine.retrievers.bm25 import bm25_threshold, check_bm25_query, with_scores
@@ -128,8 +128,9 @@ class _PostgresRetriever(ContractRetriever):
         return float(configured_setting("pg_statement_timeout"))
 
     def _call_filter(self, filter: Mapping[str, Any] | None, row: str) -> SqlFilter | None:
-        """The retriever's own filter AND the call's, as SQL on ``row`` (validated; no connection needed)."""
-        return filter_sql(and_filters(self.filter, filter), row=row)
+        """The retriever's own filter AND the call's, as SQL on ``row`` (validated; no connection needed; the call's
+        filter comes compiled, and its SQL is built once for every search of the call)."""
+        return filter_sql(compiled_filter(self.filter, filter), row=row)
 
     def _check_filter(self, conn: Any, flt: SqlFilter | None) -> None:
         """The evaluator's checks of ``flt`` against the store (a date error; the unknown-field warning)."""

@@ -74,7 +74,7 @@ from pydantic import ConfigDict, Field, field_validator
 from langchain_ragspine._stacklevel import user_stacklevel
 from langchain_ragspine.arguments import OptionalPositiveIntField, check_int, check_k
 from langchain_ragspine.documents import doc_key
-from langchain_ragspine.filters import and_filters, compile_filter
+from langchain_ragspine.filters import CompiledFilter, compile_filter, compiled_filter
 from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, RetrieverCall, SyncCall
 from langchain_ragspine.retrievers.contract import (
     Search,
@@ -178,20 +178,20 @@ def call_params(
     own_filter: Mapping[str, Any] | None,
     k: int | None,
     filter: Mapping[str, Any] | None,
-) -> tuple[int | None, int | None, dict[str, Any] | None]:
+) -> tuple[int | None, int | None, CompiledFilter | None]:
     """``(k, depth, filter)`` of one call to a wrapper retriever (a query transformation, :class:`~langchain_ragspine.
     retrievers.multi_index.MultiIndexRetriever`, filter extraction).
 
     ``k`` is the call's (checked), else the wrapper's ``own_k`` (``None``: the inner retrievers' defaults); ``depth``
     — what each inner search asks for — is ``max(k, candidate_k)`` (``None`` when ``k`` is); the filter is the
-    wrapper's ANDed with the call's (:func:`~langchain_ragspine.filters.and_filters`), compiled to check it.
+    wrapper's ANDed with the call's, compiled once (:func:`~langchain_ragspine.filters.compiled_filter`: the call's
+    filter comes compiled, and every inner search reuses the result).
 
     Raises:
         TypeError, ValueError: a bad ``k``; a malformed filter.
     """
     k = own_k if k is None else check_k(k)
-    flt = and_filters(own_filter, filter)
-    compile_filter(flt)
+    flt = compiled_filter(own_filter, filter)
     return k, None if k is None else max(k, candidate_k or k), flt
 
 
@@ -332,7 +332,7 @@ class QueryTransformRetriever(ContractRetriever):
         return self._make_plan(query, generated, calls)
 
     # -- retrieval ----------------------------------------------------------------------------------------------------
-    def _params(self, call: RetrieverCall[Any]) -> tuple[int | None, int | None, dict[str, Any] | None]:
+    def _params(self, call: RetrieverCall[Any]) -> tuple[int | None, int | None, CompiledFilter | None]:
         """``(k, depth per query, combined filter)`` of a call (:func:`call_params`)."""
         return call_params(self.k, self.candidate_k, self.filter, call.k, call.filter)
 

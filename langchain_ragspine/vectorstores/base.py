@@ -58,8 +58,8 @@ from langchain_ragspine.arguments import check_arguments, check_k
 from langchain_ragspine.backends.directory.chunk_store import nan_field
 from langchain_ragspine.backends.directory.lock import StoreBusyError
 from langchain_ragspine.documents import chunk_key
-from langchain_ragspine.errors import StoreError
-from langchain_ragspine.filters import and_filters, check_filter_size, compile_filter
+from langchain_ragspine.errors import StoreError, StoreWriteError
+from langchain_ragspine.filters import and_filters, check_filter_size, compiled_filter
 from langchain_ragspine.retrievers.base import check_query
 from langchain_ragspine.sensitivity import drop_restricted, drop_restricted_pairs, is_restricted
 from langchain_ragspine.served import ServedIds
@@ -136,18 +136,24 @@ def all_or_nothing(method: str, where: object = None) -> Iterator[None]:
 
     Raises:
         StoreError: ``"<method> wrote nothing, the store is as it was before the call: <cause>"``, naming
-            ``where`` (the store's path or URL) when given.
+            ``where`` (the store's path or URL) when given; a
+            :class:`~langchain_ragspine.errors.StoreWriteError` when the failure was one (a full disk, a read-only
+            store), with its ``errno``.
     """
     try:
         yield
     except StoreBusyError:
         raise
     except (StoreError, OSError) as e:
-        cause = e.reason if isinstance(e, StoreError) else f"{type(e).__name__}: {e}"
-        raise StoreError(
-            f"{method} wrote nothing, the store is as it was before the call: {cause}",
-            path=None if where is None else str(where),
-        ) from e
+        path = None if where is None else str(where)
+        if isinstance(e, StoreError):  # naming the file it is about, when that is not the store itself
+            cause = e.reason if e.path is None or e.path == path else f"{e.path}: {e.reason}"
+        else:
+            cause = f"{type(e).__name__}: {e}"
+        message = f"{method} wrote nothing, the store is as it was before the call: {cause}"
+        if isinstance(e, StoreWriteError):  # keep the kind (and errno): a full disk, a read-only store
+            raise StoreWriteError(message, path=path, code=e.errno, why=e.why, detail=e.detail) from e
+        raise StoreError(message, path=path) from e
 
 
 def as_chunks(documents: Sequence[Document], ids: Sequence[str] | None = None) -> list[Document]:
@@ -284,8 +290,7 @@ class MarginalRelevanceStore(TextsAsDocumentsStore):
         """
         if kwargs:
             raise TypeError(f"unexpected keyword arguments for {name}: {sorted(kwargs)}")
-        compile_filter(filter)
-        return filter
+        return compiled_filter(filter)  # validated and compiled once: the search hands it on
 
     def max_marginal_relevance_search(
         self,

@@ -115,6 +115,11 @@ def test_property_larger_budgets_cut_exactly_as_the_reference(text: str, size: i
         ("あ" * 10 + "。" + "」" * 5 + "い" * 10 + "。" + "う" * 40, 30, 14),
         ("あ" * 10 + "。" + " " * 6 + "い" * 10 + "。" + "う" * 40, 30, 14),
         ("a" * 10 + "." + "'" * 5 + " " + "b" * 10 + ". " + "c" * 40, 30, 14),
+        # runs of letters with no break at all (the grapheme kind is skipped when a window holds no non-word
+        # character), and such runs with one character that is not a word's somewhere
+        ("abcdefghij" * 300, 480, 80), ("abcdefghij" * 300, 40, 20), ("слово" * 200, 30, 10),
+        ("a-b_c.d'e" * 100, 30, 10), ("ab" * 300 + "漢" + "cd" * 300, 40, 20), ("x" * 500 + " " + "y" * 500, 40, 20),
+        ("x" * 500 + "," + "y" * 500, 40, 20), ("x" * 39 + "漢" + "y" * 100, 40, 20), ("漢" + "x" * 200, 40, 20),
     ],
 )
 def test_runs_longer_than_the_window_cut_exactly_as_the_reference(text: str, size: int, overlap: int) -> None:
@@ -269,7 +274,16 @@ _INPUTS: dict[str, Callable[[int], str]] = {
     "a run of clause marks": lambda n: "、" * n,
     "a whitespace run": lambda n: "a" + " " * (n - 2) + "b",
     "combining marks": lambda n: ("e\u0301" * n)[:n],
+    "a run of letters, no space": lambda n: "".join(random.Random(n).choice("abcdefghij") for _ in range(n)),
 }
+
+
+def test_the_non_word_pattern_is_exactly_not_wordish() -> None:
+    """The window pre-check of ``_pick_cut`` (``_NOT_WORDISH_RE``) matches exactly the characters that are not
+    ``_wordish``, over every code point."""
+    wrong = [c for c in range(0x110000) if not 0xD800 <= c < 0xE000
+             and (paragraph_module._NOT_WORDISH_RE.match(chr(c)) is None) != paragraph_module._wordish(chr(c))]
+    assert wrong == []
 
 
 @pytest.mark.parametrize("kind", list(_INPUTS))

@@ -42,9 +42,9 @@ from langchain_ragspine.indexing import ingest, open_retriever
 from langchain_ragspine.retrievers import (
     LiveStoreRetriever,
 )
-from langchain_ragspine.served import ServedIds
 
 from .test_live_retriever import CANARY, _corpus, _delete, _reingest, _relabel
+from .test_served_ids import Fixed
 
 FIRST = "Which rivers are in the secret valley?"
 FOLLOW_UP = "Why is that?"
@@ -254,17 +254,6 @@ def _reply(text: str, passages: list[str | None] | None, *, mid: str = "r1", cit
     return AIMessage(text, id=mid, response_metadata={"citations": citations, "ragspine": mark})
 
 
-class Fixed(BaseRetriever):
-    """Answers the served-ids check with fixed sets."""
-
-    served: frozenset[str] = frozenset()
-    withdrawn: frozenset[str] = frozenset()
-
-    def served_ids(self, ids: list[str]) -> ServedIds:
-        return ServedIds.of(ids, self.served, self.withdrawn)
-
-    def _get_relevant_documents(self, query: str, *, run_manager: Any) -> list[Document]:
-        return []
 
 
 def test_check_conversation_sorts_replies_by_what_the_retriever_says():
