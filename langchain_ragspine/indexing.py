@@ -36,6 +36,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 
 from langchain_ragspine._stacklevel import user_stacklevel
+from langchain_ragspine.arguments import check_k
 from langchain_ragspine.backends.directory import bm25_parallel
 from langchain_ragspine.backends.directory._regular import check_regular
 from langchain_ragspine.backends.directory.bm25_index import SAVE_LAYOUT as BM25_LAYOUT
@@ -54,7 +55,6 @@ from langchain_ragspine.config import (
 )
 from langchain_ragspine.document_loaders import CorpusLoader
 from langchain_ragspine.document_loaders import corpus as corpus_module
-from langchain_ragspine.documents import check_k
 from langchain_ragspine.embeddings.cache import (
     CachedEmbeddings,
     ChunkVectorCache,

@@ -159,12 +159,6 @@ def _fold_tokens(tokens: list[str]) -> list[str]:
     return parts if len(parts) == len(tokens) else [fold_to_simplified(t) for t in tokens]
 
 
-def _cjk_grams(run: str, out: list[str], *, unigrams: bool = True) -> None:
-    if unigrams:
-        out.extend(run)
-    out.extend(map(operator.add, run, run[1:]))  # adjacent bigrams, in order
-
-
 def _gram_tokens(text: str, english: bool = False) -> tuple[list[str], bool]:
     """``(tokens, has_cjk)``: the lower-cased words and CJK unigrams + bigrams of ``text`` (already normalised),
     in text order, and whether it holds a CJK run.  With ``english`` each word is its

@@ -44,6 +44,7 @@ from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda, R
 from langchain_core.runnables.config import patch_config
 from typing_extensions import TypedDict  # pydantic (graph JSON schemas) needs it on Python < 3.12
 
+from langchain_ragspine.arguments import check_int
 from langchain_ragspine.document_compressors.reorder import lost_in_the_middle_order
 from langchain_ragspine.document_compressors.restricted import drop_restricted
 from langchain_ragspine.stopwords import content_terms
@@ -222,10 +223,9 @@ def prepare_context(
     ``max_docs`` kept (``None``: all), then reordered best-at-both-ends when ``lost_in_the_middle`` is true.
 
     Raises:
-        ValueError: ``max_docs < 1``.
+        ValueError: ``max_docs < 1``.  TypeError: ``max_docs`` is neither an int nor ``None``.
     """
-    if max_docs is not None and max_docs < 1:
-        raise ValueError(f"max_docs must be >= 1 or None, got {max_docs}")
+    check_int(max_docs, "max_docs", allow_none=True)
     docs = drop_restricted(documents)
     if max_docs is not None:
         docs = docs[:max_docs]
@@ -385,10 +385,9 @@ def extractive_answer(
         each cited sentence is a verbatim sentence of its chunk).
 
     Raises:
-        ValueError: ``max_sentences < 1``.
+        ValueError: ``max_sentences < 1``.  TypeError: ``max_sentences`` is not an int.
     """
-    if max_sentences < 1:
-        raise ValueError(f"max_sentences must be >= 1, got {max_sentences}")
+    check_int(max_sentences, "max_sentences")
     docs = drop_restricted(documents)
     tokenize = get_tokenizer(tokenizer)
     q_terms = content_terms((question if search_question is None else search_question) or "", tokenize)
@@ -624,11 +623,10 @@ def make_answer_chain(
     Raises:
         ValueError: ``max_docs < 1``, ``min_support`` outside [0, 1], an unknown ``uncited``; at invoke,
             ``question`` is missing or not a string, ``standalone_question`` not a string.
-        TypeError: ``llm`` is not a chat model; at invoke, the input is not a mapping, ``documents`` is not a
+        TypeError: ``llm`` is not a chat model, ``max_docs`` neither an int nor ``None``; at invoke, the input is not a mapping, ``documents`` is not a
             list of ``Document``, or ``chat_history`` is not a list of ``BaseMessage``.
     """
-    if max_docs is not None and max_docs < 1:
-        raise ValueError(f"max_docs must be >= 1 or None, got {max_docs}")
+    check_int(max_docs, "max_docs", allow_none=True)
     if llm is not None and not isinstance(llm, BaseChatModel):
         raise TypeError(f"llm must be a BaseChatModel or None, got {llm!r}")
     if not 0.0 <= min_support <= 1.0:

@@ -23,7 +23,7 @@ from langchain_core.callbacks import Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
 from pydantic import ConfigDict, PrivateAttr
 
-from langchain_ragspine.document_compressors._common import PositiveIntField
+from langchain_ragspine.arguments import PositiveIntField
 from langchain_ragspine.sensitivity import drop_restricted
 from langchain_ragspine.text.sentences import line_sentence_spans
 from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer

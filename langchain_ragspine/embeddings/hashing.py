@@ -17,6 +17,7 @@ import hashlib
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
+from langchain_ragspine.arguments import check_int
 from langchain_ragspine.tokenizers import cjk_tokenize
 
 __all__ = ["HashingEmbeddings", "featureless_vector"]
@@ -44,12 +45,11 @@ class HashingEmbeddings(Embeddings):
     zero vector, so a cosine-similarity store never divides by a zero norm.
 
     Raises:
-        ValueError: ``size < 2``.
+        ValueError: ``size < 2``.  TypeError: ``size`` is not an int.
     """
 
     def __init__(self, size: int = 256) -> None:
-        if size < 2:
-            raise ValueError(f"size must be >= 2, got {size}")
+        check_int(size, "size", minimum=2)
         self.size = size
         self._cache: dict[str, tuple[int, float]] = {}
 

@@ -57,6 +57,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from langchain_core.documents import Document
 
+from langchain_ragspine.arguments import check_k
 from langchain_ragspine.text.folding import normalize
 
 __all__ = [
@@ -70,14 +71,6 @@ __all__ = [
     "ndcg_at_k",
     "recall_at_k",
 ]
-
-
-def _check_k(k: int) -> int:
-    if isinstance(k, bool) or not isinstance(k, int):
-        raise TypeError(f"k must be an int, got {k!r}")
-    if k < 1:
-        raise ValueError(f"k must be >= 1, got {k}")
-    return k
 
 
 def dedupe(ranked: Iterable[str]) -> list[str]:
@@ -98,7 +91,7 @@ def dedupe(ranked: Iterable[str]) -> list[str]:
 
 def _top(ranked: Sequence[str], k: int) -> list[str]:
     """The first ``k`` distinct ids of ``ranked``."""
-    _check_k(k)
+    k = check_k(k)
     seen: set[str] = set()
     out: list[str] = []
     for rid in ranked:
@@ -158,7 +151,7 @@ def dcg_at_k(gains: Sequence[float], k: int) -> float:
     Raises:
         ValueError: ``k < 1``.  TypeError: ``k`` is not an int.
     """
-    _check_k(k)
+    k = check_k(k)
     return sum(g / math.log2(i + 1) for i, g in enumerate(gains[:k], start=1))
 
 
@@ -228,7 +221,7 @@ def answer_recall_at_k(docs: Sequence[Document], *, doc_id: str, answers: Sequen
     Raises:
         ValueError: ``k < 1``.  TypeError: ``k`` is not an int.
     """
-    _check_k(k)
+    k = check_k(k)
     rank = first_answer_rank(docs[:k], doc_id, answers)
     return 1.0 if rank is not None else 0.0
 

@@ -57,6 +57,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 
+from langchain_ragspine.arguments import check_int
 from langchain_ragspine.chains.answer import detect_language, rewrite_citation_markers
 from langchain_ragspine.documents import chunk_key
 from langchain_ragspine.graphs.graders import NOSTREAM_TAG
@@ -130,11 +131,7 @@ def check_history_turns(turns: Any) -> int:
     Raises:
         TypeError: not an int.  ValueError: ``turns < 1`` (use ``condense_question=False`` for no history).
     """
-    if isinstance(turns, bool) or not isinstance(turns, int):
-        raise TypeError(f"history_turns must be an int, got {turns!r}")
-    if turns < 1:
-        raise ValueError(f"history_turns must be >= 1, got {turns} (condense_question=False turns history off)")
-    return turns
+    return check_int(turns, "history_turns", hint="condense_question=False turns history off")
 
 
 def is_graph_reply(message: Any) -> bool:

@@ -55,7 +55,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
-from langchain_ragspine.arguments import close_names, unknown_arguments_message
+from langchain_ragspine.arguments import check_int, close_names, unknown_arguments_message
 from langchain_ragspine.chains.answer import (
     NO_RETRIEVAL_NOTE,
     detect_language,
@@ -198,22 +198,6 @@ class GraphParts:
 
 
 # -- parts ----------------------------------------------------------------------------------------------------------
-def resolve_llm(llm: BaseChatModel | str | None) -> BaseChatModel | None:
-    """``llm`` as a chat model: ``None`` stays ``None`` (no LLM; the environment is *not* consulted — call
-    :func:`~langchain_ragspine.config.make_chat_model` for that), a string goes through ``make_chat_model``.
-
-    Raises:
-        TypeError: neither ``None``, a string nor a ``BaseChatModel``.
-    """
-    if llm is None or isinstance(llm, BaseChatModel):
-        return llm
-    if isinstance(llm, str):
-        from langchain_ragspine.config import make_chat_model
-
-        return make_chat_model(llm)
-    raise TypeError(f"llm must be a BaseChatModel, a make_chat_model spec or None, got {llm!r}")
-
-
 def check_retriever(retriever: Any) -> BaseRetriever:
     """``retriever`` if it is a ``BaseRetriever``.
 
@@ -223,19 +207,6 @@ def check_retriever(retriever: Any) -> BaseRetriever:
     if not isinstance(retriever, BaseRetriever):
         raise TypeError(f"retriever must be a langchain_core BaseRetriever, got {type(retriever).__name__}")
     return retriever
-
-
-def check_max_retries(max_retries: Any) -> int:
-    """``max_retries`` if it is an ``int >= 0``.
-
-    Raises:
-        ValueError: a negative value.  TypeError: not an int.
-    """
-    if isinstance(max_retries, bool) or not isinstance(max_retries, int):
-        raise TypeError(f"max_retries must be an int, got {max_retries!r}")
-    if max_retries < 0:
-        raise ValueError(f"max_retries must be >= 0, got {max_retries}")
-    return max_retries
 
 
 def run_retrieval(
@@ -273,21 +244,6 @@ def check_relax_filters(relax_filters: Any) -> bool:
     if not isinstance(relax_filters, bool):
         raise TypeError(f"relax_filters must be True or False, got {relax_filters!r}")
     return relax_filters
-
-
-def check_k(k: Any, *, name: str = "k") -> int | None:
-    """``k`` if it is ``None`` or an ``int >= 1``.
-
-    Raises:
-        TypeError: not an int.  ValueError: ``k < 1``.
-    """
-    if k is None:
-        return None
-    if isinstance(k, bool) or not isinstance(k, int):
-        raise TypeError(f"{name} must be an int or None, got {k!r}")
-    if k < 1:
-        raise ValueError(f"{name} must be >= 1, got {k}")
-    return k
 
 
 def check_condense_question(condense: Any) -> bool:
@@ -338,6 +294,9 @@ def make_parts(
     pass each one: their signatures hold the defaults; ``relax_filters`` (default ``False``) only matters to the
     corrective loop; ``condense_question`` (default ``True``) and ``history_turns`` (default 3) to chat input).
 
+    ``llm``: a chat model, a :func:`~langchain_ragspine.config.make_chat_model` spec, or ``None`` (no LLM: the
+    environment is not consulted).
+
     Raises:
         TypeError / ValueError: a bad ``retriever``, ``llm``, ``graders``, ``max_retries``, ``k``, ``prompts``,
             ``compressors``, ``relax_filters`` (not a bool: ``"no"`` would widen), ``condense_question`` or
@@ -347,11 +306,13 @@ def make_parts(
     relax = check_relax_filters(relax_filters)
     condense = check_condense_question(condense_question)
     turns = check_history_turns(history_turns)
-    retries = check_max_retries(max_retries)
+    retries = check_int(max_retries, "max_retries", minimum=0)
     if prompts is not None and not isinstance(prompts, GraphPrompts):
         raise TypeError(f"prompts must be a GraphPrompts, got {prompts!r}")
     p = prompts or GraphPrompts()
-    model = resolve_llm(llm)
+    from langchain_ragspine.config import make_chat_model  # imported here: config imports most of the package
+
+    model = None if llm is None else make_chat_model(llm)  # None: no LLM (a builder never reads RAGSPINE_LLM)
     if graders is None:
         grade = make_graders(model, tokenizer=tokenizer, prompts=p)
     elif isinstance(graders, Graders):
@@ -360,7 +321,7 @@ def make_parts(
         raise TypeError(f"graders must be a Graders bundle, got {graders!r}")
     chain = answer_chain or make_answer_chain(model, max_docs=None, lost_in_the_middle=False, tokenizer=tokenizer)
     return GraphParts(
-        retriever=retriever, llm=model, graders=grade, chain=chain, k=check_k(k), max_retries=retries,
+        retriever=retriever, llm=model, graders=grade, chain=chain, k=check_int(k, "k", allow_none=True), max_retries=retries,
         max_docs=max_docs, lost_in_the_middle=lost_in_the_middle, tokenizer=tokenizer, prompts=p,
         compressors=check_compressors(compressors), relax_filters=relax, condense_question=condense,
         history_turns=turns,
@@ -391,8 +352,8 @@ def run_settings(
             return configurable[key]
         return default
 
-    k = check_k(pick("k", parts.k))
-    retries = check_max_retries(pick("max_retries", parts.max_retries))
+    k = check_int(pick("k", parts.k), "k", allow_none=True)
+    retries = check_int(pick("max_retries", parts.max_retries), "max_retries", minimum=0)
     if retries > parts.max_retries:
         raise ValueError(
             f"max_retries={retries} for this run exceeds the graph's max_retries={parts.max_retries}; build the "

@@ -42,8 +42,8 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, PrivateAttr, model_validator
 
-from langchain_ragspine.arguments import check_arguments, unknown_arguments_message
-from langchain_ragspine.documents import check_k, chunk_key
+from langchain_ragspine.arguments import check_arguments, check_k, unknown_arguments_message
+from langchain_ragspine.documents import chunk_key
 from langchain_ragspine.filters import CompiledFilter, compiled_filter
 from langchain_ragspine.retrievers.contract import child_config, gated_exit
 from langchain_ragspine.sensitivity import drop_restricted, is_restricted

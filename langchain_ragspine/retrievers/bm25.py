@@ -51,12 +51,13 @@ from langchain_core.documents import Document
 from pydantic import Field, PrivateAttr, field_validator
 
 from langchain_ragspine._stacklevel import user_stacklevel
+from langchain_ragspine.arguments import PositiveIntField, check_k
 from langchain_ragspine.backends.directory.bm25_index import (
     build_bm25_index,
     load_bm25_index,
     save_bm25_index,
 )
-from langchain_ragspine.documents import check_k, check_score_threshold, doc_key, with_identities, with_scores
+from langchain_ragspine.documents import check_score_threshold, doc_key, with_identities, with_scores
 from langchain_ragspine.errors import StaleIndexWarning
 from langchain_ragspine.filters import FilterMasks, compile_filter, compiled_filter
 from langchain_ragspine.retrievers.base import (
@@ -195,7 +196,7 @@ class BM25Retriever(RagSpineRetriever):
     """
 
     docs: list[Document] = Field(default_factory=list, repr=False)
-    k: int = 4
+    k: PositiveIntField = 4
     tokenizer: str | Callable[[str], list[str]] = "auto"
     k1: float = 1.5
     b: float = 0.75
@@ -221,11 +222,6 @@ class BM25Retriever(RagSpineRetriever):
             data.setdefault("tokenizer", pre)
         data.pop("vectorizer", None)
         return data
-
-    @field_validator("k", mode="before")
-    @classmethod
-    def _strict_k(cls, value: Any) -> int:
-        return check_k(value)
 
     @field_validator("score_threshold", mode="before")
     @classmethod

@@ -82,7 +82,8 @@ from langchain_core.runnables.config import (
 from langchain_core.tracers.context import run_collector_var, tracing_v2_callback_var
 from langchain_core.vectorstores import VectorStoreRetriever
 
-from langchain_ragspine.documents import check_k, dedupe
+from langchain_ragspine.arguments import check_k
+from langchain_ragspine.documents import dedupe
 from langchain_ragspine.filters import CompiledFilter, Predicate, compiled_filter
 from langchain_ragspine.sensitivity import is_restricted
 

@@ -69,8 +69,9 @@ from typing import Any, ClassVar, Unpack
 import numpy as np
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
-from pydantic import Field, PrivateAttr, field_validator
+from pydantic import Field, PrivateAttr
 
+from langchain_ragspine.arguments import PositiveIntField, check_int, check_k
 from langchain_ragspine.backends.directory.embedding_cache import EmbeddingCache
 from langchain_ragspine.backends.directory.faiss_index import INDEX_KINDS, FaissVectorIndex
 from langchain_ragspine.backends.directory.faiss_index import SAVE_LAYOUT as _FAISS_LAYOUT
@@ -82,7 +83,7 @@ from langchain_ragspine.backends.directory.files import (
     read_documents,
     write_documents,
 )
-from langchain_ragspine.documents import check_k, doc_key, with_identities, with_scores
+from langchain_ragspine.documents import doc_key, with_identities, with_scores
 from langchain_ragspine.embeddings.batching import embed_in_batches
 from langchain_ragspine.embeddings.cache import CachedEmbeddings, content_hash, model_key_for
 from langchain_ragspine.errors import StoreError
@@ -204,7 +205,7 @@ class DenseRetriever(RagSpineRetriever):
 
     docs: list[Document] = Field(default_factory=list, repr=False)
     embedding: Embeddings
-    k: int = 4
+    k: PositiveIntField = 4
     filter: dict[str, Any] | None = None
     index_kind: str = "auto"
     cache_path: str | Path | None = None
@@ -222,15 +223,10 @@ class DenseRetriever(RagSpineRetriever):
     _masks: FilterMasks = PrivateAttr()
     _last_embedded: int = PrivateAttr(default=0)
 
-    @field_validator("k", mode="before")
-    @classmethod
-    def _strict_k(cls, value: Any) -> int:
-        return check_k(value)
-
     def model_post_init(self, context: Any, /) -> None:
         """Validate parameters, drop RESTRICTED documents and chunks without visible text, embed and index (unless
         :meth:`load` supplies the index)."""
-        check_k(self.batch_size, "batch_size")
+        check_int(self.batch_size, "batch_size")
         if self.index_kind not in INDEX_KINDS:
             raise ValueError(f"index_kind must be one of {INDEX_KINDS}, got {self.index_kind!r}")
         compile_filter(self.filter)

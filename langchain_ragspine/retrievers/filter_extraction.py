@@ -33,9 +33,9 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
-from pydantic import ConfigDict, field_validator
+from pydantic import ConfigDict
 
-from langchain_ragspine.documents import check_k
+from langchain_ragspine.arguments import OptionalPositiveIntField
 from langchain_ragspine.filters import compile_filter, compiled_filter
 from langchain_ragspine.retrievers._choices import ChoicePrompter
 from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, SyncCall
@@ -321,7 +321,7 @@ class FilterExtractionRetriever(ContractRetriever):
 
     base: BaseRetriever
     extractor: Any = None
-    k: int | None = None
+    k: OptionalPositiveIntField = None
     filter: dict[str, Any] | None = None
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -337,11 +337,6 @@ class FilterExtractionRetriever(ContractRetriever):
         if not isinstance(data.get("base"), BaseRetriever):
             raise TypeError(f"base must be a langchain_core BaseRetriever, got {type(data.get('base')).__name__}")
         super().__init__(**data)
-
-    @field_validator("k", mode="before")
-    @classmethod
-    def _strict_k(cls, value: Any) -> int | None:
-        return None if value is None else check_k(value)
 
     def model_post_init(self, context: Any, /) -> None:
         """Validate; the default extractor is :class:`RuleFilterExtractor`."""

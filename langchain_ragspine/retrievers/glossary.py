@@ -43,9 +43,9 @@ from typing import Any, ClassVar
 
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig, RunnableSerializable
-from pydantic import ConfigDict, field_validator
+from pydantic import ConfigDict
 
-from langchain_ragspine.arguments import check_arguments
+from langchain_ragspine.arguments import PositiveIntField, check_arguments
 from langchain_ragspine.errors import RagSpineError, json_type_name
 from langchain_ragspine.retrievers._config_files import line_of, read_structured_file
 from langchain_ragspine.retrievers._term_match import plural_endings
@@ -395,7 +395,7 @@ class GlossaryQueryRewriter(RunnableSerializable[str, list[str]]):
     """
 
     glossary: Glossary
-    max_queries: int = 5
+    max_queries: PositiveIntField = 5
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
@@ -406,13 +406,6 @@ class GlossaryQueryRewriter(RunnableSerializable[str, list[str]]):
         if glossary is None:
             raise TypeError("GlossaryQueryRewriter needs a glossary (a Glossary, a file path, or glossary data)")
         super().__init__(glossary=_as_glossary(glossary), max_queries=max_queries, **data)
-
-    @field_validator("max_queries", mode="before")
-    @classmethod
-    def _check_max(cls, value: int) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"max_queries must be an int >= 1, got {value!r}")
-        return value
 
     def rewrite(self, query: str) -> list[str]:
         """``[query, *variants]`` (see the class docstring).

@@ -87,11 +87,10 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from pydantic import field_validator
 
-from langchain_ragspine.arguments import check_arguments
+from langchain_ragspine.arguments import PositiveIntField, check_arguments, check_int, check_k
 from langchain_ragspine.backends.directory.bm25_index import SAVE_LAYOUT as _BM25_LAYOUT
 from langchain_ragspine.backends.directory.files import atomic_dir, layout, read_config
 from langchain_ragspine.documents import (
-    check_k,
     check_score_threshold,
     content_chunk_id,
     doc_key,
@@ -137,14 +136,6 @@ _OWN_SCORE_KEYS = ("fused", "bm25", "vector")
 
 
 # ---------------------------------------------------------------------------------------------------- validation
-def _check_int(name: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return value
-
-
 def _check_weights(weights: Sequence[float] | None, n: int) -> list[float]:
     """``weights`` as a list of ``n`` finite non-negative floats, not all zero (``None`` → all 1.0)."""
     if weights is None:
@@ -445,9 +436,8 @@ def fuse(
                 raise TypeError(f"ranked_lists[{i}] holds a {type(d).__name__}, expected Document: {d!r}")
     n = len(ranked_lists)
     ws = _check_weights(weights, n)
-    _check_int("c", c, 0)
-    if k is not None:
-        _check_int("k", k, 0)
+    check_int(c, "c", minimum=0)
+    check_int(k, "k", minimum=0, allow_none=True)
     fusion = _check_fusion(fusion)  # type: ignore[assignment]
     alpha = _check_alpha(alpha)
     if top_alpha is not None and fusion != "two_stage":
@@ -664,7 +654,7 @@ class HybridRetriever(RagSpineRetriever):
     weights: list[float] | None = None
     c: int = DEFAULT_C
     candidate_k: int = 50
-    k: int = 4
+    k: PositiveIntField = 4
     filter: dict[str, Any] | None = None
     fusion: Fusion = "two_stage"
     alpha: float | None = None
@@ -675,11 +665,6 @@ class HybridRetriever(RagSpineRetriever):
     #: ``invoke(query, candidate_k=…)`` sets the per-channel depth of one call, ``score_threshold=…`` its threshold;
     #: ``embed_as=…`` goes to the channels that declare it (see the class docstring).
     call_options: ClassVar[tuple[str, ...]] = ("candidate_k", "score_threshold", EMBED_AS_OPTION)
-
-    @field_validator("k", mode="before")
-    @classmethod
-    def _strict_k(cls, value: Any) -> int:
-        return check_k(value)
 
     @field_validator("id_key", mode="before")
     @classmethod
@@ -710,8 +695,8 @@ class HybridRetriever(RagSpineRetriever):
             if not isinstance(r, BaseRetriever):
                 raise TypeError(f"retrievers[{i}] is a {type(r).__name__}, expected a BaseRetriever")
         _check_weights(self.weights, len(self.retrievers))
-        _check_int("c", self.c, 0)
-        _check_int("candidate_k", self.candidate_k, 1)
+        check_int(self.c, "c", minimum=0)
+        check_int(self.candidate_k, "candidate_k")
         _check_fusion(self.fusion)
         if self.alpha is not None:
             _check_alpha(self.alpha)
@@ -755,7 +740,7 @@ class HybridRetriever(RagSpineRetriever):
         self._check_fields(own_filter=False)  # model_copy(update=...) skips validation
         k = self.k if call.k is None else check_k(call.k)
         candidate_k = call.options.get("candidate_k")
-        candidate_k = self.candidate_k if candidate_k is None else _check_int("candidate_k", candidate_k, 1)
+        candidate_k = self.candidate_k if candidate_k is None else check_int(candidate_k, "candidate_k")
         threshold = call.options.get("score_threshold")
         threshold = self.score_threshold if threshold is None else self._check_threshold(threshold)
         # the own filter AND the call's (compiled once at the door), compiled once for every channel and the merge

@@ -60,11 +60,12 @@ import langchain_core
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables.config import run_in_executor
-from pydantic import ConfigDict, PrivateAttr, field_validator
+from pydantic import ConfigDict, PrivateAttr
 
 from langchain_ragspine._stacklevel import user_stacklevel
+from langchain_ragspine.arguments import PositiveIntField, check_k
 from langchain_ragspine.backends.directory._follow import FileStat, FollowedChunkStore, StoreState, file_stat
-from langchain_ragspine.documents import check_k, chunk_key
+from langchain_ragspine.documents import chunk_key
 from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, RetrieverCall, SyncCall
 from langchain_ragspine.retrievers.contract import ainvoke_retriever, invoke_retriever
 from langchain_ragspine.retrievers.embed_as import EMBED_AS_OPTION, embed_as_options, embed_as_target
@@ -145,7 +146,7 @@ class LiveStoreRetriever(ContractRetriever):
 
     chunk_store: Path
     factory: Callable[[], BaseRetriever]
-    k: int = 4
+    k: PositiveIntField = 4
     watch: tuple[Path, ...] = ()
 
     _chunks: FollowedChunkStore = PrivateAttr()
@@ -153,11 +154,6 @@ class LiveStoreRetriever(ContractRetriever):
     _reload_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
     #: :meth:`served_ids` answers of one store state: ``(state, {id: "served" | "withdrawn" | ""})``.
     _served_memo: tuple[_StateKey, dict[str, str]] | None = PrivateAttr(default=None)
-
-    @field_validator("k", mode="before")
-    @classmethod
-    def _check_k(cls, value: Any) -> int:
-        return check_k(value, "k")
 
     def model_post_init(self, context: Any, /) -> None:
         self._chunks = FollowedChunkStore(self.chunk_store, read_only=True)

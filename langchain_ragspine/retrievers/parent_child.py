@@ -55,7 +55,8 @@ from langchain_text_splitters import TextSplitter
 from pydantic import ConfigDict, Field, field_validator
 
 from langchain_ragspine._stacklevel import user_stacklevel
-from langchain_ragspine.documents import check_k, doc_key, with_scores
+from langchain_ragspine.arguments import PositiveIntField, check_k
+from langchain_ragspine.documents import doc_key, with_scores
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.filters import matches
 from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, SyncCall
@@ -357,8 +358,8 @@ class ParentChildRetriever(ContractRetriever):
 
     child_retriever: BaseRetriever | None = None
     store: Any = None
-    k: int = 5
-    fetch_k: int = 50
+    k: PositiveIntField = 5
+    fetch_k: PositiveIntField = 50
     vectorstore: VectorStore | None = None
     docstore: Any = None
     byte_store: Any = None
@@ -451,11 +452,6 @@ class ParentChildRetriever(ContractRetriever):
         warnings.warn("ParentChildRetriever.child_k is deprecated: read fetch_k", DeprecationWarning,
                       stacklevel=user_stacklevel(sys.modules[__name__]))
         return self.fetch_k
-
-    @field_validator("k", "fetch_k", mode="before")
-    @classmethod
-    def _check_counts(cls, value: Any, info: Any) -> int:
-        return check_k(value, info.field_name)
 
     @field_validator("store")
     @classmethod

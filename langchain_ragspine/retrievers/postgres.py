@@ -51,6 +51,7 @@ from psycopg import sql as _sql
 from pydantic import ConfigDict, PrivateAttr, field_validator
 
 from langchain_ragspine._stacklevel import user_stacklevel
+from langchain_ragspine.arguments import PositiveIntField, check_k
 from langchain_ragspine.backends.postgres.chunk_store import (
     CHUNKS,
     CORPUS,
@@ -69,7 +70,7 @@ from langchain_ragspine.errors import StoreError
 from langchain_ragspine.filters import compile_filter, compiled_filter
 from langchain_ragspine.filters.sql import SqlFilter, check_filter, filter_sql
 from langchain_ragspine.retrievers.base import ContractRetriever, SyncCall
-from langchain_ragspine.retrievers.bm25 import bm25_threshold, check_bm25_query, check_k, with_scores
+from langchain_ragspine.retrievers.bm25 import bm25_threshold, check_bm25_query, with_scores
 from langchain_ragspine.retrievers.embed_as import (
     EMBED_AS_OPTION,
     EmbedAs,
@@ -97,18 +98,13 @@ class _PostgresRetriever(ContractRetriever):
     _filter_row: ClassVar[str] = "s.chunk_row"
 
     url: str
-    k: int = 4
+    k: PositiveIntField = 4
     filter: dict[str, Any] | None = None
     statement_timeout: float | None = None
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     _db: PostgresConnection = PrivateAttr()
-
-    @field_validator("k", mode="before")
-    @classmethod
-    def _strict_k(cls, value: Any) -> int:
-        return check_k(value)
 
     @field_validator("statement_timeout", mode="before")
     @classmethod

@@ -72,7 +72,8 @@ from langchain_core.runnables import RunnableConfig
 from pydantic import ConfigDict, Field, field_validator
 
 from langchain_ragspine._stacklevel import user_stacklevel
-from langchain_ragspine.documents import check_k, doc_key
+from langchain_ragspine.arguments import OptionalPositiveIntField, check_int, check_k
+from langchain_ragspine.documents import doc_key
 from langchain_ragspine.filters import CompiledFilter, compile_filter, compiled_filter
 from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, RetrieverCall, SyncCall
 from langchain_ragspine.retrievers.contract import (
@@ -216,13 +217,14 @@ class QueryTransformRetriever(ContractRetriever):
         c: the RRF constant (default 60).
 
     Raises:
-        TypeError: ``base`` is not a ``BaseRetriever``; an unknown keyword argument to ``invoke``.
+        TypeError: ``base`` is not a ``BaseRetriever``; ``k`` / ``candidate_k`` / ``c`` not an int; an unknown
+            keyword argument to ``invoke``.
         ValueError: ``k`` / ``candidate_k`` < 1; ``c < 0``; a malformed filter.
     """
 
     base: BaseRetriever
-    k: int | None = None
-    candidate_k: int | None = None
+    k: OptionalPositiveIntField = None
+    candidate_k: OptionalPositiveIntField = None
     filter: dict[str, Any] | None = None
     deny_list: QueryDenyList | None = None
     c: int = DEFAULT_C
@@ -241,11 +243,6 @@ class QueryTransformRetriever(ContractRetriever):
             raise TypeError(f"base must be a langchain_core BaseRetriever, got {type(data.get('base')).__name__}")
         super().__init__(**data)
 
-    @field_validator("k", "candidate_k", mode="before")
-    @classmethod
-    def _strict_k(cls, value: Any, info: Any) -> int | None:
-        return None if value is None else check_k(value, info.field_name)
-
     @field_validator("deny_list", mode="before")
     @classmethod
     def _deny_list(cls, value: Any) -> QueryDenyList | None:
@@ -257,8 +254,7 @@ class QueryTransformRetriever(ContractRetriever):
         """Validate the parameters (see the class docstring)."""
         if not isinstance(self.base, BaseRetriever):
             raise TypeError(f"base must be a langchain_core BaseRetriever, got {type(self.base).__name__}")
-        if isinstance(self.c, bool) or not isinstance(self.c, int) or self.c < 0:
-            raise ValueError(f"c must be an int >= 0, got {self.c!r}")
+        check_int(self.c, "c", minimum=0)
         compile_filter(self.filter)
 
     # -- planning (subclasses) ----------------------------------------------------------------------------------------

@@ -54,10 +54,10 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.vectorstores import VectorStore, VectorStoreRetriever
 from langchain_core.vectorstores.utils import maximal_marginal_relevance
 
-from langchain_ragspine.arguments import check_arguments
+from langchain_ragspine.arguments import check_arguments, check_k
 from langchain_ragspine.backends.directory.chunk_store import nan_field
 from langchain_ragspine.backends.directory.lock import StoreBusyError
-from langchain_ragspine.documents import check_k, chunk_key
+from langchain_ragspine.documents import chunk_key
 from langchain_ragspine.errors import StoreError, StoreWriteError
 from langchain_ragspine.filters import and_filters, check_filter_size, compiled_filter
 from langchain_ragspine.retrievers.base import check_query

@@ -71,11 +71,11 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.runnables import RunnableConfig
 
 from langchain_ragspine._stacklevel import user_stacklevel
-from langchain_ragspine.arguments import check_arguments
+from langchain_ragspine.arguments import check_arguments, check_k
 from langchain_ragspine.backends.directory._follow import FollowedChunkStore, StoreState
 from langchain_ragspine.backends.directory.chunk_store import ChunkStore, StoredChunk
 from langchain_ragspine.backends.directory.lock import StoreReplacedError, check_lock_timeout, writer_lock
-from langchain_ragspine.documents import check_k, copy_metadata
+from langchain_ragspine.documents import copy_metadata
 from langchain_ragspine.errors import StoreError, StoreWriteError, read_only_mount
 from langchain_ragspine.filters import CompiledFilter, compiled_filter
 from langchain_ragspine.indexing import (

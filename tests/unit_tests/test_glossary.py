@@ -116,9 +116,9 @@ def test_rewriter_is_deterministic_and_a_runnable():
     assert rewriter.batch([q, q]) == [rewriter.invoke(q)] * 2
 
 
-@pytest.mark.parametrize("bad", [0, -1, 1.5, True])
-def test_max_queries_is_checked(bad):
-    with pytest.raises(ValueError, match="max_queries"):
+@pytest.mark.parametrize(("bad", "error"), [(0, ValueError), (-1, ValueError), (1.5, TypeError), (True, TypeError)])
+def test_max_queries_is_checked(bad, error):
+    with pytest.raises(error, match="max_queries must be an int >= 1, got "):
         GlossaryQueryRewriter([["a", "b"]], max_queries=bad)
 
 

@@ -136,7 +136,7 @@ def test_per_run_k_and_max_retries_from_context_or_configurable():
     assert spy.ks == [1] and final["retries"] == 0 and final["refused"] is True
     with pytest.raises(ValueError, match="exceeds the graph's max_retries=2"):
         graph.invoke({"question": QUESTION}, context={"max_retries": 5})
-    with pytest.raises(ValueError, match="k must be >= 1"):
+    with pytest.raises(ValueError, match=r"k must be an int >= 1 or None, got 0"):
         graph.invoke({"question": QUESTION}, context={"k": 0})
 
 

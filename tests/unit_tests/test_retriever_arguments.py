@@ -202,7 +202,7 @@ def test_model_copy_refuses_an_update_key_that_is_not_a_field(i):
         ("weights", [1.0], ValueError, r"weights has 1 entries for 2"),
         ("alpha", 0.3, ValueError, r"give either weights or alpha, not both"),
         ("top_alpha", 0.5, ValueError, r"top_alpha is a two_stage parameter"),
-        ("c", -1, ValueError, r"c must be >= 0"),
+        ("c", -1, ValueError, r"c must be an int >= 0, got -1"),
         ("filter", {"year": {"regex": "x"}}, ValueError, r"regex"),
     ],
 )
