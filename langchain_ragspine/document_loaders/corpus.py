@@ -84,6 +84,7 @@ from langchain_ragspine.errors import LoaderError, json_type_name, parse_json_ob
 from langchain_ragspine.sensitivity import (
     KNOWN_SENSITIVITIES,
     SENSITIVITY_KEY,
+    is_restricted_label,
     is_sensitivity_key,
     look_alike_capitals,
     most_restrictive,
@@ -1120,6 +1121,9 @@ def _head_label(text: str, start: int, first_line: int) -> tuple[int, str] | Non
     would look for a document's metadata.  Reads only the head."""
     for n, (s, e, _) in enumerate(_lines(text, start)):
         line = text[s:e]
+        shown_key = _displayed_label(line)  # before the prose test: a heading is prose, and may still show the label
+        if shown_key is not None:
+            return first_line + n, shown_key
         if _prose(line):
             return None
         for shown in (line, *_unmarked(line)):
@@ -1133,6 +1137,21 @@ def _head_label(text: str, start: int, first_line: int) -> tuple[int, str] | Non
 #: used as a comment (``[//]: # (text)``, ``[comment]: <> "text"``) and an HTML comment (``<!-- text -->``).
 _LINK_REFERENCE = re.compile(r"^\s*\[[^\]]*\]:\s*(?:<[^>]*>|\S*)\s*[(\"'](.*)[)\"']\s*$")
 _HTML_COMMENT = re.compile(r"<!--(.*?)(?:-->|$)")
+#: A Markdown ATX heading written as a label (``# Sensitivity: RESTRICTED``) and a table row (``| sensitivity |
+#: RESTRICTED |``): key and value as a reader sees them (:func:`_displayed_label`).
+_ATX_LABEL = re.compile(r"^\s{0,3}#{1,6}\s+([^:：=]+)[:：=](.*?)(?:\s+#+)?\s*$")
+_TABLE_ROW = re.compile(r"^\s*\|([^|]+)\|([^|]+)\|")
+
+
+def _displayed_label(line: str) -> str | None:
+    """The key of ``line`` when it is a heading or a table row that a reader sees as a RESTRICTED label (a sensitivity key
+    (:func:`~langchain_ragspine.sensitivity.is_sensitivity_key`) whose value reads RESTRICTED).  Other values in these
+    forms are prose (``# Sensitivity: what the label means``), and losing a weaker label fails closed (the default
+    is ``INTERNAL``), else ``None``."""
+    m = _ATX_LABEL.match(line) or _TABLE_ROW.match(line)
+    if m is None or not is_sensitivity_key(key := m.group(1).strip()) or not is_restricted_label(m.group(2).strip()):
+        return None
+    return key
 
 
 def _unmarked(line: str) -> list[str]:

@@ -262,8 +262,16 @@ def _operand(field: str, op: str, value: Any) -> _Operand:
         return _Operand(value, eq, order, date_like=t is None and bool(_DATE_LIKE_RE.fullmatch(s)))
     if isinstance(value, bool):
         return _Operand(value, {_BOOL: value, _STR: "true" if value else "false"}, {})
-    if isinstance(value, numbers.Real) and math.isfinite(value):
-        return _Operand(value, {_NUM: value, _STR: _number_text(value)}, {_NUM: value})
+    if isinstance(value, numbers.Real):
+        try:
+            finite = math.isfinite(value)
+        except OverflowError:  # an int beyond a float's range (10**400): no backend compares it
+            raise ValueError(
+                f"filter on {field!r}: operator {op!r}: the number {_short(value)} is out of range (a filter "
+                "number must fit a 64-bit float, |x| < 1.8e308)"
+            ) from None
+        if finite:
+            return _Operand(value, {_NUM: value, _STR: _number_text(value)}, {_NUM: value})
     if isinstance(value, _dt.date):
         t = _date_value(value)
         return _Operand(value, {_TIME: t, _STR: value.isoformat()}, {_TIME: t})
@@ -271,6 +279,12 @@ def _operand(field: str, op: str, value: Any) -> _Operand:
         f"filter on {field!r}: operator {op!r} needs a comparable value (a string, number, boolean or date), "
         f"got {value!r}"
     )
+
+
+def _short(value: Any) -> str:
+    """``repr(value)``, its middle cut when it is long (a 400-digit int)."""
+    text = repr(value) if not isinstance(value, int) or value.bit_length() < 10_000 else f"<int of {value.bit_length()} bits>"
+    return text if len(text) <= 40 else f"{text[:18]}…{text[-18:]} ({len(text)} characters)"
 
 
 def _date_error(field: str, operand: _Operand) -> ValueError:
