@@ -150,6 +150,7 @@ def test_no_prompt_result_or_event_carries_a_reply_withdrawn_since(tmp_path, nam
     assert step == {"step": "check_history", "withdrawn": 1, "unverified": 0}
 
 
+@pytest.mark.subprocess
 def test_async_events_after_the_first_node_never_carry_the_withdrawn_reply(tmp_path):
     corpus, store, retriever = _store(tmp_path)
     chat = Chat()
@@ -172,6 +173,7 @@ def test_async_events_after_the_first_node_never_carry_the_withdrawn_reply(tmp_p
     assert CANARY not in repr(graph.get_state(config).values)
 
 
+@pytest.mark.subprocess
 def test_a_messages_state_parent_app_gets_the_reply_replaced_too(tmp_path):
     corpus, store, retriever = _store(tmp_path)
     chat = Chat()
@@ -291,6 +293,7 @@ def test_tool_results_made_from_a_withdrawn_chunk_are_replaced():
     assert all(m.artifact is None and CANARY not in repr(m) for m in checked.withdrawn)
 
 
+@pytest.mark.subprocess
 def test_withdraw_from_thread_cleans_the_thread_before_a_run(tmp_path):
     corpus, store, retriever = _store(tmp_path)
     chat = Chat()

@@ -178,6 +178,7 @@ def _assert_searches_and_refuses_writes(result: dict[str, Any], store: Path, exp
     assert bool(stale) == expect_stale, stale
 
 
+@pytest.mark.subprocess
 def test_a_read_only_store_is_searched_and_refuses_writes(corpus, tmp_path, read_only) -> None:
     """Regression: every reader failed with ``attempt to write a readonly database``."""
     prefix, trees = read_only
@@ -192,6 +193,7 @@ def test_a_read_only_store_is_searched_and_refuses_writes(corpus, tmp_path, read
     assert _files(store) == before  # nothing written: no -wal/-shm, no lock content, no rebuilt index
 
 
+@pytest.mark.subprocess
 def test_a_read_only_store_with_commits_left_in_its_wal_shows_them(corpus, tmp_path, read_only) -> None:
     """A store copied (or left by a killed writer) with its ``-wal`` but without ``-shm``: SQLite said ``unable to
     open database file``.  The committed rows still in the WAL are read (here a new document, so the saved indexes
@@ -226,6 +228,7 @@ def test_a_read_only_store_with_commits_left_in_its_wal_shows_them(corpus, tmp_p
     assert _files(store) == before
 
 
+@pytest.mark.subprocess
 def test_a_bm25_index_failing_its_checks_is_rebuilt_in_memory_on_a_read_only_store(corpus, tmp_path,
                                                                                   read_only) -> None:
     """A reader that finds the saved BM25 index damaged rebuilds it in memory (it would be rewritten by an
@@ -244,6 +247,7 @@ def test_a_bm25_index_failing_its_checks_is_rebuilt_in_memory_on_a_read_only_sto
     assert _files(store) == before
 
 
+@pytest.mark.subprocess
 def test_a_live_retriever_on_a_read_only_store_sees_what_a_writer_commits(corpus, tmp_path, read_only) -> None:
     """The reader's connection is a snapshot (it cannot register in a ``-shm`` file); a writer allowed to write
     there (the store's owner; root here) commits a relabel — RESTRICTED — and keeps its connection open, so the

@@ -51,6 +51,7 @@ def _store(tmp_path: Any) -> tuple[Any, Any, LiveStoreRetriever]:
     return corpus, store, retriever
 
 
+@pytest.mark.subprocess
 def test_the_live_retriever_answers_after_following_the_store(tmp_path):
     corpus, store, retriever = _store(tmp_path)
     assert retriever.served_ids(["a#0", "b#0", "zz#0"]) == ServedIds(frozenset({"a#0", "b#0"}))

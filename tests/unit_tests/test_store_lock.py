@@ -203,6 +203,7 @@ def test_the_fork_returns_only_once_the_worker_has_let_go_of_the_lock(tmp_path: 
         holder.communicate("bye\n", timeout=DONE_S)
 
 
+@pytest.mark.subprocess
 def test_a_thread_forking_while_another_holds_the_lock_gets_a_child_without_it(tmp_path: Path) -> None:
     """The at-fork hooks take the registry's guard: a fork while another thread holds the lock still closes the
     child's copy, and the holder's lock is untouched."""
