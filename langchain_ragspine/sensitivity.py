@@ -84,6 +84,8 @@ _S = TypeVar("_S")
 _RANK = {name: i for i, name in enumerate(KNOWN_SENSITIVITIES)}
 _WORD = re.compile(r"[A-Z]+")
 _LIST_TYPES = (list, tuple, set, frozenset)
+#: What :func:`is_restricted` walks into for a nested label key.
+_CONTAINERS = (Mapping, *_LIST_TYPES)
 
 
 def normalize_label(value: str) -> str:
@@ -510,11 +512,11 @@ def _has_restricted_key(value: Any, depth: int) -> bool:
         for key, item in value.items():
             if is_sensitivity_key(key) and is_restricted_label(item):
                 return True
-            if isinstance(item, (Mapping, *_LIST_TYPES)) and _has_restricted_key(item, depth + 1):
+            if isinstance(item, _CONTAINERS) and _has_restricted_key(item, depth + 1):
                 return True
         return False
     if isinstance(value, _LIST_TYPES):
-        return any(isinstance(item, (Mapping, *_LIST_TYPES)) and _has_restricted_key(item, depth + 1)
+        return any(isinstance(item, _CONTAINERS) and _has_restricted_key(item, depth + 1)
                    for item in value)
     return False
 
