@@ -8,11 +8,13 @@ Inputs, each ``--sizes`` MB of UTF-8 (default 1 and 10), written to a temporary 
 * ``latin`` — random lowercase words (1-10 letters, fixed seed) separated by single spaces: no sentence end, no
   clause mark, no line break;
 * ``cjk-run`` — the ``cmrc2018-dev`` text with everything but CJK characters removed: no boundary at all but
-  grapheme boundaries.
+  grapheme boundaries;
+* ``letter-run`` — random lowercase letters (fixed seed) and nothing else: no break point at all (no line break, no
+  sentence end, no space, and every position inside a "word").
 
 Each input comes in two forms: ``one paragraph`` (the paragraphs joined with nothing, ``latin`` with a space: one
-line, no blank line) and ``paragraphs`` (joined with a blank line; ``latin`` in 60-word paragraphs, ``cjk-run`` in
-400-character ones), the reference.  Every chunker of :data:`~langchain_ragspine.text_splitters.chunkers.CHUNKERS`
+line, no blank line) and ``paragraphs`` (joined with a blank line; ``latin`` in 60-word paragraphs, ``cjk-run`` and
+``letter-run`` in 400-character ones), the reference.  Every chunker of :data:`~langchain_ragspine.text_splitters.chunkers.CHUNKERS`
 is built by ``make_chunker(name, chunk_size=480, chunk_overlap=80)`` as ``ragspine ingest`` builds it (``semantic``
 with ``HashingEmbeddings()``, a lexical stand-in that costs no model), and
 ``split_documents([Document(text, metadata={"source": ...})])`` is timed, in its own subprocess per row (library
@@ -63,7 +65,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import DATA, REPO, update_results_section  # noqa: E402
 from speed import _maxrss_mb, _reset_peak_rss  # noqa: E402
 
-KINDS = ("ja", "zh", "latin", "cjk-run")
+KINDS = ("ja", "zh", "latin", "cjk-run", "letter-run")
 FORMS = ("one paragraph", "paragraphs")
 SPLITTERS = ("paragraph", "layout", "laws", "qa", "book", "parent_child", "sentence_window", "semantic")
 SETS = {"ja": "jsquad-valid", "zh": "cmrc2018-dev", "cjk-run": "cmrc2018-dev"}
@@ -92,6 +94,12 @@ def _pieces(kind: str, target: int, seed: int) -> list[str]:
             words = ["".join(rng.choice(letters) for _ in range(rng.randint(1, 10))) for _ in range(60)]
             pieces.append(" ".join(words))
             total += len(pieces[-1]) + 1
+        return pieces
+    if kind == "letter-run":
+        rng = random.Random(seed)
+        while total < target:
+            pieces.append("".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(400)))
+            total += 400
         return pieces
     source = _article_paragraphs(SETS[kind])
     if kind == "cjk-run":
@@ -355,10 +363,12 @@ def main(argv: list[str] | None = None) -> int:
         "`split_documents([Document(text)])` timed in its own subprocess (library imported, text read beforehand). "
         "Inputs: `ja` = `jsquad-valid` paragraphs, `zh` = `cmrc2018-dev` paragraphs (cycled), `latin` = random "
         "lowercase words with single spaces (no sentence end, no clause mark, no line break), `cjk-run` = the "
-        "`cmrc2018-dev` text reduced to its CJK characters (no boundary but grapheme boundaries); MB = UTF-8 "
+        "`cmrc2018-dev` text reduced to its CJK characters (no boundary but grapheme boundaries), `letter-run` = "
+        "random lowercase letters only (no break point at all: every position is inside a word); MB = UTF-8 "
         "megabytes, chars = characters of the single-paragraph text. *One paragraph*: the paragraphs joined "
         "with nothing (`latin`: a space), one line; *paragraphs*: joined with a blank line (`latin` 60 words, "
-        "`cjk-run` 400 characters each), the reference. Chunks: of the single paragraph, this commit. Peak MB: "
+        "`cjk-run` and `letter-run` 400 characters each), the reference. Chunks: of the single paragraph, this "
+        "commit. Peak MB: "
         "growth of the peak RSS during the call (`ru_maxrss`, reset via `/proc/self/clear_refs` before it). "
         "Identical: the chunks (ids, offsets, window / parent offsets, headings) hash the same before and after, "
         "single paragraph / paragraphs. A run is killed after "

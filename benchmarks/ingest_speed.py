@@ -24,8 +24,15 @@ langchain_ragspine | tar -x -C /tmp/6b8f897``) runs each tokenizer too, before/a
     git archive 6b8f897 langchain_ragspine | tar -x -C /tmp/6b8f897        # the folder's name labels the rows
     python benchmarks/ingest_speed.py --before /tmp/6b8f897 --check-identical   # 100k chunks, auto and cjk
     python benchmarks/ingest_speed.py --quick                               # 5k chunks, RESULTS.md untouched
+    python benchmarks/ingest_speed.py --corpus en --before /tmp/before-en --section english-analysis-ingest
 
-Writes the ``ingest-speed`` section of ``benchmarks/RESULTS.md`` (not with ``--quick`` unless ``--write``).
+``--corpus en`` writes English paragraphs instead: the sentences of the repository's own English prose
+(``README.md``, ``docs/*.md``, ``docs/demo/en/*.md``; code, tables and headings left out) recombined the same way
+(300-480 characters, fixed seed), to measure what the English analysis of ``auto`` / ``cjk`` costs; it needs no
+shared data.  Its vocabulary is small (a few thousand distinct words), so nearly every word hits the stem cache.
+
+Writes the ``ingest-speed`` section of ``benchmarks/RESULTS.md`` (``--section`` names another; not with ``--quick``
+unless ``--write``).
 """
 
 from __future__ import annotations
@@ -55,14 +62,69 @@ PHASES = ("load", "chunk", "store", "read", "tokenize", "index", "save", "other"
 
 
 # -- corpus --------------------------------------------------------------------------------------------------
-def write_corpus(folder: Path, paragraphs: int, seed: int) -> tuple[int, int]:
-    """Write ``paragraphs`` synthetic paragraphs as Markdown files under ``folder``; ``(files, characters)``."""
-    import speed
+def english_sentences() -> list[str]:
+    """The sentences (20-480 characters) of the repository's English prose, in file order: ``README.md``,
+    ``docs/*.md`` and ``docs/demo/en/*.md`` without fenced code, tables, headings and indented blocks."""
+    from langchain_ragspine.text import sentence_spans
 
-    docs = speed.make_corpus(paragraphs, seed)
+    paths = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), *sorted((REPO / "docs/demo/en").glob("*.md"))]
+    out: list[str] = []
+    for path in paths:
+        fenced = False
+        lines: list[str] = []
+        for line in path.read_text("utf-8").splitlines():
+            if line.lstrip().startswith("```"):
+                fenced = not fenced
+                continue
+            if fenced or line.startswith(("|", "#", "    ", "<!--")):
+                lines.append("")
+                continue
+            lines.append(line)
+        for para in "\n".join(lines).split("\n\n"):
+            para = " ".join(para.split())
+            for a, b in sentence_spans(para):
+                sent = para[a:b].strip()
+                if 20 <= len(sent) <= 480 and sum(ch.isascii() for ch in sent) > 0.95 * len(sent):
+                    out.append(sent)
+    return out
+
+
+def english_corpus(size: int, seed: int) -> dict[str, list[str]]:
+    """``size`` English paragraphs of 300-480 characters recombined from :func:`english_sentences` (fixed seed),
+    grouped 8 to a ``doc_id`` as :func:`speed.make_corpus` groups its chunks."""
+    import random
+
+    pool = english_sentences()
+    rng = random.Random(seed)
     by_doc: dict[str, list[str]] = {}
-    for d in docs:  # speed.make_corpus groups 8 consecutive chunks (4 per language) under one doc_id
-        by_doc.setdefault(str(d.metadata["doc_id"]), []).append(d.page_content)
+    for i in range(size):
+        target = rng.randint(300, 480)
+        parts: list[str] = []
+        length = 0
+        while length < target:
+            sent = pool[rng.randrange(len(pool))]
+            if length + len(sent) + 1 > 480:
+                if length >= 300:
+                    break
+                continue
+            parts.append(sent)
+            length += len(sent) + 1
+        by_doc.setdefault(f"synth-en-{i // 8:06d}", []).append(" ".join(parts))
+    return by_doc
+
+
+def write_corpus(folder: Path, paragraphs: int, seed: int, kind: str = "cjk") -> tuple[int, int]:
+    """Write ``paragraphs`` synthetic paragraphs (``kind`` ``"cjk"``: Japanese / Chinese, ``"en"``: English) as
+    Markdown files under ``folder``; ``(files, characters)``."""
+    by_doc: dict[str, list[str]] = {}
+    if kind == "en":
+        by_doc = english_corpus(paragraphs, seed)
+    else:
+        import speed
+
+        docs = speed.make_corpus(paragraphs, seed)
+        for d in docs:  # speed.make_corpus groups 8 consecutive chunks (4 per language) under one doc_id
+            by_doc.setdefault(str(d.metadata["doc_id"]), []).append(d.page_content)
     files = chars = 0
     for n, (doc_id, paras) in enumerate(by_doc.items()):
         for start in range(0, len(paras), PER_FILE):
@@ -304,6 +366,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--check-identical", action="store_true",
                    help="also check that every run of a tokenizer saved a byte-identical BM25 index")
     p.add_argument("--json", type=Path, default=None, help="also write the raw results to this JSON file")
+    p.add_argument("--corpus", choices=("cjk", "en"), default="cjk",
+                   help="cjk: Japanese/Chinese paragraphs of the shared sets (default); en: English paragraphs")
+    p.add_argument("--section", default="ingest-speed", help="the RESULTS.md section to write (default ingest-speed)")
     p.add_argument("--worker", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.worker:
@@ -312,7 +377,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import speed
 
-    missing = [s for s in speed.SETS if not (DATA / s / "docs").is_dir()]
+    missing = [s for s in speed.SETS if not (DATA / s / "docs").is_dir()] if args.corpus == "cjk" else []
     if missing:
         print(
             f"ingest_speed.py: shared evaluation data not found: {', '.join(str(DATA / s) for s in missing)}\n"
@@ -330,7 +395,7 @@ def main(argv: list[str] | None = None) -> int:
         corpus = Path(tmp) / "corpus"
         corpus.mkdir()
         t0 = time.perf_counter()
-        files, chars = write_corpus(corpus, size, args.seed)
+        files, chars = write_corpus(corpus, size, args.seed, args.corpus)
         print(f"corpus: {size:,} paragraphs in {files:,} files, {chars:,} characters "
               f"({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
         n = 0
@@ -363,9 +428,15 @@ def main(argv: list[str] | None = None) -> int:
             f"{' / '.join(f'{x:.1f}' for x in load_end)} at the end (1 / 5 / 15-min load averages, "
             f"{os.cpu_count()} cores)")
     body = table(results) + "\n"
+    source = (
+        "real `jsquad-valid` / `cmrc2018-dev` sentences recombined, Japanese and Chinese alternating"
+        if args.corpus == "cjk" else
+        f"English: the {len(english_sentences()):,} sentences of the repository's English prose (README.md, "
+        "docs/*.md, docs/demo/en/*.md) recombined"
+    )
     body += (
-        f"Corpus: {size:,} synthetic 300-480-char paragraphs (real `jsquad-valid` / `cmrc2018-dev` sentences "
-        f"recombined, Japanese and Chinese alternating, fixed seed {args.seed}) in {files:,} Markdown files, "
+        f"Corpus: {size:,} synthetic 300-480-char paragraphs ({source}, fixed seed {args.seed}) in {files:,} "
+        "Markdown files, "
         f"{chars:,} characters; chunked by the default `ParagraphTextSplitter` (480/80). Timed: "
         "`ingest(corpus, store, embedding=\"none\", mode=\"bm25\", tokenizer=...)` into a new store, end to end, "
         "one subprocess per row (library imported beforehand; tagger, fold table and any worker processes start "
@@ -385,8 +456,11 @@ def main(argv: list[str] | None = None) -> int:
     print(body)
     if not args.quick or args.write:
         cmd = shlex.join(["python", "benchmarks/ingest_speed.py", *(sys.argv[1:] if argv is None else argv)])
-        update_results_section("ingest-speed", "BM25-only ingest end to end (load, chunk, store, index)", cmd, body)
-        print(f"written to {REPO / 'benchmarks' / 'RESULTS.md'} (section 'ingest-speed')", file=sys.stderr)
+        title = "BM25-only ingest end to end (load, chunk, store, index)"
+        if args.corpus == "en":
+            title += ", English corpus"
+        update_results_section(args.section, title, cmd, body)
+        print(f"written to {REPO / 'benchmarks' / 'RESULTS.md'} (section {args.section!r})", file=sys.stderr)
     return 0
 
 

@@ -15,15 +15,20 @@ from types import ModuleType
 __all__ = ["user_stacklevel"]
 
 
+#: This package's own directory: always counted as inside, so no module has to import the package root to name it
+#: (that import made every caller part of one import cycle with ``langchain_ragspine/__init__.py``).
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
 @functools.cache
 def _library_dirs(libraries: tuple[ModuleType, ...]) -> tuple[str, ...]:
-    return tuple(os.path.dirname(os.path.abspath(m.__file__ or "")) + os.sep for m in libraries)
+    return (_PACKAGE_DIR, *(os.path.dirname(os.path.abspath(m.__file__ or "")) + os.sep for m in libraries))
 
 
 def user_stacklevel(*libraries: ModuleType) -> int:
     """The ``stacklevel`` that makes ``warnings.warn``, called in this function's caller, name the first frame
-    whose file is outside the directories of the package modules ``libraries`` (e.g. ``langchain_ragspine``,
-    ``langchain_core``): ``1`` is the caller itself.  A warning issued one call deeper (a helper the caller calls)
+    whose file is outside this package's directory and the directories of the package modules ``libraries`` (e.g.
+    ``langchain_core``, ``pydantic``): ``1`` is the caller itself.  A warning issued one call deeper (a helper the caller calls)
     passes the result ``+ 1``.  The outermost frame ends the walk if every frame is inside.
     """
     dirs = _library_dirs(libraries)

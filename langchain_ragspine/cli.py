@@ -435,15 +435,12 @@ class _GraphNames(Sequence[str]):
 
 
 def _resolve_llm(spec: str | None) -> tuple[Any, str]:
-    """``(chat model or None, a sentence saying which path answers)`` for ``ragspine ask`` / ``demo``:
-    :func:`~langchain_ragspine.config.resolve_chat_model` (``RAGSPINE_LLM``, else ``none``);
-    its warning, if any, goes to stderr."""
+    """``(chat model or None, a sentence saying which path answers)``: ``--llm`` (else ``RAGSPINE_LLM``, else
+    ``none``) resolved by :func:`~langchain_ragspine.config.resolve_chat_model`, whose errors name ``--llm`` or
+    the variable; its warning, if any, goes to stderr (the only thing the CLI adds)."""
     from langchain_ragspine.config import resolve_chat_model
 
-    try:
-        choice = resolve_chat_model(spec)
-    except ValueError as e:
-        raise ValueError(f"--llm {spec!r}: {e.__cause__ or e}" if spec is not None else f"RAGSPINE_LLM: {e}") from e
+    choice = resolve_chat_model(spec, setting="--llm")
     if choice.warning:
         print(f"warning: {choice.warning}", file=sys.stderr)
     return choice.llm, choice.how

@@ -538,12 +538,12 @@ def make_chat_model(spec: str | BaseChatModel | None = None, **kwargs: object) -
     if spec is None:
         spec = get_settings().llm
     if not isinstance(spec, str):
-        raise TypeError(f"chat model spec must be a string, None or a BaseChatModel, got {spec!r}")
+        raise TypeError(f"llm must be a BaseChatModel, a chat model spec (a string) or None, got {spec!r}")
     raw = spec.strip()
     if raw.lower() in ("", "none"):
         return None
     if raw.lower() == "auto":
-        return resolve_chat_model("auto", **kwargs).llm
+        return resolve_chat_model("auto", setting=None, **kwargs).llm
     if raw.lower() in ("default", "ollama"):
         raw = DEFAULT_CHAT_MODEL
     provider, sep, model = raw.partition(":")
@@ -607,20 +607,31 @@ class ChatModelChoice:
     warning: str | None = None
 
 
-def resolve_chat_model(spec: str | None = None, **kwargs: object) -> ChatModelChoice:
+def resolve_chat_model(spec: str | None = None, *, setting: str | None = None, **kwargs: object) -> ChatModelChoice:
     """The chat model for ``spec`` and a sentence saying which path answers; an unreachable LLM degrades to the
-    deterministic path (LLM failures degrade, they do not raise).
+    deterministic path (LLM failures degrade, they do not raise).  The one resolver of the entry points that
+    answer with or without an LLM (``ragspine ask | demo | search --transform | --rerank llm | eval``); library
+    code that only builds a model calls :func:`make_chat_model`.
 
     ``spec`` (default: ``RAGSPINE_LLM``, else :data:`DEFAULT_LLM`, ``"none"``): ``none`` → no LLM; ``auto`` →
     :data:`DEFAULT_CHAT_MODEL` when its server answers
     (:func:`llm_is_reachable`, one probe), else no LLM, silently; anything else is built with
     :func:`make_chat_model` and, when unreachable, replaced by the deterministic path with a ``warning``.
 
+    Args:
+        spec: the chat model spec; ``None``: ``RAGSPINE_LLM``.
+        setting: where ``spec`` was written (``"--llm"``), named in the error; a spec read from the environment
+            is reported as ``RAGSPINE_LLM='…'``.
+        kwargs: passed to :func:`make_chat_model`.
+
     Raises:
         ValueError: a model named explicitly (not ``auto``) that cannot even be built (unknown provider, missing
-            integration package): a usage error, not a fallback.  The message names the spec.
+            integration package): a usage error, not a fallback.  The message names the spec and where it came
+            from: ``chat model spec 'x': …``, ``--llm 'x': …`` (``setting="--llm"``) or ``RAGSPINE_LLM='x': …``.
     """
-    raw = (spec if spec is not None else get_settings().llm).strip()
+    if spec is None:
+        spec, setting = get_settings().llm, "RAGSPINE_LLM"
+    raw = spec.strip()
     if raw.lower() in ("", "none"):
         return ChatModelChoice(None, DETERMINISTIC_PATH)
     auto = raw.lower() == "auto"
@@ -629,7 +640,11 @@ def resolve_chat_model(spec: str | None = None, **kwargs: object) -> ChatModelCh
         llm = make_chat_model(wanted, **kwargs)
     except (ImportError, ValueError) as e:
         if not auto:
-            raise ValueError(f"chat model spec {wanted!r}: {e}") from e
+            if setting is not None and setting.startswith("RAGSPINE_"):
+                head = _from_setting(setting, raw)  # RAGSPINE_LLM='x': , as every setting
+            else:
+                head = f"{setting or 'chat model spec'} {raw!r}: "  # --llm 'x': , chat model spec 'x':
+            raise ValueError(f"{head}{e}") from e
         return ChatModelChoice(None, f"{DETERMINISTIC_PATH}; {wanted} is not available here ({e})")
     if llm is None:
         return ChatModelChoice(None, DETERMINISTIC_PATH)
@@ -903,7 +918,7 @@ def make_reranker(
         return CrossEncoderReranker(model=arg, **kwargs)
     from langchain_ragspine.document_compressors import LLMListwiseReranker
 
-    chat = make_chat_model(arg) if arg else (llm if llm is not None else make_chat_model(None))
+    chat = make_chat_model(arg or llm)  # the spec's model, else llm, else RAGSPINE_LLM's
     if chat is None:
         raise ValueError(
             "the llm reranker needs a chat model: pass llm=, set RAGSPINE_LLM, or write llm:<chat model spec> "

@@ -11,8 +11,9 @@ One home for the few rules every retriever, compressor, graph node and evaluator
 * **identities** — a retriever indexes the documents it is given, each with an identity: a document without any gets
   a copy with a deterministic one made from its text (:func:`with_identities`, :func:`content_chunk_id`).
 
-The module depends on ``langchain_core`` only, so any module of the package (stores, retrievers, compressors,
-graphs, evaluation) may import it.
+The module depends on ``langchain_core`` and :mod:`langchain_ragspine.arguments` (which imports nothing from the
+package), so any module of the package (stores, retrievers, compressors, graphs, evaluation) may import it.
+:func:`check_k` is re-exported from :mod:`~langchain_ragspine.arguments`, the home of the integer checks.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from langchain_core.documents import Document
+
+from langchain_ragspine.arguments import check_k
 
 __all__ = [
     "SCORE_CHANNELS",
@@ -217,28 +220,6 @@ def with_identities(documents: Iterable[Document]) -> list[Document]:
             stacklevel=3,
         )
     return out
-
-
-def check_k(value: Any, name: str = "k") -> int:
-    """``value`` as a result count: an ``int >= 1`` (numpy integers accepted), else an error naming ``name``.
-
-    Raises:
-        TypeError: ``value`` is not an integer (``"3"``, ``2.0``, ``True``, ``None``).
-        ValueError: ``value < 1``.
-
-    Example:
-        >>> check_k(3)
-        3
-        >>> check_k(0, "top_n")
-        Traceback (most recent call last):
-        ...
-        ValueError: top_n must be an int >= 1, got 0
-    """
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int >= 1, got {type(value).__name__} {value!r}")
-    if value < 1:
-        raise ValueError(f"{name} must be an int >= 1, got {value!r}")
-    return int(value)
 
 
 def with_scores(doc: Document, **scores: float | None) -> Document:

@@ -62,15 +62,20 @@ class StoreError(RagSpineError):
 
 
 class StoreWriteError(StoreError, OSError):
-    """A file of a store could not be written — the disk is full (``ENOSPC``, or SQLite's ``SQLITE_FULL``), a quota
-    is exhausted (``EDQUOT``), an I/O error (``EIO``), or the file system refused the write — and nothing was lost:
+    """A file of a store could not be written — the disk is full or has no free inode (``ENOSPC``, or SQLite's
+    ``SQLITE_FULL``), a quota is exhausted (``EDQUOT``), an I/O error (``EIO``), no file descriptor is left
+    (``EMFILE``), or the file system or folder refused the write (``EROFS``, ``EACCES``: SQLite's ``unable to open
+    database file`` and ``attempt to write a readonly database`` too, :func:`creation_errno`) — and nothing was lost:
     the write went to a temporary name (or into a SQLite transaction) and was abandoned, so what the file held
     before is intact; the message says what is kept.  Raised by :func:`write_errors`.  It is also an ``OSError``
     (with :attr:`errno`), so code that catches the file system's errors catches it.
 
     Attributes:
         errno: the ``errno`` code (``errno.ENOSPC`` also for ``SQLITE_FULL``), or ``None`` when unknown.
-        why: ``"disk full"``, ``"disk quota exceeded"``, or the error's description (``"Permission denied"``).
+        why: ``"disk full"``, ``"no free inode left"`` (``ENOSPC`` on a file system with free blocks but no free
+            inode: too many files), ``"disk full or no free inode left"`` (``ENOSPC`` when it can no longer be told),
+            ``"disk quota exceeded"``, or the error's description (``"Permission denied"``, ``"Too many open
+            files"``).
         detail: the underlying error, e.g. ``"[Errno 28] No space left on device"``.
         full: whether the disk (or the quota) is full, so a retry needs space.
     """
@@ -86,19 +91,96 @@ class StoreWriteError(StoreError, OSError):
 
 #: What :func:`os_error_of` reads from a library's ``RuntimeError`` text: the C library's description of these codes
 #: (FAISS reports a failed ``fwrite`` as ``"... write error in <file>: 4051 != 100352 (No space left on device)"``).
-_WRITE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EPERM)
+#: The same codes, and running out of file descriptors (``EMFILE``, ``ENFILE``), are what makes a new file impossible
+#: to create (:func:`creation_errno`).
+_WRITE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EPERM,
+                 errno.EMFILE, errno.ENFILE)
 #: How numpy reports a write that stopped short (``"4596 requested and 1520 written"``), with no ``errno``.
 _SHORT_WRITE = re.compile(r"\d+ requested and \d+ written")
 #: SQLite's primary result codes of a failed write, as ``errno`` codes (https://www.sqlite.org/rescode.html).
 _SQLITE_ERRNOS = {sqlite3.SQLITE_FULL: errno.ENOSPC, sqlite3.SQLITE_IOERR: errno.EIO}
+#: SQLite's primary result codes of a file it could not create or open for writing (the database, its ``-wal`` /
+#: ``-shm`` / ``-journal``): ``SQLITE_CANTOPEN`` ("unable to open database file": no inode left, too many open
+#: files, no permission) and ``SQLITE_READONLY`` ("attempt to write a readonly database": a read-only file, folder or
+#: file system).  SQLite does not say why; :func:`creation_errno` finds out.
+_SQLITE_CANNOT_CREATE = (sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY)
+#: ``SQLITE_READONLY_DBMOVED``: the file was moved or removed under the connection, not a write that failed.
+_SQLITE_DBMOVED = 1032
+
+
+def creation_errno(path: str | Path) -> int | None:
+    """Why the file ``path`` (a SQLite database, or a file beside it) cannot be written now, as an ``errno`` code,
+    or ``None`` when nothing says it cannot.  SQLite reports a file it could not create as ``SQLITE_CANTOPEN``
+    without the reason; this asks the file system the same question: it creates (and removes at once) an empty
+    file beside ``path`` — failing with ``ENOSPC`` when the file system has no free inode, ``EDQUOT``, ``EMFILE`` /
+    ``ENFILE``, ``EACCES`` / ``EPERM`` for a folder this process cannot write, ``EROFS`` — and, when that works,
+    checks that ``path`` itself is writable (``EACCES``, or ``EROFS`` on a read-only file system).  Only codes of
+    :data:`_WRITE_ERRNOS` are returned (a missing folder, for one, is not a failed write)."""
+    target = Path(path)
+    probe = target.with_name(f".ragspine-probe-{os.getpid()}-{id(target):x}")
+    code: int | None = None
+    try:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        pass
+    except OSError as e:
+        code = e.errno
+    else:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(probe)
+        if target.exists() and not os.access(target, os.W_OK):
+            code = errno.EROFS if read_only_mount(target) else errno.EACCES
+    return code if code in _WRITE_ERRNOS else None
+
+
+def sqlite_cannot_open(error: BaseException) -> bool:
+    """Whether ``error``, or an error it was raised from, is SQLite failing to create or open a file for writing
+    (``SQLITE_CANTOPEN``, ``SQLITE_READONLY``: :data:`_SQLITE_CANNOT_CREATE`) — a file it could not open, which
+    says nothing about whether its content is damaged."""
+    seen: BaseException | None = error
+    while seen is not None:
+        code = getattr(seen, "sqlite_errorcode", None)
+        if isinstance(seen, sqlite3.Error) and isinstance(code, int) and code != _SQLITE_DBMOVED and (
+                code & 0xFF in _SQLITE_CANNOT_CREATE):
+            return True
+        seen = seen.__cause__
+    return False
+
+
+def read_only_mount(path: str | Path) -> bool:
+    """Whether ``path`` is on a file system mounted read-only (``statvfs``; ``False`` when unknown)."""
+    with contextlib.suppress(OSError, AttributeError):
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    return False
+
+
+def _no_space(path: str | Path | None) -> str:
+    """What ``ENOSPC`` ("No space left on device") means for the file system of ``path`` now (``statvfs``):
+    ``"no free inode left"`` when it has free blocks but no free inode (too many files; a file system that does not
+    count inodes reports none at all, and is not one), ``"disk full"`` when no block is free, else (the space was
+    freed since, e.g. by removing the failed write's temporary files, or ``path`` is unknown) both."""
+    for where in () if path is None else (Path(path), Path(path).parent):
+        try:
+            st = os.statvfs(where)
+        except (OSError, AttributeError):
+            continue
+        if st.f_files > 0 and st.f_favail == 0 and st.f_bavail > 0:
+            return "no free inode left"
+        if st.f_bavail == 0:
+            return "disk full"
+        break
+    return "disk full or no free inode left"
 
 
 def os_error_of(error: BaseException, filename: str | Path | None = None) -> OSError | None:
     """``error`` as the ``OSError`` of the write that failed (naming ``filename`` when it names no file), or
     ``None`` when it is not a failed write.  A failed write is an ``OSError`` (not ``FileExistsError``: a refusal);
     numpy's short write (no ``errno``) counts as ``ENOSPC``; a ``sqlite3`` error with result code ``SQLITE_FULL``
-    (``ENOSPC``) or ``SQLITE_IOERR`` (``EIO``); a ``RuntimeError`` whose text carries the C library's description
-    of a write error in parentheses, e.g. FAISS's ``"... (No space left on device)"``."""
+    (``ENOSPC``) or ``SQLITE_IOERR`` (``EIO``), or — with ``filename``, the SQLite file — ``SQLITE_CANTOPEN`` /
+    ``SQLITE_READONLY`` when :func:`creation_errno` finds why the file cannot be written (no free inode, too many
+    open files, a read-only folder); a ``RuntimeError`` whose text carries the C library's description of a write
+    error in parentheses, e.g. FAISS's ``"... (No space left on device)"``."""
     name = None if filename is None else str(filename)
     if isinstance(error, FileExistsError):
         return None  # a refusal to replace a file (a save's check), not a write that failed
@@ -114,6 +196,11 @@ def os_error_of(error: BaseException, filename: str | Path | None = None) -> OSE
         found = getattr(error, "sqlite_errorcode", None)
         code = _SQLITE_ERRNOS.get(found & 0xFF) if isinstance(found, int) else None
         text = str(error)
+        if (code is None and name is not None and isinstance(found, int) and found != _SQLITE_DBMOVED
+                and found & 0xFF in _SQLITE_CANNOT_CREATE):
+            code = creation_errno(name)
+            if code is not None:
+                text = os.strerror(code)
     elif isinstance(error, RuntimeError):
         text = str(error)
         code = next((c for c in _WRITE_ERRNOS if f"({os.strerror(c)})" in text), None)
@@ -139,7 +226,8 @@ def as_os_error(filename: str | Path) -> Iterator[None]:
 
 def _why(error: OSError) -> str:
     if error.errno == errno.ENOSPC:
-        return "disk full"
+        # inode exhaustion is ENOSPC too, with bytes to spare: say which, so the user frees the right thing
+        return _no_space(error.filename)
     if error.errno == errno.EDQUOT:
         return "disk quota exceeded"
     return error.strerror or type(error).__name__
@@ -172,7 +260,8 @@ def write_errors(
         raise StoreWriteError(_written(e.why, e.detail, kept), path=inner, code=e.errno, why=e.why,
                               detail=e.detail) from e
     except Exception as e:
-        failure = os_error_of(e)
+        # a SQLite error says no more than "unable to open database file": the path lets os_error_of find out why
+        failure = os_error_of(e, path if isinstance(e, sqlite3.Error) else None)
         if failure is None:
             raise
         where = Path(path)

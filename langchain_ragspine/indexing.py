@@ -35,8 +35,8 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 
-import langchain_ragspine
 from langchain_ragspine._stacklevel import user_stacklevel
+from langchain_ragspine.arguments import check_k
 from langchain_ragspine.backends.directory import bm25_parallel
 from langchain_ragspine.backends.directory._regular import check_regular
 from langchain_ragspine.backends.directory.bm25_index import SAVE_LAYOUT as BM25_LAYOUT
@@ -59,14 +59,21 @@ from langchain_ragspine.config import (
 )
 from langchain_ragspine.document_loaders import CorpusLoader
 from langchain_ragspine.document_loaders import corpus as corpus_module
-from langchain_ragspine.documents import check_k, has_visible_text
+from langchain_ragspine.documents import has_visible_text
 from langchain_ragspine.embeddings.cache import (
     CachedEmbeddings,
     ChunkVectorCache,
     content_hash,
     model_key_for,
 )
-from langchain_ragspine.errors import RagSpineError, StaleIndexWarning, StoreError, StoreWriteError
+from langchain_ragspine.errors import (
+    RagSpineError,
+    StaleIndexWarning,
+    StoreError,
+    StoreWriteError,
+    sqlite_cannot_open,
+    write_errors,
+)
 from langchain_ragspine.pipeline.modes import (
     StoreBackedSource,
     build_retriever,
@@ -110,7 +117,7 @@ def _warn_stale(message: str) -> None:
     pydantic (however many mode builders, or a live retriever's reload inside ``invoke``, stand between it and the
     index)."""
     warnings.warn(
-        message, StaleIndexWarning, stacklevel=user_stacklevel(langchain_ragspine, langchain_core, pydantic)
+        message, StaleIndexWarning, stacklevel=user_stacklevel(langchain_core, pydantic)
     )
 
 
@@ -154,12 +161,20 @@ def prepare_store_dir(root: Path) -> None:
 
     Raises:
         StoreError: see :func:`check_store_dir`.
+        StoreWriteError: ``root`` or its marker file cannot be written (no inode or block left, a read-only
+            folder, …): nothing of the store was written yet (a marker written in part is removed again).
     """
     check_store_dir(root)
-    root.mkdir(parents=True, exist_ok=True)
     marker = root / STORE_MARKER
-    if not marker.exists():
-        marker.write_text(json.dumps({"format": "ragspine-store/1"}) + "\n", "utf-8")
+    with write_errors(marker, kept="nothing of the store was written yet"):
+        root.mkdir(parents=True, exist_ok=True)
+        if not marker.exists():
+            try:
+                marker.write_text(json.dumps({"format": "ragspine-store/1"}) + "\n", "utf-8")
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    marker.unlink()
+                raise
     for leftover in list(root.glob(f".{BM25_DIR}.tmp-*")) + list(root.glob(f".{BM25_DIR}.old-*")):
         shutil.rmtree(leftover, ignore_errors=True)  # left by a process killed while saving the index
 
@@ -341,8 +356,8 @@ def _open_cache(root: Path, *, read_only: bool = False) -> EmbeddingCache:
     except StoreWriteError:
         raise  # the disk is full (opening writes the -wal/-shm files): the cache is intact, keep it
     except StoreError as e:
-        if read_only or not path.exists():
-            raise
+        if read_only or not path.exists() or sqlite_cannot_open(e):
+            raise  # a file SQLite could not open or create (its -wal, its -shm) says nothing of the cache: keep it
         aside = path.with_name(f"{path.name}.corrupt-{int(time.time())}")
         for suffix in ("", "-wal", "-shm"):
             src = Path(str(path) + suffix)
@@ -851,6 +866,11 @@ def _ingest(
     if name is None:
         raise ValueError(f"ingest needs a named tokenizer (it is persisted with the index), got {tokenizer!r}")
     postgres = is_postgres_url(store_dir)
+    if postgres and str(chunker or configured_setting("chunker") or "").strip().lower() == "parent_child":
+        raise ValueError(  # before the store is touched (its tokenizer, its vectors) or a file is read
+            "chunker 'parent_child' is not supported on a PostgreSQL store (its parents are kept by a store directory's "
+            "chunk store only): ingest into a store directory (--store DIR), or choose another --chunker"
+        )
     root = Path(store_dir)
     # one writer at a time, from the first read of the store (its chunker, index state, document count) to the
     # last write (index.json; a PostgreSQL store's last commit): so two ingests run in order, each against the store
@@ -1273,6 +1293,11 @@ class StoreSource(StoreBackedSource[ChunkStore]):
         """The store's active chunks (with ``metadata["index_text"]`` when the store has contextual headers)."""
         return _store_documents(self.store, _header(self._state.get("contextual")))
 
+    def holds_parents(self) -> bool:
+        """Whether the store was chunked by ``parent_child`` (its recorded chunker) and holds parents: ``auto``
+        then returns parents (:mod:`~langchain_ragspine.pipeline.modes`)."""
+        return (self.store.chunker or {}).get("name") == "parent_child" and self.store.count_parents() > 0
+
     def parent_store(self) -> ChunkStore:
         """The parent store of :class:`~langchain_ragspine.retrievers.ParentChildRetriever`: the chunk store, opened
         read-only on its own (it stays open for the retriever's lifetime, after this source is closed).
@@ -1371,7 +1396,9 @@ def open_retriever(
     index only, no embedding model is loaded; ``vector`` — the dense channel only; ``hybrid`` — BM25 and dense fused
     by :class:`~langchain_ragspine.retrievers.HybridRetriever` (``candidate_k`` per channel; ``options`` such as
     ``alpha`` or ``fusion`` go to it); ``auto`` — ``hybrid`` when the store has a vector index and its embedding
-    model can be loaded here, else ``bm25``; and any mode registered with
+    model can be loaded here, else ``bm25``, and over a store ingested with ``--chunker parent_child`` the distinct
+    parents of what that finds (as ``parent_child``: a :class:`~langchain_ragspine.retrievers.ParentChildRetriever`,
+    ``k`` parents from 50 children); and any mode registered with
     :func:`~langchain_ragspine.pipeline.modes.register_mode`.  ``k`` defaults to ``RAGSPINE_K``, else 6
     (:data:`~langchain_ragspine.config.DEFAULT_K`).  The query encoder is the one the vector index was built with
     (its spec is recorded at ingest), unless ``embedding`` is given.  An invalid ``index.json`` (the store's index

@@ -5,8 +5,8 @@ RESTRICTED chunks out of their indexes, ``ingest`` that keeps them out of derive
 every exit — asks this module.  The rule is *fail closed*: when a label is ambiguous, the most restrictive reading
 wins.
 
-* **Folding.**  Keys and values are compared after :func:`fold`: Unicode compatibility decomposition (NFKD),
-  combining marks and invisible format characters removed (Unicode categories Mn, Me, Cf — a zero-width space, the
+* **Folding.**  Keys and values are compared after :func:`fold` (from :mod:`langchain_ragspine.text.folding`):
+  Unicode compatibility decomposition (NFKD), combining marks and invisible format characters removed (Unicode categories Mn, Me, Cf — a zero-width space, the
   dot of a Turkish ``İ``), recomposition (NFKC, so full-width ``ＲＥＳＴＲＩＣＴＥＤ`` is ``RESTRICTED``) and surrounding
   whitespace stripped (bidirectional controls such as U+202E are format characters, so they go too).  Keys then
   compare case-insensitively (``Ｓｅｎｓｉｔｉｖｉｔｙ``, `` sensitivity `` and ``SENSITIVITY`` all name the label), also
@@ -47,7 +47,8 @@ import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from langchain_ragspine.text.confusables import LATIN_LOOK_ALIKES
+from langchain_ragspine.text.confusables import LATIN_LOOK_ALIKES, look_alikes
+from langchain_ragspine.text.folding import fold
 
 __all__ = [
     "KNOWN_SENSITIVITIES",
@@ -83,21 +84,8 @@ _S = TypeVar("_S")
 _RANK = {name: i for i, name in enumerate(KNOWN_SENSITIVITIES)}
 _WORD = re.compile(r"[A-Z]+")
 _LIST_TYPES = (list, tuple, set, frozenset)
-
-
-def fold(text: str) -> str:
-    """``text`` with compatibility forms, combining marks and format characters folded away, whitespace stripped.
-
-    NFKD, then every character of Unicode category Mn, Me or Cf removed, then NFKC, then ``strip()``.  Case is
-    kept (see :func:`normalize_label` and :func:`is_sensitivity_key`).
-
-    Example:
-        >>> fold(" Ｓｅｎｓｉ\\u200bｔｉｖｉｔｙ ")
-        'Sensitivity'
-    """
-    decomposed = unicodedata.normalize("NFKD", text)
-    kept = "".join(ch for ch in decomposed if unicodedata.category(ch) not in ("Mn", "Me", "Cf"))
-    return unicodedata.normalize("NFKC", kept).strip()
+#: What :func:`is_restricted` walks into for a nested label key.
+_CONTAINERS = (Mapping, *_LIST_TYPES)
 
 
 def normalize_label(value: str) -> str:
@@ -276,26 +264,24 @@ def _words(value: str) -> tuple[str, ...]:
     return tuple(_WORD.findall(normalize_label(value)))
 
 
-#: The characters that Unicode's confusables data reads as a letter of ``RESTRICTED``, by letter (hexadecimal code
-#: points).  Source: ``confusables.txt`` of Unicode Technical Standard #39, Unicode Security Mechanisms (version
-#: 13.0.0; the same rows are in the data of ``confusable-homoglyphs`` 3.3.1), every row whose prototype is one of
-#: ``C c D d E e i l R r S s T t`` — the prototype of the ``I`` row is ``l`` (U+006C), which is listed here as well.
-#: Rows that :func:`fold` already turns into the letter (full-width and mathematical forms) or into another listed
-#: character are left out.  Cyrillic ``Р`` and Greek ``Ρ`` are look-alikes of ``P``, not of a letter of
-#: ``RESTRICTED``, so they are not here.  Added by hand: the Latin small capitals ``ᴅ ᴇ ʀ ᴛ`` (U+1D05, U+1D07, U+0280,
-#: U+1D1B), which that file leads to other look-alikes but which read as those letters (``ʀᴇsᴛʀɪᴄᴛᴇᴅ``).
-_CONFUSABLES: dict[str, str] = {
-    "C": "03F2 03F9 0421 0441 13DF 1D04 2CA4 2CA5 A4DA ABAF 102A2 10302 10415 1043D 1051C 118E9 118F2 1F74C",
-    "D": "0501 13A0 13E7 146F 15DE 15EA A4D2 A4D3 1D05",
-    "E": "0395 0415 0435 04BD 13AC 212E 22FF 2D39 A4F0 AB32 10286 118A6 118AE 1D07",
-    "I": (
-        "0031 006C 007C 0196 01C0 0269 026A 02DB 037A 0399 03B9 0406 0456 04C0 04CF 05C0 05D5 05DF 0627 0661 06F1"
-        " 07CA 13A5 16C1 2223 2373 23FD 2C92 2D4F A4F2 A647 AB75 FFE8 1028A 10309 10320 118C3 16F28 1E8C7"
-    ),
-    "R": "01A6 0433 13A1 13D2 1587 1D26 2C85 A4E3 AB47 AB48 AB81 104B4 16F35 1D216 0280",
-    "S": "01BD 0405 0455 054F 13D5 13DA A4E2 A731 ABAA 10296 10420 10448 118C1 16F3A",
-    "T": "03A4 0422 13A2 22A4 27D9 2CA6 A4D4 10297 102B1 10315 118BC 16F0A 1F768 1D1B",
-}
+#: The :data:`~langchain_ragspine.text.confusables.CONFUSABLES` rows read for each letter of ``RESTRICTED``: both
+#: cases of the letter; for ``I``, rows ``i`` and ``l`` (UTS #39 gives a capital ``I`` the prototype ``l``) and row
+#: ``I`` (``l`` itself).
+_ROWS: dict[str, tuple[str, ...]] = {letter: (letter.lower(), letter) for letter in "CDERST"} | {"I": ("i", "l", "I")}
+
+
+def _restricted_look_alikes(letter: str) -> str:
+    """The characters Unicode's confusables data reads as ``letter`` (a letter of ``RESTRICTED``): its rows of
+    :data:`~langchain_ragspine.text.confusables.CONFUSABLES` (:data:`_ROWS`; Cyrillic ``Р`` and Greek ``Ρ`` are
+    look-alikes of ``P``, not of a letter of ``RESTRICTED``, so they are not read), without the letter itself and
+    without the characters :func:`fold` turns into the letter or into another character of those rows (full-width
+    and mathematical forms: :func:`fold` reads them)."""
+    row = look_alikes(*_ROWS[letter])
+    chars = set(row)
+    return "".join(
+        ch for ch in row
+        if ch != letter and not ((folded := fold(ch)) != ch and (folded.upper() == letter or folded in chars))
+    )
 
 
 #: Where :func:`look_alike_capitals` looks for letters that Unicode *names* as Latin letters but that neither NFKC
@@ -318,8 +304,8 @@ def _look_alike_tables() -> tuple[dict[int, str], dict[int, str], re.Pattern[str
     """``(letters, symbols, spelled, needed)``.
 
     * ``letters``: a ``str.translate`` table from each look-alike *letter* (Unicode category L*) to the ASCII capital
-      it reads as: every row of :data:`_CONFUSABLES` and of
-      :data:`~langchain_ragspine.text.confusables.LATIN_LOOK_ALIKES` (its row ``l``, the look-alikes UTS #39 gives a
+      it reads as: the look-alike letters of each letter of ``RESTRICTED`` (:func:`_restricted_look_alikes`), every
+      row of :data:`~langchain_ragspine.text.confusables.LATIN_LOOK_ALIKES` (its row ``l``, the look-alikes UTS #39 gives a
       capital ``I``, read as ``I``: neither word the package reads — ``RESTRICTED``, ``SENSITIVITY`` — holds an
       ``L``), and every character of :data:`_NAMED_LETTER_BLOCKS` whose name :data:`_LETTER_NAME` reads as a letter
       and that :func:`fold` leaves as it is.  (It also holds the two look-alikes that are not letters but that
@@ -335,10 +321,9 @@ def _look_alike_tables() -> tuple[dict[int, str], dict[int, str], re.Pattern[str
     """
     letters: dict[int, str] = {}
     symbols: dict[int, str] = {}
-    others = {letter: letter for letter in _CONFUSABLES}
-    for letter, points in _CONFUSABLES.items():
-        for point in points.split():
-            ch = chr(int(point, 16))
+    others = {letter: letter for letter in _ROWS}
+    for letter in sorted(_ROWS):
+        for ch in _restricted_look_alikes(letter):
             if unicodedata.category(ch).startswith("L") or fold(ch) != ch:
                 letters[ord(ch)] = letter
             else:
@@ -499,7 +484,9 @@ def _is_restricted_value(value: Any, depth: int) -> bool:
 
 def is_restricted(metadata: Any) -> bool:
     """``True`` when ``metadata`` (a mapping, or a ``Document``) is labelled RESTRICTED: under any key that
-    :func:`is_sensitivity_key` accepts, a value that :func:`is_restricted_label` accepts.
+    :func:`is_sensitivity_key` accepts, a value that :func:`is_restricted_label` accepts — at the top level or in a
+    mapping or list nested at any depth (``{"metadata": {"sensitivity": "RESTRICTED"}}``; deeper than 32 levels or
+    unreadable: RESTRICTED).
 
     This is the one test every exit of the package uses (the ``RestrictedGate``, ``search``, the graphs, the
     retrievers' index builders); it also covers documents from other loaders (``{"Sensitivity": ["INTERNAL",
@@ -508,7 +495,30 @@ def is_restricted(metadata: Any) -> bool:
     metadata = getattr(metadata, "metadata", metadata)  # a langchain_core Document
     if not isinstance(metadata, Mapping):
         return False
-    return any(is_sensitivity_key(key) and is_restricted_label(value) for key, value in metadata.items())
+    try:
+        return _has_restricted_key(metadata, 0)
+    except Exception:  # a container that cannot be read (its iteration raised): fail closed
+        return True
+
+
+def _has_restricted_key(value: Any, depth: int) -> bool:
+    """A sensitivity key with a RESTRICTED label anywhere in ``value``: at its top level or nested at any depth of
+    mappings and lists (``{"metadata": {"sensitivity": "RESTRICTED"}}``, LangChain's ``Document`` JSON shape, as
+    another loader may leave it; the loader reads nested label keys of files by the same rule).  Deeper than
+    :data:`_MAX_DEPTH` is RESTRICTED (fail closed, also for a self-containing container)."""
+    if depth >= _MAX_DEPTH:
+        return True
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if is_sensitivity_key(key) and is_restricted_label(item):
+                return True
+            if isinstance(item, _CONTAINERS) and _has_restricted_key(item, depth + 1):
+                return True
+        return False
+    if isinstance(value, _LIST_TYPES):
+        return any(isinstance(item, _CONTAINERS) and _has_restricted_key(item, depth + 1)
+                   for item in value)
+    return False
 
 
 def drop_restricted(documents: Iterable[_T]) -> list[_T]:

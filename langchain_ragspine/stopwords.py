@@ -14,24 +14,28 @@ Content terms of a text, in order:
 1. CJK interrogatives are cut out of the text before tokenizing (:data:`CJK_QUESTION_WORDS`: ``何``, ``誰``,
    ``什么``, ``哪``, ``谁``, ``多少`` …), so that no character n-gram that contains one is formed.
 2. The text is tokenized with the given tokenizer (default ``"auto"``, the BM25 one), so terms compare with the
-   tokens of passages tokenized the same way.
-3. Dropped: :data:`ENGLISH_STOPWORDS` (function words, question words, auxiliaries), tokens made only of
+   tokens of passages tokenized the same way — for ``"auto"`` and ``"cjk"`` English words are Snowball stems
+   (``documents`` → ``document``, ``changed`` → ``chang``), so an inflected question word finds its passage word.
+3. Dropped: :data:`ENGLISH_STOPWORDS` (function words, question words, auxiliaries; for a stemming tokenizer
+   their stems too — ``does`` reaches this step as ``doe``, ``only`` as ``onli``), tokens made only of
    hiragana (Japanese particles, auxiliaries, inflections and the kana interrogatives ``どこ``, ``いつ``, ``どの``),
    two-character tokens with a hiragana character (the character bigrams that straddle a word and its particle:
    ``号を``, ``道と``, ``本で``), and the single-character Chinese function words of :data:`CHINESE_FUNCTION_CHARS`
    (``的``, ``是``, ``了`` …).
 
 What stays are the words and character n-grams that carry a topic: ``tokyo``, ``weather``, ``梅雨``, ``北海道``,
-``小笠``, ``3776``.  A Japanese word written only in hiragana (``すし``) is not a content term — a known limitation
+``小笠``, ``3776`` (with ``"auto"``: ``weather``, ``tokyo``, ``ingest``, ``chang``).  A Japanese word written only in hiragana (``すし``) is not a content term — a known limitation
 of dropping kana-only tokens, which are function words in the vast majority of cases.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 
 from langchain_ragspine.text import normalize
-from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer
+from langchain_ragspine.text.english import ENGLISH_STOPWORDS, english_stem
+from langchain_ragspine.tokenizers import STEMMING_TOKENIZERS, Tokenizer, get_tokenizer, tokenizer_name
 
 __all__ = [
     "CHINESE_FUNCTION_CHARS",
@@ -42,19 +46,6 @@ __all__ = [
     "content_terms",
     "is_content_term",
 ]
-
-#: English function words, question words and auxiliaries (the Snowball / NLTK English list, plus contraction
-#: stems such as ``don``/``t`` that word tokenizers leave, and ``many``/``much``/``whose``/``also``/``may``…).
-ENGLISH_STOPWORDS = frozenset(
-    """a about above after again against all also am an and any are aren as at be because been before being below
-    between both but by can cannot could couldn d did didn do does doesn doing don down during each either few for
-    from further had hadn has hasn have haven having he her here hers herself him himself his how i if in into is
-    isn it its itself just ll m many may me might more most much must mustn my myself neither no nor not now o of
-    off on once only or other our ours ourselves out over own re s same shall shan she should shouldn so some such
-    t than that the their theirs them themselves then there these they this those through to too under until up
-    upon us ve very was wasn we were weren what whatever when where whether which while who whom whose why will
-    with won would wouldn y you your yours yourself yourselves""".split()
-)
 
 #: Japanese interrogatives (the kana ones are also dropped as kana-only tokens; ``何`` and ``誰`` are cut out).
 JAPANESE_QUESTION_WORDS = frozenset(
@@ -79,11 +70,20 @@ _HIRAGANA_ONLY_RE = re.compile(r"[\u3040-\u309f\u30fc]+")
 _HIRAGANA_RE = re.compile(r"[\u3040-\u309f]")
 
 
-def is_content_term(token: str) -> bool:
+@functools.cache
+def _stopword_stems() -> frozenset[str]:
+    """:data:`ENGLISH_STOPWORDS` and their Snowball stems (``does`` → ``doe``, ``only`` → ``onli``)."""
+    return ENGLISH_STOPWORDS | {english_stem(w) for w in ENGLISH_STOPWORDS}
+
+
+def is_content_term(token: str, *, stemmed: bool = False) -> bool:
     """Whether ``token`` (as a tokenizer emits it: NFKC, lower-cased) can count as evidence — not an English stop
     word, not made only of hiragana, not two characters one of which is hiragana, not a one-character Chinese
-    function word, not empty."""
-    if not token or token in ENGLISH_STOPWORDS or token in CHINESE_FUNCTION_CHARS:
+    function word, not empty.  ``stemmed`` (default ``False``): ``token`` comes from a tokenizer that stems
+    English words (``"auto"``, ``"cjk"``), so the stems of the stop words are stop words too (``doe``, ``onli``).
+    """
+    stops = _stopword_stems() if stemmed else ENGLISH_STOPWORDS
+    if not token or token in stops or token in CHINESE_FUNCTION_CHARS:
         return False
     if len(token) <= 2 and _HIRAGANA_RE.search(token):
         return False
@@ -93,8 +93,10 @@ def is_content_term(token: str) -> bool:
 def content_terms(text: str, tokenizer: str | Tokenizer = "auto") -> set[str]:
     """The distinct content terms of ``text`` (see the module docstring), as ``tokenizer`` spells them.
 
-    ``content_terms("What is the weather in Tokyo?") == {"weather", "tokyo"}``; a text with nothing but stop
-    words, question words and kana (``"What is it?"``, ``"どこですか"``) gives an empty set.  Never raises on odd
+    ``content_terms("What is the weather in Tokyo?") == {"weather", "tokyo"}``; ``content_terms("What happens
+    when I re-ingest a changed document?") == {"ingest", "chang", "document"}`` (stems, with the default
+    ``"auto"``); a text with nothing but stop words, question words and kana (``"What is it?"``, ``"どこですか"``)
+    gives an empty set.  Never raises on odd
     input: a non-string gives an empty set.
 
     Raises:
@@ -103,6 +105,7 @@ def content_terms(text: str, tokenizer: str | Tokenizer = "auto") -> set[str]:
     tokenize = get_tokenizer(tokenizer)
     if not isinstance(text, str) or not text.strip():
         return set()
+    stemmed = tokenizer_name(tokenize) in STEMMING_TOKENIZERS
     masked = _CJK_QUESTION_RE.sub(" ", normalize(text))
-    return {t for t in tokenize(masked) if is_content_term(t)}
+    return {t for t in tokenize(masked) if is_content_term(t, stemmed=stemmed)}
 

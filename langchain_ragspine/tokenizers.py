@@ -16,6 +16,15 @@ and lower-case Latin letters, so ``ＡＢＣ``, ``ABC`` and ``abc`` are one term
   :func:`auto_tokenize`): the best combination measured on Japanese (JSQuAD) and Chinese (CMRC 2018) text, see
   ``benchmarks/RESULTS.md``.
 
+**English words.**  ``"auto"`` and ``"cjk"`` analyse each Latin-script word as English
+(:mod:`langchain_ragspine.text.english`): Lucene's 33 English stop words (and the ``s`` of a possessive) are
+dropped and every other word becomes its Snowball English stem, as Lucene's ``EnglishAnalyzer`` and bm25s with
+PyStemmer do — ``re-ingesting`` and ``re-ingest`` both give ``re``, ``ingest``.  CJK tokens are untouched.
+``"auto-nostem"`` and ``"cjk-nostem"`` are the same tokenizers without it (the English words lower-cased, stop
+words kept: byte-identical to ``"auto"`` / ``"cjk"`` before English analysis existed); the ``-nofold`` variants
+have neither the fold nor the English analysis.  Measured in ``benchmarks/RESULTS.md``, section
+``english-analysis``.
+
 **Chinese in either script.**  ``"auto"``, ``"cjk"`` and ``"fugashi"`` fold Traditional Chinese characters to
 Simplified in their tokens (:func:`fold_to_simplified`), so a Simplified query finds Traditional text and the
 reverse; the text itself (chunk ``page_content``) is never changed.  ``"auto-nofold"``, ``"cjk-nofold"`` and
@@ -53,6 +62,7 @@ from typing import Any
 import numpy as np
 
 from langchain_ragspine.text import CJK_CHAR_CLASS, CJK_CHAR_RE, normalize
+from langchain_ragspine.text.english import english_analysis_version, english_terms
 
 Tokenizer = Callable[[str], list[str]]
 
@@ -149,43 +159,51 @@ def _fold_tokens(tokens: list[str]) -> list[str]:
     return parts if len(parts) == len(tokens) else [fold_to_simplified(t) for t in tokens]
 
 
-def _cjk_grams(run: str, out: list[str], *, unigrams: bool = True) -> None:
-    if unigrams:
-        out.extend(run)
-    out.extend(map(operator.add, run, run[1:]))  # adjacent bigrams, in order
-
-
-def _gram_tokens(text: str) -> tuple[list[str], bool]:
+def _gram_tokens(text: str, english: bool = False) -> tuple[list[str], bool]:
     """``(tokens, has_cjk)``: the lower-cased words and CJK unigrams + bigrams of ``text`` (already normalised),
-    in text order, and whether it holds a CJK run."""
+    in text order, and whether it holds a CJK run.  With ``english`` each word is its
+    :func:`~langchain_ragspine.text.english.english_term` (stem; stop words dropped)."""
     out: list[str] = []
     extend, append = out.extend, out.append
     has_cjk = False
+    words: list[int] = []  # where the words are in ``out``
     for run, word in _TOKEN_RE.findall(text):  # exactly one of the two groups is non-empty
         if run:
             has_cjk = True
             extend(run)
             extend(map(operator.add, run, run[1:]))
         else:
+            words.append(len(out))
             append(word)
+    if english and words:  # the words analysed in one pass over the cache; "" = a stop word, dropped
+        if not has_cjk:
+            return [t for t in english_terms(out) if t], has_cjk
+        terms = english_terms([out[i] for i in words])
+        for i, term in zip(words, terms, strict=True):
+            out[i] = term
+        if "" in terms:
+            out = [t for t in out if t]
     return out, has_cjk
 
 
-def cjk_tokenize(text: str, *, fold_scripts: bool = True) -> list[str]:
+def cjk_tokenize(text: str, *, fold_scripts: bool = True, stem_english: bool = True) -> list[str]:
     """Tokenize with the ``"cjk"`` scheme: lower-cased words, and CJK character unigrams + adjacent bigrams.
 
     With ``fold_scripts`` (the default) Traditional Chinese characters are folded to Simplified first
-    (:func:`fold_to_simplified`); ``fold_scripts=False`` is the ``"cjk-nofold"`` tokenizer.
+    (:func:`fold_to_simplified`); with ``stem_english`` (the default) each Latin-script word is analysed as
+    English (:func:`~langchain_ragspine.text.english.english_term`: Lucene's stop words dropped, the rest
+    Snowball-stemmed).  ``stem_english=False`` is the ``"cjk-nostem"`` tokenizer; ``fold_scripts=False,
+    stem_english=False`` the ``"cjk-nofold"`` one.
 
-    >>> cjk_tokenize("東京都のAPI")
+    >>> cjk_tokenize("東京都のAPIs")
     ['东', '京', '都', 'の', '东京', '京都', '都の', 'api']
-    >>> cjk_tokenize("東京都のAPI", fold_scripts=False)
-    ['東', '京', '都', 'の', '東京', '京都', '都の', 'api']
+    >>> cjk_tokenize("東京都のAPIs", fold_scripts=False, stem_english=False)
+    ['東', '京', '都', 'の', '東京', '京都', '都の', 'apis']
     """
     norm = normalize(text).lower()
     if fold_scripts:
         norm = fold_to_simplified(norm)
-    return _gram_tokens(norm)[0]
+    return _gram_tokens(norm, stem_english)[0]
 
 
 def whitespace_tokenize(text: str) -> list[str]:
@@ -334,26 +352,30 @@ def fugashi_tokenize(text: str, *, fold_scripts: bool = True) -> list[str]:
     return _fold_tokens(tokens) if fold_scripts else tokens
 
 
-def auto_tokenize(text: str, *, fold_scripts: bool = True) -> list[str]:
+def auto_tokenize(text: str, *, fold_scripts: bool = True, stem_english: bool = True) -> list[str]:
     """The default tokenizer: the ``"cjk"`` tokens, plus the fugashi morphemes that contain a CJK character.
 
     Character unigrams and bigrams match whatever the segmentation; the morphemes add whole Japanese words
     (``北海道``, ``小笠原諸島``) as terms of their own, which sharpens ranking at rank 1.  Measured with default
     chunking (answer recall@1): JSQuAD 0.919 (cjk 0.914, fugashi 0.900), CMRC 2018 0.907 (cjk 0.895, fugashi 0.877);
     see ``benchmarks/RESULTS.md``.  Text without CJK characters is never sent to MeCab, so English gets exactly
-    the ``"cjk"`` word tokens.
+    the ``"cjk"`` word tokens: with ``stem_english`` (the default) Lucene's English stop words are dropped and
+    every other Latin-script word is its Snowball English stem (:mod:`langchain_ragspine.text.english`), so
+    "re-ingesting changed documents" and "re-ingest a changed document" share ``ingest``, ``chang`` and
+    ``document``.  CJK tokens (unigrams, bigrams, morphemes) are the same either way.
 
     With ``fold_scripts`` (the default) every token is folded Traditional→Simplified
     (:func:`fold_to_simplified`): the unigrams and bigrams come from the folded text, while MeCab segments the
     text as written and its morphemes are folded afterwards — folding before MeCab would feed it Simplified forms
     of Japanese kanji it does not know (JSQuAD answer recall@1 0.9187 instead of 0.9190).  Traditional CMRC 2018
     questions against the Simplified articles: answer recall@1 0.9068 with folding, 0.7956 without, 0.9074 for the
-    original questions (section ``cross-script`` of ``benchmarks/RESULTS.md``).  ``fold_scripts=False`` is the
-    ``"auto-nofold"`` tokenizer.
+    original questions (section ``cross-script`` of ``benchmarks/RESULTS.md``).  ``stem_english=False`` is the
+    ``"auto-nostem"`` tokenizer (the ``"auto"`` of before English analysis); ``fold_scripts=False,
+    stem_english=False`` the ``"auto-nofold"`` one.
     """
     norm = normalize(text).lower()
     grams = fold_to_simplified(norm) if fold_scripts else norm
-    out, has_cjk = _gram_tokens(grams)
+    out, has_cjk = _gram_tokens(grams, stem_english)
     if has_cjk:
         search = CJK_CHAR_RE.search
         morphemes = [s for s in mecab_surfaces(norm) if search(s)]
@@ -363,13 +385,26 @@ def auto_tokenize(text: str, *, fold_scripts: bool = True) -> list[str]:
 
 
 def auto_nofold_tokenize(text: str) -> list[str]:
-    """The ``"auto-nofold"`` tokenizer: :func:`auto_tokenize` without script folding."""
-    return auto_tokenize(text, fold_scripts=False)
+    """The ``"auto-nofold"`` tokenizer: :func:`auto_tokenize` without script folding or English analysis (the
+    ``"auto"`` tokens of before both)."""
+    return auto_tokenize(text, fold_scripts=False, stem_english=False)
 
 
 def cjk_nofold_tokenize(text: str) -> list[str]:
-    """The ``"cjk-nofold"`` tokenizer: :func:`cjk_tokenize` without script folding."""
-    return cjk_tokenize(text, fold_scripts=False)
+    """The ``"cjk-nofold"`` tokenizer: :func:`cjk_tokenize` without script folding or English analysis."""
+    return cjk_tokenize(text, fold_scripts=False, stem_english=False)
+
+
+def auto_nostem_tokenize(text: str) -> list[str]:
+    """The ``"auto-nostem"`` tokenizer: :func:`auto_tokenize` without English analysis (English words as
+    lower-cased words, stop words kept) — the ``"auto"`` tokens of before English analysis, byte for byte."""
+    return auto_tokenize(text, stem_english=False)
+
+
+def cjk_nostem_tokenize(text: str) -> list[str]:
+    """The ``"cjk-nostem"`` tokenizer: :func:`cjk_tokenize` without English analysis (the ``"cjk"`` tokens of
+    before English analysis)."""
+    return cjk_tokenize(text, stem_english=False)
 
 
 def fugashi_nofold_tokenize(text: str) -> list[str]:
@@ -385,12 +420,17 @@ TOKENIZERS: dict[str, Tokenizer] = {
     "auto-nofold": auto_nofold_tokenize,
     "cjk-nofold": cjk_nofold_tokenize,
     "fugashi-nofold": fugashi_nofold_tokenize,
+    "auto-nostem": auto_nostem_tokenize,
+    "cjk-nostem": cjk_nostem_tokenize,
 }
 
 # The version of each tokenizer's output for the same text.  "1" is the output before script folding existed (an
 # index saved without a version was built with it); a folding tokenizer's version names the fold and the OpenCC
-# release whose dictionary it was built from, so a dictionary update also marks saved indexes stale.
-_FOLDING = frozenset({"auto", "cjk", "fugashi"})
+# release whose dictionary it was built from, so a dictionary update also marks saved indexes stale; "3" adds the
+# English analysis and the PyStemmer release.
+_FOLDING = frozenset({"auto", "cjk", "fugashi", "auto-nostem", "cjk-nostem"})
+#: The registered tokenizers that analyse English words (stop words out, Snowball stems).
+STEMMING_TOKENIZERS = frozenset({"auto", "cjk"})
 
 
 def get_tokenizer(name: str | Tokenizer = "auto") -> Tokenizer:
@@ -414,7 +454,10 @@ def tokenizer_version(name: str) -> str:
     """The version of the tokens the registered tokenizer ``name`` produces, recorded with every saved index.
 
     ``"1"`` for a tokenizer whose output is what it was before script folding existed (``"whitespace"`` and the
-    ``-nofold`` variants); ``"2+t2s-char/1+opencc-<release>"`` for a folding one.  An index whose recorded
+    ``-nofold`` variants); ``"2+t2s-char/1+opencc-<release>"`` for a folding one without English analysis
+    (``"fugashi"``, ``"auto-nostem"``, ``"cjk-nostem"``: the version ``"auto"`` and ``"cjk"`` had before it);
+    ``"3+t2s-char/1+opencc-<release>+en-lucene33s-porter2/1+pystemmer-<release>"`` for ``"auto"`` and ``"cjk"``
+    (:func:`~langchain_ragspine.text.english.english_analysis_version`).  An index whose recorded
     version differs from this one holds other tokens than queries now get and must be rebuilt
     (``BM25Retriever.load`` refuses it; the store rebuilds it, see :mod:`langchain_ragspine.indexing`).
 
@@ -430,6 +473,8 @@ def tokenizer_version(name: str) -> str:
         release = version("opencc")
     except PackageNotFoundError:  # pragma: no cover - opencc is a core dependency
         release = "unknown"
+    if key in STEMMING_TOKENIZERS:
+        return f"3+{FOLD_VERSION}+opencc-{release}+{english_analysis_version()}"
     return f"2+{FOLD_VERSION}+opencc-{release}"
 
 

@@ -28,6 +28,11 @@ from tests.harness import isolate_settings, markers_for, read_dotenv
 
 TESTS = Path(__file__).resolve().parent
 
+#: Test data, never test code: the scripts that made a fixture (``tests/fixtures/*/make_fixture.py``, one per
+#: fixture, all of one name) run against an old checkout by hand.  ``--doctest-modules`` would import each of them as
+#: the top-level module ``make_fixture``, and the second one collected fails the whole run ("import file mismatch").
+collect_ignore = ["fixtures"]
+
 
 #: the whole run's isolation (undone when pytest ends) and its cache directory
 _RUN = pytest.StashKey[tuple[pytest.MonkeyPatch, Path]]()

@@ -97,7 +97,7 @@ def read_dotenv(monkeypatch: pytest.MonkeyPatch, directory: Path) -> Callable[..
 
 
 # -- markers -----------------------------------------------------------------------------------------------------
-#: A folder of the test tree -> its markers (the folders of plan26 §2.9; ``integration_tests/`` today).
+#: A folder of the test tree -> its markers (the folders of docs/dev/plan-issue-26.md, S03; ``integration_tests/`` today).
 FOLDER_MARKERS: dict[str, tuple[str, ...]] = {
     "integration_tests": ("integration",),
     "postgres": ("postgres",),
@@ -138,3 +138,12 @@ def markers_for(path: PurePath, fixturenames: Iterable[str] = (), marked: Iterab
     if (found | set(marked)) & INTEGRATION_KINDS:
         found.add("integration")
     return found
+
+
+def write_corpus(root: Path, texts: dict[str, str]) -> Path:
+    """``root`` made a corpus folder of one Markdown file per ``texts`` item (``{name}.md``: the text and a final
+    newline); returns ``root``."""
+    root.mkdir(parents=True, exist_ok=True)
+    for name, text in texts.items():
+        (root / f"{name}.md").write_text(text + "\n", "utf-8")
+    return root

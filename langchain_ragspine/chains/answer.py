@@ -44,10 +44,12 @@ from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda, R
 from langchain_core.runnables.config import patch_config
 from typing_extensions import TypedDict  # pydantic (graph JSON schemas) needs it on Python < 3.12
 
+from langchain_ragspine.arguments import check_int
 from langchain_ragspine.document_compressors.reorder import lost_in_the_middle_order
 from langchain_ragspine.document_compressors.restricted import drop_restricted
 from langchain_ragspine.stopwords import content_terms
-from langchain_ragspine.text import CJK_CHAR_RE, normalize, sentence_spans
+from langchain_ragspine.text import CJK_CHAR_RE, normalize
+from langchain_ragspine.text.sentences import line_sentence_spans, line_sentences
 from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer
 
 __all__ = [
@@ -121,7 +123,6 @@ _CLOSING_PUNCT = frozenset("。．.,，、!！?？:：;；)）」』")
 _ITEM_RE = re.compile(rf"({_NUM})(?:\s*[{_RANGE_DASH}]\s*({_NUM}))?")
 #: A range longer than this is not expanded: ``[1-5000]`` reads as the two numbers 1 and 5000.
 MAX_CITATION_RANGE = 100
-_HEADING_RE = re.compile(r"^\s{0,3}#{1,6}\s")
 
 
 class Citation(TypedDict):
@@ -222,10 +223,9 @@ def prepare_context(
     ``max_docs`` kept (``None``: all), then reordered best-at-both-ends when ``lost_in_the_middle`` is true.
 
     Raises:
-        ValueError: ``max_docs < 1``.
+        ValueError: ``max_docs < 1``.  TypeError: ``max_docs`` is neither an int nor ``None``.
     """
-    if max_docs is not None and max_docs < 1:
-        raise ValueError(f"max_docs must be >= 1 or None, got {max_docs}")
+    check_int(max_docs, "max_docs", allow_none=True)
     docs = drop_restricted(documents)
     if max_docs is not None:
         docs = docs[:max_docs]
@@ -340,43 +340,6 @@ def normalize_citations(text: str, n_passages: int) -> tuple[str, list[int], lis
     return out, parse_citation_numbers(out), invalid
 
 
-# -- sentences ------------------------------------------------------------------------------------------------------
-_FENCE_RE = re.compile(r"^\s*(```|~~~)")
-
-
-def _sentence_spans(text: str, *, skip_code: bool = True) -> list[tuple[int, int]]:
-    """``(start, end)`` of the sentences of ``text``, stripped, split at line breaks and sentence ends; headings
-    and (with ``skip_code``) fenced code blocks dropped."""
-    out: list[tuple[int, int]] = []
-    pos = 0
-    lines = text.splitlines(keepends=True)
-    fences = [line.strip() for line in lines if _FENCE_RE.match(line)]
-    # a chunk may begin inside a code block: an odd number of fences whose first is a bare ``` (a closing one)
-    in_fence = skip_code and len(fences) % 2 == 1 and fences[0] in ("```", "~~~")
-    for line in lines:
-        start, end = pos, pos + len(line)
-        pos = end
-        if skip_code and _FENCE_RE.match(line):
-            in_fence = not in_fence
-            continue
-        if in_fence or not line.strip() or _HEADING_RE.match(line):
-            continue
-        for s, e in sentence_spans(text, start, end):
-            while s < e and text[s].isspace():
-                s += 1
-            while e > s and text[e - 1].isspace():
-                e -= 1
-            if s < e:
-                out.append((s, e))
-    return out
-
-
-def _sentences(text: str) -> list[str]:
-    """Sentences of ``text``, verbatim and stripped, split at line breaks and sentence ends; headings and fenced
-    code blocks dropped (a code line is not an answer, though it often shares the question's words)."""
-    return [text[s:e] for s, e in _sentence_spans(text)]
-
-
 def _idf(terms: set[str], token_sets: Sequence[set[str]]) -> dict[str, float]:
     """BM25's IDF of each term over ``token_sets``, ``log(1 + (N - df + 0.5) / (df + 0.5))`` (always > 0)."""
     n = len(token_sets)
@@ -422,10 +385,9 @@ def extractive_answer(
         each cited sentence is a verbatim sentence of its chunk).
 
     Raises:
-        ValueError: ``max_sentences < 1``.
+        ValueError: ``max_sentences < 1``.  TypeError: ``max_sentences`` is not an int.
     """
-    if max_sentences < 1:
-        raise ValueError(f"max_sentences must be >= 1, got {max_sentences}")
+    check_int(max_sentences, "max_sentences")
     docs = drop_restricted(documents)
     tokenize = get_tokenizer(tokenizer)
     q_terms = content_terms((question if search_question is None else search_question) or "", tokenize)
@@ -434,7 +396,7 @@ def extractive_answer(
     for n, doc in enumerate(docs, 1):
         title = doc.metadata.get("title")
         titles[n] = q_terms & set(tokenize(title)) if isinstance(title, str) else set()
-        for i, sentence in enumerate(_sentences(doc.page_content)):
+        for i, sentence in enumerate(line_sentences(doc.page_content, skip_headings=True, skip_code=True)):
             candidates.append((n, i, sentence, set(tokenize(sentence))))
     nothing = _result(dont_know(question), [], "extractive")
     if not q_terms or not candidates:
@@ -536,7 +498,7 @@ def attribute_citations(
     cited: list[int] = []
     unsupported: list[str] = []
     pos = 0
-    for s, e in _sentence_spans(answer, skip_code=False):
+    for s, e in line_sentence_spans(answer, skip_headings=True):
         sentence = answer[s:e]
         terms = content_terms(sentence, tokenize) - boilerplate
         if not terms:
@@ -661,11 +623,10 @@ def make_answer_chain(
     Raises:
         ValueError: ``max_docs < 1``, ``min_support`` outside [0, 1], an unknown ``uncited``; at invoke,
             ``question`` is missing or not a string, ``standalone_question`` not a string.
-        TypeError: ``llm`` is not a chat model; at invoke, the input is not a mapping, ``documents`` is not a
+        TypeError: ``llm`` is not a chat model, ``max_docs`` neither an int nor ``None``; at invoke, the input is not a mapping, ``documents`` is not a
             list of ``Document``, or ``chat_history`` is not a list of ``BaseMessage``.
     """
-    if max_docs is not None and max_docs < 1:
-        raise ValueError(f"max_docs must be >= 1 or None, got {max_docs}")
+    check_int(max_docs, "max_docs", allow_none=True)
     if llm is not None and not isinstance(llm, BaseChatModel):
         raise TypeError(f"llm must be a BaseChatModel or None, got {llm!r}")
     if not 0.0 <= min_support <= 1.0:

@@ -23,9 +23,9 @@ from langchain_core.callbacks import Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
 from pydantic import ConfigDict, PrivateAttr
 
-from langchain_ragspine.document_compressors._common import PositiveIntField
+from langchain_ragspine.arguments import PositiveIntField
 from langchain_ragspine.sensitivity import drop_restricted
-from langchain_ragspine.text import sentence_spans
+from langchain_ragspine.text.sentences import line_sentence_spans
 from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer
 
 __all__ = ["PROMPT_TEXT_KEY", "ExtractiveCompressor", "sentence_units"]
@@ -36,20 +36,10 @@ PROMPT_TEXT_KEY = "prompt_text"
 
 def sentence_units(text: str) -> list[tuple[int, int]]:
     """``(start, end)`` offsets of the sentences of ``text``: split at line breaks and at sentence ends
-    (:func:`langchain_ragspine.text.sentence_spans`), surrounding white space excluded, blank pieces dropped."""
-    units: list[tuple[int, int]] = []
-    pos = 0
-    for line in text.splitlines(keepends=True):
-        start, end = pos, pos + len(line)
-        pos = end
-        for s, e in sentence_spans(text, start, end):
-            while s < e and text[s].isspace():
-                s += 1
-            while e > s and text[e - 1].isspace():
-                e -= 1
-            if e > s:
-                units.append((s, e))
-    return units
+    (:func:`langchain_ragspine.text.sentences.line_sentence_spans`, the rules of
+    :func:`~langchain_ragspine.text.sentences.sentence_spans`), surrounding white space excluded, blank pieces
+    dropped."""
+    return line_sentence_spans(text)
 
 
 def _source_text(doc: Document) -> str:

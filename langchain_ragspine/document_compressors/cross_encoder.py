@@ -37,11 +37,8 @@ from langchain_core.documents import BaseDocumentCompressor, Document
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from langchain_ragspine._optional import import_optional
-from langchain_ragspine.document_compressors._common import (
-    PositiveIntField,
-    TopNField,
-    rank_key,
-)
+from langchain_ragspine.arguments import OptionalPositiveIntField, PositiveIntField
+from langchain_ragspine.document_compressors._common import rank_key
 from langchain_ragspine.retrievers.bm25 import with_scores
 from langchain_ragspine.sensitivity import drop_restricted
 
@@ -150,7 +147,7 @@ class CrossEncoderReranker(BaseDocumentCompressor):
     """
 
     model: Any
-    top_n: TopNField = 5
+    top_n: OptionalPositiveIntField = 5
     max_length: PositiveIntField = 512
     batch_size: PositiveIntField = 32
     model_kwargs: dict[str, Any] = Field(default_factory=dict)

@@ -32,12 +32,8 @@ from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.runnables import Runnable
 from pydantic import ConfigDict
 
-from langchain_ragspine.document_compressors._common import (
-    PositiveIntField,
-    TopNField,
-    instance_of,
-    positive_int,
-)
+from langchain_ragspine.arguments import OptionalPositiveIntField, PositiveIntField, check_int
+from langchain_ragspine.document_compressors._common import instance_of
 from langchain_ragspine.retrievers.bm25 import with_scores
 from langchain_ragspine.sensitivity import drop_restricted, is_restricted
 from langchain_ragspine.text import normalize
@@ -87,7 +83,7 @@ def build_listwise_prompt(
             ``max_chars < 1``.
     """
     if max_chars is not None:
-        positive_int("max_chars", max_chars)
+        check_int(max_chars, "max_chars")
     n = len(candidates)
     lines = [
         f"Below are {n} passages, each with a numeric identifier in square brackets. Rank them by how relevant "
@@ -236,7 +232,7 @@ class LLMListwiseReranker(BaseDocumentCompressor):
     """
 
     llm: Annotated[Runnable[Any, Any], instance_of(Runnable, "a BaseChatModel (a Runnable)")]
-    top_n: TopNField = 10
+    top_n: OptionalPositiveIntField = 10
     window: PositiveIntField = 20
     max_chars: PositiveIntField = DEFAULT_PASSAGE_CHARS
 

@@ -35,7 +35,7 @@ from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.embeddings import Embeddings
 from pydantic import ConfigDict, PrivateAttr, field_validator
 
-from langchain_ragspine.document_compressors._common import PositiveIntField
+from langchain_ragspine.arguments import PositiveIntField
 from langchain_ragspine.sensitivity import drop_restricted
 from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer
 

@@ -24,8 +24,8 @@ from langchain_core.documents import BaseDocumentCompressor, BaseDocumentTransfo
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, field_validator
 
+from langchain_ragspine.arguments import PositiveIntField, check_k
 from langchain_ragspine.config import DEFAULT_FETCH_K
-from langchain_ragspine.document_compressors._common import positive_int
 from langchain_ragspine.document_compressors.restricted import RestrictedGate, drop_restricted
 from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, SyncCall
 from langchain_ragspine.retrievers.contract import ainvoke_retriever, invoke_retriever, traces_own_run
@@ -142,8 +142,8 @@ class SecondStageRetriever(ContractRetriever):
 
     base_retriever: BaseRetriever
     compressors: list[BaseDocumentCompressor]
-    k: int = 4
-    fetch_k: int = DEFAULT_FETCH_K
+    k: PositiveIntField = 4
+    fetch_k: PositiveIntField = DEFAULT_FETCH_K
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -163,14 +163,9 @@ class SecondStageRetriever(ContractRetriever):
                 raise TypeError(f"compressors[{i}] is a {type(step).__name__}; expected a BaseDocumentCompressor")
         return steps
 
-    @field_validator("k", "fetch_k", mode="before")
-    @classmethod
-    def _check_positive(cls, value: Any, info: Any) -> int:
-        return positive_int(str(info.field_name), value)
-
     def _plan(self, k: int | None) -> tuple[int, int, int]:
         """``(k, first-stage depth, index of the last choosing compressor or -1)``."""
-        k = positive_int("k", self.k if k is None else k)
+        k = check_k(self.k if k is None else k)
         last = max((i for i, c in enumerate(self.compressors) if _selects(c)), default=-1)
         return k, max(k, self.fetch_k) if last >= 0 else k, last
 

@@ -84,12 +84,14 @@ from langchain_ragspine.errors import LoaderError, json_type_name, parse_json_ob
 from langchain_ragspine.sensitivity import (
     KNOWN_SENSITIVITIES,
     SENSITIVITY_KEY,
+    is_restricted_label,
     is_sensitivity_key,
     look_alike_capitals,
     most_restrictive,
     normalize_label,
     parse_label,
 )
+from langchain_ragspine.text.folding import file_name_key, normalize
 
 #: Suffixes (compared case-insensitively) loaded as one document per file.
 TEXT_SUFFIXES: tuple[str, ...] = (".md", ".markdown", ".txt")
@@ -631,12 +633,12 @@ class CorpusLoader(BaseLoader):
         folder = str(side.parent)
         if folder not in self._listed:
             try:
-                listing: frozenset[str] | None = frozenset(_name_key(name) for name in os.listdir(folder))
+                listing: frozenset[str] | None = frozenset(file_name_key(name) for name in os.listdir(folder))
             except OSError:
                 listing = None
             self._listed[folder] = listing
         listed = self._listed[folder]
-        return listed is None or _name_key(side.name) in listed
+        return listed is None or file_name_key(side.name) in listed
 
     def _sidecar_names(self, side: Path) -> list[str]:
         """The names in ``side``'s folder that are ``side.name`` up to the spelling of its suffix — its case, width,
@@ -658,9 +660,9 @@ class CorpusLoader(BaseLoader):
                 trailing = len(name) - len(stem) - len(suffix)  # dots and spaces after the suffix
                 spelled = trailing or not suffix.isascii() or suffix != suffix.strip()  # else only its case differs
                 if suffix.lower() == SIDECAR_SUFFIX or (spelled and look_alike_capitals(suffix) == _SIDECAR_CAPITALS):
-                    names.setdefault(_name_key(stem), []).append(name)
+                    names.setdefault(file_name_key(stem), []).append(name)
             self._json_names[folder] = names
-        return sorted(names.get(_name_key(side.stem), []))
+        return sorted(names.get(file_name_key(side.stem), []))
 
     def _open(self, entry: _Entry) -> Iterator[tuple[Document, int | None]]:
         """Check the file (raising ``LoaderError``) and return an iterator of ``(document, line)``."""
@@ -926,11 +928,6 @@ def _walk(
     return [(file, ident, linked) for _, file, ident, linked in found]
 
 
-def _name_key(name: str) -> str:
-    """A file name as a case-insensitive, normalizing file system compares it: NFC, case-folded."""
-    return unicodedata.normalize("NFC", name).casefold()
-
-
 def _distinct_names(path: Path, others: Sequence[Path]) -> tuple[Path, ...]:
     """``others`` without ``path`` and without repeats (the same path given twice is one name), in order."""
     seen = {os.path.abspath(path)}
@@ -1082,7 +1079,7 @@ def _line_keys(line: str) -> Iterator[str]:
     style, quoted or not, after a ``-`` or ``?`` indicator; also ``key:value``), TOML ``key = value`` (a dotted key
     also gives its last part: ``params.sensitivity``), in any width (NFKC: ``sensitivity：`` with a full-width
     colon); a ``#`` comment is not read.  Linear in the line's length."""
-    line = unicodedata.normalize("NFKC", line)
+    line = normalize(line)
     if ":" not in line and "=" not in line:
         return
     comment = _YAML_COMMENT.search(line)
@@ -1124,6 +1121,9 @@ def _head_label(text: str, start: int, first_line: int) -> tuple[int, str] | Non
     would look for a document's metadata.  Reads only the head."""
     for n, (s, e, _) in enumerate(_lines(text, start)):
         line = text[s:e]
+        shown_key = _displayed_label(line)  # before the prose test: a heading is prose, and may still show the label
+        if shown_key is not None:
+            return first_line + n, shown_key
         if _prose(line):
             return None
         for shown in (line, *_unmarked(line)):
@@ -1137,6 +1137,21 @@ def _head_label(text: str, start: int, first_line: int) -> tuple[int, str] | Non
 #: used as a comment (``[//]: # (text)``, ``[comment]: <> "text"``) and an HTML comment (``<!-- text -->``).
 _LINK_REFERENCE = re.compile(r"^\s*\[[^\]]*\]:\s*(?:<[^>]*>|\S*)\s*[(\"'](.*)[)\"']\s*$")
 _HTML_COMMENT = re.compile(r"<!--(.*?)(?:-->|$)")
+#: A Markdown ATX heading written as a label (``# Sensitivity: RESTRICTED``) and a table row (``| sensitivity |
+#: RESTRICTED |``): key and value as a reader sees them (:func:`_displayed_label`).
+_ATX_LABEL = re.compile(r"^\s{0,3}#{1,6}\s+([^:：=]+)[:：=](.*?)(?:\s+#+)?\s*$")
+_TABLE_ROW = re.compile(r"^\s*\|([^|]+)\|([^|]+)\|")
+
+
+def _displayed_label(line: str) -> str | None:
+    """The key of ``line`` when it is a heading or a table row that a reader sees as a RESTRICTED label (a sensitivity key
+    (:func:`~langchain_ragspine.sensitivity.is_sensitivity_key`) whose value reads RESTRICTED).  Other values in these
+    forms are prose (``# Sensitivity: what the label means``), and losing a weaker label fails closed (the default
+    is ``INTERNAL``), else ``None``."""
+    m = _ATX_LABEL.match(line) or _TABLE_ROW.match(line)
+    if m is None or not is_sensitivity_key(key := m.group(1).strip()) or not is_restricted_label(m.group(2).strip()):
+        return None
+    return key
 
 
 def _unmarked(line: str) -> list[str]:

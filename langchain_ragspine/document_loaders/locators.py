@@ -37,7 +37,7 @@ from langchain_ragspine.errors import LoaderError, json_type_name
 from langchain_ragspine.sensitivity import is_restricted
 
 _LOCATOR = re.compile(r"(?P<source>.+)#(?P<start>\d+)-(?P<end>\d+)", re.S)
-_JSONL_SOURCE = re.compile(r"(?P<path>.+\.jsonl):(?P<line>[1-9]\d*)", re.S | re.I)
+_JSONL_SOURCE = re.compile(r"(?P<path>.+\.jsonl):(?P<line>\d+)", re.S | re.I)
 
 
 def source_locator_for(source: str, start: int, end: int) -> str:
@@ -94,6 +94,8 @@ def parse_source_locator(locator: str) -> SourceLocator:
     source = m["source"]
     j = _JSONL_SOURCE.fullmatch(source)
     if j is not None:
+        if int(j["line"]) < 1:
+            raise ValueError(f"source locator line numbers of a JSONL file start at 1, got {j['line']}: {locator!r}")
         return SourceLocator(path=j["path"], line=int(j["line"]), start=start, end=end)
     return SourceLocator(path=source, line=None, start=start, end=end)
 
@@ -235,8 +237,9 @@ def _refuse_restricted(loc: SourceLocator, root: str | os.PathLike[str], encodin
 def _jsonl_text(text: str, line: int, path: Path) -> str:
     """The decoded ``text`` field of 1-based ``line`` of a JSONL file (lines split on ``\\n``, as the loader does)."""
     lines = text.split("\n")
-    if line > len(lines):
-        raise LoaderError(f"no line {line} (the file has {len(lines)})", path=path, line=line)
+    count = len(lines) - (lines[-1] == "")  # a final line end ends the last line, it opens none
+    if line > count:
+        raise LoaderError(f"no line {line} (the file has {count})", path=path, line=line)
     raw = lines[line - 1]
     if line == 1 and raw.startswith("\ufeff"):
         raw = raw[1:]

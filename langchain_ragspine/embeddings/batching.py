@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
+from langchain_ragspine.arguments import check_int
 from langchain_ragspine.progress import progress_bar
 
 __all__ = ["embed_in_batches", "l2_normalize"]
@@ -66,11 +67,11 @@ def embed_in_batches(
         float32 array ``(len(texts), d)``, rows L2-normalised (zero vectors stay zero).  For no texts: ``(0, 0)``.
 
     Raises:
+        TypeError: ``batch_size`` is not an int.
         ValueError: ``batch_size < 1``; the model returns the wrong number of vectors, mixed dimensions or
             non-finite values.
     """
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
+    check_int(batch_size, "batch_size")
     texts = list(texts)
     if not texts:
         return np.zeros((0, 0), dtype=np.float32)

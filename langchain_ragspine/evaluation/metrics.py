@@ -53,10 +53,12 @@ compares the strings themselves.
 from __future__ import annotations
 
 import math
-import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 
 from langchain_core.documents import Document
+
+from langchain_ragspine.arguments import check_k
+from langchain_ragspine.text.folding import normalize
 
 __all__ = [
     "answer_recall_at_k",
@@ -69,14 +71,6 @@ __all__ = [
     "ndcg_at_k",
     "recall_at_k",
 ]
-
-
-def _check_k(k: int) -> int:
-    if isinstance(k, bool) or not isinstance(k, int):
-        raise TypeError(f"k must be an int, got {k!r}")
-    if k < 1:
-        raise ValueError(f"k must be >= 1, got {k}")
-    return k
 
 
 def dedupe(ranked: Iterable[str]) -> list[str]:
@@ -97,7 +91,7 @@ def dedupe(ranked: Iterable[str]) -> list[str]:
 
 def _top(ranked: Sequence[str], k: int) -> list[str]:
     """The first ``k`` distinct ids of ``ranked``."""
-    _check_k(k)
+    k = check_k(k)
     seen: set[str] = set()
     out: list[str] = []
     for rid in ranked:
@@ -157,7 +151,7 @@ def dcg_at_k(gains: Sequence[float], k: int) -> float:
     Raises:
         ValueError: ``k < 1``.  TypeError: ``k`` is not an int.
     """
-    _check_k(k)
+    k = check_k(k)
     return sum(g / math.log2(i + 1) for i, g in enumerate(gains[:k], start=1))
 
 
@@ -207,14 +201,14 @@ def first_answer_rank(docs: Sequence[Document], doc_id: str, answers: Sequence[s
         >>> first_answer_rank([d], "a", ["日本"]), first_answer_rank([d], "b", ["日本"])
         (1, None)
     """
-    wanted = [n for a in answers if (n := unicodedata.normalize("NFKC", a))]
+    wanted = [n for a in answers if (n := normalize(a))]
     if not wanted:
         return None
     for rank, doc in enumerate(docs, start=1):
         got = doc.metadata.get("doc_id")
         if got is None or str(got) != str(doc_id):
             continue
-        text = unicodedata.normalize("NFKC", doc.page_content)
+        text = normalize(doc.page_content)
         if any(a in text for a in wanted):
             return rank
     return None
@@ -227,7 +221,7 @@ def answer_recall_at_k(docs: Sequence[Document], *, doc_id: str, answers: Sequen
     Raises:
         ValueError: ``k < 1``.  TypeError: ``k`` is not an int.
     """
-    _check_k(k)
+    k = check_k(k)
     rank = first_answer_rank(docs[:k], doc_id, answers)
     return 1.0 if rank is not None else 0.0
 

@@ -30,6 +30,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_text_splitters import TextSplitter
 
+from langchain_ragspine.arguments import check_int, check_k
 from langchain_ragspine.documents import doc_key
 from langchain_ragspine.evaluation.datasets import (
     BEIRDataset,
@@ -290,10 +291,7 @@ def paired_markdown(
 def _check_ks(ks: Sequence[int]) -> tuple[int, ...]:
     if isinstance(ks, (str, bytes)) or not isinstance(ks, Sequence) or not ks:
         raise ValueError(f"ks must be a non-empty sequence of ints >= 1, got {ks!r}")
-    for k in ks:
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise ValueError(f"ks must be a non-empty sequence of ints >= 1, got {ks!r}")
-    return tuple(sorted(set(ks)))
+    return tuple(sorted({check_k(k, f"ks[{i}]") for i, k in enumerate(ks)}))
 
 
 def _callable_name(fn: Any) -> str:
@@ -470,8 +468,10 @@ def evaluate(
 
     Raises:
         TypeError: ``retriever_or_factory`` is neither a retriever nor a callable, a factory returns something
-            that is not a ``BaseRetriever``, or ``dataset`` is of an unknown type.
-        ValueError: bad ``ks`` or ``limit``, or ``splitter`` given with a built retriever.
+            that is not a ``BaseRetriever``, ``dataset`` is of an unknown type, or a cutoff in ``ks`` or ``limit`` is
+            not an int.
+        ValueError: ``ks`` empty or not a sequence, a cutoff < 1, ``limit < 0``, or ``splitter`` given with a built
+            retriever.
     """
     with reporting(progress):
         return _evaluate(
@@ -490,8 +490,7 @@ def _evaluate(
     name: str | None,
 ) -> EvalResult:
     ks = _check_ks(ks)
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
-        raise ValueError(f"limit must be None or an int >= 0, got {limit!r}")
+    check_int(limit, "limit", minimum=0, allow_none=True)
     is_factory = not isinstance(retriever_or_factory, BaseRetriever)
     if is_factory and not callable(retriever_or_factory):
         got = type(retriever_or_factory).__name__

@@ -40,6 +40,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from langchain_ragspine.arguments import check_int
+
 if TYPE_CHECKING:
     from langchain_ragspine.evaluation.runner import EvalResult
 
@@ -134,8 +136,7 @@ def _as_matrix(a: Any, b: Any) -> tuple[Array, bool]:
 
 
 def _check_resamples(n_resamples: int, confidence: float) -> None:
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or n_resamples < 1:
-        raise ValueError(f"n_resamples must be an int >= 1, got {n_resamples!r}")
+    check_int(n_resamples, "n_resamples")
     if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
 
@@ -191,6 +192,7 @@ def paired_bootstrap_interval(
     Raises:
         ValueError: shapes differ, are empty or not 1-/2-D, non-finite values, ``n_resamples < 1`` or
             ``confidence`` outside (0, 1).
+        TypeError: ``n_resamples`` is not an int.
     """
     _check_resamples(n_resamples, confidence)
     d, flat = _as_matrix(baseline, other)
@@ -231,7 +233,7 @@ def paired_randomization_test(
         Identical inputs give 1.0.
 
     Raises:
-        ValueError: as :func:`paired_bootstrap_interval`.
+        ValueError, TypeError: as :func:`paired_bootstrap_interval`.
     """
     _check_resamples(n_resamples, DEFAULT_CONFIDENCE)
     d, flat = _as_matrix(baseline, other)

@@ -19,13 +19,17 @@ the evaluator's semantics (missing fields never match, also for ``ne``, ``nin`` 
 the stored value's type, never the reverse: its forms per kind come from the evaluator (``"2020"`` is the string
 ``"2020"`` and the number 2020, and meets each stored kind in the matching form).
 
-Size: :func:`filter_sql` validates with :func:`~langchain_ragspine.filters.compile_filter` first, so a filter is
+Size: :func:`filter_sql` validates with :func:`~langchain_ragspine.filters.compiled_filter` first, so a filter is
 within :func:`~langchain_ragspine.filters.check_filter_size`'s limits, and each node (a key of one of its dicts) needs
 at most 6 parameters — a bare ``in`` list: the field's name and one array per stored kind, and the name again when
 negated (the field must be there); every other node fewer — so a filter's SQL has at most
-6 × :data:`~langchain_ragspine.filters.MAX_FILTER_NODES` = 60,000 parameters, and a search's statement stays under
-PostgreSQL's 65,535.  A filter of more than :data:`SEMI_JOIN_LIMIT` field tests has each test end in ``OFFSET 0``
-(a per-row subplan, not a join the planner must order: see there).
+6 × :data:`~langchain_ragspine.filters.MAX_FILTER_NODES` = 6,000 parameters, and a search's statement stays well
+under PostgreSQL's 65,535 (the operands of a filter hold at most
+:data:`~langchain_ragspine.filters.MAX_FILTER_CHARS` characters together: a statement never ships megabytes of
+them).  A filter of more than :data:`SEMI_JOIN_LIMIT` field tests has each test end in ``OFFSET 0`` (a per-row
+subplan, not a join the planner must order: see there), so every field test costs a subplan per row: the equalities
+of one field under one ``$or`` (``ne`` / ``nin`` under an ``$and``) are one ``= ANY`` test, as the evaluator folds
+them, and the SQL of a compiled filter is built once for all the searches of a call.
 
 One difference, on malformed input only: the evaluator raises for a non-ISO date operand (``2024/01/01``) when it
 meets a stored date in the field; the SQL form raises when any searchable chunk holds a date in that field
@@ -37,7 +41,6 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import numbers
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -50,15 +53,15 @@ from langchain_ragspine.filters import (
     _SEQUENCES,
     _STR,
     _TIME,
-    UnknownFilterFieldWarning,
+    CompiledFilter,
     _date_error,
     _elements,
     _op_name,
     _Operand,
     _operand,
     _operand_list,
-    compile_filter,
-    unknown_field_message,
+    compiled_filter,
+    warn_unknown_fields,
 )
 
 __all__ = ["KIND_NONE", "SEMI_JOIN_LIMIT", "SqlFilter", "check_filter", "filter_sql", "value_rows"]
@@ -157,14 +160,16 @@ def _not(frag: Frag) -> Frag:
 #: ``OFFSET``): the planner searches join orders over every pulled-up test, and planning grew much faster than the
 #: filter (measured on PostgreSQL 18: an AND of 50 fields took 0.18 s to plan, 100 fields 0.7 s, 300 fields 34 s —
 #: the search cancelled by the statement timeout long before the node limit; as subplans 300 fields plan in 0.04 s,
-#: 10,000 in about 2 s).  Small filters keep the joins, which a selective filter over a large store may need.
+#: 10,000 in about 2 s, the node limit's 1,000 in about 0.2 s).  Small filters keep the joins, which a selective
+#: filter over a large store may need.
 SEMI_JOIN_LIMIT = 16
 _SUBLINK_END = "/*sublink*/"  # where " OFFSET 0" goes, replaced in every filter's text by filter_sql
+_ROW = "/*row*/"  # where the row expression goes: a filter's text is built once, for any row (filter_sql)
 
 
 @dataclass
 class _Ctx:
-    row: str  # the SQL expression of the chunk row id being filtered
+    row: str = _ROW  # the SQL expression of the chunk row id being filtered
     fields: list[str] = field(default_factory=list)
     date_checks: dict[str, _Operand] = field(default_factory=dict)
     sublinks: int = 0
@@ -257,13 +262,61 @@ def _condition_test(ctx: _Ctx, name: str, cond: Any) -> tuple[Frag, bool]:
     return _op_test(ctx, name, "eq", cond)
 
 
+def _equalities(part: Any) -> tuple[str, str, list[Any]] | None:
+    """``(field, "in" or "nin", operands)`` when ``part`` (a validated filter) is one field's equality — a bare
+    value or list, ``eq``, ``in`` — or its negation (``ne``, ``nin``); else ``None``."""
+    if not isinstance(part, Mapping) or len(part) != 1:
+        return None
+    ((name, cond),) = part.items()
+    if name.startswith("$"):
+        return None
+    if isinstance(cond, Mapping):
+        if len(cond) != 1:
+            return None
+        ((op, operand),) = cond.items()
+        op_name = _op_name(name, op)
+        if op_name in ("eq", "ne"):
+            return name, "in" if op_name == "eq" else "nin", [operand]
+        return (name, op_name, list(operand)) if op_name in ("in", "nin") else None
+    return name, "in", list(cond) if isinstance(cond, _SEQUENCES) else [cond]
+
+
+def _folded(key: str, parts: Sequence[Any]) -> list[Any]:
+    """The parts of an ``$or`` with the equalities of one field as one ``in`` (``$and``: the negated ones as one
+    ``nin``), at the place of the first, as the evaluator folds them: the same truth and falsity, one test instead
+    of thousands (an ``$and`` of 500 ``ne`` ran 500 subplans per row)."""
+    want = "in" if key == "$or" else "nin"
+    groups: dict[str, list[Any]] = {}  # field -> its equality parts
+    slots: list[Any] = []  # the parts, a field's name standing for its equalities
+    for part in parts:
+        eq = _equalities(part)
+        if eq is None or eq[1] != want:
+            slots.append(part)
+            continue
+        if eq[0] not in groups:
+            groups[eq[0]] = []
+            slots.append(eq[0])
+        groups[eq[0]].append(part)
+    if len(slots) == len(parts):
+        return list(parts)
+    out: list[Any] = []
+    for p in slots:
+        if not isinstance(p, str):
+            out.append(p)
+        elif len(groups[p]) == 1:
+            out.append(groups[p][0])
+        else:
+            out.append({p: {want: [v for part in groups[p] for v in _equalities(part)[2]]}})  # type: ignore[index]
+    return out
+
+
 def _node(ctx: _Ctx, flt: Mapping[str, Any]) -> tuple[Frag, Frag]:
     """``(is_true, is_false)`` of a (nested) filter dict: two two-valued SQL booleans."""
     trues: list[Frag] = []
     falses: list[Frag] = []
     for key, cond in flt.items():
         if key == "$and" or key == "$or":
-            parts = [_node(ctx, part) for part in cond]
+            parts = [_node(ctx, part) for part in _folded(key, cond)]
             t = _join("AND" if key == "$and" else "OR", [p[0] for p in parts])
             f = _join("OR" if key == "$and" else "AND", [p[1] for p in parts])
         elif key == "$not":
@@ -303,16 +356,24 @@ class SqlFilter:
 
 def filter_sql(filter: Mapping[str, Any] | None, *, row: str) -> SqlFilter | None:
     """``filter`` as SQL over the typed values of the chunk whose row id is the SQL expression ``row``; ``None`` for
-    an absent or empty filter.
+    an absent or empty filter.  The filter is validated and compiled first
+    (:func:`~langchain_ragspine.filters.compiled_filter`; one compiled already is taken as it is), and its SQL is
+    built once per compiled filter, for any ``row``: the searches of one call (the channels of a hybrid) share it.
 
     Raises:
         ValueError, TypeError: a malformed filter, exactly as :func:`langchain_ragspine.filters.compile_filter`
             (it validates first).
     """
-    if compile_filter(filter) is None:
+    compiled = compiled_filter(filter)
+    if compiled is None:
         return None
-    assert filter is not None
-    ctx = _Ctx(row=row)
+    built = compiled.derived("sql", _build_sql)
+    return SqlFilter(built.sql.replace(_ROW, row), built.params, built.fields, built.date_checks)
+
+
+def _build_sql(filter: CompiledFilter) -> SqlFilter:
+    """``filter``'s SQL with :data:`_ROW` in place of the row expression."""
+    ctx = _Ctx()
     (text, params), _ = _node(ctx, filter)
     text = text.replace(_SUBLINK_END, "" if ctx.sublinks <= SEMI_JOIN_LIMIT else " OFFSET 0")
     return SqlFilter(text, params, tuple(dict.fromkeys(ctx.fields)), dict(ctx.date_checks))
@@ -321,7 +382,9 @@ def filter_sql(filter: Mapping[str, Any] | None, *, row: str) -> SqlFilter | Non
 def check_filter(conn: Any, flt: SqlFilter, *, stacklevel: int = 2) -> None:
     """Run the checks the evaluator makes when it computes a mask, over the searchable chunks of the database
     behind ``conn``: a non-date operand compared with a field that holds dates raises; a field that no chunk has
-    warns (:class:`~langchain_ragspine.filters.UnknownFilterFieldWarning`, naming the closest known fields), unless
+    warns (:class:`~langchain_ragspine.filters.UnknownFilterFieldWarning`, naming the closest known fields; one
+    warning each for at most :data:`~langchain_ragspine.filters.MAX_FIELD_WARNINGS` fields, then one for the rest:
+    :func:`~langchain_ragspine.filters.warn_unknown_fields`), unless
     there is no chunk at all.  One query; a second, for the known field names, only when a field is unknown.
 
     Raises:
@@ -337,9 +400,9 @@ def check_filter(conn: Any, flt: SqlFilter, *, stacklevel: int = 2) -> None:
     for name, _present, has_date in rows:
         if has_date and name in flt.date_checks:
             raise flt.date_error(name)
-    unknown = [name for name, present, _ in rows if not present and name in flt.fields]
+    named = set(flt.fields)
+    unknown = [name for name, present, _ in rows if not present and name in named]
     if unknown:
         known = [r[0] for r in conn.execute(f"SELECT DISTINCT field FROM {FIELDS_TABLE}").fetchall()]
         if known:
-            for name in unknown:
-                warnings.warn(unknown_field_message(name, known), UnknownFilterFieldWarning, stacklevel=stacklevel)
+            warn_unknown_fields(unknown, known, stacklevel=stacklevel)

@@ -37,6 +37,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Send
 from typing_extensions import TypedDict
 
+from langchain_ragspine.arguments import check_int
 from langchain_ragspine.chains.answer import (
     citation_for,
     insufficient_context,
@@ -54,7 +55,6 @@ from langchain_ragspine.graphs.nodes import (
     GraphParts,
     add_corrective_loop,
     add_retrieval,
-    check_max_retries,
     compile_graph,
     make_parts,
     message_text,
@@ -129,7 +129,7 @@ def adaptive_rag_max_steps(max_retries: int = 2, *, compress: bool = False) -> i
     grade_documents, generate | refuse (4, no corrections): 9.  ``none`` takes 3 (prepare, classify,
     respond_directly).  ``max_retries=2`` → 15.
     """
-    retries = check_max_retries(max_retries)
+    retries = check_int(max_retries, "max_retries", minimum=0)
     extra = int(compress)
     return max(7 + 4 * retries + (retries + 1) * extra, 9 + extra)
 
@@ -147,11 +147,10 @@ def adaptive_rag_max_llm_calls(max_retries: int = 2, k: int = 6) -> int:
     grader that fails falls back to the lexical grader, which calls no model.
 
     Raises:
-        ValueError: ``k < 0`` or a bad ``max_retries``.
+        ValueError: ``k < 0`` or ``max_retries < 0``.  TypeError: either is not an int.
     """
-    retries = check_max_retries(max_retries)
-    if not isinstance(k, int) or k < 0:
-        raise ValueError(f"k must be an int >= 0, got {k!r}")
+    retries = check_int(max_retries, "max_retries", minimum=0)
+    check_int(k, "k", minimum=0)
     single = 2 + (retries + 1) * k + retries + 1
     decomposed = 2 + MAX_SUB_QUESTIONS * (k + 1) + k + 1
     return max(single, decomposed)
@@ -314,7 +313,7 @@ def merge_answers(state: AdaptiveRAGState) -> dict[str, Any]:
         "mode": "merged",
         "unsupported_sentences": [x for s in answered for x in s.get("unsupported_sentences", [])],
         "warning": next((s["warning"] for s in answered if s.get("warning")), None),
-        **reply(state, answer, citations=citations, mode="merged"),
+        **reply(state, answer, citations=citations, mode="merged", passages=documents),
         "trace": [entry],
     }
 

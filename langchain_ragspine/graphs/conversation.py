@@ -22,6 +22,27 @@ passages that had passed the RESTRICTED gate), with their citation markers remov
 of an earlier turn).  Tool messages, system messages and AI messages written by anything else — another node of a
 parent app, an agent's tool results — are never read, so a document another component put into the conversation
 never reaches a prompt through it.
+
+**A passage relabelled or retracted after the reply** (:func:`check_conversation`).  A reply passed the gate when
+it was made; the passage it quoted may be relabelled RESTRICTED or retracted later.  So before the conversation goes
+into any prompt, the graphs ask the retriever which of the earlier replies' passages it still serves
+(:func:`~langchain_ragspine.served.served_ids`; a reply names them in ``response_metadata["ragspine"]["passages"]``,
+a reply written before that key existed by its citations):
+
+* a reply whose passages are all **served** stays in the history, as it was (nothing relabelled: the history and
+  every prompt are byte for byte what they were without the check);
+* a reply with a passage the retriever reports **withdrawn** (relabelled RESTRICTED, retracted, gone from its
+  document's current version) is left out of every prompt, and its message in the graph state is replaced — same
+  id, so LangGraph's ``add_messages`` replaces it in the checkpoint and in a parent app's state — by a
+  :data:`WITHDRAWN_NOTE` without citations (``response_metadata["ragspine"]["withdrawn"] = True``); so is a
+  ``ToolMessage`` whose artifact holds a withdrawn chunk (an agent's :func:`~langchain_ragspine.graphs.tools.
+  make_answer_tool` result in a parent app);
+* a reply the retriever **cannot vouch for** — a retriever without the check (a foreign one), a passage without an
+  id, an id of another corpus — is left out of every prompt (fail closed) and left as it is in the state (it may be
+  another graph's reply over another corpus).
+
+The user's own messages always stay: they are the user's text, not a passage (a user who pastes a passage into a
+message has it in their own words).  Replies without passages (a refusal, small talk) stay too.
 """
 
 from __future__ import annotations
@@ -31,14 +52,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 
-from langchain_ragspine.chains.answer import rewrite_citation_markers
+from langchain_ragspine.arguments import check_int
+from langchain_ragspine.chains.answer import detect_language, rewrite_citation_markers
+from langchain_ragspine.documents import chunk_key
 from langchain_ragspine.graphs.graders import NOSTREAM_TAG
 from langchain_ragspine.graphs.prompts import GraphPrompts
 from langchain_ragspine.graphs.query_analysis import clean_query, is_small_talk, rewrite_query_deterministic
+from langchain_ragspine.served import ServedIds, served_ids
 from langchain_ragspine.stopwords import CHINESE_FUNCTION_CHARS, content_terms
 from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer
 
@@ -47,14 +72,20 @@ __all__ = [
     "GRAPH_REPLY_KEY",
     "MAX_HISTORY_MESSAGE_CHARS",
     "MAX_STANDALONE_CHARS",
+    "WITHDRAWN_NOTE",
+    "ConversationCheck",
     "Condensed",
     "chat_history",
+    "check_conversation",
     "check_history_turns",
     "condense_question",
     "condense_question_deterministic",
     "format_history",
     "is_graph_reply",
+    "is_withdrawn",
+    "reply_sources",
     "topic_terms",
+    "withdraw_from_thread",
 ]
 
 logger = logging.getLogger(__name__)
@@ -70,6 +101,14 @@ MAX_STANDALONE_CHARS = 500
 GRAPH_REPLY_KEY = "ragspine"
 
 _NOSTREAM: RunnableConfig = {"tags": [NOSTREAM_TAG]}
+
+#: What replaces an earlier reply (and an agent's tool result) made from a passage withdrawn since — relabelled
+#: RESTRICTED or retracted — in the graph state, in the reply's language (:func:`check_conversation`).
+WITHDRAWN_NOTE: dict[str, str] = {
+    "ja": "（この回答は取り下げられました。根拠となった文書が現在は利用できません。）",
+    "zh": "（此回答已撤回：其依据的文档现已不可用。）",
+    "en": "(This reply was withdrawn: a document it was based on is no longer available.)",
+}
 
 How = Literal["llm", "borrowed", "as_is", "small_talk"]
 
@@ -92,17 +131,202 @@ def check_history_turns(turns: Any) -> int:
     Raises:
         TypeError: not an int.  ValueError: ``turns < 1`` (use ``condense_question=False`` for no history).
     """
-    if isinstance(turns, bool) or not isinstance(turns, int):
-        raise TypeError(f"history_turns must be an int, got {turns!r}")
-    if turns < 1:
-        raise ValueError(f"history_turns must be >= 1, got {turns} (condense_question=False turns history off)")
-    return turns
+    return check_int(turns, "history_turns", hint="condense_question=False turns history off")
 
 
 def is_graph_reply(message: Any) -> bool:
     """Whether ``message`` is an ``AIMessage`` one of the package's graphs appended (``response_metadata`` holds
     :data:`GRAPH_REPLY_KEY`)."""
     return isinstance(message, AIMessage) and isinstance(message.response_metadata.get(GRAPH_REPLY_KEY), dict)
+
+
+def is_withdrawn(message: Any) -> bool:
+    """Whether ``message`` is a graph reply (or a tool message) that :func:`check_conversation` replaced by the
+    :data:`WITHDRAWN_NOTE` (``response_metadata["ragspine"]["withdrawn"]`` is true)."""
+    meta = getattr(message, "response_metadata", None)
+    mark = meta.get(GRAPH_REPLY_KEY) if isinstance(meta, dict) else None
+    return isinstance(mark, dict) and mark.get("withdrawn") is True
+
+
+def reply_sources(message: Any) -> list[str | None]:
+    """The ids of the passages a graph reply (:func:`is_graph_reply`) was made from:
+    ``response_metadata["ragspine"]["passages"]`` (every passage the answer was given, cited or not; ``None`` for
+    one without an id), else — a reply written before that key existed — the ``chunk_id`` of each of its
+    ``response_metadata["citations"]``.  ``[]`` for a reply made from no passage (a refusal, small talk) and for any
+    other message."""
+    if not is_graph_reply(message):
+        return []
+    meta = message.response_metadata
+    passages = meta[GRAPH_REPLY_KEY].get("passages")
+    if isinstance(passages, list):
+        return [p if isinstance(p, str) and p else None for p in passages]
+    citations = meta.get("citations")
+    if not isinstance(citations, list):
+        return []
+    return [c.get("chunk_id") or None if isinstance(c, dict) else None for c in citations]
+
+
+def _artifact_ids(message: ToolMessage) -> list[str]:
+    """The chunk ids of the documents in a tool message's artifact (``Document`` objects, or the dicts a checkpoint
+    gives back: ``{"id", "metadata", "page_content"}``)."""
+    artifact = message.artifact
+    if not isinstance(artifact, (list, tuple)):
+        return []
+    out = []
+    for item in artifact:
+        if isinstance(item, Document):
+            key = chunk_key(item)
+        elif isinstance(item, dict) and isinstance(item.get("metadata", {}), dict):
+            key = (item.get("metadata") or {}).get("chunk_id") or item.get("id")
+        else:
+            key = None
+        if isinstance(key, str) and key:
+            out.append(key)
+    return out
+
+
+@dataclass(frozen=True)
+class ConversationCheck:
+    """The outcome of :func:`check_conversation`: ``kept`` — the messages in order, without the graph replies that
+    may not go into a prompt (read by :func:`chat_history`); ``withdrawn`` — the replacements (same ids) of the
+    replies and tool messages made from a withdrawn passage, for the graph state's ``messages``; ``unverified`` —
+    how many replies were left out because the retriever could not vouch for their passages (they stay in the
+    state as they are)."""
+
+    kept: list[BaseMessage]
+    withdrawn: list[BaseMessage]
+    unverified: int = 0
+
+
+def _withdrawn_reply(message: AIMessage) -> AIMessage:
+    mark = message.response_metadata[GRAPH_REPLY_KEY]
+    note = WITHDRAWN_NOTE[detect_language(_text(message))]
+    meta = {"citations": [], GRAPH_REPLY_KEY: {
+        "search_query": None, "refused": bool(mark.get("refused")), "mode": str(mark.get("mode") or ""),
+        "passages": [], "withdrawn": True,
+    }}
+    return AIMessage(content=note, id=message.id, name=message.name, response_metadata=meta)
+
+
+def _withdrawn_tool_result(message: ToolMessage) -> ToolMessage:
+    note = WITHDRAWN_NOTE[detect_language(_text(message))]
+    return ToolMessage(content=note, id=message.id, name=message.name, tool_call_id=message.tool_call_id,
+                       status=message.status, response_metadata={GRAPH_REPLY_KEY: {"withdrawn": True}})
+
+
+def check_conversation(messages: Sequence[Any], retriever: Any) -> ConversationCheck:
+    """Check the earlier replies of ``messages`` against what ``retriever`` serves now (see the module docstring):
+    one :func:`~langchain_ragspine.served.served_ids` call for the passages of every graph reply and the artifact
+    documents of every tool message (none when there are none).
+
+    * a graph reply whose passages (:func:`reply_sources`) are all served is kept, unchanged;
+    * one with a passage the retriever reports withdrawn is left out of ``kept`` and replaced in ``withdrawn`` by
+      the :data:`WITHDRAWN_NOTE` in its language (same ``id``; ``response_metadata``: no citations,
+      ``["ragspine"]["withdrawn"] = True``); a tool message whose artifact holds a withdrawn chunk is replaced the
+      same way (content the note, no artifact) — tool messages never reach a prompt of the graphs, but they are in
+      their result;
+    * one the retriever cannot vouch for (it has no check, a passage has no id or is unknown to it) is left out of
+      ``kept`` only (fail closed; counted in ``unverified``).
+
+    Every other message is kept as it is.  Messages without an id are never replaced (a graph's state gives every
+    message one).
+
+    Raises:
+        StoreError: the retriever's store is unreadable.
+
+    Example:
+        >>> from langchain_core.documents import Document
+        >>> from langchain_core.messages import AIMessage, HumanMessage
+        >>> from langchain_ragspine.retrievers import BM25Retriever
+        >>> retriever = BM25Retriever.from_documents([Document("Kyoto temples", id="k#0")])
+        >>> reply = AIMessage("Temples [1].", id="r1", response_metadata={
+        ...     "citations": [], "ragspine": {"search_query": "Kyoto", "refused": False, "mode": "llm",
+        ...                                   "passages": ["k#0"]}})
+        >>> len(check_conversation([HumanMessage("Kyoto?"), reply], retriever).kept)
+        2
+        >>> check_conversation([HumanMessage("Kyoto?"), reply], object()).unverified   # cannot tell: fail closed
+        1
+    """
+    items = [m for m in messages if isinstance(m, BaseMessage)]
+    sources: dict[int, list[str | None]] = {}
+    tool_ids: dict[int, list[str]] = {}
+    for i, m in enumerate(items):
+        if is_withdrawn(m):
+            continue
+        if is_graph_reply(m):
+            found = reply_sources(m)
+            if found:
+                sources[i] = found
+        elif isinstance(m, ToolMessage):
+            found_ids = _artifact_ids(m)
+            if found_ids:
+                tool_ids[i] = found_ids
+    asked = sorted({s for ids in sources.values() for s in ids if s is not None}
+                   | {s for ids in tool_ids.values() for s in ids})
+    answer: ServedIds | None = ServedIds()
+    if asked:
+        answer = served_ids(retriever, asked)
+    kept: list[BaseMessage] = []
+    withdrawn: list[BaseMessage] = []
+    unverified = 0
+    for i, m in enumerate(items):
+        if i in tool_ids and answer is not None and answer.withdrawn.intersection(tool_ids[i]) and m.id:
+            assert isinstance(m, ToolMessage)
+            withdrawn.append(_withdrawn_tool_result(m))
+            continue
+        if i not in sources:
+            kept.append(m)
+            continue
+        ids = sources[i]
+        if answer is not None and answer.withdrawn.intersection(s for s in ids if s is not None):
+            if m.id:
+                assert isinstance(m, AIMessage)
+                withdrawn.append(_withdrawn_reply(m))
+            else:
+                unverified += 1
+        elif answer is None or any(s is None or s not in answer.served for s in ids):
+            unverified += 1
+        else:
+            kept.append(m)
+    return ConversationCheck(kept, withdrawn, unverified)
+
+
+def withdraw_from_thread(graph: Any, config: RunnableConfig, retriever: Any) -> int:
+    """Apply :func:`check_conversation` to a checkpointed thread *before* a run, so that nothing withdrawn since the
+    last turn is replayed by LangGraph at the start of the next one (its first ``stream_mode="values"`` chunk and the
+    first node's input event are the state as stored; the graphs' own check runs in their first node).  For an app
+    that streams ``values`` or ``astream_events`` to a client::
+
+        withdraw_from_thread(graph, config, retriever)   # then graph.stream(inputs, config, stream_mode="values")
+
+    Reads ``graph.get_state(config)``; when a reply or tool message is withdrawn, or a document of the stored
+    ``documents`` (the previous turn's passages) is — the retriever reports it withdrawn — writes one
+    ``graph.update_state(config, ...)``: the replacement messages and, for stale documents, the served ones kept
+    (``{"replace": [...]}``) with ``answer`` and ``citations`` cleared (keys the graph's state does not have are left
+    out, so a parent ``MessagesState`` app works too).  Nothing is written when nothing is withdrawn.  Returns the
+    number of messages and documents withdrawn.
+
+    Raises:
+        ValueError: the graph has no checkpointer (LangGraph's error); StoreError: the retriever's store is
+            unreadable.
+    """
+    values = graph.get_state(config).values
+    update: dict[str, Any] = {}
+    checked = check_conversation(values.get("messages") or [], retriever)
+    if checked.withdrawn:
+        update["messages"] = checked.withdrawn
+    docs = [d for d in values.get("documents") or [] if isinstance(d, Document)]
+    keys = [chunk_key(d) for d in docs]
+    answer = served_ids(retriever, sorted({k for k in keys if k is not None})) if docs else None
+    stale = 0
+    if answer is not None and answer.withdrawn:
+        kept = [d for d, k in zip(docs, keys, strict=True) if k not in answer.withdrawn]
+        stale = len(docs) - len(kept)
+        update.update({"documents": {"replace": kept}, "answer": "", "citations": []})
+        update = {k: v for k, v in update.items() if k in values or k == "messages"}
+    if update:
+        graph.update_state(config, update)
+    return len(checked.withdrawn) + stale
 
 
 def _text(message: BaseMessage) -> str:
@@ -117,9 +341,11 @@ def _cut(text: str) -> str:
 def chat_history(messages: Sequence[Any], *, turns: int = DEFAULT_HISTORY_TURNS) -> list[BaseMessage]:
     """The conversation before the last human message of ``messages``, as the graphs read it: the last ``turns``
     turns (default :data:`DEFAULT_HISTORY_TURNS`), each a ``HumanMessage`` (the user's text) and the graph replies
-    after it (:func:`is_graph_reply`, citation markers removed), every text cut to
-    :data:`MAX_HISTORY_MESSAGE_CHARS`.  Other messages (tool, system, AI messages of anything else) are left out;
-    so are empty ones.  New message objects (content only: no ids, no metadata).
+    after it (:func:`is_graph_reply`, citation markers removed; a withdrawn one, :func:`is_withdrawn`, never), every
+    text cut to :data:`MAX_HISTORY_MESSAGE_CHARS`.  Other messages (tool, system, AI messages of anything else) are
+    left out; so are empty ones.  New message objects (content only: no ids, no metadata).  This does not ask the
+    retriever which passages it still serves: the graphs pass ``check_conversation(messages, retriever).kept``
+    (:func:`check_conversation`), and so should any caller that builds a prompt from it.
 
     Raises:
         TypeError / ValueError: a bad ``turns`` (:func:`check_history_turns`).
@@ -135,7 +361,7 @@ def chat_history(messages: Sequence[Any], *, turns: int = DEFAULT_HISTORY_TURNS)
             text = _cut(_text(message))
             if text:
                 grouped.append([HumanMessage(content=text)])
-        elif is_graph_reply(message) and grouped:
+        elif is_graph_reply(message) and not is_withdrawn(message) and grouped:
             text = _cut(rewrite_citation_markers(_text(message), lambda _: []))
             if text:
                 grouped[-1].append(AIMessage(content=text))

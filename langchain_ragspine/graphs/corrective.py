@@ -24,12 +24,12 @@ from langchain_core.runnables import Runnable
 from langgraph.graph import START
 from langgraph.graph.state import CompiledStateGraph
 
+from langchain_ragspine.arguments import check_int
 from langchain_ragspine.graphs.conversation import DEFAULT_HISTORY_TURNS
 from langchain_ragspine.graphs.graders import Graders
 from langchain_ragspine.graphs.nodes import (
     add_corrective_loop,
     add_retrieval,
-    check_max_retries,
     compile_graph,
     make_parts,
     new_graph,
@@ -51,7 +51,7 @@ def corrective_rag_max_steps(max_retries: int = 2, *, compress: bool = False) ->
     retrieve, restricted_gate, grade_documents (4); then generate | refuse (1); ``compress`` adds one step per
     retrieval.  ``max_retries=2`` → 13 (16 with compressors).
     """
-    retries = check_max_retries(max_retries)
+    retries = check_int(max_retries, "max_retries", minimum=0)
     return 5 + 4 * retries + (retries + 1) * int(compress)
 
 

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import re
-import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -42,7 +41,6 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableConfig
 
 from langchain_ragspine.chains.answer import (
-    _sentences,
     format_context,
     is_dont_know,
     strip_citation_markers,
@@ -57,6 +55,8 @@ from langchain_ragspine.graphs.prompts import (
     GraphPrompts,
 )
 from langchain_ragspine.stopwords import content_terms
+from langchain_ragspine.text.folding import normalize, normalize_spaces
+from langchain_ragspine.text.sentences import line_sentences
 from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer
 
 __all__ = [
@@ -170,7 +170,7 @@ def _parse_text(text: str, depth: int) -> Verdict:
                 return found
         except (ValueError, RecursionError):
             pass
-    norm = unicodedata.normalize("NFKC", text).strip().lower()
+    norm = normalize(text).strip().lower()
     bare = norm.strip(" \t\r\n。．.!！、,，:：\"'「」*_#()（）[]")
     if bare in _YES_EXACT:
         return "yes"
@@ -281,14 +281,14 @@ def _number(key: Any) -> int | None:
         return None
     if isinstance(key, int):
         return key
-    m = _NUM_KEY_RE.match(unicodedata.normalize("NFKC", str(key)).lower()) if isinstance(key, str) else None
+    m = _NUM_KEY_RE.match(normalize(str(key)).lower()) if isinstance(key, str) else None
     return int(m.group(1)) if m else None
 
 
 def _numbers(value: Any) -> list[int] | None:
     """A list of passage numbers (``[1, 3]``, ``"1, 3"``, ``"none"``), else ``None``."""
     if isinstance(value, str):
-        text = unicodedata.normalize("NFKC", value).strip().lower()
+        text = normalize(value).strip().lower()
         if text in ("none", "なし", "无", ""):
             return []
         found = re.findall(r"\d+", text)
@@ -373,16 +373,16 @@ def _batch_from_json(value: Any, votes: _Votes, depth: int = 0) -> None:
 def _batch_from_text(text: str, votes: _Votes) -> None:
     lines = [ln for ln in text.splitlines() if ln.strip()]
     for line in lines:
-        m = _NUMBERS_LINE_RE.match(unicodedata.normalize("NFKC", line))
+        m = _NUMBERS_LINE_RE.match(normalize(line))
         if m:
             votes.listed(_numbers(m.group(1)) or [], None)
             return
-    pairs = _PAIR_RE.findall(unicodedata.normalize("NFKC", text))
+    pairs = _PAIR_RE.findall(normalize(text))
     if len(pairs) > 1 or (len(pairs) == 1 and len(lines) == 1 and votes.n == 1):
         for number, word in pairs:
             votes.add(int(number), parse_binary(word))
         return
-    numbered = [m for m in (_LINE_RE.match(unicodedata.normalize("NFKC", ln)) for ln in lines) if m]
+    numbered = [m for m in (_LINE_RE.match(normalize(ln)) for ln in lines) if m]
     if numbered:
         for m in numbered:
             votes.add(int(m.group(1)), parse_binary(m.group(2)))
@@ -479,10 +479,6 @@ class LLMBatchRelevanceGrader:
 DEFAULT_MIN_OVERLAP = 0.55
 
 
-def _normalize_ws(text: str) -> str:
-    return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text)).strip()
-
-
 class LexicalGrader:
     """Deterministic grader, no model: the three checks as methods.
 
@@ -563,11 +559,12 @@ class LexicalGrader:
             return "yes"
         haystacks = []
         for doc in drop_restricted(documents):
-            haystacks.append(_normalize_ws(doc.page_content))
+            haystacks.append(normalize_spaces(doc.page_content))
             extra = doc.metadata.get("prompt_text")
             if isinstance(extra, str):
-                haystacks.append(_normalize_ws(extra))
-        sentences = [_normalize_ws(s) for s in _sentences(strip_citation_markers(answer))]
+                haystacks.append(normalize_spaces(extra))
+        answered = line_sentences(strip_citation_markers(answer), skip_headings=True, skip_code=True)
+        sentences = [normalize_spaces(s) for s in answered]
         sentences = [s for s in sentences if s]
         if not sentences or not haystacks:
             return "no"

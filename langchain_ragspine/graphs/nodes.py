@@ -27,7 +27,11 @@ passage's text.
 In chat mode a follow-up is condensed into a standalone search question first (:func:`prepare`, with
 :mod:`~langchain_ragspine.graphs.conversation`); retrieval, grading and rewriting use it
 (:func:`search_question`), the answer addresses the user's own words with the recent conversation in its prompt,
-and the reply's ``AIMessage`` carries its citations (:func:`reply`).
+and the reply's ``AIMessage`` carries its citations (:func:`reply`).  Before any of it, :func:`prepare` checks the
+earlier replies against what the retriever still serves (:func:`~langchain_ragspine.graphs.conversation.
+check_conversation`; :func:`generate` checks again before the answer prompt): a reply made from a passage
+relabelled RESTRICTED or retracted since leaves every prompt and is replaced in ``messages`` by a withdrawn note,
+one the retriever cannot vouch for leaves every prompt (fail closed).
 """
 
 from __future__ import annotations
@@ -51,7 +55,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
-from langchain_ragspine.arguments import close_names, unknown_arguments_message
+from langchain_ragspine.arguments import check_int, close_names, unknown_arguments_message
 from langchain_ragspine.chains.answer import (
     NO_RETRIEVAL_NOTE,
     detect_language,
@@ -62,12 +66,13 @@ from langchain_ragspine.chains.answer import (
     strip_think,
 )
 from langchain_ragspine.document_compressors.restricted import RestrictedGate, drop_restricted
-from langchain_ragspine.documents import doc_key
+from langchain_ragspine.documents import chunk_key, doc_key
 from langchain_ragspine.filters import compile_filter
 from langchain_ragspine.graphs.conversation import (
     DEFAULT_HISTORY_TURNS,
     GRAPH_REPLY_KEY,
     chat_history,
+    check_conversation,
     check_history_turns,
     condense_question,
 )
@@ -193,22 +198,6 @@ class GraphParts:
 
 
 # -- parts ----------------------------------------------------------------------------------------------------------
-def resolve_llm(llm: BaseChatModel | str | None) -> BaseChatModel | None:
-    """``llm`` as a chat model: ``None`` stays ``None`` (no LLM; the environment is *not* consulted — call
-    :func:`~langchain_ragspine.config.make_chat_model` for that), a string goes through ``make_chat_model``.
-
-    Raises:
-        TypeError: neither ``None``, a string nor a ``BaseChatModel``.
-    """
-    if llm is None or isinstance(llm, BaseChatModel):
-        return llm
-    if isinstance(llm, str):
-        from langchain_ragspine.config import make_chat_model
-
-        return make_chat_model(llm)
-    raise TypeError(f"llm must be a BaseChatModel, a make_chat_model spec or None, got {llm!r}")
-
-
 def check_retriever(retriever: Any) -> BaseRetriever:
     """``retriever`` if it is a ``BaseRetriever``.
 
@@ -218,19 +207,6 @@ def check_retriever(retriever: Any) -> BaseRetriever:
     if not isinstance(retriever, BaseRetriever):
         raise TypeError(f"retriever must be a langchain_core BaseRetriever, got {type(retriever).__name__}")
     return retriever
-
-
-def check_max_retries(max_retries: Any) -> int:
-    """``max_retries`` if it is an ``int >= 0``.
-
-    Raises:
-        ValueError: a negative value.  TypeError: not an int.
-    """
-    if isinstance(max_retries, bool) or not isinstance(max_retries, int):
-        raise TypeError(f"max_retries must be an int, got {max_retries!r}")
-    if max_retries < 0:
-        raise ValueError(f"max_retries must be >= 0, got {max_retries}")
-    return max_retries
 
 
 def run_retrieval(
@@ -268,21 +244,6 @@ def check_relax_filters(relax_filters: Any) -> bool:
     if not isinstance(relax_filters, bool):
         raise TypeError(f"relax_filters must be True or False, got {relax_filters!r}")
     return relax_filters
-
-
-def check_k(k: Any, *, name: str = "k") -> int | None:
-    """``k`` if it is ``None`` or an ``int >= 1``.
-
-    Raises:
-        TypeError: not an int.  ValueError: ``k < 1``.
-    """
-    if k is None:
-        return None
-    if isinstance(k, bool) or not isinstance(k, int):
-        raise TypeError(f"{name} must be an int or None, got {k!r}")
-    if k < 1:
-        raise ValueError(f"{name} must be >= 1, got {k}")
-    return k
 
 
 def check_condense_question(condense: Any) -> bool:
@@ -333,6 +294,9 @@ def make_parts(
     pass each one: their signatures hold the defaults; ``relax_filters`` (default ``False``) only matters to the
     corrective loop; ``condense_question`` (default ``True``) and ``history_turns`` (default 3) to chat input).
 
+    ``llm``: a chat model, a :func:`~langchain_ragspine.config.make_chat_model` spec, or ``None`` (no LLM: the
+    environment is not consulted).
+
     Raises:
         TypeError / ValueError: a bad ``retriever``, ``llm``, ``graders``, ``max_retries``, ``k``, ``prompts``,
             ``compressors``, ``relax_filters`` (not a bool: ``"no"`` would widen), ``condense_question`` or
@@ -342,11 +306,13 @@ def make_parts(
     relax = check_relax_filters(relax_filters)
     condense = check_condense_question(condense_question)
     turns = check_history_turns(history_turns)
-    retries = check_max_retries(max_retries)
+    retries = check_int(max_retries, "max_retries", minimum=0)
     if prompts is not None and not isinstance(prompts, GraphPrompts):
         raise TypeError(f"prompts must be a GraphPrompts, got {prompts!r}")
     p = prompts or GraphPrompts()
-    model = resolve_llm(llm)
+    from langchain_ragspine.config import make_chat_model  # imported here: config imports most of the package
+
+    model = None if llm is None else make_chat_model(llm)  # None: no LLM (a builder never reads RAGSPINE_LLM)
     if graders is None:
         grade = make_graders(model, tokenizer=tokenizer, prompts=p)
     elif isinstance(graders, Graders):
@@ -355,7 +321,7 @@ def make_parts(
         raise TypeError(f"graders must be a Graders bundle, got {graders!r}")
     chain = answer_chain or make_answer_chain(model, max_docs=None, lost_in_the_middle=False, tokenizer=tokenizer)
     return GraphParts(
-        retriever=retriever, llm=model, graders=grade, chain=chain, k=check_k(k), max_retries=retries,
+        retriever=retriever, llm=model, graders=grade, chain=chain, k=check_int(k, "k", allow_none=True), max_retries=retries,
         max_docs=max_docs, lost_in_the_middle=lost_in_the_middle, tokenizer=tokenizer, prompts=p,
         compressors=check_compressors(compressors), relax_filters=relax, condense_question=condense,
         history_turns=turns,
@@ -386,8 +352,8 @@ def run_settings(
             return configurable[key]
         return default
 
-    k = check_k(pick("k", parts.k))
-    retries = check_max_retries(pick("max_retries", parts.max_retries))
+    k = check_int(pick("k", parts.k), "k", allow_none=True)
+    retries = check_int(pick("max_retries", parts.max_retries), "max_retries", minimum=0)
     if retries > parts.max_retries:
         raise ValueError(
             f"max_retries={retries} for this run exceeds the graph's max_retries={parts.max_retries}; build the "
@@ -467,6 +433,7 @@ def reply(
     refused: bool = False,
     mode: str = "",
     retrieved: bool = True,
+    passages: Sequence[Document] = (),
 ) -> dict[str, Any]:
     """The ``messages`` update of a node that sets the answer: in chat mode, the answer as a new ``AIMessage``
     (id ``message_id`` — the answer model's — else a fresh one) that replaces this run's earlier reply, if any
@@ -479,8 +446,11 @@ def reply(
       "attributed"}]`` — ``n`` is the ``[n]`` marker in the text (``[]`` for a refusal or a reply without
       retrieval).  Built from passages that passed the RESTRICTED gate; no passage text.
     * ``"ragspine"``: ``{"search_query": what was searched last (``None`` without retrieval), "refused": bool,
-      "mode": str}`` — also the mark of a graph's own reply, the only AI messages a later turn reads
-      (:func:`~langchain_ragspine.graphs.conversation.is_graph_reply`).
+      "mode": str, "passages": [the chunk id of every passage the answer was given, cited or not; None for one
+      without an id]}`` — also the mark of a graph's own reply, the only AI messages a later turn reads
+      (:func:`~langchain_ragspine.graphs.conversation.is_graph_reply`), and what a later turn checks against the
+      retriever before the reply goes into a prompt (:func:`~langchain_ragspine.graphs.conversation.
+      check_conversation`).
 
     When this run dropped its filters (``filters_dropped``), the message says so as well:
     ``response_metadata["filters_dropped"] = True``, ``["dropped_filters"] = {...}`` and
@@ -494,7 +464,9 @@ def reply(
     search = (state.get("search_query") or state.get("original_query")) if retrieved else None
     metadata: dict[str, Any] = {
         "citations": [dict(c) for c in citations],
-        GRAPH_REPLY_KEY: {"search_query": search, "refused": refused, "mode": mode},
+        GRAPH_REPLY_KEY: {
+            "search_query": search, "refused": refused, "mode": mode, "passages": [chunk_key(d) for d in passages],
+        },
     }
     content = answer
     if state.get("filters_dropped"):
@@ -553,8 +525,14 @@ def prepare(
     search = question
     condensed: dict[str, Any] = {}
     trace: list[dict[str, Any]] = [{"step": "prepare", "filters": bool(filters)}]
+    # earlier replies made from a passage withdrawn since (relabelled RESTRICTED, retracted) leave the state and
+    # every prompt; ones the retriever cannot vouch for leave every prompt (conversation.check_conversation)
+    checked = check_conversation(state.get("messages") or [], parts.retriever)
+    if checked.withdrawn or checked.unverified:
+        trace.append({"step": "check_history", "withdrawn": len(checked.withdrawn), "unverified": checked.unverified})
+    withdrawn = {"messages": checked.withdrawn} if checked.withdrawn else {}
     if parts.condense_question:
-        history = chat_history(state.get("messages") or [], turns=parts.history_turns) if chat else []
+        history = chat_history(checked.kept, turns=parts.history_turns) if chat else []
         if history:
             found = condense_question(
                 question, history, llm=parts.llm, prompts=parts.prompts, tokenizer=parts.tokenizer
@@ -595,6 +573,7 @@ def prepare(
         "filters_dropped": False,
         "dropped_filters": None,
         "trace": replace(trace),
+        **withdrawn,
         **(extra or {}),
     }
 
@@ -689,7 +668,9 @@ def generate(state: RAGState, config: RunnableConfig, *, parts: GraphParts) -> d
     shown = prepare_context(docs, max_docs=parts.max_docs, lost_in_the_middle=parts.lost_in_the_middle)
     inputs: dict[str, Any] = {"question": question, "documents": shown}
     if parts.condense_question and state.get("chat"):
-        history = chat_history(state.get("messages") or [], turns=parts.history_turns)
+        # checked again here: the store may have changed since prepare (every prompt gets a checked history)
+        history = chat_history(check_conversation(state.get("messages") or [], parts.retriever).kept,
+                               turns=parts.history_turns)
         if history:
             inputs["chat_history"] = history
         if search_question(state) != question:
@@ -718,7 +699,7 @@ def generate(state: RAGState, config: RunnableConfig, *, parts: GraphParts) -> d
         "mode": mode,
         "refused": dont_know,
         **report,
-        **reply(state, answer, message_id, citations=cited, refused=dont_know, mode=mode),
+        **reply(state, answer, message_id, citations=cited, refused=dont_know, mode=mode, passages=shown),
         "trace": [entry],
     }
 

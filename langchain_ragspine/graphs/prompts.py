@@ -151,7 +151,8 @@ DECOMPOSE_PROMPT = ChatPromptTemplate.from_messages(
 #: A follow-up and the conversation before it -> one standalone search question (the rephrase step of LangChain's
 #: ``create_history_aware_retriever`` and of LlamaIndex's condense-question chat mode).  RESTRICTED text never
 #: fills ``{history}``: it holds the user's messages and the graph's own replies only
-#: (:func:`~langchain_ragspine.graphs.conversation.chat_history`).
+#: (:func:`~langchain_ragspine.graphs.conversation.chat_history`), and of those only the replies whose passages the
+#: retriever still serves (:func:`~langchain_ragspine.graphs.conversation.check_conversation`).
 CONDENSE_PROMPT = ChatPromptTemplate.from_messages(
     [
         (

@@ -25,12 +25,12 @@ from langchain_core.runnables import Runnable
 from langgraph.graph import END, START
 from langgraph.graph.state import CompiledStateGraph
 
+from langchain_ragspine.arguments import check_int
 from langchain_ragspine.graphs.conversation import DEFAULT_HISTORY_TURNS
 from langchain_ragspine.graphs.graders import Graders
 from langchain_ragspine.graphs.nodes import (
     GraphParts,
     add_retrieval,
-    check_max_retries,
     compile_graph,
     generate,
     grade_documents,
@@ -68,7 +68,7 @@ def self_rag_max_steps(max_retries: int = 2, *, compress: bool = False) -> int:
     check_support, check_usefulness (7 at most); then refuse (1); ``compress`` adds one step per retrieval.
     ``max_retries=2`` → 23 (26 with compressors).
     """
-    retries = check_max_retries(max_retries)
+    retries = check_int(max_retries, "max_retries", minimum=0)
     return 9 + 7 * retries + (retries + 1) * int(compress)
 
 

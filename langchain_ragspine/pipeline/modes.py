@@ -461,16 +461,27 @@ def _hybrid(ctx: ModeContext) -> BaseRetriever:
     return ctx.hybrid([ctx.bm25(), dense])
 
 
-def _auto(ctx: ModeContext) -> BaseRetriever:
+def _auto_channels(ctx: ModeContext) -> BaseRetriever:
     dense = ctx.dense(required=False)
     if dense is None:
         return ctx.bm25()
     return ctx.hybrid([ctx.bm25(), dense])
 
 
+def _auto(ctx: ModeContext) -> BaseRetriever:
+    """``auto``: hybrid when there is a dense channel, else BM25; over a store chunked by ``parent_child`` (its
+    recorded chunker) the distinct parents of those children, as mode ``parent_child``."""
+    children = _auto_channels(ctx)
+    holds_parents = getattr(ctx.source, "holds_parents", None)
+    if callable(holds_parents) and holds_parents():
+        return _parent_child(children, ctx)
+    return children
+
+
 register_mode(RetrievalMode(
     "auto", _auto, embedding="optional",
-    description="hybrid when a dense channel is available (a vector index, an embedding model), else bm25",
+    description="hybrid when a dense channel is available (a vector index, an embedding model), else bm25; the "
+                "distinct parents over a --chunker parent_child store",
 ))
 register_mode(RetrievalMode("hybrid", _hybrid, embedding="required", description="BM25 + dense, fused"))
 register_mode(RetrievalMode(
@@ -495,7 +506,8 @@ for _name in QUERY_TRANSFORMS[1:]:
 del _name
 
 
-#: Children a ``parent_child`` mode retrieves per query (at least ``k``).
+#: Children a ``parent_child`` mode (and ``auto`` over a ``parent_child`` store) retrieves per query (at least
+#: ``k``): the ``fetch_k`` of its :class:`~langchain_ragspine.retrievers.ParentChildRetriever`.
 PARENT_CHILD_CHILD_K = 50
 
 
@@ -503,13 +515,14 @@ def _parent_child(children: BaseRetriever, ctx: ModeContext) -> BaseRetriever:
     parent_store = getattr(ctx.source, "parent_store", None)
     if parent_store is None:
         raise ValueError(
-            f"mode {ctx.mode!r} needs a chunk store with parents: ingest with --chunker parent_child and search the "
-            "store"
+            f"mode {ctx.mode!r} needs a store directory ingested with --chunker parent_child (its chunk store keeps "
+            f"the parents; a PostgreSQL store and documents in memory have none)"
         )
-    return ParentChildRetriever(children, parent_store(), child_k=max(PARENT_CHILD_CHILD_K, ctx.k), parent_k=ctx.k)
+    return ParentChildRetriever(children, parent_store(), k=ctx.k, fetch_k=max(PARENT_CHILD_CHILD_K, ctx.k))
 
 
-register_mode(RetrievalMode.wrapping(
-    "parent_child", base="auto", wrap=_parent_child,
-    description="auto over the children of a --chunker parent_child store; returns their distinct parents",
+register_mode(RetrievalMode(
+    "parent_child", lambda ctx: _parent_child(_auto_channels(ctx), ctx), embedding="optional",
+    description="auto over the children of a --chunker parent_child store; returns their distinct parents (what "
+                "auto does over such a store)",
 ))

@@ -8,7 +8,8 @@ must not be preceded (followed) by one; an edge in any other script has no bound
 boundary before ``B`` only.  This is the rule of the glossary rewriter (:mod:`~langchain_ragspine.retrievers.glossary`),
 with the spaced scripts widened from ASCII to accented Latin, Greek and Cyrillic letters.
 
-The caller folds the term and the text alike first (NFKC, case) — this module only builds the pattern.
+The caller folds the term and the text alike first (NFKC, case: :func:`langchain_ragspine.text.folding.fold_text`) —
+this module only builds the pattern.
 """
 
 from __future__ import annotations
@@ -16,9 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from langchain_ragspine.sensitivity import fold
-
-__all__ = ["WORD_CHARS", "fold_text", "plural_endings", "term_pattern", "terms_regex"]
+__all__ = ["WORD_CHARS", "plural_endings", "term_pattern", "terms_regex"]
 
 #: The letters and digits of scripts that separate words with spaces, as a character-class body: ASCII letters and
 #: digits, Latin-1 and Latin Extended-A/B letters (``à``, ``ß``, ``ő``), Greek and Cyrillic.
@@ -44,18 +43,6 @@ def plural_endings(word: str) -> tuple[str, tuple[str, ...]]:
     if len(word) >= 2 and word[-1] == "y" and word[-2] in _CONSONANTS:
         return word[:-1], ("ies", "y")
     return word, ("es", "s", "")
-
-
-def fold_text(text: str) -> str:
-    """A term or a text as the routers compare them: :func:`~langchain_ragspine.sensitivity.fold` (NFKC, invisible
-    characters removed), ``casefold()``, and every run of whitespace as one space.  (Unlike the deny-list's
-    skeleton, it keeps word separators and letters as written, so word boundaries still mean something.)
-
-    Example:
-        >>> fold_text(" Ｈｒ\u200b  Policy ")
-        'hr policy'
-    """
-    return " ".join(fold(text).casefold().split())
 
 
 def term_pattern(term: str, *, plurals: bool = False, joiners: str = "") -> str:

@@ -42,10 +42,12 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, PrivateAttr, model_validator
 
-from langchain_ragspine.arguments import check_arguments, unknown_arguments_message
-from langchain_ragspine.documents import check_k
+from langchain_ragspine.arguments import check_arguments, check_k, unknown_arguments_message
+from langchain_ragspine.documents import chunk_key
+from langchain_ragspine.filters import CompiledFilter, compiled_filter
 from langchain_ragspine.retrievers.contract import child_config, gated_exit
 from langchain_ragspine.sensitivity import drop_restricted, is_restricted
+from langchain_ragspine.served import ServedIds
 
 __all__ = [
     "AsyncCall",
@@ -250,15 +252,17 @@ class RetrieverCall(Generic[RunManager]):
 
     Attributes:
         k: the call's ``k``, not yet checked; ``None``: the retriever's own default.
-        filter: the call's metadata filter (:mod:`langchain_ragspine.filters` syntax), not yet ANDed with the
-            retriever's own; ``None``: none.
+        filter: the call's metadata filter (:mod:`langchain_ragspine.filters` syntax), validated and compiled
+            once at the door (:class:`~langchain_ragspine.filters.CompiledFilter`: hand it on as it is, every
+            channel and merge of the call reuses it), not yet ANDed with the retriever's own; ``None``: none (also
+            for an empty filter).
         run_manager: LangChain's run of the call (``CallbackManagerForRetrieverRun`` in :meth:`ContractRetriever.
             _retrieve`, the async one in :meth:`ContractRetriever._aretrieve`); inner calls are its child runs.
         options: the further keywords the class takes (:attr:`ContractRetriever.call_options`), as given.
     """
 
     k: int | None
-    filter: Mapping[str, Any] | None
+    filter: CompiledFilter | None
     run_manager: RunManager
     options: Mapping[str, Any] = field(default_factory=dict)
 
@@ -419,7 +423,8 @@ class ContractRetriever(SyncBackedRetriever):
             raise TypeError(
                 unknown_arguments_message(f"{type(self).__name__}.invoke", unknown, known, what="keyword argument")
             )
-        return RetrieverCall(k, filter, run_manager, dict(kwargs))
+        # the call's filter is validated and compiled here, once: every channel, gate and merge of the call gets it
+        return RetrieverCall(k, compiled_filter(filter), run_manager, dict(kwargs))
 
     def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
         """The documents for ``query`` under ``call`` (see the class docstring)."""
@@ -451,6 +456,7 @@ class RagSpineRetriever(ContractRetriever):
 
     _built: bool = PrivateAttr(default=False)
     _snapshot: IndexedDocuments | None = PrivateAttr(default=None)
+    _index_keys: tuple[IndexedDocuments, frozenset[str]] | None = PrivateAttr(default=None)
 
     def _mark_built(self) -> None:
         """Called at the end of ``model_post_init``: from now on an assignment to an index field rebuilds."""
@@ -476,6 +482,28 @@ class RagSpineRetriever(ContractRetriever):
             f"{type(self).__name__}.docs is not the list its index was built from (replaced without a rebuild); "
             "assign retriever.docs = [...] or use retriever.model_copy(update={'docs': [...]}), which rebuild the index"
         )
+
+    def served_ids(self, ids: Sequence[str]) -> ServedIds | None:
+        """Which of ``ids`` this retriever would still return (:mod:`~langchain_ragspine.served`): for a retriever
+        over its own index (a ``docs`` field: BM25, dense), the ids (:func:`~langchain_ragspine.documents.chunk_key`)
+        of the documents the index was built from — RESTRICTED ones were never indexed, and nothing is ever withdrawn
+        from a snapshot (a store's relabel reaches it through :class:`~langchain_ragspine.retrievers.live.
+        LiveStoreRetriever`, which reloads).  The id set is built once per index (O(chunks) the first time, then
+        O(len(ids))).  ``None`` (cannot tell) for a subclass without ``docs``.
+
+        Example:
+            >>> from langchain_core.documents import Document
+            >>> from langchain_ragspine.retrievers import BM25Retriever
+            >>> BM25Retriever.from_documents([Document("a b", id="a#0")]).served_ids(["a#0", "b#0"]).served
+            frozenset({'a#0'})
+        """
+        if "docs" not in type(self).model_fields:
+            return None
+        docs = self._indexed_docs()
+        cached = self._index_keys
+        if cached is None or cached[0] is not docs:
+            cached = self._index_keys = (docs, frozenset(k for k in map(chunk_key, docs) if k is not None))
+        return ServedIds.of(ids, cached[1].intersection(ids))
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
         """pydantic's ``model_copy``; an ``update`` of an :attr:`index_fields` field (validated) rebuilds the copy's

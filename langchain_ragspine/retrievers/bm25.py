@@ -50,16 +50,16 @@ import numpy as np
 from langchain_core.documents import Document
 from pydantic import Field, PrivateAttr, field_validator
 
-import langchain_ragspine
 from langchain_ragspine._stacklevel import user_stacklevel
+from langchain_ragspine.arguments import PositiveIntField, check_k
 from langchain_ragspine.backends.directory.bm25_index import (
     build_bm25_index,
     load_bm25_index,
     save_bm25_index,
 )
-from langchain_ragspine.documents import check_k, check_score_threshold, doc_key, with_identities, with_scores
+from langchain_ragspine.documents import check_score_threshold, doc_key, with_identities, with_scores
 from langchain_ragspine.errors import StaleIndexWarning
-from langchain_ragspine.filters import FilterMasks, and_filters, compile_filter
+from langchain_ragspine.filters import FilterMasks, compile_filter, compiled_filter
 from langchain_ragspine.retrievers.base import (
     RagSpineRetriever,
     RunnableOptions,
@@ -196,7 +196,7 @@ class BM25Retriever(RagSpineRetriever):
     """
 
     docs: list[Document] = Field(default_factory=list, repr=False)
-    k: int = 4
+    k: PositiveIntField = 4
     tokenizer: str | Callable[[str], list[str]] = "auto"
     k1: float = 1.5
     b: float = 0.75
@@ -222,11 +222,6 @@ class BM25Retriever(RagSpineRetriever):
             data.setdefault("tokenizer", pre)
         data.pop("vectorizer", None)
         return data
-
-    @field_validator("k", mode="before")
-    @classmethod
-    def _strict_k(cls, value: Any) -> int:
-        return check_k(value)
 
     @field_validator("score_threshold", mode="before")
     @classmethod
@@ -339,7 +334,7 @@ class BM25Retriever(RagSpineRetriever):
         k = self.k if k is None else check_k(k)
         threshold = self._threshold(score_threshold)
         check_bm25_query(query)
-        mask = self._masks.mask(and_filters(self.filter, filter))
+        mask = self._masks.mask(compiled_filter(self.filter, filter))
         docs = self._indexed_docs()
         if not docs:
             return []
@@ -438,7 +433,7 @@ class BM25Retriever(RagSpineRetriever):
                 f"{path}: saved BM25 index not used (no checksum: saved before checksums were recorded); rebuilt "
                 "in memory from its docs.jsonl — save it again to rewrite it",
                 StaleIndexWarning,
-                stacklevel=user_stacklevel(langchain_ragspine),
+                stacklevel=user_stacklevel(),
             )
             return cls.model_validate({"docs": saved.docs, "tokenizer": saved.tokenizer, **fields})
         token = _SKIP_BUILD.set(True)

@@ -82,8 +82,9 @@ from langchain_core.runnables.config import (
 from langchain_core.tracers.context import run_collector_var, tracing_v2_callback_var
 from langchain_core.vectorstores import VectorStoreRetriever
 
-from langchain_ragspine.documents import check_k, dedupe
-from langchain_ragspine.filters import Predicate, compile_filter
+from langchain_ragspine.arguments import check_k
+from langchain_ragspine.documents import dedupe
+from langchain_ragspine.filters import CompiledFilter, Predicate, compiled_filter
 from langchain_ragspine.sensitivity import is_restricted
 
 __all__ = [
@@ -212,6 +213,11 @@ def _params_of(cls: type[BaseRetriever]) -> RetrieverParams:
     return RetrieverParams(takes_k=takes_k, takes_filter=takes_filter, takes_async_kwargs=takes_async, k_field=k_field)
 
 
+def _is_ours(retriever: BaseRetriever) -> bool:
+    """Whether ``retriever``'s class is defined in this package (it takes a compiled filter as it is)."""
+    return type(retriever).__module__.split(".", 1)[0] == _PACKAGE
+
+
 def retriever_params(retriever: BaseRetriever) -> RetrieverParams:
     """How ``retriever`` takes ``k`` and ``filter`` (decided once per class, then cached).
 
@@ -243,14 +249,17 @@ class _Call:
         self.options = dict(options or {})  # passed to every request as given
         self.params = retriever_params(retriever)
         self.k = None if k is None else check_k(k)
-        pred: Predicate | None = compile_filter(filter)  # validates; None for an absent or empty filter
-        self.filter: dict[str, Any] | None = None  # passed to the retriever
+        # validated and compiled once (None for an absent or empty filter; a compiled one is taken as it is)
+        compiled = compiled_filter(filter)
+        self.filter: CompiledFilter | dict[str, Any] | None = None  # passed to the retriever
         self.post: Predicate | None = None  # applied here, to the results
-        if pred is not None and filter is not None:
-            if self.params.takes_filter:
-                self.filter = dict(filter)
+        if compiled is not None:
+            if not self.params.takes_filter:
+                self.post = compiled.predicate
+            elif _is_ours(retriever):
+                self.filter = compiled  # reused as it is: not validated or compiled again
             else:
-                self.post = pred
+                self.filter = compiled.to_dict()  # a plain copy of its own for a retriever from elsewhere
         self.fetch = self.k if self.params.takes_k else None
         self.max_fetch = None if self.k is None else self.k * OVERFETCH_MAX_FACTOR
         self.gated: list[Document] = []  # the RESTRICTED documents removed from the last answer
@@ -318,8 +327,11 @@ def invoke_retriever(
         retriever: any ``BaseRetriever`` (see the module docstring for how each kind is asked).
         query: the search query.
         k: at most this many results (an ``int >= 1``); ``None``: as many as the retriever returns by default.
-        filter: a metadata filter in :mod:`langchain_ragspine.filters` syntax; ``None`` or ``{}``: no filter.
-            Applied by the retriever when it takes one, else to its results (fail closed, over-fetching).
+        filter: a metadata filter in :mod:`langchain_ragspine.filters` syntax, or one compiled already
+            (:class:`~langchain_ragspine.filters.CompiledFilter`, not compiled again); ``None`` or ``{}``: no
+            filter.  Validated and compiled once per call; applied by the retriever when it takes one (this
+            package's retrievers get the compiled filter, any other a plain copy), else to its results (fail
+            closed, over-fetching).
         config: the ``RunnableConfig`` of the call (callbacks, tags, run name; default: the run config of the
             context, as ``invoke`` reads it).  A retriever whose own run is not traced (:func:`traces_own_run` is
             ``False``) gets none of its callbacks; the call reports a run of its own with the result instead (see
@@ -514,7 +526,9 @@ def search_each(
     fourth item: :data:`Search`), as a child run of ``run_manager``'s tagged ``tag``
     (so a trace shows which query / index / channel each list came from).  Used by the hybrid, multi-index and
     query-transformation retrievers.  ``gated``, when given, receives one list per search: the RESTRICTED documents
-    the gate removed from it (see :func:`invoke_retriever`).  Errors as :func:`invoke_retriever`."""
+    the gate removed from it (see :func:`invoke_retriever`).  The filter is compiled once for all the searches
+    (:func:`~langchain_ragspine.filters.compiled_filter`).  Errors as :func:`invoke_retriever`."""
+    filter = compiled_filter(filter)
     out = []
     for search in searches:
         r, q, tag = search[:3]
@@ -535,6 +549,7 @@ async def asearch_each(
     gated: list[list[Document]] | None = None,
 ) -> list[list[Document]]:
     """The async :func:`search_each`: the searches run concurrently (``asyncio.gather``); lists in order."""
+    filter = compiled_filter(filter)
     removed: list[list[Document]] = [[] for _ in searches]
     lists = await asyncio.gather(*(
         ainvoke_retriever(s[0], s[1], k=k, filter=filter, config=child_config(run_manager, s[2]), gated=g,

@@ -69,8 +69,9 @@ from typing import Any, ClassVar, Unpack
 import numpy as np
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
-from pydantic import Field, PrivateAttr, field_validator
+from pydantic import Field, PrivateAttr
 
+from langchain_ragspine.arguments import PositiveIntField, check_int, check_k
 from langchain_ragspine.backends.directory.embedding_cache import EmbeddingCache
 from langchain_ragspine.backends.directory.faiss_index import INDEX_KINDS, FaissVectorIndex
 from langchain_ragspine.backends.directory.faiss_index import SAVE_LAYOUT as _FAISS_LAYOUT
@@ -82,11 +83,11 @@ from langchain_ragspine.backends.directory.files import (
     read_documents,
     write_documents,
 )
-from langchain_ragspine.documents import check_k, doc_key, has_visible_text, with_identities, with_scores
+from langchain_ragspine.documents import doc_key, has_visible_text, with_identities, with_scores
 from langchain_ragspine.embeddings.batching import embed_in_batches
 from langchain_ragspine.embeddings.cache import CachedEmbeddings, content_hash, model_key_for
 from langchain_ragspine.errors import StoreError
-from langchain_ragspine.filters import FilterMasks, and_filters, compile_filter
+from langchain_ragspine.filters import FilterMasks, compile_filter, compiled_filter
 from langchain_ragspine.retrievers.base import (
     AsyncCall,
     RagSpineRetriever,
@@ -203,7 +204,7 @@ class DenseRetriever(RagSpineRetriever):
 
     docs: list[Document] = Field(default_factory=list, repr=False)
     embedding: Embeddings
-    k: int = 4
+    k: PositiveIntField = 4
     filter: dict[str, Any] | None = None
     index_kind: str = "auto"
     cache_path: str | Path | None = None
@@ -221,15 +222,10 @@ class DenseRetriever(RagSpineRetriever):
     _masks: FilterMasks = PrivateAttr()
     _last_embedded: int = PrivateAttr(default=0)
 
-    @field_validator("k", mode="before")
-    @classmethod
-    def _strict_k(cls, value: Any) -> int:
-        return check_k(value)
-
     def model_post_init(self, context: Any, /) -> None:
         """Validate parameters, drop RESTRICTED documents and chunks without visible text, embed and index (unless
         :meth:`load` supplies the index)."""
-        check_k(self.batch_size, "batch_size")
+        check_int(self.batch_size, "batch_size")
         if self.index_kind not in INDEX_KINDS:
             raise ValueError(f"index_kind must be one of {INDEX_KINDS}, got {self.index_kind!r}")
         compile_filter(self.filter)
@@ -327,7 +323,7 @@ class DenseRetriever(RagSpineRetriever):
             TypeError, ValueError: a bad ``k``; a malformed filter; a vector of another dimension than the index.
         """
         k = self.k if k is None else check_k(k)
-        mask = self._masks.mask(and_filters(self.filter, filter))
+        mask = self._masks.mask(compiled_filter(self.filter, filter))
         return self._search(vector, k, mask)
 
     def _search(self, vector: np.ndarray | list[float], k: int, mask: np.ndarray | None) -> list[tuple[int, float]]:
@@ -342,7 +338,7 @@ class DenseRetriever(RagSpineRetriever):
         """``(k, candidate mask, embed_as)`` for a call, or ``None`` when the answer is ``[]`` without embedding the
         query."""
         k = self.k if call.k is None else check_k(call.k)
-        mask = self._masks.mask(and_filters(self.filter, call.filter))  # validates the filter before anything else
+        mask = self._masks.mask(compiled_filter(self.filter, call.filter))  # validates the filter before anything else
         embed_as = check_embed_as(call.options.get(EMBED_AS_OPTION))
         if self._index is None or not query or not query.strip():
             return None

@@ -11,7 +11,7 @@ rewritten or dropped by it.
 Matching compares a *skeleton* of both sides, so a model cannot slip a term past the gate by writing it another
 way.  The skeleton folds:
 
-* compatibility forms, combining marks and invisible format characters (:func:`langchain_ragspine.sensitivity.fold`:
+* compatibility forms, combining marks and invisible format characters (:func:`langchain_ragspine.text.folding.fold`:
   NFKC — full-width ``ＯＲＩＯＮ``, half-width ``ｼｬｶﾞｲﾋ`` —, accents, zero-width spaces and joiners, soft hyphens);
 * Traditional Chinese characters to Simplified (:func:`langchain_ragspine.tokenizers.fold_to_simplified`, OpenCC's
   character table — the fold the package's tokenizers apply, so ``機密項目`` would find the ``机密项目`` documents);
@@ -63,8 +63,8 @@ import yaml
 
 from langchain_ragspine.errors import RagSpineError, json_type_name
 from langchain_ragspine.retrievers._config_files import YAML_SUFFIXES, read_structured_file, read_text_file
-from langchain_ragspine.sensitivity import fold
 from langchain_ragspine.text.confusables import I_OR_L, latin_skeleton
+from langchain_ragspine.text.folding import fold
 from langchain_ragspine.tokenizers import fold_to_simplified
 
 __all__ = ["DeniedQuery", "EmptyDenyListWarning", "QueryDenyList", "fold_term"]
@@ -89,7 +89,7 @@ def _spaced_skeleton(text: str) -> str:
 
 def fold_term(text: str) -> str:
     """The skeleton the gate compares, separators removed (see the module docstring):
-    :func:`~langchain_ragspine.sensitivity.fold`, Traditional→Simplified, case and Latin look-alikes folded.
+    :func:`~langchain_ragspine.text.folding.fold`, Traditional→Simplified, case and Latin look-alikes folded.
 
     Example:
         >>> fold_term(" Ｐｒｏｊｅｃｔ\\u200b - ORION "), fold_term("Project \\u041erion"), fold_term("機密 項目")

@@ -49,7 +49,6 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStore, VectorStoreRetriever
 
-import langchain_ragspine
 from langchain_ragspine._stacklevel import user_stacklevel
 from langchain_ragspine.embeddings.cache import CachedEmbeddings
 
@@ -143,7 +142,7 @@ def warn_embed_as_ignored(retriever: VectorStoreRetriever) -> None:
         f"over {type(retriever.vectorstore).__name__} (only {' and '.join(map(repr, BY_VECTOR_SEARCH_TYPES))} "
         "with a store that has embeddings can search by a document vector): the text is embedded with embed_query",
         EmbedAsIgnoredWarning,
-        stacklevel=user_stacklevel(langchain_ragspine, langchain_core),
+        stacklevel=user_stacklevel(langchain_core),
     )
 
 

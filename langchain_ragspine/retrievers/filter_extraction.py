@@ -25,8 +25,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-import unicodedata
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Literal
 
 from langchain_core.documents import Document
@@ -34,16 +33,18 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
-from pydantic import ConfigDict, field_validator
+from pydantic import ConfigDict
 
-from langchain_ragspine.documents import check_k
-from langchain_ragspine.filters import and_filters, compile_filter
+from langchain_ragspine.arguments import OptionalPositiveIntField
+from langchain_ragspine.filters import compile_filter, compiled_filter
 from langchain_ragspine.retrievers._choices import ChoicePrompter
 from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, SyncCall
 from langchain_ragspine.retrievers.contract import ainvoke_retriever, invoke_retriever
 from langchain_ragspine.retrievers.embed_as import EMBED_AS_OPTION, embed_as_options, embed_as_target
 from langchain_ragspine.retrievers.query_transform import add_trace_entry, call_params
 from langchain_ragspine.retrievers.query_variants import reply_text, strip_think
+from langchain_ragspine.served import ServedIds, served_ids
+from langchain_ragspine.text.folding import normalize
 
 __all__ = [
     "DEFAULT_MAX_YEAR",
@@ -177,7 +178,7 @@ class RuleFilterExtractor:
         names none, or when a number in the plausible range is not read as one (see the class docstring)."""
         if not isinstance(question, str):
             return []
-        text = unicodedata.normalize("NFKC", question)
+        text = normalize(question)
         numbers = {m.start() for m in _NUMBER.finditer(text) if self.min_year <= int(m.group()) <= self.max_year}
         if not numbers:
             return []
@@ -320,7 +321,7 @@ class FilterExtractionRetriever(ContractRetriever):
 
     base: BaseRetriever
     extractor: Any = None
-    k: int | None = None
+    k: OptionalPositiveIntField = None
     filter: dict[str, Any] | None = None
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -336,11 +337,6 @@ class FilterExtractionRetriever(ContractRetriever):
         if not isinstance(data.get("base"), BaseRetriever):
             raise TypeError(f"base must be a langchain_core BaseRetriever, got {type(data.get('base')).__name__}")
         super().__init__(**data)
-
-    @field_validator("k", mode="before")
-    @classmethod
-    def _strict_k(cls, value: Any) -> int | None:
-        return None if value is None else check_k(value)
 
     def model_post_init(self, context: Any, /) -> None:
         """Validate; the default extractor is :class:`RuleFilterExtractor`."""
@@ -374,19 +370,24 @@ class FilterExtractionRetriever(ContractRetriever):
         entry = {"transform": "filter_extraction", "filter": found}
         return [add_trace_entry(d, entry) for d in docs]
 
+    def served_ids(self, ids: Sequence[str]) -> ServedIds | None:
+        """Which of ``ids`` this retriever would still return (:mod:`~langchain_ragspine.served`): what its
+        ``base`` answers (it returns only documents ``base`` returned); ``None`` when that cannot tell."""
+        return served_ids(self.base, ids)
+
     def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
-        k, _, _ = call_params(self.k, None, self.filter, call.k, call.filter)
+        k, _, flt = call_params(self.k, None, self.filter, call.k, call.filter)
         found = self.extract(query, call.child("extract"))
         base, options = embed_as_target(self.base, embed_as_options(call.options))
-        docs = invoke_retriever(base, query, k=k, filter=and_filters(self.filter, call.filter, found),
+        docs = invoke_retriever(base, query, k=k, filter=compiled_filter(flt, found),
                                 config=call.child("base"), options=options)
         return self._finish(docs, found)
 
     async def _aretrieve(self, query: str, call: AsyncCall) -> list[Document]:
-        k, _, _ = call_params(self.k, None, self.filter, call.k, call.filter)
+        k, _, flt = call_params(self.k, None, self.filter, call.k, call.filter)
         found = await self.aextract(query, call.child("extract"))
         base, options = embed_as_target(self.base, embed_as_options(call.options))
-        docs = await ainvoke_retriever(base, query, k=k, filter=and_filters(self.filter, call.filter, found),
+        docs = await ainvoke_retriever(base, query, k=k, filter=compiled_filter(flt, found),
                                        config=call.child("base"), options=options)
         return self._finish(docs, found)
 

@@ -11,15 +11,17 @@ package's runs untraced and the contract reports the gated result in its place (
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import field_validator
 
-from langchain_ragspine.documents import check_k
+from langchain_ragspine.arguments import OptionalPositiveIntField
 from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, SyncCall
 from langchain_ragspine.retrievers.contract import ainvoke_retriever, invoke_retriever, retriever_params
+from langchain_ragspine.served import ServedIds, served_ids
 
 __all__ = ["GatedRetriever"]
 
@@ -55,7 +57,7 @@ class GatedRetriever(ContractRetriever):
     """
 
     retriever: BaseRetriever
-    k: int | None = None
+    k: OptionalPositiveIntField = None
 
     @field_validator("retriever", mode="before")
     @classmethod
@@ -63,10 +65,10 @@ class GatedRetriever(ContractRetriever):
         retriever_params(value)  # the contract's TypeError for anything that is not a BaseRetriever
         return value
 
-    @field_validator("k", mode="before")
-    @classmethod
-    def _strict_k(cls, value: Any) -> int | None:
-        return None if value is None else check_k(value)
+    def served_ids(self, ids: Sequence[str]) -> ServedIds | None:
+        """Which of ``ids`` this retriever would still return (:mod:`~langchain_ragspine.served`): what its
+        ``retriever`` answers (it returns only documents ``retriever`` returned); ``None`` when that cannot tell."""
+        return served_ids(self.retriever, ids)
 
     def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
         k = self.k if call.k is None else call.k

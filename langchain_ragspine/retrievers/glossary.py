@@ -37,22 +37,21 @@ gives no term a synonym are :class:`~langchain_ragspine.errors.RagSpineError` na
 from __future__ import annotations
 
 import reprlib
-import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig, RunnableSerializable
-from pydantic import ConfigDict, field_validator
+from pydantic import ConfigDict
 
-from langchain_ragspine.arguments import check_arguments
+from langchain_ragspine.arguments import PositiveIntField, check_arguments
 from langchain_ragspine.errors import RagSpineError, json_type_name
 from langchain_ragspine.retrievers._config_files import line_of, read_structured_file
 from langchain_ragspine.retrievers._term_match import plural_endings
 from langchain_ragspine.retrievers.base import check_query
 from langchain_ragspine.retrievers.query_transform import QueryTransformRetriever
-from langchain_ragspine.retrievers.query_variants import fold_query
+from langchain_ragspine.text.folding import fold_key, fold_query, normalize_spaces, simple_casefold
 
 __all__ = ["Glossary", "GlossaryQueryRewriter", "GlossaryRetriever"]
 
@@ -63,35 +62,13 @@ _ASCII_ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01
 #: follows it.
 _Entry = tuple[str, bool, bool, tuple[str, ...]]
 
-#: Characters ``re.IGNORECASE`` treats as one letter beyond simple lower-casing (CPython's ``re._casefix``):
-#: each string is one class, folded to its first character.
-_CASE_CLASSES = (
-    "i\u0131", "s\u017f", "\u00b5\u03bc", "\u03b9\u0345\u1fbe", "\u0390\u1fd3", "\u03b0\u1fe3", "\u03b2\u03d0",
-    "\u03b5\u03f5", "\u03b8\u03d1", "\u03ba\u03f0", "\u03c0\u03d6", "\u03c1\u03f1", "\u03c3\u03c2",
-    "\u03c6\u03d5", "\u0432\u1c80", "\u0434\u1c81", "\u043e\u1c82", "\u0441\u1c83", "\u0442\u1c84\u1c85",
-    "\u044a\u1c86", "\u0463\u1c87", "\ua64b\u1c88", "\u1e61\u1e9b", "\ufb05\ufb06",
-)
-_CASE_FOLD = str.maketrans({c: cls[0] for cls in _CASE_CLASSES for c in cls[1:]})
-#: What ``[A-Za-z0-9]`` matches under ``re.IGNORECASE``, after :func:`_fold` (``K`` Kelvin sign, ``ı``, ``ſ``, ``İ``
+#: What ``[A-Za-z0-9]`` matches under ``re.IGNORECASE``, after
+#: :func:`~langchain_ragspine.text.folding.simple_casefold` (``K`` Kelvin sign, ``ı``, ``ſ``, ``İ``
 #: fold into it).
 _WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
 _repr = reprlib.Repr()  # bounded: a malformed entry may be huge (YAML aliases)
 _repr.maxlevel, _repr.maxlist, _repr.maxdict, _repr.maxstring, _repr.maxother = 2, 6, 6, 60, 60
 _short = _repr.repr
-
-
-def _norm(text: str) -> str:
-    return " ".join(unicodedata.normalize("NFKC", text).split())
-
-
-def _key(text: str) -> str:
-    return _norm(text).casefold()
-
-
-def _fold(text: str) -> str:
-    """``text`` case-folded one character for one character, as ``re.IGNORECASE`` compares characters (simple
-    lower case, plus :data:`_CASE_CLASSES`): the same length as ``text``, so offsets carry over."""
-    return text.replace("\u0130", "i").lower().translate(_CASE_FOLD)
 
 
 class _Malformed(TypeError):
@@ -143,13 +120,13 @@ class Glossary:
         # stops tracking, rather than a set per term, which it would traverse on every full collection
         seen: set[tuple[str, str]] = set()
         for terms in _check_groups(groups if isinstance(groups, list) else list(groups)):
-            spelled = [_norm(t) for t in terms]
+            spelled = [normalize_spaces(t) for t in terms]
             keys = [t.casefold() for t in spelled]
             for term_spelled, key in zip(spelled, keys, strict=True):
                 self._add(key, term_spelled, spelled, keys, seen)
         for term, synonyms in _check_expansions(expand or {}).items():
-            spelled = [_norm(s) for s in synonyms]
-            self._add(_key(term), _norm(term), spelled, [s.casefold() for s in spelled], seen)
+            spelled = [normalize_spaces(s) for s in synonyms]
+            self._add(fold_key(term), normalize_spaces(term), spelled, [s.casefold() for s in spelled], seen)
         self._index, self._lengths = self._build_index()
 
     def _add(self, key: str, spelled: str, synonyms: Sequence[str], synonym_keys: Sequence[str],
@@ -157,8 +134,8 @@ class Glossary:
         if not key:
             return
         self._spelling.setdefault(key, spelled)
-        if _fold(spelled) != _fold(key):
-            self._other_spellings.setdefault(key, set()).add(_fold(spelled))
+        if simple_casefold(spelled) != simple_casefold(key):
+            self._other_spellings.setdefault(key, set()).add(simple_casefold(spelled))
         out = self._synonyms.get(key)
         if out is None:
             out = self._synonyms[key] = []
@@ -168,7 +145,7 @@ class Glossary:
                 out.append(synonym)
 
     def _build_index(self) -> tuple[dict[str, tuple[_Entry, ...]], dict[str, tuple[int, ...]]]:
-        """``(index, lengths)``: every term with synonyms by its :func:`_fold` (and that of any spelling that folds
+        """``(index, lengths)``: every term with synonyms by its :func:`~langchain_ragspine.text.folding.simple_casefold` (and that of any spelling that folds
         otherwise, ``Straße``) — as ``(key, word boundary on the left, word boundary on the right, endings)``,
         sorted by key, a term that may take a plural indexed by its plural stem — and, by first folded character,
         the lengths indexed there, longest first."""
@@ -178,7 +155,7 @@ class Glossary:
             if not synonyms:
                 continue
             left, right = key[0] in _ASCII_ALNUM, key[-1] in _ASCII_ALNUM
-            for folded in sorted({_fold(key), *self._other_spellings.get(key, ())}):
+            for folded in sorted({simple_casefold(key), *self._other_spellings.get(key, ())}):
                 endings: tuple[str, ...] = ("",)
                 if right and folded[-1] in _WORD_CHARS and folded[-1].isalpha():
                     folded, endings = plural_endings(folded)
@@ -198,10 +175,11 @@ class Glossary:
 
     def synonyms(self, term: str) -> list[str]:
         """The synonyms of ``term`` (any case, any width), in glossary order; ``[]`` for an unknown term."""
-        return list(self._synonyms.get(_key(term), []))
+        return list(self._synonyms.get(fold_key(term), []))
 
     def find(self, query: str) -> list[tuple[int, int, str]]:
-        """``(start, end, term)`` of every glossary term in ``_norm(query)`` (NFKC, whitespace runs as one space),
+        """``(start, end, term)`` of every glossary term in ``normalize_spaces(query)`` (NFKC, whitespace runs as one
+        space),
         left to right, non-overlapping; ``term`` is the glossary's key (folded).
 
         Matching is case-insensitive as ``re.IGNORECASE``.  At each position the longest term that matches wins
@@ -212,8 +190,8 @@ class Glossary:
         fold (``Straße`` and ``strasse``).  The scan goes on after the match.  ``[]`` for a non-string."""
         if not self._index or not isinstance(query, str):
             return []
-        text = _norm(query)
-        folded = _fold(text)
+        text = normalize_spaces(query)
+        folded = simple_casefold(text)
         n = len(text)
         found: list[tuple[int, int, str]] = []
         index, lengths = self._index, self._lengths
@@ -417,7 +395,7 @@ class GlossaryQueryRewriter(RunnableSerializable[str, list[str]]):
     """
 
     glossary: Glossary
-    max_queries: int = 5
+    max_queries: PositiveIntField = 5
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
@@ -429,13 +407,6 @@ class GlossaryQueryRewriter(RunnableSerializable[str, list[str]]):
             raise TypeError("GlossaryQueryRewriter needs a glossary (a Glossary, a file path, or glossary data)")
         super().__init__(glossary=_as_glossary(glossary), max_queries=max_queries, **data)
 
-    @field_validator("max_queries", mode="before")
-    @classmethod
-    def _check_max(cls, value: int) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"max_queries must be an int >= 1, got {value!r}")
-        return value
-
     def rewrite(self, query: str) -> list[str]:
         """``[query, *variants]`` (see the class docstring).
 
@@ -446,7 +417,7 @@ class GlossaryQueryRewriter(RunnableSerializable[str, list[str]]):
             return [query]
         out = [query]
         seen = {fold_query(query)}
-        text = _norm(query)
+        text = normalize_spaces(query)
         matches = self.glossary.find(query)
         # one entry per distinct term, in order of first appearance, with every span of it
         spans: dict[str, list[tuple[int, int]]] = {}

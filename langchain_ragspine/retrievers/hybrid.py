@@ -87,11 +87,10 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from pydantic import field_validator
 
-from langchain_ragspine.arguments import check_arguments
+from langchain_ragspine.arguments import PositiveIntField, check_arguments, check_int, check_k
 from langchain_ragspine.backends.directory.bm25_index import SAVE_LAYOUT as _BM25_LAYOUT
 from langchain_ragspine.backends.directory.files import atomic_dir, layout, read_config
 from langchain_ragspine.documents import (
-    check_k,
     check_score_threshold,
     content_chunk_id,
     doc_key,
@@ -99,7 +98,7 @@ from langchain_ragspine.documents import (
     scored_at_least,
     with_scores,
 )
-from langchain_ragspine.filters import Predicate, and_filters, compile_filter
+from langchain_ragspine.filters import CompiledFilter, Predicate, compile_filter, compiled_filter
 from langchain_ragspine.retrievers.base import (
     AsyncCall,
     RagSpineRetriever,
@@ -114,6 +113,7 @@ from langchain_ragspine.retrievers.dense import SAVE_LAYOUT as _DENSE_LAYOUT
 from langchain_ragspine.retrievers.dense import DenseRetriever
 from langchain_ragspine.retrievers.embed_as import EMBED_AS_OPTION, embed_as_options, embed_as_target
 from langchain_ragspine.sensitivity import is_restricted
+from langchain_ragspine.served import ServedIds, combine_served
 from langchain_ragspine.tokenizers import Tokenizer
 
 __all__ = ["DEFAULT_C", "FUSIONS", "TWO_STAGE_ALPHA", "TWO_STAGE_TOP_ALPHA", "HybridRetriever", "convex_weights", "fuse"]
@@ -136,14 +136,6 @@ _OWN_SCORE_KEYS = ("fused", "bm25", "vector")
 
 
 # ---------------------------------------------------------------------------------------------------- validation
-def _check_int(name: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return value
-
-
 def _check_weights(weights: Sequence[float] | None, n: int) -> list[float]:
     """``weights`` as a list of ``n`` finite non-negative floats, not all zero (``None`` → all 1.0)."""
     if weights is None:
@@ -444,9 +436,8 @@ def fuse(
                 raise TypeError(f"ranked_lists[{i}] holds a {type(d).__name__}, expected Document: {d!r}")
     n = len(ranked_lists)
     ws = _check_weights(weights, n)
-    _check_int("c", c, 0)
-    if k is not None:
-        _check_int("k", k, 0)
+    check_int(c, "c", minimum=0)
+    check_int(k, "k", minimum=0, allow_none=True)
     fusion = _check_fusion(fusion)  # type: ignore[assignment]
     alpha = _check_alpha(alpha)
     if top_alpha is not None and fusion != "two_stage":
@@ -539,7 +530,7 @@ class _CallParams:
     """One call's parameters (:meth:`HybridRetriever._params`)."""
 
     k: int
-    filter: Mapping[str, Any] | None
+    filter: CompiledFilter | None
     depth: int
     predicate: Predicate | None
     score_threshold: float | None
@@ -663,7 +654,7 @@ class HybridRetriever(RagSpineRetriever):
     weights: list[float] | None = None
     c: int = DEFAULT_C
     candidate_k: int = 50
-    k: int = 4
+    k: PositiveIntField = 4
     filter: dict[str, Any] | None = None
     fusion: Fusion = "two_stage"
     alpha: float | None = None
@@ -674,11 +665,6 @@ class HybridRetriever(RagSpineRetriever):
     #: ``invoke(query, candidate_k=…)`` sets the per-channel depth of one call, ``score_threshold=…`` its threshold;
     #: ``embed_as=…`` goes to the channels that declare it (see the class docstring).
     call_options: ClassVar[tuple[str, ...]] = ("candidate_k", "score_threshold", EMBED_AS_OPTION)
-
-    @field_validator("k", mode="before")
-    @classmethod
-    def _strict_k(cls, value: Any) -> int:
-        return check_k(value)
 
     @field_validator("id_key", mode="before")
     @classmethod
@@ -694,18 +680,23 @@ class HybridRetriever(RagSpineRetriever):
         """Validate the parameters (see the class docstring)."""
         self._check_fields()
 
-    def _check_fields(self) -> None:
+    def served_ids(self, ids: Sequence[str]) -> ServedIds | None:
+        """Which of ``ids`` a channel would still return (:func:`~langchain_ragspine.served.combine_served` over
+        :attr:`retrievers`: served by one and withdrawn by none; ``None`` when no channel can tell)."""
+        return combine_served(self.retrievers, ids)
+
+    def _check_fields(self, *, own_filter: bool = True) -> None:
         """The checks of the class docstring's ``Raises``, run at construction, after every assignment (a refused one
         is undone: ``h.retrievers = []`` raises and leaves ``h`` as it was) and at every call (``model_copy`` does
-        not validate)."""
+        not validate; a call compiles the own filter with its own, so ``own_filter=False`` skips it here)."""
         if not isinstance(self.retrievers, list) or not self.retrievers:
             raise ValueError(f"retrievers must be a non-empty list of BaseRetriever, got {self.retrievers!r}")
         for i, r in enumerate(self.retrievers):
             if not isinstance(r, BaseRetriever):
                 raise TypeError(f"retrievers[{i}] is a {type(r).__name__}, expected a BaseRetriever")
         _check_weights(self.weights, len(self.retrievers))
-        _check_int("c", self.c, 0)
-        _check_int("candidate_k", self.candidate_k, 1)
+        check_int(self.c, "c", minimum=0)
+        check_int(self.candidate_k, "candidate_k")
         _check_fusion(self.fusion)
         if self.alpha is not None:
             _check_alpha(self.alpha)
@@ -717,7 +708,8 @@ class HybridRetriever(RagSpineRetriever):
             raise ValueError("give either weights or alpha, not both (alpha only sets the default convex weights)")
         _check_id_key(self.id_key)
         self._check_threshold(self.score_threshold)
-        compile_filter(self.filter)
+        if own_filter:
+            compile_filter(self.filter)
 
     def _check_threshold(self, value: Any) -> float | None:
         """``value`` as a threshold on this retriever's fused scores (see ``score_threshold``)."""
@@ -745,14 +737,15 @@ class HybridRetriever(RagSpineRetriever):
         """A call's parameters: ``k``, the call's filter ANDed with :attr:`filter` (and its predicate), the
         per-channel depth ``max(candidate_k, k)`` (the call's ``candidate_k``, else :attr:`candidate_k`) and the
         score threshold (the call's, else :attr:`score_threshold`)."""
-        self._check_fields()  # model_copy(update=...) skips validation
+        self._check_fields(own_filter=False)  # model_copy(update=...) skips validation
         k = self.k if call.k is None else check_k(call.k)
         candidate_k = call.options.get("candidate_k")
-        candidate_k = self.candidate_k if candidate_k is None else _check_int("candidate_k", candidate_k, 1)
+        candidate_k = self.candidate_k if candidate_k is None else check_int(candidate_k, "candidate_k")
         threshold = call.options.get("score_threshold")
         threshold = self.score_threshold if threshold is None else self._check_threshold(threshold)
-        flt = and_filters(self.filter, call.filter)
-        return _CallParams(k, flt, max(candidate_k, k), compile_filter(flt), threshold)
+        # the own filter AND the call's (compiled once at the door), compiled once for every channel and the merge
+        flt = compiled_filter(self.filter, call.filter)
+        return _CallParams(k, flt, max(candidate_k, k), None if flt is None else flt.predicate, threshold)
 
     @staticmethod
     def _channel_options(call: RetrieverCall[Any]) -> dict[str, Any]:

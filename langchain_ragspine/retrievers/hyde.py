@@ -46,7 +46,8 @@ from langchain_ragspine.retrievers.query_transform import (
     LLMQueryTransformRetriever,
     QueryPlan,
 )
-from langchain_ragspine.retrievers.query_variants import fold_query, is_blank, reply_text, strip_think
+from langchain_ragspine.retrievers.query_variants import is_blank, reply_text, strip_think
+from langchain_ragspine.text.folding import fold_query
 
 __all__ = ["HYDE_PROMPT", "HyDERetriever"]
 

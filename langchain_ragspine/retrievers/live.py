@@ -60,16 +60,17 @@ import langchain_core
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables.config import run_in_executor
-from pydantic import ConfigDict, PrivateAttr, field_validator
+from pydantic import ConfigDict, PrivateAttr
 
-import langchain_ragspine
 from langchain_ragspine._stacklevel import user_stacklevel
+from langchain_ragspine.arguments import PositiveIntField, check_k
 from langchain_ragspine.backends.directory._follow import FileStat, FollowedChunkStore, StoreState, file_stat
-from langchain_ragspine.documents import check_k, chunk_key
+from langchain_ragspine.documents import chunk_key
 from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, RetrieverCall, SyncCall
 from langchain_ragspine.retrievers.contract import ainvoke_retriever, invoke_retriever
 from langchain_ragspine.retrievers.embed_as import EMBED_AS_OPTION, embed_as_options, embed_as_target
 from langchain_ragspine.sensitivity import is_restricted
+from langchain_ragspine.served import ServedIds
 
 __all__ = ["LiveStoreRetriever", "StoreReloadWarning"]
 
@@ -145,17 +146,14 @@ class LiveStoreRetriever(ContractRetriever):
 
     chunk_store: Path
     factory: Callable[[], BaseRetriever]
-    k: int = 4
+    k: PositiveIntField = 4
     watch: tuple[Path, ...] = ()
 
     _chunks: FollowedChunkStore = PrivateAttr()
     _snapshot: _Snapshot | None = PrivateAttr(default=None)
     _reload_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
-
-    @field_validator("k", mode="before")
-    @classmethod
-    def _check_k(cls, value: Any) -> int:
-        return check_k(value, "k")
+    #: :meth:`served_ids` answers of one store state: ``(state, {id: "served" | "withdrawn" | ""})``.
+    _served_memo: tuple[_StateKey, dict[str, str]] | None = PrivateAttr(default=None)
 
     def model_post_init(self, context: Any, /) -> None:
         self._chunks = FollowedChunkStore(self.chunk_store, read_only=True)
@@ -190,7 +188,7 @@ class LiveStoreRetriever(ContractRetriever):
                     f"({type(e).__name__}: {e}); the previous retriever keeps answering, its results checked "
                     "against the current store; the next call tries again",
                     StoreReloadWarning,
-                    stacklevel=user_stacklevel(langchain_ragspine, langchain_core),
+                    stacklevel=user_stacklevel(langchain_core),
                 )
                 return snap
             self._snapshot = snap
@@ -219,6 +217,54 @@ class LiveStoreRetriever(ContractRetriever):
         """The store generation the current retriever was built from (:attr:`~langchain_ragspine.backends.directory.
         chunk_store.ChunkStore.generation`), after the store check (as :attr:`current`)."""
         return self._serving().key[0].generation
+
+    def served_ids(self, ids: Sequence[str]) -> ServedIds:
+        """Which of the chunk (or parent) ids ``ids`` this retriever would still return now, and which it no longer
+        will (:mod:`~langchain_ragspine.served`): after the same store check a call makes (a changed store is
+        reloaded, a replaced one reopened), the store's answer
+        (:meth:`~langchain_ragspine.backends.directory.chunk_store.ChunkStore.served_ids`) — ``served``: active and
+        not RESTRICTED now; ``withdrawn``: a row of this store that is not (relabelled RESTRICTED, retracted, gone
+        from its document's current version).  Cheap: the store check plus, for ids not asked before in the same
+        store state (answers are kept until the store changes), one or two indexed lookups per table and a label
+        check per row.  What the chat graphs ask before an earlier reply goes into a prompt.
+
+        Raises:
+            TypeError: ``ids`` is a str or holds a non-str.
+            StoreError: the chunk store is unreadable.
+
+        Example:
+            >>> import tempfile, pathlib
+            >>> from langchain_ragspine.indexing import ingest, open_retriever
+            >>> root = pathlib.Path(tempfile.mkdtemp())
+            >>> (root / "c").mkdir()
+            >>> _ = (root / "c" / "kyoto.md").write_text("Kyoto has temples.", "utf-8")
+            >>> _ = ingest(root / "c", root / "S", progress=False)
+            >>> retriever = open_retriever(root / "S", mode="bm25")
+            >>> retriever.served_ids(["kyoto#0", "osaka#0"]).served
+            frozenset({'kyoto#0'})
+            >>> _ = (root / "c" / "kyoto.json").write_text('{"sensitivity": "RESTRICTED"}', "utf-8")
+            >>> _ = ingest(root / "c", root / "S", progress=False)
+            >>> retriever.served_ids(["kyoto#0", "osaka#0"])
+            ServedIds(served=frozenset(), withdrawn=frozenset({'kyoto#0'}))
+        """
+        if isinstance(ids, (str, bytes)) or not all(isinstance(i, str) for i in ids):
+            raise TypeError(f"ids must be a list of str chunk ids, got {ids!r}"[:300])
+        wanted = list(ids)
+        self._serving()
+        key = self._state_key()  # read before the lookup: a write in between only makes the next call look again
+        memo = self._served_memo
+        if memo is None or memo[0] != key:  # the answers of one store state (a row never changes within one)
+            memo = self._served_memo = (key, {})
+        answers = memo[1]
+        missing = [i for i in dict.fromkeys(wanted) if i not in answers]
+        if missing:
+            store = self._chunks.opened
+            assert store is not None  # opened by the store check
+            found = store.served_ids(missing)
+            answers.update((i, "served" if i in found.served else "withdrawn" if i in found.withdrawn else "")
+                           for i in missing)
+        return ServedIds.of(wanted, (i for i in wanted if answers[i] == "served"),
+                            (i for i in wanted if answers[i] == "withdrawn"))
 
     # -- the gate -----------------------------------------------------------------------------------------------
     def _gate(self, docs: Sequence[Document]) -> list[Document]:

@@ -55,13 +55,13 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
-from pydantic import ConfigDict, PrivateAttr, field_validator
+from pydantic import ConfigDict, PrivateAttr
 
-from langchain_ragspine.arguments import close_names
-from langchain_ragspine.documents import check_k, dedupe_by, doc_key
-from langchain_ragspine.filters import compile_filter
+from langchain_ragspine.arguments import OptionalPositiveIntField, check_int, close_names
+from langchain_ragspine.documents import dedupe_by, doc_key
+from langchain_ragspine.filters import CompiledFilter, compile_filter
 from langchain_ragspine.retrievers._choices import ChoicePrompter
-from langchain_ragspine.retrievers._term_match import fold_text, terms_regex
+from langchain_ragspine.retrievers._term_match import terms_regex
 from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, RetrieverCall, SyncCall
 from langchain_ragspine.retrievers.contract import (
     Search,
@@ -75,6 +75,8 @@ from langchain_ragspine.retrievers.hybrid import DEFAULT_C, fuse
 from langchain_ragspine.retrievers.query_transform import call_params
 from langchain_ragspine.retrievers.query_variants import reply_text, strip_think
 from langchain_ragspine.sensitivity import drop_restricted
+from langchain_ragspine.served import ServedIds, combine_served
+from langchain_ragspine.text.folding import fold_text
 
 __all__ = [
     "INDEX_ID_KEY",
@@ -469,7 +471,8 @@ class MultiIndexRetriever(ContractRetriever):
         ValueError: no indexes, an empty id, bad ``k``/``candidate_k``/``c``, a malformed filter; keyword rules,
             ``descriptions`` or an :class:`LLMRouter`'s descriptions naming an id that is not one of ``indexes``
             (the message names the id, the closest ids and lists the indexes) — also on assignment.
-        TypeError: an index that is not a ``BaseRetriever``; a router of another type.
+        TypeError: an index that is not a ``BaseRetriever``; a router of another type; ``k`` / ``candidate_k`` /
+            ``c`` not an int.
 
     Example:
         >>> from langchain_core.documents import Document
@@ -486,8 +489,8 @@ class MultiIndexRetriever(ContractRetriever):
     indexes: dict[str, BaseRetriever]
     router: Any = None
     descriptions: dict[str, str] | None = None
-    k: int | None = None
-    candidate_k: int | None = None
+    k: OptionalPositiveIntField = None
+    candidate_k: OptionalPositiveIntField = None
     filter: dict[str, Any] | None = None
     c: int = DEFAULT_C
 
@@ -515,11 +518,6 @@ class MultiIndexRetriever(ContractRetriever):
             data["router"] = router
         super().__init__(**data)
 
-    @field_validator("k", "candidate_k", mode="before")
-    @classmethod
-    def _strict_k(cls, value: Any, info: Any) -> int | None:
-        return None if value is None else check_k(value, info.field_name)
-
     def model_post_init(self, context: Any, /) -> None:
         """Validate; build the router from its shorthand."""
         self._router_spec = self.router
@@ -539,8 +537,7 @@ class MultiIndexRetriever(ContractRetriever):
                 raise ValueError(f"an index id is a non-empty string, got {index_id!r}")
             if not isinstance(retriever, BaseRetriever):
                 raise TypeError(f"index {index_id!r} is a {type(retriever).__name__}, expected a BaseRetriever")
-        if isinstance(self.c, bool) or not isinstance(self.c, int) or self.c < 0:
-            raise ValueError(f"c must be an int >= 0, got {self.c!r}")
+        check_int(self.c, "c", minimum=0)
         compile_filter(self.filter)
         if self.descriptions is not None:
             self._check_ids(self.descriptions, "descriptions")
@@ -656,7 +653,7 @@ class MultiIndexRetriever(ContractRetriever):
         return self._decide(routed)
 
     # -- retrieval --------------------------------------------------------------------------------------------------
-    def _params(self, call: RetrieverCall[Any]) -> tuple[int | None, int | None, dict[str, Any] | None]:
+    def _params(self, call: RetrieverCall[Any]) -> tuple[int | None, int | None, CompiledFilter | None]:
         return call_params(self.k, self.candidate_k, self.filter, call.k, call.filter)
 
     def _searches(self, decision: RoutingDecision, query: str, call: RetrieverCall[Any]) -> list[Search]:
@@ -680,6 +677,12 @@ class MultiIndexRetriever(ContractRetriever):
             docs = groups[0][1]
             return docs if k is None else docs[:k]
         return _fuse_groups(groups, k=k, c=self.c)  # k None: the whole fused list, no cut
+
+    def served_ids(self, ids: Sequence[str]) -> ServedIds | None:
+        """Which of ``ids`` this retriever would still return (:mod:`~langchain_ragspine.served`): what its indexes
+        answer (:func:`~langchain_ragspine.served.combine_served`: served by one and withdrawn by none — two indexes
+        may hold the same chunk id, and a citation names no index); ``None`` when no index can tell."""
+        return combine_served(list(self.indexes.values()), ids)
 
     def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
         k, depth, flt = self._params(call)

@@ -40,7 +40,7 @@ search tables, so they are never scored or returned; an empty query returns ``[]
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import langchain_core
@@ -50,8 +50,8 @@ from langchain_core.embeddings import Embeddings
 from psycopg import sql as _sql
 from pydantic import ConfigDict, PrivateAttr, field_validator
 
-import langchain_ragspine
 from langchain_ragspine._stacklevel import user_stacklevel
+from langchain_ragspine.arguments import PositiveIntField, check_k
 from langchain_ragspine.backends.postgres.chunk_store import (
     CHUNKS,
     CORPUS,
@@ -67,16 +67,17 @@ from langchain_ragspine.backends.postgres.vectors import EMBEDDINGS, has_hnsw_in
 from langchain_ragspine.config import check_timeout, configured_setting
 from langchain_ragspine.embeddings.batching import l2_normalize
 from langchain_ragspine.errors import StoreError
-from langchain_ragspine.filters import and_filters, compile_filter
+from langchain_ragspine.filters import compile_filter, compiled_filter
 from langchain_ragspine.filters.sql import SqlFilter, check_filter, filter_sql
 from langchain_ragspine.retrievers.base import ContractRetriever, SyncCall
-from langchain_ragspine.retrievers.bm25 import bm25_threshold, check_bm25_query, check_k, with_scores
+from langchain_ragspine.retrievers.bm25 import bm25_threshold, check_bm25_query, with_scores
 from langchain_ragspine.retrievers.embed_as import (
     EMBED_AS_OPTION,
     EmbedAs,
     check_embed_as,
     embed_search_text,
 )
+from langchain_ragspine.served import ServedIds
 from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer, tokenizer_version
 
 __all__ = ["PostgresBM25Retriever", "PostgresDenseRetriever"]
@@ -97,18 +98,13 @@ class _PostgresRetriever(ContractRetriever):
     _filter_row: ClassVar[str] = "s.chunk_row"
 
     url: str
-    k: int = 4
+    k: PositiveIntField = 4
     filter: dict[str, Any] | None = None
     statement_timeout: float | None = None
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     _db: PostgresConnection = PrivateAttr()
-
-    @field_validator("k", mode="before")
-    @classmethod
-    def _strict_k(cls, value: Any) -> int:
-        return check_k(value)
 
     @field_validator("statement_timeout", mode="before")
     @classmethod
@@ -132,15 +128,16 @@ class _PostgresRetriever(ContractRetriever):
         return float(configured_setting("pg_statement_timeout"))
 
     def _call_filter(self, filter: Mapping[str, Any] | None, row: str) -> SqlFilter | None:
-        """The retriever's own filter AND the call's, as SQL on ``row`` (validated; no connection needed)."""
-        return filter_sql(and_filters(self.filter, filter), row=row)
+        """The retriever's own filter AND the call's, as SQL on ``row`` (validated; no connection needed; the call's
+        filter comes compiled, and its SQL is built once for every search of the call)."""
+        return filter_sql(compiled_filter(self.filter, filter), row=row)
 
     def _check_filter(self, conn: Any, flt: SqlFilter | None) -> None:
         """The evaluator's checks of ``flt`` against the store (a date error; the unknown-field warning)."""
         if flt is not None:
             # an unknown field warns at the first caller outside this package and langchain_core (the user's
             # invoke / search / similarity_search line), however many frames stand between
-            check_filter(conn, flt, stacklevel=user_stacklevel(langchain_ragspine, langchain_core) + 1)
+            check_filter(conn, flt, stacklevel=user_stacklevel(langchain_core) + 1)
 
     def _documents(self, rows: list[Any], channel: str) -> list[Document]:
         """Chunk rows (score last) as scored documents; a ``real`` score is read back as its exact float32
@@ -188,6 +185,18 @@ class _PostgresRetriever(ContractRetriever):
         self, conn: Any, prepared: Any, k: int, flt: SqlFilter | None
     ) -> list[tuple[Document, float]]:  # pragma: no cover - both subclasses override it
         raise NotImplementedError
+
+    def served_ids(self, ids: Sequence[str]) -> ServedIds:
+        """Which of ``ids`` this retriever would still return now, and which it no longer will
+        (:mod:`~langchain_ragspine.served`; :meth:`~langchain_ragspine.backends.postgres.chunk_store.
+        PostgresConnection.served_ids`: the search tables as they are now, so a relabel or a retraction committed
+        by any process counts at once).
+
+        Raises:
+            TypeError: ``ids`` is a str or holds a non-str.
+            StoreError: the query fails.
+        """
+        return self._db.served_ids(ids)
 
     def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
         embed_as = check_embed_as(call.options.get(EMBED_AS_OPTION))  # only the dense class declares the option

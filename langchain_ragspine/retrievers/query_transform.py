@@ -71,10 +71,10 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 from pydantic import ConfigDict, Field, field_validator
 
-import langchain_ragspine
 from langchain_ragspine._stacklevel import user_stacklevel
-from langchain_ragspine.documents import check_k, doc_key
-from langchain_ragspine.filters import and_filters, compile_filter
+from langchain_ragspine.arguments import OptionalPositiveIntField, check_int, check_k
+from langchain_ragspine.documents import doc_key
+from langchain_ragspine.filters import CompiledFilter, compile_filter, compiled_filter
 from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, RetrieverCall, SyncCall
 from langchain_ragspine.retrievers.contract import (
     Search,
@@ -88,6 +88,7 @@ from langchain_ragspine.retrievers.deny_list import DeniedQuery, QueryDenyList
 from langchain_ragspine.retrievers.hybrid import DEFAULT_C, fuse
 from langchain_ragspine.retrievers.query_variants import is_blank, parse_query_variants
 from langchain_ragspine.sensitivity import drop_restricted
+from langchain_ragspine.served import ServedIds, served_ids
 
 __all__ = [
     "MAX_PROMPT_QUERY_CHARS",
@@ -116,7 +117,7 @@ PROMPT_VARIABLES = ("question", "n")
 
 # A warning about how a transformation was built names the first frame outside the package, pydantic (which runs
 # model_post_init) and langchain_core (whose Serializable.__init__ stands between) — the user's line.
-_LIBRARIES = (langchain_ragspine, pydantic, langchain_core)
+_LIBRARIES = (pydantic, langchain_core)
 
 
 class QueryTransformSkippedWarning(UserWarning):
@@ -177,20 +178,20 @@ def call_params(
     own_filter: Mapping[str, Any] | None,
     k: int | None,
     filter: Mapping[str, Any] | None,
-) -> tuple[int | None, int | None, dict[str, Any] | None]:
+) -> tuple[int | None, int | None, CompiledFilter | None]:
     """``(k, depth, filter)`` of one call to a wrapper retriever (a query transformation, :class:`~langchain_ragspine.
     retrievers.multi_index.MultiIndexRetriever`, filter extraction).
 
     ``k`` is the call's (checked), else the wrapper's ``own_k`` (``None``: the inner retrievers' defaults); ``depth``
     — what each inner search asks for — is ``max(k, candidate_k)`` (``None`` when ``k`` is); the filter is the
-    wrapper's ANDed with the call's (:func:`~langchain_ragspine.filters.and_filters`), compiled to check it.
+    wrapper's ANDed with the call's, compiled once (:func:`~langchain_ragspine.filters.compiled_filter`: the call's
+    filter comes compiled, and every inner search reuses the result).
 
     Raises:
         TypeError, ValueError: a bad ``k``; a malformed filter.
     """
     k = own_k if k is None else check_k(k)
-    flt = and_filters(own_filter, filter)
-    compile_filter(flt)
+    flt = compiled_filter(own_filter, filter)
     return k, None if k is None else max(k, candidate_k or k), flt
 
 
@@ -216,13 +217,14 @@ class QueryTransformRetriever(ContractRetriever):
         c: the RRF constant (default 60).
 
     Raises:
-        TypeError: ``base`` is not a ``BaseRetriever``; an unknown keyword argument to ``invoke``.
+        TypeError: ``base`` is not a ``BaseRetriever``; ``k`` / ``candidate_k`` / ``c`` not an int; an unknown
+            keyword argument to ``invoke``.
         ValueError: ``k`` / ``candidate_k`` < 1; ``c < 0``; a malformed filter.
     """
 
     base: BaseRetriever
-    k: int | None = None
-    candidate_k: int | None = None
+    k: OptionalPositiveIntField = None
+    candidate_k: OptionalPositiveIntField = None
     filter: dict[str, Any] | None = None
     deny_list: QueryDenyList | None = None
     c: int = DEFAULT_C
@@ -241,11 +243,6 @@ class QueryTransformRetriever(ContractRetriever):
             raise TypeError(f"base must be a langchain_core BaseRetriever, got {type(data.get('base')).__name__}")
         super().__init__(**data)
 
-    @field_validator("k", "candidate_k", mode="before")
-    @classmethod
-    def _strict_k(cls, value: Any, info: Any) -> int | None:
-        return None if value is None else check_k(value, info.field_name)
-
     @field_validator("deny_list", mode="before")
     @classmethod
     def _deny_list(cls, value: Any) -> QueryDenyList | None:
@@ -257,8 +254,7 @@ class QueryTransformRetriever(ContractRetriever):
         """Validate the parameters (see the class docstring)."""
         if not isinstance(self.base, BaseRetriever):
             raise TypeError(f"base must be a langchain_core BaseRetriever, got {type(self.base).__name__}")
-        if isinstance(self.c, bool) or not isinstance(self.c, int) or self.c < 0:
-            raise ValueError(f"c must be an int >= 0, got {self.c!r}")
+        check_int(self.c, "c", minimum=0)
         compile_filter(self.filter)
 
     # -- planning (subclasses) ----------------------------------------------------------------------------------------
@@ -336,7 +332,7 @@ class QueryTransformRetriever(ContractRetriever):
         return self._make_plan(query, generated, calls)
 
     # -- retrieval ----------------------------------------------------------------------------------------------------
-    def _params(self, call: RetrieverCall[Any]) -> tuple[int | None, int | None, dict[str, Any] | None]:
+    def _params(self, call: RetrieverCall[Any]) -> tuple[int | None, int | None, CompiledFilter | None]:
         """``(k, depth per query, combined filter)`` of a call (:func:`call_params`)."""
         return call_params(self.k, self.candidate_k, self.filter, call.k, call.filter)
 
@@ -369,6 +365,11 @@ class QueryTransformRetriever(ContractRetriever):
                 if key is not None and pos not in found.setdefault(key, []):
                     found[key].append(pos)
         return [add_trace_entry(d, plan.trace(found.get(doc_key(d) or "", []))) for d in fused]
+
+    def served_ids(self, ids: Sequence[str]) -> ServedIds | None:
+        """Which of ``ids`` this retriever would still return (:mod:`~langchain_ragspine.served`): what its
+        ``base`` answers (it returns only documents ``base`` returned); ``None`` when that cannot tell."""
+        return served_ids(self.base, ids)
 
     def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
         k, depth, flt = self._params(call)

@@ -19,6 +19,8 @@ import re
 import unicodedata
 from typing import Any
 
+from langchain_ragspine.text.folding import fold_query, normalize
+
 __all__ = ["MAX_QUERY_CHARS", "fold_query", "is_blank", "parse_query_variants", "reply_text", "strip_think"]
 
 #: A generated line longer than this (characters) is not a query (a paragraph of explanation): it is dropped.
@@ -89,13 +91,6 @@ def reply_text(reply: Any) -> str:
     return ""
 
 
-def fold_query(text: str) -> str:
-    """The form two queries are compared in: NFKC, case-folded, runs of whitespace as one space, trailing
-    punctuation (``?？。.!！``) removed.  ``"What is BM25?"`` and ``"what  is ＢＭ２５"`` fold alike."""
-    folded = " ".join(unicodedata.normalize("NFKC", text).casefold().split())
-    return folded.rstrip("?？。.!！ ")
-
-
 def is_blank(text: str) -> bool:
     """Whether ``text`` holds nothing to search: empty after NFKC once whitespace and invisible format characters
     (Unicode category Cf: zero-width space U+200B, byte-order mark U+FEFF, joiners, soft hyphen) are removed.
@@ -104,7 +99,7 @@ def is_blank(text: str) -> bool:
         >>> is_blank(" \\u200b\\ufeff\\u3000"), is_blank("?")
         (True, False)
     """
-    return not _strip_invisible(unicodedata.normalize("NFKC", text))
+    return not _strip_invisible(normalize(text))
 
 
 def _is_edge(ch: str) -> bool:

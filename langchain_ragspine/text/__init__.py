@@ -1,17 +1,40 @@
-"""Unicode normalisation and sentence boundaries for Japanese, Chinese and English text.
+"""Text helpers for Japanese, Chinese and English: CJK character classes, folding, graphemes, sentences.
 
-* :func:`normalize` applies NFKC (Unicode Standard Annex #15): full-width ASCII becomes half-width (``ＡＢＣ１２３`` →
-  ``ABC123``), half-width katakana becomes full-width (``ｶﾀｶﾅ`` → ``カタカナ``), compatibility ideographs fold.
-  It is used on *tokens and queries*, never on stored chunk text: a chunk stays a verbatim slice of its source.
-* :func:`sentence_spans` finds sentence ends for CJK (``。！？；``) and Latin (``.!?;`` followed by a space or the
-  end of the text) punctuation, keeping closing quotes and brackets with their sentence.
+The package's one home for text: every module that folds, segments or classifies text uses these.
+
+* :mod:`~langchain_ragspine.text.folding` — the forms strings are compared in (:func:`normalize` is NFKC:
+  full-width ASCII becomes half-width, ``ＡＢＣ１２３`` → ``ABC123``, half-width katakana full-width, ``ｶﾀｶﾅ`` →
+  ``カタカナ``).  Folding is used on *tokens, queries and keys*, never on stored chunk text: a chunk stays a
+  verbatim slice of its source.
+* :mod:`~langchain_ragspine.text.confusables` — look-alike letters of other scripts (UTS #39), one table.
+* :mod:`~langchain_ragspine.text.graphemes` — extended grapheme cluster boundaries (UAX #29).
+* :mod:`~langchain_ragspine.text.sentences` — paragraphs and sentences: :func:`sentence_spans` finds sentence ends
+  for CJK (``。！？；``) and Latin (``.!?;`` followed by whitespace) punctuation, keeping closing quotes and brackets
+  with their sentence; the splitters' grapheme-aware segmentation beside it.
+* here: the CJK character class, the heading metadata keys and :func:`index_text`.
 """
 
 from __future__ import annotations
 
 import re
-import unicodedata
 from typing import Any
+
+from langchain_ragspine.text.folding import normalize
+from langchain_ragspine.text.sentences import SENTENCE_RULES, sentence_spans
+
+__all__ = [
+    "CJK_CHAR_CLASS",
+    "CJK_CHAR_RE",
+    "CJK_SENTENCE_ENDS",
+    "HEADING_KEY",
+    "HEADING_KEYS",
+    "INDEX_TEXT_KEY",
+    "LATIN_SENTENCE_ENDS",
+    "SENTENCE_ENDS",
+    "index_text",
+    "normalize",
+    "sentence_spans",
+]
 
 #: Regex character class (without brackets) of CJK characters: CJK unified ideographs (+ext. A, compatibility, and
 #: ext. B-F in the SIP), the iteration marks 々〆, hiragana, katakana (with ー and the phonetic extensions), and
@@ -23,48 +46,11 @@ CJK_CHAR_CLASS = (
 #: Matches one CJK character.
 CJK_CHAR_RE = re.compile(f"[{CJK_CHAR_CLASS}]")
 
-#: Characters that end a sentence in CJK text (full width) and in Latin text.
-CJK_SENTENCE_ENDS = "。！？；"
-LATIN_SENTENCE_ENDS = ".!?;"
+#: The characters that end a sentence for :func:`sentence_spans` (:data:`~langchain_ragspine.text.sentences.SENTENCE_RULES`)
+#: in CJK text (full width) and in Latin text (before whitespace).
+CJK_SENTENCE_ENDS = SENTENCE_RULES.cjk_ends
+LATIN_SENTENCE_ENDS = SENTENCE_RULES.latin_ends
 SENTENCE_ENDS = CJK_SENTENCE_ENDS + LATIN_SENTENCE_ENDS
-
-# A CJK end always ends a sentence; a Latin end only when followed by whitespace or the end of the text (so that
-# "3.14", "e.g.x" and URLs are not cut).  Closing quotes/brackets directly after the end belong to the sentence.
-_CLOSERS = "」』）)】〕〉》\"'”’]"
-_SENTENCE_END_RE = re.compile(
-    rf"(?:[{CJK_SENTENCE_ENDS}]+|[{re.escape(LATIN_SENTENCE_ENDS)}]+(?=[{re.escape(_CLOSERS)}]*(?:\s|$)))"
-    rf"[{re.escape(_CLOSERS)}]*"
-)
-
-
-def normalize(text: str) -> str:
-    """Return ``text`` in Unicode NFKC form (width folding for CJK and Latin; see module docstring)."""
-    return unicodedata.normalize("NFKC", text)
-
-
-def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
-    """Split ``text[start:end]`` into sentences and return their ``(start, end)`` char offsets into ``text``.
-
-    The spans tile the range exactly: the first starts at ``start``, each next one starts where the previous ended, and
-    the last ends at ``end`` (whitespace after a sentence end stays with the next sentence's start only if it is not
-    trailing; trailing text without an end mark is its own sentence).  An empty range gives ``[]``.
-    """
-    end = len(text) if end is None else end
-    if start >= end:
-        return []
-    spans: list[tuple[int, int]] = []
-    pos = start
-    for m in _SENTENCE_END_RE.finditer(text, start, end):
-        cut = m.end()
-        # keep whitespace that follows the mark with the finished sentence, so the next one starts on a character
-        while cut < end and text[cut].isspace():
-            cut += 1
-        if cut > pos:
-            spans.append((pos, cut))
-            pos = cut
-    if pos < end:
-        spans.append((pos, end))
-    return spans
 
 
 #: Metadata key of the text a chunk is indexed and embedded by, when it differs from ``page_content``.

@@ -12,7 +12,7 @@ refused (:func:`chunker_mismatch`), so one store never mixes chunks of two chunk
 ``book``            the same, 第N篇 / 章 / 节, Part / Chapter / Section, Markdown and numbered headings
 ``qa``              the same, a question line starts a section and keeps its answer
 ``parent_child``    :class:`~langchain_ragspine.text_splitters.ParentChildTextSplitter` (children of
-                    ``chunk_size``, parents of ``4 * chunk_size``); search with ``--mode parent_child``
+                    ``chunk_size``, parents of ``4 * chunk_size``); ``auto`` searches it for parents
 ``sentence_window`` :class:`~langchain_ragspine.text_splitters.SentenceWindowTextSplitter` (window of 3)
 ``semantic``        :class:`~langchain_ragspine.text_splitters.SemanticTextSplitter` (needs an embedding model;
                     a RESTRICTED document is split by paragraphs, never embedded)

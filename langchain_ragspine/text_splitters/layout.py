@@ -37,13 +37,11 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from langchain_ragspine.text import HEADING_KEY
+from langchain_ragspine.text.graphemes import Graphemes, Span, strip_span
 from langchain_ragspine.text_splitters.paragraph import (
     DEFAULT_CHUNK_CHARS,
     DEFAULT_OVERLAP_CHARS,
     ParagraphTextSplitter,
-    Span,
-    _Graphemes,
-    _strip,
 )
 
 __all__ = [
@@ -296,9 +294,9 @@ class LayoutTextSplitter(ParagraphTextSplitter):
         return [(s, e) for s, e, _ in self._chunk_spans(text)]
 
     def _chunk_spans(self, text: str) -> list[tuple[int, int, dict[str, Any]]]:
-        return [(s, e, {HEADING_KEY: list(path)}) for s, e, path in self.section_chunks(_Graphemes(text))]
+        return [(s, e, {HEADING_KEY: list(path)}) for s, e, path in self.section_chunks(Graphemes(text))]
 
-    def blocks(self, g: _Graphemes) -> list[tuple[int, int, tuple[str, ...]]]:
+    def blocks(self, g: Graphemes) -> list[tuple[int, int, tuple[str, ...]]]:
         """Sections packed into blocks (before chunking): ``(start, end, heading path)``.  A block is a section and
         the sections nested under it while they fit ``chunk_size`` (or one section alone); a heading with no text
         of its own before a nested heading opens the next block."""
@@ -334,13 +332,13 @@ class LayoutTextSplitter(ParagraphTextSplitter):
             i = j
         return out
 
-    def section_chunks(self, g: _Graphemes) -> list[tuple[int, int, tuple[str, ...]]]:
+    def section_chunks(self, g: Graphemes) -> list[tuple[int, int, tuple[str, ...]]]:
         """``(start, end, heading path)`` of every chunk: each block that fits is one chunk (whitespace-trimmed),
         a longer one is chunked by the paragraph machinery."""
         out: list[tuple[int, int, tuple[str, ...]]] = []
         for start, end, path in self.blocks(g):
             if end - start <= self._chunk_size:
-                s, e = _strip(g, start, end)
+                s, e = strip_span(g, start, end)
                 if e > s:
                     out.append((s, e, path))
                 continue

@@ -43,7 +43,6 @@ of LangChain's ``RecursiveCharacterTextSplitter`` (separators from strong to wea
 
 from __future__ import annotations
 
-import bisect
 import copy
 import hashlib
 import itertools
@@ -52,12 +51,13 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import regex
 from langchain_core.documents import Document
 from langchain_text_splitters import TextSplitter
 
 from langchain_ragspine.document_loaders.locators import source_locator_for
-from langchain_ragspine.text import CJK_CHAR_RE
+from langchain_ragspine.text import CJK_CHAR_CLASS, CJK_CHAR_RE
+from langchain_ragspine.text.graphemes import Graphemes, Span, lstrip_span
+from langchain_ragspine.text.sentences import CHUNK_SENTENCE_RULES, LINE_BREAKS, paragraph_segments
 
 __all__ = [
     "DEFAULT_CHUNK_CHARS",
@@ -73,172 +73,35 @@ DEFAULT_CHUNK_CHARS = 480
 #: Default overlap between consecutive chunks, in characters.
 DEFAULT_OVERLAP_CHARS = 80
 
-Span = tuple[int, int]
-
-_PARAGRAPH_BREAK = re.compile(r"\n[ \t\r\f\v]*\n\s*")
-
 # Boundary kinds, strongest first (the order in which a cut is looked for).
 LINE, SENTENCE, CLAUSE, SPACE, GRAPHEME, IN_WORD, CODE_POINT = range(7)
 _NOT_IN_WORD = (LINE, SENTENCE, CLAUSE, SPACE, GRAPHEME)
 
-_LINE_BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"  # what str.splitlines() splits on
-_CLOSERS = "」』）)】〕〉》\"'”’"
-_CJK_ENDS = "。！？"
-_LATIN_ENDS = ".!?"
+# The sentence rules are the text package's (semicolons are clause marks here); the clause marks are the chunker's.
+_RULES = CHUNK_SENTENCE_RULES
+_CLOSERS, _CJK_ENDS, _LATIN_ENDS = _RULES.closers, _RULES.cjk_ends, _RULES.latin_ends
+_ends_sentence = _RULES.ends_sentence
 _CJK_CLAUSE = "、，；："
 _LATIN_CLAUSE = ",;"
-_SENTENCE_TAIL = frozenset(_CLOSERS + _CJK_ENDS + _LATIN_ENDS)
-_LINE_RE = re.compile(rf"\s*[{_LINE_BREAKS}]\s*")
-_SENTENCE_RE = re.compile(
-    rf"(?:[{_CJK_ENDS}]+|[{re.escape(_LATIN_ENDS)}]+(?=[{re.escape(_CLOSERS)}]*\s))[{re.escape(_CLOSERS)}]*"
-)
+_LINE_RE = re.compile(rf"\s*[{LINE_BREAKS}]\s*")
+_SENTENCE_RE = _RULES.end_re
 _CLAUSE_RE = re.compile(rf"[{_CJK_CLAUSE}]|[{_LATIN_CLAUSE}](?=\s)")
 _SPACE_RE = re.compile(r"\s+")
 _NON_SPACE_RE = re.compile(r"\S")
-_LINE_BREAK_RE = re.compile(f"[{_LINE_BREAKS}]")
+_LINE_BREAK_RE = re.compile(f"[{LINE_BREAKS}]")
 #: Characters that keep a Latin "word" together (``3.14``, ``well-known``, ``don't``, URLs).
 _WORD_JOINERS = frozenset("._-'’/:@%&+#~=")
-
-_GRAPHEME = regex.compile(r"\X")
-# Between two characters of these grapheme-break classes there is a cluster boundary (except inside CR LF).
-_NOT_SIMPLE_RUN = regex.compile(r"[^\p{GCB=Other}\p{GCB=Control}\p{GCB=LF}\p{GCB=CR}]+")
-
-
-class _Graphemes:
-    """Extended grapheme cluster boundaries (UAX #29) of one text.
-
-    Between two "simple" characters (Latin, CJK ideographs and kana, punctuation, spaces: grapheme break class
-    Other, Control, CR or LF) there is always a boundary, except inside CR LF.  So only the stretches around other
-    characters (combining marks, ZWJ, emoji modifiers, regional indicators, Hangul jamo, Indic marks) are segmented,
-    with the ``regex`` package's ``\\X``, starting from a known boundary.  Built in one pass over the text;
-    :meth:`at` is O(1), :meth:`next` and :meth:`prev` O(log clusters), however long a cluster is.
-    """
-
-    __slots__ = ("_ends", "_inner", "_starts", "text")
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        n = len(text)
-        clusters: list[Span] = []  # the clusters of several code points, in order
-        region: list[int] | None = None
-        for m in _NOT_SIMPLE_RUN.finditer(text):
-            start, end = max(m.start() - 1, 0), min(m.end() + 1, n)  # one simple character of context each side
-            if start > 0 and text[start - 1 : start + 1] == "\r\n":
-                start -= 1
-            if region is not None and start <= region[1]:
-                region[1] = end
-                continue
-            if region is not None:
-                clusters += self._segment(*region)
-            region = [start, end]
-        if region is not None:
-            clusters += self._segment(*region)
-        i = text.find("\r\n")
-        if i >= 0:  # CR LF outside the segmented stretches
-            segmented = {c[0] for c in clusters}
-            crlf = [(j, j + 2) for j in _find_all(text, "\r\n", i) if j not in segmented]
-            clusters = sorted(clusters + crlf) if crlf else clusters
-        # 1 at the positions strictly inside a cluster; empty (and never indexed) when there is no cluster
-        self._inner = bytearray(n + 1) if clusters else bytearray()
-        for s, e in clusters:
-            self._inner[s + 1 : e] = b"\x01" * (e - s - 1)
-        self._starts = [c[0] for c in clusters]
-        self._ends = [c[1] for c in clusters]
-
-    def _segment(self, start: int, end: int) -> list[Span]:
-        return [m.span() for m in _GRAPHEME.finditer(self.text, start, end) if m.end() - m.start() > 1]
-
-    def at(self, i: int) -> bool:
-        """``True`` when ``i`` (``0 <= i <= len(text)``) is a grapheme cluster boundary."""
-        inner = self._inner
-        return i <= 0 or i >= len(self.text) or not (inner and inner[i])
-
-    def _cluster(self, i: int) -> int:
-        """Index of the cluster of several code points that ``i`` lies strictly inside."""
-        return bisect.bisect_right(self._starts, i) - 1
-
-    def next(self, i: int) -> int:
-        """The first boundary after ``i``."""
-        j = i + 1
-        return j if self.at(j) else self._ends[self._cluster(j)]
-
-    def prev(self, i: int) -> int:
-        """The last boundary before ``i``."""
-        j = i - 1
-        return j if self.at(j) else self._starts[self._cluster(j)]
-
-
-def _find_all(text: str, sub: str, i: int) -> Iterator[int]:
-    """The positions of ``sub`` in ``text`` from ``i`` (a position of it) on, not overlapping."""
-    while i >= 0:
-        yield i
-        i = text.find(sub, i + len(sub))
-
-
-def _lstrip(g: _Graphemes, start: int, end: int) -> int:
-    """``start`` moved past whole whitespace clusters (a space carrying a combining mark is not whitespace), at
-    most to ``end``: the last cluster boundary that is neither past ``end`` nor past the first non-whitespace
-    character, or ``start`` itself."""
-    text = g.text
-    if start >= end or not text[start].isspace():
-        return start
-    m = _NON_SPACE_RE.search(text, start, end)
-    stop = end if m is None else m.start()
-    if g.at(stop):
-        return stop
-    return max(g.prev(stop), start)
-
-
-def _strip(g: _Graphemes, start: int, end: int) -> Span:
-    start = _lstrip(g, start, end)
-    text = g.text
-    while end > start and text[end - 1].isspace():
-        prv = max(g.prev(end), start)
-        if not text[prv:end].isspace():
-            break
-        end = prv
-    return start, end
-
-
-def _paragraph_spans(g: _Graphemes, start: int = 0, end: int | None = None) -> list[Span]:
-    """Paragraph spans of ``g.text[start:end]`` (offsets into the whole text); ``start`` must be a line start."""
-    text = g.text
-    end = len(text) if end is None else end
-    spans: list[Span] = []
-    pos = start
-    for m in _PARAGRAPH_BREAK.finditer(text, start, end):
-        spans.append(_strip(g, pos, m.start()))
-        pos = m.end() if g.at(m.end()) else g.prev(m.end())  # keep a space that carries a combining mark
-    spans.append(_strip(g, pos, end))
-    return [(s, e) for s, e in spans if e > s]
+#: A character that is not :func:`_wordish` (CJK, or neither alphanumeric — ``\\w`` is ``str.isalnum`` plus ``_``,
+#: a joiner — nor a joiner): a window without one holds no grapheme-level cut at all (every position is inside a
+#: word), so :func:`_pick_cut` skips that kind at once instead of testing each position (a 10 MB run of letters:
+#: ~1 s/MB before, equal by ``tests/unit_tests/test_chunking_linear.py``'s check over every code point).
+_NOT_WORDISH_RE = re.compile(f"[{CJK_CHAR_CLASS}]|[^\\w{''.join(chr(92) + c for c in sorted(_WORD_JOINERS))}]")
 
 
 def paragraph_spans(text: str) -> list[Span]:
-    """``(start, end)`` offsets of the non-empty, whitespace-trimmed, blank-line separated paragraphs of ``text``."""
-    return _paragraph_spans(_Graphemes(text))
-
-
-def _sentence_spans(g: _Graphemes, start: int = 0, end: int | None = None) -> list[Span]:
-    """Sentence spans of ``g.text[start:end]`` (offsets into the whole text, whitespace-trimmed, in order): the
-    paragraphs cut at every line break and every sentence end, with the boundary rules of the module docstring
-    (``。！？`` always, ``.!?`` before whitespace, closing quotes and brackets kept with their sentence).  A
-    heading, a list item or a table row is a sentence of its own."""
-    out: list[Span] = []
-    for ps, pe in _paragraph_spans(g, start, end):
-        cuts = set(_cut_candidates(g, LINE, ps, ps + 1, pe - 1, pe))
-        cuts.update(_cut_candidates(g, SENTENCE, ps, ps + 1, pe - 1, pe))
-        a = ps
-        for j in sorted(cuts):
-            if not g.at(j):
-                continue
-            s, e = _strip(g, a, j)
-            if e > s:
-                out.append((s, e))
-            a = j
-        s, e = _strip(g, a, pe)
-        if e > s:
-            out.append((s, e))
-    return out
+    """``(start, end)`` offsets of the non-empty, whitespace-trimmed, blank-line separated paragraphs of ``text``
+    (:func:`langchain_ragspine.text.sentences.paragraph_segments`)."""
+    return paragraph_segments(Graphemes(text))
 
 
 def chunk_id_for(doc_id: str, i: int) -> str:
@@ -264,12 +127,8 @@ def _gap_kind(text: str, j: int, k: int) -> int:
     gap = k > j
     if gap and _LINE_BREAK_RE.search(text, j, k):
         return LINE
-    if gap or k >= len(text) or text[k] not in _SENTENCE_TAIL:  # "。」" and "！！" end after the last
-        i = j
-        while i > 0 and text[i - 1] in _CLOSERS:
-            i -= 1
-        if i > 0 and (text[i - 1] in _CJK_ENDS or (gap and text[i - 1] in _LATIN_ENDS)):
-            return SENTENCE
+    if _ends_sentence(text, j, k):  # "。」" and "！！" end after the last
+        return SENTENCE
     if j > 0 and (text[j - 1] in _CJK_CLAUSE or (gap and text[j - 1] in _LATIN_CLAUSE)):
         return CLAUSE
     if gap:
@@ -304,7 +163,7 @@ def _sentence_resume(text: str, x: int, hi: int) -> tuple[int, int | None] | Non
     return c, None
 
 
-def _start_candidates(g: _Graphemes, kind: int, lo: int, hi: int) -> Iterator[int]:
+def _start_candidates(g: Graphemes, kind: int, lo: int, hi: int) -> Iterator[int]:
     """Chunk starts ``k`` in ``[lo, hi)`` (``lo >= 1``) that begin on a boundary of exactly ``kind``, in order."""
     text = g.text
     if kind in (LINE, SENTENCE, CLAUSE, SPACE):
@@ -326,7 +185,7 @@ def _start_candidates(g: _Graphemes, kind: int, lo: int, hi: int) -> Iterator[in
         at_start = kind in (LINE, SPACE)
         found = (m.start() if at_start else m.end() for m in pattern.finditer(text, scan, hi))
         for j in itertools.chain(first, found):
-            k = _lstrip(g, j, hi)
+            k = lstrip_span(g, j, hi)
             if k >= hi:
                 break
             if k >= lo and not text[k].isspace() and g.at(k) and _gap_kind(text, j, k) == kind:
@@ -337,7 +196,7 @@ def _start_candidates(g: _Graphemes, kind: int, lo: int, hi: int) -> Iterator[in
                 yield k
 
 
-def _best_start(g: _Graphemes, lo: int, hi: int, worst: int) -> int | None:
+def _best_start(g: Graphemes, lo: int, hi: int, worst: int) -> int | None:
     """Earliest chunk start of the strongest kind (no weaker than ``worst``) in ``[lo, hi)``, or ``None``."""
     lo = max(lo, 1)
     for kind in range(min(worst, GRAPHEME) + 1):
@@ -361,7 +220,7 @@ def _space_runs(text: str, lo: int, hi: int, pe: int) -> Iterator[Span]:
         yield s, e
 
 
-def _cut_candidates(g: _Graphemes, kind: int, a: int, lo: int, hi: int, pe: int) -> Iterator[int]:
+def _cut_candidates(g: Graphemes, kind: int, a: int, lo: int, hi: int, pe: int) -> Iterator[int]:
     """Piece ends ``j`` in ``[lo, hi]`` (cutting ``[a, pe)``, ``a < lo``) that lie on a boundary of exactly
     ``kind``."""
     text = g.text
@@ -381,7 +240,7 @@ def _cut_candidates(g: _Graphemes, kind: int, a: int, lo: int, hi: int, pe: int)
             j = m.end()
             if j > hi:
                 break
-            if j >= lo and _gap_kind(text, j, _lstrip(g, j, pe)) == kind:
+            if j >= lo and _gap_kind(text, j, lstrip_span(g, j, pe)) == kind:
                 yield j
     else:
         yield from (j for j in range(lo, hi + 1) if _char_cut(text, kind, j))
@@ -409,7 +268,7 @@ def _nearest_first(lo: int, hi: int, target: int) -> Iterator[int]:
                 yield target + d
 
 
-def _pick_cut(g: _Graphemes, a: int, lo: int, hi: int, pe: int, target: int, kinds: Iterable[int]) -> Span | None:
+def _pick_cut(g: Graphemes, a: int, lo: int, hi: int, pe: int, target: int, kinds: Iterable[int]) -> Span | None:
     """The ``(end, kind)`` of the strongest boundary in ``[lo, hi]`` (nearest ``target`` among equals, the earlier
     one on a tie), or ``None``."""
     if lo > hi:
@@ -417,6 +276,8 @@ def _pick_cut(g: _Graphemes, a: int, lo: int, hi: int, pe: int, target: int, kin
     for kind in kinds:
         if kind >= GRAPHEME:  # a boundary at nearly every character: look outwards from the target
             text = g.text
+            if kind == GRAPHEME and 0 < lo and hi < len(text) and _NOT_WORDISH_RE.search(text, lo - 1, hi + 1) is None:
+                continue  # only letters and digits of a spaced script (and their joiners): every cut is in a word
             for j in _nearest_first(lo, hi, target):
                 if _char_cut(text, kind, j) and (kind == CODE_POINT or g.at(j)):
                     return j, kind
@@ -484,9 +345,9 @@ class ParagraphTextSplitter(TextSplitter):
     # -- spans -------------------------------------------------------------------------------------------------
     def split_spans(self, text: str) -> list[Span]:
         """Return the ``(start, end)`` char offsets of the chunks of ``text``, in order (offsets into ``text``)."""
-        return self._pack(_Graphemes(text), 0, len(text))
+        return self._pack(Graphemes(text), 0, len(text))
 
-    def _pack(self, g: _Graphemes, start: int, end: int) -> list[Span]:
+    def _pack(self, g: Graphemes, start: int, end: int) -> list[Span]:
         """Chunk spans of ``g.text[start:end]`` (``start`` a line start): paragraphs packed into ``chunk_size``,
         long ones cut at the best boundary, consecutive chunks overlapping (the module docstring).  The structural
         splitters (layout, parent-child, semantic) call this on a section so that the boundary order inside a
@@ -494,7 +355,7 @@ class ParagraphTextSplitter(TextSplitter):
         size = self._chunk_size
         chunks: list[Span] = []
         cur: Span | None = None
-        for ps, pe in _paragraph_spans(g, start, end):
+        for ps, pe in paragraph_segments(g, start, end):
             if pe - ps > size:
                 # the short paragraphs packed so far (a heading, a lead-in line) open the long one's first piece
                 start = ps if cur is None else cur[0]
@@ -512,7 +373,7 @@ class ParagraphTextSplitter(TextSplitter):
             chunks.append(cur)
         return chunks
 
-    def _overlap_start(self, g: _Graphemes, prev: Span, ps: int, pe: int) -> int:
+    def _overlap_start(self, g: Graphemes, prev: Span, ps: int, pe: int) -> int:
         """Where a chunk holding the paragraph ``[ps, pe)`` starts so that it overlaps the previous chunk ``prev``."""
         prev_start, prev_end = prev
         if self._chunk_overlap == 0:
@@ -523,7 +384,7 @@ class ParagraphTextSplitter(TextSplitter):
         start = _best_start(g, lo, prev_end, GRAPHEME)
         return ps if start is None else start
 
-    def _split_long(self, g: _Graphemes, ps: int, pe: int) -> list[Span]:
+    def _split_long(self, g: Graphemes, ps: int, pe: int) -> list[Span]:
         """Cut the over-budget paragraph ``[ps, pe)`` into overlapping pieces at the best boundaries (module doc)."""
         size, overlap = self._chunk_size, self._chunk_overlap
         tail = (size - overlap) // 8  # fresh characters the last piece of a paragraph gets at least, if it can
@@ -543,7 +404,7 @@ class ParagraphTextSplitter(TextSplitter):
             )
             if picked is None:
                 if a < done:  # the overlap leaves no room for the next grapheme cluster: start without it
-                    a = _lstrip(g, done, pe)
+                    a = lstrip_span(g, done, pe)
                     continue
                 # any cluster boundary (one next to a space that carries a combining mark is no whitespace cut),
                 # else inside a grapheme cluster longer than the budget
@@ -556,7 +417,7 @@ class ParagraphTextSplitter(TextSplitter):
                 # sentence or clause after a sentence or clause cut, a word after a whitespace cut
                 worst = LINE if kind == LINE else max(kind, CLAUSE)
                 nxt = _best_start(g, max(cut - overlap, done, a + 1), cut, worst)
-            a = _lstrip(g, cut, pe) if nxt is None else nxt
+            a = lstrip_span(g, cut, pe) if nxt is None else nxt
             done = cut
         out.append((a, pe))
         return out

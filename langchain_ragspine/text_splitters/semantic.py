@@ -28,14 +28,13 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
 from langchain_ragspine.sensitivity import is_restricted
+from langchain_ragspine.text.graphemes import Graphemes, Span
+from langchain_ragspine.text.sentences import sentence_segments
 from langchain_ragspine.text_splitters.paragraph import (
     DEFAULT_CHUNK_CHARS,
     DEFAULT_OVERLAP_CHARS,
     ParagraphTextSplitter,
     SourceText,
-    Span,
-    _Graphemes,
-    _sentence_spans,
 )
 
 __all__ = ["BreakpointThresholdType", "SemanticTextSplitter", "semantic_breakpoints"]
@@ -145,7 +144,7 @@ class SemanticTextSplitter(ParagraphTextSplitter):
             else float(breakpoint_threshold_amount)
         )
 
-    def _groups(self, g: _Graphemes, sentences: Sequence[Span]) -> list[Span]:
+    def _groups(self, g: Graphemes, sentences: Sequence[Span]) -> list[Span]:
         """Sentence groups between breakpoints, as spans."""
         if not sentences:
             return []
@@ -170,8 +169,8 @@ class SemanticTextSplitter(ParagraphTextSplitter):
     def split_spans(self, text: str) -> list[Span]:
         """``(start, end)`` offsets of the chunks of ``text``, in order (each sentence embedded: a text known to be
         RESTRICTED goes through :meth:`split_documents` / :meth:`create_documents` with its metadata instead)."""
-        g = _Graphemes(text)
+        g = Graphemes(text)
         out: list[Span] = []
-        for s, e in self._groups(g, _sentence_spans(g)):
+        for s, e in self._groups(g, sentence_segments(g)):
             out.extend([(s, e)] if e - s <= self._chunk_size else self._pack(g, s, e))
         return out

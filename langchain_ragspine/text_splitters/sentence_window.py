@@ -22,13 +22,12 @@ from typing import Any
 
 from langchain_core.documents import Document
 
+from langchain_ragspine.text.graphemes import Graphemes, Span
+from langchain_ragspine.text.sentences import sentence_segments
 from langchain_ragspine.text_splitters.paragraph import (
     DEFAULT_CHUNK_CHARS,
     ParagraphTextSplitter,
     SourceText,
-    Span,
-    _Graphemes,
-    _sentence_spans,
 )
 
 __all__ = ["DEFAULT_WINDOW_SIZE", "SentenceWindowTextSplitter", "sentence_chunk_spans"]
@@ -37,11 +36,11 @@ __all__ = ["DEFAULT_WINDOW_SIZE", "SentenceWindowTextSplitter", "sentence_chunk_
 DEFAULT_WINDOW_SIZE = 3
 
 
-def sentence_chunk_spans(splitter: ParagraphTextSplitter, g: _Graphemes) -> list[Span]:
+def sentence_chunk_spans(splitter: ParagraphTextSplitter, g: Graphemes) -> list[Span]:
     """The sentences of ``g.text`` as chunk spans: one per sentence, a sentence longer than the splitter's
     ``chunk_size`` cut into pieces by the paragraph machinery."""
     out: list[Span] = []
-    for s, e in _sentence_spans(g):
+    for s, e in sentence_segments(g):
         out.extend([(s, e)] if e - s <= splitter._chunk_size else splitter._split_long(g, s, e))
     return out
 
@@ -88,7 +87,7 @@ class SentenceWindowTextSplitter(ParagraphTextSplitter):
 
     def split_spans(self, text: str) -> list[Span]:
         """``(start, end)`` offsets of the sentences of ``text`` (the chunks), in order."""
-        return sentence_chunk_spans(self, _Graphemes(text))
+        return sentence_chunk_spans(self, Graphemes(text))
 
     def _documents_of(self, source: SourceText) -> list[Document]:
         spans = self.split_spans(source.text)

@@ -54,14 +54,15 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.vectorstores import VectorStore, VectorStoreRetriever
 from langchain_core.vectorstores.utils import maximal_marginal_relevance
 
-from langchain_ragspine.arguments import check_arguments
+from langchain_ragspine.arguments import check_arguments, check_k
 from langchain_ragspine.backends.directory.chunk_store import nan_field
 from langchain_ragspine.backends.directory.lock import StoreBusyError
-from langchain_ragspine.documents import check_k
-from langchain_ragspine.errors import StoreError
-from langchain_ragspine.filters import and_filters, check_filter_size, compile_filter
+from langchain_ragspine.documents import chunk_key
+from langchain_ragspine.errors import StoreError, StoreWriteError
+from langchain_ragspine.filters import and_filters, check_filter_size, compiled_filter
 from langchain_ragspine.retrievers.base import check_query
 from langchain_ragspine.sensitivity import drop_restricted, drop_restricted_pairs, is_restricted
+from langchain_ragspine.served import ServedIds
 
 __all__ = [
     "RETRIEVER_FIELDS",
@@ -135,18 +136,24 @@ def all_or_nothing(method: str, where: object = None) -> Iterator[None]:
 
     Raises:
         StoreError: ``"<method> wrote nothing, the store is as it was before the call: <cause>"``, naming
-            ``where`` (the store's path or URL) when given.
+            ``where`` (the store's path or URL) when given; a
+            :class:`~langchain_ragspine.errors.StoreWriteError` when the failure was one (a full disk, a read-only
+            store), with its ``errno``.
     """
     try:
         yield
     except StoreBusyError:
         raise
     except (StoreError, OSError) as e:
-        cause = e.reason if isinstance(e, StoreError) else f"{type(e).__name__}: {e}"
-        raise StoreError(
-            f"{method} wrote nothing, the store is as it was before the call: {cause}",
-            path=None if where is None else str(where),
-        ) from e
+        path = None if where is None else str(where)
+        if isinstance(e, StoreError):  # naming the file it is about, when that is not the store itself
+            cause = e.reason if e.path is None or e.path == path else f"{e.path}: {e.reason}"
+        else:
+            cause = f"{type(e).__name__}: {e}"
+        message = f"{method} wrote nothing, the store is as it was before the call: {cause}"
+        if isinstance(e, StoreWriteError):  # keep the kind (and errno): a full disk, a read-only store
+            raise StoreWriteError(message, path=path, code=e.errno, why=e.why, detail=e.detail) from e
+        raise StoreError(message, path=path) from e
 
 
 def as_chunks(documents: Sequence[Document], ids: Sequence[str] | None = None) -> list[Document]:
@@ -258,6 +265,11 @@ class MarginalRelevanceStore(TextsAsDocumentsStore):
         NotImplementedError: a store without MMR candidates.
     """
 
+    #: Whether :meth:`get_by_ids` returns exactly the chunks search may return now (current, not RESTRICTED; both
+    #: stores of the package read the store as it is now): what their retrievers answer the served-ids check with
+    #: (:meth:`ScopedVectorStoreRetriever.served_ids`).
+    get_by_ids_is_current: ClassVar[bool] = True
+
     def _mmr_candidates(
         self, vector: np.ndarray, n: int, filter: Mapping[str, Any] | None
     ) -> list[tuple[Document, np.ndarray]]:
@@ -278,8 +290,7 @@ class MarginalRelevanceStore(TextsAsDocumentsStore):
         """
         if kwargs:
             raise TypeError(f"unexpected keyword arguments for {name}: {sorted(kwargs)}")
-        compile_filter(filter)
-        return filter
+        return compiled_filter(filter)  # validated and compiled once: the search hands it on
 
     def max_marginal_relevance_search(
         self,
@@ -472,6 +483,21 @@ class ScopedVectorStoreRetriever(VectorStoreRetriever):
         """LangChain's ``ainvoke``, its keywords checked first (:meth:`check_call`)."""
         self.check_call(kwargs)
         return await super().ainvoke(input, config, **kwargs)
+
+    def served_ids(self, ids: Sequence[str]) -> ServedIds | None:
+        """Which of ``ids`` this retriever would still return (:mod:`~langchain_ragspine.served`): over a store of
+        the package (``get_by_ids_is_current``: :class:`VersionedVectorStore`, ``RagSpineVectorStore``), the ids its
+        ``get_by_ids`` returns — current and not RESTRICTED; a vector store keeps no answer for withdrawn ids, so
+        those count as unknown.  ``None`` (cannot tell) over any other vector store.
+
+        Raises:
+            StoreError: the store is unreadable.
+        """
+        if not getattr(type(self.vectorstore), "get_by_ids_is_current", False):
+            return None
+        wanted = list(ids)
+        found = self.vectorstore.get_by_ids(wanted) if wanted else []
+        return ServedIds.of(wanted, {k for d in found for k in (d.id, chunk_key(d)) if k is not None})
 
     def call_search_kwargs(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
         """The keywords of a search for a call with ``kwargs`` (:func:`search_kwargs_for_call`)."""

@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import os
 import shutil
 import tempfile
@@ -77,9 +78,8 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 
-import langchain_ragspine
 from langchain_ragspine._stacklevel import user_stacklevel
-from langchain_ragspine.arguments import check_arguments
+from langchain_ragspine.arguments import check_arguments, check_k
 from langchain_ragspine.backends.directory._follow import FollowedChunkStore, StoreState
 from langchain_ragspine.backends.directory.chunk_store import (
     VECTORSTORE_RECORD_KEY,
@@ -91,7 +91,6 @@ from langchain_ragspine.backends.directory.embedding_cache import EmbeddingCache
 from langchain_ragspine.backends.directory.faiss_index import INDEX_KINDS
 from langchain_ragspine.backends.directory.lock import StoreReplacedError, check_lock_timeout, writer_lock
 from langchain_ragspine.documents import (
-    check_k,
     check_score_threshold,
     copy_metadata,
     has_visible_text,
@@ -99,8 +98,8 @@ from langchain_ragspine.documents import (
 )
 from langchain_ragspine.embeddings.batching import embed_in_batches
 from langchain_ragspine.embeddings.cache import CachedEmbeddings, model_key_for
-from langchain_ragspine.errors import StoreError
-from langchain_ragspine.filters import compile_filter
+from langchain_ragspine.errors import StoreError, StoreWriteError, read_only_mount
+from langchain_ragspine.filters import CompiledFilter, compiled_filter
 from langchain_ragspine.indexing import (
     CHUNKS_DB,
     EMBEDDING_CACHE,
@@ -291,9 +290,15 @@ class ChunkStoreBackend:
         lock_timeout: seconds a write (and the creation of the store) waits for another writer of the directory;
             ``None`` (default): as long as it takes, ``0``: not at all.
 
+    An existing store that this process may not write (``os.access``: a read-only folder or mount, another user's
+    store) is opened read-only: reads work (:func:`~langchain_ragspine.backends.directory._sqlite.connect_read_only`),
+    and each write is a :class:`~langchain_ragspine.errors.StoreWriteError` naming the directory, before anything
+    is written (:attr:`read_only`).
+
     Raises:
         StoreError: ``store_dir`` is a file, or a non-empty directory that is not a ragspine store;
             :class:`~langchain_ragspine.backends.directory.lock.StoreBusyError` when the wait for the writer lock runs out.
+        StoreWriteError: (per write) the store is read-only for this process.
     """
 
     #: Writes tried when the store is replaced while one commits, before giving up.
@@ -302,8 +307,12 @@ class ChunkStoreBackend:
     def __init__(self, store_dir: str | os.PathLike[str], *, lock_timeout: float | None = None) -> None:
         self.root = Path(store_dir)
         self.lock_timeout = check_lock_timeout(lock_timeout)
-        self._chunks = FollowedChunkStore(self.root / CHUNKS_DB, create=True)
-        if (self.root / STORE_MARKER).is_file() and (self.root / CHUNKS_DB).is_file():
+        exists = (self.root / STORE_MARKER).is_file() and (self.root / CHUNKS_DB).is_file()
+        #: An existing store this process may not write (a read-only folder or file system, another user's store):
+        #: opened for reading, and every write is a StoreWriteError.
+        self.read_only = exists and not all(os.access(p, os.W_OK) for p in (self.root, self.root / CHUNKS_DB))
+        self._chunks = FollowedChunkStore(self.root / CHUNKS_DB, read_only=self.read_only, create=not self.read_only)
+        if exists:
             # an existing store: opening it takes no writer lock (an older schema migrates in one SQLite transaction)
             self._chunks.store()
         else:
@@ -368,6 +377,14 @@ class ChunkStoreBackend:
     def _write(self, change: Callable[[ChunkStore], None]) -> None:
         """``change(store)`` as one transaction under the writer lock, on the store at the path; written again on
         the new store when the file was replaced while it committed."""
+        if self.read_only:
+            code = errno.EROFS if read_only_mount(self.root) else errno.EACCES
+            raise StoreWriteError(
+                f"could not be written (the store is read-only for this process: {os.strerror(code)}); nothing was "
+                "lost: the store is unchanged, and searches work; to write, give this user write permission on the "
+                "store directory and open the vector store again",
+                path=self.root, code=code, why=os.strerror(code), detail=f"[Errno {code}] {os.strerror(code)}",
+            )
         for _ in range(self.WRITE_ATTEMPTS):
             written = False
             try:
@@ -469,14 +486,14 @@ def _copy(doc: Document, **extra: Any) -> Document:
     return Document(page_content=doc.page_content, metadata={**copy_metadata(doc.metadata), **extra}, id=doc.id)
 
 
-def _check_filter(filter: Any) -> Mapping[str, Any] | None:
+def _check_filter(filter: Any) -> CompiledFilter | None:
+    """``filter`` validated and compiled once (the search hands the result on)."""
     if filter is not None and not isinstance(filter, Mapping):
         raise TypeError(
             f"filter must be a metadata filter dict (langchain_ragspine.filters syntax, e.g. {{'dept': 'a'}}), got "
             f"{type(filter).__name__}; a callable filter is not supported (filters fail closed)"
         )
-    compile_filter(filter)
-    return filter
+    return compiled_filter(filter)
 
 
 class _SnapshotBM25(ContractRetriever):
@@ -532,7 +549,7 @@ class _SnapshotDense(ContractRetriever):
 
 def _warn_at_caller(message: str, category: type[Warning]) -> None:
     """A warning of the indexes, attributed to the first caller outside this package and langchain_core."""
-    warnings.warn(message, category, stacklevel=user_stacklevel(langchain_ragspine, langchain_core))
+    warnings.warn(message, category, stacklevel=user_stacklevel(langchain_core))
 
 
 def _remove_temporary(backend: RecordBackend, root: Path) -> None:
@@ -793,7 +810,7 @@ class RagSpineVectorStore(MarginalRelevanceStore):
                 f"{cache}: the embedding cache cannot be written ({why}); this {during} embeds the vectors it misses "
                 "in memory only (a later write or search that can write the cache puts them there)",
                 CacheNotWrittenWarning,
-                stacklevel=user_stacklevel(langchain_ragspine, langchain_core),
+                stacklevel=user_stacklevel(langchain_core),
             )
             if cache.is_file():
                 with contextlib.suppress(StoreError):  # unreadable as well (e.g. left empty by the disk): no cache
@@ -886,7 +903,7 @@ class RagSpineVectorStore(MarginalRelevanceStore):
                 f"the records were written, but their vectors could not be embedded now ({type(e).__name__}: {e}); "
                 "the next search embeds them",
                 CacheNotWrittenWarning,
-                stacklevel=user_stacklevel(langchain_ragspine, langchain_core),
+                stacklevel=user_stacklevel(langchain_core),
             )
 
     async def aadd_texts(

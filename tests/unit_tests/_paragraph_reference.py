@@ -356,25 +356,27 @@ def _split_long(self, g: _Graphemes, ps: int, pe: int) -> list[Span]:
 
 @contextmanager
 def reference_cutter() -> Iterator[None]:
-    """Run every splitter on the reference (old) cutter inside the block: the paragraph module's grapheme
-    segmentation, paragraph / sentence spans and the splitter's ``_pack`` / ``_overlap_start`` / ``_split_long``
-    are replaced, in every module that imported them."""
+    """Run every splitter on the reference (old) cutter inside the block: the grapheme segmentation and
+    whitespace trimming (now ``text.graphemes``), paragraph / sentence segmentation (now ``text.sentences``) and the
+    splitter's ``_pack`` / ``_overlap_start`` / ``_split_long`` are replaced, in every module that imported them."""
+    from langchain_ragspine.text import sentences
     from langchain_ragspine.text_splitters import layout, paragraph, parent_child, semantic, sentence_window
 
     patches = [
         mock.patch.object(paragraph.ParagraphTextSplitter, "_pack", _pack),
         mock.patch.object(paragraph.ParagraphTextSplitter, "_overlap_start", _overlap_start),
         mock.patch.object(paragraph.ParagraphTextSplitter, "_split_long", _split_long),
-        mock.patch.object(paragraph, "_Graphemes", _Graphemes),
-        mock.patch.object(paragraph, "_paragraph_spans", _paragraph_spans),
-        mock.patch.object(paragraph, "_sentence_spans", _sentence_spans),
-        mock.patch.object(layout, "_Graphemes", _Graphemes),
-        mock.patch.object(layout, "_strip", _strip),
-        mock.patch.object(parent_child, "_Graphemes", _Graphemes),
-        mock.patch.object(sentence_window, "_Graphemes", _Graphemes),
-        mock.patch.object(sentence_window, "_sentence_spans", _sentence_spans),
-        mock.patch.object(semantic, "_Graphemes", _Graphemes),
-        mock.patch.object(semantic, "_sentence_spans", _sentence_spans),
+        mock.patch.object(paragraph, "Graphemes", _Graphemes),
+        mock.patch.object(paragraph, "paragraph_segments", _paragraph_spans),
+        mock.patch.object(sentences, "paragraph_segments", _paragraph_spans),
+        mock.patch.object(sentences, "sentence_segments", _sentence_spans),
+        mock.patch.object(layout, "Graphemes", _Graphemes),
+        mock.patch.object(layout, "strip_span", _strip),
+        mock.patch.object(parent_child, "Graphemes", _Graphemes),
+        mock.patch.object(sentence_window, "Graphemes", _Graphemes),
+        mock.patch.object(sentence_window, "sentence_segments", _sentence_spans),
+        mock.patch.object(semantic, "Graphemes", _Graphemes),
+        mock.patch.object(semantic, "sentence_segments", _sentence_spans),
     ]
     for p in patches:
         p.start()

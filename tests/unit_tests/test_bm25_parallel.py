@@ -115,9 +115,9 @@ def test_resolve_workers(monkeypatch: pytest.MonkeyPatch) -> None:
     assert resolve_workers(0, bm25_parallel.MIN_PARALLEL_TEXTS - 1) == 1  # automatic: small input, one process
     expected = 2 if bm25_parallel._forks_safely() else 1
     assert resolve_workers(None, 10**6) == resolve_workers(0, 10**6) == expected
-    with pytest.raises(ValueError, match="workers must be >= 0"):
+    with pytest.raises(ValueError, match=r"^workers must be an int >= 0 or None \(0: automatic\), got -1$"):
         resolve_workers(-1, 10)
-    with pytest.raises(TypeError, match="workers must be an int"):
+    with pytest.raises(TypeError, match=r"^workers must be an int >= 0 or None \(0: automatic\), got bool True$"):
         resolve_workers(True, 10)  # type: ignore[arg-type]
 
 

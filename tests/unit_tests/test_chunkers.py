@@ -15,6 +15,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_ragspine.chains.answer import format_context
 from langchain_ragspine.document_loaders import CorpusLoader
 from langchain_ragspine.embeddings import HashingEmbeddings
+from langchain_ragspine.text.graphemes import Graphemes
 from langchain_ragspine.text_splitters import (
     LayoutTextSplitter,
     ParagraphTextSplitter,
@@ -23,7 +24,6 @@ from langchain_ragspine.text_splitters import (
     SentenceWindowTextSplitter,
 )
 from langchain_ragspine.text_splitters.chunkers import CHUNKERS, chunker_mismatch, make_chunker
-from langchain_ragspine.text_splitters.paragraph import _Graphemes
 from langchain_ragspine.text_splitters.semantic import semantic_breakpoints
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "chunkers"
@@ -277,6 +277,6 @@ def test_property_every_splitter_returns_verbatim_slices_covering_the_text(text,
 @given(text=_texts, size=st.integers(8, 80))
 def test_property_layout_chunks_stay_within_budget_and_one_section(text, size):
     splitter = LayoutTextSplitter(size, size // 4, preset="laws")
-    for s, e, path in splitter.section_chunks(_Graphemes(text)):
+    for s, e, path in splitter.section_chunks(Graphemes(text)):
         assert e - s <= size or len(text[s:e]) == 1
         assert isinstance(path, tuple)

@@ -17,6 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from langchain_ragspine.embeddings import HashingEmbeddings
+from langchain_ragspine.text import graphemes as graphemes_module
+from langchain_ragspine.text import sentences as sentences_module
+from langchain_ragspine.text.graphemes import Graphemes, lstrip_span, strip_span
 from langchain_ragspine.text_splitters import (
     LayoutTextSplitter,
     ParagraphTextSplitter,
@@ -25,7 +28,7 @@ from langchain_ragspine.text_splitters import (
     SentenceWindowTextSplitter,
 )
 from langchain_ragspine.text_splitters import paragraph as paragraph_module
-from langchain_ragspine.text_splitters.paragraph import _Graphemes, paragraph_spans
+from langchain_ragspine.text_splitters.paragraph import paragraph_spans
 from tests.unit_tests._paragraph_reference import reference_cutter
 
 DATA = Path(os.environ.get("RAGSPINE_DATA", Path(__file__).resolve().parents[2].parent / "shared" / "data"))
@@ -66,7 +69,7 @@ def _all_outputs(text: str, size: int, overlap: int) -> dict[str, Any]:
     out: dict[str, Any] = {
         "paragraph_spans": paragraph_spans(text),
         # through the module, so that reference_cutter's replacements apply
-        "sentence_spans": paragraph_module._sentence_spans(paragraph_module._Graphemes(text)),
+        "sentence_spans": sentences_module.sentence_segments(paragraph_module.Graphemes(text)),
         "paragraph": ParagraphTextSplitter(size, overlap).split_spans(text),
     }
     for preset in ("layout", "laws", "qa", "book"):
@@ -115,6 +118,11 @@ def test_property_larger_budgets_cut_exactly_as_the_reference(text: str, size: i
         ("あ" * 10 + "。" + "」" * 5 + "い" * 10 + "。" + "う" * 40, 30, 14),
         ("あ" * 10 + "。" + " " * 6 + "い" * 10 + "。" + "う" * 40, 30, 14),
         ("a" * 10 + "." + "'" * 5 + " " + "b" * 10 + ". " + "c" * 40, 30, 14),
+        # runs of letters with no break at all (the grapheme kind is skipped when a window holds no non-word
+        # character), and such runs with one character that is not a word's somewhere
+        ("abcdefghij" * 300, 480, 80), ("abcdefghij" * 300, 40, 20), ("слово" * 200, 30, 10),
+        ("a-b_c.d'e" * 100, 30, 10), ("ab" * 300 + "漢" + "cd" * 300, 40, 20), ("x" * 500 + " " + "y" * 500, 40, 20),
+        ("x" * 500 + "," + "y" * 500, 40, 20), ("x" * 39 + "漢" + "y" * 100, 40, 20), ("漢" + "x" * 200, 40, 20),
     ],
 )
 def test_runs_longer_than_the_window_cut_exactly_as_the_reference(text: str, size: int, overlap: int) -> None:
@@ -136,7 +144,7 @@ _primitive_texts = st.one_of(_runs(_ATOMS), _sentences)
 def test_property_grapheme_navigation_matches_the_reference(text: str) -> None:
     from tests.unit_tests import _paragraph_reference as ref
 
-    g, r = _Graphemes(text), ref._Graphemes(text)
+    g, r = Graphemes(text), ref._Graphemes(text)
     for i in range(len(text) + 1):
         assert (g.at(i), g.next(i), g.prev(i)) == (r.at(i), r.next(i), r.prev(i)), (text, i)
 
@@ -149,7 +157,7 @@ def test_property_cut_and_start_candidates_match_the_reference(text: str, data: 
     from tests.unit_tests import _paragraph_reference as ref
 
     n = len(text)
-    g, r = _Graphemes(text), ref._Graphemes(text)
+    g, r = Graphemes(text), ref._Graphemes(text)
     for _ in range(8):
         lo, hi = sorted(data.draw(st.integers(1, max(1, n)), label="window") for _ in range(2))
         for kind in range(ref.GRAPHEME + 1):
@@ -157,8 +165,8 @@ def test_property_cut_and_start_candidates_match_the_reference(text: str, data: 
             assert new == list(ref._start_candidates(r, kind, lo, hi)), (text, kind, lo, hi)
         assert paragraph_module._best_start(g, lo, hi, ref.GRAPHEME) == ref._best_start(r, lo, hi, ref.GRAPHEME)
         s, e = sorted(data.draw(st.integers(0, n), label="span") for _ in range(2))
-        assert paragraph_module._lstrip(g, s, e) == ref._lstrip(r, s, e), (text, s, e)
-        assert paragraph_module._strip(g, s, e) == ref._strip(r, s, e), (text, s, e)
+        assert lstrip_span(g, s, e) == ref._lstrip(r, s, e), (text, s, e)
+        assert strip_span(g, s, e) == ref._strip(r, s, e), (text, s, e)
         if n >= 3:
             a, lo, hi, pe = sorted(data.draw(st.integers(0, n), label="cut") for _ in range(4))
             if a < lo <= hi < pe:
@@ -223,18 +231,26 @@ class _Counting:
         return m
 
 
+#: The modules whose cutting work is measured: the cutter, and the text package's segmentation it runs on.
+_MEASURED = (paragraph_module, sentences_module, graphemes_module)
+
+
 def _work(split: Callable[[str], object], text: str, monkeypatch: pytest.MonkeyPatch) -> int:
-    """Python lines executed in the paragraph module plus characters its regex searches may scan, for one split."""
+    """Python lines executed in the measured modules (the paragraph cutter, ``text.sentences``, ``text.graphemes``)
+    plus characters their regex searches may scan, for one split."""
     scanned = [0]
-    for name in dir(paragraph_module):
-        obj = getattr(paragraph_module, name)
-        if isinstance(obj, re.Pattern) or type(obj).__name__ == "Pattern":
-            monkeypatch.setattr(paragraph_module, name, _Counting(obj, scanned))
+    for module in _MEASURED:
+        for name in dir(module):
+            obj = getattr(module, name)
+            if isinstance(obj, re.Pattern) or type(obj).__name__ == "Pattern":
+                monkeypatch.setattr(module, name, _Counting(obj, scanned))
+    for rules in (sentences_module.CHUNK_SENTENCE_RULES, sentences_module.SENTENCE_RULES):
+        monkeypatch.setattr(rules, "end_re", _Counting(rules.end_re, scanned))
     lines = [0]
-    code_file = paragraph_module.__file__
+    code_files = {module.__file__ for module in _MEASURED}
 
     def tracer(frame: Any, event: str, arg: Any) -> Any:
-        if frame.f_code.co_filename != code_file:
+        if frame.f_code.co_filename not in code_files:
             return None
         if event == "line":
             lines[0] += 1
@@ -269,7 +285,16 @@ _INPUTS: dict[str, Callable[[int], str]] = {
     "a run of clause marks": lambda n: "、" * n,
     "a whitespace run": lambda n: "a" + " " * (n - 2) + "b",
     "combining marks": lambda n: ("e\u0301" * n)[:n],
+    "a run of letters, no space": lambda n: "".join(random.Random(n).choice("abcdefghij") for _ in range(n)),
 }
+
+
+def test_the_non_word_pattern_is_exactly_not_wordish() -> None:
+    """The window pre-check of ``_pick_cut`` (``_NOT_WORDISH_RE``) matches exactly the characters that are not
+    ``_wordish``, over every code point."""
+    wrong = [c for c in range(0x110000) if not 0xD800 <= c < 0xE000
+             and (paragraph_module._NOT_WORDISH_RE.match(chr(c)) is None) != paragraph_module._wordish(chr(c))]
+    assert wrong == []
 
 
 @pytest.mark.parametrize("kind", list(_INPUTS))

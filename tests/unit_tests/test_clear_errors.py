@@ -394,7 +394,10 @@ def test_a_wide_filter_works_on_both_backends_up_to_the_node_limit():
     assert _nodes(wide) == MAX_FILTER_NODES - 1
     assert [d.metadata["n"] for d in BM25Retriever.from_documents(DOCS, k=5).invoke("rainy season", filter=wide)] \
         == [0, 1, 2]
-    sql = filter_sql(wide, row="s.chunk_row")
+    sql = filter_sql(wide, row="s.chunk_row")  # the ne tests of one field are one nin test (issue 25)
+    assert sql is not None and sql.sql.count("EXISTS") == 2 and len(sql.params) == 4
+    fields = {"$and": [{f"n{i}": {"ne": i}} for i in range(3, 3 + m)]}  # ne tests of m fields: 2 tests each
+    sql = filter_sql(fields, row="s.chunk_row")
     assert sql is not None and sql.sql.count("EXISTS") == 2 * m and len(sql.params) == 4 * m
     widest = {"$or": [{"n": i} for i in range(MAX_FILTER_NODES - 1)]}  # exactly the limit
     assert _nodes(widest) == MAX_FILTER_NODES and compile_filter(widest) is not None

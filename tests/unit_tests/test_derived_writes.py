@@ -48,6 +48,7 @@ from langchain_ragspine.indexing import (
     prepare_store_dir,
     search,
 )
+from tests.harness import write_corpus
 
 from .test_clear_errors import _one_line_error
 
@@ -62,11 +63,7 @@ NEW = "# Tsuyu\n\nThe plum rain season NEWMARK is called tsuyu and lasts from Ju
 
 @pytest.fixture
 def corpus(tmp_path: Path) -> Path:
-    root = tmp_path / "corpus"
-    root.mkdir()
-    for name, text in TEXTS.items():
-        (root / f"{name}.md").write_text(text + "\n", "utf-8")
-    return root
+    return write_corpus(tmp_path / "corpus", TEXTS)
 
 
 def _hybrid(corpus: Path, store: Path, **kwargs: Any) -> indexing.IngestSummary:

@@ -227,9 +227,10 @@ def test_read_only_cache_embeds_misses_without_storing_them(tmp_path: Path) -> N
         assert emb.embedded == ["y"] and ro.count() == 1  # the miss was embedded, not stored
 
 
-@pytest.mark.parametrize("bad", [0, -1, 2.0, True, "8"])
-def test_cached_embeddings_rejects_a_bad_batch_size(tmp_path: Path, bad: object) -> None:
-    with EmbeddingCache(tmp_path / "c.sqlite") as cache, pytest.raises(ValueError, match="batch_size"):
+@pytest.mark.parametrize(("bad", "error"), [(0, ValueError), (-1, ValueError), (2.0, TypeError), (True, TypeError),
+                                            ("8", TypeError)])
+def test_cached_embeddings_rejects_a_bad_batch_size(tmp_path: Path, bad: object, error: type) -> None:
+    with EmbeddingCache(tmp_path / "c.sqlite") as cache, pytest.raises(error, match="^batch_size must be an int >= 1"):
         CachedEmbeddings(HashingEmbeddings(16), cache, batch_size=bad)  # type: ignore[arg-type]
 
 

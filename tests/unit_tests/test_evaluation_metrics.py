@@ -95,10 +95,10 @@ def test_no_relevant_documents_give_zero():
 @pytest.mark.parametrize("fn", [recall_at_k, mrr_at_k, ndcg_at_k, hit_rate_at_k])
 def test_k_is_validated(fn):
     for bad in (0, -1):
-        with pytest.raises(ValueError, match="k must be >= 1"):
+        with pytest.raises(ValueError, match=rf"^k must be an int >= 1, got {bad}$"):
             fn(RANKED, QRELS, bad)
     for bad in (1.5, True, "3"):
-        with pytest.raises(TypeError, match="k must be an int"):
+        with pytest.raises(TypeError, match=r"^k must be an int >= 1, got "):
             fn(RANKED, QRELS, bad)
     with pytest.raises(ValueError):
         answer_recall_at_k([], doc_id="a", answers=["x"], k=0)

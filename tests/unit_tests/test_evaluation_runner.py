@@ -219,8 +219,13 @@ def test_limit_ks_and_argument_errors(dataset):
     assert [r["id"] for r in result.per_query] == ["q1", "q2"]
     assert result.config["ks"] == [1, 3]
     assert evaluate(ours, dataset, limit=0).per_query == []
-    for bad in ((), (0, 1), ("1",), 5, (1.0,)):
-        with pytest.raises(ValueError, match="ks"):
+    for bad in ((), 5, "15"):
+        with pytest.raises(ValueError, match=r"^ks must be a non-empty sequence of ints >= 1"):
+            evaluate(ours, dataset, ks=bad)
+    with pytest.raises(ValueError, match=r"^ks\[0\] must be an int >= 1, got 0$"):
+        evaluate(ours, dataset, ks=(0, 1))
+    for bad in (("1",), (1.0,), (1, True)):  # a cutoff that is not an int: the type error of every int argument
+        with pytest.raises(TypeError, match=r"^ks\[\d\] must be an int >= 1, got "):
             evaluate(ours, dataset, ks=bad)
     with pytest.raises(ValueError, match="limit"):
         evaluate(ours, dataset, limit=-1)

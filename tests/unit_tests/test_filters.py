@@ -1,5 +1,6 @@
 import datetime as dt
 import warnings
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -378,3 +379,20 @@ def test_masks_keep_true_one_and_one_point_zero_apart():
     assert masks.mask({"x": 1}).tolist() == [False, True, True, True, False, True]
     assert masks.mask({"x": True}).tolist() == [True, False, False, False, True, False]
     assert masks.mask({"x": "1.0"}).tolist() == [False, True, True, False, False, True]
+
+
+@pytest.mark.parametrize("flt", [
+    {"year": {"$gte": 10**400}},
+    {"year": 10**400},
+    {"year": {"$between": [0, 10**400]}},
+    {"year": {"$in": [1, -(10**400)]}},
+])
+def test_regression_a_number_beyond_a_floats_range_is_a_clear_error_on_both_backends(flt: dict[str, Any]) -> None:
+    # trial 25c: a raw "OverflowError: int too large to convert to float" from every retriever
+    from langchain_ragspine.filters import compile_filter
+    from langchain_ragspine.filters.sql import filter_sql
+
+    for compile_it in (compile_filter, lambda f: filter_sql(f, row="c")):
+        with pytest.raises(ValueError, match=r"filter on 'year'.*out of range \(a filter number must fit a 64-bit"):
+            compile_it(flt)
+    assert compile_filter({"year": {"$lt": 10**300}}) is not None  # a big int a float holds is still a number

@@ -131,7 +131,7 @@ WRAPPERS: dict[str, Callable[[BaseRetriever], BaseRetriever]] = {
     "filter_extraction": lambda base: FilterExtractionRetriever(base, k=4),
     "hybrid": lambda base: HybridRetriever(retrievers=[base], k=4),
     "hybrid_rrf": lambda base: HybridRetriever(retrievers=[base, Leaky(docs=list(PUBLIC))], k=4, fusion="rrf"),
-    "parent_child": lambda base: ParentChildRetriever(base, Parents(), child_k=4, parent_k=4),
+    "parent_child": lambda base: ParentChildRetriever(base, Parents(), fetch_k=4, k=4),
 }
 
 

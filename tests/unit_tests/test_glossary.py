@@ -116,9 +116,9 @@ def test_rewriter_is_deterministic_and_a_runnable():
     assert rewriter.batch([q, q]) == [rewriter.invoke(q)] * 2
 
 
-@pytest.mark.parametrize("bad", [0, -1, 1.5, True])
-def test_max_queries_is_checked(bad):
-    with pytest.raises(ValueError, match="max_queries"):
+@pytest.mark.parametrize(("bad", "error"), [(0, ValueError), (-1, ValueError), (1.5, TypeError), (True, TypeError)])
+def test_max_queries_is_checked(bad, error):
+    with pytest.raises(error, match="max_queries must be an int >= 1, got "):
         GlossaryQueryRewriter([["a", "b"]], max_queries=bad)
 
 
@@ -166,7 +166,8 @@ def _regex_find(glossary: Glossary, query: str) -> list[tuple[int, int, str]]:
     import re
 
     from langchain_ragspine.retrievers._term_match import plural_endings
-    from langchain_ragspine.retrievers.glossary import _fold, _norm
+    from langchain_ragspine.text.folding import normalize_spaces as _norm
+    from langchain_ragspine.text.folding import simple_casefold as _fold
 
     keys = [k for k, v in glossary._synonyms.items() if v]
     if not keys:
@@ -210,7 +211,8 @@ def test_matches_are_the_regex_matches(groups, noise, data):
 
 def test_case_folding_is_the_regex_case_folding():
     """Every code point folds as re.IGNORECASE compares it: simple lower case plus CPython's extra classes."""
-    from langchain_ragspine.retrievers.glossary import _CASE_CLASSES, _fold
+    from langchain_ragspine.text.folding import _CASE_CLASSES
+    from langchain_ragspine.text.folding import simple_casefold as _fold
 
     sre = pytest.importorskip("_sre")
     casefix = pytest.importorskip("re._casefix")

@@ -26,6 +26,9 @@ NAMES = sorted(GRAM_TOKENIZERS)
 JA = "日本で梅雨がないのは北海道と小笠原諸島である。東京都の天気は晴れ、気温は二十度を超えた。"
 ZH = "北京是中华人民共和国的首都，關聯式資料庫的備份與還原。长江是亚洲最长的河流。髮發乾"
 EN = "Reciprocal rank fusion combines BM25 and dense retrieval; k=60. Straße ΣΑΣ İstanbul naïve"
+# English analysis: stop words dropped (a whole text of them has no token), inflections stemmed, a possessive's s
+EN_STEMS = "The documents were re-ingested; it is BM25's index of changed chunks, running Москва cafés"
+EN_STOP = "the a of is it to"
 # characters chosen to hit every branch: CJK of each block (with Traditional forms that fold), kana and the
 # iteration mark, hangul, astral ideographs, beyond plane 2, Latin, digits, NFKC-changing forms (full width, half
 # width katakana, circled digits, ㍻, ligatures), combining marks, separators, MeCab's BEL and NUL
@@ -57,7 +60,7 @@ def _assert_same(a: CountedBatch, b: CountedBatch) -> None:
 
 def _mixed(n: int) -> list[str]:
     rng = np.random.default_rng(0)
-    pool = [JA, ZH, EN, "", "。、！？", "東京", "ＡＢＣ　ｶﾀｶﾅ 한국어 123"]
+    pool = [JA, ZH, EN, EN_STEMS, EN_STOP, "", "。、！？", "東京", "ＡＢＣ　ｶﾀｶﾅ 한국어 123"]
     out = []
     for _ in range(n):
         text = "".join(pool[i] for i in rng.integers(0, len(pool), rng.integers(1, 5)))

@@ -295,12 +295,12 @@ def _children() -> list[Document]:
 
 def _wrapped(kind: str, emb: Embeddings) -> BaseRetriever:
     if kind == "parent_child":
-        return ParentChildRetriever(DenseRetriever.from_documents(_children(), emb), ParentStore(), child_k=4,
-                                    parent_k=3)
+        return ParentChildRetriever(DenseRetriever.from_documents(_children(), emb), ParentStore(), fetch_k=4,
+                                    k=3)
     if kind == "parent_child_over_hybrid":
         child = HybridRetriever(retrievers=[BM25Retriever.from_documents(_children()),
                                             DenseRetriever.from_documents(_children(), emb)], k=4)
-        return ParentChildRetriever(child, ParentStore(), child_k=4, parent_k=3)
+        return ParentChildRetriever(child, ParentStore(), fetch_k=4, k=3)
     if kind == "multi_index":
         return MultiIndexRetriever({"ja": _dense(emb), "bm25": BM25Retriever.from_documents(DOCS)},
                                    lambda q: ["ja", "bm25"], k=3)
@@ -346,7 +346,7 @@ def test_a_wrapper_hands_embed_as_on_and_without_it_embeds_as_a_query(kind: str,
 
 def test_a_wrapper_over_bm25_drops_the_option() -> None:
     bm25 = BM25Retriever.from_documents(_children())
-    for base in (ParentChildRetriever(bm25, ParentStore(), child_k=4, parent_k=2), FilterExtractionRetriever(bm25)):
+    for base in (ParentChildRetriever(bm25, ParentStore(), fetch_k=4, k=2), FilterExtractionRetriever(bm25)):
         assert base.invoke(PROBE, embed_as="document") == base.invoke(PROBE)
 
 

@@ -323,7 +323,7 @@ def test_regression_a_bad_workers_value_fails_before_an_existing_store_changes(
     (corpus / "b.md").write_text("# B\n\n北京是中国的首都。\n", "utf-8")
     before = (store / CHUNKS_DB).read_bytes()
     if how == "argument":
-        with pytest.raises(ValueError, match=r"workers must be >= 0 \(0: automatic\), got -1"):
+        with pytest.raises(ValueError, match=r"workers must be an int >= 0 or None \(0: automatic\), got -1"):
             ingest(corpus, store, embedding="none", mode="bm25", workers=-1, progress=False)
     else:
         monkeypatch.setenv("RAGSPINE_WORKERS", "-1")

@@ -525,6 +525,11 @@ REFUSED_SHAPES = {
     "html_comment_label_second": ("<!-- generated -->\n<!-- Sensitivity = RESTRICTED -->\n\n", 2),
     "dashed_key": ("S-E-N-S-I-T-I-V-I-T-Y: RESTRICTED\n\n", 1),
     "spaced_key_after_front_matter": ("---\ntitle: T\n---\nS E N S I T I V I T Y: RESTRICTED\n\n", 4),
+    # issue 25, fourth trial: a heading or a table row that a reader sees as the label
+    "heading_label": ("# Sensitivity: RESTRICTED\n\n", 1),
+    "heading_label_closed": ("## **Sensitivity**: Restricted ##\n\n", 1),
+    "table_label": ("| sensitivity | RESTRICTED |\n|---|---|\n\n", 1),
+    "table_label_after_front_matter": ("---\ntitle: T\n---\n| Sensitivity | RЕSTRICTED |\n\n", 4),
 }
 
 
@@ -562,6 +567,8 @@ def test_regression_label_in_a_block_after_blank_lines_refuses_the_file(tmp_path
         "本文です。\nsensitivity: RESTRICTED\n",
         "**Sensitivity** is discussed below.\n",
         "sensitivity\n\nThe word alone, with no colon.\n",
+        "# Sensitivity: what the label means\n\nText.\n",  # a heading that is no RESTRICTED label
+        "| Sensitivity | Meaning |\n|---|---|\n| RESTRICTED | never shown |\n",  # a table about labels
     ],
     ids=ascii,
 )

@@ -1,6 +1,7 @@
 """Parent-child chunking and retrieval: parents versioned in the chunk store (schema 3, migration from 2), the
-retriever's child_k / parent_k, missing and RESTRICTED parents, a second process reading the same store, ingest with
---chunker and the parent_child mode."""
+retriever's k / fetch_k, missing and RESTRICTED parents, a second process reading the same store, ingest with
+--chunker, the parent_child mode and auto over a parent_child store (issue 27 §2; the LangChain drop-in is in
+test_parent_child_dropin.py)."""
 
 from __future__ import annotations
 
@@ -178,7 +179,7 @@ def test_one_document_of_ten_children_returns_that_parent(tmp_path):
     text = "\n\n".join(f"梅雨の記録その{i}は六月の雨について書いている。" for i in range(10))
     store, parents, children = _store(tmp_path, [_doc("rain", text)], size=30, parent=1000)
     assert len(parents) == 1 and len(children) == 10
-    retriever = ParentChildRetriever(BM25Retriever.from_documents(children), store, child_k=4, parent_k=1)
+    retriever = ParentChildRetriever(BM25Retriever.from_documents(children), store, fetch_k=4, k=1)
     hits = retriever.invoke("梅雨 六月の雨")
     assert [h.id for h in hits] == ["rain#p0"]
     assert hits[0].page_content == text and len(hits[0].metadata["child_ids"]) == 4
@@ -192,13 +193,13 @@ def test_several_documents_return_distinct_parents_up_to_parent_k(tmp_path):
     ]
     store, parents, children = _store(tmp_path, docs, size=20, parent=1000)
     child = BM25Retriever.from_documents(children)
-    retriever = ParentChildRetriever(child, store, child_k=50, parent_k=3)
+    retriever = ParentChildRetriever(child, store, fetch_k=50, k=3)
     hits = retriever.invoke("台風 秋")
     assert len(hits) == 3 and len({h.id for h in hits}) == 3
     ranked = [c.metadata["parent_id"] for c in child.invoke("台風 秋", k=50)]
     assert [h.id for h in hits] == list(dict.fromkeys(ranked))[:3]  # child-rank order of the best child
     assert [h.id for h in retriever.invoke("台風 秋", k=10)] == list(dict.fromkeys(ranked))  # k per call
-    assert [h.id for h in ParentChildRetriever(child, store, child_k=3, parent_k=5).invoke("台風 秋")] == list(
+    assert [h.id for h in ParentChildRetriever(child, store, fetch_k=3, k=5).invoke("台風 秋")] == list(
         dict.fromkeys(ranked[:3]))
     store.close()
 
@@ -206,9 +207,9 @@ def test_several_documents_return_distinct_parents_up_to_parent_k(tmp_path):
 def test_a_child_naming_an_unknown_parent_is_dropped_and_one_without_parent_id_raises(tmp_path):
     store, parents, children = _store(tmp_path, [_doc("a", "段落の文。" * 20)], size=30)
     orphan = Document("段落の文。", metadata={**children[0].metadata, "parent_id": "a#p7", "chunk_id": "x#0"})
-    retriever = ParentChildRetriever(BM25Retriever.from_documents([orphan]), store, child_k=5, parent_k=2)
+    retriever = ParentChildRetriever(BM25Retriever.from_documents([orphan]), store, fetch_k=5, k=2)
     assert retriever.invoke("段落") == []  # no such parent in the store: nothing to return
-    both = ParentChildRetriever(BM25Retriever.from_documents([orphan, *children]), store, child_k=50, parent_k=2)
+    both = ParentChildRetriever(BM25Retriever.from_documents([orphan, *children]), store, fetch_k=50, k=2)
     assert [h.id for h in both.invoke("段落")] == ["a#p0"]
     plain = Document("段落の文。", metadata={"chunk_id": "y#0"})
     with pytest.raises(StoreError, match=r"child 'y#0' has no parent_id"):
@@ -223,7 +224,7 @@ def test_a_store_without_parents_is_a_clear_error(tmp_path):
     parents, children = _split(docs, size=30)
     store = ChunkStore(tmp_path / "chunks.sqlite")
     store.replace_doc_chunks("a", children)  # the chunks only, no parents
-    retriever = ParentChildRetriever(BM25Retriever.from_documents(children), store, child_k=5, parent_k=2)
+    retriever = ParentChildRetriever(BM25Retriever.from_documents(children), store, fetch_k=5, k=2)
     with pytest.raises(StoreError, match=r"child 'a#0' names parent 'a#p0', but the store holds chunks and no "
                                          r"parents.*--chunker parent_child"):
         retriever.invoke("段落")
@@ -236,7 +237,7 @@ def test_a_static_child_index_outlives_a_deleted_document(tmp_path):
     gone) and answers from the others, every parent read from the store at the call (its current label)."""
     docs = [_doc("a", "台風の記録。台風は秋に来る。" * 6), _doc("b", "台風の対策。窓を閉めて台風に備える。" * 6)]
     store, parents, children = _store(tmp_path, docs, size=20, parent=1000)
-    retriever = ParentChildRetriever(BM25Retriever.from_documents(children), store, child_k=50, parent_k=5)
+    retriever = ParentChildRetriever(BM25Retriever.from_documents(children), store, fetch_k=50, k=5)
     assert sorted(h.metadata["doc_id"] for h in retriever.invoke("台風")) == ["a", "b"]
     store.replace_doc_chunks("a", [])  # deleted after the child index was built
     assert [h.metadata["doc_id"] for h in retriever.invoke("台風")] == ["b"]
@@ -266,7 +267,7 @@ def test_restricted_parents_are_never_returned(tmp_path):
     secret_children = [c for c in children if c.metadata["doc_id"] == "sec"]
     unlabeled = [Document(c.page_content, metadata={**c.metadata, "sensitivity": None}) for c in secret_children]
     for leak in (secret_children, unlabeled):  # the child says nothing, the parent is RESTRICTED: still dropped
-        hits = ParentChildRetriever(_Leaky(docs=leak + children[:1]), store, parent_k=5).invoke("手順")
+        hits = ParentChildRetriever(_Leaky(docs=leak + children[:1]), store, k=5).invoke("手順")
         assert [h.metadata["doc_id"] for h in hits] == ["pub"]
     assert BM25Retriever.from_documents(children).invoke("機密") == []  # BM25 never indexes RESTRICTED children
     store.close()
@@ -284,7 +285,7 @@ def test_filter_reaches_the_child_retriever(tmp_path):
 
 async def test_async_matches_sync(tmp_path):
     store, parents, children = _store(tmp_path, [_doc(f"d{n}", f"文書{n}の内容。" * 8) for n in range(3)])
-    retriever = ParentChildRetriever(BM25Retriever.from_documents(children), store, parent_k=2)
+    retriever = ParentChildRetriever(BM25Retriever.from_documents(children), store, k=2)
     assert [d.id for d in await retriever.ainvoke("内容")] == [d.id for d in retriever.invoke("内容")]
     store.close()
 
@@ -292,10 +293,10 @@ async def test_async_matches_sync(tmp_path):
 def test_bad_counts_and_store_are_refused(tmp_path):
     child = BM25Retriever.from_documents([Document("x", metadata={"chunk_id": "x"})])
     with ChunkStore(tmp_path / "c.sqlite") as store:
-        with pytest.raises(ValueError, match="child_k"):
-            ParentChildRetriever(child, store, child_k=0)
-        with pytest.raises(ValueError, match="parent_k"):
-            ParentChildRetriever(child, store, parent_k=0)
+        with pytest.raises(ValueError, match="fetch_k must be an int >= 1"):
+            ParentChildRetriever(child, store, fetch_k=0)
+        with pytest.raises(ValueError, match="k must be an int >= 1"):
+            ParentChildRetriever(child, store, k=0)
     with pytest.raises(ValueError, match="get_parents"):
         ParentChildRetriever(child, {"a": 1})
 
@@ -403,6 +404,73 @@ def test_parent_child_mode_over_auto_returns_parents(tmp_path):
     assert [h.page_content for h in search(retriever, "台風", k=2)] == ["# 台風\n\n台風は秋に来る。"]
 
 
+@pytest.mark.parametrize("embedding", ["none", "hashing"])
+def test_auto_over_a_parent_child_store_returns_distinct_parents(embedding, tmp_path):
+    """Regression (issue 27 §2): ``auto`` — the default of open_retriever and ``ragspine search`` — over a store
+    ingested with ``--chunker parent_child`` returned the children, several of one parent; it returns the store's
+    distinct parents now (the store records its chunker), and another mode named explicitly still gets children."""
+    corpus, store_dir = _corpus(tmp_path), tmp_path / "store"
+    ingest(corpus, store_dir, chunker="parent_child", chunk_size=40, chunk_overlap=10, embedding=embedding,
+           mode="auto", progress=False)
+    retriever = open_retriever(store_dir, k=3)  # no mode: auto
+    assert isinstance(retriever.current, ParentChildRetriever) and retriever.current.k == 3
+    hits = search(retriever, "梅雨 六月の雨量", k=3)
+    assert hits[0].id == "rain#p0" and len(hits[0].metadata["child_ids"]) > 1
+    assert len({h.id for h in hits}) == len(hits) and all("#p" in h.id for h in hits)
+    assert [h.id for h in search(retriever, "梅雨 六月の雨量", k=1)] == ["rain#p0"]
+    explicit = "hybrid" if embedding == "hashing" else "bm25"
+    children = search(open_retriever(store_dir, mode=explicit, k=3), "梅雨 六月の雨量", k=3)
+    parent_ids = [c.metadata["parent_id"] for c in children]
+    assert all("#p" not in c.id for c in children) and len(set(parent_ids)) < len(parent_ids)  # children, as asked
+    assert not isinstance(open_retriever(store_dir, mode=explicit).current, ParentChildRetriever)
+    assert [h.id for h in search(open_retriever(store_dir, mode="parent_child", k=3), "梅雨 六月の雨量", k=3)] == [
+        h.id for h in hits]
+
+
+def test_ragspine_search_on_a_parent_child_store_returns_distinct_parents_without_a_mode(tmp_path, capsys):
+    corpus, store = _corpus(tmp_path), str(tmp_path / "store")
+    assert main(["ingest", str(corpus), "--store", store, "--chunker", "parent_child", "--chunk-size", "40",
+                 "--chunk-overlap", "10", "--mode", "bm25"]) == 0
+    capsys.readouterr()
+    assert main(["search", "梅雨 六月の雨量", "--store", store, "--json", "-k", "3"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.strip()]
+    assert rows[0]["chunk_id"] == "rain#p0" and len({r["chunk_id"] for r in rows}) == len(rows)
+    assert all("#p" in r["chunk_id"] for r in rows)
+    raw = (corpus / "rain.md").read_text("utf-8")
+    assert raw[rows[0]["start_index"] : rows[0]["end_index"]] == rows[0]["text"]
+    assert main(["search", "梅雨 六月の雨量", "--store", store, "--json", "-k", "3", "--mode", "bm25"]) == 0
+    children = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.strip()]
+    assert [r["chunk_id"] for r in children] != [r["chunk_id"] for r in rows]  # an explicit mode: the children
+    assert all("#p" not in r["chunk_id"] for r in children)
+
+
+def test_auto_over_another_store_is_unchanged(tmp_path):
+    corpus, store_dir = _corpus(tmp_path), tmp_path / "store"
+    ingest(corpus, store_dir, chunker="layout", mode="bm25", progress=False)
+    assert isinstance(open_retriever(store_dir).current, BM25Retriever)
+
+
+def test_parent_child_on_postgresql_is_refused_before_the_store_is_touched(tmp_path, monkeypatch):
+    """No PostgreSQL store keeps parents: ``--chunker parent_child`` into one is refused by name before any file is
+    read or the server is reached (port 9 here: connecting would be a different error)."""
+    url = "postgresql://nobody@127.0.0.1:9/none"
+    with pytest.raises(ValueError, match="chunker 'parent_child' is not supported on a PostgreSQL store"):
+        ingest(tmp_path / "no-such-corpus", url, chunker="parent_child", mode="bm25")
+    monkeypatch.setenv("RAGSPINE_CHUNKER", "parent_child")
+    with pytest.raises(ValueError, match="chunker 'parent_child' is not supported on a PostgreSQL store"):
+        ingest(tmp_path / "no-such-corpus", url, mode="bm25")
+
+
+def test_a_postgresql_store_searches_children_in_auto_and_refuses_the_parent_mode(tmp_path, pg_url):
+    corpus = _corpus(tmp_path)
+    ingest(corpus, pg_url, mode="bm25", progress=False)
+    hits = search(open_retriever(pg_url, k=3), "施行は四月", k=3)
+    assert hits and hits[0].metadata["doc_id"] == "law"
+    with pytest.raises(ValueError, match=r"mode 'parent_child' needs a store directory ingested with --chunker "
+                                         r"parent_child .*a PostgreSQL store"):
+        open_retriever(pg_url, mode="parent_child")
+
+
 @pytest.mark.parametrize("name", CHUNKERS)
 def test_cli_ingest_with_every_chunker_then_search(name, tmp_path, capsys):
     corpus, store = _corpus(tmp_path), str(tmp_path / "store")
@@ -446,5 +514,7 @@ def test_the_chunking_doc_python_blocks_run(monkeypatch, capsys):
     for block in blocks:
         exec(compile(block, "docs/chunking.md", "exec"), namespace)
     printed = capsys.readouterr().out.splitlines()
-    assert 1 <= len(printed) <= 3 and all("#" in line for line in printed)  # a locator per parent
+    assert 2 <= len(printed) <= 6 and all("#" in line for line in printed)  # a locator per parent, k=3 per block
     namespace["store"].close()
+    drop_in = namespace["retriever"]  # the ParentDocumentRetriever-style block ran last
+    assert isinstance(drop_in, ParentChildRetriever) and drop_in.vectorstore is not None

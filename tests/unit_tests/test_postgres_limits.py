@@ -1,7 +1,8 @@
 """No search of a PostgreSQL store holds a pooled connection for long (issue 25, section 6): a very long BM25 query,
-a 100,000-value ``in`` list, a filter nested 2,000 levels deep and the trial's wide filters (30,000-part ``$or`` /
-``$and``, 50,000 fields, six 9,999-value lists) are refused with the file store's ``ValueError`` before a connection
-is taken; the largest filters the limits allow fit one statement (PostgreSQL's 65,535 parameters) and are planned
+a 100,000-value ``in`` list, a filter nested 2,000 levels deep, a filter of more than a million characters and the
+trial's wide filters (30,000-part ``$or`` / ``$and``, 50,000 fields, six 9,999-value lists) are refused with the
+file store's ``ValueError`` before a connection is taken; a call compiles its filter and its SQL once, and filters
+at the limits mean what small ones do; the largest filters the limits allow fit one statement (PostgreSQL's 65,535 parameters) and are planned
 as subplans, not as thousands of joins; every search runs under a statement timeout (``RAGSPINE_PG_STATEMENT_TIMEOUT``, or a
 retriever's ``statement_timeout``) set for its own transaction only; the query is tokenized or embedded before the
 connection is taken.
@@ -26,6 +27,7 @@ from langchain_ragspine.backends.postgres.chunk_store import get_pool
 from langchain_ragspine.embeddings import HashingEmbeddings
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.filters import (
+    MAX_FILTER_CHARS,
     MAX_FILTER_DEPTH,
     MAX_FILTER_NODES,
     MAX_FILTER_VALUES,
@@ -34,6 +36,7 @@ from langchain_ragspine.filters import (
 )
 from langchain_ragspine.filters.sql import SEMI_JOIN_LIMIT, filter_sql
 from langchain_ragspine.postgres import add_documents
+from langchain_ragspine.retrievers import HybridRetriever
 from langchain_ragspine.retrievers import postgres as pg_retrievers
 from langchain_ragspine.retrievers.bm25 import MAX_QUERY_CHARS
 from langchain_ragspine.retrievers.postgres import PostgresBM25Retriever, PostgresDenseRetriever
@@ -124,10 +127,11 @@ def _nodes(flt: Any) -> int:
 
 
 def _largest_filters() -> dict[str, dict[str, Any]]:
-    """Filters at the limits that need the most parameters per node: ``in`` lists meeting all four stored kinds
-    (one array each) as many as the values allow, the rest equalities with two forms, under a ``$not`` (a negated
-    test also checks that the field is there: one parameter more); and 10,000 fields ANDed (the planner's worst)."""
-    lists = MAX_FILTER_VALUES // 3
+    """Filters at the limits: ``in`` lists meeting all four stored kinds (one array each), half the nodes, the rest
+    equalities with two forms, under a ``$not`` (a negated test also checks that the field is there: one parameter
+    more; the SQL folds them into one ``in``, as the evaluator does); and MAX_FILTER_NODES fields ANDed (the
+    planner's worst)."""
+    lists = min(MAX_FILTER_VALUES // 3, MAX_FILTER_NODES // 2)
     parts: list[dict[str, Any]] = [{"n": [True, 100 + i, "2024-01-01"]} for i in range(lists)]
     parts += [{"n": str(3 + i)} for i in range(MAX_FILTER_NODES - 2 - lists)]  # n = 3, 4, 5 … : d3-d5 left out
     return {"negated lists": {"$not": {"$or": parts}}, "fields": {f"f{i}": str(i) for i in range(MAX_FILTER_NODES)}}
@@ -234,3 +238,81 @@ def test_the_query_is_embedded_before_a_connection_is_taken(store) -> None:
     before = _requests(store)
     assert len(dense.invoke("rainy season")) == 2
     assert watching.at == [before] and _requests(store) == before + 1  # one connection, taken after embedding
+
+
+# -- filters just under the limits (issue 25, section 6: limits; the file store's side is test_filter_limits.py) ---
+def test_a_filter_over_the_character_limit_is_refused_before_a_connection_is_taken(store: str) -> None:
+    """Regression: a ``nin`` of 9,999 strings of 10,000 characters (100 MB, shipped with every statement) took 77 s
+    per hybrid search; nothing bounded a filter's characters."""
+    vectors = PostgresVectorStore(store, embedding=EMB)
+    over = {"lang": {"nin": [f"v{i:04d}" * 2_000 for i in range(MAX_FILTER_CHARS // 10_000 + 1)]}}
+    limit = re.escape(f"more than {MAX_FILTER_CHARS} characters in its strings (filters.MAX_FILTER_CHARS")
+    hybrid = HybridRetriever(retrievers=_retrievers(store))
+    calls = [*(lambda f, r=r: r.invoke("rainy season", filter=f) for r in [*_retrievers(store), hybrid]),
+             lambda f: vectors.similarity_search("rainy season", k=2, filter=f)]
+    for call in calls:
+        before = _requests(store)
+        with pytest.raises(ValueError, match=limit):
+            call(over)
+        assert _requests(store) == before
+    under = {"lang": {"nin": [f"v{i:04d}" * 2_000 for i in range(MAX_FILTER_CHARS // 10_000 - 1)]}}
+    assert len(hybrid.invoke("rainy season", filter=under)) == 4  # the hybrid's default k
+
+
+class _Counts:
+    """Field conditions compiled (``filters._compile_condition``) and turned into SQL (``sql._condition_test``)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from langchain_ragspine import filters
+        from langchain_ragspine.filters import sql
+
+        self.compiled = self.sql = 0
+        real_compile, real_sql = filters._compile_condition, sql._condition_test
+
+        def compile_(*args: Any) -> Any:
+            self.compiled += 1
+            return real_compile(*args)
+
+        def sql_(*args: Any) -> Any:
+            self.sql += 1
+            return real_sql(*args)
+
+        monkeypatch.setattr(filters, "_compile_condition", compile_)
+        monkeypatch.setattr(sql, "_condition_test", sql_)
+
+
+def test_a_hybrid_call_compiles_its_filter_and_its_sql_once(store: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Regression: a PostgreSQL hybrid call compiled its filter 5 times and built its SQL twice (once per channel);
+    now once each, whatever the number of channels."""
+    from langchain_ragspine.indexing import open_retriever
+
+    hybrid = open_retriever(store, mode="hybrid", embedding=EMB, k=6)
+    counts = _Counts(monkeypatch)
+    docs = hybrid.invoke("rainy season", filter={"lang": "en", "n": {"gte": 2}})
+    assert sorted(d.metadata["n"] for d in docs) == [3, 5]
+    assert (counts.compiled, counts.sql) == (2, 2)
+
+
+def test_big_filters_give_the_chunks_of_the_small_ones(store: str) -> None:
+    """The equalities of one field folded into one ``= ANY`` test (``ne`` / ``nin`` under an ``$and``) and filters
+    at the node limit mean what the small filters do, as in the evaluator."""
+    m = (MAX_FILTER_NODES - 1) // 2
+    cases = [
+        ({"$and": [{"n": {"ne": i}} for i in range(100, 100 + m - 1)] + [{"n": {"ne": 3}}]}, {"n": {"ne": 3}}),
+        ({"$or": [{"n": i} for i in range(100, 100 + MAX_FILTER_NODES - 3)] + [{"n": 2}, {"lang": "ja"}]},
+         {"$or": [{"n": 2}, {"lang": "ja"}]}),
+        ({"n": {"nin": [*range(100, 5_100), 1, 4]}}, {"n": {"nin": [1, 4]}}),
+        ({"$not": {"$or": [{"n": {"ne": 4}} for _ in range(m)]}}, {"n": 4}),
+        ({"lang": "en", **{f"f{i}": "x" for i in range(MAX_FILTER_NODES - 1)}}, {"lang": "none"}),
+        ({"$or": [{"$and": [{"n": i}, {"lang": "en" if i % 2 else "ja"}]} for i in range(300)]}, {"n": {"lte": 5}}),
+    ]
+    channels = [PostgresBM25Retriever(url=store, k=6), PostgresDenseRetriever(url=store, embedding=EMB, k=6)]
+    retrievers = [*channels, HybridRetriever(retrievers=channels, k=6)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnknownFilterFieldWarning)
+        for big, small in cases:
+            want = sorted(d.metadata["chunk_id"] for d in DOCS if matches(d.metadata, small))
+            assert sorted(d.metadata["chunk_id"] for d in DOCS if matches(d.metadata, big)) == want
+            for retriever in retrievers:
+                got = sorted(d.metadata["chunk_id"] for d in retriever.invoke("rainy season", filter=big))
+                assert got == want, (type(retriever).__name__, small)

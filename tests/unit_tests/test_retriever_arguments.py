@@ -202,7 +202,7 @@ def test_model_copy_refuses_an_update_key_that_is_not_a_field(i):
         ("weights", [1.0], ValueError, r"weights has 1 entries for 2"),
         ("alpha", 0.3, ValueError, r"give either weights or alpha, not both"),
         ("top_alpha", 0.5, ValueError, r"top_alpha is a two_stage parameter"),
-        ("c", -1, ValueError, r"c must be >= 0"),
+        ("c", -1, ValueError, r"c must be an int >= 0, got -1"),
         ("filter", {"year": {"regex": "x"}}, ValueError, r"regex"),
     ],
 )
@@ -257,7 +257,7 @@ def _unknown_argument_cases() -> list:
         (lambda: r.GlossaryRetriever(bm25, glossary=[["梅雨", "rain"]], max_query=2), r"'max_query'"),
         (lambda: r.MultiIndexRetriever({"a": bm25}, top_k=3), r"'top_k' \(did you mean 'k'\?\)"),
         (lambda: r.FilterExtractionRetriever(bm25, kk=3), r"'kk' \(did you mean 'k'"),
-        (lambda: r.ParentChildRetriever(bm25, chld_k=3), r"'chld_k' \(did you mean 'child_k'\?\)"),
+        (lambda: r.ParentChildRetriever(bm25, chld_k=3), r"'chld_k' \(did you mean 'fetch_k'"),
         (lambda: SecondStageRetriever(base_retriever=bm25, compressors=[LostInTheMiddleReorder()], top_k=2), r"'top_k' \(did you mean 'k'\?\)"),
     ]
 

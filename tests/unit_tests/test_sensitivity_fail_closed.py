@@ -141,3 +141,35 @@ def test_a_nested_label_is_restricted_exactly_when_a_string_in_it_is(label: Any)
         return [s for x in v for s in strings(x)]
 
     assert is_restricted_label(label) == any(is_restricted_label(s) for s in strings(label))
+
+
+@pytest.mark.parametrize("metadata", [
+    {"metadata": {"sensitivity": "RESTRICTED"}},  # LangChain's Document JSON shape, left by another loader
+    {"meta": {"Sensitivity": "restricted"}},
+    {"kwargs": {"metadata": {"sensitivity": ["INTERNAL", "RESTRICTED"]}}},  # dumpd(Document(...))
+    {"sections": [{"title": "a"}, {"sensitivity": "RЕSTRICTED"}]},  # in a list, a Cyrillic Е
+    {"a": {"b": {"c": {"d": {"sеnsitivity": "RESTRICTED"}}}}},  # a look-alike key, four levels down
+])
+def test_regression_a_label_key_nested_in_runtime_metadata_is_restricted(metadata: dict[str, Any]) -> None:
+    # trial 25c: RestrictedGate kept these foreign documents, so every wrapper and graph over such a retriever
+    # returned them, traced them and put them into the prompt
+    assert is_restricted(metadata)
+    docs = [Document("secret", metadata=metadata), Document("public", metadata={"meta": {"sensitivity": "public"}})]
+    assert [d.page_content for d in RestrictedGate().compress_documents(docs, "q")] == ["public"]
+
+
+def test_nested_metadata_without_a_restricted_label_is_not_restricted() -> None:
+    assert not is_restricted({"metadata": {"sensitivity": "INTERNAL"}, "scores": {"bm25": 1.0, "vector": None}})
+    assert not is_restricted({"meta": {"note": "RESTRICTED"}})  # a value under another key is not a label
+
+
+def test_nested_metadata_deeper_than_the_limit_fails_closed() -> None:
+    deep: dict[str, Any] = {}
+    node = deep
+    for _ in range(40):
+        node["x"] = {}
+        node = node["x"]
+    assert is_restricted(deep)
+    cyclic: dict[str, Any] = {}
+    cyclic["self"] = cyclic
+    assert is_restricted(cyclic)

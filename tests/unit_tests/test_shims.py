@@ -1,4 +1,4 @@
-"""The old import paths of modules that issue 26 moved (plan26 §1.2) keep working for one release.
+"""The old import paths of modules that issue 26 moved (docs/dev/plan-issue-26.md, S02) keep working for one release.
 
 Each old module is a shim: it re-exports exactly the public names of the module that replaced it (its ``__all__``
 equals them), as the same objects, and warns about nothing yet (the ``DeprecationWarning`` comes with step R2).  No

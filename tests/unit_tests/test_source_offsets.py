@@ -122,8 +122,12 @@ def test_resolve_source_locator_errors(tmp_path: Path) -> None:
         resolve_source_locator("missing.md#0-1", tmp_path)
     with pytest.raises(LoaderError, match="'text'"):
         resolve_source_locator("c.jsonl:2#0-1", tmp_path)
-    with pytest.raises(LoaderError, match="no line 9"):
+    with pytest.raises(LoaderError, match=r"no line 9 \(the file has 2\)"):  # trial 25c: it said 3
         resolve_source_locator("c.jsonl:9#0-1", tmp_path)
+    with pytest.raises(LoaderError, match=r"no line 3 \(the file has 2\)"):
+        resolve_source_locator("c.jsonl:3#0-1", tmp_path)
+    with pytest.raises(ValueError, match="line numbers of a JSONL file start at 1, got 0"):  # trial 25c: a raw
+        resolve_source_locator("c.jsonl:0#0-1", tmp_path)  # FileNotFoundError for 'c.jsonl:0'
 
 
 def test_splitter_applies_body_offset_and_checks_it() -> None:

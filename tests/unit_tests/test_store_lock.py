@@ -146,8 +146,10 @@ def test_the_lock_is_exclusive_reentrant_and_names_its_holder(tmp_path: Path) ->
 
 
 _FORKING_HOLDER = """
-import os, sys
+import os, sys, time
 from pathlib import Path
+if len(sys.argv) > 2:  # a child slow to take its first step: its first at-fork hook (run before the lock's) sleeps
+    os.register_at_fork(after_in_child=lambda: time.sleep(float(sys.argv[2])))
 from langchain_ragspine.backends.directory.lock import writer_lock
 with writer_lock(Path(sys.argv[1])):
     if os.fork() == 0:  # a worker: lives on until the test writes a line on its stdin
@@ -176,6 +178,68 @@ def test_a_worker_forked_by_the_holder_does_not_keep_the_lock_after_it_dies(tmp_
             pass
     finally:
         holder.communicate("bye\n", timeout=DONE_S)  # the worker shares the holder's stdin: let it go
+
+
+@pytest.mark.subprocess
+@POSIX_ONLY
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_the_fork_returns_only_once_the_worker_has_let_go_of_the_lock(tmp_path: Path) -> None:
+    """Regression (the test above failed about 2 runs in 8 on a loaded machine): the worker closed its copy of the
+    lock in an at-fork hook, but the holder did not wait for that — killed right after the fork, it left the lock
+    held by a worker not yet scheduled, for as long as that took.  Here the worker's first step takes 2 s (an
+    earlier at-fork hook sleeps; the sleep only widens the window, nothing is timed): the holder's ``os.fork`` now
+    returns only after the worker closed it, so the lock is free the moment the holder is gone."""
+    store = tmp_path / "store"
+    store.mkdir()
+    holder = subprocess.Popen([sys.executable, "-c", _FORKING_HOLDER, str(store), "2"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True, env=child_env())
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "FORKED"
+        assert holder.wait(timeout=DONE_S) == 0
+        assert writer_pid(store) is None
+        with writer_lock(store, timeout=0):
+            pass
+    finally:
+        holder.communicate("bye\n", timeout=DONE_S)
+
+
+@pytest.mark.subprocess
+def test_a_thread_forking_while_another_holds_the_lock_gets_a_child_without_it(tmp_path: Path) -> None:
+    """The at-fork hooks take the registry's guard: a fork while another thread holds the lock still closes the
+    child's copy, and the holder's lock is untouched."""
+    if not hasattr(os, "fork"):
+        pytest.skip("needs os.fork")
+    store = tmp_path / "store"
+    taken, done = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with writer_lock(store):
+            taken.set()
+            done.wait(DONE_S)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert taken.wait(DONE_S)
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: it must not hold the lock (a test of the lock from here sees it held by the parent)
+            os.close(read_end)
+            os.write(write_end, b"free" if writer_pid(store) == os.getppid() else b"HELD")
+            os._exit(0)
+        os.close(write_end)
+        with os.fdopen(read_end, "rb") as said:
+            assert said.read() == b"free"
+        assert os.waitpid(pid, 0)[1] == 0
+        assert writer_pid(store) == os.getpid()  # the parent still holds it
+        with pytest.raises(StoreBusyError):
+            with writer_lock(store, timeout=0):
+                pass
+    finally:
+        done.set()
+        holder.join(DONE_S)
+    with writer_lock(store, timeout=0):
+        pass
 
 
 @pytest.mark.parametrize("bad", [-1, float("nan"), float("inf")])

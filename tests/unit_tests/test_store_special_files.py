@@ -169,3 +169,58 @@ def test_the_one_check(tmp_path: Path, kind: str) -> None:
     assert check_regular(tmp_path / "g")
     with open_regular(tmp_path / "g") as f:
         assert f.read() == b"x"
+
+
+# -- the writer lock: .ragspine.lock ------------------------------------------------------------------------------
+def _dangling(path: Path) -> None:
+    path.symlink_to(path.with_name("elsewhere") / "lock")
+
+
+def _socket(path: Path) -> None:
+    import socket
+
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(path))
+
+
+LOCK_KINDS: dict[str, Callable[[Path], None]] = {**KINDS, "dangling-symlink": _dangling, "socket": _socket}
+LOCK_WHAT = {"fifo": "a FIFO", "folder": "a folder", "symlink-to-dev-zero": "a symbolic link",
+             "dangling-symlink": "a symbolic link", "socket": "a socket"}
+
+
+@pytest.mark.parametrize("kind", list(LOCK_KINDS))
+def test_a_lock_file_that_is_not_a_regular_file_is_refused_naming_it(store, kind: str, capsys) -> None:
+    """Regression: ``.ragspine.lock`` as a FIFO made every writer fail with a bare ``Invalid argument`` (and a
+    reader's test of the lock, ``writer_pid``, blocked on it forever); a symlink to nothing made the writer create
+    the file it points to, outside the store."""
+    from langchain_ragspine.backends.directory.lock import LOCK_FILE, writer_lock, writer_pid
+    from langchain_ragspine.cli import main
+    from langchain_ragspine.embeddings import HashingEmbeddings
+    from langchain_ragspine.vectorstores import RagSpineVectorStore
+
+    corpus, root = store
+    lock = root / LOCK_FILE
+    lock.unlink()
+    LOCK_KINDS[kind](lock)
+    before = sorted(p.name for p in root.iterdir())
+    vectors = RagSpineVectorStore(root, HashingEmbeddings(64))
+    for write in (lambda: ingest(corpus, root, progress=False, mode="bm25"),
+                  lambda: writer_lock(root).__enter__(),
+                  lambda: vectors.add_texts(["new"], ids=["n"])):
+        with pytest.raises(StoreError) as caught:
+            _returns(write)
+        message = str(caught.value)
+        assert str(lock) in message and f"not a regular file: {LOCK_WHAT[kind]}" in message, message
+        assert "remove it" in message and "Invalid argument" not in message, message
+    assert [d.id for d in vectors.similarity_search("ranking", k=1)] == ["a#0"]  # its searches work
+    vectors.close()
+    assert _returns(lambda: main(["ingest", str(corpus), "--store", str(root), "--mode", "bm25"])) == 2
+    err = capsys.readouterr().err
+    assert f"ragspine: error: {lock}: not a regular file" in err and "Traceback" not in err, err
+    assert sorted(p.name for p in root.iterdir()) == before  # nothing written, nothing created
+    assert not (root / "elsewhere").exists()
+    assert _returns(lambda: writer_pid(root)) is None  # no writer can hold such a lock; never blocks
+    assert _search(root) == (["a#0"], [])  # readers never needed the lock
+    (lock.unlink if kind != "folder" else lock.rmdir)()
+    assert _returns(lambda: ingest(corpus, root, progress=False, mode="bm25")).unchanged == 2  # removed: works again
+    assert stat.S_ISREG(os.lstat(lock).st_mode)

@@ -390,9 +390,9 @@ _TRICKY = _ATOMS + ["\u0600", "\u1100", "\u1161", "\u11a8", "🇺", "\r", "\u200
 @given(text=st.lists(st.sampled_from(_TRICKY), max_size=40).map("".join))
 def test_property_grapheme_boundaries_match_full_segmentation(text):
     # the splitter segments only the stretches around non-"simple" characters; it must agree with \X everywhere
-    from langchain_ragspine.text_splitters.paragraph import _Graphemes
+    from langchain_ragspine.text.graphemes import Graphemes
 
-    g = _Graphemes(text)
+    g = Graphemes(text)
     bounds = _grapheme_bounds(text)
     assert [i for i in range(len(text) + 1) if g.at(i)] == sorted(bounds)
 

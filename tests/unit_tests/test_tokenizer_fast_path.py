@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from langchain_ragspine.text import CJK_CHAR_CLASS, CJK_CHAR_RE, normalize
+from langchain_ragspine.text.english import english_term
 from langchain_ragspine.tokenizers import (
     auto_tokenize,
     cjk_tokenize,
@@ -26,7 +27,7 @@ from langchain_ragspine.tokenizers import (
 _TOKEN_RE = re.compile(rf"(?P<cjk>[{CJK_CHAR_CLASS}]+)|(?P<word>[^\W_{CJK_CHAR_CLASS}]+)")
 
 
-def _grams_reference(text: str) -> tuple[list[str], bool]:
+def _grams_reference(text: str, english: bool = False) -> tuple[list[str], bool]:
     out: list[str] = []
     has_cjk = False
     for m in _TOKEN_RE.finditer(text):
@@ -35,8 +36,10 @@ def _grams_reference(text: str) -> tuple[list[str], bool]:
             has_cjk = True
             out.extend(run)
             out.extend(run[i : i + 2] for i in range(len(run) - 1))
-        else:
+        elif not english:
             out.append(m.group("word"))
+        elif term := english_term(m.group("word")):  # the English analysis touches words only
+            out.append(term)
     return out, has_cjk
 
 
@@ -44,10 +47,10 @@ def _node_surfaces(text: str) -> list[str]:
     return [w.surface for w in fugashi_tagger()(text)]
 
 
-def _auto_reference(text: str, fold: bool = True) -> list[str]:
+def _auto_reference(text: str, fold: bool = True, english: bool = False) -> list[str]:
     norm = normalize(text).lower()
     grams = fold_to_simplified(norm) if fold else norm
-    out, has_cjk = _grams_reference(grams)
+    out, has_cjk = _grams_reference(grams, english)
     if has_cjk:
         morphemes = [s for s in _node_surfaces(norm) if CJK_CHAR_RE.search(s)]
         out.extend([fold_to_simplified(m) for m in morphemes] if fold else morphemes)
@@ -76,9 +79,13 @@ def test_mecab_surfaces_equal_the_node_surfaces(text: str) -> None:
 @settings(max_examples=300, deadline=None)
 @given(_TEXT)
 def test_auto_and_cjk_tokens_are_unchanged(text: str) -> None:
-    assert auto_tokenize(text) == _auto_reference(text)
-    assert auto_tokenize(text, fold_scripts=False) == _auto_reference(text, fold=False)
-    assert cjk_tokenize(text) == _grams_reference(fold_to_simplified(normalize(text).lower()))[0]
+    # without English analysis: the tokens of before, byte for byte; with it, the same with each word analysed
+    assert auto_tokenize(text, stem_english=False) == _auto_reference(text)
+    assert auto_tokenize(text) == _auto_reference(text, english=True)
+    assert auto_tokenize(text, fold_scripts=False, stem_english=False) == _auto_reference(text, fold=False)
+    folded = fold_to_simplified(normalize(text).lower())
+    assert cjk_tokenize(text, stem_english=False) == _grams_reference(folded)[0]
+    assert cjk_tokenize(text) == _grams_reference(folded, english=True)[0]
     symbol = lambda s: all(unicodedata.category(ch)[0] in "PSZC" for ch in s)  # noqa: E731
     assert fugashi_tokenize(text, fold_scripts=False) == [
         s for s in _node_surfaces(normalize(text).lower()) if s and not symbol(s)
@@ -93,5 +100,6 @@ def test_separator_and_nul_take_the_node_path() -> None:
 def test_real_sentences() -> None:
     text = "日本で梅雨がないのは北海道と小笠原諸島。北京是中华人民共和国的首都，關聯式資料庫 RAG-Fusion 2024年"
     assert mecab_surfaces(text) == _node_surfaces(text)
-    assert auto_tokenize(text) == _auto_reference(text)
+    assert auto_tokenize(text, stem_english=False) == _auto_reference(text)
+    assert auto_tokenize(text) == _auto_reference(text, english=True)
     assert "北海道" in auto_tokenize(text) and "小笠原" in auto_tokenize(text)

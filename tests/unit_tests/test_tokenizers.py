@@ -25,7 +25,8 @@ def test_cjk_covers_kana_hangul_and_width_folding():
 
 
 def test_cjk_single_char_run_has_no_bigram():
-    assert cjk_tokenize("猫 and dog") == ["猫", "and", "dog"]
+    assert cjk_tokenize("猫 and dog", stem_english=False) == ["猫", "and", "dog"]
+    assert cjk_tokenize("猫 and dogs") == ["猫", "dog"]  # English analysis: "and" is a stop word, "dogs" → "dog"
 
 
 def test_fugashi_segments_japanese_and_drops_punctuation():
@@ -44,7 +45,8 @@ def test_auto_is_cjk_tokens_plus_cjk_morphemes():
 
 def test_auto_on_english_equals_cjk():
     text = "Reciprocal Rank Fusion, k=60."
-    assert auto_tokenize(text) == cjk_tokenize(text) == ["reciprocal", "rank", "fusion", "k", "60"]
+    assert auto_tokenize(text) == cjk_tokenize(text) == ["reciproc", "rank", "fusion", "k", "60"]
+    assert auto_tokenize(text, stem_english=False) == ["reciprocal", "rank", "fusion", "k", "60"]
 
 
 def test_whitespace():

@@ -160,7 +160,7 @@ def _parent_child(foreign: BaseRetriever, tmp_path: Path) -> BaseRetriever:
         vectors = InMemoryVectorStore(HashingEmbeddings(64))
         vectors.add_documents([*secret_children, *public_children])
         foreign = vectors.as_retriever(search_kwargs={"k": 20})
-    return ParentChildRetriever(foreign, store, child_k=10, parent_k=2)
+    return ParentChildRetriever(foreign, store, fetch_k=10, k=2)
 
 
 def _llm() -> SpyChatModel:

@@ -27,6 +27,10 @@ file open its inode is not freed, so the new file cannot reuse it: another ident
   path is therefore also compared by modification time, change time and size: when any changed (an in-place
   copy; a checkpoint of the store's own writes, now and then) the file is opened again, and the state read from
   the new connection;
+* a store in a folder this process cannot write is read through a *snapshot* connection
+  (:func:`~langchain_ragspine.backends.directory._sqlite.connect_read_only`), which sees no later commit: it is
+  opened again whenever the ``-wal`` file (inode, modification time, size) or the presence of the ``-shm`` file
+  changes — a writer allowed to write there creates them before its first commit;
 * :meth:`FollowedChunkStore.holds` tells a writer whether the file its write committed to is still the one at the
   path (the store can be replaced between the check and the commit): when not, it writes again, to the new one.
 
@@ -42,6 +46,7 @@ import weakref
 from pathlib import Path
 from typing import NamedTuple
 
+from langchain_ragspine.backends.directory._sqlite import wal_stat
 from langchain_ragspine.backends.directory.chunk_store import ChunkStore
 from langchain_ragspine.errors import StoreError
 
@@ -114,6 +119,9 @@ class FollowedChunkStore:
         self._lock = threading.Lock()
         self._store: ChunkStore | None = None
         self._stat: FileStat | None = None
+        # for a snapshot connection (a folder this process cannot write: SQLiteFile.snapshot), the WAL files' stat
+        # when it was opened: a writer opening or committing changes it, and the store is opened again
+        self._wal: object = None
         # the file each connection this follower opened is on (a reopen of the same file, after a checkpoint
         # changed its stat, leaves a write on the previous connection in the store at the path)
         self._opened_on: weakref.WeakKeyDictionary[ChunkStore, FileIdentity] = weakref.WeakKeyDictionary()
@@ -151,9 +159,13 @@ class FollowedChunkStore:
         with self._lock:
             if self._closed:
                 raise StoreError("chunk store is closed", path=self.path)
-            if self._store is None or self._stat is None or now != self._stat:
+            snapshot = self._store is not None and self._store.snapshot
+            if self._store is None or self._stat is None or now != self._stat or (
+                    snapshot and wal_stat(self.path) != self._wal):
                 # the old connection is not closed: a call of another thread may still be reading it
+                wal = wal_stat(self.path)  # before the open: a change during it opens again next time
                 self._store, self._stat = self._open()
+                self._wal = wal if self._store.snapshot else None
                 self._opened_on[self._store] = (self._stat[0], self._stat[1])
             return self._store, (self._stat[0], self._stat[1])
 

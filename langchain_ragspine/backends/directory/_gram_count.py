@@ -13,7 +13,8 @@ within a document is free, the saved index is the same bit for bit) — without 
   Traditional→Simplified with the tokenizers' own table when the tokenizer folds);
 * every CJK character present is given a rank, so a unigram is the integer ``r1 * (R + 1)`` and a bigram
   ``r1 * (R + 1) + r2`` (``R`` distinct CJK characters in the batch): no strings;
-* the other terms — Latin words, and the MeCab morphemes of ``auto`` other than one or two CJK characters — are
+* the other terms — Latin words (their English stems, stop words dropped, for ``cjk`` and ``auto``:
+  :func:`~langchain_ragspine.text.english.english_terms`), and the MeCab morphemes of ``auto`` other than one or two CJK characters — are
   strings as before, numbered with a dictionary; a morpheme of one or two CJK characters gets the integer of the
   unigram / bigram it equals, as its string would;
 * each token's position in the tokenizer's output (the order :func:`~langchain_ragspine.tokenizers.auto_tokenize`
@@ -37,6 +38,7 @@ import numpy as np
 
 from langchain_ragspine import tokenizers
 from langchain_ragspine.text import CJK_CHAR_RE, normalize
+from langchain_ragspine.text.english import english_terms
 from langchain_ragspine.tokenizers import (
     _fold_table,
     _fold_tokens,
@@ -48,12 +50,15 @@ from langchain_ragspine.tokenizers import (
 if TYPE_CHECKING:
     from langchain_ragspine.backends.directory.bm25_parallel import CountedBatch
 
-#: The tokenizers :func:`count_gram_batch` counts: name → (MeCab morphemes added, Traditional→Simplified fold).
-GRAM_TOKENIZERS: dict[str, tuple[bool, bool]] = {
-    "cjk": (False, True),
-    "cjk-nofold": (False, False),
-    "auto": (True, True),
-    "auto-nofold": (True, False),
+#: The tokenizers :func:`count_gram_batch` counts: name → (MeCab morphemes added, Traditional→Simplified fold,
+#: English analysis of the words).
+GRAM_TOKENIZERS: dict[str, tuple[bool, bool, bool]] = {
+    "cjk": (False, True, True),
+    "cjk-nostem": (False, True, False),
+    "cjk-nofold": (False, False, False),
+    "auto": (True, True, True),
+    "auto-nostem": (True, True, False),
+    "auto-nofold": (True, False, False),
 }
 
 # The words of ``tokenizers._TOKEN_RE`` (its second group): a match of the first group is a run of CJK characters.
@@ -102,7 +107,7 @@ def count_gram_batch(tokenizer: str, texts: Sequence[str]) -> CountedBatch | Non
     Raises:
         KeyError: ``tokenizer`` is not in :data:`GRAM_TOKENIZERS`.
     """
-    with_morphemes, fold = GRAM_TOKENIZERS[tokenizer]
+    with_morphemes, fold, english = GRAM_TOKENIZERS[tokenizer]
     n_docs = len(texts)
     if not n_docs:
         return _counted([], np.zeros(0, _I64), np.zeros(0, _I64), np.zeros(0, _I64), np.zeros(0, _I64))
@@ -134,10 +139,17 @@ def count_gram_batch(tokenizer: str, texts: Sequence[str]) -> CountedBatch | Non
     vocab: dict[str, int] = {}
     number = _numberer(vocab)
     word_pos: list[int] = []
-    word_id: list[int] = []
+    words: list[str] = []
     for m in _WORD_RE.finditer(joined):
         word_pos.append(m.start())
-        word_id.append(number(m.group()))
+        words.append(m.group())
+    if english:  # each word its stem, stop words dropped (one cache look-up per word)
+        words = english_terms(words)
+        if "" in words:
+            kept = [i for i, w in enumerate(words) if w]
+            word_pos = [word_pos[i] for i in kept]
+            words = [words[i] for i in kept]
+    word_id = list(map(number, words))
     words_at = np.asarray(word_pos, dtype=_I64)
     m_doc, m_key, m_index, m_count = _morphemes(
         norms, doc_of[run_start], fold, rank, base, vocab, n_docs, with_morphemes

@@ -27,10 +27,12 @@ from pathlib import Path
 
 from langchain_ragspine.errors import StoreError
 
-__all__ = ["check_regular", "open_regular"]
+__all__ = ["check_regular", "not_regular", "open_regular"]
 
 
 def _kind(mode: int) -> str:
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
     if stat.S_ISDIR(mode):
         return "a folder"
     if stat.S_ISFIFO(mode):
@@ -42,9 +44,19 @@ def _kind(mode: int) -> str:
     return "a special file"
 
 
+#: What to do about a store file that is not a regular file (the default remedy of :func:`not_regular`).
+_REMEDY = "remove it or ingest the store again"
+
+
+def not_regular(path: str | os.PathLike[str], mode: int, *, remedy: str = _REMEDY) -> StoreError:
+    """The :class:`~langchain_ragspine.errors.StoreError` for ``path``, which is there but, by its ``st_mode``, not a
+    regular file: ``"<path>: not a regular file: a FIFO (never read: it could block or never end); <remedy>"``."""
+    return StoreError(f"not a regular file: {_kind(mode)} (never read: it could block or never end); {remedy}",
+                      path=Path(path))
+
+
 def _refuse(path: Path, mode: int) -> StoreError:
-    return StoreError(f"not a regular file: {_kind(mode)} (never read: it could block or never end); remove it or "
-                      "ingest the store again", path=path)
+    return not_regular(path, mode)
 
 
 def check_regular(path: str | os.PathLike[str]) -> bool:

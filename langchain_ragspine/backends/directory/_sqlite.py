@@ -2,7 +2,8 @@
 
 One connection per object (``check_same_thread=False``, guarded by a re-entrant lock), autocommit mode with explicit
 ``BEGIN IMMEDIATE … COMMIT`` transactions rolled back on any exception, WAL journal with ``synchronous=NORMAL``
-for writers, ``mode=ro`` URIs for readers, and every ``sqlite3`` error re-raised as a :class:`StoreError` that names
+for writers, ``mode=ro`` URIs for readers (:func:`connect_read_only`: also in a folder this process cannot write, as
+a snapshot connection without SQLite's shared memory), and every ``sqlite3`` error re-raised as a :class:`StoreError` that names
 the file — a failed write of a writable file (``SQLITE_FULL``: the disk is full; ``SQLITE_IOERR``) as a
 :class:`~langchain_ragspine.errors.StoreWriteError` saying that SQLite rolled it back and nothing committed was lost
 (:func:`~langchain_ragspine.errors.write_errors`).  Subclasses set :attr:`SQLiteFile._what` (for messages) and
@@ -23,6 +24,7 @@ they trigger) are paid once per batch instead of once per write.
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 import threading
 import time
@@ -63,6 +65,115 @@ def check_sqlite_files(path: Path) -> None:
     """
     for companion in ("", *_COMPANIONS):
         check_regular(path.with_name(path.name + companion))
+
+
+def _probe(conn: sqlite3.Connection) -> None:
+    """Read the schema (what opens the file, and in WAL mode its ``-wal`` / ``-shm``, for real)."""
+    conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+
+
+def _needs_the_folder(error: sqlite3.Error) -> bool:
+    """Whether SQLite failed for want of a file it creates beside the database (``SQLITE_CANTOPEN``,
+    ``SQLITE_READONLY_DIRECTORY``, ``SQLITE_READONLY_CANTINIT``…), not because the file is damaged."""
+    code = getattr(error, "sqlite_errorcode", None)
+    return isinstance(code, int) and code & 0xFF in (sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY)
+
+
+def _cannot_create_in(folder: Path) -> str | None:
+    """Why no file can be created in ``folder`` now, as the end of a sentence, or ``None`` when nothing says so:
+    it is not writable for this process (``os.access``, which also sees a read-only mount), or its file system has
+    no free inode or block left (``statvfs``).  Writes nothing."""
+    if not os.access(folder, os.W_OK):
+        return f"its folder {folder} is read-only for this process"
+    with contextlib.suppress(OSError, AttributeError):
+        st = os.statvfs(folder)
+        if st.f_files > 0 and st.f_favail == 0:
+            return f"the file system of its folder {folder} has no free inode left"
+        if st.f_bavail == 0:
+            return f"the file system of its folder {folder} is full"
+    return None
+
+
+def connect_read_only(path: Path, *, what: str, timeout: float) -> tuple[sqlite3.Connection, bool]:
+    """A read-only connection to the SQLite file ``path`` (autocommit, ``check_same_thread=False``) and whether it
+    is a *snapshot* (see below); a folder this process cannot write is no obstacle::
+
+        conn, snapshot = connect_read_only(root / "chunks.sqlite", what="chunk store", timeout=5.0)
+
+    First the ordinary ``mode=ro`` URI.  A WAL database read that way needs its ``-shm`` (and ``-wal``) file, which
+    SQLite creates beside it when missing — impossible in a folder that is read-only for this process (a read-only
+    mount, a store owned by another user, ``chmod -R a-w``) or on a file system without a free inode or block:
+    SQLite says ``attempt to write a readonly database`` or ``unable to open database file``.  Then, and only when
+    the folder says why (:func:`_cannot_create_in`: ``os.access``, ``statvfs``; nothing is written to find out),
+    the file is opened without SQLite's shared memory, as https://www.sqlite.org/wal.html ("Read-Only Databases",
+    "Use of WAL Without Shared-Memory") describes: with ``immutable=1`` when there is no ``-wal`` file or it is
+    empty (the database file then holds every committed transaction), else (POSIX) through the ``unix-none`` VFS
+    in ``locking_mode=EXCLUSIVE``, which builds the WAL index in private memory and so reads the WAL's committed
+    transactions too.  Such a connection takes no lock and does not see later commits: it is a snapshot, and whoever
+    keeps it reopens it when :func:`wal_stat` changes (a writer allowed to write there creates the WAL files before
+    its first commit; an ordinary connection then opens).
+
+    Raises:
+        StoreError: naming ``path``: it cannot be opened at all (no permission to read it, damaged), or only by
+            creating a file beside it, which its folder does not allow (the message says why and what to do).
+    """
+    base = path.resolve().as_uri()
+    try:
+        conn = sqlite3.connect(base + "?mode=ro", uri=True, timeout=timeout, isolation_level=None,
+                               check_same_thread=False)
+    except sqlite3.Error as e:
+        raise StoreError(f"cannot open {what}: {e}", path=path) from e
+    try:
+        _probe(conn)
+        return conn, False
+    except sqlite3.Error as e:
+        conn.close()
+        first: sqlite3.Error = e
+    why = _cannot_create_in(path.parent) if _needs_the_folder(first) else None
+    if why is None:
+        raise StoreError(f"cannot read {what}: {first}", path=path) from first
+    wal = path.with_name(path.name + "-wal")
+    try:
+        empty_wal = not wal.exists() or wal.stat().st_size == 0
+    except OSError:
+        empty_wal = False
+    uri: str | None
+    pragma: str | None
+    if empty_wal:
+        uri, pragma = base + "?mode=ro&immutable=1", None
+    elif os.name == "posix":
+        uri, pragma = base + "?mode=ro&vfs=unix-none", "PRAGMA locking_mode = EXCLUSIVE"
+    else:  # pragma: no cover - not run here
+        uri = pragma = None
+    if uri is not None:
+        try:
+            conn = sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error:
+            pass
+        else:
+            try:
+                if pragma is not None:
+                    conn.execute(pragma)
+                _probe(conn)
+                return conn, True
+            except sqlite3.Error:
+                conn.close()
+    raise StoreError(
+        f"cannot read {what}: {why}, and SQLite needs to create {path.name}-shm there to read it ({first}); give "
+        "this user write permission on the folder (or free some space), or copy the store to a writable place",
+        path=path,
+    ) from first
+
+
+def wal_stat(path: Path) -> tuple[tuple[int, int, int] | None, bool]:
+    """``((st_ino, st_mtime_ns, st_size) of path-wal, or None; whether path-shm exists)``: what changes when a
+    writer opens the database or commits — the signal for a :meth:`SQLiteFile.snapshot` connection to reopen."""
+    try:
+        st = os.stat(path.with_name(path.name + "-wal"))
+        wal: tuple[int, int, int] | None = (st.st_ino, st.st_mtime_ns, st.st_size)
+    except OSError:
+        wal = None
+    return wal, os.path.lexists(path.with_name(path.name + "-shm"))
 
 
 def _undo(conn: sqlite3.Connection, *statements: str) -> bool:
@@ -122,6 +233,7 @@ class SQLiteFile(Closing):
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
         self._batch: _Batch | None = None
+        self._snapshot = False
         self._conn = self._connect(float(busy_timeout))
         try:
             self._ensure_schema()
@@ -135,21 +247,22 @@ class SQLiteFile(Closing):
     def _connect(self, busy_timeout: float) -> sqlite3.Connection:
         path = self._path
         check_sqlite_files(path)
+        if not self._create and not path.is_file():
+            how = "read_only=True" if self._read_only else "create=False"
+            raise StoreError(f"{self._what} does not exist (opened with {how})", path=path)
+        if self._read_only:
+            conn, self._snapshot = connect_read_only(path, what=self._what, timeout=busy_timeout)
+            return conn
         try:
-            if not self._create:
-                if not path.is_file():
-                    how = "read_only=True" if self._read_only else "create=False"
-                    raise StoreError(f"{self._what} does not exist (opened with {how})", path=path)
-                conn = sqlite3.connect(
-                    path.resolve().as_uri() + ("?mode=ro" if self._read_only else "?mode=rw"),
-                    uri=True,
-                    timeout=busy_timeout,
-                    isolation_level=None,
-                    check_same_thread=False,
-                )
-            else:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                conn = sqlite3.connect(str(path), timeout=busy_timeout, isolation_level=None, check_same_thread=False)
+            # creating the file, or its -wal / -shm, can fail for want of an inode or a descriptor, or permission
+            with self._write_errors():
+                if not self._create:
+                    conn = sqlite3.connect(path.resolve().as_uri() + "?mode=rw", uri=True, timeout=busy_timeout,
+                                           isolation_level=None, check_same_thread=False)
+                else:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    conn = sqlite3.connect(str(path), timeout=busy_timeout, isolation_level=None,
+                                           check_same_thread=False)
         except sqlite3.Error as e:
             raise StoreError(f"cannot open {self._what}: {e}", path=path) from e
         try:
@@ -379,7 +492,7 @@ class SQLiteFile(Closing):
                 return False
             if path.stat().st_size == 0:
                 return True
-            conn = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True, isolation_level=None)
+            conn, _ = connect_read_only(path, what="SQLite file", timeout=DEFAULT_BUSY_TIMEOUT_S)
         except (OSError, sqlite3.Error, StoreError):  # not a regular file: not blank (an open says why)
             return False
         try:
@@ -399,6 +512,14 @@ class SQLiteFile(Closing):
     def read_only(self) -> bool:
         """Whether the file was opened with ``read_only=True``."""
         return self._read_only
+
+    @property
+    def snapshot(self) -> bool:
+        """Whether this read-only connection reads the file without SQLite's shared memory (its folder is not
+        writable here and SQLite could not open it otherwise: :func:`connect_read_only`).  It does not see what a
+        writer commits later: whoever keeps it open reopens it when the files beside it change
+        (:func:`wal_stat`)."""
+        return self._snapshot
 
     def close(self) -> None:
         """Close the connection (idempotent); later calls raise :class:`StoreError`."""

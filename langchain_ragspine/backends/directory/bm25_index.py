@@ -55,6 +55,7 @@ import numpy as np
 from langchain_core.documents import Document
 
 from langchain_ragspine._closing import Closing
+from langchain_ragspine.arguments import check_int
 from langchain_ragspine.backends.directory.files import (
     MANIFEST_FILE,
     RETRIEVER_CONFIG,
@@ -161,7 +162,7 @@ class TermPostings(Closing):
         vocab: term → id, ids in order of first occurrence.
 
     Raises:
-        ValueError: ``memory_postings < 0`` or ``block_postings < 1``.
+        ValueError: ``memory_postings < 0`` or ``block_postings < 1``.  TypeError: either is not an int.
     """
 
     #: Default postings held in memory before the rest go to a temporary file.
@@ -170,12 +171,10 @@ class TermPostings(Closing):
     BLOCK_POSTINGS = 1 << 18
 
     def __init__(self, *, memory_postings: int | None = None, block_postings: int | None = None) -> None:
-        self._memory_postings = self.MEMORY_POSTINGS if memory_postings is None else int(memory_postings)
-        self._block_postings = self.BLOCK_POSTINGS if block_postings is None else int(block_postings)
-        if self._memory_postings < 0 or self._block_postings < 1:
-            raise ValueError(
-                f"memory_postings must be >= 0 and block_postings >= 1, got {memory_postings!r}, {block_postings!r}"
-            )
+        memory = check_int(memory_postings, "memory_postings", minimum=0, allow_none=True)
+        block = check_int(block_postings, "block_postings", allow_none=True)
+        self._memory_postings = self.MEMORY_POSTINGS if memory is None else memory
+        self._block_postings = self.BLOCK_POSTINGS if block is None else block
         self.vocab: dict[str, int] = {}
         self._terms = array("i")  # term id of each posting of the open block, document by document
         self._tfs = array("i")  # term frequency of each posting of the open block

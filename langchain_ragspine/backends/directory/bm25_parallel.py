@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 
 from langchain_ragspine._closing import Closing
+from langchain_ragspine.arguments import check_int
 from langchain_ragspine.backends.directory._gram_count import GRAM_TOKENIZERS, count_gram_batch
 from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer
 
@@ -193,10 +194,7 @@ def resolve_workers(workers: int | None, n_texts: int) -> int:
         ValueError: ``workers < 0``.
         TypeError: ``workers`` is not an int (``True`` included).
     """
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)):
-        raise TypeError(f"workers must be an int >= 0 (0: automatic), got {workers!r}")
-    if workers is not None and workers < 0:
-        raise ValueError(f"workers must be >= 0 (0: automatic), got {workers}")
+    check_int(workers, "workers", minimum=0, allow_none=True, hint="0: automatic")
     batches = max(1, -(-n_texts // BATCH_TEXTS))
     if workers:
         return min(workers, batches)
@@ -285,8 +283,8 @@ class CountedBatches(Closing):
     ) -> None:
         batch_texts = BATCH_TEXTS if batch_texts is None else batch_texts
         ahead = AHEAD_PER_WORKER * workers if ahead is None else ahead
-        if workers < 1 or batch_texts < 1 or ahead < 1:
-            raise ValueError(f"workers, batch_texts and ahead must be >= 1, got {workers}, {batch_texts}, {ahead}")
+        for name, value in (("workers", workers), ("batch_texts", batch_texts), ("ahead", ahead)):
+            check_int(value, name)
         get_tokenizer(tokenizer)
         self.texts = texts
         self.tokenizer = tokenizer
@@ -314,9 +312,9 @@ class CountedBatches(Closing):
 
         Raises:
             ValueError: an unknown tokenizer name, ``workers < 0`` or ``ahead < 1``.
+            TypeError: ``workers`` is not an int (``True`` included).
         """
-        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
-            raise ValueError(f"workers must be an int >= 0 (0: automatic), got {workers!r}")
+        check_int(workers, "workers", minimum=0, hint="0: automatic")
         batches = cls([], tokenizer, workers=1, ahead=ahead or 1)
         batches._complete = False
         batches._workers = workers

@@ -84,6 +84,8 @@ from langchain_core.documents import Document
 
 from langchain_ragspine.backends.directory._sqlite import SQLiteFile
 from langchain_ragspine.errors import StoreError
+from langchain_ragspine.sensitivity import is_restricted
+from langchain_ragspine.served import ServedIds
 
 __all__ = [
     "FACET_FIELDS",
@@ -1130,6 +1132,32 @@ class ChunkStore(SQLiteFile, _VersionedChunkStore):
                     rows = self._connection().execute(sql, part).fetchall()
                 out.update((str(r[0]), (str(r[1]), int(r[2]))) for r in rows)
         return out
+
+    def served_ids(self, ids: Sequence[str]) -> ServedIds:
+        """Which of ``ids`` search may return now, and which it no longer may (:mod:`~langchain_ragspine.served`):
+        ``served`` — an active chunk or parent that is not RESTRICTED (its current label, read from the row);
+        ``withdrawn`` — an id with a row in this store (any version, active or not) that is not served: relabelled
+        RESTRICTED, retracted, or gone from its document's current version.  An id this store never held is in
+        neither.  One indexed lookup per table for the active rows, and — only when some id is not served — one more
+        per table over the history.
+
+        Raises:
+            TypeError: ``ids`` is a str or holds a non-str.
+            StoreError: the store is closed or SQLite fails.
+        """
+        wanted = _id_list("ids", ids)
+        rows = self.get_chunks(wanted)
+        rows.update(self.get_parents([i for i in wanted if i not in rows]))
+        served = {i for i, row in rows.items() if not is_restricted(row.to_document())}
+        rest = [i for i in wanted if i not in served]
+        known: set[str] = set()
+        tables = [("chunks", "chunk_id")] + ([("parents", "parent_id")] if self._has_parents_table() else [])
+        for table, column in tables if rest else ():  # names from this list only
+            for part in _batches([i for i in rest if i not in known]):
+                sql = f"SELECT DISTINCT {column} FROM {table} WHERE {column} IN ({_placeholders(len(part))})"
+                with self._lock, self._sql_errors():
+                    known.update(str(r[0]) for r in self._connection().execute(sql, part).fetchall())
+        return ServedIds.of(wanted, served, known)
 
     def iter_parents(
         self, *, doc_id: str | Sequence[str] | None = None, include_inactive: bool = False

@@ -56,6 +56,7 @@ from typing import Any
 import numpy as np
 
 from langchain_ragspine._optional import import_optional
+from langchain_ragspine.arguments import check_int
 from langchain_ragspine.backends.directory._regular import check_regular
 from langchain_ragspine.backends.directory.files import atomic_dir, file_sha256, layout, read_config
 from langchain_ragspine.embeddings.batching import l2_normalize
@@ -133,6 +134,7 @@ class FaissVectorIndex:
 
     Raises:
         ValueError: a bad shape, length, ``kind`` or parameter; non-finite vectors.
+        TypeError: an integer parameter that is not an int.
         ImportError: faiss-cpu is not installed.
     """
 
@@ -158,11 +160,9 @@ class FaissVectorIndex:
             ("ef_search", ef_search, 1),
             ("exact_max_rows", exact_max_rows, 0),
         ):
-            _check_int(name, value, low)
-        if nlist is not None:
-            _check_int("nlist", nlist, 1)
-        if nprobe is not None:
-            _check_int("nprobe", nprobe, 1)
+            check_int(value, name, minimum=low)
+        check_int(nlist, "nlist", allow_none=True)
+        check_int(nprobe, "nprobe", allow_none=True)
         x = np.asarray(vectors)
         if x.ndim != 2 or x.shape[1] < 1:
             raise ValueError(f"vectors must have shape (n, d) with d >= 1, got {x.shape}")
@@ -280,10 +280,11 @@ class FaissVectorIndex:
             broken by ``chunk_id`` then row.
 
         Raises:
+            TypeError: ``k`` is not an int.
             ValueError: ``k < 0``; a query of the wrong dimension or with non-finite values; ``allowed`` of the
                 wrong shape or dtype.
         """
-        _check_int("k", k, 0)
+        check_int(k, "k", minimum=0)
         q = np.asarray(query_vec, dtype=np.float32)
         if q.ndim == 2 and q.shape[0] == 1:
             q = q[0]
@@ -537,6 +538,3 @@ def _read_id_map(path: Path, count: int) -> tuple[list[str], list[str | None]]:
     return ids, hashes
 
 
-def _check_int(name: str, value: Any, low: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise ValueError(f"{name} must be an int >= {low}, got {value!r}")

@@ -12,7 +12,17 @@ Windows; best effort, not run by this package's tests).  The operating system re
 however it exits (``SIGKILL`` included), so a crashed writer never leaves a stale lock behind.  It is held per open
 file, so two threads of one process exclude each other as two processes do; a thread that already holds the lock
 of a directory may take it again (the lock is re-entrant per thread).  Processes forked while it is held (the BM25
-tokenizer workers) close their copy at once, so they never keep it past their parent.
+tokenizer workers) close their copy first thing (an ``os.register_at_fork`` hook), and ``os.fork`` returns in the
+holder only once the child has done so (it says so by closing a pipe), so a child never keeps the lock past its
+parent — not even when the parent is killed right after the fork.  (A flock belongs to the open file, which a fork
+shares: before this wait, a holder killed in the instant between the fork and its child's first step left the
+lock held by the child.)
+
+The lock file must be a regular file: a FIFO, a folder, a device or a symbolic link at ``DIR/.ragspine.lock`` is a
+:class:`~langchain_ragspine.errors.StoreError` naming it and saying what to do (it is opened without blocking and
+without following links, then checked with ``fstat``); :func:`writer_pid` treats one as "no writer".  A lock that
+cannot be created or written (a read-only store, no inode left, a quota) is a
+:class:`~langchain_ragspine.errors.StoreWriteError` saying that nothing was written.
 
 The holder writes its process id into the file (and empties it on release), so a writer that has to wait can say
 whom it waits for, and a reader can tell a running ingest (:func:`writer_pid`) from one that was interrupted.
@@ -29,6 +39,7 @@ import errno
 import logging
 import os
 import socket
+import stat
 import sys
 import threading
 import time
@@ -36,7 +47,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from langchain_ragspine.errors import StoreError
+from langchain_ragspine.backends.directory._regular import not_regular
+from langchain_ragspine.errors import StoreError, write_errors
 
 __all__ = [
     "LOCK_FILE",
@@ -54,6 +66,8 @@ __all__ = [
 LOCK_FILE = ".ragspine.lock"
 
 _LOG = logging.getLogger(__name__)
+#: What a writer that could not take the lock leaves (the message of its StoreWriteError).
+_UNCHANGED = "this writer wrote nothing, and the store is unchanged"
 #: Seconds a writer retries silently before it says it waits (a reader's test of the lock holds it for
 #: microseconds), and the longest pause between two tries while it waits with a timeout.
 _GRACE_S = 0.05
@@ -131,17 +145,61 @@ _HELD: dict[str, _Held] = {}
 _HELD_GUARD = threading.Lock()
 
 
+#: While a fork of a process holding a lock runs: the pipe by which its child says it closed its copies (read end,
+#: write end).  Forks of one process run one at a time while it holds a lock (``_HELD_GUARD`` is held from
+#: :func:`_before_fork` to the end of the fork), so one pipe is enough.
+_FORK_PIPE: list[int] = []
+
+
+def _before_fork() -> None:
+    """In the parent, before ``os.fork``: when a lock is held, a pipe for the child's word that it closed its copies
+    of the lock files.  ``_HELD_GUARD`` stays taken until the fork ends (released by the two hooks below), so the
+    child copies a consistent ``_HELD``."""
+    _HELD_GUARD.acquire()
+    if _HELD:
+        try:
+            _FORK_PIPE[:] = os.pipe()
+        except OSError:  # no descriptor left: the child still closes its copies, the parent just does not wait
+            _FORK_PIPE.clear()
+
+
+def _after_fork_in_parent() -> None:
+    """In the parent, after ``os.fork`` (also a failed one): wait until the child has closed its copies of the held
+    lock files (it closes the pipe's write end after them, or dies), so that from the moment ``fork`` returns no
+    child keeps a lock of this process — not even when this process is killed an instant later."""
+    try:
+        if _FORK_PIPE:
+            read_end, write_end = _FORK_PIPE
+            _FORK_PIPE.clear()
+            os.close(write_end)
+            try:
+                while os.read(read_end, 1):  # b"" (end of file): every copy of the write end is closed
+                    pass
+            except OSError:
+                pass
+            finally:
+                os.close(read_end)
+    finally:
+        _HELD_GUARD.release()
+
+
 def _close_in_child() -> None:
     """In a forked child: close the copies of the held lock files (closing, not unlocking: the parent keeps the
-    lock), so a child never holds a store's lock after its parent has gone."""
+    lock), then the pipe's write end, which tells the parent (waiting in :func:`_after_fork_in_parent`) that this
+    child holds no lock: so a child never holds a store's lock after its parent has gone."""
     for held in _HELD.values():
         with contextlib.suppress(OSError):
             os.close(held.fd)
     _HELD.clear()
+    for fd in _FORK_PIPE:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _FORK_PIPE.clear()
+    _HELD_GUARD.release()
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_close_in_child)
+    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent, after_in_child=_close_in_child)
 
 
 def check_lock_timeout(timeout: float | None) -> float | None:
@@ -170,13 +228,14 @@ def _read_pid(fd: int) -> int:
 
 def writer_pid(root: Path) -> int | None:
     """The process id of the writer holding the lock of store directory ``root`` now, ``0`` when one holds it but
-    its id cannot be read, or ``None`` when no writer holds it (also when there is no lock file, or it cannot be
-    opened).  Never waits and never keeps the lock.
+    its id cannot be read, or ``None`` when no writer holds it (also when there is no lock file, it cannot be
+    opened, or it is not a regular file: no writer can take such a lock).  Never waits (not even on a FIFO) and
+    never keeps the lock.
     """
     path = Path(root) / LOCK_FILE
     try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
+        fd = _open_regular(path, os.O_RDONLY)
+    except (OSError, StoreError):
         return None
     try:
         if _try_lock(fd, shared=True):
@@ -219,17 +278,68 @@ def busy_error(
     )
 
 
+#: What to do about a lock file that is not a regular file.
+_NOT_A_LOCK = (
+    "the writer lock of a store must be a regular file, so no writer can run; nothing was written: remove it (a "
+    "writer creates it again) and run the write again"
+)
+
+
+def _open_regular(path: Path, flags: int) -> int:
+    """``os.open(path, flags)``, refused unless ``path`` is a regular file (not a symbolic link): opened without
+    blocking (a FIFO's open would wait for a peer) and without following a symbolic link (one to ``/dev/zero``, a
+    FIFO, or to nothing, which ``O_CREAT`` would create outside the store), then checked with ``fstat``.
+
+    Raises:
+        StoreError: ``path`` is a folder, a FIFO, a socket, a device or a symbolic link (named, with what to do).
+        OSError: it cannot be opened (missing without ``O_CREAT``, no permission, no inode left, …).
+    """
+    extra = getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NOCTTY", 0)
+    try:
+        fd = os.open(path, flags | extra, 0o666)
+    except OSError as e:
+        if e.errno in (errno.EISDIR, errno.ELOOP, errno.ENXIO, errno.EOPNOTSUPP, errno.ENODEV):
+            with contextlib.suppress(OSError):
+                mode = os.lstat(path).st_mode
+                if not stat.S_ISREG(mode):
+                    raise not_regular(path, mode, remedy=_NOT_A_LOCK) from None
+        raise
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise not_regular(path, mode, remedy=_NOT_A_LOCK)
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def _open_lock_file(root: Path) -> tuple[int, bool]:
-    """The lock file opened for writing (created, with ``root``, when missing); whether ``root`` was created."""
+    """The lock file opened for writing (created, with ``root``, when missing); whether ``root`` was created.
+
+    Raises:
+        StoreError: ``root`` is a file; the lock file is not a regular file (:func:`_open_regular`).
+        StoreWriteError: ``root`` or the lock file cannot be created or opened for writing (a read-only folder or
+            file system, no inode left, a quota, no descriptor left): nothing was written.
+    """
     created = False
-    if not root.is_dir():
+    with write_errors(root / LOCK_FILE, kept=_UNCHANGED):
+        if not root.is_dir():
+            try:
+                root.mkdir(parents=True)
+                created = True
+            except FileExistsError:
+                if not root.is_dir():
+                    raise StoreError("--store must be a directory, but this is a file", path=root) from None
         try:
-            root.mkdir(parents=True)
-            created = True
-        except FileExistsError:
-            if not root.is_dir():
-                raise StoreError("--store must be a directory, but this is a file", path=root) from None
-    return os.open(root / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o666), created
+            return _open_regular(root / LOCK_FILE, os.O_RDWR | os.O_CREAT), created
+        except BaseException:
+            if created:  # leave nothing behind: the folder was made for this lock only
+                with contextlib.suppress(OSError):
+                    root.rmdir()
+            raise
 
 
 def _same_file(fd: int, path: Path) -> bool:
@@ -296,9 +406,10 @@ def _acquire(root: Path, timeout: float | None, on_wait: Callable[[str], None]) 
                 elif not _poll(fd, deadline):
                     raise _busy(root, _read_pid(fd), time.monotonic() - started, timeout)
             if _same_file(fd, path):
-                os.ftruncate(fd, 0)
-                os.lseek(fd, 0, os.SEEK_SET)
-                os.write(fd, f"{os.getpid()}\n".encode("ascii"))
+                with write_errors(path, kept=_UNCHANGED):  # the pid needs a block: the disk may be full
+                    os.ftruncate(fd, 0)
+                    os.lseek(fd, 0, os.SEEK_SET)
+                    os.write(fd, f"{os.getpid()}\n".encode("ascii"))
                 return fd, created
             _unlock(fd)  # the releasing writer removed the file it locked: take the lock of the new one
         except BaseException:
@@ -347,7 +458,11 @@ def writer_lock(
         StoreBusyError: another writer still holds the lock after ``timeout`` seconds (names it and its pid).
         StoreReplacedError: when the block ends without an error, the lock file at ``root`` is no longer the one
             it held: the directory was removed or replaced meanwhile, so the block's writes are not in it.
-        StoreError: ``root`` is a file; the lock file cannot be created or locked (the reason named).
+        StoreWriteError: (a :class:`StoreError`) ``root`` or the lock file cannot be created or written — a
+            read-only folder or file system, another user's store, no inode or block left, a quota, no file
+            descriptor left —, naming the lock file and saying that nothing was written.
+        StoreError: ``root`` is a file; the lock file is not a regular file (a FIFO, a folder, a symbolic link:
+            named, with what to do); it cannot be locked (the reason named).
         TypeError, ValueError: a bad ``timeout`` (:func:`check_lock_timeout`).
     """
     root = Path(root)
@@ -364,6 +479,8 @@ def writer_lock(
     try:
         fd, created = _acquire(root, timeout, on_wait or _LOG.warning)
         home = _identity(root)
+    except StoreError:
+        raise
     except OSError as e:
         raise StoreError(f"cannot lock {root / LOCK_FILE}: {e.strerror or e}", path=root) from e
     with _HELD_GUARD:

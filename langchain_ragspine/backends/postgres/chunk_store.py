@@ -74,6 +74,7 @@ from langchain_ragspine.errors import StoreError
 from langchain_ragspine.filters.sql import value_rows
 from langchain_ragspine.retrievers.dense import _VISIBLE_RE  # what the dense channel counts as text
 from langchain_ragspine.sensitivity import is_restricted
+from langchain_ragspine.served import ServedIds
 from langchain_ragspine.text import index_text
 from langchain_ragspine.tokenizers import get_tokenizer, tokenizer_name, tokenizer_version
 
@@ -322,6 +323,30 @@ class PostgresConnection:
             return
         with self.errors(), self._pool.connection() as conn:
             yield conn
+
+    def served_ids(self, ids: Sequence[str]) -> ServedIds:
+        """Which of ``ids`` search may return now, and which it no longer may (:mod:`~langchain_ragspine.served`):
+        ``served`` — in the search tables (active and not RESTRICTED; written in the transaction that changed the
+        chunk, so never stale); ``withdrawn`` — an id with a row in ``ragspine_chunks`` (any version) that is not
+        served: relabelled RESTRICTED, retracted, or gone from its document's current version.  One lookup by the
+        search table's unique ``chunk_id``, and — only when some id is not served — one over the chunk history.
+
+        Raises:
+            TypeError: ``ids`` is a str or holds a non-str.
+            StoreError: the query fails.
+        """
+        if isinstance(ids, (str, bytes)) or not all(isinstance(i, str) for i in ids):
+            raise TypeError(f"ids must be a list of str chunk ids, got {ids!r}"[:300])
+        wanted = list(ids)
+        if not wanted:
+            return ServedIds()
+        with self.connection() as conn:
+            served = {r[0] for r in conn.execute(
+                f"SELECT chunk_id FROM {SEARCH} WHERE chunk_id = ANY(%s)", (wanted,)).fetchall()}
+            rest = [i for i in wanted if i not in served]
+            known = {r[0] for r in conn.execute(
+                f"SELECT DISTINCT chunk_id FROM {CHUNKS} WHERE chunk_id = ANY(%s)", (rest,)).fetchall()} if rest else set()
+        return ServedIds.of(wanted, served, known)
 
     @contextlib.contextmanager
     def search(self, timeout: float) -> Iterator[Any]:
@@ -894,6 +919,17 @@ class PostgresChunkStore(Closing, _VersionedChunkStore):
             ).fetchall()
         found = {r[1]: row_to_stored(r, path=self.path).to_document() for r in rows}
         return [found[i] for i in ids if i in found]
+
+    def served_ids(self, ids: Sequence[str]) -> ServedIds:
+        """Which of ``ids`` search may return now, and which it no longer may: as
+        :meth:`PostgresConnection.served_ids` (the protocol of :mod:`~langchain_ragspine.served`).
+
+        Raises:
+            TypeError: ``ids`` is a str or holds a non-str.
+            StoreError: the store is closed or the query fails.
+        """
+        self._require_open()
+        return self._db.served_ids(ids)
 
     def doc_ids(self, *, include_retracted: bool = False) -> list[str]:
         """Sorted (by code point) ids of the documents in the store; as :meth:`ChunkStore.doc_ids`.
