@@ -15,19 +15,40 @@ values (``int`` and numpy integers; never ``bool``, ``float`` or ``str``), raise
 for a non-integer, ``ValueError`` below the minimum) and says so in one format:
 ``k must be an int >= 1, got 0``.
 
-The module imports nothing from the package, so any module may use it.
+**The two counts** have one name each, LangChain's: ``k`` is how many results come back and ``fetch_k`` how many
+candidates a stage chooses them from.  :data:`DEFAULT_K` is the one default result count of every route (retrievers,
+compressors, chains, vector-store searches, the CLI, the served graphs).  The package's older names
+(:data:`RENAMED`: ``parent_k``, ``top_n``, ``max_docs`` → ``k``; ``candidate_k``, ``child_k`` → ``fetch_k``) are
+accepted for one release by one rule, :func:`rename_arguments`: an old name alone is a ``DeprecationWarning``
+naming the new one, both with the same value the warning only, both with different values a ``TypeError`` naming
+both.  Classes use it through :func:`renamed_fields` (a pydantic ``model_validator(mode="before")``; the package's
+retrievers through ``ContractRetriever.renamed_arguments``) and :func:`renamed_property` (reading or assigning the
+old attribute), functions through :func:`renamed_keywords` (a decorator).  Where the old name is the keyword of the
+LangChain class a class stands in for (``top_n`` of LangChain's ``CrossEncoderReranker`` and
+``LLMListwiseRerank``), it is *kept*: accepted without a warning, a conflict still an error.
+
+The module imports nothing from the package but :mod:`langchain_ragspine._stacklevel` (a leaf), so any module may
+use it.
 """
 
 from __future__ import annotations
 
 import difflib
+import functools
 import numbers
-from collections.abc import Iterable, Mapping
-from typing import Annotated, Any, Literal, overload
+import warnings
+from collections.abc import Callable, Iterable, Mapping
+from typing import Annotated, Any, Literal, TypeVar, cast, overload
 
-from pydantic import BeforeValidator, ValidationInfo
+import pydantic
+from pydantic import BeforeValidator, ValidationInfo, model_validator
+
+from langchain_ragspine._stacklevel import user_stacklevel
 
 __all__ = [
+    "DEFAULT_FETCH_K",
+    "DEFAULT_K",
+    "RENAMED",
     "SYNONYMS",
     "OptionalPositiveIntField",
     "PositiveIntField",
@@ -36,8 +57,34 @@ __all__ = [
     "check_k",
     "close_names",
     "int_field",
+    "rename_arguments",
+    "renamed_fields",
+    "renamed_keywords",
+    "renamed_property",
     "unknown_arguments_message",
 ]
+
+#: ``k`` — how many results come back — when neither an argument nor ``RAGSPINE_K`` gives one, for every route of
+#: the package: the retriever classes (``BM25Retriever``, ``DenseRetriever``, ``HybridRetriever``, the PostgreSQL
+#: ones, ``ParentChildRetriever``, ``LiveStoreRetriever``, ``SecondStageRetriever``), the compressors
+#: (``CrossEncoderReranker``, ``LLMListwiseReranker``, ``MMRCompressor``), the answer chain's passages, the vector
+#: stores' searches and ``as_retriever()``, ``open_retriever`` / ``search``, ``ragspine search | ask | demo`` and the
+#: served graphs.  6 is what a RAG graph is given per search (a short prompt for a small model) and what the answer
+#: benchmarks measure.  (LangChain's own classes default to 4; this package's are one number everywhere.)
+DEFAULT_K = 6
+#: ``fetch_k`` — the candidates a choosing second stage (a reranker, MMR) picks ``k`` from — when none is given:
+#: LangChain's ``max_marginal_relevance_search`` default.  The pool is ``max(k, fetch_k)``.
+DEFAULT_FETCH_K = 20
+
+#: The package's old names of the two counts (accepted for one release, see :func:`rename_arguments`) and the names
+#: they are now: ``k`` for the result count, ``fetch_k`` for the candidate pool.
+RENAMED: Mapping[str, str] = {
+    "parent_k": "k",
+    "top_n": "k",
+    "max_docs": "k",
+    "candidate_k": "fetch_k",
+    "child_k": "fetch_k",
+}
 
 #: Names users bring from LangChain, Haystack or LlamaIndex, and the package's name for the same thing.
 SYNONYMS: Mapping[str, str] = {
@@ -52,6 +99,7 @@ SYNONYMS: Mapping[str, str] = {
     "embedding_function": "embedding",
     "documents": "docs",
     "llm_chain": "llm",
+    **RENAMED,
 }
 
 
@@ -186,3 +234,144 @@ def int_field(*, minimum: int = 1, allow_none: bool = False, hint: str = "") -> 
 PositiveIntField = Annotated[int, int_field()]
 #: A pydantic field type: ``None`` or an ``int >= 1`` (a result count where ``None`` means "all" or "the default").
 OptionalPositiveIntField = Annotated[int | None, int_field(allow_none=True)]
+
+
+# -- renamed arguments ----------------------------------------------------------------------------------------------
+def _same(a: Any, b: Any) -> bool:
+    try:
+        return a is b or bool(a == b)
+    except Exception:  # an object whose == is not a bool (an array): not the same
+        return False
+
+
+def rename_arguments(
+    owner: str, arguments: Mapping[str, Any], old_names: Iterable[str], *, kept: Iterable[str] = ()
+) -> dict[str, Any]:
+    """A copy of ``arguments`` with each of ``old_names`` (keys of :data:`RENAMED`) given under its new name: the one
+    rule for the package's renamed arguments.
+
+    * an old name alone: its value moves to the new name, with a ``DeprecationWarning`` naming both
+      (``HybridRetriever(candidate_k=...) is deprecated: pass fetch_k= instead (candidate_k is removed in the next
+      release)``), attributed to the caller's own line;
+    * old and new with the same value: the warning, the value kept;
+    * old and new with different values: a ``TypeError`` naming both (``HybridRetriever got fetch_k=30 and
+      candidate_k=40: candidate_k is the deprecated name of fetch_k; pass fetch_k only``);
+    * a name in ``kept`` (the keyword of the LangChain class ``owner`` stands in for, e.g. ``top_n``) is accepted
+      without a warning; with the new name and another value it is a ``TypeError`` too.
+
+    Args:
+        owner: what the message names: a class (``"HybridRetriever"``) or a call (``"HybridRetriever.invoke"``,
+            ``"make_answer_chain"``).
+        arguments: the keyword arguments as given (not modified).
+        old_names: the old names ``owner`` accepts.
+        kept: those of ``old_names`` accepted without a warning.
+
+    Raises:
+        TypeError: an old name and its new name with different values.
+        KeyError: a name of ``old_names`` that :data:`RENAMED` does not hold (a mistake in the package).
+
+    Example:
+        >>> import warnings
+        >>> with warnings.catch_warnings(record=True) as seen:
+        ...     warnings.simplefilter("always")
+        ...     rename_arguments("HybridRetriever", {"candidate_k": 30, "k": 3}, ["candidate_k"])
+        {'k': 3, 'fetch_k': 30}
+        >>> str(seen[0].message)
+        'HybridRetriever(candidate_k=...) is deprecated: pass fetch_k= instead (candidate_k is removed in the next release)'
+        >>> rename_arguments("CrossEncoderReranker", {"top_n": 3}, ["top_n"], kept=["top_n"])
+        {'k': 3}
+        >>> rename_arguments("CrossEncoderReranker", {"top_n": 3, "k": 2}, ["top_n"], kept=["top_n"])
+        Traceback (most recent call last):
+        ...
+        TypeError: CrossEncoderReranker got k=2 and top_n=3: top_n is another name of k; pass one
+    """
+    out = dict(arguments)
+    quiet = set(kept)
+    for old in old_names:
+        new = RENAMED[old]
+        if old not in out:
+            continue
+        value = out.pop(old)
+        if old not in quiet:
+            import langchain_core
+
+            warnings.warn(
+                f"{owner}({old}=...) is deprecated: pass {new}= instead ({old} is removed in the next release)",
+                DeprecationWarning, stacklevel=user_stacklevel(pydantic, langchain_core),
+            )
+        if new in out and not _same(out[new], value):
+            why = f"{old} is another name of {new}; pass one" if old in quiet else (
+                f"{old} is the deprecated name of {new}; pass {new} only")
+            raise TypeError(f"{owner} got {new}={out[new]!r} and {old}={value!r}: {why}")
+        out[new] = value
+    return out
+
+
+def renamed_fields(*old_names: str, kept: Iterable[str] = ()) -> Any:
+    """A pydantic ``model_validator(mode="before")`` applying :func:`rename_arguments` to a model's constructor
+    arguments (the message names the class): ``_renamed = renamed_fields("top_n", kept=["top_n"])`` in the class
+    body.  The package's retrievers list their old names in ``ContractRetriever.renamed_arguments`` instead (the
+    same rule, run before their unknown-argument check)."""
+    names, quiet = tuple(old_names), tuple(kept)
+    for name in names:
+        RENAMED[name]  # a KeyError here, at class creation, for a name RENAMED does not hold
+
+    def rename(cls: type, data: Any) -> Any:
+        return rename_arguments(cls.__name__, data, names, kept=quiet) if isinstance(data, dict) else data
+
+    return model_validator(mode="before")(classmethod(rename))  # type: ignore[arg-type]
+
+
+def renamed_property(old: str, *, kept: bool = False) -> property:
+    """The attribute ``old`` (a key of :data:`RENAMED`) as a property reading and assigning its new name, with a
+    ``DeprecationWarning`` (``HybridRetriever.candidate_k is deprecated: use fetch_k``) unless ``kept``."""
+    new = RENAMED[old]
+
+    def warn(obj: object) -> None:
+        if not kept:
+            warnings.warn(f"{type(obj).__name__}.{old} is deprecated: use {new} ({old} is removed in the next "
+                          "release)", DeprecationWarning, stacklevel=user_stacklevel(pydantic))
+
+    def get(self: Any) -> Any:
+        warn(self)
+        return getattr(self, new)
+
+    def set_(self: Any, value: Any) -> None:
+        warn(self)
+        setattr(self, new, value)
+
+    doc = f"``{new}`` under its {'other' if kept else 'deprecated'} name (see :func:`~langchain_ragspine.arguments.rename_arguments`)."
+    return property(get, set_, doc=doc)
+
+
+Function = TypeVar("Function", bound=Callable[..., Any])
+
+
+def renamed_keywords(*old_names: str, kept: Iterable[str] = ()) -> Callable[[Function], Function]:
+    """A decorator: the function accepts ``old_names`` (keys of :data:`RENAMED`) as keywords for its new names, by
+    :func:`rename_arguments` (the message names the function).  Its signature is the new one (``inspect.signature``
+    and type checkers see only the new names).
+
+    Example:
+        >>> @renamed_keywords("max_docs")
+        ... def shown(docs, *, k=6):
+        ...     return docs[:k]
+        >>> shown([1, 2, 3], k=2)
+        [1, 2]
+    """
+    names, quiet = tuple(old_names), tuple(kept)
+    for name in names:
+        RENAMED[name]
+
+    def decorate(func: Function) -> Function:
+        owner = func.__qualname__
+
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if any(name in kwargs for name in names):
+                kwargs = rename_arguments(owner, kwargs, names, kept=quiet)
+            return func(*args, **kwargs)
+
+        return cast(Function, wrapper)
+
+    return decorate

@@ -42,7 +42,13 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, PrivateAttr, model_validator
 
-from langchain_ragspine.arguments import check_arguments, check_k, unknown_arguments_message
+from langchain_ragspine.arguments import (
+    RENAMED,
+    check_arguments,
+    check_k,
+    rename_arguments,
+    unknown_arguments_message,
+)
 from langchain_ragspine.documents import chunk_key
 from langchain_ragspine.filters import CompiledFilter, compiled_filter
 from langchain_ragspine.retrievers.contract import child_config, gated_exit
@@ -296,7 +302,12 @@ class ContractRetriever(SyncBackedRetriever):
 
     Attributes:
         call_options: class-level: the names of further keywords a call may pass (``HybridRetriever``:
-            ``candidate_k``); they reach the hooks in :attr:`RetrieverCall.options`.  Default: none.
+            ``fetch_k``); they reach the hooks in :attr:`RetrieverCall.options`.  Default: none.
+        renamed_arguments: class-level: the old names (:data:`~langchain_ragspine.arguments.RENAMED`:
+            ``candidate_k``, ``parent_k`` …) the constructor accepts for one release, and a call too where the new
+            name is a call option (``invoke(query, candidate_k=30)``): a ``DeprecationWarning`` naming the new
+            name, a ``TypeError`` naming both when both are given with different values
+            (:func:`~langchain_ragspine.arguments.rename_arguments`).  Default: none.
         init_arguments: class-level: constructor keywords that are not fields, which the class's ``__init__`` turns
             into fields (``glossary`` / ``max_queries`` → a rewriter); the unknown-argument message lists them among
             the known names, so their misspellings get a did-you-mean too.  Default: none.
@@ -330,6 +341,7 @@ class ContractRetriever(SyncBackedRetriever):
 
     call_options: ClassVar[tuple[str, ...]] = ()
     init_arguments: ClassVar[tuple[str, ...]] = ()
+    renamed_arguments: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def _translate_arguments(cls, data: dict[str, Any]) -> dict[str, Any]:
@@ -342,7 +354,7 @@ class ContractRetriever(SyncBackedRetriever):
         """An unknown constructor argument is a ``TypeError`` with a did-you-mean (before pydantic's own
         ``extra="forbid"`` check, whose ``ValidationError`` names no alternative)."""
         if isinstance(data, dict):
-            data = cls._translate_arguments(dict(data))
+            data = cls._translate_arguments(rename_arguments(cls.__name__, data, cls.renamed_arguments))
             fields = cls._field_names()
             unknown = [name for name in data if name not in fields]
             if unknown:
@@ -417,6 +429,10 @@ class ContractRetriever(SyncBackedRetriever):
         self, run_manager: RunManager, k: int | None, filter: Mapping[str, Any] | None, kwargs: Mapping[str, Any]
     ) -> RetrieverCall[RunManager]:
         self._check_own_k()
+        cls = type(self)
+        renamed = [old for old in cls.renamed_arguments if old in kwargs and RENAMED[old] in cls.call_options]
+        if renamed:
+            kwargs = rename_arguments(f"{cls.__name__}.invoke", kwargs, renamed)
         unknown = sorted(name for name in kwargs if name not in type(self).call_options)
         if unknown:
             known = ("k", "filter", *type(self).call_options)

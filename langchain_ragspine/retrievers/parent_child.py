@@ -40,12 +40,9 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-import sys
-import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, ClassVar, Protocol
 
-import langchain_core
 import pydantic
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
@@ -54,8 +51,7 @@ from langchain_core.vectorstores import VectorStore, VectorStoreRetriever
 from langchain_text_splitters import TextSplitter
 from pydantic import ConfigDict, Field, field_validator
 
-from langchain_ragspine._stacklevel import user_stacklevel
-from langchain_ragspine.arguments import PositiveIntField, check_k
+from langchain_ragspine.arguments import PositiveIntField, check_k, renamed_property
 from langchain_ragspine.documents import doc_key, with_scores
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.filters import matches
@@ -72,8 +68,6 @@ from langchain_ragspine.text_splitters.parent_child import (
 
 __all__ = ["ByteStoreDocstore", "DocstoreParents", "ParentChildRetriever", "ParentStore"]
 
-#: Deprecated constructor names (one release) and the fields they name now.
-DEPRECATED_NAMES: Mapping[str, str] = {"parent_k": "k", "child_k": "fetch_k"}
 #: Metadata keys ``id_key`` cannot be: the package's lineage keys, the label, the keys a result gets.
 _RESERVED_KEYS = frozenset(set(LINEAGE_KEYS) - {PARENT_KEY}) | {"source", "sensitivity", "body_offset", "child_ids",
                                                                 "scores", "heading"}
@@ -355,6 +349,8 @@ class ParentChildRetriever(ContractRetriever):
 
     #: ``invoke(query, embed_as="document")`` is handed on to the child retriever (see the class docstring).
     call_options: ClassVar[tuple[str, ...]] = (EMBED_AS_OPTION,)
+    #: ``parent_k`` / ``child_k``: the old names of ``k`` / ``fetch_k``, for one release.
+    renamed_arguments: ClassVar[tuple[str, ...]] = ("parent_k", "child_k")
 
     child_retriever: BaseRetriever | None = None
     store: Any = None
@@ -380,21 +376,8 @@ class ParentChildRetriever(ContractRetriever):
 
     @classmethod
     def _translate_arguments(cls, data: dict[str, Any]) -> dict[str, Any]:
-        """The deprecated names, LangChain's ``search_type`` enum and ``search_kwargs["k"]``; the child retriever
+        """LangChain's ``search_type`` enum and ``search_kwargs["k"]``; the child retriever
         from ``vectorstore`` and the parent store from ``docstore`` (see the class docstring)."""
-        for old, new in DEPRECATED_NAMES.items():
-            if old not in data:
-                continue
-            value = data.pop(old)
-            warnings.warn(
-                f"ParentChildRetriever({old}=...) is deprecated: pass {new}= instead ({old} is removed in the next "
-                "release)",
-                DeprecationWarning, stacklevel=user_stacklevel(sys.modules[__name__], pydantic, langchain_core),
-            )
-            if new in data and data[new] != value:
-                raise TypeError(f"ParentChildRetriever got {new}={data[new]!r} and {old}={value!r}: {old} is the "
-                                f"deprecated name of {new}; pass {new} only")
-            data[new] = value
         byte_store, docstore = data.get("byte_store"), data.get("docstore")
         if byte_store is not None:
             # (the fields of a built retriever, passed again by configurable_fields, hold both, one over the other)
@@ -439,19 +422,9 @@ class ParentChildRetriever(ContractRetriever):
             raise TypeError("ParentChildRetriever needs store= (the ChunkStore of an ingested store) or "
                             "docstore= (a LangChain BaseStore[str, Document] such as InMemoryStore())")
 
-    @property
-    def parent_k(self) -> int:
-        """Deprecated: :attr:`k` (the number of parents returned)."""
-        warnings.warn("ParentChildRetriever.parent_k is deprecated: read k", DeprecationWarning,
-                      stacklevel=user_stacklevel(sys.modules[__name__]))
-        return self.k
-
-    @property
-    def child_k(self) -> int:
-        """Deprecated: :attr:`fetch_k` (the number of children retrieved)."""
-        warnings.warn("ParentChildRetriever.child_k is deprecated: read fetch_k", DeprecationWarning,
-                      stacklevel=user_stacklevel(sys.modules[__name__]))
-        return self.fetch_k
+    #: the old names of ``k`` / ``fetch_k`` (see the class docstring)
+    parent_k = renamed_property("parent_k")
+    child_k = renamed_property("child_k")
 
     @field_validator("store")
     @classmethod

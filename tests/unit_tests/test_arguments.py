@@ -173,3 +173,89 @@ def test_every_caller_refuses_a_non_integer_with_a_type_error(caller, bad):
 @pytest.mark.parametrize("caller", ["k", "recall k", "max_docs", "max_queries", "batch_size", "n_resamples"])
 def test_every_caller_takes_a_numpy_integer(caller):
     _callers()[caller](np.int64(3))
+
+
+# -- renamed arguments (issue 26, O2): one rule, three ways in ----------------------------------------------------
+def test_rename_moves_an_old_name_with_a_warning_naming_the_new_one(recwarn):
+    import warnings
+
+    from langchain_ragspine.arguments import rename_arguments
+
+    warnings.simplefilter("always")
+    given = {"candidate_k": 30, "k": 3}
+    assert rename_arguments("Owner", given, ["candidate_k"]) == {"k": 3, "fetch_k": 30}
+    assert given == {"candidate_k": 30, "k": 3}  # not modified
+    (w,) = recwarn.list
+    assert w.category is DeprecationWarning and w.filename == __file__
+    assert str(w.message) == ("Owner(candidate_k=...) is deprecated: pass fetch_k= instead (candidate_k is removed in "
+                              "the next release)")
+
+
+def test_rename_same_value_twice_warns_only_and_different_values_name_both():
+    from langchain_ragspine.arguments import rename_arguments
+
+    with pytest.warns(DeprecationWarning, match="pass k= instead"):
+        assert rename_arguments("f", {"k": 3, "max_docs": 3}, ["max_docs"]) == {"k": 3}
+    with pytest.warns(DeprecationWarning), pytest.raises(
+        TypeError, match=r"^f got k=3 and max_docs=4: max_docs is the deprecated name of k; pass k only$"
+    ):
+        rename_arguments("f", {"k": 3, "max_docs": 4}, ["max_docs"])
+    assert rename_arguments("f", {"k": 3}, ["max_docs"]) == {"k": 3}  # nothing old: nothing said
+
+
+def test_a_kept_name_is_accepted_silently_and_a_conflict_is_still_an_error(recwarn):
+    from langchain_ragspine.arguments import rename_arguments
+
+    assert rename_arguments("R", {"top_n": 2}, ["top_n"], kept=["top_n"]) == {"k": 2}
+    assert rename_arguments("R", {"top_n": 2, "k": 2}, ["top_n"], kept=["top_n"]) == {"k": 2}
+    assert not recwarn.list
+    with pytest.raises(TypeError, match=r"^R got k=1 and top_n=2: top_n is another name of k; pass one$"):
+        rename_arguments("R", {"top_n": 2, "k": 1}, ["top_n"], kept=["top_n"])
+
+
+def test_an_unknown_old_name_is_a_mistake_of_the_package():
+    from langchain_ragspine.arguments import rename_arguments, renamed_fields, renamed_keywords, renamed_property
+
+    for make in (lambda: rename_arguments("f", {}, ["num_docs"]), lambda: renamed_fields("num_docs"),
+                 lambda: renamed_keywords("num_docs"), lambda: renamed_property("num_docs")):
+        with pytest.raises(KeyError):
+            make()
+
+
+def test_renamed_fields_and_property_on_a_pydantic_model():
+    from langchain_ragspine.arguments import renamed_fields, renamed_property
+
+    class Model(BaseModel):
+        k: PositiveIntField = 6
+        _renamed = renamed_fields("top_n")
+        top_n = renamed_property("top_n")
+
+    with pytest.warns(DeprecationWarning, match=r"^Model\(top_n=\.\.\.\) is deprecated: pass k= instead") as seen:
+        m = Model(top_n=3)
+    assert m.k == 3 and seen[0].filename == __file__
+    with pytest.warns(DeprecationWarning, match=r"^Model\.top_n is deprecated: use k"):
+        assert m.top_n == 3
+    with pytest.warns(DeprecationWarning, match=r"^Model\.top_n is deprecated: use k"):
+        m.top_n = 5
+    assert m.k == 5 and set(Model.model_fields) == {"k"}
+    with pytest.warns(DeprecationWarning), pytest.raises(TypeError, match="got k=2 and top_n=3"):
+        Model(top_n=3, k=2)
+    with pytest.warns(DeprecationWarning), pytest.raises(ValidationError, match="top_n|k must be an int >= 1"):
+        Model(top_n=0)  # the value is checked under its new name
+
+
+def test_renamed_keywords_keeps_the_new_signature():
+    import inspect
+
+    from langchain_ragspine.arguments import renamed_keywords
+
+    @renamed_keywords("max_docs")
+    def shown(docs: list[int], *, k: int | None = 6) -> list[int]:
+        return docs[:k]
+
+    assert list(inspect.signature(shown).parameters) == ["docs", "k"]
+    with pytest.warns(DeprecationWarning, match=r"shown\(max_docs=\.\.\.\) is deprecated: pass k= instead") as seen:
+        assert shown([1, 2, 3], max_docs=1) == shown([1, 2, 3], k=1) == [1]
+    assert seen[0].filename == __file__
+    with pytest.warns(DeprecationWarning), pytest.raises(TypeError, match="got k=1 and max_docs=2"):
+        shown([1, 2, 3], k=1, max_docs=2)

@@ -189,7 +189,7 @@ def test_parent_k_and_child_k_are_deprecated_aliases():
     assert old.k == 2 and len(old.invoke("rainy season typhoons green tea snow")) == 2
     with pytest.warns(DeprecationWarning, match=r"child_k=\.\.\.\) is deprecated: pass fetch_k="):
         assert ParentChildRetriever(**common, child_k=7).fetch_k == 7
-    with pytest.warns(DeprecationWarning, match="parent_k is deprecated: read k"):
+    with pytest.warns(DeprecationWarning, match="parent_k is deprecated: use k"):
         assert old.parent_k == 2
     with pytest.warns(DeprecationWarning), pytest.raises(TypeError, match=r"got k=3 and parent_k=2: parent_k is the "
                                                                           r"deprecated name of k; pass k only"):
