@@ -9,7 +9,7 @@ rankings are not meaningful (``quality.py`` measures quality).
 
 Per question, interleaved so that machine load hits every row alike: the engine's own ``query()``, the package's
 ``embed_query`` (the same engine through ``E5SmallEmbeddings``), and ``HybridRetriever.invoke`` (k=10,
-candidate_k=50, as ``open_retriever`` builds ``auto``) over BM25 + FAISS flat and over BM25 + FAISS HNSW.
+fetch_k=50, as ``open_retriever`` builds ``auto``) over BM25 + FAISS flat and over BM25 + FAISS HNSW.
 
     python benchmarks/auto_speed.py [--size 100k] [--queries 200]
 """
@@ -78,7 +78,7 @@ def main() -> int:
         t0 = time.perf_counter()
         dense[kind] = DenseRetriever.from_documents(docs, emb, k=10, index_kind=kind, batch_size=4096)
         builds[kind] = time.perf_counter() - t0
-        hybrids[kind] = HybridRetriever(retrievers=[bm25, dense[kind]], k=10, candidate_k=50)
+        hybrids[kind] = HybridRetriever(retrievers=[bm25, dense[kind]], k=10, fetch_k=50)
         print(f"dense {kind} built in {builds[kind]:.0f} s", file=sys.stderr)
 
     rows: dict[str, list[float]] = {

@@ -95,13 +95,13 @@ def main() -> int:
     t0 = time.perf_counter()
     dense = DenseRetriever.from_documents(docs, emb, k=10, index_kind="flat")
     t_dense = time.perf_counter() - t0
-    hybrid = HybridRetriever(retrievers=[bm25, dense], k=10, candidate_k=50)
+    hybrid = HybridRetriever(retrievers=[bm25, dense], k=10, fetch_k=50)
     rss = _maxrss_mb() - rss0
 
     lat = {
         "BM25Retriever.invoke (k=50)": timed(lambda q: bm25.invoke(q, k=50), queries),
         "DenseRetriever.invoke (k=50, FAISS flat)": timed(lambda q: dense.invoke(q, k=50), queries),
-        "HybridRetriever.invoke (k=10, candidate_k=50)": timed(hybrid.invoke, queries),
+        "HybridRetriever.invoke (k=10, fetch_k=50)": timed(hybrid.invoke, queries),
     }
     rows = ["| what | p50 ms | p95 ms | mean ms |", "|---|---:|---:|---:|"]
     for name, xs in lat.items():

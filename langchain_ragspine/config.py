@@ -718,7 +718,7 @@ def make_query_transform(
         deny_list: terms no generated query may mention — a ``QueryDenyList``, a list of terms, or a file
             (:meth:`~langchain_ragspine.retrievers.QueryDenyList.from_file`); default ``RAGSPINE_QUERY_DENY_LIST``,
             else no gate.
-        kwargs: fields of the retriever (``k``, ``candidate_k``, ``filter``, ``n_queries``, ``include_original``,
+        kwargs: fields of the retriever (``k``, ``fetch_k``, ``filter``, ``n_queries``, ``include_original``,
             ``max_queries`` for ``glossary``, ``prompt`` …).
 
     Raises:

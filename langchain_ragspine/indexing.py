@@ -36,7 +36,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 
 from langchain_ragspine._stacklevel import user_stacklevel
-from langchain_ragspine.arguments import check_k
+from langchain_ragspine.arguments import check_k, renamed_keywords
 from langchain_ragspine.backends.directory import bm25_parallel
 from langchain_ragspine.backends.directory._regular import check_regular
 from langchain_ragspine.backends.directory.bm25_index import SAVE_LAYOUT as BM25_LAYOUT
@@ -1380,13 +1380,14 @@ class StoreSource(StoreBackedSource[ChunkStore]):
             return None
 
 
+@renamed_keywords("candidate_k")
 def open_retriever(
     store_dir: str | os.PathLike[str],
     *,
     k: int | None = None,
     mode: str | None = None,
     embedding: str | Embeddings | None = None,
-    candidate_k: int = 50,
+    fetch_k: int = 50,
     **options: Any,
 ) -> BaseRetriever:
     """The retriever of a store — a directory, or a ``postgresql://`` URL (``docs/postgres.md``) — for a
@@ -1394,17 +1395,18 @@ def open_retriever(
 
     Modes (default ``RAGSPINE_RETRIEVAL_MODE``, else ``"auto"``): ``bm25`` / ``lexical`` / ``economy`` — the BM25
     index only, no embedding model is loaded; ``vector`` — the dense channel only; ``hybrid`` — BM25 and dense fused
-    by :class:`~langchain_ragspine.retrievers.HybridRetriever` (``candidate_k`` per channel; ``options`` such as
-    ``alpha`` or ``fusion`` go to it); ``auto`` — ``hybrid`` when the store has a vector index and its embedding
-    model can be loaded here, else ``bm25``, and over a store ingested with ``--chunker parent_child`` the distinct
-    parents of what that finds (as ``parent_child``: a :class:`~langchain_ragspine.retrievers.ParentChildRetriever`,
-    ``k`` parents from 50 children); and any mode registered with
-    :func:`~langchain_ragspine.pipeline.modes.register_mode`.  ``k`` defaults to ``RAGSPINE_K``, else 6
-    (:data:`~langchain_ragspine.config.DEFAULT_K`).  The query encoder is the one the vector index was built with
-    (its spec is recorded at ingest), unless ``embedding`` is given.  An invalid ``index.json`` (the store's index
-    record, :mod:`langchain_ragspine.backends.directory.index_state`) is treated as absent, with a :class:`StaleIndexWarning`
-    naming the file and field: the saved BM25 index is used only when its own checksums show it matches the store,
-    and ``vector`` / ``hybrid`` need ``embedding`` (or an ``ingest``, which rewrites the record).
+    by :class:`~langchain_ragspine.retrievers.HybridRetriever` (``fetch_k`` per channel, default 50 —
+    ``candidate_k`` is its old name, deprecated; ``options`` such as ``alpha`` or ``fusion`` go to it); ``auto`` —
+    ``hybrid`` when the store has a vector index and its embedding model can be loaded here, else ``bm25``, and over
+    a store ingested with ``--chunker parent_child`` the distinct parents of what that finds (as ``parent_child``: a
+    :class:`~langchain_ragspine.retrievers.ParentChildRetriever`, ``k`` parents from 50 children); and any mode
+    registered with :func:`~langchain_ragspine.pipeline.modes.register_mode`.  ``k`` defaults to ``RAGSPINE_K``,
+    else 6 (:data:`~langchain_ragspine.config.DEFAULT_K`).  The query encoder is the one the vector index was built
+    with (its spec is recorded at ingest), unless ``embedding`` is given.  An invalid ``index.json`` (the store's
+    index record, :mod:`langchain_ragspine.backends.directory.index_state`) is treated as absent, with a
+    :class:`StaleIndexWarning` naming the file and field: the saved BM25 index is used only when its own checksums
+    show it matches the store, and ``vector`` / ``hybrid`` need ``embedding`` (or an ``ingest``, which rewrites the
+    record).
 
     A saved index is used when it matches the chunk store's generation (and model) and loads cleanly — the BM25
     index also only when every file matches its checksum and the arrays hold together (see
@@ -1417,7 +1419,7 @@ def open_retriever(
     after the re-ingest committed, with no restart.  Before each call (sync and async) it reads the store's
     generation and stats ``index.json`` (~5-50 µs measured on a shared 2-core machine) and, when either changed,
     builds this mode's retriever again from the store as it is then (the same ``mode``, ``k``, ``embedding``,
-    ``candidate_k`` and ``options``; the query encoder is reused, not loaded again); and it gates every result
+    ``fetch_k`` and ``options``; the query encoder is reused, not loaded again); and it gates every result
     against the store's active rows (one indexed lookup for the call's results, ~60 µs for ten).  While an ingest
     runs it commits every 1,000 documents or 0.5 s, and the first call after each commit rebuilds, from the newest
     committed generation (as ``open_retriever`` reads a store then: the saved index does not match it yet, so it is
@@ -1438,7 +1440,7 @@ def open_retriever(
     k = check_k(k) if k is not None else configured_setting("k")
     if is_postgres_url(store_dir):  # its retrievers read the tables at every call: current already
         with open_source(store_dir, embedding=embedding) as source:
-            return build_retriever(mode, source, k=k, candidate_k=candidate_k, **options)
+            return build_retriever(mode, source, k=k, fetch_k=fetch_k, **options)
     root = Path(store_dir)
     _open_chunk_store(root).close()  # no store (or one being created): open_retriever's own error, at once
     models: dict[str, Embeddings | None] = {}  # a reload reuses the query encoder instead of loading it again
@@ -1446,7 +1448,7 @@ def open_retriever(
     def build() -> BaseRetriever:
         with StoreSource(root, embedding=embedding, models=models) as source:
             check_store_chunker(source.store, source.root)
-            return build_retriever(mode, source, k=k, candidate_k=candidate_k, **options)
+            return build_retriever(mode, source, k=k, fetch_k=fetch_k, **options)
 
     live = LiveStoreRetriever(chunk_store=root / CHUNKS_DB, factory=build, k=k, watch=(root / INDEX_STATE,))
     live.refresh()  # the first build, here: its errors are open_retriever's

@@ -35,6 +35,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 
+from langchain_ragspine.arguments import renamed_keywords, renamed_property
 from langchain_ragspine.config import (
     LEXICAL_MODES,
     QUERY_TRANSFORMS,
@@ -140,7 +141,8 @@ class ModeContext:
         mode: the name of the mode being built (for messages).
         k: results the built retriever returns per ``invoke`` (a call's own ``k`` still wins).
         tokenizer: the BM25 tokenizer, or ``None`` for the source's own.
-        candidate_k: candidates per channel for fusion, or ``None`` for :class:`HybridRetriever`'s default (50).
+        fetch_k: candidates per channel for fusion, or ``None`` for :class:`HybridRetriever`'s default (50)
+            (``candidate_k``: its old name, deprecated).
         options: keyword options of the mode (``hybrid``: ``HybridRetriever`` fields such as ``alpha``,
             ``fusion``, ``weights``); a mode that takes none refuses them.
     """
@@ -149,8 +151,10 @@ class ModeContext:
     mode: str
     k: int
     tokenizer: str | None = None
-    candidate_k: int | None = None
+    fetch_k: int | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
+
+    candidate_k = renamed_property("candidate_k")
 
     def bm25(self) -> BaseRetriever:
         """The lexical channel (BM25)."""
@@ -168,11 +172,11 @@ class ModeContext:
         """The retriever of another registered ``mode`` from the same source, ``k``, tokenizer and options — the
         base a wrapping mode wraps."""
         return get_mode(mode).build(ModeContext(self.source, resolve_mode_name(mode), self.k, self.tokenizer,
-                                                self.candidate_k, self.options))
+                                                self.fetch_k, self.options))
 
     def hybrid(self, retrievers: Sequence[BaseRetriever]) -> HybridRetriever:
-        """``retrievers`` fused by :class:`HybridRetriever` with ``k``, ``candidate_k`` and the options."""
-        extra: dict[str, Any] = {} if self.candidate_k is None else {"candidate_k": self.candidate_k}
+        """``retrievers`` fused by :class:`HybridRetriever` with ``k``, ``fetch_k`` and the options."""
+        extra: dict[str, Any] = {} if self.fetch_k is None else {"fetch_k": self.fetch_k}
         return HybridRetriever(retrievers=list(retrievers), k=self.k, **extra, **dict(self.options))
 
     def refuse_options(self) -> None:
@@ -333,13 +337,14 @@ def needs_dense_index(modes: Iterable[str], embedding: str | Embeddings | None =
     return "optional" in uses and resolve_embedding(embedding) is not None
 
 
+@renamed_keywords("candidate_k")
 def build_retriever(
     mode: str | None,
     source: RetrieverSource,
     *,
     k: int,
     tokenizer: str | None = None,
-    candidate_k: int | None = None,
+    fetch_k: int | None = None,
     **options: Any,
 ) -> BaseRetriever:
     """The retriever of ``mode`` (default ``RAGSPINE_RETRIEVAL_MODE``, else ``"auto"``) over ``source``.
@@ -349,7 +354,8 @@ def build_retriever(
         source: where the channels come from.
         k: results per ``invoke``.
         tokenizer: BM25 tokenizer (``None``: the source's own).
-        candidate_k: candidates per channel when channels are fused (``None``: ``HybridRetriever``'s 50).
+        fetch_k: candidates per channel when channels are fused (``None``: ``HybridRetriever``'s 50);
+            ``candidate_k`` is its old name (deprecated: a ``DeprecationWarning``, removed in the next release).
         options: the mode's keyword options (``hybrid``/``auto``: ``HybridRetriever`` fields such as ``alpha``,
             ``fusion``, ``weights``).
 
@@ -358,7 +364,7 @@ def build_retriever(
         TypeError: options given to a mode that takes none.
     """
     name = resolve_mode(mode)
-    return get_mode(name).build(ModeContext(source, name, k, tokenizer, candidate_k, options))
+    return get_mode(name).build(ModeContext(source, name, k, tokenizer, fetch_k, options))
 
 
 class DocumentsSource:
@@ -408,13 +414,14 @@ class DocumentsSource:
 RetrieverFactory = Callable[[list[Document]], BaseRetriever]
 
 
+@renamed_keywords("candidate_k")
 def mode_factory(
     mode: str | None,
     *,
     k: int,
     tokenizer: str | None = None,
     embedding: str | Embeddings | None = None,
-    candidate_k: int | None = None,
+    fetch_k: int | None = None,
     **options: Any,
 ) -> RetrieverFactory:
     """A factory ``documents -> retriever`` building ``mode`` over :class:`DocumentsSource` — the form
@@ -435,7 +442,7 @@ def mode_factory(
 
     def factory(documents: list[Document]) -> BaseRetriever:
         return build_retriever(
-            name, DocumentsSource(documents, embedding=emb), k=k, tokenizer=tokenizer, candidate_k=candidate_k,
+            name, DocumentsSource(documents, embedding=emb), k=k, tokenizer=tokenizer, fetch_k=fetch_k,
             **options,
         )
 
@@ -508,7 +515,7 @@ del _name
 
 #: Children a ``parent_child`` mode (and ``auto`` over a ``parent_child`` store) retrieves per query (at least
 #: ``k``): the ``fetch_k`` of its :class:`~langchain_ragspine.retrievers.ParentChildRetriever`.
-PARENT_CHILD_CHILD_K = 50
+PARENT_CHILD_FETCH_K = 50
 
 
 def _parent_child(children: BaseRetriever, ctx: ModeContext) -> BaseRetriever:
@@ -518,7 +525,7 @@ def _parent_child(children: BaseRetriever, ctx: ModeContext) -> BaseRetriever:
             f"mode {ctx.mode!r} needs a store directory ingested with --chunker parent_child (its chunk store keeps "
             f"the parents; a PostgreSQL store and documents in memory have none)"
         )
-    return ParentChildRetriever(children, parent_store(), k=ctx.k, fetch_k=max(PARENT_CHILD_CHILD_K, ctx.k))
+    return ParentChildRetriever(children, parent_store(), k=ctx.k, fetch_k=max(PARENT_CHILD_FETCH_K, ctx.k))
 
 
 register_mode(RetrievalMode(

@@ -354,8 +354,9 @@ class ContractRetriever(SyncBackedRetriever):
         """An unknown constructor argument is a ``TypeError`` with a did-you-mean (before pydantic's own
         ``extra="forbid"`` check, whose ``ValidationError`` names no alternative)."""
         if isinstance(data, dict):
-            data = cls._translate_arguments(rename_arguments(cls.__name__, data, cls.renamed_arguments))
             fields = cls._field_names()
+            renamed = [old for old in cls.renamed_arguments if RENAMED[old] in fields]
+            data = cls._translate_arguments(rename_arguments(cls.__name__, data, renamed))
             unknown = [name for name in data if name not in fields]
             if unknown:
                 raise TypeError(unknown_arguments_message(cls.__name__, unknown, fields | set(cls.init_arguments)))

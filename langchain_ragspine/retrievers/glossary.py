@@ -466,7 +466,7 @@ class GlossaryRetriever(QueryTransformRetriever):
     Attributes:
         rewriter: the :class:`GlossaryQueryRewriter`.
         (and those of :class:`~langchain_ragspine.retrievers.query_transform.QueryTransformRetriever`: ``k``,
-        ``candidate_k``, ``filter``, ``deny_list``, ``c``)
+        ``fetch_k``, ``filter``, ``deny_list``, ``c``)
 
     Deterministic and offline.  A query with no glossary term is searched alone, so its results are the base's
     (with a trace entry); rewrites pass the deny-list like any generated query.

@@ -25,7 +25,7 @@ Three fusion functions are offered:
 
 Why ``"two_stage"`` with ``top_alpha = 1.0`` is the retriever's default (BM25 ``auto`` + multilingual-e5-small,
 ``ParagraphTextSplitter()`` defaults, every question of JSQuAD valid (4,442, Japanese) and CMRC 2018 dev (3,219,
-Chinese), ``candidate_k = 50``; ``python benchmarks/fusion_study.py``, tables in ``benchmarks/RESULTS.md``, section
+Chinese), ``fetch_k = 50``; ``python benchmarks/fusion_study.py``, tables in ``benchmarks/RESULTS.md``, section
 ``fusion``).  Thirteen fusion methods (score normalisations: min-max, min-max over a fixed depth, z-score, rank,
 theoretical min-max; weighted RRF; per-query weights from each channel's top-score gap; rules that keep a confident
 lexical top hit) had their one or two parameters chosen on one set and were measured on the other, in both
@@ -87,7 +87,14 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from pydantic import field_validator
 
-from langchain_ragspine.arguments import PositiveIntField, check_arguments, check_int, check_k
+from langchain_ragspine.arguments import (
+    PositiveIntField,
+    check_arguments,
+    check_int,
+    check_k,
+    renamed_keywords,
+    renamed_property,
+)
 from langchain_ragspine.backends.directory.bm25_index import SAVE_LAYOUT as _BM25_LAYOUT
 from langchain_ragspine.backends.directory.files import atomic_dir, layout, read_config
 from langchain_ragspine.documents import (
@@ -193,7 +200,10 @@ _CONFIG_FILE = "hybrid.json"
 #: Everything :meth:`HybridRetriever.save` writes: ``hybrid.json`` and one BM25 or dense save per ``channel-<n>``.
 _SAVE_LAYOUT = {**layout(_CONFIG_FILE), r"channel-\d+": {**_BM25_LAYOUT, **_DENSE_LAYOUT}}
 # the HybridRetriever fields save() writes to hybrid.json (the channels are saved in sub-directories)
-_SAVED_FIELDS = ("weights", "c", "candidate_k", "k", "filter", "fusion", "alpha", "top_alpha", "id_key", "score_threshold")
+_SAVED_FIELDS = ("weights", "c", "fetch_k", "k", "filter", "fusion", "alpha", "top_alpha", "id_key", "score_threshold")
+#: Field -> its key in hybrid.json where the two differ: the format ``ragspine-hybrid/1`` names the per-channel
+#: depth ``candidate_k`` (the field's name when the format was made), so a save reads as before in every version.
+_SAVED_KEYS = {"fetch_k": "candidate_k"}
 
 
 # ---------------------------------------------------------------------------------------------------- fusion
@@ -542,7 +552,7 @@ class HybridOptions(RunnableOptions, total=False):
 
     weights: list[float] | None
     c: int
-    candidate_k: int
+    fetch_k: int
     filter: dict[str, Any] | None
     fusion: Fusion
     alpha: float | None
@@ -567,7 +577,7 @@ class HybridRetriever(RagSpineRetriever):
     that combination, ``fusion="rrf"`` by weighted Reciprocal Rank Fusion (see the module docstring for the formulas
     and the measurements behind the default).
 
-    Each query asks every channel for ``depth = max(candidate_k, k)`` candidates matching the filter through the
+    Each query asks every channel for ``depth = max(fetch_k, k)`` candidates matching the filter through the
     retriever-call contract (:func:`~langchain_ragspine.retrievers.contract.invoke_retriever`: this package's
     retrievers get ``k`` and ``filter``, a ``VectorStoreRetriever`` gets ``k`` only) and fuses them with
     :func:`fuse`, so ``invoke(query, k=70)`` returns 70 documents when 70 match.
@@ -581,10 +591,12 @@ class HybridRetriever(RagSpineRetriever):
         c: the RRF constant (default 60, Cormack et al.'s "k"; named ``c`` like ``EnsembleRetriever``'s because
             ``k`` is the result count).  The score-based fusions use it only for a channel that reports no scores
             (``1 / (c + rank)`` stands in for its score).
-        candidate_k: candidates taken from each channel (default 50), raised to ``k`` when a call asks for more;
+        fetch_k: candidates taken from each channel (default 50), raised to ``k`` when a call asks for more;
             a channel that returns more is truncated.  For ``"convex"`` / ``"two_stage"`` this depth also sets the
             list over which each channel's min and max are taken (a channel's own first document stays first).
-            ``invoke(query, candidate_k=...)`` overrides it per call.
+            ``invoke(query, fetch_k=...)`` overrides it per call.  ``candidate_k`` is its old name (deprecated: a
+            ``DeprecationWarning``; removed in the next release; with ``fetch_k`` and another value a
+            ``TypeError``).
         k: number of fused results (default 4), an ``int >= 1``; ``invoke(query, k=...)`` overrides it per call.
         filter: the retriever's own metadata filter (:mod:`langchain_ragspine.filters`); ``invoke(query,
             filter=...)`` is ANDed with it, so a call narrows the results but never widens them.  Channels that
@@ -606,7 +618,7 @@ class HybridRetriever(RagSpineRetriever):
             source document.  A document without the field (or ``None`` there) keeps its chunk identity, never
             merged by a missing value.  Default ``None``: the chunk identity (``chunk_id``, else ``Document.id``,
             else the text; see the module docstring) — where ``EnsembleRetriever`` keys by ``page_content``.
-            ``candidate_k`` still counts the chunks each channel is asked for (several may share a value); a value
+            ``fetch_k`` still counts the chunks each channel is asked for (several may share a value); a value
             with a RESTRICTED document in any channel is dropped altogether (fail closed).
         score_threshold: the lowest fused score (``metadata["scores"]["fused"]``) a result may have (default
             ``None``: none); ``invoke(query, score_threshold=...)`` sets it for one call.  The scale is the
@@ -616,7 +628,7 @@ class HybridRetriever(RagSpineRetriever):
             channel); ``"rrf"`` in [0, Σ weights / (c + 1)] (Σ wᵢ / (c + rankᵢ), ranks only).  A threshold above
             the scale's top is a ``ValueError``.
 
-    Call options: ``invoke(query, k=…, filter=…, candidate_k=…, score_threshold=…, embed_as=…)``.  ``embed_as`` (``"query"`` or
+    Call options: ``invoke(query, k=…, filter=…, fetch_k=…, score_threshold=…, embed_as=…)``.  ``embed_as`` (``"query"`` or
     ``"document"``, see :class:`~langchain_ragspine.retrievers.dense.DenseRetriever`) goes to the channels whose
     class declares it (the dense ones), not to the others (BM25, a foreign retriever): HyDE passes
     ``embed_as="document"`` for its hypothetical document.  Not given: no channel is passed it.
@@ -626,7 +638,7 @@ class HybridRetriever(RagSpineRetriever):
     are dropped even when a foreign channel returns them.
 
     Raises:
-        ValueError: no retrievers, bad ``weights``, ``c < 0``, ``candidate_k < 1``, ``k < 1``, an unknown
+        ValueError: no retrievers, bad ``weights``, ``c < 0``, ``fetch_k < 1``, ``k < 1``, an unknown
             ``fusion``, ``alpha`` or ``top_alpha`` outside [0, 1], ``alpha`` given together with ``weights``,
             ``top_alpha`` with another fusion than ``"two_stage"``, a malformed ``filter``, an ``embed_as`` other
             than ``"query"`` / ``"document"``, an empty ``id_key``, a ``score_threshold`` outside its fusion's
@@ -653,7 +665,7 @@ class HybridRetriever(RagSpineRetriever):
     retrievers: list[BaseRetriever]
     weights: list[float] | None = None
     c: int = DEFAULT_C
-    candidate_k: int = 50
+    fetch_k: int = 50
     k: PositiveIntField = 4
     filter: dict[str, Any] | None = None
     fusion: Fusion = "two_stage"
@@ -662,9 +674,12 @@ class HybridRetriever(RagSpineRetriever):
     id_key: str | None = None
     score_threshold: float | None = None
 
-    #: ``invoke(query, candidate_k=…)`` sets the per-channel depth of one call, ``score_threshold=…`` its threshold;
+    #: ``invoke(query, fetch_k=…)`` sets the per-channel depth of one call, ``score_threshold=…`` its threshold;
     #: ``embed_as=…`` goes to the channels that declare it (see the class docstring).
-    call_options: ClassVar[tuple[str, ...]] = ("candidate_k", "score_threshold", EMBED_AS_OPTION)
+    call_options: ClassVar[tuple[str, ...]] = ("fetch_k", "score_threshold", EMBED_AS_OPTION)
+    #: ``candidate_k``: the old name of ``fetch_k`` (constructor and call), for one release.
+    renamed_arguments: ClassVar[tuple[str, ...]] = ("candidate_k",)
+    candidate_k = renamed_property("candidate_k")
 
     @field_validator("id_key", mode="before")
     @classmethod
@@ -696,7 +711,7 @@ class HybridRetriever(RagSpineRetriever):
                 raise TypeError(f"retrievers[{i}] is a {type(r).__name__}, expected a BaseRetriever")
         _check_weights(self.weights, len(self.retrievers))
         check_int(self.c, "c", minimum=0)
-        check_int(self.candidate_k, "candidate_k")
+        check_int(self.fetch_k, "fetch_k")
         _check_fusion(self.fusion)
         if self.alpha is not None:
             _check_alpha(self.alpha)
@@ -735,17 +750,17 @@ class HybridRetriever(RagSpineRetriever):
     # -- plumbing ---------------------------------------------------------------------------------------------------
     def _params(self, call: RetrieverCall[Any]) -> _CallParams:
         """A call's parameters: ``k``, the call's filter ANDed with :attr:`filter` (and its predicate), the
-        per-channel depth ``max(candidate_k, k)`` (the call's ``candidate_k``, else :attr:`candidate_k`) and the
+        per-channel depth ``max(fetch_k, k)`` (the call's ``fetch_k``, else :attr:`fetch_k`) and the
         score threshold (the call's, else :attr:`score_threshold`)."""
         self._check_fields(own_filter=False)  # model_copy(update=...) skips validation
         k = self.k if call.k is None else check_k(call.k)
-        candidate_k = call.options.get("candidate_k")
-        candidate_k = self.candidate_k if candidate_k is None else check_int(candidate_k, "candidate_k")
+        fetch_k = call.options.get("fetch_k")
+        fetch_k = self.fetch_k if fetch_k is None else check_int(fetch_k, "fetch_k")
         threshold = call.options.get("score_threshold")
         threshold = self.score_threshold if threshold is None else self._check_threshold(threshold)
         # the own filter AND the call's (compiled once at the door), compiled once for every channel and the merge
         flt = compiled_filter(self.filter, call.filter)
-        return _CallParams(k, flt, max(candidate_k, k), None if flt is None else flt.predicate, threshold)
+        return _CallParams(k, flt, max(fetch_k, k), None if flt is None else flt.predicate, threshold)
 
     @staticmethod
     def _channel_options(call: RetrieverCall[Any]) -> dict[str, Any]:
@@ -771,7 +786,7 @@ class HybridRetriever(RagSpineRetriever):
     ) -> list[Document]:
         """Fuse ``results`` (one list per called channel, in ``channels``' order; a channel not called — weight 0 —
         contributes an empty list).  ``gated`` holds, per called channel, the RESTRICTED documents the contract's
-        gate removed from its list before the cut to ``candidate_k``: they follow the channel's list, take no
+        gate removed from its list before the cut to ``fetch_k``: they follow the channel's list, take no
         candidate's place, and :func:`fuse` (which ranks without them) drops their keys from every channel (fail
         closed).  Results below the call's score threshold are dropped (they come best first, so after the cut to
         ``k`` is the same as before it)."""
@@ -808,6 +823,7 @@ class HybridRetriever(RagSpineRetriever):
 
     # -- construction and persistence -------------------------------------------------------------------------------
     @classmethod
+    @renamed_keywords("candidate_k")
     def from_documents(
         cls,
         documents: Iterable[Document],
@@ -829,7 +845,7 @@ class HybridRetriever(RagSpineRetriever):
             tokenizer: the BM25 tokenizer (default ``"auto"``).
             bm25_kwargs / dense_kwargs: other fields of each channel (``k1``, ``b`` / ``cache_path``,
                 ``index_kind``, …); the channels' own ``k`` is irrelevant (the hybrid asks each for its depth).
-            kwargs: the hybrid's own fields (``fusion``, ``alpha``, ``weights``, ``candidate_k``, ``filter``, …).
+            kwargs: the hybrid's own fields (``fusion``, ``alpha``, ``weights``, ``fetch_k``, ``filter``, …).
 
         Raises:
             TypeError: an unknown keyword argument, with a did-you-mean over the hybrid's fields and ``tokenizer``,
@@ -882,7 +898,8 @@ class HybridRetriever(RagSpineRetriever):
                     "channels only"
                 )
             channels.append({"kind": "bm25" if isinstance(r, BM25Retriever) else "dense", "dir": f"channel-{i}"})
-        config = {"format": _FORMAT, "channels": channels, **{f: getattr(self, f) for f in _SAVED_FIELDS}}
+        config = {"format": _FORMAT, "channels": channels,
+                  **{_SAVED_KEYS.get(f, f): getattr(self, f) for f in _SAVED_FIELDS}}
         with atomic_dir(path, marker=_CONFIG_FILE, writes=_SAVE_LAYOUT) as tmp:
             for r, ch in zip(self.retrievers, channels, strict=True):
                 r.save(tmp / ch["dir"])  # type: ignore[attr-defined]
@@ -917,6 +934,6 @@ class HybridRetriever(RagSpineRetriever):
                 retrievers.append(DenseRetriever.load(sub, embedding=embedding))
             else:
                 retrievers.append(BM25Retriever.load(sub, tokenizer=tokenizer))
-        fields = {f: config[f] for f in _SAVED_FIELDS if f in config}
+        fields = {f: config[_SAVED_KEYS.get(f, f)] for f in _SAVED_FIELDS if _SAVED_KEYS.get(f, f) in config}
         fields.update(overrides)
         return cls(retrievers=retrievers, **fields)

@@ -40,7 +40,7 @@ removed, SQLite failing) raises a :class:`~langchain_ragspine.errors.StoreError`
 The wrapper keeps the retriever-call contract of what it wraps: ``invoke(query, k=None, filter=None)`` (``k``
 defaults to the wrapper's ``k``; the filter is passed on and ANDed there with the retriever's own), the call
 options ``embed_as`` (handed on as every wrapper does, :func:`~langchain_ragspine.retrievers.embed_as.
-embed_as_target`) and ``candidate_k`` (passed on: a hybrid retriever takes it, any other refuses it as it would
+embed_as_target`) and ``fetch_k`` (passed on: a hybrid retriever takes it, any other refuses it as it would
 unwrapped), ``Document.id`` and
 scores as the wrapped retriever returns them, and a trace in which the wrapped retriever's run is a child run
 tagged ``store-generation:<n>``.  :attr:`LiveStoreRetriever.current` shows the retriever that would answer now
@@ -140,9 +140,11 @@ class LiveStoreRetriever(ContractRetriever):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    #: ``embed_as`` is handed on (as every wrapper does); ``candidate_k`` is passed to a wrapped retriever that
+    #: ``embed_as`` is handed on (as every wrapper does); ``fetch_k`` is passed to a wrapped retriever that
     #: takes it (a hybrid one; any other refuses it, as it would without the wrapper).
-    call_options: ClassVar[tuple[str, ...]] = ("candidate_k", EMBED_AS_OPTION)
+    call_options: ClassVar[tuple[str, ...]] = ("fetch_k", EMBED_AS_OPTION)
+    #: ``invoke(query, candidate_k=…)``: the old name of ``fetch_k``, for one release.
+    renamed_arguments: ClassVar[tuple[str, ...]] = ("candidate_k",)
 
     chunk_store: Path
     factory: Callable[[], BaseRetriever]
@@ -297,10 +299,10 @@ class LiveStoreRetriever(ContractRetriever):
     # -- calls --------------------------------------------------------------------------------------------------
     def _inner_call(self, retriever: BaseRetriever, call: RetrieverCall[Any]) -> tuple[BaseRetriever, dict[str, Any]]:
         """The retriever to search and the options to pass it: ``embed_as`` as :func:`embed_as_target` decides,
-        ``candidate_k`` as given (the wrapped retriever refuses it when it takes none)."""
+        ``fetch_k`` as given (the wrapped retriever refuses it when it takes none)."""
         target, options = embed_as_target(retriever, embed_as_options(call.options))
-        if "candidate_k" in call.options:
-            options["candidate_k"] = call.options["candidate_k"]
+        if "fetch_k" in call.options:
+            options["fetch_k"] = call.options["fetch_k"]
         return target, options
 
     def _k(self, call: RetrieverCall[Any]) -> int:

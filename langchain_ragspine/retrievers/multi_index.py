@@ -57,7 +57,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 from pydantic import ConfigDict, PrivateAttr
 
-from langchain_ragspine.arguments import OptionalPositiveIntField, check_int, close_names
+from langchain_ragspine.arguments import OptionalPositiveIntField, check_int, close_names, renamed_property
 from langchain_ragspine.documents import dedupe_by, doc_key
 from langchain_ragspine.filters import CompiledFilter, compile_filter
 from langchain_ragspine.retrievers._choices import ChoicePrompter
@@ -447,7 +447,8 @@ class MultiIndexRetriever(ContractRetriever):
         k: results per call (``invoke(query, k=…)`` overrides); ``None`` (default): each index searched with its
             own default ``k`` and the whole fused list returned — every chunk any searched index returned, fused,
             no cut (as LangChain's ``EnsembleRetriever``), so each index's best match is in it.
-        candidate_k: results asked of each index when ``k`` is known (default ``k``).
+        fetch_k: results asked of each index when ``k`` is known (default ``k``).  ``candidate_k`` is its old name
+            (deprecated: a ``DeprecationWarning``; removed in the next release).
         filter: the retriever's own filter, ANDed with a call's; every index gets the combined filter.
         c: the RRF constant (default 60).
 
@@ -468,10 +469,10 @@ class MultiIndexRetriever(ContractRetriever):
     known: every index is searched, fallback ``"no_known_index"``).
 
     Raises:
-        ValueError: no indexes, an empty id, bad ``k``/``candidate_k``/``c``, a malformed filter; keyword rules,
+        ValueError: no indexes, an empty id, bad ``k``/``fetch_k``/``c``, a malformed filter; keyword rules,
             ``descriptions`` or an :class:`LLMRouter`'s descriptions naming an id that is not one of ``indexes``
             (the message names the id, the closest ids and lists the indexes) — also on assignment.
-        TypeError: an index that is not a ``BaseRetriever``; a router of another type; ``k`` / ``candidate_k`` /
+        TypeError: an index that is not a ``BaseRetriever``; a router of another type; ``k`` / ``fetch_k`` /
             ``c`` not an int.
 
     Example:
@@ -490,7 +491,7 @@ class MultiIndexRetriever(ContractRetriever):
     router: Any = None
     descriptions: dict[str, str] | None = None
     k: OptionalPositiveIntField = None
-    candidate_k: OptionalPositiveIntField = None
+    fetch_k: OptionalPositiveIntField = None
     filter: dict[str, Any] | None = None
     c: int = DEFAULT_C
 
@@ -498,6 +499,9 @@ class MultiIndexRetriever(ContractRetriever):
 
     #: ``invoke(query, embed_as=…)`` is handed on to each index searched (see the class docstring).
     call_options: ClassVar[tuple[str, ...]] = (EMBED_AS_OPTION,)
+    #: ``candidate_k``: the old name of ``fetch_k``, for one release.
+    renamed_arguments: ClassVar[tuple[str, ...]] = ("candidate_k",)
+    candidate_k = renamed_property("candidate_k")
 
     #: The fields the router is bound to: assigning one (or updating it in ``model_copy``) binds the router again.
     bound_fields: ClassVar[tuple[str, ...]] = ("indexes", "router", "descriptions")
@@ -654,7 +658,7 @@ class MultiIndexRetriever(ContractRetriever):
 
     # -- retrieval --------------------------------------------------------------------------------------------------
     def _params(self, call: RetrieverCall[Any]) -> tuple[int | None, int | None, CompiledFilter | None]:
-        return call_params(self.k, self.candidate_k, self.filter, call.k, call.filter)
+        return call_params(self.k, self.fetch_k, self.filter, call.k, call.filter)
 
     def _searches(self, decision: RoutingDecision, query: str, call: RetrieverCall[Any]) -> list[Search]:
         """One search per selected index, traced as ``index_{i}``, with the call's ``embed_as`` handed on as

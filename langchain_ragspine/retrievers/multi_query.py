@@ -102,7 +102,7 @@ class MultiQueryRetriever(LLMQueryTransformRetriever):
             parser_key: ignored, with a warning — LangChain ignores it too (deprecated there).
             include_original: search the question as well.  Default ``True`` here (LangChain: ``False``): the user's
                 own query is usually the best single query, and fusion ranks what both find first.
-            **kwargs: this class's own fields (``k``, ``n_queries``, ``candidate_k``, ``filter``, ``deny_list``, ``c``).
+            **kwargs: this class's own fields (``k``, ``n_queries``, ``fetch_k``, ``filter``, ``deny_list``, ``c``).
 
         Raises:
             TypeError, ValueError: as the constructor (a bad retriever, a prompt without ``{question}``, …).

@@ -10,7 +10,7 @@ decomposition (:mod:`~langchain_ragspine.retrievers.decomposition`) and glossary
    one that mentions a denied term is dropped before it is searched, and the drop is recorded (position and term
    index, never the text).
 3. **Search.**  Each remaining query goes to the base retriever through the package's retriever-call contract
-   (:func:`~langchain_ragspine.retrievers.contract.invoke_retriever`), with the call's ``k`` (or ``candidate_k``) and
+   (:func:`~langchain_ragspine.retrievers.contract.invoke_retriever`), with the call's ``k`` (or ``fetch_k``) and
    ``filter`` — the call's filter ANDed with the wrapper's own, so a transformation can only narrow what its base
    would return.  ``ainvoke`` searches the queries concurrently.
 4. **Fuse.**  The ranked lists are fused by Reciprocal Rank Fusion (Cormack, Clarke & Büttcher, SIGIR 2009; ``c =
@@ -19,10 +19,10 @@ decomposition (:mod:`~langchain_ragspine.retrievers.decomposition`) and glossary
    RESTRICTED chunks never come out (also when a single query was searched).  Ties break by the order of the
    queries — the user's query first, then the generated ones as the model wrote them — then by rank, then by
    ``chunk_id`` (``fuse(..., ties="lists")``): a chunk the user's own query found wins a tie against one only a
-   generated query found.  Each query is searched to the same depth, ``max(k, candidate_k)``, so for every ``k`` up
-   to ``candidate_k`` the fused ranking is the same and ``k`` only cuts it: results are prefix-stable across ``k``
-   (``invoke(q, k=3)`` is the first three of ``invoke(q, k=5)`` when ``candidate_k >= 5``).  With the default
-   ``candidate_k`` (``None``: the depth is ``k``) a larger ``k`` searches deeper, and RRF may then reorder the top.
+   generated query found.  Each query is searched to the same depth, ``max(k, fetch_k)``, so for every ``k`` up
+   to ``fetch_k`` the fused ranking is the same and ``k`` only cuts it: results are prefix-stable across ``k``
+   (``invoke(q, k=3)`` is the first three of ``invoke(q, k=5)`` when ``fetch_k >= 5``).  With the default
+   ``fetch_k`` (``None``: the depth is ``k``) a larger ``k`` searches deeper, and RRF may then reorder the top.
    Without ``k`` each query is searched with the base's default and the fused list is cut to the longest list
    searched — the base's default number of results, so a call without ``k`` equals one with ``k`` set to it.
 
@@ -72,7 +72,7 @@ from langchain_core.runnables import RunnableConfig
 from pydantic import ConfigDict, Field, field_validator
 
 from langchain_ragspine._stacklevel import user_stacklevel
-from langchain_ragspine.arguments import OptionalPositiveIntField, check_int, check_k
+from langchain_ragspine.arguments import OptionalPositiveIntField, check_int, check_k, renamed_property
 from langchain_ragspine.documents import doc_key
 from langchain_ragspine.filters import CompiledFilter, compile_filter, compiled_filter
 from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, RetrieverCall, SyncCall
@@ -174,7 +174,7 @@ def add_trace_entry(doc: Document, entry: Mapping[str, Any]) -> Document:
 
 def call_params(
     own_k: int | None,
-    candidate_k: int | None,
+    fetch_k: int | None,
     own_filter: Mapping[str, Any] | None,
     k: int | None,
     filter: Mapping[str, Any] | None,
@@ -183,7 +183,7 @@ def call_params(
     retrievers.multi_index.MultiIndexRetriever`, filter extraction).
 
     ``k`` is the call's (checked), else the wrapper's ``own_k`` (``None``: the inner retrievers' defaults); ``depth``
-    — what each inner search asks for — is ``max(k, candidate_k)`` (``None`` when ``k`` is); the filter is the
+    — what each inner search asks for — is ``max(k, fetch_k)`` (``None`` when ``k`` is); the filter is the
     wrapper's ANDed with the call's, compiled once (:func:`~langchain_ragspine.filters.compiled_filter`: the call's
     filter comes compiled, and every inner search reuses the result).
 
@@ -192,7 +192,7 @@ def call_params(
     """
     k = own_k if k is None else check_k(k)
     flt = compiled_filter(own_filter, filter)
-    return k, None if k is None else max(k, candidate_k or k), flt
+    return k, None if k is None else max(k, fetch_k or k), flt
 
 
 class QueryTransformRetriever(ContractRetriever):
@@ -204,12 +204,13 @@ class QueryTransformRetriever(ContractRetriever):
     Attributes:
         base: the retriever searched (any ``BaseRetriever``; called through the retriever-call contract).
         k: results per call (an ``int >= 1``; ``invoke(query, k=…)`` overrides it).  ``None`` (default): the base's
-            own default — each query is searched with no ``k`` (``candidate_k`` is not used) and the fused list is
+            own default — each query is searched with no ``k`` (``fetch_k`` is not used) and the fused list is
             cut to the longest of the lists fused.
-        candidate_k: results asked of the base per query when ``k`` is known: ``max(k, candidate_k)``.  Default
+        fetch_k: results asked of the base per query when ``k`` is known: ``max(k, fetch_k)``.  Default
             ``None``: ``k`` itself.  A larger value lets RRF see deeper into each list, and makes results
-            prefix-stable for every ``k <= candidate_k`` (see the module docstring); it costs a deeper search of
-            the base per query.
+            prefix-stable for every ``k <= fetch_k`` (see the module docstring); it costs a deeper search of
+            the base per query.  ``candidate_k`` is its old name (deprecated: a ``DeprecationWarning``; removed in
+            the next release).
         filter: the wrapper's own metadata filter, ANDed with a call's ``filter`` (and with the base's own, which
             the base applies): a call can narrow, never widen.
         deny_list: terms a generated query must not mention (:class:`QueryDenyList`, or a list of terms);
@@ -217,19 +218,23 @@ class QueryTransformRetriever(ContractRetriever):
         c: the RRF constant (default 60).
 
     Raises:
-        TypeError: ``base`` is not a ``BaseRetriever``; ``k`` / ``candidate_k`` / ``c`` not an int; an unknown
+        TypeError: ``base`` is not a ``BaseRetriever``; ``k`` / ``fetch_k`` / ``c`` not an int; an unknown
             keyword argument to ``invoke``.
-        ValueError: ``k`` / ``candidate_k`` < 1; ``c < 0``; a malformed filter.
+        ValueError: ``k`` / ``fetch_k`` < 1; ``c < 0``; a malformed filter.
     """
 
     base: BaseRetriever
     k: OptionalPositiveIntField = None
-    candidate_k: OptionalPositiveIntField = None
+    fetch_k: OptionalPositiveIntField = None
     filter: dict[str, Any] | None = None
     deny_list: QueryDenyList | None = None
     c: int = DEFAULT_C
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    #: ``candidate_k``: the old name of ``fetch_k``, for one release.
+    renamed_arguments: ClassVar[tuple[str, ...]] = ("candidate_k",)
+    candidate_k = renamed_property("candidate_k")
 
     #: The transformation's name in traces and in :data:`~langchain_ragspine.config.QUERY_TRANSFORMS`.
     transform_name: ClassVar[str] = "transform"
@@ -334,7 +339,7 @@ class QueryTransformRetriever(ContractRetriever):
     # -- retrieval ----------------------------------------------------------------------------------------------------
     def _params(self, call: RetrieverCall[Any]) -> tuple[int | None, int | None, CompiledFilter | None]:
         """``(k, depth per query, combined filter)`` of a call (:func:`call_params`)."""
-        return call_params(self.k, self.candidate_k, self.filter, call.k, call.filter)
+        return call_params(self.k, self.fetch_k, self.filter, call.k, call.filter)
 
     def _searches(self, plan: QueryPlan) -> list[Search]:
         """One search of the base per planned query, traced as ``query_{i}`` (HyDE adds a call option to its

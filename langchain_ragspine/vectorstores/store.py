@@ -79,7 +79,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 
 from langchain_ragspine._stacklevel import user_stacklevel
-from langchain_ragspine.arguments import check_arguments, check_k
+from langchain_ragspine.arguments import check_arguments, check_k, rename_arguments
 from langchain_ragspine.backends.directory._follow import FollowedChunkStore, StoreState
 from langchain_ragspine.backends.directory.chunk_store import (
     VECTORSTORE_RECORD_KEY,
@@ -163,7 +163,7 @@ _FRESH_MAX = 50_000
 # does not use (they are accepted and ignored, as every LangChain store does) — except score_threshold: honoured by
 # every search type with a relevance score (similarity, bm25, hybrid; similarity_score_threshold is LangChain's),
 # refused by MMR
-_PASSED_ALONG = ("fetch_k", "lambda_mult", "score_threshold", "candidate_k")
+_PASSED_ALONG = ("fetch_k", "lambda_mult", "score_threshold")
 #: The scale of ``score_threshold`` in the ``similarity`` search type (LangChain's relevance score).
 RELEVANCE_SCALE = "the relevance score: the cosine similarity clipped to [0, 1]"
 #: The scale of ``score_threshold`` in the ``hybrid`` search type.
@@ -494,6 +494,14 @@ def _check_filter(filter: Any) -> CompiledFilter | None:
             f"{type(filter).__name__}; a callable filter is not supported (filters fail closed)"
         )
     return compiled_filter(filter)
+
+
+def _search_kwargs(owner: str, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """A search's further keywords: ``candidate_k`` (the old name of ``fetch_k``, deprecated) renamed, then each
+    one checked (an unknown keyword is a ``TypeError`` with a did-you-mean)."""
+    kwargs = rename_arguments(owner, kwargs, ["candidate_k"])
+    check_arguments(owner, kwargs, (*_PASSED_ALONG, *_NAMED))
+    return kwargs
 
 
 class _SnapshotBM25(ContractRetriever):
@@ -990,7 +998,7 @@ class RagSpineVectorStore(MarginalRelevanceStore):
     ) -> list[tuple[Document, float]]:
         """The top ``k`` records for a query ``vector`` (``None``: an empty query, no results) whose relevance
         (:meth:`_select_relevance_score_fn`) is at least ``kwargs["score_threshold"]`` when given, gated."""
-        check_arguments(f"{type(self).__name__}.{name}", kwargs, (*_PASSED_ALONG, *_NAMED))
+        _search_kwargs(f"{type(self).__name__}.{name}", kwargs)
         k = check_k(k)
         threshold = check_score_threshold(kwargs.get("score_threshold"), maximum=1.0, scale=RELEVANCE_SCALE)
         flt = _check_filter(filter)
@@ -1015,8 +1023,9 @@ class RagSpineVectorStore(MarginalRelevanceStore):
         does.
 
         Raises:
-            TypeError: a query that is not a string; an unknown keyword argument (``fetch_k``, ``lambda_mult``,
-                ``candidate_k`` are accepted and ignored, as LangChain passes them along); a non-dict ``filter``;
+            TypeError: a query that is not a string; an unknown keyword argument (``fetch_k`` and ``lambda_mult``
+                are accepted and ignored, as LangChain passes them along; ``candidate_k``, the old name of
+                ``fetch_k``, with a ``DeprecationWarning``); a non-dict ``filter``;
                 a ``score_threshold`` that is not a number.
             ValueError: ``k < 1``; a malformed filter; a ``score_threshold`` outside [0, 1].
         """
@@ -1056,10 +1065,10 @@ class RagSpineVectorStore(MarginalRelevanceStore):
         return lambda score: min(1.0, max(0.0, score))
 
     def _check_search_arguments(self, name: str, kwargs: Mapping[str, Any], filter: Any) -> Mapping[str, Any] | None:
-        """The keywords LangChain passes along are taken (``fetch_k``, ``lambda_mult``, ``candidate_k``); a filter
+        """The keywords LangChain passes along are taken (``fetch_k``, ``lambda_mult``); a filter
         must be a dict (:func:`_check_filter`).  MMR refuses a ``score_threshold`` (it ranks by no relevance score).
         """
-        check_arguments(f"{type(self).__name__}.{name}", kwargs, (*_PASSED_ALONG, *_NAMED))
+        kwargs = _search_kwargs(f"{type(self).__name__}.{name}", kwargs)
         _refuse_mmr_threshold(kwargs.get("score_threshold"))
         return _check_filter(filter)
 
@@ -1074,7 +1083,7 @@ class RagSpineVectorStore(MarginalRelevanceStore):
         query = self._query(query, f"{channel}_search")
         kwargs = dict(kwargs)
         embed_as = kwargs.pop(EMBED_AS_OPTION, None) if channel == "hybrid" else None
-        check_arguments(f"{type(self).__name__}.{channel}_search", kwargs, (*_PASSED_ALONG, *_NAMED))
+        kwargs = _search_kwargs(f"{type(self).__name__}.{channel}_search", kwargs)
         k = check_k(k)
         flt = _check_filter(filter)
         threshold = kwargs.get("score_threshold")
@@ -1083,14 +1092,13 @@ class RagSpineVectorStore(MarginalRelevanceStore):
             idx = self._current()
             found = _SnapshotBM25(snapshot=idx, k=k).invoke(query, k=k, filter=flt, score_threshold=threshold)
         else:
-            # fetch_k (else candidate_k) as given: 0 is an error like -1, not the default
-            name = "fetch_k" if kwargs.get("fetch_k") is not None else "candidate_k"
-            depth = check_k(kwargs[name], name) if kwargs.get(name) is not None else 50
+            # fetch_k as given: 0 is an error like -1, not the default
+            depth = check_k(kwargs["fetch_k"], "fetch_k") if kwargs.get("fetch_k") is not None else 50
             check_score_threshold(threshold, maximum=1.0, scale=HYBRID_SCALE)  # before the indexes are touched
             idx = self._current()
             channels: list[BaseRetriever] = [_SnapshotBM25(snapshot=idx),
                                              _SnapshotDense(snapshot=idx, embedding=self.embedding)]
-            hybrid = HybridRetriever(retrievers=channels, k=k, candidate_k=depth, score_threshold=threshold)
+            hybrid = HybridRetriever(retrievers=channels, k=k, fetch_k=depth, score_threshold=threshold)
             found = hybrid.invoke(query, k=k, filter=flt, **embed_as_options({EMBED_AS_OPTION: embed_as}))
         # the record as stored, with the channel scores; id = the record id (its chunk_id)
         out = []

@@ -27,7 +27,7 @@ DOCS = [Document("梅雨は六月から七月の雨季。", metadata={"chunk_id"
         ({"bm25_kwarg": {}}, "bm25_kwargs"),
         ({"dense_kwarg": {}}, "dense_kwargs"),
         ({"top_k": 2}, "k"),
-        ({"candiate_k": 3}, "candidate_k"),
+        ({"fecth_k": 3}, "fetch_k"),
     ],
 )
 def test_hybrid_from_documents_names_the_closest_argument(kwargs, hint):
@@ -38,8 +38,8 @@ def test_hybrid_from_documents_names_the_closest_argument(kwargs, hint):
 
 def test_hybrid_from_documents_still_passes_its_arguments_on():
     h = HybridRetriever.from_documents(DOCS, EMB, k=1, tokenizer="cjk", bm25_kwargs={"k1": 1.2},
-                                       dense_kwargs={"index_kind": "flat"}, fusion="rrf", candidate_k=5)
-    assert (h.k, h.fusion, h.candidate_k) == (1, "rrf", 5)
+                                       dense_kwargs={"index_kind": "flat"}, fusion="rrf", fetch_k=5)
+    assert (h.k, h.fusion, h.fetch_k) == (1, "rrf", 5)
     assert h.retrievers[0].k1 == 1.2 and h.retrievers[1].index_kind == "flat"  # type: ignore[attr-defined]
 
 

@@ -214,7 +214,12 @@ def test_a_kept_name_is_accepted_silently_and_a_conflict_is_still_an_error(recwa
 
 
 def test_an_unknown_old_name_is_a_mistake_of_the_package():
-    from langchain_ragspine.arguments import rename_arguments, renamed_fields, renamed_keywords, renamed_property
+    from langchain_ragspine.arguments import (
+        rename_arguments,
+        renamed_fields,
+        renamed_keywords,
+        renamed_property,
+    )
 
     for make in (lambda: rename_arguments("f", {}, ["num_docs"]), lambda: renamed_fields("num_docs"),
                  lambda: renamed_keywords("num_docs"), lambda: renamed_property("num_docs")):

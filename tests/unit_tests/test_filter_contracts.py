@@ -162,13 +162,13 @@ def _many(n: int) -> list[Document]:
     return [_doc(i, dept="a") for i in range(n)]
 
 
-def test_hybrid_returns_k_beyond_candidate_k() -> None:
+def test_hybrid_returns_k_beyond_fetch_k() -> None:
     docs = _many(80)
     hybrid = HybridRetriever(
         retrievers=[BM25Retriever.from_documents(docs), DenseRetriever.from_documents(docs, HashingEmbeddings(64))]
     )
-    assert hybrid.candidate_k == 50
-    assert len(hybrid.invoke(QUERY, k=70)) == 70  # was 50: each channel now gives max(candidate_k, k)
+    assert hybrid.fetch_k == 50
+    assert len(hybrid.invoke(QUERY, k=70)) == 70  # was 50: each channel now gives max(fetch_k, k)
     assert len(hybrid.invoke(QUERY, k=80)) == 80
     assert len(hybrid.invoke(QUERY, k=500)) == 80
     assert len(hybrid.invoke(QUERY, k=70, filter={"chunk_id": {"nin": ["d0#0"]}})) == 70
@@ -176,7 +176,7 @@ def test_hybrid_returns_k_beyond_candidate_k() -> None:
     assert len(fixed.invoke(QUERY)) == 70
 
 
-async def test_hybrid_returns_k_beyond_candidate_k_async() -> None:
+async def test_hybrid_returns_k_beyond_fetch_k_async() -> None:
     docs = _many(80)
     hybrid = HybridRetriever(
         retrievers=[BM25Retriever.from_documents(docs), DenseRetriever.from_documents(docs, HashingEmbeddings(64))]
@@ -306,7 +306,7 @@ def test_python_unknown_field_warning(dated_store: Path) -> None:
         assert search(open_retriever(dated_store, mode="bm25"), QUERY, filter={"updatd": {"gte": "2020-01-01"}}) == []
 
 
-def test_cli_search_k_beyond_candidate_k(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_search_k_beyond_fetch_k(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = tmp_path / "corpus"
     for i in range(75):
         _write(root / f"d{i:02d}.md", f"title: D{i}", f"梅雨 前線 の 報告 第{i}号")

@@ -353,11 +353,11 @@ def test_two_stage_is_its_rank_one_then_convex_order(lex_raw, vec_raw, alpha, to
             assert got == pytest.approx(best)
 
 
-# -- channels: candidate_k, filter, RESTRICTED --------------------------------------------------------------------------
-def test_candidate_k_is_passed_to_channels_that_take_k_and_truncates_the_others():
+# -- channels: fetch_k, filter, RESTRICTED --------------------------------------------------------------------------
+def test_fetch_k_is_passed_to_channels_that_take_k_and_truncates_the_others():
     ours = KRetriever(docs=[A, B, C, D])
     foreign = FixedRetriever(docs=[D, C, B, A])
-    h = HybridRetriever(retrievers=[ours, foreign], candidate_k=2, k=2, fusion="rrf")
+    h = HybridRetriever(retrievers=[ours, foreign], fetch_k=2, k=2, fusion="rrf")
     out = h.invoke("q")
     assert ours.calls == [{"k": 2, "filter": None}]
     # ours: a, b; foreign truncated to d, c — each 1/61 or 1/62, so ties break on chunk_id.  Untruncated, the
@@ -365,9 +365,9 @@ def test_candidate_k_is_passed_to_channels_that_take_k_and_truncates_the_others(
     assert _ids(out) == ["a#0", "d#0"]
 
 
-def test_candidate_k_counts_distinct_keys():
+def test_fetch_k_counts_distinct_keys():
     foreign = FixedRetriever(docs=[A, _d("a#0", "dup"), B, C])
-    out = HybridRetriever(retrievers=[foreign], candidate_k=2, k=2).invoke("q")
+    out = HybridRetriever(retrievers=[foreign], fetch_k=2, k=2).invoke("q")
     assert _ids(out) == ["a#0", "b#0"]  # counting the duplicate, the depth-2 list would hold a#0 only
 
 
@@ -384,7 +384,7 @@ def test_filter_runs_before_scoring_in_bm25_and_after_in_a_vector_store_channel(
     store.add_documents(_FILTER_DOCS)
     vec = store.as_retriever()
     assert _ids(bm.invoke("東京", k=1)) == ["ja#0"]  # unfiltered, the Japanese chunk is the best match
-    h = HybridRetriever(retrievers=[bm, vec], candidate_k=1, k=1, fusion="rrf")
+    h = HybridRetriever(retrievers=[bm, vec], fetch_k=1, k=1, fusion="rrf")
     out = h.invoke("東京", filter={"lang": "en"})
     # BM25 filtered before scoring: its one candidate is en#0.  The vector store cannot take our dict filter (it
     # would call it as a function); its top-1 is ja#0, removed after retrieval — so the contract asks it again for
@@ -435,7 +435,7 @@ async def test_ainvoke_equals_invoke_with_bm25_and_a_vector_store():
     store = InMemoryVectorStore(DeterministicFakeEmbedding(size=16))
     store.add_documents(_FILTER_DOCS)
     h = HybridRetriever(retrievers=[bm, store.as_retriever()], k=3)
-    for kw in ({}, {"filter": {"lang": "en"}}, {"k": 1, "candidate_k": 2}):
+    for kw in ({}, {"filter": {"lang": "en"}}, {"k": 1, "fetch_k": 2}):
         assert await h.ainvoke("東京", **kw) == h.invoke("東京", **kw)
 
 
@@ -449,7 +449,7 @@ async def test_ainvoke_equals_invoke_with_bm25_and_a_vector_store():
         {"weights": [0.0, 0.0]},
         {"weights": [1.0, float("nan")]},
         {"c": -1},
-        {"candidate_k": 0},
+        {"fetch_k": 0},
         {"k": -1},
         {"fusion": "borda"},
         {"alpha": 1.5},
@@ -472,7 +472,7 @@ def test_type_errors():
     with pytest.raises(ValueError):
         h.invoke("q", k=-1)
     with pytest.raises(ValueError):
-        h.invoke("q", candidate_k=0)
+        h.invoke("q", fetch_k=0)
     with pytest.raises(ValueError):
         h.invoke("q", filter={"x": {"between": [1]}})
     with pytest.raises(TypeError):
@@ -756,12 +756,12 @@ def test_id_key_a_missing_value_never_merges_and_values_keep_their_type():
     assert scores["n#0"] == pytest.approx(1 / 63 + 1 / 62) and scores["s#0"] == pytest.approx(1 / 64)
 
 
-def test_id_key_candidate_k_counts_chunks_and_a_restricted_chunk_drops_its_value():
+def test_id_key_fetch_k_counts_chunks_and_a_restricted_chunk_drops_its_value():
     lex = [_c("p#0", "p"), _c("p#1", "p"), _c("q#0", "q"), _c("r#0", "r")]
-    # candidate_k still counts the chunks a channel is asked for: the first two of lex are both p's
-    h = HybridRetriever(retrievers=[FixedRetriever(docs=lex)], k=2, candidate_k=2, fusion="rrf", id_key="doc_id")
+    # fetch_k still counts the chunks a channel is asked for: the first two of lex are both p's
+    h = HybridRetriever(retrievers=[FixedRetriever(docs=lex)], k=2, fetch_k=2, fusion="rrf", id_key="doc_id")
     assert [d.metadata["doc_id"] for d in h.invoke("x")] == ["p"]
-    assert [d.metadata["doc_id"] for d in h.invoke("x", candidate_k=3)] == ["p", "q"]
+    assert [d.metadata["doc_id"] for d in h.invoke("x", fetch_k=3)] == ["p", "q"]
     secret = _d("q#9", doc_id="q", sensitivity="RESTRICTED")
     h = HybridRetriever(retrievers=[FixedRetriever(docs=lex), FixedRetriever(docs=[secret])], k=10, id_key="doc_id")
     assert [d.metadata["doc_id"] for d in h.invoke("x")] == ["p", "r"]  # fail closed: q has a RESTRICTED chunk

@@ -274,12 +274,12 @@ def test_k_filter_options_ids_and_trace_pass_through(tmp_path):
     assert len(retriever.invoke(QUERY, k=1)) == 1
     assert {d.metadata["doc_id"] for d in retriever.invoke(QUERY, filter={"doc_id": "c"})} == {"c"}
     assert all(d.id == d.metadata["chunk_id"] for d in retriever.invoke(QUERY))
-    wide = retriever.invoke(QUERY, candidate_k=2)  # a hybrid option reaches the hybrid
-    assert wide and wide == retriever.current.invoke(QUERY, candidate_k=2)
+    wide = retriever.invoke(QUERY, fetch_k=2)  # a hybrid option reaches the hybrid
+    assert wide and wide == retriever.current.invoke(QUERY, fetch_k=2)
     assert retriever.invoke(QUERY, embed_as="document")
     bm25 = open_retriever(store, mode="bm25")
-    with pytest.raises(TypeError, match=r"BM25Retriever\.invoke got unexpected keyword argument 'candidate_k'"):
-        bm25.invoke(QUERY, candidate_k=3)
+    with pytest.raises(TypeError, match=r"BM25Retriever\.invoke got unexpected keyword argument 'fetch_k'"):
+        bm25.invoke(QUERY, fetch_k=3)
     with pytest.raises(TypeError, match=r"LiveStoreRetriever\.invoke got unexpected keyword argument 'kk'"):
         bm25.invoke(QUERY, kk=3)
 

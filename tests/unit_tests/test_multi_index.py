@@ -114,7 +114,7 @@ def test_same_chunk_id_in_two_indexes_is_two_results_each_with_its_index_id():
 async def test_k_and_filter_reach_every_selected_index(mode):
     idx = _indexes()
     retriever = MultiIndexRetriever(idx, lambda q: ["hr", "eng"], filter={"dept": {"in": ["hr", "eng"]}},
-                                    candidate_k=4)
+                                    fetch_k=4)
     docs = (retriever.invoke("q", k=1, filter={"dept": "eng"}) if mode == "sync"
             else await retriever.ainvoke("q", k=1, filter={"dept": "eng"}))
     for i in ("hr", "eng"):

@@ -115,15 +115,15 @@ _IDS = st.sampled_from("abcdefghij")
 @settings(max_examples=60, deadline=None)
 @given(lists=st.lists(st.lists(_IDS, max_size=8, unique=True), min_size=2, max_size=4), depth=st.integers(1, 8))
 def test_property_results_are_prefix_stable_across_k(lists, depth):
-    """Each query is searched to max(k, candidate_k): for every k <= candidate_k the ranking is the same, cut."""
+    """Each query is searched to max(k, fetch_k): for every k <= fetch_k the ranking is the same, cut."""
     queries = ["q"] + [f"v{i}" for i in range(1, len(lists))]
     base = SpyRetriever(lists={q: [doc(c) for c in ids] for q, ids in zip(queries, lists, strict=True)})
     reply = "\n".join(queries[1:])
     full = _ids(MultiQueryRetriever(base, FakeListChatModel(responses=[reply]), n_queries=4,
-                                    candidate_k=depth, k=depth).invoke("q"))
+                                    fetch_k=depth, k=depth).invoke("q"))
     for k in range(1, depth + 1):
         got = _ids(MultiQueryRetriever(base, FakeListChatModel(responses=[reply]), n_queries=4,
-                                       candidate_k=depth, k=k).invoke("q"))
+                                       fetch_k=depth, k=k).invoke("q"))
         assert got == full[:k]
     # no k: each query searched with the base's default, cut to the longest list = the call with that k
     longest = max(len(x) for x in lists)
@@ -201,12 +201,12 @@ def test_decompose_without_a_model_is_empty():
 async def test_k_and_filter_reach_the_base_and_filters_are_anded(cls, mode):
     base = SpyRetriever(default=[doc("a", year=2020, lang="ja"), doc("b", year=2021, lang="ja"),
                                  doc("c", year=2021, lang="en")])
-    retriever = cls(base, FakeListChatModel(responses=["v1\nv2"]), filter={"lang": "ja"}, candidate_k=7)
+    retriever = cls(base, FakeListChatModel(responses=["v1\nv2"]), filter={"lang": "ja"}, fetch_k=7)
     docs = (retriever.invoke("q", k=2, filter={"year": 2021}) if mode == "sync"
             else await retriever.ainvoke("q", k=2, filter={"year": 2021}))
     assert len(base.calls) >= 2
     for _, k, flt in base.calls:
-        assert k == 7  # candidate_k: each list is searched deeper than k
+        assert k == 7  # fetch_k: each list is searched deeper than k
         assert flt == {"$and": [{"lang": "ja"}, {"year": 2021}]}
     assert _ids(docs) == ["b"]
 

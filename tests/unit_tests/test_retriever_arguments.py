@@ -48,7 +48,7 @@ def test_a_document_with_only_an_id_keeps_it():
         (lambda: BM25Retriever(docs=DOCS, tokeniser="cjk"), r"did you mean 'tokenizer'"),
         (lambda: DenseRetriever(docs=DOCS, embedding=EMB, search_kwargs={"k": 2}), r"'search_kwargs'"),
         (lambda: DenseRetriever(docs=DOCS, embeddings=EMB), r"did you mean 'embedding'"),
-        (lambda: HybridRetriever(retrievers=[BM25Retriever(docs=DOCS)], candiate_k=5), r"did you mean 'candidate_k'"),
+        (lambda: HybridRetriever(retrievers=[BM25Retriever(docs=DOCS)], fecth_k=5), r"did you mean 'fetch_k'"),
         (lambda: BM25Retriever.from_documents(DOCS, top_k=2), r"did you mean 'k'"),
         (lambda: DenseRetriever.from_documents(DOCS, EMB, filters={"a": 1}), r"did you mean 'filter'"),
     ],

@@ -242,7 +242,7 @@ async def test_async_equals_sync_for_every_kind() -> None:
 def test_a_vector_store_retriever_gets_k_in_a_hybrid_and_in_a_graph() -> None:
     store = _store()
     vsr = store.as_retriever()
-    HybridRetriever(retrievers=[BM25Retriever.from_documents(DOCS), vsr], candidate_k=7).invoke("梅雨")
+    HybridRetriever(retrievers=[BM25Retriever.from_documents(DOCS), vsr], fetch_k=7).invoke("梅雨")
     assert store.calls == [(7, False)]
     store.calls.clear()
     graph = build_corrective_rag(vsr, k=6, relax_filters=False, max_retries=0)

@@ -99,8 +99,8 @@ def test_fetch_k_below_one_is_an_error_in_hybrid_search(store, fetch_k):
         store.hybrid_search("梅雨", k=2, fetch_k=fetch_k)
     with pytest.raises(ValueError, match=r"^fetch_k must be an int >= 1"):
         store.as_retriever(search_kwargs={"fetch_k": fetch_k}).invoke("梅雨")
-    with pytest.raises(ValueError, match=r"^candidate_k must be an int >= 1"):
-        store.hybrid_search("梅雨", k=2, candidate_k=fetch_k)
+    with pytest.warns(DeprecationWarning, match="pass fetch_k="), pytest.raises(ValueError, match=r"^fetch_k must"):
+        store.hybrid_search("梅雨", k=2, candidate_k=fetch_k)  # the old name, checked under the new one
     assert [d.id for d in store.hybrid_search("梅雨", k=1, fetch_k=1)] == ["tsuyu"]
 
 
