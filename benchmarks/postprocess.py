@@ -237,7 +237,7 @@ def llm_rows(cands: list[list[Document]], questions: list[QAQuestion], n: int) -
     from langchain_ragspine.config import make_chat_model
 
     llm = make_chat_model("ollama:qwen2.5:7b")
-    reranker = LLMListwiseReranker(llm=llm, top_n=TOP, window=TOP, max_chars=300)
+    reranker = LLMListwiseReranker(llm=llm, k=TOP, window=TOP, max_chars=300)
     before, after, lat, fallbacks = [], [], [], 0
     for q, cand in zip(questions[:n], cands[:n], strict=True):
         top = cand[:TOP]

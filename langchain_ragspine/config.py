@@ -901,7 +901,7 @@ def make_reranker(
       the chat model of ``RAGSPINE_LLM`` (:func:`make_chat_model`).
     * ``llm:<chat model spec>`` — the same with ``make_chat_model(<spec>)``, e.g. ``llm:ollama:qwen2.5:7b``.
 
-    ``kwargs`` go to the reranker's constructor (``top_n``, ``max_length``, ``window``, …).
+    ``kwargs`` go to the reranker's constructor (``k``, ``max_length``, ``window``, …).
 
     Raises:
         ValueError: an unknown spec (the message lists :data:`RERANKER_SPECS`; from ``RAGSPINE_RERANKER`` it names
@@ -969,7 +969,7 @@ def make_postprocessor(
 def make_compressors(
     reranker: str | None = None, postprocessor: str | None = None, *, k: int, llm: BaseChatModel | None = None
 ) -> list[BaseDocumentCompressor]:
-    """The second stage as one list: the reranker of :func:`make_reranker` (keeping ``top_n=k``), then the steps of
+    """The second stage as one list: the reranker of :func:`make_reranker` (keeping ``k``), then the steps of
     :func:`make_postprocessor` (MMR keeping ``k``).  ``[]`` when both are ``none`` (defaults: ``RAGSPINE_RERANKER``
     and ``RAGSPINE_POSTPROCESSOR``).  Run it behind the RESTRICTED gate
     (:class:`~langchain_ragspine.document_compressors.SecondStageRetriever`, or a graph's ``compressors=``).
@@ -977,6 +977,6 @@ def make_compressors(
     Raises:
         ValueError / ImportError / OSError: as :func:`make_reranker` and :func:`make_postprocessor`.
     """
-    head = make_reranker(reranker, llm=llm, top_n=k)
+    head = make_reranker(reranker, llm=llm, k=k)
     return ([head] if head is not None else []) + make_postprocessor(postprocessor, k=k)
 

@@ -1,4 +1,4 @@
-"""Cross-encoder reranking: score every (query, passage) pair jointly and keep the best ``top_n``.
+"""Cross-encoder reranking: score every (query, passage) pair jointly and keep the best ``k``.
 
 A cross-encoder reads the query and a passage together through one transformer and outputs a relevance logit, which
 ranks far better than comparing two independently computed vectors (Nogueira & Cho, "Passage Re-ranking with BERT",
@@ -37,7 +37,12 @@ from langchain_core.documents import BaseDocumentCompressor, Document
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from langchain_ragspine._optional import import_optional
-from langchain_ragspine.arguments import OptionalPositiveIntField, PositiveIntField
+from langchain_ragspine.arguments import (
+    OptionalPositiveIntField,
+    PositiveIntField,
+    renamed_fields,
+    renamed_property,
+)
 from langchain_ragspine.document_compressors._common import rank_key
 from langchain_ragspine.retrievers.bm25 import with_scores
 from langchain_ragspine.sensitivity import drop_restricted
@@ -117,13 +122,15 @@ def _cap_max_length(encoder: Any, wanted: int) -> None:
 
 
 class CrossEncoderReranker(BaseDocumentCompressor):
-    """Rerank documents with a cross-encoder and keep the ``top_n`` best (a ``BaseDocumentCompressor``).
+    """Rerank documents with a cross-encoder and keep the ``k`` best (a ``BaseDocumentCompressor``).
 
     Args:
         model: a sentence-transformers ``CrossEncoder`` model name (Hub) or local path — loaded at construction —
             or an already-built ``CrossEncoder`` (or any object with ``predict(pairs, batch_size=...)`` returning
             one or two logits per ``(query, text)`` pair).
-        top_n: documents returned (default 5); ``None`` returns all, reordered.
+        k: documents returned (default 5); ``None`` returns all, reordered.  ``top_n``, the keyword of LangChain's
+            ``CrossEncoderReranker`` (which this class stands in for), is accepted as another name of ``k`` without
+            a warning (with ``k`` and another value: a ``TypeError``); ``reranker.top_n`` reads and sets ``k``.
         max_length: maximum tokens per (query, passage) input (default 512); longer inputs are truncated
             (``longest_first``).  The effective limit is also capped by the model's position embeddings and, for a
             given model object, by its own current limit — it is never raised.
@@ -132,22 +139,22 @@ class CrossEncoderReranker(BaseDocumentCompressor):
             ``{"device": "cpu", "local_files_only": True, "trust_remote_code": True}``).
 
     ``compress_documents(documents, query)`` drops RESTRICTED documents (fail closed), scores the others against
-    ``query`` on their ``page_content``, and returns at most ``top_n`` copies, best first, each with every input
+    ``query`` on their ``page_content``, and returns at most ``k`` copies, best first, each with every input
     metadata key and ``metadata["scores"]["rerank"]`` in [0, 1] (see :func:`normalize_logits`); ties are ordered
     by ``chunk_id``.  An empty input returns ``[]`` without calling the model.  ``acompress_documents`` runs the
     same in a worker thread.
 
     Raises:
         ImportError: ``model`` is a name/path and sentence-transformers (the ``st`` extra) is not installed.
-        TypeError: ``model`` is neither a name/path nor an object with ``predict``; ``top_n`` / ``max_length`` /
-            ``batch_size`` not an int.
-        ValueError: ``top_n`` / ``max_length`` / ``batch_size`` < 1; at call time, a model giving three or more
+        TypeError: ``model`` is neither a name/path nor an object with ``predict``; ``k`` / ``max_length`` /
+            ``batch_size`` not an int; ``top_n`` and ``k`` with different values.
+        ValueError: ``k`` / ``max_length`` / ``batch_size`` < 1; at call time, a model giving three or more
             logits per pair.
         OSError: the named model cannot be found (sentence-transformers' own error; no network for a Hub name).
     """
 
     model: Any
-    top_n: OptionalPositiveIntField = 5
+    k: OptionalPositiveIntField = 5
     max_length: PositiveIntField = 512
     batch_size: PositiveIntField = 32
     model_kwargs: dict[str, Any] = Field(default_factory=dict)
@@ -155,6 +162,10 @@ class CrossEncoderReranker(BaseDocumentCompressor):
     model_config = ConfigDict(arbitrary_types_allowed=True, protected_namespaces=())
 
     _encoder: Any = PrivateAttr(default=None)
+
+    #: ``top_n``: LangChain's name of ``k``, kept (see the class docstring).
+    _renamed = renamed_fields("top_n", kept=["top_n"])
+    top_n = renamed_property("top_n", kept=True)
 
     def model_post_init(self, context: Any, /) -> None:
         """Load the model (see the class docstring)."""
@@ -211,12 +222,12 @@ class CrossEncoderReranker(BaseDocumentCompressor):
     def compress_documents(
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
     ) -> Sequence[Document]:
-        """The ``top_n`` most relevant non-RESTRICTED ``documents``, best first, with ``scores["rerank"]``."""
+        """The ``k`` most relevant non-RESTRICTED ``documents``, best first, with ``scores["rerank"]``."""
         docs = drop_restricted(documents)
         if not docs:
             return []
         margin, score = self._margins_and_scores(query, [d.page_content for d in docs])
         order = sorted(range(len(docs)), key=lambda i: (-margin[i], rank_key(docs[i], i)))
-        if self.top_n is not None:
-            order = order[: self.top_n]
+        if self.k is not None:
+            order = order[: self.k]
         return [with_scores(docs[i], rerank=float(score[i])) for i in order]

@@ -32,7 +32,13 @@ from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.runnables import Runnable
 from pydantic import ConfigDict
 
-from langchain_ragspine.arguments import OptionalPositiveIntField, PositiveIntField, check_int
+from langchain_ragspine.arguments import (
+    OptionalPositiveIntField,
+    PositiveIntField,
+    check_int,
+    renamed_fields,
+    renamed_property,
+)
 from langchain_ragspine.document_compressors._common import instance_of
 from langchain_ragspine.retrievers.bm25 import with_scores
 from langchain_ragspine.sensitivity import drop_restricted, is_restricted
@@ -209,11 +215,13 @@ def _message_text(message: Any) -> str:
 
 
 class LLMListwiseReranker(BaseDocumentCompressor):
-    """Rerank documents with one listwise call to a chat model (RankGPT), keep the ``top_n`` best.
+    """Rerank documents with one listwise call to a chat model (RankGPT), keep the ``k`` best.
 
     Args:
         llm: any ``BaseChatModel`` (or a ``Runnable`` taking a prompt string and returning a message or string).
-        top_n: documents returned (default 10); ``None`` returns all, reordered.
+        k: documents returned (default 10); ``None`` returns all, reordered.  ``top_n``, the keyword of LangChain's
+            ``LLMListwiseRerank`` (which this class stands in for), is accepted as another name of ``k`` without a
+            warning (with ``k`` and another value: a ``TypeError``); ``reranker.top_n`` reads and sets ``k``.
         window: how many of the (non-RESTRICTED) candidates the model ranks (default 20); the rest follow, in their
             input order, after the ranked ones.
         max_chars: characters of each passage shown (default 600, see :func:`build_listwise_prompt`).
@@ -227,16 +235,21 @@ class LLMListwiseReranker(BaseDocumentCompressor):
     It never raises because of the model.  ``acompress_documents`` awaits ``llm.ainvoke``.
 
     Raises:
-        TypeError: ``llm`` is not a ``Runnable``; ``top_n`` / ``window`` / ``max_chars`` not an int.
-        ValueError: ``top_n`` / ``window`` / ``max_chars`` < 1.
+        TypeError: ``llm`` is not a ``Runnable``; ``k`` / ``window`` / ``max_chars`` not an int;
+            ``top_n`` and ``k`` with different values.
+        ValueError: ``k`` / ``window`` / ``max_chars`` < 1.
     """
 
     llm: Annotated[Runnable[Any, Any], instance_of(Runnable, "a BaseChatModel (a Runnable)")]
-    top_n: OptionalPositiveIntField = 10
+    k: OptionalPositiveIntField = 10
     window: PositiveIntField = 20
     max_chars: PositiveIntField = DEFAULT_PASSAGE_CHARS
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    #: ``top_n``: LangChain's name of ``k``, kept (see the class docstring).
+    _renamed = renamed_fields("top_n", kept=["top_n"])
+    top_n = renamed_property("top_n", kept=True)
 
     def _prepare(self, documents: Sequence[Document], query: str) -> tuple[list[Document], str | None]:
         """``(candidates, prompt)``: the gated candidates, and the prompt — ``None`` when no call is needed."""
@@ -247,7 +260,7 @@ class LLMListwiseReranker(BaseDocumentCompressor):
 
     def _finish(self, docs: list[Document], answer: str | None, error: BaseException | None) -> list[Document]:
         """The result: the model's order when ``answer`` names an id, else the input order (logged when a call
-        was made: ``answer`` or ``error`` given); cut to ``top_n``."""
+        was made: ``answer`` or ``error`` given); cut to ``k``."""
         head = docs[: self.window]
         ranked = parse_ranking(answer, len(head)) if answer is not None else None
         if ranked is None:
@@ -262,7 +275,7 @@ class LLMListwiseReranker(BaseDocumentCompressor):
             m = len(head)
             out = [with_scores(head[i], rerank=1.0 - rank / m) for rank, i in enumerate(_complete(ranked, m))]
             out += docs[self.window:]
-        return out if self.top_n is None else out[: self.top_n]
+        return out if self.k is None else out[: self.k]
 
     def _ask(self, prompt: str, callbacks: Callbacks | None) -> tuple[str | None, BaseException | None]:
         """``(answer, None)``, or ``(None, error)`` when the model call fails (any failure degrades to the input
@@ -282,7 +295,7 @@ class LLMListwiseReranker(BaseDocumentCompressor):
     def compress_documents(
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
     ) -> Sequence[Document]:
-        """The non-RESTRICTED ``documents`` in the model's order (first ``top_n``); see the class docstring."""
+        """The non-RESTRICTED ``documents`` in the model's order (first ``k``); see the class docstring."""
         docs, prompt = self._prepare(documents, query)
         if prompt is None:
             return self._finish(docs, None, None)

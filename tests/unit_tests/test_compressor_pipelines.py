@@ -65,8 +65,8 @@ class StubCrossEncoder:
 def compressors() -> list[tuple[str, BaseDocumentCompressor]]:
     return [
         ("gate", RestrictedGate()),
-        ("cross_encoder", CrossEncoderReranker(model=StubCrossEncoder(), top_n=3)),
-        ("listwise", LLMListwiseReranker(llm=SpyChatModel(reply="[2] > [1]"), top_n=3)),
+        ("cross_encoder", CrossEncoderReranker(model=StubCrossEncoder(), k=3)),
+        ("listwise", LLMListwiseReranker(llm=SpyChatModel(reply="[2] > [1]"), k=3)),
         ("mmr_tokens", MMRCompressor(k=3)),
         ("mmr_embeddings", MMRCompressor(embeddings=HashingEmbeddings(), k=3)),
         ("lost_in_the_middle", LostInTheMiddleReorder()),
@@ -117,7 +117,7 @@ def test_gated_pipeline_rejects_other_objects():
 
 def test_gated_compression_retriever():
     spy = SpyChatModel(reply="[2] > [1]")
-    retriever = gated_compression_retriever(LeakyRetriever(), [LLMListwiseReranker(llm=spy, top_n=2)])
+    retriever = gated_compression_retriever(LeakyRetriever(), [LLMListwiseReranker(llm=spy, k=2)])
     assert isinstance(retriever, ContextualCompressionRetriever)
     out = retriever.invoke(QUERY)
     assert len(out) == 2 and "s#0" not in _ids(out)

@@ -70,14 +70,14 @@ def test_normalize_logits_rejects_three_labels():
 
 
 # -- ordering with a stub ------------------------------------------------------------------------------------------
-def test_orders_by_score_keeps_top_n_and_all_metadata():
+def test_orders_by_score_keeps_k_and_all_metadata():
     docs = [
         _doc(1, "low", title="T1", source_locator="d1.md#0-3", scores={"bm25": 9.0, "vector": None, "fused": 9.0}),
         _doc(2, "high", title="T2", extra=[1, 2]),
         _doc(3, "mid", title="T3"),
     ]
     stub = StubCrossEncoder({"low": -2.0, "high": 3.0, "mid": 0.5})
-    out = CrossEncoderReranker(model=stub, top_n=2).compress_documents(docs, "q")
+    out = CrossEncoderReranker(model=stub, k=2).compress_documents(docs, "q")
     assert [d.page_content for d in out] == ["high", "mid"]
     assert out[0].metadata["scores"]["rerank"] == pytest.approx(1 / (1 + math.exp(-3.0)))
     for d in out:
@@ -86,7 +86,7 @@ def test_orders_by_score_keeps_top_n_and_all_metadata():
             k: v for k, v in src.metadata.items() if k != "scores"
         }
     # the other score channels survive the rerank
-    all_out = CrossEncoderReranker(model=stub, top_n=None).compress_documents(docs, "q")
+    all_out = CrossEncoderReranker(model=stub, k=None).compress_documents(docs, "q")
     low = next(d for d in all_out if d.page_content == "low")
     assert low.metadata["scores"] == {"bm25": 9.0, "vector": None, "fused": 9.0, "rerank": pytest.approx(0.1192, abs=1e-4)}
     assert docs[0].metadata["scores"] == {"bm25": 9.0, "vector": None, "fused": 9.0}  # input not modified
@@ -96,7 +96,7 @@ def test_orders_by_score_keeps_top_n_and_all_metadata():
 def test_ties_break_on_chunk_id_whatever_the_input_order():
     docs = [_doc(3, "c"), _doc(1, "a"), _doc(2, "b")]
     stub = StubCrossEncoder({"a": 1.0, "b": 1.0, "c": 1.0})
-    reranker = CrossEncoderReranker(model=stub, top_n=None)
+    reranker = CrossEncoderReranker(model=stub, k=None)
     assert [d.metadata["chunk_id"] for d in reranker.compress_documents(docs, "q")] == ["d1#0", "d2#0", "d3#0"]
     assert [d.metadata["chunk_id"] for d in reranker.compress_documents(docs[::-1], "q")] == ["d1#0", "d2#0", "d3#0"]
 
@@ -127,8 +127,8 @@ def test_restricted_documents_are_never_scored_or_returned():
 @pytest.mark.parametrize(
     ("kwargs", "error"),
     [
-        ({"top_n": 0}, ValueError),
-        ({"top_n": "3"}, TypeError),
+        ({"k": 0}, ValueError),
+        ({"k": "3"}, TypeError),
         ({"max_length": 0}, ValueError),
         ({"batch_size": True}, TypeError),
     ],
@@ -150,7 +150,7 @@ def test_tiny_bert_by_path_scores_in_unit_interval_and_keeps_metadata(tiny_model
         _doc(2, "the tower is in paris.", title="Tower"),
         _doc(3, "東京の天気", title="天気"),
     ]
-    reranker = CrossEncoderReranker(model=tiny_model, top_n=3, batch_size=2)
+    reranker = CrossEncoderReranker(model=tiny_model, k=3, batch_size=2)
     out = reranker.compress_documents(docs, "梅雨 北海道")
     assert sorted(d.metadata["chunk_id"] for d in out) == ["d1#0", "d2#0", "d3#0"]
     scores = [d.metadata["scores"]["rerank"] for d in out]
@@ -200,7 +200,7 @@ def test_tiny_bert_two_logit_model_uses_the_positive_class(tiny_model_2):
     from sentence_transformers import CrossEncoder
 
     docs = [_doc(1, "梅雨は北海道にない。"), _doc(2, "the tower is in paris.")]
-    out = CrossEncoderReranker(model=tiny_model_2, top_n=None).compress_documents(docs, "梅雨")
+    out = CrossEncoderReranker(model=tiny_model_2, k=None).compress_documents(docs, "梅雨")
     raw = CrossEncoder(tiny_model_2).predict(
         [("梅雨", d.page_content) for d in docs], activation_fn=torch.nn.Identity()
     )
@@ -222,6 +222,6 @@ def test_tiny_bert_scores_ignore_the_models_own_activation(tiny_model):
 
 async def test_async_matches_sync(tiny_model):
     docs = [_doc(1, "梅雨は北海道にない。"), _doc(2, "the tower is in paris."), _doc(3, "東京の天気")]
-    reranker = CrossEncoderReranker(model=tiny_model, top_n=2)
+    reranker = CrossEncoderReranker(model=tiny_model, k=2)
     sync = reranker.compress_documents(docs, "天気")
     assert await reranker.acompress_documents(docs, "天気") == sync

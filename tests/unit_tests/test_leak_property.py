@@ -204,7 +204,7 @@ def test_the_listwise_reranker_never_sends_restricted_text(case, reply):
     candidates = retriever.invoke(question, filter=filters)
     assert any(is_restricted(d) for d in candidates)
     spy = SpyChatModel(reply=reply)
-    reranker = LLMListwiseReranker(llm=spy, top_n=None)
+    reranker = LLMListwiseReranker(llm=spy, k=None)
     # directly on hostile input (no gate in front): the reranker gates itself
     direct = reranker.compress_documents(candidates, question)
     # and behind the gate, as a pipeline and as a ContextualCompressionRetriever

@@ -113,13 +113,13 @@ def test_reranks_in_the_models_order_with_rank_scores_and_metadata():
     assert len(spy.prompts) == 1 and "[1] a" in spy.prompts[0]
 
 
-def test_top_n_and_window():
+def test_k_and_window():
     docs = [_doc(i, f"text {i}") for i in range(1, 7)]
     spy = SpyChatModel(reply="[3] > [2] > [1]")
-    out = LLMListwiseReranker(llm=spy, top_n=None, window=3).compress_documents(docs, "q")
+    out = LLMListwiseReranker(llm=spy, k=None, window=3).compress_documents(docs, "q")
     assert [d.metadata["chunk_id"] for d in out] == ["d3#0", "d2#0", "d1#0", "d4#0", "d5#0", "d6#0"]
     assert "[4]" not in spy.prompts[0]  # only the window is shown
-    assert len(LLMListwiseReranker(llm=spy, top_n=2).compress_documents(docs, "q")) == 2
+    assert len(LLMListwiseReranker(llm=spy, k=2).compress_documents(docs, "q")) == 2
 
 
 def test_restricted_candidates_never_reach_the_model_nor_the_output():
@@ -174,8 +174,8 @@ def test_reads_content_blocks_and_think_blocks():
 def test_bad_arguments():
     with pytest.raises(TypeError, match="llm"):
         LLMListwiseReranker(llm="ollama:qwen2.5:7b")
-    with pytest.raises(ValueError, match="top_n"):
-        LLMListwiseReranker(llm=SpyChatModel(), top_n=0)
+    with pytest.raises(ValueError, match="k must be"):
+        LLMListwiseReranker(llm=SpyChatModel(), k=0)
     with pytest.raises(TypeError, match="window"):
         LLMListwiseReranker(llm=SpyChatModel(), window=2.5)
 

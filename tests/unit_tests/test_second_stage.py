@@ -64,8 +64,8 @@ def test_make_reranker_unknown_name_lists_the_valid_ones():
 
 def test_make_reranker_llm_uses_the_given_model_and_fails_clearly_without_one():
     fake = FakeListChatModel(responses=["[2] > [1]"])
-    reranker = make_reranker("llm", llm=fake, top_n=3)
-    assert isinstance(reranker, LLMListwiseReranker) and reranker.llm is fake and reranker.top_n == 3
+    reranker = make_reranker("llm", llm=fake, k=3)
+    assert isinstance(reranker, LLMListwiseReranker) and reranker.llm is fake and reranker.k == 3
     with pytest.raises(ValueError, match="RAGSPINE_LLM"):
         make_reranker("llm")  # no llm= and RAGSPINE_LLM unset: the library uses no LLM
 
@@ -91,8 +91,8 @@ def test_make_reranker_cross_encoder_on_a_tiny_random_bert(tmp_path):
     from .tiny_cross_encoder import build_tiny_cross_encoder
 
     path = build_tiny_cross_encoder(tmp_path / "ce")
-    reranker = make_reranker(f"Cross-Encoder:{path}", top_n=2)
-    assert isinstance(reranker, CrossEncoderReranker) and reranker.top_n == 2
+    reranker = make_reranker(f"Cross-Encoder:{path}", k=2)
+    assert isinstance(reranker, CrossEncoderReranker) and reranker.k == 2
     docs = [Document(page_content=f"梅雨 text {i}", metadata={"chunk_id": f"d#{i}", "x": i}) for i in range(4)]
     out = reranker.compress_documents(docs, "梅雨")
     assert len(out) == 2 and all(0.0 <= d.metadata["scores"]["rerank"] <= 1.0 for d in out)
@@ -126,7 +126,7 @@ def test_settings_choose_the_second_stage(monkeypatch):
     assert isinstance(make_reranker(llm=fake), LLMListwiseReranker)
     stage = make_compressors(llm=fake, k=4)
     assert [type(s) for s in stage] == [LLMListwiseReranker, MMRCompressor, ExtractiveCompressor]
-    assert stage[0].top_n == 4 and stage[1].k == 4
+    assert stage[0].k == 4 and stage[1].k == 4
 
 
 BAD_STAGE_SETTINGS = [
@@ -246,7 +246,7 @@ def test_second_stage_without_compressors_returns_the_base_results_unchanged():
 def test_second_stage_gate_first_then_a_pool_of_fetch_k_then_k():
     spy = SpyCompressor(seen=[])
     base = ListRetriever(docs=_docs(40, restricted=[1, 7]), asked=[])
-    reranker = CrossEncoderReranker(model=ScoredModel(), top_n=None)
+    reranker = CrossEncoderReranker(model=ScoredModel(), k=None)
     retriever = SecondStageRetriever(base_retriever=base, compressors=[spy, reranker, LostInTheMiddleReorder()])
     out = retriever.invoke("q", k=4)
     # the gate comes before the cut to the pool of fetch_k: 2 of the first 20 are RESTRICTED, so the base is asked
@@ -271,7 +271,7 @@ def test_second_stage_passes_the_filter_to_the_first_stage_and_fetches_max_k_fet
 async def test_second_stage_async_matches_sync():
     base = ListRetriever(docs=_docs(30, restricted=[2]), asked=[])
     retriever = SecondStageRetriever(
-        base_retriever=base, compressors=[CrossEncoderReranker(model=ScoredModel(), top_n=6), MMRCompressor(k=3)]
+        base_retriever=base, compressors=[CrossEncoderReranker(model=ScoredModel(), k=6), MMRCompressor(k=3)]
     )
     assert await retriever.ainvoke("passage", k=3) == retriever.invoke("passage", k=3)
 
@@ -496,7 +496,7 @@ def test_eval_beir_runs_the_second_stage_on_every_built_retriever(tmp_path, caps
     results = [run()]
     # the stand-in cross-encoder (no weights here) scores d5, the relevant one, highest
     monkeypatch.setattr(cli, "_second_stage",
-                        lambda args, *, k, llm=None: [CrossEncoderReranker(model=ScoredModel(), top_n=k)])
+                        lambda args, *, k, llm=None: [CrossEncoderReranker(model=ScoredModel(), k=k)])
     results.append(run("--rerank", "cross_encoder:scored"))
     assert results[0]["name"] == "bm25" and results[0]["aggregate"]["mrr@10"] < 1.0  # BM25 ties: chunk_id order
     assert results[1]["name"] == "bm25 + rerank cross_encoder:scored" and results[1]["aggregate"]["mrr@10"] == 1.0
