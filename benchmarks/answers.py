@@ -132,7 +132,7 @@ def run_llm(
     """One chat-model call per question (see the module docstring).  With ``cache_only`` the model is unreachable
     and a question whose reply is not in the cache is left out (the chain fell back to the extractive answer)."""
     retriever = open_retriever(store, k=k, mode="bm25")
-    chain = make_answer_chain(llm, max_docs=k)
+    chain = make_answer_chain(llm, k=k)
     rows = []
     for q in questions:
         t0 = time.perf_counter()
@@ -143,7 +143,7 @@ def run_llm(
             continue
         kept_hit = None
         if out.get("warning"):  # what the uncited reply said (same prompt: the cached reply, no second model call)
-            kept = make_answer_chain(llm, max_docs=k, uncited="warn").invoke({"question": q.question, "documents": docs})
+            kept = make_answer_chain(llm, k=k, uncited="warn").invoke({"question": q.question, "documents": docs})
             kept_hit = contains_gold(kept.get("answer", ""), q)
         answer = out.get("answer", "")
         citations = out.get("citations") or []
@@ -273,7 +273,7 @@ def report() -> int:
             "",
             f"LLM path: `{spec}` served by `../shared/tools/local-llm` (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, "
             "llama.cpp, temperature 0), one model call per question: the **answer chain** (`make_answer_chain(llm, "
-            f"max_docs={runs['after'].get('llm_k')})`, default prompt) over the BM25 top {runs['after'].get('llm_k')} "
+            f"k={runs['after'].get('llm_k')})`, default prompt) over the BM25 top {runs['after'].get('llm_k')} "
             "of the same store, no grading (3 passages rather than the default 6: on 2 shared cores the prompt "
             f"takes most of a minute per passage set). A sample of {llm_n} questions per set "
             f"(`random.Random({runs['after']['seed'] + 1})`); measured: {measured} (questions with a model reply; "

@@ -44,7 +44,7 @@ from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda, R
 from langchain_core.runnables.config import patch_config
 from typing_extensions import TypedDict  # pydantic (graph JSON schemas) needs it on Python < 3.12
 
-from langchain_ragspine.arguments import check_int
+from langchain_ragspine.arguments import DEFAULT_K, check_int, renamed_keywords
 from langchain_ragspine.document_compressors.reorder import lost_in_the_middle_order
 from langchain_ragspine.document_compressors.restricted import drop_restricted
 from langchain_ragspine.stopwords import content_terms
@@ -216,19 +216,23 @@ def format_context(documents: Sequence[Document]) -> str:
     return "\n\n".join(blocks)
 
 
+@renamed_keywords("max_docs")
 def prepare_context(
-    documents: Sequence[Document], *, max_docs: int | None = 6, lost_in_the_middle: bool = False
+    documents: Sequence[Document], *, k: int | None = DEFAULT_K, lost_in_the_middle: bool = False
 ) -> list[Document]:
     """The passages a model is shown, in the order it sees them: RESTRICTED ones dropped (the gate), the first
-    ``max_docs`` kept (``None``: all), then reordered best-at-both-ends when ``lost_in_the_middle`` is true.
+    ``k`` kept (default 6, :data:`~langchain_ragspine.arguments.DEFAULT_K`; ``None``: all), then reordered
+    best-at-both-ends when ``lost_in_the_middle`` is true.  ``max_docs`` is the old name of ``k`` (deprecated: a
+    ``DeprecationWarning``; removed in the next release).
 
     Raises:
-        ValueError: ``max_docs < 1``.  TypeError: ``max_docs`` is neither an int nor ``None``.
+        ValueError: ``k < 1``.  TypeError: ``k`` is neither an int nor ``None``; ``max_docs`` and ``k`` with
+            different values.
     """
-    check_int(max_docs, "max_docs", allow_none=True)
+    check_int(k, "k", allow_none=True)
     docs = drop_restricted(documents)
-    if max_docs is not None:
-        docs = docs[:max_docs]
+    if k is not None:
+        docs = docs[:k]
     return lost_in_the_middle_order(docs) if lost_in_the_middle else docs
 
 
@@ -569,11 +573,12 @@ def _check_inputs(inputs: Any) -> tuple[str, list[Document]]:
     return question, list(documents)
 
 
+@renamed_keywords("max_docs")
 def make_answer_chain(
     llm: BaseChatModel | None = None,
     *,
     lost_in_the_middle: bool = False,
-    max_docs: int | None = 6,
+    k: int | None = DEFAULT_K,
     tokenizer: str | Tokenizer = "auto",
     prompt: ChatPromptTemplate | None = None,
     min_support: float = DEFAULT_MIN_SUPPORT,
@@ -582,8 +587,9 @@ def make_answer_chain(
     """An LCEL chain ``{"question": str, "documents": list[Document]} -> {"answer", "citations", "mode",
     "invalid_citations", "unsupported_sentences", "warning"}``.
 
-    Every path first applies the RESTRICTED gate, keeps the first ``max_docs`` documents (default 6; ``None``: all)
-    and, with ``lost_in_the_middle=True``, shows them best-at-both-ends; passages are numbered in the order shown.
+    Every path first applies the RESTRICTED gate, keeps the first ``k`` documents (default 6,
+    :data:`~langchain_ragspine.arguments.DEFAULT_K`; ``None``: all; ``max_docs`` is its old name, deprecated) and,
+    with ``lost_in_the_middle=True``, shows them best-at-both-ends; passages are numbered in the order shown.
 
     * ``llm`` given: ``prompt`` (default :data:`ANSWER_SYSTEM_PROMPT` + the numbered context and the question;
       variables ``context``, ``question``, ``language``, ``dont_know``) → ``llm`` → text.  ``<think>`` blocks are
@@ -621,12 +627,13 @@ def make_answer_chain(
     the last dict.  ``invoke`` / ``batch`` are unchanged.  Without an ``llm`` the stream is the one result dict.
 
     Raises:
-        ValueError: ``max_docs < 1``, ``min_support`` outside [0, 1], an unknown ``uncited``; at invoke,
+        ValueError: ``k < 1``, ``min_support`` outside [0, 1], an unknown ``uncited``; at invoke,
             ``question`` is missing or not a string, ``standalone_question`` not a string.
-        TypeError: ``llm`` is not a chat model, ``max_docs`` neither an int nor ``None``; at invoke, the input is not a mapping, ``documents`` is not a
+        TypeError: ``llm`` is not a chat model, ``k`` neither an int nor ``None``, ``max_docs`` and ``k`` with
+            different values; at invoke, the input is not a mapping, ``documents`` is not a
             list of ``Document``, or ``chat_history`` is not a list of ``BaseMessage``.
     """
-    check_int(max_docs, "max_docs", allow_none=True)
+    check_int(k, "k", allow_none=True)
     if llm is not None and not isinstance(llm, BaseChatModel):
         raise TypeError(f"llm must be a BaseChatModel or None, got {llm!r}")
     if not 0.0 <= min_support <= 1.0:
@@ -637,7 +644,7 @@ def make_answer_chain(
 
     def prepare(inputs: Any) -> dict[str, Any]:
         question, documents = _check_inputs(inputs)
-        shown = prepare_context(documents, max_docs=max_docs, lost_in_the_middle=lost_in_the_middle)
+        shown = prepare_context(documents, k=k, lost_in_the_middle=lost_in_the_middle)
         lang = detect_language(question)
         state = {
             "question": question,

@@ -268,7 +268,7 @@ def answer_sub_question(task: SubQuestionTask, *, parts: GraphParts) -> dict[str
             "documents": [], "refused": True,
         }
         return {"sub_answers": [refused], "trace": [entry]}
-    shown = prepare_context(relevant, max_docs=parts.max_docs, lost_in_the_middle=parts.lost_in_the_middle)
+    shown = prepare_context(relevant, k=parts.max_docs, lost_in_the_middle=parts.lost_in_the_middle)
     progress("answering", passages=len(shown), index=index)
     out = parts.chain.invoke({"question": question, "documents": shown})
     answer = str(out.get("answer") or "")

@@ -319,7 +319,7 @@ def make_parts(
         grade = graders
     else:
         raise TypeError(f"graders must be a Graders bundle, got {graders!r}")
-    chain = answer_chain or make_answer_chain(model, max_docs=None, lost_in_the_middle=False, tokenizer=tokenizer)
+    chain = answer_chain or make_answer_chain(model, k=None, lost_in_the_middle=False, tokenizer=tokenizer)
     return GraphParts(
         retriever=retriever, llm=model, graders=grade, chain=chain, k=check_int(k, "k", allow_none=True), max_retries=retries,
         max_docs=max_docs, lost_in_the_middle=lost_in_the_middle, tokenizer=tokenizer, prompts=p,
@@ -665,7 +665,7 @@ def generate(state: RAGState, config: RunnableConfig, *, parts: GraphParts) -> d
     """
     question = state.get("original_query") or ""
     docs = merge_documents([], list(state.get("documents") or []))  # one passage per chunk_id
-    shown = prepare_context(docs, max_docs=parts.max_docs, lost_in_the_middle=parts.lost_in_the_middle)
+    shown = prepare_context(docs, k=parts.max_docs, lost_in_the_middle=parts.lost_in_the_middle)
     inputs: dict[str, Any] = {"question": question, "documents": shown}
     if parts.condense_question and state.get("chat"):
         # checked again here: the store may have changed since prepare (every prompt gets a checked history)

@@ -87,10 +87,10 @@ def test_lost_in_the_middle_order_is_langchains_permutation():
 def test_prepare_context_gates_caps_and_reorders():
     restricted = _doc(4, "secret", sensitivity=" Restricted ")
     docs = [restricted, *CORPUS]
-    assert [d.metadata["doc_id"] for d in prepare_context(docs, max_docs=2)] == ["doc1", "doc2"]
+    assert [d.metadata["doc_id"] for d in prepare_context(docs, k=2)] == ["doc1", "doc2"]
     assert [d.metadata["doc_id"] for d in prepare_context(docs, lost_in_the_middle=True)] == ["doc1", "doc3", "doc2"]
     with pytest.raises(ValueError):
-        prepare_context(docs, max_docs=0)
+        prepare_context(docs, k=0)
 
 
 def test_extractive_answer_cites_the_right_chunk():

@@ -170,9 +170,9 @@ def test_dont_know_from_the_model_is_not_attributed_or_warned():
 
 
 def test_attribution_never_cites_a_passage_that_was_not_in_the_prompt():
-    # only the first passage is shown (max_docs=1); the answer matches the second one, which the model never saw
+    # only the first passage is shown (k=1); the answer matches the second one, which the model never saw
     spy = SpyChatModel(reply="Mount Fuji is 3776 metres tall.")
-    out = make_answer_chain(spy, max_docs=1, uncited="warn").invoke({"question": "Fuji?", "documents": DOCS})
+    out = make_answer_chain(spy, k=1, uncited="warn").invoke({"question": "Fuji?", "documents": DOCS})
     assert out["citations"] == [] and out["warning"] == UNCITED_WARNING
     assert "3776" not in spy.prompts[0]
 

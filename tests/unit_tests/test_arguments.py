@@ -130,7 +130,7 @@ def _callers() -> dict[str, Callable[[Any], object]]:
     return {
         "k": lambda v: BM25Retriever.from_documents(_doc(), k=v),
         "recall k": lambda v: recall_at_k(["a"], {"a": 1}, v),
-        "max_docs": lambda v: prepare_context(_doc(), max_docs=v),
+        "context k": lambda v: prepare_context(_doc(), k=v),
         "max_sentences": lambda v: extractive_answer("梅雨", _doc(), max_sentences=v),
         "max_queries": lambda v: GlossaryQueryRewriter([["梅雨", "つゆ"]], max_queries=v),
         "c": lambda v: fuse([_doc()], c=v),
@@ -145,7 +145,7 @@ def _callers() -> dict[str, Callable[[Any], object]]:
 
 #: ``caller -> (argument name, minimum, a value below it)``.
 BOUNDS = {
-    "k": ("k", 1, 0), "recall k": ("k", 1, 0), "max_docs": ("max_docs", 1, 0),
+    "k": ("k", 1, 0), "recall k": ("k", 1, 0), "context k": ("k", 1, 0),
     "max_sentences": ("max_sentences", 1, 0), "max_queries": ("max_queries", 1, 0), "c": ("c", 0, -1),
     "workers": ("workers", 0, -1), "batch_size": ("batch_size", 1, 0), "size": ("size", 2, 1),
     "n_resamples": ("n_resamples", 1, 0), "history_turns": ("history_turns", 1, 0), "adaptive k": ("k", 0, -1),
@@ -170,7 +170,7 @@ def test_every_caller_refuses_a_non_integer_with_a_type_error(caller, bad):
         _callers()[caller](bad)
 
 
-@pytest.mark.parametrize("caller", ["k", "recall k", "max_docs", "max_queries", "batch_size", "n_resamples"])
+@pytest.mark.parametrize("caller", ["k", "recall k", "context k", "max_queries", "batch_size", "n_resamples"])
 def test_every_caller_takes_a_numpy_integer(caller):
     _callers()[caller](np.int64(3))
 
