@@ -253,18 +253,41 @@ def _stage_specs(args: argparse.Namespace) -> tuple[str, str]:
     return rerank, postprocess
 
 
-def _with_second_stage(retriever: Any, compressors: Sequence[Any], *, k: int) -> Any:
-    """``retriever`` behind the gate and ``compressors`` (a ``SecondStageRetriever``), or as it is without any."""
+def _fetch_k(args: argparse.Namespace, compressors: Sequence[Any]) -> int | None:
+    """``--fetch-k`` (``None`` when not given: the second stage's default, :data:`~langchain_ragspine.arguments.
+    DEFAULT_FETCH_K`), checked where it is used: it is the pool a choosing stage (a reranker, ``mmr``) picks the
+    ``k`` results from, so without one it is an error rather than silently ignored.
+
+    Raises:
+        ValueError: ``--fetch-k`` below 1, or given without a reranker or ``mmr``.
+    """
+    from langchain_ragspine.arguments import check_int
+    from langchain_ragspine.document_compressors import selects_candidates
+
+    fetch_k = getattr(args, "fetch_k", None)
+    if fetch_k is None:
+        return None
+    fetch_k = check_int(fetch_k, "--fetch-k")
+    if not selects_candidates(compressors):
+        raise ValueError("--fetch-k is the pool a reranker or mmr chooses the k results from: add --rerank or "
+                         "--postprocess mmr (or RAGSPINE_RERANKER / RAGSPINE_POSTPROCESSOR), or leave --fetch-k out")
+    return fetch_k
+
+
+def _with_second_stage(retriever: Any, compressors: Sequence[Any], *, k: int, fetch_k: int | None = None) -> Any:
+    """``retriever`` behind the gate and ``compressors`` (a ``SecondStageRetriever`` choosing among ``fetch_k``
+    candidates, default its own), or as it is without any."""
     if not compressors:
         return retriever
     from langchain_ragspine.document_compressors import SecondStageRetriever
 
-    return SecondStageRetriever(base_retriever=retriever, compressors=list(compressors), k=k)
+    pool = {} if fetch_k is None else {"fetch_k": fetch_k}
+    return SecondStageRetriever(base_retriever=retriever, compressors=list(compressors), k=k, **pool)
 
 
-def _second_stage_factory(factory: Any, compressors: Sequence[Any], *, k: int) -> Any:
+def _second_stage_factory(factory: Any, compressors: Sequence[Any], *, k: int, fetch_k: int | None = None) -> Any:
     """A retriever factory whose retrievers run behind ``compressors`` (for BEIR evaluation)."""
-    return lambda documents: _with_second_stage(factory(documents), compressors, k=k)
+    return lambda documents: _with_second_stage(factory(documents), compressors, k=k, fetch_k=fetch_k)
 
 
 def _stage_label(args: argparse.Namespace) -> str:
@@ -288,7 +311,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
     compressors = _second_stage(args, k=args.k)
     retriever = open_retriever(args.store, k=args.k, mode=mode, embedding=args.embedding)
     retriever = _transformed(retriever, transforms, args)
-    retriever = _with_second_stage(retriever, compressors, k=args.k)
+    retriever = _with_second_stage(retriever, compressors, k=args.k, fetch_k=_fetch_k(args, compressors))
     _print_results(search(retriever, args.query, k=args.k, filter=flt), as_json=args.json)
     return 0
 
@@ -363,6 +386,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     dataset = load_dataset(args.dataset)
     depth = max(args.ks)
     stage, suffix = _second_stage(args, k=depth), _stage_label(args)
+    fetch_k = _fetch_k(args, stage)
     if isinstance(dataset, BEIRDataset):
         llm = _eval_llm(args)
 
@@ -379,7 +403,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         for (mode, tok), label in zip(runs, labels, strict=True):
             built = factory(mode, tok)
             if stage:
-                built = _second_stage_factory(built, stage, k=depth)
+                built = _second_stage_factory(built, stage, k=depth, fetch_k=fetch_k)
             results.append(evaluate(built, dataset, ks=args.ks, limit=args.limit, name=label))
     else:
         needs_dense = needs_dense_index(args.mode, args.embedding)
@@ -394,7 +418,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
             retrievers = _eval_qa_retrievers(args, store_dir)
             _check_baseline(args.baseline, [name + suffix for name, _, _ in retrievers])
             for name, retriever, seconds in retrievers:
-                result = evaluate(_with_second_stage(retriever, stage, k=depth), dataset, ks=args.ks,
+                result = evaluate(_with_second_stage(retriever, stage, k=depth, fetch_k=fetch_k), dataset, ks=args.ks,
                                   limit=args.limit, name=name + suffix)
                 result.index_seconds = seconds
                 results.append(result)
@@ -461,7 +485,7 @@ def _print_answer(state: Mapping[str, Any], how: str) -> None:
 
 
 def _cmd_ask(args: argparse.Namespace) -> int:
-    from langchain_ragspine.config import DEFAULT_FETCH_K
+    from langchain_ragspine.arguments import DEFAULT_FETCH_K
     from langchain_ragspine.document_compressors import selects_candidates
     from langchain_ragspine.filters import parse_filter_expressions
     from langchain_ragspine.graphs import GRAPH_BUILDERS
@@ -479,8 +503,9 @@ def _cmd_ask(args: argparse.Namespace) -> int:
         if "compressors" not in inspect.signature(builder).parameters:
             raise ValueError(f"--rerank / --postprocess: the {args.graph} graph takes no compressors= here")
         options["compressors"] = compressors
-    # a reranker or MMR chooses the k passages among max(k, DEFAULT_FETCH_K) candidates
-    depth = max(args.k, DEFAULT_FETCH_K) if selects_candidates(compressors) else args.k
+    # a reranker or MMR chooses the k passages among max(k, --fetch-k) candidates (default DEFAULT_FETCH_K)
+    fetch_k = _fetch_k(args, compressors)
+    depth = max(args.k, fetch_k or DEFAULT_FETCH_K) if selects_candidates(compressors) else args.k
     _check_glossary_used(args, [args.mode])
     mode, transforms = _plan(args, args.mode)
     retriever = open_retriever(args.store, k=depth, mode=mode, embedding=args.embedding)
@@ -639,6 +664,8 @@ def _add_transform_options(p: argparse.ArgumentParser, s: RagSpineSettings) -> N
 
 
 def _second_stage_options(p: argparse.ArgumentParser, s: RagSpineSettings) -> None:
+    from langchain_ragspine.arguments import DEFAULT_FETCH_K
+
     p.add_argument(
         "--rerank", default=None, metavar="SPEC",
         help="second-stage reranker: none, cross_encoder:<model>, llm, llm:<chat model> (RAGSPINE_RERANKER, else none)",
@@ -646,6 +673,11 @@ def _second_stage_options(p: argparse.ArgumentParser, s: RagSpineSettings) -> No
     p.add_argument(
         "--postprocess", default=None, metavar="STEPS",
         help="after the reranker, comma-separated: mmr, lost_in_middle, compress (RAGSPINE_POSTPROCESSOR, else none)",
+    )
+    p.add_argument(
+        "--fetch-k", type=int, default=None, metavar="N",
+        help=f"candidates the reranker or mmr chooses the -k results from (at least k; default {DEFAULT_FETCH_K}); "
+        "an error without either",
     )
 
 

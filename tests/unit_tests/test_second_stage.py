@@ -461,6 +461,53 @@ def test_ask_with_a_postprocessor_only_keeps_k(store, capsys, monkeypatch):
     assert [type(c) for c in calls[0]["compressors"]] == [ExtractiveCompressor] and calls[0]["retriever"].k == 3
 
 
+def test_ask_fetch_k_sets_the_candidate_pool(store, capsys, monkeypatch):
+    """``--fetch-k`` (issue 26, O2: LangChain's name of the candidate pool) sets the first stage's depth."""
+    calls: list = []
+    _spy_builders(monkeypatch, calls)
+    assert main(["ask", QUERY, "--store", store, "--llm", "none", "-k", "3", "--postprocess", "mmr",
+                 "--fetch-k", "7"]) == 0
+    capsys.readouterr()
+    assert calls[0]["compressors"][0].k == 3 and calls[0]["retriever"].k == 7
+    assert main(["ask", QUERY, "--store", store, "--llm", "none", "-k", "9", "--postprocess", "mmr",
+                 "--fetch-k", "7"]) == 0  # the pool is at least k
+    capsys.readouterr()
+    assert calls[1]["retriever"].k == 9
+
+
+def test_search_and_eval_fetch_k_reach_the_second_stage(store, capsys, monkeypatch, tmp_path):
+    import langchain_ragspine.document_compressors as compressors
+
+    made: list[SecondStageRetriever] = []
+
+    class Recorded(SecondStageRetriever):
+        def model_post_init(self, context):
+            super().model_post_init(context)
+            made.append(self)
+
+    monkeypatch.setattr(compressors, "SecondStageRetriever", Recorded)
+    assert main(["search", QUERY, "--store", store, "-k", "2", "--postprocess", "mmr", "--fetch-k", "5"]) == 0
+    assert main(["search", QUERY, "--store", store, "-k", "2", "--postprocess", "mmr"]) == 0
+    assert [(r.k, r.fetch_k) for r in made] == [(2, 5), (2, DEFAULT_FETCH_K)]
+    capsys.readouterr()
+    made.clear()
+    assert main(["eval", str(_qa_folder(tmp_path / "qa")), "--mode", "bm25", "--ks", "1", "3",
+                 "--postprocess", "mmr", "--fetch-k", "4"]) == 0
+    capsys.readouterr()
+    assert made and all((r.k, r.fetch_k) == (3, 4) for r in made)
+
+
+@pytest.mark.parametrize("command", ["search", "ask"])
+def test_fetch_k_without_a_choosing_stage_or_below_one_is_an_error(store, capsys, command):
+    extra = ["--llm", "none"] if command == "ask" else []
+    assert main([command, QUERY, "--store", store, *extra, "--fetch-k", "5"]) == 2
+    assert "--fetch-k is the pool a reranker or mmr chooses the k results from" in capsys.readouterr().err
+    assert main([command, QUERY, "--store", store, *extra, "--postprocess", "compress", "--fetch-k", "5"]) == 2
+    assert "add --rerank or --postprocess mmr" in capsys.readouterr().err
+    assert main([command, QUERY, "--store", store, *extra, "--postprocess", "mmr", "--fetch-k", "0"]) == 2
+    assert "--fetch-k must be an int >= 1, got 0" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("graph", ["corrective", "adaptive", "self_rag"])
 def test_ask_rerank_reaches_the_graph_and_no_restricted_text_leaks(store, capsys, monkeypatch, graph):
     pytest.importorskip("sentence_transformers")
