@@ -279,10 +279,11 @@ def _with_second_stage(retriever: Any, compressors: Sequence[Any], *, k: int, fe
     candidates, default its own), or as it is without any."""
     if not compressors:
         return retriever
+    from langchain_ragspine.arguments import DEFAULT_FETCH_K
     from langchain_ragspine.document_compressors import SecondStageRetriever
 
-    pool = {} if fetch_k is None else {"fetch_k": fetch_k}
-    return SecondStageRetriever(base_retriever=retriever, compressors=list(compressors), k=k, **pool)
+    pool = DEFAULT_FETCH_K if fetch_k is None else fetch_k
+    return SecondStageRetriever(base_retriever=retriever, compressors=list(compressors), k=k, fetch_k=pool)
 
 
 def _second_stage_factory(factory: Any, compressors: Sequence[Any], *, k: int, fetch_k: int | None = None) -> Any:
@@ -711,7 +712,8 @@ def command_parser(*, command_help: bool = True) -> tuple[argparse.ArgumentParse
 def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentParser:
     """The argument parser, with defaults from ``settings`` (default: :func:`~langchain_ragspine.config.get_settings`),
     ``--mode`` choices from the mode registry and ``--graph`` choices from the graph builders."""
-    from langchain_ragspine.config import DEFAULT_K, get_settings
+    from langchain_ragspine.arguments import DEFAULT_K
+    from langchain_ragspine.config import get_settings
     from langchain_ragspine.evaluation.runner import DEFAULT_KS
     from langchain_ragspine.pipeline.modes import mode_names
     from langchain_ragspine.text_splitters.chunkers import CHUNKERS

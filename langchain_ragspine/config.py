@@ -23,6 +23,12 @@ from pydantic import AliasChoices, Field, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from langchain_ragspine._optional import import_optional
+
+# the two default counts, stated once in arguments (re-exported here, where they were first defined): DEFAULT_K, the
+# result count of every route when neither an argument nor RAGSPINE_K gives one; DEFAULT_FETCH_K, the pool a
+# reranker or MMR chooses from
+from langchain_ragspine.arguments import DEFAULT_FETCH_K as DEFAULT_FETCH_K
+from langchain_ragspine.arguments import DEFAULT_K as DEFAULT_K
 from langchain_ragspine.text_splitters import DEFAULT_CHUNK_CHARS, DEFAULT_OVERLAP_CHARS
 from langchain_ragspine.text_splitters.chunkers import CHUNKERS
 from langchain_ragspine.tokenizers import TOKENIZERS
@@ -45,14 +51,6 @@ QUERY_TRANSFORMS = ("none", "hyde", "multi_query", "rag_fusion", "step_back", "d
 #: The transformations that need a chat model (without one they are skipped, with one warning).
 LLM_QUERY_TRANSFORMS = ("hyde", "multi_query", "rag_fusion", "step_back", "decompose")
 
-#: ``k`` — how many chunks a search returns — when neither an argument nor ``RAGSPINE_K`` gives one: one number for
-#: every entry point (``ragspine search`` / ``ask`` / ``demo``, :func:`~langchain_ragspine.indexing.open_retriever`,
-#: :func:`~langchain_ragspine.indexing.search`, ``graphs/app.py``).  6 is what a RAG graph is given per search (a
-#: short prompt for a small model) and what the answer benchmarks measure.  Retriever classes constructed directly
-#: (``BM25Retriever``, ``DenseRetriever``, ``HybridRetriever``) never read settings and default to ``k=4``,
-#: LangChain's convention (``VectorStore.as_retriever``, ``langchain_community``'s ``BM25Retriever``), so they stay
-#: drop-ins.
-DEFAULT_K = 6
 
 #: The chat model spec when neither an argument nor ``RAGSPINE_LLM`` gives one, everywhere (library, ``ragspine
 #: ask`` / ``demo``, ``graphs/app.py``): no LLM — offline and deterministic unless asked.  ``auto`` (the default chat
@@ -274,7 +272,7 @@ class RagSpineSettings(BaseSettings):
             (``RAGSPINE_STORE``; default none: the
             CLI then requires ``--store``, ``graphs/app.py`` ingests the demo corpus).
         k: number of chunks a search returns, for every entry point (``RAGSPINE_K``: an integer > 0; default
-            :data:`DEFAULT_K` = 6).  ``ingest`` never reads it.
+            :data:`~langchain_ragspine.arguments.DEFAULT_K` = 6).  ``ingest`` never reads it.
         embedding: embedding spec for :func:`make_embeddings` and ingest (``RAGSPINE_EMBEDDING``; default
             ``"auto"``).
         retrieval_mode: a registered retrieval mode (``RAGSPINE_RETRIEVAL_MODE``; default ``"auto"``; see
@@ -767,9 +765,6 @@ def make_query_transform(
 RERANKER_SPECS = ("none", "cross_encoder:<model name or path>", "llm", "llm:<chat model spec>")
 #: The post-processing steps :func:`make_postprocessor` accepts, in the order they are usually chained.
 POSTPROCESSORS = ("mmr", "lost_in_middle", "compress")
-#: How many first-stage candidates a reranker or MMR chooses from when asked for ``k`` results: ``max(k, 20)``
-#: (LangChain's ``fetch_k`` default for MMR search).
-DEFAULT_FETCH_K = 20
 
 
 def parse_reranker_spec(spec: str, *, setting: str | None = None) -> tuple[str, str]:
@@ -928,7 +923,7 @@ def make_reranker(
 
 
 def make_postprocessor(
-    spec: str | None = None, *, k: int = 5, embeddings: Embeddings | None = None
+    spec: str | None = None, *, k: int = DEFAULT_K, embeddings: Embeddings | None = None
 ) -> list[BaseDocumentCompressor]:
     """The post-processing steps named by ``spec`` (default: ``RAGSPINE_POSTPROCESSOR``, else ``"none"``), as
     compressors to run in the order written.

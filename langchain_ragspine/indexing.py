@@ -36,7 +36,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 
 from langchain_ragspine._stacklevel import user_stacklevel
-from langchain_ragspine.arguments import check_k, renamed_keywords
+from langchain_ragspine.arguments import DEFAULT_K, check_k, renamed_keywords
 from langchain_ragspine.backends.directory import bm25_parallel
 from langchain_ragspine.backends.directory._regular import check_regular
 from langchain_ragspine.backends.directory.bm25_index import SAVE_LAYOUT as BM25_LAYOUT
@@ -51,7 +51,6 @@ from langchain_ragspine.backends.directory.index_state import INDEX_STATE, read_
 from langchain_ragspine.backends.directory.lock import LOCK_FILE, check_lock_timeout, writer_lock, writer_pid
 from langchain_ragspine.backends.postgres.chunk_store import is_postgres_url, redact_url
 from langchain_ragspine.config import (
-    DEFAULT_K,
     configured_setting,
     get_settings,
     make_embeddings,
@@ -1401,7 +1400,7 @@ def open_retriever(
     a store ingested with ``--chunker parent_child`` the distinct parents of what that finds (as ``parent_child``: a
     :class:`~langchain_ragspine.retrievers.ParentChildRetriever`, ``k`` parents from 50 children); and any mode
     registered with :func:`~langchain_ragspine.pipeline.modes.register_mode`.  ``k`` defaults to ``RAGSPINE_K``,
-    else 6 (:data:`~langchain_ragspine.config.DEFAULT_K`).  The query encoder is the one the vector index was built
+    else 6 (:data:`~langchain_ragspine.arguments.DEFAULT_K`).  The query encoder is the one the vector index was built
     with (its spec is recorded at ingest), unless ``embedding`` is given.  An invalid ``index.json`` (the store's
     index record, :mod:`langchain_ragspine.backends.directory.index_state`) is treated as absent, with a
     :class:`StaleIndexWarning` naming the file and field: the saved BM25 index is used only when its own checksums
@@ -1474,7 +1473,7 @@ def open_source(
 def search(
     retriever: BaseRetriever, query: str, *, k: int | None = None, filter: Mapping[str, Any] | None = None
 ) -> list[Document]:
-    """Top ``k`` chunks (default ``RAGSPINE_K``, else 6: :data:`~langchain_ragspine.config.DEFAULT_K`) for
+    """Top ``k`` chunks (default ``RAGSPINE_K``, else 6: :data:`~langchain_ragspine.arguments.DEFAULT_K`) for
     ``query`` from ``retriever``, passed through the RESTRICTED gate on the way out.
 
     Our retrievers never index RESTRICTED chunks, so the gate here is the last line of defence, not a filter that

@@ -38,10 +38,10 @@ from pydantic import ConfigDict, Field, PrivateAttr
 
 from langchain_ragspine._optional import import_optional
 from langchain_ragspine.arguments import (
+    DEFAULT_K,
     OptionalPositiveIntField,
     PositiveIntField,
     renamed_fields,
-    renamed_property,
 )
 from langchain_ragspine.document_compressors._common import rank_key
 from langchain_ragspine.retrievers.bm25 import with_scores
@@ -128,7 +128,7 @@ class CrossEncoderReranker(BaseDocumentCompressor):
         model: a sentence-transformers ``CrossEncoder`` model name (Hub) or local path — loaded at construction —
             or an already-built ``CrossEncoder`` (or any object with ``predict(pairs, batch_size=...)`` returning
             one or two logits per ``(query, text)`` pair).
-        k: documents returned (default 5); ``None`` returns all, reordered.  ``top_n``, the keyword of LangChain's
+        k: documents returned (default 6, :data:`~langchain_ragspine.arguments.DEFAULT_K`); ``None`` returns all, reordered.  ``top_n``, the keyword of LangChain's
             ``CrossEncoderReranker`` (which this class stands in for), is accepted as another name of ``k`` without
             a warning (with ``k`` and another value: a ``TypeError``); ``reranker.top_n`` reads and sets ``k``.
         max_length: maximum tokens per (query, passage) input (default 512); longer inputs are truncated
@@ -154,7 +154,7 @@ class CrossEncoderReranker(BaseDocumentCompressor):
     """
 
     model: Any
-    k: OptionalPositiveIntField = 5
+    k: OptionalPositiveIntField = DEFAULT_K
     max_length: PositiveIntField = 512
     batch_size: PositiveIntField = 32
     model_kwargs: dict[str, Any] = Field(default_factory=dict)
@@ -165,7 +165,15 @@ class CrossEncoderReranker(BaseDocumentCompressor):
 
     #: ``top_n``: LangChain's name of ``k``, kept (see the class docstring).
     _renamed = renamed_fields("top_n", kept=["top_n"])
-    top_n = renamed_property("top_n", kept=True)
+
+    @property
+    def top_n(self) -> int | None:
+        """LangChain's name of :attr:`k` (kept: no warning)."""
+        return self.k
+
+    @top_n.setter
+    def top_n(self, value: int | None) -> None:
+        self.k = value
 
     def model_post_init(self, context: Any, /) -> None:
         """Load the model (see the class docstring)."""

@@ -33,11 +33,11 @@ from langchain_core.runnables import Runnable
 from pydantic import ConfigDict
 
 from langchain_ragspine.arguments import (
+    DEFAULT_K,
     OptionalPositiveIntField,
     PositiveIntField,
     check_int,
     renamed_fields,
-    renamed_property,
 )
 from langchain_ragspine.document_compressors._common import instance_of
 from langchain_ragspine.retrievers.bm25 import with_scores
@@ -219,7 +219,7 @@ class LLMListwiseReranker(BaseDocumentCompressor):
 
     Args:
         llm: any ``BaseChatModel`` (or a ``Runnable`` taking a prompt string and returning a message or string).
-        k: documents returned (default 10); ``None`` returns all, reordered.  ``top_n``, the keyword of LangChain's
+        k: documents returned (default 6, :data:`~langchain_ragspine.arguments.DEFAULT_K`); ``None`` returns all, reordered.  ``top_n``, the keyword of LangChain's
             ``LLMListwiseRerank`` (which this class stands in for), is accepted as another name of ``k`` without a
             warning (with ``k`` and another value: a ``TypeError``); ``reranker.top_n`` reads and sets ``k``.
         window: how many of the (non-RESTRICTED) candidates the model ranks (default 20); the rest follow, in their
@@ -241,7 +241,7 @@ class LLMListwiseReranker(BaseDocumentCompressor):
     """
 
     llm: Annotated[Runnable[Any, Any], instance_of(Runnable, "a BaseChatModel (a Runnable)")]
-    k: OptionalPositiveIntField = 10
+    k: OptionalPositiveIntField = DEFAULT_K
     window: PositiveIntField = 20
     max_chars: PositiveIntField = DEFAULT_PASSAGE_CHARS
 
@@ -249,7 +249,15 @@ class LLMListwiseReranker(BaseDocumentCompressor):
 
     #: ``top_n``: LangChain's name of ``k``, kept (see the class docstring).
     _renamed = renamed_fields("top_n", kept=["top_n"])
-    top_n = renamed_property("top_n", kept=True)
+
+    @property
+    def top_n(self) -> int | None:
+        """LangChain's name of :attr:`k` (kept: no warning)."""
+        return self.k
+
+    @top_n.setter
+    def top_n(self, value: int | None) -> None:
+        self.k = value
 
     def _prepare(self, documents: Sequence[Document], query: str) -> tuple[list[Document], str | None]:
         """``(candidates, prompt)``: the gated candidates, and the prompt — ``None`` when no call is needed."""

@@ -35,7 +35,7 @@ from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.embeddings import Embeddings
 from pydantic import ConfigDict, PrivateAttr, field_validator
 
-from langchain_ragspine.arguments import PositiveIntField
+from langchain_ragspine.arguments import DEFAULT_K, PositiveIntField
 from langchain_ragspine.sensitivity import drop_restricted
 from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer
 
@@ -136,7 +136,7 @@ class MMRCompressor(BaseDocumentCompressor):
             ``max_marginal_relevance_search`` does (needs ``embeddings``); see ``benchmarks/RESULTS.md``, section
             ``postprocess``, for both measured after the hybrid retriever.
         lambda_mult: relevance weight in [0, 1] (default 0.5, LangChain's default): 1 keeps the relevance order.
-        k: documents returned (default 5).
+        k: documents returned (default 6, :data:`~langchain_ragspine.arguments.DEFAULT_K`).
         tokenizer: tokenizer name or callable for the Jaccard similarity (default ``"auto"``).
 
     ``compress_documents(documents, query)`` drops RESTRICTED documents, then returns at most ``k`` of the others in
@@ -152,7 +152,7 @@ class MMRCompressor(BaseDocumentCompressor):
     embeddings: Embeddings | None = None
     relevance: Literal["retrieval", "query"] = "retrieval"
     lambda_mult: float = 0.5
-    k: PositiveIntField = 5
+    k: PositiveIntField = DEFAULT_K
     tokenizer: str | Callable[[str], list[str]] = "auto"
 
     model_config = ConfigDict(arbitrary_types_allowed=True)

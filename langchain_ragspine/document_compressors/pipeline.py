@@ -24,8 +24,7 @@ from langchain_core.documents import BaseDocumentCompressor, BaseDocumentTransfo
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, field_validator
 
-from langchain_ragspine.arguments import PositiveIntField, check_k
-from langchain_ragspine.config import DEFAULT_FETCH_K
+from langchain_ragspine.arguments import DEFAULT_FETCH_K, DEFAULT_K, PositiveIntField, check_k
 from langchain_ragspine.document_compressors.restricted import RestrictedGate, drop_restricted
 from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, SyncCall
 from langchain_ragspine.retrievers.contract import ainvoke_retriever, invoke_retriever, traces_own_run
@@ -130,9 +129,9 @@ class SecondStageRetriever(ContractRetriever):
     Args:
         base_retriever: any ``BaseRetriever``.
         compressors: ``BaseDocumentCompressor``\\ s, run in order (e.g. :func:`~langchain_ragspine.config.make_compressors`).
-        k: results when a call gives none (default 4, LangChain's convention).
+        k: results when a call gives none (default 6, :data:`~langchain_ragspine.arguments.DEFAULT_K`).
         fetch_k: first-stage candidates for a choosing stage (default
-            :data:`~langchain_ragspine.config.DEFAULT_FETCH_K`, 20); the pool is ``max(k, fetch_k)``.
+            :data:`~langchain_ragspine.arguments.DEFAULT_FETCH_K`, 20); the pool is ``max(k, fetch_k)``.
 
     Raises:
         TypeError: ``base_retriever`` is not a ``BaseRetriever``, a compressor is not a ``BaseDocumentCompressor``,
@@ -142,7 +141,7 @@ class SecondStageRetriever(ContractRetriever):
 
     base_retriever: BaseRetriever
     compressors: list[BaseDocumentCompressor]
-    k: PositiveIntField = 4
+    k: PositiveIntField = DEFAULT_K
     fetch_k: PositiveIntField = DEFAULT_FETCH_K
 
     model_config = ConfigDict(arbitrary_types_allowed=True)

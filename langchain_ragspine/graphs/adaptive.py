@@ -37,7 +37,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Send
 from typing_extensions import TypedDict
 
-from langchain_ragspine.arguments import check_int
+from langchain_ragspine.arguments import DEFAULT_K, check_int
 from langchain_ragspine.chains.answer import (
     citation_for,
     insufficient_context,
@@ -134,7 +134,7 @@ def adaptive_rag_max_steps(max_retries: int = 2, *, compress: bool = False) -> i
     return max(7 + 4 * retries + (retries + 1) * extra, 9 + extra)
 
 
-def adaptive_rag_max_llm_calls(max_retries: int = 2, k: int = 6) -> int:
+def adaptive_rag_max_llm_calls(max_retries: int = 2, k: int = DEFAULT_K) -> int:
     """Worst-case chat-model calls of :func:`build_adaptive_rag` with an LLM, when every search returns ``k``
     documents: ``max(2 + (max_retries + 1) * k + max_retries + 1, 2 + 3 * (k + 1) + k + 1)``.
 
@@ -361,7 +361,7 @@ def build_adaptive_rag(
     graders: Graders | None = None,
     answer_chain: Runnable[Any, Any] | None = None,
     k: int | None = None,
-    max_docs: int | None = 6,
+    max_docs: int | None = DEFAULT_K,
     lost_in_the_middle: bool = False,
     tokenizer: str | Tokenizer = "auto",
     prompts: GraphPrompts | None = None,

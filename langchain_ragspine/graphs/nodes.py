@@ -55,7 +55,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
-from langchain_ragspine.arguments import check_int, close_names, unknown_arguments_message
+from langchain_ragspine.arguments import DEFAULT_K, check_int, close_names, unknown_arguments_message
 from langchain_ragspine.chains.answer import (
     NO_RETRIEVAL_NOTE,
     detect_language,
@@ -187,7 +187,7 @@ class GraphParts:
     chain: Runnable[Any, Any]
     k: int | None = None
     max_retries: int = 2
-    max_docs: int | None = 6
+    max_docs: int | None = DEFAULT_K
     lost_in_the_middle: bool = False
     tokenizer: str | Tokenizer = "auto"
     prompts: GraphPrompts = field(default_factory=GraphPrompts)

@@ -25,7 +25,7 @@ from langchain_core.runnables import Runnable
 from langgraph.graph import END, START
 from langgraph.graph.state import CompiledStateGraph
 
-from langchain_ragspine.arguments import check_int
+from langchain_ragspine.arguments import DEFAULT_K, check_int
 from langchain_ragspine.graphs.conversation import DEFAULT_HISTORY_TURNS
 from langchain_ragspine.graphs.graders import Graders
 from langchain_ragspine.graphs.nodes import (
@@ -171,7 +171,7 @@ def build_self_rag(
     graders: Graders | None = None,
     answer_chain: Runnable[Any, Any] | None = None,
     k: int | None = None,
-    max_docs: int | None = 6,
+    max_docs: int | None = DEFAULT_K,
     lost_in_the_middle: bool = False,
     tokenizer: str | Tokenizer = "auto",
     prompts: GraphPrompts | None = None,

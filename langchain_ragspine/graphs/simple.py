@@ -18,6 +18,7 @@ from langchain_core.runnables import Runnable
 from langgraph.graph import END, START
 from langgraph.graph.state import CompiledStateGraph
 
+from langchain_ragspine.arguments import DEFAULT_K
 from langchain_ragspine.graphs.conversation import DEFAULT_HISTORY_TURNS
 from langchain_ragspine.graphs.graders import Graders
 from langchain_ragspine.graphs.nodes import (
@@ -57,7 +58,7 @@ def build_simple_rag(
     graders: Graders | None = None,
     answer_chain: Runnable[Any, Any] | None = None,
     k: int | None = None,
-    max_docs: int | None = 6,
+    max_docs: int | None = DEFAULT_K,
     lost_in_the_middle: bool = False,
     tokenizer: str | Tokenizer = "auto",
     prompts: GraphPrompts | None = None,
@@ -83,7 +84,8 @@ def build_simple_rag(
             follow-up its input also holds ``chat_history`` and, when condensed, ``standalone_question``).
         k: results per retrieval (passed when the retriever takes ``k``; default: the retriever's own); a run may
             override it (``context={"k": 3}``).
-        max_docs: passages given to the answer (default 6).
+        max_docs: passages given to the answer (default 6, :data:`~langchain_ragspine.arguments.DEFAULT_K`): the
+            answer chain's ``k``, named apart here because the graph's ``k`` is the results per retrieval.
         lost_in_the_middle: show the passages best-at-both-ends.
         tokenizer: for the extractive answer and the lexical graders (default ``"auto"``, BM25's).
         prompts: the prompts of the model calls (default :class:`~langchain_ragspine.graphs.prompts.GraphPrompts`).

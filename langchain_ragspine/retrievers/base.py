@@ -47,6 +47,7 @@ from langchain_ragspine.arguments import (
     check_arguments,
     check_k,
     rename_arguments,
+    renamed_property,
     unknown_arguments_message,
 )
 from langchain_ragspine.documents import chunk_key
@@ -307,7 +308,8 @@ class ContractRetriever(SyncBackedRetriever):
             ``candidate_k``, ``parent_k`` …) the constructor accepts for one release, and a call too where the new
             name is a call option (``invoke(query, candidate_k=30)``): a ``DeprecationWarning`` naming the new
             name, a ``TypeError`` naming both when both are given with different values
-            (:func:`~langchain_ragspine.arguments.rename_arguments`).  Default: none.
+            (:func:`~langchain_ragspine.arguments.rename_arguments`); reading or assigning the old attribute
+            warns too.  Default: none.
         init_arguments: class-level: constructor keywords that are not fields, which the class's ``__init__`` turns
             into fields (``glossary`` / ``max_queries`` → a rewriter); the unknown-argument message lists them among
             the known names, so their misspellings get a did-you-mean too.  Default: none.
@@ -342,6 +344,16 @@ class ContractRetriever(SyncBackedRetriever):
     call_options: ClassVar[tuple[str, ...]] = ()
     init_arguments: ClassVar[tuple[str, ...]] = ()
     renamed_arguments: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        """Give each of :attr:`renamed_arguments` that names a field now its old attribute: reading or assigning
+        ``retriever.candidate_k`` is ``fetch_k``'s, with a ``DeprecationWarning``
+        (:func:`~langchain_ragspine.arguments.renamed_property`)."""
+        super().__pydantic_init_subclass__(**kwargs)
+        for old in cls.renamed_arguments:
+            if RENAMED[old] in cls.model_fields and not isinstance(getattr(cls, old, None), property):
+                setattr(cls, old, renamed_property(old))
 
     @classmethod
     def _translate_arguments(cls, data: dict[str, Any]) -> dict[str, Any]:

@@ -51,7 +51,7 @@ from langchain_core.documents import Document
 from pydantic import Field, PrivateAttr, field_validator
 
 from langchain_ragspine._stacklevel import user_stacklevel
-from langchain_ragspine.arguments import PositiveIntField, check_k
+from langchain_ragspine.arguments import DEFAULT_K, PositiveIntField, check_k
 from langchain_ragspine.backends.directory.bm25_index import (
     build_bm25_index,
     load_bm25_index,
@@ -149,7 +149,7 @@ class BM25Retriever(RagSpineRetriever):
             ``docs[i] = d`` / ``append`` are a ``TypeError``; assigning ``retriever.docs = [...]`` (or
             ``model_copy(update={"docs": [...]})``) rebuilds the index.  Your own ``Document`` objects are never
             modified.
-        k: number of results (default 4), an ``int >= 1``; ``invoke(query, k=...)`` overrides it per call.
+        k: number of results (default 6, :data:`~langchain_ragspine.arguments.DEFAULT_K`), an ``int >= 1``; ``invoke(query, k=...)`` overrides it per call.
         tokenizer: tokenizer name (``"auto"``, ``"cjk"``, ``"fugashi"``, ``"whitespace"``) or a callable
             ``str -> list[str]``; queries and documents use the same one.
         k1: term-frequency saturation (default 1.5).
@@ -196,7 +196,7 @@ class BM25Retriever(RagSpineRetriever):
     """
 
     docs: list[Document] = Field(default_factory=list, repr=False)
-    k: PositiveIntField = 4
+    k: PositiveIntField = DEFAULT_K
     tokenizer: str | Callable[[str], list[str]] = "auto"
     k1: float = 1.5
     b: float = 0.75
@@ -252,7 +252,7 @@ class BM25Retriever(RagSpineRetriever):
         cls,
         documents: Iterable[Document],
         *,
-        k: int = 4,
+        k: int = DEFAULT_K,
         tokenizer: str | Tokenizer = "auto",
         k1: float = 1.5,
         b: float = 0.75,

@@ -71,7 +71,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from pydantic import Field, PrivateAttr
 
-from langchain_ragspine.arguments import PositiveIntField, check_int, check_k
+from langchain_ragspine.arguments import DEFAULT_K, PositiveIntField, check_int, check_k
 from langchain_ragspine.backends.directory.embedding_cache import EmbeddingCache
 from langchain_ragspine.backends.directory.faiss_index import INDEX_KINDS, FaissVectorIndex
 from langchain_ragspine.backends.directory.faiss_index import SAVE_LAYOUT as _FAISS_LAYOUT
@@ -162,7 +162,7 @@ class DenseRetriever(RagSpineRetriever):
         embedding: any LangChain ``Embeddings``; ``embed_documents`` for chunks, ``embed_query`` /
             ``aembed_query`` for queries (``embed_documents`` / ``aembed_documents`` for a call with
             ``embed_as="document"``).  Vectors are L2-normalised here, so scores are cosine similarities.
-        k: number of results (default 4), an ``int >= 1``; ``invoke(query, k=...)`` overrides it per call.
+        k: number of results (default 6, :data:`~langchain_ragspine.arguments.DEFAULT_K`), an ``int >= 1``; ``invoke(query, k=...)`` overrides it per call.
         filter: the retriever's own metadata filter (:mod:`langchain_ragspine.filters`); ``invoke(query,
             filter=...)`` is ANDed with it, so a call narrows the results but never widens them.
         index_kind: ``"auto"`` (default: exact flat index below 200,000 chunks, HNSW above), ``"flat"``, ``"ivf"``
@@ -204,7 +204,7 @@ class DenseRetriever(RagSpineRetriever):
 
     docs: list[Document] = Field(default_factory=list, repr=False)
     embedding: Embeddings
-    k: PositiveIntField = 4
+    k: PositiveIntField = DEFAULT_K
     filter: dict[str, Any] | None = None
     index_kind: str = "auto"
     cache_path: str | Path | None = None
@@ -267,7 +267,7 @@ class DenseRetriever(RagSpineRetriever):
     # -- construction -----------------------------------------------------------------------------------------------
     @classmethod
     def from_documents(
-        cls, documents: Iterable[Document], embedding: Embeddings, *, k: int = 4, **kwargs: Unpack[DenseOptions]
+        cls, documents: Iterable[Document], embedding: Embeddings, *, k: int = DEFAULT_K, **kwargs: Unpack[DenseOptions]
     ) -> DenseRetriever:
         """Embed and index ``documents``; ``kwargs`` are the other fields (``filter``, ``index_kind``,
         ``cache_path``, ``model_key``, ``batch_size``, ``show_progress``)."""

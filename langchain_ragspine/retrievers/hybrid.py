@@ -88,12 +88,12 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import field_validator
 
 from langchain_ragspine.arguments import (
+    DEFAULT_K,
     PositiveIntField,
     check_arguments,
     check_int,
     check_k,
     renamed_keywords,
-    renamed_property,
 )
 from langchain_ragspine.backends.directory.bm25_index import SAVE_LAYOUT as _BM25_LAYOUT
 from langchain_ragspine.backends.directory.files import atomic_dir, layout, read_config
@@ -597,7 +597,7 @@ class HybridRetriever(RagSpineRetriever):
             ``invoke(query, fetch_k=...)`` overrides it per call.  ``candidate_k`` is its old name (deprecated: a
             ``DeprecationWarning``; removed in the next release; with ``fetch_k`` and another value a
             ``TypeError``).
-        k: number of fused results (default 4), an ``int >= 1``; ``invoke(query, k=...)`` overrides it per call.
+        k: number of fused results (default 6, :data:`~langchain_ragspine.arguments.DEFAULT_K`), an ``int >= 1``; ``invoke(query, k=...)`` overrides it per call.
         filter: the retriever's own metadata filter (:mod:`langchain_ragspine.filters`); ``invoke(query,
             filter=...)`` is ANDed with it, so a call narrows the results but never widens them.  Channels that
             accept ``filter`` get the combined filter and apply it before scoring (ANDed again with their own
@@ -666,7 +666,7 @@ class HybridRetriever(RagSpineRetriever):
     weights: list[float] | None = None
     c: int = DEFAULT_C
     fetch_k: int = 50
-    k: PositiveIntField = 4
+    k: PositiveIntField = DEFAULT_K
     filter: dict[str, Any] | None = None
     fusion: Fusion = "two_stage"
     alpha: float | None = None
@@ -679,7 +679,6 @@ class HybridRetriever(RagSpineRetriever):
     call_options: ClassVar[tuple[str, ...]] = ("fetch_k", "score_threshold", EMBED_AS_OPTION)
     #: ``candidate_k``: the old name of ``fetch_k`` (constructor and call), for one release.
     renamed_arguments: ClassVar[tuple[str, ...]] = ("candidate_k",)
-    candidate_k = renamed_property("candidate_k")
 
     @field_validator("id_key", mode="before")
     @classmethod
@@ -829,7 +828,7 @@ class HybridRetriever(RagSpineRetriever):
         documents: Iterable[Document],
         embedding: Embeddings,
         *,
-        k: int = 4,
+        k: int = DEFAULT_K,
         tokenizer: str | Tokenizer = "auto",
         bm25_kwargs: Mapping[str, Any] | None = None,
         dense_kwargs: Mapping[str, Any] | None = None,
@@ -841,7 +840,7 @@ class HybridRetriever(RagSpineRetriever):
         Args:
             documents: the chunks (RESTRICTED ones are dropped by each channel).
             embedding: the dense channel's model.
-            k: fused results (default 4).
+            k: fused results (default 6, :data:`~langchain_ragspine.arguments.DEFAULT_K`).
             tokenizer: the BM25 tokenizer (default ``"auto"``).
             bm25_kwargs / dense_kwargs: other fields of each channel (``k1``, ``b`` / ``cache_path``,
                 ``index_kind``, …); the channels' own ``k`` is irrelevant (the hybrid asks each for its depth).

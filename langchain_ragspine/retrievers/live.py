@@ -63,7 +63,7 @@ from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, PrivateAttr
 
 from langchain_ragspine._stacklevel import user_stacklevel
-from langchain_ragspine.arguments import PositiveIntField, check_k
+from langchain_ragspine.arguments import DEFAULT_K, PositiveIntField, check_k
 from langchain_ragspine.backends.directory._follow import FileStat, FollowedChunkStore, StoreState, file_stat
 from langchain_ragspine.documents import chunk_key
 from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, RetrieverCall, SyncCall
@@ -113,7 +113,7 @@ class LiveStoreRetriever(ContractRetriever):
         factory: builds the retriever of the store as it is now (no arguments); called for the first call (or
             :meth:`refresh`, which ``open_retriever`` calls at once, so the first build's errors propagate from it)
             and again after every change of the store.
-        k: results per call (default 4, LangChain's), an ``int >= 1``; ``invoke(query, k=...)`` overrides it.
+        k: results per call (default 6, :data:`~langchain_ragspine.arguments.DEFAULT_K`), an ``int >= 1``; ``invoke(query, k=...)`` overrides it.
         watch: further files whose change (device, inode, modification and change time, size) triggers a reload; ``open_retriever``
             watches the store's ``index.json``.  Default: none.
 
@@ -148,7 +148,7 @@ class LiveStoreRetriever(ContractRetriever):
 
     chunk_store: Path
     factory: Callable[[], BaseRetriever]
-    k: PositiveIntField = 4
+    k: PositiveIntField = DEFAULT_K
     watch: tuple[Path, ...] = ()
 
     _chunks: FollowedChunkStore = PrivateAttr()

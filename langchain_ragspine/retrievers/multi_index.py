@@ -57,7 +57,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 from pydantic import ConfigDict, PrivateAttr
 
-from langchain_ragspine.arguments import OptionalPositiveIntField, check_int, close_names, renamed_property
+from langchain_ragspine.arguments import OptionalPositiveIntField, check_int, close_names
 from langchain_ragspine.documents import dedupe_by, doc_key
 from langchain_ragspine.filters import CompiledFilter, compile_filter
 from langchain_ragspine.retrievers._choices import ChoicePrompter
@@ -501,7 +501,6 @@ class MultiIndexRetriever(ContractRetriever):
     call_options: ClassVar[tuple[str, ...]] = (EMBED_AS_OPTION,)
     #: ``candidate_k``: the old name of ``fetch_k``, for one release.
     renamed_arguments: ClassVar[tuple[str, ...]] = ("candidate_k",)
-    candidate_k = renamed_property("candidate_k")
 
     #: The fields the router is bound to: assigning one (or updating it in ``model_copy``) binds the router again.
     bound_fields: ClassVar[tuple[str, ...]] = ("indexes", "router", "descriptions")

@@ -51,7 +51,7 @@ from langchain_core.vectorstores import VectorStore, VectorStoreRetriever
 from langchain_text_splitters import TextSplitter
 from pydantic import ConfigDict, Field, field_validator
 
-from langchain_ragspine.arguments import PositiveIntField, check_k, renamed_property
+from langchain_ragspine.arguments import DEFAULT_K, PositiveIntField, check_k
 from langchain_ragspine.documents import doc_key, with_scores
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.filters import matches
@@ -251,7 +251,7 @@ class ParentChildRetriever(ContractRetriever):
     Two ways to build one:
 
     * **over an ingested store** (what ``open_retriever`` does for a ``--chunker parent_child`` store):
-      ``ParentChildRetriever(child_retriever, store, k=5, fetch_k=50)`` — any ``BaseRetriever`` over the children
+      ``ParentChildRetriever(child_retriever, store, k=6, fetch_k=50)`` — any ``BaseRetriever`` over the children
       and the :class:`~langchain_ragspine.backends.directory.chunk_store.ChunkStore` that holds the parents;
     * **LangChain's arguments**: ``ParentChildRetriever(vectorstore=..., docstore=..., child_splitter=...,
       parent_splitter=None, id_key="parent_id", search_type="similarity", search_kwargs={})`` then
@@ -266,7 +266,7 @@ class ParentChildRetriever(ContractRetriever):
             ``filter``, else truncated / filtered here, fail closed).  Default: from ``vectorstore``.
         store: the parent store — a :class:`~langchain_ragspine.backends.directory.chunk_store.ChunkStore` (or
             anything with ``get_parents(ids) -> {id: parent}``).  Default: from ``docstore``.
-        k: parents returned (default 5), an ``int >= 1``; ``invoke(query, k=...)`` overrides it per call.  (The
+        k: parents returned (default 6, :data:`~langchain_ragspine.arguments.DEFAULT_K`), an ``int >= 1``; ``invoke(query, k=...)`` overrides it per call.  (The
             standard retriever suites of langchain-tests check both.)
         fetch_k: children retrieved per query (default 50, or ``search_kwargs["k"]`` when that is given), an
             ``int >= 1``: the candidate pool the parents come from.  A document whose ten children fill the top ten
@@ -354,7 +354,7 @@ class ParentChildRetriever(ContractRetriever):
 
     child_retriever: BaseRetriever | None = None
     store: Any = None
-    k: PositiveIntField = 5
+    k: PositiveIntField = DEFAULT_K
     fetch_k: PositiveIntField = 50
     vectorstore: VectorStore | None = None
     docstore: Any = None
@@ -421,10 +421,6 @@ class ParentChildRetriever(ContractRetriever):
         if self.store is None:
             raise TypeError("ParentChildRetriever needs store= (the ChunkStore of an ingested store) or "
                             "docstore= (a LangChain BaseStore[str, Document] such as InMemoryStore())")
-
-    #: the old names of ``k`` / ``fetch_k`` (see the class docstring)
-    parent_k = renamed_property("parent_k")
-    child_k = renamed_property("child_k")
 
     @field_validator("store")
     @classmethod

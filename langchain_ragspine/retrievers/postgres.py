@@ -51,7 +51,7 @@ from psycopg import sql as _sql
 from pydantic import ConfigDict, PrivateAttr, field_validator
 
 from langchain_ragspine._stacklevel import user_stacklevel
-from langchain_ragspine.arguments import PositiveIntField, check_k
+from langchain_ragspine.arguments import DEFAULT_K, PositiveIntField, check_k
 from langchain_ragspine.backends.postgres.chunk_store import (
     CHUNKS,
     CORPUS,
@@ -98,7 +98,7 @@ class _PostgresRetriever(ContractRetriever):
     _filter_row: ClassVar[str] = "s.chunk_row"
 
     url: str
-    k: PositiveIntField = 4
+    k: PositiveIntField = DEFAULT_K
     filter: dict[str, Any] | None = None
     statement_timeout: float | None = None
 
@@ -209,7 +209,7 @@ class PostgresBM25Retriever(_PostgresRetriever):
 
     Attributes:
         url: the store's ``postgresql://`` URL.
-        k: number of results (default 4), an ``int >= 1``; ``invoke(query, k=...)`` overrides it per call.
+        k: number of results (default 6, :data:`~langchain_ragspine.arguments.DEFAULT_K`), an ``int >= 1``; ``invoke(query, k=...)`` overrides it per call.
         k1: term-frequency saturation (default 1.5).
         b: length normalisation in [0, 1] (default 0.75).
         filter: the retriever's own metadata filter; ``invoke(query, filter=...)`` is ANDed with it.
@@ -346,7 +346,7 @@ class PostgresDenseRetriever(_PostgresRetriever):
         url: the store's ``postgresql://`` URL.
         embedding: the query encoder; it must be the model the store's vectors were made with.
         model_key: the cache key of the store's vectors (default: the store's ``vector_model_key``).
-        k: number of results (default 4), an ``int >= 1``; ``invoke(query, k=...)`` overrides it per call.
+        k: number of results (default 6, :data:`~langchain_ragspine.arguments.DEFAULT_K`), an ``int >= 1``; ``invoke(query, k=...)`` overrides it per call.
         filter: the retriever's own metadata filter; ``invoke(query, filter=...)`` is ANDed with it.
         ef_search: pgvector's ``hnsw.ef_search`` (default ``RAGSPINE_PG_EF_SEARCH``, else 100; raised to ``k``).
         statement_timeout: the longest a search may run, in seconds (``0``: no limit; default

@@ -72,7 +72,7 @@ from langchain_core.runnables import RunnableConfig
 from pydantic import ConfigDict, Field, field_validator
 
 from langchain_ragspine._stacklevel import user_stacklevel
-from langchain_ragspine.arguments import OptionalPositiveIntField, check_int, check_k, renamed_property
+from langchain_ragspine.arguments import OptionalPositiveIntField, check_int, check_k
 from langchain_ragspine.documents import doc_key
 from langchain_ragspine.filters import CompiledFilter, compile_filter, compiled_filter
 from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, RetrieverCall, SyncCall
@@ -234,7 +234,6 @@ class QueryTransformRetriever(ContractRetriever):
 
     #: ``candidate_k``: the old name of ``fetch_k``, for one release.
     renamed_arguments: ClassVar[tuple[str, ...]] = ("candidate_k",)
-    candidate_k = renamed_property("candidate_k")
 
     #: The transformation's name in traces and in :data:`~langchain_ragspine.config.QUERY_TRANSFORMS`.
     transform_name: ClassVar[str] = "transform"

@@ -54,7 +54,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.vectorstores import VectorStore, VectorStoreRetriever
 from langchain_core.vectorstores.utils import maximal_marginal_relevance
 
-from langchain_ragspine.arguments import check_arguments, check_k
+from langchain_ragspine.arguments import DEFAULT_FETCH_K, DEFAULT_K, check_arguments, check_k
 from langchain_ragspine.backends.directory.chunk_store import nan_field
 from langchain_ragspine.backends.directory.lock import StoreBusyError
 from langchain_ragspine.documents import chunk_key
@@ -250,7 +250,7 @@ class TextsAsDocumentsStore(VectorStore):
 class MarginalRelevanceStore(TextsAsDocumentsStore):
     """LangChain's Maximal Marginal Relevance search (Carbonell & Goldstein, "The Use of MMR, Diversity-Based
     Reranking for Reordering Documents and Producing Summaries", SIGIR 1998), once for both stores of the package:
-    ``max_marginal_relevance_search(query, k=4, fetch_k=20, lambda_mult=0.5, filter=None)`` (and ``_by_vector``,
+    ``max_marginal_relevance_search(query, k=6, fetch_k=20, lambda_mult=0.5, filter=None)`` (:data:`~langchain_ragspine.arguments.DEFAULT_K`, :data:`~langchain_ragspine.arguments.DEFAULT_FETCH_K`) (and ``_by_vector``,
     the async twin) picks ``k`` of the ``max(k, fetch_k)`` chunks most similar to the query that match ``filter``
     with ``langchain_core``'s ``maximal_marginal_relevance`` over their stored vectors — ``lambda_mult`` 1 =
     relevance only, 0 = diversity only.  The candidates pass the RESTRICTED gate before the pick (a RESTRICTED chunk
@@ -292,11 +292,44 @@ class MarginalRelevanceStore(TextsAsDocumentsStore):
             raise TypeError(f"unexpected keyword arguments for {name}: {sorted(kwargs)}")
         return compiled_filter(filter)  # validated and compiled once: the search hands it on
 
+    # LangChain's VectorStore says k=4 in these; the package's stores return DEFAULT_K on every route
+    def similarity_search_with_relevance_scores(
+        self, query: str, k: int = DEFAULT_K, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
+        """LangChain's ``similarity_search_with_relevance_scores`` with the package's default ``k``
+        (:data:`~langchain_ragspine.arguments.DEFAULT_K`, 6)."""
+        return super().similarity_search_with_relevance_scores(query, k, **kwargs)
+
+    async def asimilarity_search_with_relevance_scores(
+        self, query: str, k: int = DEFAULT_K, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
+        """Async :meth:`similarity_search_with_relevance_scores`."""
+        return await super().asimilarity_search_with_relevance_scores(query, k, **kwargs)
+
+    async def asimilarity_search_by_vector(
+        self, embedding: list[float], k: int = DEFAULT_K, **kwargs: Any
+    ) -> list[Document]:
+        """LangChain's ``asimilarity_search_by_vector`` with the package's default ``k``."""
+        return await super().asimilarity_search_by_vector(embedding, k, **kwargs)
+
+    async def amax_marginal_relevance_search_by_vector(
+        self,
+        embedding: list[float],
+        k: int = DEFAULT_K,
+        fetch_k: int = DEFAULT_FETCH_K,
+        lambda_mult: float = 0.5,
+        **kwargs: Any,
+    ) -> list[Document]:
+        """Async :meth:`max_marginal_relevance_search_by_vector` (in a worker thread)."""
+        return await asyncio.to_thread(
+            self.max_marginal_relevance_search_by_vector, embedding, k, fetch_k, lambda_mult, **kwargs
+        )
+
     def max_marginal_relevance_search(
         self,
         query: str,
-        k: int = 4,
-        fetch_k: int = 20,
+        k: int = DEFAULT_K,
+        fetch_k: int = DEFAULT_FETCH_K,
         lambda_mult: float = 0.5,
         filter: Mapping[str, Any] | None = None,
         **kwargs: Any,
@@ -309,8 +342,8 @@ class MarginalRelevanceStore(TextsAsDocumentsStore):
     def max_marginal_relevance_search_by_vector(
         self,
         embedding: list[float],
-        k: int = 4,
-        fetch_k: int = 20,
+        k: int = DEFAULT_K,
+        fetch_k: int = DEFAULT_FETCH_K,
         lambda_mult: float = 0.5,
         filter: Mapping[str, Any] | None = None,
         **kwargs: Any,
@@ -321,8 +354,8 @@ class MarginalRelevanceStore(TextsAsDocumentsStore):
     async def amax_marginal_relevance_search(
         self,
         query: str,
-        k: int = 4,
-        fetch_k: int = 20,
+        k: int = DEFAULT_K,
+        fetch_k: int = DEFAULT_FETCH_K,
         lambda_mult: float = 0.5,
         filter: Mapping[str, Any] | None = None,
         **kwargs: Any,
@@ -626,7 +659,7 @@ class VersionedVectorStore(MarginalRelevanceStore):
         return drop_restricted(self._read_by_ids([str(i) for i in as_list(ids, "ids", "get_by_ids")]))
 
     def similarity_search_with_score(
-        self, query: str, k: int = 4, filter: Mapping[str, Any] | None = None, **kwargs: Any
+        self, query: str, k: int = DEFAULT_K, filter: Mapping[str, Any] | None = None, **kwargs: Any
     ) -> list[tuple[Document, float]]:
         """Top ``k`` ``(chunk, cosine similarity)`` pairs for ``query``, best first, ties by ``chunk_id``, among
         the searchable chunks matching ``filter`` (the package's predicate language).
@@ -646,13 +679,13 @@ class VersionedVectorStore(MarginalRelevanceStore):
         return drop_restricted_pairs(hits)  # the gate at this exit
 
     def similarity_search(
-        self, query: str, k: int = 4, filter: Mapping[str, Any] | None = None, **kwargs: Any
+        self, query: str, k: int = DEFAULT_K, filter: Mapping[str, Any] | None = None, **kwargs: Any
     ) -> list[Document]:
         """The chunks of :meth:`similarity_search_with_score` (each carries ``metadata["scores"]``)."""
         return [d for d, _ in self.similarity_search_with_score(query, k, filter, **kwargs)]
 
     def similarity_search_by_vector(
-        self, embedding: list[float], k: int = 4, filter: Mapping[str, Any] | None = None, **kwargs: Any
+        self, embedding: list[float], k: int = DEFAULT_K, filter: Mapping[str, Any] | None = None, **kwargs: Any
     ) -> list[Document]:
         """Top ``k`` chunks for a query vector (normalised here), best first."""
         if kwargs:

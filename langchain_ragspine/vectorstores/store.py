@@ -79,7 +79,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 
 from langchain_ragspine._stacklevel import user_stacklevel
-from langchain_ragspine.arguments import check_arguments, check_k, rename_arguments
+from langchain_ragspine.arguments import DEFAULT_K, check_arguments, check_k, rename_arguments
 from langchain_ragspine.backends.directory._follow import FollowedChunkStore, StoreState
 from langchain_ragspine.backends.directory.chunk_store import (
     VECTORSTORE_RECORD_KEY,
@@ -509,7 +509,7 @@ class _SnapshotBM25(ContractRetriever):
     :class:`HybridRetriever` fuses for the ``hybrid`` search type)."""
 
     snapshot: Any
-    k: int = 4
+    k: int = DEFAULT_K
     call_options: ClassVar[tuple[str, ...]] = ("score_threshold",)
 
     def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
@@ -525,7 +525,7 @@ class _SnapshotDense(ContractRetriever):
 
     snapshot: Any
     embedding: Embeddings
-    k: int = 4
+    k: int = DEFAULT_K
     call_options: ClassVar[tuple[str, ...]] = (EMBED_AS_OPTION,)
 
     def _prepare(self, query: str, call: RetrieverCall[Any]) -> tuple[int, Mapping[str, Any] | None, EmbedAs] | None:
@@ -1013,7 +1013,7 @@ class RagSpineVectorStore(MarginalRelevanceStore):
         return drop_restricted_pairs(found)  # the gate at this exit
 
     def similarity_search_with_score(
-        self, query: str, k: int = 4, filter: Mapping[str, Any] | None = None, **kwargs: Any
+        self, query: str, k: int = DEFAULT_K, filter: Mapping[str, Any] | None = None, **kwargs: Any
     ) -> list[tuple[Document, float]]:
         """Top ``k`` records by cosine similarity to ``query`` (dense channel), best first, with the cosine.  An
         empty or whitespace-only query returns ``[]`` (as the ``hybrid`` and ``bm25`` search types do).
@@ -1035,7 +1035,7 @@ class RagSpineVectorStore(MarginalRelevanceStore):
         return self._dense_hits(vector, k, filter, kwargs, "similarity_search")
 
     async def asimilarity_search_with_score(
-        self, query: str, k: int = 4, filter: Mapping[str, Any] | None = None, **kwargs: Any
+        self, query: str, k: int = DEFAULT_K, filter: Mapping[str, Any] | None = None, **kwargs: Any
     ) -> list[tuple[Document, float]]:
         query = self._query(query, "similarity_search")
         check_score_threshold(kwargs.get("score_threshold"), maximum=1.0, scale=RELEVANCE_SCALE)
@@ -1043,18 +1043,18 @@ class RagSpineVectorStore(MarginalRelevanceStore):
         return await asyncio.to_thread(self._dense_hits, vector, k, filter, kwargs, "similarity_search")
 
     def similarity_search(
-        self, query: str, k: int = 4, filter: Mapping[str, Any] | None = None, **kwargs: Any
+        self, query: str, k: int = DEFAULT_K, filter: Mapping[str, Any] | None = None, **kwargs: Any
     ) -> list[Document]:
         """:meth:`similarity_search_with_score` without the scores."""
         return [d for d, _ in self.similarity_search_with_score(query, k, filter, **kwargs)]
 
     async def asimilarity_search(
-        self, query: str, k: int = 4, filter: Mapping[str, Any] | None = None, **kwargs: Any
+        self, query: str, k: int = DEFAULT_K, filter: Mapping[str, Any] | None = None, **kwargs: Any
     ) -> list[Document]:
         return [d for d, _ in await self.asimilarity_search_with_score(query, k, filter, **kwargs)]
 
     def similarity_search_by_vector(
-        self, embedding: list[float], k: int = 4, filter: Mapping[str, Any] | None = None, **kwargs: Any
+        self, embedding: list[float], k: int = DEFAULT_K, filter: Mapping[str, Any] | None = None, **kwargs: Any
     ) -> list[Document]:
         """Top ``k`` records by cosine similarity to a query vector (shape ``(d,)``); ``score_threshold`` as in
         :meth:`similarity_search_with_score`."""
@@ -1109,7 +1109,7 @@ class RagSpineVectorStore(MarginalRelevanceStore):
         return drop_restricted(out)
 
     def hybrid_search(
-        self, query: str, k: int = 4, filter: Mapping[str, Any] | None = None, **kwargs: Any
+        self, query: str, k: int = DEFAULT_K, filter: Mapping[str, Any] | None = None, **kwargs: Any
     ) -> list[Document]:
         """Top ``k`` records of BM25 + dense fused by :class:`HybridRetriever` (its default fusion); ``fetch_k``
         (default 50) candidates per channel.  Results carry ``metadata["scores"]``.  ``embed_as="document"``
@@ -1124,7 +1124,7 @@ class RagSpineVectorStore(MarginalRelevanceStore):
         return self._fused("hybrid", query, k, filter, kwargs)
 
     def bm25_search(
-        self, query: str, k: int = 4, filter: Mapping[str, Any] | None = None, **kwargs: Any
+        self, query: str, k: int = DEFAULT_K, filter: Mapping[str, Any] | None = None, **kwargs: Any
     ) -> list[Document]:
         """Top ``k`` records by BM25 (records sharing no term with the query are not returned); results carry
         ``metadata["scores"]``.  ``score_threshold`` drops results whose raw BM25 score is below it (``>= 0``,

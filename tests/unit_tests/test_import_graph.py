@@ -38,11 +38,8 @@ HERE = "tests/unit_tests/test_import_graph.py"
 CYCLE_EDGES = frozenset({
     "backends.directory._gram_count -> backends.directory.bm25_parallel",
     "backends.directory.bm25_parallel -> backends.directory._gram_count",
-    "config -> document_compressors",
     "config -> embeddings",
     "config -> pipeline.modes",
-    "document_compressors -> document_compressors.pipeline",
-    "document_compressors.pipeline -> config",
     "embeddings -> embeddings.e5",
     "embeddings.e5 -> embeddings.e5_onnx",
     "embeddings.e5_onnx -> config",

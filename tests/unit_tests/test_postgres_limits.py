@@ -23,6 +23,7 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
+from langchain_ragspine.arguments import DEFAULT_K
 from langchain_ragspine.backends.postgres.chunk_store import get_pool
 from langchain_ragspine.embeddings import HashingEmbeddings
 from langchain_ragspine.errors import StoreError
@@ -256,7 +257,7 @@ def test_a_filter_over_the_character_limit_is_refused_before_a_connection_is_tak
             call(over)
         assert _requests(store) == before
     under = {"lang": {"nin": [f"v{i:04d}" * 2_000 for i in range(MAX_FILTER_CHARS // 10_000 - 1)]}}
-    assert len(hybrid.invoke("rainy season", filter=under)) == 4  # the hybrid's default k
+    assert len(hybrid.invoke("rainy season", filter=under)) == DEFAULT_K  # the hybrid's default k
 
 
 class _Counts:

@@ -25,6 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.documents import Document
 
+from langchain_ragspine.arguments import DEFAULT_K
 from langchain_ragspine.backends.postgres.chunk_store import PostgresChunkStore, close_pools
 from langchain_ragspine.backends.postgres.vectors import ensure_hnsw_index
 from langchain_ragspine.embeddings import HashingEmbeddings
@@ -431,7 +432,7 @@ def test_hnsw_with_a_selective_filter_still_returns_k(pg_url: str, monkeypatch: 
 def test_bad_k_and_arguments(pg_url: str) -> None:
     load(pg_url, corpus_docs(), embedding=EMB)
     for r in (PostgresBM25Retriever(url=pg_url), PostgresDenseRetriever(url=pg_url, embedding=EMB)):
-        assert r.k == 4
+        assert r.k == DEFAULT_K
         for bad in ("3", 2.0, 0, True):
             with pytest.raises((TypeError, ValueError), match=r"\bk must be an int >= 1"):
                 r.invoke("梅雨", k=bad)

@@ -12,6 +12,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStoreRetriever
 
+from langchain_ragspine.arguments import DEFAULT_K
 from langchain_ragspine.embeddings import HashingEmbeddings
 from langchain_ragspine.evaluation.runner import _searcher
 from langchain_ragspine.graphs import build_corrective_rag
@@ -128,7 +129,7 @@ def test_langchain_community_bm25_gets_k_through_its_field() -> None:
 def test_our_retrievers_get_k(name: str) -> None:
     r = _ours()[name]
     assert len(invoke_retriever(r, "梅雨の季節", k=7)) == 7
-    assert len(invoke_retriever(r, "梅雨の季節")) == 4  # the retriever's own default
+    assert len(invoke_retriever(r, "梅雨の季節")) == DEFAULT_K  # the retriever's own default (issue 26, D1)
 
 
 def test_a_vector_store_retriever_gets_k_merged_into_search_kwargs() -> None:

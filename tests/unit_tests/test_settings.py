@@ -254,14 +254,14 @@ def test_k_unset_is_each_entry_points_default_and_set_is_everyones(clean, monkey
     assert parsed(["search", "q", "--store", "S", "-k", "2"]) == 2  # an option wins
 
 
-def test_retriever_classes_keep_langchains_k_and_ignore_the_settings(clean, monkeypatch):
+def test_retriever_classes_default_to_the_one_k_and_ignore_the_settings(clean, monkeypatch):
     from langchain_core.documents import Document
 
     from langchain_ragspine.retrievers import BM25Retriever
 
     monkeypatch.setenv("RAGSPINE_K", "9")
     docs = [Document(page_content=f"梅雨 {i}", metadata={"chunk_id": f"d#{i}"}) for i in range(6)]
-    assert BM25Retriever.from_documents(docs).k == 4
+    assert BM25Retriever.from_documents(docs).k == DEFAULT_K == 6  # issue 26, D1: one default k, not LangChain's 4
 
 
 def test_llm_unset_means_no_llm_everywhere(clean, monkeypatch):
