@@ -66,8 +66,6 @@ PRIVATE_IMPORTS = frozenset({
     "backends.postgres.chunk_store -> backends.directory.chunk_store._where",
     "backends.postgres.chunk_store -> retrievers.dense._VISIBLE_RE",
     "backends.postgres.lock -> backends.postgres.chunk_store._import_psycopg",
-    "embeddings.cache -> embeddings.batching._DimensionMismatch",
-    "embeddings.cache -> embeddings.batching._embed_batch",
     "filters.sql -> filters._BOOL",
     "filters.sql -> filters._NUM",
     "filters.sql -> filters._Operand",
