@@ -22,6 +22,7 @@ import copy
 import hashlib
 import math
 import numbers
+import re
 import warnings
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -41,6 +42,7 @@ __all__ = [
     "dedupe",
     "dedupe_by",
     "doc_key",
+    "has_visible_text",
     "score_of",
     "scored_at_least",
     "top_k",
@@ -410,3 +412,19 @@ def top_k(
 
     ranked = [doc for _, doc in sorted(enumerate(docs), key=order)]
     return ranked if k is None else ranked[:k]
+
+
+# a character that is neither white space nor an invisible format character (zero-width space, BOM, …)
+_VISIBLE_RE = re.compile(r"[^\s\u200b-\u200f\u2028-\u202f\u2060-\u206f\ufeff]")
+
+
+def has_visible_text(doc: Document) -> bool:
+    """Whether ``doc.page_content`` has a character that is neither white space nor an invisible format character
+    (zero-width space, BOM, …): the chunks a dense index embeds (the others are never embedded, indexed or
+    returned by a dense channel).
+
+    Example:
+        >>> has_visible_text(Document(page_content=chr(0x200B) + " ")), has_visible_text(Document(page_content="梅雨"))
+        (False, True)
+    """
+    return bool(_VISIBLE_RE.search(doc.page_content))

@@ -40,7 +40,11 @@ from langchain_ragspine.arguments import check_k
 from langchain_ragspine.backends.directory import bm25_parallel
 from langchain_ragspine.backends.directory._regular import check_regular
 from langchain_ragspine.backends.directory.bm25_index import SAVE_LAYOUT as BM25_LAYOUT
-from langchain_ragspine.backends.directory.chunk_store import ChunkStore
+from langchain_ragspine.backends.directory.chunk_store import (
+    INGEST_WRITER,
+    VECTORSTORE_RECORD_KEY,
+    ChunkStore,
+)
 from langchain_ragspine.backends.directory.embedding_cache import EmbeddingCache
 from langchain_ragspine.backends.directory.files import RETRIEVER_CONFIG, discard_unsaved
 from langchain_ragspine.backends.directory.index_state import INDEX_STATE, read_index_state, write_index_state
@@ -55,6 +59,7 @@ from langchain_ragspine.config import (
 )
 from langchain_ragspine.document_loaders import CorpusLoader
 from langchain_ragspine.document_loaders import corpus as corpus_module
+from langchain_ragspine.documents import has_visible_text
 from langchain_ragspine.embeddings.cache import (
     CachedEmbeddings,
     ChunkVectorCache,
@@ -80,7 +85,7 @@ from langchain_ragspine.progress import progress_bar, reporting
 from langchain_ragspine.retrievers.bm25 import BM25Retriever
 from langchain_ragspine.retrievers.contract import invoke_retriever
 from langchain_ragspine.retrievers.dense import SAVE_LAYOUT as DENSE_LAYOUT
-from langchain_ragspine.retrievers.dense import DenseRetriever, _has_text
+from langchain_ragspine.retrievers.dense import DenseRetriever
 from langchain_ragspine.retrievers.live import LiveStoreRetriever
 from langchain_ragspine.sensitivity import drop_restricted, is_restricted
 from langchain_ragspine.text import index_text
@@ -452,16 +457,32 @@ def _warm_file_cache(
 
 def _vector_coverage(
     root: Path, store: ChunkStore, emb: Embeddings, header: ContextualHeader | None
-) -> tuple[list[Document], int]:
-    """``(covered, missing)``: the chunks the dense channel would index (active, not RESTRICTED, with visible text;
-    with their contextual ``header``) that have a vector of ``emb`` in ``DIR/embeddings.sqlite``, and how many of
-    them have none (all, when there is no cache).  Reads the store once, so both count the same chunks."""
-    docs = [d for d in drop_restricted(_store_documents(store, header)) if _has_text(d)]
+) -> tuple[list[Document], list[Document]]:
+    """``(covered, lacking)``: the chunks the dense channel would index (active, not RESTRICTED, with visible text;
+    with their contextual ``header``) that have a vector of ``emb`` in ``DIR/embeddings.sqlite``, and those that
+    have none (all, when there is no cache).  Reads the store once, so both count the same chunks."""
+    docs = [d for d in drop_restricted(_store_documents(store, header)) if has_visible_text(d)]
     if not (root / EMBEDDING_CACHE).is_file():
-        return [], len(docs)
+        return [], docs
     with EmbeddingCache(root / EMBEDDING_CACHE, read_only=True) as cache:
         lacking = {cid for cid, _ in _uncached(cache, model_key_for(emb), docs)}
-    return [d for d in docs if str(d.metadata["chunk_id"]) not in lacking], len(lacking)
+    return ([d for d in docs if str(d.metadata["chunk_id"]) not in lacking],
+            [d for d in docs if str(d.metadata["chunk_id"]) in lacking])
+
+
+def _lacking_why(lacking: Sequence[Document]) -> str:
+    """Who wrote the chunks that lack a vector, and what that means: the vector store embeds its records with the
+    model it was opened with (another model's vectors are not this one's); ingest embeds after its commit (an
+    interrupted one leaves some out)."""
+    by_vs = sum(1 for d in lacking if VECTORSTORE_RECORD_KEY in d.metadata)
+    parts = []
+    if by_vs:
+        parts.append(f"{by_vs} written by the vector store (RagSpineVectorStore), which caches the vectors of the model "
+                     "it was opened with")
+    if len(lacking) - by_vs:
+        parts.append(f"{len(lacking) - by_vs} written by ingest, which embeds after it commits: was one interrupted "
+                     "while embedding?")
+    return "; ".join(parts)
 
 
 def _writer_note(root: Path) -> str | None:
@@ -474,9 +495,39 @@ def _writer_note(root: Path) -> str | None:
 
 
 def _rewrite_advice(root: Path) -> str:
-    """What to do about a saved index that does not match the store: wait for the running writer, or re-ingest."""
+    """What to do about a saved index that does not match the store: wait for the running writer, or re-ingest
+    (which keeps what other writers — the vector store — added: it retracts only its own documents)."""
     note = _writer_note(root)
-    return "run `ragspine ingest` again to rewrite it" if note is None else f"{note} and rewrites it when it finishes"
+    if note is not None:
+        return f"{note} and rewrites it when it finishes"
+    return ("run `ragspine ingest` of the store's corpus again to rewrite it (documents other writers added, such "
+            "as the vector store's, are kept)")
+
+
+#: How the warnings name a writer recorded in the chunk store (:data:`~langchain_ragspine.backends.directory.
+#: chunk_store.INGEST_WRITER`, ``VECTORSTORE_WRITER``; any other name as it is).
+_WRITER_NAMES = {"ingest": "ingest", "vectorstore": "the vector store (RagSpineVectorStore)"}
+
+
+def _lag(saved_generation: Any, store: ChunkStore) -> str:
+    """Why a saved index does not match the chunk store, as precisely as the store can say: the generation it was
+    built from, the store's, and who wrote how many documents since (the chunk store's change feed)."""
+    now = store.generation
+    if isinstance(saved_generation, bool) or not isinstance(saved_generation, int):
+        return f"it is older than the chunk store: it records no generation, and the store is at generation {now}"
+    head = (f"it is older than the chunk store: built from its generation {saved_generation}, and the store is at "
+            f"generation {now}")
+    versions = store.versions_since(saved_generation) or []
+    by_writer: dict[str, set[str]] = {}
+    for v in versions:
+        by_writer.setdefault(v.writer or "an unrecorded writer", set()).add(v.doc_id)
+    if not by_writer:
+        return head
+    written = ", ".join(
+        f"by {_WRITER_NAMES.get(w, w)}: {len(docs)} document{'' if len(docs) == 1 else 's'}"
+        for w, docs in sorted(by_writer.items())
+    )
+    return f"{head}; written since {written}"
 
 
 def _dense_from_store(
@@ -520,8 +571,9 @@ def _refresh_dense(
     return dense
 
 
-def _active_document_count(root: Path | str) -> int:
-    """Active documents in the store at ``root`` (0 when there is none yet)."""
+def _active_document_count(root: Path | str, *, owner: str | None = None) -> int:
+    """Active documents in the store at ``root`` (0 when there is none yet); with ``owner``, of a store directory
+    only those that writer owns."""
     if is_postgres_url(root):
         from langchain_ragspine.postgres import active_document_count
 
@@ -530,7 +582,7 @@ def _active_document_count(root: Path | str) -> int:
     if not _has_chunk_store(root):
         return 0
     with ChunkStore(root / CHUNKS_DB, read_only=True) as store:
-        return len(store.doc_ids())
+        return len(store.doc_ids(owner=owner))
 
 
 def _has_chunk_store(root: Path) -> bool:
@@ -628,10 +680,18 @@ def write_documents(
             if summary.skipped:
                 summary.notes.append(f"retraction skipped: {summary.skipped} item(s) failed to load")
             else:
-                for doc_id in store.doc_ids():
+                owned = _owned_doc_ids(store)
+                for doc_id in owned:
                     if doc_id not in seen:
                         store.replace_doc_chunks(doc_id, [])
                         summary.retracted += 1
+                if isinstance(store, ChunkStore):
+                    kept = [d for d in store.doc_ids() if d not in seen and d not in set(owned)]
+                    if kept:
+                        summary.notes.append(
+                            f"{len(kept)} document(s) written by other writers (the vector store) are not in these "
+                            "paths and were kept: ingest retracts only the documents it wrote"
+                        )
                 if summary.retracted > 1 and 2 * summary.retracted > active_before:
                     summary.notes.append(
                         f"this run retracted {summary.retracted} of the store's {active_before} documents (those "
@@ -640,6 +700,15 @@ def write_documents(
                     )
         summary.store_documents = len(store.doc_ids())
         summary.store_chunks = store.count_chunks()
+
+
+def _owned_doc_ids(store: DocumentStore) -> list[str]:
+    """The documents ingest may retract: those it owns (:meth:`ChunkStore.doc_ids` with ``owner=``; a document
+    another writer — the vector store — created and ingest never wrote is not), every active one in a store that
+    records no owners (PostgreSQL)."""
+    if isinstance(store, ChunkStore):
+        return store.doc_ids(owner=INGEST_WRITER)
+    return store.doc_ids()
 
 
 def ingest(
@@ -670,8 +739,11 @@ def ingest(
             ``RAGSPINE_CHUNK_SIZE`` / ``RAGSPINE_CHUNK_OVERLAP``, else 480 / 80).
         tokenizer: BM25 tokenizer name (default ``RAGSPINE_TOKENIZER``, else ``"auto"``).
         on_error: ``"raise"`` (default) or ``"skip"`` bad files with a warning (counted in the summary).
-        retract_missing: retract stored documents that are not in this corpus (default ``True``).  Retraction is
-            skipped when any file failed to load, so a transient error never retracts a good document.
+        retract_missing: retract stored documents that are not in this corpus (default ``True``) — of a store
+            directory, only the documents ingest owns: a document the vector store
+            (:class:`~langchain_ragspine.vectorstores.RagSpineVectorStore`) created and no ingest wrote is kept
+            (``notes`` counts them).  Retraction is skipped when any file failed to load, so a transient error never
+            retracts a good document.
         progress: ``None`` (default) or ``True``: one progress bar per phase (load, chunk, embed, index) on a
             terminal or in Jupyter, else a start line and a line every ~10 s on stderr
             (:mod:`langchain_ragspine.progress`); ``False``: silent.
@@ -816,6 +888,8 @@ def _ingest(
     # every file is read and checked before the store is touched
     docs = list(progress_bar(loader.lazy_load(), desc="load", unit="doc", show=progress))
     active_before = _active_document_count(str(store_dir) if postgres else root)
+    # what this run may retract: ingest's own documents (the vector store's are never retracted by an ingest)
+    owned_before = active_before if postgres else _active_document_count(root, owner=INGEST_WRITER)
     # a new store's BM25 index is built from exactly this run's chunks: tokenize them while chunking
     streaming = None if postgres or active_before else _StreamingPrefetch(docs, header, name, workers)
     split = []
@@ -830,10 +904,10 @@ def _ingest(
         skipped=len(loader.stats.skipped),
         empty=len(loader.stats.empty),
     )
-    if not docs and retract_missing and not summary.skipped and not allow_empty and active_before:
+    if not docs and retract_missing and not summary.skipped and not allow_empty and owned_before:
         empty = f" ({summary.empty} empty file(s) skipped)" if summary.empty else ""
         raise StoreError(
-            f"refusing to ingest: the paths yielded 0 documents{empty}, which would retract all {active_before} "
+            f"refusing to ingest: the paths yielded 0 documents{empty}, which would retract all {owned_before} "
             "active documents of this store; check the paths, or pass --allow-empty (Python: allow_empty=True) to "
             "empty the store, or --keep-missing to keep its documents",
             path=redact_url(str(store_dir)) if postgres else root,
@@ -867,7 +941,7 @@ def _ingest(
     with ChunkStore(root / CHUNKS_DB) as store:
         if store.chunker != chunker_config:
             store.set_chunker(chunker_config)
-        write_documents(store, split, summary, retract_missing=retract_missing, active_before=active_before,
+        write_documents(store, split, summary, retract_missing=retract_missing, active_before=owned_before,
                         progress=show)
         with _after_commit(root, store, summary, f"the embedding cache {root / EMBEDDING_CACHE}", then=_PRUNE_NEXT):
             _prune_embedding_cache(root, store, header)
@@ -1058,10 +1132,10 @@ def _open_bm25(
         if damaged is not None:
             why = f"{why}; and {INDEX_STATE} is invalid, so it is rebuilt with the default tokenizer"
     else:
-        why = "it is older than the chunk store"
+        why = _lag(state.get("generation"), store)
     _warn_stale(
-        f"{root / BM25_DIR}: saved BM25 index not used ({why}); rebuilt in memory from the chunk store — "
-        f"{_rewrite_advice(root)}"
+        f"{root / BM25_DIR}: saved BM25 index not used ({why}); rebuilt in memory from the chunk store, so this "
+        f"search sees every document — {_rewrite_advice(root)}"
     )
     return build_bm25(
         store, tokenizer=str(state.get("tokenizer") or "auto"), k=k, header=_header(state.get("contextual"))
@@ -1097,16 +1171,17 @@ def _open_dense(
         except (StoreError, OSError, ValueError) as e:
             why = str(e)
     else:
-        why = f"{INDEX_STATE} is invalid" if damaged is not None else "it is older than the chunk store"
+        why = f"{INDEX_STATE} is invalid" if damaged is not None else _lag(saved.get("generation"), store)
     header = _header(state.get("contextual"))
-    covered, missing = _vector_coverage(root, store, emb, header)
+    covered, lacking = _vector_coverage(root, store, emb, header)
+    missing = len(lacking)
     if missing:  # a read path never embeds: the ingest does
         note = _writer_note(root)
         total = len(covered) + missing
         if note is None:
             raise StoreError(
-                f"{missing} of {total} chunks have no vector of {key} yet (an ingest was interrupted while "
-                "embedding?); run `ragspine ingest` again to embed them",
+                f"{missing} of {total} chunks have no vector of {key} yet ({_lacking_why(lacking)}); run `ragspine "
+                "ingest` of the store's corpus again to embed them (documents other writers added are kept)",
                 path=root,
             )
         _warn_stale(
@@ -1116,8 +1191,8 @@ def _open_dense(
         )
     else:
         _warn_stale(
-            f"{root / VECTOR_DIR}: saved vector index not used ({why}); rebuilt in memory from cached vectors — "
-            f"{_rewrite_advice(root)}"
+            f"{root / VECTOR_DIR}: saved vector index not used ({why}); rebuilt in memory from cached vectors, so "
+            f"this search sees every document — {_rewrite_advice(root)}"
         )
     # the chunks read once above that have a cached vector: a read path never embeds a chunk nor writes the cache
     return DenseRetriever(

@@ -83,7 +83,7 @@ from langchain_ragspine.backends.directory.files import (
     read_documents,
     write_documents,
 )
-from langchain_ragspine.documents import doc_key, with_identities, with_scores
+from langchain_ragspine.documents import doc_key, has_visible_text, with_identities, with_scores
 from langchain_ragspine.embeddings.batching import embed_in_batches
 from langchain_ragspine.embeddings.cache import CachedEmbeddings, content_hash, model_key_for
 from langchain_ragspine.errors import StoreError
@@ -121,8 +121,7 @@ _SKIP_BUILD: ContextVar[bool] = ContextVar("ragspine_dense_skip_build", default=
 _VISIBLE_RE = re.compile(r"[^\s\u200b-\u200f\u2028-\u202f\u2060-\u206f\ufeff]")
 
 
-def _has_text(doc: Document) -> bool:
-    return bool(_VISIBLE_RE.search(doc.page_content))
+_has_text = has_visible_text  # the dense channel indexes the chunks with visible text only
 
 
 class DenseOptions(RunnableOptions, total=False):

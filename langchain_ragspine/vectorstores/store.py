@@ -15,13 +15,18 @@ Two layers, so another backend (e.g. PostgreSQL) can plug in under the same face
   :class:`~langchain_ragspine.retrievers.LiveStoreRetriever` follows too): the store directory deleted and ingested
   again, or another store moved into its place, is reopened before the next read or write, whatever its
   generation, and a write that returns is in the store at the path, never only in a replaced file;
-* the vector store — the derived indexes (a :class:`~langchain_ragspine.retrievers.BM25Retriever` and a
-  :class:`~langchain_ragspine.retrievers.DenseRetriever` over the records), rebuilt in memory when the backend's
-  state (for a store directory: which file, which store id, at which generation) differs from the one they were built from
-  (checked on every call, so writes by another process and a rebuilt directory are seen).  Chunk vectors come
-  from the store's embedding cache (``DIR/embeddings.sqlite``, keyed by chunk id and text hash): a rebuild embeds
-  only new or changed records, and a cache that cannot be written (a full disk) never fails a search
-  (:class:`CacheNotWrittenWarning`).
+* the vector store — the derived indexes (BM25 and dense over the records, kept in memory as segments:
+  :mod:`~langchain_ragspine.vectorstores._indexes`), brought up to date when the backend's state (for a store
+  directory: which file, which store id, at which generation) differs from the one they were built from (checked
+  on every call, so writes by another process and a rebuilt directory are seen).  Within one store directory an
+  update reads only the documents written since (the chunk store's change feed,
+  :meth:`~langchain_ragspine.backends.directory.chunk_store.ChunkStore.versions_since`) and adds them as one small
+  segment — tokenized and embedded alone — searched beside the others with the scores one index over the same
+  records gives (BM25 with the corpus statistics of every live row; ties by ``chunk_id``); another file or store
+  id, or a history the feed cannot describe, builds them again from every record, as does any change of another
+  backend.  Chunk vectors come from the store's embedding cache (``DIR/embeddings.sqlite``, keyed by chunk id and
+  text hash), where a write puts its records' vectors after it commits; a cache that cannot be written (a full
+  disk) never fails a write or a search (:class:`CacheNotWrittenWarning`).
 
 Identity: a record's id is its ``chunk_id`` — the ``ids`` given to ``add_documents``, else ``Document.id``, else
 ``metadata["chunk_id"]``, else a new UUID4.  Every returned ``Document`` has ``id`` = that id.  Records written
@@ -55,11 +60,13 @@ import asyncio
 import contextlib
 import errno
 import os
+import shutil
+import tempfile
 import threading
 import uuid
 import warnings
+import weakref
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
@@ -68,14 +75,29 @@ import numpy as np
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
+from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 
 from langchain_ragspine._stacklevel import user_stacklevel
 from langchain_ragspine.arguments import check_arguments, check_k
 from langchain_ragspine.backends.directory._follow import FollowedChunkStore, StoreState
-from langchain_ragspine.backends.directory.chunk_store import ChunkStore, StoredChunk
+from langchain_ragspine.backends.directory.chunk_store import (
+    VECTORSTORE_RECORD_KEY,
+    VECTORSTORE_WRITER,
+    ChunkStore,
+    StoredChunk,
+)
+from langchain_ragspine.backends.directory.embedding_cache import EmbeddingCache
+from langchain_ragspine.backends.directory.faiss_index import INDEX_KINDS
 from langchain_ragspine.backends.directory.lock import StoreReplacedError, check_lock_timeout, writer_lock
-from langchain_ragspine.documents import copy_metadata
+from langchain_ragspine.documents import (
+    check_score_threshold,
+    copy_metadata,
+    has_visible_text,
+    with_scores,
+)
+from langchain_ragspine.embeddings.batching import embed_in_batches
+from langchain_ragspine.embeddings.cache import CachedEmbeddings, model_key_for
 from langchain_ragspine.errors import StoreError, StoreWriteError, read_only_mount
 from langchain_ragspine.filters import CompiledFilter, compiled_filter
 from langchain_ragspine.indexing import (
@@ -85,21 +107,32 @@ from langchain_ragspine.indexing import (
     prepare_store_dir,
     store_writer,
 )
-from langchain_ragspine.retrievers.base import check_query
-from langchain_ragspine.retrievers.bm25 import BM25Retriever
+from langchain_ragspine.retrievers.base import (
+    AsyncCall,
+    ContractRetriever,
+    RetrieverCall,
+    SyncCall,
+    check_query,
+)
+from langchain_ragspine.retrievers.bm25 import bm25_threshold, check_bm25_query
 from langchain_ragspine.retrievers.contract import gated_exit
-from langchain_ragspine.retrievers.dense import DenseRetriever
 from langchain_ragspine.retrievers.embed_as import (
     BY_VECTOR_SEARCH_TYPES,
     EMBED_AS_OPTION,
+    EmbedAs,
+    aembed_search_text,
     asearch_as_document,
     check_embed_as,
     embed_as_options,
+    embed_search_text,
     search_as_document,
     warn_embed_as_ignored,
 )
 from langchain_ragspine.retrievers.hybrid import HybridRetriever
 from langchain_ragspine.sensitivity import drop_restricted, drop_restricted_pairs, is_restricted
+from langchain_ragspine.text import index_text
+from langchain_ragspine.tokenizers import get_tokenizer
+from langchain_ragspine.vectorstores._indexes import IndexConfig, IndexSnapshot, internal_record
 from langchain_ragspine.vectorstores.base import (
     MarginalRelevanceStore,
     ScopedVectorStoreRetriever,
@@ -118,11 +151,39 @@ __all__ = [
 
 #: Metadata key, stored beside a record written through the vector store, that lists the lineage keys the chunk
 #: store needed (``added``) or overwrote (``replaced``: their original values), so the record reads back as given.
-RECORD_MARKER = "_ragspine_record"
+RECORD_MARKER = VECTORSTORE_RECORD_KEY
+#: Documents read per query when a write or an index update reads some documents of the store.
+_READ_BATCH = 500
+#: Texts per ``embed_documents`` call when the indexes embed new records.
+_EMBED_BATCH = 32
+#: Vectors of written records kept for the next index update at most (more: it reads them from the cache).
+_FRESH_MAX = 50_000
 
 # keywords LangChain's VectorStoreRetriever / similarity_search_with_relevance_scores pass along that a search type
-# does not use (they are accepted and ignored, as every LangChain store does)
+# does not use (they are accepted and ignored, as every LangChain store does) — except score_threshold: honoured by
+# every search type with a relevance score (similarity, bm25, hybrid; similarity_score_threshold is LangChain's),
+# refused by MMR
 _PASSED_ALONG = ("fetch_k", "lambda_mult", "score_threshold", "candidate_k")
+#: The scale of ``score_threshold`` in the ``similarity`` search type (LangChain's relevance score).
+RELEVANCE_SCALE = "the relevance score: the cosine similarity clipped to [0, 1]"
+#: The scale of ``score_threshold`` in the ``hybrid`` search type.
+HYBRID_SCALE = "the hybrid's two_stage fused score, in [0, 1], relative to the query's candidates"
+
+
+def _refuse_mmr_threshold(value: Any) -> None:
+    """MMR picks for diversity and gives its picks no relevance score, so a ``score_threshold`` would be silently
+    ignored (LangChain's stores do so): refuse it, naming what to use instead.
+
+    Raises:
+        ValueError: ``value`` is not ``None``.
+    """
+    if value is not None:
+        raise ValueError(
+            f"score_threshold={value!r} has no meaning for search_type='mmr' (maximal marginal relevance picks for "
+            "diversity and ranks by no relevance score): use search_type='similarity_score_threshold' or "
+            "'similarity' (relevance = clipped cosine), 'hybrid' (fused score) or 'bm25' (raw BM25 score) with "
+            "score_threshold, or mmr without it"
+        )
 # the named parameters, listed so that a misspelling of one gets a did-you-mean
 _NAMED = ("k", "filter")
 
@@ -292,6 +353,27 @@ class ChunkStoreBackend:
     def records(self) -> list[Document]:
         return [_external(c) for c in self.store.iter_chunks()]
 
+    def snapshot(self) -> tuple[ChunkStore, StoreState]:
+        """The chunk store at ``DIR/chunks.sqlite`` now and its :attr:`state`, read from that one store object
+        (:meth:`~langchain_ragspine.backends.directory._follow.FollowedChunkStore.current`).
+
+        Raises:
+            StoreError: as :attr:`store`.
+        """
+        return self._chunks.current()
+
+    @staticmethod
+    def stored_records(store: ChunkStore, doc_ids: Sequence[str] | None = None) -> list[tuple[str, Document]]:
+        """``(doc_id, record)`` of the active chunks of ``store`` (of the documents ``doc_ids`` only, when
+        given; read in batches of 500), records as :meth:`records` gives them."""
+        if doc_ids is None:
+            return [(c.doc_id, _external(c)) for c in store.iter_chunks()]
+        wanted = sorted(set(doc_ids))
+        out: list[tuple[str, Document]] = []
+        for start in range(0, len(wanted), _READ_BATCH):
+            out += [(c.doc_id, _external(c)) for c in store.iter_chunks(doc_id=wanted[start : start + _READ_BATCH])]
+        return out
+
     def _write(self, change: Callable[[ChunkStore], None]) -> None:
         """``change(store)`` as one transaction under the writer lock, on the store at the path; written again on
         the new store when the file was replaced while it committed."""
@@ -324,6 +406,16 @@ class ChunkStoreBackend:
         )
 
     @staticmethod
+    def _active_of(store: ChunkStore, doc_ids: Iterable[str]) -> list[StoredChunk]:
+        """The active chunks of the documents ``doc_ids`` (read in batches): what a write rewrites, never the whole
+        store."""
+        wanted = sorted(set(doc_ids))
+        out: list[StoredChunk] = []
+        for start in range(0, len(wanted), _READ_BATCH):
+            out += store.iter_chunks(doc_id=wanted[start : start + _READ_BATCH])
+        return out
+
+    @staticmethod
     def _rewrite(
         store: ChunkStore, active: list[StoredChunk], doc_id: str, drop: set[str], put: Mapping[str, Document]
     ) -> None:
@@ -336,14 +428,16 @@ class ChunkStoreBackend:
         known = {c.chunk_id for c in rows}
         out += [d for cid, d in put.items() if cid not in known]
         valid_as_of = rows[0].valid_as_of if rows else ""
-        store.replace_doc_chunks(doc_id, out, valid_as_of=valid_as_of)
+        store.replace_doc_chunks(doc_id, out, valid_as_of=valid_as_of, writer=VECTORSTORE_WRITER)
 
     def upsert(self, docs: Sequence[Document]) -> None:
         self._write(lambda store: self._upsert(store, docs))
 
     def _upsert(self, store: ChunkStore, docs: Sequence[Document]) -> None:
-        active = list(store.iter_chunks())
-        where = {c.chunk_id: c.doc_id for c in active}
+        # only the documents the call touches are read: those of its records, and those its ids are in now
+        where = {cid: c.doc_id for cid, c in store.get_chunks(sorted({str(d.id) for d in docs})).items()}
+        targets = {_doc_id_of(d) for d in docs}
+        active = self._active_of(store, targets | set(where.values()))
         groups: dict[str, dict[str, Document]] = {}
         moved: dict[str, set[str]] = {}
         for doc in docs:
@@ -358,7 +452,7 @@ class ChunkStoreBackend:
         for doc_id, drop in moved.items():
             self._rewrite(store, active, doc_id, drop, {})
         if moved:
-            active = list(store.iter_chunks())
+            active = self._active_of(store, targets | set(where.values()))
         for doc_id, put in groups.items():
             if put:
                 self._rewrite(store, active, doc_id, set(), put)
@@ -368,7 +462,7 @@ class ChunkStoreBackend:
 
     def _delete(self, store: ChunkStore, ids: Sequence[str]) -> None:
         wanted = {str(i) for i in ids}
-        active = list(store.iter_chunks())
+        active = self._active_of(store, {c.doc_id for c in store.get_chunks(sorted(wanted)).values()})
         by_doc: dict[str, set[str]] = {}
         for c in active:
             if c.chunk_id in wanted:
@@ -381,19 +475,9 @@ class ChunkStoreBackend:
 
 
 # ------------------------------------------------------------------------------------------------ the indexes
-@dataclass
-class _Indexes:
-    """The derived indexes of one backend state."""
-
-    state: Hashable  # RagSpineVectorStore._state() when built
-    records: dict[str, Document]  # id -> the record as returned (RESTRICTED ones left out)
-    bm25: BM25Retriever
-    dense: DenseRetriever
-
-
-def _internal(doc: Document) -> Document:
-    """A record as the indexes see it: ``chunk_id`` = the record id (the key of fusion and of the vector cache)."""
-    return Document(page_content=doc.page_content, metadata={**doc.metadata, "chunk_id": doc.id}, id=doc.id)
+#: A full rebuild instead of an update when a change touches more documents than this (or than a quarter of the
+#: store): one pass over the store is then cheaper than reading the documents one batch at a time.
+_UPDATE_MAX_DOCS = 2_000
 
 
 def _copy(doc: Document, **extra: Any) -> Document:
@@ -412,16 +496,91 @@ def _check_filter(filter: Any) -> CompiledFilter | None:
     return compiled_filter(filter)
 
 
+class _SnapshotBM25(ContractRetriever):
+    """The BM25 channel of one :class:`~langchain_ragspine.vectorstores._indexes.IndexSnapshot` (what
+    :class:`HybridRetriever` fuses for the ``hybrid`` search type)."""
+
+    snapshot: Any
+    k: int = 4
+    call_options: ClassVar[tuple[str, ...]] = ("score_threshold",)
+
+    def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
+        k = self.k if call.k is None else check_k(call.k)
+        threshold = bm25_threshold(None, call.options.get("score_threshold"))
+        check_bm25_query(query)
+        hits = self.snapshot.bm25(query, k, _check_filter(call.filter), threshold=threshold)
+        return [with_scores(d, bm25=s, fused=s) for d, s in hits]
+
+
+class _SnapshotDense(ContractRetriever):
+    """The dense channel of one snapshot (``embed_as`` as :class:`DenseRetriever` takes it)."""
+
+    snapshot: Any
+    embedding: Embeddings
+    k: int = 4
+    call_options: ClassVar[tuple[str, ...]] = (EMBED_AS_OPTION,)
+
+    def _prepare(self, query: str, call: RetrieverCall[Any]) -> tuple[int, Mapping[str, Any] | None, EmbedAs] | None:
+        k = self.k if call.k is None else check_k(call.k)
+        flt = _check_filter(call.filter)
+        embed_as = check_embed_as(call.options.get(EMBED_AS_OPTION))
+        if not query.strip() or not self.snapshot.has_vectors():
+            return None  # nothing to search: the query is not embedded
+        return k, flt, embed_as
+
+    def _hits(self, vector: Sequence[float], k: int, flt: Mapping[str, Any] | None) -> list[Document]:
+        hits = self.snapshot.dense(np.asarray(vector, dtype=np.float32), k, flt)
+        return [with_scores(d, vector=s, fused=s) for d, s in hits]
+
+    def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
+        prepared = self._prepare(query, call)
+        if prepared is None:
+            return []
+        k, flt, embed_as = prepared
+        return self._hits(embed_search_text(self.embedding, query, embed_as), k, flt)
+
+    async def _aretrieve(self, query: str, call: AsyncCall) -> list[Document]:
+        prepared = self._prepare(query, call)
+        if prepared is None:
+            return []
+        k, flt, embed_as = prepared
+        return self._hits(await aembed_search_text(self.embedding, query, embed_as), k, flt)
+
+
+def _warn_at_caller(message: str, category: type[Warning]) -> None:
+    """A warning of the indexes, attributed to the first caller outside this package and langchain_core."""
+    warnings.warn(message, category, stacklevel=user_stacklevel(langchain_core))
+
+
+def _remove_temporary(backend: RecordBackend, root: Path) -> None:
+    """Close a temporary store's connection and delete its directory (a ``weakref.finalize`` callback)."""
+    with contextlib.suppress(Exception):
+        backend.close()
+    shutil.rmtree(root, ignore_errors=True)
+
+
 class RagSpineVectorStore(MarginalRelevanceStore):
     """LangChain ``VectorStore`` over a ragspine store directory (see the module docstring).
 
+    ``RagSpineVectorStore(store_dir, embedding)`` opens (or creates) a store directory;
+    ``RagSpineVectorStore(embedding=embedding)`` — or ``RagSpineVectorStore(embedding)``, or :meth:`from_texts` /
+    ``from_documents`` without ``store_dir=`` — works in a **temporary store**, as ``InMemoryVectorStore``,
+    ``FAISS.from_texts`` and an ephemeral ``Chroma`` do: a new directory made by :func:`tempfile.mkdtemp` (under
+    :func:`tempfile.gettempdir`, named ``ragspine-vectorstore-…``; :attr:`store_dir` says where), removed with
+    everything in it when the store is closed (:meth:`close`), garbage-collected or the interpreter exits.  It is
+    not persistent: to keep the records, pass ``store_dir=`` (a directory that ``ragspine search`` /
+    :func:`~langchain_ragspine.indexing.open_retriever` can open later, and a later ``RagSpineVectorStore`` reopens
+    as it was).
+
     Args:
-        store_dir: a store directory (created when missing; ``ragspine ingest``'s output works as is), or any
-            :class:`RecordBackend`.
-        embedding: the dense channel's model (any ``Embeddings``).  For a store written by ``ragspine ingest
-            --embedding …`` use the same model, so cached chunk vectors are reused.
+        store_dir: a store directory (created when missing; ``ragspine ingest``'s output works as is), any
+            :class:`RecordBackend`, or ``None`` (default): a temporary store (see above).
+        embedding: the dense channel's model (any ``Embeddings``; required, by keyword or — with no ``store_dir``
+            — as the only positional argument).  For a store written by ``ragspine ingest --embedding …`` use the
+            same model, so cached chunk vectors are reused.
         tokenizer: the BM25 tokenizer (default ``"auto"``).
-        index_kind: the FAISS index kind of the dense channel (default ``"auto"``).
+        index_kind: the FAISS index kind of the dense channel's main segment (default ``"auto"``; the small
+            segments of recent writes are always exact).
         lock_timeout: seconds a write waits for another writer of the store directory (an ``ingest``, another
             vector store) to finish (:class:`ChunkStoreBackend`); ``None`` (default): as long as it takes, ``0``: not
             at all.  Searches never wait.  Not used with a :class:`RecordBackend` given as ``store_dir``.
@@ -431,116 +590,234 @@ class RagSpineVectorStore(MarginalRelevanceStore):
     store exactly as before, and a failed write is a :class:`~langchain_ragspine.errors.StoreError` saying so.  A call is checked whole before anything is written:
     an id given twice, or a NaN metadata value (NaN never equals itself, so no filter could match it; infinities
     are kept and compare as numbers), is a ``ValueError`` naming the id, the field and the position in the call.
+    The versions it writes are recorded as the vector store's (writer ``"vectorstore"``): ``ragspine ingest`` of a
+    corpus into the same directory never retracts them.
+
+    Indexes: kept in memory (:mod:`~langchain_ragspine.vectorstores._indexes`) and brought up to the store's
+    state before every search.  A write — by this object or by another process — is applied as a small segment
+    holding only the documents it touched (read through the chunk store's change feed, tokenized and embedded
+    alone), searched beside the others with the scores one index over the same records gives; segments are
+    merged now and then.  A store replaced under the directory, or changed in ways the feed does not describe,
+    is read again whole.
 
     Raises:
         StoreError: ``store_dir`` cannot be a store directory.
-        TypeError: ``embedding`` is not an ``Embeddings``.
+        TypeError: ``embedding`` is missing or not an ``Embeddings``.
+        ValueError: an unknown ``tokenizer`` or ``index_kind``.
 
     Example:
-        >>> import tempfile
         >>> from langchain_ragspine.embeddings import HashingEmbeddings
-        >>> store = RagSpineVectorStore(tempfile.mkdtemp(), HashingEmbeddings(256))
-        >>> store.add_texts(["梅雨は六月から七月の雨季。", "北京是中国的首都。"], [{"dept": "a"}, {"dept": "b"}],
-        ...                 ids=["tsuyu", "beijing"])
-        ['tsuyu', 'beijing']
+        >>> store = RagSpineVectorStore.from_texts(["梅雨は六月から七月の雨季。", "北京是中国的首都。"],
+        ...                                        HashingEmbeddings(256), [{"dept": "a"}, {"dept": "b"}],
+        ...                                        ids=["tsuyu", "beijing"])
+        >>> store.temporary, store.store_dir.name.startswith("ragspine-vectorstore-")
+        (True, True)
         >>> [d.id for d in store.similarity_search("梅雨の季節", k=1, filter={"dept": "a"})]
         ['tsuyu']
         >>> [d.id for d in store.as_retriever(search_kwargs={"k": 1}).invoke("北京")]  # hybrid by default
         ['beijing']
-        >>> store.close()
+        >>> where = store.store_dir
+        >>> store.close()  # a temporary store is deleted
+        >>> where.exists()
+        False
     """
 
     def __init__(
         self,
-        store_dir: str | os.PathLike[str] | RecordBackend,
-        embedding: Embeddings,
+        store_dir: str | os.PathLike[str] | RecordBackend | Embeddings | None = None,
+        embedding: Embeddings | None = None,
         *,
         tokenizer: str = "auto",
         index_kind: str = "auto",
         lock_timeout: float | None = None,
     ) -> None:
+        if isinstance(store_dir, Embeddings):
+            if embedding is not None:
+                raise TypeError(
+                    f"{type(self).__name__} got an Embeddings as store_dir and embedding= too: pass "
+                    f"{type(self).__name__}(store_dir, embedding), or {type(self).__name__}(embedding=...) for a "
+                    "temporary store"
+                )
+            store_dir, embedding = None, store_dir
+        if embedding is None:
+            raise TypeError(
+                f"{type(self).__name__} needs embedding= (a langchain_core Embeddings, e.g. "
+                "langchain_ragspine.embeddings.HashingEmbeddings(256) offline)"
+            )
         if not isinstance(embedding, Embeddings):
             raise TypeError(f"embedding must be a langchain_core Embeddings, got {type(embedding).__name__}")
-        self.backend: RecordBackend = (
-            store_dir if isinstance(store_dir, RecordBackend)
-            else ChunkStoreBackend(store_dir, lock_timeout=lock_timeout)
-        )
+        if index_kind not in INDEX_KINDS:
+            raise ValueError(f"index_kind must be one of {INDEX_KINDS}, got {index_kind!r}")
+        config = IndexConfig(get_tokenizer(tokenizer), index_kind)  # an unknown tokenizer: at once
+        self._temporary: Path | None = None
+        self._finalizer: weakref.finalize[Any, Any] | None = None
+        if store_dir is None:
+            self._temporary = Path(tempfile.mkdtemp(prefix="ragspine-vectorstore-"))
+            try:
+                backend: RecordBackend = ChunkStoreBackend(self._temporary, lock_timeout=lock_timeout)
+            except BaseException:
+                shutil.rmtree(self._temporary, ignore_errors=True)
+                raise
+            # removed on close(), when garbage-collected, or at interpreter exit, whichever comes first
+            self._finalizer = weakref.finalize(self, _remove_temporary, backend, self._temporary)
+        elif isinstance(store_dir, RecordBackend):
+            backend = store_dir
+        else:
+            backend = ChunkStoreBackend(store_dir, lock_timeout=lock_timeout)
+        self.backend = backend
         self.embedding = embedding
         self.tokenizer = tokenizer
         self.index_kind = index_kind
+        self._config = config
         self._lock = threading.RLock()
-        self._indexes: _Indexes | None = None
+        self._indexes: IndexSnapshot | None = None
+        # (chunk_id, text) of vectors the indexes hold that the cache could not take yet (see _embedder)
+        self._unsaved: dict[tuple[str, str], None] = {}
+        # vectors of the last writes' records, by (chunk_id, index text), until the next index update takes them
+        self._fresh: dict[tuple[str, str], np.ndarray] = {}
 
     @property
     def embeddings(self) -> Embeddings:
         """The embedding model (LangChain's attribute name)."""
         return self.embedding
 
+    @property
+    def store_dir(self) -> Path | None:
+        """The store directory (for a temporary store, the one made for it); ``None`` over a custom
+        :class:`RecordBackend`."""
+        root = getattr(self.backend, "root", None)
+        return root if isinstance(root, Path) else None
+
+    @property
+    def temporary(self) -> bool:
+        """Whether this is a temporary store (deleted on :meth:`close`; see the class docstring)."""
+        return self._temporary is not None
+
     def close(self) -> None:
-        """Close the backend's connection."""
-        self.backend.close()
+        """Close the backend's connection; a temporary store's directory is deleted (idempotent)."""
+        if self._finalizer is not None:
+            self._finalizer()  # closes the backend, then removes the directory (once)
+        else:
+            self.backend.close()
 
     # -- indexes ------------------------------------------------------------------------------------------------
     def _state(self) -> Hashable:
-        """What the indexes are built from: a :class:`ChunkStoreBackend`'s ``(file identity, generation)`` (its
-        store replaced, whatever the generation, counts as a change), another backend's ``generation``."""
+        """What the indexes are built from: a :class:`ChunkStoreBackend`'s ``(file identity, store id,
+        generation)`` (its store replaced, whatever the generation, counts as a change), another backend's
+        ``generation``."""
         backend = self.backend
         return backend.state if isinstance(backend, ChunkStoreBackend) else backend.generation
 
-    def _current(self) -> _Indexes:
-        """The indexes of the backend's current state (rebuilt when a write changed it, or the store directory was
-        replaced)."""
+    def _current(self) -> IndexSnapshot:
+        """The indexes of the backend's current state: updated with the documents written since they were built
+        (the chunk store's change feed), or built again when the store was replaced or the feed cannot say."""
         with self._lock:
-            if self._indexes is None or self._indexes.state != self._state():
-                with self._cache_access() as read_only:
-                    state = self._state()  # read again under the writer lock, if taken
-                    records = [d for d in self.backend.records() if not is_restricted(d.metadata)]
-                    internal = [_internal(d) for d in records]
-                    self._indexes = _Indexes(
-                        state=state,
-                        records={str(d.id): d for d in records},
-                        bm25=BM25Retriever(docs=internal, tokenizer=self.tokenizer),
-                        dense=self._dense(internal, read_only),
-                    )
+            backend = self.backend
+            idx = self._indexes
+            if idx is not None and idx.state == self._state():
+                return idx
+            with self._cache_access() as read_only:
+                embed = self._with_fresh(self._embedder(read_only))
+                if isinstance(backend, ChunkStoreBackend):
+                    store, state = backend.snapshot()  # read again under the writer lock, if taken
+                    touched = self._touched(idx, store, state)
+                    mark = store.history_mark(state.generation)
+                    if idx is not None and touched is not None:
+                        rows = backend.stored_records(store, sorted(touched))
+                        self._indexes = idx.updated(touched, rows, embed, state=state, mark=mark)
+                    else:
+                        rows = backend.stored_records(store)
+                        self._indexes = IndexSnapshot.build(rows, self._config, embed, state=state, mark=mark,
+                                                            warn=_warn_at_caller)
+                else:
+                    rows = [(_doc_id_of(d), d) for d in backend.records()]
+                    self._indexes = IndexSnapshot.build(rows, self._config, embed, state=backend.generation,
+                                                        warn=_warn_at_caller)
+                self._fresh = {}  # taken, or of records written and changed again since: read anew next time
             return self._indexes
 
-    def _dense(self, docs: list[Document], read_only: bool) -> DenseRetriever:
-        """The dense channel over ``docs``, its vectors from the backend's embedding cache.  A cache that cannot be
-        written (a full disk, a read-only directory) never fails a search: the vectors of this rebuild then come
-        from the cache read-only, the misses embedded in memory only (from no cache when it cannot be read
-        either), with a :class:`CacheNotWrittenWarning`."""
+    def _with_fresh(self, embed: Callable[[list[tuple[str, str]]], np.ndarray]) -> Callable[[list[tuple[str, str]]],
+                                                                                             np.ndarray]:
+        """``embed``, answered from the vectors this object's last writes embedded (:meth:`_embed_written`) when
+        it holds every one asked for — the cache's own vectors, without opening it again."""
+        def embed_fresh(items: list[tuple[str, str]]) -> np.ndarray:
+            fresh = self._fresh
+            if items and all(item in fresh for item in items):
+                return np.stack([fresh[item] for item in items])
+            return embed(items)
+
+        return embed_fresh
+
+    @staticmethod
+    def _touched(idx: IndexSnapshot | None, store: ChunkStore, state: StoreState) -> set[str] | None:
+        """The documents written since ``idx`` was built, by the chunk store's change feed; ``None`` when the
+        indexes must be built again: none yet, another store (file or store id), an older generation, a history
+        that differs from the one ``idx`` read (a copy of the store written otherwise), no feed, or so many
+        documents that one pass over the store is cheaper."""
+        if idx is None or not isinstance(idx.state, StoreState):
+            return None
+        old = idx.state
+        if (old.identity, old.store_id) != (state.identity, state.store_id) or state.generation < old.generation:
+            return None
+        if store.history_mark(old.generation) != idx.mark:
+            return None
+        versions = store.versions_since(old.generation)
+        if versions is None:
+            return None
+        touched = {v.doc_id for v in versions}
+        if len(touched) > max(_UPDATE_MAX_DOCS, len(idx) // 4):
+            return None
+        return touched
+
+    def _embedder(self, read_only: bool, *, during: str = "search") -> Callable[[list[tuple[str, str]]], np.ndarray]:
+        """``embed(items)``: the vectors of ``[(chunk_id, index text), …]`` from the backend's embedding cache,
+        the misses embedded (and written to the cache unless ``read_only``).  A cache that cannot be written (a
+        full disk, a read-only directory) never fails a search: the vectors then come from the cache read-only,
+        the misses embedded in memory only (from no cache when it cannot be read either), with a
+        :class:`CacheNotWrittenWarning`; those vectors are written to the cache by the next update that can
+        write it (embedded again then: the cache keeps the model's own vectors)."""
         cache = self.backend.cache_path
+        model_key = model_key_for(self.embedding)
 
-        def build(path: Path | None, ro: bool) -> DenseRetriever:
-            return DenseRetriever(
-                docs=docs,
-                embedding=self.embedding,
-                index_kind=self.index_kind,
-                cache_path=None if path is None else str(path),
-                cache_read_only=ro,
-                show_progress=False,
+        def cached(items: list[tuple[str, str]], path: Path, ro: bool) -> np.ndarray:
+            with EmbeddingCache(path, read_only=ro) as store:
+                embedder = CachedEmbeddings(self.embedding, store, model_key=model_key, batch_size=_EMBED_BATCH,
+                                            progress=False)
+                return embedder.embed_chunks(items)
+
+        def uncached(items: list[tuple[str, str]]) -> np.ndarray:
+            return embed_in_batches(self.embedding, [t for _, t in items], batch_size=_EMBED_BATCH, progress=False)
+
+        def embed(items: list[tuple[str, str]]) -> np.ndarray:
+            if cache is None or (read_only and not cache.is_file()):
+                self._unsaved.update(dict.fromkeys(items))
+                return uncached(items)
+            if read_only:
+                self._unsaved.update(dict.fromkeys(items))  # (the misses among them)
+                return cached(items, cache, True)
+            try:
+                vectors = cached(items, cache, False)
+                if self._unsaved:  # vectors embedded earlier in memory only (the cache was full or locked): now saved
+                    cached(list(self._unsaved), cache, False)
+                    self._unsaved = {}
+                return vectors
+            except StoreError as e:
+                if e.path != str(cache):
+                    raise
+                why = e.reason
+            self._unsaved.update(dict.fromkeys(items))
+            warnings.warn(
+                f"{cache}: the embedding cache cannot be written ({why}); this {during} embeds the vectors it misses "
+                "in memory only (a later write or search that can write the cache puts them there)",
+                CacheNotWrittenWarning,
+                stacklevel=user_stacklevel(langchain_core),
             )
+            if cache.is_file():
+                with contextlib.suppress(StoreError):  # unreadable as well (e.g. left empty by the disk): no cache
+                    return cached(items, cache, True)
+            return uncached(items)
 
-        if cache is None or (read_only and not cache.is_file()):
-            return build(None, False)
-        if read_only:
-            return build(cache, True)
-        try:
-            return build(cache, False)
-        except StoreError as e:
-            if e.path != str(cache):
-                raise
-            why = e.reason
-        warnings.warn(
-            f"{cache}: the embedding cache cannot be written ({why}); this search embeds the vectors it misses in "
-            "memory only",
-            CacheNotWrittenWarning,
-            stacklevel=user_stacklevel(langchain_core),
-        )
-        if cache.is_file():
-            with contextlib.suppress(StoreError):  # unreadable as well (e.g. left empty by the disk): no cache
-                return build(cache, True)
-        return build(None, False)
+        return embed
 
     @contextlib.contextmanager
     def _cache_access(self) -> Iterator[bool]:
@@ -596,9 +873,38 @@ class RagSpineVectorStore(MarginalRelevanceStore):
             rid = ids[i] if ids is not None and ids[i] else doc.id or doc.metadata.get("chunk_id") or uuid.uuid4().hex
             out.append(Document(page_content=doc.page_content, metadata=dict(doc.metadata), id=str(rid)))
         check_records([str(d.id) for d in out], out, "add_documents")
-        with self._lock, all_or_nothing("add_documents", getattr(self.backend, "root", None)):
-            self.backend.upsert(out)
+        with self._lock:
+            with all_or_nothing("add_documents", getattr(self.backend, "root", None)):
+                self.backend.upsert(out)
+            self._embed_written(out)
         return [str(d.id) for d in out]
+
+    def _embed_written(self, records: Sequence[Document]) -> None:
+        """Put the vectors of records just written into the store's embedding cache (those not RESTRICTED, with
+        visible text, that it lacks), so the next search — this object's, another process's, or
+        :func:`~langchain_ragspine.indexing.open_retriever`'s with the same model — finds them; only while the
+        store's writer lock can be taken at once (as a search writes the cache), else the next search embeds them.
+        The write has committed: nothing here fails it.  A cache that cannot be written or a model that fails is a
+        :class:`CacheNotWrittenWarning` (the next search embeds what is missing)."""
+        if self.backend.cache_path is None:
+            return
+        items = [(str(d.id), index_text(d)) for d in map(internal_record, records)
+                 if not is_restricted(d.metadata) and has_visible_text(d)]
+        if not items:
+            return
+        try:
+            with self._cache_access() as read_only:  # as a search: never beside another writer (then: the next search)
+                if not read_only:
+                    vectors = self._embedder(False, during="write")(items)
+                    if len(self._fresh) + len(items) <= _FRESH_MAX:  # for the next update (see _with_fresh)
+                        self._fresh.update(zip(items, vectors, strict=True))
+        except Exception as e:  # a model or its server failed, a cache unreadable: the write stands
+            warnings.warn(
+                f"the records were written, but their vectors could not be embedded now ({type(e).__name__}: {e}); "
+                "the next search embeds them",
+                CacheNotWrittenWarning,
+                stacklevel=user_stacklevel(langchain_core),
+            )
 
     async def aadd_texts(
         self,
@@ -634,8 +940,9 @@ class RagSpineVectorStore(MarginalRelevanceStore):
             TypeError: ``ids`` a single ``str`` / ``bytes`` or not a list (:func:`~langchain_ragspine.vectorstores.base.as_list`).
         """
         wanted = [str(i) for i in as_list(ids, "ids", "get_by_ids")]
-        records = self._current().records
-        return drop_restricted(_copy(records[i]) for i in wanted if i in records)
+        idx = self._current()
+        found = (idx.record(i) for i in wanted)
+        return drop_restricted(_copy(d) for d in found if d is not None)
 
     async def aget_by_ids(self, ids: Sequence[str], /) -> list[Document]:
         return await asyncio.to_thread(self.get_by_ids, ids)
@@ -656,16 +963,21 @@ class RagSpineVectorStore(MarginalRelevanceStore):
         ids: list[str] | None = None,
         **kwargs: Any,
     ) -> RagSpineVectorStore:
-        """A store at ``store_dir=`` (required keyword) holding ``texts``; other keywords as the constructor.
+        """A store holding ``texts``: at ``store_dir=`` when given, else a temporary store (deleted on
+        :meth:`close`, see the class docstring), like ``InMemoryVectorStore.from_texts`` / ``FAISS.from_texts``.
+        Other keywords as the constructor (``tokenizer``, ``index_kind``, ``lock_timeout``).  LangChain's
+        ``from_documents`` comes here too.
 
         Raises:
-            TypeError: ``store_dir`` is missing, or an unknown keyword argument.
+            TypeError: an unknown keyword argument (with a did-you-mean).
         """
-        if "store_dir" not in kwargs:
-            raise TypeError(f"{cls.__name__}.from_texts needs store_dir= (the directory that keeps the store)")
         check_arguments(f"{cls.__name__}.from_texts", kwargs, ("store_dir", "tokenizer", "index_kind", "lock_timeout"))
-        store = cls(kwargs.pop("store_dir"), embedding, **kwargs)
-        store.add_texts(texts, metadatas, ids=ids)
+        store = cls(kwargs.pop("store_dir", None), embedding, **kwargs)
+        try:
+            store.add_texts(texts, metadatas, ids=ids)
+        except BaseException:
+            store.close()  # a temporary store made for nothing is removed at once
+            raise
         return store
 
     # -- searching ----------------------------------------------------------------------------------------------
@@ -676,15 +988,20 @@ class RagSpineVectorStore(MarginalRelevanceStore):
     def _dense_hits(
         self, vector: Sequence[float] | None, k: int, filter: Any, kwargs: Mapping[str, Any], name: str
     ) -> list[tuple[Document, float]]:
-        """The top ``k`` records for a query ``vector`` (``None``: an empty query, no results), gated."""
+        """The top ``k`` records for a query ``vector`` (``None``: an empty query, no results) whose relevance
+        (:meth:`_select_relevance_score_fn`) is at least ``kwargs["score_threshold"]`` when given, gated."""
         check_arguments(f"{type(self).__name__}.{name}", kwargs, (*_PASSED_ALONG, *_NAMED))
         k = check_k(k)
+        threshold = check_score_threshold(kwargs.get("score_threshold"), maximum=1.0, scale=RELEVANCE_SCALE)
         flt = _check_filter(filter)
         if vector is None:
             return []
         idx = self._current()
-        hits = idx.dense.search_by_vector(np.asarray(vector, dtype=np.float32), k=k, filter=flt)
-        found = [(_copy(idx.records[str(idx.dense.docs[i].id)]), s) for i, s in hits]
+        hits = idx.dense(np.asarray(vector, dtype=np.float32), k, flt)
+        if threshold is not None:
+            relevance = self._select_relevance_score_fn()
+            hits = [(d, s) for d, s in hits if relevance(s) >= threshold]
+        found = [(_copy(idx.record_of(d)), s) for d, s in hits]
         return drop_restricted_pairs(found)  # the gate at this exit
 
     def similarity_search_with_score(
@@ -692,13 +1009,19 @@ class RagSpineVectorStore(MarginalRelevanceStore):
     ) -> list[tuple[Document, float]]:
         """Top ``k`` records by cosine similarity to ``query`` (dense channel), best first, with the cosine.  An
         empty or whitespace-only query returns ``[]`` (as the ``hybrid`` and ``bm25`` search types do).
+        ``score_threshold`` keeps the records whose relevance score (the cosine clipped to [0, 1], as
+        ``similarity_search_with_relevance_scores`` gives it) is at least it — so ``as_retriever(search_type=
+        "similarity", search_kwargs={"score_threshold": 0.3})`` honours it as ``"similarity_score_threshold"``
+        does.
 
         Raises:
             TypeError: a query that is not a string; an unknown keyword argument (``fetch_k``, ``lambda_mult``,
-                ``score_threshold`` are accepted and ignored, as LangChain passes them along); a non-dict ``filter``.
-            ValueError: ``k < 1``; a malformed filter.
+                ``candidate_k`` are accepted and ignored, as LangChain passes them along); a non-dict ``filter``;
+                a ``score_threshold`` that is not a number.
+            ValueError: ``k < 1``; a malformed filter; a ``score_threshold`` outside [0, 1].
         """
         query = self._query(query, "similarity_search")
+        check_score_threshold(kwargs.get("score_threshold"), maximum=1.0, scale=RELEVANCE_SCALE)  # before embedding
         vector = self.embedding.embed_query(query) if query.strip() else None
         return self._dense_hits(vector, k, filter, kwargs, "similarity_search")
 
@@ -706,6 +1029,7 @@ class RagSpineVectorStore(MarginalRelevanceStore):
         self, query: str, k: int = 4, filter: Mapping[str, Any] | None = None, **kwargs: Any
     ) -> list[tuple[Document, float]]:
         query = self._query(query, "similarity_search")
+        check_score_threshold(kwargs.get("score_threshold"), maximum=1.0, scale=RELEVANCE_SCALE)
         vector = await self.embedding.aembed_query(query) if query.strip() else None
         return await asyncio.to_thread(self._dense_hits, vector, k, filter, kwargs, "similarity_search")
 
@@ -723,7 +1047,8 @@ class RagSpineVectorStore(MarginalRelevanceStore):
     def similarity_search_by_vector(
         self, embedding: list[float], k: int = 4, filter: Mapping[str, Any] | None = None, **kwargs: Any
     ) -> list[Document]:
-        """Top ``k`` records by cosine similarity to a query vector (shape ``(d,)``)."""
+        """Top ``k`` records by cosine similarity to a query vector (shape ``(d,)``); ``score_threshold`` as in
+        :meth:`similarity_search_with_score`."""
         return [d for d, _ in self._dense_hits(embedding, k, filter, kwargs, "similarity_search_by_vector")]
 
     def _select_relevance_score_fn(self) -> Callable[[float], float]:
@@ -731,21 +1056,19 @@ class RagSpineVectorStore(MarginalRelevanceStore):
         return lambda score: min(1.0, max(0.0, score))
 
     def _check_search_arguments(self, name: str, kwargs: Mapping[str, Any], filter: Any) -> Mapping[str, Any] | None:
-        """The keywords LangChain passes along are taken (``fetch_k``, ``lambda_mult``, ``score_threshold``,
-        ``candidate_k``); a filter must be a dict (:func:`_check_filter`)."""
+        """The keywords LangChain passes along are taken (``fetch_k``, ``lambda_mult``, ``candidate_k``); a filter
+        must be a dict (:func:`_check_filter`).  MMR refuses a ``score_threshold`` (it ranks by no relevance score).
+        """
         check_arguments(f"{type(self).__name__}.{name}", kwargs, (*_PASSED_ALONG, *_NAMED))
+        _refuse_mmr_threshold(kwargs.get("score_threshold"))
         return _check_filter(filter)
 
     def _mmr_candidates(
         self, vector: np.ndarray, n: int, filter: Mapping[str, Any] | None
     ) -> list[tuple[Document, np.ndarray]]:
-        """The dense channel's top ``n`` records with their FAISS vectors (copies of the stored records)."""
+        """The dense channel's top ``n`` records with their stored vectors (copies of the stored records)."""
         idx = self._current()
-        hits = idx.dense.search_by_vector(vector, k=n, filter=filter)
-        if not hits or idx.dense.index is None:
-            return []
-        vectors = idx.dense.index.vectors(np.asarray([i for i, _ in hits], dtype=np.int64))
-        return [(_copy(idx.records[str(idx.dense.docs[i].id)]), vectors[j]) for j, (i, _) in enumerate(hits)]
+        return [(_copy(idx.record_of(d)), v) for d, _, v in idx.dense_with_vectors(vector, n, filter)]
 
     def _fused(self, channel: str, query: str, k: int, filter: Any, kwargs: Mapping[str, Any]) -> list[Document]:
         query = self._query(query, f"{channel}_search")
@@ -754,17 +1077,28 @@ class RagSpineVectorStore(MarginalRelevanceStore):
         check_arguments(f"{type(self).__name__}.{channel}_search", kwargs, (*_PASSED_ALONG, *_NAMED))
         k = check_k(k)
         flt = _check_filter(filter)
-        idx = self._current()
+        threshold = kwargs.get("score_threshold")
         if channel == "bm25":
-            found = idx.bm25.invoke(query, k=k, filter=flt)
+            bm25_threshold(None, threshold)  # checked before the indexes are touched
+            idx = self._current()
+            found = _SnapshotBM25(snapshot=idx, k=k).invoke(query, k=k, filter=flt, score_threshold=threshold)
         else:
             # fetch_k (else candidate_k) as given: 0 is an error like -1, not the default
             name = "fetch_k" if kwargs.get("fetch_k") is not None else "candidate_k"
             depth = check_k(kwargs[name], name) if kwargs.get(name) is not None else 50
-            hybrid = HybridRetriever(retrievers=[idx.bm25, idx.dense], k=k, candidate_k=depth)
+            check_score_threshold(threshold, maximum=1.0, scale=HYBRID_SCALE)  # before the indexes are touched
+            idx = self._current()
+            channels: list[BaseRetriever] = [_SnapshotBM25(snapshot=idx),
+                                             _SnapshotDense(snapshot=idx, embedding=self.embedding)]
+            hybrid = HybridRetriever(retrievers=channels, k=k, candidate_k=depth, score_threshold=threshold)
             found = hybrid.invoke(query, k=k, filter=flt, **embed_as_options({EMBED_AS_OPTION: embed_as}))
         # the record as stored, with the channel scores; id = the record id (its chunk_id)
-        return drop_restricted(_copy(idx.records[str(d.id)], scores=d.metadata["scores"]) for d in found)
+        out = []
+        for d in found:
+            record = idx.record(str(d.id))
+            if record is not None:
+                out.append(_copy(record, scores=d.metadata["scores"]))
+        return drop_restricted(out)
 
     def hybrid_search(
         self, query: str, k: int = 4, filter: Mapping[str, Any] | None = None, **kwargs: Any
@@ -772,9 +1106,12 @@ class RagSpineVectorStore(MarginalRelevanceStore):
         """Top ``k`` records of BM25 + dense fused by :class:`HybridRetriever` (its default fusion); ``fetch_k``
         (default 50) candidates per channel.  Results carry ``metadata["scores"]``.  ``embed_as="document"``
         embeds the query for the dense channel with ``embed_documents`` (HyDE's hypothetical document).
+        ``score_threshold`` drops results whose fused score (``metadata["scores"]["fused"]``, in [0, 1]: relative
+        to the query's candidates, see :class:`HybridRetriever`) is below it.
 
         Raises:
-            TypeError, ValueError: bad ``k`` / ``fetch_k`` / ``filter``, or an unknown keyword.
+            TypeError, ValueError: bad ``k`` / ``fetch_k`` / ``filter`` / ``score_threshold`` (outside [0, 1]), or
+                an unknown keyword.
         """
         return self._fused("hybrid", query, k, filter, kwargs)
 
@@ -782,7 +1119,13 @@ class RagSpineVectorStore(MarginalRelevanceStore):
         self, query: str, k: int = 4, filter: Mapping[str, Any] | None = None, **kwargs: Any
     ) -> list[Document]:
         """Top ``k`` records by BM25 (records sharing no term with the query are not returned); results carry
-        ``metadata["scores"]``."""
+        ``metadata["scores"]``.  ``score_threshold`` drops results whose raw BM25 score is below it (``>= 0``,
+        unbounded and corpus-dependent, as :class:`BM25Retriever`'s).
+
+        Raises:
+            TypeError, ValueError: bad ``k`` / ``filter`` / ``score_threshold`` (negative or not finite), an unknown
+                keyword, a query longer than :data:`~langchain_ragspine.retrievers.bm25.MAX_QUERY_CHARS`.
+        """
         return self._fused("bm25", query, k, filter, kwargs)
 
     def search(self, query: str, search_type: str, **kwargs: Any) -> list[Document]:
@@ -837,6 +1180,11 @@ class RagSpineStoreRetriever(ScopedVectorStoreRetriever):
 
     #: ``invoke(query, embed_as=…)`` is taken (see the class docstring).
     call_options: ClassVar[tuple[str, ...]] = (EMBED_AS_OPTION,)
+
+    def __init__(self, **data: Any) -> None:
+        super().__init__(**data)
+        if self.search_type == "mmr":  # refused when the retriever is built, not at its first call
+            _refuse_mmr_threshold(self.search_kwargs.get("score_threshold"))
 
     allowed_search_types: ClassVar[Sequence[str]] = (
         "similarity",

@@ -31,3 +31,16 @@ class TestRagSpineVectorStoreStandardDefaultEmbeddings(TestRagSpineVectorStoreSt
     """The same suite with langchain-tests' own DeterministicFakeEmbedding (random vectors per text)."""
 
     get_embeddings = staticmethod(VectorStoreIntegrationTests.get_embeddings)
+
+
+class TestRagSpineVectorStoreStandardTemporary(TestRagSpineVectorStoreStandard):
+    """The same suite over a temporary store (``RagSpineVectorStore(embedding=...)``: no location, deleted on
+    close), as LangChain's in-memory stores are used."""
+
+    @pytest.fixture
+    def vectorstore(self) -> Generator[VectorStore, None, None]:  # type: ignore[override]
+        store = RagSpineVectorStore(embedding=self.get_embeddings())
+        try:
+            yield store
+        finally:
+            store.close()

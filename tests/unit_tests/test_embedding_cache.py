@@ -232,3 +232,28 @@ def test_read_only_cache_embeds_misses_without_storing_them(tmp_path: Path) -> N
 def test_cached_embeddings_rejects_a_bad_batch_size(tmp_path: Path, bad: object, error: type) -> None:
     with EmbeddingCache(tmp_path / "c.sqlite") as cache, pytest.raises(error, match="^batch_size must be an int >= 1"):
         CachedEmbeddings(HashingEmbeddings(16), cache, batch_size=bad)  # type: ignore[arg-type]
+
+
+def test_regression_get_many_reads_only_the_chunks_asked_for(tmp_path) -> None:
+    """Issue 27 §2: ``get_many`` matched ``(chunk_id, content_hash) IN (VALUES …)``, which SQLite searches by
+    ``model_key`` alone — every vector of the model read for each call, so a vector-store write of 10 records
+    took ~0.4 s at 100,000 cached vectors.  The work (SQLite VM steps) for 10 keys must not grow with the cache."""
+    import numpy as np
+
+    from langchain_ragspine.backends.directory.embedding_cache import EmbeddingCache
+
+    def steps(n: int) -> int:
+        with EmbeddingCache(tmp_path / f"e{n}.sqlite") as cache:
+            cache.put_many("m", [(f"c{i}", "h", np.ones(8, np.float32)) for i in range(n)])
+            calls = [0]
+
+            def tick() -> int:
+                calls[0] += 1
+                return 0
+
+            cache._connection().set_progress_handler(tick, 100)
+            found = cache.get_many("m", [(f"c{i}", "h") for i in range(0, n, n // 10)] + [("c1", "other")])
+            assert len(found) == 10
+            return calls[0]
+
+    assert steps(20_000) < 3 * steps(200) + 20

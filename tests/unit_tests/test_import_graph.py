@@ -83,7 +83,6 @@ PRIVATE_IMPORTS = frozenset({
     "filters.sql -> filters._operand",
     "filters.sql -> filters._operand_list",
     "indexing -> backends.directory._regular",
-    "indexing -> retrievers.dense._has_text",
     "pipeline.modes -> config._from_setting",
     "postgres -> indexing._warn_stale",
     "postgres -> retrievers.dense._has_text",

@@ -139,7 +139,8 @@ def test_schema_2_store_opens_read_only_and_migrates(tmp_path):
 
 def test_the_saved_schema_2_fixture_migrates_additively(tmp_path):
     """The store of tests/fixtures/store-5830ee7 (schema 2, written by main before parents existed): a read-only
-    open changes no byte; a writable open migrates to schema 3 keeping every chunk and version row as it was."""
+    open changes no byte; a writable open migrates to the current schema keeping every chunk and version row as it
+    was (schema 4 adds the writer, owner and generation of each version: the ingest wrote these)."""
     fixture = REPO / "tests" / "fixtures" / "store-5830ee7"
     shutil.copytree(fixture / "store", tmp_path / "store")
     shutil.copytree(fixture / "corpus", tmp_path / "corpus")
@@ -149,7 +150,8 @@ def test_the_saved_schema_2_fixture_migrates_additively(tmp_path):
         con = sqlite3.connect(path)
         try:
             return (con.execute("SELECT * FROM chunks ORDER BY id").fetchall(),
-                    con.execute("SELECT * FROM doc_versions ORDER BY doc_id, version").fetchall())
+                    con.execute("SELECT doc_id, version, content_hash, n_chunks, valid_as_of, ingested_at, retracted "
+                                "FROM doc_versions ORDER BY doc_id, version").fetchall())
         finally:
             con.close()
 
@@ -160,6 +162,9 @@ def test_the_saved_schema_2_fixture_migrates_additively(tmp_path):
     with ChunkStore(path) as store:
         assert store.schema_version == SCHEMA_VERSION and store.count_parents() == 0
     assert rows() == before_rows  # additive: nothing deleted or rewritten
+    con = sqlite3.connect(path)
+    assert set(con.execute("SELECT writer, owner, generation FROM doc_versions")) == {("ingest", "ingest", None)}
+    con.close()
     summary = ingest(tmp_path / "corpus", tmp_path / "store", tokenizer="cjk-nofold", mode="bm25", progress=False)
     assert summary.unchanged == summary.documents == 3  # the content hashes schema 2 wrote still match
     with ChunkStore(path, read_only=True) as store:

@@ -41,7 +41,7 @@ def test_the_local_store_scored_exit_uses_the_gate(tmp_path: Path, monkeypatch: 
     gate; without the gate it would be returned."""
     store = RagSpineVectorStore(tmp_path / "s", EMB)
     store.add_texts(["apple banana", "cherry date"], ids=["A1", "A2"])
-    store._current().records["A1"].metadata["sensitivity"] = "R-E-S-T-R-I-C-T-E-D"
+    store._current().record("A1").metadata["sensitivity"] = "R-E-S-T-R-I-C-T-E-D"
     assert [d.id for d, _ in store.similarity_search_with_score("apple banana", k=2)] == ["A2"]
     monkeypatch.setattr(vs_store, "drop_restricted_pairs", lambda pairs: list(pairs))
     assert "A1" in [d.id for d, _ in store.similarity_search_with_score("apple banana", k=2)]

@@ -208,12 +208,12 @@ def test_aindex_and_async_twins(store):
     assert mmr and hyb[0].page_content == "北京是中国的首都。" and gone == []
 
 
-def test_from_texts_needs_a_store_dir(tmp_path):
-    with pytest.raises(TypeError, match="store_dir"):
-        RagSpineVectorStore.from_texts(["a"], EMB)
+def test_from_texts_with_a_store_dir_persists(tmp_path):
     s = RagSpineVectorStore.from_texts(["梅雨"], EMB, ids=["t"], store_dir=tmp_path / "S")
+    assert not s.temporary and s.store_dir == tmp_path / "S"
     assert s.get_by_ids(["t"])[0].page_content == "梅雨"
     s.close()
+    assert (tmp_path / "S").is_dir()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert RagSpineVectorStore(tmp_path / "S", EMB).get_by_ids(["t"])

@@ -231,8 +231,11 @@ def test_a_disk_full_write_leaves_the_store_readable_in_the_same_instance(tmp_pa
     """Regression (trial ``t6_vs_diskfull.py``): after ``add_documents`` failed on a full disk, ``get_by_ids`` and
     ``similarity_search`` on the same instance failed too (``embeddings.sqlite: not a usable SQLite database:
     database or disk is full``) until space was freed: the first read after a write rebuilds the indexes, and the
-    rebuild wrote the vectors it embedded to the cache."""
-    vs = _base_store(tmp_path)  # nothing read yet: the indexes (and the cache) are built by the first read
+    rebuild wrote the vectors it embedded to the cache.  (A write now also puts its records' vectors into the cache;
+    here the cache is removed after it and the store opened again, so the first read has every vector to embed.)"""
+    _base_store(tmp_path).close()
+    (tmp_path / "store" / "embeddings.sqlite").unlink()
+    vs = RagSpineVectorStore(tmp_path / "store", EMB)  # nothing read yet: the indexes are built by the first read
     _full_chunk_store(vs)
     _full_cache(monkeypatch)
     with pytest.raises(StoreError, match=r"add_documents wrote nothing.*database or disk is full"):
@@ -254,16 +257,22 @@ def test_a_write_that_succeeds_while_the_cache_cannot_grow_stays_readable(tmp_pa
     _readable(vs, BASE)  # the cache holds the base vectors
     _full_cache(monkeypatch)
     new = [f"new{i}" for i in range(40)]  # more vectors than the cache's last page holds
-    vs.add_documents(_two_chunk_docs(*new))
-    with pytest.warns(CacheNotWrittenWarning, match="database or disk is full"):
-        _readable(vs, [*BASE, *(f"{d}-{i}" for d in new for i in range(2))])
+    with pytest.warns(CacheNotWrittenWarning, match="database or disk is full"):  # the write embeds them: said so
+        vs.add_documents(_two_chunk_docs(*new))
+    _readable(vs, [*BASE, *(f"{d}-{i}" for d in new for i in range(2))])  # from the vectors the write embedded
+    with pytest.warns(CacheNotWrittenWarning, match="database or disk is full"):  # a store opened now embeds them
+        other = RagSpineVectorStore(tmp_path / "store", EMB)
+        _readable(other, [*BASE, *(f"{d}-{i}" for d in new for i in range(2))])
+    other.close()
     vs.close()
 
 
 def test_a_read_whose_writer_lock_cannot_be_taken_reads_the_cache_only(tmp_path: Path, monkeypatch) -> None:
     """A full disk can fail the writer lock itself (its holder's pid is written to the lock file): the rebuild then
     leaves the cache as it is, as while another writer holds the lock."""
-    vs = _base_store(tmp_path)
+    _base_store(tmp_path).close()
+    (tmp_path / "store" / "embeddings.sqlite").unlink()  # the write cached its vectors: the read has to embed them
+    vs = RagSpineVectorStore(tmp_path / "store", EMB)
 
     @contextlib.contextmanager
     def no_lock(root: Any, **_: Any) -> Iterator[Path]:

@@ -187,6 +187,16 @@ class FollowedChunkStore:
         store, identity = self._current()
         return StoreState(identity, *store.follow_state())
 
+    def current(self) -> tuple[ChunkStore, StoreState]:
+        """The chunk store at the path now and its :meth:`state`, read from that same store object (so a caller
+        that reads more from it reads the file the state describes, even if the path is replaced meanwhile).
+
+        Raises:
+            StoreError: as :meth:`state`.
+        """
+        store, identity = self._current()
+        return store, StoreState(identity, *store.follow_state())
+
     @property
     def opened(self) -> ChunkStore | None:
         """The store opened by the last check, without a new one (no file system call), or ``None`` before the

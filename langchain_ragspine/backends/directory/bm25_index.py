@@ -332,6 +332,36 @@ class TermPostings(Closing):
             cursor[present] += run
         return {"data": data, "indices": indices, "indptr": indptr, "num_docs": n_docs}
 
+    def term_major(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The raw postings, term-major, for an index that scores at query time
+        (:class:`~langchain_ragspine.backends.directory.bm25_postings.PostingsSegment`): ``(indptr, rows, tfs,
+        lengths)`` — ``indptr`` int64 ``(len(vocab) + 1,)`` (term id ``t``'s postings are ``indptr[t]:indptr[t+1]``),
+        ``rows`` int32 document ids ascending within each term, ``tfs`` int32 term frequencies, ``lengths`` int64
+        tokens per document.  Filled block by block as :meth:`lucene_scores` is."""
+        self._close_block()
+        df = np.zeros(len(self.vocab), dtype=np.int64)
+        df[: self._df.size] = self._df
+        doc_terms = np.frombuffer(self._doc_terms, dtype=np.int64)
+        indptr = np.concatenate([[0], np.cumsum(df)]).astype(np.int64)
+        rows = np.empty(int(indptr[-1]), dtype=np.int32)
+        tfs = np.empty(int(indptr[-1]), dtype=np.int32)
+        cursor = indptr[:-1].copy()
+        for first, end, term, tf in self._iter_blocks():
+            if term.size == 0:
+                continue
+            doc = np.repeat(np.arange(first, end, dtype=np.int32), doc_terms[first:end])
+            order = _stable_order(term)
+            counts = np.bincount(term, minlength=cursor.size)
+            present = np.flatnonzero(counts)
+            run = counts[present]
+            starts = np.cumsum(run) - run
+            pos = np.repeat(cursor[present] - starts, run) + np.arange(term.size, dtype=np.int64)
+            rows[pos] = doc[order]
+            tfs[pos] = tf[order]
+            cursor[present] += run
+        lengths = np.frombuffer(self._doc_len, dtype=np.int64).copy()
+        return indptr, rows, tfs, lengths
+
 
 def _stable_order(keys: np.ndarray) -> np.ndarray:
     """``np.argsort(keys, kind="stable")`` for non-negative int32 ``keys``, several times faster: each key is packed

@@ -32,6 +32,15 @@ Design:
   stores of the same generation are told apart (:mod:`langchain_ragspine.backends.directory._follow`: another
   store copied over this one in place, same file and generation).  A store created before it existed gets one at
   its next writable open (never at a read-only one); until then :attr:`ChunkStore.store_id` is ``None``.
+* **Writers and owners.**  Every document version records its ``writer`` (:data:`INGEST_WRITER` for ``ragspine
+  ingest``, :data:`VECTORSTORE_WRITER` for :class:`~langchain_ragspine.vectorstores.RagSpineVectorStore`, or any
+  other name a caller passes) and the document's ``owner``: the writer that created the document, taken over by
+  ``ingest`` once it writes a version.  ``ingest`` retracts only the documents it owns (:meth:`ChunkStore.doc_ids`
+  with ``owner=``), so what another writer added survives a re-ingest of the corpus.
+* **Change feed.**  Every version also records the generation its transaction made
+  (``doc_versions.generation``, indexed): :meth:`ChunkStore.versions_since` lists what was written after a
+  generation, so a derived index kept in memory updates only the documents written since it was built instead
+  of reading the whole store again.
 * **Additive migrations.**  ``meta.schema_version`` records the schema; opening an older file (writable)
   creates the missing tables, adds missing columns with ``ALTER TABLE … ADD COLUMN`` and backfills them, never
   dropping rows.
@@ -48,6 +57,12 @@ Schema history:
   document: written, deactivated and hashed in the same transaction as its chunks) and the ``meta.chunker`` record
   (which chunker and parameters built the store).  A version-2 file opens read-only as it is (it has no parents
   and no chunker record); one writable open migrates it.
+* **4** — adds ``doc_versions.writer``, ``doc_versions.owner`` and ``doc_versions.generation`` (and an index on
+  the last).  The migration attributes every existing version: to :data:`VECTORSTORE_WRITER` when one of its
+  chunks carries the vector store's record marker (:data:`VECTORSTORE_RECORD_KEY` in its metadata), else to
+  :data:`INGEST_WRITER`, and derives the owners from that history; the generations of existing versions stay
+  ``NULL`` (unknown: older than every generation written after the migration).  A version-3 file opens
+  read-only as it is.
 """
 
 from __future__ import annotations
@@ -63,7 +78,7 @@ import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from langchain_core.documents import Document
 
@@ -72,10 +87,29 @@ from langchain_ragspine.errors import StoreError
 from langchain_ragspine.sensitivity import is_restricted
 from langchain_ragspine.served import ServedIds
 
-__all__ = ["FACET_FIELDS", "SCHEMA_VERSION", "ChunkStore", "StoredChunk", "nan_field"]
+__all__ = [
+    "FACET_FIELDS",
+    "INGEST_WRITER",
+    "SCHEMA_VERSION",
+    "VECTORSTORE_RECORD_KEY",
+    "VECTORSTORE_WRITER",
+    "ChunkStore",
+    "StoredChunk",
+    "VersionWritten",
+    "nan_field",
+]
 
 #: Current schema version written to ``meta.schema_version``.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
+
+#: The writer name of ``ragspine ingest`` (:func:`~langchain_ragspine.indexing.ingest`), the default writer of
+#: :meth:`ChunkStore.replace_doc_chunks`.
+INGEST_WRITER = "ingest"
+#: The writer name of :class:`~langchain_ragspine.vectorstores.RagSpineVectorStore`.
+VECTORSTORE_WRITER = "vectorstore"
+#: The metadata key the vector store stores beside each record it writes (its lineage bookkeeping); the schema-4
+#: migration attributes a version with such a chunk to :data:`VECTORSTORE_WRITER`.
+VECTORSTORE_RECORD_KEY = "_ragspine_record"
 #: The oldest schema a read-only open accepts without migrating (what it lacks reads as empty).
 _READABLE_SCHEMA = 2
 
@@ -125,6 +159,9 @@ _SCHEMA_DDL: tuple[str, ...] = (
         valid_as_of  TEXT    NOT NULL DEFAULT '',
         ingested_at  TEXT    NOT NULL,
         retracted    INTEGER NOT NULL DEFAULT 0 CHECK (retracted IN (0, 1)),
+        writer       TEXT,
+        owner        TEXT,
+        generation   INTEGER,
         PRIMARY KEY (doc_id, version)
     )""",
     _passage_table_ddl("chunks", "chunk_id"),
@@ -145,6 +182,7 @@ _INDEX_DDL: tuple[str, ...] = (
     "CREATE INDEX IF NOT EXISTS facets_lookup ON facets (field, value, chunk_row)",
     "CREATE INDEX IF NOT EXISTS parents_parent_id ON parents (parent_id, active)",
     "CREATE INDEX IF NOT EXISTS parents_active ON parents (active, doc_id, version, position)",
+    "CREATE INDEX IF NOT EXISTS doc_versions_generation ON doc_versions (generation)",
 )
 
 # Columns added after a table first appeared, with a declaration valid for ``ALTER TABLE … ADD COLUMN`` (a NOT
@@ -152,6 +190,9 @@ _INDEX_DDL: tuple[str, ...] = (
 _ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("chunks", "sensitivity", "TEXT"),
     ("chunks", "valid_as_of", "TEXT NOT NULL DEFAULT ''"),
+    ("doc_versions", "writer", "TEXT"),
+    ("doc_versions", "owner", "TEXT"),
+    ("doc_versions", "generation", "INTEGER"),
 )
 
 _CHUNK_COLUMNS = (
@@ -467,6 +508,24 @@ def _where(conditions: list[str]) -> str:
     return " WHERE " + " AND ".join(conditions) if conditions else ""
 
 
+def _owner_after(owner: str | None, writer: str) -> str:
+    """The owner of a document after ``writer`` wrote a version of it (``owner``: its owner before, ``None`` for a
+    document that is new or was retracted): the creator, taken over by ingest when ingest writes."""
+    if owner is None or writer == INGEST_WRITER:
+        return writer
+    return owner
+
+
+class VersionWritten(NamedTuple):
+    """One document version as the change feed (:meth:`ChunkStore.versions_since`) lists it."""
+
+    generation: int  # the chunk-store generation its transaction made
+    doc_id: str
+    version: int
+    writer: str | None  # who wrote it (``None``: written before schema 4)
+    retracted: bool
+
+
 def _check_parent_links(doc_id: str, prepared: Sequence[_Prepared], parent_ids: set[str]) -> None:
     """``ValueError`` naming the first chunk whose ``parent_id`` is set but not among ``parent_ids``."""
     for chunk_id, *_, md, _json in prepared:
@@ -685,6 +744,8 @@ class ChunkStore(SQLiteFile, _VersionedChunkStore):
             cur.execute(ddl)
         if from_version < 2:
             self._backfill_v2(cur)
+        if from_version < 4:
+            self._backfill_v4(cur)
         cur.execute("INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)", ("generation", "0"))
         cur.execute(
             "INSERT INTO meta (key, value) VALUES (?, ?) "
@@ -739,6 +800,38 @@ class ChunkStore(SQLiteFile, _VersionedChunkStore):
                 )
 
     @staticmethod
+    def _backfill_v4(cur: sqlite3.Cursor) -> None:
+        """Attribute every version written before schema 4 (``writer`` and ``owner``; ``generation`` stays
+        ``NULL``): a version with a chunk carrying :data:`VECTORSTORE_RECORD_KEY` was written by the vector store,
+        any other by ingest (a retraction: by whoever owned the document); owners follow the rule of
+        :meth:`ChunkStore.replace_doc_chunks` along each document's history."""
+        marked = {
+            (str(d), int(v)) for d, v in cur.execute(
+                "SELECT DISTINCT doc_id, version FROM chunks WHERE instr(metadata_json, ?) > 0",
+                (json.dumps(VECTORSTORE_RECORD_KEY),),
+            )
+        }
+        rows = cur.execute(
+            "SELECT doc_id, version, retracted FROM doc_versions WHERE writer IS NULL ORDER BY doc_id, version"
+        ).fetchall()
+        updates: list[tuple[str, str, str, int]] = []
+        owner: str | None = None
+        live = False
+        last_doc: str | None = None
+        for doc_id, version, retracted in rows:
+            if doc_id != last_doc:
+                last_doc, owner, live = doc_id, None, False
+            if retracted:
+                writer = owner or INGEST_WRITER
+                live = False
+            else:
+                writer = VECTORSTORE_WRITER if (doc_id, int(version)) in marked else INGEST_WRITER
+                owner = _owner_after(owner if live else None, writer)
+                live = True
+            updates.append((writer, owner or writer, doc_id, int(version)))
+        cur.executemany("UPDATE doc_versions SET writer = ?, owner = ? WHERE doc_id = ? AND version = ?", updates)
+
+    @staticmethod
     def _bump_generation(cur: sqlite3.Cursor) -> None:
         cur.execute(
             "UPDATE meta SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT) WHERE key = ?", ("generation",)
@@ -752,6 +845,7 @@ class ChunkStore(SQLiteFile, _VersionedChunkStore):
         valid_as_of: str | _dt.date = "",
         *,
         parents: Iterable[Document] | None = None,
+        writer: str = INGEST_WRITER,
     ) -> int:
         """Make ``chunks`` the current version of document ``doc_id``, atomically.
 
@@ -779,6 +873,10 @@ class ChunkStore(SQLiteFile, _VersionedChunkStore):
                 ``parent_id`` (else ``chunk_id``, else ``Document.id``) and the lineage keys of a chunk.  They are
                 written, deactivated and compared (the content hash covers them) together with the chunks, in
                 the same transaction; every chunk's ``parent_id``, when set, must name one of them.
+            writer: who writes this version (default :data:`INGEST_WRITER`; the vector store passes
+                :data:`VECTORSTORE_WRITER`), recorded with it.  The document's owner is the writer that created it
+                (wrote its first version, or the first after a retraction), and becomes ``ingest`` once ``ingest``
+                writes a version; a no-op write changes neither.
 
         Returns:
             The document's version after the call (unchanged for a no-op; ``0`` when retracting an unknown
@@ -788,7 +886,7 @@ class ChunkStore(SQLiteFile, _VersionedChunkStore):
             TypeError: ``doc_id`` is not a str, a chunk is not a ``Document``, ``valid_as_of`` is not a
                 str/date, or a metadata value is not JSON-serialisable (the message names the chunk_id and
                 key).
-            ValueError: ``doc_id`` is empty; a chunk has no chunk_id; a chunk's ``metadata["doc_id"]`` differs
+            ValueError: ``doc_id`` is empty or ``writer`` is not a non-empty string; a chunk has no chunk_id; a chunk's ``metadata["doc_id"]`` differs
                 from ``doc_id``; a chunk_id repeats within the call or belongs to an active chunk of another
                 document; ``start_index``/``end_index`` are not ints; parents without chunks, or a chunk whose
                 ``parent_id`` is not among ``parents``.  The message names the chunk_id.
@@ -796,6 +894,8 @@ class ChunkStore(SQLiteFile, _VersionedChunkStore):
                 obtained within ``busy_timeout``).
         """
         valid_as_of = _check_write_args(doc_id, valid_as_of)
+        if not isinstance(writer, str) or not writer:
+            raise ValueError(f"writer must be a non-empty string, got {writer!r}")
         self._require_writable()
         prepared = self._prepare(doc_id, list(chunks))
         prepared_parents = self._prepare(doc_id, list(parents or ()), what="parents", id_key="parent_id")
@@ -819,17 +919,32 @@ class ChunkStore(SQLiteFile, _VersionedChunkStore):
                 self._check_chunk_ids_free(cur, doc_id, [p[0] for p in prepared_parents], table="parents")
             new_version = current + 1
             now = _utc_now_iso()
+            owner = self._owner_of_next(cur, doc_id, writer, retracting=not prepared)
+            generation = int(cur.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0]) + 1
             cur.execute("UPDATE chunks SET active = 0 WHERE doc_id = ? AND active = 1", (doc_id,))
             cur.execute("UPDATE parents SET active = 0 WHERE doc_id = ? AND active = 1", (doc_id,))
             cur.execute(
                 "INSERT INTO doc_versions (doc_id, version, content_hash, n_chunks, valid_as_of, "
-                "ingested_at, retracted) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (doc_id, new_version, digest, len(prepared), valid_as_of, now, 0 if prepared else 1),
+                "ingested_at, retracted, writer, owner, generation) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (doc_id, new_version, digest, len(prepared), valid_as_of, now, 0 if prepared else 1, writer, owner,
+                 generation),
             )
             self._insert_rows(cur, "chunks", doc_id, new_version, prepared, valid_as_of, now)
             self._insert_rows(cur, "parents", doc_id, new_version, prepared_parents, valid_as_of, now)
             self._bump_generation(cur)
             return new_version
+
+    @staticmethod
+    def _owner_of_next(cur: sqlite3.Cursor, doc_id: str, writer: str, *, retracting: bool) -> str:
+        """The owner of the version ``writer`` writes now (in the open write transaction): see
+        :meth:`replace_doc_chunks` (a retraction keeps the owner the document had)."""
+        row = cur.execute(
+            "SELECT owner, retracted FROM doc_versions WHERE doc_id = ? ORDER BY version DESC LIMIT 1", (doc_id,)
+        ).fetchone()
+        live_owner = None if row is None or row[1] or row[0] is None else str(row[0])
+        if retracting:
+            return live_owner or writer
+        return _owner_after(live_owner, writer)
 
     @staticmethod
     def _prepare(
@@ -1106,22 +1221,78 @@ class ChunkStore(SQLiteFile, _VersionedChunkStore):
                 (_CHUNKER_KEY, value),
             )
 
-    def doc_ids(self, *, include_retracted: bool = False) -> list[str]:
+    def doc_ids(self, *, include_retracted: bool = False, owner: str | None = None) -> list[str]:
         """Sorted ids of the documents in the store.
 
         Args:
             include_retracted: also list documents whose current version is a retraction.
+            owner: only the documents this writer owns (see :meth:`replace_doc_chunks`), e.g.
+                :data:`INGEST_WRITER`: what ``ingest`` may retract.  Default ``None``: every writer's.  In a
+                schema-3 file opened read-only (no owners recorded yet) every document counts as ingest's.
 
         Raises:
             StoreError: the store is closed or SQLite fails.
         """
+        where = ""
+        params: list[Any] = [1 if include_retracted else 0]
+        if owner is not None:
+            if not self._has_change_feed():
+                if owner != INGEST_WRITER:
+                    return []
+            else:
+                where = " AND d.owner = ?"
+                params.append(owner)
         sql = (
             "SELECT d.doc_id FROM doc_versions AS d "
             "WHERE d.version = (SELECT MAX(version) FROM doc_versions WHERE doc_id = d.doc_id) "
-            "AND (? OR d.retracted = 0) ORDER BY d.doc_id"
+            f"AND (? OR d.retracted = 0){where} ORDER BY d.doc_id"
         )
         with self._lock, self._sql_errors():
-            return [r[0] for r in self._connection().execute(sql, (1 if include_retracted else 0,))]
+            return [r[0] for r in self._connection().execute(sql, params)]
+
+    def _has_change_feed(self) -> bool:
+        """Whether ``doc_versions`` has the schema-4 columns (a schema-3 file opened read-only has not)."""
+        with self._lock, self._sql_errors():
+            columns = {r[1] for r in self._connection().execute("PRAGMA table_info(doc_versions)")}
+        return "generation" in columns
+
+    def versions_since(self, generation: int) -> list[VersionWritten] | None:
+        """The change feed: every document version written after chunk-store generation ``generation``, in the
+        order they were written (one indexed range read; what a derived index kept in memory re-reads instead of
+        the whole store).  ``None`` when the store keeps no feed (a schema-3 file opened read-only).  Versions
+        written before schema 4 have no generation and are never listed.
+
+        Raises:
+            StoreError: the store is closed or SQLite fails.
+        """
+        if not self._has_change_feed():
+            return None
+        sql = (
+            "SELECT generation, doc_id, version, writer, retracted FROM doc_versions WHERE generation > ? "
+            "ORDER BY generation"
+        )
+        with self._lock, self._sql_errors():
+            rows = self._connection().execute(sql, (int(generation),)).fetchall()
+        return [VersionWritten(int(g), str(d), int(v), None if w is None else str(w), bool(r)) for g, d, v, w, r in rows]
+
+    def history_mark(self, generation: int) -> tuple[int, str, int, str] | None:
+        """``(generation, doc_id, version, ingested_at)`` of the newest document version written at or before
+        ``generation`` (``None``: none recorded one): what a follower of the change feed compares to tell the store
+        it read from a copy of it that was written differently since (a fork with the same store id copied over it:
+        another version at that generation) — then :meth:`versions_since` does not describe the difference.
+
+        Raises:
+            StoreError: the store is closed or SQLite fails.
+        """
+        if not self._has_change_feed():
+            return None
+        sql = (
+            "SELECT generation, doc_id, version, ingested_at FROM doc_versions WHERE generation <= ? "
+            "ORDER BY generation DESC LIMIT 1"
+        )
+        with self._lock, self._sql_errors():
+            row = self._connection().execute(sql, (int(generation),)).fetchone()
+        return None if row is None else (int(row[0]), str(row[1]), int(row[2]), str(row[3]))
 
     def current_version(self, doc_id: str) -> int | None:
         """The newest version number of ``doc_id`` (a retraction counts as a version), or ``None`` if unknown.

@@ -128,21 +128,22 @@ class EmbeddingCache(SQLiteFile):
         """
         if not isinstance(model_key, str):
             raise TypeError(f"model_key must be a str, got {model_key!r}")
-        wanted = list(dict.fromkeys((str(c), str(h)) for c, h in keys))
+        wanted = set((str(c), str(h)) for c, h in keys)
+        chunk_ids = list(dict.fromkeys(c for c, _ in wanted))
         out: dict[tuple[str, str], np.ndarray] = {}
         with self._lock, self._sql_errors():
             conn = self._connection()
-            for start in range(0, len(wanted), _SQL_PAIRS_PER_QUERY):
-                part = wanted[start : start + _SQL_PAIRS_PER_QUERY]
-                values = ", ".join(["(?, ?)"] * len(part))
-                params: list[str] = [model_key]
-                for cid, h in part:
-                    params.extend((cid, h))
+            # by (model_key, chunk_id), a prefix of the primary key: SQLite searches a row-value IN list by
+            # model_key alone, reading every vector of the model (O(cache) per call, ~0.4 s at 100,000 vectors)
+            for start in range(0, len(chunk_ids), _SQL_PAIRS_PER_QUERY):
+                part = chunk_ids[start : start + _SQL_PAIRS_PER_QUERY]
                 sql = (
                     "SELECT chunk_id, content_hash, dim, vector FROM embeddings "
-                    f"WHERE model_key = ? AND (chunk_id, content_hash) IN (VALUES {values})"
+                    f"WHERE model_key = ? AND chunk_id IN ({', '.join('?' * len(part))})"
                 )
-                for cid, h, dim, blob in conn.execute(sql, params):
+                for cid, h, dim, blob in conn.execute(sql, [model_key, *part]):
+                    if (cid, h) not in wanted:
+                        continue  # another text of the chunk
                     if not isinstance(blob, bytes) or not isinstance(dim, int) or dim < 1 or len(blob) != 4 * dim:
                         raise StoreError(
                             f"corrupt cached vector for chunk {cid!r} (model {model_key!r}): "

@@ -1,0 +1,149 @@
+"""Issue 27 §2: ``ragspine ingest`` and ``RagSpineVectorStore`` writing one store directory each own their documents.
+
+Before: after a vector-store write every ``open_retriever`` warned "run ``ragspine ingest`` again", and following
+that advice retracted every document the vector store had added (ingest retracted whatever its corpus lacked).  Now
+every document version records its writer and the document its owner (``chunk_store.py``, schema 4): ingest
+retracts only the documents it owns that left the corpus, the vector store's ``delete`` only the ids it is given, and
+the warnings say what is stale — the saved index lags the chunk store, by whose writes — with advice that loses
+nothing.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import warnings
+from pathlib import Path
+
+import pytest
+from langchain_core.documents import Document
+
+from langchain_ragspine.backends.directory.chunk_store import INGEST_WRITER, VECTORSTORE_WRITER, ChunkStore
+from langchain_ragspine.embeddings import HashingEmbeddings
+from langchain_ragspine.errors import StaleIndexWarning
+from langchain_ragspine.indexing import CHUNKS_DB, ingest, open_retriever, search
+from langchain_ragspine.vectorstores import RagSpineVectorStore
+
+EMB = HashingEmbeddings(64)
+FILES = {
+    "tsuyu": "# 梅雨\n\n梅雨は六月から七月にかけて続く雨の季節である。",
+    "pekin": "# 北京\n\n北京是中国的首都。",
+    "store": "# Store\n\nThe chunk store keeps every version of a document.",
+}
+NOTE = "梅雨前線の観測メモ NOTE27 falcon"
+
+
+def _corpus(root: Path) -> Path:
+    corpus = root / "corpus"
+    corpus.mkdir()
+    for name, text in FILES.items():
+        (corpus / f"{name}.md").write_text(text + "\n", "utf-8")
+    return corpus
+
+
+def _ids(store: Path) -> set[str]:
+    with ChunkStore(store / CHUNKS_DB, read_only=True) as chunks:
+        return set(chunks.doc_ids())
+
+
+def _open(store: Path) -> tuple[object, list[str]]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        retriever = open_retriever(store, mode="hybrid", embedding=EMB, k=10)
+    return retriever, [str(w.message) for w in caught if issubclass(w.category, StaleIndexWarning)]
+
+
+def test_regression_ingest_and_the_vector_store_keep_each_others_documents(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    corpus = _corpus(tmp_path)
+    ingest(corpus, store, embedding=EMB, progress=False)
+    vs = RagSpineVectorStore(store, EMB)
+    vs.add_texts([NOTE, "北京の天気メモ"], [{"kind": "note"}, {"kind": "note"}], ids=["note-1", "note-2"])
+
+    retriever, stale = _open(store)  # sees both, and says only what is true
+    found = {d.metadata["doc_id"] for d in search(retriever, "梅雨 NOTE27 北京", k=10)}
+    assert {"tsuyu", "note-1"} <= found
+    assert stale, "the saved indexes do lag the chunk store: a warning says so"
+    for message in stale:
+        assert "run `ragspine ingest` again" not in message or "kept" in message, message
+        assert "vector store" in message and "interrupted" not in message, message
+
+    summary = ingest(corpus, store, embedding=EMB, progress=False)  # the advice: loses nothing
+    assert summary.retracted == 0 and {"note-1", "note-2"} <= _ids(store)
+    assert any("written by other writers" in n for n in summary.notes)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", StaleIndexWarning)  # the advice fixed what was stale
+        retriever = open_retriever(store, mode="hybrid", embedding=EMB, k=10)
+    assert "note-1" in {d.metadata["doc_id"] for d in search(retriever, "NOTE27", k=3)}
+
+    (corpus / "pekin.md").unlink()
+    summary = ingest(corpus, store, embedding=EMB, progress=False)
+    assert summary.retracted == 1
+    assert _ids(store) == {"tsuyu", "store", "note-1", "note-2"}
+
+    vs.delete(["note-2"])  # the vector store deletes what it is asked, nothing of ingest's
+    assert _ids(store) == {"tsuyu", "store", "note-1"}
+    assert [d.id for d in vs.similarity_search("NOTE27", k=1)] == ["note-1"]
+    vs.close()
+
+
+def test_ingest_of_an_empty_corpus_into_a_store_of_vector_store_documents_needs_no_allow_empty(tmp_path: Path) -> None:
+    """The refusal to empty a store counts the documents ingest would retract: its own, not the vector store's."""
+    store = tmp_path / "store"
+    vs = RagSpineVectorStore(store, EMB)
+    vs.add_texts([NOTE], ids=["note-1"])
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    summary = ingest(empty, store, embedding=EMB, progress=False)
+    assert summary.retracted == 0 and _ids(store) == {"note-1"}
+    vs.close()
+
+
+def test_ownership_follows_the_writer_that_created_the_document_and_ingest_takes_over(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    corpus = _corpus(tmp_path)
+    ingest(corpus, store, embedding=EMB, progress=False)
+    vs = RagSpineVectorStore(store, EMB)
+    # a chunk added to an ingested document: the document stays ingest's (its file's)
+    vs.add_documents([Document(page_content="追記：梅雨明けは七月。", metadata={"doc_id": "tsuyu"}, id="tsuyu#9")])
+    # a document the vector store created, then written by an ingest from a file of the same doc_id: ingest's now
+    vs.add_texts(["旧メモ"], [{"doc_id": "memo"}], ids=["memo#0"])
+    (corpus / "memo.md").write_text("# Memo\n\nメモの本文。\n", "utf-8")
+    ingest(corpus, store, embedding=EMB, progress=False)
+    con = sqlite3.connect(store / CHUNKS_DB)
+    owners = dict(con.execute(
+        "SELECT doc_id, owner FROM doc_versions d WHERE version = (SELECT MAX(version) FROM doc_versions "
+        "WHERE doc_id = d.doc_id)"))
+    writers = {(d, v): w for d, v, w in con.execute("SELECT doc_id, version, writer FROM doc_versions")}
+    con.close()
+    assert owners["tsuyu"] == owners["memo"] == INGEST_WRITER
+    assert writers[("tsuyu", 2)] == VECTORSTORE_WRITER and writers[("memo", 1)] == VECTORSTORE_WRITER
+    (corpus / "tsuyu.md").unlink()
+    (corpus / "memo.md").unlink()
+    summary = ingest(corpus, store, embedding=EMB, progress=False)
+    assert summary.retracted == 2 and _ids(store) == {"pekin", "store"}
+    vs.close()
+
+
+def test_a_schema_3_store_attributes_the_vector_stores_old_versions(tmp_path: Path) -> None:
+    """A store written before writers were recorded: the migration gives the vector store the versions whose chunks
+    carry its record marker, so the next ingest keeps them."""
+    store = tmp_path / "store"
+    corpus = _corpus(tmp_path)
+    ingest(corpus, store, embedding=EMB, progress=False)
+    vs = RagSpineVectorStore(store, EMB)
+    vs.add_texts([NOTE], ids=["note-1"])
+    vs.close()
+    con = sqlite3.connect(store / CHUNKS_DB)
+    con.execute("UPDATE doc_versions SET writer = NULL, owner = NULL, generation = NULL")
+    con.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+    con.commit()
+    con.close()
+    summary = ingest(corpus, store, embedding=EMB, progress=False)
+    assert summary.retracted == 0 and "note-1" in _ids(store)
+
+
+@pytest.mark.parametrize("writer", ["", None])
+def test_a_writer_name_must_be_a_non_empty_string(tmp_path: Path, writer: object) -> None:
+    with ChunkStore(tmp_path / "c.sqlite") as chunks, pytest.raises(ValueError, match="writer must be"):
+        chunks.replace_doc_chunks("d", [Document(page_content="x", metadata={"doc_id": "d", "chunk_id": "d#0"})],
+                                  writer=writer)  # type: ignore[arg-type]
