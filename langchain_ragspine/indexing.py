@@ -38,7 +38,6 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_ragspine._stacklevel import user_stacklevel
 from langchain_ragspine.arguments import check_k
 from langchain_ragspine.backends.directory import bm25_parallel
-from langchain_ragspine.backends.directory._regular import check_regular
 from langchain_ragspine.backends.directory.bm25_index import SAVE_LAYOUT as BM25_LAYOUT
 from langchain_ragspine.backends.directory.chunk_store import (
     INGEST_WRITER,
@@ -49,6 +48,7 @@ from langchain_ragspine.backends.directory.embedding_cache import EmbeddingCache
 from langchain_ragspine.backends.directory.files import RETRIEVER_CONFIG, discard_unsaved
 from langchain_ragspine.backends.directory.index_state import INDEX_STATE, read_index_state, write_index_state
 from langchain_ragspine.backends.directory.lock import LOCK_FILE, check_lock_timeout, writer_lock, writer_pid
+from langchain_ragspine.backends.directory.regular_files import check_regular
 from langchain_ragspine.backends.postgres.chunk_store import is_postgres_url, redact_url
 from langchain_ragspine.config import (
     DEFAULT_K,
