@@ -39,6 +39,7 @@ __all__ = [
     "check_score_threshold",
     "chunk_key",
     "content_chunk_id",
+    "check_documents",
     "copy_metadata",
     "dedupe",
     "dedupe_by",
@@ -458,3 +459,29 @@ def top_rows(scores: np.ndarray, ok: np.ndarray, k: int, tie_rank: np.ndarray) -
         cand, cs = cand[keep], cs[keep]
     order = np.lexsort((tie_rank[cand], -cs))[:k]
     return [(int(cand[i]), float(cs[i])) for i in order]
+
+
+def check_documents(value: Any, owner: str) -> list[Document]:
+    """``value`` as a list of ``Document`` objects — what a compressor, a transformer or ``add_documents`` takes —
+    else a one-line ``TypeError`` naming ``owner`` (the method, e.g. ``"MMRCompressor.compress_documents"``) and
+    what was given: a string, a single ``Document``, a mapping, ``None`` or an item that is not a ``Document``
+    (which would otherwise be iterated character by character or field by field).
+
+    Example:
+        >>> check_documents([Document(page_content="梅雨")], "f")[0].page_content
+        '梅雨'
+        >>> check_documents("text", "f")
+        Traceback (most recent call last):
+        ...
+        TypeError: f takes a list of Documents (a retriever's output), got str
+
+    Raises:
+        TypeError: as above.
+    """
+    if isinstance(value, (str, bytes, Document)) or not isinstance(value, Sequence):
+        raise TypeError(f"{owner} takes a list of Documents (a retriever's output), got {type(value).__name__}")
+    docs = list(value)
+    for i, doc in enumerate(docs):
+        if not isinstance(doc, Document):
+            raise TypeError(f"{owner} takes a list of Documents; item {i} is a {type(doc).__name__}")
+    return docs
