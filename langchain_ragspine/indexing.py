@@ -38,7 +38,6 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_ragspine._stacklevel import user_stacklevel
 from langchain_ragspine.arguments import check_k
 from langchain_ragspine.backends.directory import bm25_parallel
-from langchain_ragspine.backends.directory._regular import check_regular
 from langchain_ragspine.backends.directory.bm25_index import SAVE_LAYOUT as BM25_LAYOUT
 from langchain_ragspine.backends.directory.chunk_store import (
     INGEST_WRITER,
@@ -49,6 +48,7 @@ from langchain_ragspine.backends.directory.embedding_cache import EmbeddingCache
 from langchain_ragspine.backends.directory.files import RETRIEVER_CONFIG, discard_unsaved
 from langchain_ragspine.backends.directory.index_state import INDEX_STATE, read_index_state, write_index_state
 from langchain_ragspine.backends.directory.lock import LOCK_FILE, check_lock_timeout, writer_lock, writer_pid
+from langchain_ragspine.backends.directory.regular_files import check_regular
 from langchain_ragspine.backends.postgres.chunk_store import is_postgres_url, redact_url
 from langchain_ragspine.config import (
     DEFAULT_K,
@@ -509,6 +509,21 @@ def _rewrite_advice(root: Path) -> str:
 _WRITER_NAMES = {"ingest": "ingest", "vectorstore": "the vector store (RagSpineVectorStore)"}
 
 
+def _written_since(store: ChunkStore, generation: int) -> str:
+    """``"; written since by the vector store (RagSpineVectorStore): 2 documents, by ingest: 1 document"`` — who
+    wrote how many documents after ``generation`` (the chunk store's change feed), ``""`` when it lists none."""
+    by_writer: dict[str, set[str]] = {}
+    for v in store.versions_since(generation) or []:
+        by_writer.setdefault(v.writer or "an unrecorded writer", set()).add(v.doc_id)
+    if not by_writer:
+        return ""
+    written = ", ".join(
+        f"by {_WRITER_NAMES.get(w, w)}: {len(docs)} document{'' if len(docs) == 1 else 's'}"
+        for w, docs in sorted(by_writer.items())
+    )
+    return f"; written since {written}"
+
+
 def _lag(saved_generation: Any, store: ChunkStore) -> str:
     """Why a saved index does not match the chunk store, as precisely as the store can say: the generation it was
     built from, the store's, and who wrote how many documents since (the chunk store's change feed)."""
@@ -517,17 +532,16 @@ def _lag(saved_generation: Any, store: ChunkStore) -> str:
         return f"it is older than the chunk store: it records no generation, and the store is at generation {now}"
     head = (f"it is older than the chunk store: built from its generation {saved_generation}, and the store is at "
             f"generation {now}")
-    versions = store.versions_since(saved_generation) or []
-    by_writer: dict[str, set[str]] = {}
-    for v in versions:
-        by_writer.setdefault(v.writer or "an unrecorded writer", set()).add(v.doc_id)
-    if not by_writer:
-        return head
-    written = ", ".join(
-        f"by {_WRITER_NAMES.get(w, w)}: {len(docs)} document{'' if len(docs) == 1 else 's'}"
-        for w, docs in sorted(by_writer.items())
-    )
-    return f"{head}; written since {written}"
+    return head + _written_since(store, saved_generation)
+
+
+def _never_indexed(root: Path, store: ChunkStore, index: str) -> str:
+    """The warning for a store no ``ragspine ingest`` has indexed (no ``index.json``: written by the vector store
+    only): nothing saved is stale, the ``index`` is built in memory, and how to save one."""
+    return (f"{root}: no saved {index} (no `ragspine ingest` has indexed this store{_written_since(store, 0)}); "
+            "built in memory from the chunk store, so this search sees every document — to save one, run "
+            f"`ragspine ingest FOLDER --store {root} --keep-missing` (FOLDER may be an empty folder: it indexes what "
+            "the store holds and retracts nothing)")
 
 
 def _dense_from_store(
@@ -1129,6 +1143,9 @@ def _open_bm25(
             return retriever
         if damaged is not None:
             why = f"{why}; and {INDEX_STATE} is invalid, so it is rebuilt with the default tokenizer"
+    elif not state:
+        _warn_stale(_never_indexed(root, store, "BM25 index"))
+        return build_bm25(store, tokenizer="auto", k=k, header=None)
     else:
         why = _lag(state.get("generation"), store)
     _warn_stale(
@@ -1187,6 +1204,8 @@ def _open_dense(
             f"vector of {key} yet, so the vector channel searches the other {len(covered)} (from cached vectors) "
             "until it has finished"
         )
+    elif not state and damaged is None:
+        _warn_stale(_never_indexed(root, store, "vector index").replace("from the chunk store", "from cached vectors"))
     else:
         _warn_stale(
             f"{root / VECTOR_DIR}: saved vector index not used ({why}); rebuilt in memory from cached vectors, so "

@@ -34,6 +34,7 @@ from pydantic import ConfigDict
 
 from langchain_ragspine.arguments import OptionalPositiveIntField, PositiveIntField, check_int
 from langchain_ragspine.document_compressors._common import instance_of
+from langchain_ragspine.documents import check_documents
 from langchain_ragspine.retrievers.bm25 import with_scores
 from langchain_ragspine.sensitivity import drop_restricted, is_restricted
 from langchain_ragspine.text import normalize
@@ -283,7 +284,7 @@ class LLMListwiseReranker(BaseDocumentCompressor):
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
     ) -> Sequence[Document]:
         """The non-RESTRICTED ``documents`` in the model's order (first ``top_n``); see the class docstring."""
-        docs, prompt = self._prepare(documents, query)
+        docs, prompt = self._prepare(check_documents(documents, f"{type(self).__name__}.compress_documents"), query)
         if prompt is None:
             return self._finish(docs, None, None)
         return self._finish(docs, *self._ask(prompt, callbacks))
@@ -292,7 +293,7 @@ class LLMListwiseReranker(BaseDocumentCompressor):
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
     ) -> Sequence[Document]:
         """Async twin of :meth:`compress_documents` (awaits ``llm.ainvoke``)."""
-        docs, prompt = self._prepare(documents, query)
+        docs, prompt = self._prepare(check_documents(documents, f"{type(self).__name__}.compress_documents"), query)
         if prompt is None:
             return self._finish(docs, None, None)
         return self._finish(docs, *await self._aask(prompt, callbacks))

@@ -227,3 +227,27 @@ def test_a_writer_name_must_be_a_non_empty_string(backend: Backend, writer: obje
     backend.store.mkdir()
     with ChunkStore(backend.store / "c.sqlite") as chunks, pytest.raises(ValueError, match="writer must be"):
         chunks.replace_doc_chunks("d", [doc], writer=writer)  # type: ignore[arg-type]
+
+
+def test_a_store_only_the_vector_store_wrote_gets_advice_it_can_follow(tmp_path: Path) -> None:
+    # issue 27 trial F2: every search said "saved BM25 index not used (... records no generation) ... run `ragspine
+    # ingest` of the store's corpus again" for a store that has neither a saved index nor a corpus
+    store = tmp_path / "store"
+    vs = RagSpineVectorStore(store, HashingEmbeddings(64))
+    vs.add_texts(["パスワード再設定は情シスへ。", "経費精算は月末まで。"], ids=["n1", "n2"])
+    vs.close()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert [d.id for d in open_retriever(store).invoke("パスワード再設定")][:1] == ["n1"]
+    [message] = [str(w.message) for w in caught if issubclass(w.category, StaleIndexWarning)]
+    assert "no saved BM25 index (no `ragspine ingest` has indexed this store" in message
+    assert "by the vector store (RagSpineVectorStore): 2 documents" in message
+    assert "saved BM25 index not used" not in message and "corpus" not in message
+    assert f"ragspine ingest FOLDER --store {store} --keep-missing" in message
+    # the advice, followed with an empty folder: the index is saved, nothing retracted, no warning any more
+    (tmp_path / "empty").mkdir()
+    summary = ingest(tmp_path / "empty", store, mode="bm25", progress=False, retract_missing=False)
+    assert summary.retracted == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", StaleIndexWarning)
+        assert sorted(d.id for d in open_retriever(store).invoke("パスワード再設定 経費精算")) == ["n1", "n2"]

@@ -29,7 +29,7 @@ Design:
 * **Generation counter.**  ``meta.generation`` is bumped inside every transaction that writes; a derived index
   records the generation it was built from and rebuilds when :attr:`ChunkStore.generation` differs.
 * **Store id.**  ``meta.store_id`` is a random id (``uuid4().hex``) written when the store is created, so two
-  stores of the same generation are told apart (:mod:`langchain_ragspine.backends.directory._follow`: another
+  stores of the same generation are told apart (:mod:`langchain_ragspine.backends.directory.follow`: another
   store copied over this one in place, same file and generation).  A store created before it existed gets one at
   its next writable open (never at a read-only one); until then :attr:`ChunkStore.store_id` is ``None``.
 * **Writers and owners.**  Every document version records its ``writer`` (:data:`INGEST_WRITER` for ``ragspine
@@ -674,7 +674,7 @@ class ChunkStore(SQLiteFile, _VersionedChunkStore):
         read_only: open through a ``file:…?mode=ro`` URI; every write method raises :class:`StoreError`.
         busy_timeout: seconds a writer waits for another connection's write lock before failing (default 5.0).
         create: create the file when missing (default ``True``); ``False`` opens an existing file only (what a
-            writer that follows a replaced store uses, :mod:`langchain_ragspine.backends.directory._follow`).
+            writer that follows a replaced store uses, :mod:`langchain_ragspine.backends.directory.follow`).
 
     Raises:
         StoreError: ``read_only`` (or ``create=False``) and the file does not exist; the file is not a SQLite database or not a
@@ -1390,7 +1390,7 @@ class ChunkStore(SQLiteFile, _VersionedChunkStore):
 
     def follow_state(self) -> tuple[str | None, int]:
         """``(store_id, generation)`` read in one query: which store, at which generation
-        (:meth:`~langchain_ragspine.backends.directory._follow.FollowedChunkStore.state`).
+        (:meth:`~langchain_ragspine.backends.directory.follow.FollowedChunkStore.state`).
 
         Raises:
             StoreError: ``meta.generation`` is missing; SQLite fails.

@@ -19,7 +19,6 @@ share the table — which PostgreSQL then keeps up to date on every write.  Requ
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 from collections.abc import Sequence
 from typing import Any
@@ -67,15 +66,22 @@ _VECTOR_DDL = (
 )
 
 
-def _vector_schema_off_path(conn: Any) -> str | None:
-    """The schema holding the installed ``vector`` extension when it is not on the connection's ``search_path``
-    (then ``vector`` is an unknown type there: psycopg's ``type "vector" does not exist``), else ``None`` (not
-    installed, or reachable)."""
+def _vector_extension(conn: Any) -> tuple[str, bool] | None:
+    """``(schema, on the search_path)`` of the installed ``vector`` extension, or ``None`` when it is not
+    installed. A catalog query that cannot fail, so it is safe in or out of a transaction block (when the schema is
+    not on the ``search_path``, ``vector`` is an unknown type there: psycopg's ``type "vector" does not exist``)."""
     row = conn.execute(
         "SELECT n.nspname, n.nspname = ANY (current_schemas(true)) FROM pg_extension e "
         "JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'"
     ).fetchone()
-    return None if row is None or row[1] else str(row[0])
+    return None if row is None else (str(row[0]), bool(row[1]))
+
+
+def _vector_schema_off_path(conn: Any) -> str | None:
+    """The schema holding the installed ``vector`` extension when it is not on the connection's ``search_path``,
+    else ``None`` (not installed, or reachable)."""
+    found = _vector_extension(conn)
+    return None if found is None or found[1] else found[0]
 
 
 def _off_path_error(schema: str, where: str | None = None) -> StoreError:
@@ -102,18 +108,21 @@ def register_vector(conn: Any) -> None:
     _register = import_optional("pgvector.psycopg", hint).register_vector
     import psycopg
 
-    try:
-        _register(conn)
-    except psycopg.ProgrammingError as e:
-        with contextlib.suppress(psycopg.Error):
-            conn.rollback()  # the failed lookup aborted the transaction: ask where the extension is
-            schema = _vector_schema_off_path(conn)
-            if schema is not None:
-                raise _off_path_error(schema) from e
+    # Where the extension is, asked of the catalog before registering: a query that cannot fail, so it works in
+    # or out of a transaction block (a failed type lookup would abort the transaction, and rolling back to ask
+    # afterwards is not allowed inside ``with conn.transaction()``, the search path's case).
+    found = _vector_extension(conn)
+    if found is None:
         raise StoreError(
             "the pgvector extension is not installed in this database: run CREATE EXTENSION vector (or ingest "
             "once as a role allowed to)"
-        ) from e
+        )
+    if not found[1]:
+        raise _off_path_error(found[0])
+    try:
+        _register(conn)
+    except psycopg.ProgrammingError as e:
+        raise StoreError(f"registering pgvector's vector type on this connection failed: {e}") from e
 
 
 def ensure_vector_schema(db: PostgresConnection) -> None:
