@@ -586,12 +586,12 @@ def _refresh_dense(
 
 
 def _active_document_count(root: Path | str, *, owner: str | None = None) -> int:
-    """Active documents in the store at ``root`` (0 when there is none yet); with ``owner``, of a store directory
-    only those that writer owns."""
+    """Active documents in the store at ``root`` (0 when there is none yet); with ``owner``, only those that writer
+    owns."""
     if is_postgres_url(root):
         from langchain_ragspine.postgres import active_document_count
 
-        return active_document_count(str(root))
+        return active_document_count(str(root), owner=owner)
     root = Path(root)
     if not _has_chunk_store(root):
         return 0
@@ -647,7 +647,7 @@ class DocumentStore(Protocol):
 
     def replace_doc_chunks(self, doc_id: str, chunks: Any, valid_as_of: Any = "") -> int: ...
 
-    def doc_ids(self, *, include_retracted: bool = False) -> list[str]: ...
+    def doc_ids(self, *, include_retracted: bool = False, owner: str | None = None) -> list[str]: ...
 
 
 def write_documents(
@@ -699,13 +699,13 @@ def write_documents(
                     if doc_id not in seen:
                         store.replace_doc_chunks(doc_id, [])
                         summary.retracted += 1
-                if isinstance(store, ChunkStore):
-                    kept = [d for d in store.doc_ids() if d not in seen and d not in set(owned)]
-                    if kept:
-                        summary.notes.append(
-                            f"{len(kept)} document(s) written by other writers (the vector store) are not in these "
-                            "paths and were kept: ingest retracts only the documents it wrote"
-                        )
+                mine = set(owned)
+                kept = [d for d in store.doc_ids() if d not in seen and d not in mine]
+                if kept:
+                    summary.notes.append(
+                        f"{len(kept)} document(s) written by other writers (the vector store) are not in these "
+                        "paths and were kept: ingest retracts only the documents it wrote"
+                    )
                 if summary.retracted > 1 and 2 * summary.retracted > active_before:
                     summary.notes.append(
                         f"this run retracted {summary.retracted} of the store's {active_before} documents (those "
@@ -717,12 +717,9 @@ def write_documents(
 
 
 def _owned_doc_ids(store: DocumentStore) -> list[str]:
-    """The documents ingest may retract: those it owns (:meth:`ChunkStore.doc_ids` with ``owner=``; a document
-    another writer — the vector store — created and ingest never wrote is not), every active one in a store that
-    records no owners (PostgreSQL)."""
-    if isinstance(store, ChunkStore):
-        return store.doc_ids(owner=INGEST_WRITER)
-    return store.doc_ids()
+    """The documents ingest may retract: those it owns (``doc_ids`` with ``owner=``, in both backends; a document
+    another writer — the vector store — created and ingest never wrote is not)."""
+    return store.doc_ids(owner=INGEST_WRITER)
 
 
 def ingest(
@@ -753,11 +750,12 @@ def ingest(
             ``RAGSPINE_CHUNK_SIZE`` / ``RAGSPINE_CHUNK_OVERLAP``, else 480 / 80).
         tokenizer: BM25 tokenizer name (default ``RAGSPINE_TOKENIZER``, else ``"auto"``).
         on_error: ``"raise"`` (default) or ``"skip"`` bad files with a warning (counted in the summary).
-        retract_missing: retract stored documents that are not in this corpus (default ``True``) — of a store
-            directory, only the documents ingest owns: a document the vector store
-            (:class:`~langchain_ragspine.vectorstores.RagSpineVectorStore`) created and no ingest wrote is kept
-            (``notes`` counts them).  Retraction is skipped when any file failed to load, so a transient error never
-            retracts a good document.
+        retract_missing: retract stored documents that are not in this corpus (default ``True``) — only the
+            documents ingest owns: a document the vector store
+            (:class:`~langchain_ragspine.vectorstores.RagSpineVectorStore`, or
+            :class:`~langchain_ragspine.vectorstores.PostgresVectorStore` for a ``postgresql://`` store) created and
+            no ingest wrote is kept (``notes`` counts them).  Retraction is skipped when any file failed to load,
+            so a transient error never retracts a good document.
         progress: ``None`` (default) or ``True``: one progress bar per phase (load, chunk, embed, index) on a
             terminal or in Jupyter, else a start line and a line every ~10 s on stderr
             (:mod:`langchain_ragspine.progress`); ``False``: silent.
@@ -903,7 +901,7 @@ def _ingest(
     docs = list(progress_bar(loader.lazy_load(), desc="load", unit="doc", show=progress))
     active_before = _active_document_count(str(store_dir) if postgres else root)
     # what this run may retract: ingest's own documents (the vector store's are never retracted by an ingest)
-    owned_before = active_before if postgres else _active_document_count(root, owner=INGEST_WRITER)
+    owned_before = _active_document_count(str(store_dir) if postgres else root, owner=INGEST_WRITER)
     # a new store's BM25 index is built from exactly this run's chunks: tokenize them while chunking
     streaming = None if postgres or active_before else _StreamingPrefetch(docs, header, name, workers)
     split = []
@@ -932,7 +930,7 @@ def _ingest(
 
         ingest_postgres(
             str(store_dir).strip(), split, summary, tokenizer=name, embedding=emb, spec=spec,
-            retract_missing=retract_missing, active_before=active_before, progress=show,
+            retract_missing=retract_missing, active_before=owned_before, progress=show,
         )
         summary.seconds = time.perf_counter() - t0
         return summary

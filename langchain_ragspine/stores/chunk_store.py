@@ -11,7 +11,9 @@ from langchain_ragspine.backends.directory.chunk_store import (
     ChunkStore,
     StoredChunk,
     VersionWritten,
+    attribute_history,
     nan_field,
+    owner_of_next,
 )
 
 __all__ = [
@@ -23,5 +25,7 @@ __all__ = [
     "ChunkStore",
     "StoredChunk",
     "VersionWritten",
+    "attribute_history",
     "nan_field",
+    "owner_of_next",
 ]

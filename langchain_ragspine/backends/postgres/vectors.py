@@ -24,15 +24,25 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from langchain_core.documents import Document
 
 from langchain_ragspine._optional import import_optional
-from langchain_ragspine.backends.postgres.chunk_store import SEARCH, PostgresConnection
+from langchain_ragspine.backends.postgres.chunk_store import (
+    CHUNKS,
+    DOC_VERSIONS,
+    SEARCH,
+    PostgresChunkStore,
+    PostgresConnection,
+    chunk_columns,
+    row_to_stored,
+)
 from langchain_ragspine.embeddings.batching import l2_normalize
 from langchain_ragspine.errors import StoreError
 
 __all__ = [
     "EMBEDDINGS",
     "PostgresEmbeddingCache",
+    "chunks_without_vectors",
     "ensure_hnsw_index",
     "ensure_vector_schema",
     "has_hnsw_index",
@@ -252,6 +262,50 @@ def prune_vectors(db: PostgresConnection) -> int:
             "AND s.content_hash = e.content_hash)"
         )
         return int(cur.rowcount or 0)
+
+
+def chunks_without_vectors(
+    store: PostgresChunkStore,
+    model_key: str,
+    *,
+    skip_doc_ids: Sequence[str] = (),
+    skip_owner: str | None = None,
+) -> list[Document]:
+    """The searchable chunks with visible text that have no vector of ``model_key`` (what the dense channel of
+    that model would never find), as ``Document``\\ s in store order — one anti-join of the search table with the
+    vectors, so nothing is read for chunks that have one.  ``ingest`` embeds them with a new model: the chunks of
+    the documents it keeps without writing them.
+
+    Args:
+        store: a writable (current-schema) store.
+        model_key: the model (:func:`~langchain_ragspine.embeddings.cache.model_key_for`).
+        skip_doc_ids: documents left out (those the caller writes itself).
+        skip_owner: leave out the documents this writer owns, too (those an ingest is about to retract).
+
+    Raises:
+        StoreError: the query fails.
+    """
+    where = ["s.has_text", "NOT (c.doc_id = ANY(%s))"]
+    params: list[Any] = [list(skip_doc_ids)]
+    if skip_owner is not None:
+        where.append(
+            f"NOT EXISTS (SELECT 1 FROM {DOC_VERSIONS} d WHERE d.doc_id = c.doc_id AND d.version = c.version "
+            "AND d.owner = %s)"
+        )
+        params.append(skip_owner)
+    with store.db.connection() as conn:
+        if conn.execute("SELECT to_regclass(%s)", (EMBEDDINGS,)).fetchone()[0] is not None:
+            where.append(
+                f"NOT EXISTS (SELECT 1 FROM {EMBEDDINGS} e WHERE e.model_key = %s AND e.chunk_id = s.chunk_id AND "
+                "e.content_hash = s.content_hash)"
+            )
+            params.append(model_key)
+        rows = conn.execute(
+            f"SELECT {chunk_columns('c')} FROM {SEARCH} s JOIN {CHUNKS} c ON c.id = s.chunk_row WHERE "
+            + " AND ".join(where) + ' ORDER BY c.doc_id COLLATE "C", c.position',
+            params,
+        ).fetchall()
+    return [row_to_stored(r, path=store.path).to_document() for r in rows]
 
 
 def vector_count(db: PostgresConnection, model_key: str) -> int:
