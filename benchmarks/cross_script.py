@@ -44,12 +44,11 @@ from langchain_ragspine.evaluation import evaluate, load_dataset
 from langchain_ragspine.evaluation.datasets import QADataset
 from langchain_ragspine.retrievers import BM25Retriever
 from langchain_ragspine.text import normalize
+from langchain_ragspine.text.chinese import fold_table, fold_to_simplified
 from langchain_ragspine.text_splitters import ParagraphTextSplitter
 from langchain_ragspine.tokenizers import (
     Tokenizer,
-    _fold_table,
     auto_nofold_tokenize,
-    fold_to_simplified,
     get_tokenizer,
 )
 
@@ -169,8 +168,8 @@ def _best_rate(fn: Callable[[str], object], texts: Sequence[str], rounds: int) -
 
 def speed(tokenizers: Sequence[str], n_chunks: int, rounds: int) -> str:
     t0 = time.perf_counter()
-    _fold_table.cache_clear()
-    _fold_table()
+    fold_table.cache_clear()
+    fold_table()
     build_ms = (time.perf_counter() - t0) * 1000
     cmrc = load_dataset(DATA / "cmrc2018-dev")
     jsquad = load_dataset(DATA / "jsquad-valid")

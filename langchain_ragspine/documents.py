@@ -27,6 +27,7 @@ import warnings
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
+import numpy as np
 from langchain_core.documents import Document
 
 from langchain_ragspine.arguments import check_k
@@ -38,6 +39,7 @@ __all__ = [
     "check_score_threshold",
     "chunk_key",
     "content_chunk_id",
+    "check_documents",
     "copy_metadata",
     "dedupe",
     "dedupe_by",
@@ -46,6 +48,7 @@ __all__ = [
     "score_of",
     "scored_at_least",
     "top_k",
+    "top_rows",
     "with_identities",
     "with_scores",
 ]
@@ -428,3 +431,57 @@ def has_visible_text(doc: Document) -> bool:
         (False, True)
     """
     return bool(_VISIBLE_RE.search(doc.page_content))
+
+
+def top_rows(scores: np.ndarray, ok: np.ndarray, k: int, tie_rank: np.ndarray) -> list[tuple[int, float]]:
+    """The ``k`` best ``(row, score)`` among the rows where ``ok`` is true, best first, ties by ``tie_rank`` (lower
+    first; e.g. each row's rank by ``chunk_id``): every tie at the ``k``-th score is considered, so which rows win
+    a tie never depends on the order of the rows.  ``O(n + m log m)`` for ``n`` rows and ``m`` candidates at or
+    above the ``k``-th score (:func:`numpy.partition`, then a sort of those).
+
+    Args:
+        scores: shape ``(n,)``, any real dtype.
+        ok: bool, shape ``(n,)``: the rows that may be returned.
+        k: how many at most (``>= 1``).
+        tie_rank: shape ``(n,)``: the order among equal scores.
+
+    Example:
+        >>> top_rows(np.array([0.5, 2.0, 0.5, 1.0]), np.array([True, True, True, False]), 2, np.array([3, 0, 1, 2]))
+        [(1, 2.0), (2, 0.5)]
+    """
+    cand = np.flatnonzero(ok)
+    if cand.size == 0:
+        return []
+    cs = scores[cand]
+    if cand.size > k:
+        kth = np.partition(cs, cand.size - k)[cand.size - k]
+        keep = cs >= kth  # keep every tie at the boundary, then break ties by tie_rank
+        cand, cs = cand[keep], cs[keep]
+    order = np.lexsort((tie_rank[cand], -cs))[:k]
+    return [(int(cand[i]), float(cs[i])) for i in order]
+
+
+def check_documents(value: Any, owner: str) -> list[Document]:
+    """``value`` as a list of ``Document`` objects — what a compressor, a transformer or ``add_documents`` takes —
+    else a one-line ``TypeError`` naming ``owner`` (the method, e.g. ``"MMRCompressor.compress_documents"``) and
+    what was given: a string, a single ``Document``, a mapping, ``None`` or an item that is not a ``Document``
+    (which would otherwise be iterated character by character or field by field).
+
+    Example:
+        >>> check_documents([Document(page_content="梅雨")], "f")[0].page_content
+        '梅雨'
+        >>> check_documents("text", "f")
+        Traceback (most recent call last):
+        ...
+        TypeError: f takes a list of Documents (a retriever's output), got str
+
+    Raises:
+        TypeError: as above.
+    """
+    if isinstance(value, (str, bytes, Document)) or not isinstance(value, Sequence):
+        raise TypeError(f"{owner} takes a list of Documents (a retriever's output), got {type(value).__name__}")
+    docs = list(value)
+    for i, doc in enumerate(docs):
+        if not isinstance(doc, Document):
+            raise TypeError(f"{owner} takes a list of Documents; item {i} is a {type(doc).__name__}")
+    return docs

@@ -38,7 +38,6 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_ragspine._stacklevel import user_stacklevel
 from langchain_ragspine.arguments import DEFAULT_K, check_k, renamed_keywords
 from langchain_ragspine.backends.directory import bm25_parallel
-from langchain_ragspine.backends.directory._regular import check_regular
 from langchain_ragspine.backends.directory.bm25_index import SAVE_LAYOUT as BM25_LAYOUT
 from langchain_ragspine.backends.directory.chunk_store import (
     INGEST_WRITER,
@@ -49,6 +48,7 @@ from langchain_ragspine.backends.directory.embedding_cache import EmbeddingCache
 from langchain_ragspine.backends.directory.files import RETRIEVER_CONFIG, discard_unsaved
 from langchain_ragspine.backends.directory.index_state import INDEX_STATE, read_index_state, write_index_state
 from langchain_ragspine.backends.directory.lock import LOCK_FILE, check_lock_timeout, writer_lock, writer_pid
+from langchain_ragspine.backends.directory.regular_files import check_regular
 from langchain_ragspine.backends.postgres.chunk_store import is_postgres_url, redact_url
 from langchain_ragspine.config import (
     configured_setting,
@@ -508,6 +508,21 @@ def _rewrite_advice(root: Path) -> str:
 _WRITER_NAMES = {"ingest": "ingest", "vectorstore": "the vector store (RagSpineVectorStore)"}
 
 
+def _written_since(store: ChunkStore, generation: int) -> str:
+    """``"; written since by the vector store (RagSpineVectorStore): 2 documents, by ingest: 1 document"`` — who
+    wrote how many documents after ``generation`` (the chunk store's change feed), ``""`` when it lists none."""
+    by_writer: dict[str, set[str]] = {}
+    for v in store.versions_since(generation) or []:
+        by_writer.setdefault(v.writer or "an unrecorded writer", set()).add(v.doc_id)
+    if not by_writer:
+        return ""
+    written = ", ".join(
+        f"by {_WRITER_NAMES.get(w, w)}: {len(docs)} document{'' if len(docs) == 1 else 's'}"
+        for w, docs in sorted(by_writer.items())
+    )
+    return f"; written since {written}"
+
+
 def _lag(saved_generation: Any, store: ChunkStore) -> str:
     """Why a saved index does not match the chunk store, as precisely as the store can say: the generation it was
     built from, the store's, and who wrote how many documents since (the chunk store's change feed)."""
@@ -516,17 +531,16 @@ def _lag(saved_generation: Any, store: ChunkStore) -> str:
         return f"it is older than the chunk store: it records no generation, and the store is at generation {now}"
     head = (f"it is older than the chunk store: built from its generation {saved_generation}, and the store is at "
             f"generation {now}")
-    versions = store.versions_since(saved_generation) or []
-    by_writer: dict[str, set[str]] = {}
-    for v in versions:
-        by_writer.setdefault(v.writer or "an unrecorded writer", set()).add(v.doc_id)
-    if not by_writer:
-        return head
-    written = ", ".join(
-        f"by {_WRITER_NAMES.get(w, w)}: {len(docs)} document{'' if len(docs) == 1 else 's'}"
-        for w, docs in sorted(by_writer.items())
-    )
-    return f"{head}; written since {written}"
+    return head + _written_since(store, saved_generation)
+
+
+def _never_indexed(root: Path, store: ChunkStore, index: str) -> str:
+    """The warning for a store no ``ragspine ingest`` has indexed (no ``index.json``: written by the vector store
+    only): nothing saved is stale, the ``index`` is built in memory, and how to save one."""
+    return (f"{root}: no saved {index} (no `ragspine ingest` has indexed this store{_written_since(store, 0)}); "
+            "built in memory from the chunk store, so this search sees every document — to save one, run "
+            f"`ragspine ingest FOLDER --store {root} --keep-missing` (FOLDER may be an empty folder: it indexes what "
+            "the store holds and retracts nothing)")
 
 
 def _dense_from_store(
@@ -571,12 +585,12 @@ def _refresh_dense(
 
 
 def _active_document_count(root: Path | str, *, owner: str | None = None) -> int:
-    """Active documents in the store at ``root`` (0 when there is none yet); with ``owner``, of a store directory
-    only those that writer owns."""
+    """Active documents in the store at ``root`` (0 when there is none yet); with ``owner``, only those that writer
+    owns."""
     if is_postgres_url(root):
         from langchain_ragspine.postgres import active_document_count
 
-        return active_document_count(str(root))
+        return active_document_count(str(root), owner=owner)
     root = Path(root)
     if not _has_chunk_store(root):
         return 0
@@ -632,7 +646,7 @@ class DocumentStore(Protocol):
 
     def replace_doc_chunks(self, doc_id: str, chunks: Any, valid_as_of: Any = "") -> int: ...
 
-    def doc_ids(self, *, include_retracted: bool = False) -> list[str]: ...
+    def doc_ids(self, *, include_retracted: bool = False, owner: str | None = None) -> list[str]: ...
 
 
 def write_documents(
@@ -684,13 +698,13 @@ def write_documents(
                     if doc_id not in seen:
                         store.replace_doc_chunks(doc_id, [])
                         summary.retracted += 1
-                if isinstance(store, ChunkStore):
-                    kept = [d for d in store.doc_ids() if d not in seen and d not in set(owned)]
-                    if kept:
-                        summary.notes.append(
-                            f"{len(kept)} document(s) written by other writers (the vector store) are not in these "
-                            "paths and were kept: ingest retracts only the documents it wrote"
-                        )
+                mine = set(owned)
+                kept = [d for d in store.doc_ids() if d not in seen and d not in mine]
+                if kept:
+                    summary.notes.append(
+                        f"{len(kept)} document(s) written by other writers (the vector store) are not in these "
+                        "paths and were kept: ingest retracts only the documents it wrote"
+                    )
                 if summary.retracted > 1 and 2 * summary.retracted > active_before:
                     summary.notes.append(
                         f"this run retracted {summary.retracted} of the store's {active_before} documents (those "
@@ -702,12 +716,9 @@ def write_documents(
 
 
 def _owned_doc_ids(store: DocumentStore) -> list[str]:
-    """The documents ingest may retract: those it owns (:meth:`ChunkStore.doc_ids` with ``owner=``; a document
-    another writer — the vector store — created and ingest never wrote is not), every active one in a store that
-    records no owners (PostgreSQL)."""
-    if isinstance(store, ChunkStore):
-        return store.doc_ids(owner=INGEST_WRITER)
-    return store.doc_ids()
+    """The documents ingest may retract: those it owns (``doc_ids`` with ``owner=``, in both backends; a document
+    another writer — the vector store — created and ingest never wrote is not)."""
+    return store.doc_ids(owner=INGEST_WRITER)
 
 
 def ingest(
@@ -738,11 +749,12 @@ def ingest(
             ``RAGSPINE_CHUNK_SIZE`` / ``RAGSPINE_CHUNK_OVERLAP``, else 480 / 80).
         tokenizer: BM25 tokenizer name (default ``RAGSPINE_TOKENIZER``, else ``"auto"``).
         on_error: ``"raise"`` (default) or ``"skip"`` bad files with a warning (counted in the summary).
-        retract_missing: retract stored documents that are not in this corpus (default ``True``) — of a store
-            directory, only the documents ingest owns: a document the vector store
-            (:class:`~langchain_ragspine.vectorstores.RagSpineVectorStore`) created and no ingest wrote is kept
-            (``notes`` counts them).  Retraction is skipped when any file failed to load, so a transient error never
-            retracts a good document.
+        retract_missing: retract stored documents that are not in this corpus (default ``True``) — only the
+            documents ingest owns: a document the vector store
+            (:class:`~langchain_ragspine.vectorstores.RagSpineVectorStore`, or
+            :class:`~langchain_ragspine.vectorstores.PostgresVectorStore` for a ``postgresql://`` store) created and
+            no ingest wrote is kept (``notes`` counts them).  Retraction is skipped when any file failed to load,
+            so a transient error never retracts a good document.
         progress: ``None`` (default) or ``True``: one progress bar per phase (load, chunk, embed, index) on a
             terminal or in Jupyter, else a start line and a line every ~10 s on stderr
             (:mod:`langchain_ragspine.progress`); ``False``: silent.
@@ -888,7 +900,7 @@ def _ingest(
     docs = list(progress_bar(loader.lazy_load(), desc="load", unit="doc", show=progress))
     active_before = _active_document_count(str(store_dir) if postgres else root)
     # what this run may retract: ingest's own documents (the vector store's are never retracted by an ingest)
-    owned_before = active_before if postgres else _active_document_count(root, owner=INGEST_WRITER)
+    owned_before = _active_document_count(str(store_dir) if postgres else root, owner=INGEST_WRITER)
     # a new store's BM25 index is built from exactly this run's chunks: tokenize them while chunking
     streaming = None if postgres or active_before else _StreamingPrefetch(docs, header, name, workers)
     split = []
@@ -917,7 +929,7 @@ def _ingest(
 
         ingest_postgres(
             str(store_dir).strip(), split, summary, tokenizer=name, embedding=emb, spec=spec,
-            retract_missing=retract_missing, active_before=active_before, progress=show,
+            retract_missing=retract_missing, active_before=owned_before, progress=show,
         )
         summary.seconds = time.perf_counter() - t0
         return summary
@@ -1130,6 +1142,9 @@ def _open_bm25(
             return retriever
         if damaged is not None:
             why = f"{why}; and {INDEX_STATE} is invalid, so it is rebuilt with the default tokenizer"
+    elif not state:
+        _warn_stale(_never_indexed(root, store, "BM25 index"))
+        return build_bm25(store, tokenizer="auto", k=k, header=None)
     else:
         why = _lag(state.get("generation"), store)
     _warn_stale(
@@ -1188,6 +1203,8 @@ def _open_dense(
             f"vector of {key} yet, so the vector channel searches the other {len(covered)} (from cached vectors) "
             "until it has finished"
         )
+    elif not state and damaged is None:
+        _warn_stale(_never_indexed(root, store, "vector index").replace("from the chunk store", "from cached vectors"))
     else:
         _warn_stale(
             f"{root / VECTOR_DIR}: saved vector index not used ({why}); rebuilt in memory from cached vectors, so "

@@ -20,10 +20,12 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 
+from langchain_ragspine.backends.directory.chunk_store import INGEST_WRITER
 from langchain_ragspine.backends.postgres.chunk_store import META, PostgresChunkStore, PostgresConnection
 from langchain_ragspine.backends.postgres.lock import writer_lock
 from langchain_ragspine.backends.postgres.vectors import (
     PostgresEmbeddingCache,
+    chunks_without_vectors,
     ensure_hnsw_index,
     prune_vectors,
 )
@@ -40,8 +42,11 @@ __all__ = ["PostgresSource", "active_document_count", "add_documents", "ingest_p
 _VECTOR_META = ("vector_model_key", "vector_embedding", "vector_dim")
 
 
-def active_document_count(url: str) -> int:
-    """Active documents of the store at ``url`` (0 when the database holds none yet).
+def active_document_count(url: str, *, owner: str | None = None) -> int:
+    """Active documents of the store at ``url`` (0 when the database holds none yet); with ``owner`` (e.g.
+    :data:`~langchain_ragspine.backends.directory.chunk_store.INGEST_WRITER`), only those that writer owns — then a
+    store that predates owners is migrated first (opened writable once, as the ingest about to write it would), so
+    the count is of the documents its owners give that writer.
 
     Raises:
         StoreError: the server cannot be reached.
@@ -50,8 +55,8 @@ def active_document_count(url: str) -> int:
     with db.connection() as conn:
         if conn.execute("SELECT to_regclass(%s)", (META,)).fetchone()[0] is None:
             return 0
-    with PostgresChunkStore(url, read_only=True) as store:
-        return len(store.doc_ids())
+    with PostgresChunkStore(url, read_only=owner is None) as store:
+        return len(store.doc_ids(owner=owner))
 
 
 def ingest_postgres(
@@ -74,9 +79,13 @@ def ingest_postgres(
        differs from the recorded name or version).
     2. With ``embedding``, the new or changed chunks that are searchable and have visible text are embedded into
        ``ragspine_embeddings`` *before* the store changes (a failing model leaves the store as it was).
+       So are the searchable chunks of the documents this ingest keeps and does not write — other writers'
+       (the vector store's), and with ``retract_missing=False`` its own absent ones — that lack a vector of the
+       model (a new model), so every document stays visible to the dense channel.
     3. Each document becomes a new version in its own transaction, with its postings and typed values
-       (:func:`~langchain_ragspine.indexing.write_documents`, shared with the file store); absent documents are
-       retracted.
+       (:func:`~langchain_ragspine.indexing.write_documents`, shared with the file store), written by
+       :data:`~langchain_ragspine.backends.directory.chunk_store.INGEST_WRITER`; absent documents that ingest owns
+       are retracted (those another writer created and ingest never wrote are kept).
     4. Vectors no longer searchable are deleted; the store records the model (key, spec, dimension) and gets an
        HNSW index once it holds ``RAGSPINE_PG_HNSW_THRESHOLD`` vectors.  Without ``embedding`` the model record is
        dropped (the vectors stay, as the file store keeps its cache).  The planner's statistics are refreshed.
@@ -93,7 +102,13 @@ def ingest_postgres(
     with writer_lock(url, timeout=lock_timeout), PostgresChunkStore(url) as store:
         generation = store.generation
         rewritten = store.set_tokenizer(tokenizer)
-        summary.embedded = _embed_first(store, embedding, [c for _, chunks, _ in split for c in chunks], progress)
+        to_embed = [c for _, chunks, _ in split for c in chunks]
+        if embedding is not None:  # and the kept documents' chunks the model has no vector of
+            written = [str(doc.metadata["doc_id"]) for doc, _, _ in split]
+            retracting = retract_missing and not summary.skipped
+            to_embed += chunks_without_vectors(store, model_key_for(embedding), skip_doc_ids=written,
+                                               skip_owner=INGEST_WRITER if retracting else None)
+        summary.embedded = _embed_first(store, embedding, to_embed, progress)
         write_documents(store, split, summary, retract_missing=retract_missing, active_before=active_before,
                         progress=progress)
         summary.dense = _record_vectors(store, embedding, spec)
@@ -110,11 +125,14 @@ def add_documents(
     spec: str | None = None,
     progress: bool = False,
     lock_timeout: float | None = None,
+    writer: str = INGEST_WRITER,
 ) -> list[str]:
     """Write chunk ``Document``\\ s (each with ``metadata["doc_id"]`` and ``chunk_id``) into the store at ``url``:
     the chunks of each ``doc_id`` become that document's new version, in the order given (documents not named are
     left alone).  With ``embedding`` their vectors are stored first (as :func:`ingest_postgres`).  Returns the
-    ``chunk_id``\\ s, in order.  Writes under the store's writer lock, as :func:`write_versions`.
+    ``chunk_id``\\ s, in order.  Writes under the store's writer lock, as :func:`write_versions`, recorded as
+    ``writer``'s (default :data:`~langchain_ragspine.backends.directory.chunk_store.INGEST_WRITER`: ingest owns
+    the documents and retracts them when a later ingest's paths lack them; pass another name to keep them).
 
     Raises:
         ValueError: a document without ``doc_id``; the errors of ``replace_doc_chunks``.
@@ -127,7 +145,8 @@ def add_documents(
         if not isinstance(doc_id, str) or not doc_id:
             raise ValueError(f"documents[{i}] has no metadata 'doc_id' (a non-empty string)")
         groups.setdefault(doc_id, []).append(doc)
-    write_versions(url, groups, embedding=embedding, spec=spec, progress=progress, lock_timeout=lock_timeout)
+    write_versions(url, groups, embedding=embedding, spec=spec, progress=progress, lock_timeout=lock_timeout,
+                   writer=writer)
     return [str(d.metadata.get("chunk_id", d.id)) for d in documents]
 
 
@@ -139,10 +158,14 @@ def write_versions(
     spec: str | None = None,
     progress: bool = False,
     lock_timeout: float | None = None,
+    writer: str = INGEST_WRITER,
 ) -> None:
     """Make each ``versions[doc_id]`` (chunk ``Document``\\ s of that ``doc_id``) the next version of its
     document, all in one transaction (every document's new version, or none); an empty sequence retracts the
-    document.  With ``embedding`` the
+    document.  ``writer`` is recorded with each version and decides the documents' owners
+    (:meth:`~langchain_ragspine.backends.postgres.chunk_store.PostgresChunkStore.replace_doc_chunks`; default
+    :data:`~langchain_ragspine.backends.directory.chunk_store.INGEST_WRITER`,
+    :class:`~langchain_ragspine.vectorstores.PostgresVectorStore` passes ``VECTORSTORE_WRITER``).  With ``embedding`` the
     searchable chunks' vectors are stored first (a failing model leaves the store as it was), vectors no longer
     searchable are deleted and the store records the model (as :func:`ingest_postgres`).  All of it holds the
     store's writer lock (:func:`~langchain_ragspine.backends.postgres.lock.writer_lock`: after another writer — an ingest —
@@ -157,7 +180,7 @@ def write_versions(
         _embed_first(store, embedding, [c for chunks in versions.values() for c in chunks], progress)
         with store.db.atomic():  # every version of the call, or none (a failure part way leaves the store as it was)
             for doc_id, chunks in versions.items():
-                store.replace_doc_chunks(doc_id, list(chunks))
+                store.replace_doc_chunks(doc_id, list(chunks), writer=writer)
         _record_vectors(store, embedding, spec)
         store.analyze()
 
@@ -246,7 +269,9 @@ class PostgresSource(StoreBackedSource[PostgresChunkStore]):
                 if name == own:
                     _warn_stale(
                         f"{store.path}: BM25 postings were written by another version of tokenizer {own!r}; "
-                        "BM25 built in memory from the store — run `ragspine ingest` again to rewrite them"
+                        "BM25 built in memory from the store — run `ragspine ingest` again to rewrite them "
+                        "(documents other writers added, such as the vector store's, are kept, and their postings "
+                        "rewritten too)"
                     )
                 self._bm25[key] = BM25Retriever.from_documents(self.documents(), k=k, tokenizer=name)
         return self._bm25[key]
@@ -295,13 +320,15 @@ class PostgresSource(StoreBackedSource[PostgresChunkStore]):
         if self.embedding is not None and saved_key and saved_key != key:
             raise StoreError(
                 f"this store's vectors were made with {saved_key}, not {key}; query it with the same model (leave "
-                "out --embedding) or re-ingest with the model you want",
+                "out --embedding) or re-ingest with the model you want (documents other writers added, such as "
+                "the vector store's, are kept and embedded too)",
                 path=store.path,
             )
         if saved_key != key:  # an explicit model for a store without vectors: embed in memory, as the file store
             _warn_stale(
                 f"{store.path}: the store has no vectors of {key}; the dense channel is built in memory (every "
-                "chunk embedded) — run `ragspine ingest` with this model to store them"
+                "chunk embedded) — run `ragspine ingest` with this model to store them (documents other writers "
+                "added, such as the vector store's, are kept and embedded too)"
             )
             return DenseRetriever(docs=self.documents(), embedding=emb, k=k)
         return PostgresDenseRetriever(url=self.url, embedding=emb, k=k)

@@ -26,7 +26,7 @@ have neither the fold nor the English analysis.  Measured in ``benchmarks/RESULT
 ``english-analysis``.
 
 **Chinese in either script.**  ``"auto"``, ``"cjk"`` and ``"fugashi"`` fold Traditional Chinese characters to
-Simplified in their tokens (:func:`fold_to_simplified`), so a Simplified query finds Traditional text and the
+Simplified in their tokens (:func:`~langchain_ragspine.text.chinese.fold_to_simplified`, importable from here too), so a Simplified query finds Traditional text and the
 reverse; the text itself (chunk ``page_content``) is never changed.  ``"auto-nofold"``, ``"cjk-nofold"`` and
 ``"fugashi-nofold"`` are the same tokenizers without folding — byte-identical to their output before folding
 existed — for corpora where the script carries meaning.  Every tokenizer has a version
@@ -46,12 +46,12 @@ Why this fold (measured in ``benchmarks/RESULTS.md``, sections ``cross-script`` 
   0.0003/0.0006, and a rule that folds only text "identified as Chinese" would have to guess from kana, which
   Japanese keyword queries often lack.
 
-fugashi and OpenCC are imported lazily, on the first call that needs them.
+The fold itself (its OpenCC table, :data:`~langchain_ragspine.text.chinese.FOLD_VERSION`) lives in
+:mod:`langchain_ragspine.text.chinese`.  fugashi and OpenCC are imported lazily, on the first call that needs them.
 """
 
 from __future__ import annotations
 
-import functools
 import operator
 import re
 import threading
@@ -59,9 +59,8 @@ import unicodedata
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from langchain_ragspine.text import CJK_CHAR_CLASS, CJK_CHAR_RE, normalize
+from langchain_ragspine.text.chinese import FOLD_VERSION, fold_to_simplified, fold_tokens
 from langchain_ragspine.text.english import english_analysis_version, english_terms
 
 Tokenizer = Callable[[str], list[str]]
@@ -69,94 +68,6 @@ Tokenizer = Callable[[str], list[str]]
 #: A word of the ``cjk`` / ``auto`` tokenizers: a run of word characters that are neither ``_`` nor CJK.
 WORD_PATTERN = rf"[^\W_{CJK_CHAR_CLASS}]+"
 _TOKEN_RE = re.compile(rf"(?P<cjk>[{CJK_CHAR_CLASS}]+)|(?P<word>{WORD_PATTERN})")
-
-
-# -- script folding -------------------------------------------------------------------------------------------------
-#: The version of the fold itself; part of :func:`tokenizer_version` of every folding tokenizer.
-FOLD_VERSION = "t2s-char/1"
-# Code points whose OpenCC conversion is read: the CJK ideograph blocks of ``CJK_CHAR_CLASS``.
-_IDEOGRAPH_RANGES = ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0x20000, 0x2FA1F))
-
-
-@functools.cache
-def _fold_table() -> np.ndarray:
-    """The Traditional→Simplified character fold as a lookup table: ``uint32`` array over code points
-    U+0000–U+2FFFF (planes 0–2, which hold every ideograph block), ``table[c]`` = folded code point (identity where
-    nothing folds).  Built once per process (~0.1 s, 768 KiB) from OpenCC's own ``t2s`` dictionaries.
-    """
-    try:
-        import opencc
-    except ImportError as e:  # pragma: no cover - opencc is a core dependency
-        raise ImportError(
-            "Chinese script folding needs OpenCC: pip install opencc (or use a '-nofold' tokenizer)"
-        ) from e
-    # Without the "tofu risk" extension, whose targets lie outside the CJK blocks the tokenizers know.
-    converter = opencc.OpenCC("t2s", include_tofu_risk_dictionaries=False)
-    chars = [
-        ch
-        for lo, hi in _IDEOGRAPH_RANGES
-        for ch in map(chr, range(lo, hi + 1))
-        if unicodedata.normalize("NFKC", ch) == ch  # tokens are folded after NFKC: other characters never occur
-    ]
-    # One character per line: no two characters are ever adjacent, so OpenCC's phrase table never applies and
-    # each character gets exactly its entry in the character table (TSCharacters).
-    converted = converter.convert("\n".join(chars)).split("\n")
-    if len(converted) != len(chars):  # pragma: no cover - a broken OpenCC installation
-        raise RuntimeError(f"OpenCC t2s returned {len(converted)} lines for {len(chars)} characters")
-    fold = {
-        ch: out
-        for ch, out in zip(chars, converted, strict=True)
-        if out != ch and len(out) == 1 and CJK_CHAR_RE.match(out) and unicodedata.normalize("NFKC", out) == out
-    }
-    # Close the map under itself (薴→苧→苎 becomes 薴→苎), so folding is idempotent.
-    while any(out in fold for out in fold.values()):
-        fold = {ch: fold.get(out, out) for ch, out in fold.items()}
-    table = np.arange(0x30000, dtype=np.uint32)
-    table[[ord(ch) for ch in fold]] = [ord(out) for out in fold.values()]
-    return table
-
-
-def fold_to_simplified(text: str) -> str:
-    """Fold Traditional Chinese characters in ``text`` to Simplified, one character at a time.
-
-    Each character is replaced by its Simplified form in OpenCC's ``t2s`` character table (TSCharacters,
-    `OpenCC <https://github.com/BYVoid/OpenCC>`_, Apache-2.0), e.g. ``關聯式資料庫`` → ``关联式资料库``.  The fold is
-    a pure function of the character (no phrase context), so a query and a document always fold a shared
-    character the same way; it preserves length and offsets, is idempotent, and leaves Simplified text, kana,
-    hangul and Latin unchanged (a Simplified character that is also a Traditional variant, such as ``乾``, folds
-    too — on both sides).  Japanese kanji that are Traditional forms fold as well (``東京`` → ``东京``); tokenizers
-    fold queries and documents alike, so Japanese still matches Japanese.  One table lookup per character (numpy:
-    ~4 µs for 400 characters, ~3 µs for a short query); ASCII text is returned as is.  The table is built from
-    OpenCC on first use (~0.1 s).
-
-    Used on tokens only, never on stored text.  Expects NFKC-normalised text (compatibility ideographs are folded
-    by NFKC first).
-
-    >>> fold_to_simplified("關聯式資料庫的備份與還原")
-    '关联式资料库的备份与还原'
-    """
-    if text.isascii():
-        return text
-    table = _fold_table()
-    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    if int(codes.max()) < table.size:
-        folded = table.take(codes)
-    else:  # characters beyond plane 2 (none of them folds)
-        folded = np.where(codes < table.size, table.take(np.minimum(codes, table.size - 1)), codes)
-    return folded.tobytes().decode("utf-32-le", "surrogatepass")
-
-
-def _fold_tokens(tokens: list[str]) -> list[str]:
-    """``tokens`` folded with one :func:`fold_to_simplified` call; the same list when nothing folds."""
-    if not tokens:
-        return tokens
-    joined = "\n".join(tokens)
-    folded = fold_to_simplified(joined)
-    if folded == joined:
-        return tokens
-    parts = folded.split("\n")
-    # MeCab's surfaces never hold a newline; a caller's tokens might, then fold them one by one
-    return parts if len(parts) == len(tokens) else [fold_to_simplified(t) for t in tokens]
 
 
 def _gram_tokens(text: str, english: bool = False) -> tuple[list[str], bool]:
@@ -238,14 +149,22 @@ def fugashi_tagger() -> Any:
     return tagger
 
 
-#: Ends every morpheme in the output of :func:`_surface_tagger` (BEL: MeCab's ``\\a`` escape).
-_SURFACE_END = "\a"
+#: Ends every morpheme in the output of :func:`mecab_surface_tagger` (BEL: MeCab's ``\\a`` escape).
+MECAB_SURFACE_END = "\a"
 
 
-def _surface_tagger() -> Any:
+def mecab_surface_tagger() -> Any:
     """This thread's MeCab tagger over unidic-lite that prints each morpheme's surface followed by
-    :data:`_SURFACE_END` (``-F %m\\a``, the same for unknown words; no BOS/EOS line): the same best path as
-    :func:`fugashi_tagger`, without a Python node object per morpheme."""
+    :data:`MECAB_SURFACE_END` (``-F %m\\a``, the same for unknown words; no BOS/EOS line): the same best path as
+    :func:`fugashi_tagger`, without a Python node object per morpheme (created on first use, then reused).
+
+    ``mecab_surface_tagger().parse(text)`` returns one string; split it at :data:`MECAB_SURFACE_END` and drop the
+    last (empty) part.  Like :func:`fugashi_tagger` it must be given pieces of at most :data:`MECAB_MAX_CHARS`
+    characters, and text holding neither the separator nor NUL (:func:`mecab_surfaces` does both).
+
+    Raises:
+        ImportError: fugashi or unidic-lite is not installed (both are core dependencies).
+    """
     tagger = getattr(_local, "surface_tagger", None)
     if tagger is None:
         fugashi_tagger()  # the same import checks and error message
@@ -316,9 +235,9 @@ def mecab_pieces(text: str, max_chars: int = MECAB_MAX_CHARS) -> list[str]:
 
 
 def _mecab_surfaces(text: str) -> list[str]:
-    if _SURFACE_END in text or "\0" in text:
+    if MECAB_SURFACE_END in text or "\0" in text:
         return [w.surface for w in fugashi_tagger()(text)]
-    out = _surface_tagger().parse(text).split(_SURFACE_END)
+    out = mecab_surface_tagger().parse(text).split(MECAB_SURFACE_END)
     out.pop()  # after the last separator: the (empty) end of sentence
     return out
 
@@ -349,7 +268,7 @@ def fugashi_tokenize(text: str, *, fold_scripts: bool = True) -> list[str]:
     """
     norm = normalize(text).lower()
     tokens = [s for s in mecab_surfaces(norm) if s and not _is_symbol(s)]
-    return _fold_tokens(tokens) if fold_scripts else tokens
+    return fold_tokens(tokens) if fold_scripts else tokens
 
 
 def auto_tokenize(text: str, *, fold_scripts: bool = True, stem_english: bool = True) -> list[str]:
@@ -380,7 +299,7 @@ def auto_tokenize(text: str, *, fold_scripts: bool = True, stem_english: bool = 
         search = CJK_CHAR_RE.search
         morphemes = [s for s in mecab_surfaces(norm) if search(s)]
         # morphemes are pieces of ``norm``: when folding changed nothing there, it changes nothing in them
-        out.extend(_fold_tokens(morphemes) if grams != norm else morphemes)
+        out.extend(fold_tokens(morphemes) if grams != norm else morphemes)
     return out
 
 

@@ -24,6 +24,7 @@ from langchain_core.documents import BaseDocumentCompressor, Document
 from pydantic import ConfigDict, PrivateAttr
 
 from langchain_ragspine.arguments import PositiveIntField
+from langchain_ragspine.documents import check_documents
 from langchain_ragspine.sensitivity import drop_restricted
 from langchain_ragspine.text.sentences import line_sentence_spans
 from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer
@@ -84,7 +85,7 @@ class ExtractiveCompressor(BaseDocumentCompressor):
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
     ) -> Sequence[Document]:
         """Copies of the non-RESTRICTED ``documents`` with ``metadata["prompt_text"]`` (see the class docstring)."""
-        docs = drop_restricted(documents)
+        docs = drop_restricted(check_documents(documents, f"{type(self).__name__}.compress_documents"))
         texts = [_source_text(d) for d in docs]
         long = [i for i, t in enumerate(texts) if len(t) > self.max_chars]
         if not long:

@@ -44,6 +44,7 @@ from langchain_ragspine.arguments import (
     renamed_fields,
 )
 from langchain_ragspine.document_compressors._common import rank_key
+from langchain_ragspine.documents import check_documents
 from langchain_ragspine.retrievers.bm25 import with_scores
 from langchain_ragspine.sensitivity import drop_restricted
 
@@ -231,7 +232,7 @@ class CrossEncoderReranker(BaseDocumentCompressor):
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
     ) -> Sequence[Document]:
         """The ``k`` most relevant non-RESTRICTED ``documents``, best first, with ``scores["rerank"]``."""
-        docs = drop_restricted(documents)
+        docs = drop_restricted(check_documents(documents, f"{type(self).__name__}.compress_documents"))
         if not docs:
             return []
         margin, score = self._margins_and_scores(query, [d.page_content for d in docs])

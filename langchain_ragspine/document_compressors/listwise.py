@@ -40,6 +40,7 @@ from langchain_ragspine.arguments import (
     renamed_fields,
 )
 from langchain_ragspine.document_compressors._common import instance_of
+from langchain_ragspine.documents import check_documents
 from langchain_ragspine.retrievers.bm25 import with_scores
 from langchain_ragspine.sensitivity import drop_restricted, is_restricted
 from langchain_ragspine.text import normalize
@@ -304,7 +305,7 @@ class LLMListwiseReranker(BaseDocumentCompressor):
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
     ) -> Sequence[Document]:
         """The non-RESTRICTED ``documents`` in the model's order (first ``k``); see the class docstring."""
-        docs, prompt = self._prepare(documents, query)
+        docs, prompt = self._prepare(check_documents(documents, f"{type(self).__name__}.compress_documents"), query)
         if prompt is None:
             return self._finish(docs, None, None)
         return self._finish(docs, *self._ask(prompt, callbacks))
@@ -313,7 +314,7 @@ class LLMListwiseReranker(BaseDocumentCompressor):
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
     ) -> Sequence[Document]:
         """Async twin of :meth:`compress_documents` (awaits ``llm.ainvoke``)."""
-        docs, prompt = self._prepare(documents, query)
+        docs, prompt = self._prepare(check_documents(documents, f"{type(self).__name__}.compress_documents"), query)
         if prompt is None:
             return self._finish(docs, None, None)
         return self._finish(docs, *await self._aask(prompt, callbacks))

@@ -36,6 +36,7 @@ from langchain_core.embeddings import Embeddings
 from pydantic import ConfigDict, PrivateAttr, field_validator
 
 from langchain_ragspine.arguments import DEFAULT_K, PositiveIntField
+from langchain_ragspine.documents import check_documents
 from langchain_ragspine.sensitivity import drop_restricted
 from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer
 
@@ -193,7 +194,7 @@ class MMRCompressor(BaseDocumentCompressor):
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
     ) -> Sequence[Document]:
         """At most ``k`` non-RESTRICTED ``documents`` in MMR order (see the class docstring)."""
-        docs = drop_restricted(documents)
+        docs = drop_restricted(check_documents(documents, f"{type(self).__name__}.compress_documents"))
         if not docs or self.embeddings is None:
             return self._select_by_tokens(docs)
         query_vector = self.embeddings.embed_query(query) if self.relevance == "query" else None
@@ -203,7 +204,7 @@ class MMRCompressor(BaseDocumentCompressor):
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
     ) -> Sequence[Document]:
         """Async twin of :meth:`compress_documents` (awaits the embeddings' async methods)."""
-        docs = drop_restricted(documents)
+        docs = drop_restricted(check_documents(documents, f"{type(self).__name__}.compress_documents"))
         if not docs or self.embeddings is None:
             return self._select_by_tokens(docs)
         query_vector = await self.embeddings.aembed_query(query) if self.relevance == "query" else None

@@ -30,6 +30,7 @@ from langchain_core.runnables import RunnableConfig, RunnableSerializable
 from pydantic import ConfigDict
 
 from langchain_ragspine.arguments import check_arguments
+from langchain_ragspine.documents import check_documents
 from langchain_ragspine.sensitivity import drop_restricted
 
 T = TypeVar("T")
@@ -47,19 +48,6 @@ def lost_in_the_middle_order(items: Sequence[T]) -> list[T]:
     """
     seq = list(items)
     return seq[0::2] + seq[1::2][::-1]
-
-
-def _documents(owner: str, value: Any) -> list[Document]:
-    """``value`` as a list of ``Document`` objects, else a one-line ``TypeError`` naming what was given."""
-    if isinstance(value, (str, bytes, Document)) or not isinstance(value, Sequence):
-        raise TypeError(
-            f"{owner} takes a list of Documents (a retriever's output), got {type(value).__name__}"
-        )
-    docs = list(value)
-    for i, doc in enumerate(docs):
-        if not isinstance(doc, Document):
-            raise TypeError(f"{owner} takes a list of Documents; item {i} is a {type(doc).__name__}")
-    return docs
 
 
 class LostInTheMiddleReorder(
@@ -116,13 +104,13 @@ class LostInTheMiddleReorder(
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
     ) -> Sequence[Document]:
         """``documents`` without RESTRICTED ones, reordered best-at-both-ends (``query`` is unused)."""
-        return self._reorder(documents)
+        return self._reorder(check_documents(documents, f"{type(self).__name__}.compress_documents"))
 
     async def acompress_documents(
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
     ) -> Sequence[Document]:
         """Async twin of :meth:`compress_documents` (no I/O: runs inline)."""
-        return self._reorder(documents)
+        return self._reorder(check_documents(documents, f"{type(self).__name__}.compress_documents"))
 
     def transform_documents(self, documents: Sequence[Document], **kwargs: Any) -> Sequence[Document]:
         """``documents`` without RESTRICTED ones, reordered best-at-both-ends: ``LongContextReorder``'s method.
@@ -131,7 +119,7 @@ class LostInTheMiddleReorder(
             TypeError: a keyword argument (it takes none; ``LongContextReorder`` ignores them).
         """
         check_arguments(f"{type(self).__name__}.transform_documents", kwargs, ())
-        return self._reorder(documents)
+        return self._reorder(check_documents(documents, f"{type(self).__name__}.transform_documents"))
 
     async def atransform_documents(self, documents: Sequence[Document], **kwargs: Any) -> Sequence[Document]:
         """Async twin of :meth:`transform_documents` (no I/O: runs inline)."""
@@ -149,7 +137,7 @@ class LostInTheMiddleReorder(
             TypeError: ``input`` is not a list of ``Document`` objects, or a keyword argument is given.
         """
         check_arguments(f"{type(self).__name__}.invoke", kwargs, ())
-        gated = drop_restricted(_documents(type(self).__name__, input))
+        gated = drop_restricted(check_documents(input, type(self).__name__))
         return self._call_with_config(lost_in_the_middle_order, gated, config)
 
     async def ainvoke(
@@ -157,7 +145,7 @@ class LostInTheMiddleReorder(
     ) -> list[Document]:
         """Async twin of :meth:`invoke` (no I/O: runs inline)."""
         check_arguments(f"{type(self).__name__}.ainvoke", kwargs, ())
-        gated = drop_restricted(_documents(type(self).__name__, input))
+        gated = drop_restricted(check_documents(input, type(self).__name__))
         return await self._acall_with_config(_alost_in_the_middle_order, gated, config)
 
 

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from langchain_core.callbacks import Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
 
+from langchain_ragspine.documents import check_documents
 from langchain_ragspine.sensitivity import (
     KNOWN_SENSITIVITIES,
     RESTRICTED_SENSITIVITY,
@@ -54,10 +55,10 @@ class RestrictedGate(BaseDocumentCompressor):
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
     ) -> Sequence[Document]:
         """Return ``documents`` without the RESTRICTED ones (``query`` is unused)."""
-        return drop_restricted(documents)
+        return drop_restricted(check_documents(documents, f"{type(self).__name__}.compress_documents"))
 
     async def acompress_documents(
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
     ) -> Sequence[Document]:
         """Async twin of :meth:`compress_documents`."""
-        return drop_restricted(documents)
+        return drop_restricted(check_documents(documents, f"{type(self).__name__}.compress_documents"))

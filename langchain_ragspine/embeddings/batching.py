@@ -15,7 +15,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_ragspine.arguments import check_int
 from langchain_ragspine.progress import progress_bar
 
-__all__ = ["embed_in_batches", "l2_normalize"]
+__all__ = ["DimensionMismatchError", "embed_checked", "embed_in_batches", "l2_normalize"]
 
 
 def l2_normalize(vectors: np.ndarray) -> np.ndarray:
@@ -29,12 +29,24 @@ def l2_normalize(vectors: np.ndarray) -> np.ndarray:
     return out
 
 
-class _DimensionMismatch(ValueError):
-    """The model returned vectors of another dimension than earlier ones."""
+class DimensionMismatchError(ValueError):
+    """:func:`embed_checked`: the model returned vectors of another dimension than earlier ones (``dim``)."""
 
 
-def _embed_batch(embedding: Embeddings, texts: list[str], dim: int | None) -> np.ndarray:
-    """``embedding.embed_documents(texts)`` as a checked float32 array ``(len(texts), d)``."""
+def embed_checked(embedding: Embeddings, texts: list[str], dim: int | None = None) -> np.ndarray:
+    """``embedding.embed_documents(texts)`` as a checked float32 array ``(len(texts), d)``, not normalised: one
+    finite, non-empty vector per text, of dimension ``dim`` when ``dim`` is given (the dimension of earlier
+    batches or of cached vectors).
+
+    Example:
+        >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+        >>> embed_checked(DeterministicFakeEmbedding(size=4), ["a", "b"], dim=4).shape
+        (2, 4)
+
+    Raises:
+        DimensionMismatchError: the vectors are not ``dim``-dimensional.
+        ValueError: ragged or non-numeric vectors, not one vector per text, an empty vector, NaN or infinity.
+    """
     raw = embedding.embed_documents(texts)
     try:
         arr = np.asarray(raw, dtype=np.float32)
@@ -48,7 +60,7 @@ def _embed_batch(embedding: Embeddings, texts: list[str], dim: int | None) -> np
             "expected one non-empty vector per text"
         )
     if dim is not None and arr.shape[1] != dim:
-        raise _DimensionMismatch(
+        raise DimensionMismatchError(
             f"{type(embedding).__name__}.embed_documents returned {arr.shape[1]}-dimensional vectors, "
             f"earlier ones had {dim}"
         )
@@ -80,7 +92,7 @@ def embed_in_batches(
     with progress_bar(total=len(texts), desc="embed", unit="chunk", show=progress) as bar:
         for start in range(0, len(texts), batch_size):
             batch = texts[start : start + batch_size]
-            arr = _embed_batch(embedding, batch, dim)
+            arr = embed_checked(embedding, batch, dim)
             dim = arr.shape[1]
             parts.append(arr)
             bar.update(len(batch))

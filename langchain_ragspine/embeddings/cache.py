@@ -23,8 +23,8 @@ from langchain_core.embeddings import Embeddings
 
 from langchain_ragspine.arguments import check_int
 from langchain_ragspine.embeddings.batching import (
-    _DimensionMismatch,
-    _embed_batch,
+    DimensionMismatchError,
+    embed_checked,
     l2_normalize,
 )
 from langchain_ragspine.errors import StoreError
@@ -230,8 +230,8 @@ class CachedEmbeddings(Embeddings):
                 for start in range(0, len(miss_keys), self.batch_size):
                     batch = miss_keys[start : start + self.batch_size]
                     try:
-                        arr = _embed_batch(self.underlying_embeddings, [misses[k] for k in batch], dim)
-                    except _DimensionMismatch as e:
+                        arr = embed_checked(self.underlying_embeddings, [misses[k] for k in batch], dim)
+                    except DimensionMismatchError as e:
                         raise StoreError(
                             f"the model returns vectors of another dimension than the cached ones of {key!r} "
                             f"({e}); pass a distinct model_key",

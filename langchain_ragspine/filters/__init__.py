@@ -81,26 +81,31 @@ The CLI form (:func:`parse_filter_expressions`) writes the same predicates as ``
 
 from __future__ import annotations
 
-import datetime as _dt
 import difflib
-import functools
-import math
-import numbers
 import re
 import warnings
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
 
+from langchain_ragspine.filters.values import DATE_FORMATS as DATE_FORMATS
+from langchain_ragspine.filters.values import LOGICAL_OPERATORS as LOGICAL_OPERATORS
+from langchain_ragspine.filters.values import NO_FORM as _NO
+from langchain_ragspine.filters.values import OPERATORS as OPERATORS
+from langchain_ragspine.filters.values import SCALAR_TYPES as _SCALAR_TYPES
+from langchain_ragspine.filters.values import SEQUENCES as _SEQUENCES
+from langchain_ragspine.filters.values import TIME as _TIME
+from langchain_ragspine.filters.values import Operand as _Operand
+from langchain_ragspine.filters.values import date_error as _date_error
+from langchain_ragspine.filters.values import elements as _elements
+from langchain_ragspine.filters.values import is_value_list as _is_value_list
+from langchain_ragspine.filters.values import op_name as _op_name
+from langchain_ragspine.filters.values import operand as _operand
+from langchain_ragspine.filters.values import operand_list as _operand_list
+
 Predicate = Callable[[Mapping[str, Any]], bool]
 
-#: Comparison operators of a field condition (each also accepted with a leading ``$``).
-OPERATORS = ("eq", "ne", "in", "nin", "gt", "gte", "lt", "lte", "between", "not")
-#: Logical operators at the top level of a filter.
-LOGICAL_OPERATORS = ("$and", "$or", "$not")
-#: The date spellings an operand may use when it is compared with a stored date (ISO-8601).
-DATE_FORMATS = "YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS[.ffffff]] with an optional Z or ±HH:MM (ISO-8601)"
 #: The deepest a filter may nest dicts and lists (the filter itself is level 1; ``{"$and": [{...}]}`` is three
 #: levels, ``{"$not": {...}}`` two): deeper filters raise ``ValueError`` (a filter ~1,000 levels deep would otherwise
 #: exhaust Python's recursion limit somewhere in compiling, hashing or printing it).
@@ -127,190 +132,6 @@ MAX_FILTER_CHARS = 1_000_000
 
 class UnknownFilterFieldWarning(UserWarning):
     """A filter names a metadata field that no indexed chunk has (it can only match nothing)."""
-
-
-# kinds of a comparable value; a stored value's kind picks the operand's form it is compared with
-_BOOL, _NUM, _TIME, _STR = 0, 1, 2, 3
-_NO = object()  # "the operand has no form of this kind"
-
-_INT_RE = re.compile(r"[+-]?\d+")
-_NUMBER_RE = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
-_ISO_RE = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?(?:Z|[+-]\d{2}(?::?\d{2})?)?)?")
-# digits in a date-ish layout (2024/01/01, 2024.1.1, 01/02/2024, 2024年1月1日, 2024-1-1 …): meant as a date
-_DATE_LIKE_RE = re.compile(r"\d{1,4}\s*[-/.年]\s*\d{1,2}\s*[-/.月]\s*\d{1,4}\s*日?(?:[T\s].*)?", re.S)
-_TRUE = frozenset({"true", "yes", "on"})
-_FALSE = frozenset({"false", "no", "off"})
-_SEQUENCES = (list, tuple, set, frozenset)
-_SCALAR_TYPES = frozenset({str, int, float, bool, type(None)})  # no containers: skipped fast by check_filter_size
-
-
-def _as_utc(value: _dt.datetime) -> _dt.datetime:
-    if value.tzinfo is None:
-        return value.replace(tzinfo=_dt.UTC)
-    return value.astimezone(_dt.UTC)
-
-
-def _date_value(value: _dt.date) -> _dt.datetime:
-    if isinstance(value, _dt.datetime):
-        return _as_utc(value)
-    return _dt.datetime(value.year, value.month, value.day, tzinfo=_dt.UTC)
-
-
-#: The longest string _ISO_RE can match (``2026-11-01T10:00:00.000000+09:00``).
-_ISO_MAX = 32
-
-
-def _parse_time(text: str) -> _dt.datetime | None:
-    """The UTC instant of an ISO-8601 date/datetime string, else ``None`` (cached: stored values repeat; a string
-    too long to be a date is neither parsed nor kept)."""
-    return None if len(text) > _ISO_MAX else _parse_short_time(text)
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _parse_short_time(text: str) -> _dt.datetime | None:
-    if not _ISO_RE.fullmatch(text):
-        return None
-    try:
-        return _as_utc(_dt.datetime.fromisoformat(text))
-    except ValueError:
-        return None
-
-
-def _stored(value: Any) -> tuple[int, Any] | None:
-    """``(kind, comparable)`` of one stored scalar; ``None`` for a value that cannot be compared (None, NaN, dict)."""
-    tv = type(value)
-    if tv is str:
-        if len(value) < 10 or value[4] != "-":  # cheap: cannot be an ISO date
-            return (_STR, value)
-        t = _parse_time(value)
-        return (_STR, value) if t is None else (_TIME, t)
-    if tv is int:
-        return (_NUM, value)
-    if tv is float:
-        return None if math.isnan(value) else (_NUM, value)
-    if tv is bool:
-        return (_BOOL, value)
-    if isinstance(value, np.bool_):
-        return (_BOOL, bool(value))
-    if isinstance(value, numbers.Real):
-        return None if math.isnan(value) else (_NUM, value)
-    if isinstance(value, _dt.date):
-        return (_TIME, _date_value(value))
-    if isinstance(value, str):  # a str subclass
-        return _stored(str(value))
-    return None
-
-
-def _elements(value: Any) -> list[tuple[int, Any]]:
-    """The comparable elements of a stored metadata value; ``[]`` means missing."""
-    if isinstance(value, _SEQUENCES):
-        out = []
-        for v in value:
-            t = _stored(v)
-            if t is not None:
-                out.append(t)
-        return out
-    t = _stored(value)
-    return [] if t is None else [t]
-
-
-# -- operands -------------------------------------------------------------------------------------------------------
-class _Operand:
-    """One operand in every form it may take: ``eq[kind]`` for equality, ``order[kind]`` for ordering."""
-
-    __slots__ = ("raw", "eq", "order", "date_like")
-
-    def __init__(self, raw: Any, eq: dict[int, Any], order: dict[int, Any], date_like: bool = False) -> None:
-        self.raw = raw
-        self.eq = eq
-        self.order = order
-        self.date_like = date_like
-
-
-def _number_text(value: Any) -> str:
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
-
-
-def _number_of(text: str) -> float | None:
-    """The finite number a numeric string spells, else ``None``: beyond Python's digits limit for ``int`` (4,300)
-    it is read as a float, which overflows to infinity there, so it has no number form (no stored number is that
-    long: JSON and YAML refuse them too)."""
-    try:
-        num: float = int(text) if _INT_RE.fullmatch(text) else float(text)
-    except ValueError:  # an int of more digits than sys.get_int_max_str_digits()
-        num = float(text)
-    return num if math.isfinite(num) else None
-
-
-def _operand(field: str, op: str, value: Any) -> _Operand:
-    if isinstance(value, str):
-        s = value.strip()
-        eq: dict[int, Any] = {_STR: value}
-        order: dict[int, Any] = {_STR: value}
-        if _NUMBER_RE.fullmatch(s):
-            num = _number_of(s)
-            if num is not None:
-                eq[_NUM] = order[_NUM] = num
-        low = s.lower()
-        if low in _TRUE or low in _FALSE:
-            eq[_BOOL] = low in _TRUE
-        t = _parse_time(s)
-        if t is not None:
-            eq[_TIME] = order[_TIME] = t
-        return _Operand(value, eq, order, date_like=t is None and bool(_DATE_LIKE_RE.fullmatch(s)))
-    if isinstance(value, bool):
-        return _Operand(value, {_BOOL: value, _STR: "true" if value else "false"}, {})
-    if isinstance(value, numbers.Real):
-        try:
-            finite = math.isfinite(value)
-        except OverflowError:  # an int beyond a float's range (10**400): no backend compares it
-            raise ValueError(
-                f"filter on {field!r}: operator {op!r}: the number {_short(value)} is out of range (a filter "
-                "number must fit a 64-bit float, |x| < 1.8e308)"
-            ) from None
-        if finite:
-            return _Operand(value, {_NUM: value, _STR: _number_text(value)}, {_NUM: value})
-    if isinstance(value, _dt.date):
-        t = _date_value(value)
-        return _Operand(value, {_TIME: t, _STR: value.isoformat()}, {_TIME: t})
-    raise ValueError(
-        f"filter on {field!r}: operator {op!r} needs a comparable value (a string, number, boolean or date), "
-        f"got {value!r}"
-    )
-
-
-def _short(value: Any) -> str:
-    """``repr(value)``, its middle cut when it is long (a 400-digit int)."""
-    text = repr(value) if not isinstance(value, int) or value.bit_length() < 10_000 else f"<int of {value.bit_length()} bits>"
-    return text if len(text) <= 40 else f"{text[:18]}…{text[-18:]} ({len(text)} characters)"
-
-
-def _date_error(field: str, operand: _Operand) -> ValueError:
-    return ValueError(
-        f"filter on {field!r}: the field holds dates, and {operand.raw!r} is not a date this filter reads; "
-        f"write {DATE_FORMATS}, e.g. 2024-01-01"
-    )
-
-
-def _operand_list(field: str, op: str, value: Any) -> list[_Operand]:
-    # a collection (list, tuple, set, range, array …), whose length check_filter_size counted; not an iterator,
-    # which the first of a search's compilations would use up
-    if _is_value_list(value):
-        return [_operand(field, op, v) for v in value]
-    raise ValueError(f"filter on {field!r}: operator {op!r} needs a list of values, got {value!r}")
-
-
-def _is_value_list(value: Any) -> bool:
-    """Whether ``value`` is a list of values in a filter: a sized collection, not a string or a mapping."""
-    if not isinstance(value, Collection) or isinstance(value, (str, bytes, bytearray, Mapping)):
-        return False
-    try:
-        len(value)  # a 0-d numpy array is a Collection without a length
-    except TypeError:
-        return False
-    return True
 
 
 # -- field conditions -----------------------------------------------------------------------------------------------
@@ -389,19 +210,6 @@ def _between_test(field: str, lo: _Operand, hi: _Operand) -> Test:
         return False
 
     return between
-
-
-def _op_name(field: str, op: Any) -> str:
-    name = op[1:] if isinstance(op, str) and op.startswith("$") else op
-    if name in OPERATORS:
-        return str(name)
-    hint = ""
-    if op in LOGICAL_OPERATORS or name in ("and", "or"):
-        hint = f" ({', '.join(LOGICAL_OPERATORS)} combine whole filters, e.g. {{'$or': [{{'a': 1}}, {{'b': 2}}]}})"
-    raise ValueError(
-        f"filter on {field!r}: unknown operator {op!r}; valid operators: {', '.join(OPERATORS)} "
-        f"(also with a leading $){hint}"
-    )
 
 
 #: A field's compiled condition: its test, and — when the test is "some element equals one of these operands"

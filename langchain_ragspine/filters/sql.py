@@ -47,22 +47,18 @@ from decimal import Decimal
 from typing import Any
 
 # The evaluator's own classifier and operand forms: the translation must type values exactly as it does.
-from langchain_ragspine.filters import (
-    _BOOL,
-    _NUM,
-    _SEQUENCES,
-    _STR,
-    _TIME,
-    CompiledFilter,
-    _date_error,
-    _elements,
-    _op_name,
-    _Operand,
-    _operand,
-    _operand_list,
-    compiled_filter,
-    warn_unknown_fields,
-)
+from langchain_ragspine.filters import CompiledFilter, compiled_filter, warn_unknown_fields
+from langchain_ragspine.filters.values import BOOL as _BOOL
+from langchain_ragspine.filters.values import NUM as _NUM
+from langchain_ragspine.filters.values import SEQUENCES as _SEQUENCES
+from langchain_ragspine.filters.values import STR as _STR
+from langchain_ragspine.filters.values import TIME as _TIME
+from langchain_ragspine.filters.values import Operand as _Operand
+from langchain_ragspine.filters.values import date_error as _date_error
+from langchain_ragspine.filters.values import elements as _elements
+from langchain_ragspine.filters.values import op_name as _op_name
+from langchain_ragspine.filters.values import operand as _operand
+from langchain_ragspine.filters.values import operand_list as _operand_list
 
 __all__ = ["KIND_NONE", "SEMI_JOIN_LIMIT", "SqlFilter", "check_filter", "filter_sql", "value_rows"]
 

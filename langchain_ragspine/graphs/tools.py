@@ -15,7 +15,7 @@ from typing import Any
 from langchain_core.documents import Document
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool, StructuredTool
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from langchain_ragspine.document_compressors.restricted import drop_restricted, is_restricted
 from langchain_ragspine.filters import compile_filter
@@ -30,9 +30,23 @@ DEFAULT_TOOL_DESCRIPTION = (
 
 
 class AnswerToolInput(BaseModel):
-    """The arguments of :func:`make_answer_tool`'s tool."""
+    """The arguments of :func:`make_answer_tool`'s tool: ``question``, a non-blank string (passed on unchanged).
 
-    question: str = Field(description="A self-contained question, in the language of the documents or the user.")
+    A missing, non-string, empty or whitespace-only question is a ``pydantic.ValidationError`` naming ``question``,
+    so an agent's ``ToolNode`` hands it back to the model as an error ``ToolMessage`` it can retry, instead of the
+    graph's ``ValueError`` ending the agent's run.
+    """
+
+    question: str = Field(
+        min_length=1, description="A self-contained question, in the language of the documents or the user."
+    )
+
+    @field_validator("question")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("the question must not be blank (only whitespace)")
+        return value
 
 
 def format_sources(citations: Sequence[Mapping[str, Any]]) -> str:
@@ -96,6 +110,8 @@ def make_answer_tool(
 
     Raises:
         TypeError: ``graph`` is not a ``Runnable``; (at call) the graph's output is not an answer dict.
+        pydantic.ValidationError: (at call) ``question`` is missing, not a string, empty or blank (in an agent,
+            returned to the model as an error ``ToolMessage``; see :class:`AnswerToolInput`).
         ValueError: a malformed ``filters``.
 
     Example:

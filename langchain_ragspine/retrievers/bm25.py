@@ -57,7 +57,13 @@ from langchain_ragspine.backends.directory.bm25_index import (
     load_bm25_index,
     save_bm25_index,
 )
-from langchain_ragspine.documents import check_score_threshold, doc_key, with_identities, with_scores
+from langchain_ragspine.documents import (
+    check_score_threshold,
+    doc_key,
+    top_rows,
+    with_identities,
+    with_scores,
+)
 from langchain_ragspine.errors import StaleIndexWarning
 from langchain_ragspine.filters import FilterMasks, compile_filter, compiled_filter
 from langchain_ragspine.retrievers.base import (
@@ -354,16 +360,7 @@ class BM25Retriever(RagSpineRetriever):
             ok &= scores >= np.float64(threshold)
         if mask is not None:
             ok &= mask
-        cand = np.flatnonzero(ok)
-        if cand.size == 0:
-            return []
-        cs = scores[cand]
-        if cand.size > k:
-            kth = np.partition(cs, cand.size - k)[cand.size - k]
-            keep = cs >= kth  # keep every tie at the boundary, then break ties by chunk_id
-            cand, cs = cand[keep], cs[keep]
-        order = np.lexsort((self._tie_rank[cand], -cs))[:k]
-        return [(int(cand[i]), float(cs[i])) for i in order]
+        return top_rows(scores, ok, k, self._tie_rank)
 
     def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
         hits = self.search(query, k=call.k, filter=call.filter, score_threshold=call.options.get("score_threshold"))

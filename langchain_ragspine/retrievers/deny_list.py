@@ -13,7 +13,7 @@ way.  The skeleton folds:
 
 * compatibility forms, combining marks and invisible format characters (:func:`langchain_ragspine.text.folding.fold`:
   NFKC — full-width ``ＯＲＩＯＮ``, half-width ``ｼｬｶﾞｲﾋ`` —, accents, zero-width spaces and joiners, soft hyphens);
-* Traditional Chinese characters to Simplified (:func:`langchain_ragspine.tokenizers.fold_to_simplified`, OpenCC's
+* Traditional Chinese characters to Simplified (:func:`langchain_ragspine.text.chinese.fold_to_simplified`, OpenCC's
   character table — the fold the package's tokenizers apply, so ``機密項目`` would find the ``机密项目`` documents);
 * case (``str.casefold``), and letters of other scripts that look like Latin letters to the letter they look like
   (:func:`langchain_ragspine.text.confusables.latin_skeleton`, from ``confusables.txt`` of Unicode Technical Standard #39:
@@ -63,9 +63,9 @@ import yaml
 
 from langchain_ragspine.errors import RagSpineError, json_type_name
 from langchain_ragspine.retrievers._config_files import YAML_SUFFIXES, read_structured_file, read_text_file
+from langchain_ragspine.text.chinese import fold_to_simplified
 from langchain_ragspine.text.confusables import I_OR_L, latin_skeleton
 from langchain_ragspine.text.folding import fold
-from langchain_ragspine.tokenizers import fold_to_simplified
 
 __all__ = ["DeniedQuery", "EmptyDenyListWarning", "QueryDenyList", "fold_term"]
 

@@ -11,7 +11,7 @@ snapshot and, on every call (sync and async):
    open, plus a ``stat`` of the chunk store file (another file there — the store directory deleted and ingested
    again, or another store moved into its place, whatever its generation — or another store copied over it in
    place, told by its store id: the connection is reopened and the retriever rebuilt; the rule and the state
-   ``(file identity, store id, generation)`` of :mod:`langchain_ragspine.backends.directory._follow`, which the
+   ``(file identity, store id, generation)`` of :mod:`langchain_ragspine.backends.directory.follow`, which the
    vector store follows too)
    and of each watched file (``index.json``, rewritten when an ingest changes the indexes without changing a chunk, e.g.
    ``--contextual`` or a new vector index).  Measured at ~5-50 µs per call on a shared 2-core machine; the async
@@ -64,7 +64,7 @@ from pydantic import ConfigDict, PrivateAttr
 
 from langchain_ragspine._stacklevel import user_stacklevel
 from langchain_ragspine.arguments import DEFAULT_K, PositiveIntField, check_k
-from langchain_ragspine.backends.directory._follow import FileStat, FollowedChunkStore, StoreState, file_stat
+from langchain_ragspine.backends.directory.follow import FileStat, FollowedChunkStore, StoreState, file_stat
 from langchain_ragspine.documents import chunk_key
 from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, RetrieverCall, SyncCall
 from langchain_ragspine.retrievers.contract import ainvoke_retriever, invoke_retriever
@@ -84,7 +84,7 @@ class StoreReloadWarning(UserWarning):
 
 
 #: What identifies the store's state: ``(chunk store state, stat key of each watched file)`` — the state is the one
-#: every follower of a store compares (:class:`~langchain_ragspine.backends.directory._follow.StoreState`: file
+#: every follower of a store compares (:class:`~langchain_ragspine.backends.directory.follow.StoreState`: file
 #: identity, store id, generation).
 _StateKey = tuple[StoreState, tuple[FileStat | None, ...]]
 

@@ -52,7 +52,7 @@ from langchain_text_splitters import TextSplitter
 from pydantic import ConfigDict, Field, field_validator
 
 from langchain_ragspine.arguments import DEFAULT_K, PositiveIntField, check_k
-from langchain_ragspine.documents import doc_key, with_scores
+from langchain_ragspine.documents import check_documents, doc_key, with_scores
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.filters import matches
 from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, SyncCall
@@ -457,7 +457,7 @@ class ParentChildRetriever(ContractRetriever):
         if self.child_splitter is None:
             raise TypeError("add_documents needs child_splitter= (e.g. ParagraphTextSplitter(400, 80), or "
                             "ParentChildTextSplitter() for sections as parents)")
-        docs = list(documents)
+        docs = check_documents(documents, f"{type(self).__name__}.add_documents")
         if ids is not None:
             ids = [str(i) for i in ids]
             if len(ids) != len(docs):

@@ -258,7 +258,9 @@ class PostgresBM25Retriever(_PostgresRetriever):
             raise StoreError(
                 f"stale postings: written with tokenizer {self._tokenizer!r} version "
                 f"{store.postings_tokenizer_version}, which now produces version "
-                f"{tokenizer_version(self._tokenizer)} tokens; run `ragspine ingest` again to rewrite them",
+                f"{tokenizer_version(self._tokenizer)} tokens; run `ragspine ingest` again to rewrite them "
+                "(documents other writers added, such as the vector store's, are kept, and their postings "
+                "rewritten too)",
                 path=store.path,
             )
         self._tokenize = get_tokenizer(self._tokenizer)

@@ -4,16 +4,28 @@ names for one release.  Import them from there.
 
 from langchain_ragspine.backends.directory.chunk_store import (
     FACET_FIELDS,
+    INGEST_WRITER,
     SCHEMA_VERSION,
+    VECTORSTORE_RECORD_KEY,
+    VECTORSTORE_WRITER,
     ChunkStore,
     StoredChunk,
+    VersionWritten,
+    attribute_history,
     nan_field,
+    owner_of_next,
 )
 
 __all__ = [
     "FACET_FIELDS",
+    "INGEST_WRITER",
     "SCHEMA_VERSION",
+    "VECTORSTORE_RECORD_KEY",
+    "VECTORSTORE_WRITER",
     "ChunkStore",
     "StoredChunk",
+    "VersionWritten",
+    "attribute_history",
     "nan_field",
+    "owner_of_next",
 ]

@@ -5,6 +5,7 @@ names for one release.  Import them from there.
 from langchain_ragspine.backends.postgres.vectors import (
     EMBEDDINGS,
     PostgresEmbeddingCache,
+    chunks_without_vectors,
     ensure_hnsw_index,
     ensure_vector_schema,
     has_hnsw_index,
@@ -17,6 +18,7 @@ from langchain_ragspine.backends.postgres.vectors import (
 __all__ = [
     "EMBEDDINGS",
     "PostgresEmbeddingCache",
+    "chunks_without_vectors",
     "ensure_hnsw_index",
     "ensure_vector_schema",
     "has_hnsw_index",

@@ -7,6 +7,8 @@ The package's one home for text: every module that folds, segments or classifies
   ``カタカナ``).  Folding is used on *tokens, queries and keys*, never on stored chunk text: a chunk stays a
   verbatim slice of its source.
 * :mod:`~langchain_ragspine.text.confusables` — look-alike letters of other scripts (UTS #39), one table.
+* :mod:`~langchain_ragspine.text.chinese` — Traditional→Simplified Chinese per character (OpenCC's ``t2s`` table),
+  for tokens.
 * :mod:`~langchain_ragspine.text.graphemes` — extended grapheme cluster boundaries (UAX #29).
 * :mod:`~langchain_ragspine.text.sentences` — paragraphs and sentences: :func:`sentence_spans` finds sentence ends
   for CJK (``。！？；``) and Latin (``.!?;`` followed by whitespace) punctuation, keeping closing quotes and brackets

@@ -20,7 +20,7 @@ uses, so two places that compare the same things fold them alike.
 
 Look-alike letters of other scripts (``confusables.txt`` of Unicode Technical Standard #39) are read by
 :mod:`langchain_ragspine.text.confusables`; Traditional→Simplified Chinese per character by
-:func:`langchain_ragspine.tokenizers.fold_to_simplified` (its table is built from OpenCC with the tokenizers).
+:func:`langchain_ragspine.text.chinese.fold_to_simplified` (its table is built from OpenCC's ``t2s`` dictionary).
 """
 
 from __future__ import annotations

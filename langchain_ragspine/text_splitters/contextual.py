@@ -26,6 +26,7 @@ from typing import Any
 
 from langchain_core.documents import BaseDocumentTransformer, Document
 
+from langchain_ragspine.documents import check_documents
 from langchain_ragspine.text import HEADING_KEYS, INDEX_TEXT_KEY, index_text
 
 __all__ = [
@@ -131,7 +132,7 @@ class ContextualHeader(BaseDocumentTransformer):
     def transform_documents(self, documents: Sequence[Document], **kwargs: Any) -> Sequence[Document]:
         """Copies of ``documents`` with ``metadata["index_text"]`` set (inputs are not modified)."""
         out: list[Document] = []
-        for doc in documents:
+        for doc in check_documents(documents, f"{type(self).__name__}.transform_documents"):
             head = self.header(doc)
             if not head:
                 out.append(doc)

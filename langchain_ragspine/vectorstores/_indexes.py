@@ -50,7 +50,7 @@ from langchain_ragspine.backends.directory.faiss_index import (
     EXACT_MAX_ROWS,
     FaissVectorIndex,
 )
-from langchain_ragspine.documents import has_visible_text
+from langchain_ragspine.documents import has_visible_text, top_rows
 from langchain_ragspine.embeddings.cache import content_hash
 from langchain_ragspine.filters import (
     UnknownFilterFieldWarning,
@@ -245,20 +245,6 @@ def internal_record(record: Document) -> Document:
                     id=record.id)
 
 
-def _top(scores: np.ndarray, ok: np.ndarray, k: int, tie_rank: np.ndarray) -> list[tuple[int, float]]:
-    """The ``k`` best ``(row, score)`` among ``ok``, ties by ``tie_rank`` (every tie at the boundary considered)."""
-    cand = np.flatnonzero(ok)
-    if cand.size == 0:
-        return []
-    cs = scores[cand]
-    if cand.size > k:
-        kth = np.partition(cs, cand.size - k)[cand.size - k]
-        keep = cs >= kth
-        cand, cs = cand[keep], cs[keep]
-    order = np.lexsort((tie_rank[cand], -cs))[:k]
-    return [(int(cand[i]), float(cs[i])) for i in order]
-
-
 #: One hit: ``(score, chunk_id, part index, row, vector row or -1)``.
 _Hit = tuple[float, str, int, int, int]
 
@@ -428,7 +414,7 @@ class IndexSnapshot:
                 ok &= s >= np.float64(threshold)
             if ok_rows is not None:
                 ok &= ok_rows
-            hits += [(sc, str(part.docs[r].id), j, r, -1) for r, sc in _top(s, ok, k, part.tie_rank)]
+            hits += [(sc, str(part.docs[r].id), j, r, -1) for r, sc in top_rows(s, ok, k, part.tie_rank)]
         return [(self.parts[j].docs[r], sc) for sc, _, j, r, _ in self._best(hits, k)]
 
     def _dense_hits(self, vector: np.ndarray, k: int, filter: Mapping[str, Any] | None) -> list[_Hit]:

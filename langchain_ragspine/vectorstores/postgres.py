@@ -19,7 +19,10 @@ writer lock (:mod:`langchain_ragspine.backends.postgres.lock`, as ``ingest`` doe
 :func:`langchain_ragspine.postgres.write_versions`: one transaction per call (every
 document version of an ``add_documents`` / ``delete`` call, or none of them: a failure part way — disk full — leaves
 the store as it was, and the error says so), BM25 postings and typed metadata values written with the chunks,
-vectors cached by ``(model, chunk_id, content hash)`` so an unchanged chunk is never embedded twice.  The same database then serves
+vectors cached by ``(model, chunk_id, content hash)`` so an unchanged chunk is never embedded twice.  Every version
+it writes is recorded as written by ``VECTORSTORE_WRITER``, and a document it creates is its own: ``ragspine
+ingest`` of the same store keeps it (ingest retracts only the documents it owns, and takes over one it writes from
+a file).  The same database then serves
 ``ragspine search --store URL`` (BM25, hybrid) unchanged.  See ``docs/postgres.md``.
 """
 
@@ -33,6 +36,7 @@ import numpy as np
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
+from langchain_ragspine.backends.directory.chunk_store import VECTORSTORE_WRITER
 from langchain_ragspine.backends.directory.lock import check_lock_timeout
 from langchain_ragspine.backends.postgres.chunk_store import PostgresChunkStore, is_postgres_url, redact_url
 from langchain_ragspine.backends.postgres.lock import writer_lock
@@ -129,7 +133,8 @@ class PostgresVectorStore(VersionedVectorStore):
 
     def _write_versions(self, versions: Mapping[str, list[Document]]) -> None:
         self._check_model()  # another writer may have recorded another model meanwhile
-        write_versions(self.url, versions, embedding=self._embedding, lock_timeout=self.lock_timeout)
+        write_versions(self.url, versions, embedding=self._embedding, lock_timeout=self.lock_timeout,
+                       writer=VECTORSTORE_WRITER)
         self._retriever = None  # the record (model, dimension, HNSW index) may have changed
 
     def _where(self) -> str:

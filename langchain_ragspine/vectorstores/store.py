@@ -11,7 +11,7 @@ Two layers, so another backend (e.g. PostgreSQL) can plug in under the same face
 
 * a :class:`RecordBackend` — where records live: ``records()`` (the active ones), ``upsert(docs)``,
   ``delete(ids)`` and a ``generation`` counter that changes with every write.  :class:`ChunkStoreBackend` is the
-  SQLite one; it follows the file at ``DIR/chunks.sqlite`` (:mod:`langchain_ragspine.backends.directory._follow`, the rule
+  SQLite one; it follows the file at ``DIR/chunks.sqlite`` (:mod:`langchain_ragspine.backends.directory.follow`, the rule
   :class:`~langchain_ragspine.retrievers.LiveStoreRetriever` follows too): the store directory deleted and ingested
   again, or another store moved into its place, is reopened before the next read or write, whatever its
   generation, and a write that returns is in the store at the path, never only in a replaced file;
@@ -80,7 +80,6 @@ from langchain_core.runnables import RunnableConfig
 
 from langchain_ragspine._stacklevel import user_stacklevel
 from langchain_ragspine.arguments import DEFAULT_K, check_arguments, check_k, rename_arguments
-from langchain_ragspine.backends.directory._follow import FollowedChunkStore, StoreState
 from langchain_ragspine.backends.directory.chunk_store import (
     VECTORSTORE_RECORD_KEY,
     VECTORSTORE_WRITER,
@@ -89,6 +88,7 @@ from langchain_ragspine.backends.directory.chunk_store import (
 )
 from langchain_ragspine.backends.directory.embedding_cache import EmbeddingCache
 from langchain_ragspine.backends.directory.faiss_index import INDEX_KINDS
+from langchain_ragspine.backends.directory.follow import FollowedChunkStore, StoreState
 from langchain_ragspine.backends.directory.lock import StoreReplacedError, check_lock_timeout, writer_lock
 from langchain_ragspine.documents import (
     check_score_threshold,
@@ -278,7 +278,7 @@ class ChunkStoreBackend:
     writer lock (:mod:`langchain_ragspine.backends.directory.lock`), so it never interleaves with an ``ingest`` or another
     writer (it waits for them).
 
-    The backend follows the store at its path (:class:`~langchain_ragspine.backends.directory._follow.FollowedChunkStore`):
+    The backend follows the store at its path (:class:`~langchain_ragspine.backends.directory.follow.FollowedChunkStore`):
     every read and write first checks that ``DIR/chunks.sqlite`` is still the file its connection has open, and
     reopens it when the directory was deleted and ingested again or another store was moved into its place.  A
     write whose store was replaced while it committed is written again, to the new store (a write that returns is
@@ -355,7 +355,7 @@ class ChunkStoreBackend:
 
     def snapshot(self) -> tuple[ChunkStore, StoreState]:
         """The chunk store at ``DIR/chunks.sqlite`` now and its :attr:`state`, read from that one store object
-        (:meth:`~langchain_ragspine.backends.directory._follow.FollowedChunkStore.current`).
+        (:meth:`~langchain_ragspine.backends.directory.follow.FollowedChunkStore.current`).
 
         Raises:
             StoreError: as :attr:`store`.

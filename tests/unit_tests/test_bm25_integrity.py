@@ -375,7 +375,8 @@ def test_a_store_index_without_a_checksum_is_rebuilt_and_ingest_rewrites_it(save
     (saved / "store" / BM25_DIR / MANIFEST_FILE).unlink()
     retriever, stale = _open_warned(saved / "store")
     assert len(stale) == 1 and "manifest.json: missing: no checksum" in stale[0]
-    assert "run `ragspine ingest` again to rewrite it" in stale[0]
+    assert "run `ragspine ingest` of the store's corpus again to rewrite it" in stale[0]
+    assert "documents other writers added, such as the vector store's, are kept" in stale[0]
     assert _answers(retriever) == expected
     assert ingest(saved / "corpus", saved / "store", mode="bm25", progress=False).index_rebuilt
     _assert_clean(saved / "store", expected)

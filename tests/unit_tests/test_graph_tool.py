@@ -125,3 +125,17 @@ def test_bad_arguments_are_refused(retriever):
     with pytest.raises(ValueError):
         make_answer_tool(build_corrective_rag(retriever), filters={"tenant": {"$bogus": 1}})
     assert format_sources([{"n": 2, "doc_id": "d", "title": None}]) == "[2] d"
+
+
+@pytest.mark.parametrize("question", ["", "   ", "\n\t", None])
+def test_an_empty_question_from_the_model_comes_back_to_it_as_a_tool_error(retriever, question):
+    """Regression (trial 27 F1): a question "" or "   " raised the graph's ValueError out of the whole agent run;
+    it is a validation error of the tool's input, returned to the model as an error ToolMessage naming ``question``
+    (as a missing or ``None`` question always was), and the model goes on."""
+    model = _agent_model(question, final="done")  # type: ignore[arg-type]
+    agent = create_agent(model, [make_answer_tool(build_corrective_rag(retriever))])
+    out = agent.invoke({"messages": [HumanMessage("Where is there no rainy season?")]})
+    [message] = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert message.status == "error" and "question" in message.content
+    assert out["messages"][-1].content == "done"
+    assert [m for m in model.seen[-1] if isinstance(m, ToolMessage)][0].content == message.content

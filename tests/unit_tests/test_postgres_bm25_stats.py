@@ -121,31 +121,34 @@ def test_random_histories_keep_exact_statistics(schema_url: Any, ops: list[tuple
 
 @pytest.fixture
 def v1_store(pg_url: str) -> Iterator[str]:
-    """A store turned back into schema version 1: no statistics tables."""
+    """A store turned back into schema version 1: no statistics tables (and no writers or owners, schema 3)."""
     with PostgresChunkStore(pg_url) as store:
         store.replace_doc_chunks("a", chunks("a", ["梅雨は六月の雨の季節", "梅雨前線 rain season"]))
         store.replace_doc_chunks("b", chunks("b", ["北京是中国的首都", "北京 rain"]))
         store.replace_doc_chunks("b", chunks("b", ["北京 首都"]))
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("DROP TABLE ragspine_corpus, ragspine_df")
+        conn.execute("ALTER TABLE ragspine_doc_versions DROP COLUMN writer, DROP COLUMN owner")
         conn.execute("UPDATE ragspine_meta SET value = '1' WHERE key = 'schema_version'")
     yield pg_url
 
 
 def test_a_version_1_store_is_migrated_when_opened_writable(v1_store: str) -> None:
-    assert PG_SCHEMA_VERSION == 2
+    assert PG_SCHEMA_VERSION == 3
     with pytest.raises(StoreError, match="schema version 1 predates .* open the store writable once"):
         PostgresChunkStore(v1_store, read_only=True)
     with pytest.raises(StoreError, match="open the store writable once"):
         PostgresBM25Retriever(url=v1_store)
     with PostgresChunkStore(v1_store) as store:
-        assert store.schema_version == 2
+        assert store.schema_version == PG_SCHEMA_VERSION
         assert kept(v1_store) == recounted(v1_store) and kept(v1_store)[0] == 3
         assert_exact(v1_store, store)
         store.replace_doc_chunks("a", [])
         assert_exact(v1_store, store)
     with PostgresChunkStore(v1_store, read_only=True) as store:  # opens now, and migrates nothing again
-        assert store.schema_version == 2
+        assert store.schema_version == PG_SCHEMA_VERSION
+        # chunks without a source_locator (not ingest's splitters'): attributed to the vector store by the migration
+        assert store.doc_ids(owner="vectorstore") == ["b"] and store.doc_ids(owner="ingest") == []
 
 
 def test_set_tokenizer_tokenizes_the_index_text(pg_url: str) -> None:

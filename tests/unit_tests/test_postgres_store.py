@@ -458,3 +458,37 @@ def test_a_search_path_without_the_vector_extensions_schema_is_named_with_what_t
     assert "does not exist" not in str(info.value)
     with psycopg.connect(only_store) as conn, pytest.raises(StoreError, match="options=-csearch_path"):
         register_vector(conn)
+
+
+def test_searching_through_a_search_path_without_the_vector_extensions_schema_names_it(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """Regression (trial 27 F6): searching a store through a search_path lacking ``public`` (pgvector's schema) said
+    'the pgvector extension is not installed', which is false: ``register_vector`` rolled back inside the search's
+    transaction block (which raises, and was swallowed), so the extension's schema was never looked up."""
+    from langchain_ragspine import open_retriever
+    from langchain_ragspine.backends.postgres.vectors import register_vector
+    from langchain_ragspine.indexing import ingest
+
+    corpus = tmp_path / "c"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("The rainy season starts in June.\n", "utf-8")
+    ingest(corpus, pg_url, embedding="hashing", progress=False)
+    only_store = pg_url.replace("%2Cpublic", "").replace(",public", "")
+    assert only_store != pg_url
+    off_path = r"installed in schema 'public', which is not on this connection's search_path"
+    with pytest.raises(StoreError, match=off_path) as info:
+        open_retriever(only_store).invoke("rainy season")
+    assert "not installed" not in str(info.value)
+    # the kind of fault: inside a transaction block, and on a plain connection, the lookup runs and names the schema
+    with psycopg.connect(only_store) as conn:
+        with pytest.raises(StoreError, match=off_path), conn.transaction():
+            register_vector(conn)
+        with pytest.raises(StoreError, match=off_path):
+            register_vector(conn)
+    with psycopg.connect(only_store, autocommit=True) as conn, pytest.raises(StoreError, match=off_path):
+        register_vector(conn)
+    # and through the good path the same store searches (nothing about the store itself changed)
+    assert [d.page_content for d in open_retriever(pg_url).invoke("rainy season")] == [
+        "The rainy season starts in June."
+    ]

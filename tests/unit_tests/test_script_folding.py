@@ -114,13 +114,22 @@ def test_folding_tokenizers_are_the_folded_nofold_tokens(text):
         assert get_tokenizer(folding)(text) == [fold_to_simplified(t) for t in get_tokenizer(f"{name}-nofold")(text)]
 
 
+def test_the_fold_keeps_its_old_import_path():
+    # the fold moved to text.chinese (issue 26 H4); the tokenizers' public names still import, as the same objects
+    from langchain_ragspine import tokenizers
+    from langchain_ragspine.text import chinese
+
+    assert tokenizers.fold_to_simplified is chinese.fold_to_simplified
+    assert tokenizers.FOLD_VERSION == chinese.FOLD_VERSION == "t2s-char/1"
+
+
 def test_fold_tokens_keeps_one_token_per_token():
-    from langchain_ragspine.tokenizers import _fold_tokens
+    from langchain_ragspine.text.chinese import fold_tokens
 
     tokens = ["關聯", "の", "東京"]
-    assert _fold_tokens(tokens) == ["关联", "の", "东京"]
-    assert _fold_tokens(["关联", "の"]) == ["关联", "の"] and _fold_tokens([]) == []
-    assert _fold_tokens(["關\n聯", "東"]) == ["关\n联", "东"]  # a token with a newline does not shift the others
+    assert fold_tokens(tokens) == ["关联", "の", "东京"]
+    assert fold_tokens(["关联", "の"]) == ["关联", "の"] and fold_tokens([]) == []
+    assert fold_tokens(["關\n聯", "東"]) == ["关\n联", "东"]  # a token with a newline does not shift the others
 
 
 def test_whitespace_does_not_fold():

@@ -2,7 +2,7 @@
 
 ``index.json`` replaced by a FIFO made ``ragspine search`` and ``ragspine ingest`` block forever (the loader refused a
 FIFO sidecar; the store read it).  Every file the store reads now goes through one check
-(``backends/directory/_regular.py``: ``os.stat``/``S_ISREG``, or ``O_NONBLOCK`` + ``fstat``): a FIFO, a folder or a
+(``backends/directory/regular_files.py``: ``os.stat``/``S_ISREG``, or ``O_NONBLOCK`` + ``fstat``): a FIFO, a folder or a
 symlink to ``/dev/zero`` in place of a file takes the path a damaged file takes — a search warns
 (``StaleIndexWarning``) and answers from the chunk store, a chunk store that is not a file is a ``StoreError``
 naming it, and ``ingest`` rewrites the file or refuses naming it.
@@ -23,10 +23,10 @@ from typing import Any
 
 import pytest
 
-from langchain_ragspine.backends.directory._regular import check_regular, open_regular
 from langchain_ragspine.backends.directory.chunk_store import ChunkStore
 from langchain_ragspine.backends.directory.embedding_cache import EmbeddingCache
 from langchain_ragspine.backends.directory.faiss_index import FaissVectorIndex
+from langchain_ragspine.backends.directory.regular_files import check_regular, open_regular
 from langchain_ragspine.errors import StaleIndexWarning, StoreError
 from langchain_ragspine.indexing import ingest, open_retriever
 

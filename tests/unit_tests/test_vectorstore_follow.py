@@ -3,7 +3,7 @@
 A vector store kept open by an app held one SQLite connection to ``chunks.sqlite``; after ``rm -rf store`` and a new
 ingest, or another store ``mv``'d into its place, it went on serving the old file — a document relabelled RESTRICTED
 in the rebuild still came back, whatever the new generation — and every write after that went to the old, unlinked
-file and was lost.  The vector store now applies the rule ``LiveStoreRetriever`` had (``backends/directory/_follow.py``: the
+file and was lost.  The vector store now applies the rule ``LiveStoreRetriever`` had (``backends/directory/follow.py``: the
 file at the path is identified by ``(st_dev, st_ino)``, and the indexes are built from ``(identity, store id,
 generation)``) before every read and write; these tests run one store across each kind of replacement.  Issue 25
 (fresh-clone trial b): another store copied over the store in place (``cp -r new/. store/``: the same inodes, the

@@ -10,7 +10,8 @@ terms in the same order of first occurrence, the same postings (each document's 
 within a document is free, the saved index is the same bit for bit) — without those strings:
 
 * the batch's normalised texts are joined and turned into one array of code points (folded
-  Traditional→Simplified with the tokenizers' own table when the tokenizer folds);
+  Traditional→Simplified with the tokenizers' own table, :func:`~langchain_ragspine.text.chinese.fold_table`, when
+  the tokenizer folds);
 * every CJK character present is given a rank, so a unigram is the integer ``r1 * (R + 1)`` and a bigram
   ``r1 * (R + 1) + r2`` (``R`` distinct CJK characters in the batch): no strings;
 * the other terms — Latin words (their English stems, stop words dropped, for ``cjk`` and ``auto``:
@@ -38,14 +39,9 @@ import numpy as np
 
 from langchain_ragspine import tokenizers
 from langchain_ragspine.text import CJK_CHAR_RE, normalize
+from langchain_ragspine.text.chinese import fold_table, fold_to_simplified, fold_tokens
 from langchain_ragspine.text.english import english_terms
-from langchain_ragspine.tokenizers import (
-    _fold_table,
-    _fold_tokens,
-    _surface_tagger,
-    fold_to_simplified,
-    mecab_surfaces,
-)
+from langchain_ragspine.tokenizers import MECAB_SURFACE_END, mecab_surface_tagger, mecab_surfaces
 
 if TYPE_CHECKING:
     from langchain_ragspine.backends.directory.bm25_parallel import CountedBatch
@@ -65,7 +61,7 @@ GRAM_TOKENIZERS: dict[str, tuple[bool, bool, bool]] = {
 _WORD_RE = re.compile(tokenizers.WORD_PATTERN)
 #: Code points below this hold every CJK character (and every character the fold changes).
 _PLANES = 0x30000
-_BEL = 7  # ends every morpheme in the output of tokenizers._surface_tagger
+_BEL = ord(MECAB_SURFACE_END)  # ends every morpheme in the output of tokenizers.mecab_surface_tagger
 _I64 = np.int64
 
 
@@ -120,7 +116,7 @@ def count_gram_batch(tokenizer: str, texts: Sequence[str]) -> CountedBatch | Non
     cjk_pos = np.flatnonzero(is_cjk)
     chars = codes[cjk_pos]
     if fold:  # the fold changes only CJK characters, into CJK characters
-        chars = _fold_table()[chars]
+        chars = fold_table()[chars]
     doc_of = np.repeat(np.arange(n_docs, dtype=_I64), lengths + 1)  # document of each position of ``joined``
 
     # ranks of the CJK characters present: a unigram is r1 * (R + 1), a bigram r1 * (R + 1) + r2
@@ -237,7 +233,7 @@ def _morphemes(
     empty = np.zeros(0, dtype=_I64)
     if not with_morphemes or not run_docs.size:
         return empty, empty, empty, np.zeros(n_docs, dtype=_I64)
-    parse = _surface_tagger().parse
+    parse = mecab_surface_tagger().parse
     outs: list[str] = []
     out_docs: list[int] = []
     odd_docs: list[int] = []
@@ -251,7 +247,7 @@ def _morphemes(
             out_docs.append(d)
     squared = base * base
     cjk_table = _cjk_table()
-    fold_table = _fold_table() if fold else None
+    folding = fold_table() if fold else None
 
     mdoc_parts: list[np.ndarray] = []
     mkey_parts: list[np.ndarray] = []
@@ -273,8 +269,8 @@ def _morphemes(
         pair = lens[keep] == 2
         first = codes[b[short]]
         second = codes[b[short & pair] + 1]
-        if fold_table is not None:  # fold changes only CJK characters: fold what is read
-            first, second = fold_table[first], fold_table[second]
+        if folding is not None:  # fold changes only CJK characters: fold what is read
+            first, second = folding[first], folding[second]
         mkey = np.empty(keep.size, dtype=_I64)
         short_key = rank[first] * base
         short_key[pair[short]] += rank[second]
@@ -282,8 +278,8 @@ def _morphemes(
         other = np.flatnonzero(~short)
         if other.size:
             strings = [text[i:j] for i, j in zip(b[other].tolist(), ends[keep[other]].tolist(), strict=True)]
-            if fold_table is not None:
-                strings = _fold_tokens(strings)
+            if folding is not None:
+                strings = fold_tokens(strings)
             mkey[other] = [number + squared for number in map(_numberer(vocab), strings)]
         mdoc_parts.append(np.repeat(np.asarray(out_docs, dtype=_I64), per_out)[keep])
         mkey_parts.append(mkey)

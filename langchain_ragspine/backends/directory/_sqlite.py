@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from langchain_ragspine._closing import Closing
-from langchain_ragspine.backends.directory._regular import check_regular
+from langchain_ragspine.backends.directory.regular_files import check_regular
 from langchain_ragspine.errors import StoreError, write_errors
 
 #: What a failed write of a SQLite file leaves (the message of its :class:`~langchain_ragspine.errors.StoreWriteError`).
@@ -60,7 +60,7 @@ def check_sqlite_files(path: Path) -> None:
     is not a regular file (a FIFO would block SQLite forever, a device feed it without end).
 
     Raises:
-        StoreError: naming the file and what it is (:func:`~langchain_ragspine.backends.directory._regular.
+        StoreError: naming the file and what it is (:func:`~langchain_ragspine.backends.directory.regular_files.
             check_regular`).
     """
     for companion in ("", *_COMPANIONS):

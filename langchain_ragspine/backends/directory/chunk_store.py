@@ -29,7 +29,7 @@ Design:
 * **Generation counter.**  ``meta.generation`` is bumped inside every transaction that writes; a derived index
   records the generation it was built from and rebuilds when :attr:`ChunkStore.generation` differs.
 * **Store id.**  ``meta.store_id`` is a random id (``uuid4().hex``) written when the store is created, so two
-  stores of the same generation are told apart (:mod:`langchain_ragspine.backends.directory._follow`: another
+  stores of the same generation are told apart (:mod:`langchain_ragspine.backends.directory.follow`: another
   store copied over this one in place, same file and generation).  A store created before it existed gets one at
   its next writable open (never at a read-only one); until then :attr:`ChunkStore.store_id` is ``None``.
 * **Writers and owners.**  Every document version records its ``writer`` (:data:`INGEST_WRITER` for ``ragspine
@@ -96,7 +96,9 @@ __all__ = [
     "ChunkStore",
     "StoredChunk",
     "VersionWritten",
+    "attribute_history",
     "nan_field",
+    "owner_of_next",
 ]
 
 #: Current schema version written to ``meta.schema_version``.
@@ -508,12 +510,62 @@ def _where(conditions: list[str]) -> str:
     return " WHERE " + " AND ".join(conditions) if conditions else ""
 
 
-def _owner_after(owner: str | None, writer: str) -> str:
-    """The owner of a document after ``writer`` wrote a version of it (``owner``: its owner before, ``None`` for a
-    document that is new or was retracted): the creator, taken over by ingest when ingest writes."""
-    if owner is None or writer == INGEST_WRITER:
+def owner_of_next(live_owner: str | None, writer: str, *, retracting: bool = False) -> str:
+    """The owner of a document after ``writer`` wrote a version of it — the rule of both chunk stores (this one's
+    :meth:`ChunkStore.replace_doc_chunks` and the PostgreSQL store's).
+
+    Args:
+        live_owner: the document's owner before the write, ``None`` for a document that is new or whose current
+            version is a retraction.
+        writer: who writes the version (:data:`INGEST_WRITER`, :data:`VECTORSTORE_WRITER`, another name).
+        retracting: the version is a retraction, which keeps the owner the document had (its writer's, when it
+            had none).
+
+    Example:
+        >>> owner_of_next(None, VECTORSTORE_WRITER), owner_of_next(VECTORSTORE_WRITER, INGEST_WRITER)
+        ('vectorstore', 'ingest')
+        >>> owner_of_next(INGEST_WRITER, VECTORSTORE_WRITER), owner_of_next(INGEST_WRITER, VECTORSTORE_WRITER, retracting=True)
+        ('ingest', 'ingest')
+    """
+    if retracting:
+        return live_owner or writer
+    if live_owner is None or writer == INGEST_WRITER:
         return writer
-    return owner
+    return live_owner
+
+
+def attribute_history(versions: Iterable[tuple[str, int, bool, str]]) -> list[tuple[str, int, str, str]]:
+    """The writers and owners of document versions written before either store recorded them (their migrations).
+
+    Args:
+        versions: ``(doc_id, version, retracted, writer)`` in ``(doc_id, version)`` order, ``writer`` being who
+            wrote a version that is not a retraction (as the store can tell; ignored for a retraction, which is
+            attributed to the document's owner, else to :data:`INGEST_WRITER`).
+
+    Returns:
+        ``(doc_id, version, writer, owner)`` per version, in the same order; owners follow :func:`owner_of_next`
+        along each document's history.
+
+    Example:
+        >>> attribute_history([("n", 1, False, "vectorstore"), ("n", 2, True, "ingest"), ("n", 3, False, "ingest")])
+        [('n', 1, 'vectorstore', 'vectorstore'), ('n', 2, 'vectorstore', 'vectorstore'), ('n', 3, 'ingest', 'ingest')]
+    """
+    out: list[tuple[str, int, str, str]] = []
+    owner: str | None = None
+    live = False
+    last_doc: str | None = None
+    for doc_id, version, retracted, written_by in versions:
+        if doc_id != last_doc:
+            last_doc, owner, live = doc_id, None, False
+        if retracted:
+            writer = owner or INGEST_WRITER
+            live = False
+        else:
+            writer = written_by
+            owner = owner_of_next(owner if live else None, writer)
+            live = True
+        out.append((doc_id, int(version), writer, owner or writer))
+    return out
 
 
 class VersionWritten(NamedTuple):
@@ -622,7 +674,7 @@ class ChunkStore(SQLiteFile, _VersionedChunkStore):
         read_only: open through a ``file:…?mode=ro`` URI; every write method raises :class:`StoreError`.
         busy_timeout: seconds a writer waits for another connection's write lock before failing (default 5.0).
         create: create the file when missing (default ``True``); ``False`` opens an existing file only (what a
-            writer that follows a replaced store uses, :mod:`langchain_ragspine.backends.directory._follow`).
+            writer that follows a replaced store uses, :mod:`langchain_ragspine.backends.directory.follow`).
 
     Raises:
         StoreError: ``read_only`` (or ``create=False``) and the file does not exist; the file is not a SQLite database or not a
@@ -814,22 +866,12 @@ class ChunkStore(SQLiteFile, _VersionedChunkStore):
         rows = cur.execute(
             "SELECT doc_id, version, retracted FROM doc_versions WHERE writer IS NULL ORDER BY doc_id, version"
         ).fetchall()
-        updates: list[tuple[str, str, str, int]] = []
-        owner: str | None = None
-        live = False
-        last_doc: str | None = None
-        for doc_id, version, retracted in rows:
-            if doc_id != last_doc:
-                last_doc, owner, live = doc_id, None, False
-            if retracted:
-                writer = owner or INGEST_WRITER
-                live = False
-            else:
-                writer = VECTORSTORE_WRITER if (doc_id, int(version)) in marked else INGEST_WRITER
-                owner = _owner_after(owner if live else None, writer)
-                live = True
-            updates.append((writer, owner or writer, doc_id, int(version)))
-        cur.executemany("UPDATE doc_versions SET writer = ?, owner = ? WHERE doc_id = ? AND version = ?", updates)
+        attributed = attribute_history(
+            (str(d), int(v), bool(r), VECTORSTORE_WRITER if (d, int(v)) in marked else INGEST_WRITER)
+            for d, v, r in rows
+        )
+        cur.executemany("UPDATE doc_versions SET writer = ?, owner = ? WHERE doc_id = ? AND version = ?",
+                        [(w, o, d, v) for d, v, w, o in attributed])
 
     @staticmethod
     def _bump_generation(cur: sqlite3.Cursor) -> None:
@@ -942,9 +984,7 @@ class ChunkStore(SQLiteFile, _VersionedChunkStore):
             "SELECT owner, retracted FROM doc_versions WHERE doc_id = ? ORDER BY version DESC LIMIT 1", (doc_id,)
         ).fetchone()
         live_owner = None if row is None or row[1] or row[0] is None else str(row[0])
-        if retracting:
-            return live_owner or writer
-        return _owner_after(live_owner, writer)
+        return owner_of_next(live_owner, writer, retracting=retracting)
 
     @staticmethod
     def _prepare(
@@ -1350,7 +1390,7 @@ class ChunkStore(SQLiteFile, _VersionedChunkStore):
 
     def follow_state(self) -> tuple[str | None, int]:
         """``(store_id, generation)`` read in one query: which store, at which generation
-        (:meth:`~langchain_ragspine.backends.directory._follow.FollowedChunkStore.state`).
+        (:meth:`~langchain_ragspine.backends.directory.follow.FollowedChunkStore.state`).
 
         Raises:
             StoreError: ``meta.generation`` is missing; SQLite fails.

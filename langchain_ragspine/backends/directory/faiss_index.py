@@ -57,8 +57,8 @@ import numpy as np
 
 from langchain_ragspine._optional import import_optional
 from langchain_ragspine.arguments import check_int
-from langchain_ragspine.backends.directory._regular import check_regular
 from langchain_ragspine.backends.directory.files import atomic_dir, file_sha256, layout, read_config
+from langchain_ragspine.backends.directory.regular_files import check_regular
 from langchain_ragspine.embeddings.batching import l2_normalize
 from langchain_ragspine.errors import StoreError, as_os_error
 

@@ -29,7 +29,7 @@ from typing import Any, TypeAlias
 import numpy as np
 from langchain_core.documents import Document
 
-from langchain_ragspine.backends.directory._regular import check_regular, open_regular
+from langchain_ragspine.backends.directory.regular_files import check_regular, open_regular
 from langchain_ragspine.errors import StoreError, write_errors
 
 

@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from langchain_ragspine.backends.directory._regular import open_regular
+from langchain_ragspine.backends.directory.regular_files import open_regular
 from langchain_ragspine.errors import StoreError, json_type_name, write_errors
 from langchain_ragspine.tokenizers import TOKENIZERS
 

@@ -47,7 +47,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from langchain_ragspine.backends.directory._regular import not_regular
+from langchain_ragspine.backends.directory.regular_files import not_regular
 from langchain_ragspine.errors import StoreError, write_errors
 
 __all__ = [

@@ -24,6 +24,14 @@ here are written in the same transaction as the chunk rows, so they are never st
   (:mod:`langchain_ragspine.filters.sql`);
 * ``ragspine_embeddings`` — chunk vectors for the dense channel (:mod:`langchain_ragspine.backends.postgres.vectors`).
 
+Writers and owners, as in the file store: every document version records its ``writer``
+(:data:`~langchain_ragspine.backends.directory.chunk_store.INGEST_WRITER` for ``ragspine ingest``,
+:data:`~langchain_ragspine.backends.directory.chunk_store.VECTORSTORE_WRITER` for
+:class:`~langchain_ragspine.vectorstores.PostgresVectorStore`, or any other name a caller passes) and the document's
+``owner`` — the writer that created it, taken over by ingest once ingest writes a version
+(:func:`~langchain_ragspine.backends.directory.chunk_store.owner_of_next`).  ``ingest`` retracts only the documents
+it owns (:meth:`PostgresChunkStore.doc_ids` with ``owner=``), so what the vector store added survives a re-ingest.
+
 Each write transaction takes a ``SHARE ROW EXCLUSIVE`` lock on ``ragspine_doc_versions`` (as SQLite's
 ``BEGIN IMMEDIATE``), which orders transactions; a whole write of many transactions (an ingest, a vector-store write)
 holds the store's writer lock, an advisory lock on its schema (:mod:`langchain_ragspine.backends.postgres.lock`), so writers
@@ -54,6 +62,8 @@ from langchain_core.documents import Document
 from langchain_ragspine._closing import Closing
 from langchain_ragspine._optional import import_optional
 from langchain_ragspine.backends.directory.chunk_store import (
+    INGEST_WRITER,
+    VECTORSTORE_WRITER,
     ChunkStore,
     StoredChunk,
     _check_write_args,
@@ -66,6 +76,8 @@ from langchain_ragspine.backends.directory.chunk_store import (
     _version_state,
     _VersionedChunkStore,
     _where,
+    attribute_history,
+    owner_of_next,
     row_to_stored,
 )
 from langchain_ragspine.config import configured_setting
@@ -94,7 +106,12 @@ __all__ = [
 #: ``ragspine_meta.schema_version`` written by this library.
 #: 2 added ``ragspine_corpus`` and ``ragspine_df`` (BM25 statistics maintained on write); opening a version-1
 #: store writable computes them from its postings (:meth:`PostgresChunkStore._migrate`).
-PG_SCHEMA_VERSION = 2
+#: 3 added ``ragspine_doc_versions.writer`` and ``.owner`` (who wrote each version, who owns the document); opening
+#: an older store writable attributes its versions (:meth:`PostgresChunkStore._attribute_versions`).  A version-2
+#: store opens read-only as it is (no owners: every document counts as ingest's, as before).
+PG_SCHEMA_VERSION = 3
+#: The oldest schema a read-only open accepts without migrating.
+_READABLE_SCHEMA = 2
 
 META = "ragspine_meta"
 DOC_VERSIONS = "ragspine_doc_versions"
@@ -119,6 +136,8 @@ _DDL: tuple[str, ...] = (
         valid_as_of  text    NOT NULL DEFAULT '',
         ingested_at  text    NOT NULL,
         retracted    boolean NOT NULL DEFAULT false,
+        writer       text,
+        owner        text,
         PRIMARY KEY (doc_id, version)
     )""",
     f"""CREATE TABLE IF NOT EXISTS {CHUNKS} (
@@ -187,6 +206,12 @@ _DDL: tuple[str, ...] = (
         df   integer NOT NULL,
         PRIMARY KEY (term) INCLUDE (df)
     )""",
+)
+
+# Columns added after a table first appeared (schema 3), for ``ALTER TABLE … ADD COLUMN IF NOT EXISTS``.
+_ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    (DOC_VERSIONS, "writer", "text"),
+    (DOC_VERSIONS, "owner", "text"),
 )
 
 _CHUNK_COLUMNS = (
@@ -559,27 +584,65 @@ class PostgresChunkStore(Closing, _VersionedChunkStore):
                     path=self.path,
                 )
             if version < PG_SCHEMA_VERSION:
+                if self._read_only and version >= _READABLE_SCHEMA:
+                    return  # opened as it is: what it lacks (owners) reads as ingest's
                 if self._read_only:
                     raise StoreError(
-                        f"schema version {version} predates this langchain-ragspine's ({PG_SCHEMA_VERSION}: BM25 "
-                        "statistics tables); open the store writable once to migrate it, e.g. "
+                        f"schema version {version} predates the oldest this langchain-ragspine reads "
+                        f"({_READABLE_SCHEMA}: BM25 statistics tables); open the store writable once to migrate it, e.g. "
                         "`ragspine ingest PATH --store URL` or `PostgresChunkStore(URL).close()`",
                         path=self.path,
                     )
                 self._migrate(conn)
 
     def _migrate(self, conn: Any) -> None:
-        """Bring a version-1 store to version 2 in one transaction: create ``ragspine_corpus`` / ``ragspine_df``
-        and compute them from the search tables (one pass over the postings; writers wait, readers do not)."""
+        """Bring an older store to the current schema in one transaction, additively (no row deleted or rewritten;
+        writers wait, readers do not): from version 1, create ``ragspine_corpus`` / ``ragspine_df`` and compute
+        them from the search tables (one pass over the postings); from version 1 or 2, add the ``writer`` /
+        ``owner`` columns and attribute every existing version (:meth:`_attribute_versions`)."""
         with conn.transaction(), conn.cursor() as cur:
             cur.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
             cur.execute(f"LOCK TABLE {DOC_VERSIONS} IN SHARE ROW EXCLUSIVE MODE")
-            if self._schema_version(conn) != 1:  # migrated by another process meanwhile
+            from_version = self._schema_version(conn)
+            if from_version is None or from_version >= PG_SCHEMA_VERSION:  # migrated by another process meanwhile
                 return
             for ddl in _DDL:
                 cur.execute(ddl)
-            self._recount_statistics(cur)
+            for table, column, declaration in _ADDED_COLUMNS:
+                cur.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {declaration}")
+            if from_version < 2:
+                self._recount_statistics(cur)
+            if from_version < 3:
+                self._attribute_versions(cur)
             cur.execute(f"UPDATE {META} SET value = %s WHERE key = 'schema_version'", (str(PG_SCHEMA_VERSION),))
+
+    @staticmethod
+    def _attribute_versions(cur: Any) -> None:
+        """Record the writer and owner of every version written before schema 3.  The vector store of that code
+        left no mark of its own on its chunks, but every chunk ``ingest`` writes has a ``source_locator`` (its
+        splitters give each chunk one): a version with such a chunk is attributed to ingest, any other (no chunk
+        with a ``source_locator``) to the vector store; a retraction to the document's owner.  Owners follow
+        :func:`~langchain_ragspine.backends.directory.chunk_store.attribute_history` along each document's history.
+        A vector-store version written into an ingested document (its chunks merged with ingest's) counts as
+        ingest's, which gives the same owner (ingest's, as the document's creator); a vector-store record given a
+        ``source_locator`` of its own counts as ingest's too (then ingest retracts it when it is absent from the
+        paths, as it did before owners were recorded)."""
+        rows = cur.execute(
+            f"SELECT d.doc_id, d.version, d.retracted, EXISTS (SELECT 1 FROM {CHUNKS} c WHERE c.doc_id = d.doc_id "
+            f"AND c.version = d.version AND c.source_locator IS NOT NULL) FROM {DOC_VERSIONS} d "
+            'WHERE d.writer IS NULL ORDER BY d.doc_id COLLATE "C", d.version'
+        ).fetchall()
+        attributed = attribute_history(
+            (str(d), int(v), bool(r), INGEST_WRITER if located else VECTORSTORE_WRITER) for d, v, r, located in rows
+        )
+        if attributed:
+            cur.execute(
+                f"UPDATE {DOC_VERSIONS} d SET writer = u.writer, owner = u.owner FROM unnest(%s::text[], %s::int[], "
+                "%s::text[], %s::text[]) AS u(doc_id, version, writer, owner) WHERE d.doc_id = u.doc_id AND "
+                "d.version = u.version",
+                ([a[0] for a in attributed], [a[1] for a in attributed], [a[2] for a in attributed],
+                 [a[3] for a in attributed]),
+            )
 
     def _schema_version(self, conn: Any) -> int | None:
         if conn.execute("SELECT to_regclass(%s)", (META,)).fetchone()[0] is None:
@@ -726,10 +789,12 @@ class PostgresChunkStore(Closing, _VersionedChunkStore):
 
     # -- writing ----------------------------------------------------------------------------------------------------
     def replace_doc_chunks(
-        self, doc_id: str, chunks: Iterable[Document], valid_as_of: str | _dt.date = ""
+        self, doc_id: str, chunks: Iterable[Document], valid_as_of: str | _dt.date = "", *, writer: str = INGEST_WRITER
     ) -> int:
         """Make ``chunks`` the current version of document ``doc_id``, atomically — exactly as
-        :meth:`ChunkStore.replace_doc_chunks` (same arguments, return value, no-op and retraction rules, errors).
+        :meth:`ChunkStore.replace_doc_chunks` (same arguments, return value, no-op and retraction rules, errors;
+        ``writer``, default :data:`~langchain_ragspine.backends.directory.chunk_store.INGEST_WRITER`, is recorded
+        with the version and decides the document's owner by the same rule; parents are the file store's only).
 
         In one transaction: the document's previous rows become inactive (kept as history) and leave the search
         tables; the new rows are inserted; the new chunks that are not RESTRICTED enter the search tables (BM25
@@ -741,6 +806,8 @@ class PostgresChunkStore(Closing, _VersionedChunkStore):
             StoreError: the store is read-only or closed, the tokenizer changed meanwhile, or the query fails.
         """
         valid_as_of = _check_write_args(doc_id, valid_as_of)
+        if not isinstance(writer, str) or not writer:
+            raise ValueError(f"writer must be a non-empty string, got {writer!r}")
         self._require_writable()
         prepared = ChunkStore._prepare(doc_id, list(chunks))
         for chunk_id, text, *_ in prepared:
@@ -781,6 +848,12 @@ class PostgresChunkStore(Closing, _VersionedChunkStore):
                     )
             version = current + 1
             now = _utc_now_iso()
+            latest = cur.execute(
+                f"SELECT owner, retracted FROM {DOC_VERSIONS} WHERE doc_id = %s ORDER BY version DESC LIMIT 1",
+                (doc_id,),
+            ).fetchone()
+            live_owner = None if latest is None or latest[1] or latest[0] is None else str(latest[0])
+            owner = owner_of_next(live_owner, writer, retracting=not prepared)
             old_rows = [
                 r[0] for r in cur.execute(
                     f"UPDATE {CHUNKS} SET active = false WHERE doc_id = %s AND active RETURNING id", (doc_id,)
@@ -789,8 +862,8 @@ class PostgresChunkStore(Closing, _VersionedChunkStore):
             removed = self._unsearch(cur, old_rows)
             cur.execute(
                 f"INSERT INTO {DOC_VERSIONS} (doc_id, version, content_hash, n_chunks, valid_as_of, ingested_at, "
-                "retracted) VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                (doc_id, version, digest, len(prepared), valid_as_of, now, not prepared),
+                "retracted, writer, owner) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                (doc_id, version, digest, len(prepared), valid_as_of, now, not prepared, writer, owner),
             )
             if prepared:
                 rows = self._insert_chunk_rows(cur, doc_id, version, prepared, valid_as_of, now)
@@ -931,19 +1004,32 @@ class PostgresChunkStore(Closing, _VersionedChunkStore):
         self._require_open()
         return self._db.served_ids(ids)
 
-    def doc_ids(self, *, include_retracted: bool = False) -> list[str]:
+    def doc_ids(self, *, include_retracted: bool = False, owner: str | None = None) -> list[str]:
         """Sorted (by code point) ids of the documents in the store; as :meth:`ChunkStore.doc_ids`.
+
+        Args:
+            include_retracted: also list documents whose current version is a retraction.
+            owner: only the documents this writer owns (see :meth:`replace_doc_chunks`), e.g.
+                :data:`~langchain_ragspine.backends.directory.chunk_store.INGEST_WRITER`: what ``ingest`` may
+                retract.  Default ``None``: every writer's.  In a schema-2 store opened read-only (no owners
+                recorded yet) every document counts as ingest's.
 
         Raises:
             StoreError: the store is closed or the query fails.
         """
         self._require_open()
         with self._db.connection() as conn:
+            owners = (self._schema_version(conn) or 0) >= 3
+            column = "owner" if owners else "NULL"
             rows = conn.execute(
-                f"SELECT DISTINCT ON (doc_id) doc_id, retracted FROM {DOC_VERSIONS} "
+                f"SELECT DISTINCT ON (doc_id) doc_id, retracted, {column} FROM {DOC_VERSIONS} "
                 "ORDER BY doc_id, version DESC"
             ).fetchall()
-        return sorted(d for d, retracted in rows if include_retracted or not retracted)
+        if owner is not None and not owners:
+            rows = [(d, r, INGEST_WRITER) for d, r, _ in rows]
+        return sorted(
+            d for d, retracted, by in rows if (include_retracted or not retracted) and (owner is None or by == owner)
+        )
 
     def current_version(self, doc_id: str) -> int | None:
         """The newest version number of ``doc_id`` (a retraction counts), or ``None`` if unknown.

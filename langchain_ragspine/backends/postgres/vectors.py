@@ -19,21 +19,30 @@ share the table — which PostgreSQL then keeps up to date on every write.  Requ
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from langchain_core.documents import Document
 
 from langchain_ragspine._optional import import_optional
-from langchain_ragspine.backends.postgres.chunk_store import SEARCH, PostgresConnection
+from langchain_ragspine.backends.postgres.chunk_store import (
+    CHUNKS,
+    DOC_VERSIONS,
+    SEARCH,
+    PostgresChunkStore,
+    PostgresConnection,
+    chunk_columns,
+    row_to_stored,
+)
 from langchain_ragspine.embeddings.batching import l2_normalize
 from langchain_ragspine.errors import StoreError
 
 __all__ = [
     "EMBEDDINGS",
     "PostgresEmbeddingCache",
+    "chunks_without_vectors",
     "ensure_hnsw_index",
     "ensure_vector_schema",
     "has_hnsw_index",
@@ -57,15 +66,22 @@ _VECTOR_DDL = (
 )
 
 
-def _vector_schema_off_path(conn: Any) -> str | None:
-    """The schema holding the installed ``vector`` extension when it is not on the connection's ``search_path``
-    (then ``vector`` is an unknown type there: psycopg's ``type "vector" does not exist``), else ``None`` (not
-    installed, or reachable)."""
+def _vector_extension(conn: Any) -> tuple[str, bool] | None:
+    """``(schema, on the search_path)`` of the installed ``vector`` extension, or ``None`` when it is not
+    installed. A catalog query that cannot fail, so it is safe in or out of a transaction block (when the schema is
+    not on the ``search_path``, ``vector`` is an unknown type there: psycopg's ``type "vector" does not exist``)."""
     row = conn.execute(
         "SELECT n.nspname, n.nspname = ANY (current_schemas(true)) FROM pg_extension e "
         "JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'"
     ).fetchone()
-    return None if row is None or row[1] else str(row[0])
+    return None if row is None else (str(row[0]), bool(row[1]))
+
+
+def _vector_schema_off_path(conn: Any) -> str | None:
+    """The schema holding the installed ``vector`` extension when it is not on the connection's ``search_path``,
+    else ``None`` (not installed, or reachable)."""
+    found = _vector_extension(conn)
+    return None if found is None or found[1] else found[0]
 
 
 def _off_path_error(schema: str, where: str | None = None) -> StoreError:
@@ -92,18 +108,21 @@ def register_vector(conn: Any) -> None:
     _register = import_optional("pgvector.psycopg", hint).register_vector
     import psycopg
 
-    try:
-        _register(conn)
-    except psycopg.ProgrammingError as e:
-        with contextlib.suppress(psycopg.Error):
-            conn.rollback()  # the failed lookup aborted the transaction: ask where the extension is
-            schema = _vector_schema_off_path(conn)
-            if schema is not None:
-                raise _off_path_error(schema) from e
+    # Where the extension is, asked of the catalog before registering: a query that cannot fail, so it works in
+    # or out of a transaction block (a failed type lookup would abort the transaction, and rolling back to ask
+    # afterwards is not allowed inside ``with conn.transaction()``, the search path's case).
+    found = _vector_extension(conn)
+    if found is None:
         raise StoreError(
             "the pgvector extension is not installed in this database: run CREATE EXTENSION vector (or ingest "
             "once as a role allowed to)"
-        ) from e
+        )
+    if not found[1]:
+        raise _off_path_error(found[0])
+    try:
+        _register(conn)
+    except psycopg.ProgrammingError as e:
+        raise StoreError(f"registering pgvector's vector type on this connection failed: {e}") from e
 
 
 def ensure_vector_schema(db: PostgresConnection) -> None:
@@ -243,6 +262,50 @@ def prune_vectors(db: PostgresConnection) -> int:
             "AND s.content_hash = e.content_hash)"
         )
         return int(cur.rowcount or 0)
+
+
+def chunks_without_vectors(
+    store: PostgresChunkStore,
+    model_key: str,
+    *,
+    skip_doc_ids: Sequence[str] = (),
+    skip_owner: str | None = None,
+) -> list[Document]:
+    """The searchable chunks with visible text that have no vector of ``model_key`` (what the dense channel of
+    that model would never find), as ``Document``\\ s in store order — one anti-join of the search table with the
+    vectors, so nothing is read for chunks that have one.  ``ingest`` embeds them with a new model: the chunks of
+    the documents it keeps without writing them.
+
+    Args:
+        store: a writable (current-schema) store.
+        model_key: the model (:func:`~langchain_ragspine.embeddings.cache.model_key_for`).
+        skip_doc_ids: documents left out (those the caller writes itself).
+        skip_owner: leave out the documents this writer owns, too (those an ingest is about to retract).
+
+    Raises:
+        StoreError: the query fails.
+    """
+    where = ["s.has_text", "NOT (c.doc_id = ANY(%s))"]
+    params: list[Any] = [list(skip_doc_ids)]
+    if skip_owner is not None:
+        where.append(
+            f"NOT EXISTS (SELECT 1 FROM {DOC_VERSIONS} d WHERE d.doc_id = c.doc_id AND d.version = c.version "
+            "AND d.owner = %s)"
+        )
+        params.append(skip_owner)
+    with store.db.connection() as conn:
+        if conn.execute("SELECT to_regclass(%s)", (EMBEDDINGS,)).fetchone()[0] is not None:
+            where.append(
+                f"NOT EXISTS (SELECT 1 FROM {EMBEDDINGS} e WHERE e.model_key = %s AND e.chunk_id = s.chunk_id AND "
+                "e.content_hash = s.content_hash)"
+            )
+            params.append(model_key)
+        rows = conn.execute(
+            f"SELECT {chunk_columns('c')} FROM {SEARCH} s JOIN {CHUNKS} c ON c.id = s.chunk_row WHERE "
+            + " AND ".join(where) + ' ORDER BY c.doc_id COLLATE "C", c.position',
+            params,
+        ).fetchall()
+    return [row_to_stored(r, path=store.path).to_document() for r in rows]
 
 
 def vector_count(db: PostgresConnection, model_key: str) -> int:
