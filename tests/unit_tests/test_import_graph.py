@@ -68,7 +68,6 @@ PRIVATE_IMPORTS = frozenset({
     "backends.postgres.lock -> backends.postgres.chunk_store._import_psycopg",
     "pipeline.modes -> config._from_setting",
     "postgres -> indexing._warn_stale",
-    "postgres -> retrievers.dense._has_text",
 })
 
 #: Rule 3: the non-private modules without ``__all__`` (R2 gives each one).
