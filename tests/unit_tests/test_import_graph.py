@@ -65,7 +65,6 @@ PRIVATE_IMPORTS = frozenset({
     "backends.postgres.chunk_store -> backends.directory.chunk_store._version_state",
     "backends.postgres.chunk_store -> backends.directory.chunk_store._where",
     "backends.postgres.chunk_store -> retrievers.dense._VISIBLE_RE",
-    "backends.postgres.lock -> backends.postgres.chunk_store._import_psycopg",
     "pipeline.modes -> config._from_setting",
     "postgres -> indexing._warn_stale",
 })
