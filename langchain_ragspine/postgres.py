@@ -30,12 +30,13 @@ from langchain_ragspine.backends.postgres.vectors import (
     prune_vectors,
 )
 from langchain_ragspine.config import configured_setting, make_embeddings, resolve_embedding
+from langchain_ragspine.documents import has_visible_text
 from langchain_ragspine.embeddings.cache import model_key_for
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.indexing import IngestSummary, _warn_stale, warm_embedding_cache, write_documents
 from langchain_ragspine.pipeline.modes import StoreBackedSource
 from langchain_ragspine.retrievers.bm25 import BM25Retriever
-from langchain_ragspine.retrievers.dense import DenseRetriever, _has_text
+from langchain_ragspine.retrievers.dense import DenseRetriever
 
 __all__ = ["PostgresSource", "active_document_count", "add_documents", "ingest_postgres", "write_versions"]
 
@@ -193,7 +194,7 @@ def _embed_first(
     if embedding is None:
         return 0
     cache = PostgresEmbeddingCache(store.db)
-    return warm_embedding_cache(cache, embedding, [c for c in chunks if _has_text(c)], progress).last_embedded
+    return warm_embedding_cache(cache, embedding, [c for c in chunks if has_visible_text(c)], progress).last_embedded
 
 
 def _record_vectors(store: PostgresChunkStore, embedding: Embeddings | None, spec: str | None) -> str | None:

@@ -121,9 +121,6 @@ _SKIP_BUILD: ContextVar[bool] = ContextVar("ragspine_dense_skip_build", default=
 _VISIBLE_RE = re.compile(r"[^\s\u200b-\u200f\u2028-\u202f\u2060-\u206f\ufeff]")
 
 
-_has_text = has_visible_text  # the dense channel indexes the chunks with visible text only
-
-
 class DenseOptions(RunnableOptions, total=False):
     """The further keyword arguments of :meth:`DenseRetriever.from_documents` (typed, so mypy and IDEs flag a
     misspelling such as ``top_k=``): the retriever's other fields."""
@@ -230,7 +227,7 @@ class DenseRetriever(RagSpineRetriever):
             raise ValueError(f"index_kind must be one of {INDEX_KINDS}, got {self.index_kind!r}")
         compile_filter(self.filter)
         # each with an identity; RESTRICTED ones never embedded, indexed or returned
-        docs = self._set_indexed_docs(d for d in drop_restricted(with_identities(self.docs)) if _has_text(d))
+        docs = self._set_indexed_docs(d for d in drop_restricted(with_identities(self.docs)) if has_visible_text(d))
         self._masks = FilterMasks([d.metadata for d in docs])
         if not _SKIP_BUILD.get():
             self._build()

@@ -54,6 +54,7 @@ from typing import Any
 from langchain_core.documents import Document
 from langchain_text_splitters import TextSplitter
 
+from langchain_ragspine.arguments import check_int
 from langchain_ragspine.document_loaders.locators import source_locator_for
 from langchain_ragspine.text import CJK_CHAR_CLASS, CJK_CHAR_RE
 from langchain_ragspine.text.graphemes import Graphemes, Span, lstrip_span
@@ -301,8 +302,10 @@ class ParagraphTextSplitter(TextSplitter):
         **kwargs: passed to ``TextSplitter`` (``length_function`` is ignored: budgets are characters).
 
     Raises:
-        TypeError: a budget is not an ``int``.
-        ValueError: ``chunk_size <= 0``, ``chunk_overlap < 0`` or ``chunk_overlap >= chunk_size``.
+        TypeError: a budget is not an integer (:func:`~langchain_ragspine.arguments.check_int`: ``bool``,
+            ``float``, ``str`` refused; numpy integers accepted).
+        ValueError: ``chunk_size < 1``, ``chunk_overlap < 0`` or ``chunk_overlap >= chunk_size``; the message
+            names the argument (``chunk_size must be an int >= 1, got 0``).
 
     :meth:`split_documents` / :meth:`create_documents` return one ``Document`` per chunk whose ``page_content`` is
     ``text[s:e]`` for a span ``(s, e)`` of :meth:`split_spans`, and whose metadata is the source metadata plus
@@ -329,14 +332,8 @@ class ParagraphTextSplitter(TextSplitter):
     def __init__(
         self, chunk_size: int = DEFAULT_CHUNK_CHARS, chunk_overlap: int = DEFAULT_OVERLAP_CHARS, **kwargs: Any
     ) -> None:
-        if isinstance(chunk_size, bool) or not isinstance(chunk_size, int):
-            raise TypeError(f"chunk_size must be an int, got {chunk_size!r}")
-        if isinstance(chunk_overlap, bool) or not isinstance(chunk_overlap, int):
-            raise TypeError(f"chunk_overlap must be an int, got {chunk_overlap!r}")
-        if chunk_size <= 0:
-            raise ValueError(f"chunk_size must be > 0, got {chunk_size}")
-        if chunk_overlap < 0:
-            raise ValueError(f"chunk_overlap must be >= 0, got {chunk_overlap}")
+        chunk_size = check_int(chunk_size, "chunk_size")
+        chunk_overlap = check_int(chunk_overlap, "chunk_overlap", minimum=0)
         if chunk_overlap >= chunk_size:
             raise ValueError(f"chunk_overlap ({chunk_overlap}) must be smaller than chunk_size ({chunk_size})")
         kwargs.pop("add_start_index", None)

@@ -30,6 +30,7 @@ from typing import Any
 from langchain_core.documents import Document
 from langchain_text_splitters import TextSplitter
 
+from langchain_ragspine.arguments import check_int
 from langchain_ragspine.text import HEADING_KEY
 from langchain_ragspine.text.graphemes import Graphemes, Span
 from langchain_ragspine.text_splitters.layout import LayoutTextSplitter
@@ -104,9 +105,8 @@ class ParentChildTextSplitter(ParagraphTextSplitter):
         **kwargs: Any,
     ) -> None:
         super().__init__(chunk_size=chunk_size, chunk_overlap=chunk_overlap, **kwargs)
-        parent_size = 4 * chunk_size if parent_chunk_size is None else parent_chunk_size
-        if isinstance(parent_size, bool) or not isinstance(parent_size, int):
-            raise TypeError(f"parent_chunk_size must be an int, got {parent_chunk_size!r}")
+        chunk_size = self._chunk_size  # checked by the paragraph splitter
+        parent_size = 4 * chunk_size if parent_chunk_size is None else check_int(parent_chunk_size, "parent_chunk_size")
         if parent_size <= chunk_size:
             raise ValueError(f"parent_chunk_size ({parent_size}) must be larger than chunk_size ({chunk_size})")
         self.parent_chunk_size = parent_size

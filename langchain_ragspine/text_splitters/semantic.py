@@ -27,6 +27,7 @@ import numpy as np
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
+from langchain_ragspine.arguments import check_int
 from langchain_ragspine.sensitivity import is_restricted
 from langchain_ragspine.text.graphemes import Graphemes, Span
 from langchain_ragspine.text.sentences import sentence_segments
@@ -126,10 +127,7 @@ class SemanticTextSplitter(ParagraphTextSplitter):
     ) -> None:
         if not isinstance(embedding, Embeddings):
             raise TypeError(f"embedding must be a langchain_core Embeddings, got {type(embedding).__name__}")
-        if isinstance(buffer_size, bool) or not isinstance(buffer_size, int):
-            raise TypeError(f"buffer_size must be an int, got {buffer_size!r}")
-        if buffer_size < 0:
-            raise ValueError(f"buffer_size must be >= 0, got {buffer_size}")
+        buffer_size = check_int(buffer_size, "buffer_size", minimum=0)
         if breakpoint_threshold_type not in _DEFAULT_AMOUNT:
             raise ValueError(
                 f"unknown breakpoint_threshold_type {breakpoint_threshold_type!r}; choose one of {list(_DEFAULT_AMOUNT)}"

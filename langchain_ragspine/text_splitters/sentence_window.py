@@ -22,6 +22,7 @@ from typing import Any
 
 from langchain_core.documents import Document
 
+from langchain_ragspine.arguments import check_int
 from langchain_ragspine.text.graphemes import Graphemes, Span
 from langchain_ragspine.text.sentences import sentence_segments
 from langchain_ragspine.text_splitters.paragraph import (
@@ -78,10 +79,7 @@ class SentenceWindowTextSplitter(ParagraphTextSplitter):
         chunk_overlap: int = 0,
         **kwargs: Any,
     ) -> None:
-        if isinstance(window_size, bool) or not isinstance(window_size, int):
-            raise TypeError(f"window_size must be an int, got {window_size!r}")
-        if window_size < 0:
-            raise ValueError(f"window_size must be >= 0, got {window_size}")
+        window_size = check_int(window_size, "window_size", minimum=0)
         super().__init__(chunk_size=chunk_size, chunk_overlap=chunk_overlap, **kwargs)
         self.window_size = window_size
 

@@ -62,10 +62,8 @@ PRIVATE_IMPORTS = frozenset({
     "backends.postgres.chunk_store -> backends.directory.chunk_store._version_state",
     "backends.postgres.chunk_store -> backends.directory.chunk_store._where",
     "backends.postgres.chunk_store -> retrievers.dense._VISIBLE_RE",
-    "backends.postgres.lock -> backends.postgres.chunk_store._import_psycopg",
     "pipeline.modes -> config._from_setting",
     "postgres -> indexing._warn_stale",
-    "postgres -> retrievers.dense._has_text",
 })
 
 #: Rule 3: the non-private modules without ``__all__`` (R2 gives each one).

@@ -38,6 +38,74 @@ def test_invalid_budgets(size, overlap, match):
         ParagraphTextSplitter(chunk_size=size, chunk_overlap=overlap)
 
 
+def _semantic(**kwargs):
+    from langchain_ragspine.embeddings import HashingEmbeddings
+    from langchain_ragspine.text_splitters import SemanticTextSplitter
+
+    return SemanticTextSplitter(HashingEmbeddings(8), **kwargs)
+
+
+def _splitter(name):
+    from langchain_ragspine import text_splitters
+
+    return _semantic if name == "SemanticTextSplitter" else getattr(text_splitters, name)
+
+
+# every splitter checks its integer arguments with arguments.check_int: one format, the argument named
+_PARAGRAPH_LIKE = ["ParagraphTextSplitter", "ParentChildTextSplitter", "SentenceWindowTextSplitter",
+                   "SemanticTextSplitter", "LayoutTextSplitter"]
+
+
+@pytest.mark.parametrize("name", _PARAGRAPH_LIKE)
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        ({"chunk_size": 0}, ValueError, "chunk_size must be an int >= 1, got 0"),
+        ({"chunk_size": -5}, ValueError, "chunk_size must be an int >= 1, got -5"),
+        ({"chunk_size": "480"}, TypeError, "chunk_size must be an int >= 1, got str '480'"),
+        ({"chunk_size": 480.0}, TypeError, "chunk_size must be an int >= 1, got float 480.0"),
+        ({"chunk_size": True}, TypeError, "chunk_size must be an int >= 1, got bool True"),
+        ({"chunk_size": 100, "chunk_overlap": -1}, ValueError, "chunk_overlap must be an int >= 0, got -1"),
+        ({"chunk_size": 100, "chunk_overlap": None}, TypeError, "chunk_overlap must be an int >= 0, got NoneType None"),
+    ],
+)
+def test_the_budgets_are_checked_alike_by_every_splitter(name, kwargs, error, message):
+    with pytest.raises(error) as info:
+        _splitter(name)(**kwargs)
+    assert str(info.value) == message
+
+
+@pytest.mark.parametrize(
+    "make, error, message",
+    [
+        (lambda: _splitter("SentenceWindowTextSplitter")(window_size=-1), ValueError,
+         "window_size must be an int >= 0, got -1"),
+        (lambda: _splitter("SentenceWindowTextSplitter")(window_size=1.0), TypeError,
+         "window_size must be an int >= 0, got float 1.0"),
+        (lambda: _semantic(buffer_size=-1), ValueError, "buffer_size must be an int >= 0, got -1"),
+        (lambda: _semantic(buffer_size="1"), TypeError, "buffer_size must be an int >= 0, got str '1'"),
+        (lambda: _splitter("ParentChildTextSplitter")(100, 10, parent_chunk_size=0), ValueError,
+         "parent_chunk_size must be an int >= 1, got 0"),
+        (lambda: _splitter("ParentChildTextSplitter")(100, 10, parent_chunk_size=400.0), TypeError,
+         "parent_chunk_size must be an int >= 1, got float 400.0"),
+        (lambda: _splitter("ParentChildTextSplitter")(100, 10, parent_chunk_size=100), ValueError,
+         "parent_chunk_size (100) must be larger than chunk_size (100)"),
+    ],
+)
+def test_the_other_integer_arguments_are_checked_naming_them(make, error, message):
+    with pytest.raises(error) as info:
+        make()
+    assert str(info.value) == message
+
+
+def test_numpy_integer_budgets_are_plain_ints():
+    np = pytest.importorskip("numpy")
+    sp = ParagraphTextSplitter(chunk_size=np.int64(200), chunk_overlap=np.int32(20))
+    assert (type(sp._chunk_size), type(sp._chunk_overlap)) == (int, int) and (sp._chunk_size, sp._chunk_overlap) == (200, 20)
+    window = _splitter("SentenceWindowTextSplitter")(window_size=np.int64(2))
+    assert type(window.window_size) is int and window.window_size == 2
+
+
 def test_short_paragraphs_are_packed_into_one_chunk():
     text = "# 題\n\n一段落目です。\n\n二段落目です。"
     assert ParagraphTextSplitter(chunk_size=100, chunk_overlap=10).split_text(text) == [text]

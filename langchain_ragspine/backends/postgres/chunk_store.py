@@ -97,6 +97,7 @@ __all__ = [
     "chunk_columns",
     "close_pools",
     "get_pool",
+    "import_psycopg",
     "is_postgres_url",
     "looks_like_conninfo",
     "redact_url",
@@ -256,7 +257,17 @@ def looks_like_conninfo(value: object) -> bool:
     return isinstance(value, str) and _CONNINFO_RE.match(value) is not None
 
 
-def _import_psycopg() -> Any:
+def import_psycopg() -> Any:
+    """The ``psycopg`` module (psycopg 3), after checking that psycopg-pool imports too: what every module of the
+    PostgreSQL backend calls before it connects, so psycopg is imported only when a PostgreSQL store is opened::
+
+        psycopg = import_psycopg()
+        with psycopg.connect(url, autocommit=True) as conn:
+            ...
+
+    Raises:
+        ImportError: psycopg or psycopg-pool is not installed (names the ``postgres`` extra).
+    """
     hint = "the PostgreSQL backend needs psycopg 3 and psycopg-pool: pip install 'langchain-ragspine[postgres]'"
     psycopg = import_optional("psycopg", hint)
     import_optional("psycopg_pool", hint)
@@ -276,7 +287,7 @@ def get_pool(url: str) -> Any:
             hidden).
         ImportError: psycopg / psycopg-pool are not installed (names the ``postgres`` extra).
     """
-    psycopg = _import_psycopg()
+    psycopg = import_psycopg()
     from psycopg_pool import ConnectionPool
 
     with _POOLS_LOCK:
@@ -332,7 +343,7 @@ class PostgresConnection:
     @contextlib.contextmanager
     def errors(self) -> Iterator[None]:
         """Re-raise psycopg errors as :class:`StoreError` naming the store."""
-        psycopg = _import_psycopg()
+        psycopg = import_psycopg()
         try:
             yield
         except psycopg.Error as e:
@@ -382,7 +393,7 @@ class PostgresConnection:
             StoreError: a statement ran longer than ``timeout`` (the message says so and how to change the limit),
                 or another SQL error.
         """
-        psycopg = _import_psycopg()
+        psycopg = import_psycopg()
         with self.errors(), self._pool.connection() as conn:
             try:
                 with conn.transaction():

@@ -45,7 +45,7 @@ from typing import Any
 from langchain_ragspine.backends.directory.lock import busy_error, check_lock_timeout, waiting_message
 from langchain_ragspine.backends.postgres.chunk_store import (
     META,
-    _import_psycopg,
+    import_psycopg,
     is_postgres_url,
     redact_url,
 )
@@ -76,7 +76,7 @@ _HELD_GUARD = threading.Lock()
 
 @contextlib.contextmanager
 def _errors(where: str) -> Iterator[None]:
-    psycopg = _import_psycopg()
+    psycopg = import_psycopg()
     try:
         yield
     except psycopg.Error as e:
@@ -86,7 +86,7 @@ def _errors(where: str) -> Iterator[None]:
 def _connect(url: str, where: str) -> Any:
     """A connection of its own for the lock, named for the waiters (``application_name``), never closed by the
     server for idling while the write runs on the pool's connections."""
-    psycopg = _import_psycopg()
+    psycopg = import_psycopg()
     name = f"ragspine writer {os.getpid()}@{socket.gethostname()}"[:63]  # NAMEDATALEN - 1
     try:
         conn = psycopg.connect(url, autocommit=True, connect_timeout=10, application_name=name)
@@ -156,7 +156,7 @@ def _acquire(
     conn: Any, key: int, lock: str, where: str, timeout: float | None, on_wait: Callable[[str], None]
 ) -> None:
     """Take ``key`` on ``conn`` (see :func:`writer_lock`)."""
-    psycopg = _import_psycopg()
+    psycopg = import_psycopg()
     started = time.monotonic()
     if conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0]:
         return
