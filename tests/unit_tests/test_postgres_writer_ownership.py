@@ -1,6 +1,8 @@
 """Writers own their documents in a ``postgresql://`` store too (issue 27 §2 item 3): what only PostgreSQL has.
 
-* The schema-3 migration of a store written before writers were recorded (schema 2): it opens read-only as it is,
+* The schema-3 migration of a store written before writers were recorded (schema 2; the store the code of
+  e191c01 wrote, ``tests/fixtures/pg-store-e191c01``, and stores of today's code with the new columns dropped): it
+  opens read-only as it is,
   and its first writable open attributes every existing version — a version with a chunk that has a
   ``source_locator`` (every chunk ingest writes has one) to ingest, any other to the vector store — so the next
   ingest keeps what ``PostgresVectorStore`` added.
@@ -14,6 +16,7 @@ The sequence both backends share is in ``test_writer_ownership.py``.  Needs the 
 
 from __future__ import annotations
 
+import shutil
 import warnings
 from pathlib import Path
 
@@ -36,6 +39,7 @@ FILES = {
 }
 NOTE = "梅雨前線の観測メモ NOTE27 falcon"
 VERSION_COLUMNS = "doc_id, version, content_hash, n_chunks, valid_as_of, ingested_at, retracted"
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "pg-store-e191c01"
 
 
 def _corpus(root: Path) -> Path:
@@ -62,6 +66,52 @@ def _to_schema_2(url: str) -> None:
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("ALTER TABLE ragspine_doc_versions DROP COLUMN writer, DROP COLUMN owner")
         conn.execute("UPDATE ragspine_meta SET value = '2' WHERE key = 'schema_version'")
+
+
+def _attribution(url: str) -> dict[tuple[str, int], tuple[str, str]]:
+    rows = _rows(url, "SELECT doc_id, version, writer, owner FROM ragspine_doc_versions")
+    return {(str(d), int(v)): (str(w), str(o)) for d, v, w, o in rows}
+
+
+def test_the_store_the_code_before_owners_wrote_is_migrated_and_ingest_keeps_the_vector_stores_documents(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """``tests/fixtures/pg-store-e191c01/store.sql``: the tables and rows the code of e191c01 (schema 2) left after
+    an ingest of ``corpus/`` and four vector-store writes (see its ``make_fixture.py``).  Before this change the
+    next ingest retracted ``note-1``, the vector store's document."""
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute((FIXTURE / "store.sql").read_text("utf-8"))
+    before = _rows(pg_url, f"SELECT {VERSION_COLUMNS} FROM ragspine_doc_versions ORDER BY doc_id, version")
+
+    with PostgresChunkStore(pg_url, read_only=True) as store:
+        assert store.schema_version == 2
+        assert store.doc_ids(owner=INGEST_WRITER) == ["loc", "note-1", "pekin", "tsuyu"]
+    with PostgresChunkStore(pg_url) as store:
+        assert store.schema_version == PG_SCHEMA_VERSION
+        assert store.doc_ids(owner=VECTORSTORE_WRITER) == ["note-1"]
+        assert store.doc_ids(owner=INGEST_WRITER) == ["loc", "pekin", "tsuyu"]
+    assert _rows(pg_url, f"SELECT {VERSION_COLUMNS} FROM ragspine_doc_versions ORDER BY doc_id, version") == before
+    assert _attribution(pg_url) == {
+        ("pekin", 1): ("ingest", "ingest"),
+        ("tsuyu", 1): ("ingest", "ingest"),
+        ("tsuyu", 2): ("ingest", "ingest"),  # the vector store's chunk beside ingest's, whose source_locator decides
+        ("note-1", 1): ("vectorstore", "vectorstore"),
+        ("gone", 1): ("vectorstore", "vectorstore"),
+        ("gone", 2): ("vectorstore", "vectorstore"),  # the delete: a retraction, the owner's
+        # a vector-store record with a source_locator of its own cannot be told from ingest's: ingest's, as before
+        ("loc", 1): ("ingest", "ingest"),
+    }
+
+    corpus = shutil.copytree(FIXTURE / "corpus", tmp_path / "corpus")
+    assert ingest(corpus, pg_url, embedding=EMB, progress=False).retracted == 1  # loc, as the old code did
+    assert _ids(pg_url) == {"note-1", "pekin", "tsuyu"}
+    (corpus / "pekin.md").unlink()
+    assert ingest(corpus, pg_url, embedding=EMB, progress=False).retracted == 1
+    assert _ids(pg_url) == {"note-1", "tsuyu"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", StaleIndexWarning)
+        retriever = open_retriever(pg_url, mode="hybrid", embedding=EMB, k=3)
+    assert [d.metadata["doc_id"] for d in search(retriever, "NOTE27 falcon", k=1)] == ["note-1"]
 
 
 def test_a_schema_2_store_attributes_the_vector_stores_old_versions(tmp_path: Path, pg_url: str) -> None:
