@@ -57,7 +57,7 @@ from langchain_core.vectorstores.utils import maximal_marginal_relevance
 from langchain_ragspine.arguments import DEFAULT_FETCH_K, DEFAULT_K, check_arguments, check_k
 from langchain_ragspine.backends.directory.chunk_store import nan_field
 from langchain_ragspine.backends.directory.lock import StoreBusyError
-from langchain_ragspine.documents import chunk_key
+from langchain_ragspine.documents import check_score_threshold, chunk_key
 from langchain_ragspine.errors import StoreError, StoreWriteError
 from langchain_ragspine.filters import and_filters, check_filter_size, compiled_filter
 from langchain_ragspine.retrievers.base import check_query
@@ -224,6 +224,11 @@ def _merge(current: Sequence[Document], new: Iterable[Document]) -> list[Documen
     return list(merged.values())
 
 
+def _check_relevance_threshold(kwargs: Mapping[str, Any]) -> None:
+    """``kwargs["score_threshold"]``, when given, as a threshold on LangChain's relevance score (in [0, 1])."""
+    check_score_threshold(kwargs.get("score_threshold"), maximum=1.0, scale="LangChain's relevance score, in [0, 1]")
+
+
 class TextsAsDocumentsStore(VectorStore):
     """A ``VectorStore`` whose ``add_texts`` is ``add_documents`` of checked ``Document(text, metadata)`` pairs, so
     both stores of the package check texts, ``metadatas`` and ``ids`` the same way."""
@@ -297,13 +302,20 @@ class MarginalRelevanceStore(TextsAsDocumentsStore):
         self, query: str, k: int = DEFAULT_K, **kwargs: Any
     ) -> list[tuple[Document, float]]:
         """LangChain's ``similarity_search_with_relevance_scores`` with the package's default ``k``
-        (:data:`~langchain_ragspine.arguments.DEFAULT_K`, 6)."""
+        (:data:`~langchain_ragspine.arguments.DEFAULT_K`, 6) and a checked ``score_threshold``.
+
+        Raises:
+            TypeError, ValueError: a ``score_threshold`` that is not a number in [0, 1] (LangChain compares it with
+                the scores as it is: ``"0.5"`` failed inside ``langchain_core``, ``-5`` kept everything).
+        """
+        _check_relevance_threshold(kwargs)
         return super().similarity_search_with_relevance_scores(query, k, **kwargs)
 
     async def asimilarity_search_with_relevance_scores(
         self, query: str, k: int = DEFAULT_K, **kwargs: Any
     ) -> list[tuple[Document, float]]:
         """Async :meth:`similarity_search_with_relevance_scores`."""
+        _check_relevance_threshold(kwargs)
         return await super().asimilarity_search_with_relevance_scores(query, k, **kwargs)
 
     async def asimilarity_search_by_vector(

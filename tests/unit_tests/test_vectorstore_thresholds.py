@@ -10,6 +10,7 @@ raw BM25 score (``BM25Retriever``'s), ``similarity`` the relevance score (the co
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -99,3 +100,19 @@ def test_a_threshold_off_its_scale_is_refused_naming_the_scale(
 ) -> None:
     with pytest.raises(error, match=message):
         store.as_retriever(search_type=search_type, search_kwargs={"score_threshold": value}).invoke(Q)
+
+
+@pytest.mark.parametrize("bad, error", [("x", TypeError), ("0.5", TypeError), (True, TypeError), (-5, ValueError),
+                                        (1.5, ValueError), (float("nan"), ValueError)])
+def test_relevance_score_search_checks_its_threshold(tmp_path, bad, error) -> None:
+    # issue 27 trial 2, F1: similarity_search_with_relevance_scores handed score_threshold to langchain_core as it
+    # was ("x": "'>=' not supported between 'float' and 'str'"; -5: every result kept), while similarity_search
+    # named it
+    store = RagSpineVectorStore.from_texts(["梅雨は六月。", "紅葉は十一月。"], HashingEmbeddings(64),
+                                           store_dir=tmp_path / "s")
+    with pytest.raises(error, match="score_threshold"):
+        store.similarity_search_with_relevance_scores("梅雨", score_threshold=bad)
+    with pytest.raises(error, match="score_threshold"):
+        asyncio.run(store.asimilarity_search_with_relevance_scores("梅雨", score_threshold=bad))
+    assert [d.page_content for d, _ in store.similarity_search_with_relevance_scores("梅雨", k=1,
+                                                                                      score_threshold=0.0)] == ["梅雨は六月。"]
