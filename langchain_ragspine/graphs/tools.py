@@ -9,10 +9,12 @@ characters a model must read through.  :func:`make_answer_tool` gives it what La
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field, field_validator
@@ -75,6 +77,10 @@ def _content_and_artifact(out: Any) -> tuple[str, list[Document]]:
     return content, artifact
 
 
+#: A tool name chat models' tool calling accepts (OpenAI's and Anthropic's rule).
+_TOOL_NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
 def make_answer_tool(
     graph: Runnable[Any, Any],
     name: str = "search_documents",
@@ -109,10 +115,10 @@ def make_answer_tool(
             own, never widened — the model cannot change it).
 
     Raises:
-        TypeError: ``graph`` is not a ``Runnable``; (at call) the graph's output is not an answer dict.
+        TypeError: ``graph`` is not a ``Runnable``, or is a retriever; ``name`` is not a string; (at call) the graph's output is not an answer dict.
         pydantic.ValidationError: (at call) ``question`` is missing, not a string, empty or blank (in an agent,
             returned to the model as an error ``ToolMessage``; see :class:`AnswerToolInput`).
-        ValueError: a malformed ``filters``.
+        ValueError: a malformed ``filters``; a ``name`` that is not 1-64 letters, digits, ``_`` or ``-``.
 
     Example:
         >>> from langchain_core.documents import Document
@@ -133,6 +139,18 @@ def make_answer_tool(
     """
     if not isinstance(graph, Runnable):
         raise TypeError(f"graph must be a Runnable (a compiled graph), got {type(graph).__name__}")
+    if isinstance(graph, BaseRetriever):
+        raise TypeError(
+            f"graph must be an answering graph (e.g. build_corrective_rag(retriever)), got the retriever "
+            f"{type(graph).__name__}: a retriever returns documents, not an answer; for a retriever tool use "
+            "langchain_core.tools.create_retriever_tool"
+        )
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a string, got {type(name).__name__}")
+    if not _TOOL_NAME_RE.fullmatch(name):
+        raise ValueError(
+            f"name must be 1-64 letters, digits, '_' or '-' (what chat models' tool calling accepts), got {name!r}"
+        )
     if filters is not None and not isinstance(filters, Mapping):
         raise ValueError(f"filters must be a dict or None, got {filters!r}")
     compile_filter(dict(filters) if filters else None)

@@ -139,3 +139,18 @@ def test_an_empty_question_from_the_model_comes_back_to_it_as_a_tool_error(retri
     assert message.status == "error" and "question" in message.content
     assert out["messages"][-1].content == "done"
     assert [m for m in model.seen[-1] if isinstance(m, ToolMessage)][0].content == message.content
+
+
+def test_a_retriever_in_place_of_the_graph_is_refused_when_the_tool_is_made(retriever):
+    # issue 27 trial 2, F2: accepted, then every call failed with "BM25Retriever.invoke ... got a dict"
+    with pytest.raises(TypeError, match="graph must be an answering graph .*got the retriever BM25Retriever"):
+        make_answer_tool(retriever)
+
+
+@pytest.mark.parametrize("name, error", [("", ValueError), ("   ", ValueError), ("search docs", ValueError),
+                                         ("x" * 65, ValueError), (None, TypeError), (3, TypeError)])
+def test_a_tool_name_chat_models_refuse_is_refused_naming_it(retriever, name, error):
+    # issue 27 trial 2, F3: "" and None silently became "answer" (not the documented "search_documents")
+    with pytest.raises(error, match="name must"):
+        make_answer_tool(build_corrective_rag(retriever), name=name)
+    assert make_answer_tool(build_corrective_rag(retriever), name="search-docs_2").name == "search-docs_2"
