@@ -534,11 +534,11 @@ def _lag(saved_generation: Any, store: ChunkStore) -> str:
     return head + _written_since(store, saved_generation)
 
 
-def _never_indexed(root: Path, store: ChunkStore, index: str) -> str:
+def _never_indexed(root: Path, store: ChunkStore, index: str, *, built_from: str = "the chunk store") -> str:
     """The warning for a store no ``ragspine ingest`` has indexed (no ``index.json``: written by the vector store
-    only): nothing saved is stale, the ``index`` is built in memory, and how to save one."""
+    only): nothing saved is stale, the ``index`` is built in memory from ``built_from``, and how to save one."""
     return (f"{root}: no saved {index} (no `ragspine ingest` has indexed this store{_written_since(store, 0)}); "
-            "built in memory from the chunk store, so this search sees every document — to save one, run "
+            f"built in memory from {built_from}, so this search sees every document — to save one, run "
             f"`ragspine ingest FOLDER --store {root} --keep-missing` (FOLDER may be an empty folder: it indexes what "
             "the store holds and retracts nothing)")
 
@@ -1204,7 +1204,7 @@ def _open_dense(
             "until it has finished"
         )
     elif not state and damaged is None:
-        _warn_stale(_never_indexed(root, store, "vector index").replace("from the chunk store", "from cached vectors"))
+        _warn_stale(_never_indexed(root, store, "vector index", built_from="cached vectors"))
     else:
         _warn_stale(
             f"{root / VECTOR_DIR}: saved vector index not used ({why}); rebuilt in memory from cached vectors, so "
