@@ -34,7 +34,7 @@ Conventions when a query has no relevant id: :func:`recall_at_k`, :func:`mrr_at_
 the average (the runner does), because they only pull every system towards 0 equally.
 
 Agreement with ``ranx`` (checked to 1e-9 by a property test in
-``tests/unit_tests/test_evaluation_metrics.py``): ``ranx.evaluate(qrels, run, ["recall@k", "mrr@k", "ndcg@k",
+``tests/unit_tests/evaluation/test_evaluation_metrics.py``): ``ranx.evaluate(qrels, run, ["recall@k", "mrr@k", "ndcg@k",
 "hit_rate@k"])`` gives the mean of these functions over the queries when
 
 * the run's scores are distinct per query (ranx sorts by score with an unstable sort, so the order of tied

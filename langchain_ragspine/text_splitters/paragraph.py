@@ -95,7 +95,7 @@ _WORD_JOINERS = frozenset("._-'’/:@%&+#~=")
 #: A character that is not :func:`_wordish` (CJK, or neither alphanumeric — ``\\w`` is ``str.isalnum`` plus ``_``,
 #: a joiner — nor a joiner): a window without one holds no grapheme-level cut at all (every position is inside a
 #: word), so :func:`_pick_cut` skips that kind at once instead of testing each position (a 10 MB run of letters:
-#: ~1 s/MB before, equal by ``tests/unit_tests/test_chunking_linear.py``'s check over every code point).
+#: ~1 s/MB before, equal by ``tests/unit_tests/text_splitters/test_chunking_linear.py``'s check over every code point).
 _NOT_WORDISH_RE = re.compile(f"[{CJK_CHAR_CLASS}]|[^\\w{''.join(chr(92) + c for c in sorted(_WORD_JOINERS))}]")
 
 

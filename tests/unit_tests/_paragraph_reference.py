@@ -1,5 +1,5 @@
 """The chunk cutter as it was before it was made linear (commit 66aa609): the reference the linear cutter is
-proved byte-identical against (``tests/unit_tests/test_chunking_linear.py``).
+proved byte-identical against (``tests/unit_tests/text_splitters/test_chunking_linear.py``).
 
 The functions below are the package's ``text_splitters/paragraph.py`` internals of that commit, copied unchanged
 (quadratic in paragraph length: every search for a cut scanned the rest of the paragraph).  :func:`reference_cutter`

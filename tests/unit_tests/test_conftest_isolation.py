@@ -111,11 +111,11 @@ def test_the_dotenv_fixture_reads_the_file_it_writes(dotenv: Any, tmp_path: Path
 
 # -- markers ---------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("path, fixtures, marked, expected", [
-    ("unit_tests/test_bm25.py", (), (), set()),
-    ("unit_tests/test_postgres_store.py", (), (), {"postgres", "integration"}),
-    ("unit_tests/test_vectorstore_filters.py", ("tmp_path", "pg_url", "pg_server"), (), {"postgres", "integration"}),
+    ("unit_tests/retrievers/test_bm25.py", (), (), set()),
+    ("integration_tests/postgres/test_postgres_store.py", (), (), {"postgres", "integration"}),
+    ("unit_tests/vectorstores/test_vectorstore_filters.py", ("tmp_path", "pg_url", "pg_server"), (), {"postgres", "integration"}),
     ("unit_tests/test_ask_cli.py", (), ("shared_data",), {"integration"}),  # shared_data itself is on the test
-    ("unit_tests/test_embeddings.py", (), ("subprocess",), set()),
+    ("unit_tests/embeddings/test_embeddings.py", (), ("subprocess",), set()),
     ("integration_tests/test_readme.py", (), (), {"docs", "integration"}),
     ("integration_tests/test_notebooks.py", (), (), {"docs", "integration"}),
     ("integration_tests/test_vectorstore_standard.py", (), (), {"standard", "integration"}),

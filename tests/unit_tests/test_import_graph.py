@@ -27,8 +27,7 @@ import pytest
 
 import langchain_ragspine
 from tests.import_graph import ImportGraph, ratchet
-
-from .test_shims import SHIM_MODULES
+from tests.unit_tests.test_shims import SHIM_MODULES
 
 PACKAGE = Path(langchain_ragspine.__file__).parent
 HERE = "tests/unit_tests/test_import_graph.py"

@@ -24,7 +24,7 @@ within a document is free, the saved index is the same bit for bit) — without 
   frequencies and each term's first occurrence.
 
 Where the integers would not fit in 63 bits (a batch with very long texts *and* a huge character set) it returns
-``None`` and the caller counts the batch token by token.  ``tests/unit_tests/test_gram_count.py`` checks it equals
+``None`` and the caller counts the batch token by token.  ``tests/unit_tests/backends/directory/test_gram_count.py`` checks it equals
 the token-by-token count on random and real text (hypothesis).
 """
 

@@ -106,7 +106,7 @@ def build_bm25_index(
     to bm25s through its documented hook: ``BM25.index`` takes a ``Tokenized``-shaped ``(ids, vocab)`` corpus and
     calls ``build_index_from_ids``, which our subclass overrides to compute the eager score matrix with numpy
     (:meth:`TermPostings.lucene_scores`) in bm25s's own layout.  bm25s then does the scoring and the (pickle-free)
-    persistence.  ``tests/unit_tests/test_bm25.py`` checks the matrix equals bm25s's own build.
+    persistence.  ``tests/unit_tests/retrievers/test_bm25.py`` checks the matrix equals bm25s's own build.
 
     ``workers`` (default 1: this process) tokenizes a registered tokenizer's texts in that many processes, ``0`` /
     ``None`` as many as :func:`~langchain_ragspine.backends.directory.bm25_parallel.resolve_workers` chooses (every usable core

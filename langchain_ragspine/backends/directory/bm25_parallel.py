@@ -8,7 +8,7 @@ tokenizer (its own fugashi tagger) and reduces it to postings against the batch'
 their frequencies).  Batches come back in input order, and
 :meth:`~langchain_ragspine.backends.directory.bm25_index.TermPostings.add_counted` merges each into the index's vocabulary in
 that order — so every term gets the id it gets in a one-process build, and the score matrix is the same, bit for
-bit (``tests/unit_tests/test_bm25_parallel.py``).  Only strings the batch introduces and compact integer arrays cross
+bit (``tests/unit_tests/backends/directory/test_bm25_parallel.py``).  Only strings the batch introduces and compact integer arrays cross
 the process boundary; the parent does little more than one dictionary look-up per distinct term of a batch.
 Ingest into a new store hands the workers its chunks while it is still chunking (:meth:`CountedBatches.growing`,
 registered with :func:`prefetch`), so tokenizing overlaps the chunking and the SQLite writes; the build takes those

@@ -19,7 +19,7 @@ built from the live rows alone.  A query term repeated counts once per occurrenc
 A row's score depends on nothing but its own ``tf`` and ``dl`` and those statistics, and is computed in float64,
 term after term in the query's order, by element-wise operations: it is the same, bit for bit, whichever segment
 holds the row and however the corpus was split — a corpus held in one segment and the same corpus written by a
-hundred small writes score alike (``tests/unit_tests/test_vectorstore_incremental.py``).  The scores agree with
+hundred small writes score alike (``tests/unit_tests/vectorstores/test_vectorstore_incremental.py``).  The scores agree with
 :class:`~langchain_ragspine.retrievers.bm25.BM25Retriever`'s (float32) to float32 precision.
 
 :func:`merge_segments` folds segments (their live rows) into one without tokenizing again, so small segments can be

@@ -1,0 +1,93 @@
+"""End to end on PostgreSQL (issue 17): ``ragspine ingest PATH --store postgresql://…`` and the Python ``ingest``
+write the same versioned store as a store directory, and ``search``, ``ask`` and ``eval`` run on it unchanged,
+giving the file store's answers; re-ingest embeds nothing new; RESTRICTED never comes out.
+
+Needs the session's PostgreSQL (``pg_server`` in ``tests/conftest.py``); skips, saying why, without it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from langchain_ragspine.backends.postgres.chunk_store import PostgresChunkStore
+from langchain_ragspine.cli import main
+from langchain_ragspine.indexing import ingest, open_retriever, search
+from tests.unit_tests.test_eval_cli import _qa_folder
+from tests.unit_tests.test_indexing_cli import SECRET, _write
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> Path:
+    root = tmp_path / "corpus"
+    _write(root / "tsuyu.md", "# 梅雨\n\n梅雨は北海道と小笠原諸島を除く日本で見られる雨季である。\n\n梅雨前線が停滞する。",
+           lang="ja", year=2020)
+    _write(root / "kyoto.md", "# 京都\n\n京都の観光名所は清水寺と金閣寺である。", lang="ja", year=2024)
+    _write(root / "keys.md", f"# 鍵\n\n梅雨の時期の鍵交換手順。{SECRET} 梅雨 梅雨 北海道", sensitivity="restricted", lang="ja")
+    _write(root / "en.md", "# Rainy season\n\nThe rainy season in Japan is called tsuyu.", lang="en", year=2022)
+    return root
+
+
+def _rows(docs: list) -> list[tuple[str, float | None, float | None, float | None]]:
+    return [(d.metadata["chunk_id"], *(round(d.metadata["scores"][c], 5) if d.metadata["scores"][c] is not None
+                                       else None for c in ("bm25", "vector", "fused"))) for d in docs]
+
+
+def test_python_ingest_and_every_mode_answer_as_the_file_store(corpus: Path, tmp_path: Path, pg_url: str) -> None:
+    file_summary = ingest(corpus, tmp_path / "S", embedding="hashing")
+    pg_summary = ingest(corpus, pg_url, embedding="hashing")
+    for field in ("documents", "chunks", "new", "store_documents", "store_chunks", "embedded", "dense"):
+        assert getattr(pg_summary, field) == getattr(file_summary, field), field
+    for mode in ("bm25", "vector", "hybrid", "auto"):
+        for q in ("日本で梅雨がないのは北海道とどこか", "rainy season", "清水寺"):
+            want = search(open_retriever(tmp_path / "S", mode=mode), q, k=5)
+            got = search(open_retriever(pg_url, mode=mode), q, k=5)
+            assert _rows(got) == _rows(want), (mode, q)
+            assert all(SECRET not in d.page_content for d in got)
+        flt = {"year": {"gte": 2022}}
+        assert _rows(search(open_retriever(pg_url, mode=mode), "梅雨", k=5, filter=flt)) == _rows(
+            search(open_retriever(tmp_path / "S", mode=mode), "梅雨", k=5, filter=flt))
+    again = ingest(corpus, pg_url, embedding="hashing")
+    assert (again.unchanged, again.new, again.changed, again.embedded) == (4, 0, 0, 0)
+    (corpus / "kyoto.md").unlink()
+    (corpus / "kyoto.json").unlink()
+    (corpus / "en.md").write_text("# Rainy season\n\nThe rainy season in Japan is called tsuyu. It ends in July.", "utf-8")
+    third = ingest(corpus, pg_url, embedding="hashing")
+    assert (third.changed, third.retracted, third.embedded) == (1, 1, 1)
+    with PostgresChunkStore(pg_url, read_only=True) as store:
+        assert store.doc_ids() == ["en", "keys", "tsuyu"] and store.current_version("en") == 2
+        assert "kyoto" in store.doc_ids(include_retracted=True)
+    assert all(d.metadata["doc_id"] != "kyoto" for d in search(open_retriever(pg_url, mode="hybrid"), "清水寺", k=5))
+
+
+def test_cli_ingest_search_ask_eval_on_postgres(corpus: Path, tmp_path: Path, pg_url: str, capsys) -> None:
+    assert main(["ingest", str(corpus), "--store", pg_url, "--embedding", "hashing"]) == 0
+    out = capsys.readouterr().out
+    assert "this run: 4 documents" in out and "(4 new, 0 changed" in out
+    assert main(["search", "日本で梅雨がないのは北海道とどこか", "--store", pg_url, "-k", "2", "--json"]) == 0
+    hits = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    assert [h["doc_id"] for h in hits][:1] == ["tsuyu"] and all(SECRET not in h["text"] for h in hits)
+    assert main(["search", "梅雨", "--store", pg_url, "--filter", "lang=en", "--json"]) == 0
+    assert {json.loads(x)["doc_id"] for x in capsys.readouterr().out.splitlines() if x.startswith("{")} <= {"en"}
+    assert main(["ask", "日本で梅雨がないのは北海道とどこか", "--store", pg_url, "--llm", "none", "--json"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert "小笠原諸島" in json.dumps(answer, ensure_ascii=False) and SECRET not in json.dumps(answer, ensure_ascii=False)
+    ds = _qa_folder(tmp_path / "ds")
+    other = pg_url.replace("options=-csearch_path%3D", "options=-csearch_path%3Deval_")  # a schema of its own
+    schema = other.split("csearch_path%3D")[1].split(",")[0]
+    import psycopg
+
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    try:
+        assert main(["eval", str(ds), "--store", other, "--mode", "bm25", "--json", str(tmp_path / "r.json")]) == 0
+        res = json.loads((tmp_path / "r.json").read_text("utf-8"))["results"][0]
+        assert res["aggregate"]["answer_recall@1"] == pytest.approx(2 / 3)
+    finally:
+        from langchain_ragspine.backends.postgres.chunk_store import close_pools
+
+        close_pools()
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA {schema} CASCADE")
