@@ -33,18 +33,15 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from langchain_ragspine import tokenizers
+from langchain_ragspine.backends.directory.counted_batch import CountedBatch
 from langchain_ragspine.text import CJK_CHAR_RE, normalize
 from langchain_ragspine.text.chinese import fold_table, fold_to_simplified, fold_tokens
 from langchain_ragspine.text.english import english_terms
 from langchain_ragspine.tokenizers import MECAB_SURFACE_END, mecab_surface_tagger, mecab_surfaces
-
-if TYPE_CHECKING:
-    from langchain_ragspine.backends.directory.bm25_parallel import CountedBatch
 
 #: The tokenizers :func:`count_gram_batch` counts: name → (MeCab morphemes added, Traditional→Simplified fold,
 #: English analysis of the words).
@@ -356,8 +353,6 @@ def _counted(
 ) -> CountedBatch:
     """The :class:`CountedBatch`; ``terms`` as :func:`_term_strings` gives them (joined, or a list when a term holds
     the separator, or empty)."""
-    from langchain_ragspine.backends.directory.bm25_parallel import CountedBatch
-
     return CountedBatch(
         terms=terms,
         term_ids=term_ids.astype(np.int32),

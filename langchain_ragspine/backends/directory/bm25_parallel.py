@@ -42,7 +42,6 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -50,6 +49,7 @@ import numpy as np
 from langchain_ragspine._closing import Closing
 from langchain_ragspine.arguments import check_int
 from langchain_ragspine.backends.directory._gram_count import GRAM_TOKENIZERS, count_gram_batch
+from langchain_ragspine.backends.directory.counted_batch import TERM_SEPARATOR, CountedBatch
 from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer
 
 __all__ = [
@@ -75,38 +75,6 @@ MIN_PARALLEL_TEXTS = 4096
 AHEAD_PER_WORKER = 4
 #: Texts tokenized ahead while ingest writes the chunk store (:func:`prefetch`; ~3 MB per 1,000 chunks kept).
 PREFETCH_TEXTS = 32768
-
-
-@dataclass(frozen=True)
-class CountedBatch:
-    """A batch of documents reduced to postings against the batch's own vocabulary.
-
-    Attributes:
-        terms: the batch's distinct terms, in order of first occurrence (document by document, token by token);
-            as one string joined by :data:`TERM_SEPARATOR` when no term holds it (one object instead of tens of
-            thousands to send between processes and keep while waiting), see :meth:`term_list`.
-        term_ids: int32, one per posting, document after document: the posting's term as an index into ``terms``
-            (each term once per document, in no particular order within it).
-        tfs: int32, the frequency of each posting's term in its document.
-        doc_len: int64, tokens per document.
-        doc_terms: int64, postings (distinct terms) per document.
-    """
-
-    terms: list[str] | str
-    term_ids: np.ndarray
-    tfs: np.ndarray
-    doc_len: np.ndarray
-    doc_terms: np.ndarray
-
-    def term_list(self) -> list[str]:
-        """:attr:`terms` as a list."""
-        if isinstance(self.terms, str):
-            return self.terms.split(TERM_SEPARATOR)
-        return self.terms
-
-
-#: Joins the terms of a :class:`CountedBatch` (no registered tokenizer but ``whitespace`` can make a term holding it).
-TERM_SEPARATOR = "\x00"
 
 
 class _LocalVocab(dict[str, int]):
