@@ -17,6 +17,22 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+__all__ = [
+    "as_os_error",
+    "creation_errno",
+    "json_type_name",
+    "LoaderError",
+    "os_error_of",
+    "parse_json_object",
+    "RagSpineError",
+    "read_only_mount",
+    "sqlite_cannot_open",
+    "StaleIndexWarning",
+    "StoreError",
+    "StoreWriteError",
+    "write_errors",
+]
+
 
 class RagSpineError(Exception):
     """A problem in the user's data, located by file, line and field where known.

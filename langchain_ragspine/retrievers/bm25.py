@@ -77,6 +77,16 @@ from langchain_ragspine.sensitivity import drop_restricted
 from langchain_ragspine.text import index_text
 from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer
 
+__all__ = [
+    "BM25_SCALE",
+    "MAX_QUERY_CHARS",
+    "bm25_threshold",
+    "BM25Options",
+    "BM25Retriever",
+    "BM25TextOptions",
+    "check_bm25_query",
+]
+
 #: The longest query a BM25 retriever takes, in characters (both backends): scoring adds every posting of every
 #: query token, repeats included, so the cost grows with the query's length; a longer one is a ``ValueError``.
 #: (On PostgreSQL a 4,000-character Japanese query, 9,212 tokens, took 10 s on a 617-chunk store.)

@@ -32,6 +32,27 @@ from langchain_core.documents import Document
 from langchain_ragspine.backends.directory.regular_files import check_regular, open_regular
 from langchain_ragspine.errors import StoreError, write_errors
 
+__all__ = [
+    "FORMAT_PREFIX",
+    "MANIFEST_FILE",
+    "MANIFEST_FORMAT",
+    "RETRIEVER_CONFIG",
+    "atomic_dir",
+    "check_replaceable",
+    "discard_unsaved",
+    "file_sha256",
+    "json_default",
+    "layout",
+    "Manifest",
+    "read_config",
+    "read_documents",
+    "read_manifest",
+    "replace_dir",
+    "SaveLayout",
+    "write_documents",
+    "write_manifest",
+]
+
 
 def replace_dir(new: Path, target: Path) -> None:
     """Move directory ``new`` to ``target``, replacing what is there (the old copy is removed after the swap)."""
