@@ -729,10 +729,22 @@ class VersionedVectorStore(MarginalRelevanceStore):
         ``search_kwargs`` …): a call's ``filter`` is ANDed with ``search_kwargs["filter"]``, never replacing it.
 
         Raises:
-            ValueError: an unknown ``search_type`` (LangChain's check); ``"mmr"`` over a backend without MMR.
+            ValueError: a ``search_type`` this store has not (``"bm25"`` / ``"hybrid"`` among them: the message names
+                it, the ones it has, and the BM25 / hybrid retrievers to use instead); ``"mmr"`` over a backend
+                without MMR.
             TypeError: an unknown ``search_kwargs`` key or retriever argument, with a did-you-mean.
         """
-        if kwargs.get("search_type") == "mmr" and not self._has_mmr():
+        search_type = kwargs.get("search_type", "similarity")
+        allowed = tuple(ScopedVectorStoreRetriever.allowed_search_types)
+        if search_type not in allowed:
+            raise ValueError(
+                f"{type(self).__name__}.as_retriever(search_type={search_type!r}): this store's search types are "
+                f"{', '.join(repr(t) for t in allowed)}; for BM25 or hybrid search over a PostgreSQL store use "
+                "langchain_ragspine.retrievers.postgres.PostgresBM25Retriever (and HybridRetriever over it and "
+                "this store's retriever), or RagSpineVectorStore over a store directory (search types 'bm25', "
+                "'hybrid')"
+            )
+        if search_type == "mmr" and not self._has_mmr():
             raise ValueError(
                 f"{type(self).__name__} has no maximal marginal relevance search: use search_type='similarity' or "
                 "'similarity_score_threshold'"

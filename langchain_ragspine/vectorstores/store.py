@@ -16,7 +16,7 @@ Two layers, so another backend (e.g. PostgreSQL) can plug in under the same face
   again, or another store moved into its place, is reopened before the next read or write, whatever its
   generation, and a write that returns is in the store at the path, never only in a replaced file;
 * the vector store — the derived indexes (BM25 and dense over the records, kept in memory as segments:
-  :mod:`~langchain_ragspine.vectorstores._indexes`), brought up to date when the backend's state (for a store
+  :mod:`~langchain_ragspine.backends.directory.indexes`), brought up to date when the backend's state (for a store
   directory: which file, which store id, at which generation) differs from the one they were built from (checked
   on every call, so writes by another process and a rebuilt directory are seen).  Within one store directory an
   update reads only the documents written since (the chunk store's change feed,
@@ -89,6 +89,7 @@ from langchain_ragspine.backends.directory.chunk_store import (
 from langchain_ragspine.backends.directory.embedding_cache import EmbeddingCache
 from langchain_ragspine.backends.directory.faiss_index import INDEX_KINDS
 from langchain_ragspine.backends.directory.follow import FollowedChunkStore, StoreState
+from langchain_ragspine.backends.directory.indexes import IndexConfig, IndexSnapshot, internal_record
 from langchain_ragspine.backends.directory.lock import StoreReplacedError, check_lock_timeout, writer_lock
 from langchain_ragspine.documents import (
     check_score_threshold,
@@ -132,7 +133,6 @@ from langchain_ragspine.retrievers.hybrid import HybridRetriever
 from langchain_ragspine.sensitivity import drop_restricted, drop_restricted_pairs, is_restricted
 from langchain_ragspine.text import index_text
 from langchain_ragspine.tokenizers import get_tokenizer
-from langchain_ragspine.vectorstores._indexes import IndexConfig, IndexSnapshot, internal_record
 from langchain_ragspine.vectorstores.base import (
     MarginalRelevanceStore,
     ScopedVectorStoreRetriever,
@@ -505,7 +505,7 @@ def _search_kwargs(owner: str, kwargs: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class _SnapshotBM25(ContractRetriever):
-    """The BM25 channel of one :class:`~langchain_ragspine.vectorstores._indexes.IndexSnapshot` (what
+    """The BM25 channel of one :class:`~langchain_ragspine.backends.directory.indexes.IndexSnapshot` (what
     :class:`HybridRetriever` fuses for the ``hybrid`` search type)."""
 
     snapshot: Any
@@ -601,7 +601,7 @@ class RagSpineVectorStore(MarginalRelevanceStore):
     The versions it writes are recorded as the vector store's (writer ``"vectorstore"``): ``ragspine ingest`` of a
     corpus into the same directory never retracts them.
 
-    Indexes: kept in memory (:mod:`~langchain_ragspine.vectorstores._indexes`) and brought up to the store's
+    Indexes: kept in memory (:mod:`~langchain_ragspine.backends.directory.indexes`) and brought up to the store's
     state before every search.  A write — by this object or by another process — is applied as a small segment
     holding only the documents it touched (read through the chunk store's change feed, tokenized and embedded
     alone), searched beside the others with the scores one index over the same records gives; segments are

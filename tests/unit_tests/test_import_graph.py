@@ -48,17 +48,6 @@ CYCLE_EDGES = frozenset({
 #: Rule 2: ``"importer -> module._name"`` (another module's private name) or ``"importer -> pkg._module"`` (a private
 #: module from outside its package).
 PRIVATE_IMPORTS = frozenset({
-    "backends.postgres.chunk_store -> backends.directory.chunk_store._VersionedChunkStore",
-    "backends.postgres.chunk_store -> backends.directory.chunk_store._check_write_args",
-    "backends.postgres.chunk_store -> backends.directory.chunk_store._content_hash",
-    "backends.postgres.chunk_store -> backends.directory.chunk_store._facets_of",
-    "backends.postgres.chunk_store -> backends.directory.chunk_store._filter_values",
-    "backends.postgres.chunk_store -> backends.directory.chunk_store._lineage",
-    "backends.postgres.chunk_store -> backends.directory.chunk_store._new_stored",
-    "backends.postgres.chunk_store -> backends.directory.chunk_store._utc_now_iso",
-    "backends.postgres.chunk_store -> backends.directory.chunk_store._version_state",
-    "backends.postgres.chunk_store -> backends.directory.chunk_store._where",
-    "backends.postgres.chunk_store -> retrievers.dense._VISIBLE_RE",
     "pipeline.modes -> config._from_setting",
     "postgres -> indexing._warn_stale",
 })

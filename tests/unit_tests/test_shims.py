@@ -39,6 +39,7 @@ SHIMS = {
     "langchain_ragspine.stores.pg_filter": "langchain_ragspine.filters.sql",
     "langchain_ragspine.modes": "langchain_ragspine.pipeline.modes",
     "langchain_ragspine.document_compressors.contextual": "langchain_ragspine.text_splitters.contextual",
+    "langchain_ragspine.vectorstores._indexes": "langchain_ragspine.backends.directory.indexes",
 }
 
 #: What ``langchain_ragspine.stores`` exported before the move, and where each name lives now.

@@ -71,18 +71,41 @@ import contextlib
 import datetime as _dt
 import hashlib
 import json
-import math
-import numbers
 import sqlite3
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, NamedTuple
+from types import MappingProxyType
+from typing import Any
 
 from langchain_core.documents import Document
 
 from langchain_ragspine.backends.directory._sqlite import SQLiteFile
+from langchain_ragspine.backends.versioning import (
+    FACET_FIELDS,
+    INGEST_WRITER,
+    VECTORSTORE_RECORD_KEY,
+    VECTORSTORE_WRITER,
+    Prepared,
+    StoredChunk,
+    VersionedChunkStore,
+    VersionWritten,
+    attribute_history,
+    check_parent_links,
+    check_write_args,
+    check_writer,
+    facets_of,
+    filter_values,
+    id_list,
+    lineage,
+    nan_field,
+    owner_of_next,
+    prepare_chunks,
+    row_to_stored,
+    utc_now_iso,
+    version_hash,
+    version_state,
+    where_clause,
+)
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.sensitivity import is_restricted
 from langchain_ragspine.served import ServedIds
@@ -104,22 +127,8 @@ __all__ = [
 #: Current schema version written to ``meta.schema_version``.
 SCHEMA_VERSION = 4
 
-#: The writer name of ``ragspine ingest`` (:func:`~langchain_ragspine.indexing.ingest`), the default writer of
-#: :meth:`ChunkStore.replace_doc_chunks`.
-INGEST_WRITER = "ingest"
-#: The writer name of :class:`~langchain_ragspine.vectorstores.RagSpineVectorStore`.
-VECTORSTORE_WRITER = "vectorstore"
-#: The metadata key the vector store stores beside each record it writes (its lineage bookkeeping); the schema-4
-#: migration attributes a version with such a chunk to :data:`VECTORSTORE_WRITER`.
-VECTORSTORE_RECORD_KEY = "_ragspine_record"
 #: The oldest schema a read-only open accepts without migrating (what it lacks reads as empty).
 _READABLE_SCHEMA = 2
-
-#: Metadata keys copied into the ``facets`` table and accepted as :meth:`ChunkStore.iter_chunks` filters.
-FACET_FIELDS: tuple[str, ...] = ("topic", "entity", "geography", "period", "language")
-
-
-_LINEAGE_KEYS = ("doc_id", "chunk_id", "start_index", "end_index", "source_locator", "title", "sensitivity")
 
 # -- schema --------------------------------------------------------------------------------------------------
 def _passage_table_ddl(table: str, id_column: str) -> str:
@@ -216,263 +225,13 @@ _STORE_ID_KEY = "store_id"
 _CHUNKER_KEY = "chunker"
 
 
-# -- value type ----------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class StoredChunk:
-    """One chunk row of a :class:`ChunkStore`: the chunk, its lineage and its version bookkeeping.
-
-    Attributes:
-        chunk_id: ``f"{doc_id}#{i}"`` by the splitter convention; unique among active chunks.
-        doc_id: the document the chunk belongs to.
-        text: the chunk text (``Document.page_content``).
-        start_index: char offset of ``text`` in the source document, or ``None`` if the chunk had none.
-        end_index: end char offset (exclusive), or ``None``.
-        source_locator: ``f"{source}#{start}-{end}"``, or ``None``.
-        title: the document title, or ``None``.
-        sensitivity: the sensitivity label (e.g. ``"RESTRICTED"``), or ``None``.
-        metadata: the full metadata dict as given at ingest, after JSON round-tripping (``date``/``datetime``
-            values are ISO-8601 strings, tuples are lists).  A fresh dict on every read.
-        valid_as_of: the ``valid_as_of`` string given at ingest (``""`` when none).
-        ingested_at: when the version was written, ISO-8601 in UTC (``"2025-01-31T09:00:00.000000+00:00"``).
-        version: the document version this row belongs to (1-based).
-        active: ``True`` for rows of the document's current version.
-    """
-
-    chunk_id: str
-    doc_id: str
-    text: str
-    start_index: int | None
-    end_index: int | None
-    source_locator: str | None
-    title: str | None
-    sensitivity: str | None
-    metadata: dict[str, Any] = field(hash=False)
-    valid_as_of: str
-    ingested_at: str
-    version: int
-    active: bool
-
-    def to_document(self) -> Document:
-        """The chunk as a LangChain ``Document`` with ``id = chunk_id``.
-
-        ``metadata`` is the stored metadata, overlaid with the lineage fields that are not ``None``
-        (``doc_id``, ``chunk_id``, ``start_index``, ``end_index``, ``source_locator``, ``title``,
-        ``sensitivity``) and with ``doc_version`` (the store's version of the document; a reserved key).
-        ``valid_as_of`` and ``ingested_at`` are added only when the stored metadata has no key of that name, so a
-        user's own ``version`` / ``ingested_at`` front matter is never overwritten (and filters on it see the
-        user's value).
-        """
-        md: dict[str, Any] = dict(self.metadata)
-        for key in _LINEAGE_KEYS:
-            value = getattr(self, key)
-            if value is not None:
-                md[key] = value
-        md["doc_version"] = self.version
-        md.setdefault("valid_as_of", self.valid_as_of)
-        md.setdefault("ingested_at", self.ingested_at)
-        return Document(page_content=self.text, metadata=md, id=self.chunk_id)
-
-
-#: One validated chunk or parent (:meth:`ChunkStore._prepare`): ``(id, text, start, end, JSON-ready metadata,
-#: metadata_json)``.
-_Prepared = tuple[str, str, int | None, int | None, dict[str, Any], str]
-
-
 # -- helpers -------------------------------------------------------------------------------------------------
-def _utc_now_iso() -> str:
-    return _dt.datetime.now(_dt.UTC).isoformat(timespec="microseconds")
-
-
-#: Types :func:`_jsonable` returns unchanged (checked by exact type first, the common case).
-_JSON_SCALARS = frozenset((str, int, float, bool, type(None)))
-
-
-def _jsonable(value: Any, chunk_id: str, key: str) -> Any:
-    """``value`` with dates as ISO strings, tuples as lists; ``TypeError`` for what JSON cannot hold."""
-    if value is None or isinstance(value, str | bool | int | float):
-        return value
-    if isinstance(value, _dt.date | _dt.time):  # datetime is a date
-        return value.isoformat()
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v, chunk_id, key) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v, chunk_id, key) for v in value]
-    raise TypeError(
-        f"chunk {chunk_id!r}: metadata key {key!r} holds a {type(value).__name__} ({value!r}), "
-        "which is not JSON-serialisable"
-    )
-
-
-def nan_field(metadata: Mapping[str, Any]) -> tuple[str, Any] | None:
-    """The first ``(field, value)`` of ``metadata`` holding a NaN — at any depth of dicts, lists and tuples; the
-    field a dotted path (``"w.deep[1]"``) — else ``None``.  A NaN is refused by every write of a store: it never
-    equals itself, so no filter could match it, and it is not JSON (infinities compare as numbers and are kept)."""
-    seen: set[int] = set()
-
-    def walk(value: Any, path: str) -> tuple[str, Any] | None:
-        if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral):
-            return (path, value) if math.isnan(float(value)) else None
-        if isinstance(value, Mapping | list | tuple) and id(value) not in seen:
-            seen.add(id(value))
-            pairs = value.items() if isinstance(value, Mapping) else enumerate(value)
-            for key, item in pairs:
-                found = walk(item, f"{path}.{key}" if isinstance(value, Mapping) else f"{path}[{key}]")
-                if found is not None:
-                    return found
-        return None
-
-    for key, value in metadata.items():
-        found = walk(value, str(key))
-        if found is not None:
-            return found
-    return None
-
-
-def _facet_strings(value: Any) -> list[str]:
-    """Facet strings of one metadata value: one for a scalar, one per element of a list; none for ``None``."""
-    items = value if isinstance(value, list | tuple) else [value]
-    out: list[str] = []
-    for item in items:
-        if item is None or isinstance(item, dict | list | tuple):
-            continue
-        s = item if isinstance(item, str) else json.dumps(item) if isinstance(item, bool) else str(item)
-        if s not in out:
-            out.append(s)
-    return out
-
-
-#: Metadata keys :func:`_facets_of` reads.
-_FACET_SOURCE_KEYS = frozenset((*FACET_FIELDS, "lang"))
-
-
-def _facets_of(metadata: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
-    """``(field, value)`` pairs for the facet fields of (JSON-converted) chunk metadata."""
-    if _FACET_SOURCE_KEYS.isdisjoint(metadata.keys()):
-        return ()
-    pairs: list[tuple[str, str]] = []
-    for name in FACET_FIELDS:
-        value = metadata.get(name)
-        if value is None and name == "language":
-            value = metadata.get("lang")
-        pairs.extend((name, v) for v in _facet_strings(value))
-    return tuple(pairs)
-
-
-# What ``json.dumps(..., ensure_ascii=False)`` and the content hash's ``json.dumps`` produce, without building a
-# JSONEncoder on every call.
-_encode_metadata = json.JSONEncoder(ensure_ascii=False).encode
-_encode_hashed = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode
-
-
-def _content_hash(items: Iterable[tuple[str, int | None, int | None, Mapping[str, Any]]]) -> str:
-    """SHA-256 over ``(text, start_index, end_index, metadata)`` in order; metadata keys are sorted."""
-    h = hashlib.sha256()
-    for text, start, end, metadata in items:
-        h.update(_encode_hashed([text, start, end, metadata]).encode("utf-8"))
-        h.update(b"\n")
-    return h.hexdigest()
-
-
-def _optional_str(md: Mapping[str, Any], key: str) -> str | None:
-    value = md.get(key)
-    return None if value is None else str(value)
-
-
-def _optional_int(md: Mapping[str, Any], key: str, chunk_id: str) -> int | None:
-    value = md.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"chunk {chunk_id!r}: metadata {key!r} must be an int, got {value!r}")
-    return value
-
-
-def _lineage(md: Mapping[str, Any]) -> tuple[str | None, str | None, str | None]:
-    """``(source_locator, title, sensitivity)`` of a chunk's metadata: the lineage columns of both stores."""
-    return _optional_str(md, "source_locator"), _optional_str(md, "title"), _optional_str(md, "sensitivity")
-
-
 def _row_values(
-    doc_id: str, version: int, position: int, item: _Prepared, valid_as_of: str, ingested_at: str
+    doc_id: str, version: int, position: int, item: Prepared, valid_as_of: str, ingested_at: str
 ) -> tuple[Any, ...]:
     """The values of one new ``chunks`` (or ``parents``) row, in ``_CHUNK_COLUMNS`` order, ``active = 1``."""
     row_id, text, start, end, md, md_json = item
-    return (row_id, doc_id, version, position, text, start, end, *_lineage(md), md_json, valid_as_of, ingested_at, 1)
-
-
-def _new_stored(doc_id: str, version: int, item: _Prepared, valid_as_of: str, ingested_at: str) -> StoredChunk:
-    """The :class:`StoredChunk` a new, active chunk row reads back as (without a round trip to the database)."""
-    chunk_id, text, start, end, md, _json = item
-    source_locator, title, sensitivity = _lineage(md)
-    return StoredChunk(
-        chunk_id=chunk_id, doc_id=doc_id, text=text, start_index=start, end_index=end, source_locator=source_locator,
-        title=title, sensitivity=sensitivity, metadata=md, valid_as_of=valid_as_of, ingested_at=ingested_at,
-        version=version, active=True,
-    )
-
-
-def _check_write_args(doc_id: Any, valid_as_of: Any) -> str:
-    """Check the ``doc_id`` and ``valid_as_of`` of a ``replace_doc_chunks`` call (both stores); return
-    ``valid_as_of`` as a string (a ``date``/``datetime`` in ISO-8601).
-
-    Raises:
-        TypeError: ``doc_id`` is not a str; ``valid_as_of`` is neither a str nor a date.
-        ValueError: ``doc_id`` is empty.
-    """
-    if not isinstance(doc_id, str):
-        raise TypeError(f"doc_id must be a str, got {doc_id!r}")
-    if not doc_id:
-        raise ValueError("doc_id must be a non-empty string")
-    if isinstance(valid_as_of, _dt.date):
-        valid_as_of = valid_as_of.isoformat()
-    if not isinstance(valid_as_of, str):
-        raise TypeError(f"valid_as_of must be a str or a date, got {valid_as_of!r}")
-    return valid_as_of
-
-
-def _version_state(
-    cur: Any, doc_id: str, digest: str | None, *, table: str = "doc_versions", param: str = "?"
-) -> tuple[int, bool]:
-    """``(current version, unchanged)`` of ``doc_id``, read in the write transaction of ``cur`` from its newest
-    row of ``table`` (``param``: the driver's placeholder), for a write of content hash ``digest`` (``None``: a
-    retraction).  ``unchanged`` means the write is a no-op: retracting an unknown or retracted document, or
-    writing the current version's content again.  The current version of an unknown document is 0."""
-    latest = cur.execute(
-        f"SELECT version, content_hash, retracted FROM {table} WHERE doc_id = {param} "
-        "ORDER BY version DESC LIMIT 1",
-        (doc_id,),
-    ).fetchone()
-    current = int(latest[0]) if latest else 0
-    is_retracted = bool(latest[2]) if latest else True
-    if digest is None:
-        return current, is_retracted
-    return current, not is_retracted and latest is not None and latest[1] == digest
-
-
-def _facet_filters(*values: str | Sequence[str] | None) -> list[tuple[str, str | Sequence[str]]]:
-    """The ``iter_chunks`` facet filters that were given, as ``(field, value)`` in :data:`FACET_FIELDS` order
-    (``values`` in that order; ``None`` means not given)."""
-    return [(name, value) for name, value in zip(FACET_FIELDS, values, strict=True) if value is not None]
-
-
-def _filter_values(name: str, value: str | Sequence[str]) -> list[str]:
-    """Normalise one ``iter_chunks`` filter argument to a list of strings."""
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
-        return list(value)
-    raise TypeError(f"filter {name!r} must be a str or a list/tuple of str, got {value!r}")
-
-
-def _id_list(name: str, ids: Sequence[str]) -> list[str]:
-    """``ids`` as a list of str (for the lookups by id).
-
-    Raises:
-        TypeError: ``ids`` is a str, or holds a non-str.
-    """
-    if isinstance(ids, str):
-        raise TypeError(f"{name} must be a sequence of str, not a str")
-    return _filter_values(name, list(ids))
+    return (row_id, doc_id, version, position, text, start, end, *lineage(md), md_json, valid_as_of, ingested_at, 1)
 
 
 #: Ids per ``IN (…)`` lookup (below SQLite's default limit of bound parameters).
@@ -500,173 +259,15 @@ def _doc_conditions(
     where: list[str] = [] if include_inactive else [f"{alias}active = 1"]
     params: list[Any] = []
     if doc_id is not None:
-        ids = _filter_values("doc_id", doc_id)
+        ids = filter_values("doc_id", doc_id)
         where.append(f"{alias}doc_id IN ({_placeholders(len(ids))})" if ids else "0")
         params.extend(ids)
     return where, params
 
 
-def _where(conditions: list[str]) -> str:
-    return " WHERE " + " AND ".join(conditions) if conditions else ""
-
-
-def owner_of_next(live_owner: str | None, writer: str, *, retracting: bool = False) -> str:
-    """The owner of a document after ``writer`` wrote a version of it — the rule of both chunk stores (this one's
-    :meth:`ChunkStore.replace_doc_chunks` and the PostgreSQL store's).
-
-    Args:
-        live_owner: the document's owner before the write, ``None`` for a document that is new or whose current
-            version is a retraction.
-        writer: who writes the version (:data:`INGEST_WRITER`, :data:`VECTORSTORE_WRITER`, another name).
-        retracting: the version is a retraction, which keeps the owner the document had (its writer's, when it
-            had none).
-
-    Example:
-        >>> owner_of_next(None, VECTORSTORE_WRITER), owner_of_next(VECTORSTORE_WRITER, INGEST_WRITER)
-        ('vectorstore', 'ingest')
-        >>> owner_of_next(INGEST_WRITER, VECTORSTORE_WRITER), owner_of_next(INGEST_WRITER, VECTORSTORE_WRITER, retracting=True)
-        ('ingest', 'ingest')
-    """
-    if retracting:
-        return live_owner or writer
-    if live_owner is None or writer == INGEST_WRITER:
-        return writer
-    return live_owner
-
-
-def attribute_history(versions: Iterable[tuple[str, int, bool, str]]) -> list[tuple[str, int, str, str]]:
-    """The writers and owners of document versions written before either store recorded them (their migrations).
-
-    Args:
-        versions: ``(doc_id, version, retracted, writer)`` in ``(doc_id, version)`` order, ``writer`` being who
-            wrote a version that is not a retraction (as the store can tell; ignored for a retraction, which is
-            attributed to the document's owner, else to :data:`INGEST_WRITER`).
-
-    Returns:
-        ``(doc_id, version, writer, owner)`` per version, in the same order; owners follow :func:`owner_of_next`
-        along each document's history.
-
-    Example:
-        >>> attribute_history([("n", 1, False, "vectorstore"), ("n", 2, True, "ingest"), ("n", 3, False, "ingest")])
-        [('n', 1, 'vectorstore', 'vectorstore'), ('n', 2, 'vectorstore', 'vectorstore'), ('n', 3, 'ingest', 'ingest')]
-    """
-    out: list[tuple[str, int, str, str]] = []
-    owner: str | None = None
-    live = False
-    last_doc: str | None = None
-    for doc_id, version, retracted, written_by in versions:
-        if doc_id != last_doc:
-            last_doc, owner, live = doc_id, None, False
-        if retracted:
-            writer = owner or INGEST_WRITER
-            live = False
-        else:
-            writer = written_by
-            owner = owner_of_next(owner if live else None, writer)
-            live = True
-        out.append((doc_id, int(version), writer, owner or writer))
-    return out
-
-
-class VersionWritten(NamedTuple):
-    """One document version as the change feed (:meth:`ChunkStore.versions_since`) lists it."""
-
-    generation: int  # the chunk-store generation its transaction made
-    doc_id: str
-    version: int
-    writer: str | None  # who wrote it (``None``: written before schema 4)
-    retracted: bool
-
-
-def _check_parent_links(doc_id: str, prepared: Sequence[_Prepared], parent_ids: set[str]) -> None:
-    """``ValueError`` naming the first chunk whose ``parent_id`` is set but not among ``parent_ids``."""
-    for chunk_id, *_, md, _json in prepared:
-        pid = md.get("parent_id")
-        if pid is not None and str(pid) not in parent_ids:
-            raise ValueError(f"chunk {chunk_id!r} of doc_id {doc_id!r} names parent {pid!r}, which is not among its parents")
-
-
 # -- the store -----------------------------------------------------------------------------------------------
 
-def row_to_stored(row: Sequence[Any], *, path: str | Path | None = None) -> StoredChunk:
-    """A :class:`StoredChunk` from the first 15 values of a chunk row (``id, chunk_id, doc_id, version, position,
-    text, start_index, end_index, source_locator, title, sensitivity, metadata_json, valid_as_of, ingested_at,
-    active``) — the row layout of both store backends.
-
-    Raises:
-        StoreError: ``metadata_json`` is not JSON (naming the row and ``path``).
-    """
-    (rowid, chunk_id, doc_id, version, _position, text, start, end, locator, title, sensitivity, md_json,
-     valid_as_of, ingested_at, active) = row[:15]  # fmt: skip
-    try:
-        md = json.loads(md_json)
-    except json.JSONDecodeError as e:
-        raise StoreError(f"chunk row {rowid} ({chunk_id!r}): metadata_json is not JSON: {e}", path=path) from e
-    return StoredChunk(
-        chunk_id=chunk_id,
-        doc_id=doc_id,
-        text=text,
-        start_index=start,
-        end_index=end,
-        source_locator=locator,
-        title=title,
-        sensitivity=sensitivity,
-        metadata=md if isinstance(md, dict) else {},
-        valid_as_of=valid_as_of or "",
-        ingested_at=ingested_at,
-        version=int(version),
-        active=bool(active),
-    )
-
-
-class _VersionedChunkStore:
-    """What the two chunk stores (:class:`ChunkStore`, SQLite; :class:`~langchain_ragspine.backends.postgres.chunk_store.
-    PostgresChunkStore`) share above their SQL: the reading API's arguments.  A subclass implements
-    :meth:`_select_chunks`."""
-
-    def _select_chunks(
-        self, doc_id: str | Sequence[str] | None, facets: list[tuple[str, str | Sequence[str]]], include_inactive: bool
-    ) -> Iterator[StoredChunk]:  # pragma: no cover - every store overrides it
-        raise NotImplementedError
-
-    def iter_chunks(
-        self,
-        *,
-        doc_id: str | Sequence[str] | None = None,
-        topic: str | Sequence[str] | None = None,
-        entity: str | Sequence[str] | None = None,
-        geography: str | Sequence[str] | None = None,
-        period: str | Sequence[str] | None = None,
-        language: str | Sequence[str] | None = None,
-        include_inactive: bool = False,
-    ) -> Iterator[StoredChunk]:
-        """Yield stored chunks matching every given filter, ordered by ``doc_id`` (by code point), ``version``,
-        chunk position.
-
-        Filters are ANDed and evaluated in SQL.  Each is a str or a list/tuple of str (any of them matches; an
-        empty list matches nothing).  ``topic``/``entity``/``geography``/``period``/``language`` match the
-        chunk metadata key of the same name (``language`` falls back to ``lang``); a list-valued metadata
-        field matches when any element matches; non-string scalars compare by ``str(value)``.  A chunk without
-        the field never matches.
-
-        Args:
-            doc_id: restrict to these documents.
-            topic, entity, geography, period, language: facet filters (see above).
-            include_inactive: also yield rows of superseded and retracted versions (the history).
-
-        Returns:
-            An iterator of :class:`StoredChunk`; the rows are read in one query when iteration starts (a
-            snapshot: later writes do not show up in an iteration already begun).
-
-        Raises:
-            TypeError: a filter is neither a str nor a list/tuple of str.
-            StoreError: the store is closed or its database fails.
-        """
-        facets = _facet_filters(topic, entity, geography, period, language)
-        return self._select_chunks(doc_id, facets, include_inactive)
-
-
-class ChunkStore(SQLiteFile, _VersionedChunkStore):
+class ChunkStore(SQLiteFile, VersionedChunkStore):
     """Versioned chunk storage in one SQLite file (see the module docstring for the design).
 
     Args:
@@ -692,6 +293,8 @@ class ChunkStore(SQLiteFile, _VersionedChunkStore):
     """
 
     _what = "chunk store"
+    #: What this backend refuses, by name (:func:`~langchain_ragspine.backends.base.refuse`): nothing.
+    unsupported: Mapping[str, str] = MappingProxyType({})
 
     def _ensure_schema(self) -> None:
         """Check the schema; create it (fresh file) or migrate it (older file) when writable.
@@ -823,16 +426,16 @@ class ChunkStore(SQLiteFile, _VersionedChunkStore):
             if not isinstance(md, dict):
                 md = {}
             cur.execute(
-                "UPDATE chunks SET sensitivity = ? WHERE id = ?", (_optional_str(md, "sensitivity"), rowid)
+                "UPDATE chunks SET sensitivity = ? WHERE id = ?", (lineage(md)[2], rowid)
             )
             cur.executemany(
                 "INSERT OR IGNORE INTO facets (chunk_row, field, value) VALUES (?, ?, ?)",
-                [(rowid, f, v) for f, v in _facets_of(md)],
+                [(rowid, f, v) for f, v in facets_of(md)],
             )
             groups.setdefault((doc_id, version), []).append((text, start, end, md, row[7], row[8]))
         latest: dict[str, tuple[int, bool]] = {}
         for (doc_id, version), items in groups.items():
-            digest = _content_hash((t, s, e, m) for t, s, e, m, _, _ in items)
+            digest = version_hash((t, s, e, m) for t, s, e, m, _, _ in items)
             cur.execute(
                 "INSERT OR IGNORE INTO doc_versions (doc_id, version, content_hash, n_chunks, valid_as_of, "
                 "ingested_at, retracted) VALUES (?, ?, ?, ?, '', ?, 0)",
@@ -842,7 +445,7 @@ class ChunkStore(SQLiteFile, _VersionedChunkStore):
             if doc_id not in latest or version > latest[doc_id][0]:
                 latest[doc_id] = (version, any_active)
         # version 1 had no retraction marker: a document whose newest rows are all inactive was retracted
-        now = _utc_now_iso()
+        now = utc_now_iso()
         for doc_id, (version, any_active) in latest.items():
             if not any_active:
                 cur.execute(
@@ -935,23 +538,22 @@ class ChunkStore(SQLiteFile, _VersionedChunkStore):
             StoreError: the store is read-only or closed, or SQLite fails (e.g. the write lock was not
                 obtained within ``busy_timeout``).
         """
-        valid_as_of = _check_write_args(doc_id, valid_as_of)
-        if not isinstance(writer, str) or not writer:
-            raise ValueError(f"writer must be a non-empty string, got {writer!r}")
+        valid_as_of = check_write_args(doc_id, valid_as_of)
+        check_writer(writer)
         self._require_writable()
-        prepared = self._prepare(doc_id, list(chunks))
-        prepared_parents = self._prepare(doc_id, list(parents or ()), what="parents", id_key="parent_id")
+        prepared = prepare_chunks(doc_id, list(chunks))
+        prepared_parents = prepare_chunks(doc_id, list(parents or ()), what="parents", id_key="parent_id")
         if prepared_parents and not prepared:
             raise ValueError(f"doc_id {doc_id!r}: parents were given without chunks")
         if prepared_parents:
-            _check_parent_links(doc_id, prepared, {p[0] for p in prepared_parents})
-        digest = _content_hash((p[1], p[2], p[3], p[4]) for p in prepared) if prepared else None
+            check_parent_links(doc_id, prepared, {p[0] for p in prepared_parents})
+        digest = version_hash((p[1], p[2], p[3], p[4]) for p in prepared) if prepared else None
         if digest is not None and prepared_parents:  # without parents the hash is what schema 2 wrote
-            parent_digest = _content_hash((p[1], p[2], p[3], p[4]) for p in prepared_parents)
+            parent_digest = version_hash((p[1], p[2], p[3], p[4]) for p in prepared_parents)
             digest = hashlib.sha256(f"{digest}\nparents {parent_digest}".encode()).hexdigest()
 
         with self._lock, self._sql_errors(), self._write_transaction() as cur:
-            current, unchanged = _version_state(cur, doc_id, digest)
+            current, unchanged = version_state(cur, doc_id, digest)
             if unchanged:
                 return current
 
@@ -960,7 +562,7 @@ class ChunkStore(SQLiteFile, _VersionedChunkStore):
             if prepared_parents:
                 self._check_chunk_ids_free(cur, doc_id, [p[0] for p in prepared_parents], table="parents")
             new_version = current + 1
-            now = _utc_now_iso()
+            now = utc_now_iso()
             owner = self._owner_of_next(cur, doc_id, writer, retracting=not prepared)
             generation = int(cur.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0]) + 1
             cur.execute("UPDATE chunks SET active = 0 WHERE doc_id = ? AND active = 1", (doc_id,))
@@ -985,48 +587,6 @@ class ChunkStore(SQLiteFile, _VersionedChunkStore):
         ).fetchone()
         live_owner = None if row is None or row[1] or row[0] is None else str(row[0])
         return owner_of_next(live_owner, writer, retracting=retracting)
-
-    @staticmethod
-    def _prepare(
-        doc_id: str, chunks: list[Document], *, what: str = "chunks", id_key: str = "chunk_id"
-    ) -> list[_Prepared]:
-        """Validate chunks (or parents: ``id_key="parent_id"``, falling back to ``chunk_id``); return
-        ``(id, text, start, end, JSON-ready metadata, metadata_json)`` (also used by the PostgreSQL store, so both
-        validate alike)."""
-        out: list[_Prepared] = []
-        seen: set[str] = set()
-        for i, doc in enumerate(chunks):
-            if not isinstance(doc, Document):
-                raise TypeError(f"{what}[{i}] must be a langchain_core Document, got {type(doc).__name__}")
-            raw_id = doc.metadata.get(id_key) or doc.metadata.get("chunk_id", doc.id)
-            if raw_id is None or raw_id == "":
-                raise ValueError(
-                    f"{what}[{i}] of doc_id {doc_id!r} has no metadata {id_key!r} (and no Document.id)"
-                )
-            chunk_id = str(raw_id)
-            md_doc_id = doc.metadata.get("doc_id")
-            if md_doc_id != doc_id:
-                raise ValueError(f"chunk {chunk_id!r} has metadata doc_id {md_doc_id!r}, expected {doc_id!r}")
-            if chunk_id in seen:
-                raise ValueError(
-                    f"{id_key} {chunk_id!r} appears more than once in the {what} for doc_id {doc_id!r}"
-                )
-            seen.add(chunk_id)
-            md = {
-                str(k): v if type(v) in _JSON_SCALARS else _jsonable(v, chunk_id, str(k))
-                for k, v in doc.metadata.items()
-            }
-            start = _optional_int(md, "start_index", chunk_id)
-            end = _optional_int(md, "end_index", chunk_id)
-            md_json = _encode_metadata(md)
-            nan = nan_field(md) if "NaN" in md_json else None  # the walk runs only when the token may be there
-            if nan is not None:
-                raise ValueError(
-                    f"chunk {chunk_id!r}: metadata {nan[0]!r} holds {nan[1]!r}, which cannot be stored: NaN never "
-                    "equals itself, so no filter could match it (and it is not JSON); store None instead"
-                )
-            out.append((chunk_id, doc.page_content, start, end, md, md_json))
-        return out
 
     @staticmethod
     def _check_chunk_ids_free(
@@ -1056,7 +616,7 @@ class ChunkStore(SQLiteFile, _VersionedChunkStore):
         table: str,
         doc_id: str,
         version: int,
-        prepared: Sequence[_Prepared],
+        prepared: Sequence[Prepared],
         valid_as_of: str,
         now: str,
     ) -> None:
@@ -1072,7 +632,7 @@ class ChunkStore(SQLiteFile, _VersionedChunkStore):
         )
         if table != "chunks":
             return
-        facets = [_facets_of(item[4]) for item in prepared]
+        facets = [facets_of(item[4]) for item in prepared]
         if not any(facets):
             return
         rowids = [r[0] for r in cur.execute(
@@ -1090,7 +650,7 @@ class ChunkStore(SQLiteFile, _VersionedChunkStore):
         """:meth:`iter_chunks` in SQLite: ``facets`` are the given facet filters, ``(field, value)``."""
         where, params = _doc_conditions(doc_id, include_inactive, alias="c.")
         for name, value in facets:
-            values = _filter_values(name, value)
+            values = filter_values(name, value)
             if not values:
                 where.append("0")
                 continue
@@ -1100,7 +660,7 @@ class ChunkStore(SQLiteFile, _VersionedChunkStore):
             )
             params.append(name)
             params.extend(values)
-        sql = _SELECT_CHUNKS + _where(where) + " ORDER BY c.doc_id, c.version, c.position, c.id"
+        sql = _SELECT_CHUNKS + where_clause(where) + " ORDER BY c.doc_id, c.version, c.position, c.id"
         return self._iter_rows(sql, params)
 
     def _iter_rows(self, sql: str, params: list[Any]) -> Iterator[StoredChunk]:
@@ -1124,7 +684,7 @@ class ChunkStore(SQLiteFile, _VersionedChunkStore):
             TypeError: ``parent_ids`` is a str or holds a non-str.
             StoreError: the store is closed or SQLite fails.
         """
-        ids = _id_list("parent_ids", parent_ids)
+        ids = id_list("parent_ids", parent_ids)
         if not ids or not self._has_parents_table():
             return {}
         return self._active_by_id(_SELECT_PARENTS, "parent_id", ids)
@@ -1137,7 +697,7 @@ class ChunkStore(SQLiteFile, _VersionedChunkStore):
             TypeError: ``chunk_ids`` is a str or holds a non-str.
             StoreError: the store is closed or SQLite fails.
         """
-        return self._active_by_id(_SELECT_CHUNKS, "chunk_id", _id_list("chunk_ids", chunk_ids))
+        return self._active_by_id(_SELECT_CHUNKS, "chunk_id", id_list("chunk_ids", chunk_ids))
 
     def _active_by_id(self, select: str, column: str, ids: list[str]) -> dict[str, StoredChunk]:
         """The active rows of ``select`` (``_SELECT_CHUNKS`` / ``_SELECT_PARENTS``) whose ``column`` is in ``ids``."""
@@ -1160,7 +720,7 @@ class ChunkStore(SQLiteFile, _VersionedChunkStore):
             TypeError: ``ids`` is a str or holds a non-str.
             StoreError: the store is closed or SQLite fails.
         """
-        ids = _id_list("ids", ids)
+        ids = id_list("ids", ids)
         out: dict[str, tuple[str, int]] = {}
         tables = [("chunks", "chunk_id")] + ([("parents", "parent_id")] if self._has_parents_table() else [])
         for table, column in tables:  # names from this list only
@@ -1185,7 +745,7 @@ class ChunkStore(SQLiteFile, _VersionedChunkStore):
             TypeError: ``ids`` is a str or holds a non-str.
             StoreError: the store is closed or SQLite fails.
         """
-        wanted = _id_list("ids", ids)
+        wanted = id_list("ids", ids)
         rows = self.get_chunks(wanted)
         rows.update(self.get_parents([i for i in wanted if i not in rows]))
         served = {i for i, row in rows.items() if not is_restricted(row.to_document())}
@@ -1212,7 +772,7 @@ class ChunkStore(SQLiteFile, _VersionedChunkStore):
         where, params = _doc_conditions(doc_id, include_inactive, alias="c.")
         if not self._has_parents_table():
             return iter(())
-        sql = _SELECT_PARENTS + _where(where) + " ORDER BY c.doc_id, c.version, c.position, c.id"
+        sql = _SELECT_PARENTS + where_clause(where) + " ORDER BY c.doc_id, c.version, c.position, c.id"
         return self._iter_rows(sql, params)
 
     def count_parents(self) -> int:
@@ -1362,7 +922,7 @@ class ChunkStore(SQLiteFile, _VersionedChunkStore):
             StoreError: the store is closed or SQLite fails.
         """
         where, params = _doc_conditions(doc_id, include_inactive)
-        sql = "SELECT COUNT(*) FROM chunks" + _where(where)
+        sql = "SELECT COUNT(*) FROM chunks" + where_clause(where)
         with self._lock, self._sql_errors():
             return int(self._connection().execute(sql, params).fetchone()[0])
 

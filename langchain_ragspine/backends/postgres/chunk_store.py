@@ -54,6 +54,7 @@ import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -61,30 +62,33 @@ from langchain_core.documents import Document
 
 from langchain_ragspine._closing import Closing
 from langchain_ragspine._optional import import_optional
-from langchain_ragspine.backends.directory.chunk_store import (
+from langchain_ragspine.backends.base import PARENTS, refuse
+from langchain_ragspine.backends.versioning import (
     INGEST_WRITER,
     VECTORSTORE_WRITER,
-    ChunkStore,
     StoredChunk,
-    _check_write_args,
-    _content_hash,
-    _facets_of,
-    _filter_values,
-    _lineage,
-    _new_stored,
-    _utc_now_iso,
-    _version_state,
-    _VersionedChunkStore,
-    _where,
+    VersionedChunkStore,
     attribute_history,
+    check_write_args,
+    check_writer,
+    facets_of,
+    filter_values,
+    id_list,
+    lineage,
+    new_stored,
     owner_of_next,
+    prepare_chunks,
     row_to_stored,
+    utc_now_iso,
+    version_hash,
+    version_state,
+    where_clause,
 )
 from langchain_ragspine.config import configured_setting
+from langchain_ragspine.documents import has_visible_text
 from langchain_ragspine.embeddings.cache import content_hash
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.filters.sql import value_rows
-from langchain_ragspine.retrievers.dense import _VISIBLE_RE  # what the dense channel counts as text
 from langchain_ragspine.sensitivity import is_restricted
 from langchain_ragspine.served import ServedIds
 from langchain_ragspine.text import index_text
@@ -478,7 +482,7 @@ def _doc_conditions(
     params: list[Any] = []
     if doc_id is not None:
         where.append(f"{alias}doc_id = ANY(%s)")
-        params.append(_filter_values("doc_id", doc_id))
+        params.append(filter_values("doc_id", doc_id))
     return where, params
 
 
@@ -487,7 +491,7 @@ def chunk_columns(alias: str) -> str:
     return ", ".join(f"{alias}.{n}" for n in _CHUNK_COLUMNS.split(", "))
 
 
-class PostgresChunkStore(Closing, _VersionedChunkStore):
+class PostgresChunkStore(Closing, VersionedChunkStore):
     """Versioned chunk storage in PostgreSQL tables, with BM25 postings, typed metadata values and (for the dense
     channel) vectors maintained in the same transactions (see the module docstring).
 
@@ -510,6 +514,12 @@ class PostgresChunkStore(Closing, _VersionedChunkStore):
             store.replace_doc_chunks("law-1", ParagraphTextSplitter().split_documents([doc]))
             docs = [c.to_document() for c in store.iter_chunks(language="ja")]
     """
+
+    #: What this backend refuses, by name (:func:`~langchain_ragspine.backends.base.refuse`).
+    unsupported: Mapping[str, str] = MappingProxyType({
+        PARENTS: "a PostgreSQL store keeps no parent passages (parent-child chunking); use a store directory "
+                 "(--store DIR) for them, or another chunker",
+    })
 
     def __init__(self, url: str, *, read_only: bool = False) -> None:
         self._db = PostgresConnection(url)
@@ -800,12 +810,20 @@ class PostgresChunkStore(Closing, _VersionedChunkStore):
 
     # -- writing ----------------------------------------------------------------------------------------------------
     def replace_doc_chunks(
-        self, doc_id: str, chunks: Iterable[Document], valid_as_of: str | _dt.date = "", *, writer: str = INGEST_WRITER
+        self,
+        doc_id: str,
+        chunks: Iterable[Document],
+        valid_as_of: str | _dt.date = "",
+        *,
+        parents: Iterable[Document] | None = None,
+        writer: str = INGEST_WRITER,
     ) -> int:
         """Make ``chunks`` the current version of document ``doc_id``, atomically — exactly as
         :meth:`ChunkStore.replace_doc_chunks` (same arguments, return value, no-op and retraction rules, errors;
         ``writer``, default :data:`~langchain_ragspine.backends.directory.chunk_store.INGEST_WRITER`, is recorded
-        with the version and decides the document's owner by the same rule; parents are the file store's only).
+        with the version and decides the document's owner by the same rule).  ``parents`` (parent-child chunking)
+        are the directory store's only: non-empty ones are refused by name (:attr:`unsupported`), ``None`` or ``[]``
+        is no parents.
 
         In one transaction: the document's previous rows become inactive (kept as history) and leave the search
         tables; the new rows are inserted; the new chunks that are not RESTRICTED enter the search tables (BM25
@@ -813,18 +831,19 @@ class PostgresChunkStore(Closing, _VersionedChunkStore):
 
         Raises:
             TypeError, ValueError: as :meth:`ChunkStore.replace_doc_chunks`; also a chunk text or metadata string
-                holding a NUL character (PostgreSQL text cannot).
+                holding a NUL character (PostgreSQL text cannot); non-empty ``parents`` (``ValueError`` naming them).
             StoreError: the store is read-only or closed, the tokenizer changed meanwhile, or the query fails.
         """
-        valid_as_of = _check_write_args(doc_id, valid_as_of)
-        if not isinstance(writer, str) or not writer:
-            raise ValueError(f"writer must be a non-empty string, got {writer!r}")
+        valid_as_of = check_write_args(doc_id, valid_as_of)
+        check_writer(writer)
+        if parents is not None and list(parents):
+            refuse(self, PARENTS)
         self._require_writable()
-        prepared = ChunkStore._prepare(doc_id, list(chunks))
+        prepared = prepare_chunks(doc_id, list(chunks))
         for chunk_id, text, *_ in prepared:
             if "\x00" in text or "\x00" in chunk_id or "\x00" in doc_id:
                 raise ValueError(f"chunk {chunk_id!r} holds a NUL character, which PostgreSQL text cannot store")
-        digest = _content_hash((p[1], p[2], p[3], p[4]) for p in prepared) if prepared else None
+        digest = version_hash((p[1], p[2], p[3], p[4]) for p in prepared) if prepared else None
         tokenizer = self.tokenizer
         tokenize = get_tokenizer(tokenizer)
         searchable: list[_Searchable] = []
@@ -832,10 +851,11 @@ class PostgresChunkStore(Closing, _VersionedChunkStore):
             if not is_restricted(md):
                 # Tokenised and embedded by its index text (metadata["index_text"], else the text), as the file
                 # store's BM25Retriever / DenseRetriever do; "has text" is about what a reader sees.
-                indexed = index_text(Document(page_content=text, metadata=md))
+                as_document = Document(page_content=text, metadata=md)
+                indexed = index_text(as_document)
                 tokens = tokenize(indexed)
                 searchable.append(_Searchable(
-                    position, chunk_id, content_hash(indexed), len(tokens), bool(_VISIBLE_RE.search(text)),
+                    position, chunk_id, content_hash(indexed), len(tokens), has_visible_text(as_document),
                     Counter(tokens),
                 ))
 
@@ -843,7 +863,7 @@ class PostgresChunkStore(Closing, _VersionedChunkStore):
             cur.execute(f"LOCK TABLE {DOC_VERSIONS} IN SHARE ROW EXCLUSIVE MODE")
             if self._meta("tokenizer", cur) != tokenizer:
                 raise StoreError("the store's tokenizer changed during this write; retry", path=self.path)
-            current, unchanged = _version_state(cur, doc_id, digest, table=DOC_VERSIONS, param="%s")
+            current, unchanged = version_state(cur, doc_id, digest, table=DOC_VERSIONS, param="%s")
             if unchanged:
                 return current
             if prepared:
@@ -858,7 +878,7 @@ class PostgresChunkStore(Closing, _VersionedChunkStore):
                         f"{clash[1]!r}"
                     )
             version = current + 1
-            now = _utc_now_iso()
+            now = utc_now_iso()
             latest = cur.execute(
                 f"SELECT owner, retracted FROM {DOC_VERSIONS} WHERE doc_id = %s ORDER BY version DESC LIMIT 1",
                 (doc_id,),
@@ -878,7 +898,7 @@ class PostgresChunkStore(Closing, _VersionedChunkStore):
             )
             if prepared:
                 rows = self._insert_chunk_rows(cur, doc_id, version, prepared, valid_as_of, now)
-                stored = [_new_stored(doc_id, version, item, valid_as_of, now) for item in prepared]
+                stored = [new_stored(doc_id, version, item, valid_as_of, now) for item in prepared]
                 added = self._insert_searchable(cur, rows, stored, searchable)
             else:
                 added = _Statistics()
@@ -900,7 +920,7 @@ class PostgresChunkStore(Closing, _VersionedChunkStore):
         cols: list[list[Any]] = [[] for _ in range(10)]
         for position, (chunk_id, text, start, end, md, md_json) in enumerate(prepared):
             for col, value in zip(cols, (
-                chunk_id, position, text, start, end, *_lineage(md), md_json, content_hash(text),
+                chunk_id, position, text, start, end, *lineage(md), md_json, content_hash(text),
             ), strict=True):
                 col.append(value)
         got = cur.execute(
@@ -915,7 +935,7 @@ class PostgresChunkStore(Closing, _VersionedChunkStore):
         ).fetchall()
         by_position = {int(p): int(i) for i, p in got}
         rows = [by_position[p] for p in range(len(prepared))]
-        facets = [(rows[p], f, v) for p, item in enumerate(prepared) for f, v in _facets_of(item[4])]
+        facets = [(rows[p], f, v) for p, item in enumerate(prepared) for f, v in facets_of(item[4])]
         if facets:
             cur.execute(
                 f"INSERT INTO {FACETS} (chunk_row, field, value) SELECT * FROM unnest(%s::bigint[], %s::text[], "
@@ -980,8 +1000,8 @@ class PostgresChunkStore(Closing, _VersionedChunkStore):
             where.append(
                 f"EXISTS (SELECT 1 FROM {FACETS} f WHERE f.chunk_row = c.id AND f.field = %s AND f.value = ANY(%s))"
             )
-            params.extend((name, _filter_values(name, value)))
-        sql = f"SELECT {chunk_columns('c')} FROM {CHUNKS} c" + _where(where)
+            params.extend((name, filter_values(name, value)))
+        sql = f"SELECT {chunk_columns('c')} FROM {CHUNKS} c" + where_clause(where)
         sql += ' ORDER BY c.doc_id COLLATE "C", c.version, c.position, c.id'
         with self._db.connection() as conn:
             rows = conn.execute(sql, params).fetchall()
@@ -995,14 +1015,41 @@ class PostgresChunkStore(Closing, _VersionedChunkStore):
         Raises:
             StoreError: the store is closed or the query fails.
         """
-        self._require_open()
         ids = [str(i) for i in chunk_ids]
+        found = self._active_by_id(ids)
+        return [found[i].to_document() for i in ids if i in found]
+
+    def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, StoredChunk]:
+        """The active chunks among ``chunk_ids``, by id; as :meth:`ChunkStore.get_chunks` (an id with no active chunk
+        — superseded, retracted, never stored — is absent; RESTRICTED chunks are returned: this reads the store, not
+        the search tables).
+
+        Raises:
+            TypeError: ``chunk_ids`` is a str or holds a non-str.
+            StoreError: the store is closed or the query fails.
+        """
+        return self._active_by_id(id_list("chunk_ids", chunk_ids))
+
+    def get_parents(self, parent_ids: Sequence[str]) -> dict[str, StoredChunk]:
+        """``{}``: a PostgreSQL store keeps no parents (:attr:`unsupported`); the ids are checked as
+        :meth:`ChunkStore.get_parents` checks them.
+
+        Raises:
+            TypeError: ``parent_ids`` is a str or holds a non-str.
+        """
+        id_list("parent_ids", parent_ids)
+        return {}
+
+    def _active_by_id(self, ids: list[str]) -> dict[str, StoredChunk]:
+        """The active chunk rows whose ``chunk_id`` is in ``ids``, by id (one query)."""
+        self._require_open()
+        if not ids:
+            return {}
         with self._db.connection() as conn:
             rows = conn.execute(
                 f"SELECT {_CHUNK_COLUMNS} FROM {CHUNKS} WHERE active AND chunk_id = ANY(%s)", (ids,)
             ).fetchall()
-        found = {r[1]: row_to_stored(r, path=self.path).to_document() for r in rows}
-        return [found[i] for i in ids if i in found]
+        return {str(r[1]): row_to_stored(r, path=self.path) for r in rows}
 
     def served_ids(self, ids: Sequence[str]) -> ServedIds:
         """Which of ``ids`` search may return now, and which it no longer may: as
@@ -1062,7 +1109,7 @@ class PostgresChunkStore(Closing, _VersionedChunkStore):
         """
         self._require_open()
         where, params = _doc_conditions(doc_id, include_inactive)
-        sql = f"SELECT count(*) FROM {CHUNKS}" + _where(where)
+        sql = f"SELECT count(*) FROM {CHUNKS}" + where_clause(where)
         with self._db.connection() as conn:
             return int(conn.execute(sql, params).fetchone()[0])
 

@@ -265,3 +265,18 @@ def test_mmr_over_the_hnsw_index_reads_the_same_vectors(pg_url: str, monkeypatch
     assert pg._dense().uses_hnsw
     assert _ids(pg.max_marginal_relevance_search(MMR_QUERY, k=2, fetch_k=4, lambda_mult=0.3)) == ["hr1", "sales"]
     assert _ids(pg.max_marginal_relevance_search(MMR_QUERY, k=2, fetch_k=4, lambda_mult=1.0)) == ["hr1", "hr1-copy"]
+
+
+@pytest.mark.parametrize("search_type", ["bm25", "hybrid", "lexical"])
+def test_regression_an_unsupported_search_type_is_refused_by_name_not_with_a_validation_error(
+    store: PostgresVectorStore, search_type: str
+) -> None:
+    """``as_retriever(search_type="bm25")`` raised pydantic's ValidationError (the retriever's own check, deep in
+    its model); now a ValueError naming the search type, the ones this store has, and where BM25 / hybrid are."""
+    with pytest.raises(ValueError, match=rf"search_type={search_type!r}") as caught:
+        store.as_retriever(search_type=search_type)
+    assert type(caught.value) is ValueError
+    message = str(caught.value)
+    assert "'similarity'" in message and "'mmr'" in message
+    assert "PostgresBM25Retriever" in message
+    assert store.as_retriever(search_type="similarity").search_type == "similarity"

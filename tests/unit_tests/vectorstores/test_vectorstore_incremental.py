@@ -2,7 +2,7 @@
 
 Every write used to rebuild the whole in-memory index (BM25 tokenized every chunk again, the dense channel read
 every vector again): 30 rounds of (add 10 texts, search) over 300 chunks took 7.8 s against 0.4 s for
-``InMemoryVectorStore``.  A write now adds a small segment (``vectorstores/_indexes.py``) searched beside the
+``InMemoryVectorStore``.  A write now adds a small segment (``backends/directory/indexes.py``) searched beside the
 others with exact merged scoring — BM25 from raw postings with the corpus statistics of every live row.  These
 tests pin both halves: only the new texts are tokenized (and embedded), and after any sequence of adds, updates,
 moves, deletes, RESTRICTED records, writes by another process, a failed write and a copy of the store written

@@ -1,0 +1,190 @@
+"""The backend interface: what a storage backend of the package does, whichever holds the chunks (issue 26, B1).
+
+A backend keeps chunks as append-only **document versions** and searches the current ones.  Two implementations,
+one folder each:
+
+* the directory store (:mod:`langchain_ragspine.backends.directory`): the versioned SQLite
+  :class:`~langchain_ragspine.backends.directory.chunk_store.ChunkStore` (a :class:`ChunkBackend`), searched through
+  in-memory indexes rebuilt from it (:class:`~langchain_ragspine.backends.directory.indexes.IndexSnapshot`, a
+  :class:`SearchBackend`) or the files ``ragspine ingest`` writes beside it;
+* PostgreSQL (:mod:`langchain_ragspine.backends.postgres`):
+  :class:`~langchain_ragspine.backends.postgres.chunk_store.PostgresChunkStore` (a :class:`ChunkBackend`) whose
+  search tables are written in the same transactions, searched in SQL
+  (:class:`~langchain_ragspine.backends.postgres.search.PostgresSearch`, a :class:`SearchBackend`).
+
+The interface is two ``typing.Protocol`` classes — structural, as Haystack 2.x's ``DocumentStore`` protocol: a
+backend need not inherit anything, it has the methods (``isinstance(store, ChunkBackend)`` checks their presence,
+``tests/unit_tests/test_backend_contract.py`` their behaviour, the same assertions on both backends):
+
+* :class:`ChunkBackend` — **write versions** (``replace_doc_chunks``: a new version of one document, atomically; a
+  no-op when the content is the current version's), **retract** (``replace_doc_chunks(doc_id, [])``), **iterate the
+  active chunks** (``iter_chunks``, facet filters compiled to the backend's SQL), **get by ids** (``get_chunks``),
+  **parents** (``get_parents``; a backend that keeps none says so in :attr:`ChunkBackend.unsupported` and refuses
+  them by name, :func:`refuse`), the **generation** counter every write bumps, and which ids search may still
+  return (``served_ids``).  The rules of a version (content hash, owners, lineage, facets, validation) are not the
+  backends' own: both follow :mod:`langchain_ragspine.backends.versioning`.
+* :class:`SearchBackend` — **lexical search** (BM25) and **vector search** (cosine over unit vectors, also with the
+  stored vectors for MMR) over the active chunks that are not RESTRICTED, with **filters compiled by the backend**:
+  the caller passes the package's filter dict (:mod:`langchain_ragspine.filters`), the directory backend compiles
+  it to row masks in memory, PostgreSQL to SQL applied inside the query (:mod:`langchain_ragspine.filters.sql`).
+  Results are ``(Document, score)`` pairs, best first, ties by ``chunk_id``, at most ``k``.
+
+Why a protocol: what sits above storage (the vector store, the retrievers, ingest) is written once against it,
+and a feature one backend lacks is refused by name in one place (:attr:`ChunkBackend.unsupported`) instead of by
+an ``isinstance`` test at each call site.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+from langchain_core.documents import Document
+
+from langchain_ragspine.backends.versioning import INGEST_WRITER, StoredChunk
+from langchain_ragspine.served import ServedIds
+
+__all__ = ["PARENTS", "ChunkBackend", "SearchBackend", "refuse"]
+
+#: The feature name of parent-child chunking's parents (:attr:`ChunkBackend.unsupported`).
+PARENTS = "parents"
+
+
+@runtime_checkable
+class ChunkBackend(Protocol):
+    """Versioned chunk storage: what both chunk stores do (see the module docstring).
+
+    Usage, whichever backend ``store`` is::
+
+        version = store.replace_doc_chunks("law-1", chunks, writer="ingest")   # a new version (1, 2, …)
+        store.replace_doc_chunks("law-1", [])                                  # retracted (a version too)
+        active = list(store.iter_chunks(language="ja"))                        # StoredChunk, current versions
+        found = store.get_chunks(["law-2#0"])                                  # {chunk_id: StoredChunk}
+        store.generation                                                       # bumped by every write
+
+    Attributes:
+        unsupported: ``{feature: why}`` — what this backend refuses (e.g. :data:`PARENTS` on PostgreSQL), each
+            reason naming what to use instead; empty when it does everything.  :func:`refuse` raises with it.
+    """
+
+    unsupported: Mapping[str, str]
+
+    @property
+    def read_only(self) -> bool:
+        """Whether every write is refused (``StoreError``)."""
+        ...
+
+    @property
+    def generation(self) -> int:
+        """A counter bumped by every committed write (any process's); a no-op write leaves it."""
+        ...
+
+    def replace_doc_chunks(
+        self,
+        doc_id: str,
+        chunks: Iterable[Document],
+        valid_as_of: str | _dt.date = "",
+        *,
+        parents: Iterable[Document] | None = None,
+        writer: str = INGEST_WRITER,
+    ) -> int:
+        """Make ``chunks`` the current version of ``doc_id`` atomically (``[]``: retract it); returns the
+        document's version after the call (unchanged for a no-op, ``0`` for retracting an unknown document).
+        ``parents``: parent-child chunking's parents (refused by a backend listing :data:`PARENTS` in
+        :attr:`unsupported`, unless empty)."""
+        ...
+
+    def iter_chunks(
+        self,
+        *,
+        doc_id: str | Sequence[str] | None = None,
+        topic: str | Sequence[str] | None = None,
+        entity: str | Sequence[str] | None = None,
+        geography: str | Sequence[str] | None = None,
+        period: str | Sequence[str] | None = None,
+        language: str | Sequence[str] | None = None,
+        include_inactive: bool = False,
+    ) -> Iterator[StoredChunk]:
+        """The chunks of the current versions (all versions with ``include_inactive``) matching every facet filter,
+        ordered by ``doc_id`` (code point), version, position — RESTRICTED ones included (this is storage)."""
+        ...
+
+    def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, StoredChunk]:
+        """The active chunks among ``chunk_ids``, by id; an id without one is absent (RESTRICTED ones included)."""
+        ...
+
+    def get_parents(self, parent_ids: Sequence[str]) -> dict[str, StoredChunk]:
+        """The active parents among ``parent_ids``, by id (``{}`` in a backend that keeps none)."""
+        ...
+
+    def served_ids(self, ids: Sequence[str]) -> ServedIds:
+        """Which of ``ids`` search may return now (active, not RESTRICTED) and which it no longer may."""
+        ...
+
+    def doc_ids(self, *, include_retracted: bool = False, owner: str | None = None) -> list[str]:
+        """Sorted ids of the stored documents (those ``owner`` owns, when given)."""
+        ...
+
+    def current_version(self, doc_id: str) -> int | None:
+        """The newest version of ``doc_id`` (a retraction counts), ``None`` if unknown."""
+        ...
+
+    def count_chunks(self, *, doc_id: str | Sequence[str] | None = None, include_inactive: bool = False) -> int:
+        """Number of active chunk rows (all rows with ``include_inactive``)."""
+        ...
+
+    def close(self) -> None:
+        """Release the store (idempotent)."""
+        ...
+
+
+@runtime_checkable
+class SearchBackend(Protocol):
+    """Search over a backend's active, not RESTRICTED chunks (see the module docstring).
+
+    Usage, whichever backend ``search`` is::
+
+        search.lexical_search("梅雨 六月", 4, {"lang": "ja"})          # [(Document, BM25 score)], best first
+        search.vector_search(query_vector, 4, {"lang": "ja"})          # [(Document, cosine)]
+        search.vector_search_with_vectors(query_vector, 20)            # [(Document, cosine, stored vector)]
+
+    ``filter`` is the package's filter dict (:mod:`langchain_ragspine.filters`), compiled by the backend and applied
+    before ranking; a malformed one raises ``ValueError`` / ``TypeError``.  Results are copies of the stored chunks
+    (``Document.id`` = ``chunk_id``), at most ``k``, best first, ties by ``chunk_id``; an empty query finds nothing.
+    """
+
+    def lexical_search(
+        self, query: str, k: int, filter: Mapping[str, Any] | None = None, *, score_threshold: float | None = None
+    ) -> list[tuple[Document, float]]:
+        """The ``k`` best chunks by BM25 (Lucene variant; only chunks sharing a query token, score > 0, and
+        ``>= score_threshold`` when given)."""
+        ...
+
+    def vector_search(
+        self, vector: Sequence[float] | np.ndarray, k: int, filter: Mapping[str, Any] | None = None
+    ) -> list[tuple[Document, float]]:
+        """The ``k`` chunks whose vectors are most similar (cosine) to the query ``vector`` (shape ``(d,)``)."""
+        ...
+
+    def vector_search_with_vectors(
+        self, vector: Sequence[float] | np.ndarray, k: int, filter: Mapping[str, Any] | None = None
+    ) -> list[tuple[Document, float, np.ndarray]]:
+        """:meth:`vector_search` with each hit's stored unit vector (the candidates of MMR)."""
+        ...
+
+
+def refuse(backend: object, feature: str) -> None:
+    """Refuse ``feature`` on ``backend`` when its ``unsupported`` mapping lists it (the one place a backend's
+    missing feature is refused by name); a backend without the attribute supports everything::
+
+        refuse(store, PARENTS)   # ValueError on PostgreSQL: "… does not support parents: …"
+
+    Raises:
+        ValueError: ``feature`` is in ``backend.unsupported``; the message names the feature, the backend and what
+            to use instead.
+    """
+    why = dict(getattr(backend, "unsupported", None) or {}).get(feature)
+    if why is not None:
+        raise ValueError(f"{type(backend).__name__} does not support {feature}: {why}")
