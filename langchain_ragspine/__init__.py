@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_ragspine._version import __version__ as __version__
 
 if TYPE_CHECKING:
-    from langchain_ragspine.backends.directory.chunk_store import ChunkStore, StoredChunk
+    from langchain_ragspine.backends.directory.chunk_store import ChunkStore
     from langchain_ragspine.chains import make_answer_chain
     from langchain_ragspine.config import (
         RagSpineSettings,
@@ -27,7 +27,6 @@ if TYPE_CHECKING:
         make_query_transform,
     )
     from langchain_ragspine.document_compressors import (
-        RESTRICTED_SENSITIVITY,
         ContextualHeader,
         CrossEncoderReranker,
         ExtractiveCompressor,
@@ -38,10 +37,9 @@ if TYPE_CHECKING:
         is_restricted,
     )
     from langchain_ragspine.document_loaders import CorpusLoader
-    from langchain_ragspine.errors import LoaderError, RagSpineError, StoreError
-    from langchain_ragspine.filters import compile_filter, matches
-    from langchain_ragspine.indexing import IngestSummary, ingest, open_retriever, search
-    from langchain_ragspine.pipeline.modes import RetrievalMode, register_mode
+    from langchain_ragspine.errors import RagSpineError
+    from langchain_ragspine.indexing import ingest, open_retriever, search
+    from langchain_ragspine.pipeline.modes import register_mode
     from langchain_ragspine.retrievers import (
         BM25Retriever,
         DecompositionRetriever,
@@ -64,7 +62,6 @@ if TYPE_CHECKING:
         SemanticTextSplitter,
         SentenceWindowTextSplitter,
     )
-    from langchain_ragspine.tokenizers import get_tokenizer
     from langchain_ragspine.vectorstores import RagSpineVectorStore
 
 #: Where each public name lives: ``langchain_ragspine.NAME`` imports ``_LAZY[NAME]`` on first use.
@@ -81,10 +78,8 @@ _LAZY: dict[str, str] = {
     "GlossaryRetriever": "langchain_ragspine.retrievers",
     "HyDERetriever": "langchain_ragspine.retrievers",
     "HybridRetriever": "langchain_ragspine.retrievers",
-    "IngestSummary": "langchain_ragspine.indexing",
     "LLMListwiseReranker": "langchain_ragspine.document_compressors",
     "LayoutTextSplitter": "langchain_ragspine.text_splitters",
-    "LoaderError": "langchain_ragspine.errors",
     "LostInTheMiddleReorder": "langchain_ragspine.document_compressors",
     "MMRCompressor": "langchain_ragspine.document_compressors",
     "MultiIndexRetriever": "langchain_ragspine.retrievers",
@@ -94,30 +89,37 @@ _LAZY: dict[str, str] = {
     "ParentChildTextSplitter": "langchain_ragspine.text_splitters",
     "QueryDenyList": "langchain_ragspine.retrievers",
     "RAGFusionRetriever": "langchain_ragspine.retrievers",
-    "RESTRICTED_SENSITIVITY": "langchain_ragspine.document_compressors",
     "RagSpineError": "langchain_ragspine.errors",
     "RagSpineSettings": "langchain_ragspine.config",
     "RagSpineVectorStore": "langchain_ragspine.vectorstores",
     "RestrictedGate": "langchain_ragspine.document_compressors",
-    "RetrievalMode": "langchain_ragspine.pipeline.modes",
     "SemanticTextSplitter": "langchain_ragspine.text_splitters",
     "SentenceWindowTextSplitter": "langchain_ragspine.text_splitters",
     "StepBackRetriever": "langchain_ragspine.retrievers",
-    "StoreError": "langchain_ragspine.errors",
-    "StoredChunk": "langchain_ragspine.backends.directory.chunk_store",
-    "compile_filter": "langchain_ragspine.filters",
     "get_settings": "langchain_ragspine.config",
-    "get_tokenizer": "langchain_ragspine.tokenizers",
     "ingest": "langchain_ragspine.indexing",
     "is_restricted": "langchain_ragspine.document_compressors",
     "make_answer_chain": "langchain_ragspine.chains",
     "make_chat_model": "langchain_ragspine.config",
     "make_embeddings": "langchain_ragspine.config",
     "make_query_transform": "langchain_ragspine.config",
-    "matches": "langchain_ragspine.filters",
     "open_retriever": "langchain_ragspine.indexing",
     "register_mode": "langchain_ragspine.pipeline.modes",
     "search": "langchain_ragspine.indexing",
+}
+
+#: Names the root exported before issue 26 R1 and no longer does (helpers, not what a user composes): each still
+#: resolves for one release with a ``DeprecationWarning`` naming the module to import it from.
+_MOVED: dict[str, str] = {
+    "IngestSummary": "langchain_ragspine.indexing",
+    "LoaderError": "langchain_ragspine.errors",
+    "RESTRICTED_SENSITIVITY": "langchain_ragspine.document_compressors",
+    "RetrievalMode": "langchain_ragspine.pipeline.modes",
+    "StoreError": "langchain_ragspine.errors",
+    "StoredChunk": "langchain_ragspine.backends.directory.chunk_store",
+    "compile_filter": "langchain_ragspine.filters",
+    "get_tokenizer": "langchain_ragspine.tokenizers",
+    "matches": "langchain_ragspine.filters",
 }
 
 __all__ = [
@@ -133,10 +135,8 @@ __all__ = [
     "GlossaryRetriever",
     "HyDERetriever",
     "HybridRetriever",
-    "IngestSummary",
     "LLMListwiseReranker",
     "LayoutTextSplitter",
-    "LoaderError",
     "LostInTheMiddleReorder",
     "MMRCompressor",
     "MultiIndexRetriever",
@@ -146,27 +146,20 @@ __all__ = [
     "ParentChildTextSplitter",
     "QueryDenyList",
     "RAGFusionRetriever",
-    "RESTRICTED_SENSITIVITY",
     "RagSpineError",
     "RagSpineSettings",
     "RagSpineVectorStore",
     "RestrictedGate",
-    "RetrievalMode",
     "SemanticTextSplitter",
     "SentenceWindowTextSplitter",
     "StepBackRetriever",
-    "StoreError",
-    "StoredChunk",
-    "compile_filter",
     "get_settings",
-    "get_tokenizer",
     "ingest",
     "is_restricted",
     "make_answer_chain",
     "make_chat_model",
     "make_embeddings",
     "make_query_transform",
-    "matches",
     "open_retriever",
     "register_mode",
     "search",
@@ -177,7 +170,19 @@ def __getattr__(name: str) -> Any:
     """``langchain_ragspine.NAME``: the public name imported from its module on first use (then cached here)."""
     module = _LAZY.get(name)
     if module is None:
-        raise AttributeError(f"module 'langchain_ragspine' has no attribute {name!r}")
+        module = _MOVED.get(name)
+        if module is None:
+            raise AttributeError(f"module 'langchain_ragspine' has no attribute {name!r}")
+        import warnings
+
+        from langchain_ragspine._stacklevel import user_stacklevel
+
+        warnings.warn(
+            f"langchain_ragspine.{name} is deprecated and goes in the next release: import it from {module} "
+            f"(from {module} import {name})",
+            DeprecationWarning,
+            stacklevel=user_stacklevel(),
+        )
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value

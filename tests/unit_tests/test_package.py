@@ -25,10 +25,8 @@ PUBLIC_API = [
     "GlossaryRetriever",
     "HyDERetriever",
     "HybridRetriever",
-    "IngestSummary",
     "LLMListwiseReranker",
     "LayoutTextSplitter",
-    "LoaderError",
     "LostInTheMiddleReorder",
     "MMRCompressor",
     "MultiIndexRetriever",
@@ -38,36 +36,96 @@ PUBLIC_API = [
     "ParentChildTextSplitter",
     "QueryDenyList",
     "RAGFusionRetriever",
-    "RESTRICTED_SENSITIVITY",
     "RagSpineError",
     "RagSpineSettings",
     "RagSpineVectorStore",
     "RestrictedGate",
-    "RetrievalMode",
     "SemanticTextSplitter",
     "SentenceWindowTextSplitter",
     "StepBackRetriever",
-    "StoreError",
-    "StoredChunk",
-    "compile_filter",
     "get_settings",
-    "get_tokenizer",
     "ingest",
     "is_restricted",
     "make_answer_chain",
     "make_chat_model",
     "make_embeddings",
     "make_query_transform",
-    "matches",
     "open_retriever",
     "register_mode",
     "search",
 ]
 
 
+#: Names the root exported before issue 26 R1 -> the module that still exports them (for one release the root
+#: resolves each with a DeprecationWarning).
+MOVED_FROM_THE_ROOT = {
+    "IngestSummary": "langchain_ragspine.indexing",
+    "LoaderError": "langchain_ragspine.errors",
+    "RESTRICTED_SENSITIVITY": "langchain_ragspine.document_compressors",
+    "RetrievalMode": "langchain_ragspine.pipeline.modes",
+    "StoreError": "langchain_ragspine.errors",
+    "StoredChunk": "langchain_ragspine.backends.directory.chunk_store",
+    "compile_filter": "langchain_ragspine.filters",
+    "get_tokenizer": "langchain_ragspine.tokenizers",
+    "matches": "langchain_ragspine.filters",
+}
+
+
 def test_the_public_api_is_exactly_the_pinned_list():
     assert langchain_ragspine.__all__ == PUBLIC_API
     assert PUBLIC_API == sorted(PUBLIC_API)
+    assert len(PUBLIC_API) <= 40  # issue 26 R1: what a user composes; helpers live in their subpackages
+
+
+@pytest.mark.subprocess
+def test_a_name_the_root_no_longer_exports_still_resolves_once_with_a_warning_naming_its_module(
+    tmp_path: Path,
+) -> None:
+    """Each moved name, in a fresh interpreter (the root caches what it resolved): ``from langchain_ragspine import
+    X`` gives the object its module exports, with one DeprecationWarning that points at the importing line and
+    names the module to import it from; the name is not in ``__all__`` nor ``dir()`` before its use."""
+    import subprocess
+    import sys
+
+    script = """
+import importlib, json, sys, warnings
+moved = json.loads(sys.argv[1])
+import langchain_ragspine as root
+before = set(dir(root))
+out = {}
+for name, module in moved.items():
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        value = getattr(root, name)
+        again = getattr(root, name)
+    out[name] = {
+        "same": value is getattr(importlib.import_module(module), name) and again is value,
+        "warnings": [(w.category.__name__, str(w.message), w.filename == __file__) for w in seen],
+        "listed": name in root.__all__ or name in before,
+    }
+print(json.dumps(out))
+"""
+    import json
+
+    use = tmp_path / "use.py"
+    use.write_text(script, "utf-8")
+    proc = subprocess.run([sys.executable, str(use), json.dumps(MOVED_FROM_THE_ROOT)], capture_output=True,
+                          text=True, check=True)
+    out = json.loads(proc.stdout)
+    for name, module in MOVED_FROM_THE_ROOT.items():
+        got = out[name]
+        assert got["same"] and not got["listed"], name
+        assert got["warnings"] == [[
+            "DeprecationWarning",
+            f"langchain_ragspine.{name} is deprecated and goes in the next release: import it from {module} "
+            f"(from {module} import {name})",
+            True,
+        ]], name  # JSON: lists
+
+
+def test_an_unknown_root_name_is_an_attribute_error_naming_it():
+    with pytest.raises(AttributeError, match="has no attribute 'BM25Retreiver'"):
+        langchain_ragspine.BM25Retreiver  # noqa: B018
 
 
 def test_every_public_name_resolves_and_classes_and_functions_are_documented():

@@ -28,6 +28,7 @@ from langchain_core.retrievers import BaseRetriever
 
 import langchain_ragspine
 from langchain_ragspine.backends.directory.chunk_store import ChunkStore
+from langchain_ragspine.errors import StoreError
 from langchain_ragspine.graphs import build_corrective_rag
 from langchain_ragspine.indexing import StaleIndexWarning, ingest, open_retriever, search
 from langchain_ragspine.pipeline.modes import RetrievalMode, register_mode, unregister_mode
@@ -329,7 +330,7 @@ def test_a_store_replaced_by_a_new_one_is_reopened(tmp_path):
     got = _found(retriever)
     assert CANARY not in _texts(got) and {"b", "c"} <= {d.metadata["doc_id"] for d in got}
     shutil.rmtree(store)
-    with pytest.raises(langchain_ragspine.StoreError, match="the chunk store is gone"):
+    with pytest.raises(StoreError, match="the chunk store is gone"):
         retriever.invoke(QUERY)
 
 
@@ -371,11 +372,11 @@ def test_parent_child_and_hybrid_inner_retrievers_are_exposed(tmp_path):
 
 
 def test_the_first_build_errors_come_from_open_retriever(tmp_path):
-    with pytest.raises(langchain_ragspine.StoreError, match="no chunk store here"):
+    with pytest.raises(StoreError, match="no chunk store here"):
         open_retriever(tmp_path / "nothing")
     corpus, store = _corpus(tmp_path), tmp_path / "S"
     ingest(corpus, store, progress=False, mode="bm25")
-    with pytest.raises(langchain_ragspine.StoreError, match="needs a vector index"):
+    with pytest.raises(StoreError, match="needs a vector index"):
         open_retriever(store, mode="vector")
     (store / "index.json").write_text("{}", "utf-8")  # the saved index no longer matches: rebuilt, and said so
     with pytest.warns(StaleIndexWarning) as caught:
