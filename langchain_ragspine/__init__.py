@@ -19,13 +19,7 @@ from langchain_ragspine._version import __version__ as __version__
 if TYPE_CHECKING:
     from langchain_ragspine.backends.directory.chunk_store import ChunkStore, StoredChunk
     from langchain_ragspine.chains import make_answer_chain
-    from langchain_ragspine.config import (
-        RagSpineSettings,
-        get_settings,
-        make_chat_model,
-        make_embeddings,
-        make_query_transform,
-    )
+    from langchain_ragspine.chat_models import make_chat_model
     from langchain_ragspine.document_compressors import (
         RESTRICTED_SENSITIVITY,
         ContextualHeader,
@@ -38,6 +32,7 @@ if TYPE_CHECKING:
         is_restricted,
     )
     from langchain_ragspine.document_loaders import CorpusLoader
+    from langchain_ragspine.embeddings.factory import make_embeddings
     from langchain_ragspine.errors import LoaderError, RagSpineError, StoreError
     from langchain_ragspine.filters import compile_filter, matches
     from langchain_ragspine.indexing import IngestSummary, ingest, open_retriever, search
@@ -57,6 +52,8 @@ if TYPE_CHECKING:
         RAGFusionRetriever,
         StepBackRetriever,
     )
+    from langchain_ragspine.retrievers.transforms import make_query_transform
+    from langchain_ragspine.settings import RagSpineSettings, get_settings
     from langchain_ragspine.text_splitters import (
         LayoutTextSplitter,
         ParagraphTextSplitter,
@@ -96,7 +93,7 @@ _LAZY: dict[str, str] = {
     "RAGFusionRetriever": "langchain_ragspine.retrievers",
     "RESTRICTED_SENSITIVITY": "langchain_ragspine.document_compressors",
     "RagSpineError": "langchain_ragspine.errors",
-    "RagSpineSettings": "langchain_ragspine.config",
+    "RagSpineSettings": "langchain_ragspine.settings",
     "RagSpineVectorStore": "langchain_ragspine.vectorstores",
     "RestrictedGate": "langchain_ragspine.document_compressors",
     "RetrievalMode": "langchain_ragspine.pipeline.modes",
@@ -106,14 +103,14 @@ _LAZY: dict[str, str] = {
     "StoreError": "langchain_ragspine.errors",
     "StoredChunk": "langchain_ragspine.backends.directory.chunk_store",
     "compile_filter": "langchain_ragspine.filters",
-    "get_settings": "langchain_ragspine.config",
+    "get_settings": "langchain_ragspine.settings",
     "get_tokenizer": "langchain_ragspine.tokenizers",
     "ingest": "langchain_ragspine.indexing",
     "is_restricted": "langchain_ragspine.document_compressors",
     "make_answer_chain": "langchain_ragspine.chains",
-    "make_chat_model": "langchain_ragspine.config",
-    "make_embeddings": "langchain_ragspine.config",
-    "make_query_transform": "langchain_ragspine.config",
+    "make_chat_model": "langchain_ragspine.chat_models",
+    "make_embeddings": "langchain_ragspine.embeddings.factory",
+    "make_query_transform": "langchain_ragspine.retrievers.transforms",
     "matches": "langchain_ragspine.filters",
     "open_retriever": "langchain_ragspine.indexing",
     "register_mode": "langchain_ragspine.pipeline.modes",
