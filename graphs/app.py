@@ -7,7 +7,7 @@ attribute is not).  Importing this module does no work: each graph is built on f
 the store, retriever and chat model they share are made once, then.  The retriever follows the store
 (:class:`~langchain_ragspine.retrievers.LiveStoreRetriever`): a document relabelled RESTRICTED or deleted and
 re-ingested while the server runs is not served from the next run on, with no restart.  Configuration (``RAGSPINE_*`` variables, from
-the environment or ``.env``; see :class:`~langchain_ragspine.config.RagSpineSettings`), all optional:
+the environment or ``.env``; see :class:`~langchain_ragspine.settings.RagSpineSettings`), all optional:
 
 * ``RAGSPINE_STORE`` — a store directory written by ``ragspine ingest``; without it, the bundled demo corpus is
   ingested into ``$TMPDIR/ragspine-langgraph-demo-<uid>-<hash>`` (reused by later imports and runs), so
@@ -46,8 +46,8 @@ __all__ = list(GRAPHS)
 
 def _store_dir() -> Path:
     from langchain_ragspine.cli import demo_corpus_dir
-    from langchain_ragspine.config import get_settings
     from langchain_ragspine.indexing import ingest
+    from langchain_ragspine.settings import get_settings
 
     configured = get_settings().store
     if configured is not None:
@@ -66,7 +66,7 @@ def _parts() -> tuple[Any, Any]:
     """``(retriever, chat model or None)``, shared by the three graphs; cached for the process's lifetime, which
     is safe because ``open_retriever``'s retriever checks the store before every call (it reloads after a re-ingest
     and never returns a row the store no longer serves)."""
-    from langchain_ragspine.config import make_chat_model
+    from langchain_ragspine.chat_models import make_chat_model
     from langchain_ragspine.indexing import open_retriever
 
     # k and mode: RAGSPINE_K / RAGSPINE_RETRIEVAL_MODE, read (and checked) by open_retriever

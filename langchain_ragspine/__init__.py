@@ -19,13 +19,7 @@ from langchain_ragspine._version import __version__ as __version__
 if TYPE_CHECKING:
     from langchain_ragspine.backends.directory.chunk_store import ChunkStore
     from langchain_ragspine.chains import make_answer_chain
-    from langchain_ragspine.config import (
-        RagSpineSettings,
-        get_settings,
-        make_chat_model,
-        make_embeddings,
-        make_query_transform,
-    )
+    from langchain_ragspine.chat_models import make_chat_model
     from langchain_ragspine.document_compressors import (
         ContextualHeader,
         CrossEncoderReranker,
@@ -37,6 +31,7 @@ if TYPE_CHECKING:
         is_restricted,
     )
     from langchain_ragspine.document_loaders import CorpusLoader
+    from langchain_ragspine.embeddings.factory import make_embeddings
     from langchain_ragspine.errors import RagSpineError
     from langchain_ragspine.indexing import ingest, open_retriever, search
     from langchain_ragspine.pipeline.modes import register_mode
@@ -55,6 +50,8 @@ if TYPE_CHECKING:
         RAGFusionRetriever,
         StepBackRetriever,
     )
+    from langchain_ragspine.retrievers.transforms import make_query_transform
+    from langchain_ragspine.settings import RagSpineSettings, get_settings
     from langchain_ragspine.text_splitters import (
         LayoutTextSplitter,
         ParagraphTextSplitter,
@@ -90,19 +87,19 @@ _LAZY: dict[str, str] = {
     "QueryDenyList": "langchain_ragspine.retrievers",
     "RAGFusionRetriever": "langchain_ragspine.retrievers",
     "RagSpineError": "langchain_ragspine.errors",
-    "RagSpineSettings": "langchain_ragspine.config",
+    "RagSpineSettings": "langchain_ragspine.settings",
     "RagSpineVectorStore": "langchain_ragspine.vectorstores",
     "RestrictedGate": "langchain_ragspine.document_compressors",
     "SemanticTextSplitter": "langchain_ragspine.text_splitters",
     "SentenceWindowTextSplitter": "langchain_ragspine.text_splitters",
     "StepBackRetriever": "langchain_ragspine.retrievers",
-    "get_settings": "langchain_ragspine.config",
+    "get_settings": "langchain_ragspine.settings",
     "ingest": "langchain_ragspine.indexing",
     "is_restricted": "langchain_ragspine.document_compressors",
     "make_answer_chain": "langchain_ragspine.chains",
-    "make_chat_model": "langchain_ragspine.config",
-    "make_embeddings": "langchain_ragspine.config",
-    "make_query_transform": "langchain_ragspine.config",
+    "make_chat_model": "langchain_ragspine.chat_models",
+    "make_embeddings": "langchain_ragspine.embeddings.factory",
+    "make_query_transform": "langchain_ragspine.retrievers.transforms",
     "open_retriever": "langchain_ragspine.indexing",
     "register_mode": "langchain_ragspine.pipeline.modes",
     "search": "langchain_ragspine.indexing",

@@ -44,6 +44,7 @@ import pydantic
 from pydantic import BeforeValidator, ValidationInfo, model_validator
 
 from langchain_ragspine._stacklevel import user_stacklevel
+from langchain_ragspine.settings import DEFAULT_K as DEFAULT_K
 
 __all__ = [
     "DEFAULT_FETCH_K",
@@ -64,14 +65,8 @@ __all__ = [
     "unknown_arguments_message",
 ]
 
-#: ``k`` — how many results come back — when neither an argument nor ``RAGSPINE_K`` gives one, for every route of
-#: the package: the retriever classes (``BM25Retriever``, ``DenseRetriever``, ``HybridRetriever``, the PostgreSQL
-#: ones, ``ParentChildRetriever``, ``LiveStoreRetriever``, ``SecondStageRetriever``), the compressors
-#: (``CrossEncoderReranker``, ``LLMListwiseReranker``, ``MMRCompressor``), the answer chain's passages, the vector
-#: stores' searches and ``as_retriever()``, ``open_retriever`` / ``search``, ``ragspine search | ask | demo`` and the
-#: served graphs.  6 is what a RAG graph is given per search (a short prompt for a small model) and what the answer
-#: benchmarks measure.  (LangChain's own classes default to 4; this package's are one number everywhere.)
-DEFAULT_K = 6
+# DEFAULT_K (6), ``k`` of every route when neither an argument nor RAGSPINE_K gives one, is stated once in
+# langchain_ragspine.settings (the default of RAGSPINE_K) and re-exported here (imported above).
 #: ``fetch_k`` — the candidates a choosing second stage (a reranker, MMR) picks ``k`` from — when none is given:
 #: LangChain's ``max_marginal_relevance_search`` default.  The pool is ``max(k, fetch_k)``.
 DEFAULT_FETCH_K = 20

@@ -4,7 +4,7 @@
 prints ranked, cited chunks (never a RESTRICTED one); ``ragspine ask QUESTION --store DIR`` answers with numbered citations through a LangGraph graph
 (:mod:`langchain_ragspine.graphs`); ``ragspine eval DATASET`` measures retrieval quality (see
 :mod:`langchain_ragspine.evaluation`); ``ragspine demo`` ingests and searches the bundled demo corpus.
-Defaults come from :class:`~langchain_ragspine.config.RagSpineSettings` (``RAGSPINE_*`` environment variables or
+Defaults come from :class:`~langchain_ragspine.settings.RagSpineSettings` (``RAGSPINE_*`` environment variables or
 ``.env``); mode names from :mod:`langchain_ragspine.pipeline.modes`, graph names from
 :data:`~langchain_ragspine.graphs.GRAPH_BUILDERS`.  The CLI parses arguments and prints; the work is the library's.
 Data errors, and file-system errors (permission denied, disk full), print one line naming the file (and line), and
@@ -36,8 +36,8 @@ from langchain_ragspine._version import __version__
 if TYPE_CHECKING:
     from langchain_core.documents import Document
 
-    from langchain_ragspine.config import RagSpineSettings
     from langchain_ragspine.indexing import IngestSummary
+    from langchain_ragspine.settings import RagSpineSettings
 
 #: The demo's sample questions: Japanese, English, and one whose best lexical match is a RESTRICTED runbook.
 DEMO_QUESTIONS = (
@@ -125,9 +125,9 @@ def _print_summary(summary: IngestSummary, *, as_json: bool) -> None:
 
 
 def _transform_arg(value: str) -> str:
-    """``--transform``: a name of :data:`~langchain_ragspine.config.QUERY_TRANSFORMS`, spelled as
+    """``--transform``: a name of :data:`~langchain_ragspine.specs.QUERY_TRANSFORMS`, spelled as
     ``make_query_transform`` and ``RAGSPINE_QUERY_TRANSFORM`` take it (any case, ``-`` for ``_``)."""
-    from langchain_ragspine.config import resolve_query_transform
+    from langchain_ragspine.specs import resolve_query_transform
 
     try:
         return resolve_query_transform(value)
@@ -138,7 +138,7 @@ def _transform_arg(value: str) -> str:
 def _mode_arg(value: str) -> str:
     """``--mode``: a transformation's mode is spelled as ``--transform`` takes it (``HyDE``, ``multi-query``); any
     other value is left for the mode choices to check."""
-    from langchain_ragspine.config import resolve_query_transform
+    from langchain_ragspine.specs import resolve_query_transform
 
     try:
         return resolve_query_transform(value)
@@ -157,8 +157,8 @@ def _plan(args: argparse.Namespace, mode: str | None) -> tuple[str | None, tuple
     Raises:
         ValueError: an unknown mode, or an unknown ``RAGSPINE_QUERY_TRANSFORM`` (the message names the variable).
     """
-    from langchain_ragspine.config import QUERY_TRANSFORMS
     from langchain_ragspine.pipeline.modes import resolve_mode
+    from langchain_ragspine.specs import QUERY_TRANSFORMS
 
     name = resolve_mode(mode)
     inner = (name,) if name in QUERY_TRANSFORMS[1:] else ()
@@ -191,7 +191,7 @@ def _check_glossary_used(args: argparse.Namespace, modes: Sequence[str | None]) 
 def _outer_transform(args: argparse.Namespace) -> str:
     """``--transform``, else ``RAGSPINE_QUERY_TRANSFORM`` (checked: an unknown name is a ``ValueError`` naming the
     variable), else ``none``."""
-    from langchain_ragspine.config import configured_query_transform
+    from langchain_ragspine.specs import configured_query_transform
 
     return cast(str, args.transform) if args.transform is not None else configured_query_transform()
 
@@ -200,7 +200,8 @@ def _transformed(retriever: Any, transforms: Sequence[str], args: argparse.Names
     """``retriever`` through each of ``transforms`` in turn (none: unchanged), the glossary ones with
     ``--glossary`` (else ``RAGSPINE_GLOSSARY``).  An LLM transformation uses ``llm`` (``None``: no model), by
     default ``RAGSPINE_LLM``'s chat model (default none); without one it is skipped with one warning."""
-    from langchain_ragspine.config import LLM_QUERY_TRANSFORMS, make_query_transform
+    from langchain_ragspine.retrievers.transforms import make_query_transform
+    from langchain_ragspine.specs import LLM_QUERY_TRANSFORMS
 
     for name in transforms:
         if llm is ... and name in LLM_QUERY_TRANSFORMS:
@@ -210,7 +211,7 @@ def _transformed(retriever: Any, transforms: Sequence[str], args: argparse.Names
 
 
 def _needs_llm(transforms: Sequence[str]) -> bool:
-    from langchain_ragspine.config import LLM_QUERY_TRANSFORMS
+    from langchain_ragspine.specs import LLM_QUERY_TRANSFORMS
 
     return any(name in LLM_QUERY_TRANSFORMS for name in transforms)
 
@@ -227,7 +228,8 @@ def _second_stage(args: argparse.Namespace, *, k: int, llm: Any = _UNRESOLVED) -
     Raises:
         ValueError: an unknown spec (from a variable: the message names it).
     """
-    from langchain_ragspine.config import make_compressors, parse_reranker_spec
+    from langchain_ragspine.document_compressors.factory import make_compressors
+    from langchain_ragspine.specs import parse_reranker_spec
 
     reranker, postprocess = _stage_specs(args)
     chat = None
@@ -246,7 +248,7 @@ def _second_stage(args: argparse.Namespace, *, k: int, llm: Any = _UNRESOLVED) -
 def _stage_specs(args: argparse.Namespace) -> tuple[str, str]:
     """``(reranker, post-processor)`` specs: ``--rerank`` / ``--postprocess``, else ``RAGSPINE_RERANKER`` /
     ``RAGSPINE_POSTPROCESSOR`` (checked: an unknown spec is a ``ValueError`` naming the variable), else ``none``."""
-    from langchain_ragspine.config import configured_postprocessor, configured_reranker
+    from langchain_ragspine.specs import configured_postprocessor, configured_reranker
 
     rerank = cast(str, args.rerank) if args.rerank is not None else configured_reranker()
     postprocess = cast(str, args.postprocess) if args.postprocess is not None else configured_postprocessor()
@@ -293,7 +295,7 @@ def _second_stage_factory(factory: Any, compressors: Sequence[Any], *, k: int, f
 
 def _stage_label(args: argparse.Namespace) -> str:
     """`` + rerank … + postprocess …`` for eval's configuration names (``""`` when both are ``none``)."""
-    from langchain_ragspine.config import parse_postprocessor_spec, parse_reranker_spec
+    from langchain_ragspine.specs import parse_postprocessor_spec, parse_reranker_spec
 
     rerank, postprocess = _stage_specs(args)
     scheme, arg = parse_reranker_spec(rerank)
@@ -461,9 +463,9 @@ class _GraphNames(Sequence[str]):
 
 def _resolve_llm(spec: str | None) -> tuple[Any, str]:
     """``(chat model or None, a sentence saying which path answers)``: ``--llm`` (else ``RAGSPINE_LLM``, else
-    ``none``) resolved by :func:`~langchain_ragspine.config.resolve_chat_model`, whose errors name ``--llm`` or
+    ``none``) resolved by :func:`~langchain_ragspine.chat_models.resolve_chat_model`, whose errors name ``--llm`` or
     the variable; its warning, if any, goes to stderr (the only thing the CLI adds)."""
-    from langchain_ragspine.config import resolve_chat_model
+    from langchain_ragspine.chat_models import resolve_chat_model
 
     choice = resolve_chat_model(spec, setting="--llm")
     if choice.warning:
@@ -610,7 +612,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     corpus = demo_corpus_dir()
     with tempfile.TemporaryDirectory(prefix="ragspine-demo-") as tmp:
         print(f"Ingesting the demo corpus ({corpus}) into a temporary store …")
-        from langchain_ragspine.config import resolve_embedding
+        from langchain_ragspine.embeddings.factory import resolve_embedding
 
         emb = resolve_embedding(None)  # the configured model, loaded once for ingest and search
         summary = _demo_ingest(corpus, Path(tmp), emb)
@@ -652,7 +654,7 @@ def _store_arg(value: str | Path) -> Path | str:
 
 
 def _add_transform_options(p: argparse.ArgumentParser, s: RagSpineSettings) -> None:
-    from langchain_ragspine.config import QUERY_TRANSFORMS
+    from langchain_ragspine.specs import QUERY_TRANSFORMS
 
     p.add_argument(
         "--transform", default=None, type=_transform_arg, metavar="NAME",
@@ -710,12 +712,12 @@ def command_parser(*, command_help: bool = True) -> tuple[argparse.ArgumentParse
 
 
 def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentParser:
-    """The argument parser, with defaults from ``settings`` (default: :func:`~langchain_ragspine.config.get_settings`),
+    """The argument parser, with defaults from ``settings`` (default: :func:`~langchain_ragspine.settings.get_settings`),
     ``--mode`` choices from the mode registry and ``--graph`` choices from the graph builders."""
     from langchain_ragspine.arguments import DEFAULT_K
-    from langchain_ragspine.config import get_settings
     from langchain_ragspine.evaluation.runner import DEFAULT_KS
     from langchain_ragspine.pipeline.modes import mode_names
+    from langchain_ragspine.settings import get_settings
     from langchain_ragspine.text_splitters.chunkers import CHUNKERS
     from langchain_ragspine.tokenizers import TOKENIZERS
 
@@ -865,7 +867,7 @@ def _settings_defaults(args: argparse.Namespace) -> None:
     Raises:
         ValueError: a bad value of one of those variables (the message names it).
     """
-    from langchain_ragspine.config import configured_setting
+    from langchain_ragspine.configured import configured_setting
 
     if "k" in args and args.k is None:
         args.k = configured_setting("k")
@@ -881,8 +883,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     anything else is imported; a command builds the full parser (:func:`build_parser`) and runs."""
     argv = list(sys.argv[1:] if argv is None else argv)
     command_parser(command_help=False)[0].parse_known_args(argv)
-    from langchain_ragspine.config import get_settings, settings_error_message
     from langchain_ragspine.errors import RagSpineError
+    from langchain_ragspine.settings import get_settings, settings_error_message
 
     try:
         settings = get_settings()

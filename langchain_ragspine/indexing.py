@@ -50,12 +50,7 @@ from langchain_ragspine.backends.directory.index_state import INDEX_STATE, read_
 from langchain_ragspine.backends.directory.lock import LOCK_FILE, check_lock_timeout, writer_lock, writer_pid
 from langchain_ragspine.backends.directory.regular_files import check_regular
 from langchain_ragspine.backends.postgres.chunk_store import is_postgres_url, redact_url
-from langchain_ragspine.config import (
-    configured_setting,
-    get_settings,
-    make_embeddings,
-    resolve_embedding,
-)
+from langchain_ragspine.configured import configured_setting
 from langchain_ragspine.document_loaders import CorpusLoader
 from langchain_ragspine.document_loaders import corpus as corpus_module
 from langchain_ragspine.documents import has_visible_text
@@ -65,6 +60,7 @@ from langchain_ragspine.embeddings.cache import (
     content_hash,
     model_key_for,
 )
+from langchain_ragspine.embeddings.factory import make_embeddings, resolve_embedding
 from langchain_ragspine.errors import (
     RagSpineError,
     StaleIndexWarning,
@@ -87,6 +83,7 @@ from langchain_ragspine.retrievers.dense import SAVE_LAYOUT as DENSE_LAYOUT
 from langchain_ragspine.retrievers.dense import DenseRetriever
 from langchain_ragspine.retrievers.live import LiveStoreRetriever
 from langchain_ragspine.sensitivity import drop_restricted, is_restricted
+from langchain_ragspine.settings import get_settings
 from langchain_ragspine.text import index_text
 from langchain_ragspine.text_splitters import ParagraphTextSplitter
 from langchain_ragspine.text_splitters.chunkers import (
@@ -758,7 +755,7 @@ def ingest(
         progress: ``None`` (default) or ``True``: one progress bar per phase (load, chunk, embed, index) on a
             terminal or in Jupyter, else a start line and a line every ~10 s on stderr
             (:mod:`langchain_ragspine.progress`); ``False``: silent.
-        embedding: the dense channel's model — a :func:`~langchain_ragspine.config.make_embeddings` spec or an
+        embedding: the dense channel's model — a :func:`~langchain_ragspine.embeddings.factory.make_embeddings` spec or an
             ``Embeddings``; default ``RAGSPINE_EMBEDDING``, else ``"auto"`` (offline e5 when the ``embed`` extra is
             installed, else no dense channel).
         mode: a registered retrieval mode (default ``RAGSPINE_RETRIEVAL_MODE``, else ``"auto"``; see

@@ -3,6 +3,8 @@ names for one release.  Import them from there.
 """
 
 from langchain_ragspine.pipeline.modes import (
+    LEXICAL_MODES,
+    RETRIEVAL_MODES,
     DocumentsSource,
     EmbeddingUse,
     ModeContext,
@@ -23,6 +25,8 @@ from langchain_ragspine.pipeline.modes import (
 )
 
 __all__ = [
+    "LEXICAL_MODES",
+    "RETRIEVAL_MODES",
     "DocumentsSource",
     "EmbeddingUse",
     "ModeContext",

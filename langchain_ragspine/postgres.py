@@ -29,9 +29,10 @@ from langchain_ragspine.backends.postgres.vectors import (
     ensure_hnsw_index,
     prune_vectors,
 )
-from langchain_ragspine.config import configured_setting, make_embeddings, resolve_embedding
+from langchain_ragspine.configured import configured_setting
 from langchain_ragspine.documents import has_visible_text
 from langchain_ragspine.embeddings.cache import model_key_for
+from langchain_ragspine.embeddings.factory import make_embeddings, resolve_embedding
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.indexing import IngestSummary, _warn_stale, warm_embedding_cache, write_documents
 from langchain_ragspine.pipeline.modes import StoreBackedSource

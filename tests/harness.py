@@ -7,8 +7,8 @@ Usage (``conftest.py``)::
     for marker in markers_for(path, item.fixturenames): item.add_marker(marker)
 
 **Settings isolation**, derived from the settings model, so a setting added to it is isolated without a change
-here: every variable of a field of :class:`~langchain_ragspine.config.RagSpineSettings`
-(:func:`~langchain_ragspine.config.setting_variable`; in any letter case, as pydantic-settings reads them unless
+here: every variable of a field of :class:`~langchain_ragspine.settings.RagSpineSettings`
+(:func:`~langchain_ragspine.settings.setting_variable`; in any letter case, as pydantic-settings reads them unless
 the model is case-sensitive) is removed from the environment, the :data:`PINNED` ones are then set (no real
 embedding model, no local LLM server, the derived-model cache in the session's temporary directory), and ``.env``
 is not read (a developer's own file stays out of the tests; the ``dotenv`` fixture turns it back on for the tests
@@ -27,7 +27,7 @@ from pathlib import Path, PurePath
 
 import pytest
 
-from langchain_ragspine.config import RagSpineSettings, setting_variable
+from langchain_ragspine.settings import RagSpineSettings, setting_variable
 
 __all__ = [
     "DOTENV",

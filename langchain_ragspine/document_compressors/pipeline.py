@@ -128,7 +128,7 @@ class SecondStageRetriever(ContractRetriever):
 
     Args:
         base_retriever: any ``BaseRetriever``.
-        compressors: ``BaseDocumentCompressor``\\ s, run in order (e.g. :func:`~langchain_ragspine.config.make_compressors`).
+        compressors: ``BaseDocumentCompressor``\\ s, run in order (e.g. :func:`~langchain_ragspine.document_compressors.factory.make_compressors`).
         k: results when a call gives none (default 6, :data:`~langchain_ragspine.arguments.DEFAULT_K`).
         fetch_k: first-stage candidates for a choosing stage (default
             :data:`~langchain_ragspine.arguments.DEFAULT_FETCH_K`, 20); the pool is ``max(k, fetch_k)``.

@@ -45,6 +45,7 @@ import numpy as np
 from langchain_ragspine.arguments import check_int
 from langchain_ragspine.embeddings.e5_checkpoint import E5Checkpoint
 from langchain_ragspine.embeddings.e5_tokenizer import E5Tokenizer
+from langchain_ragspine.settings import get_settings
 
 logger = logging.getLogger(__name__)
 
@@ -61,8 +62,6 @@ PASSAGE_PREFIX = "passage: "
 def default_cache_dir() -> Path:
     """``RAGSPINE_CACHE_DIR`` (the settings' ``cache_dir``), else ``platformdirs.user_cache_dir("langchain-ragspine")``,
     else ``~/.cache/langchain-ragspine``."""
-    from langchain_ragspine.config import get_settings
-
     configured = get_settings().cache_dir
     if configured is not None and str(configured).strip():
         return Path(configured).expanduser()

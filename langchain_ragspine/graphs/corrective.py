@@ -87,7 +87,7 @@ def build_corrective_rag(
     Args:
         retriever: any ``BaseRetriever`` (``filters`` passed as ``filter=`` when it takes it, else applied to its
             results).
-        llm: chat model, :func:`~langchain_ragspine.config.make_chat_model` spec, or ``None`` (default: no LLM —
+        llm: chat model, :func:`~langchain_ragspine.chat_models.make_chat_model` spec, or ``None`` (default: no LLM —
             lexical graders, deterministic rewrite, extractive answer).  With an LLM the common path makes two
             model calls: one grades every retrieved passage, one answers.
         max_retries: corrections allowed (default 2: rewrite → rewrite → refuse; with ``relax_filters=True`` and

@@ -55,6 +55,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
+from langchain_ragspine import chat_models
 from langchain_ragspine.arguments import DEFAULT_K, check_int, close_names, unknown_arguments_message
 from langchain_ragspine.chains.answer import (
     NO_RETRIEVAL_NOTE,
@@ -294,7 +295,7 @@ def make_parts(
     pass each one: their signatures hold the defaults; ``relax_filters`` (default ``False``) only matters to the
     corrective loop; ``condense_question`` (default ``True``) and ``history_turns`` (default 3) to chat input).
 
-    ``llm``: a chat model, a :func:`~langchain_ragspine.config.make_chat_model` spec, or ``None`` (no LLM: the
+    ``llm``: a chat model, a :func:`~langchain_ragspine.chat_models.make_chat_model` spec, or ``None`` (no LLM: the
     environment is not consulted).
 
     Raises:
@@ -310,9 +311,7 @@ def make_parts(
     if prompts is not None and not isinstance(prompts, GraphPrompts):
         raise TypeError(f"prompts must be a GraphPrompts, got {prompts!r}")
     p = prompts or GraphPrompts()
-    from langchain_ragspine.config import make_chat_model  # imported here: config imports most of the package
-
-    model = None if llm is None else make_chat_model(llm)  # None: no LLM (a builder never reads RAGSPINE_LLM)
+    model = None if llm is None else chat_models.make_chat_model(llm)  # None: no LLM (a builder never reads RAGSPINE_LLM)
     if graders is None:
         grade = make_graders(model, tokenizer=tokenizer, prompts=p)
     elif isinstance(graders, Graders):

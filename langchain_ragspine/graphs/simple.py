@@ -75,7 +75,7 @@ def build_simple_rag(
         retriever: any ``BaseRetriever``; ``filters`` go to it as ``filter=`` when it takes that keyword (ANDed
             with its own filter), else they are applied to its results.  Filters are never dropped (a run's
             ``context={"relax_filters": True}`` is a ``ValueError``).
-        llm: a chat model, a :func:`~langchain_ragspine.config.make_chat_model` spec, or ``None`` (default: no LLM —
+        llm: a chat model, a :func:`~langchain_ragspine.chat_models.make_chat_model` spec, or ``None`` (default: no LLM —
             extractive answer, lexical graders; the environment is not consulted).
         graders: the relevance / support / usefulness checks (default :func:`make_graders` for ``llm``: with an
             LLM, every retrieval is graded in one call).

@@ -29,27 +29,25 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, Protocol, Self, TypeVar, cast
+from typing import Any, Generic, Literal, Protocol, Self, TypeVar
 
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 
 from langchain_ragspine.arguments import renamed_keywords, renamed_property
-from langchain_ragspine.config import (
-    LEXICAL_MODES,
-    QUERY_TRANSFORMS,
-    _from_setting,
-    configured_setting,
-    make_query_transform,
-    resolve_embedding,
-)
+from langchain_ragspine.embeddings.factory import resolve_embedding
 from langchain_ragspine.retrievers.bm25 import BM25Retriever
 from langchain_ragspine.retrievers.dense import DenseRetriever
 from langchain_ragspine.retrievers.hybrid import HybridRetriever
 from langchain_ragspine.retrievers.parent_child import ParentChildRetriever
+from langchain_ragspine.retrievers.transforms import make_query_transform
+from langchain_ragspine.settings import from_setting, get_settings
+from langchain_ragspine.specs import QUERY_TRANSFORMS
 
 __all__ = [
+    "LEXICAL_MODES",
+    "RETRIEVAL_MODES",
     "DocumentsSource",
     "EmbeddingUse",
     "ModeContext",
@@ -68,6 +66,11 @@ __all__ = [
     "resolve_mode_name",
     "unregister_mode",
 ]
+
+#: The built-in retrieval modes (:func:`mode_names` gives every registered one).  ``economy``, ``bm25`` and
+#: ``lexical`` are zero-embedding presets: no embedding backend and no vector index is built at all.
+RETRIEVAL_MODES = ("auto", "hybrid", "vector", "economy", "bm25", "lexical")
+LEXICAL_MODES = ("economy", "bm25", "lexical")
 
 #: How a mode uses an embedding model: ``"none"`` (a lexical preset: no embedding model is loaded and ingest builds
 #: no vector index), ``"optional"`` (uses the dense channel when there is one, e.g. ``auto``), ``"required"``
@@ -269,7 +272,7 @@ def unregister_mode(name: str) -> None:
 
 
 def mode_names() -> tuple[str, ...]:
-    """Every registered mode, in registration order (the built-ins first: :data:`~.config.RETRIEVAL_MODES`)."""
+    """Every registered mode, in registration order (the built-ins first: :data:`RETRIEVAL_MODES`)."""
     return tuple(_REGISTRY)
 
 
@@ -293,7 +296,7 @@ def resolve_mode_name(name: str, *, setting: str | None = None) -> str:
         raise TypeError(f"a retrieval mode is a string, got {name!r}")
     key = name.strip().lower()
     if key not in _REGISTRY:
-        raise ValueError(f"{_from_setting(setting, name)}unknown retrieval mode {name!r}; choose one of "
+        raise ValueError(f"{from_setting(setting, name)}unknown retrieval mode {name!r}; choose one of "
                          f"{', '.join(_REGISTRY)}")
     return key
 
@@ -304,7 +307,9 @@ def resolve_mode(mode: str | None) -> str:
     Raises:
         ValueError: not a registered mode (from ``RAGSPINE_RETRIEVAL_MODE``: the message names the variable).
     """
-    return resolve_mode_name(mode) if mode is not None else cast(str, configured_setting("retrieval_mode"))
+    if mode is not None:
+        return resolve_mode_name(mode)
+    return resolve_mode_name(get_settings().retrieval_mode, setting="RAGSPINE_RETRIEVAL_MODE")
 
 
 def get_mode(name: str) -> RetrievalMode:
@@ -499,7 +504,7 @@ for _name in LEXICAL_MODES:
 del _name
 
 
-# -- query transformations as modes: `--mode hyde` is `auto` searched through HyDE (see config.make_query_transform;
+# -- query transformations as modes: `--mode hyde` is `auto` searched through HyDE (see retrievers.transforms.make_query_transform;
 # the chat model is RAGSPINE_LLM's, the glossary RAGSPINE_GLOSSARY's; `--transform` wraps any other mode)
 def _transform_mode(name: str) -> RetrievalMode:
     return RetrievalMode.wrapping(

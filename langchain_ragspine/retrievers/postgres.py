@@ -41,14 +41,14 @@ search tables, so they are never scored or returned; an empty query returns ``[]
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import langchain_core
 import numpy as np
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from psycopg import sql as _sql
-from pydantic import ConfigDict, PrivateAttr, field_validator
+from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
 from langchain_ragspine._stacklevel import user_stacklevel
 from langchain_ragspine.arguments import DEFAULT_K, PositiveIntField, check_k
@@ -64,7 +64,6 @@ from langchain_ragspine.backends.postgres.chunk_store import (
     row_to_stored,
 )
 from langchain_ragspine.backends.postgres.vectors import EMBEDDINGS, has_hnsw_index, register_vector
-from langchain_ragspine.config import check_timeout, configured_setting
 from langchain_ragspine.embeddings.batching import l2_normalize
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.filters import compile_filter, compiled_filter
@@ -78,6 +77,7 @@ from langchain_ragspine.retrievers.embed_as import (
     embed_search_text,
 )
 from langchain_ragspine.served import ServedIds
+from langchain_ragspine.settings import check_timeout, configured_number
 from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer, tokenizer_version
 
 __all__ = ["PostgresBM25Retriever", "PostgresDenseRetriever"]
@@ -100,7 +100,7 @@ class _PostgresRetriever(ContractRetriever):
     url: str
     k: PositiveIntField = DEFAULT_K
     filter: dict[str, Any] | None = None
-    statement_timeout: float | None = None
+    statement_timeout: float = Field(default_factory=lambda: float(configured_number("pg_statement_timeout")))
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -108,8 +108,10 @@ class _PostgresRetriever(ContractRetriever):
 
     @field_validator("statement_timeout", mode="before")
     @classmethod
-    def _check_timeout(cls, value: Any) -> float | None:
-        return None if value is None else check_timeout(value, what="statement_timeout")
+    def _check_timeout(cls, value: Any) -> float:
+        if value is None:  # the default: RAGSPINE_PG_STATEMENT_TIMEOUT, read now
+            return float(configured_number("pg_statement_timeout"))
+        return check_timeout(value, what="statement_timeout")
 
     def model_post_init(self, context: Any, /) -> None:
         compile_filter(self.filter)
@@ -121,11 +123,8 @@ class _PostgresRetriever(ContractRetriever):
         raise NotImplementedError
 
     def _timeout(self) -> float:
-        """The statement timeout of a search, in seconds (``0``: none): :attr:`statement_timeout`, else
-        ``RAGSPINE_PG_STATEMENT_TIMEOUT`` (read now)."""
-        if self.statement_timeout is not None:
-            return self.statement_timeout
-        return float(configured_setting("pg_statement_timeout"))
+        """The statement timeout of a search, in seconds (``0``: none): :attr:`statement_timeout`."""
+        return self.statement_timeout
 
     def _call_filter(self, filter: Mapping[str, Any] | None, row: str) -> SqlFilter | None:
         """The retriever's own filter AND the call's, as SQL on ``row`` (validated; no connection needed; the call's
@@ -217,8 +216,9 @@ class PostgresBM25Retriever(_PostgresRetriever):
             score_threshold=...)`` sets it for one call.  The scale is
             :class:`~langchain_ragspine.retrievers.bm25.BM25Retriever`'s (the raw BM25 score, ``>= 0``, unbounded
             and corpus-dependent), and so is every kept result.
-        statement_timeout: the longest a search may run, in seconds (``0``: no limit; default
-            ``RAGSPINE_PG_STATEMENT_TIMEOUT``, else 30); a search cancelled by it raises ``StoreError``.
+        statement_timeout: the longest a search may run, in seconds (``0``: no limit; default, and ``None``:
+            ``RAGSPINE_PG_STATEMENT_TIMEOUT`` read when the retriever is made, else 30); a search cancelled by it
+            raises ``StoreError``.
 
     The tokenizer is the store's (``store.tokenizer``), used for the query as it was for the chunks.  A query is at
     most :data:`~langchain_ragspine.retrievers.bm25.MAX_QUERY_CHARS` characters, as for ``BM25Retriever``.
@@ -350,9 +350,11 @@ class PostgresDenseRetriever(_PostgresRetriever):
         model_key: the cache key of the store's vectors (default: the store's ``vector_model_key``).
         k: number of results (default 6, :data:`~langchain_ragspine.arguments.DEFAULT_K`), an ``int >= 1``; ``invoke(query, k=...)`` overrides it per call.
         filter: the retriever's own metadata filter; ``invoke(query, filter=...)`` is ANDed with it.
-        ef_search: pgvector's ``hnsw.ef_search`` (default ``RAGSPINE_PG_EF_SEARCH``, else 100; raised to ``k``).
-        statement_timeout: the longest a search may run, in seconds (``0``: no limit; default
-            ``RAGSPINE_PG_STATEMENT_TIMEOUT``, else 30); a search cancelled by it raises ``StoreError``.  The query
+        ef_search: pgvector's ``hnsw.ef_search`` (default, and ``None``: ``RAGSPINE_PG_EF_SEARCH`` read when the
+            retriever is made, else 100; raised to ``k``).
+        statement_timeout: the longest a search may run, in seconds (``0``: no limit; default, and ``None``:
+            ``RAGSPINE_PG_STATEMENT_TIMEOUT`` read when the retriever is made, else 30); a search cancelled by it
+            raises ``StoreError``.  The query
             is embedded before a pooled connection is taken, so a slow model holds none.
 
     Call options: ``invoke(query, k=…, filter=…, embed_as=…)``, ``embed_as`` as for
@@ -368,7 +370,7 @@ class PostgresDenseRetriever(_PostgresRetriever):
 
     embedding: Embeddings
     model_key: str | None = None
-    ef_search: int | None = None
+    ef_search: int | None = Field(default_factory=lambda: int(configured_number("pg_ef_search")))  # never None once made
 
     #: pgvector's ``hnsw.iterative_scan`` mode for filtered HNSW searches (tests switch it ``off`` to show why).
     _ITERATIVE_SCAN: ClassVar[str] = "relaxed_order"
@@ -378,6 +380,11 @@ class PostgresDenseRetriever(_PostgresRetriever):
     _dim: int = PrivateAttr()
     _key: str = PrivateAttr()
     _hnsw: bool = PrivateAttr(default=False)
+
+    @field_validator("ef_search", mode="before")
+    @classmethod
+    def _ef_search_default(cls, value: Any) -> Any:
+        return configured_number("pg_ef_search") if value is None else value  # None: RAGSPINE_PG_EF_SEARCH, now
 
     def _open(self, store: PostgresChunkStore) -> None:
         key = self.model_key or store.meta("vector_model_key")
@@ -471,7 +478,7 @@ class PostgresDenseRetriever(_PostgresRetriever):
                 cols=_sql.SQL(cols), dist=dist, joins=_sql.SQL(joins), key=_sql.Literal(self._key),
                 where=_sql.SQL(where),  # type: ignore[arg-type]  # our own SQL text with %s placeholders
             )
-            ef = max(self.ef_search or configured_setting("pg_ef_search"), k)
+            ef = max(cast(int, self.ef_search), k)
             with conn.transaction():
                 conn.execute(_sql.SQL("SET LOCAL hnsw.ef_search = {}").format(_sql.Literal(int(ef))))
                 mode = self._ITERATIVE_SCAN if self._ITERATIVE_SCAN in ("off", "strict_order") else "relaxed_order"

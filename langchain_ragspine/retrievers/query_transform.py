@@ -235,7 +235,7 @@ class QueryTransformRetriever(ContractRetriever):
     #: ``candidate_k``: the old name of ``fetch_k``, for one release.
     renamed_arguments: ClassVar[tuple[str, ...]] = ("candidate_k",)
 
-    #: The transformation's name in traces and in :data:`~langchain_ragspine.config.QUERY_TRANSFORMS`.
+    #: The transformation's name in traces and in :data:`~langchain_ragspine.specs.QUERY_TRANSFORMS`.
     transform_name: ClassVar[str] = "transform"
 
     def __init__(self, base: BaseRetriever | None = None, /, **data: Any) -> None:

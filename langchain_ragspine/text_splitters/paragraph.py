@@ -56,6 +56,8 @@ from langchain_text_splitters import TextSplitter
 
 from langchain_ragspine.arguments import check_int
 from langchain_ragspine.document_loaders.locators import source_locator_for
+from langchain_ragspine.settings import DEFAULT_CHUNK_CHARS as DEFAULT_CHUNK_CHARS
+from langchain_ragspine.settings import DEFAULT_OVERLAP_CHARS as DEFAULT_OVERLAP_CHARS
 from langchain_ragspine.text import CJK_CHAR_CLASS, CJK_CHAR_RE
 from langchain_ragspine.text.graphemes import Graphemes, Span, lstrip_span
 from langchain_ragspine.text.sentences import CHUNK_SENTENCE_RULES, LINE_BREAKS, paragraph_segments
@@ -69,10 +71,7 @@ __all__ = [
     "source_locator_for",
 ]
 
-#: Default chunk budget in characters.
-DEFAULT_CHUNK_CHARS = 480
-#: Default overlap between consecutive chunks, in characters.
-DEFAULT_OVERLAP_CHARS = 80
+# The default chunk budget and overlap in characters (480, 80) are the settings' defaults, stated there once.
 
 # Boundary kinds, strongest first (the order in which a cut is looked for).
 LINE, SENTENCE, CLAUSE, SPACE, GRAPHEME, IN_WORD, CODE_POINT = range(7)

@@ -136,13 +136,13 @@ def test_langgraph_json_is_valid_for_langgraph_cli():
 
 def test_importing_the_app_does_no_work(monkeypatch):
     """No ingest, no retriever, no model at import: `langgraph dev` (or a test) builds a graph when it reads it."""
-    import langchain_ragspine.config as config
+    import langchain_ragspine.chat_models as chat_models
     import langchain_ragspine.indexing as indexing
 
     def no_work(*a, **k):
         raise AssertionError("graphs/app.py did work at import")
 
-    for module, name in ((indexing, "ingest"), (indexing, "open_retriever"), (config, "make_chat_model")):
+    for module, name in ((indexing, "ingest"), (indexing, "open_retriever"), (chat_models, "make_chat_model")):
         monkeypatch.setattr(module, name, no_work)
     file = (GRAPHS / "app.py").resolve()
     spec = importlib.util.spec_from_file_location("_ragspine_graph_app_lazy", file)

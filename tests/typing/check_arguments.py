@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     HybridRetriever.from_texts([], HashingEmbeddings(8), k=2, tokenizer="cjk", fusion="rrf", bm25_kwargs={"k1": 1.2})
     # make_embeddings: the specs that always give a model are typed Embeddings (the README passes one on), any other
     # spec may give None ("none", "auto" without the embed extra)
-    from langchain_ragspine.config import make_embeddings
+    from langchain_ragspine.embeddings.factory import make_embeddings
 
     DenseRetriever.from_documents([], make_embeddings("hashing"))
     DenseRetriever.from_documents([], make_embeddings("auto"))  # type: ignore[arg-type]

@@ -9,7 +9,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-import langchain_ragspine.config as config
+import langchain_ragspine.chat_models as chat_models
 from langchain_ragspine.cli import main
 from langchain_ragspine.indexing import ingest
 
@@ -74,7 +74,7 @@ def test_ask_stream_prints_each_node(store, capsys):
 @pytest.mark.parametrize("graph", ["corrective", "adaptive", "self_rag", "simple"])
 def test_ask_llm_path_with_a_fake_chat_model(store, capsys, monkeypatch, graph):
     fake = RoutingFakeChatModel(prompts=[])
-    monkeypatch.setattr(config, "make_chat_model", lambda spec=None, **kw: fake)
+    monkeypatch.setattr(chat_models, "make_chat_model", lambda spec=None, **kw: fake)
     assert main(["ask", "日本で梅雨がないのは北海道とどこか。", "--store", store, "--llm", "fake:model", "--json",
                  "--graph", graph]) == 0
     record = json.loads(capsys.readouterr().out)
@@ -103,7 +103,7 @@ def test_ask_on_jsquad_store_cites_the_tsuyu_article(tmp_path, capsys, monkeypat
     assert "小笠原諸島" in record["answer"]
     assert "jsquad-valid-a0000" in {c["doc_id"] for c in record["citations"]}
     fake = RoutingFakeChatModel(prompts=[])
-    monkeypatch.setattr(config, "make_chat_model", lambda spec=None, **kw: fake)
+    monkeypatch.setattr(chat_models, "make_chat_model", lambda spec=None, **kw: fake)
     assert main(["ask", question, "--store", str(tmp_path / "S"), "--llm", "fake:m", "--json"]) == 0
     record = json.loads(capsys.readouterr().out)
     assert record["answer"] == "小笠原諸島です [1]。" and record["citations"][0]["doc_id"] == "jsquad-valid-a0000"

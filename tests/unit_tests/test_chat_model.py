@@ -6,7 +6,9 @@ import sys
 import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
-from langchain_ragspine.config import DEFAULT_CHAT_MODEL, llm_is_reachable, make_chat_model, ollama_base_url
+from langchain_ragspine.chat_models import llm_is_reachable, make_chat_model
+from langchain_ragspine.settings import ollama_base_url
+from langchain_ragspine.specs import DEFAULT_CHAT_MODEL
 
 
 @pytest.fixture(autouse=True)
@@ -91,7 +93,7 @@ def test_reachability_without_network():
 
 # -- one resolver (issue 26, H3): resolve_chat_model names where a spec came from; builders build with make_chat_model
 def test_resolve_chat_model_names_where_an_unusable_spec_came_from(monkeypatch):
-    from langchain_ragspine.config import resolve_chat_model
+    from langchain_ragspine.chat_models import resolve_chat_model
 
     with pytest.raises(ValueError, match=r"^chat model spec 'nosuchprovider:model': "):
         resolve_chat_model("nosuchprovider:model")
@@ -142,7 +144,7 @@ def test_a_graph_builds_its_model_with_make_chat_model_and_none_never_reads_the_
 
 
 def test_the_llm_reranker_takes_its_spec_else_llm_else_the_environment(monkeypatch):
-    from langchain_ragspine.config import make_reranker
+    from langchain_ragspine.document_compressors.factory import make_reranker
 
     fake = FakeListChatModel(responses=["x"])
     assert make_reranker("llm", llm=fake).llm is fake

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from langchain_ragspine.config import RagSpineSettings, get_settings, setting_variable
+from langchain_ragspine.settings import RagSpineSettings, get_settings, setting_variable
 from tests.harness import DOTENV, PINNED, isolate_settings, markers_for, setting_variables
 
 TESTS = Path(__file__).resolve().parents[1]

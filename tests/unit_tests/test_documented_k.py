@@ -1,5 +1,5 @@
 """The documented default of ``k`` is the one used (issue 25, docs): ``open_retriever``'s and ``search``'s docstrings
-said ``RAGSPINE_K``, else 10, while both return :data:`~langchain_ragspine.config.DEFAULT_K` (6) results, as the
+said ``RAGSPINE_K``, else 10, while both return :data:`~langchain_ragspine.settings.DEFAULT_K` (6) results, as the
 README says."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from langchain_ragspine.config import DEFAULT_K
 from langchain_ragspine.indexing import ingest, open_retriever, search
+from langchain_ragspine.settings import DEFAULT_K
 
 
 def _documented_k(doc: str | None) -> int:

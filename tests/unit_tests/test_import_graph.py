@@ -6,6 +6,8 @@
 3. every non-private module defines ``__all__``;
 4. no module of the package imports a shim (the old paths of moved modules, ``test_shims.SHIM_MODULES``).
 
+And the leaves (:data:`LEAVES`, the settings) import nothing from the package at all, so every module may import them.
+
 Each rule has an allowlist of today's exceptions: the ratchet.  A new exception fails (fix it, or — only when the
 step says so — add the line the message gives); an exception that is gone fails too (delete the line the message
 gives), so every list only shrinks.  The later steps of issue 26 empty them (R2 last).
@@ -33,36 +35,31 @@ PACKAGE = Path(langchain_ragspine.__file__).parent
 HERE = "tests/unit_tests/test_import_graph.py"
 
 #: Rule 1: the imports inside a strongly connected component, ``"importer -> imported"`` (H1 removes most, H4 the
-#: ``_gram_count`` pair, C2 the ``config`` knot, P1 ``indexing`` <-> ``postgres``).
+#: ``_gram_count`` pair, P1 ``indexing`` <-> ``postgres``; C1-C2 removed the ``config`` knot).
 CYCLE_EDGES = frozenset({
-    "config -> embeddings",
-    "config -> pipeline.modes",
-    "embeddings -> embeddings.e5",
-    "embeddings.e5 -> embeddings.e5_onnx",
-    "embeddings.e5_onnx -> config",
     "indexing -> postgres",
-    "pipeline.modes -> config",
     "postgres -> indexing",
 })
 
 #: Rule 2: ``"importer -> module._name"`` (another module's private name) or ``"importer -> pkg._module"`` (a private
 #: module from outside its package).
 PRIVATE_IMPORTS = frozenset({
-    "pipeline.modes -> config._from_setting",
     "postgres -> indexing._warn_stale",
 })
 
 #: Rule 3: the non-private modules without ``__all__`` (R2 gives each one).
 WITHOUT_ALL = frozenset({
     "cli",
-    "config",
     "embeddings.e5_onnx",
     "indexing",
 })
 
-#: Rule 4: ``"importer -> shim"``.  Empty: the steps that move a module switch every importer in the same commit
-#: (C2 may allowlist the ``config`` shim for ``indexing``, ``postgres`` and ``cli`` until P1-P3 rewrite them).
+#: Rule 4: ``"importer -> shim"``.  Empty: the steps that move a module switch every importer in the same commit.
 SHIM_IMPORTS: frozenset[str] = frozenset()
+
+#: The bottom of the package: modules that import nothing from it (not even under ``TYPE_CHECKING``), so that every
+#: module may read them.  No allowlist: a leaf's import of the package is an error (C1: the settings).
+LEAVES = frozenset({"settings"})
 
 
 # -- the four checks (one function each, so the real package and a broken copy go through the same code) ---------
@@ -86,8 +83,19 @@ def shims_check(graph: ImportGraph) -> str:
                    what="import of a shim", graph=graph)
 
 
+def leaves_check(graph: ImportGraph) -> str:
+    root = next(name for name in graph.modules if "." not in name)
+    return "\n".join(
+        f"{edge.importer} imports {edge.imported} ({graph.modules[edge.importer].path}:{edge.line}): it is a leaf "
+        f"(LEAVES in {HERE}), which imports nothing from the package"
+        for edge in sorted(graph.edges, key=lambda e: (e.importer, e.line))
+        if edge.importer.removeprefix(f"{root}.") in LEAVES
+    )
+
+
 CHECKS: dict[str, Callable[[ImportGraph], str]] = {
     "cycles": cycles_check, "private": private_check, "all": all_check, "shims": shims_check,
+    "leaves": leaves_check,
 }
 
 
@@ -181,6 +189,20 @@ def test_a_module_without_all_fails_and_a_new_all_leaves_a_stale_line(copy: Path
         f"WITHOUT_ALL in {HERE}",
         f"stale entry in WITHOUT_ALL in {HERE}: cli is gone: delete the line 'cli'",
     ]
+
+
+def test_every_leaf_is_a_module_of_the_package(graph: ImportGraph) -> None:
+    assert sorted(f"{PACKAGE.name}.{leaf}" for leaf in LEAVES if f"{PACKAGE.name}.{leaf}" not in graph.modules) == []
+
+
+def test_a_leaf_importing_the_package_fails(copy: Path) -> None:
+    _append(copy / "settings.py", "\nif TYPE_CHECKING:\n    from langchain_ragspine import errors\n")
+    problems = leaves_check(ImportGraph.from_package(copy)).splitlines()
+    assert [line.partition(" (")[0] for line in problems] == [
+        f"{PACKAGE.name}.settings imports {PACKAGE.name}.errors"  # under TYPE_CHECKING too
+    ]
+    assert problems[0].endswith(f"{copy / 'settings.py'}:{_lines(copy / 'settings.py')}): it is a leaf (LEAVES in "
+                                f"{HERE}), which imports nothing from the package")
 
 
 def test_a_module_importing_a_shim_fails(copy: Path) -> None:

@@ -9,18 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from langchain_ragspine.config import (
-    DEFAULT_CHAT_MODEL,
+from langchain_ragspine.chat_models import make_chat_model, resolve_chat_model
+from langchain_ragspine.embeddings import HashingEmbeddings
+from langchain_ragspine.embeddings.factory import make_embeddings
+from langchain_ragspine.settings import (
     DEFAULT_K,
     DEFAULT_LLM,
     RagSpineSettings,
     get_settings,
-    make_chat_model,
-    make_embeddings,
     ollama_base_url,
-    resolve_chat_model,
 )
-from langchain_ragspine.embeddings import HashingEmbeddings
+from langchain_ragspine.specs import DEFAULT_CHAT_MODEL
 from tests.harness import clear_settings
 
 PACKAGE = Path(__file__).resolve().parents[2] / "langchain_ragspine"
@@ -121,7 +120,7 @@ def test_blank_paths_count_as_unset(clean, monkeypatch):
 def test_bad_values_are_refused_from_dotenv_too(clean, name, value, message):
     """Refused where the setting is used (configured_setting), not when the settings are read: see
     test_settings_where_used.py."""
-    from langchain_ragspine.config import configured_setting
+    from langchain_ragspine.configured import configured_setting
 
     _dotenv(clean, **{name: value})
     get_settings()
@@ -132,15 +131,15 @@ def test_bad_values_are_refused_from_dotenv_too(clean, name, value, message):
 def test_a_bad_query_transform_is_refused_where_it_is_used(clean):
     """A query-only setting must not break ingest (which reads the settings too): RAGSPINE_QUERY_TRANSFORM is
     checked by configured_query_transform, with a message naming the variable, a suggestion and the choices."""
-    from langchain_ragspine.config import configured_query_transform
+    from langchain_ragspine.specs import configured_query_transform
 
     _dotenv(clean, RAGSPINE_QUERY_TRANSFORM="Multi-Querry")
     assert get_settings().query_transform == "Multi-Querry"
     with pytest.raises(ValueError, match=r"^RAGSPINE_QUERY_TRANSFORM='Multi-Querry': unknown query transformation "
                                          r"'Multi-Querry' \(did you mean 'multi_query'\?\); choose one of none, hyde"):
         configured_query_transform()
-    _dotenv(clean, RAGSPINE_QUERY_TRANSFORM="Multi-Query")
-    assert get_settings().query_transform == "multi_query" == configured_query_transform()
+    _dotenv(clean, RAGSPINE_QUERY_TRANSFORM="Multi-Query")  # held as written; checked where used, one spelling
+    assert (get_settings().query_transform, configured_query_transform()) == ("Multi-Query", "multi_query")
     _dotenv(clean, RAGSPINE_QUERY_TRANSFORM=" ")
     assert get_settings().query_transform == "none" == configured_query_transform()
 
@@ -317,7 +316,7 @@ def _environment_reads(path: Path) -> list[str]:
 
 def test_the_library_never_reads_the_environment_itself():
     reads = [r for path in sorted(PACKAGE.rglob("*.py")) for r in _environment_reads(path)]
-    assert reads == [], "read configuration through langchain_ragspine.config.get_settings()"
+    assert reads == [], "read configuration through langchain_ragspine.settings.get_settings()"
 
 
 def test_the_rule_checker_finds_environment_reads(tmp_path):

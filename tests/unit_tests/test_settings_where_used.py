@@ -13,19 +13,15 @@ from pathlib import Path
 import pytest
 from langchain_core.documents import Document
 
+from langchain_ragspine.chat_models import make_chat_model
 from langchain_ragspine.cli import main
-from langchain_ragspine.config import (
-    CHECKED_WHERE_USED,
-    RagSpineSettings,
-    configured_setting,
-    get_settings,
-    make_chat_model,
-    make_embeddings,
-    make_query_transform,
-)
+from langchain_ragspine.configured import configured_setting
+from langchain_ragspine.embeddings.factory import make_embeddings
 from langchain_ragspine.indexing import ingest, open_retriever, search
 from langchain_ragspine.pipeline.modes import resolve_mode
 from langchain_ragspine.retrievers import BM25Retriever
+from langchain_ragspine.retrievers.transforms import make_query_transform
+from langchain_ragspine.settings import CHECKED_WHERE_USED, RagSpineSettings, get_settings
 from tests.harness import clear_settings
 
 #: variable -> (a bad value, the head of the error where it is used)
@@ -94,13 +90,15 @@ def test_a_bad_value_is_read_and_refused_where_it_is_used(clean, variable):
 
 
 def test_good_values_are_read_in_their_one_spelling_and_type(clean, monkeypatch):
+    """A number is held as its type when the settings are read; a name as written (the settings know no names:
+    they are a leaf), and configured_setting gives its one spelling."""
     monkeypatch.setenv("RAGSPINE_K", " 7 ")
     monkeypatch.setenv("RAGSPINE_TOKENIZER", "CJK")
     monkeypatch.setenv("RAGSPINE_CHUNKER", " ")
     monkeypatch.setenv("RAGSPINE_RETRIEVAL_MODE", "BM25")
     s = get_settings()
-    assert (s.k, s.tokenizer, s.chunker, s.retrieval_mode) == (7, "cjk", None, "bm25")
-    assert configured_setting("k") == 7 and configured_setting("chunker") is None
+    assert (s.k, s.tokenizer, s.chunker, s.retrieval_mode) == (7, "CJK", None, "BM25")
+    assert [configured_setting(f) for f in ("k", "tokenizer", "chunker", "retrieval_mode")] == [7, "cjk", None, "bm25"]
     assert configured_setting("k", RagSpineSettings(k=3)) == 3
     with pytest.raises(ValueError, match=r"^RAGSPINE_K=0: k must be an integer > 0$"):
         configured_setting("k", RagSpineSettings(k=0))  # an explicit bad argument is refused the same way

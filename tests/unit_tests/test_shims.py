@@ -1,7 +1,7 @@
 """The old import paths of modules that issue 26 moved (docs/dev/plan-issue-26.md, S02) keep working for one release.
 
 Each old module is a shim: it re-exports exactly the public names of the module that replaced it (its ``__all__``
-equals them), as the same objects, and warns about nothing yet (the ``DeprecationWarning`` comes with step R2).  No
+equals them; ``config``, split into several modules, re-exports exactly the names it had), as the same objects, and warns about nothing yet (the ``DeprecationWarning`` comes with step R2).  No
 test but this one and no graph (``graphs/``) imports a shim; no module of the package either (rule 4 of
 ``test_import_graph.py``, over the same :data:`SHIM_MODULES`).
 """
@@ -50,8 +50,52 @@ STORES_PACKAGE = {
     "StoredChunk": "langchain_ragspine.backends.directory.chunk_store",
 }
 
-#: Every shim module: the modules above and the ``stores`` package.
-SHIM_MODULES = frozenset(SHIMS) | {"langchain_ragspine.stores"}
+#: What ``langchain_ragspine.config`` held before issue 26's C1-C2 split it (settings, spec strings, factories), and
+#: where each name lives now.  ``config`` is a shim of several modules: it re-exports exactly these.
+CONFIG_NAMES = {
+    "DEFAULT_FETCH_K": "langchain_ragspine.arguments",
+    "ChatModelChoice": "langchain_ragspine.chat_models",
+    "DETERMINISTIC_PATH": "langchain_ragspine.chat_models",
+    "llm_is_reachable": "langchain_ragspine.chat_models",
+    "make_chat_model": "langchain_ragspine.chat_models",
+    "resolve_chat_model": "langchain_ragspine.chat_models",
+    "configured_setting": "langchain_ragspine.configured",
+    "make_compressors": "langchain_ragspine.document_compressors.factory",
+    "make_postprocessor": "langchain_ragspine.document_compressors.factory",
+    "make_reranker": "langchain_ragspine.document_compressors.factory",
+    "make_embeddings": "langchain_ragspine.embeddings.factory",
+    "resolve_embedding": "langchain_ragspine.embeddings.factory",
+    "LEXICAL_MODES": "langchain_ragspine.pipeline.modes",
+    "RETRIEVAL_MODES": "langchain_ragspine.pipeline.modes",
+    "make_query_transform": "langchain_ragspine.retrievers.transforms",
+    "CHECKED_WHERE_USED": "langchain_ragspine.settings",
+    "DEFAULT_K": "langchain_ragspine.settings",
+    "DEFAULT_LLM": "langchain_ragspine.settings",
+    "DEFAULT_OLLAMA_HOST": "langchain_ragspine.settings",
+    "MAX_STATEMENT_TIMEOUT": "langchain_ragspine.settings",
+    "RagSpineSettings": "langchain_ragspine.settings",
+    "check_timeout": "langchain_ragspine.settings",
+    "get_settings": "langchain_ragspine.settings",
+    "ollama_base_url": "langchain_ragspine.settings",
+    "setting_variable": "langchain_ragspine.settings",
+    "settings_error_message": "langchain_ragspine.settings",
+    "DEFAULT_CHAT_MODEL": "langchain_ragspine.specs",
+    "LLM_QUERY_TRANSFORMS": "langchain_ragspine.specs",
+    "POSTPROCESSORS": "langchain_ragspine.specs",
+    "QUERY_TRANSFORMS": "langchain_ragspine.specs",
+    "RERANKER_SPECS": "langchain_ragspine.specs",
+    "configured_postprocessor": "langchain_ragspine.specs",
+    "configured_query_transform": "langchain_ragspine.specs",
+    "configured_reranker": "langchain_ragspine.specs",
+    "normalise_postprocessor_spec": "langchain_ragspine.specs",
+    "normalise_reranker_spec": "langchain_ragspine.specs",
+    "parse_postprocessor_spec": "langchain_ragspine.specs",
+    "parse_reranker_spec": "langchain_ragspine.specs",
+    "resolve_query_transform": "langchain_ragspine.specs",
+}
+
+#: Every shim module: the modules above, the ``stores`` package and ``config``.
+SHIM_MODULES = frozenset(SHIMS) | {"langchain_ragspine.stores", "langchain_ragspine.config"}
 
 
 def _defined_public_names(module: ModuleType) -> set[str]:
@@ -91,6 +135,18 @@ def test_the_stores_package_reexports_what_it_exported() -> None:
     assert sorted(stores.__all__) == sorted(STORES_PACKAGE)
     for name, home in STORES_PACKAGE.items():
         assert getattr(stores, name) is getattr(importlib.import_module(home), name)
+
+
+def test_config_reexports_every_name_it_had_from_its_new_home() -> None:
+    import langchain_ragspine.config as config
+
+    assert sorted(config.__all__) == sorted(CONFIG_NAMES)
+    for name, home in CONFIG_NAMES.items():
+        module = importlib.import_module(home)
+        assert name in module.__all__, f"{name} is not a public name of {home}"
+        assert getattr(config, name) is getattr(module, name), f"config.{name} is not {home}.{name}"
+    # nothing else public: the shim defines nothing itself
+    assert {n for n in vars(config) if not n.startswith("_")} == set(config.__all__)
 
 
 def test_old_paths_give_the_same_objects() -> None:

@@ -84,13 +84,13 @@ from langchain_ragspine.backends.versioning import (
     version_state,
     where_clause,
 )
-from langchain_ragspine.config import configured_setting
 from langchain_ragspine.documents import has_visible_text
 from langchain_ragspine.embeddings.cache import content_hash
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.filters.sql import value_rows
 from langchain_ragspine.sensitivity import is_restricted
 from langchain_ragspine.served import ServedIds
+from langchain_ragspine.settings import configured_number
 from langchain_ragspine.text import index_text
 from langchain_ragspine.tokenizers import get_tokenizer, tokenizer_name, tokenizer_version
 
@@ -282,9 +282,10 @@ _POOLS: dict[str, Any] = {}
 _POOLS_LOCK = threading.Lock()
 
 
-def get_pool(url: str) -> Any:
-    """The process's ``psycopg_pool.ConnectionPool`` for ``url`` (autocommit connections; at most
-    ``RAGSPINE_PG_POOL_SIZE`` of them), opened on first use and closed at exit or by :func:`close_pools`.
+def get_pool(url: str, *, pool_size: int | None = None) -> Any:
+    """The process's ``psycopg_pool.ConnectionPool`` for ``url`` (autocommit connections; at most ``pool_size`` of
+    them, default ``RAGSPINE_PG_POOL_SIZE``, else 4), opened on first use and closed at exit or by
+    :func:`close_pools`.  The size counts when the pool is opened: a later call gets the open pool.
 
     Raises:
         StoreError: the server cannot be reached or refuses the connection (the message names the URL, password
@@ -305,7 +306,7 @@ def get_pool(url: str) -> Any:
         pool = ConnectionPool(
             url,
             min_size=1,
-            max_size=max(1, configured_setting("pg_pool_size")),
+            max_size=max(1, pool_size if pool_size is not None else configured_number("pg_pool_size")),
             # No server-side prepared statements: after psycopg's 5th execution PostgreSQL may switch a prepared
             # query to a generic plan that ignores the query's own terms, and the BM25 query then re-runs its
             # corpus statistics per posting row (measured: 2-6 s instead of 50 ms on 600 chunks).

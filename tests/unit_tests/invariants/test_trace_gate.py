@@ -37,7 +37,6 @@ from langsmith.utils import tracing_is_enabled
 from pydantic import Field
 
 from langchain_ragspine.backends.directory.chunk_store import ChunkStore
-from langchain_ragspine.config import make_query_transform
 from langchain_ragspine.document_compressors import (
     LostInTheMiddleReorder,
     MMRCompressor,
@@ -63,6 +62,7 @@ from langchain_ragspine.retrievers import (
     invoke_retriever,
     traces_own_run,
 )
+from langchain_ragspine.retrievers.transforms import make_query_transform
 from langchain_ragspine.text_splitters import ParentChildTextSplitter
 from tests.unit_tests._transform_fakes import SpyChatModel
 

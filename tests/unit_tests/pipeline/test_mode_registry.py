@@ -16,13 +16,14 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
 from langchain_ragspine.cli import build_parser, main
-from langchain_ragspine.config import LEXICAL_MODES, RETRIEVAL_MODES
 from langchain_ragspine.embeddings import HashingEmbeddings
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.evaluation.runner import DEFAULT_KS
 from langchain_ragspine.graphs import GRAPH_BUILDERS
 from langchain_ragspine.indexing import VECTOR_DIR, StoreSource, ingest, open_retriever, search
 from langchain_ragspine.pipeline.modes import (
+    LEXICAL_MODES,
+    RETRIEVAL_MODES,
     DocumentsSource,
     RetrievalMode,
     build_retriever,

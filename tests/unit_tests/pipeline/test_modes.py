@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-import langchain_ragspine.config as config
+import langchain_ragspine.embeddings.factory as embeddings_factory
 from langchain_ragspine.cli import main
 from langchain_ragspine.embeddings import HashingEmbeddings
 from langchain_ragspine.errors import StoreError
@@ -77,7 +77,7 @@ def test_lexical_presets_build_no_embedding_model_and_no_vector_index(corpus, tm
     def no_model(*a, **k):
         raise AssertionError("an embedding model was built in a lexical mode")
 
-    monkeypatch.setattr(config, "make_embeddings", no_model)
+    monkeypatch.setattr(embeddings_factory, "make_embeddings", no_model)
     import langchain_ragspine.indexing as indexing
 
     monkeypatch.setattr(indexing, "make_embeddings", no_model)

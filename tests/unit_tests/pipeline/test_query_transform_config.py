@@ -11,7 +11,6 @@ import pytest
 from langchain_core.language_models import FakeListChatModel
 
 from langchain_ragspine.cli import demo_corpus_dir, main
-from langchain_ragspine.config import LLM_QUERY_TRANSFORMS, QUERY_TRANSFORMS, make_query_transform
 from langchain_ragspine.indexing import ingest, open_retriever
 from langchain_ragspine.pipeline.modes import get_mode, mode_factory
 from langchain_ragspine.retrievers import (
@@ -23,6 +22,8 @@ from langchain_ragspine.retrievers import (
     RAGFusionRetriever,
     StepBackRetriever,
 )
+from langchain_ragspine.retrievers.transforms import make_query_transform
+from langchain_ragspine.specs import LLM_QUERY_TRANSFORMS, QUERY_TRANSFORMS
 from tests.unit_tests._transform_fakes import SpyChatModel, SpyRetriever, doc
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -127,7 +128,7 @@ def test_cli_llm_transform_without_a_model_prints_what_the_plain_search_prints(n
 def test_cli_transform_uses_the_configured_chat_model(demo_store, capsys, monkeypatch):
     """``--transform multi_query`` asks RAGSPINE_LLM's model (a spy here) and searches its variants."""
     spy = SpyChatModel(replies=["1. 文字位置\n2. 出典"])
-    monkeypatch.setattr("langchain_ragspine.config.resolve_chat_model",  # the CLI imports it when it runs
+    monkeypatch.setattr("langchain_ragspine.chat_models.resolve_chat_model",  # the CLI imports it when it runs
                         lambda spec, **kw: type("C", (), {"llm": spy, "how": "LLM path", "warning": None})())
     rows, err = _search(capsys, demo_store, "--transform", "multi_query")
     assert len(spy.prompts) == 1 and "citation offset" in spy.prompts[0]
@@ -201,7 +202,7 @@ def test_cli_eval_takes_the_glossary_flag_with_the_glossary_mode(tmp_path, capsy
 @pytest.mark.parametrize("spelling", ["HyDE", "multi-query", " Rag-Fusion ", "STEP-BACK", "Decompose"])
 def test_cli_transform_takes_the_spellings_the_setting_takes(spelling, demo_store, capsys):
     """``--transform HyDE`` / ``multi-query`` were refused by argparse although RAGSPINE_QUERY_TRANSFORM and
-    make_query_transform took them (one normalisation now: config.resolve_query_transform)."""
+    make_query_transform took them (one normalisation now: specs.resolve_query_transform)."""
     assert main(["search", "citation offset", "--store", str(demo_store), "-k", "5"]) == 0
     plain_out, _ = capsys.readouterr()
     with pytest.warns(QueryTransformSkippedWarning) as record:  # no LLM: skipped, as for the canonical name

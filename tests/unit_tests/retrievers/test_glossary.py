@@ -329,7 +329,7 @@ def test_groups_given_in_code_are_checked_the_same_way():
 
 
 def test_a_glossary_setting_of_plain_strings_is_an_error(tmp_path, monkeypatch):
-    from langchain_ragspine.config import make_query_transform
+    from langchain_ragspine.retrievers.transforms import make_query_transform
 
     path = tmp_path / "strings.yaml"
     path.write_text("- a\n- b\n", "utf-8")

@@ -488,7 +488,7 @@ def test_the_no_model_warning_points_at_the_users_line(cls):
 
 
 def test_the_no_model_warning_from_the_factory_points_at_the_users_line():
-    from langchain_ragspine.config import make_query_transform
+    from langchain_ragspine.retrievers.transforms import make_query_transform
 
     with pytest.warns(QueryTransformSkippedWarning) as record:
         make_query_transform("hyde", SpyRetriever(), llm=None)

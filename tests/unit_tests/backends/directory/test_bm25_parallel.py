@@ -122,7 +122,8 @@ def test_resolve_workers(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_workers_setting_is_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    from langchain_ragspine.config import configured_setting, get_settings
+    from langchain_ragspine.configured import configured_setting
+    from langchain_ragspine.settings import get_settings
 
     assert get_settings().workers == 0
     monkeypatch.setenv("RAGSPINE_WORKERS", "3")

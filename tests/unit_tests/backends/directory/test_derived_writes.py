@@ -323,7 +323,7 @@ def test_a_saved_hybrid_retriever_on_a_full_disk_names_the_channel_file(tmp_path
     """A channel saved inside the hybrid save's temporary directory is named as it is called once saved."""
     from langchain_core.documents import Document
 
-    from langchain_ragspine.config import make_embeddings
+    from langchain_ragspine.embeddings.factory import make_embeddings
     from langchain_ragspine.retrievers import HybridRetriever
 
     docs = [Document(page_content=text, metadata={"chunk_id": name}, id=name) for name, text in TEXTS.items()]

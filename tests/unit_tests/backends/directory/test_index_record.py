@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from langchain_ragspine.cli import main
-from langchain_ragspine.config import make_embeddings
+from langchain_ragspine.embeddings.factory import make_embeddings
 from langchain_ragspine.errors import StaleIndexWarning, StoreError
 from langchain_ragspine.indexing import INDEX_STATE, VECTOR_DIR, ingest, open_retriever, search
 
