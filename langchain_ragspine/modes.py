@@ -12,6 +12,8 @@ from langchain_ragspine.pipeline.modes import (
     build_retriever,
     get_mode,
     lexical_mode_names,
+    mode_aliases,
+    mode_choices,
     mode_factory,
     mode_names,
     needs_dense_index,
@@ -19,6 +21,8 @@ from langchain_ragspine.pipeline.modes import (
     register_mode,
     resolve_mode,
     resolve_mode_name,
+    split_mode,
+    transform_mode_message,
     unregister_mode,
 )
 
@@ -32,6 +36,8 @@ __all__ = [
     "build_retriever",
     "get_mode",
     "lexical_mode_names",
+    "mode_aliases",
+    "mode_choices",
     "mode_factory",
     "mode_names",
     "needs_dense_index",
@@ -39,5 +45,7 @@ __all__ = [
     "register_mode",
     "resolve_mode",
     "resolve_mode_name",
+    "split_mode",
+    "transform_mode_message",
     "unregister_mode",
 ]
