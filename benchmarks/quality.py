@@ -35,6 +35,7 @@ from langchain_text_splitters import RecursiveCharacterTextSplitter, TextSplitte
 from langchain_ragspine.evaluation import EvalResult, compare_paired, evaluate, load_dataset
 from langchain_ragspine.evaluation.plots import plot_recall_curves
 from langchain_ragspine.pipeline.modes import mode_factory
+from langchain_ragspine.pipeline.plan import RetrievalPlan, retriever_factory
 from langchain_ragspine.tokenizers import auto_tokenize, fugashi_tokenize
 
 KS = (1, 5, 10, 100)
@@ -50,7 +51,8 @@ def configurations(
     baselines: bool, dense: bool, set_name: str | None = None
 ) -> list[tuple[str, Factory, TextSplitter | None]]:
     """``(name, factory, splitter)``; ``splitter=None`` means the runner's default ParagraphTextSplitter().  The
-    package's rows are built by the mode registry (:func:`langchain_ragspine.pipeline.modes.mode_factory`), as the CLI's.
+    package's rows are built by the mode registry (:func:`langchain_ragspine.pipeline.modes.mode_factory`) and the
+    retrieval plan (:func:`langchain_ragspine.pipeline.plan.retriever_factory`: a mode + a transformation), as the CLI's.
     ``set_name`` adds the glossary row of that set's language (``benchmarks/transforms.py`` has the full study)."""
     depth = max(KS)
     configs: list[tuple[str, Factory, TextSplitter | None]] = [
@@ -58,11 +60,10 @@ def configurations(
         for tok in ("auto", "cjk", "fugashi", "whitespace")
     ]
     if set_name in GLOSSARIES:
-        from langchain_ragspine.retrievers import GlossaryRetriever
-
-        glossary, bm25 = GLOSSARIES[set_name], mode_factory("bm25", k=depth)
+        glossary = GLOSSARIES[set_name]
         configs.append((f"ragspine BM25 auto + glossary ({glossary.name})",
-                        lambda c: GlossaryRetriever(bm25(c), glossary=glossary, k=depth), None))
+                        retriever_factory(RetrievalPlan("bm25", ("glossary",)), k=depth, glossary=glossary,
+                                          transform_k=depth), None))
     emb = None
     if dense:
         from _embedding_cache import cached_e5

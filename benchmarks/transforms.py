@@ -46,10 +46,11 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import PrivateAttr
 from quality import GLOSSARIES
 
-from langchain_ragspine.config import LLM_QUERY_TRANSFORMS, make_chat_model, make_query_transform
+from langchain_ragspine.config import LLM_QUERY_TRANSFORMS, make_chat_model
 from langchain_ragspine.evaluation import EvalResult, compare_paired, evaluate, load_dataset
 from langchain_ragspine.pipeline.modes import mode_factory
-from langchain_ragspine.retrievers import GlossaryQueryRewriter, GlossaryRetriever, invoke_retriever
+from langchain_ragspine.pipeline.plan import RetrievalPlan, retriever_factory
+from langchain_ragspine.retrievers import GlossaryQueryRewriter, invoke_retriever
 
 KS = (1, 5, 10)
 DEPTH = 10
@@ -114,7 +115,8 @@ def glossary_section(name: str, limit: int | None) -> str:
     bm25 = mode_factory("bm25", k=DEPTH)
     plain = evaluate(bm25, dataset, ks=KS, limit=limit, name="ragspine BM25 auto")
     glossary = GLOSSARIES[name]
-    expanded = evaluate(lambda c: GlossaryRetriever(bm25(c), glossary=glossary, k=DEPTH), dataset, ks=KS,
+    glossed = retriever_factory(RetrievalPlan("bm25", ("glossary",)), k=DEPTH, glossary=glossary, transform_k=DEPTH)
+    expanded = evaluate(glossed, dataset, ks=KS,
                         limit=limit, name=f"BM25 auto + glossary ({glossary.name}, max_queries 5)")
     rewriter = GlossaryQueryRewriter(glossary)
     questions = [q.question for q in dataset.questions][:limit]
@@ -138,7 +140,7 @@ def cost_section(name: str, limit: int) -> str:
                     counters: list[CountingRetriever] = counters) -> Any:
             counting = CountingRetriever(inner=bm25(chunks))
             counters.append(counting)
-            return make_query_transform(transform, counting, llm=llm, k=DEPTH)
+            return RetrievalPlan("bm25", (transform,)).transform(counting, llm=llm, k=DEPTH)
 
         r = evaluate(factory, dataset, ks=KS, limit=limit, name=f"+ {transform} (scripted instant LLM)")
         n = r.config["n_questions"]
@@ -163,8 +165,7 @@ def llm_section(name: str, spec: str, limit: int, transforms: Sequence[str], max
         inner = make_chat_model(spec, num_predict=max_tokens) if spec.startswith("ollama:") else make_chat_model(spec)
         timed = _Timed(inner=inner, cache_path=str(LLM_CACHE), tag=f"{spec}|{max_tokens}")
 
-        def factory(chunks: list[Document], transform: str = transform, timed: _Timed = timed) -> Any:
-            return make_query_transform(transform, bm25(chunks), llm=timed, k=DEPTH)
+        factory = retriever_factory(RetrievalPlan("bm25", (transform,)), k=DEPTH, llm=timed, transform_k=DEPTH)
 
         r = evaluate(factory, dataset, ks=KS, limit=limit, name=f"+ {transform} ({spec})")
         n = r.config["n_questions"]

@@ -4,7 +4,8 @@
 ``make_adaptive_rag`` and ``make_self_rag`` (the server looks names up in the module's ``__dict__``, where a PEP 562
 attribute is not).  Importing this module does no work: each graph is built on first access (a module
 ``__getattr__`` for ``corrective_rag`` and the others, or a factory call; built once either way), and
-the store, retriever and chat model they share are made once, then.  The retriever follows the store
+the store, retriever and chat model they share are made once, then.  The retriever is the retrieval plan's
+(:func:`~langchain_ragspine.pipeline.plan.build_retriever`, as the CLI's); it follows the store
 (:class:`~langchain_ragspine.retrievers.LiveStoreRetriever`): a document relabelled RESTRICTED or deleted and
 re-ingested while the server runs is not served from the next run on, with no restart.  Configuration (``RAGSPINE_*`` variables, from
 the environment or ``.env``; see :class:`~langchain_ragspine.settings.RagSpineSettings`), all optional:
@@ -64,13 +65,14 @@ def _store_dir() -> Path:
 @functools.cache
 def _parts() -> tuple[Any, Any]:
     """``(retriever, chat model or None)``, shared by the three graphs; cached for the process's lifetime, which
-    is safe because ``open_retriever``'s retriever checks the store before every call (it reloads after a re-ingest
+    is safe because the store's retriever (``open_retriever``'s) checks the store before every call (it reloads after a re-ingest
     and never returns a row the store no longer serves)."""
     from langchain_ragspine.chat_models import make_chat_model
-    from langchain_ragspine.indexing import open_retriever
+    from langchain_ragspine.pipeline.plan import RetrievalPlan, build_retriever
 
-    # k and mode: RAGSPINE_K / RAGSPINE_RETRIEVAL_MODE, read (and checked) by open_retriever
-    retriever = open_retriever(_store_dir())
+    # the plan of open_retriever: k and mode from RAGSPINE_K / RAGSPINE_RETRIEVAL_MODE, read (and checked) there;
+    # no query transformation and no second stage (RAGSPINE_QUERY_TRANSFORM / _RERANKER are the CLI's)
+    retriever = build_retriever(RetrievalPlan(), _store_dir())
     return retriever, make_chat_model(None)  # RAGSPINE_LLM; unset: no LLM (the deterministic path)
 
 

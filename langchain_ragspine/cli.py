@@ -27,6 +27,7 @@ import tempfile
 import time
 import warnings
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from langchain_core.documents import Document
 
     from langchain_ragspine.indexing import IngestSummary
+    from langchain_ragspine.pipeline.plan import RetrievalPlan
     from langchain_ragspine.settings import RagSpineSettings
 
 #: The demo's sample questions: Japanese, English, and one whose best lexical match is a RESTRICTED runbook.
@@ -136,8 +138,8 @@ def _transform_arg(value: str) -> str:
 
 
 def _mode_arg(value: str) -> str:
-    """``--mode``: a transformation's mode is spelled as ``--transform`` takes it (``HyDE``, ``multi-query``); any
-    other value is left for the mode choices to check."""
+    """``--mode``: a transformation's name (the deprecated spelling of ``--transform NAME``) is spelled as
+    ``--transform`` takes it (``HyDE``, ``multi-query``); any other value is left for the mode choices to check."""
     from langchain_ragspine.specs import resolve_query_transform
 
     try:
@@ -146,28 +148,40 @@ def _mode_arg(value: str) -> str:
         return value
 
 
-def _plan(args: argparse.Namespace, mode: str | None) -> tuple[str | None, tuple[str, ...]]:
-    """``(base mode, transformations)`` of one search configuration: ``--mode hyde`` (any transformation's mode,
-    from ``--mode`` or ``RAGSPINE_RETRIEVAL_MODE``) is ``auto`` searched through that transformation, built here so
-    that ``--glossary`` and the CLI's chat model reach it; then ``--transform`` (default
-    ``RAGSPINE_QUERY_TRANSFORM``, checked here, where it is used) wraps the result.  ``none`` is left out, and so is
-    a ``--transform`` that names the mode's own transformation (``--mode glossary --transform glossary`` applies
-    the glossary once).
+def _plan(args: argparse.Namespace, mode: str | None) -> RetrievalPlan:
+    """The retrieval plan (:class:`~langchain_ragspine.pipeline.plan.RetrievalPlan`) of one search configuration:
+    ``mode`` (``--mode``, else ``RAGSPINE_RETRIEVAL_MODE``; a query transformation's name, deprecated, is ``auto``
+    searched through it: :func:`_note_transform_modes` says so), ``--transform`` (else
+    ``RAGSPINE_QUERY_TRANSFORM``, checked here, where it is used) around it, applied once when it names the mode's
+    own transformation (``--mode glossary --transform glossary``), and the second stage of ``--rerank`` /
+    ``--postprocess`` (else ``RAGSPINE_RERANKER`` / ``RAGSPINE_POSTPROCESSOR``).
 
     Raises:
-        ValueError: an unknown mode, or an unknown ``RAGSPINE_QUERY_TRANSFORM`` (the message names the variable).
+        ValueError: an unknown mode, or an unknown ``RAGSPINE_*`` value (the message names the variable).
     """
-    from langchain_ragspine.pipeline.modes import resolve_mode
-    from langchain_ragspine.specs import QUERY_TRANSFORMS
+    from langchain_ragspine.pipeline.plan import RetrievalPlan
 
-    name = resolve_mode(mode)
-    inner = (name,) if name in QUERY_TRANSFORMS[1:] else ()
-    outer = _outer_transform(args)
-    return ("auto" if inner else mode), inner + ((outer,) if outer != "none" and (outer,) != inner else ())
+    rerank, postprocess = _stage_specs(args)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # the CLI says it once, as a note
+        return RetrievalPlan.configured(mode, transform=args.transform, reranker=rerank, postprocessor=postprocess)
+
+
+def _note_transform_modes(modes: Sequence[str | None]) -> None:
+    """One note on stderr per query transformation given as a mode (``--mode hyde``, ``RAGSPINE_RETRIEVAL_MODE=
+    hyde``): the deprecated spelling of ``--transform hyde`` (over ``auto``), naming the new one."""
+    from langchain_ragspine.pipeline.modes import resolve_mode, split_mode, transform_mode_message
+
+    noted: set[str] = set()
+    for mode in modes:
+        inner = split_mode(resolve_mode(mode))[1]
+        if inner is not None and inner not in noted:
+            noted.add(inner)
+            print(f"note: {transform_mode_message(inner)}", file=sys.stderr)
 
 
 def _label_transform(args: argparse.Namespace, mode: str | None) -> str:
-    """The ``--transform`` named in a configuration's label: ``none`` when :func:`_plan` leaves it out."""
+    """The ``--transform`` named in a configuration's label: ``none`` when the plan applies it as the mode's own."""
     from langchain_ragspine.pipeline.modes import resolve_mode
 
     outer = _outer_transform(args)
@@ -181,7 +195,7 @@ def _check_glossary_used(args: argparse.Namespace, modes: Sequence[str | None]) 
     Raises:
         ValueError: ``--glossary`` and no configuration applies the glossary transformation.
     """
-    if args.glossary is not None and not any("glossary" in _plan(args, mode)[1] for mode in modes):
+    if args.glossary is not None and not any("glossary" in _plan(args, mode).transforms for mode in modes):
         raise ValueError(
             "--glossary is read by the glossary query transformation only: add --transform glossary "
             "(or --mode glossary), or leave --glossary out"
@@ -196,18 +210,13 @@ def _outer_transform(args: argparse.Namespace) -> str:
     return cast(str, args.transform) if args.transform is not None else configured_query_transform()
 
 
-def _transformed(retriever: Any, transforms: Sequence[str], args: argparse.Namespace, llm: Any = ...) -> Any:
-    """``retriever`` through each of ``transforms`` in turn (none: unchanged), the glossary ones with
-    ``--glossary`` (else ``RAGSPINE_GLOSSARY``).  An LLM transformation uses ``llm`` (``None``: no model), by
-    default ``RAGSPINE_LLM``'s chat model (default none); without one it is skipped with one warning."""
-    from langchain_ragspine.retrievers.transforms import make_query_transform
-    from langchain_ragspine.specs import LLM_QUERY_TRANSFORMS
-
-    for name in transforms:
-        if llm is ... and name in LLM_QUERY_TRANSFORMS:
-            llm, _ = _resolve_llm(None)
-        retriever = make_query_transform(name, retriever, llm=llm or "none", glossary=args.glossary)
-    return retriever
+def _transform_llm(plan: RetrievalPlan, llm: Any = ...) -> Any:
+    """The chat model of ``plan``'s LLM transformations: ``llm`` (``None``: no model), by default ``RAGSPINE_LLM``'s
+    (default none), resolved only when the plan has one; ``"none"`` when there is no model (each is then skipped
+    with one warning)."""
+    if llm is ... and _needs_llm(plan.transforms):
+        llm, _ = _resolve_llm(None)
+    return "none" if llm is ... or llm is None else llm
 
 
 def _needs_llm(transforms: Sequence[str]) -> bool:
@@ -221,14 +230,14 @@ _UNRESOLVED: Any = object()
 
 def _second_stage(args: argparse.Namespace, *, k: int, llm: Any = _UNRESOLVED) -> list[Any]:
     """The compressors of ``--rerank`` / ``--postprocess`` (defaults ``RAGSPINE_RERANKER`` /
-    ``RAGSPINE_POSTPROCESSOR``, checked here, where they are used), keeping ``k``; ``[]`` when both are ``none``.
-    ``--rerank llm`` uses ``llm`` (else ``--llm`` / ``RAGSPINE_LLM``, as ``ask``); with no LLM (none, or
-    unreachable) it is left out, with a warning.
+    ``RAGSPINE_POSTPROCESSOR``, checked here, where they are used), keeping ``k``; ``[]`` when both are ``none``
+    (:meth:`~langchain_ragspine.pipeline.plan.RetrievalPlan.compressors`).  ``--rerank llm`` uses ``llm`` (else
+    ``--llm`` / ``RAGSPINE_LLM``, as ``ask``); with no LLM (none, or unreachable) it is left out, with a warning.
 
     Raises:
         ValueError: an unknown spec (from a variable: the message names it).
     """
-    from langchain_ragspine.document_compressors.factory import make_compressors
+    from langchain_ragspine.pipeline.plan import RetrievalPlan
     from langchain_ragspine.specs import parse_reranker_spec
 
     reranker, postprocess = _stage_specs(args)
@@ -240,7 +249,7 @@ def _second_stage(args: argparse.Namespace, *, k: int, llm: Any = _UNRESOLVED) -
                   "first-stage order", file=sys.stderr)
             reranker = "none"
     try:
-        return make_compressors(reranker, postprocess, k=k, llm=chat)
+        return RetrievalPlan(reranker=reranker, postprocessor=postprocess).compressors(k=k, llm=chat)
     except (ImportError, OSError) as e:
         raise ValueError(f"--rerank {reranker!r}: {e}") from e
 
@@ -276,21 +285,9 @@ def _fetch_k(args: argparse.Namespace, compressors: Sequence[Any]) -> int | None
     return fetch_k
 
 
-def _with_second_stage(retriever: Any, compressors: Sequence[Any], *, k: int, fetch_k: int | None = None) -> Any:
-    """``retriever`` behind the gate and ``compressors`` (a ``SecondStageRetriever`` choosing among ``fetch_k``
-    candidates, default its own), or as it is without any."""
-    if not compressors:
-        return retriever
-    from langchain_ragspine.arguments import DEFAULT_FETCH_K
-    from langchain_ragspine.document_compressors import SecondStageRetriever
-
-    pool = DEFAULT_FETCH_K if fetch_k is None else fetch_k
-    return SecondStageRetriever(base_retriever=retriever, compressors=list(compressors), k=k, fetch_k=pool)
-
-
-def _second_stage_factory(factory: Any, compressors: Sequence[Any], *, k: int, fetch_k: int | None = None) -> Any:
-    """A retriever factory whose retrievers run behind ``compressors`` (for BEIR evaluation)."""
-    return lambda documents: _with_second_stage(factory(documents), compressors, k=k, fetch_k=fetch_k)
+def _staged_plan(plan: RetrievalPlan, args: argparse.Namespace, compressors: Sequence[Any]) -> RetrievalPlan:
+    """``plan`` with ``--fetch-k`` (checked by :func:`_fetch_k` against ``compressors``, its second stage)."""
+    return replace(plan, fetch_k=_fetch_k(args, compressors))
 
 
 def _stage_label(args: argparse.Namespace) -> str:
@@ -306,15 +303,17 @@ def _stage_label(args: argparse.Namespace) -> str:
 
 def _cmd_search(args: argparse.Namespace) -> int:
     from langchain_ragspine.filters import parse_filter_expressions
-    from langchain_ragspine.indexing import open_retriever, search
+    from langchain_ragspine.indexing import search
+    from langchain_ragspine.pipeline.plan import build_retriever
 
     flt = parse_filter_expressions(args.filter) if args.filter else None
     _check_glossary_used(args, [args.mode])
-    mode, transforms = _plan(args, args.mode)
+    _note_transform_modes([args.mode])
+    plan = _plan(args, args.mode)
     compressors = _second_stage(args, k=args.k)
-    retriever = open_retriever(args.store, k=args.k, mode=mode, embedding=args.embedding)
-    retriever = _transformed(retriever, transforms, args)
-    retriever = _with_second_stage(retriever, compressors, k=args.k, fetch_k=_fetch_k(args, compressors))
+    plan = _staged_plan(plan, args, compressors)
+    retriever = build_retriever(plan, args.store, k=args.k, embedding=args.embedding, llm=_transform_llm(plan),
+                                glossary=args.glossary, compressors=compressors)
     _print_results(search(retriever, args.query, k=args.k, filter=flt), as_json=args.json)
     return 0
 
@@ -341,30 +340,37 @@ def _mode_label(mode: str, tok: str, n_tokenizers: int, transform: str = "none")
 
 def _eval_llm(args: argparse.Namespace) -> Any:
     """The chat model of eval's LLM transformations (resolved once), or ``...`` when none is asked for."""
-    wanted = [t for mode in args.mode for t in _plan(args, mode)[1]]
+    wanted = [t for mode in args.mode for t in _plan(args, mode).transforms]
     return _resolve_llm(None)[0] if _needs_llm(wanted) else ...
 
 
-def _eval_qa_retrievers(args: argparse.Namespace, store_dir: Path | str) -> list[tuple[str, Any, float]]:
-    """``(name, retriever, build_seconds)`` for every requested mode × tokenizer over the ingested store."""
+def _eval_qa_retrievers(
+    args: argparse.Namespace, store_dir: Path | str, stage: Sequence[Any], fetch_k: int | None
+) -> list[tuple[str, Any, float]]:
+    """``(name, retriever, build_seconds)`` for every requested mode × tokenizer over the ingested store, each
+    behind the second stage ``stage`` (shared) choosing among ``fetch_k`` candidates."""
     from langchain_ragspine.indexing import open_source
-    from langchain_ragspine.pipeline.modes import build_retriever
+    from langchain_ragspine.pipeline.modes import split_mode
+    from langchain_ragspine.pipeline.plan import RetrievalPlan, build_retriever
     from langchain_ragspine.retrievers import BM25Retriever, HybridRetriever
 
     out = []
     llm = _eval_llm(args)
+    depth = max(args.ks)
     with open_source(store_dir, embedding=args.embedding) as source:
         for mode, tok in _eval_runs(args):
-            base, transforms = _plan(args, mode)
+            plan = replace(_plan(args, mode), fetch_k=fetch_k)
             t0 = time.perf_counter()
-            retriever = build_retriever(base, source, k=max(args.ks), tokenizer=tok)
+            base = build_retriever(RetrievalPlan(plan.mode), source, k=depth, tokenizer=tok, compressors=[])
             effective = (
-                mode if base != mode
-                else "bm25" if isinstance(retriever, BM25Retriever)
-                else "hybrid" if isinstance(retriever, HybridRetriever) else mode
+                mode if split_mode(mode)[1] is not None  # --mode hyde: named as written
+                else "bm25" if isinstance(base, BM25Retriever)
+                else "hybrid" if isinstance(base, HybridRetriever) else mode
             )
             label = _mode_label(effective, tok, len(args.tokenizer), _label_transform(args, mode))
-            out.append((label, _transformed(retriever, transforms, args, llm), time.perf_counter() - t0))
+            transformed = plan.transform(base, llm=_transform_llm(plan, llm), glossary=args.glossary)
+            seconds = time.perf_counter() - t0
+            out.append((label, plan.second_stage(transformed, k=depth, compressors=stage), seconds))
     return out
 
 
@@ -383,9 +389,11 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         load_dataset,
     )
     from langchain_ragspine.indexing import ingest
-    from langchain_ragspine.pipeline.modes import mode_factory, needs_dense_index
+    from langchain_ragspine.pipeline.modes import needs_dense_index
+    from langchain_ragspine.pipeline.plan import retriever_factory
 
     _check_glossary_used(args, args.mode)  # args.mode and args.tokenizer: lists (see _settings_defaults)
+    _note_transform_modes(args.mode)
     dataset = load_dataset(args.dataset)
     depth = max(args.ks)
     stage, suffix = _second_stage(args, k=depth), _stage_label(args)
@@ -394,9 +402,9 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         llm = _eval_llm(args)
 
         def factory(mode: str, tok: str) -> Any:
-            base, transforms = _plan(args, mode)
-            build = mode_factory(base, k=max(args.ks), tokenizer=tok, embedding=args.embedding)
-            return lambda docs: _transformed(build(docs), transforms, args, llm)
+            plan = replace(_plan(args, mode), fetch_k=fetch_k)
+            return retriever_factory(plan, k=depth, tokenizer=tok, embedding=args.embedding,
+                                     llm=_transform_llm(plan, llm), glossary=args.glossary, compressors=stage)
 
         runs = _eval_runs(args)
         labels = [_mode_label(mode, tok, len(args.tokenizer), _label_transform(args, mode)) + suffix
@@ -404,10 +412,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         _check_baseline(args.baseline, labels)
         results = []
         for (mode, tok), label in zip(runs, labels, strict=True):
-            built = factory(mode, tok)
-            if stage:
-                built = _second_stage_factory(built, stage, k=depth, fetch_k=fetch_k)
-            results.append(evaluate(built, dataset, ks=args.ks, limit=args.limit, name=label))
+            results.append(evaluate(factory(mode, tok), dataset, ks=args.ks, limit=args.limit, name=label))
     else:
         needs_dense = needs_dense_index(args.mode, args.embedding)
         with tempfile.TemporaryDirectory(prefix="ragspine-eval-") as tmp:
@@ -418,11 +423,10 @@ def _cmd_eval(args: argparse.Namespace) -> int:
             )
             print(f"ingest: {summary.line()}", file=sys.stderr)
             results = []
-            retrievers = _eval_qa_retrievers(args, store_dir)
+            retrievers = _eval_qa_retrievers(args, store_dir, stage, fetch_k)
             _check_baseline(args.baseline, [name + suffix for name, _, _ in retrievers])
             for name, retriever, seconds in retrievers:
-                result = evaluate(_with_second_stage(retriever, stage, k=depth, fetch_k=fetch_k), dataset, ks=args.ks,
-                                  limit=args.limit, name=name + suffix)
+                result = evaluate(retriever, dataset, ks=args.ks, limit=args.limit, name=name + suffix)
                 result.index_seconds = seconds
                 results.append(result)
     print(compare_markdown(results, baseline=args.baseline))
@@ -488,11 +492,10 @@ def _print_answer(state: Mapping[str, Any], how: str) -> None:
 
 
 def _cmd_ask(args: argparse.Namespace) -> int:
-    from langchain_ragspine.arguments import DEFAULT_FETCH_K
-    from langchain_ragspine.document_compressors import selects_candidates
     from langchain_ragspine.filters import parse_filter_expressions
     from langchain_ragspine.graphs import GRAPH_BUILDERS
-    from langchain_ragspine.indexing import open_retriever, result_record
+    from langchain_ragspine.indexing import result_record
+    from langchain_ragspine.pipeline.plan import build_retriever
 
     llm, how = _resolve_llm(args.llm)
     builder = GRAPH_BUILDERS[args.graph]
@@ -506,13 +509,13 @@ def _cmd_ask(args: argparse.Namespace) -> int:
         if "compressors" not in inspect.signature(builder).parameters:
             raise ValueError(f"--rerank / --postprocess: the {args.graph} graph takes no compressors= here")
         options["compressors"] = compressors
-    # a reranker or MMR chooses the k passages among max(k, --fetch-k) candidates (default DEFAULT_FETCH_K)
-    fetch_k = _fetch_k(args, compressors)
-    depth = max(args.k, fetch_k or DEFAULT_FETCH_K) if selects_candidates(compressors) else args.k
+    # a reranker or MMR chooses the k passages among max(k, --fetch-k) candidates (default DEFAULT_FETCH_K): the
+    # graph runs the second stage, so the retriever is the plan's first stage, returning that many
     _check_glossary_used(args, [args.mode])
-    mode, transforms = _plan(args, args.mode)
-    retriever = open_retriever(args.store, k=depth, mode=mode, embedding=args.embedding)
-    retriever = _transformed(retriever, transforms, args, llm)
+    _note_transform_modes([args.mode])
+    plan = _staged_plan(_plan(args, args.mode), args, compressors)
+    retriever = build_retriever(plan.first_stage(), args.store, k=plan.candidates(args.k, compressors),
+                                embedding=args.embedding, llm=_transform_llm(plan, llm), glossary=args.glossary)
     graph = builder(retriever, llm=llm, **options)
     flt = parse_filter_expressions(args.filter) if args.filter else None
     inputs = {"question": args.question, "filters": flt}
@@ -716,13 +719,13 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
     ``--mode`` choices from the mode registry and ``--graph`` choices from the graph builders."""
     from langchain_ragspine.arguments import DEFAULT_K
     from langchain_ragspine.evaluation.runner import DEFAULT_KS
-    from langchain_ragspine.pipeline.modes import mode_names
+    from langchain_ragspine.pipeline.modes import mode_choices
     from langchain_ragspine.settings import get_settings
     from langchain_ragspine.text_splitters.chunkers import CHUNKERS
     from langchain_ragspine.tokenizers import TOKENIZERS
 
     s = settings or get_settings()
-    modes = mode_names()
+    modes = mode_choices()  # the modes, their aliases, and the transformations' names (deprecated)
     parser, commands = command_parser()
     store_kw: dict = {"default": s.store, "required": s.store is None, "type": _store_arg}
 
@@ -753,7 +756,8 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
     )
     p.add_argument(
         "--mode", default=None, choices=modes, type=_mode_arg,
-        help="retrieval mode (RAGSPINE_RETRIEVAL_MODE, else auto); bm25/lexical/economy build no vector index",
+        help="retrieval mode (RAGSPINE_RETRIEVAL_MODE, else auto); bm25 (also spelt economy, lexical) builds no "
+        "vector index",
     )
     p.add_argument(
         "--contextual", action=argparse.BooleanOptionalAction, default=None,
@@ -782,8 +786,9 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
     p.add_argument("--json", action="store_true", help="one JSON object per line")
     p.add_argument(
         "--mode", default=None, choices=modes, type=_mode_arg,
-        help="auto (hybrid when the store has a vector index), hybrid, vector, bm25/lexical/economy "
-        "(RAGSPINE_RETRIEVAL_MODE, else auto)",
+        help="auto (hybrid when the store has a vector index), hybrid, vector, bm25 (also spelt economy, "
+        "lexical), parent_child (RAGSPINE_RETRIEVAL_MODE, else auto); a query transformation's name (hyde …) is "
+        "the deprecated spelling of --transform NAME",
     )
     p.add_argument("--embedding", default=None, metavar="SPEC", help="query encoder (default: the store's)")
     _add_transform_options(p, s)

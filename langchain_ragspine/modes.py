@@ -14,6 +14,8 @@ from langchain_ragspine.pipeline.modes import (
     build_retriever,
     get_mode,
     lexical_mode_names,
+    mode_aliases,
+    mode_choices,
     mode_factory,
     mode_names,
     needs_dense_index,
@@ -21,6 +23,8 @@ from langchain_ragspine.pipeline.modes import (
     register_mode,
     resolve_mode,
     resolve_mode_name,
+    split_mode,
+    transform_mode_message,
     unregister_mode,
 )
 
@@ -36,6 +40,8 @@ __all__ = [
     "build_retriever",
     "get_mode",
     "lexical_mode_names",
+    "mode_aliases",
+    "mode_choices",
     "mode_factory",
     "mode_names",
     "needs_dense_index",
@@ -43,5 +49,7 @@ __all__ = [
     "register_mode",
     "resolve_mode",
     "resolve_mode_name",
+    "split_mode",
+    "transform_mode_message",
     "unregister_mode",
 ]

@@ -164,7 +164,7 @@ class SecondStageRetriever(ContractRetriever):
 
     def _plan(self, k: int | None) -> tuple[int, int, int]:
         """``(k, first-stage depth, index of the last choosing compressor or -1)``."""
-        k = check_k(self.k if k is None else k)
+        k = check_k(self.k if k is None else k)  # the call's k comes resolved; _plan is also asked without one
         last = max((i for i, c in enumerate(self.compressors) if _selects(c)), default=-1)
         return k, max(k, self.fetch_k) if last >= 0 else k, last
 

@@ -1,9 +1,10 @@
 """Retrieval modes: one registry from a mode name to the retriever it builds.
 
 A *retrieval mode* is a named recipe that composes retrieval channels into one ``BaseRetriever``: ``bm25`` is the
-BM25 index alone, ``vector`` the dense channel alone, ``hybrid`` both fused by
-:class:`~langchain_ragspine.retrievers.HybridRetriever`, ``auto`` hybrid when a dense channel is available and
-BM25 otherwise.  Every place that turns a mode name into a retriever goes through this registry:
+BM25 index alone (also spelt ``economy`` or ``lexical``: aliases, :func:`mode_aliases`), ``vector`` the dense
+channel alone, ``hybrid`` both fused by :class:`~langchain_ragspine.retrievers.HybridRetriever`, ``auto`` hybrid
+when a dense channel is available and BM25 otherwise, ``parent_child`` the distinct parents of ``auto``'s children.
+Every place that turns a mode name into a retriever goes through this registry:
 :func:`~langchain_ragspine.indexing.open_retriever` and :func:`~langchain_ragspine.indexing.ingest` (which modes
 need an embedding model), ``ragspine search | ask | eval --mode``, ``RAGSPINE_RETRIEVAL_MODE``, ``graphs/app.py``
 and ``benchmarks/quality.py``.
@@ -12,9 +13,13 @@ A mode builds from a :class:`RetrieverSource`, which says where the channels com
 (:class:`~langchain_ragspine.indexing.StoreSource`: the saved indexes, rebuilt in memory when stale) or documents in
 memory (:class:`DocumentsSource`: BEIR evaluation, benchmarks).  The mode itself never knows which.
 
+A query transformation is not a mode: the retrieval plan (:mod:`langchain_ragspine.pipeline.plan`) wraps any base
+mode's retriever in transformations and a second stage.  The transformations' names (``hyde``, ``glossary`` …) are
+still accepted where a mode is, for one release, as a deprecated spelling of mode ``auto`` searched through that
+transformation (:func:`split_mode`; a ``DeprecationWarning`` names the new spelling).
+
 Add a mode (a retriever selectable by name everywhere) with :func:`register_mode`; a mode may wrap another mode's
-retriever (:meth:`RetrievalMode.wrapping`), which is how query transforms and post-processing stages compose with
-any base mode::
+retriever (:meth:`RetrievalMode.wrapping`), e.g. a reranking stage of your own around any base mode::
 
     from langchain_ragspine.pipeline.modes import RetrievalMode, register_mode
 
@@ -27,6 +32,7 @@ CLI parses its arguments.  Modes are looked up case-insensitively.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, Protocol, Self, TypeVar
@@ -35,6 +41,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 
+from langchain_ragspine._stacklevel import user_stacklevel
 from langchain_ragspine.arguments import renamed_keywords, renamed_property
 from langchain_ragspine.embeddings.factory import resolve_embedding
 from langchain_ragspine.retrievers.bm25 import BM25Retriever
@@ -57,6 +64,8 @@ __all__ = [
     "build_retriever",
     "get_mode",
     "lexical_mode_names",
+    "mode_aliases",
+    "mode_choices",
     "mode_factory",
     "mode_names",
     "needs_dense_index",
@@ -64,6 +73,8 @@ __all__ = [
     "register_mode",
     "resolve_mode",
     "resolve_mode_name",
+    "split_mode",
+    "transform_mode_message",
     "unregister_mode",
 ]
 
@@ -174,8 +185,7 @@ class ModeContext:
     def build(self, mode: str) -> BaseRetriever:
         """The retriever of another registered ``mode`` from the same source, ``k``, tokenizer and options — the
         base a wrapping mode wraps."""
-        return get_mode(mode).build(ModeContext(self.source, resolve_mode_name(mode), self.k, self.tokenizer,
-                                                self.fetch_k, self.options))
+        return _build(resolve_mode_name(mode), self.source, self.k, self.tokenizer, self.fetch_k, self.options)
 
     def hybrid(self, retrievers: Sequence[BaseRetriever]) -> HybridRetriever:
         """``retrievers`` fused by :class:`HybridRetriever` with ``k``, ``fetch_k`` and the options."""
@@ -204,6 +214,8 @@ class RetrievalMode:
         uses_tokenizer: whether the retriever tokenizes (has a BM25 channel): evaluation compares tokenizers only
             for such modes.
         description: one line for help texts.
+        aliases: other names of the mode (lower case), accepted wherever its name is and resolved to it
+            (``bm25``: ``economy``, ``lexical``).
     """
 
     name: str
@@ -211,10 +223,12 @@ class RetrievalMode:
     embedding: EmbeddingUse = "none"
     uses_tokenizer: bool = True
     description: str = ""
+    aliases: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not self.name.strip() or self.name != self.name.strip().lower():
-            raise ValueError(f"a retrieval mode name is a non-empty lower-case string, got {self.name!r}")
+        for name in (self.name, *self.aliases):
+            if not isinstance(name, str) or not name.strip() or name != name.strip().lower():
+                raise ValueError(f"a retrieval mode name is a non-empty lower-case string, got {name!r}")
         if self.embedding not in ("none", "optional", "required"):
             raise ValueError(f"embedding must be 'none', 'optional' or 'required', got {self.embedding!r}")
 
@@ -227,17 +241,19 @@ class RetrievalMode:
         wrap: Callable[[BaseRetriever, ModeContext], BaseRetriever],
         description: str = "",
     ) -> RetrievalMode:
-        """A mode whose retriever is ``wrap(base retriever, context)``: a query transform (HyDE, multi-query), a
-        reranking or post-processing stage around any registered ``base`` mode.  It needs what the base needs
+        """A mode whose retriever is ``wrap(base retriever, context)``: a reranking or post-processing stage of your
+        own around any registered ``base`` mode (the package's query transformations and second stage are the
+        retrieval plan's, :mod:`langchain_ragspine.pipeline.plan`).  It needs what the base needs
         (embedding use and tokenizer are the base's, read when this is called).
 
         Raises:
             ValueError: ``base`` is not registered.
         """
-        base_mode = get_mode(base)
+        base_name = resolve_mode_name(base)
+        base_mode = get_mode(base_name)
         return cls(
             name=name,
-            build=lambda ctx: wrap(ctx.build(base_mode.name), ctx),
+            build=lambda ctx: wrap(ctx.build(base_name), ctx),
             embedding=base_mode.embedding,
             uses_tokenizer=base_mode.uses_tokenizer,
             description=description or f"{base_mode.name}, wrapped",
@@ -245,60 +261,116 @@ class RetrievalMode:
 
 
 _REGISTRY: dict[str, RetrievalMode] = {}
+_ALIASES: dict[str, str] = {}  # alias -> the registered mode's name
+
+#: The query transformations' names, accepted where a mode is (deprecated, for one release): ``hyde`` is mode
+#: ``auto`` searched through the ``hyde`` transformation (:func:`split_mode`).
+TRANSFORM_SPELLINGS = QUERY_TRANSFORMS[1:]
 
 
 def register_mode(mode: RetrievalMode, *, replace: bool = False) -> RetrievalMode:
-    """Make ``mode`` selectable by name everywhere (``open_retriever``, the CLI's ``--mode``, settings).
+    """Make ``mode`` (and its :attr:`~RetrievalMode.aliases`) selectable by name everywhere (``open_retriever``, the
+    CLI's ``--mode``, settings).
 
     Raises:
-        ValueError: a mode of that name is registered already and ``replace`` is false.
+        ValueError: a mode of that name (or one of its aliases) is registered already and ``replace`` is false; an
+            alias names another registered mode.
         TypeError: ``mode`` is not a :class:`RetrievalMode`.
     """
     if not isinstance(mode, RetrievalMode):
         raise TypeError(f"register_mode takes a RetrievalMode, got {type(mode).__name__}")
-    if mode.name in _REGISTRY and not replace:
-        raise ValueError(f"retrieval mode {mode.name!r} is registered already; pass replace=True to replace it")
+    for name in (mode.name, *mode.aliases):
+        taken = name in _REGISTRY or name in _ALIASES
+        if taken and not (replace and _ALIASES.get(name, name) == mode.name):
+            raise ValueError(f"retrieval mode {name!r} is registered already; pass replace=True to replace it")
     _REGISTRY[mode.name] = mode
+    for alias in mode.aliases:
+        _ALIASES[alias] = mode.name
     return mode
 
 
 def unregister_mode(name: str) -> None:
-    """Remove a registered mode (tests, plugins that unload).
+    """Remove a registered mode and its aliases (tests, plugins that unload).
 
     Raises:
         ValueError: no such mode.
     """
-    _REGISTRY.pop(resolve_mode_name(name))
+    key = resolve_mode_name(name)
+    if key not in _REGISTRY:
+        raise ValueError(f"{name!r} is not a registered retrieval mode")
+    _REGISTRY.pop(key)
+    for alias in [a for a, target in _ALIASES.items() if target == key]:
+        del _ALIASES[alias]
 
 
 def mode_names() -> tuple[str, ...]:
-    """Every registered mode, in registration order (the built-ins first: :data:`RETRIEVAL_MODES`)."""
+    """Every registered mode, in registration order (the built-ins first: ``auto``, ``hybrid``, ``vector``,
+    ``bm25``, ``parent_child``); aliases are :func:`mode_aliases`."""
     return tuple(_REGISTRY)
 
 
+def mode_aliases() -> dict[str, str]:
+    """``{alias: mode}`` for every registered alias (``{"economy": "bm25", "lexical": "bm25"}``)."""
+    return dict(_ALIASES)
+
+
+def mode_choices() -> tuple[str, ...]:
+    """Every name a mode may be given by (the CLI's ``--mode`` choices): the registered modes, their aliases, and
+    the query transformations' names (deprecated: :func:`split_mode`)."""
+    return (*_REGISTRY, *_ALIASES, *(n for n in TRANSFORM_SPELLINGS if n not in _REGISTRY and n not in _ALIASES))
+
+
 def lexical_mode_names() -> tuple[str, ...]:
-    """The registered modes that load no embedding model (``embedding == "none"``)."""
+    """The registered modes that load no embedding model (``embedding == "none"``): ``bm25`` (and modes registered
+    so); its aliases are :func:`mode_aliases`."""
     return tuple(name for name, mode in _REGISTRY.items() if mode.embedding == "none")
 
 
 def resolve_mode_name(name: str, *, setting: str | None = None) -> str:
-    """``name`` stripped and lower-cased, if it is a registered mode.
+    """``name`` stripped and lower-cased, if it is a registered mode; an alias gives its mode (``"Economy"`` →
+    ``"bm25"``); a query transformation's name (``"hyde"``, deprecated: see :func:`split_mode`) is returned as it
+    is.
 
     Args:
         name: the mode as written.
         setting: the variable ``name`` came from (``"RAGSPINE_RETRIEVAL_MODE"``), named at the head of the error.
 
     Raises:
-        ValueError: not a registered mode (the message lists them).
+        ValueError: not a registered mode (the message lists every accepted name).
         TypeError: not a string.
     """
     if not isinstance(name, str):
         raise TypeError(f"a retrieval mode is a string, got {name!r}")
     key = name.strip().lower()
-    if key not in _REGISTRY:
-        raise ValueError(f"{from_setting(setting, name)}unknown retrieval mode {name!r}; choose one of "
-                         f"{', '.join(_REGISTRY)}")
-    return key
+    if key in _REGISTRY or key in TRANSFORM_SPELLINGS:
+        return key
+    if key in _ALIASES:
+        return _ALIASES[key]
+    raise ValueError(f"{from_setting(setting, name)}unknown retrieval mode {name!r}; choose one of "
+                     f"{', '.join(mode_choices())}")
+
+
+def split_mode(name: str) -> tuple[str, str | None]:
+    """``(base mode, query transformation or None)`` of a mode as resolved by :func:`resolve_mode_name`: a
+    transformation's name (``"hyde"``) is ``("auto", "hyde")`` — the deprecated spelling of mode ``auto`` with that
+    transformation — any other mode ``(name, None)``.
+
+    Raises:
+        ValueError / TypeError: as :func:`resolve_mode_name`.
+    """
+    key = resolve_mode_name(name)
+    if key in TRANSFORM_SPELLINGS and key not in _REGISTRY:
+        return "auto", key
+    return key, None
+
+
+def transform_mode_message(name: str) -> str:
+    """The one deprecation message for a query transformation given as a mode (``mode="hyde"``)."""
+    return (
+        f"retrieval mode {name!r} is a query transformation, not a mode: use mode 'auto' with transform {name!r} "
+        f"(--transform {name}, RAGSPINE_QUERY_TRANSFORM={name}, RetrievalPlan(transforms=({name!r},))); the mode "
+        "spelling is deprecated and goes in the next release"
+    )
 
 
 def resolve_mode(mode: str | None) -> str:
@@ -313,12 +385,13 @@ def resolve_mode(mode: str | None) -> str:
 
 
 def get_mode(name: str) -> RetrievalMode:
-    """The registered mode called ``name`` (any case).
+    """The registered mode called ``name`` (any case, or an alias); for a query transformation's name (deprecated)
+    the mode it searches through, ``auto`` (what it needs: embedding use, tokenizer).
 
     Raises:
         ValueError: not a registered mode.
     """
-    return _REGISTRY[resolve_mode_name(name)]
+    return _REGISTRY[split_mode(name)[0]]
 
 
 def needs_embedding_message(mode: str) -> str:
@@ -368,8 +441,21 @@ def build_retriever(
         ValueError: an unknown mode; a mode that needs an embedding model or vector index the source lacks.
         TypeError: options given to a mode that takes none.
     """
-    name = resolve_mode(mode)
-    return get_mode(name).build(ModeContext(source, name, k, tokenizer, fetch_k, options))
+    return _build(resolve_mode(mode), source, k, tokenizer, fetch_k, options)
+
+
+def _build(
+    name: str, source: RetrieverSource, k: int, tokenizer: str | None, fetch_k: int | None,
+    options: Mapping[str, Any],
+) -> BaseRetriever:
+    """The retriever of the resolved mode ``name``; a query transformation's name (deprecated) is ``auto`` wrapped
+    in that transformation (``k`` results, the chat model of ``RAGSPINE_LLM``), with a ``DeprecationWarning``."""
+    base, transform = split_mode(name)
+    retriever = _REGISTRY[base].build(ModeContext(source, base, k, tokenizer, fetch_k, options))
+    if transform is None:
+        return retriever
+    warnings.warn(transform_mode_message(transform), DeprecationWarning, stacklevel=user_stacklevel())
+    return make_query_transform(transform, retriever, k=k)
 
 
 class DocumentsSource:
@@ -499,23 +585,10 @@ register_mode(RetrievalMode("hybrid", _hybrid, embedding="required", description
 register_mode(RetrievalMode(
     "vector", _vector, embedding="required", uses_tokenizer=False, description="the dense channel only",
 ))
-for _name in LEXICAL_MODES:
-    register_mode(RetrievalMode(_name, _bm25_only, description="BM25 only; no embedding model, no vector index"))
-del _name
-
-
-# -- query transformations as modes: `--mode hyde` is `auto` searched through HyDE (see retrievers.transforms.make_query_transform;
-# the chat model is RAGSPINE_LLM's, the glossary RAGSPINE_GLOSSARY's; `--transform` wraps any other mode)
-def _transform_mode(name: str) -> RetrievalMode:
-    return RetrievalMode.wrapping(
-        name, base="auto", wrap=lambda r, ctx: make_query_transform(name, r, k=ctx.k),
-        description=f"auto, searched through the {name!r} query transformation",
-    )
-
-
-for _name in QUERY_TRANSFORMS[1:]:
-    register_mode(_transform_mode(_name))
-del _name
+register_mode(RetrievalMode(
+    "bm25", _bm25_only, aliases=("economy", "lexical"),
+    description="BM25 only; no embedding model, no vector index (also spelt economy, lexical)",
+))
 
 
 #: Children a ``parent_child`` mode (and ``auto`` over a ``parent_child`` store) retrieves per query (at least

@@ -257,12 +257,17 @@ class SyncBackedRetriever(BaseRetriever):
 class RetrieverCall(Generic[RunManager]):
     """One call ``invoke(query, k=…, filter=…, **options)`` to a :class:`ContractRetriever`, as its hooks see it.
 
+    The base class resolves ``k`` and the filter once, at the door (:meth:`ContractRetriever._call`), so a hook
+    reads them as they are: it never checks ``k`` again, nor ANDs its own filter.
+
     Attributes:
-        k: the call's ``k``, not yet checked; ``None``: the retriever's own default.
-        filter: the call's metadata filter (:mod:`langchain_ragspine.filters` syntax), validated and compiled
-            once at the door (:class:`~langchain_ragspine.filters.CompiledFilter`: hand it on as it is, every
-            channel and merge of the call reuses it), not yet ANDed with the retriever's own; ``None``: none (also
-            for an empty filter).
+        k: the call's ``k``, checked (an int ``>= 1``), else the retriever's own ``k`` field; ``None`` when the
+            call gives none and the retriever has no ``k`` of its own (a wrapper whose ``k`` defaults to ``None``:
+            its inner retrievers' defaults apply).
+        filter: the retriever's own ``filter`` field ANDed with the call's metadata filter
+            (:mod:`langchain_ragspine.filters` syntax) — so a call narrows the results, never widens them —
+            validated and compiled once (:class:`~langchain_ragspine.filters.CompiledFilter`: hand it on as it is,
+            every channel and merge of the call reuses it); ``None``: neither (also for empty filters).
         run_manager: LangChain's run of the call (``CallbackManagerForRetrieverRun`` in :meth:`ContractRetriever.
             _retrieve`, the async one in :meth:`ContractRetriever._aretrieve`); inner calls are its child runs.
         options: the further keywords the class takes (:attr:`ContractRetriever.call_options`), as given.
@@ -276,6 +281,11 @@ class RetrieverCall(Generic[RunManager]):
     def child(self, tag: str) -> RunnableConfig:
         """The config of an inner call: a child run of this call's, tagged ``tag`` (a trace shows it)."""
         return child_config(self.run_manager, tag)
+
+    def depth(self, fetch_k: int | None) -> int | None:
+        """What each inner search of a wrapper asks for: ``max(k, fetch_k)`` (``fetch_k`` ``None``: ``k``);
+        ``None`` when :attr:`k` is (the inner retrievers' defaults)."""
+        return None if self.k is None else max(self.k, fetch_k or self.k)
 
 
 #: What :meth:`ContractRetriever._retrieve` receives.
@@ -317,6 +327,10 @@ class ContractRetriever(SyncBackedRetriever):
     ``invoke`` / ``ainvoke`` take one query string: anything else (a list, a dict, ``None``) is a ``TypeError`` of
     one line pointing at ``.batch`` / ``itemgetter`` (:func:`check_query`), raised before any work — a query
     transform's LLM call or an inner retriever's search.
+
+    The call's ``k`` and filter are resolved here, once, for every subclass (:class:`RetrieverCall`): ``k`` is the
+    call's (checked), else the retriever's own ``k`` field; the filter is the retriever's own ``filter`` field ANDed
+    with the call's (filters never widen), compiled once.  A subclass's hooks read ``call.k`` / ``call.filter``.
 
     A retriever's own ``k`` field (where it has one) is checked again at every call, before any work: pydantic's
     ``model_copy(update=…)`` and ``model_construct`` skip validation, so ``retriever.model_copy(update={"k": 0})``
@@ -452,8 +466,14 @@ class ContractRetriever(SyncBackedRetriever):
             raise TypeError(
                 unknown_arguments_message(f"{type(self).__name__}.invoke", unknown, known, what="keyword argument")
             )
-        # the call's filter is validated and compiled here, once: every channel, gate and merge of the call gets it
-        return RetrieverCall(k, compiled_filter(filter), run_manager, dict(kwargs))
+        # the call's filter is validated and compiled here, once, then ANDed with the retriever's own (a call narrows,
+        # never widens): every channel, gate and merge of the call gets it; then k, the call's or the retriever's own
+        flt = compiled_filter(filter)
+        own = self.__dict__.get("filter") if "filter" in cls.model_fields else None
+        if own:
+            flt = compiled_filter(own, flt)
+        resolved_k = check_k(k) if k is not None else self.__dict__.get("k") if "k" in cls.model_fields else None
+        return RetrieverCall(resolved_k, flt, run_manager, dict(kwargs))
 
     def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
         """The documents for ``query`` under ``call`` (see the class docstring)."""

@@ -44,7 +44,7 @@ import os
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
-from typing import Any, ClassVar, Unpack
+from typing import Any, ClassVar, Unpack, cast
 
 import numpy as np
 from langchain_core.documents import Document
@@ -65,7 +65,7 @@ from langchain_ragspine.documents import (
     with_scores,
 )
 from langchain_ragspine.errors import StaleIndexWarning
-from langchain_ragspine.filters import FilterMasks, compile_filter, compiled_filter
+from langchain_ragspine.filters import CompiledFilter, FilterMasks, compile_filter, compiled_filter
 from langchain_ragspine.retrievers.base import (
     RagSpineRetriever,
     RunnableOptions,
@@ -350,7 +350,11 @@ class BM25Retriever(RagSpineRetriever):
         k = self.k if k is None else check_k(k)
         threshold = self._threshold(score_threshold)
         check_bm25_query(query)
-        mask = self._masks.mask(compiled_filter(self.filter, filter))
+        return self._hits(query, k, compiled_filter(self.filter, filter), threshold)
+
+    def _hits(self, query: str, k: int, flt: CompiledFilter | None, threshold: float | None) -> list[tuple[int, float]]:
+        """:meth:`search` with ``k`` and the filter resolved (``flt``: the own filter ANDed with the call's)."""
+        mask = self._masks.mask(flt)
         docs = self._indexed_docs()
         if not docs:
             return []
@@ -373,7 +377,9 @@ class BM25Retriever(RagSpineRetriever):
         return top_rows(scores, ok, k, self._tie_rank)
 
     def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
-        hits = self.search(query, k=call.k, filter=call.filter, score_threshold=call.options.get("score_threshold"))
+        threshold = self._threshold(call.options.get("score_threshold"))
+        check_bm25_query(query)
+        hits = self._hits(query, cast(int, call.k), call.filter, threshold)  # k and filter: resolved by the base
         docs = self._indexed_docs()
         return [with_scores(docs[i], bm25=s, fused=s) for i, s in hits]
 

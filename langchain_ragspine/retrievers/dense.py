@@ -64,7 +64,7 @@ import re
 from collections.abc import Iterable, Mapping
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, ClassVar, Unpack
+from typing import Any, ClassVar, Unpack, cast
 
 import numpy as np
 from langchain_core.documents import Document
@@ -334,8 +334,8 @@ class DenseRetriever(RagSpineRetriever):
     def _prepare(self, query: str, call: RetrieverCall[Any]) -> tuple[int, np.ndarray | None, EmbedAs] | None:
         """``(k, candidate mask, embed_as)`` for a call, or ``None`` when the answer is ``[]`` without embedding the
         query."""
-        k = self.k if call.k is None else check_k(call.k)
-        mask = self._masks.mask(compiled_filter(self.filter, call.filter))  # validates the filter before anything else
+        k = cast(int, call.k)  # k and the filter (own AND call's): resolved by the base
+        mask = self._masks.mask(call.filter)
         embed_as = check_embed_as(call.options.get(EMBED_AS_OPTION))
         if self._index is None or not query or not query.strip():
             return None

@@ -41,7 +41,7 @@ from langchain_ragspine.retrievers._choices import ChoicePrompter
 from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, SyncCall
 from langchain_ragspine.retrievers.contract import ainvoke_retriever, invoke_retriever
 from langchain_ragspine.retrievers.embed_as import EMBED_AS_OPTION, embed_as_options, embed_as_target
-from langchain_ragspine.retrievers.query_transform import add_trace_entry, call_params
+from langchain_ragspine.retrievers.query_transform import add_trace_entry
 from langchain_ragspine.retrievers.query_variants import reply_text, strip_think
 from langchain_ragspine.served import ServedIds, served_ids
 from langchain_ragspine.text.folding import normalize
@@ -376,7 +376,7 @@ class FilterExtractionRetriever(ContractRetriever):
         return served_ids(self.base, ids)
 
     def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
-        k, _, flt = call_params(self.k, None, self.filter, call.k, call.filter)
+        k, flt = call.k, call.filter  # resolved by the base (the own filter AND the call's)
         found = self.extract(query, call.child("extract"))
         base, options = embed_as_target(self.base, embed_as_options(call.options))
         docs = invoke_retriever(base, query, k=k, filter=compiled_filter(flt, found),
@@ -384,7 +384,7 @@ class FilterExtractionRetriever(ContractRetriever):
         return self._finish(docs, found)
 
     async def _aretrieve(self, query: str, call: AsyncCall) -> list[Document]:
-        k, _, flt = call_params(self.k, None, self.filter, call.k, call.filter)
+        k, flt = call.k, call.filter
         found = await self.aextract(query, call.child("extract"))
         base, options = embed_as_target(self.base, embed_as_options(call.options))
         docs = await ainvoke_retriever(base, query, k=k, filter=compiled_filter(flt, found),

@@ -71,9 +71,8 @@ class GatedRetriever(ContractRetriever):
         return served_ids(self.retriever, ids)
 
     def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
-        k = self.k if call.k is None else call.k
-        return invoke_retriever(self.retriever, query, k=k, filter=call.filter, config=call.child("gated"))
+        return invoke_retriever(self.retriever, query, k=call.k, filter=call.filter, config=call.child("gated"))
 
     async def _aretrieve(self, query: str, call: AsyncCall) -> list[Document]:
-        k = self.k if call.k is None else call.k
-        return await ainvoke_retriever(self.retriever, query, k=k, filter=call.filter, config=call.child("gated"))
+        return await ainvoke_retriever(self.retriever, query, k=call.k, filter=call.filter,
+                                       config=call.child("gated"))

@@ -80,7 +80,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Unpack
+from typing import Any, ClassVar, Literal, Unpack, cast
 
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
@@ -92,7 +92,6 @@ from langchain_ragspine.arguments import (
     PositiveIntField,
     check_arguments,
     check_int,
-    check_k,
     renamed_keywords,
 )
 from langchain_ragspine.backends.directory.bm25_index import SAVE_LAYOUT as _BM25_LAYOUT
@@ -105,7 +104,7 @@ from langchain_ragspine.documents import (
     scored_at_least,
     with_scores,
 )
-from langchain_ragspine.filters import CompiledFilter, Predicate, compile_filter, compiled_filter
+from langchain_ragspine.filters import CompiledFilter, Predicate, compile_filter
 from langchain_ragspine.retrievers.base import (
     AsyncCall,
     RagSpineRetriever,
@@ -752,13 +751,12 @@ class HybridRetriever(RagSpineRetriever):
         per-channel depth ``max(fetch_k, k)`` (the call's ``fetch_k``, else :attr:`fetch_k`) and the
         score threshold (the call's, else :attr:`score_threshold`)."""
         self._check_fields(own_filter=False)  # model_copy(update=...) skips validation
-        k = self.k if call.k is None else check_k(call.k)
+        k = cast(int, call.k)  # resolved by the base, as the filter (the own AND the call's)
         fetch_k = call.options.get("fetch_k")
         fetch_k = self.fetch_k if fetch_k is None else check_int(fetch_k, "fetch_k")
         threshold = call.options.get("score_threshold")
         threshold = self.score_threshold if threshold is None else self._check_threshold(threshold)
-        # the own filter AND the call's (compiled once at the door), compiled once for every channel and the merge
-        flt = compiled_filter(self.filter, call.filter)
+        flt = call.filter  # compiled once at the door, for every channel and the merge
         return _CallParams(k, flt, max(fetch_k, k), None if flt is None else flt.predicate, threshold)
 
     @staticmethod

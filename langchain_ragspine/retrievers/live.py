@@ -63,7 +63,7 @@ from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, PrivateAttr
 
 from langchain_ragspine._stacklevel import user_stacklevel
-from langchain_ragspine.arguments import DEFAULT_K, PositiveIntField, check_k
+from langchain_ragspine.arguments import DEFAULT_K, PositiveIntField
 from langchain_ragspine.backends.directory.follow import FileStat, FollowedChunkStore, StoreState, file_stat
 from langchain_ragspine.documents import chunk_key
 from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, RetrieverCall, SyncCall
@@ -305,13 +305,10 @@ class LiveStoreRetriever(ContractRetriever):
             options["fetch_k"] = call.options["fetch_k"]
         return target, options
 
-    def _k(self, call: RetrieverCall[Any]) -> int:
-        return self.k if call.k is None else check_k(call.k)
-
     def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
         snap = self._serving()
         target, options = self._inner_call(snap.retriever, call)
-        docs = invoke_retriever(target, query, k=self._k(call), filter=call.filter,
+        docs = invoke_retriever(target, query, k=call.k, filter=call.filter,
                                 config=call.child(f"{GENERATION_TAG}:{snap.key[0].generation}"), options=options)
         return self._gate(docs)
 
@@ -320,6 +317,6 @@ class LiveStoreRetriever(ContractRetriever):
         # langgraph dev refuses blocking calls there)
         snap = await run_in_executor(None, self._serving)
         target, options = self._inner_call(snap.retriever, call)
-        docs = await ainvoke_retriever(target, query, k=self._k(call), filter=call.filter,
+        docs = await ainvoke_retriever(target, query, k=call.k, filter=call.filter,
                                        config=call.child(f"{GENERATION_TAG}:{snap.key[0].generation}"), options=options)
         return self._gate(docs)

@@ -72,7 +72,6 @@ from langchain_ragspine.retrievers.contract import (
 )
 from langchain_ragspine.retrievers.embed_as import EMBED_AS_OPTION, embed_as_options, embed_as_target
 from langchain_ragspine.retrievers.hybrid import DEFAULT_C, fuse
-from langchain_ragspine.retrievers.query_transform import call_params
 from langchain_ragspine.retrievers.query_variants import reply_text, strip_think
 from langchain_ragspine.sensitivity import drop_restricted
 from langchain_ragspine.served import ServedIds, combine_served
@@ -657,7 +656,7 @@ class MultiIndexRetriever(ContractRetriever):
 
     # -- retrieval --------------------------------------------------------------------------------------------------
     def _params(self, call: RetrieverCall[Any]) -> tuple[int | None, int | None, CompiledFilter | None]:
-        return call_params(self.k, self.fetch_k, self.filter, call.k, call.filter)
+        return call.k, call.depth(self.fetch_k), call.filter  # k and the filter: resolved by the base
 
     def _searches(self, decision: RoutingDecision, query: str, call: RetrieverCall[Any]) -> list[Search]:
         """One search per selected index, traced as ``index_{i}``, with the call's ``embed_as`` handed on as

@@ -41,7 +41,7 @@ import contextlib
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, cast
 
 import pydantic
 from langchain_core.documents import Document
@@ -51,7 +51,7 @@ from langchain_core.vectorstores import VectorStore, VectorStoreRetriever
 from langchain_text_splitters import TextSplitter
 from pydantic import ConfigDict, Field, field_validator
 
-from langchain_ragspine.arguments import DEFAULT_K, PositiveIntField, check_k
+from langchain_ragspine.arguments import DEFAULT_K, PositiveIntField
 from langchain_ragspine.documents import check_documents, doc_key, with_scores
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.filters import matches
@@ -613,7 +613,7 @@ class ParentChildRetriever(ContractRetriever):
         return self.child_retriever
 
     def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
-        k = self.k if call.k is None else check_k(call.k)
+        k = cast(int, call.k)  # resolved by the base
         child, options = embed_as_target(self._children(), embed_as_options(call.options))
         children = invoke_retriever(child, query, k=self.fetch_k, filter=call.filter,
                                     config=call.child("child_retriever"), options=options)
@@ -622,7 +622,7 @@ class ParentChildRetriever(ContractRetriever):
         return self._parents(order, matched, found, k, call.filter)
 
     async def _aretrieve(self, query: str, call: AsyncCall) -> list[Document]:
-        k = self.k if call.k is None else check_k(call.k)
+        k = cast(int, call.k)  # resolved by the base
         child, options = embed_as_target(self._children(), embed_as_options(call.options))
         children = await ainvoke_retriever(child, query, k=self.fetch_k, filter=call.filter,
                                            config=call.child("child_retriever"), options=options)

@@ -66,7 +66,7 @@ from langchain_ragspine.backends.postgres.chunk_store import (
 from langchain_ragspine.backends.postgres.vectors import EMBEDDINGS, has_hnsw_index, register_vector
 from langchain_ragspine.embeddings.batching import l2_normalize
 from langchain_ragspine.errors import StoreError
-from langchain_ragspine.filters import compile_filter, compiled_filter
+from langchain_ragspine.filters import CompiledFilter, compile_filter, compiled_filter
 from langchain_ragspine.filters.sql import SqlFilter, check_filter, filter_sql
 from langchain_ragspine.retrievers.base import ContractRetriever, SyncCall
 from langchain_ragspine.retrievers.bm25 import bm25_threshold, check_bm25_query, with_scores
@@ -160,15 +160,20 @@ class _PostgresRetriever(ContractRetriever):
                 (BM25) a query longer than :data:`~langchain_ragspine.retrievers.bm25.MAX_QUERY_CHARS`.
             StoreError: the query fails, or runs longer than the statement timeout.
         """
-        return self._search_text(query, k, filter, "query")
+        return self._search_text(query, *self._resolved(k, filter), "query")
+
+    def _resolved(self, k: int | None, filter: Mapping[str, Any] | None) -> tuple[int, CompiledFilter | None]:
+        """What :class:`~langchain_ragspine.retrievers.base.ContractRetriever` resolves for ``invoke``, for a direct
+        :meth:`search`: ``k`` (checked, else the retriever's), the own filter ANDed with ``filter``."""
+        return (self.k if k is None else check_k(k)), compiled_filter(self.filter, filter)
 
     def _search_text(
-        self, query: str, k: int | None, filter: Mapping[str, Any] | None, embed_as: EmbedAs
+        self, query: str, k: int, filter: CompiledFilter | None, embed_as: EmbedAs
     ) -> list[tuple[Document, float]]:
-        """:meth:`search`, with the dense retriever's ``embed_as`` (BM25 embeds nothing).  The query is prepared
-        (tokenized / embedded) before a connection is taken from the pool."""
-        k = self.k if k is None else check_k(k)
-        flt = self._call_filter(filter, self._filter_row)
+        """:meth:`search` with ``k`` and the filter resolved (the own filter ANDed with the call's), and the dense
+        retriever's ``embed_as`` (BM25 embeds nothing).  The query is prepared (tokenized / embedded) before a
+        connection is taken from the pool."""
+        flt = filter_sql(filter, row=self._filter_row)
         prepared = self._prepare(query, embed_as) if query and query.strip() else None
         with self._db.search(self._timeout()) as conn:
             self._check_filter(conn, flt)
@@ -199,7 +204,7 @@ class _PostgresRetriever(ContractRetriever):
 
     def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
         embed_as = check_embed_as(call.options.get(EMBED_AS_OPTION))  # only the dense class declares the option
-        return [d for d, _ in self._search_text(query, call.k, call.filter, embed_as)]
+        return [d for d, _ in self._search_text(query, cast(int, call.k), call.filter, embed_as)]
 
 
 class PostgresBM25Retriever(_PostgresRetriever):
@@ -290,8 +295,9 @@ class PostgresBM25Retriever(_PostgresRetriever):
         return hits if threshold is None else [(d, s) for d, s in hits if s >= threshold]
 
     def _retrieve(self, query: str, call: SyncCall) -> list[Document]:
-        hits = self.search(query, k=call.k, filter=call.filter, score_threshold=call.options.get("score_threshold"))
-        return [d for d, _ in hits]
+        threshold = bm25_threshold(self.score_threshold, call.options.get("score_threshold"))
+        hits = self._search_text(query, cast(int, call.k), call.filter, "query")  # k, filter: resolved by the base
+        return [d for d, s in hits if threshold is None or s >= threshold]
 
     def _prepare(self, query: str, embed_as: EmbedAs) -> list[str] | None:
         """The query's tokens (``None`` when it has none).
@@ -504,7 +510,8 @@ class PostgresDenseRetriever(_PostgresRetriever):
             ValueError: an ``embed_as`` other than ``"query"`` / ``"document"``; as :meth:`_PostgresRetriever.search`.
             TypeError, StoreError: as :meth:`_PostgresRetriever.search`.
         """
-        return self._search_text(query, k, filter, check_embed_as(embed_as))
+        embed = check_embed_as(embed_as)
+        return self._search_text(query, *self._resolved(k, filter), embed)
 
     def _prepare(self, query: str, embed_as: EmbedAs) -> np.ndarray:
         """``query`` embedded by :attr:`embedding` in the ``embed_as`` role, as a unit vector."""

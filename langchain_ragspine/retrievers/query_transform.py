@@ -179,8 +179,9 @@ def call_params(
     k: int | None,
     filter: Mapping[str, Any] | None,
 ) -> tuple[int | None, int | None, CompiledFilter | None]:
-    """``(k, depth, filter)`` of one call to a wrapper retriever (a query transformation, :class:`~langchain_ragspine.
-    retrievers.multi_index.MultiIndexRetriever`, filter extraction).
+    """``(k, depth, filter)`` of one call to a wrapper retriever, for a retriever that is not a
+    :class:`~langchain_ragspine.retrievers.base.ContractRetriever` (whose base class resolves ``k`` and the filter
+    itself, :class:`~langchain_ragspine.retrievers.base.RetrieverCall`, and ``call.depth(fetch_k)`` is the depth).
 
     ``k`` is the call's (checked), else the wrapper's ``own_k`` (``None``: the inner retrievers' defaults); ``depth``
     — what each inner search asks for — is ``max(k, fetch_k)`` (``None`` when ``k`` is); the filter is the
@@ -337,8 +338,8 @@ class QueryTransformRetriever(ContractRetriever):
 
     # -- retrieval ----------------------------------------------------------------------------------------------------
     def _params(self, call: RetrieverCall[Any]) -> tuple[int | None, int | None, CompiledFilter | None]:
-        """``(k, depth per query, combined filter)`` of a call (:func:`call_params`)."""
-        return call_params(self.k, self.fetch_k, self.filter, call.k, call.filter)
+        """``(k, depth per query, combined filter)`` of a call (``k`` and the filter as the base resolved them)."""
+        return call.k, call.depth(self.fetch_k), call.filter
 
     def _searches(self, plan: QueryPlan) -> list[Search]:
         """One search of the base per planned query, traced as ``query_{i}`` (HyDE adds a call option to its

@@ -29,9 +29,12 @@ from langchain_ragspine.pipeline.modes import (
     build_retriever,
     get_mode,
     lexical_mode_names,
+    mode_aliases,
+    mode_choices,
     mode_factory,
     mode_names,
     register_mode,
+    resolve_mode_name,
     unregister_mode,
 )
 from langchain_ragspine.retrievers import BM25Retriever, DenseRetriever, HybridRetriever
@@ -155,8 +158,13 @@ def test_a_mode_factory_builds_registered_modes_from_documents(toy_mode):
 
 # -- the built-in modes ---------------------------------------------------------------------------------------------
 def test_builtin_modes_and_their_embedding_use():
-    assert mode_names()[: len(RETRIEVAL_MODES)] == RETRIEVAL_MODES
-    assert lexical_mode_names()[: len(LEXICAL_MODES)] == LEXICAL_MODES
+    """One lexical mode, ``bm25``; ``economy`` and ``lexical`` are its aliases (every spelling of
+    ``config.RETRIEVAL_MODES`` / ``LEXICAL_MODES`` is still accepted, and is that mode)."""
+    assert mode_names()[:5] == ("auto", "hybrid", "vector", "bm25", "parent_child")
+    assert lexical_mode_names()[:1] == ("bm25",) and mode_aliases() == {"economy": "bm25", "lexical": "bm25"}
+    assert set(RETRIEVAL_MODES) <= set(mode_choices()) and set(LEXICAL_MODES) <= set(mode_choices())
+    assert {resolve_mode_name(m) for m in LEXICAL_MODES} == {"bm25"} and resolve_mode_name(" Economy ") == "bm25"
+    assert all(get_mode(m) is get_mode("bm25") for m in LEXICAL_MODES)
     assert {m: get_mode(m).embedding for m in ("auto", "hybrid", "vector")} == {
         "auto": "optional", "hybrid": "required", "vector": "required"
     }
@@ -219,6 +227,23 @@ def test_registry_errors():
         build_retriever("bm25", DocumentsSource(docs), k=1, alpha=0.5)
 
 
+def test_an_alias_is_a_registered_name():
+    """A mode's aliases resolve to it everywhere, and are taken: another mode of that name is refused."""
+    register_mode(RetrievalMode("toy2", lambda ctx: ctx.bm25(), aliases=("toy-two",)))
+    try:
+        assert resolve_mode_name("TOY-TWO") == "toy2" and "toy-two" in mode_choices()
+        assert "toy-two" not in mode_names()
+        with pytest.raises(ValueError, match="'toy-two' is registered already"):
+            register_mode(RetrievalMode("toy-two", lambda ctx: ctx.bm25()))
+        with pytest.raises(ValueError, match="'economy' is registered already"):
+            register_mode(RetrievalMode("toy3", lambda ctx: ctx.bm25(), aliases=("economy",)))
+        with pytest.raises(ValueError, match="lower-case"):
+            RetrievalMode("toy4", lambda ctx: ctx.bm25(), aliases=("Toy",))
+    finally:
+        unregister_mode("toy2")
+    assert "toy-two" not in mode_choices() and "toy2" not in mode_names()
+
+
 def test_replacing_a_mode_is_explicit(toy_mode):
     other = RetrievalMode("toy", lambda ctx: ctx.bm25())
     assert register_mode(other, replace=True) is other and get_mode("toy") is other
@@ -228,6 +253,7 @@ def test_cli_choices_come_from_library_constants(toy_mode):
     parser = build_parser()
     sub = {a.dest: a for a in parser._subparsers._group_actions[0].choices["ask"]._actions}
     assert list(sub["graph"].choices) == list(GRAPH_BUILDERS) and "self_rag" in sub["graph"].choices
-    assert sub["mode"].choices == mode_names() and "toy" in sub["mode"].choices
+    assert sub["mode"].choices == mode_choices() and "toy" in sub["mode"].choices
+    assert set(mode_names()) | {"economy", "lexical", "hyde"} <= set(sub["mode"].choices)
     ev = {a.dest: a for a in parser._subparsers._group_actions[0].choices["eval"]._actions}
     assert ev["ks"].default == list(DEFAULT_KS)

@@ -85,17 +85,24 @@ def test_settings_choose_the_transform_glossary_and_deny_list(monkeypatch, tmp_p
         {"position": 2, "term": 0, "reason": "deny_list"}]
 
 
-def test_transform_modes_are_registered_and_wrap_auto(monkeypatch):
-    assert set(QUERY_TRANSFORMS[1:]) <= {n for n in QUERY_TRANSFORMS[1:] if get_mode(n)}
+def test_transform_names_are_deprecated_spellings_of_auto_with_the_transform(monkeypatch):
+    """Transforms are not modes (issue 26, O1): the registry holds none, but a transformation's name given as a mode
+    still builds ``auto`` wrapped in it, for one release, with a DeprecationWarning naming the new spelling."""
+    from langchain_ragspine.pipeline.modes import mode_choices, mode_names
+
+    assert not set(QUERY_TRANSFORMS[1:]) & set(mode_names()) and set(QUERY_TRANSFORMS[1:]) <= set(mode_choices())
+    assert all(get_mode(n) is get_mode("auto") for n in QUERY_TRANSFORMS[1:])  # it needs what auto needs
     monkeypatch.setenv("RAGSPINE_GLOSSARY", str(DEMO_GLOSSARY))
     from langchain_ragspine.document_loaders import CorpusLoader
     from langchain_ragspine.text_splitters import ParagraphTextSplitter
 
     chunks = ParagraphTextSplitter().split_documents(CorpusLoader(demo_corpus_dir()).load())
-    glossary = mode_factory("glossary", k=10)(chunks)
+    with pytest.warns(DeprecationWarning, match="'glossary' is a query transformation, not a mode: use mode 'auto' "
+                                                "with transform 'glossary' \\(--transform glossary"):
+        glossary = mode_factory("glossary", k=10)(chunks)
     assert isinstance(glossary, GlossaryRetriever) and glossary.k == 10
     assert "ja/splitter" in {d.metadata["doc_id"] for d in glossary.invoke("citation offset")}
-    with pytest.warns(QueryTransformSkippedWarning):
+    with pytest.warns(QueryTransformSkippedWarning), pytest.warns(DeprecationWarning, match="--transform hyde"):
         hyde = mode_factory("hyde", k=5)(chunks)
     assert hyde.invoke("citation offset") == mode_factory("auto", k=5)(chunks).invoke("citation offset")
 
