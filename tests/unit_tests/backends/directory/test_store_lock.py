@@ -50,7 +50,7 @@ from tests.unit_tests._ingest_gate_child import (
     waiting_line,
 )
 
-CHILD = Path(__file__).with_name("_ingest_gate_child.py")
+CHILD = Path(__file__).resolve().parents[2] / "_ingest_gate_child.py"
 POSIX_ONLY = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX signals")
 
 
