@@ -47,7 +47,7 @@ __all__ = list(GRAPHS)
 def _store_dir() -> Path:
     from langchain_ragspine.cli import demo_corpus_dir
     from langchain_ragspine.config import get_settings
-    from langchain_ragspine.indexing import ingest
+    from langchain_ragspine.pipeline.ingest import ingest
 
     configured = get_settings().store
     if configured is not None:
@@ -67,7 +67,7 @@ def _parts() -> tuple[Any, Any]:
     is safe because ``open_retriever``'s retriever checks the store before every call (it reloads after a re-ingest
     and never returns a row the store no longer serves)."""
     from langchain_ragspine.config import make_chat_model
-    from langchain_ragspine.indexing import open_retriever
+    from langchain_ragspine.pipeline.sources import open_retriever
 
     # k and mode: RAGSPINE_K / RAGSPINE_RETRIEVAL_MODE, read (and checked) by open_retriever
     retriever = open_retriever(_store_dir())

@@ -40,8 +40,9 @@ if TYPE_CHECKING:
     from langchain_ragspine.document_loaders import CorpusLoader
     from langchain_ragspine.errors import LoaderError, RagSpineError, StoreError
     from langchain_ragspine.filters import compile_filter, matches
-    from langchain_ragspine.indexing import IngestSummary, ingest, open_retriever, search
+    from langchain_ragspine.pipeline.ingest import IngestSummary, ingest
     from langchain_ragspine.pipeline.modes import RetrievalMode, register_mode
+    from langchain_ragspine.pipeline.sources import open_retriever, search
     from langchain_ragspine.retrievers import (
         BM25Retriever,
         DecompositionRetriever,
@@ -81,7 +82,7 @@ _LAZY: dict[str, str] = {
     "GlossaryRetriever": "langchain_ragspine.retrievers",
     "HyDERetriever": "langchain_ragspine.retrievers",
     "HybridRetriever": "langchain_ragspine.retrievers",
-    "IngestSummary": "langchain_ragspine.indexing",
+    "IngestSummary": "langchain_ragspine.pipeline.ingest",
     "LLMListwiseReranker": "langchain_ragspine.document_compressors",
     "LayoutTextSplitter": "langchain_ragspine.text_splitters",
     "LoaderError": "langchain_ragspine.errors",
@@ -108,16 +109,16 @@ _LAZY: dict[str, str] = {
     "compile_filter": "langchain_ragspine.filters",
     "get_settings": "langchain_ragspine.config",
     "get_tokenizer": "langchain_ragspine.tokenizers",
-    "ingest": "langchain_ragspine.indexing",
+    "ingest": "langchain_ragspine.pipeline.ingest",
     "is_restricted": "langchain_ragspine.document_compressors",
     "make_answer_chain": "langchain_ragspine.chains",
     "make_chat_model": "langchain_ragspine.config",
     "make_embeddings": "langchain_ragspine.config",
     "make_query_transform": "langchain_ragspine.config",
     "matches": "langchain_ragspine.filters",
-    "open_retriever": "langchain_ragspine.indexing",
+    "open_retriever": "langchain_ragspine.pipeline.sources",
     "register_mode": "langchain_ragspine.pipeline.modes",
-    "search": "langchain_ragspine.indexing",
+    "search": "langchain_ragspine.pipeline.sources",
 }
 
 __all__ = [

@@ -8,7 +8,8 @@ import re
 from pathlib import Path
 
 from langchain_ragspine.config import DEFAULT_K
-from langchain_ragspine.indexing import ingest, open_retriever, search
+from langchain_ragspine.pipeline.ingest import ingest
+from langchain_ragspine.pipeline.sources import open_retriever, search
 
 
 def _documented_k(doc: str | None) -> int:

@@ -23,8 +23,9 @@ from langchain_ragspine.config import (
     make_embeddings,
     make_query_transform,
 )
-from langchain_ragspine.indexing import ingest, open_retriever, search
+from langchain_ragspine.pipeline.ingest import ingest
 from langchain_ragspine.pipeline.modes import resolve_mode
+from langchain_ragspine.pipeline.sources import open_retriever, search
 from langchain_ragspine.retrievers import BM25Retriever
 from tests.harness import clear_settings
 

@@ -13,7 +13,7 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.retrievers import BaseRetriever
 
 import langchain_ragspine.config as config
-from langchain_ragspine.cli import main
+from langchain_ragspine.cli import main, result_record
 from langchain_ragspine.config import (
     DEFAULT_FETCH_K,
     POSTPROCESSORS,
@@ -32,7 +32,8 @@ from langchain_ragspine.document_compressors import (
     SecondStageRetriever,
     selects_candidates,
 )
-from langchain_ragspine.indexing import ingest, open_retriever, result_record, search
+from langchain_ragspine.pipeline.ingest import ingest
+from langchain_ragspine.pipeline.sources import open_retriever, search
 from tests.unit_tests.spy_models import SpyChatModel
 from tests.unit_tests.test_eval_cli import _qa_folder
 
