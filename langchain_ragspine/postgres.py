@@ -74,24 +74,25 @@ def ingest_postgres(
     load and split stages and the refusal of an empty run happen there first); the stages of
     :mod:`~langchain_ragspine.pipeline.stages` that apply to a PostgreSQL store, in this order:
 
-    1. The store's BM25 tokenizer becomes ``tokenizer`` (every posting rewritten, in one transaction, when it
-       differs from the recorded name or version).
-    2. With ``embedding``, the new or changed chunks that are searchable and have visible text are embedded into
-       ``ragspine_embeddings`` *before* the store changes (a failing model leaves the store as it was).
+    1. Lexical index: the store's BM25 tokenizer becomes ``tokenizer`` (every posting rewritten, in one
+       transaction, when it differs from the recorded name or version).
+    2. Embed (:func:`~langchain_ragspine.pipeline.stages.warm_embedding_cache`): with ``embedding``, the new or
+       changed chunks that are searchable and have visible text are embedded into ``ragspine_embeddings``
+       *before* the store changes (a failing model leaves the store as it was).
        So are the searchable chunks of the documents this ingest keeps and does not write — other writers'
        (the vector store's), and with ``retract_missing=False`` its own absent ones — that lack a vector of the
        model (a new model), so every document stays visible to the dense channel.
-    3. Each document becomes a new version in its own transaction, with its postings and typed values
-       (:func:`~langchain_ragspine.pipeline.stages.write_documents`, shared with the file store), written by
+    3. Write versions: each document becomes a new version in its own transaction, with its postings and typed
+       values (:func:`~langchain_ragspine.pipeline.stages.write_documents`, shared with the file store), written by
        :data:`~langchain_ragspine.backends.directory.chunk_store.INGEST_WRITER`; absent documents that ingest owns
        are retracted (those another writer created and ingest never wrote are kept).
     4. Vectors no longer searchable are deleted; the store records the model (key, spec, dimension) and gets an
        HNSW index once it holds ``RAGSPINE_PG_HNSW_THRESHOLD`` vectors.  Without ``embedding`` the model record is
        dropped (the vectors stay, as the file store keeps its cache).  The planner's statistics are refreshed.
 
-    All of it holds the store's writer lock (:func:`~langchain_ragspine.backends.postgres.lock.writer_lock`, waiting at most
-    ``lock_timeout`` seconds; ``None``: as long as it takes) — :func:`~langchain_ragspine.pipeline.ingest.ingest` has taken
-    it before reading the store.
+    All of it holds the store's writer lock (:func:`~langchain_ragspine.backends.postgres.lock.writer_lock`, waiting
+    at most ``lock_timeout`` seconds; ``None``: as long as it takes) —
+    :func:`~langchain_ragspine.pipeline.ingest.ingest` has taken it before reading the store.
 
     Raises:
         RagSpineError / StoreError: the embedding model or the database failed (the store keeps its committed

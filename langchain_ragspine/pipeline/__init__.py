@@ -1,8 +1,11 @@
 """The pipeline: what composes loaders, splitters, backends and retrievers into ingest and retrieval.
 
-Today it holds :mod:`~langchain_ragspine.pipeline.modes` (the retrieval-mode registry:
-``from langchain_ragspine.pipeline.modes import RetrievalMode, register_mode``); this package re-exports nothing
-yet (issue 26 adds the sources, ingest stages and the retrieval plan beside it).
+Modules: :mod:`~langchain_ragspine.pipeline.modes` (the retrieval-mode registry:
+``from langchain_ragspine.pipeline.modes import RetrievalMode, register_mode``),
+:mod:`~langchain_ragspine.pipeline.stages` (the ingest stages: load → split → write versions → lexical index →
+embed), :mod:`~langchain_ragspine.pipeline.ingest` (``ingest``, which runs them on a store) and
+:mod:`~langchain_ragspine.pipeline.sources` (``open_retriever``, ``StoreSource``, ``open_source``, ``search``).
+This package re-exports nothing yet (issue 26 adds the retrieval plan beside them).
 """
 
 __all__: list[str] = []
