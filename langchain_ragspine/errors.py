@@ -31,6 +31,7 @@ __all__ = [
     "StaleIndexWarning",
     "StoreError",
     "StoreWriteError",
+    "warn_stale",
     "write_errors",
 ]
 

@@ -21,7 +21,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 
 from langchain_ragspine.backends.directory.chunk_store import INGEST_WRITER
-from langchain_ragspine.backends.open import PostgresBackend
+from langchain_ragspine.backends.open import PostgresLocation
 from langchain_ragspine.backends.postgres.chunk_store import PostgresChunkStore
 from langchain_ragspine.backends.postgres.lock import writer_lock
 from langchain_ragspine.backends.postgres.vectors import (
@@ -49,12 +49,12 @@ def active_document_count(url: str, *, owner: str | None = None) -> int:
     :data:`~langchain_ragspine.backends.directory.chunk_store.INGEST_WRITER`), only those that writer owns — then a
     store that predates owners is migrated first (opened writable once, as the ingest about to write it would), so
     the count is of the documents its owners give that writer
-    (:meth:`~langchain_ragspine.backends.open.PostgresBackend.active_document_count`).
+    (:meth:`~langchain_ragspine.backends.open.PostgresLocation.active_document_count`).
 
     Raises:
         StoreError: the server cannot be reached.
     """
-    return PostgresBackend(url).active_document_count(owner=owner)
+    return PostgresLocation(url).active_document_count(owner=owner)
 
 
 def ingest_postgres(

@@ -3,15 +3,17 @@
 A store is given as a path (a store directory, :mod:`langchain_ragspine.backends.directory`) or as a
 ``postgresql://`` / ``postgres://`` URL (:mod:`langchain_ragspine.backends.postgres`)::
 
-    backend = open_backend("store")                       # DirectoryBackend(root=PosixPath('store'))
-    backend = open_backend("postgresql://localhost/rag")  # PostgresBackend(url='postgresql://localhost/rag')
+    backend = open_backend("store")                       # DirectoryLocation(root=PosixPath('store'))
+    backend = open_backend("postgresql://localhost/rag")  # PostgresLocation(given='postgresql://localhost/rag')
     with backend.writer_lock(timeout=None):
         n = backend.active_document_count()
 
-Ingest, the retrieval sources and the CLI ask it (or receive the backend it opened) instead of testing the string
+Ingest, the retrieval sources and the CLI ask it (or receive what it opened) instead of testing the string
 themselves.  The PostgreSQL classes still refuse a non-URL they are handed directly (a clear ``ValueError``), but
-choosing the backend happens here.  Opening reads and connects to nothing: the backend is a handle on where the
-store is and what it can do.
+choosing the backend happens here.  Opening reads and connects to nothing: what it returns is a *location* — where
+the store is, its writer lock, its document count, its recorded chunker and what the backend supports — not the
+chunk store itself (:class:`~langchain_ragspine.backends.base.ChunkBackend`), which ingest and the sources open from
+it.
 """
 
 from __future__ import annotations
@@ -22,26 +24,33 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from langchain_ragspine.backends.base import PARENTS
 from langchain_ragspine.backends.directory.chunk_store import ChunkStore
 from langchain_ragspine.backends.directory.layout import CHUNKS_DB, has_chunk_store, store_writer
-from langchain_ragspine.backends.postgres.chunk_store import is_postgres_url, redact_url
+from langchain_ragspine.backends.postgres.chunk_store import (
+    META,
+    PostgresChunkStore,
+    PostgresConnection,
+    is_postgres_url,
+    redact_url,
+)
 
-__all__ = ["DirectoryBackend", "PostgresBackend", "StoreBackend", "open_backend"]
+__all__ = ["DirectoryLocation", "PostgresLocation", "StoreLocation", "open_backend"]
 
 
 @dataclass(frozen=True)
-class DirectoryBackend:
+class DirectoryLocation:
     """A store directory at ``root`` (it may not exist yet: ``ingest`` creates it).
 
     Attributes:
         root: the directory.
-        keeps_parents / contextual_headers: what this backend supports (parent-child chunking's parents; contextual
-            headers recorded in ``index.json``): both.
+        keeps_parents / contextual_headers: what this backend supports (parent-child chunking's parents, as
+            :attr:`ChunkStore.unsupported` says; contextual headers recorded in ``index.json``): both.
     """
 
     root: Path
     kind: ClassVar[str] = "directory"
-    keeps_parents: ClassVar[bool] = True
+    keeps_parents: ClassVar[bool] = PARENTS not in ChunkStore.unsupported
     contextual_headers: ClassVar[bool] = True
 
     @property
@@ -78,18 +87,18 @@ class DirectoryBackend:
 
 
 @dataclass(frozen=True)
-class PostgresBackend:
+class PostgresLocation:
     """A PostgreSQL store (one schema: chunk versions, BM25 postings, pgvector vectors; ``docs/postgres.md``).
 
     Attributes:
         given: the URL as the caller gave it (the CLI hands it on unchanged).
-        keeps_parents / contextual_headers: neither yet (ingest refuses ``--chunker parent_child`` and
-            ``--contextual`` for it, naming them).
+        keeps_parents / contextual_headers: neither yet (parents: :attr:`PostgresChunkStore.unsupported`; ingest
+            refuses ``--chunker parent_child`` and ``--contextual`` for it, naming them).
     """
 
     given: str
     kind: ClassVar[str] = "postgresql"
-    keeps_parents: ClassVar[bool] = False
+    keeps_parents: ClassVar[bool] = PARENTS not in PostgresChunkStore.unsupported
     contextual_headers: ClassVar[bool] = False
 
     @property
@@ -123,12 +132,6 @@ class PostgresBackend:
         Raises:
             StoreError: the server cannot be reached.
         """
-        from langchain_ragspine.backends.postgres.chunk_store import (
-            META,
-            PostgresChunkStore,
-            PostgresConnection,
-        )
-
         db = PostgresConnection(self.given)
         with db.connection() as conn:
             if conn.execute("SELECT to_regclass(%s)", (META,)).fetchone()[0] is None:
@@ -142,17 +145,17 @@ class PostgresBackend:
 
 
 #: What :func:`open_backend` returns.
-StoreBackend = DirectoryBackend | PostgresBackend
+StoreLocation = DirectoryLocation | PostgresLocation
 
 
-def open_backend(store: str | os.PathLike[str]) -> StoreBackend:
-    """The backend of ``store``: a :class:`PostgresBackend` for a ``str`` that is a ``postgresql://`` or
-    ``postgres://`` URL (any case, surrounding blanks allowed), else a :class:`DirectoryBackend` of ``Path(store)``
+def open_backend(store: str | os.PathLike[str]) -> StoreLocation:
+    """The backend of ``store``: a :class:`PostgresLocation` for a ``str`` that is a ``postgresql://`` or
+    ``postgres://`` URL (any case, surrounding blanks allowed), else a :class:`DirectoryLocation` of ``Path(store)``
     (a ``Path`` is always a directory).  Connects to and reads nothing.
 
     Raises:
         TypeError: ``store`` is neither a string nor a path (from ``Path``).
     """
     if is_postgres_url(store):
-        return PostgresBackend(str(store))
-    return DirectoryBackend(Path(store))
+        return PostgresLocation(str(store))
+    return DirectoryLocation(Path(store))

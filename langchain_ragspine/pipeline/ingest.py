@@ -46,7 +46,7 @@ from langchain_ragspine.backends.directory.layout import (
     read_index_record,
 )
 from langchain_ragspine.backends.directory.lock import check_lock_timeout
-from langchain_ragspine.backends.open import DirectoryBackend, PostgresBackend, StoreBackend, open_backend
+from langchain_ragspine.backends.open import DirectoryLocation, PostgresLocation, StoreLocation, open_backend
 from langchain_ragspine.config import configured_setting, get_settings, resolve_embedding
 from langchain_ragspine.embeddings.cache import content_hash, model_key_for
 from langchain_ragspine.errors import StoreError, StoreWriteError
@@ -206,7 +206,7 @@ def _ingest(
     chunker: str | None,
     contextual: bool | None,
     workers: int | None = None,
-    hold: Callable[[StoreBackend], object] = lambda backend: None,
+    hold: Callable[[StoreLocation], object] = lambda backend: None,
 ) -> IngestSummary:
     """:func:`ingest`; ``hold(backend)`` takes the store's writer lock (a store directory's, or a ``postgresql://``
     store's) until :func:`ingest` returns (after the arguments are checked, before the store is first read)."""
@@ -239,7 +239,7 @@ def _ingest(
     hold(backend)
     splitter, chunker_config = choose_splitter(backend, chunker, chunk_size, chunk_overlap, embedding, emb)
     # read once: the writer lock is held from here to the last write of index.json
-    state, damaged = read_index_record(backend.root) if isinstance(backend, DirectoryBackend) else ({}, None)
+    state, damaged = read_index_record(backend.root) if isinstance(backend, DirectoryLocation) else ({}, None)
     recorded = state.get("contextual")
     wanted_header = recorded if contextual is None else dict(CONTEXTUAL_DEFAULT) if contextual else None
     header = contextual_header(wanted_header)
@@ -252,7 +252,7 @@ def _ingest(
     owned_before = backend.active_document_count(owner=INGEST_WRITER)
     # a new store's BM25 index is built from exactly this run's chunks: tokenize them while chunking
     streaming = (_StreamingPrefetch(docs, header, name, workers)
-                 if isinstance(backend, DirectoryBackend) and not active_before else None)
+                 if isinstance(backend, DirectoryLocation) and not active_before else None)
     split = split_documents(splitter, docs, progress=progress, chunked=None if streaming is None else streaming.chunked)
     show = progress  # None: a bar on a terminal, else a line per phase every ~10 s (langchain_ragspine.progress)
     summary = IngestSummary(
@@ -264,7 +264,7 @@ def _ingest(
     refuse_empty_run(backend, summary, retract_missing=retract_missing, allow_empty=allow_empty,
                      owned_before=owned_before)
     spec = _spec_name(embedding if isinstance(embedding, str) or embedding is None else None)
-    if isinstance(backend, PostgresBackend):
+    if isinstance(backend, PostgresLocation):
         from langchain_ragspine.postgres import ingest_postgres
 
         ingest_postgres(
@@ -283,7 +283,7 @@ def _ingest(
 
 
 def choose_splitter(
-    backend: StoreBackend,
+    backend: StoreLocation,
     name: str | None,
     chunk_size: int,
     chunk_overlap: int,
@@ -313,7 +313,7 @@ def choose_splitter(
 
 
 def refuse_empty_run(
-    backend: StoreBackend, summary: IngestSummary, *, retract_missing: bool, allow_empty: bool, owned_before: int
+    backend: StoreLocation, summary: IngestSummary, *, retract_missing: bool, allow_empty: bool, owned_before: int
 ) -> None:
     """Refuse a run whose paths yielded no document when it would retract the ``owned_before`` documents ingest
     owns in the store (a wrong path or an emptied folder must not silently empty a store).

@@ -38,7 +38,7 @@ from langchain_ragspine.backends.directory.layout import (
     read_index_record,
     writer_note,
 )
-from langchain_ragspine.backends.open import PostgresBackend, StoreBackend, open_backend
+from langchain_ragspine.backends.open import PostgresLocation, StoreLocation, open_backend
 from langchain_ragspine.config import configured_setting, get_settings, make_embeddings, resolve_embedding
 from langchain_ragspine.documents import has_visible_text
 from langchain_ragspine.embeddings.cache import model_key_for
@@ -501,7 +501,7 @@ def open_retriever(
     mode = resolve_mode(mode)
     k = check_k(k) if k is not None else configured_setting("k")
     backend = open_backend(store_dir)
-    if isinstance(backend, PostgresBackend):  # its retrievers read the tables at every call: current already
+    if isinstance(backend, PostgresLocation):  # its retrievers read the tables at every call: current already
         with _source(backend, embedding=embedding) as source:
             return build_retriever(mode, source, k=k, fetch_k=fetch_k, **options)
     root = backend.root
@@ -530,9 +530,9 @@ def open_source(
     return _source(open_backend(store), embedding=embedding)
 
 
-def _source(backend: StoreBackend, *, embedding: str | Embeddings | None) -> StoreSource | PostgresSource:
+def _source(backend: StoreLocation, *, embedding: str | Embeddings | None) -> StoreSource | PostgresSource:
     """The retrieval source of an opened backend (see :func:`open_source`)."""
-    if isinstance(backend, PostgresBackend):
+    if isinstance(backend, PostgresLocation):
         from langchain_ragspine.postgres import PostgresSource
 
         return PostgresSource(backend.given, embedding=embedding)

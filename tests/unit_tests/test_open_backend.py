@@ -14,7 +14,7 @@ import pytest
 
 import langchain_ragspine
 from langchain_ragspine.backends.directory.chunk_store import INGEST_WRITER
-from langchain_ragspine.backends.open import DirectoryBackend, PostgresBackend, open_backend
+from langchain_ragspine.backends.open import DirectoryLocation, PostgresLocation, open_backend
 from langchain_ragspine.pipeline.ingest import ingest
 
 PACKAGE = Path(langchain_ragspine.__file__).parent
@@ -25,7 +25,7 @@ PACKAGE = Path(langchain_ragspine.__file__).parent
 )
 def test_a_postgresql_url_opens_the_postgres_backend_as_given(store: str) -> None:
     backend = open_backend(store)
-    assert isinstance(backend, PostgresBackend)
+    assert isinstance(backend, PostgresLocation)
     assert backend.location == store  # the CLI hands the URL on unchanged
     assert backend.url == store.strip()
     assert (backend.keeps_parents, backend.contextual_headers) == (False, False)
@@ -35,13 +35,13 @@ def test_a_postgresql_url_opens_the_postgres_backend_as_given(store: str) -> Non
 @pytest.mark.parametrize("store", ["store", "./a/b", "postgresql:dir", "http://h/db", ""])
 def test_anything_else_is_a_store_directory(store: str) -> None:
     backend = open_backend(store)
-    assert backend == DirectoryBackend(Path(store))
+    assert backend == DirectoryLocation(Path(store))
     assert backend.location == backend.shown == Path(store)
 
 
 def test_a_path_is_always_a_directory_even_one_spelt_like_a_url() -> None:
     """``Path`` folds the ``//`` of a URL: a ``Path`` given is a directory, as before open_backend."""
-    assert isinstance(open_backend(Path("postgresql://h/db")), DirectoryBackend)
+    assert isinstance(open_backend(Path("postgresql://h/db")), DirectoryLocation)
 
 
 def test_messages_name_a_postgres_store_without_its_password() -> None:
