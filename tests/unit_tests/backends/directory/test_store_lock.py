@@ -45,7 +45,7 @@ from tests.unit_tests._ingest_gate_child import (
     waiting_line,
 )
 
-CHILD = Path(__file__).with_name("_ingest_gate_child.py")
+CHILD = Path(__file__).parents[2] / "_ingest_gate_child.py"  # tests/unit_tests/, where S03 left the child
 POSIX_ONLY = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX signals")
 
 
