@@ -178,7 +178,6 @@ class Phases:
 
 def _instrument(phases: Phases) -> None:
     """Wrap the package's phase functions (those of the package on ``sys.path``, old or new)."""
-    from langchain_ragspine import indexing
     from langchain_ragspine.document_loaders import CorpusLoader
     from langchain_ragspine.retrievers import bm25 as bm25_module
 
@@ -189,9 +188,20 @@ def _instrument(phases: Phases) -> None:
 
     lazy_load = CorpusLoader.lazy_load
     CorpusLoader.lazy_load = lambda self: phases.timed_iter("load", lazy_load(self))  # type: ignore[method-assign]
-    indexing._split = phases.timed("chunk", indexing._split)
-    indexing.write_documents = phases.timed("store", indexing.write_documents)
-    indexing._store_documents = phases.timed("read", indexing._store_documents)
+    try:  # the ingest stages (issue 26, P1): each phase function where its callers look it up
+        from langchain_ragspine.pipeline import ingest as ingest_module
+        from langchain_ragspine.pipeline import stages
+
+        stages.split_document = phases.timed("chunk", stages.split_document)
+        ingest_module.write_documents = phases.timed("store", ingest_module.write_documents)
+        read = phases.timed("read", stages.store_documents)
+        stages.store_documents = ingest_module.store_documents = read
+    except ImportError:  # a --before package from before P1: one indexing module
+        from langchain_ragspine import indexing  # type: ignore[no-redef]
+
+        indexing._split = phases.timed("chunk", indexing._split)
+        indexing.write_documents = phases.timed("store", indexing.write_documents)
+        indexing._store_documents = phases.timed("read", indexing._store_documents)
     save = bm25_module.BM25Retriever.save
     bm25_module.BM25Retriever.save = phases.timed("save", save)  # type: ignore[method-assign]
 

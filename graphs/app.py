@@ -47,7 +47,7 @@ __all__ = list(GRAPHS)
 
 def _store_dir() -> Path:
     from langchain_ragspine.cli import demo_corpus_dir
-    from langchain_ragspine.indexing import ingest
+    from langchain_ragspine.pipeline.ingest import ingest
     from langchain_ragspine.settings import get_settings
 
     configured = get_settings().store

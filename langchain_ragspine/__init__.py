@@ -33,8 +33,9 @@ if TYPE_CHECKING:
     from langchain_ragspine.document_loaders import CorpusLoader
     from langchain_ragspine.embeddings.factory import make_embeddings
     from langchain_ragspine.errors import RagSpineError
-    from langchain_ragspine.indexing import ingest, open_retriever, search
+    from langchain_ragspine.pipeline.ingest import ingest
     from langchain_ragspine.pipeline.modes import register_mode
+    from langchain_ragspine.pipeline.sources import open_retriever, search
     from langchain_ragspine.retrievers import (
         BM25Retriever,
         DecompositionRetriever,
@@ -94,21 +95,21 @@ _LAZY: dict[str, str] = {
     "SentenceWindowTextSplitter": "langchain_ragspine.text_splitters",
     "StepBackRetriever": "langchain_ragspine.retrievers",
     "get_settings": "langchain_ragspine.settings",
-    "ingest": "langchain_ragspine.indexing",
+    "ingest": "langchain_ragspine.pipeline.ingest",
     "is_restricted": "langchain_ragspine.document_compressors",
     "make_answer_chain": "langchain_ragspine.chains",
     "make_chat_model": "langchain_ragspine.chat_models",
     "make_embeddings": "langchain_ragspine.embeddings.factory",
     "make_query_transform": "langchain_ragspine.retrievers.transforms",
-    "open_retriever": "langchain_ragspine.indexing",
+    "open_retriever": "langchain_ragspine.pipeline.sources",
     "register_mode": "langchain_ragspine.pipeline.modes",
-    "search": "langchain_ragspine.indexing",
+    "search": "langchain_ragspine.pipeline.sources",
 }
 
 #: Names the root exported before issue 26 R1 and no longer does (helpers, not what a user composes): each still
 #: resolves for one release with a ``DeprecationWarning`` naming the module to import it from.
 _MOVED: dict[str, str] = {
-    "IngestSummary": "langchain_ragspine.indexing",
+    "IngestSummary": "langchain_ragspine.pipeline.stages",
     "LoaderError": "langchain_ragspine.errors",
     "RESTRICTED_SENSITIVITY": "langchain_ragspine.document_compressors",
     "RetrievalMode": "langchain_ragspine.pipeline.modes",

@@ -37,8 +37,8 @@ from langchain_ragspine._version import __version__
 if TYPE_CHECKING:
     from langchain_core.documents import Document
 
-    from langchain_ragspine.indexing import IngestSummary
     from langchain_ragspine.pipeline.plan import RetrievalPlan
+    from langchain_ragspine.pipeline.stages import IngestSummary
     from langchain_ragspine.settings import RagSpineSettings
 
 #: The demo's sample questions: Japanese, English, and one whose best lexical match is a RESTRICTED runbook.
@@ -72,8 +72,6 @@ def _snippet(text: str, width: int = 160) -> str:
 
 
 def _print_results(results: Sequence[Document], *, as_json: bool) -> None:
-    from langchain_ragspine.indexing import result_record
-
     out = sys.stdout
     if as_json:
         for rank, doc in enumerate(results, 1):
@@ -83,6 +81,27 @@ def _print_results(results: Sequence[Document], *, as_json: bool) -> None:
         out.write("  (no results)\n")
     for rank, doc in enumerate(results, 1):
         out.write(_format_hit(rank, doc))
+
+
+def result_record(rank: int, doc: Document) -> dict[str, Any]:
+    """The JSON object ``ragspine search --json`` prints for one result (``scores`` holds ``rerank`` only when a
+    reranker scored it)."""
+    md = dict(doc.metadata)
+    scores = md.pop("scores", None) or {}
+    return {
+        "rank": rank,
+        "text": doc.page_content,
+        "doc_id": md.get("doc_id"),
+        "title": md.get("title"),
+        "chunk_id": md.get("chunk_id"),
+        "source_locator": md.get("source_locator"),
+        "start_index": md.get("start_index"),
+        "end_index": md.get("end_index"),
+        "sensitivity": md.get("sensitivity"),
+        "metadata": md,
+        "scores": {"bm25": scores.get("bm25"), "vector": scores.get("vector"), "fused": scores.get("fused")}
+        | ({"rerank": scores["rerank"]} if scores.get("rerank") is not None else {}),
+    }
 
 
 def _format_hit(rank: int, doc: Document) -> str:
@@ -97,7 +116,7 @@ def _format_hit(rank: int, doc: Document) -> str:
 
 
 def _cmd_ingest(args: argparse.Namespace) -> int:
-    from langchain_ragspine.indexing import ingest
+    from langchain_ragspine.pipeline.ingest import ingest
 
     summary = ingest(
         args.paths,
@@ -122,7 +141,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
 
 def _print_summary(summary: IngestSummary, *, as_json: bool) -> None:
     """The ingest summary on stdout: its one line, or (``--json``) one JSON object of its counts
-    (:meth:`~langchain_ragspine.indexing.IngestSummary.to_dict`), as ``search --json`` prints its results."""
+    (:meth:`~langchain_ragspine.pipeline.stages.IngestSummary.to_dict`), as ``search --json`` prints its results."""
     print(json.dumps(summary.to_dict(), ensure_ascii=False) if as_json else summary.line())
 
 
@@ -303,8 +322,8 @@ def _stage_label(args: argparse.Namespace) -> str:
 
 def _cmd_search(args: argparse.Namespace) -> int:
     from langchain_ragspine.filters import parse_filter_expressions
-    from langchain_ragspine.indexing import search
     from langchain_ragspine.pipeline.plan import build_retriever
+    from langchain_ragspine.pipeline.sources import search
 
     flt = parse_filter_expressions(args.filter) if args.filter else None
     _check_glossary_used(args, [args.mode])
@@ -349,9 +368,9 @@ def _eval_qa_retrievers(
 ) -> list[tuple[str, Any, float]]:
     """``(name, retriever, build_seconds)`` for every requested mode × tokenizer over the ingested store, each
     behind the second stage ``stage`` (shared) choosing among ``fetch_k`` candidates."""
-    from langchain_ragspine.indexing import open_source
     from langchain_ragspine.pipeline.modes import split_mode
     from langchain_ragspine.pipeline.plan import RetrievalPlan, build_retriever
+    from langchain_ragspine.pipeline.sources import open_source
     from langchain_ragspine.retrievers import BM25Retriever, HybridRetriever
 
     out = []
@@ -388,7 +407,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         evaluate,
         load_dataset,
     )
-    from langchain_ragspine.indexing import ingest
+    from langchain_ragspine.pipeline.ingest import ingest
     from langchain_ragspine.pipeline.modes import needs_dense_index
     from langchain_ragspine.pipeline.plan import retriever_factory
 
@@ -492,9 +511,9 @@ def _print_answer(state: Mapping[str, Any], how: str) -> None:
 
 
 def _cmd_ask(args: argparse.Namespace) -> int:
+    from langchain_ragspine.cli import result_record
     from langchain_ragspine.filters import parse_filter_expressions
     from langchain_ragspine.graphs import GRAPH_BUILDERS
-    from langchain_ragspine.indexing import result_record
     from langchain_ragspine.pipeline.plan import build_retriever
 
     llm, how = _resolve_llm(args.llm)
@@ -585,8 +604,9 @@ def _demo_ingest(corpus: Path, store: Path, embedding: Any) -> Any:
     import shutil
     import sqlite3
 
+    from langchain_ragspine.backends.directory.layout import EMBEDDING_CACHE, prepare_store_dir
     from langchain_ragspine.embeddings.e5_onnx import default_cache_dir
-    from langchain_ragspine.indexing import EMBEDDING_CACHE, ingest, prepare_store_dir
+    from langchain_ragspine.pipeline.ingest import ingest
 
     saved = default_cache_dir() / DEMO_EMBEDDING_CACHE
     target = store / EMBEDDING_CACHE
@@ -610,7 +630,7 @@ def _demo_ingest(corpus: Path, store: Path, embedding: Any) -> Any:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from langchain_ragspine.indexing import open_retriever, search
+    from langchain_ragspine.pipeline.sources import open_retriever, search
 
     corpus = demo_corpus_dir()
     with tempfile.TemporaryDirectory(prefix="ragspine-demo-") as tmp:
@@ -646,14 +666,15 @@ def _store_arg(value: str | Path) -> Path | str:
         argparse.ArgumentTypeError: a libpq keyword/value string (``host=… dbname=…``), which would otherwise
             become a folder named after it (password included).
     """
-    from langchain_ragspine.backends.postgres.chunk_store import is_postgres_url, looks_like_conninfo
+    from langchain_ragspine.backends.open import open_backend
+    from langchain_ragspine.backends.postgres.chunk_store import looks_like_conninfo
 
     if looks_like_conninfo(value):
         raise argparse.ArgumentTypeError(  # the value is not echoed: it may hold a password
             "this looks like a libpq keyword connection string (host=… dbname=…), not a store directory; give "
             "PostgreSQL as a URL: postgresql://user:password@host:port/dbname"
         )
-    return value if isinstance(value, Path) or is_postgres_url(value) else Path(value)
+    return value if isinstance(value, Path) else open_backend(value).location
 
 
 def _add_transform_options(p: argparse.ArgumentParser, s: RagSpineSettings) -> None:

@@ -13,6 +13,7 @@ import json
 import os
 import re
 import sqlite3
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ __all__ = [
     "StaleIndexWarning",
     "StoreError",
     "StoreWriteError",
+    "warn_stale",
     "write_errors",
 ]
 
@@ -301,6 +303,18 @@ class StaleIndexWarning(UserWarning):
     (from the chunk store, or for a saved retriever from its own documents); the message names the file and why.
     Search answers from the rebuilt index, never from the saved one; ``ragspine ingest`` (or saving again)
     rewrites it.  Also importable as ``langchain_ragspine.indexing.StaleIndexWarning``."""
+
+
+def warn_stale(message: str) -> None:
+    """Warn with :class:`StaleIndexWarning`, attributed to the first caller outside this package, langchain_core and
+    pydantic (however many mode builders, or a live retriever's reload inside ``invoke``, stand between it and the
+    index).  Both store backends' retrieval sources warn through it."""
+    import langchain_core
+    import pydantic
+
+    from langchain_ragspine._stacklevel import user_stacklevel
+
+    warnings.warn(message, StaleIndexWarning, stacklevel=user_stacklevel(langchain_core, pydantic))
 
 
 def json_type_name(value: Any) -> str:

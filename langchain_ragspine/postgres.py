@@ -1,10 +1,10 @@
 """The PostgreSQL backend for ``ingest`` and the retrieval modes: ``--store postgresql://…`` everywhere a store
 directory goes.
 
-:func:`~langchain_ragspine.indexing.ingest` hands a ``postgresql://`` URL to :func:`ingest_postgres`, which writes
+:func:`~langchain_ragspine.pipeline.ingest.ingest` hands a ``postgresql://`` URL to :func:`ingest_postgres`, which writes
 the versioned chunk store and its search tables (:class:`~langchain_ragspine.backends.postgres.chunk_store.PostgresChunkStore`)
 and, with an embedding model, the chunk vectors (:mod:`langchain_ragspine.backends.postgres.vectors`).
-:func:`~langchain_ragspine.indexing.open_source` hands it to :class:`PostgresSource`, the
+:func:`~langchain_ragspine.pipeline.sources.open_source` hands it to :class:`PostgresSource`, the
 :class:`~langchain_ragspine.pipeline.modes.RetrieverSource` whose channels are
 :class:`~langchain_ragspine.retrievers.postgres.PostgresBM25Retriever` and
 :class:`~langchain_ragspine.retrievers.postgres.PostgresDenseRetriever` — so every registered mode (``bm25``,
@@ -21,7 +21,8 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 
 from langchain_ragspine.backends.directory.chunk_store import INGEST_WRITER
-from langchain_ragspine.backends.postgres.chunk_store import META, PostgresChunkStore, PostgresConnection
+from langchain_ragspine.backends.open import PostgresLocation
+from langchain_ragspine.backends.postgres.chunk_store import PostgresChunkStore
 from langchain_ragspine.backends.postgres.lock import writer_lock
 from langchain_ragspine.backends.postgres.vectors import (
     PostgresEmbeddingCache,
@@ -33,9 +34,9 @@ from langchain_ragspine.configured import configured_setting
 from langchain_ragspine.documents import has_visible_text
 from langchain_ragspine.embeddings.cache import model_key_for
 from langchain_ragspine.embeddings.factory import make_embeddings, resolve_embedding
-from langchain_ragspine.errors import StoreError
-from langchain_ragspine.indexing import IngestSummary, _warn_stale, warm_embedding_cache, write_documents
+from langchain_ragspine.errors import StoreError, warn_stale
 from langchain_ragspine.pipeline.modes import StoreBackedSource
+from langchain_ragspine.pipeline.stages import IngestSummary, Split, warm_embedding_cache, write_documents
 from langchain_ragspine.retrievers.bm25 import BM25Retriever
 from langchain_ragspine.retrievers.dense import DenseRetriever
 
@@ -48,22 +49,18 @@ def active_document_count(url: str, *, owner: str | None = None) -> int:
     """Active documents of the store at ``url`` (0 when the database holds none yet); with ``owner`` (e.g.
     :data:`~langchain_ragspine.backends.directory.chunk_store.INGEST_WRITER`), only those that writer owns — then a
     store that predates owners is migrated first (opened writable once, as the ingest about to write it would), so
-    the count is of the documents its owners give that writer.
+    the count is of the documents its owners give that writer
+    (:meth:`~langchain_ragspine.backends.open.PostgresLocation.active_document_count`).
 
     Raises:
         StoreError: the server cannot be reached.
     """
-    db = PostgresConnection(url)
-    with db.connection() as conn:
-        if conn.execute("SELECT to_regclass(%s)", (META,)).fetchone()[0] is None:
-            return 0
-    with PostgresChunkStore(url, read_only=owner is None) as store:
-        return len(store.doc_ids(owner=owner))
+    return PostgresLocation(url).active_document_count(owner=owner)
 
 
 def ingest_postgres(
     url: str,
-    split: Sequence[tuple[Document, list[Document], list[Document] | None]],
+    split: Sequence[Split],
     summary: IngestSummary,
     *,
     tokenizer: str,
@@ -74,27 +71,29 @@ def ingest_postgres(
     progress: bool | None,
     lock_timeout: float | None = None,
 ) -> None:
-    """The store-writing half of :func:`~langchain_ragspine.indexing.ingest` for a ``postgresql://`` URL (the
-    loading, splitting and refusal of an empty run happen there first).
+    """The store-writing half of :func:`~langchain_ragspine.pipeline.ingest.ingest` for a ``postgresql://`` URL (the
+    load and split stages and the refusal of an empty run happen there first); the stages of
+    :mod:`~langchain_ragspine.pipeline.stages` that apply to a PostgreSQL store, in this order:
 
-    1. The store's BM25 tokenizer becomes ``tokenizer`` (every posting rewritten, in one transaction, when it
-       differs from the recorded name or version).
-    2. With ``embedding``, the new or changed chunks that are searchable and have visible text are embedded into
-       ``ragspine_embeddings`` *before* the store changes (a failing model leaves the store as it was).
+    1. Lexical index: the store's BM25 tokenizer becomes ``tokenizer`` (every posting rewritten, in one
+       transaction, when it differs from the recorded name or version).
+    2. Embed (:func:`~langchain_ragspine.pipeline.stages.warm_embedding_cache`): with ``embedding``, the new or
+       changed chunks that are searchable and have visible text are embedded into ``ragspine_embeddings``
+       *before* the store changes (a failing model leaves the store as it was).
        So are the searchable chunks of the documents this ingest keeps and does not write — other writers'
        (the vector store's), and with ``retract_missing=False`` its own absent ones — that lack a vector of the
        model (a new model), so every document stays visible to the dense channel.
-    3. Each document becomes a new version in its own transaction, with its postings and typed values
-       (:func:`~langchain_ragspine.indexing.write_documents`, shared with the file store), written by
+    3. Write versions: each document becomes a new version in its own transaction, with its postings and typed
+       values (:func:`~langchain_ragspine.pipeline.stages.write_documents`, shared with the file store), written by
        :data:`~langchain_ragspine.backends.directory.chunk_store.INGEST_WRITER`; absent documents that ingest owns
        are retracted (those another writer created and ingest never wrote are kept).
     4. Vectors no longer searchable are deleted; the store records the model (key, spec, dimension) and gets an
        HNSW index once it holds ``RAGSPINE_PG_HNSW_THRESHOLD`` vectors.  Without ``embedding`` the model record is
        dropped (the vectors stay, as the file store keeps its cache).  The planner's statistics are refreshed.
 
-    All of it holds the store's writer lock (:func:`~langchain_ragspine.backends.postgres.lock.writer_lock`, waiting at most
-    ``lock_timeout`` seconds; ``None``: as long as it takes) — :func:`~langchain_ragspine.indexing.ingest` has taken
-    it before reading the store.
+    All of it holds the store's writer lock (:func:`~langchain_ragspine.backends.postgres.lock.writer_lock`, waiting
+    at most ``lock_timeout`` seconds; ``None``: as long as it takes) —
+    :func:`~langchain_ragspine.pipeline.ingest.ingest` has taken it before reading the store.
 
     Raises:
         RagSpineError / StoreError: the embedding model or the database failed (the store keeps its committed
@@ -219,7 +218,7 @@ def _record_vectors(store: PostgresChunkStore, embedding: Embeddings | None, spe
 
 class PostgresSource(StoreBackedSource[PostgresChunkStore]):
     """The channels of a PostgreSQL store, for the mode registry (:mod:`langchain_ragspine.pipeline.modes`) — the twin of
-    :class:`~langchain_ragspine.indexing.StoreSource`.
+    :class:`~langchain_ragspine.pipeline.sources.StoreSource`.
 
     Use it as a context manager (it holds the store open, read-only)::
 
@@ -234,7 +233,7 @@ class PostgresSource(StoreBackedSource[PostgresChunkStore]):
     The BM25 channel is :class:`~langchain_ragspine.retrievers.postgres.PostgresBM25Retriever` for the store's
     tokenizer (``tokenizer=None`` or its name), or an in-memory
     :class:`~langchain_ragspine.retrievers.bm25.BM25Retriever` over the store's chunks for another tokenizer
-    (evaluation compares tokenizers this way) and, with a :class:`~langchain_ragspine.indexing.StaleIndexWarning`,
+    (evaluation compares tokenizers this way) and, with a :class:`~langchain_ragspine.errors.StaleIndexWarning`,
     when the postings were written by another version of the tokenizer.  The dense channel is
     :class:`~langchain_ragspine.retrievers.postgres.PostgresDenseRetriever`.  Channels are made on first use and
     kept.
@@ -269,7 +268,7 @@ class PostgresSource(StoreBackedSource[PostgresChunkStore]):
                 self._bm25[key] = PostgresBM25Retriever(url=self.url, k=k)
             else:
                 if name == own:
-                    _warn_stale(
+                    warn_stale(
                         f"{store.path}: BM25 postings were written by another version of tokenizer {own!r}; "
                         "BM25 built in memory from the store — run `ragspine ingest` again to rewrite them "
                         "(documents other writers added, such as the vector store's, are kept, and their postings "
@@ -327,7 +326,7 @@ class PostgresSource(StoreBackedSource[PostgresChunkStore]):
                 path=store.path,
             )
         if saved_key != key:  # an explicit model for a store without vectors: embed in memory, as the file store
-            _warn_stale(
+            warn_stale(
                 f"{store.path}: the store has no vectors of {key}; the dense channel is built in memory (every "
                 "chunk embedded) — run `ragspine ingest` with this model to store them (documents other writers "
                 "added, such as the vector store's, are kept and embedded too)"

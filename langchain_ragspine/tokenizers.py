@@ -403,7 +403,7 @@ def tokenizer_version(name: str) -> str:
     ``"3+t2s-char/1+opencc-<release>+en-lucene33s-porter2/1+pystemmer-<release>"`` for ``"auto"`` and ``"cjk"``
     (:func:`~langchain_ragspine.text.english.english_analysis_version`).  An index whose recorded
     version differs from this one holds other tokens than queries now get and must be rebuilt
-    (``BM25Retriever.load`` refuses it; the store rebuilds it, see :mod:`langchain_ragspine.indexing`).
+    (``BM25Retriever.load`` refuses it; the store rebuilds it, see :mod:`langchain_ragspine.pipeline.sources`).
 
     Raises:
         ValueError: unknown tokenizer name.

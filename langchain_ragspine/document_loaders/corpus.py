@@ -835,7 +835,7 @@ def first_h1(markdown: str) -> str | None:
     return None
 
 
-#: A folder holding this file is a ragspine store directory (see ``langchain_ragspine.indexing``); the walk skips
+#: A folder holding this file is a ragspine store directory (see ``langchain_ragspine.backends.directory.layout``); the walk skips
 #: it, so a store kept inside the corpus is never read back as documents.
 STORE_MARKER = "ragspine-store.json"
 

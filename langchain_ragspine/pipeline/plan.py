@@ -41,7 +41,6 @@ from langchain_ragspine.arguments import DEFAULT_FETCH_K, check_k
 from langchain_ragspine.configured import configured_setting
 from langchain_ragspine.document_compressors import selects_candidates
 from langchain_ragspine.document_compressors.factory import make_compressors
-from langchain_ragspine.indexing import open_retriever
 from langchain_ragspine.pipeline.modes import (
     RetrieverSource,
     mode_factory,
@@ -50,6 +49,7 @@ from langchain_ragspine.pipeline.modes import (
     transform_mode_message,
 )
 from langchain_ragspine.pipeline.modes import build_retriever as build_mode
+from langchain_ragspine.pipeline.sources import open_retriever
 from langchain_ragspine.retrievers.transforms import make_query_transform
 from langchain_ragspine.specs import (
     configured_postprocessor,

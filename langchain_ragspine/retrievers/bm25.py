@@ -388,7 +388,7 @@ class BM25Retriever(RagSpineRetriever):
         """Write the index to directory ``path`` (replaced atomically): bm25s arrays (``.npy``, no pickle), the
         vocabulary and parameters as JSON, the documents as JSON lines, and last ``manifest.json`` with the SHA-256
         of every file and ``generation`` — the chunk-store generation ``docs`` were read at (default ``None``: not
-        from a store; :func:`~langchain_ragspine.indexing.ingest` passes it), see
+        from a store; :func:`~langchain_ragspine.pipeline.ingest.ingest` passes it), see
         :func:`~langchain_ragspine.backends.directory.bm25_index.save_bm25_index`.
 
         Raises:

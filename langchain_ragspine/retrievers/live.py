@@ -1,9 +1,9 @@
 """A retriever that follows its store: a relabel, a retraction or any re-ingest takes effect on the next call.
 
-A retriever built from a store directory's saved indexes (:class:`~langchain_ragspine.indexing.StoreSource`) is a
+A retriever built from a store directory's saved indexes (:class:`~langchain_ragspine.pipeline.sources.StoreSource`) is a
 snapshot: an app that keeps it (``graphs/app.py``, a ``langgraph dev`` server, a notebook) would go on returning
 a document after it was relabelled RESTRICTED or deleted and the store re-ingested.  :class:`LiveStoreRetriever`
-is what :func:`~langchain_ragspine.indexing.open_retriever` returns for a store directory instead; it wraps the
+is what :func:`~langchain_ragspine.pipeline.sources.open_retriever` returns for a store directory instead; it wraps the
 snapshot and, on every call (sync and async):
 
 1. **checks the store** — one indexed read of ``meta.generation`` (the counter every write transaction of the
@@ -101,7 +101,7 @@ class LiveStoreRetriever(ContractRetriever):
     """The retriever of a store directory, kept current: it reloads when the store changes and never returns a row
     that is not active in the store at the time of the call (see the module docstring).
 
-    :func:`~langchain_ragspine.indexing.open_retriever` builds it for a store directory; build one yourself only
+    :func:`~langchain_ragspine.pipeline.sources.open_retriever` builds it for a store directory; build one yourself only
     around a retriever factory of your own::
 
         retriever = open_retriever("store", mode="hybrid", k=6)   # a LiveStoreRetriever
@@ -124,7 +124,7 @@ class LiveStoreRetriever(ContractRetriever):
 
     Example:
         >>> import tempfile, pathlib
-        >>> from langchain_ragspine.indexing import ingest, open_retriever
+        >>> from langchain_ragspine import ingest, open_retriever
         >>> root = pathlib.Path(tempfile.mkdtemp())
         >>> (root / "c").mkdir()
         >>> _ = (root / "c" / "kyoto.md").write_text("Kyoto has temples.", "utf-8")
@@ -236,7 +236,7 @@ class LiveStoreRetriever(ContractRetriever):
 
         Example:
             >>> import tempfile, pathlib
-            >>> from langchain_ragspine.indexing import ingest, open_retriever
+            >>> from langchain_ragspine import ingest, open_retriever
             >>> root = pathlib.Path(tempfile.mkdtemp())
             >>> (root / "c").mkdir()
             >>> _ = (root / "c" / "kyoto.md").write_text("Kyoto has temples.", "utf-8")

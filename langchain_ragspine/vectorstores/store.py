@@ -90,6 +90,13 @@ from langchain_ragspine.backends.directory.embedding_cache import EmbeddingCache
 from langchain_ragspine.backends.directory.faiss_index import INDEX_KINDS
 from langchain_ragspine.backends.directory.follow import FollowedChunkStore, StoreState
 from langchain_ragspine.backends.directory.indexes import IndexConfig, IndexSnapshot, internal_record
+from langchain_ragspine.backends.directory.layout import (
+    CHUNKS_DB,
+    EMBEDDING_CACHE,
+    STORE_MARKER,
+    prepare_store_dir,
+    store_writer,
+)
 from langchain_ragspine.backends.directory.lock import StoreReplacedError, check_lock_timeout, writer_lock
 from langchain_ragspine.documents import (
     check_score_threshold,
@@ -101,13 +108,6 @@ from langchain_ragspine.embeddings.batching import embed_in_batches
 from langchain_ragspine.embeddings.cache import CachedEmbeddings, model_key_for
 from langchain_ragspine.errors import StoreError, StoreWriteError, read_only_mount
 from langchain_ragspine.filters import CompiledFilter, compiled_filter
-from langchain_ragspine.indexing import (
-    CHUNKS_DB,
-    EMBEDDING_CACHE,
-    STORE_MARKER,
-    prepare_store_dir,
-    store_writer,
-)
 from langchain_ragspine.retrievers.base import (
     AsyncCall,
     ContractRetriever,

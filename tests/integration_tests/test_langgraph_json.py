@@ -40,7 +40,7 @@ def test_langgraph_json_entries_load_and_answer(monkeypatch):
 
 
 def test_langgraph_json_uses_a_configured_store(monkeypatch, tmp_path):
-    from langchain_ragspine.indexing import ingest
+    from langchain_ragspine.pipeline.ingest import ingest
 
     corpus = tmp_path / "c"
     corpus.mkdir()
@@ -59,7 +59,7 @@ def test_regression_the_served_graphs_never_widen_a_filter(monkeypatch, tmp_path
     served graph now refuses, in question and chat form, and a run cannot ask to widen."""
     from langchain_core.messages import HumanMessage
 
-    from langchain_ragspine.indexing import ingest
+    from langchain_ragspine.pipeline.ingest import ingest
 
     corpus = tmp_path / "c"
     corpus.mkdir()
@@ -92,7 +92,7 @@ def test_the_app_graph_stops_answering_with_a_canary_relabelled_while_it_runs(mo
     process, the same graph object answers without the canary; made public again, with it; deleted, without."""
     import subprocess
 
-    from langchain_ragspine.indexing import ingest
+    from langchain_ragspine.pipeline.ingest import ingest
 
     corpus = tmp_path / "c"
     corpus.mkdir()
@@ -137,12 +137,13 @@ def test_langgraph_json_is_valid_for_langgraph_cli():
 def test_importing_the_app_does_no_work(monkeypatch):
     """No ingest, no retriever, no model at import: `langgraph dev` (or a test) builds a graph when it reads it."""
     import langchain_ragspine.chat_models as chat_models
-    import langchain_ragspine.indexing as indexing
+    import langchain_ragspine.pipeline.ingest as ingest_module
+    import langchain_ragspine.pipeline.sources as sources
 
     def no_work(*a, **k):
         raise AssertionError("graphs/app.py did work at import")
 
-    for module, name in ((indexing, "ingest"), (indexing, "open_retriever"), (chat_models, "make_chat_model")):
+    for module, name in ((ingest_module, "ingest"), (sources, "open_retriever"), (chat_models, "make_chat_model")):
         monkeypatch.setattr(module, name, no_work)
     file = (GRAPHS / "app.py").resolve()
     spec = importlib.util.spec_from_file_location("_ragspine_graph_app_lazy", file)

@@ -29,7 +29,7 @@ from typing import Any
 
 from langchain_ragspine.backends.directory.chunk_store import ChunkStore
 from langchain_ragspine.embeddings import HashingEmbeddings
-from langchain_ragspine.indexing import ingest
+from langchain_ragspine.pipeline.ingest import ingest
 
 REPO = Path(__file__).resolve().parents[2]
 #: Seconds a test waits at most for a child to finish once released (a guard against a hang, not a measurement).

@@ -12,7 +12,7 @@ import sys
 import time
 
 from langchain_ragspine.embeddings import HashingEmbeddings
-from langchain_ragspine.indexing import ingest
+from langchain_ragspine.pipeline.ingest import ingest
 
 DELAY_S = 0.5
 

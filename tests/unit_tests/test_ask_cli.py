@@ -11,7 +11,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 
 import langchain_ragspine.chat_models as chat_models
 from langchain_ragspine.cli import main
-from langchain_ragspine.indexing import ingest
+from langchain_ragspine.pipeline.ingest import ingest
 
 SECRET = "SECRET-MARKER-99"
 

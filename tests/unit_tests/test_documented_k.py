@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from langchain_ragspine.indexing import ingest, open_retriever, search
+from langchain_ragspine.pipeline.ingest import ingest
+from langchain_ragspine.pipeline.sources import open_retriever, search
 from langchain_ragspine.settings import DEFAULT_K
 
 

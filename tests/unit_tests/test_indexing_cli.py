@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 
 from langchain_ragspine.backends.directory.chunk_store import ChunkStore
+from langchain_ragspine.backends.directory.layout import BM25_DIR
 from langchain_ragspine.cli import DEMO_QUESTIONS, demo_corpus_dir, main
-from langchain_ragspine.indexing import BM25_DIR, ingest, open_retriever, search
+from langchain_ragspine.pipeline.ingest import ingest
+from langchain_ragspine.pipeline.sources import open_retriever, search
 
 SECRET = "SECRET-MARKER-42"
 
@@ -104,7 +106,7 @@ def test_stale_or_missing_index_is_rebuilt_from_the_store(corpus: Path, tmp_path
     ingest(corpus, store)
     import shutil
 
-    from langchain_ragspine.indexing import StaleIndexWarning
+    from langchain_ragspine.errors import StaleIndexWarning
 
     shutil.rmtree(store / BM25_DIR)
     with pytest.warns(StaleIndexWarning, match="retriever.json missing"):
@@ -258,7 +260,7 @@ def test_regression_load_reads_the_saved_index_without_rebuilding(corpus: Path, 
 def test_regression_damaged_index_falls_back_and_ingest_repairs_it(corpus: Path, tmp_path: Path, damage):
     import shutil
 
-    from langchain_ragspine.indexing import StaleIndexWarning
+    from langchain_ragspine.errors import StaleIndexWarning
 
     store = tmp_path / "store"
     ingest(corpus, store)
@@ -339,11 +341,11 @@ def test_regression_cli_rejects_undecodable_query(corpus: Path, tmp_path: Path, 
 
 
 def test_regression_ctrl_c_is_a_clean_exit(monkeypatch, capsys, corpus: Path, tmp_path: Path):
-    import langchain_ragspine.indexing as indexing
+    import langchain_ragspine.pipeline.ingest as ingest_module
 
     def interrupted(*a, **k):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(indexing, "ingest", interrupted)  # the CLI imports it when the command runs
+    monkeypatch.setattr(ingest_module, "ingest", interrupted)  # the CLI imports it when the command runs
     assert main(["ingest", str(corpus), "--store", str(tmp_path / "s")]) == 130
     assert "interrupted" in capsys.readouterr().err

@@ -59,7 +59,7 @@ PUBLIC_API = [
 #: Names the root exported before issue 26 R1 -> the module that still exports them (for one release the root
 #: resolves each with a DeprecationWarning).
 MOVED_FROM_THE_ROOT = {
-    "IngestSummary": "langchain_ragspine.indexing",
+    "IngestSummary": "langchain_ragspine.pipeline.stages",
     "LoaderError": "langchain_ragspine.errors",
     "RESTRICTED_SENSITIVITY": "langchain_ragspine.document_compressors",
     "RetrievalMode": "langchain_ragspine.pipeline.modes",

@@ -8,7 +8,7 @@ import pytest
 
 from langchain_ragspine import progress as progress_module
 from langchain_ragspine.embeddings import HashingEmbeddings
-from langchain_ragspine.indexing import ingest
+from langchain_ragspine.pipeline.ingest import ingest
 from langchain_ragspine.progress import LineProgress, progress_bar, progress_mode, reporting
 
 
@@ -180,7 +180,7 @@ def test_demo_off_a_terminal_reports_each_phase_on_stderr_and_keeps_stdout_clean
 
 
 def test_an_ingest_larger_than_the_model_check_labels_the_check_and_embeds_the_rest_in_one_bar(tmp_path, monkeypatch):
-    from langchain_ragspine.indexing import PROBE_CHUNKS
+    from langchain_ragspine.pipeline.ingest import PROBE_CHUNKS
 
     corpus = tmp_path / "c"
     corpus.mkdir()

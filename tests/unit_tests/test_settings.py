@@ -179,7 +179,8 @@ def test_regression_embedding_in_dotenv_is_used(clean):
 
 
 def test_regression_retrieval_mode_and_embedding_in_dotenv_reach_ingest_and_open_retriever(clean):
-    from langchain_ragspine.indexing import ingest, open_retriever
+    from langchain_ragspine.pipeline.ingest import ingest
+    from langchain_ragspine.pipeline.sources import open_retriever
     from langchain_ragspine.retrievers import BM25Retriever, HybridRetriever
 
     corpus = _corpus(clean / "c")
@@ -191,7 +192,8 @@ def test_regression_retrieval_mode_and_embedding_in_dotenv_reach_ingest_and_open
 
 
 def test_k_tokenizer_and_chunking_in_dotenv_reach_ingest_and_search(clean):
-    from langchain_ragspine.indexing import ingest, open_retriever, search
+    from langchain_ragspine.pipeline.ingest import ingest
+    from langchain_ragspine.pipeline.sources import open_retriever, search
 
     corpus = _corpus(clean / "c")
     plain = ingest(corpus, clean / "A").chunks
@@ -288,7 +290,7 @@ def test_every_spec_means_the_same_in_the_library_and_the_cli(clean, monkeypatch
 
 def test_cli_ask_without_llm_setting_uses_no_llm_and_with_dotenv_auto_tries_one(clean, capsys, monkeypatch):
     from langchain_ragspine.cli import main
-    from langchain_ragspine.indexing import ingest
+    from langchain_ragspine.pipeline.ingest import ingest
 
     monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")
     ingest(_corpus(clean / "c"), clean / "S")

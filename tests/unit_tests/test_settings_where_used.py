@@ -17,8 +17,9 @@ from langchain_ragspine.chat_models import make_chat_model
 from langchain_ragspine.cli import main
 from langchain_ragspine.configured import configured_setting
 from langchain_ragspine.embeddings.factory import make_embeddings
-from langchain_ragspine.indexing import ingest, open_retriever, search
+from langchain_ragspine.pipeline.ingest import ingest
 from langchain_ragspine.pipeline.modes import resolve_mode
+from langchain_ragspine.pipeline.sources import open_retriever, search
 from langchain_ragspine.retrievers import BM25Retriever
 from langchain_ragspine.retrievers.transforms import make_query_transform
 from langchain_ragspine.settings import CHECKED_WHERE_USED, RagSpineSettings, get_settings

@@ -15,7 +15,7 @@ registered with :func:`prefetch`), so tokenizing overlaps the chunking and the S
 batches only when its texts are exactly the ones tokenized.
 
 How many workers (:func:`resolve_workers`): ``1`` tokenizes in this process; ``0`` / ``None`` (the default of
-:func:`~langchain_ragspine.indexing.ingest`, setting ``RAGSPINE_WORKERS``) uses every core this process may run on
+:func:`~langchain_ragspine.pipeline.ingest.ingest`, setting ``RAGSPINE_WORKERS``) uses every core this process may run on
 (``os.sched_getaffinity``) once there are at least :data:`MIN_PARALLEL_TEXTS` texts, else this process.  Workers are
 forked where the platform forks safely (Linux and other POSIX systems except macOS): they start in milliseconds,
 share the loaded dictionary, and never re-import the caller's ``__main__``; objects alive at the fork are frozen
@@ -417,7 +417,7 @@ def prefetch_scope() -> Iterator[None]:
 
 
 def prefetch(batches: CountedBatches | None) -> None:
-    """Register ``batches`` (tokenized ahead, e.g. while :func:`~langchain_ragspine.indexing.ingest` writes the
+    """Register ``batches`` (tokenized ahead, e.g. while :func:`~langchain_ragspine.pipeline.ingest.ingest` writes the
     chunk store) in the current :func:`prefetch_scope`: a BM25 build
     (:func:`~langchain_ragspine.backends.directory.bm25_index.build_bm25_index`) within the scope over exactly
     ``batches.texts`` with its tokenizer takes its postings from them instead of tokenizing again; a build over

@@ -1,7 +1,7 @@
 """The index record of a store directory, ``DIR/index.json``: which chunk-store generation, tokenizer and contextual
 headers the saved BM25 index was built with, and which embedding model and generation the saved vector index has.
 
-:func:`ingest <langchain_ragspine.indexing.ingest>` writes it (:func:`write_index_state`: to a temporary name,
+:func:`ingest <langchain_ragspine.pipeline.ingest.ingest>` writes it (:func:`write_index_state`: to a temporary name,
 renamed into place) and every search reads it (:func:`read_index_state`).  The record is checked against one
 schema, :func:`check_index_state`, in one place::
 

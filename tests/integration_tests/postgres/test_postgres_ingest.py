@@ -14,7 +14,8 @@ import pytest
 
 from langchain_ragspine.backends.postgres.chunk_store import PostgresChunkStore
 from langchain_ragspine.cli import main
-from langchain_ragspine.indexing import ingest, open_retriever, search
+from langchain_ragspine.pipeline.ingest import ingest
+from langchain_ragspine.pipeline.sources import open_retriever, search
 from tests.unit_tests.test_eval_cli import _qa_folder
 from tests.unit_tests.test_indexing_cli import SECRET, _write
 

@@ -304,7 +304,7 @@ class _Counts:
 def test_a_hybrid_call_compiles_its_filter_and_its_sql_once(store: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Regression: a PostgreSQL hybrid call compiled its filter 5 times and built its SQL twice (once per channel);
     now once each, whatever the number of channels."""
-    from langchain_ragspine.indexing import open_retriever
+    from langchain_ragspine.pipeline.sources import open_retriever
 
     hybrid = open_retriever(store, mode="hybrid", embedding=EMB, k=6)
     counts = _Counts(monkeypatch)

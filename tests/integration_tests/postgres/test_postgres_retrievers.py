@@ -29,9 +29,10 @@ from langchain_ragspine.arguments import DEFAULT_K
 from langchain_ragspine.backends.postgres.chunk_store import PostgresChunkStore, close_pools
 from langchain_ragspine.backends.postgres.vectors import ensure_hnsw_index
 from langchain_ragspine.embeddings import HashingEmbeddings
+from langchain_ragspine.errors import StaleIndexWarning
 from langchain_ragspine.filters import UnknownFilterFieldWarning, matches
-from langchain_ragspine.indexing import StaleIndexWarning, search
 from langchain_ragspine.pipeline.modes import DocumentsSource, build_retriever
+from langchain_ragspine.pipeline.sources import search
 from langchain_ragspine.postgres import PostgresSource, add_documents
 from langchain_ragspine.retrievers import BM25Retriever, DenseRetriever
 from langchain_ragspine.retrievers.postgres import PostgresBM25Retriever, PostgresDenseRetriever
@@ -490,7 +491,7 @@ def test_warmed_vectors_are_those_the_dense_channel_reads(tmp_path: Any) -> None
     text, so chunks with ``metadata["index_text"]`` were embedded twice and their warmed vectors pruned.  The shared
     warm-up (used by both backends) now embeds the index text: the retriever finds every vector cached."""
     from langchain_ragspine.backends.directory.embedding_cache import EmbeddingCache
-    from langchain_ragspine.indexing import warm_embedding_cache
+    from langchain_ragspine.pipeline.stages import warm_embedding_cache
     from tests.unit_tests.retrievers.test_dense import CountingEmbeddings
 
     docs = corpus_docs()

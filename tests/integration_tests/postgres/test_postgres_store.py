@@ -435,7 +435,7 @@ def test_a_search_path_without_the_vector_extensions_schema_is_named_with_what_t
     """Regression (issue 27 §3): a store URL whose search_path lacks the schema holding pgvector (``public`` here)
     failed with psycopg's bare 'type "vector" does not exist'; the error names the schema and the fix."""
     from langchain_ragspine.backends.postgres.vectors import register_vector
-    from langchain_ragspine.indexing import ingest
+    from langchain_ragspine.pipeline.ingest import ingest
 
     only_store = pg_url.replace("%2Cpublic", "").replace(",public", "")
     assert only_store != pg_url
@@ -468,7 +468,7 @@ def test_searching_through_a_search_path_without_the_vector_extensions_schema_na
     transaction block (which raises, and was swallowed), so the extension's schema was never looked up."""
     from langchain_ragspine import open_retriever
     from langchain_ragspine.backends.postgres.vectors import register_vector
-    from langchain_ragspine.indexing import ingest
+    from langchain_ragspine.pipeline.ingest import ingest
 
     corpus = tmp_path / "c"
     corpus.mkdir()

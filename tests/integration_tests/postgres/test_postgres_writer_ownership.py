@@ -27,7 +27,8 @@ from langchain_ragspine.backends.directory.chunk_store import INGEST_WRITER, VEC
 from langchain_ragspine.backends.postgres.chunk_store import PG_SCHEMA_VERSION, PostgresChunkStore
 from langchain_ragspine.embeddings import HashingEmbeddings
 from langchain_ragspine.errors import StaleIndexWarning, StoreError
-from langchain_ragspine.indexing import ingest, open_retriever, search
+from langchain_ragspine.pipeline.ingest import ingest
+from langchain_ragspine.pipeline.sources import open_retriever, search
 from langchain_ragspine.retrievers.postgres import PostgresBM25Retriever
 from langchain_ragspine.vectorstores import PostgresVectorStore
 

@@ -14,7 +14,7 @@ from langchain_core.retrievers import BaseRetriever
 
 import langchain_ragspine.chat_models as chat_models
 from langchain_ragspine.arguments import DEFAULT_FETCH_K
-from langchain_ragspine.cli import main
+from langchain_ragspine.cli import main, result_record
 from langchain_ragspine.document_compressors import (
     CrossEncoderReranker,
     ExtractiveCompressor,
@@ -29,7 +29,8 @@ from langchain_ragspine.document_compressors.factory import (
     make_postprocessor,
     make_reranker,
 )
-from langchain_ragspine.indexing import ingest, open_retriever, result_record, search
+from langchain_ragspine.pipeline.ingest import ingest
+from langchain_ragspine.pipeline.sources import open_retriever, search
 from langchain_ragspine.settings import get_settings
 from langchain_ragspine.specs import (
     POSTPROCESSORS,

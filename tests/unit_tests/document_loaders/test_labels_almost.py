@@ -24,7 +24,8 @@ from langchain_core.documents import Document
 from langchain_ragspine.document_compressors import RestrictedGate
 from langchain_ragspine.document_loaders import CorpusLoader, read_source_text
 from langchain_ragspine.errors import LoaderError
-from langchain_ragspine.indexing import ingest, open_retriever, search
+from langchain_ragspine.pipeline.ingest import ingest
+from langchain_ragspine.pipeline.sources import open_retriever, search
 from langchain_ragspine.sensitivity import (
     is_restricted,
     is_restricted_label,

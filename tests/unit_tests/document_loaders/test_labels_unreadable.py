@@ -18,7 +18,8 @@ from langchain_ragspine import BM25Retriever
 from langchain_ragspine.document_compressors import RestrictedGate
 from langchain_ragspine.document_loaders import CorpusLoader, LoaderWarning, read_source_text
 from langchain_ragspine.errors import LoaderError
-from langchain_ragspine.indexing import ingest, open_retriever, search
+from langchain_ragspine.pipeline.ingest import ingest
+from langchain_ragspine.pipeline.sources import open_retriever, search
 from langchain_ragspine.sensitivity import (
     display_order,
     is_restricted,

@@ -21,7 +21,8 @@ from langchain_ragspine.document_loaders import (
     resolve_source_locator,
 )
 from langchain_ragspine.document_loaders.corpus import names_of, real_path_inside
-from langchain_ragspine.indexing import ingest, open_retriever, search
+from langchain_ragspine.pipeline.ingest import ingest
+from langchain_ragspine.pipeline.sources import open_retriever, search
 from langchain_ragspine.sensitivity import is_restricted
 from langchain_ragspine.text_splitters import ParagraphTextSplitter
 from tests.unit_tests.document_loaders.test_labels_unreadable import load

@@ -23,7 +23,9 @@ from langchain_ragspine.cli import main
 from langchain_ragspine.embeddings import HashingEmbeddings
 from langchain_ragspine.filters import UnknownFilterFieldWarning
 from langchain_ragspine.graphs import Graders, build_corrective_rag
-from langchain_ragspine.indexing import build_bm25, ingest, open_retriever, search
+from langchain_ragspine.pipeline.ingest import ingest
+from langchain_ragspine.pipeline.sources import open_retriever, search
+from langchain_ragspine.pipeline.stages import build_bm25
 from langchain_ragspine.retrievers import BM25Retriever, DenseRetriever, HybridRetriever
 
 QUERY = "梅雨 前線"

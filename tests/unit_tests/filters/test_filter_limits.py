@@ -40,7 +40,8 @@ from langchain_ragspine.filters import (
     matches,
 )
 from langchain_ragspine.filters.sql import filter_sql
-from langchain_ragspine.indexing import ingest, open_retriever
+from langchain_ragspine.pipeline.ingest import ingest
+from langchain_ragspine.pipeline.sources import open_retriever
 from langchain_ragspine.retrievers import BM25Retriever, DenseRetriever, HybridRetriever
 from langchain_ragspine.retrievers.contract import invoke_retriever
 

@@ -38,7 +38,8 @@ from langchain_ragspine.graphs.conversation import (
     reply_sources,
     withdraw_from_thread,
 )
-from langchain_ragspine.indexing import ingest, open_retriever
+from langchain_ragspine.pipeline.ingest import ingest
+from langchain_ragspine.pipeline.sources import open_retriever
 from langchain_ragspine.retrievers import (
     LiveStoreRetriever,
 )

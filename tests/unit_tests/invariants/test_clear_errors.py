@@ -23,11 +23,12 @@ import pytest
 from langchain_core.documents import Document
 
 from langchain_ragspine.backends.directory import bm25_index
+from langchain_ragspine.backends.directory.layout import BM25_DIR
 from langchain_ragspine.backends.directory.lock import LOCK_FILE
 from langchain_ragspine.cli import main
 from langchain_ragspine.document_loaders import CorpusLoader
 from langchain_ragspine.document_loaders.corpus import LoaderWarning
-from langchain_ragspine.errors import LoaderError, StoreError
+from langchain_ragspine.errors import LoaderError, StaleIndexWarning, StoreError
 from langchain_ragspine.filters import (
     MAX_FILTER_DEPTH,
     MAX_FILTER_NODES,
@@ -38,7 +39,8 @@ from langchain_ragspine.filters import (
     matches,
 )
 from langchain_ragspine.filters.sql import filter_sql
-from langchain_ragspine.indexing import BM25_DIR, StaleIndexWarning, ingest, open_retriever, search
+from langchain_ragspine.pipeline.ingest import ingest
+from langchain_ragspine.pipeline.sources import open_retriever, search
 from langchain_ragspine.retrievers import BM25Retriever, DenseRetriever, HybridRetriever
 from langchain_ragspine.retrievers.bm25 import MAX_QUERY_CHARS
 

@@ -20,7 +20,8 @@ from langchain_ragspine.cli import main
 from langchain_ragspine.document_compressors import MMRCompressor
 from langchain_ragspine.document_loaders import CorpusLoader
 from langchain_ragspine.embeddings import HashingEmbeddings
-from langchain_ragspine.indexing import ingest, open_retriever, search
+from langchain_ragspine.pipeline.ingest import ingest
+from langchain_ragspine.pipeline.sources import open_retriever, search
 from langchain_ragspine.retrievers import DenseRetriever, HybridRetriever
 from langchain_ragspine.text_splitters import SemanticTextSplitter
 from langchain_ragspine.text_splitters.chunkers import CHUNKERS, make_chunker

@@ -45,7 +45,8 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_ragspine.document_loaders import CorpusLoader, read_source_text
 from langchain_ragspine.embeddings import HashingEmbeddings
 from langchain_ragspine.graphs import build_corrective_rag
-from langchain_ragspine.indexing import ingest, open_retriever, search
+from langchain_ragspine.pipeline.ingest import ingest
+from langchain_ragspine.pipeline.sources import open_retriever, search
 from langchain_ragspine.retrievers import BM25Retriever, DenseRetriever, HybridRetriever
 from langchain_ragspine.sensitivity import is_restricted
 from langchain_ragspine.text_splitters import ParagraphTextSplitter

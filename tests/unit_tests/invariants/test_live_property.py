@@ -21,7 +21,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from langchain_ragspine.indexing import ingest, open_retriever
+from langchain_ragspine.pipeline.ingest import ingest
+from langchain_ragspine.pipeline.sources import open_retriever
 
 N_DOCS = 4
 #: RESTRICTED in a few spellings (the policy's folding is tested elsewhere; here the label changes under a live

@@ -50,7 +50,7 @@ from langchain_ragspine.graphs import (
     build_self_rag,
     build_simple_rag,
 )
-from langchain_ragspine.indexing import search
+from langchain_ragspine.pipeline.sources import search
 from langchain_ragspine.retrievers import (
     BM25Retriever,
     FilterExtractionRetriever,

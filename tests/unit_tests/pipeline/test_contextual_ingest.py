@@ -9,16 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from langchain_ragspine.backends.directory.layout import BM25_DIR, INDEX_STATE
 from langchain_ragspine.cli import main
-from langchain_ragspine.indexing import (
-    BM25_DIR,
-    INDEX_STATE,
-    StaleIndexWarning,
-    StoreSource,
-    ingest,
-    open_retriever,
-    search,
-)
+from langchain_ragspine.errors import StaleIndexWarning
+from langchain_ragspine.pipeline.ingest import ingest
+from langchain_ragspine.pipeline.sources import StoreSource, open_retriever, search
 from tests.unit_tests.retrievers.test_dense import CountingEmbeddings
 
 SECRET = "SECRET-MARKER-55"

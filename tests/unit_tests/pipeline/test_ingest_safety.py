@@ -15,12 +15,14 @@ from langchain_core.embeddings import Embeddings
 
 from langchain_ragspine.backends.directory.chunk_store import ChunkStore
 from langchain_ragspine.backends.directory.embedding_cache import EmbeddingCache
+from langchain_ragspine.backends.directory.layout import CHUNKS_DB, EMBEDDING_CACHE
 from langchain_ragspine.cli import main
 from langchain_ragspine.document_loaders.corpus import LoaderWarning
 from langchain_ragspine.embeddings.batching import l2_normalize
 from langchain_ragspine.embeddings.cache import content_hash
 from langchain_ragspine.errors import StoreError
-from langchain_ragspine.indexing import CHUNKS_DB, EMBEDDING_CACHE, ingest, open_retriever, search
+from langchain_ragspine.pipeline.ingest import ingest
+from langchain_ragspine.pipeline.sources import open_retriever, search
 
 
 def _write(path: Path, text: str, **sidecar) -> Path:

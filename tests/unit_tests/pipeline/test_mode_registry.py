@@ -15,12 +15,13 @@ from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
+from langchain_ragspine.backends.directory.layout import VECTOR_DIR
 from langchain_ragspine.cli import build_parser, main
 from langchain_ragspine.embeddings import HashingEmbeddings
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.evaluation.runner import DEFAULT_KS
 from langchain_ragspine.graphs import GRAPH_BUILDERS
-from langchain_ragspine.indexing import VECTOR_DIR, StoreSource, ingest, open_retriever, search
+from langchain_ragspine.pipeline.ingest import ingest
 from langchain_ragspine.pipeline.modes import (
     LEXICAL_MODES,
     RETRIEVAL_MODES,
@@ -37,6 +38,7 @@ from langchain_ragspine.pipeline.modes import (
     resolve_mode_name,
     unregister_mode,
 )
+from langchain_ragspine.pipeline.sources import StoreSource, open_retriever, search
 from langchain_ragspine.retrievers import BM25Retriever, DenseRetriever, HybridRetriever
 
 

@@ -7,11 +7,13 @@ from pathlib import Path
 import pytest
 
 import langchain_ragspine.embeddings.factory as embeddings_factory
+from langchain_ragspine.backends.directory.layout import VECTOR_DIR
 from langchain_ragspine.cli import main
 from langchain_ragspine.embeddings import HashingEmbeddings
-from langchain_ragspine.errors import StoreError
+from langchain_ragspine.errors import StaleIndexWarning, StoreError
 from langchain_ragspine.filters import UnknownFilterFieldWarning
-from langchain_ragspine.indexing import VECTOR_DIR, StaleIndexWarning, ingest, open_retriever, search
+from langchain_ragspine.pipeline.ingest import ingest
+from langchain_ragspine.pipeline.sources import open_retriever, search
 from langchain_ragspine.retrievers import BM25Retriever, DenseRetriever, HybridRetriever
 
 
@@ -78,9 +80,9 @@ def test_lexical_presets_build_no_embedding_model_and_no_vector_index(corpus, tm
         raise AssertionError("an embedding model was built in a lexical mode")
 
     monkeypatch.setattr(embeddings_factory, "make_embeddings", no_model)
-    import langchain_ragspine.indexing as indexing
+    import langchain_ragspine.pipeline.sources as sources
 
-    monkeypatch.setattr(indexing, "make_embeddings", no_model)
+    monkeypatch.setattr(sources, "make_embeddings", no_model)
     store = tmp_path / "S"
     s = ingest(corpus, store, mode=mode)
     assert s.dense is None and not (store / VECTOR_DIR).exists() and not (store / "embeddings.sqlite").exists()

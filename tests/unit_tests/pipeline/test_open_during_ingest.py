@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from langchain_ragspine.errors import StoreError
-from langchain_ragspine.indexing import StaleIndexWarning, ingest, open_retriever, search
+from langchain_ragspine.errors import StaleIndexWarning, StoreError
+from langchain_ragspine.pipeline.ingest import ingest
+from langchain_ragspine.pipeline.sources import open_retriever, search
 from langchain_ragspine.retrievers import BM25Retriever, DenseRetriever, HybridRetriever
 from tests.unit_tests._ingest_gate_child import DONE_S, GatedIngest
 

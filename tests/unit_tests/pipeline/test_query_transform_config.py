@@ -11,8 +11,9 @@ import pytest
 from langchain_core.language_models import FakeListChatModel
 
 from langchain_ragspine.cli import demo_corpus_dir, main
-from langchain_ragspine.indexing import ingest, open_retriever
+from langchain_ragspine.pipeline.ingest import ingest
 from langchain_ragspine.pipeline.modes import get_mode, mode_factory
+from langchain_ragspine.pipeline.sources import open_retriever
 from langchain_ragspine.retrievers import (
     DecompositionRetriever,
     GlossaryRetriever,

@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from langchain_ragspine.embeddings import HashingEmbeddings
-from langchain_ragspine.errors import RagSpineError, StoreError
-from langchain_ragspine.indexing import PROBE_CHUNKS, StaleIndexWarning, ingest, open_retriever, search
+from langchain_ragspine.errors import RagSpineError, StaleIndexWarning, StoreError
+from langchain_ragspine.pipeline.ingest import PROBE_CHUNKS, ingest
+from langchain_ragspine.pipeline.sources import open_retriever, search
 from langchain_ragspine.retrievers import BM25Retriever, HybridRetriever
 
 HERE = Path(__file__).resolve().parents[1]

@@ -11,7 +11,7 @@ from langchain_core.documents import Document
 
 from langchain_ragspine.cli import main
 from langchain_ragspine.document_compressors import MMRCompressor, SecondStageRetriever
-from langchain_ragspine.indexing import ingest
+from langchain_ragspine.pipeline.ingest import ingest
 from langchain_ragspine.pipeline.modes import DocumentsSource
 from langchain_ragspine.pipeline.plan import RetrievalPlan, build_retriever, retriever_factory
 from langchain_ragspine.retrievers import BM25Retriever, GlossaryRetriever, HyDERetriever, LiveStoreRetriever

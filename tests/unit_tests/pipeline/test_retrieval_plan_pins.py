@@ -64,7 +64,7 @@ def _write(path: Path, text: str) -> None:
 
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory) -> dict[str, Path]:
-    from langchain_ragspine.indexing import ingest
+    from langchain_ragspine.pipeline.ingest import ingest
 
     root = tmp_path_factory.mktemp("plans")
     corpus = root / "corpus"
@@ -171,10 +171,10 @@ def _check(key: str, got: Any) -> None:
 
 @pytest.mark.parametrize(("name", "store", "args", "env"), SEARCH, ids=[c[0] for c in SEARCH])
 def test_search_builds_the_pinned_retriever(name, store, args, env, stores, monkeypatch, capsys):
-    import langchain_ragspine.indexing as indexing
+    import langchain_ragspine.pipeline.sources as sources
 
     seen: list[Any] = []
-    monkeypatch.setattr(indexing, "search", lambda retriever, query, **kw: seen.append(retriever) or [])
+    monkeypatch.setattr(sources, "search", lambda retriever, query, **kw: seen.append(retriever) or [])
     _run(monkeypatch, stores, ["search", "京都 梅雨", "--store", str(stores[store]), *_argv(stores, args)], env)
     capsys.readouterr()
     _check(f"search/{name}", describe(seen[0]))
@@ -235,8 +235,8 @@ def _docs() -> list[Document]:
 
 
 def test_library_entry_points_build_the_pinned_retrievers(stores, monkeypatch):
-    from langchain_ragspine.indexing import open_retriever
     from langchain_ragspine.pipeline.modes import mode_factory
+    from langchain_ragspine.pipeline.sources import open_retriever
 
     monkeypatch.setenv("RAGSPINE_GLOSSARY", str(stores["glossary"]))
     got = {}

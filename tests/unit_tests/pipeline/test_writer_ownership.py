@@ -25,9 +25,11 @@ import pytest
 from langchain_core.documents import Document
 
 from langchain_ragspine.backends.directory.chunk_store import INGEST_WRITER, VECTORSTORE_WRITER, ChunkStore
+from langchain_ragspine.backends.directory.layout import CHUNKS_DB
 from langchain_ragspine.embeddings import HashingEmbeddings
 from langchain_ragspine.errors import StaleIndexWarning
-from langchain_ragspine.indexing import CHUNKS_DB, ingest, open_retriever, search
+from langchain_ragspine.pipeline.ingest import ingest
+from langchain_ragspine.pipeline.sources import open_retriever, search
 from langchain_ragspine.vectorstores import PostgresVectorStore, RagSpineVectorStore
 
 EMB = HashingEmbeddings(64)

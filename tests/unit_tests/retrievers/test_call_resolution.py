@@ -13,8 +13,9 @@ from langchain_core.documents import Document
 from pydantic import PrivateAttr
 
 from langchain_ragspine.backends.directory.chunk_store import ChunkStore
+from langchain_ragspine.backends.directory.layout import CHUNKS_DB
 from langchain_ragspine.embeddings import HashingEmbeddings
-from langchain_ragspine.indexing import CHUNKS_DB, ingest
+from langchain_ragspine.pipeline.ingest import ingest
 from langchain_ragspine.retrievers import BM25Retriever, DenseRetriever, HybridRetriever, LiveStoreRetriever
 from langchain_ragspine.retrievers.base import ContractRetriever, RetrieverCall
 

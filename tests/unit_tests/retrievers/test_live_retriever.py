@@ -28,10 +28,11 @@ from langchain_core.retrievers import BaseRetriever
 
 import langchain_ragspine
 from langchain_ragspine.backends.directory.chunk_store import ChunkStore
-from langchain_ragspine.errors import StoreError
+from langchain_ragspine.errors import StaleIndexWarning, StoreError
 from langchain_ragspine.graphs import build_corrective_rag
-from langchain_ragspine.indexing import StaleIndexWarning, ingest, open_retriever, search
+from langchain_ragspine.pipeline.ingest import ingest
 from langchain_ragspine.pipeline.modes import RetrievalMode, register_mode, unregister_mode
+from langchain_ragspine.pipeline.sources import open_retriever, search
 from langchain_ragspine.retrievers import (
     BM25Retriever,
     HybridRetriever,

@@ -22,9 +22,11 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
 from langchain_ragspine.backends.directory.chunk_store import SCHEMA_VERSION, ChunkStore
+from langchain_ragspine.backends.directory.layout import CHUNKS_DB
 from langchain_ragspine.cli import main
 from langchain_ragspine.errors import StoreError
-from langchain_ragspine.indexing import CHUNKS_DB, ingest, open_retriever, search
+from langchain_ragspine.pipeline.ingest import ingest
+from langchain_ragspine.pipeline.sources import open_retriever, search
 from langchain_ragspine.retrievers import BM25Retriever, ParentChildRetriever
 from langchain_ragspine.text_splitters import ParentChildTextSplitter
 from langchain_ragspine.text_splitters.chunkers import CHUNKERS
@@ -316,7 +318,7 @@ def _corpus(tmp_path: Path) -> Path:
 
 _SEARCH_CHILD = """
 import json, sys
-from langchain_ragspine.indexing import open_retriever, search
+from langchain_ragspine import open_retriever, search
 r = open_retriever(sys.argv[1], mode="parent_child", k=3)
 print(json.dumps([[d.id, d.page_content, d.metadata["source_locator"], d.metadata["child_ids"]]
                   for d in search(r, sys.argv[2], k=3)], ensure_ascii=False))
@@ -328,7 +330,7 @@ def test_parents_survive_a_restart_across_two_processes(tmp_path):
     store_dir = tmp_path / "store"
     env = {"PYTHONPATH": str(REPO), "RAGSPINE_EMBEDDING": "none", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
     ingest_code = (
-        "import sys; from langchain_ragspine.indexing import ingest; "
+        "import sys; from langchain_ragspine import ingest; "
         "print(ingest(sys.argv[1], sys.argv[2], chunker='parent_child', chunk_size=40, chunk_overlap=10, mode='bm25').line())"
     )
     run = {"capture_output": True, "text": True, "env": env, "cwd": tmp_path, "timeout": 300}

@@ -16,7 +16,7 @@ from langchain_ragspine.arguments import DEFAULT_K
 from langchain_ragspine.embeddings import HashingEmbeddings
 from langchain_ragspine.evaluation.runner import _searcher
 from langchain_ragspine.graphs import build_corrective_rag
-from langchain_ragspine.indexing import search
+from langchain_ragspine.pipeline.sources import search
 from langchain_ragspine.retrievers import (
     BM25Retriever,
     DenseRetriever,

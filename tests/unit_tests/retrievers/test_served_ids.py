@@ -15,7 +15,8 @@ from langchain_core.vectorstores import InMemoryVectorStore
 
 from langchain_ragspine.backends.directory.chunk_store import ChunkStore
 from langchain_ragspine.embeddings import HashingEmbeddings
-from langchain_ragspine.indexing import ingest, open_retriever
+from langchain_ragspine.pipeline.ingest import ingest
+from langchain_ragspine.pipeline.sources import open_retriever
 from langchain_ragspine.retrievers import (
     BM25Retriever,
     DenseRetriever,

@@ -18,16 +18,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.documents import Document
 
+from langchain_ragspine.backends.directory.layout import BM25_DIR, INDEX_STATE
+from langchain_ragspine.errors import StaleIndexWarning
 from langchain_ragspine.graphs import GRAPH_BUILDERS, build_corrective_rag
 from langchain_ragspine.graphs.graders import LexicalGrader
-from langchain_ragspine.indexing import (
-    BM25_DIR,
-    INDEX_STATE,
-    StaleIndexWarning,
-    ingest,
-    open_retriever,
-    search,
-)
+from langchain_ragspine.pipeline.ingest import ingest
+from langchain_ragspine.pipeline.sources import open_retriever, search
 from langchain_ragspine.retrievers import BM25Retriever
 from langchain_ragspine.stopwords import content_terms
 from langchain_ragspine.text import CJK_CHAR_RE

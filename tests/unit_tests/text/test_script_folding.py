@@ -13,15 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from langchain_ragspine.errors import StoreError
-from langchain_ragspine.indexing import (
-    BM25_DIR,
-    INDEX_STATE,
-    StaleIndexWarning,
-    ingest,
-    open_retriever,
-    search,
-)
+from langchain_ragspine.backends.directory.layout import BM25_DIR, INDEX_STATE
+from langchain_ragspine.errors import StaleIndexWarning, StoreError
+from langchain_ragspine.pipeline.ingest import ingest
+from langchain_ragspine.pipeline.sources import open_retriever, search
 from langchain_ragspine.retrievers import BM25Retriever
 from langchain_ragspine.tokenizers import (
     TOKENIZERS,

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from langchain_core.documents import Document
 
 from langchain_ragspine.backends.directory.chunk_store import ChunkStore
+from langchain_ragspine.backends.directory.layout import CHUNKS_DB
 from langchain_ragspine.document_loaders import (
     CorpusLoader,
     LoaderWarning,
@@ -22,7 +23,7 @@ from langchain_ragspine.document_loaders import (
 )
 from langchain_ragspine.errors import LoaderError
 from langchain_ragspine.evaluation import evaluate, load_dataset
-from langchain_ragspine.indexing import CHUNKS_DB, ingest
+from langchain_ragspine.pipeline.ingest import ingest
 from langchain_ragspine.retrievers import BM25Retriever
 from langchain_ragspine.text_splitters import ParagraphTextSplitter
 

@@ -10,8 +10,9 @@ from langchain_core.documents import Document
 from langchain_core.indexing import InMemoryRecordManager, aindex, index
 
 from langchain_ragspine.backends.directory.chunk_store import ChunkStore
+from langchain_ragspine.backends.directory.layout import CHUNKS_DB
 from langchain_ragspine.embeddings import HashingEmbeddings
-from langchain_ragspine.indexing import CHUNKS_DB, ingest
+from langchain_ragspine.pipeline.ingest import ingest
 from langchain_ragspine.retrievers.contract import invoke_retriever
 from langchain_ragspine.vectorstores import RagSpineStoreRetriever, RagSpineVectorStore
 

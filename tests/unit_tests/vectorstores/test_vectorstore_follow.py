@@ -29,7 +29,8 @@ from langchain_ragspine.backends.directory.chunk_store import ChunkStore
 from langchain_ragspine.embeddings import HashingEmbeddings
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.graphs import build_corrective_rag
-from langchain_ragspine.indexing import ingest, open_retriever
+from langchain_ragspine.pipeline.ingest import ingest
+from langchain_ragspine.pipeline.sources import open_retriever
 from langchain_ragspine.retrievers import LiveStoreRetriever
 from langchain_ragspine.vectorstores import ChunkStoreBackend, RagSpineVectorStore
 

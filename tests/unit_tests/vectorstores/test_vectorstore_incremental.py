@@ -25,7 +25,7 @@ from langchain_core.documents import Document
 from langchain_ragspine.backends.directory.chunk_store import ChunkStore
 from langchain_ragspine.embeddings import HashingEmbeddings
 from langchain_ragspine.errors import StoreError
-from langchain_ragspine.indexing import ingest
+from langchain_ragspine.pipeline.ingest import ingest
 from langchain_ragspine.tokenizers import get_tokenizer
 from langchain_ragspine.vectorstores import RagSpineVectorStore
 

@@ -19,9 +19,11 @@ from langchain_core.documents import Document
 from langchain_ragspine.backends.directory.bm25_index import SPOT_CHECK_DOCS
 from langchain_ragspine.backends.directory.chunk_store import ChunkStore
 from langchain_ragspine.backends.directory.files import MANIFEST_FILE, read_manifest, write_manifest
+from langchain_ragspine.backends.directory.layout import BM25_DIR, CHUNKS_DB, INDEX_STATE
 from langchain_ragspine.cli import main
 from langchain_ragspine.errors import StaleIndexWarning, StoreError
-from langchain_ragspine.indexing import BM25_DIR, CHUNKS_DB, INDEX_STATE, ingest, open_retriever, search
+from langchain_ragspine.pipeline.ingest import ingest
+from langchain_ragspine.pipeline.sources import open_retriever, search
 from langchain_ragspine.retrievers import BM25Retriever, HybridRetriever
 
 TEXTS = {

@@ -23,7 +23,8 @@ from langchain_ragspine.backends.directory import bm25_parallel
 from langchain_ragspine.backends.directory.bm25_index import TermPostings, build_bm25_index
 from langchain_ragspine.backends.directory.bm25_parallel import count_batch, iter_counted, resolve_workers
 from langchain_ragspine.backends.directory.chunk_store import ChunkStore
-from langchain_ragspine.indexing import BM25_DIR, CHUNKS_DB, ingest
+from langchain_ragspine.backends.directory.layout import BM25_DIR, CHUNKS_DB
+from langchain_ragspine.pipeline.ingest import ingest
 from langchain_ragspine.retrievers import BM25Retriever
 from langchain_ragspine.tokenizers import get_tokenizer
 
@@ -339,7 +340,7 @@ def test_ingest_prefetch_matches_the_store_with_headers_and_restricted_documents
 def test_a_failing_ingest_stops_the_prefetching_workers(
     tmp_path: Path, small_batches: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from langchain_ragspine import indexing
+    import langchain_ragspine.pipeline.ingest as ingest_module  # where ingest looks the stage up
 
     pools = []
     start = bm25_parallel._start_pool
@@ -348,7 +349,7 @@ def test_a_failing_ingest_stops_the_prefetching_workers(
     def fails(*args, **kwargs):  # type: ignore[no-untyped-def]
         raise _Interrupted
 
-    monkeypatch.setattr(indexing, "write_documents", fails)
+    monkeypatch.setattr(ingest_module, "write_documents", fails)
     with pytest.raises(_Interrupted):
         ingest(_corpus(tmp_path / "corpus"), tmp_path / "store", embedding="none", mode="bm25", workers=2,
                progress=False)
@@ -370,7 +371,7 @@ def test_ingest_tokenizes_while_chunking_in_the_stores_order(
     reads them from the store (by ``doc_id``): the pool starts before the last document is chunked when the
     loader's order is that order, and only once the first one in that order is chunked when it is not (a JSONL
     file whose ids run backwards); the saved index is the one-process index either way."""
-    from langchain_ragspine import indexing
+    from langchain_ragspine.pipeline import stages
 
     corpus = tmp_path / "corpus"
     corpus.mkdir()
@@ -381,8 +382,8 @@ def test_ingest_tokenizes_while_chunking_in_the_stores_order(
     one = tmp_path / "one"
     ingest(corpus, one, embedding="none", mode="bm25", workers=1, progress=False)
     chunked: list[int] = []
-    split = indexing._split
-    monkeypatch.setattr(indexing, "_split", lambda splitter, doc: (chunked.append(1), split(splitter, doc))[1])
+    split = stages.split_document
+    monkeypatch.setattr(stages, "split_document", lambda splitter, doc: (chunked.append(1), split(splitter, doc))[1])
     at_start: list[int] = []
     start = bm25_parallel._start_pool
     monkeypatch.setattr(bm25_parallel, "_start_pool", lambda *a: (at_start.append(len(chunked)), start(*a))[1])

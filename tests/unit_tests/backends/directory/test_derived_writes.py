@@ -29,25 +29,24 @@ from typing import Any
 
 import pytest
 
-from langchain_ragspine import indexing
+import langchain_ragspine.pipeline.ingest as ingest_module
 from langchain_ragspine.backends.directory import faiss_index
 from langchain_ragspine.backends.directory.chunk_store import ChunkStore
 from langchain_ragspine.backends.directory.embedding_cache import EmbeddingCache
-from langchain_ragspine.backends.directory.lock import LOCK_FILE, StoreBusyError, writer_lock
-from langchain_ragspine.cli import main
-from langchain_ragspine.errors import StaleIndexWarning, StoreError
-from langchain_ragspine.indexing import (
+from langchain_ragspine.backends.directory.layout import (
     BM25_DIR,
     CHUNKS_DB,
     EMBEDDING_CACHE,
     INDEX_STATE,
     STORE_MARKER,
     VECTOR_DIR,
-    ingest,
-    open_retriever,
     prepare_store_dir,
-    search,
 )
+from langchain_ragspine.backends.directory.lock import LOCK_FILE, StoreBusyError, writer_lock
+from langchain_ragspine.cli import main
+from langchain_ragspine.errors import StaleIndexWarning, StoreError
+from langchain_ragspine.pipeline.ingest import ingest
+from langchain_ragspine.pipeline.sources import open_retriever, search
 from tests.harness import write_corpus
 from tests.unit_tests.invariants.test_clear_errors import _one_line_error
 
@@ -65,7 +64,7 @@ def corpus(tmp_path: Path) -> Path:
     return write_corpus(tmp_path / "corpus", TEXTS)
 
 
-def _hybrid(corpus: Path, store: Path, **kwargs: Any) -> indexing.IngestSummary:
+def _hybrid(corpus: Path, store: Path, **kwargs: Any) -> ingest_module.IngestSummary:
     return ingest(corpus, store, mode="hybrid", embedding="hashing", progress=False, **kwargs)
 
 
@@ -237,7 +236,7 @@ def test_an_embedding_cache_that_cannot_open_on_a_full_disk_is_kept(corpus, tmp_
 
 def test_the_embedding_cache_on_a_full_disk_after_the_commit_says_what_is_searchable(corpus, tmp_path, monkeypatch):
     store = tmp_path / "s"
-    monkeypatch.setattr(indexing, "PROBE_CHUNKS", 1)  # the model check embeds one chunk, the rest after the commit
+    monkeypatch.setattr(ingest_module, "PROBE_CHUNKS", 1)  # the model check embeds one chunk, the rest after the commit
     _cache_full_on_call(monkeypatch, 2)
     with pytest.raises(StoreError) as caught:
         _hybrid(corpus, store)

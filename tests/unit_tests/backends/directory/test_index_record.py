@@ -16,10 +16,12 @@ from typing import Any
 
 import pytest
 
+from langchain_ragspine.backends.directory.layout import INDEX_STATE, VECTOR_DIR
 from langchain_ragspine.cli import main
 from langchain_ragspine.embeddings.factory import make_embeddings
 from langchain_ragspine.errors import StaleIndexWarning, StoreError
-from langchain_ragspine.indexing import INDEX_STATE, VECTOR_DIR, ingest, open_retriever, search
+from langchain_ragspine.pipeline.ingest import ingest
+from langchain_ragspine.pipeline.sources import open_retriever, search
 
 TEXTS = {
     "tsuyu": "# 梅雨\n\n梅雨は六月から七月にかけて続く雨の季節である。",

@@ -37,10 +37,11 @@ import pytest
 from langchain_ragspine import errors
 from langchain_ragspine.backends.directory.chunk_store import ChunkStore
 from langchain_ragspine.backends.directory.embedding_cache import EmbeddingCache
+from langchain_ragspine.backends.directory.layout import CHUNKS_DB, EMBEDDING_CACHE, STORE_MARKER
 from langchain_ragspine.backends.directory.lock import LOCK_FILE
 from langchain_ragspine.cli import main
 from langchain_ragspine.errors import StoreError, StoreWriteError, os_error_of
-from langchain_ragspine.indexing import CHUNKS_DB, EMBEDDING_CACHE, STORE_MARKER, ingest
+from langchain_ragspine.pipeline.ingest import ingest
 from tests.harness import write_corpus
 from tests.unit_tests._ingest_gate_child import DONE_S, child_env
 
@@ -185,7 +186,7 @@ _TMPFS_CHILD = r"""
 import contextlib, json, os, subprocess, sys, warnings
 from pathlib import Path
 warnings.simplefilter("ignore")
-from langchain_ragspine.indexing import ingest, open_retriever
+from langchain_ragspine import ingest, open_retriever
 
 corpus, mnt = Path(sys.argv[1]), Path(sys.argv[2])
 

@@ -34,7 +34,8 @@ import pytest
 from langchain_core.documents import Document
 
 from langchain_ragspine.backends.directory.chunk_store import ChunkStore
-from langchain_ragspine.indexing import BM25_DIR, CHUNKS_DB, ingest
+from langchain_ragspine.backends.directory.layout import BM25_DIR, CHUNKS_DB
+from langchain_ragspine.pipeline.ingest import ingest
 from tests.harness import write_corpus
 from tests.unit_tests._ingest_gate_child import DONE_S, child_env
 
@@ -52,7 +53,7 @@ TEXTS = {
 _CHILD = r"""
 import json, sys, warnings
 warnings.simplefilter("always")
-from langchain_ragspine.indexing import open_retriever, ingest
+from langchain_ragspine import open_retriever, ingest
 from langchain_ragspine.cli import main
 from langchain_ragspine.embeddings import HashingEmbeddings
 from langchain_ragspine.vectorstores import RagSpineVectorStore
@@ -218,7 +219,7 @@ def test_a_read_only_store_with_commits_left_in_its_wal_shows_them(corpus, tmp_p
     done = subprocess.run(
         [*prefix, sys.executable, "-c",
          "import sys, warnings; warnings.simplefilter('ignore')\n"
-         "from langchain_ragspine.indexing import open_retriever\n"
+         "from langchain_ragspine import open_retriever\n"
          "print(sorted(d.metadata['doc_id'] for d in open_retriever(sys.argv[1], mode='bm25', k=5).invoke('WALONLY')))",
          str(store)],
         capture_output=True, text=True, timeout=DONE_S, env=child_env())

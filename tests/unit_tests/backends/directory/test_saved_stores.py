@@ -16,7 +16,9 @@ from typing import Any
 
 import pytest
 
-from langchain_ragspine.indexing import StaleIndexWarning, ingest, open_retriever, search
+from langchain_ragspine.errors import StaleIndexWarning
+from langchain_ragspine.pipeline.ingest import ingest
+from langchain_ragspine.pipeline.sources import open_retriever, search
 
 pytest.importorskip("faiss", reason="the dense channel needs faiss-cpu (embed extra)")
 

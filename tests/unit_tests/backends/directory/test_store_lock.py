@@ -21,6 +21,7 @@ import pytest
 
 from langchain_ragspine.backends.directory.chunk_store import ChunkStore
 from langchain_ragspine.backends.directory.files import read_documents
+from langchain_ragspine.backends.directory.layout import CHUNKS_DB, INDEX_STATE
 from langchain_ragspine.backends.directory.lock import (
     LOCK_FILE,
     StoreBusyError,
@@ -30,16 +31,10 @@ from langchain_ragspine.backends.directory.lock import (
 )
 from langchain_ragspine.cli import main
 from langchain_ragspine.embeddings import HashingEmbeddings
-from langchain_ragspine.errors import StoreError
-from langchain_ragspine.indexing import (
-    CHUNKS_DB,
-    INDEX_STATE,
-    IngestSummary,
-    StaleIndexWarning,
-    ingest,
-    open_retriever,
-    search,
-)
+from langchain_ragspine.errors import StaleIndexWarning, StoreError
+from langchain_ragspine.pipeline.ingest import ingest
+from langchain_ragspine.pipeline.sources import open_retriever, search
+from langchain_ragspine.pipeline.stages import IngestSummary
 from langchain_ragspine.vectorstores import RagSpineVectorStore
 from tests.unit_tests._ingest_gate_child import (
     DONE_S,
@@ -511,17 +506,17 @@ def test_an_ingest_whose_store_is_rebuilt_meanwhile_fails_and_the_rebuilt_store_
     other = _corpus(tmp_path / "other", "bravo", 2)
     store = tmp_path / "store"
     ingest(corpus, store, progress=False)
-    import langchain_ragspine.indexing as indexing
+    import langchain_ragspine.pipeline.ingest as ingest_module  # where ingest looks the stage up
 
-    real = indexing.write_documents
+    real = ingest_module.write_documents
 
     def rebuild_then_write(*args: object, **kwargs: object) -> object:
         shutil.rmtree(store)  # rm -rf store; ingest other  (the rebuilt store's ingest does not wait: the lock is gone)
-        monkeypatch.setattr(indexing, "write_documents", real)
+        monkeypatch.setattr(ingest_module, "write_documents", real)
         ingest(other, store, progress=False, lock_timeout=0)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(indexing, "write_documents", rebuild_then_write)
+    monkeypatch.setattr(ingest_module, "write_documents", rebuild_then_write)
     with pytest.raises(StoreReplacedError, match="not in the store now at this path"):
         ingest(corpus, store, progress=False, retract_missing=True)
     with ChunkStore(store / CHUNKS_DB, read_only=True) as cs:

@@ -28,7 +28,8 @@ from langchain_ragspine.backends.directory.embedding_cache import EmbeddingCache
 from langchain_ragspine.backends.directory.faiss_index import FaissVectorIndex
 from langchain_ragspine.backends.directory.regular_files import check_regular, open_regular
 from langchain_ragspine.errors import StaleIndexWarning, StoreError
-from langchain_ragspine.indexing import ingest, open_retriever
+from langchain_ragspine.pipeline.ingest import ingest
+from langchain_ragspine.pipeline.sources import open_retriever
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs (POSIX)")
 

@@ -1,0 +1,91 @@
+"""``open_backend`` is the one place that decides whether a store is a directory or a PostgreSQL URL (issue 26, B4).
+
+What it returns for each spelling of a store, what the handles say (where the store is, how messages name it, its
+document count and chunker record), and — read from the source — that no other module of the package tests a store
+for being a URL, except the PostgreSQL classes refusing a non-URL handed to them.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import langchain_ragspine
+from langchain_ragspine.backends.directory.chunk_store import INGEST_WRITER
+from langchain_ragspine.backends.open import DirectoryLocation, PostgresLocation, open_backend
+from langchain_ragspine.pipeline.ingest import ingest
+
+PACKAGE = Path(langchain_ragspine.__file__).parent
+
+
+@pytest.mark.parametrize(
+    "store", ["postgresql://u@h/db", "postgres://h/db", "  PostgreSQL://h/db ", "POSTGRES://h:5432/db?sslmode=off"]
+)
+def test_a_postgresql_url_opens_the_postgres_backend_as_given(store: str) -> None:
+    backend = open_backend(store)
+    assert isinstance(backend, PostgresLocation)
+    assert backend.location == store  # the CLI hands the URL on unchanged
+    assert backend.url == store.strip()
+    assert (backend.keeps_parents, backend.contextual_headers) == (False, False)
+    assert backend.recorded_chunker() == (None, False)
+
+
+@pytest.mark.parametrize("store", ["store", "./a/b", "postgresql:dir", "http://h/db", ""])
+def test_anything_else_is_a_store_directory(store: str) -> None:
+    backend = open_backend(store)
+    assert backend == DirectoryLocation(Path(store))
+    assert backend.location == backend.shown == Path(store)
+
+
+def test_a_path_is_always_a_directory_even_one_spelt_like_a_url() -> None:
+    """``Path`` folds the ``//`` of a URL: a ``Path`` given is a directory, as before open_backend."""
+    assert isinstance(open_backend(Path("postgresql://h/db")), DirectoryLocation)
+
+
+def test_messages_name_a_postgres_store_without_its_password() -> None:
+    assert open_backend("postgresql://u:secret@h/db").shown == "postgresql://u:***@h/db"
+
+
+def test_opening_reads_nothing_and_a_missing_directory_holds_no_documents(tmp_path: Path) -> None:
+    backend = open_backend(tmp_path / "absent")
+    assert backend.active_document_count() == 0
+    assert backend.recorded_chunker() == (None, False)
+    assert not (tmp_path / "absent").exists()
+
+
+def test_a_directory_backend_counts_its_documents_and_reads_its_chunker(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for name in ("a", "b"):
+        (corpus / f"{name}.md").write_text(f"# {name}\n\n梅雨の話 {name}\n", "utf-8")
+    ingest(corpus, tmp_path / "s", embedding="none", mode="bm25", progress=False)
+    backend = open_backend(str(tmp_path / "s"))
+    assert backend.active_document_count() == backend.active_document_count(owner=INGEST_WRITER) == 2
+    assert backend.active_document_count(owner="someone else") == 0
+    chunker, has_documents = backend.recorded_chunker()
+    assert chunker is not None and chunker["name"] == "paragraph" and has_documents
+
+
+#: The modules that may call ``is_postgres_url``: where it is defined, open_backend, and the PostgreSQL classes that
+#: refuse a non-URL handed to them (a ``ValueError``), which choose nothing.
+URL_CHECKERS = {
+    "backends/postgres/chunk_store.py",
+    "backends/open.py",
+    "backends/postgres/lock.py",
+    "vectorstores/postgres.py",
+}
+
+
+def test_no_other_module_asks_whether_a_store_is_a_url() -> None:
+    callers = set()
+    for path in PACKAGE.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                fn = node.func
+                name = fn.id if isinstance(fn, ast.Name) else fn.attr if isinstance(fn, ast.Attribute) else None
+                if name == "is_postgres_url":
+                    callers.add(path.relative_to(PACKAGE).as_posix())
+    assert callers == URL_CHECKERS
