@@ -118,3 +118,26 @@ def test_cli_mode_from_the_setting_gets_the_note_too(store, capsys, monkeypatch)
     monkeypatch.setenv("RAGSPINE_RETRIEVAL_MODE", "multi-query".replace("-", "_"))
     assert main(["search", "梅雨", "--store", str(store)]) == 0
     assert "note: retrieval mode 'multi_query' is a query transformation" in capsys.readouterr().err
+
+
+def test_one_plan_runs_on_both_backends_with_the_same_results(tmp_path: Path, pg_url: str, glossary: Path) -> None:
+    """Issue 26's check that a backend-agnostic feature touches no backend code: the retrieval plan (O1) was written
+    without a line in backends/, postgres.py or the PostgreSQL retrievers, and the same plan — base mode, a query
+    transformation, a second stage — over a store directory and over a postgresql:// store of the same corpus gives
+    the same documents in the same order."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    texts = {"a": "# 梅雨\n\n梅雨は六月に始まる。京都も梅雨。", "b": "# Rain\n\nThe rainy season in Japan is called tsuyu.",
+             "c": "# 清水寺\n\n京都の清水寺は秋の紅葉で知られる。", "d": "# Autumn\n\nKyoto in autumn: red maple leaves."}
+    for name, text in texts.items():
+        (corpus / f"{name}.md").write_text(text, "utf-8")
+    ingest(corpus, tmp_path / "S", progress=False, mode="bm25")
+    ingest(corpus, pg_url, progress=False, mode="bm25")
+    plan = RetrievalPlan("bm25", ("glossary",), postprocessor="mmr", fetch_k=4)
+    found = {}
+    for where in (tmp_path / "S", pg_url):
+        r = build_retriever(plan, where, k=2, glossary=glossary)
+        assert isinstance(r, SecondStageRetriever) and isinstance(r.base_retriever, GlossaryRetriever)
+        found[str(where)] = [(d.metadata["chunk_id"], d.page_content) for d in r.invoke("rainy season in Kyoto")]
+    directory, postgres = found.values()
+    assert len(directory) == 2 and directory == postgres and {c.split("#")[0] for c, _ in directory} & {"a", "b"}
