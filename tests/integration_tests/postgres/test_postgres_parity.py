@@ -128,3 +128,23 @@ def test_regression_langchain_index_works_on_postgres(pg_url: str, tmp_path: Pat
     first, again, changed, _ = results[1]
     assert first["num_added"] == 6 and again["num_skipped"] == 6
     assert changed["num_added"] == 1 and changed["num_deleted"] == 1
+
+
+def test_one_class_over_the_postgres_backend_and_what_it_refuses_by_name(pg_url: str) -> None:
+    """``RagSpineVectorStore(PostgresBackend(url, embedding))`` is the PostgreSQL store (``PostgresVectorStore`` opens
+    it from the URL); another model than the backend's is refused; parents are refused by name, in one place
+    (``backends.base.refuse`` with the backend's ``unsupported``)."""
+    from langchain_ragspine.backends.base import PARENTS, StoreBackend, refuse
+    from langchain_ragspine.backends.postgres.backend import PostgresBackend
+
+    backend = PostgresBackend(pg_url, EMB)
+    assert isinstance(backend, StoreBackend)
+    store = RagSpineVectorStore(backend)
+    assert store.embeddings is EMB and store.store_dir is None
+    store.add_documents([d.model_copy() for d in CORPUS[:3]])
+    assert [d.id for d in PostgresVectorStore(pg_url, EMB).similarity_search("梅雨", k=1)] == ["tsuyu"]
+    with pytest.raises(ValueError, match="not the backend's model"):
+        RagSpineVectorStore(backend, HashingEmbeddings(32))
+    with pytest.raises(ValueError, match="PostgresBackend does not support parents"):
+        refuse(backend, PARENTS)
+
