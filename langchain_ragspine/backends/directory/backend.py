@@ -56,12 +56,6 @@ from langchain_ragspine.backends.directory.embedding_cache import EmbeddingCache
 from langchain_ragspine.backends.directory.faiss_index import INDEX_KINDS
 from langchain_ragspine.backends.directory.follow import FollowedChunkStore, StoreState
 from langchain_ragspine.backends.directory.indexes import IndexConfig, IndexSnapshot, internal_record
-from langchain_ragspine.backends.directory.lock import StoreReplacedError, check_lock_timeout, writer_lock
-from langchain_ragspine.backends.versioning import mark_record, record_doc_id, written_record
-from langchain_ragspine.documents import has_visible_text
-from langchain_ragspine.embeddings.batching import embed_in_batches
-from langchain_ragspine.embeddings.cache import CachedEmbeddings, model_key_for
-from langchain_ragspine.errors import StoreError, StoreWriteError, read_only_mount
 from langchain_ragspine.backends.directory.layout import (
     CHUNKS_DB,
     EMBEDDING_CACHE,
@@ -69,6 +63,12 @@ from langchain_ragspine.backends.directory.layout import (
     prepare_store_dir,
     store_writer,
 )
+from langchain_ragspine.backends.directory.lock import StoreReplacedError, check_lock_timeout, writer_lock
+from langchain_ragspine.backends.versioning import mark_record, record_doc_id, written_record
+from langchain_ragspine.documents import has_visible_text
+from langchain_ragspine.embeddings.batching import embed_in_batches
+from langchain_ragspine.embeddings.cache import CachedEmbeddings, model_key_for
+from langchain_ragspine.errors import StoreError, StoreWriteError, read_only_mount
 from langchain_ragspine.sensitivity import is_restricted
 from langchain_ragspine.text import index_text
 from langchain_ragspine.tokenizers import get_tokenizer
