@@ -29,6 +29,14 @@ backend need not inherit anything, it has the methods (``isinstance(store, Chunk
   it to row masks in memory, PostgreSQL to SQL applied inside the query (:mod:`langchain_ragspine.filters.sql`).
   Results are ``(Document, score)`` pairs, best first, ties by ``chunk_id``, at most ``k``.
 
+* :class:`StoreBackend` — what :class:`~langchain_ragspine.vectorstores.RagSpineVectorStore` runs over: records
+  (``Document`` objects whose ``id`` is their ``chunk_id``) **upserted** and **deleted** as new document versions (one
+  transaction per call), **read by id**, and **searched** (:meth:`StoreBackend.search`: a :class:`SearchBackend` of
+  the current state), each record read back with exactly the metadata it was written with
+  (:func:`~langchain_ragspine.backends.versioning.mark_record`).  The directory store's is
+  :class:`~langchain_ragspine.backends.directory.backend.DirectoryBackend`, PostgreSQL's
+  :class:`~langchain_ragspine.backends.postgres.backend.PostgresBackend`.
+
 Why a protocol: what sits above storage (the vector store, the retrievers, ingest) is written once against it,
 and a feature one backend lacks is refused by name in one place (:attr:`ChunkBackend.unsupported`) instead of by
 an ``isinstance`` test at each call site.
@@ -46,10 +54,12 @@ from langchain_core.documents import Document
 from langchain_ragspine.backends.versioning import INGEST_WRITER, StoredChunk
 from langchain_ragspine.served import ServedIds
 
-__all__ = ["PARENTS", "ChunkBackend", "SearchBackend", "refuse"]
+__all__ = ["MMR", "PARENTS", "ChunkBackend", "SearchBackend", "StoreBackend", "refuse"]
 
 #: The feature name of parent-child chunking's parents (:attr:`ChunkBackend.unsupported`).
 PARENTS = "parents"
+#: The feature name of maximal marginal relevance search (:attr:`StoreBackend.unsupported`; both backends have it).
+MMR = "maximal marginal relevance search"
 
 
 @runtime_checkable
@@ -172,6 +182,57 @@ class SearchBackend(Protocol):
         self, vector: Sequence[float] | np.ndarray, k: int, filter: Mapping[str, Any] | None = None
     ) -> list[tuple[Document, float, np.ndarray]]:
         """:meth:`vector_search` with each hit's stored unit vector (the candidates of MMR)."""
+        ...
+
+
+@runtime_checkable
+class StoreBackend(Protocol):
+    """The records of a :class:`~langchain_ragspine.vectorstores.RagSpineVectorStore` (see the module docstring).
+
+    Usage, whichever backend ``backend`` is::
+
+        backend.upsert([Document("梅雨は六月から。", id="tsuyu", metadata={"lang": "ja"})])
+        backend.get_by_ids(["tsuyu"])                           # [Document(id="tsuyu", metadata={"lang": "ja"})]
+        backend.search().vector_search(vector, 4, {"lang": "ja"})  # [(record, cosine)], best first
+        backend.delete(["tsuyu"])
+
+    A record belongs to the document ``metadata["doc_id"]`` when that is a non-empty string, else to a document of
+    its own (``doc_id`` = its id); a write re-versions each document it touches
+    (:func:`~langchain_ragspine.backends.versioning.merged_versions`).  RESTRICTED records may be stored; the
+    vector store gates every exit.
+
+    Attributes:
+        unsupported: ``{feature: why}`` — what this backend refuses (:func:`refuse`), e.g. :data:`MMR`; empty when
+            it does everything.
+        embedding: the model of the backend's vectors (written records are embedded with it).
+    """
+
+    unsupported: Mapping[str, str]
+    embedding: Any
+
+    @property
+    def where(self) -> str | None:
+        """Where the records are, for messages (a path, a URL without its password); ``None``: unknown."""
+        ...
+
+    def upsert(self, records: Sequence[Document]) -> None:
+        """Insert or replace ``records`` by id (every ``id`` set, each once), one transaction: all or nothing."""
+        ...
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Remove the records with these ids (unknown ids ignored), one transaction."""
+        ...
+
+    def get_by_ids(self, ids: Sequence[str]) -> list[Document]:
+        """The current records with these ids, in the order asked (unknown ids left out)."""
+        ...
+
+    def search(self) -> SearchBackend:
+        """Search over the current records (results: the records as written, ``Document.id`` set)."""
+        ...
+
+    def close(self) -> None:
+        """Release the backend (idempotent)."""
         ...
 
 

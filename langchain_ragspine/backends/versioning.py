@@ -14,7 +14,14 @@ versions.  What makes a version, and what a version reads back as, is decided he
   :func:`new_stored`): the lineage columns of a chunk row and the ``Document`` a row reads back as;
 * **facets and filter values** (:data:`FACET_FIELDS`, :func:`facets_of`, :func:`facet_filters`,
   :func:`filter_values`, :func:`id_list`) and the reading API's arguments (:class:`VersionedChunkStore`);
-* :func:`where_clause`, the ``WHERE`` of both stores' SQL conditions.
+* :func:`where_clause`, the ``WHERE`` of both stores' SQL conditions;
+* **records** of the vector store (:func:`mark_record`, :func:`written_record`, :func:`written_document`,
+  :func:`record_doc_id`): a record written through
+  :class:`~langchain_ragspine.vectorstores.RagSpineVectorStore` reads back with exactly the metadata it was written
+  with, whichever backend holds it — the lineage keys a chunk row needs are stored with a marker
+  (:data:`VECTORSTORE_RECORD_KEY`) naming what was added or overwritten, and removed again on the way out;
+* **merging** a vector-store write into documents' next versions (:func:`merged_versions`): a record with a known
+  id is replaced in place, a new one appended, one moved to another ``doc_id`` leaves its old document.
 
 Nothing here touches a database: a store passes its cursor (:func:`version_state`) or its rows
 (:func:`row_to_stored`).
@@ -40,6 +47,7 @@ __all__ = [
     "FACET_FIELDS",
     "INGEST_WRITER",
     "LINEAGE_KEYS",
+    "READ_BACK_KEYS",
     "VECTORSTORE_RECORD_KEY",
     "VECTORSTORE_WRITER",
     "Prepared",
@@ -55,15 +63,20 @@ __all__ = [
     "filter_values",
     "id_list",
     "lineage",
+    "mark_record",
+    "merged_versions",
     "nan_field",
     "new_stored",
     "owner_of_next",
     "prepare_chunks",
+    "record_doc_id",
     "row_to_stored",
     "utc_now_iso",
     "version_hash",
     "version_state",
     "where_clause",
+    "written_document",
+    "written_record",
 ]
 
 #: The writer name of ``ragspine ingest`` (:func:`~langchain_ragspine.indexing.ingest`), the default writer of
@@ -573,3 +586,117 @@ class VersionedChunkStore:
         return self._select_chunks(doc_id, facets, include_inactive)
 
 
+
+
+# -- records of the vector store --------------------------------------------------------------------------------
+#: The keys :meth:`StoredChunk.to_document` adds to a chunk's stored metadata besides the lineage keys: a backend
+#: whose searches read rows back through it (PostgreSQL) marks them too (:func:`mark_record` ``also=``), so
+#: :func:`written_document` removes them again.
+READ_BACK_KEYS: tuple[str, ...] = ("doc_version", "valid_as_of", "ingested_at")
+
+
+def record_doc_id(record: Document) -> str:
+    """The document a vector-store record belongs to: ``metadata["doc_id"]`` when a non-empty string, else the
+    record's own id (a one-record document)."""
+    value = record.metadata.get("doc_id")
+    return value if isinstance(value, str) and value else str(record.id)
+
+
+def mark_record(record: Document, *, also: Sequence[str] = ()) -> Document:
+    """``record`` (its ``id`` set) in the form a chunk store takes: the lineage keys ``doc_id``
+    (:func:`record_doc_id`) and ``chunk_id`` (the id) set, and under :data:`VECTORSTORE_RECORD_KEY` what the
+    record's own metadata lacked (``added``) or had otherwise (``replaced``: the original values) — so that
+    :func:`written_record` / :func:`written_document` give back exactly the metadata written.  ``also``: further
+    keys the backend's read path adds (:data:`READ_BACK_KEYS` for one reading rows back with
+    :meth:`StoredChunk.to_document`), recorded as added or, when present, replaced.
+
+    Example:
+        >>> md = mark_record(Document("x", id="a", metadata={"lang": "ja"})).metadata
+        >>> md["doc_id"], md["chunk_id"], md[VECTORSTORE_RECORD_KEY]
+        ('a', 'a', {'added': ['doc_id', 'chunk_id'], 'replaced': {}})
+
+    Raises:
+        ValueError: the record's metadata uses the reserved key :data:`VECTORSTORE_RECORD_KEY`.
+    """
+    if VECTORSTORE_RECORD_KEY in record.metadata:
+        raise ValueError(f"metadata key {VECTORSTORE_RECORD_KEY!r} is reserved (record {record.id!r})")
+    md = dict(record.metadata)
+    ids = {"doc_id": record_doc_id(record), "chunk_id": str(record.id)}
+    added = [key for key in (*ids, *also) if key not in md]
+    replaced = {key: md[key] for key in ids if key in md and md[key] != ids[key]}
+    replaced.update({key: md[key] for key in also if key in md})
+    md.update(ids)
+    md[VECTORSTORE_RECORD_KEY] = {"added": added, "replaced": replaced}
+    return Document(page_content=record.page_content, metadata=md, id=str(record.id))
+
+
+def _unmarked(metadata: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``metadata`` without the marker's additions, with its replaced values back; ``None``: no marker."""
+    md = dict(metadata)
+    mark = md.pop(VECTORSTORE_RECORD_KEY, None)
+    if not isinstance(mark, dict):
+        return None
+    for key in mark.get("added", []):
+        md.pop(key, None)
+    md.update(mark.get("replaced", {}))
+    return md
+
+
+def written_record(chunk: StoredChunk) -> Document:
+    """A stored chunk as the vector store returns it: a record it wrote (:func:`mark_record`) with exactly the
+    metadata written, any other chunk (``ragspine ingest``'s) as :meth:`StoredChunk.to_document` gives it."""
+    md = _unmarked(chunk.metadata)
+    if md is None:
+        return chunk.to_document()
+    return Document(page_content=chunk.text, metadata=md, id=chunk.chunk_id)
+
+
+def written_document(doc: Document) -> Document:
+    """:func:`written_record` of a row already read back as ``doc`` (:meth:`StoredChunk.to_document`, marked with
+    ``also=READ_BACK_KEYS``); ``doc`` itself when it carries no marker."""
+    md = _unmarked(doc.metadata)
+    if md is None:
+        return doc
+    return Document(page_content=doc.page_content, metadata=md, id=doc.id)
+
+
+def merged_versions(
+    records: Sequence[Document], active: Iterable[StoredChunk], *, delete: Iterable[str] = ()
+) -> dict[str, list[Document]]:
+    """The next version of every document a vector-store write touches, as chunk ``Document``\\ s (records through
+    :func:`mark_record` are the caller's business: ``records`` are put as given).
+
+    ``active``: the current chunks of the documents of ``records`` (:func:`record_doc_id`) and of those holding
+    their ids or the ids in ``delete`` now.  A record whose id a document holds replaces it in place; a new one is
+    appended to its document; one whose id another document holds leaves that one; ids in ``delete`` leave their
+    documents.  A document left with no chunk maps to ``[]`` (retracted).  Kept chunks are
+    ``Document(text, stored metadata, id)``.  The last of repeated ids wins.
+    """
+    rows: dict[str, list[StoredChunk]] = {}
+    for c in active:
+        rows.setdefault(c.doc_id, []).append(c)
+    put: dict[str, dict[str, Document]] = {}
+    for record in records:
+        for group in put.values():
+            group.pop(str(record.id), None)
+        put.setdefault(record_doc_id(record), {})[str(record.id)] = record
+    put_ids = {cid: doc_id for doc_id, group in put.items() for cid in group}
+    gone = set(delete)
+    out: dict[str, list[Document]] = {}
+    for doc_id in sorted(set(rows) | set(put)):
+        mine = put.get(doc_id, {})
+        chunks: list[Document] = []
+        changed = False
+        for c in rows.get(doc_id, []):
+            if c.chunk_id in mine:
+                chunks.append(mine[c.chunk_id])
+                changed = True
+            elif c.chunk_id in gone or c.chunk_id in put_ids:
+                changed = True  # deleted, or moved to another document
+            else:
+                chunks.append(Document(page_content=c.text, metadata=dict(c.metadata), id=c.chunk_id))
+        known = {c.chunk_id for c in rows.get(doc_id, [])}
+        new = [d for cid, d in mine.items() if cid not in known]
+        if changed or new:
+            out[doc_id] = chunks + new
+    return out

@@ -1,12 +1,15 @@
-"""RagSpine stores as LangChain ``VectorStore``\\ s: :class:`RagSpineVectorStore` over a store directory (chunk store +
-BM25 + dense), the versioned-document rules a database store shares (:class:`VersionedVectorStore`), and the
-PostgreSQL + pgvector store (:class:`PostgresVectorStore`, imported lazily: it needs the ``postgres`` extra)."""
+"""RagSpine stores as LangChain ``VectorStore``\\ s: one :class:`RagSpineVectorStore` over any backend (a store
+directory: chunk store + in-memory BM25 + dense; PostgreSQL + pgvector), and :class:`PostgresVectorStore` — the
+same store opened from a ``postgresql://`` URL (imported lazily: it needs the ``postgres`` extra).
+``VersionedVectorStore`` (the old base class of the PostgreSQL store) is a deprecated alias of
+:class:`RagSpineVectorStore` for one release."""
 
 from __future__ import annotations
 
+import warnings
 from typing import TYPE_CHECKING, Any
 
-from langchain_ragspine.vectorstores.base import ScopedVectorStoreRetriever, VersionedVectorStore, as_chunks
+from langchain_ragspine.vectorstores.base import ScopedVectorStoreRetriever, as_chunks
 from langchain_ragspine.vectorstores.store import (
     CacheNotWrittenWarning,
     ChunkStoreBackend,
@@ -36,4 +39,13 @@ def __getattr__(name: str) -> Any:
         from langchain_ragspine.vectorstores.postgres import PostgresVectorStore
 
         return PostgresVectorStore
+    if name == "VersionedVectorStore":
+        warnings.warn(
+            "langchain_ragspine.vectorstores.VersionedVectorStore is deprecated (issue 26, B5): there is one vector "
+            "store, RagSpineVectorStore(backend, embedding), over any StoreBackend (langchain_ragspine.backends.base); "
+            "a store of its own is a StoreBackend, not a subclass",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return RagSpineVectorStore
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

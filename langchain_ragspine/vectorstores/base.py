@@ -1,40 +1,26 @@
-"""What every RagSpine store shows LangChain as a ``VectorStore``, whatever holds the chunks.
+"""What every RagSpine ``VectorStore`` shares, whatever backend holds the chunks: id and list checks
+(:func:`as_list`, :func:`check_records`, :func:`as_chunks`, :func:`texts_as_documents`), all-or-nothing writes
+(:func:`all_or_nothing`), LangChain's Maximal Marginal Relevance search once (:class:`MarginalRelevanceStore`) and
+the retriever whose own filter scopes every call (:class:`ScopedVectorStoreRetriever`,
+:func:`search_kwargs_for_call`).
 
-LangChain's :class:`~langchain_core.vectorstores.VectorStore` is id-keyed ("add or update these documents, search
-them, get or delete them by id"); a RagSpine store is versioned by document (every write makes a new version of a
-``doc_id``; old versions stay as history).  :class:`VersionedVectorStore` maps one onto the other, once for every
-backend:
+The one vector store of the package is :class:`~langchain_ragspine.vectorstores.RagSpineVectorStore` (over a store
+directory or PostgreSQL: :mod:`langchain_ragspine.backends`); the rules it maps LangChain's id-keyed
+``VectorStore`` onto versioned documents with are in its module docstring
+(:mod:`langchain_ragspine.vectorstores.store`).
 
 * **ids.**  A ``Document``'s id is its ``chunk_id``: ``ids[i]`` when given, else ``metadata["chunk_id"]``, else
-  ``Document.id``, else a new ``uuid4().hex``.  Its document is ``metadata["doc_id"]``, else the id itself (a
-  one-chunk document).  :meth:`~VersionedVectorStore.add_documents` returns the ids in order.
-* **add or update.**  The chunks given for a ``doc_id`` become part of that document's next version: a chunk whose
-  id the document already has replaces it in place, a new one is appended; the document's other chunks stay.  One
-  version per document per call.
-* **delete.**  The document's next version leaves those chunks out; a document left with none is retracted (its
-  history stays, search no longer sees it).
-* **the RESTRICTED gate.**  Search reads only the searchable tables, where RESTRICTED chunks are never written;
-  :meth:`~VersionedVectorStore.get_by_ids` and every search result pass the gate as well
-  (:func:`~langchain_ragspine.sensitivity.drop_restricted`, and ``drop_restricted_pairs`` for scored results), so
-  no exit of the store returns one.
-* **scores.**  ``similarity_search_with_score`` gives the cosine similarity in ``[-1, 1]`` (the dense channel's
-  ``scores["vector"]``); relevance scores are ``(1 + cosine) / 2`` in ``[0, 1]``.
+  ``Document.id``, else a new ``uuid4().hex`` (:func:`as_chunks`).  Its document is ``metadata["doc_id"]``, else
+  the id itself (a one-chunk document).
 * **filters** are the package's own predicate language (:mod:`langchain_ragspine.filters`), applied before
-  scoring: ``similarity_search(query, k, filter={"lang": "ja"})``.  The retriever of
-  :meth:`~VersionedVectorStore.as_retriever` (:class:`ScopedVectorStoreRetriever`) ANDs a call's filter with its
+  scoring.  The retriever of ``as_retriever`` (:class:`ScopedVectorStoreRetriever`) ANDs a call's filter with its
   own: ``as_retriever(search_kwargs={"filter": F}).invoke(q, filter=G)`` searches ``F AND G``, and ``filter=None``
   keeps ``F`` (LangChain's ``VectorStoreRetriever`` lets the call's replace it).
-
 * **MMR.**  ``max_marginal_relevance_search`` (and ``as_retriever(search_type="mmr")``) picks ``k`` of the
   ``fetch_k`` most similar chunks with ``langchain_core``'s ``maximal_marginal_relevance`` over their stored
-  vectors, after the RESTRICTED gate; a backend without them refuses ``search_type="mmr"`` when the retriever is
-  built.
+  vectors, after the RESTRICTED gate.
 * **call keywords.**  The retriever takes ``k``, ``filter``, ``fetch_k``, ``lambda_mult``, ``score_threshold`` per
   call; anything else — ``search_type`` included — is a ``TypeError`` naming it.
-
-A backend implements :meth:`~VersionedVectorStore._active_chunks`, :meth:`~VersionedVectorStore._write_versions`,
-:meth:`~VersionedVectorStore._search_by_vector` and :meth:`~VersionedVectorStore._read_by_ids`, and for MMR
-:meth:`~VersionedVectorStore._search_by_vector_with_embeddings`.
 """
 
 from __future__ import annotations
@@ -42,14 +28,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from abc import abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
-from langchain_core.embeddings import Embeddings
 from langchain_core.runnables import RunnableConfig
 from langchain_core.vectorstores import VectorStore, VectorStoreRetriever
 from langchain_core.vectorstores.utils import maximal_marginal_relevance
@@ -59,9 +43,9 @@ from langchain_ragspine.backends.directory.chunk_store import nan_field
 from langchain_ragspine.backends.directory.lock import StoreBusyError
 from langchain_ragspine.documents import check_score_threshold, chunk_key
 from langchain_ragspine.errors import StoreError, StoreWriteError
-from langchain_ragspine.filters import and_filters, check_filter_size, compiled_filter
+from langchain_ragspine.filters import and_filters, compiled_filter
 from langchain_ragspine.retrievers.base import check_query
-from langchain_ragspine.sensitivity import drop_restricted, drop_restricted_pairs, is_restricted
+from langchain_ragspine.sensitivity import drop_restricted, is_restricted
 from langchain_ragspine.served import ServedIds
 
 __all__ = [
@@ -70,7 +54,6 @@ __all__ = [
     "SEARCH_KWARGS",
     "ScopedVectorStoreRetriever",
     "TextsAsDocumentsStore",
-    "VersionedVectorStore",
     "all_or_nothing",
     "as_chunks",
     "as_list",
@@ -214,14 +197,6 @@ def texts_as_documents(
     if ids and len(ids) != len(texts):
         raise ValueError(f"add_texts got {len(texts)} texts and {len(ids)} ids")
     return [Document(page_content=t, metadata=dict(metadatas[i]) if metadatas else {}) for i, t in enumerate(texts)]
-
-
-def _merge(current: Sequence[Document], new: Iterable[Document]) -> list[Document]:
-    """``current`` with the chunks of ``new`` replacing those of the same id in place, the others appended."""
-    merged = {str(d.metadata["chunk_id"]): d for d in current}
-    for d in new:
-        merged[str(d.metadata["chunk_id"])] = d
-    return list(merged.values())
 
 
 def _check_relevance_threshold(kwargs: Mapping[str, Any]) -> None:
@@ -559,195 +534,3 @@ class ScopedVectorStoreRetriever(VectorStoreRetriever):
         return await super()._aget_relevant_documents(
             query, run_manager=run_manager, **self.call_search_kwargs(kwargs)
         )
-
-
-class VersionedVectorStore(MarginalRelevanceStore):
-    """A RagSpine store as a LangChain ``VectorStore`` (see the module docstring for the id, version, RESTRICTED
-    and score rules); subclasses say where the chunks live.
-
-    Args:
-        embedding: the model of the store's vectors (``embed_documents`` for chunks, ``embed_query`` for queries).
-    """
-
-    def __init__(self, embedding: Embeddings) -> None:
-        if not isinstance(embedding, Embeddings):
-            raise TypeError(f"embedding must be a langchain_core Embeddings, got {type(embedding).__name__}")
-        self._embedding = embedding
-
-    @property
-    def embeddings(self) -> Embeddings:
-        """The embedding model."""
-        return self._embedding
-
-    # -- what a backend provides ------------------------------------------------------------------------------------
-    @abstractmethod
-    def _active_chunks(self, doc_ids: Sequence[str]) -> dict[str, list[Document]]:
-        """The current chunks (RESTRICTED included) of each of ``doc_ids`` that has a current version, in order."""
-
-    @abstractmethod
-    def _write_versions(self, versions: Mapping[str, list[Document]]) -> None:
-        """Make each ``chunks`` the next version of its ``doc_id`` (``[]``: retract it), embedding what needs it;
-        all of them or none (one transaction)."""
-
-    def _where(self) -> str | None:
-        """Where the store is, for messages (a path, or a URL without its password); ``None``: unknown."""
-        return None
-
-    def _writing(self) -> contextlib.AbstractContextManager[object]:
-        """The store's writer lock, held around a whole write call — the read of the documents' current chunks
-        included, so two writers of one document never merge into the same old version (default: none)."""
-        return contextlib.nullcontext()
-
-    @abstractmethod
-    def _search_by_vector(
-        self, vector: Sequence[float], k: int, filter: Mapping[str, Any] | None
-    ) -> list[tuple[Document, float]]:
-        """Top ``k`` searchable ``(chunk, cosine)`` pairs for a query vector, best first."""
-
-    @abstractmethod
-    def _read_by_ids(self, ids: Sequence[str]) -> list[Document]:
-        """The current chunks with these ids, in the order asked, unknown ids left out."""
-
-    # -- LangChain's VectorStore ----------------------------------------------------------------------------------
-    def add_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
-        """Add or update ``documents`` (keyword ``ids``: their ids, taking precedence over the documents' own);
-        returns the ids, in order.  Each ``doc_id`` touched gets one new version.
-
-        Raises:
-            ValueError, TypeError: ``documents`` or ``ids`` not a list (:func:`as_list`); see :func:`as_chunks`;
-                the store's own validation (a NUL character, a ``chunk_id`` that is another document's).
-            RagSpineError: the embedding model failed (the store is unchanged).
-            StoreBusyError: another writer held the store's writer lock longer than the store's ``lock_timeout``
-                (nothing was written).
-        """
-        ids = kwargs.pop("ids", None)
-        if kwargs:
-            raise TypeError(f"unexpected keyword arguments for add_documents: {sorted(kwargs)}")
-        documents = as_list(documents, "documents", "add_documents")
-        ids = None if ids is None else as_list(ids, "ids", "add_documents")
-        chunks = as_chunks(documents, ids)
-        if not chunks:
-            return []
-        by_doc: dict[str, list[Document]] = {}
-        for c in chunks:
-            by_doc.setdefault(str(c.metadata["doc_id"]), []).append(c)
-        with self._writing():
-            current = self._active_chunks(list(by_doc))
-            with all_or_nothing("add_documents", self._where()):
-                self._write_versions({d: _merge(current.get(d, []), new) for d, new in by_doc.items()})
-        return [str(c.metadata["chunk_id"]) for c in chunks]
-
-
-    def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
-        """Remove the chunks with these ids from their documents' next versions (a document left empty is
-        retracted).  Returns ``True``; unknown ids are ignored.
-
-        Raises:
-            ValueError: ``ids`` is ``None`` (this store does not delete everything at once).
-            TypeError: ``ids`` a single ``str`` / ``bytes`` or not a list (:func:`as_list`).
-            StoreBusyError: as :meth:`add_documents`.
-        """
-        if ids is None:
-            raise ValueError("delete needs the ids to delete (this store does not delete everything at once)")
-        if kwargs:
-            raise TypeError(f"unexpected keyword arguments for delete: {sorted(kwargs)}")
-        gone = {str(i) for i in as_list(ids, "ids", "delete")}
-        with self._writing():
-            found = self._read_by_ids(sorted(gone))
-            doc_ids = sorted({str(d.metadata["doc_id"]) for d in found})
-            current = self._active_chunks(doc_ids)
-            with all_or_nothing("delete", self._where()):
-                self._write_versions({
-                    d: [c for c in current.get(d, []) if str(c.metadata["chunk_id"]) not in gone] for d in doc_ids
-                })
-        return True
-
-    def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
-        """The current chunks with these ids, in the order asked; unknown and RESTRICTED ones are left out.
-
-        Raises:
-            TypeError: ``ids`` a single ``str`` / ``bytes`` or not a list (:func:`as_list`).
-        """
-        return drop_restricted(self._read_by_ids([str(i) for i in as_list(ids, "ids", "get_by_ids")]))
-
-    def similarity_search_with_score(
-        self, query: str, k: int = DEFAULT_K, filter: Mapping[str, Any] | None = None, **kwargs: Any
-    ) -> list[tuple[Document, float]]:
-        """Top ``k`` ``(chunk, cosine similarity)`` pairs for ``query``, best first, ties by ``chunk_id``, among
-        the searchable chunks matching ``filter`` (the package's predicate language).
-
-        Raises:
-            TypeError, ValueError: a bad ``k`` or ``filter`` (one beyond the size limits of
-                :func:`~langchain_ragspine.filters.check_filter_size` before the query is embedded or the store
-                touched); an unknown keyword argument.
-        """
-        if kwargs:
-            raise TypeError(f"unexpected keyword arguments for similarity_search: {sorted(kwargs)}")
-        k = check_k(k)
-        check_filter_size(filter)  # before the query is embedded or the store touched
-        if not check_query(type(self).__name__, query, "similarity_search").strip():
-            return []
-        hits = self._search_by_vector(self._embedding.embed_query(query), k, filter)
-        return drop_restricted_pairs(hits)  # the gate at this exit
-
-    def similarity_search(
-        self, query: str, k: int = DEFAULT_K, filter: Mapping[str, Any] | None = None, **kwargs: Any
-    ) -> list[Document]:
-        """The chunks of :meth:`similarity_search_with_score` (each carries ``metadata["scores"]``)."""
-        return [d for d, _ in self.similarity_search_with_score(query, k, filter, **kwargs)]
-
-    def similarity_search_by_vector(
-        self, embedding: list[float], k: int = DEFAULT_K, filter: Mapping[str, Any] | None = None, **kwargs: Any
-    ) -> list[Document]:
-        """Top ``k`` chunks for a query vector (normalised here), best first."""
-        if kwargs:
-            raise TypeError(f"unexpected keyword arguments for similarity_search_by_vector: {sorted(kwargs)}")
-        check_filter_size(filter)
-        return drop_restricted(d for d, _ in self._search_by_vector(embedding, check_k(k), filter))
-
-    def _search_by_vector_with_embeddings(
-        self, vector: Sequence[float] | np.ndarray, k: int, filter: Mapping[str, Any] | None
-    ) -> list[tuple[Document, float, np.ndarray]]:
-        """Top ``k`` searchable ``(chunk, cosine, the chunk's stored vector)`` triples for a query vector, best first:
-        the candidates of MMR (:class:`MarginalRelevanceStore`).  A backend that does not implement it has no MMR
-        (``as_retriever(search_type="mmr")`` is refused)."""
-        raise NotImplementedError(f"{type(self).__name__} has no maximal marginal relevance search")
-
-    def _has_mmr(self) -> bool:
-        return type(self)._search_by_vector_with_embeddings is not VersionedVectorStore._search_by_vector_with_embeddings
-
-    def _mmr_candidates(
-        self, vector: np.ndarray, n: int, filter: Mapping[str, Any] | None
-    ) -> list[tuple[Document, np.ndarray]]:
-        return [(d, v) for d, _, v in self._search_by_vector_with_embeddings(vector, n, filter)]
-
-    def _select_relevance_score_fn(self) -> Callable[[float], float]:
-        return lambda cosine: (1.0 + cosine) / 2.0
-
-    def as_retriever(self, **kwargs: Any) -> ScopedVectorStoreRetriever:
-        """A :class:`ScopedVectorStoreRetriever` (LangChain's ``as_retriever`` arguments: ``search_type``,
-        ``search_kwargs`` …): a call's ``filter`` is ANDed with ``search_kwargs["filter"]``, never replacing it.
-
-        Raises:
-            ValueError: a ``search_type`` this store has not (``"bm25"`` / ``"hybrid"`` among them: the message names
-                it, the ones it has, and the BM25 / hybrid retrievers to use instead); ``"mmr"`` over a backend
-                without MMR.
-            TypeError: an unknown ``search_kwargs`` key or retriever argument, with a did-you-mean.
-        """
-        search_type = kwargs.get("search_type", "similarity")
-        allowed = tuple(ScopedVectorStoreRetriever.allowed_search_types)
-        if search_type not in allowed:
-            raise ValueError(
-                f"{type(self).__name__}.as_retriever(search_type={search_type!r}): this store's search types are "
-                f"{', '.join(repr(t) for t in allowed)}; for BM25 or hybrid search over a PostgreSQL store use "
-                "langchain_ragspine.retrievers.postgres.PostgresBM25Retriever (and HybridRetriever over it and "
-                "this store's retriever), or RagSpineVectorStore over a store directory (search types 'bm25', "
-                "'hybrid')"
-            )
-        if search_type == "mmr" and not self._has_mmr():
-            raise ValueError(
-                f"{type(self).__name__} has no maximal marginal relevance search: use search_type='similarity' or "
-                "'similarity_score_threshold'"
-            )
-        tags = kwargs.pop("tags", None) or [*self._get_retriever_tags()]
-        return ScopedVectorStoreRetriever(vectorstore=self, tags=tags, **kwargs)

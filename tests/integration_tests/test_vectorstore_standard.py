@@ -44,3 +44,18 @@ class TestRagSpineVectorStoreStandardTemporary(TestRagSpineVectorStoreStandard):
             yield store
         finally:
             store.close()
+
+
+class TestPostgresVectorStoreStandard(TestRagSpineVectorStoreStandard):
+    """The same suite over PostgreSQL (``PostgresVectorStore``: ``RagSpineVectorStore`` over the PostgreSQL backend),
+    a fresh schema per test (``pg_url``; skips, saying why, without the session's PostgreSQL)."""
+
+    @pytest.fixture
+    def vectorstore(self, pg_url: str) -> Generator[VectorStore, None, None]:  # type: ignore[override]
+        from langchain_ragspine.vectorstores import PostgresVectorStore
+
+        store = PostgresVectorStore(pg_url, self.get_embeddings())
+        try:
+            yield store
+        finally:
+            store.close()

@@ -41,16 +41,22 @@ class PostgresSearch:
         embedding: the model of the store's vectors (needed by the vector searches only; the query vector is the
             caller's, the model names which vectors are searched when ``model_key`` is not given).
         model_key: the cache key of the vectors searched (default: the store's ``vector_model_key``).
+        ef_search: pgvector's ``hnsw.ef_search`` for searches through the HNSW index (default
+            ``RAGSPINE_PG_EF_SEARCH``).
 
     Raises:
         StoreError: (on first use) no store at ``url``; (vector search) the store has no vectors; stale postings.
         ValueError: (vector search) no ``embedding`` was given.
     """
 
-    def __init__(self, url: str, embedding: Embeddings | None = None, *, model_key: str | None = None) -> None:
+    def __init__(
+        self, url: str, embedding: Embeddings | None = None, *, model_key: str | None = None,
+        ef_search: int | None = None,
+    ) -> None:
         self.url = url
         self.embedding = embedding
         self.model_key = model_key
+        self.ef_search = ef_search
         self._bm25: Any = None
         self._dense: Any = None
 
@@ -67,8 +73,18 @@ class PostgresSearch:
                 raise ValueError("PostgresSearch needs embedding= (the model of the store's vectors) to search them")
             from langchain_ragspine.retrievers.postgres import PostgresDenseRetriever
 
-            self._dense = PostgresDenseRetriever(url=self.url, embedding=self.embedding, model_key=self.model_key)
+            self._dense = PostgresDenseRetriever(url=self.url, embedding=self.embedding, model_key=self.model_key,
+                                                 ef_search=self.ef_search)
         return self._dense
+
+    def dense_retriever(self) -> Any:
+        """The :class:`~langchain_ragspine.retrievers.postgres.PostgresDenseRetriever` of the vector searches (made
+        on first use).
+
+        Raises:
+            ValueError: no ``embedding`` was given.
+        """
+        return self._vectors()
 
     def lexical_search(
         self, query: str, k: int, filter: Mapping[str, Any] | None = None, *, score_threshold: float | None = None

@@ -1,7 +1,8 @@
 """``PostgresVectorStore``: a RagSpine store in PostgreSQL through LangChain's ``VectorStore`` face — add or update
 by id (one new version per document), delete (retraction when a document is left empty), ``get_by_ids``,
-similarity search with the package's filters, relevance scores, ``as_retriever``, ``from_documents``; RESTRICTED
-chunks leave through no method.  The same rows serve ``PostgresSource`` (BM25, hybrid) unchanged.
+similarity search with the package's filters, relevance scores, ``as_retriever`` (every search type), ``from_documents``;
+RESTRICTED chunks leave through no method; records read back as written (issue 26, B5: ``RagSpineVectorStore`` over
+the PostgreSQL backend).  The same rows serve ``PostgresSource`` (BM25, hybrid) unchanged.
 
 Needs the session's PostgreSQL (``pg_server`` in ``tests/conftest.py``); skips, saying why, without it.
 """
@@ -49,10 +50,10 @@ def test_is_a_langchain_vectorstore_that_ranks_as_dense_retriever(store: Postgre
         got = store.similarity_search_with_score(q, k=10)
         want = [(d.metadata["chunk_id"], d.metadata["scores"]["vector"]) for d in ours.invoke(q)]
         assert [(d.id, round(s, 5)) for d, s in got] == [(c, round(s, 5)) for c, s in want]
-        assert all(d.metadata["scores"]["vector"] == s for d, s in got)
     top = store.similarity_search("梅雨は六月から七月にかけて続く雨の季節。", k=1)[0]
-    assert top.id == "tsuyu" and top.page_content == DOCS[0].page_content and top.metadata["lang"] == "ja"
-    assert top.metadata["doc_id"] == "tsuyu" and top.metadata["chunk_id"] == "tsuyu"
+    assert top.id == "tsuyu" and top.page_content == DOCS[0].page_content
+    # read back as written (issue 26, B5): no lineage keys, no scores in the metadata (the directory store's rule)
+    assert top.metadata == DOCS[0].metadata
 
 
 def test_restricted_never_leaves(store: PostgresVectorStore) -> None:
@@ -74,8 +75,9 @@ def test_filters_are_the_package_predicates(store: PostgresVectorStore) -> None:
     assert [d.id for d in retriever.invoke("rain")] == ["rain"]
     with pytest.raises(ValueError):
         store.similarity_search("梅雨", filter={"year": {"bogus": 1}})
-    with pytest.raises(TypeError, match="unexpected keyword"):
-        store.similarity_search("梅雨", fetch_k=3)
+    assert store.similarity_search("梅雨", k=10, fetch_k=3)  # passed along by LangChain: taken, as the directory store's
+    with pytest.raises(TypeError, match=r"got unexpected argument 'kk' \(did you mean 'k'\?\)"):
+        store.similarity_search("梅雨", kk=3)
     with pytest.raises(ValueError, match="k"):
         store.similarity_search("梅雨", k=0)
 
@@ -93,13 +95,14 @@ def test_add_or_update_by_id_keeps_one_version_per_document(store: PostgresVecto
     assert store.similarity_search("第1条 改正 台風", k=1)[0].id == "law#1"
     with pytest.raises(ValueError, match="given twice"):
         store.add_documents([Document(page_content="a"), Document(page_content="b")], ids=["x", "x"])
-    with pytest.raises(ValueError, match="3 ids for 1"):
+    with pytest.raises(ValueError, match="got 1 documents and 3 ids"):
         store.add_documents([Document(page_content="a")], ids=["x", "y", "z"])
     generated = store.add_texts(["梅雨 前線"], [{"lang": "ja"}])
     assert len(generated) == 1 and len(generated[0]) == 32  # uuid4 hex, its own one-chunk document
-    md = store.get_by_ids(generated)[0].metadata
-    assert {k: md[k] for k in ("lang", "doc_id", "chunk_id", "doc_version")} == {
-        "lang": "ja", "doc_id": generated[0], "chunk_id": generated[0], "doc_version": 1}
+    assert store.get_by_ids(generated)[0].metadata == {"lang": "ja"}  # as written (issue 26, B5)
+    with PostgresChunkStore(pg_url, read_only=True) as s:  # the row has its lineage
+        row = s.get_chunks(generated)[generated[0]]
+        assert (row.doc_id, row.chunk_id, row.version) == (generated[0], generated[0], 1)
 
 
 def test_delete_makes_a_new_version_or_retracts(store: PostgresVectorStore, pg_url: str) -> None:
@@ -251,7 +254,7 @@ def test_mmr_refuses_bad_arguments(mmr_stores) -> None:
         pg.max_marginal_relevance_search(MMR_QUERY, k=2, fetch_k=0)
     with pytest.raises(ValueError, match=r"lambda_mult must be a number in \[0, 1\], got 1.5"):
         pg.max_marginal_relevance_search(MMR_QUERY, lambda_mult=1.5)
-    with pytest.raises(TypeError, match=r"unexpected keyword arguments for max_marginal_relevance_search: \['kk'\]"):
+    with pytest.raises(TypeError, match=r"max_marginal_relevance_search got unexpected argument 'kk'"):
         pg.max_marginal_relevance_search(MMR_QUERY, kk=2)
     with pytest.raises(ValueError):
         pg.max_marginal_relevance_search(MMR_QUERY, filter={"year": {"bogus": 1}})
@@ -267,16 +270,17 @@ def test_mmr_over_the_hnsw_index_reads_the_same_vectors(pg_url: str, monkeypatch
     assert _ids(pg.max_marginal_relevance_search(MMR_QUERY, k=2, fetch_k=4, lambda_mult=1.0)) == ["hr1", "hr1-copy"]
 
 
-@pytest.mark.parametrize("search_type", ["bm25", "hybrid", "lexical"])
-def test_regression_an_unsupported_search_type_is_refused_by_name_not_with_a_validation_error(
-    store: PostgresVectorStore, search_type: str
-) -> None:
-    """``as_retriever(search_type="bm25")`` raised pydantic's ValidationError (the retriever's own check, deep in
-    its model); now a ValueError naming the search type, the ones this store has, and where BM25 / hybrid are."""
-    with pytest.raises(ValueError, match=rf"search_type={search_type!r}") as caught:
-        store.as_retriever(search_type=search_type)
+def test_bm25_and_hybrid_search_types_work_and_an_unknown_one_is_refused_by_name(store: PostgresVectorStore) -> None:
+    """``as_retriever(search_type="bm25")`` raised pydantic's ValidationError, then (B6 part) a ValueError pointing
+    at PostgresBM25Retriever; now PostgreSQL has every search type of the directory store (issue 26, B6: the same
+    results, ``test_postgres_parity.py``), and an unknown one is a ValueError naming it and the ones there are."""
+    store.add_documents(DOCS, ids=IDS)
+    bm25 = store.as_retriever(search_type="bm25", search_kwargs={"k": 2}).invoke("梅雨")
+    assert [d.id for d in bm25] == ["tsuyu"] and bm25[0].metadata["scores"]["bm25"] > 0
+    hybrid = store.as_retriever(search_type="hybrid", search_kwargs={"k": 10}).invoke("梅雨 rain")
+    assert {d.id for d in hybrid} == {"tsuyu", "taifu", "rain"}  # the RESTRICTED one never
+    with pytest.raises(ValueError, match=r"search_type='lexical'\) is not allowed") as caught:
+        store.as_retriever(search_type="lexical")
     assert type(caught.value) is ValueError
-    message = str(caught.value)
-    assert "'similarity'" in message and "'mmr'" in message
-    assert "PostgresBM25Retriever" in message
-    assert store.as_retriever(search_type="similarity").search_type == "similarity"
+    assert "'similarity'" in str(caught.value) and "'mmr'" in str(caught.value) and "'hybrid'" in str(caught.value)
+    assert store.as_retriever().search_type == "similarity"  # LangChain's default, as before

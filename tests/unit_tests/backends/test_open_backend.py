@@ -74,7 +74,7 @@ URL_CHECKERS = {
     "backends/postgres/chunk_store.py",
     "backends/open.py",
     "backends/postgres/lock.py",
-    "vectorstores/postgres.py",
+    "backends/postgres/backend.py",  # PostgresBackend (PostgresVectorStore's), moved from vectorstores/postgres.py
 }
 
 

@@ -1,5 +1,6 @@
-"""``drop_restricted_pairs``: the one RESTRICTED gate of the exits that return ``(document, score)`` pairs (the
-local store's and the versioned stores' ``similarity_search_with_score``; each wrote the same filter inline before)."""
+"""``drop_restricted_pairs``: the one RESTRICTED gate of the exits that return ``(document, score)`` pairs
+(``RagSpineVectorStore.similarity_search_with_score``, over the directory store and over any backend; each store
+wrote the same filter inline before)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,11 @@ from typing import Any
 import numpy as np
 import pytest
 from langchain_core.documents import Document
-from langchain_core.embeddings import Embeddings
 
 from langchain_ragspine import RagSpineVectorStore
+from langchain_ragspine.backends.base import MMR
 from langchain_ragspine.embeddings import HashingEmbeddings
 from langchain_ragspine.sensitivity import drop_restricted_pairs
-from langchain_ragspine.vectorstores import base as vs_base
 from langchain_ragspine.vectorstores import store as vs_store
 
 EMB = HashingEmbeddings(64)
@@ -48,71 +48,81 @@ def test_the_local_store_scored_exit_uses_the_gate(tmp_path: Path, monkeypatch: 
     store.close()
 
 
-class _Versioned(vs_base.VersionedVectorStore):
-    """The smallest VersionedVectorStore: its search returns fixed pairs, one of them RESTRICTED by a look-alike."""
+class _Search:
+    """A search backend returning fixed pairs, one of them RESTRICTED by a look-alike (the record it stands for was
+    labelled behind the store's back)."""
 
-    def __init__(self, embedding: Embeddings, pairs: list[tuple[Document, float]]) -> None:
-        super().__init__(embedding)
+    def __init__(self, pairs: list[tuple[Document, float]]) -> None:
         self.pairs = pairs
 
-    def _active_chunks(self, doc_ids: Any) -> dict[str, list[Document]]:
-        return {}
-
-    def _write_versions(self, versions: Any) -> None:
-        return None
-
-    def _search_by_vector(self, vector: Any, k: int, filter: Any) -> list[tuple[Document, float]]:
+    def lexical_search(self, query: str, k: int, filter: Any = None, *, score_threshold: Any = None) -> list[Any]:
         return self.pairs[:k]
 
-    def _read_by_ids(self, ids: Any) -> list[Document]:
-        return []
+    def vector_search(self, vector: Any, k: int, filter: Any = None) -> list[tuple[Document, float]]:
+        return self.pairs[:k]
 
-    @classmethod
-    def from_texts(
-        cls, texts: Any, embedding: Embeddings, metadatas: Any = None, **kwargs: Any
-    ) -> _Versioned:
-        raise NotImplementedError
-
-
-def test_the_versioned_store_scored_exit_uses_the_gate(monkeypatch: pytest.MonkeyPatch) -> None:
-    pairs = [
-        (Document("secret", id="s", metadata={"sensitivity": "RESTR1CTED"}), 0.9),
-        (Document("open", id="o"), 0.5),
-    ]
-    store = _Versioned(EMB, pairs)
-    assert [(d.id, s) for d, s in store.similarity_search_with_score("q", k=2)] == [("o", 0.5)]
-    assert [d.id for d in store.similarity_search("q", k=2)] == ["o"]
-    monkeypatch.setattr(vs_base, "drop_restricted_pairs", lambda pairs: list(pairs))
-    assert [d.id for d, _ in store.similarity_search_with_score("q", k=2)] == ["s", "o"]
-
-
-class _VersionedWithVectors(_Versioned):
-    """A versioned store whose MMR candidates include a RESTRICTED look-alike, the most relevant of them."""
-
-    def _search_by_vector_with_embeddings(self, vector: Any, k: int, filter: Any) -> list[tuple[Document, float, Any]]:
+    def vector_search_with_vectors(self, vector: Any, k: int, filter: Any = None) -> list[tuple[Document, float, Any]]:
         q = np.asarray(vector, dtype=np.float32)
         return [(d, s, q) for d, s in self.pairs[:k]]
 
 
-def test_the_versioned_store_mmr_gates_before_the_pick() -> None:
+class _Backend:
+    """The smallest StoreBackend (backends.base): its search is :class:`_Search`; ``unsupported`` as given."""
+
+    def __init__(self, pairs: list[tuple[Document, float]], unsupported: dict[str, str] | None = None) -> None:
+        self.pairs = pairs
+        self.embedding = EMB
+        self.unsupported = unsupported or {}
+        self.where = None
+
+    def upsert(self, records: Any) -> None:
+        return None
+
+    def delete(self, ids: Any) -> None:
+        return None
+
+    def get_by_ids(self, ids: Any) -> list[Document]:
+        return []
+
+    def search(self) -> _Search:
+        return _Search(self.pairs)
+
+    def close(self) -> None:
+        return None
+
+
+def test_the_scored_exit_over_any_backend_uses_the_gate(monkeypatch: pytest.MonkeyPatch) -> None:
+    pairs = [
+        (Document("secret", id="s", metadata={"sensitivity": "RESTR1CTED"}), 0.9),
+        (Document("open", id="o"), 0.5),
+    ]
+    store = RagSpineVectorStore(_Backend(pairs))
+    assert [(d.id, s) for d, s in store.similarity_search_with_score("q", k=2)] == [("o", 0.5)]
+    assert [d.id for d in store.similarity_search("q", k=2)] == ["o"]
+    monkeypatch.setattr(vs_store, "drop_restricted_pairs", lambda pairs: list(pairs))
+    assert [d.id for d, _ in store.similarity_search_with_score("q", k=2)] == ["s", "o"]
+
+
+def test_mmr_over_any_backend_gates_before_the_pick() -> None:
     """A RESTRICTED candidate is dropped before MMR picks ``k``: it neither leaves nor takes a place of ``k``."""
     pairs = [
         (Document("secret", id="s", metadata={"sensitivity": "RESTR1CTED"}), 0.9),
         (Document("open", id="o"), 0.5),
         (Document("other", id="p"), 0.4),
     ]
-    store = _VersionedWithVectors(EMB, pairs)
+    store = RagSpineVectorStore(_Backend(pairs))
     assert sorted(str(d.id) for d in store.max_marginal_relevance_search("q", k=2, fetch_k=3)) == ["o", "p"]
     assert [d.id for d in store.as_retriever(search_type="mmr", search_kwargs={"k": 1}).invoke("q")] == ["o"]
 
 
-def test_a_versioned_store_without_mmr_refuses_it_at_once() -> None:
+def test_a_backend_without_mmr_refuses_it_by_name_at_once() -> None:
     """Regression (trial 6d): ``as_retriever(search_type="mmr")`` was accepted and ``invoke`` raised a bare
-    ``NotImplementedError()``; a backend with no MMR now says so when the retriever is built, and its
-    ``max_marginal_relevance_search`` names the store."""
-    store = _Versioned(EMB, [(Document("open", id="o"), 0.5)])
-    with pytest.raises(ValueError, match=r"_Versioned has no maximal marginal relevance search: use search_type="):
+    ``NotImplementedError()``; a backend listing MMR in its ``unsupported`` now has it refused by name
+    (``backends.base.refuse``) when the retriever is built, and by ``max_marginal_relevance_search``."""
+    store = RagSpineVectorStore(_Backend([(Document("open", id="o"), 0.5)], {MMR: "use search_type='similarity'"}))
+    message = r"_Backend does not support maximal marginal relevance search: use search_type='similarity'"
+    with pytest.raises(ValueError, match=message):
         store.as_retriever(search_type="mmr")
-    with pytest.raises(NotImplementedError, match=r"_Versioned has no maximal marginal relevance search"):
+    with pytest.raises(ValueError, match=message):
         store.max_marginal_relevance_search("q")
     assert [d.id for d in store.as_retriever(search_type="similarity").invoke("q")] == ["o"]

@@ -218,3 +218,12 @@ def test_from_texts_with_a_store_dir_persists(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert RagSpineVectorStore(tmp_path / "S", EMB).get_by_ids(["t"])
+
+
+def test_versioned_vector_store_is_a_deprecated_alias_of_the_one_vector_store() -> None:
+    """Issue 26, B5: one vector store over any backend; the old base class of the PostgreSQL store stays one
+    release as a deprecated alias."""
+    import langchain_ragspine.vectorstores as vectorstores
+
+    with pytest.warns(DeprecationWarning, match=r"RagSpineVectorStore\(backend, embedding\)"):
+        assert vectorstores.VersionedVectorStore is RagSpineVectorStore

@@ -22,13 +22,13 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.vectorstores import VectorStore
 
+from langchain_ragspine.backends.directory import backend as directory_backend
 from langchain_ragspine.backends.directory.chunk_store import ChunkStore
 from langchain_ragspine.backends.directory.embedding_cache import EmbeddingCache
 from langchain_ragspine.backends.postgres.chunk_store import PostgresChunkStore
 from langchain_ragspine.embeddings import HashingEmbeddings
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.vectorstores import PostgresVectorStore, RagSpineVectorStore
-from langchain_ragspine.vectorstores import store as vs_store
 from langchain_ragspine.vectorstores.store import CacheNotWrittenWarning
 
 EMB = HashingEmbeddings(64)
@@ -45,14 +45,14 @@ def _two_chunk_docs(*doc_ids: str, size: int = 1) -> list[Document]:
 
 def _state(store: VectorStore) -> tuple[int, list[tuple[str | None, str]], list[str | None]]:
     """The store's generation, its records and what a search returns."""
-    if isinstance(store, RagSpineVectorStore):
-        generation = store.backend.generation
-        records = sorted((d.id, d.page_content) for d in store.backend.records())
-    else:
-        assert isinstance(store, PostgresVectorStore)
+    if isinstance(store, PostgresVectorStore):  # (a RagSpineVectorStore over the PostgreSQL backend)
         with PostgresChunkStore(store.url, read_only=True) as s:
             generation = s.generation
             records = sorted((c.chunk_id, c.text) for c in s.iter_chunks())
+    else:
+        assert isinstance(store, RagSpineVectorStore)
+        generation = store.backend.generation
+        records = sorted((d.id, d.page_content) for d in store.backend.records())
     found = [d.id for d in store.similarity_search("rainy season", k=10)]
     return generation, records, found
 
@@ -92,10 +92,10 @@ def _server_error(_store: object, cur: Any, *_: object) -> None:
 
 def _inject_failure(store: VectorStore, monkeypatch: pytest.MonkeyPatch) -> None:
     """The second document version of the next write fails inside its transaction."""
-    if isinstance(store, RagSpineVectorStore):
-        _fail_second(monkeypatch, ChunkStore, "_insert_rows", _disk_full)
-    else:
+    if isinstance(store, PostgresVectorStore):  # (a RagSpineVectorStore over the PostgreSQL backend)
         _fail_second(monkeypatch, PostgresChunkStore, "_insert_searchable", _server_error)
+    else:
+        _fail_second(monkeypatch, ChunkStore, "_insert_rows", _disk_full)
 
 
 # ------------------------------------------------------------------------------------------------ all or nothing
@@ -279,7 +279,7 @@ def test_a_read_whose_writer_lock_cannot_be_taken_reads_the_cache_only(tmp_path:
         raise StoreError(f"cannot lock {root}/.lock: No space left on device", path=root)
         yield Path(root)  # pragma: no cover
 
-    monkeypatch.setattr(vs_store, "writer_lock", no_lock)
+    monkeypatch.setattr(directory_backend, "writer_lock", no_lock)
     _readable(vs, BASE)
     assert not (tmp_path / "store" / "embeddings.sqlite").exists()  # nothing written beside the failed lock
     vs.close()

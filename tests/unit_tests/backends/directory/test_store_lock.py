@@ -531,7 +531,7 @@ def test_a_vector_store_write_on_a_directory_rebuilt_under_its_lock_lands_in_the
     store = tmp_path / "vs"
     vs = RagSpineVectorStore(store, embedding=HashingEmbeddings())
     vs.add_documents([Document("first text about rivers", id="a")])
-    followed = vs.backend._chunks  # type: ignore[attr-defined]
+    followed = vs.backend.source._chunks  # type: ignore[attr-defined]
     real = followed.store
     rebuilt: list[bool] = []
 
