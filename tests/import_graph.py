@@ -10,7 +10,7 @@ Usage::
     graph.modules_without_all()  # {"cli", "config", ...}
     graph.imports_of({"langchain_ragspine.modes"})  # who imports these modules
     layers = parse_layers(Path("docs/architecture.md").read_text())  # its ```layers block
-    graph.upward_imports(layers)  # {"vectorstores.postgres -> postgres", ...}: imports of a higher layer
+    graph.upward_imports(layers)  # {"backends.postgres.search -> retrievers.postgres", ...}: imports of a higher layer
 
     python tests/import_graph.py [PACKAGE_DIR]   # prints the facts above (default: langchain_ragspine, with the
                                                  # layers of docs/architecture.md)
