@@ -190,7 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     result: dict[str, Any] = {"package": str(Path(langchain_ragspine.__file__).parent), "seed": args.seed}
     llm = None
     if args.llm and args.only != "extractive":
-        from langchain_ragspine.config import make_chat_model
+        from langchain_ragspine import make_chat_model  # the root: the same name in a --before package
 
         if args.cache_only:  # nothing listens on the discard port: a cache miss fails at once and is left out
             import os

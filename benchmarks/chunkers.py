@@ -37,8 +37,10 @@ from pathlib import Path
 from _common import DATA, data_missing, update_results_section
 
 from langchain_ragspine.backends.directory.chunk_store import ChunkStore
+from langchain_ragspine.backends.directory.layout import CHUNKS_DB
 from langchain_ragspine.evaluation import EvalResult, evaluate, load_dataset
-from langchain_ragspine.indexing import CHUNKS_DB, ingest, open_retriever
+from langchain_ragspine.pipeline.ingest import ingest
+from langchain_ragspine.pipeline.sources import open_retriever
 from langchain_ragspine.text_splitters.chunkers import CHUNKERS
 
 KS = (1, 5, 10)

@@ -56,7 +56,7 @@ def cases() -> dict[str, dict[str, Any]]:
 # -- the worker: one side (one package), one backend -----------------------------------------------------------------
 def _store(backend: str, root: Path, n_docs: int, pg_url: str | None) -> str:
     if backend == "directory":
-        from langchain_ragspine.indexing import ingest
+        from langchain_ragspine import ingest  # the root: the same name in a --before package
 
         corpus = root / "corpus"
         corpus.mkdir()
@@ -66,7 +66,7 @@ def _store(backend: str, root: Path, n_docs: int, pg_url: str | None) -> str:
         return str(root / "store")
     from langchain_core.documents import Document
 
-    from langchain_ragspine.config import make_embeddings
+    from langchain_ragspine import make_embeddings
     from langchain_ragspine.postgres import add_documents
 
     assert pg_url is not None
@@ -78,7 +78,7 @@ def _store(backend: str, root: Path, n_docs: int, pg_url: str | None) -> str:
 
 
 def worker(cfg: dict[str, Any]) -> dict[str, Any]:
-    from langchain_ragspine.indexing import open_retriever
+    from langchain_ragspine import open_retriever
 
     warnings.simplefilter("ignore")
     out: dict[str, Any] = {}

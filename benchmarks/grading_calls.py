@@ -24,9 +24,8 @@ from typing import Any
 from _common import update_results_section
 from langchain_core.callbacks import BaseCallbackHandler
 
-from langchain_ragspine import ingest, open_retriever
+from langchain_ragspine import ingest, make_chat_model, open_retriever
 from langchain_ragspine.cli import demo_corpus_dir
-from langchain_ragspine.config import make_chat_model
 from langchain_ragspine.graphs import build_corrective_rag, make_graders
 
 SECTION = "one-call-grading"

@@ -277,7 +277,7 @@ def _maxrss_mb(who: int) -> float:
 def worker(cfg: dict[str, Any]) -> dict[str, Any]:
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     import langchain_ragspine
-    from langchain_ragspine.indexing import ingest
+    from langchain_ragspine import ingest  # the root: the same name in a --before package
 
     phases = Phases()
     _instrument(phases)

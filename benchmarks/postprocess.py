@@ -236,7 +236,7 @@ def latency_rows(
 
 
 def llm_rows(cands: list[list[Document]], questions: list[QAQuestion], n: int) -> list[str]:
-    from langchain_ragspine.config import make_chat_model
+    from langchain_ragspine import make_chat_model
 
     llm = make_chat_model("ollama:qwen2.5:7b")
     reranker = LLMListwiseReranker(llm=llm, k=TOP, window=TOP, max_chars=300)

@@ -46,11 +46,12 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import PrivateAttr
 from quality import GLOSSARIES
 
-from langchain_ragspine.config import LLM_QUERY_TRANSFORMS, make_chat_model
+from langchain_ragspine.chat_models import make_chat_model
 from langchain_ragspine.evaluation import EvalResult, compare_paired, evaluate, load_dataset
 from langchain_ragspine.pipeline.modes import mode_factory
 from langchain_ragspine.pipeline.plan import RetrievalPlan, retriever_factory
 from langchain_ragspine.retrievers import GlossaryQueryRewriter, invoke_retriever
+from langchain_ragspine.specs import LLM_QUERY_TRANSFORMS
 
 KS = (1, 5, 10)
 DEPTH = 10

@@ -41,6 +41,18 @@ if TYPE_CHECKING:
     from langchain_ragspine.pipeline.stages import IngestSummary
     from langchain_ragspine.settings import RagSpineSettings
 
+__all__ = [
+    "COMMANDS",
+    "DEMO_ASK",
+    "DEMO_EMBEDDING_CACHE",
+    "DEMO_QUESTIONS",
+    "build_parser",
+    "command_parser",
+    "demo_corpus_dir",
+    "main",
+    "result_record",
+]
+
 #: The demo's sample questions: Japanese, English, and one whose best lexical match is a RESTRICTED runbook.
 DEMO_QUESTIONS = (
     "日本語の文書を LangChain の BM25 で検索するとうまくいかないのはなぜですか？",

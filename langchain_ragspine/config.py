@@ -1,6 +1,6 @@
 """The old home of the settings and the factories (before issue 26, C1-C2): every name it had, re-exported from where
-it lives now.  No module of the package imports it (``tests/unit_tests/test_import_graph.py``, rule 4); new code
-imports from the homes:
+it lives now, for one release; importing it warns (``DeprecationWarning``, naming each name's home).  No module of
+the package imports it (``tests/unit_tests/test_import_graph.py``, rule 4); new code imports from the homes:
 
 * :mod:`langchain_ragspine.settings` — :class:`RagSpineSettings`, :func:`get_settings` and the numeric checks (a
   leaf: it imports nothing from the package);
@@ -14,6 +14,7 @@ imports from the homes:
   :mod:`langchain_ragspine.arguments` — ``DEFAULT_FETCH_K``.
 """
 
+from langchain_ragspine._stacklevel import warn_moved as _warn_moved
 from langchain_ragspine.arguments import DEFAULT_FETCH_K
 from langchain_ragspine.chat_models import (
     DETERMINISTIC_PATH,
@@ -58,6 +59,35 @@ from langchain_ragspine.specs import (
     parse_postprocessor_spec,
     parse_reranker_spec,
     resolve_query_transform,
+)
+
+_warn_moved(
+    __name__,
+    {
+        "langchain_ragspine.arguments": ["DEFAULT_FETCH_K"],
+        "langchain_ragspine.chat_models": [
+            "ChatModelChoice", "DETERMINISTIC_PATH", "llm_is_reachable", "make_chat_model",
+            "resolve_chat_model",
+        ],
+        "langchain_ragspine.configured": ["configured_setting"],
+        "langchain_ragspine.document_compressors.factory": [
+            "make_compressors", "make_postprocessor", "make_reranker",
+        ],
+        "langchain_ragspine.embeddings.factory": ["make_embeddings", "resolve_embedding"],
+        "langchain_ragspine.pipeline.modes": ["LEXICAL_MODES", "RETRIEVAL_MODES"],
+        "langchain_ragspine.retrievers.transforms": ["make_query_transform"],
+        "langchain_ragspine.settings": [
+            "CHECKED_WHERE_USED", "DEFAULT_K", "DEFAULT_LLM", "DEFAULT_OLLAMA_HOST", "MAX_STATEMENT_TIMEOUT",
+            "RagSpineSettings", "check_timeout", "get_settings", "ollama_base_url", "setting_variable",
+            "settings_error_message",
+        ],
+        "langchain_ragspine.specs": [
+            "DEFAULT_CHAT_MODEL", "LLM_QUERY_TRANSFORMS", "POSTPROCESSORS", "QUERY_TRANSFORMS",
+            "RERANKER_SPECS", "configured_postprocessor", "configured_query_transform", "configured_reranker",
+            "normalise_postprocessor_spec", "normalise_reranker_spec", "parse_postprocessor_spec",
+            "parse_reranker_spec", "resolve_query_transform",
+        ],
+    },
 )
 
 __all__ = [

@@ -302,7 +302,7 @@ class StaleIndexWarning(UserWarning):
     """A saved index did not match the chunk store, or could not be verified or read, and was rebuilt in memory
     (from the chunk store, or for a saved retriever from its own documents); the message names the file and why.
     Search answers from the rebuilt index, never from the saved one; ``ragspine ingest`` (or saving again)
-    rewrites it.  Also importable as ``langchain_ragspine.indexing.StaleIndexWarning``."""
+    rewrites it.  Also importable, for one release, from the ``indexing`` shim (which warns)."""
 
 
 def warn_stale(message: str) -> None:

@@ -1,5 +1,5 @@
-"""Moved (issue 26, P1-P3): this module re-exports, for one release, the public names it held.  Import them from
-their homes:
+"""Moved (issue 26, P1-P3): this module re-exports, for one release, the public names it held, and importing it
+warns (``DeprecationWarning``, naming each name's home).  Import them from their homes:
 
 - :mod:`langchain_ragspine.pipeline.ingest` — :func:`ingest`, :data:`PROBE_CHUNKS`;
 - :mod:`langchain_ragspine.pipeline.stages` — the ingest stages (:class:`IngestSummary`, :func:`write_documents`,
@@ -14,6 +14,7 @@ their homes:
 No module of the package imports this one (rule 4 of ``tests/unit_tests/test_import_graph.py``).
 """
 
+from langchain_ragspine._stacklevel import warn_moved as _warn_moved
 from langchain_ragspine.backends.directory.layout import (
     BM25_DIR,
     CHUNKS_DB,
@@ -44,6 +45,26 @@ from langchain_ragspine.pipeline.stages import (
     build_bm25,
     warm_embedding_cache,
     write_documents,
+)
+
+_warn_moved(
+    __name__,
+    {
+        "langchain_ragspine.backends.directory.layout": [
+            "BM25_DIR", "CHUNKS_DB", "EMBEDDING_CACHE", "INDEX_STATE", "STORE_MARKER", "VECTOR_DIR",
+            "check_store_dir", "prepare_store_dir", "store_writer",
+        ],
+        "langchain_ragspine.cli": ["result_record"],
+        "langchain_ragspine.errors": ["StaleIndexWarning"],
+        "langchain_ragspine.pipeline.ingest": ["PROBE_CHUNKS", "ingest"],
+        "langchain_ragspine.pipeline.sources": [
+            "StoreSource", "check_store_chunker", "open_retriever", "open_source", "search",
+        ],
+        "langchain_ragspine.pipeline.stages": [
+            "CONTEXTUAL_DEFAULT", "DocumentStore", "IngestSummary", "KeyedVectorCache", "STORE_UNCHANGED",
+            "build_bm25", "warm_embedding_cache", "write_documents",
+        ],
+    },
 )
 
 __all__ = [

@@ -1,7 +1,8 @@
 """Moved to :mod:`langchain_ragspine.pipeline.modes` (issue 26); this module re-exports its public
-names for one release.  Import them from there.
+names for one release, and importing it warns (``DeprecationWarning``).  Import them from there.
 """
 
+from langchain_ragspine._stacklevel import warn_moved as _warn_moved
 from langchain_ragspine.pipeline.modes import (
     LEXICAL_MODES,
     RETRIEVAL_MODES,
@@ -27,6 +28,8 @@ from langchain_ragspine.pipeline.modes import (
     transform_mode_message,
     unregister_mode,
 )
+
+_warn_moved(__name__, "langchain_ragspine.pipeline.modes")
 
 __all__ = [
     "LEXICAL_MODES",

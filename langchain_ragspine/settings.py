@@ -242,7 +242,7 @@ class RagSpineSettings(BaseSettings):
     ``pg_*`` settings only by PostgreSQL stores and retrievers, as the defaults of their arguments.
 
     Attributes:
-        tokenizer: BM25 tokenizer name for :func:`~langchain_ragspine.indexing.ingest` and ``ragspine ingest`` /
+        tokenizer: BM25 tokenizer name for :func:`~langchain_ragspine.pipeline.ingest.ingest` and ``ragspine ingest`` /
             ``eval`` (``RAGSPINE_TOKENIZER``: one of :data:`~langchain_ragspine.tokenizers.TOKENIZERS`, any case;
             default ``"auto"``).  Search never reads it: the store records its tokenizer.
         chunk_size: chunk budget in characters (``RAGSPINE_CHUNK_SIZE``: an integer > 0; default 480).
@@ -285,7 +285,7 @@ class RagSpineSettings(BaseSettings):
             ``-`` for ``_``; default and blank: ``"none"``).  An unknown name is kept as written and refused only
             where a transformation is made (:func:`~langchain_ragspine.specs.configured_query_transform`:
             ``make_query_transform(None, …)``, ``ragspine search | ask | eval``), so it cannot break ``ingest``.
-            :func:`~langchain_ragspine.indexing.open_retriever` and :func:`~langchain_ragspine.indexing.search`
+            :func:`~langchain_ragspine.pipeline.sources.open_retriever` and :func:`~langchain_ragspine.pipeline.sources.search`
             never read it.
         glossary: the glossary file of the ``glossary`` transformation (``RAGSPINE_GLOSSARY``; default none).
         query_deny_list: a file of terms no generated query may mention (``RAGSPINE_QUERY_DENY_LIST``; default

@@ -201,8 +201,8 @@ def _configured(field: str, settings: RagSpineSettings | None, check: object) ->
 def configured_query_transform(settings: RagSpineSettings | None = None) -> str:
     """The query transformation ``RAGSPINE_QUERY_TRANSFORM`` names (environment or ``.env``; unset or blank:
     ``"none"``), checked: what ``make_query_transform(None, …)`` and ``ragspine search | ask | eval`` without
-    ``--transform`` use.  Nothing else reads the variable (:func:`~langchain_ragspine.indexing.open_retriever`,
-    :func:`~langchain_ragspine.indexing.search` and ``ingest`` ignore it).
+    ``--transform`` use.  Nothing else reads the variable (:func:`~langchain_ragspine.pipeline.sources.open_retriever`,
+    :func:`~langchain_ragspine.pipeline.sources.search` and ``ingest`` ignore it).
 
     Raises:
         ValueError: an unknown name; the message names ``RAGSPINE_QUERY_TRANSFORM``, suggests the closest name and

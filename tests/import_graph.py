@@ -9,8 +9,11 @@ Usage::
     graph.private_imports()      # {"postgres -> indexing._warn_stale", ...}
     graph.modules_without_all()  # {"cli", "config", ...}
     graph.imports_of({"langchain_ragspine.modes"})  # who imports these modules
+    layers = parse_layers(Path("docs/architecture.md").read_text())  # its ```layers block
+    graph.upward_imports(layers)  # {"backends.postgres.search -> retrievers.postgres", ...}: imports of a higher layer
 
-    python tests/import_graph.py [PACKAGE_DIR]   # prints the facts above (default: langchain_ragspine)
+    python tests/import_graph.py [PACKAGE_DIR]   # prints the facts above (default: langchain_ragspine, with the
+                                                 # layers of docs/architecture.md)
 
 What counts as an import: every ``import`` / ``from ... import`` statement, wherever it is (module level, inside a
 function or a class body, in a ``try:``).  Imports under ``if TYPE_CHECKING:`` never run: they are kept as edges
@@ -32,17 +35,24 @@ Private names: ``from m import _x`` (``_x`` not a dunder, ``m`` another module),
 ``m`` names a module of the package bound by an import, and a private module (any dotted part ``_x``) imported
 from outside the package that holds it: a private module is private to its package, and any module inside that
 package may import it.
+
+Layers (:func:`parse_layers`): a fenced ```` ```layers ```` block of a Markdown file, one line per layer,
+``NUMBER NAME: PREFIX PREFIX ...``, numbered from 0 up; a prefix is a module relative to the package and every
+module below it (``retrievers`` is ``retrievers`` and ``retrievers.*``; the package's own name is its
+``__init__`` only), and a module is in the layer of its longest prefix.  An import may point to its own layer or a
+lower one: :meth:`ImportGraph.upward_imports` gives the others (``TYPE_CHECKING`` imports left out, as for cycles).
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Edge", "ImportGraph", "PrivateImport", "ratchet"]
+__all__ = ["Edge", "ImportGraph", "Layer", "PrivateImport", "parse_layers", "ratchet"]
 
 
 @dataclass(frozen=True)
@@ -68,6 +78,58 @@ class PrivateImport:
     target: str
     line: int
     kind: str
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One line of a ``layers`` block: layer ``number`` (0 the bottom), its ``name``, the module ``prefixes`` it
+    holds (relative to the package), and the ``line`` of the Markdown file it was read from."""
+
+    number: int
+    name: str
+    prefixes: tuple[str, ...]
+    line: int
+
+
+_LAYER_LINE = re.compile(r"(?P<number>\d+)\s+(?P<name>[^:]+?)\s*:\s*(?P<prefixes>.*)")
+
+
+def parse_layers(markdown: str, *, fence: str = "layers") -> list[Layer]:
+    """The layers of the first fenced block ```` ```layers ```` of ``markdown``: each non-blank line not starting
+    with ``#`` is ``NUMBER NAME: PREFIX PREFIX ...`` (prefixes separated by spaces or commas).
+
+    Raises ``ValueError`` naming the line when there is no such block, it is not closed, a line does not parse,
+    the numbers are not 0, 1, 2, ... in order, a layer holds no prefix, or a prefix is in two layers.
+    """
+    lines = markdown.splitlines()
+    try:
+        start = next(i for i, line in enumerate(lines) if line.strip() == f"```{fence}")
+    except StopIteration:
+        raise ValueError(f"no ```{fence} block") from None
+    layers: list[Layer] = []
+    seen: dict[str, int] = {}
+    for i in range(start + 1, len(lines)):
+        text, number = lines[i].strip(), i + 1
+        if text.startswith("```"):
+            break
+        if not text or text.startswith("#"):
+            continue
+        match = _LAYER_LINE.fullmatch(text)
+        if match is None:
+            raise ValueError(f"line {number}: {text!r} is not 'NUMBER NAME: PREFIX ...'")
+        prefixes = tuple(p for p in re.split(r"[\s,]+", match["prefixes"]) if p)
+        if int(match["number"]) != len(layers):
+            raise ValueError(f"line {number}: layer {match['number']} where layer {len(layers)} comes next")
+        if not prefixes:
+            raise ValueError(f"line {number}: layer {match['number']} holds no module")
+        for prefix in prefixes:
+            if prefix in seen:
+                raise ValueError(f"line {number}: {prefix} is in layer {seen[prefix]} already")
+            seen[prefix] = len(layers)
+        layers.append(Layer(len(layers), match["name"], prefixes, number))
+    else:
+        raise ValueError(f"the ```{fence} block is not closed")
+    return layers
 
 
 @dataclass(frozen=True)
@@ -374,6 +436,41 @@ class ImportGraph:
             if e.imported in wanted and e.importer not in wanted
         }
 
+    def layer_of(self, module: str, layers: Sequence[Layer]) -> Layer | None:
+        """The layer of ``module`` (a dotted name): the one holding its longest prefix, else ``None``."""
+        by_prefix = {prefix: layer for layer in layers for prefix in layer.prefixes}
+        parts = self.short(module).split(".")
+        while parts:
+            if (layer := by_prefix.get(".".join(parts))) is not None:
+                return layer
+            parts.pop()
+        return None
+
+    def unlayered(self, layers: Sequence[Layer]) -> set[str]:
+        """The modules in no layer (relative names)."""
+        return {self.short(name) for name in self.modules if self.layer_of(name, layers) is None}
+
+    def unused_prefixes(self, layers: Sequence[Layer]) -> set[str]:
+        """The prefixes of ``layers`` that name no module of the package (misspelt, or the module is gone)."""
+        modules = {self.short(name) for name in self.modules}
+        return {
+            prefix for layer in layers for prefix in layer.prefixes
+            if not any(m == prefix or m.startswith(prefix + ".") for m in modules)
+        }
+
+    def upward_imports(self, layers: Sequence[Layer]) -> set[str]:
+        """``"importer -> imported"`` for every import that runs (``TYPE_CHECKING`` left out; inside functions
+        and lazy ones included) whose target is in a higher layer than its importer (modules in no layer left
+        out: :meth:`unlayered` names them)."""
+        found = set()
+        for e in self.edges:
+            if e.where == "type_checking" or e.importer == e.imported:
+                continue
+            low, high = self.layer_of(e.importer, layers), self.layer_of(e.imported, layers)
+            if low is not None and high is not None and high.number > low.number:
+                found.add(f"{self.short(e.importer)} -> {self.short(e.imported)}")
+        return found
+
     def lines_of(self, fact: str) -> list[str]:
         """Where an edge or private-import fact comes from: ``"path:line"`` of each statement behind it."""
         places = [
@@ -389,24 +486,27 @@ class ImportGraph:
 
 
 def ratchet(
-    found: Iterable[str], allowed: Iterable[str], *, allowlist: str, what: str, graph: ImportGraph | None = None
+    found: Iterable[str], allowed: Iterable[str], *, allowlist: str, what: str, graph: ImportGraph | None = None,
+    explain: Callable[[str], str] | None = None,
 ) -> str:
     """The ratchet of an allowlist: ``""`` when ``found`` (today's facts) equals ``allowed``, else a message naming
-    each new fact (with where it comes from, when ``graph`` is given) and each stale allowlist line, and what to do:
-    fix a new one (or add its line to ``allowlist``), delete a stale one's line.
+    each new fact (``explain(fact)`` first when given, then where it comes from when ``graph`` is given) and each
+    stale allowlist line, and what to do: fix a new one (or add its line to ``allowlist``), delete a stale one's line.
     """
     found, allowed = set(found), set(allowed)
     lines = []
     for fact in sorted(found - allowed):
-        where = f" ({', '.join(graph.lines_of(fact))})" if graph is not None and graph.lines_of(fact) else ""
+        notes = [*([explain(fact)] if explain is not None else []), *(graph.lines_of(fact) if graph else [])]
+        where = f" ({', '.join(notes)})" if notes else ""
         lines.append(f"new {what}: {fact}{where}: remove it, or add the line {fact!r} to {allowlist}")
     for fact in sorted(allowed - found):
         lines.append(f"stale entry in {allowlist}: {fact} is gone: delete the line {fact!r}")
     return "\n".join(lines)
 
 
-def _report(root: Path) -> str:
+def _report(root: Path, architecture: Path | None = None) -> str:
     graph = ImportGraph.from_package(root)
+    layers = parse_layers(architecture.read_text("utf-8")) if architecture is not None else []
     out = [f"{len(graph.modules)} modules, {len(graph.edges)} import edges"]
     cycles = graph.cycles()
     sizes = ", ".join(str(len(c)) for c in cycles)
@@ -415,6 +515,8 @@ def _report(root: Path) -> str:
         ("cycle edges", graph.cycle_edges()),
         ("private imports", graph.private_imports()),
         ("modules without __all__", graph.modules_without_all()),
+        *([("modules in no layer", graph.unlayered(layers)), ("upward imports", graph.upward_imports(layers))]
+          if layers else []),
     ):
         out.append(f"\n{title}: {len(facts)}")
         out.extend(f"    {fact!r}," for fact in sorted(facts))
@@ -422,5 +524,9 @@ def _report(root: Path) -> str:
 
 
 if __name__ == "__main__":
-    default = Path(__file__).resolve().parents[1] / "langchain_ragspine"
-    print(_report(Path(sys.argv[1]) if len(sys.argv) > 1 else default))
+    repo = Path(__file__).resolve().parents[1]
+    docs = repo / "docs" / "architecture.md"
+    if len(sys.argv) > 1:
+        print(_report(Path(sys.argv[1])))
+    else:  # the package of this repository, and the layers of its docs/architecture.md
+        print(_report(repo / "langchain_ragspine", docs if docs.exists() else None))

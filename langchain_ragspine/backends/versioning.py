@@ -79,7 +79,7 @@ __all__ = [
     "written_record",
 ]
 
-#: The writer name of ``ragspine ingest`` (:func:`~langchain_ragspine.indexing.ingest`), the default writer of
+#: The writer name of ``ragspine ingest`` (:func:`~langchain_ragspine.pipeline.ingest.ingest`), the default writer of
 #: :meth:`~langchain_ragspine.backends.directory.chunk_store.ChunkStore.replace_doc_chunks`.
 INGEST_WRITER = "ingest"
 #: The writer name of :class:`~langchain_ragspine.vectorstores.RagSpineVectorStore`.

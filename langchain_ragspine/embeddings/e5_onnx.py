@@ -47,6 +47,19 @@ from langchain_ragspine.embeddings.e5_checkpoint import E5Checkpoint
 from langchain_ragspine.embeddings.e5_tokenizer import E5Tokenizer
 from langchain_ragspine.settings import get_settings
 
+__all__ = [
+    "GRAPH_FORMAT",
+    "PASSAGE_PREFIX",
+    "PRECISIONS",
+    "QUERY_PREFIX",
+    "TOKENIZE_SLICE",
+    "OnnxE5Engine",
+    "Precision",
+    "build_model",
+    "default_cache_dir",
+    "load_or_build_model",
+]
+
 logger = logging.getLogger(__name__)
 
 Precision = Literal["int8", "fp32"]

@@ -120,7 +120,7 @@ def ingest(
         progress: ``None`` (default) or ``True``: one progress bar per phase (load, chunk, embed, index) on a
             terminal or in Jupyter, else a start line and a line every ~10 s on stderr
             (:mod:`langchain_ragspine.progress`); ``False``: silent.
-        embedding: the dense channel's model — a :func:`~langchain_ragspine.config.make_embeddings` spec or an
+        embedding: the dense channel's model — a :func:`~langchain_ragspine.embeddings.factory.make_embeddings` spec or an
             ``Embeddings``; default ``RAGSPINE_EMBEDDING``, else ``"auto"`` (offline e5 when the ``embed`` extra is
             installed, else no dense channel).
         mode: a registered retrieval mode (default ``RAGSPINE_RETRIEVAL_MODE``, else ``"auto"``; see

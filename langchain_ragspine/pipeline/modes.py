@@ -5,12 +5,12 @@ BM25 index alone (also spelt ``economy`` or ``lexical``: aliases, :func:`mode_al
 channel alone, ``hybrid`` both fused by :class:`~langchain_ragspine.retrievers.HybridRetriever`, ``auto`` hybrid
 when a dense channel is available and BM25 otherwise, ``parent_child`` the distinct parents of ``auto``'s children.
 Every place that turns a mode name into a retriever goes through this registry:
-:func:`~langchain_ragspine.indexing.open_retriever` and :func:`~langchain_ragspine.indexing.ingest` (which modes
+:func:`~langchain_ragspine.pipeline.sources.open_retriever` and :func:`~langchain_ragspine.pipeline.ingest.ingest` (which modes
 need an embedding model), ``ragspine search | ask | eval --mode``, ``RAGSPINE_RETRIEVAL_MODE``, ``graphs/app.py``
 and ``benchmarks/quality.py``.
 
 A mode builds from a :class:`RetrieverSource`, which says where the channels come from: a store directory
-(:class:`~langchain_ragspine.indexing.StoreSource`: the saved indexes, rebuilt in memory when stale) or documents in
+(:class:`~langchain_ragspine.pipeline.sources.StoreSource`: the saved indexes, rebuilt in memory when stale) or documents in
 memory (:class:`DocumentsSource`: BEIR evaluation, benchmarks).  The mode itself never knows which.
 
 A query transformation is not a mode: the retrieval plan (:mod:`langchain_ragspine.pipeline.plan`) wraps any base
@@ -91,7 +91,7 @@ EmbeddingUse = Literal["none", "optional", "required"]
 
 class RetrieverSource(Protocol):
     """Where a mode's channels come from.  Implementations: :class:`DocumentsSource` (documents in memory) and
-    :class:`~langchain_ragspine.indexing.StoreSource` (a store directory)."""
+    :class:`~langchain_ragspine.pipeline.sources.StoreSource` (a store directory)."""
 
     def bm25(self, *, k: int, tokenizer: str | None = None) -> BaseRetriever:
         """The lexical channel returning ``k`` results; ``tokenizer=None`` means the source's own (a store's
@@ -116,7 +116,7 @@ StoreT = TypeVar("StoreT", bound=_Closable)
 
 
 class StoreBackedSource(Generic[StoreT]):
-    """What a :class:`RetrieverSource` over a store shares (:class:`~langchain_ragspine.indexing.StoreSource`,
+    """What a :class:`RetrieverSource` over a store shares (:class:`~langchain_ragspine.pipeline.sources.StoreSource`,
     :class:`~langchain_ragspine.postgres.PostgresSource`): it is a context manager that opens the store on entering
     (:meth:`_open`, which subclasses implement) and closes it on leaving, and :attr:`store` is the open store."""
 

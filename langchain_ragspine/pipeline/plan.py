@@ -5,7 +5,7 @@ A :class:`RetrievalPlan` says *what* to search with: the base mode (:mod:`langch
 :func:`~langchain_ragspine.retrievers.transforms.make_query_transform`) and the second stage behind them (a reranker spec and
 post-processing steps, built by :func:`~langchain_ragspine.document_compressors.factory.make_compressors`, run behind the RESTRICTED gate
 by :class:`~langchain_ragspine.document_compressors.SecondStageRetriever`).  :func:`build_retriever` builds it over a
-store (a directory or ``postgresql://`` URL, opened by :func:`~langchain_ragspine.indexing.open_retriever`, so a
+store (a directory or ``postgresql://`` URL, opened by :func:`~langchain_ragspine.pipeline.sources.open_retriever`, so a
 directory's retriever follows the store) or any :class:`~langchain_ragspine.pipeline.modes.RetrieverSource` (chunks
 in memory: :class:`~langchain_ragspine.pipeline.modes.DocumentsSource`); :func:`retriever_factory` makes the
 ``documents -> retriever`` factory an evaluation times.  ``ragspine search | ask | eval``, ``graphs/app.py`` (the
@@ -66,7 +66,7 @@ __all__ = ["RetrievalPlan", "build_retriever", "retriever_factory"]
 class RetrievalPlan:
     """What a retriever is built from: a base mode, query transformations around it, a second stage behind them.
 
-    ``RetrievalPlan()`` is :func:`~langchain_ragspine.indexing.open_retriever`'s retriever (mode
+    ``RetrievalPlan()`` is :func:`~langchain_ragspine.pipeline.sources.open_retriever`'s retriever (mode
     ``RAGSPINE_RETRIEVAL_MODE``, else ``auto``; no transformation, no second stage); :meth:`of` reads a mode the
     way a user writes it, :meth:`configured` adds the ``RAGSPINE_*`` defaults the CLI uses.
 
@@ -151,7 +151,7 @@ class RetrievalPlan:
     ) -> RetrievalPlan:
         """:meth:`of`, with each ``None`` read from its setting: ``RAGSPINE_QUERY_TRANSFORM``,
         ``RAGSPINE_RERANKER``, ``RAGSPINE_POSTPROCESSOR`` (unset: ``none``) — what ``ragspine search | ask | eval``
-        build without ``--transform`` / ``--rerank`` / ``--postprocess``.  (:func:`~langchain_ragspine.indexing.
+        build without ``--transform`` / ``--rerank`` / ``--postprocess``.  (:func:`~langchain_ragspine.pipeline.sources.
         open_retriever` and ``RetrievalPlan()`` read none of them.)
 
         Raises:
@@ -280,10 +280,10 @@ def build_retriever(
 
     Args:
         plan: the plan; a mode name is :meth:`RetrievalPlan.of` it; ``None``: ``RetrievalPlan()``.
-        source: a store directory or ``postgresql://`` URL — its retriever is :func:`~langchain_ragspine.indexing.
+        source: a store directory or ``postgresql://`` URL — its retriever is :func:`~langchain_ragspine.pipeline.sources.
             open_retriever`'s (a directory's follows the store: a :class:`~langchain_ragspine.retrievers.
             LiveStoreRetriever`) — or a :class:`~langchain_ragspine.pipeline.modes.RetrieverSource` (a store opened
-            with :func:`~langchain_ragspine.indexing.open_source`, chunks in memory).
+            with :func:`~langchain_ragspine.pipeline.sources.open_source`, chunks in memory).
         k: results per ``invoke`` (default ``RAGSPINE_K``, else 6).
         tokenizer: the BM25 tokenizer of a :class:`RetrieverSource` (``None``: its own); a store's is the one it
             was indexed with.

@@ -1,7 +1,8 @@
 """Moved to :mod:`langchain_ragspine.backends.directory.bm25_parallel` (issue 26); this module re-exports its public
-names for one release.  Import them from there.
+names for one release, and importing it warns (``DeprecationWarning``).  Import them from there.
 """
 
+from langchain_ragspine._stacklevel import warn_moved as _warn_moved
 from langchain_ragspine.backends.directory.bm25_parallel import (
     BATCH_TEXTS,
     MIN_PARALLEL_TEXTS,
@@ -16,6 +17,8 @@ from langchain_ragspine.backends.directory.bm25_parallel import (
     take_prefetched,
     usable_cores,
 )
+
+_warn_moved(__name__, "langchain_ragspine.backends.directory.bm25_parallel")
 
 __all__ = [
     "BATCH_TEXTS",

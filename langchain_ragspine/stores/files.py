@@ -1,7 +1,8 @@
 """Moved to :mod:`langchain_ragspine.backends.directory.files` (issue 26); this module re-exports its public
-names for one release.  Import them from there.
+names for one release, and importing it warns (``DeprecationWarning``).  Import them from there.
 """
 
+from langchain_ragspine._stacklevel import warn_moved as _warn_moved
 from langchain_ragspine.backends.directory.files import (
     FORMAT_PREFIX,
     MANIFEST_FILE,
@@ -22,6 +23,8 @@ from langchain_ragspine.backends.directory.files import (
     write_documents,
     write_manifest,
 )
+
+_warn_moved(__name__, "langchain_ragspine.backends.directory.files")
 
 __all__ = [
     "FORMAT_PREFIX",

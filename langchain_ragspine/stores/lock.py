@@ -1,7 +1,8 @@
 """Moved to :mod:`langchain_ragspine.backends.directory.lock` (issue 26); this module re-exports its public
-names for one release.  Import them from there.
+names for one release, and importing it warns (``DeprecationWarning``).  Import them from there.
 """
 
+from langchain_ragspine._stacklevel import warn_moved as _warn_moved
 from langchain_ragspine.backends.directory.lock import (
     LOCK_FILE,
     StoreBusyError,
@@ -13,6 +14,8 @@ from langchain_ragspine.backends.directory.lock import (
     writer_lock,
     writer_pid,
 )
+
+_warn_moved(__name__, "langchain_ragspine.backends.directory.lock")
 
 __all__ = [
     "LOCK_FILE",

@@ -1,7 +1,8 @@
 """Moved to :mod:`langchain_ragspine.backends.postgres.vectors` (issue 26); this module re-exports its public
-names for one release.  Import them from there.
+names for one release, and importing it warns (``DeprecationWarning``).  Import them from there.
 """
 
+from langchain_ragspine._stacklevel import warn_moved as _warn_moved
 from langchain_ragspine.backends.postgres.vectors import (
     EMBEDDINGS,
     PostgresEmbeddingCache,
@@ -14,6 +15,8 @@ from langchain_ragspine.backends.postgres.vectors import (
     register_vector,
     vector_count,
 )
+
+_warn_moved(__name__, "langchain_ragspine.backends.postgres.vectors")
 
 __all__ = [
     "EMBEDDINGS",

@@ -1,7 +1,8 @@
 """Moved to :mod:`langchain_ragspine.backends.postgres.chunk_store` (issue 26); this module re-exports its public
-names for one release.  Import them from there.
+names for one release, and importing it warns (``DeprecationWarning``).  Import them from there.
 """
 
+from langchain_ragspine._stacklevel import warn_moved as _warn_moved
 from langchain_ragspine.backends.postgres.chunk_store import (
     PG_SCHEMA_VERSION,
     PostgresChunkStore,
@@ -15,6 +16,8 @@ from langchain_ragspine.backends.postgres.chunk_store import (
     redact_url,
     row_to_stored,
 )
+
+_warn_moved(__name__, "langchain_ragspine.backends.postgres.chunk_store")
 
 __all__ = [
     "PG_SCHEMA_VERSION",

@@ -261,7 +261,7 @@ class RagSpineVectorStore(MarginalRelevanceStore):
     :func:`tempfile.gettempdir`, named ``ragspine-vectorstore-…``; :attr:`store_dir` says where), removed with
     everything in it when the store is closed (:meth:`close`), garbage-collected or the interpreter exits.  It is
     not persistent: to keep the records, pass ``store_dir=`` (a directory that ``ragspine search`` /
-    :func:`~langchain_ragspine.indexing.open_retriever` can open later, and a later ``RagSpineVectorStore`` reopens
+    :func:`~langchain_ragspine.pipeline.sources.open_retriever` can open later, and a later ``RagSpineVectorStore`` reopens
     as it was).
 
     Args:

@@ -4,7 +4,10 @@
    ``TYPE_CHECKING`` blocks do not);
 2. no module imports another module's private name, and no private module is imported from outside its package;
 3. every non-private module defines ``__all__``;
-4. no module of the package imports a shim (the old paths of moved modules, ``test_shims.SHIM_MODULES``).
+4. no module of the package imports a shim (the old paths of moved modules, ``test_shims.SHIM_MODULES``);
+5. layers: every module is in one layer of the ```` ```layers ```` table of ``docs/architecture.md`` (parsed here,
+   so the page and the check cannot drift), and an import points only to its own layer or a lower one (imports
+   inside functions count, ``TYPE_CHECKING`` blocks do not, as for rule 1).
 
 And the leaves (:data:`LEAVES`, the settings) import nothing from the package at all, so every module may import them.
 
@@ -12,15 +15,13 @@ Each rule has an allowlist of today's exceptions: the ratchet.  A new exception 
 step says so — add the line the message gives); an exception that is gone fails too (delete the line the message
 gives), so every list only shrinks.  The later steps of issue 26 empty them (R2 last).
 
-TODO(issue 26, R2): rule 5, layers — a prefix → layer table parsed from ``docs/architecture.md``'s fenced table;
-an edge may point only to its own or a lower layer.  Not written yet: the layer table does not exist before R3.
-
 The tool itself is tested on tiny synthetic packages, and each rule is shown to fail on a copy of the package with
 one bad import added (or one exception fixed).
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -28,11 +29,12 @@ from pathlib import Path
 import pytest
 
 import langchain_ragspine
-from tests.import_graph import ImportGraph, ratchet
+from tests.import_graph import ImportGraph, Layer, parse_layers, ratchet
 from tests.unit_tests.test_shims import SHIM_MODULES
 
 PACKAGE = Path(langchain_ragspine.__file__).parent
 HERE = "tests/unit_tests/test_import_graph.py"
+ARCHITECTURE = PACKAGE.parent / "docs" / "architecture.md"
 
 #: Rule 1: the imports inside a strongly connected component, ``"importer -> imported"`` (H1 removes most, H4 the
 #: ``_gram_count`` pair, C1-C2 the ``config`` knot, P1 ``indexing`` <-> ``postgres``): empty now.
@@ -42,14 +44,20 @@ CYCLE_EDGES: frozenset[str] = frozenset()
 #: module from outside its package).
 PRIVATE_IMPORTS: frozenset[str] = frozenset()
 
-#: Rule 3: the non-private modules without ``__all__`` (R2 gives each one).
-WITHOUT_ALL = frozenset({
-    "cli",
-    "embeddings.e5_onnx",
-})
+#: Rule 3: the non-private modules without ``__all__``: empty since R2 (``cli`` and ``embeddings.e5_onnx`` were the
+#: last).
+WITHOUT_ALL: frozenset[str] = frozenset()
 
 #: Rule 4: ``"importer -> shim"``.  Empty: the steps that move a module switch every importer in the same commit.
 SHIM_IMPORTS: frozenset[str] = frozenset()
+
+#: Rule 5: the imports of a higher layer, ``"importer -> imported"`` -> why it is there today and what removes it.
+LAYER_EXCEPTIONS: dict[str, str] = {
+    "backends.postgres.search -> retrievers.postgres":
+        "PostgresSearch runs the PostgreSQL retrievers' SQL (lazily); B5 moves the queries into backends/postgres",
+    "backends.postgres.backend -> postgres":
+        "PostgresBackend writes through postgres.write_versions (lazily), which embeds with ingest's stages (layer 4)",
+}
 
 #: The bottom of the package: modules that import nothing from it (not even under ``TYPE_CHECKING``), so that every
 #: module may read them.  No allowlist: a leaf's import of the package is an error (C1: the settings).
@@ -87,9 +95,29 @@ def leaves_check(graph: ImportGraph) -> str:
     )
 
 
+def layers_check(graph: ImportGraph, layers: list[Layer] | None = None) -> str:
+    """Rule 5 over ``layers`` (default: the table of ``docs/architecture.md``)."""
+    if layers is None:
+        layers = parse_layers(ARCHITECTURE.read_text("utf-8"))
+    table = f"the ```layers block of {ARCHITECTURE}"
+    problems = [f"{module} is in no layer: add its prefix to {table}" for module in sorted(graph.unlayered(layers))]
+    problems += [f"{prefix} names no module of the package: fix or delete it in {table}"
+                 for prefix in sorted(graph.unused_prefixes(layers))]
+
+    def explain(fact: str) -> str:
+        low, high = (graph.layer_of(f"{graph.package}.{m}" if m != graph.package else m, layers)
+                     for m in fact.split(" -> "))
+        assert low is not None and high is not None
+        return f"layer {low.number} {low.name} imports layer {high.number} {high.name}"
+
+    found = ratchet(graph.upward_imports(layers), LAYER_EXCEPTIONS, allowlist=f"LAYER_EXCEPTIONS in {HERE}",
+                    what="upward import", graph=graph, explain=explain)
+    return "\n".join([*problems, *([found] if found else [])])
+
+
 CHECKS: dict[str, Callable[[ImportGraph], str]] = {
     "cycles": cycles_check, "private": private_check, "all": all_check, "shims": shims_check,
-    "leaves": leaves_check,
+    "leaves": leaves_check, "layers": layers_check,
 }
 
 
@@ -174,14 +202,51 @@ def test_a_new_private_import_fails(copy: Path) -> None:
                                 f"'errors -> tokenizers._fold_table' to PRIVATE_IMPORTS in {HERE}")
 
 
-def test_a_module_without_all_fails_and_a_new_all_leaves_a_stale_line(copy: Path) -> None:
+def test_a_module_without_all_fails(copy: Path) -> None:
     (copy / "pipeline" / "newcomer.py").write_text('"""A new module."""\n\nX = 1\n', "utf-8")
     (copy / "pipeline" / "_private_newcomer.py").write_text("X = 1\n", "utf-8")  # private: needs none
-    _append(copy / "cli.py", '\n__all__ = ["main"]\n')
+    cli = (copy / "cli.py").read_text("utf-8")
+    start = cli.index("\n__all__ = [")
+    (copy / "cli.py").write_text(cli[:start] + cli[cli.index("]\n", start) + 2:], "utf-8")  # cli loses its __all__
     assert all_check(ImportGraph.from_package(copy)).splitlines() == [
+        f"new module without __all__: cli: remove it, or add the line 'cli' to WITHOUT_ALL in {HERE}",
         f"new module without __all__: pipeline.newcomer: remove it, or add the line 'pipeline.newcomer' to "
         f"WITHOUT_ALL in {HERE}",
-        f"stale entry in WITHOUT_ALL in {HERE}: cli is gone: delete the line 'cli'",
+    ]
+
+
+def test_each_layer_exception_gives_one_line_of_reason() -> None:
+    assert [edge for edge, why in LAYER_EXCEPTIONS.items() if not why.strip() or "\n" in why] == []
+
+
+def test_the_layers_are_the_table_of_the_architecture_page() -> None:
+    layers = parse_layers(ARCHITECTURE.read_text("utf-8"))
+    assert [layer.number for layer in layers] == list(range(len(layers))) and len(layers) >= 2
+    assert set(LEAVES) <= set(layers[0].prefixes)  # the leaves at the bottom
+    assert "cli" in layers[-1].prefixes  # the entry point at the top
+
+
+def test_an_upward_import_fails_naming_the_layers_and_where_it_is(copy: Path) -> None:
+    _append(copy / "served.py", "\n\ndef _late():\n    from langchain_ragspine.graphs import prompts\n")
+    _append(copy / "errors.py", "\nif TYPE_CHECKING:\n    from langchain_ragspine import cli\n")  # never runs: fine
+    problems = layers_check(ImportGraph.from_package(copy)).splitlines()
+    assert problems == [
+        f"new upward import: served -> graphs.prompts (layer 1 documents imports layer 4 composition, "
+        f"{copy / 'served.py'}:{_lines(copy / 'served.py')}): remove it, or add the line 'served -> graphs.prompts' "
+        f"to LAYER_EXCEPTIONS in {HERE}"
+    ]
+
+
+def test_a_fixed_upward_import_leaves_a_stale_line_and_a_new_module_needs_a_layer(copy: Path) -> None:
+    edge = "backends.postgres.backend -> postgres"
+    backend = copy / "backends" / "postgres" / "backend.py"
+    backend.write_text(backend.read_text("utf-8").replace("from langchain_ragspine.postgres import", "from x import"),
+                       "utf-8")  # the write moved down
+    (copy / "newcomer.py").write_text('"""A module in no layer."""\n\n__all__: list[str] = []\n', "utf-8")
+    problems = layers_check(ImportGraph.from_package(copy)).splitlines()
+    assert problems == [
+        f"newcomer is in no layer: add its prefix to the ```layers block of {ARCHITECTURE}",
+        f"stale entry in LAYER_EXCEPTIONS in {HERE}: {edge} is gone: delete the line {edge!r}",
     ]
 
 
@@ -327,6 +392,53 @@ def test_imports_of_and_imports_in(tmp_path: Path) -> None:
     assert [(e.imported, e.line) for e in graph.imports_in(script)] == [
         ("pkg.old", 1), ("pkg.new", 2), ("pkg.old", 3), ("pkg.user", 8)  # a type checker reads line 8 too
     ]
+
+
+LAYERS_DOC = """\
+Some text.
+
+```layers
+# number name: prefixes
+0 bottom: low, sub.low
+1 middle: sub
+2 top: pkg top
+```
+"""
+
+
+def test_layers_on_a_synthetic_package(tmp_path: Path) -> None:
+    graph = make_package(tmp_path, {
+        "__init__.py": "from pkg import top\n",                      # the package itself: layer 2
+        "low.py": "import typing\nif typing.TYPE_CHECKING:\n    import pkg.top\n",  # never runs: not upward
+        "sub/__init__.py": "",
+        "sub/low.py": "def f():\n    from pkg.sub import mid\n",    # layer 0 -> 1, inside a function: upward
+        "sub/mid.py": "from pkg import low\nfrom pkg.sub import low as sublow\n",  # 1 -> 0: down
+        "top.py": "from pkg.sub import mid\nclass C:\n    import pkg.low\n",
+        "lost.py": "import pkg.top\n",                               # in no layer
+    })
+    layers = parse_layers(LAYERS_DOC)
+    assert [(layer.number, layer.name, layer.prefixes, layer.line) for layer in layers] == [
+        (0, "bottom", ("low", "sub.low"), 5), (1, "middle", ("sub",), 6), (2, "top", ("pkg", "top"), 7),
+    ]
+    names = [getattr(graph.layer_of(m, layers), "name", None) for m in ("pkg", "pkg.low", "pkg.sub", "pkg.sub.low",
+                                                                         "pkg.sub.mid", "pkg.lost")]
+    assert names == ["top", "bottom", "middle", "bottom", "middle", None]  # the longest prefix wins
+    assert graph.upward_imports(layers) == {"sub.low -> sub.mid"}
+    assert graph.unlayered(layers) == {"lost"}
+    assert graph.unused_prefixes([*layers, Layer(3, "gone", ("nothing", "su"), 9)]) == {"nothing", "su"}
+
+
+@pytest.mark.parametrize("doc, error", [
+    ("no block\n", "no ```layers block"),
+    ("```layers\n0 a: x\n", "not closed"),
+    ("```layers\n0 a x\n```\n", "line 2: '0 a x' is not 'NUMBER NAME: PREFIX ...'"),
+    ("```layers\n0 a: x\n2 b: y\n```\n", "line 3: layer 2 where layer 1 comes next"),
+    ("```layers\n0 a:\n```\n", "line 2: layer 0 holds no module"),
+    ("```layers\n0 a: x\n1 b: y x\n```\n", "line 3: x is in layer 0 already"),
+])
+def test_a_layers_table_that_does_not_parse_is_an_error_naming_its_line(doc: str, error: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(error)):
+        parse_layers(doc)
 
 
 def test_the_ratchet_names_new_and_stale_entries(tmp_path: Path) -> None:

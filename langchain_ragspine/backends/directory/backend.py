@@ -658,7 +658,7 @@ class DirectoryBackend:
     def _embed_written(self, records: Sequence[Document]) -> None:
         """Put the vectors of records just written into the store's embedding cache (those not RESTRICTED, with
         visible text, that it lacks), so the next search — this object's, another process's, or
-        :func:`~langchain_ragspine.indexing.open_retriever`'s with the same model — finds them; only while the
+        :func:`~langchain_ragspine.pipeline.sources.open_retriever`'s with the same model — finds them; only while the
         store's writer lock can be taken at once (as a search writes the cache), else the next search embeds them.
         The write has committed: nothing here fails it.  A cache that cannot be written or a model that fails is a
         :class:`CacheNotWrittenWarning` (the next search embeds what is missing)."""
