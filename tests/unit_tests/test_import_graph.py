@@ -172,24 +172,6 @@ def test_a_new_cycle_fails_naming_the_edge_and_where_it_is(copy: Path) -> None:
     assert "stale" not in problems
 
 
-@pytest.mark.skipif(not CYCLE_EDGES, reason="no allowlisted cycle edge left")
-def test_a_broken_cycle_leaves_stale_lines_to_delete(copy: Path) -> None:
-    edge = sorted(CYCLE_EDGES)[0]
-    importer = copy.joinpath(*edge.partition(" -> ")[0].split("."))
-    (importer / "__init__.py" if importer.is_dir() else importer.with_suffix(".py")).unlink()  # its imports gone
-    problems = cycles_check(ImportGraph.from_package(copy)).splitlines()
-    assert f"stale entry in CYCLE_EDGES in {HERE}: {edge} is gone: delete the line {edge!r}" in problems
-
-
-@pytest.mark.skipif(not PRIVATE_IMPORTS, reason="no allowlisted private import left")
-def test_a_fixed_private_import_leaves_a_stale_line_to_delete(copy: Path) -> None:
-    fact = sorted(PRIVATE_IMPORTS)[0]
-    importer = copy.joinpath(*fact.partition(" -> ")[0].split("."))
-    (importer / "__init__.py" if importer.is_dir() else importer.with_suffix(".py")).unlink()  # its imports gone
-    problems = private_check(ImportGraph.from_package(copy)).splitlines()
-    assert f"stale entry in PRIVATE_IMPORTS in {HERE}: {fact} is gone: delete the line {fact!r}" in problems
-
-
 def test_a_new_private_import_fails(copy: Path) -> None:
     _append(copy / "errors.py", "\nfrom langchain_ragspine.tokenizers import _fold_table as _f\n")
     _append(copy / "cli.py", "\nfrom langchain_ragspine.backends.directory import _sqlite\n")
