@@ -562,7 +562,8 @@ def _hybrid(ctx: ModeContext) -> BaseRetriever:
 def _auto_channels(ctx: ModeContext) -> BaseRetriever:
     dense = ctx.dense(required=False)
     if dense is None:
-        return ctx.bm25()
+        # BM25 alone; options (a filter above all) still apply: one channel through the fusion that honours them
+        return ctx.hybrid([ctx.bm25()]) if ctx.options else ctx.bm25()
     return ctx.hybrid([ctx.bm25(), dense])
 
 

@@ -229,3 +229,44 @@ def test_regression_query_encoder_must_match_the_index_and_reads_never_write_the
     with pytest.warns(StaleIndexWarning):
         open_retriever(store, mode="vector")
     assert _cache_rows(store) == rows
+
+
+def test_auto_without_a_dense_channel_keeps_the_filter(tmp_path):
+    """Regression (issue 26 trial, FAIL 1): ``auto`` over a store without a vector index (or chunks in memory without
+    an embedding model) fell back to BM25 and dropped its options — ``filter=`` included, so the filter widened to
+    nothing.  The fallback keeps every option: the filter is ANDed, as in every other mode that takes one."""
+    from langchain_core.documents import Document
+
+    from langchain_ragspine.pipeline.ingest import ingest
+    from langchain_ragspine.pipeline.modes import DocumentsSource, build_retriever
+    from langchain_ragspine.pipeline.sources import open_retriever
+
+    corpus = tmp_path / "c"
+    corpus.mkdir()
+    (corpus / "tsuyu.md").write_text("---\nlang: ja\n---\n# 梅雨\n\n梅雨は六月に始まる。rainy\n", "utf-8")
+    (corpus / "rainy.md").write_text("---\nlang: en\n---\n# Rain\n\nThe rainy season 梅雨 in Japan.\n", "utf-8")
+    ingest(corpus, tmp_path / "S", progress=False, embedding="none")
+    store = open_retriever(tmp_path / "S", mode="auto", filter={"lang": "ja"})
+    assert [d.metadata["lang"] for d in store.invoke("梅雨 rainy")] == ["ja"]
+    assert [d.metadata["lang"] for d in store.invoke("梅雨 rainy", filter={"lang": "en"})] == []  # ANDed
+    docs = [Document("梅雨は六月 rainy", metadata={"chunk_id": "a#0", "lang": "ja"}),
+            Document("rainy season 梅雨", metadata={"chunk_id": "b#0", "lang": "en"})]
+    memory = build_retriever("auto", DocumentsSource(docs), k=4, filter={"lang": "ja"})
+    assert [d.metadata["chunk_id"] for d in memory.invoke("梅雨 rainy")] == ["a#0"]
+    # without options the fallback is plain BM25, as before
+    assert [d.metadata["chunk_id"] for d in build_retriever("auto", DocumentsSource(docs), k=4).invoke("梅雨 rainy")] \
+        == ["b#0", "a#0"]
+
+
+def test_auto_without_a_dense_channel_keeps_the_filter_on_postgresql(tmp_path, pg_url):
+    """The same fallback over a ``postgresql://`` store ingested without an embedding model."""
+    from langchain_ragspine.pipeline.ingest import ingest
+    from langchain_ragspine.pipeline.sources import open_retriever
+
+    corpus = tmp_path / "c"
+    corpus.mkdir()
+    (corpus / "tsuyu.md").write_text("---\nlang: ja\n---\n# 梅雨\n\n梅雨は六月に始まる。rainy\n", "utf-8")
+    (corpus / "rainy.md").write_text("---\nlang: en\n---\n# Rain\n\nThe rainy season 梅雨 in Japan.\n", "utf-8")
+    ingest(corpus, pg_url, progress=False, embedding="none")
+    retriever = open_retriever(pg_url, mode="auto", filter={"lang": "ja"})
+    assert [d.metadata["lang"] for d in retriever.invoke("梅雨 rainy")] == ["ja"]
