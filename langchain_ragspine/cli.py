@@ -676,7 +676,8 @@ def _store_arg(value: str | Path) -> Path | str:
 
     Raises:
         argparse.ArgumentTypeError: a libpq keyword/value string (``host=… dbname=…``), which would otherwise
-            become a folder named after it (password included).
+            become a folder named after it (password included); a URL of another scheme (``mysql://``,
+            ``postgresql+psycopg://``: :func:`~langchain_ragspine.backends.open.open_backend`'s message).
     """
     from langchain_ragspine.backends.open import open_backend
     from langchain_ragspine.backends.postgres.chunk_store import looks_like_conninfo
@@ -686,7 +687,12 @@ def _store_arg(value: str | Path) -> Path | str:
             "this looks like a libpq keyword connection string (host=… dbname=…), not a store directory; give "
             "PostgreSQL as a URL: postgresql://user:password@host:port/dbname"
         )
-    return value if isinstance(value, Path) else open_backend(value).location
+    if isinstance(value, Path):
+        return value
+    try:
+        return open_backend(value).location
+    except ValueError as e:  # another URL scheme: argparse shows an ArgumentTypeError's message, a ValueError's not
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _add_transform_options(p: argparse.ArgumentParser, s: RagSpineSettings) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -155,7 +156,25 @@ def open_backend(store: str | os.PathLike[str]) -> StoreLocation:
 
     Raises:
         TypeError: ``store`` is neither a string nor a path (from ``Path``).
+        ValueError: ``store`` is a string in another URL scheme (``mysql://…``, ``sqlite:///…``, ``https://…``,
+            SQLAlchemy's ``postgresql+psycopg://…``): no backend serves it, and as a path it would make a directory
+            named after the URL; the message names the scheme (the URL's password hidden).
     """
     if is_postgres_url(store):
         return PostgresLocation(str(store))
+    if isinstance(store, str) and (scheme := _URL_SCHEME_RE.match(store)):
+        hint = ""
+        if scheme.group(1).lower().startswith(("postgresql+", "postgres+")):
+            hint = " (SQLAlchemy's spelling, with a driver: write postgresql://…)"
+        shown = _URL_PASSWORD_RE.sub(r"\1***@", store.strip())
+        raise ValueError(
+            f"store {shown!r}: no backend serves {scheme.group(1)}:// URLs{hint}; a store is a "
+            "directory path or a postgresql:// URL"
+        )
     return DirectoryLocation(Path(store))
+
+
+#: ``scheme://`` at the start of a string (RFC 3986's scheme characters).
+_URL_SCHEME_RE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9+.-]*)://")
+#: ``://user:password@``: the password, hidden in messages.
+_URL_PASSWORD_RE = re.compile(r"(://[^/:@]*:)[^@/]*@")

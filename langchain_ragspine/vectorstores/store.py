@@ -81,6 +81,7 @@ from langchain_ragspine.backends.directory.backend import (
     RecordBackend,
 )
 from langchain_ragspine.backends.directory.indexes import IndexSnapshot, internal_record
+from langchain_ragspine.backends.open import PostgresLocation, open_backend
 from langchain_ragspine.documents import check_score_threshold, copy_metadata, with_scores
 from langchain_ragspine.embeddings.cache import model_key_for
 from langchain_ragspine.filters import CompiledFilter, compiled_filter
@@ -372,6 +373,8 @@ class RagSpineVectorStore(MarginalRelevanceStore):
                 raise
             # removed on close(), when garbage-collected, or at interpreter exit, whichever comes first
             self._finalizer = weakref.finalize(self, _remove_temporary, backend, self._temporary)
+        elif isinstance(open_backend(store_dir), PostgresLocation):  # a URL of another scheme raises there
+            backend = self._postgres_backend(str(store_dir), embedding, tokenizer, index_kind, lock_timeout)
         else:
             backend = DirectoryBackend.open(store_dir, embedding, tokenizer=tokenizer, index_kind=index_kind,
                                             lock_timeout=lock_timeout)
@@ -380,6 +383,25 @@ class RagSpineVectorStore(MarginalRelevanceStore):
         self.tokenizer = tokenizer
         self.index_kind = index_kind
         self._lock = threading.RLock()
+
+    @staticmethod
+    def _postgres_backend(
+        url: str, embedding: Embeddings | None, tokenizer: str, index_kind: str, lock_timeout: float | None
+    ) -> StoreBackend:
+        """The PostgreSQL backend of a ``postgresql://`` ``store_dir`` (as :class:`PostgresVectorStore` opens it).
+
+        Raises:
+            ValueError: ``tokenizer`` or ``index_kind`` other than ``"auto"``: a PostgreSQL store has its own (its
+                postings' tokenizer, pgvector's HNSW), so they would be ignored.
+        """
+        from langchain_ragspine.backends.postgres.backend import PostgresBackend
+
+        given = [f"{name}={value!r}" for name, value in (("tokenizer", tokenizer), ("index_kind", index_kind))
+                 if value != "auto"]
+        if given:
+            raise ValueError(f"RagSpineVectorStore over a postgresql:// store takes no {' or '.join(given)}: the "
+                             "store's own tokenizer and pgvector's index serve it")
+        return PostgresBackend(url, embedding, lock_timeout=lock_timeout)  # type: ignore[arg-type]
 
     @property
     def embeddings(self) -> Embeddings:

@@ -8,6 +8,7 @@ for being a URL, except the PostgreSQL classes refusing a non-URL handed to them
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -32,7 +33,7 @@ def test_a_postgresql_url_opens_the_postgres_backend_as_given(store: str) -> Non
     assert backend.recorded_chunker() == (None, False)
 
 
-@pytest.mark.parametrize("store", ["store", "./a/b", "postgresql:dir", "http://h/db", ""])
+@pytest.mark.parametrize("store", ["store", "./a/b", "postgresql:dir", "C:/x", ""])  # a URL: refused below
 def test_anything_else_is_a_store_directory(store: str) -> None:
     backend = open_backend(store)
     assert backend == DirectoryLocation(Path(store))
@@ -89,3 +90,59 @@ def test_no_other_module_asks_whether_a_store_is_a_url() -> None:
                 if name == "is_postgres_url":
                     callers.add(path.relative_to(PACKAGE).as_posix())
     assert callers == URL_CHECKERS
+
+
+OTHER_SCHEMES = ["mysql://x/y", "sqlite:///x.db", "https://example.org/store", " postgresql+psycopg://u:secret@h/db"]
+
+
+@pytest.mark.parametrize("url", OTHER_SCHEMES)
+def test_a_url_of_another_scheme_is_refused_naming_it(url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Regression (issue 26 trial, FAIL 2): a URL no backend serves became a store directory named after it
+    (``./mysql:/x/y``), so ``ingest`` reported success into a local folder and a search said 'no chunk store'."""
+    monkeypatch.chdir(tmp_path)
+    scheme = url.strip().split("://")[0]
+    with pytest.raises(ValueError, match=rf"no backend serves {re.escape(scheme)}:// URLs") as info:
+        open_backend(url)
+    assert "secret" not in str(info.value)
+    assert ("SQLAlchemy" in str(info.value)) == scheme.startswith("postgresql+")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_cli_refuses_another_scheme_and_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys):
+    from langchain_ragspine.cli import main
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("# A\n\nrain\n", "utf-8")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["ingest", str(corpus), "--store", "postgresql+psycopg://u:secret@h/db", "--embedding", "none"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "no backend serves postgresql+psycopg:// URLs" in err and "secret" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus"]
+
+
+def test_the_vector_store_refuses_another_scheme_and_opens_postgresql(tmp_path: Path, pg_url: str,
+                                                                      monkeypatch: pytest.MonkeyPatch):
+    """RagSpineVectorStore given a URL string: another scheme is refused before anything is written; a
+    postgresql:// URL opens the PostgreSQL backend (it made a local directory named after the URL)."""
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from langchain_ragspine.vectorstores import PostgresVectorStore, RagSpineVectorStore
+
+    monkeypatch.chdir(tmp_path)
+    emb = DeterministicFakeEmbedding(size=16)
+    with pytest.raises(ValueError, match="no backend serves mysql:// URLs"):
+        RagSpineVectorStore("mysql://x/y", emb)
+    store = RagSpineVectorStore(pg_url, emb)
+    try:
+        store.add_texts(["rainy season in June"], ids=["r1"])
+        again = PostgresVectorStore(pg_url, emb)
+        assert [d.id for d in again.similarity_search("rainy season", k=1)] == ["r1"]
+        again.close()
+        with pytest.raises(ValueError, match="takes no tokenizer='cjk'"):
+            RagSpineVectorStore(pg_url, emb, tokenizer="cjk")
+    finally:
+        store.close()
+    assert list(tmp_path.iterdir()) == []
