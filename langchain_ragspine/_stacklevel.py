@@ -15,7 +15,7 @@ import os
 import sys
 import warnings
 from collections.abc import Mapping, Sequence
-from types import ModuleType
+from types import CodeType, ModuleType
 
 __all__ = ["moved_message", "user_stacklevel", "warn_moved"]
 
@@ -34,13 +34,22 @@ def user_stacklevel(*libraries: ModuleType) -> int:
     """The ``stacklevel`` that makes ``warnings.warn``, called in this function's caller, name the first frame
     whose file is outside this package's directory and the directories of the package modules ``libraries`` (e.g.
     ``langchain_core``, ``pydantic``): ``1`` is the caller itself.  A warning issued one call deeper (a helper the caller calls)
-    passes the result ``+ 1``.  The outermost frame ends the walk if every frame is inside.
+    passes the result ``+ 1``.  The outermost frame ends the walk if every frame is inside.  Code a package class
+    had generated for it counts as inside: the ``__init__`` that :mod:`dataclasses` compiles (file ``"<string>"``),
+    when it calls the package's ``__post_init__``.
     """
     dirs = _library_dirs(libraries)
     frame, level = sys._getframe(1), 1
-    while frame.f_back is not None and frame.f_code.co_filename.startswith(dirs):
+    while frame.f_back is not None and (
+        frame.f_code.co_filename.startswith(dirs) or _generated_init(frame.f_code)
+    ):
         frame, level = frame.f_back, level + 1
     return level
+
+
+def _generated_init(code: CodeType) -> bool:
+    """Whether ``code`` is a dataclass's generated ``__init__`` (a user's ``exec``'d code is ``<module>``)."""
+    return code.co_filename == "<string>" and code.co_name == "__init__"
 
 
 def moved_message(old: str, homes: str | Mapping[str, Sequence[str]]) -> str:

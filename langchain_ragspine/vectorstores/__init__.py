@@ -6,6 +6,7 @@ same store opened from a ``postgresql://`` URL (imported lazily: it needs the ``
 
 from __future__ import annotations
 
+import sys
 import warnings
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +41,8 @@ def __getattr__(name: str) -> Any:
 
         return PostgresVectorStore
     if name == "VersionedVectorStore":
+        if sys._getframe(1).f_code.co_filename.startswith("<frozen importlib"):
+            return RagSpineVectorStore  # `from … import` asks twice (hasattr, then the name): warn on the second
         warnings.warn(
             "langchain_ragspine.vectorstores.VersionedVectorStore is deprecated (issue 26, B5): there is one vector "
             "store, RagSpineVectorStore(backend, embedding), over any StoreBackend (langchain_ragspine.backends.base); "

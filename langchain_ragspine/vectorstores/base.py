@@ -534,3 +534,25 @@ class ScopedVectorStoreRetriever(VectorStoreRetriever):
         return await super()._aget_relevant_documents(
             query, run_manager=run_manager, **self.call_search_kwargs(kwargs)
         )
+
+
+def __getattr__(name: str) -> Any:
+    """``VersionedVectorStore``, the old base class of the PostgreSQL store (in this module's ``__all__`` before issue
+    26 B5): the deprecated alias of :class:`~langchain_ragspine.vectorstores.RagSpineVectorStore`, with the same
+    warning as ``langchain_ragspine.vectorstores.VersionedVectorStore``."""
+    if name == "VersionedVectorStore":
+        import sys
+        import warnings
+
+        from langchain_ragspine._stacklevel import user_stacklevel
+
+        warnings.warn(
+            "langchain_ragspine.vectorstores.base.VersionedVectorStore is deprecated (issue 26, B5): there is one "
+            "vector store, RagSpineVectorStore(backend, embedding) (from langchain_ragspine.vectorstores import "
+            "RagSpineVectorStore), over any StoreBackend (langchain_ragspine.backends.base)",
+            DeprecationWarning,
+            stacklevel=user_stacklevel(),
+        )
+        # the package is imported before any of its modules, and by the time a user asks, it holds the class
+        return sys.modules["langchain_ragspine.vectorstores"].RagSpineVectorStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

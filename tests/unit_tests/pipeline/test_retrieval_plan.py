@@ -44,8 +44,13 @@ def test_a_transformation_given_as_the_mode_is_auto_with_it_and_warns():
     assert plan == RetrievalPlan("auto", ("hyde",))
     with pytest.warns(DeprecationWarning):
         assert RetrievalPlan.of("glossary", transform="glossary").transforms == ("glossary",)  # applied once
-    with pytest.warns(DeprecationWarning):
+    with pytest.warns(DeprecationWarning) as seen:
         assert RetrievalPlan(mode="step_back", transforms=("hyde",)).transforms == ("step_back", "hyde")
+    # regression (issue 26 trial, FAIL 5): the warning named the dataclass's generated __init__ ('<string>', 8)
+    assert [w.filename for w in seen] == [__file__]
+    with pytest.warns(DeprecationWarning) as seen:
+        RetrievalPlan.of("hyde")
+    assert [w.filename for w in seen] == [__file__]
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the plain spellings warn nothing
         assert RetrievalPlan.of("bm25", transform="multi-query") == RetrievalPlan("bm25", ("multi_query",))

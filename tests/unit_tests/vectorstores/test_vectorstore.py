@@ -227,3 +227,16 @@ def test_versioned_vector_store_is_a_deprecated_alias_of_the_one_vector_store() 
 
     with pytest.warns(DeprecationWarning, match=r"RagSpineVectorStore\(backend, embedding\)"):
         assert vectorstores.VersionedVectorStore is RagSpineVectorStore
+
+
+def test_versioned_vector_store_still_imports_from_its_old_module_with_one_warning_at_the_users_line() -> None:
+    """Regression (issue 26 trial, FAIL 4): ``from langchain_ragspine.vectorstores.base import VersionedVectorStore``
+    (where it was defined and exported) raised ImportError; the package's alias warned twice per import."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        from langchain_ragspine.vectorstores import VersionedVectorStore as from_package
+        from langchain_ragspine.vectorstores.base import VersionedVectorStore as from_base
+    assert from_base is from_package is RagSpineVectorStore
+    assert [(w.category, w.filename) for w in seen] == [(DeprecationWarning, __file__)] * 2
