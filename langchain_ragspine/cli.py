@@ -170,13 +170,14 @@ def _transform_arg(value: str) -> str:
 
 def _mode_arg(value: str) -> str:
     """``--mode``: a transformation's name (the deprecated spelling of ``--transform NAME``) is spelled as
-    ``--transform`` takes it (``HyDE``, ``multi-query``); any other value is left for the mode choices to check."""
+    ``--transform`` takes it (``HyDE``, ``multi-query``); any other value is lower-cased (``HYBRID``, ``Economy``:
+    any case, as RAGSPINE_RETRIEVAL_MODE and RetrievalPlan take it) and left for the mode choices to check."""
     from langchain_ragspine.specs import resolve_query_transform
 
     try:
         return resolve_query_transform(value)
     except (TypeError, ValueError):
-        return value
+        return value.strip().lower()
 
 
 def _plan(args: argparse.Namespace, mode: str | None) -> RetrievalPlan:

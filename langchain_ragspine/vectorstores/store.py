@@ -373,6 +373,11 @@ class RagSpineVectorStore(MarginalRelevanceStore):
                 raise
             # removed on close(), when garbage-collected, or at interpreter exit, whichever comes first
             self._finalizer = weakref.finalize(self, _remove_temporary, backend, self._temporary)
+        elif not isinstance(store_dir, (str, os.PathLike)):
+            raise TypeError(
+                f"{type(self).__name__}: store_dir must be a store directory (str or path), a postgresql:// URL, a "
+                f"StoreBackend, an Embeddings (a temporary store) or None, got {type(store_dir).__name__}"
+            )
         elif isinstance(open_backend(store_dir), PostgresLocation):  # a URL of another scheme raises there
             backend = self._postgres_backend(str(store_dir), embedding, tokenizer, index_kind, lock_timeout)
         else:
@@ -697,7 +702,12 @@ class RagSpineVectorStore(MarginalRelevanceStore):
         return self._fused("bm25", query, k, filter, kwargs)
 
     def search(self, query: str, search_type: str, **kwargs: Any) -> list[Document]:
-        """LangChain's ``search`` with two more search types: ``"hybrid"`` and ``"bm25"``."""
+        """LangChain's ``search`` with two more search types: ``"hybrid"`` and ``"bm25"``.
+
+        Raises:
+            ValueError: another ``search_type``; the message lists the five.
+        """
+        _check_search_type(search_type)
         if search_type == "hybrid":
             return self.hybrid_search(query, **kwargs)
         if search_type == "bm25":
@@ -705,6 +715,7 @@ class RagSpineVectorStore(MarginalRelevanceStore):
         return super().search(query, search_type, **kwargs)
 
     async def asearch(self, query: str, search_type: str, **kwargs: Any) -> list[Document]:
+        _check_search_type(search_type)
         if search_type in ("hybrid", "bm25"):
             return await asyncio.to_thread(self.search, query, search_type, **kwargs)
         return await super().asearch(query, search_type, **kwargs)
@@ -814,3 +825,14 @@ class RagSpineStoreRetriever(ScopedVectorStoreRetriever):
         else:
             docs = await super()._aget_relevant_documents(query, run_manager=run_manager, **kwargs)
         return drop_restricted(docs)
+
+
+#: The search types of :meth:`RagSpineVectorStore.search` (LangChain's three and the package's two).
+_SEARCH_TYPES = ("similarity", "similarity_score_threshold", "mmr", "hybrid", "bm25")
+
+
+def _check_search_type(search_type: object) -> None:
+    """Raise ``ValueError`` naming ``search_type`` and the five when it is not one of ``_SEARCH_TYPES``
+    (LangChain's own check lists only its three, though ``hybrid`` and ``bm25`` work)."""
+    if search_type not in _SEARCH_TYPES:
+        raise ValueError(f"search_type {search_type!r} is not one of {', '.join(map(repr, _SEARCH_TYPES))}")

@@ -146,3 +146,14 @@ def test_one_plan_runs_on_both_backends_with_the_same_results(tmp_path: Path, pg
         found[str(where)] = [(d.metadata["chunk_id"], d.page_content) for d in r.invoke("rainy season in Kyoto")]
     directory, postgres = found.values()
     assert len(directory) == 2 and directory == postgres and {c.split("#")[0] for c, _ in directory} & {"a", "b"}
+
+
+def test_cli_mode_takes_any_case_as_the_setting_and_the_plan_do(store, capsys):
+    """Regression (issue 26 trial, FAIL 6): ``--mode Economy`` / ``BM25`` was argparse's 'invalid choice' while
+    RAGSPINE_RETRIEVAL_MODE=Economy and RetrievalPlan('Economy') took it."""
+    query = ["search", "梅雨", "--store", str(store), "--json"]
+    assert main([*query, "--mode", "bm25"]) == 0
+    lower = capsys.readouterr().out
+    for spelling in ("BM25", "Economy", " Lexical "):
+        assert main([*query, "--mode", spelling]) == 0
+        assert capsys.readouterr().out == lower and lower

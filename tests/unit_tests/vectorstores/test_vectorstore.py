@@ -240,3 +240,16 @@ def test_versioned_vector_store_still_imports_from_its_old_module_with_one_warni
         from langchain_ragspine.vectorstores.base import VersionedVectorStore as from_base
     assert from_base is from_package is RagSpineVectorStore
     assert [(w.category, w.filename) for w in seen] == [(DeprecationWarning, __file__)] * 2
+
+
+def test_a_bad_store_dir_or_search_type_is_named(tmp_path: Path) -> None:
+    """Regression (issue 26 trial, FAIL 6): ``RagSpineVectorStore(123, emb)`` said only 'expected str, bytes or
+    os.PathLike object, not int'; ``search(q, "bogus")`` listed three search types though five work."""
+    with pytest.raises(TypeError, match=r"store_dir must be a store directory .* got int"):
+        RagSpineVectorStore(123, EMB)  # type: ignore[arg-type]
+    store = RagSpineVectorStore(tmp_path / "S", EMB)
+    store.add_texts(["rainy season in June"], ids=["r"])
+    with pytest.raises(ValueError, match="'bogus' is not one of 'similarity', 'similarity_score_threshold', 'mmr', "
+                                         "'hybrid', 'bm25'"):
+        store.search("rain", "bogus")
+    assert [d.id for d in store.search("rainy season", "bm25")] == ["r"]
