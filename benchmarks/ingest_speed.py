@@ -316,12 +316,13 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
 
 def _index_digest(store: Path) -> str:
     """SHA-256 over the saved BM25 index files (arrays, vocabulary, settings, documents without their per-store
-    ``ingested_at``), to compare two builds."""
+    ``ingested_at``), to compare two builds.  ``manifest.json`` is left out: it holds the checksums of those files
+    as written, ``docs.jsonl``'s with its ``ingested_at``, so it differs between any two builds."""
     import hashlib
 
     h = hashlib.sha256()
     for p in sorted((store / "bm25").rglob("*")):
-        if p.is_file():
+        if p.is_file() and p.name != "manifest.json":
             h.update(str(p.relative_to(store)).encode())
             if p.name == "docs.jsonl":
                 with p.open(encoding="utf-8") as f:
