@@ -49,6 +49,7 @@ from langchain_ragspine.settings import DEFAULT_K as DEFAULT_K
 __all__ = [
     "DEFAULT_FETCH_K",
     "DEFAULT_K",
+    "DEFAULT_KS",
     "RENAMED",
     "SYNONYMS",
     "OptionalPositiveIntField",
@@ -70,6 +71,10 @@ __all__ = [
 #: ``fetch_k`` — the candidates a choosing second stage (a reranker, MMR) picks ``k`` from — when none is given:
 #: LangChain's ``max_marginal_relevance_search`` default.  The pool is ``max(k, fetch_k)``.
 DEFAULT_FETCH_K = 20
+#: The recall@k cutoffs an evaluation reports when none are given (``ragspine eval --ks``,
+#: :func:`~langchain_ragspine.evaluation.evaluate`); here, not in the evaluation package, so the CLI's parser
+#: reads it without importing that package (~1 s of ``ragspine search --help``).
+DEFAULT_KS: tuple[int, ...] = (1, 3, 5, 10, 100)
 
 #: The package's old names of the two counts (accepted for one release, see :func:`rename_arguments`) and the names
 #: they are now: ``k`` for the result count, ``fetch_k`` for the candidate pool.

@@ -757,8 +757,7 @@ def command_parser(*, command_help: bool = True) -> tuple[argparse.ArgumentParse
 def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentParser:
     """The argument parser, with defaults from ``settings`` (default: :func:`~langchain_ragspine.settings.get_settings`),
     ``--mode`` choices from the mode registry and ``--graph`` choices from the graph builders."""
-    from langchain_ragspine.arguments import DEFAULT_K
-    from langchain_ragspine.evaluation.runner import DEFAULT_KS
+    from langchain_ragspine.arguments import DEFAULT_K, DEFAULT_KS
     from langchain_ragspine.pipeline.modes import mode_choices
     from langchain_ragspine.settings import get_settings
     from langchain_ragspine.text_splitters.chunkers import CHUNKERS

@@ -30,7 +30,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_text_splitters import TextSplitter
 
-from langchain_ragspine.arguments import check_int, check_k
+from langchain_ragspine.arguments import DEFAULT_KS, check_int, check_k
 from langchain_ragspine.documents import doc_key
 from langchain_ragspine.evaluation.datasets import (
     BEIRDataset,
@@ -60,8 +60,6 @@ from langchain_ragspine.tokenizers import tokenizer_name
 
 __all__ = ["DEFAULT_KS", "EvalResult", "RetrieverFactory", "compare_markdown", "evaluate", "paired_markdown"]
 
-#: Default cutoffs.
-DEFAULT_KS: tuple[int, ...] = (1, 3, 5, 10, 100)
 #: Cutoff of the nDCG and MRR columns (BEIR's headline nDCG@10).
 RANK_CUTOFF = 10
 #: How many retrieved ids each per-query record keeps (for inspection).
