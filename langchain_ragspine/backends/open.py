@@ -166,9 +166,8 @@ def open_backend(store: str | os.PathLike[str]) -> StoreLocation:
         hint = ""
         if scheme.group(1).lower().startswith(("postgresql+", "postgres+")):
             hint = " (SQLAlchemy's spelling, with a driver: write postgresql://…)"
-        shown = _URL_PASSWORD_RE.sub(r"\1***@", store.strip())
         raise ValueError(
-            f"store {shown!r}: no backend serves {scheme.group(1)}:// URLs{hint}; a store is a "
+            f"store {redact_url(store.strip())!r}: no backend serves {scheme.group(1)}:// URLs{hint}; a store is a "
             "directory path or a postgresql:// URL"
         )
     return DirectoryLocation(Path(store))
@@ -176,5 +175,3 @@ def open_backend(store: str | os.PathLike[str]) -> StoreLocation:
 
 #: ``scheme://`` at the start of a string (RFC 3986's scheme characters).
 _URL_SCHEME_RE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9+.-]*)://")
-#: ``://user:password@``: the password, hidden in messages.
-_URL_PASSWORD_RE = re.compile(r"(://[^/:@]*:)[^@/]*@")

@@ -827,12 +827,10 @@ class RagSpineStoreRetriever(ScopedVectorStoreRetriever):
         return drop_restricted(docs)
 
 
-#: The search types of :meth:`RagSpineVectorStore.search` (LangChain's three and the package's two).
-_SEARCH_TYPES = ("similarity", "similarity_score_threshold", "mmr", "hybrid", "bm25")
-
-
 def _check_search_type(search_type: object) -> None:
-    """Raise ``ValueError`` naming ``search_type`` and the five when it is not one of ``_SEARCH_TYPES``
+    """Raise ``ValueError`` naming ``search_type`` and the five when it is not one of
+    :attr:`RagSpineStoreRetriever.allowed_search_types`
     (LangChain's own check lists only its three, though ``hybrid`` and ``bm25`` work)."""
-    if search_type not in _SEARCH_TYPES:
-        raise ValueError(f"search_type {search_type!r} is not one of {', '.join(map(repr, _SEARCH_TYPES))}")
+    allowed = RagSpineStoreRetriever.allowed_search_types
+    if search_type not in allowed:
+        raise ValueError(f"search_type {search_type!r} is not one of {', '.join(map(repr, allowed))}")

@@ -246,13 +246,15 @@ def redact_url(url: str) -> str:
         parts = urlsplit(url)
     except ValueError:
         return "postgresql://…"
+    redacted = parts
     if parts.query:
-        parts = parts._replace(query=_SECRET_PARAMS_RE.sub(r"\1\2***", parts.query))
+        redacted = redacted._replace(query=_SECRET_PARAMS_RE.sub(r"\1\2***", parts.query))
     if parts.password is not None:
         netloc = parts.netloc.rsplit("@", 1)
         user = netloc[0].split(":", 1)[0]
-        parts = parts._replace(netloc=f"{user}:***@{netloc[1]}")
-    return urlunsplit(parts)
+        redacted = redacted._replace(netloc=f"{user}:***@{netloc[1]}")
+    # nothing secret: the URL as given (urlunsplit folds an empty host's '//': sqlite:///x, postgresql:///db?host=…)
+    return url if redacted == parts else urlunsplit(redacted)
 
 
 def looks_like_conninfo(value: object) -> bool:
