@@ -253,8 +253,11 @@ def redact_url(url: str) -> str:
         netloc = parts.netloc.rsplit("@", 1)
         user = netloc[0].split(":", 1)[0]
         redacted = redacted._replace(netloc=f"{user}:***@{netloc[1]}")
-    # nothing secret: the URL as given (urlunsplit folds an empty host's '//': sqlite:///x, postgresql:///db?host=…)
-    return url if redacted == parts else urlunsplit(redacted)
+    if redacted == parts:
+        return url  # nothing secret: the URL as given
+    out = urlunsplit(redacted)
+    # urlunsplit folds an empty host's '//' (postgresql:///db?host=…&password=…): put it back
+    return out.replace(":", "://", 1) if "://" in url and "://" not in out else out
 
 
 def looks_like_conninfo(value: object) -> bool:
