@@ -60,6 +60,7 @@ __all__ = [
     "check_writer",
     "facet_filters",
     "facets_of",
+    "filter_metadata",
     "filter_values",
     "id_list",
     "lineage",
@@ -639,6 +640,27 @@ def _unmarked(metadata: Mapping[str, Any]) -> dict[str, Any] | None:
     for key in mark.get("added", []):
         md.pop(key, None)
     md.update(mark.get("replaced", {}))
+    return md
+
+
+def filter_metadata(chunk: StoredChunk) -> dict[str, Any]:
+    """The metadata a filter sees for a stored chunk — one rule for every backend and every writer: the chunk's
+    metadata as :meth:`StoredChunk.to_document` gives it (the stored metadata, overlaid with the lineage columns
+    ``doc_id``, ``chunk_id``, ``source_locator``, … and ``doc_version``; ``valid_as_of`` / ``ingested_at`` where the
+    metadata has no key of that name), without the vector store's bookkeeping key :data:`VECTORSTORE_RECORD_KEY`.
+
+    So a vector-store record is found by ``{"doc_id": …}`` (the document it belongs to: :func:`record_doc_id`) and
+    ``{"ingested_at": {"gte": …}}`` although :func:`written_record` returns only the metadata written, exactly as
+    a chunk ``ragspine ingest`` wrote is.
+
+    Example:
+        >>> c = new_stored("d", 1, ("d#0", "x", None, None, {"lang": "ja"}, "{}"), "", "2025-01-31T09:00:00+00:00")
+        >>> sorted(filter_metadata(c).items())  # doctest: +NORMALIZE_WHITESPACE
+        [('chunk_id', 'd#0'), ('doc_id', 'd'), ('doc_version', 1), ('ingested_at', '2025-01-31T09:00:00+00:00'),
+         ('lang', 'ja'), ('valid_as_of', '')]
+    """
+    md = chunk.to_document().metadata
+    md.pop(VECTORSTORE_RECORD_KEY, None)
     return md
 
 

@@ -41,7 +41,7 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import numbers
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -375,13 +375,15 @@ def _build_sql(filter: CompiledFilter) -> SqlFilter:
     return SqlFilter(text, params, tuple(dict.fromkeys(ctx.fields)), dict(ctx.date_checks))
 
 
-def check_filter(conn: Any, flt: SqlFilter, *, stacklevel: int = 2) -> None:
+def check_filter(conn: Any, flt: SqlFilter, *, stacklevel: int = 2, hidden: Collection[str] = ()) -> None:
     """Run the checks the evaluator makes when it computes a mask, over the searchable chunks of the database
     behind ``conn``: a non-date operand compared with a field that holds dates raises; a field that no chunk has
     warns (:class:`~langchain_ragspine.filters.UnknownFilterFieldWarning`, naming the closest known fields; one
     warning each for at most :data:`~langchain_ragspine.filters.MAX_FIELD_WARNINGS` fields, then one for the rest:
     :func:`~langchain_ragspine.filters.warn_unknown_fields`), unless
     there is no chunk at all.  One query; a second, for the known field names, only when a field is unknown.
+    ``hidden``: field names of the store's own bookkeeping that older rows may hold, never named as known fields
+    (and a filter on one is unknown).
 
     Raises:
         ValueError: the evaluator's date error (:data:`~langchain_ragspine.filters.DATE_FORMATS`).
@@ -397,8 +399,9 @@ def check_filter(conn: Any, flt: SqlFilter, *, stacklevel: int = 2) -> None:
         if has_date and name in flt.date_checks:
             raise flt.date_error(name)
     named = set(flt.fields)
-    unknown = [name for name, present, _ in rows if not present and name in named]
+    unknown = [name for name, present, _ in rows if name in named and (not present or name in hidden)]
     if unknown:
-        known = [r[0] for r in conn.execute(f"SELECT DISTINCT field FROM {FIELDS_TABLE}").fetchall()]
+        known = [r[0] for r in conn.execute(f"SELECT DISTINCT field FROM {FIELDS_TABLE}").fetchall()
+                 if r[0] not in hidden]
         if known:
             warn_unknown_fields(unknown, known, stacklevel=stacklevel)

@@ -64,6 +64,7 @@ from langchain_ragspine.backends.postgres.chunk_store import (
     row_to_stored,
 )
 from langchain_ragspine.backends.postgres.vectors import EMBEDDINGS, has_hnsw_index, register_vector
+from langchain_ragspine.backends.versioning import VECTORSTORE_RECORD_KEY
 from langchain_ragspine.embeddings.batching import l2_normalize
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.filters import CompiledFilter, compile_filter, compiled_filter
@@ -136,7 +137,7 @@ class _PostgresRetriever(ContractRetriever):
         if flt is not None:
             # an unknown field warns at the first caller outside this package and langchain_core (the user's
             # invoke / search / similarity_search line), however many frames stand between
-            check_filter(conn, flt, stacklevel=user_stacklevel(langchain_core) + 1)
+            check_filter(conn, flt, stacklevel=user_stacklevel(langchain_core) + 1, hidden=(VECTORSTORE_RECORD_KEY,))
 
     def _documents(self, rows: list[Any], channel: str) -> list[Document]:
         """Chunk rows (score last) as scored documents; a ``real`` score is read back as its exact float32

@@ -20,7 +20,11 @@ directory or PostgreSQL: :mod:`langchain_ragspine.backends`); the rules it maps 
   ``fetch_k`` most similar chunks with ``langchain_core``'s ``maximal_marginal_relevance`` over their stored
   vectors, after the RESTRICTED gate.
 * **call keywords.**  The retriever takes ``k``, ``filter``, ``fetch_k``, ``lambda_mult``, ``score_threshold`` per
-  call; anything else — ``search_type`` included — is a ``TypeError`` naming it.
+  call; anything else — ``search_type`` included — is a ``TypeError`` naming it.  One its search type does not use
+  (:data:`SEARCH_TYPE_KWARGS`: ``lambda_mult`` outside ``mmr``, ``fetch_k`` outside ``mmr`` / ``hybrid``,
+  ``score_threshold`` on ``mmr``), in ``search_kwargs`` or a call, is a ``ValueError`` naming it
+  (:func:`check_search_type_kwargs`; LangChain's stores silently ignore it), and so is one given to the store's
+  search method of that type.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import asyncio
 import contextlib
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 import numpy as np
@@ -52,12 +57,14 @@ __all__ = [
     "RETRIEVER_FIELDS",
     "MarginalRelevanceStore",
     "SEARCH_KWARGS",
+    "SEARCH_TYPE_KWARGS",
     "ScopedVectorStoreRetriever",
     "TextsAsDocumentsStore",
     "all_or_nothing",
     "as_chunks",
     "as_list",
     "check_records",
+    "check_search_type_kwargs",
     "search_kwargs_for_call",
     "texts_as_documents",
 ]
@@ -430,6 +437,55 @@ def search_kwargs_for_call(
 #: The ``search_kwargs`` keys a store retriever takes, and the keywords of a call (a call's value replaces the
 #: retriever's for that call, except ``filter``: ANDed).
 SEARCH_KWARGS = ("k", "filter", "fetch_k", "lambda_mult", "score_threshold")
+#: The keywords of :data:`SEARCH_KWARGS` besides ``k`` and ``filter`` each search type uses (of the package's five);
+#: another one is refused by :func:`check_search_type_kwargs` — LangChain's stores silently ignore it.
+SEARCH_TYPE_KWARGS: Mapping[str, tuple[str, ...]] = MappingProxyType({
+    "similarity": ("score_threshold",),
+    "similarity_score_threshold": ("score_threshold",),
+    "mmr": ("fetch_k", "lambda_mult"),
+    "hybrid": ("fetch_k", "score_threshold"),
+    "bm25": ("score_threshold",),
+})
+#: What each of those keywords means, for the refusal.
+_MEANING = {
+    "fetch_k": "the candidates a search picks or fuses from",
+    "lambda_mult": "maximal marginal relevance's weight of relevance against diversity",
+    "score_threshold": "a cut on a relevance score",
+}
+
+
+def check_search_type_kwargs(
+    search_type: str, kwargs: Mapping[str, Any], search_types: Iterable[str] = tuple(SEARCH_TYPE_KWARGS)
+) -> None:
+    """Refuse a search keyword that ``search_type`` does not use (:data:`SEARCH_TYPE_KWARGS`), naming it and the
+    search types (of ``search_types``) that do; a value of ``None`` is no keyword.  A search type outside the
+    table is not checked.
+
+    Example:
+        >>> check_search_type_kwargs("mmr", {"k": 4, "fetch_k": 20, "lambda_mult": 0.3})
+        >>> check_search_type_kwargs("hybrid", {"lambda_mult": 0.3})
+        Traceback (most recent call last):
+        ...
+        ValueError: lambda_mult=0.3 has no meaning for search_type='hybrid' (it is maximal marginal relevance's weight of relevance against diversity, and would be silently ignored): use search_type 'mmr' with lambda_mult, or 'hybrid' without it
+
+    Raises:
+        ValueError: as above.
+    """
+    used = SEARCH_TYPE_KWARGS.get(search_type)
+    if used is None:
+        return
+    for name, meaning in _MEANING.items():
+        value = kwargs.get(name)
+        if value is None or name in used:
+            continue
+        users = [t for t in search_types if name in SEARCH_TYPE_KWARGS.get(t, ())]
+        raise ValueError(
+            f"{name}={value!r} has no meaning for search_type={search_type!r} (it is {meaning}, and would be silently "
+            f"ignored): use search_type {' or '.join(repr(t) for t in users)} with {name}, or {search_type!r} "
+            "without it"
+        )
+
+
 #: A store retriever's constructor arguments.
 RETRIEVER_FIELDS = ("vectorstore", "search_type", "search_kwargs", "tags", "metadata", "name")
 
@@ -445,7 +501,8 @@ class ScopedVectorStoreRetriever(VectorStoreRetriever):
     keyword (:data:`SEARCH_KWARGS`, plus a subclass's :attr:`call_options`) is a ``TypeError`` with a did-you-mean,
     and so is ``invoke(query, search_type=…)`` / ``search_kwargs=…``: the search type is the retriever's, set by
     ``as_retriever`` (LangChain's retriever would hand the keyword on to the store's search method, which fails or
-    ignores it).
+    ignores it).  A ``search_kwargs`` key or call keyword the search type does not use (``lambda_mult`` outside
+    ``"mmr"``, …: :data:`SEARCH_TYPE_KWARGS`) is a ``ValueError`` naming it, when the retriever is built or called.
 
     What :meth:`VersionedVectorStore.as_retriever` returns (search types ``"similarity"``,
     ``"similarity_score_threshold"``, ``"mmr"`` where the store has MMR); the directory store's
@@ -472,15 +529,17 @@ class ScopedVectorStoreRetriever(VectorStoreRetriever):
         check_arguments(f"{type(self).__name__} search_kwargs", data.get("search_kwargs") or {}, SEARCH_KWARGS,
                         what="key")
         super().__init__(**data)
+        check_search_type_kwargs(self.search_type, self.search_kwargs, self.allowed_search_types)
 
     def check_call(self, kwargs: Mapping[str, Any]) -> None:
         """Refuse a call keyword this retriever does not take: ``search_type`` / ``search_kwargs`` (fixed when the
         retriever is built — LangChain's ``VectorStoreRetriever`` does not switch on them per call either, it
-        hands them to the store's search method) and any name outside :data:`SEARCH_KWARGS` and
-        :attr:`call_options`.
+        hands them to the store's search method), any name outside :data:`SEARCH_KWARGS` and
+        :attr:`call_options`, and one its search type does not use (:func:`check_search_type_kwargs`).
 
         Raises:
             TypeError: naming the keyword (with a did-you-mean for an unknown one).
+            ValueError: a keyword the search type does not use.
         """
         owner = f"{type(self).__name__}.invoke"
         known = (*SEARCH_KWARGS, *self.call_options)
@@ -493,6 +552,7 @@ class ScopedVectorStoreRetriever(VectorStoreRetriever):
                     f"{', '.join(repr(n) for n in known)} to invoke"
                 )
         check_arguments(owner, kwargs, known, what="keyword argument")
+        check_search_type_kwargs(self.search_type, kwargs, self.allowed_search_types)
 
     def invoke(self, input: str, config: RunnableConfig | None = None, **kwargs: Any) -> list[Document]:
         """LangChain's ``invoke``, its keywords checked first (:meth:`check_call`)."""

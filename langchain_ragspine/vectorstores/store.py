@@ -41,7 +41,12 @@ backend.
 
 Filters (``filter=``) are the package's metadata filters (:mod:`langchain_ragspine.filters`, a dict), applied
 before scoring in every search type and failing closed (a missing field never matches; a malformed filter raises;
-a callable raises ``TypeError``), compiled by the backend (row masks in memory, SQL in PostgreSQL).  A retriever's
+a callable raises ``TypeError``), compiled by the backend (row masks in memory, SQL in PostgreSQL).  A filter sees,
+on every backend, a record's metadata and its lineage
+(:func:`~langchain_ragspine.backends.versioning.filter_metadata`): ``doc_id`` (its document), ``chunk_id``,
+``doc_version``, ``ingested_at`` and ``valid_as_of`` (where the metadata has no key of that name) — so
+``filter={"doc_id": "handbook"}`` or ``{"ingested_at": {"gte": "2026-01-01"}}`` works though a returned record
+carries only the metadata written; the bookkeeping key ``_ragspine_record`` is refused as a filter field.  A retriever's
 own filter scopes every call: ``as_retriever(search_kwargs={"filter": F}).invoke(q, filter=G)`` searches
 ``F AND G`` and ``filter=None`` keeps ``F``, in every search type (LangChain's ``VectorStoreRetriever`` lets the
 call's filter replace the retriever's).
@@ -82,6 +87,7 @@ from langchain_ragspine.backends.directory.backend import (
 )
 from langchain_ragspine.backends.directory.indexes import IndexSnapshot, internal_record
 from langchain_ragspine.backends.open import PostgresLocation, open_backend
+from langchain_ragspine.backends.versioning import VECTORSTORE_RECORD_KEY
 from langchain_ragspine.documents import check_score_threshold, copy_metadata, with_scores
 from langchain_ragspine.embeddings.cache import model_key_for
 from langchain_ragspine.filters import CompiledFilter, compiled_filter
@@ -114,6 +120,7 @@ from langchain_ragspine.vectorstores.base import (
     all_or_nothing,
     as_list,
     check_records,
+    check_search_type_kwargs,
 )
 
 __all__ = [
@@ -124,10 +131,9 @@ __all__ = [
     "RecordBackend",
 ]
 
-# keywords LangChain's VectorStoreRetriever / similarity_search_with_relevance_scores pass along that a search type
-# does not use (they are accepted and ignored, as every LangChain store does) — except score_threshold: honoured by
-# every search type with a relevance score (similarity, bm25, hybrid; similarity_score_threshold is LangChain's),
-# refused by MMR
+# the search keywords besides k and filter (a retriever's search_kwargs, passed along by LangChain's
+# VectorStoreRetriever): each search method takes the ones its search type uses and refuses the others by name
+# (check_search_type_kwargs; LangChain's stores silently ignore them)
 _PASSED_ALONG = ("fetch_k", "lambda_mult", "score_threshold")
 #: The scale of ``score_threshold`` in the ``similarity`` search type (LangChain's relevance score).
 RELEVANCE_SCALE = "the relevance score: the cosine similarity clipped to [0, 1]"
@@ -135,20 +141,6 @@ RELEVANCE_SCALE = "the relevance score: the cosine similarity clipped to [0, 1]"
 HYBRID_SCALE = "the hybrid's two_stage fused score, in [0, 1], relative to the query's candidates"
 
 
-def _refuse_mmr_threshold(value: Any) -> None:
-    """MMR picks for diversity and gives its picks no relevance score, so a ``score_threshold`` would be silently
-    ignored (LangChain's stores do so): refuse it, naming what to use instead.
-
-    Raises:
-        ValueError: ``value`` is not ``None``.
-    """
-    if value is not None:
-        raise ValueError(
-            f"score_threshold={value!r} has no meaning for search_type='mmr' (maximal marginal relevance picks for "
-            "diversity and ranks by no relevance score): use search_type='similarity_score_threshold' or "
-            "'similarity' (relevance = clipped cosine), 'hybrid' (fused score) or 'bm25' (raw BM25 score) with "
-            "score_threshold, or mmr without it"
-        )
 # the named parameters, listed so that a misspelling of one gets a did-you-mean
 _NAMED = ("k", "filter")
 
@@ -167,24 +159,33 @@ def _check_filter(filter: Any) -> CompiledFilter | None:
             f"filter must be a metadata filter dict (langchain_ragspine.filters syntax, e.g. {{'dept': 'a'}}), got "
             f"{type(filter).__name__}; a callable filter is not supported (filters fail closed)"
         )
-    return compiled_filter(filter)
+    compiled = compiled_filter(filter)
+    if compiled is not None and VECTORSTORE_RECORD_KEY in compiled.fields:
+        raise ValueError(f"filter field {VECTORSTORE_RECORD_KEY!r} is reserved (the vector store's bookkeeping)")
+    return compiled
 
 
-def _search_kwargs(owner: str, kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    """A search's further keywords: ``candidate_k`` (the old name of ``fetch_k``, deprecated) renamed, then each
-    one checked (an unknown keyword is a ``TypeError`` with a did-you-mean)."""
+def _search_kwargs(owner: str, kwargs: Mapping[str, Any], search_type: str) -> dict[str, Any]:
+    """A ``search_type`` search's further keywords: ``candidate_k`` (the old name of ``fetch_k``, deprecated)
+    renamed, then each one checked (an unknown keyword is a ``TypeError`` with a did-you-mean, one the search type
+    does not use a ``ValueError``: :func:`~langchain_ragspine.vectorstores.base.check_search_type_kwargs`)."""
     kwargs = rename_arguments(owner, kwargs, ["candidate_k"])
     check_arguments(owner, kwargs, (*_PASSED_ALONG, *_NAMED))
+    check_search_type_kwargs(search_type, kwargs)
     return kwargs
 
 
 class _SearchBM25(ContractRetriever):
     """The BM25 channel of one :class:`~langchain_ragspine.backends.base.SearchBackend` (what
     :class:`HybridRetriever` fuses for the ``hybrid`` search type); each hit's record is kept in ``records`` (by
-    id), the channel returns it as fusion sees it (``chunk_id`` = the record id)."""
+    id), the channel returns it as fusion sees it (``chunk_id`` = the record id).  ``filter``: the search's filter,
+    applied by the backend before scoring (on the metadata a filter sees there, lineage included:
+    :func:`~langchain_ragspine.backends.versioning.filter_metadata`), so the hybrid is given none of its own to
+    apply again to the returned records, which lack that lineage."""
 
     search: Any
     records: Any
+    filter: Any = None
     k: int = DEFAULT_K
     call_options: ClassVar[tuple[str, ...]] = ("score_threshold",)
 
@@ -206,6 +207,7 @@ class _SearchDense(ContractRetriever):
     search: Any
     records: Any
     embedding: Embeddings
+    filter: Any = None
     k: int = DEFAULT_K
     call_options: ClassVar[tuple[str, ...]] = (EMBED_AS_OPTION,)
 
@@ -565,7 +567,7 @@ class RagSpineVectorStore(MarginalRelevanceStore):
     ) -> list[tuple[Document, float]]:
         """The top ``k`` records for a query ``vector`` (``None``: an empty query, no results) whose relevance
         (:meth:`_select_relevance_score_fn`) is at least ``kwargs["score_threshold"]`` when given, gated."""
-        _search_kwargs(f"{type(self).__name__}.{name}", kwargs)
+        _search_kwargs(f"{type(self).__name__}.{name}", kwargs, "similarity")
         k = check_k(k)
         threshold = check_score_threshold(kwargs.get("score_threshold"), maximum=1.0, scale=RELEVANCE_SCALE)
         flt = _check_filter(filter)
@@ -635,8 +637,7 @@ class RagSpineVectorStore(MarginalRelevanceStore):
         """The keywords LangChain passes along are taken (``fetch_k``, ``lambda_mult``); a filter
         must be a dict (:func:`_check_filter`).  MMR refuses a ``score_threshold`` (it ranks by no relevance score).
         """
-        kwargs = _search_kwargs(f"{type(self).__name__}.{name}", kwargs)
-        _refuse_mmr_threshold(kwargs.get("score_threshold"))
+        _search_kwargs(f"{type(self).__name__}.{name}", kwargs, "mmr")
         refuse(self.backend, MMR)
         return _check_filter(filter)
 
@@ -650,7 +651,7 @@ class RagSpineVectorStore(MarginalRelevanceStore):
         query = self._query(query, f"{channel}_search")
         kwargs = dict(kwargs)
         embed_as = kwargs.pop(EMBED_AS_OPTION, None) if channel == "hybrid" else None
-        kwargs = _search_kwargs(f"{type(self).__name__}.{channel}_search", kwargs)
+        kwargs = _search_kwargs(f"{type(self).__name__}.{channel}_search", kwargs, channel)
         k = check_k(k)
         flt = _check_filter(filter)
         threshold = kwargs.get("score_threshold")
@@ -665,10 +666,13 @@ class RagSpineVectorStore(MarginalRelevanceStore):
             depth = check_k(kwargs["fetch_k"], "fetch_k") if kwargs.get("fetch_k") is not None else 50
             check_score_threshold(threshold, maximum=1.0, scale=HYBRID_SCALE)  # before the backend is touched
             search = self.backend.search()
-            channels: list[BaseRetriever] = [_SearchBM25(search=search, records=records),
-                                             _SearchDense(search=search, records=records, embedding=self.embedding)]
+            # each channel searches with the filter in the backend (see _SearchBM25)
+            channels: list[BaseRetriever] = [
+                _SearchBM25(search=search, records=records, filter=flt),
+                _SearchDense(search=search, records=records, embedding=self.embedding, filter=flt),
+            ]
             hybrid = HybridRetriever(retrievers=channels, k=k, fetch_k=depth, score_threshold=threshold)
-            found = hybrid.invoke(query, k=k, filter=flt, **embed_as_options({EMBED_AS_OPTION: embed_as}))
+            found = hybrid.invoke(query, k=k, **embed_as_options({EMBED_AS_OPTION: embed_as}))
         # the record as stored, with the channel scores; id = the record id (its chunk_id)
         out = [_copy(records[str(d.id)], scores=d.metadata["scores"]) for d in found if str(d.id) in records]
         return drop_restricted(out)
@@ -767,11 +771,6 @@ class RagSpineStoreRetriever(ScopedVectorStoreRetriever):
 
     #: ``invoke(query, embed_as=…)`` is taken (see the class docstring).
     call_options: ClassVar[tuple[str, ...]] = (EMBED_AS_OPTION,)
-
-    def __init__(self, **data: Any) -> None:
-        super().__init__(**data)
-        if self.search_type == "mmr":  # refused when the retriever is built, not at its first call
-            _refuse_mmr_threshold(self.search_kwargs.get("score_threshold"))
 
     allowed_search_types: ClassVar[Sequence[str]] = (
         "similarity",

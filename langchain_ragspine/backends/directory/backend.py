@@ -55,7 +55,12 @@ from langchain_ragspine.backends.directory.chunk_store import VECTORSTORE_WRITER
 from langchain_ragspine.backends.directory.embedding_cache import EmbeddingCache
 from langchain_ragspine.backends.directory.faiss_index import INDEX_KINDS
 from langchain_ragspine.backends.directory.follow import FollowedChunkStore, StoreState
-from langchain_ragspine.backends.directory.indexes import IndexConfig, IndexSnapshot, internal_record
+from langchain_ragspine.backends.directory.indexes import (
+    IndexConfig,
+    IndexSnapshot,
+    StoredRecord,
+    internal_record,
+)
 from langchain_ragspine.backends.directory.layout import (
     CHUNKS_DB,
     EMBEDDING_CACHE,
@@ -64,7 +69,12 @@ from langchain_ragspine.backends.directory.layout import (
     store_writer,
 )
 from langchain_ragspine.backends.directory.lock import StoreReplacedError, check_lock_timeout, writer_lock
-from langchain_ragspine.backends.versioning import mark_record, record_doc_id, written_record
+from langchain_ragspine.backends.versioning import (
+    filter_metadata,
+    mark_record,
+    record_doc_id,
+    written_record,
+)
 from langchain_ragspine.documents import has_visible_text
 from langchain_ragspine.embeddings.batching import embed_in_batches
 from langchain_ragspine.embeddings.cache import CachedEmbeddings, model_key_for
@@ -132,6 +142,11 @@ class RecordBackend(Protocol):
         """Release the connection."""
         ...
 
+
+
+def _stored_record(chunk: StoredChunk) -> StoredRecord:
+    """A chunk row as the indexes take it: its document, the record returned, the metadata a filter sees."""
+    return chunk.doc_id, written_record(chunk), filter_metadata(chunk)
 
 
 class ChunkStoreBackend:
@@ -233,15 +248,16 @@ class ChunkStoreBackend:
         return self._chunks.current()
 
     @staticmethod
-    def stored_records(store: ChunkStore, doc_ids: Sequence[str] | None = None) -> list[tuple[str, Document]]:
-        """``(doc_id, record)`` of the active chunks of ``store`` (of the documents ``doc_ids`` only, when
-        given; read in batches of 500), records as :meth:`records` gives them."""
+    def stored_records(store: ChunkStore, doc_ids: Sequence[str] | None = None) -> list[StoredRecord]:
+        """``(doc_id, record, seen)`` of the active chunks of ``store`` (of the documents ``doc_ids`` only, when
+        given; read in batches of 500): records as :meth:`records` gives them, ``seen`` what a filter sees
+        (:func:`~langchain_ragspine.backends.versioning.filter_metadata`, as on PostgreSQL)."""
         if doc_ids is None:
-            return [(c.doc_id, written_record(c)) for c in store.iter_chunks()]
+            return [_stored_record(c) for c in store.iter_chunks()]
         wanted = sorted(set(doc_ids))
-        out: list[tuple[str, Document]] = []
+        out: list[StoredRecord] = []
         for start in range(0, len(wanted), _READ_BATCH):
-            out += [(c.doc_id, written_record(c)) for c in store.iter_chunks(doc_id=wanted[start : start + _READ_BATCH])]
+            out += [_stored_record(c) for c in store.iter_chunks(doc_id=wanted[start : start + _READ_BATCH])]
         return out
 
     def _write(self, change: Callable[[ChunkStore], None]) -> None:
@@ -546,7 +562,7 @@ class DirectoryBackend:
                         self._indexes = IndexSnapshot.build(rows, self._config, embed, state=state, mark=mark,
                                                             warn=_warn_at_caller)
                 else:
-                    rows = [(record_doc_id(d), d) for d in backend.records()]
+                    rows = [(record_doc_id(d), d, d.metadata) for d in backend.records()]
                     self._indexes = IndexSnapshot.build(rows, self._config, embed, state=backend.generation,
                                                         warn=_warn_at_caller)
                 self._fresh = {}  # taken, or of records written and changed again since: read anew next time

@@ -68,9 +68,10 @@ from langchain_ragspine.tokenizers import Tokenizer
 
 __all__ = ["Embedder", "IndexConfig", "IndexSnapshot", "Part", "StoredRecord", "internal_record"]
 
-#: ``(doc_id, record)``: a record as the indexes take it — the chunk-store document it belongs to, and the record
-#: as the vector store returns it (``id`` = its chunk id).
-StoredRecord = tuple[str, Document]
+#: ``(doc_id, record, seen)``: a record as the indexes take it — the chunk-store document it belongs to, the record
+#: as the vector store returns it (``id`` = its chunk id), and the metadata a filter sees
+#: (:func:`~langchain_ragspine.backends.versioning.filter_metadata` for a chunk store's row: the record's lineage too).
+StoredRecord = tuple[str, Document, Mapping[str, Any]]
 #: ``embed([(chunk_id, text), ...])`` → float32 ``(n, d)`` L2-normalised vectors (``(0, 0)`` for none).
 Embedder = Callable[[list[tuple[str, str]]], np.ndarray]
 #: Filter masks a part keeps (the oldest dropped first).
@@ -167,15 +168,15 @@ class Part:
     ) -> Part:
         """A part of ``rows`` (none of them RESTRICTED: the caller leaves those out): tokenized, and embedded with
         ``embed`` (only the rows with visible text).  ``kind``: its FAISS kind."""
-        records = tuple(record for _, record in rows)
-        docs = tuple(internal_record(record) for record in records)
+        records = tuple(record for _, record, _ in rows)
+        docs = tuple(internal_record(record, seen) for _, record, seen in rows)
         texts = [index_text(d) for d in docs]
         postings = PostingsSegment.build(texts, config.tokenize)
         dense = [i for i, d in enumerate(docs) if has_visible_text(d)]
         items = [(str(docs[i].id), texts[i]) for i in dense]
         vectors = embed(items) if items else np.zeros((0, 0), dtype=np.float32)
         index = _vector_index(vectors, [cid for cid, _ in items], [content_hash(t) for _, t in items], kind)
-        return cls(docs, records, tuple(doc_id for doc_id, _ in rows), postings,
+        return cls(docs, records, tuple(doc_id for doc_id, _, _ in rows), postings,
                    np.asarray(dense, dtype=np.int64), index)
 
     @classmethod
@@ -242,10 +243,11 @@ class Part:
         return hit
 
 
-def internal_record(record: Document) -> Document:
-    """A record as the indexes see it: ``chunk_id`` = the record id (the key of fusion and of the vector cache)."""
-    return Document(page_content=record.page_content, metadata={**record.metadata, "chunk_id": record.id},
-                    id=record.id)
+def internal_record(record: Document, seen: Mapping[str, Any] | None = None) -> Document:
+    """A record as the indexes see it: the metadata a filter sees (``seen``, else the record's own) with
+    ``chunk_id`` = the record id (the key of fusion and of the vector cache)."""
+    md = record.metadata if seen is None else seen
+    return Document(page_content=record.page_content, metadata={**md, "chunk_id": record.id}, id=record.id)
 
 
 #: One hit: ``(score, chunk_id, part index, row, vector row or -1)``.
@@ -290,7 +292,7 @@ class IndexSnapshot:
         warn: Callable[[str, type[Warning]], None] = warnings.warn,
     ) -> IndexSnapshot:
         """One main part of ``rows`` (the RESTRICTED ones left out); ``warn`` as the attribute."""
-        kept = [(d, r) for d, r in rows if not is_restricted(r.metadata)]
+        kept = [row for row in rows if not is_restricted(row[1].metadata)]
         main = Part.build(kept, config, embed, kind=config.index_kind)
         return cls(config, state, mark, (main,), (None,), warn=warn)
 
@@ -315,7 +317,7 @@ class IndexSnapshot:
                 live = np.ones(len(part), dtype=np.bool_) if live is None else live.copy()
                 live[dead] = False
             lives.append(live)
-        kept = [(d, r) for d, r in rows if not is_restricted(r.metadata) and d in touched]
+        kept = [row for row in rows if not is_restricted(row[1].metadata) and row[0] in touched]
         parts: list[tuple[Part, np.ndarray | None]] = list(zip(self.parts, lives, strict=True))
         if kept:
             parts.append((Part.build(kept, self.config, embed), None))

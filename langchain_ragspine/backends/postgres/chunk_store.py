@@ -72,6 +72,7 @@ from langchain_ragspine.backends.versioning import (
     check_write_args,
     check_writer,
     facets_of,
+    filter_metadata,
     filter_values,
     id_list,
     lineage,
@@ -972,8 +973,8 @@ class PostgresChunkStore(Closing, VersionedChunkStore):
         with cur.copy(f"COPY {FIELDS} (chunk_row, field, kind, s, n, t, b) FROM STDIN") as copy:
             for s in items:
                 row = rows[s.position]
-                doc = stored[s.position].to_document()
-                for value in value_rows(doc.metadata, where=f"chunk {s.chunk_id!r}: "):
+                seen = filter_metadata(stored[s.position])
+                for value in value_rows(seen, where=f"chunk {s.chunk_id!r}: "):
                     copy.write_row((row, *value))
         return added
 

@@ -37,7 +37,10 @@ CORPUS = [
     Document("極秘 梅雨 rain", id="secret", metadata={"lang": "ja", "sensitivity": "restricted"}),
 ]
 QUERIES = ["梅雨の季節", "rain in June", "台風 夏", "北京", "梅雨 七月", "rain"]
-FILTERS = [None, {"lang": "ja"}, {"year": {"gte": 2024}}, {"$or": [{"lang": "en"}, {"year": 2022}]}]
+FILTERS = [None, {"lang": "ja"}, {"year": {"gte": 2024}}, {"$or": [{"lang": "en"}, {"year": 2022}]},
+           # the lineage a filter sees on both (issue 26 trial, FAIL 3): doc_id (given, else the record's own id)
+           {"doc_id": "weather"}, {"doc_id": {"in": ["tsuyu", "rain"]}}, {"ingested_at": {"gte": "2000-01-01"}},
+           {"doc_version": 1, "lang": "en"}]
 
 
 @pytest.fixture
@@ -148,3 +151,19 @@ def test_one_class_over_the_postgres_backend_and_what_it_refuses_by_name(pg_url:
     with pytest.raises(ValueError, match="PostgresBackend does not support parents"):
         refuse(backend, PARENTS)
 
+
+
+def test_regression_older_rows_of_the_bookkeeping_key_are_no_known_field(pg_url: str) -> None:
+    """A store written before the filter rule (issue 26 trial, FAIL 3) holds filter rows of the vector store's
+    bookkeeping key ``_ragspine_record``: the unknown-field warning never names it as a known field."""
+    import psycopg
+
+    pg = PostgresVectorStore(pg_url, EMB)
+    pg.add_documents([d.model_copy() for d in CORPUS[:3]])
+    with psycopg.connect(pg_url, autocommit=True) as conn:  # what the older code wrote beside each record
+        conn.execute("INSERT INTO ragspine_fields (chunk_row, field, kind) "
+                     "SELECT chunk_row, '_ragspine_record', 0 FROM ragspine_search")
+    with pytest.warns(UserWarning, match="known fields") as caught:
+        assert pg.similarity_search("rain", k=5, filter={"nosuch": 1}) == []
+    assert "_ragspine_record" not in str(caught[0].message) and "'lang'" in str(caught[0].message)
+    pg.close()

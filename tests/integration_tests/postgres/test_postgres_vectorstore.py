@@ -75,7 +75,9 @@ def test_filters_are_the_package_predicates(store: PostgresVectorStore) -> None:
     assert [d.id for d in retriever.invoke("rain")] == ["rain"]
     with pytest.raises(ValueError):
         store.similarity_search("梅雨", filter={"year": {"bogus": 1}})
-    assert store.similarity_search("梅雨", k=10, fetch_k=3)  # passed along by LangChain: taken, as the directory store's
+    # a keyword similarity search does not use is refused by name (it was taken and silently ignored)
+    with pytest.raises(ValueError, match=r"fetch_k=3 has no meaning for search_type='similarity'"):
+        store.similarity_search("梅雨", k=10, fetch_k=3)
     with pytest.raises(TypeError, match=r"got unexpected argument 'kk' \(did you mean 'k'\?\)"):
         store.similarity_search("梅雨", kk=3)
     with pytest.raises(ValueError, match="k"):

@@ -21,6 +21,7 @@ import pytest
 from langchain_core.documents import Document
 
 from langchain_ragspine.backends.base import PARENTS, ChunkBackend, SearchBackend, refuse
+from langchain_ragspine.backends.directory.backend import ChunkStoreBackend
 from langchain_ragspine.backends.directory.chunk_store import ChunkStore
 from langchain_ragspine.backends.directory.indexes import IndexConfig, IndexSnapshot
 from langchain_ragspine.embeddings import HashingEmbeddings
@@ -63,8 +64,7 @@ def _embed(items: list[tuple[str, str]]) -> np.ndarray:
 def _directory(tmp_path: Path) -> Iterator[Backend]:
     with ChunkStore(tmp_path / "chunks.sqlite") as store:
         def search() -> IndexSnapshot:
-            rows = [(c.doc_id, c.to_document()) for c in store.iter_chunks()]
-            return IndexSnapshot.build(rows, IndexConfig(get_tokenizer("auto"), "flat"), _embed,
+            return IndexSnapshot.build(ChunkStoreBackend.stored_records(store), IndexConfig(get_tokenizer("auto"), "flat"), _embed,
                                        state=store.generation)
 
         def write_corpus(corpus: dict[str, list[Document]]) -> None:

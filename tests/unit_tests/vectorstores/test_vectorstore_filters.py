@@ -9,6 +9,7 @@ The PostgreSQL cases need the session's PostgreSQL (``pg_server`` in ``tests/con
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -135,3 +136,39 @@ def test_a_foreign_store_keeps_its_filter_and_refuses_one_it_cannot_and() -> Non
         twin.invoke("falcon", filter=lambda d: d.metadata["dept"] == "sales")
     unscoped = DocumentRoleVectorStoreRetriever.over(mem.as_retriever(search_kwargs={"k": 10}))
     assert _ids(unscoped.invoke("falcon", filter=lambda d: d.metadata["dept"] == "sales")) == {"sales"}
+
+
+def test_regression_a_filter_sees_the_records_lineage_on_both_backends(store) -> None:
+    """Issue 26 trial, FAIL 3: a record's lineage — ``doc_id`` (its document: ``metadata["doc_id"]``, else its own
+    id), ``chunk_id``, ``doc_version``, ``ingested_at`` — is what a filter sees on every backend (the directory
+    store found nothing and warned the field was unknown; PostgreSQL filtered its columns), while the returned
+    metadata stays exactly what was written."""
+    kind, s = store
+    s.add_documents([Document("falcon migration plan", id="plan", metadata={"dept": "hr", "doc_id": "falcon"}),
+                     Document("falcon migration notes", id="notes", metadata={"doc_id": "falcon"})])
+    cases = {
+        "doc_id falcon": ({"doc_id": "falcon"}, {"plan", "notes"}),
+        "doc_id of its own": ({"doc_id": "hr"}, {"hr"}),
+        "chunk_id": ({"chunk_id": {"in": ["sales", "notes"]}}, {"sales", "notes"}),
+        "ingested_at": ({"ingested_at": {"gte": "2000-01-01"}}, {"hr", "sales", "hr-old", "plan", "notes"}),
+        "doc_version": ({"doc_version": 1, "dept": "hr"}, {"hr", "hr-old", "plan"}),
+        "and with the record's own": ({"doc_id": "falcon", "dept": "hr"}, {"plan"}),
+    }
+    for search_type in TYPES[kind]:
+        for name, (flt, want) in cases.items():
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")  # no UnknownFilterFieldWarning: the fields are known
+                got = _retriever(s, search_type, flt).invoke("falcon")
+            assert _ids(got) == want, (search_type, name)
+            for d in got:  # the lineage is filtered on, not added to what comes back
+                assert "ingested_at" not in d.metadata and "doc_version" not in d.metadata, (search_type, d.metadata)
+    assert _ids(s.similarity_search("falcon", k=10, filter={"doc_id": "falcon"})) == {"plan", "notes"}
+
+
+def test_the_vector_stores_bookkeeping_key_is_no_filter_field(store) -> None:
+    kind, s = store
+    with pytest.raises(ValueError, match="_ragspine_record.*reserved"):
+        s.similarity_search("falcon", k=10, filter={"_ragspine_record": {"ne": "x"}})
+    with pytest.warns(UserWarning, match="known fields") as caught:
+        s.similarity_search("falcon", k=10, filter={"nosuch": 1})
+    assert "_ragspine_record" not in str(caught[0].message)

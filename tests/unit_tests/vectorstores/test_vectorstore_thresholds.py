@@ -116,3 +116,48 @@ def test_relevance_score_search_checks_its_threshold(tmp_path, bad, error) -> No
         asyncio.run(store.asimilarity_search_with_relevance_scores("梅雨", score_threshold=bad))
     assert [d.page_content for d, _ in store.similarity_search_with_relevance_scores("梅雨", k=1,
                                                                                       score_threshold=0.0)] == ["梅雨は六月。"]
+
+
+# -- a keyword the search type does not use (issue 26, after the trial of 2026-12-02) -----------------------------
+# Before, ``search_kwargs={"lambda_mult": 0.3}`` with search_type "hybrid" (or "similarity", "bm25", ...) and
+# ``fetch_k`` with "similarity" / "bm25" were taken and silently ignored: a user tuning diversity on a hybrid
+# retriever saw no change and no error.
+UNUSED = [
+    ("hybrid", "lambda_mult", 0.3),
+    ("similarity", "lambda_mult", 0.3),
+    ("similarity_score_threshold", "lambda_mult", 0.3),
+    ("bm25", "lambda_mult", 0.3),
+    ("similarity", "fetch_k", 30),
+    ("bm25", "fetch_k", 30),
+    ("mmr", "score_threshold", 0.5),
+]
+
+
+@pytest.mark.parametrize(("search_type", "name", "value"), UNUSED)
+def test_regression_a_search_kwarg_the_search_type_does_not_use_is_refused_by_name(
+    store: RagSpineVectorStore, search_type: str, name: str, value: float
+) -> None:
+    message = rf"{name}={value} has no meaning for search_type='{search_type}'"
+    extra = {"score_threshold": 0.1} if search_type == "similarity_score_threshold" else {}
+    with pytest.raises(ValueError, match=message):  # when the retriever is built
+        store.as_retriever(search_type=search_type, search_kwargs={name: value, **extra})
+    retriever = store.as_retriever(search_type=search_type, search_kwargs=extra)
+    with pytest.raises(ValueError, match=message):  # per call
+        retriever.invoke(Q, **{name: value})
+    with pytest.raises(ValueError, match=message):
+        asyncio.run(retriever.ainvoke(Q, **{name: value}))
+    retriever.invoke(Q)  # without it, as before
+
+
+def test_regression_the_store_methods_refuse_a_keyword_their_search_type_does_not_use(
+    store: RagSpineVectorStore,
+) -> None:
+    for method, name in [(store.similarity_search, "fetch_k"), (store.similarity_search, "lambda_mult"),
+                         (store.hybrid_search, "lambda_mult"), (store.bm25_search, "fetch_k")]:
+        with pytest.raises(ValueError, match=rf"^{name}=0\.5 has no meaning"):
+            method(Q, **{name: 0.5})
+        assert method(Q, **{name: None})  # None is no keyword
+    # the keywords each search type does use are taken
+    assert store.as_retriever(search_type="mmr", search_kwargs={"fetch_k": 6, "lambda_mult": 0.2}).invoke(Q)
+    assert store.as_retriever(search_type="hybrid", search_kwargs={"fetch_k": 6, "score_threshold": 0.0}).invoke(Q)
+    assert store.hybrid_search(Q, fetch_k=6)
