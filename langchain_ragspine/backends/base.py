@@ -52,9 +52,10 @@ import numpy as np
 from langchain_core.documents import Document
 
 from langchain_ragspine.backends.versioning import INGEST_WRITER, StoredChunk
+from langchain_ragspine.errors import StoreError
 from langchain_ragspine.served import ServedIds
 
-__all__ = ["MMR", "PARENTS", "ChunkBackend", "SearchBackend", "StoreBackend", "refuse"]
+__all__ = ["MMR", "PARENTS", "ChunkBackend", "SearchBackend", "StoreBackend", "check_vector_model", "refuse"]
 
 #: The feature name of parent-child chunking's parents (:attr:`ChunkBackend.unsupported`).
 PARENTS = "parents"
@@ -249,3 +250,30 @@ def refuse(backend: object, feature: str) -> None:
     why = dict(getattr(backend, "unsupported", None) or {}).get(feature)
     if why is not None:
         raise ValueError(f"{type(backend).__name__} does not support {feature}: {why}")
+
+
+def check_vector_model(saved: str | None, key: str, where: str | None) -> None:
+    """The one rule of every backend for a store opened with an embedding model: a store records the model its
+    vectors were made with (the first write that stores vectors, and every ``ragspine ingest --embedding …``, which
+    re-embeds and so switches the store); a backend opened with another model (cache key ``key``,
+    :func:`~langchain_ragspine.embeddings.cache.model_key_for`) is refused — never searched with vectors of two
+    models, never silently re-embedded.  ``saved``: the recorded key (``None``: none recorded, any model may open
+    it); ``where``: the store, for the message.
+
+    Example:
+        >>> check_vector_model(None, "hashing-64", "/tmp/s")
+        >>> check_vector_model("e5-small", "hashing-64", "/tmp/s")
+        Traceback (most recent call last):
+        ...
+        langchain_ragspine.errors.StoreError: /tmp/s: this store's vectors were made with e5-small, not hashing-64; open it with that model, or re-ingest with the model you want (`ragspine ingest PATH --store STORE --embedding SPEC`: documents other writers added are kept and embedded too)
+
+    Raises:
+        StoreError: ``saved`` is another key; the message names both models and how to switch.
+    """
+    if saved is not None and saved != key:
+        raise StoreError(
+            f"this store's vectors were made with {saved}, not {key}; open it with that model, or re-ingest with "
+            "the model you want (`ragspine ingest PATH --store STORE --embedding SPEC`: documents other writers "
+            "added are kept and embedded too)",
+            path=where,
+        )

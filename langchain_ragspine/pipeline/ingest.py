@@ -463,7 +463,8 @@ def _embed_and_save_vectors(
     chunks: Sequence[Document],
     progress: bool | None,
 ) -> None:
-    """The embed stage on a store directory, after the lexical index: record the model in ``index.json`` (so search
+    """The embed stage on a store directory, after the lexical index: record the model in the chunk store (the
+    store's model: :func:`~langchain_ragspine.backends.base.check_vector_model`) and in ``index.json`` (so search
     knows vectors are expected), embed what the cache lacks, then save the vector index (``vector/``)."""
     # BM25 first: the store and its BM25 index are saved before the rest is embedded, so a run killed while
     # embedding leaves them searchable (``auto`` falls back to BM25 until the vectors are complete) and the
@@ -474,6 +475,8 @@ def _embed_and_save_vectors(
         state["vector"] = {"generation": None, "model_key": model_key_for(emb), "embedding": spec}
     with _after_commit(root, store, summary, f"the index record {root / INDEX_STATE}",
                        then=f"{_BM25_NEXT}; {_NOT_EMBEDDED}"):
+        # the store's model record (backends.base.check_vector_model): an ingest with another model switches it
+        store.set_vector_model_key(model_key_for(emb))
         write_index_state(root, state)
     with _after_commit(root, store, summary, f"the embedding cache {root / EMBEDDING_CACHE}", then=_EMBED_NEXT):
         summary.embedded += _warm_file_cache(root, emb, chunks, progress)

@@ -273,8 +273,10 @@ class RagSpineVectorStore(MarginalRelevanceStore):
             memory as the directory store's records are), or ``None`` (default): a temporary store (see above).
         embedding: the dense channel's model (any ``Embeddings``; required, by keyword or — with no ``store_dir``
             — as the only positional argument; with a ``StoreBackend``, the backend's own by default, and another
-            model is refused).  For a store written by ``ragspine ingest --embedding …`` use the same model, so
-            cached chunk vectors are reused.
+            model is refused).  A store records the model its vectors were made with (its first write that
+            stores vectors, and every ``ragspine ingest --embedding …``, which re-embeds and so switches it);
+            opening it with another model is a ``StoreError`` naming both, on every backend
+            (:func:`~langchain_ragspine.backends.base.check_vector_model`) — never a silent re-embedding.
         tokenizer: the BM25 tokenizer of the directory store's indexes (default ``"auto"``).
         index_kind: the FAISS index kind of the directory store's main dense segment (default ``"auto"``; the small
             segments of recent writes are always exact).  ``tokenizer``, ``index_kind`` and ``lock_timeout`` are
@@ -299,7 +301,7 @@ class RagSpineVectorStore(MarginalRelevanceStore):
     is read again whole.
 
     Raises:
-        StoreError: ``store_dir`` cannot be a store directory.
+        StoreError: ``store_dir`` cannot be a store directory; the store's vectors were made with another model.
         TypeError: ``embedding`` is missing or not an ``Embeddings``.
         ValueError: an unknown ``tokenizer`` or ``index_kind``; an ``embedding`` of another model than the given
             ``StoreBackend``'s.

@@ -51,6 +51,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
 from langchain_ragspine._stacklevel import user_stacklevel
+from langchain_ragspine.backends.base import check_vector_model
 from langchain_ragspine.backends.directory.chunk_store import VECTORSTORE_WRITER, ChunkStore, StoredChunk
 from langchain_ragspine.backends.directory.embedding_cache import EmbeddingCache
 from langchain_ragspine.backends.directory.faiss_index import INDEX_KINDS
@@ -66,6 +67,7 @@ from langchain_ragspine.backends.directory.layout import (
     EMBEDDING_CACHE,
     STORE_MARKER,
     prepare_store_dir,
+    read_index_record,
     store_writer,
 )
 from langchain_ragspine.backends.directory.lock import StoreReplacedError, check_lock_timeout, writer_lock
@@ -316,8 +318,40 @@ class ChunkStoreBackend:
         valid_as_of = rows[0].valid_as_of if rows else ""
         store.replace_doc_chunks(doc_id, out, valid_as_of=valid_as_of, writer=VECTORSTORE_WRITER)
 
-    def upsert(self, docs: Sequence[Document]) -> None:
-        self._write(lambda store: self._upsert(store, docs))
+    def upsert(self, docs: Sequence[Document], *, model_key: str | None = None) -> None:
+        """Write ``docs`` (see the class docstring).  ``model_key``: the model of the writer's vectors — in the
+        write's transaction, refused when the store records another
+        (:func:`~langchain_ragspine.backends.base.check_vector_model`; nothing written) and recorded when it
+        records none.
+
+        Raises:
+            StoreError: another model's store; as the class docstring.
+        """
+
+        def change(store: ChunkStore) -> None:
+            if model_key is not None:
+                saved = store.vector_model_key
+                check_vector_model(saved, model_key, str(self.root))
+                if saved is None:
+                    store.set_vector_model_key(model_key)
+            self._upsert(store, docs)
+
+        self._write(change)
+
+    def vector_model_key(self) -> str | None:
+        """The model the store's vectors were made with: the chunk store's record
+        (:attr:`ChunkStore.vector_model_key`), else — a store ingested before the record existed — the saved
+        vector index's (``index.json``), else ``None``.
+
+        Raises:
+            StoreError: the chunk store is unreadable.
+        """
+        saved = self.store.vector_model_key
+        if saved is None:
+            vector = read_index_record(self.root)[0].get("vector")
+            key = vector.get("model_key") if isinstance(vector, Mapping) else None
+            saved = key if isinstance(key, str) and key else None
+        return saved
 
     def _upsert(self, store: ChunkStore, docs: Sequence[Document]) -> None:
         # only the documents the call touches are read: those of its records, and those its ids are in now
@@ -412,6 +446,8 @@ class DirectoryBackend:
     Raises:
         TypeError: ``embedding`` is not an ``Embeddings``.
         ValueError: an unknown ``tokenizer`` or ``index_kind``.
+        StoreError: the store's vectors were made with another model
+            (:func:`~langchain_ragspine.backends.base.check_vector_model`, as on PostgreSQL).
     """
 
     #: Nothing refused: the directory store has every feature (parents, contextual headers, MMR, BM25, hybrid).
@@ -427,6 +463,8 @@ class DirectoryBackend:
     ) -> None:
         self.check_options(embedding, tokenizer, index_kind)
         self._config = IndexConfig(get_tokenizer(tokenizer), index_kind)
+        if isinstance(source, ChunkStoreBackend):  # one rule on every backend: never another model's vectors
+            check_vector_model(source.vector_model_key(), model_key_for(embedding), str(source.root))
         self.source = source
         self.embedding = embedding
         self.tokenizer = tokenizer
@@ -510,7 +548,10 @@ class DirectoryBackend:
         """Write ``records`` (ids set, each once) as :meth:`ChunkStoreBackend.upsert` does — one transaction
         under the writer lock — then put their vectors into the embedding cache (never failing the write)."""
         with self._lock:
-            self.source.upsert(records)
+            if isinstance(self.source, ChunkStoreBackend):
+                self.source.upsert(records, model_key=model_key_for(self.embedding))
+            else:
+                self.source.upsert(records)
             self._embed_written(records)
 
     def delete(self, ids: Sequence[str]) -> None:

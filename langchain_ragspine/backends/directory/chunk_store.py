@@ -224,6 +224,9 @@ _STORE_ID_KEY = "store_id"
 #: The ``meta`` key of the chunker record.
 _CHUNKER_KEY = "chunker"
 
+#: The ``meta`` key of the model the store's vectors were made with (:attr:`ChunkStore.vector_model_key`).
+_VECTOR_MODEL_KEY = "vector_model_key"
+
 
 # -- helpers -------------------------------------------------------------------------------------------------
 def _row_values(
@@ -819,6 +822,35 @@ class ChunkStore(SQLiteFile, VersionedChunkStore):
             cur.execute(
                 "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                 (_CHUNKER_KEY, value),
+            )
+
+    @property
+    def vector_model_key(self) -> str | None:
+        """The cache key of the model the store's vectors were made with
+        (:func:`~langchain_ragspine.embeddings.cache.model_key_for`; the rule:
+        :func:`~langchain_ragspine.backends.base.check_vector_model`), or ``None`` when none was recorded.
+
+        Raises:
+            StoreError: the store is closed or SQLite fails.
+        """
+        with self._lock, self._sql_errors():
+            row = self._connection().execute("SELECT value FROM meta WHERE key = ?", (_VECTOR_MODEL_KEY,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_vector_model_key(self, key: str) -> None:
+        """Record ``key`` as the model of the store's vectors (see :attr:`vector_model_key`).
+
+        Raises:
+            TypeError: ``key`` is not a non-empty string.
+            StoreError: the store is read-only or closed, or SQLite fails.
+        """
+        if not isinstance(key, str) or not key:
+            raise TypeError(f"key must be a non-empty str, got {key!r}")
+        self._require_writable()
+        with self._lock, self._sql_errors(), self._write_transaction() as cur:
+            cur.execute(
+                "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (_VECTOR_MODEL_KEY, key),
             )
 
     def doc_ids(self, *, include_retracted: bool = False, owner: str | None = None) -> list[str]:

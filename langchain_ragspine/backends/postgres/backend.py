@@ -33,6 +33,7 @@ import numpy as np
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
+from langchain_ragspine.backends.base import check_vector_model
 from langchain_ragspine.backends.directory.lock import check_lock_timeout
 from langchain_ragspine.backends.postgres.chunk_store import PostgresChunkStore, is_postgres_url, redact_url
 from langchain_ragspine.backends.postgres.lock import writer_lock
@@ -47,7 +48,6 @@ from langchain_ragspine.backends.versioning import (
     written_record,
 )
 from langchain_ragspine.embeddings.cache import model_key_for
-from langchain_ragspine.errors import StoreError
 
 __all__ = ["PostgresBackend"]
 
@@ -134,18 +134,15 @@ class PostgresBackend:
         return redact_url(self.url)
 
     def check_model(self) -> None:
-        """Refuse a store whose vectors another model made.
+        """Refuse a store whose vectors another model made
+        (:func:`~langchain_ragspine.backends.base.check_vector_model`, the rule of every backend).
 
         Raises:
             StoreError: naming both models.
         """
         with PostgresChunkStore(self.url) as store:
             saved = store.meta("vector_model_key")
-        if saved is not None and saved != self.model_key:
-            raise StoreError(
-                f"this store's vectors were made with {saved}, not {self.model_key}; open it with that model",
-                path=self.where,
-            )
+        check_vector_model(saved, self.model_key, self.where)
 
     # -- writing --------------------------------------------------------------------------------------------------
     def upsert(self, records: Sequence[Document]) -> None:

@@ -71,7 +71,7 @@ def _results(vs: RagSpineVectorStore) -> dict[str, Any]:
 
 
 def _same_as_fresh(vs: RagSpineVectorStore, root: Path, tokenizer: Any = "auto") -> None:
-    fresh = RagSpineVectorStore(root, EMB, tokenizer=tokenizer)
+    fresh = RagSpineVectorStore(root, vs.embedding, tokenizer=tokenizer)  # the same model (another is refused)
     try:
         assert _results(vs) == _results(fresh)
         ids = [f"r{i}" for i in range(200)]

@@ -432,7 +432,7 @@ def test_a_vector_store_write_waits_for_an_ingest_and_searching_never_does(tmp_p
     corpus = _corpus(tmp_path / "corpus", "a", 8)
     store = tmp_path / "store"
     ingest(corpus, store, embedding="hashing", progress=False)
-    emb = HashingEmbeddings(64)
+    emb = HashingEmbeddings(256)  # the model of the ingest (another model is refused)
     changed = _corpus(tmp_path / "changed", "b", 40)  # > 32 new chunks: the ingest stops after its probe
     with GatedIngest(changed, store, "embed") as running:
         running.wait_gated()
