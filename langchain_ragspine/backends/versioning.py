@@ -143,6 +143,10 @@ class StoredChunk:
         user's own ``version`` / ``ingested_at`` front matter is never overwritten (and filters on it see the
         user's value).
         """
+        return Document(page_content=self.text, metadata=self.lineage_metadata(), id=self.chunk_id)
+
+    def lineage_metadata(self) -> dict[str, Any]:
+        """A new dict: the stored metadata overlaid with the lineage, as :meth:`to_document` gives it."""
         md: dict[str, Any] = dict(self.metadata)
         for key in LINEAGE_KEYS:
             value = getattr(self, key)
@@ -151,7 +155,7 @@ class StoredChunk:
         md["doc_version"] = self.version
         md.setdefault("valid_as_of", self.valid_as_of)
         md.setdefault("ingested_at", self.ingested_at)
-        return Document(page_content=self.text, metadata=md, id=self.chunk_id)
+        return md
 
 
 #: One validated chunk or parent (:func:`prepare_chunks`): ``(id, text, start, end, JSON-ready metadata,
@@ -659,7 +663,7 @@ def filter_metadata(chunk: StoredChunk) -> dict[str, Any]:
         [('chunk_id', 'd#0'), ('doc_id', 'd'), ('doc_version', 1), ('ingested_at', '2025-01-31T09:00:00+00:00'),
          ('lang', 'ja'), ('valid_as_of', '')]
     """
-    md = chunk.to_document().metadata
+    md = chunk.lineage_metadata()
     md.pop(VECTORSTORE_RECORD_KEY, None)
     return md
 

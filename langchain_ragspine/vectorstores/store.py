@@ -115,6 +115,7 @@ from langchain_ragspine.retrievers.embed_as import (
 from langchain_ragspine.retrievers.hybrid import HybridRetriever
 from langchain_ragspine.sensitivity import drop_restricted, drop_restricted_pairs
 from langchain_ragspine.vectorstores.base import (
+    SEARCH_KWARGS,
     MarginalRelevanceStore,
     ScopedVectorStoreRetriever,
     all_or_nothing,
@@ -134,7 +135,7 @@ __all__ = [
 # the search keywords besides k and filter (a retriever's search_kwargs, passed along by LangChain's
 # VectorStoreRetriever): each search method takes the ones its search type uses and refuses the others by name
 # (check_search_type_kwargs; LangChain's stores silently ignore them)
-_PASSED_ALONG = ("fetch_k", "lambda_mult", "score_threshold")
+_PASSED_ALONG = tuple(name for name in SEARCH_KWARGS if name not in ("k", "filter"))
 #: The scale of ``score_threshold`` in the ``similarity`` search type (LangChain's relevance score).
 RELEVANCE_SCALE = "the relevance score: the cosine similarity clipped to [0, 1]"
 #: The scale of ``score_threshold`` in the ``hybrid`` search type.

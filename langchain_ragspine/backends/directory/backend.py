@@ -330,23 +330,22 @@ class ChunkStoreBackend:
 
         def change(store: ChunkStore) -> None:
             if model_key is not None:
-                saved = store.vector_model_key
-                check_vector_model(saved, model_key, str(self.root))
-                if saved is None:
+                check_vector_model(self.vector_model_key(store), model_key, str(self.root))
+                if store.vector_model_key is None:
                     store.set_vector_model_key(model_key)
             self._upsert(store, docs)
 
         self._write(change)
 
-    def vector_model_key(self) -> str | None:
+    def vector_model_key(self, store: ChunkStore | None = None) -> str | None:
         """The model the store's vectors were made with: the chunk store's record
-        (:attr:`ChunkStore.vector_model_key`), else — a store ingested before the record existed — the saved
-        vector index's (``index.json``), else ``None``.
+        (:attr:`ChunkStore.vector_model_key`; of ``store``, a write's, else :attr:`store`), else — a store
+        ingested before the record existed — the saved vector index's (``index.json``), else ``None``.
 
         Raises:
             StoreError: the chunk store is unreadable.
         """
-        saved = self.store.vector_model_key
+        saved = (self.store if store is None else store).vector_model_key
         if saved is None:
             vector = read_index_record(self.root)[0].get("vector")
             key = vector.get("model_key") if isinstance(vector, Mapping) else None

@@ -797,16 +797,15 @@ class ChunkStore(SQLiteFile, VersionedChunkStore):
         Raises:
             StoreError: the record is not a JSON object, the store is closed or SQLite fails.
         """
-        with self._lock, self._sql_errors():
-            row = self._connection().execute("SELECT value FROM meta WHERE key = ?", (_CHUNKER_KEY,)).fetchone()
+        row = self._meta_text(_CHUNKER_KEY)
         if row is None:
             return None
         try:
-            value = json.loads(row[0])
+            value = json.loads(row)
         except json.JSONDecodeError as e:
             raise StoreError(f"meta.{_CHUNKER_KEY} is not JSON: {e}", path=self._path) from e
         if not isinstance(value, dict):
-            raise StoreError(f"meta.{_CHUNKER_KEY} is not a JSON object: {row[0]!r}", path=self._path)
+            raise StoreError(f"meta.{_CHUNKER_KEY} is not a JSON object: {row!r}", path=self._path)
         return value
 
     def set_chunker(self, config: Mapping[str, Any]) -> None:
@@ -816,12 +815,21 @@ class ChunkStore(SQLiteFile, VersionedChunkStore):
             TypeError: ``config`` is not JSON-serialisable.
             StoreError: the store is read-only or closed, or SQLite fails.
         """
+        self._set_meta_text(_CHUNKER_KEY, json.dumps(dict(config), ensure_ascii=False, sort_keys=True))
+
+    def _meta_text(self, key: str) -> str | None:
+        """The ``meta`` value of ``key``, or ``None``."""
+        with self._lock, self._sql_errors():
+            row = self._connection().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def _set_meta_text(self, key: str, value: str) -> None:
+        """Set the ``meta`` value of ``key`` (one write transaction, or part of the :meth:`atomic` block)."""
         self._require_writable()
-        value = json.dumps(dict(config), ensure_ascii=False, sort_keys=True)
         with self._lock, self._sql_errors(), self._write_transaction() as cur:
             cur.execute(
                 "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                (_CHUNKER_KEY, value),
+                (key, value),
             )
 
     @property
@@ -833,9 +841,7 @@ class ChunkStore(SQLiteFile, VersionedChunkStore):
         Raises:
             StoreError: the store is closed or SQLite fails.
         """
-        with self._lock, self._sql_errors():
-            row = self._connection().execute("SELECT value FROM meta WHERE key = ?", (_VECTOR_MODEL_KEY,)).fetchone()
-        return None if row is None else str(row[0])
+        return self._meta_text(_VECTOR_MODEL_KEY)
 
     def set_vector_model_key(self, key: str) -> None:
         """Record ``key`` as the model of the store's vectors (see :attr:`vector_model_key`).
@@ -846,12 +852,7 @@ class ChunkStore(SQLiteFile, VersionedChunkStore):
         """
         if not isinstance(key, str) or not key:
             raise TypeError(f"key must be a non-empty str, got {key!r}")
-        self._require_writable()
-        with self._lock, self._sql_errors(), self._write_transaction() as cur:
-            cur.execute(
-                "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                (_VECTOR_MODEL_KEY, key),
-            )
+        self._set_meta_text(_VECTOR_MODEL_KEY, key)
 
     def doc_ids(self, *, include_retracted: bool = False, owner: str | None = None) -> list[str]:
         """Sorted ids of the documents in the store.
