@@ -34,6 +34,7 @@ from langchain_ragspine.backends.postgres.chunk_store import (
     PostgresConnection,
     is_postgres_url,
     redact_url,
+    store_relations,
 )
 
 __all__ = ["DirectoryLocation", "PostgresLocation", "StoreLocation", "open_backend"]
@@ -135,7 +136,7 @@ class PostgresLocation:
         """
         db = PostgresConnection(self.given)
         with db.connection() as conn:
-            if conn.execute("SELECT to_regclass(%s)", (META,)).fetchone()[0] is None:
+            if not store_relations(conn, META):
                 return 0
         with PostgresChunkStore(self.given, read_only=owner is None) as store:
             return len(store.doc_ids(owner=owner))

@@ -107,6 +107,7 @@ __all__ = [
     "looks_like_conninfo",
     "redact_url",
     "row_to_stored",
+    "store_relations",
 ]
 
 #: ``ragspine_meta.schema_version`` written by this library.
@@ -224,6 +225,28 @@ _CHUNK_COLUMNS = (
     "id, chunk_id, doc_id, version, position, text, start_index, end_index, source_locator, title, sensitivity, "
     "metadata_json, valid_as_of, ingested_at, active"
 )
+
+
+# -- the store's schema -----------------------------------------------------------------------------------------
+# Which of the named relations (tables, indexes) exist in the store's schema: the connection's current_schema() (the
+# first schema of its search_path that exists, where CREATE puts a table).  Never to_regclass(name), which resolves
+# through the whole search_path: a store meant for schema `laws` (search_path laws,public) then found public's
+# tables and wrote into them.
+_STORE_RELATIONS_SQL = (
+    "SELECT u.n FROM unnest(%s::text[]) WITH ORDINALITY AS u(n, i) WHERE EXISTS (SELECT 1 FROM pg_class c "
+    "JOIN pg_namespace s ON s.oid = c.relnamespace WHERE s.nspname = current_schema() AND c.relname = u.n) ORDER BY u.i"
+)
+
+
+def store_relations(conn: Any, *names: str) -> list[str]:
+    """Those of ``names`` (tables or indexes, in the given order) that exist in the store's schema.
+
+    The store's schema is the connection's ``current_schema()``: the first schema of its ``search_path`` that
+    exists, where the store's tables are created (``options=-csearch_path%3Dlaws,public`` → ``laws``).  A table of
+    that name in a later schema of the path (``public``) is not the store's and is not found here.  Every existence
+    check of the PostgreSQL backend goes through this function (and the writer lock keys on the same schema).
+    """
+    return [n for (n,) in conn.execute(_STORE_RELATIONS_SQL, (list(names),))]
 
 
 # -- connections ------------------------------------------------------------------------------------------------
@@ -570,10 +593,7 @@ class PostgresChunkStore(Closing, VersionedChunkStore):
         """Refuse a database whose current schema already holds a table of ours by name but no ``ragspine_meta``
         (another application's table): nothing is created or changed there."""
         names = [DOC_VERSIONS, CHUNKS, FACETS, SEARCH, POSTINGS, FIELDS, CORPUS, DF]
-        found = [n for (n,) in conn.execute(
-            "SELECT n FROM unnest(%s::text[]) WITH ORDINALITY AS u(n, i) WHERE to_regclass(n) IS NOT NULL ORDER BY i",
-            (names,),
-        )]
+        found = store_relations(conn, *names)
         if found:
             raise StoreError(
                 f"this database is not a ragspine store but already has table(s) {', '.join(found)} (no "
@@ -673,7 +693,7 @@ class PostgresChunkStore(Closing, VersionedChunkStore):
             )
 
     def _schema_version(self, conn: Any) -> int | None:
-        if conn.execute("SELECT to_regclass(%s)", (META,)).fetchone()[0] is None:
+        if not store_relations(conn, META):
             return None
         row = conn.execute(f"SELECT value FROM {META} WHERE key = 'schema_version'").fetchone()
         if row is None:

@@ -14,8 +14,8 @@ each document version on its own, so without the lock a second ingest retracted 
 first was still writing them, and the store ended with neither run's corpus).
 
 The lock is a session-level ``pg_advisory_lock`` on its own connection (not one of the pool's, so a pool of one
-connection still serves the write), keyed on the store: the schema holding its tables (``ragspine_meta``, else the
-first schema of the connection's ``search_path``, where the tables will be created) — so stores in different
+connection still serves the write), keyed on the store: its schema, the connection's ``current_schema()`` (the first
+schema of its ``search_path`` that exists, where its tables are or will be created) — so stores in different
 schemas of one database write in parallel, and two URLs of one store share the lock.  The server releases it when
 the holder's connection ends, however its process ends (``SIGKILL`` included): a crashed writer never leaves a stale
 lock behind.  A waiting writer says once whom it waits for (the holder's process id and host, which the holder's
@@ -44,7 +44,6 @@ from typing import Any
 
 from langchain_ragspine.backends.directory.lock import busy_error, check_lock_timeout, waiting_message
 from langchain_ragspine.backends.postgres.chunk_store import (
-    META,
     import_psycopg,
     is_postgres_url,
     redact_url,
@@ -58,12 +57,9 @@ LOCK_CLASS = 0x52475752
 
 _LOG = logging.getLogger("langchain_ragspine.backends.directory.lock")  # the store directory lock's logger: one place to listen
 _APP_RE = re.compile(r"ragspine writer (\d+)@(.*)")
-# The schema of the store behind a connection: where ragspine_meta is, else where the tables would be created.
-_SCHEMA_SQL = (
-    "SELECT n.oid, n.nspname FROM pg_namespace n WHERE n.oid = coalesce("
-    "(SELECT c.relnamespace FROM pg_class c WHERE c.oid = to_regclass(%s)), "
-    "(SELECT s.oid FROM pg_namespace s WHERE s.nspname = current_schema()))"
-)
+# The schema of the store behind a connection: current_schema(), where its tables are (or will be created) — the
+# schema every existence check of the backend looks in (chunk_store.store_relations).
+_SCHEMA_SQL = "SELECT n.oid, n.nspname FROM pg_namespace n WHERE n.nspname = current_schema()"
 _HOLDER_SQL = (
     "SELECT a.application_name FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid "
     "WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 AND l.classid = %s::bigint::oid "
@@ -107,7 +103,7 @@ def _store_key(conn: Any, where: str) -> tuple[str, int]:
     Raises:
         StoreError: no schema of the connection's ``search_path`` exists (so there is nowhere to write a store).
     """
-    row = conn.execute(_SCHEMA_SQL, (META,)).fetchone()
+    row = conn.execute(_SCHEMA_SQL).fetchone()
     if row is None:
         raise StoreError(
             "no schema to hold the store: none of the schemas of the connection's search_path exists; create it "

@@ -35,6 +35,7 @@ from langchain_ragspine.backends.postgres.chunk_store import (
     PostgresConnection,
     chunk_columns,
     row_to_stored,
+    store_relations,
 )
 from langchain_ragspine.embeddings.batching import l2_normalize
 from langchain_ragspine.errors import StoreError
@@ -148,7 +149,7 @@ def ensure_vector_schema(db: PostgresConnection) -> None:
         schema = _vector_schema_off_path(conn)
         if schema is not None:
             raise _off_path_error(schema, db.where)
-        if conn.execute("SELECT to_regclass(%s)", (EMBEDDINGS,)).fetchone()[0] is None:
+        if not store_relations(conn, EMBEDDINGS):
             with conn.transaction():
                 for ddl in _VECTOR_DDL:
                     conn.execute(ddl)
@@ -189,7 +190,7 @@ class PostgresEmbeddingCache:
         if not keys:
             return {}
         with self._db.connection() as conn:
-            if conn.execute("SELECT to_regclass(%s)", (EMBEDDINGS,)).fetchone()[0] is None:
+            if not store_relations(conn, EMBEDDINGS):
                 return {}
             register_vector(conn)
             rows = conn.execute(
@@ -224,7 +225,7 @@ class PostgresEmbeddingCache:
     def keys(self, model_key: str) -> set[tuple[str, str]]:
         """The ``(chunk_id, content_hash)`` keys held for ``model_key`` (no vector is read)."""
         with self._db.connection() as conn:
-            if conn.execute("SELECT to_regclass(%s)", (EMBEDDINGS,)).fetchone()[0] is None:
+            if not store_relations(conn, EMBEDDINGS):
                 return set()
             rows = conn.execute(
                 f"SELECT chunk_id, content_hash FROM {EMBEDDINGS} WHERE model_key = %s", (model_key,)
@@ -234,7 +235,7 @@ class PostgresEmbeddingCache:
     def dim(self, model_key: str) -> int | None:
         """The dimension of ``model_key``'s vectors, or ``None`` when there are none."""
         with self._db.connection() as conn:
-            if conn.execute("SELECT to_regclass(%s)", (EMBEDDINGS,)).fetchone()[0] is None:
+            if not store_relations(conn, EMBEDDINGS):
                 return None
             row = conn.execute(f"SELECT dim FROM {EMBEDDINGS} WHERE model_key = %s LIMIT 1", (model_key,)).fetchone()
         return None if row is None else int(row[0])
@@ -242,7 +243,7 @@ class PostgresEmbeddingCache:
     def count(self, model_key: str | None = None) -> int:
         """Vectors held (of ``model_key``, or of every model)."""
         with self._db.connection() as conn:
-            if conn.execute("SELECT to_regclass(%s)", (EMBEDDINGS,)).fetchone()[0] is None:
+            if not store_relations(conn, EMBEDDINGS):
                 return 0
             if model_key is None:
                 return int(conn.execute(f"SELECT count(*) FROM {EMBEDDINGS}").fetchone()[0])
@@ -255,7 +256,7 @@ def prune_vectors(db: PostgresConnection) -> int:
     """Delete every vector (of any model) whose ``(chunk_id, content_hash)`` is not a searchable chunk's; returns
     the rows deleted."""
     with db.connection() as conn:
-        if conn.execute("SELECT to_regclass(%s)", (EMBEDDINGS,)).fetchone()[0] is None:
+        if not store_relations(conn, EMBEDDINGS):
             return 0
         cur = conn.execute(
             f"DELETE FROM {EMBEDDINGS} e WHERE NOT EXISTS (SELECT 1 FROM {SEARCH} s WHERE s.chunk_id = e.chunk_id "
@@ -294,7 +295,7 @@ def chunks_without_vectors(
         )
         params.append(skip_owner)
     with store.db.connection() as conn:
-        if conn.execute("SELECT to_regclass(%s)", (EMBEDDINGS,)).fetchone()[0] is not None:
+        if bool(store_relations(conn, EMBEDDINGS)):
             where.append(
                 f"NOT EXISTS (SELECT 1 FROM {EMBEDDINGS} e WHERE e.model_key = %s AND e.chunk_id = s.chunk_id AND "
                 "e.content_hash = s.content_hash)"
@@ -311,7 +312,7 @@ def chunks_without_vectors(
 def vector_count(db: PostgresConnection, model_key: str) -> int:
     """Vectors of ``model_key`` that belong to searchable chunks with visible text (what the dense channel ranks)."""
     with db.connection() as conn:
-        if conn.execute("SELECT to_regclass(%s)", (EMBEDDINGS,)).fetchone()[0] is None:
+        if not store_relations(conn, EMBEDDINGS):
             return 0
         return int(conn.execute(
             f"SELECT count(*) FROM {EMBEDDINGS} e JOIN {SEARCH} s ON s.chunk_id = e.chunk_id AND "
@@ -328,7 +329,7 @@ def hnsw_index_name(model_key: str) -> str:
 def has_hnsw_index(db: PostgresConnection, model_key: str) -> bool:
     """Whether ``model_key``'s vectors have an HNSW index."""
     with db.connection() as conn:
-        return conn.execute("SELECT to_regclass(%s)", (hnsw_index_name(model_key),)).fetchone()[0] is not None
+        return bool(store_relations(conn, hnsw_index_name(model_key)))
 
 
 def ensure_hnsw_index(

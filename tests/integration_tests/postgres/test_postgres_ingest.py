@@ -14,6 +14,7 @@ import pytest
 
 from langchain_ragspine.backends.postgres.chunk_store import PostgresChunkStore
 from langchain_ragspine.cli import main
+from langchain_ragspine.errors import StoreError
 from langchain_ragspine.pipeline.ingest import ingest
 from langchain_ragspine.pipeline.sources import open_retriever, search
 from tests.unit_tests.test_eval_cli import _qa_folder
@@ -92,3 +93,50 @@ def test_cli_ingest_search_ask_eval_on_postgres(corpus: Path, tmp_path: Path, pg
         close_pools()
         with psycopg.connect(pg_url, autocommit=True) as conn:
             conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def _schema(url: str) -> str:
+    return url.split("csearch_path%3D")[1].split(",")[0]
+
+
+def test_a_store_scoped_by_search_path_never_touches_a_later_schemas_store(
+    corpus: Path, tmp_path: Path, pg_url: str, other_pg_url: str
+) -> None:
+    """Regression (trial of 5d1ab81, data loss): a store URL scoped as docs/postgres.md shows
+    (``options=-csearch_path%3Dlaws,public``) found the tables of a store in a *later* schema of its search_path
+    (``to_regclass`` resolves through the whole path), wrote its documents there and retracted that store's
+    documents; its writer lock keyed on the first schema, so it did not even serialise with that store's writers.
+    The store is the connection's current_schema(): every existence check, DDL and the lock use it."""
+    import psycopg
+
+    from langchain_ragspine.backends.postgres.lock import _connect, _store_key
+
+    later = ingest(corpus, other_pg_url, embedding="hashing")  # the store of the later schema ("public")
+    assert later.store_documents == 4
+    first, second = _schema(pg_url), _schema(other_pg_url)
+    scoped = pg_url.replace(f"csearch_path%3D{first},public", f"csearch_path%3D{first},{second},public")
+    assert scoped != pg_url
+    with pytest.raises(StoreError, match="no ragspine store here"):
+        PostgresChunkStore(scoped, read_only=True)  # it read the later schema's store
+    elsewhere = tmp_path / "elsewhere"
+    _write(elsewhere / "laws.md", "# 法令\n\n民法は私法の一般法である。", lang="ja")
+    summary = ingest(elsewhere, scoped, embedding="hashing")
+    assert (summary.new, summary.retracted, summary.store_documents) == (1, 0, 1)
+    with PostgresChunkStore(other_pg_url, read_only=True) as store:  # untouched: it lost its 4 documents
+        assert store.doc_ids() == ["en", "keys", "kyoto", "tsuyu"]
+        assert "laws" not in store.doc_ids(include_retracted=True)
+    with PostgresChunkStore(scoped, read_only=True) as store:
+        assert store.doc_ids() == ["laws"]
+    with psycopg.connect(scoped, autocommit=True) as conn:
+        tables = {r[0] for r in conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = %s", (first,))}
+        assert {"ragspine_meta", "ragspine_chunks", "ragspine_embeddings"} <= tables
+    for mode in ("bm25", "vector", "hybrid"):
+        assert {d.metadata["doc_id"] for d in search(open_retriever(scoped, mode=mode), "民法 梅雨", k=5)} == {"laws"}
+    conns = [_connect(u, "test") for u in (scoped, pg_url, other_pg_url)]
+    try:
+        keys = [_store_key(c, "test") for c in conns]
+    finally:
+        for c in conns:
+            c.close()
+    assert keys[0] == keys[1] != keys[2] and keys[0][0] == first  # one lock per store, keyed on its own schema
