@@ -15,6 +15,7 @@ from langchain_ragspine.backends.postgres.chunk_store import (
     looks_like_conninfo,
     redact_url,
     row_to_stored,
+    store_relations,
 )
 
 _warn_moved(__name__, "langchain_ragspine.backends.postgres.chunk_store")
@@ -31,4 +32,5 @@ __all__ = [
     "looks_like_conninfo",
     "redact_url",
     "row_to_stored",
+    "store_relations",
 ]
