@@ -103,6 +103,9 @@ class PostgresLocation:
     keeps_parents: ClassVar[bool] = PARENTS not in PostgresChunkStore.unsupported
     contextual_headers: ClassVar[bool] = False
 
+    def __repr__(self) -> str:
+        return f"PostgresLocation(given={redact_url(self.given)!r})"  # never the password
+
     @property
     def url(self) -> str:
         """The URL, stripped of surrounding blanks."""
@@ -159,10 +162,16 @@ def open_backend(store: str | os.PathLike[str]) -> StoreLocation:
         TypeError: ``store`` is neither a string nor a path (from ``Path``).
         ValueError: ``store`` is a string in another URL scheme (``mysql://…``, ``sqlite:///…``, ``https://…``,
             SQLAlchemy's ``postgresql+psycopg://…``): no backend serves it, and as a path it would make a directory
-            named after the URL; the message names the scheme (the URL's password hidden).
+            named after the URL; the message names the scheme (the URL's password hidden); ``store`` is a
+            PostgreSQL URL missing a slash (``postgresql:/u@h/db``, ``postgres:u@h/db``), not a directory.
     """
     if is_postgres_url(store):
         return PostgresLocation(str(store))
+    if isinstance(store, str) and _MALFORMED_PG_RE.match(store):
+        raise ValueError(
+            f"store {redact_url(store.strip())!r}: a malformed PostgreSQL URL (it needs '://': "
+            "postgresql://user@host/db); as a path it would make a directory named after the URL"
+        )
     if isinstance(store, str) and (scheme := _URL_SCHEME_RE.match(store)):
         hint = ""
         if scheme.group(1).lower().startswith(("postgresql+", "postgres+")):
@@ -174,5 +183,8 @@ def open_backend(store: str | os.PathLike[str]) -> StoreLocation:
     return DirectoryLocation(Path(store))
 
 
+#: A PostgreSQL URL missing a slash (``postgresql:/u:pw@h/db``) or both (``postgres:u@h/db``): ``postgresql:`` /
+#: ``postgres:`` then one ``/``, or a user part (``…@``) before any ``/``.  (``postgresql:dir`` stays a directory.)
+_MALFORMED_PG_RE = re.compile(r"(?i)^\s*postgres(?:ql)?:(?:/(?!/)|[^/]*@)")
 #: ``scheme://`` at the start of a string (RFC 3986's scheme characters).
 _URL_SCHEME_RE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9+.-]*)://")

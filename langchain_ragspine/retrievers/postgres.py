@@ -61,6 +61,7 @@ from langchain_ragspine.backends.postgres.chunk_store import (
     PostgresChunkStore,
     PostgresConnection,
     chunk_columns,
+    redact_url,
     row_to_stored,
 )
 from langchain_ragspine.backends.postgres.vectors import EMBEDDINGS, has_hnsw_index, register_vector
@@ -113,6 +114,12 @@ class _PostgresRetriever(ContractRetriever):
         if value is None:  # the default: RAGSPINE_PG_STATEMENT_TIMEOUT, read now
             return float(configured_number("pg_statement_timeout"))
         return check_timeout(value, what="statement_timeout")
+
+    def __repr_args__(self) -> Any:
+        """pydantic's ``repr()`` / ``str()`` (and so LangChain's ``dumpd`` of a retriever it cannot serialise, and
+        every retriever that holds this one) with the URL's password as ``***``."""
+        for name, value in super().__repr_args__():
+            yield name, (redact_url(value) if name == "url" and isinstance(value, str) else value)
 
     def model_post_init(self, context: Any, /) -> None:
         compile_filter(self.filter)

@@ -104,7 +104,10 @@ __all__ = [
     "get_pool",
     "import_psycopg",
     "is_postgres_url",
+    "libpq_url",
     "looks_like_conninfo",
+    "pg_error_text",
+    "redact_text",
     "redact_url",
     "row_to_stored",
     "store_relations",
@@ -263,13 +266,45 @@ _CONNINFO_RE = re.compile(
 )
 
 
+# a password anywhere in a text: in a URL-ish user part ("postgresql://u:PW@", "POSTGRES:/u:PW@", however malformed
+# the rest) and as a libpq parameter ("password=PW", "sslpassword='PW'", in a query string or a conninfo string)
+_TEXT_SECRETS = (
+    (re.compile(r"(?i)(postgres(?:ql)?:/*[^:/@\s\"']*:)[^@\s\"']*@"), r"\1***@"),
+    (re.compile(r"(?i)\b((?:ssl)?password\s*=\s*)('[^']*'|[^&\s\"']*)"), r"\1***"),
+)
+
+
+def redact_text(text: str) -> str:
+    """``text`` (an error message, libpq's included: it quotes a malformed URL whole) with every password in it
+    replaced by ``***``: one in a URL's user part (``postgresql://u:***@…``, also when the URL is malformed) and
+    every ``password=`` / ``sslpassword=`` parameter."""
+    for pattern, replacement in _TEXT_SECRETS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def pg_error_text(error: BaseException) -> str:
+    """The message of a psycopg error for a :class:`StoreError`: stripped, every password hidden
+    (:func:`redact_text`)."""
+    return redact_text(str(error).strip())
+
+
+def libpq_url(url: str) -> str:
+    """``url`` as libpq takes it: surrounding blanks stripped and the scheme in lower case (libpq reads
+    ``POSTGRESQL://…`` as a malformed keyword/value string; this package accepts the scheme in any case)."""
+    url = url.strip()
+    scheme, sep, rest = url.partition("://")
+    return f"{scheme.lower()}{sep}{rest}" if sep and scheme.lower() in ("postgresql", "postgres") else url
+
+
 def redact_url(url: str) -> str:
     """``url`` with its password replaced by ``***`` (for messages and logs): the one in the user part
-    (``postgresql://u:***@h/db``) and ``password`` / ``sslpassword`` in the query string (``?password=***``)."""
+    (``postgresql://u:***@h/db``) and ``password`` / ``sslpassword`` in the query string (``?password=***``); a
+    string that does not parse as a URL gets :func:`redact_text`."""
     try:
         parts = urlsplit(url)
     except ValueError:
-        return "postgresql://…"
+        return redact_text(url)
     redacted = parts
     if parts.query:
         redacted = redacted._replace(query=_SECRET_PARAMS_RE.sub(r"\1\2***", parts.query))
@@ -278,7 +313,7 @@ def redact_url(url: str) -> str:
         user = netloc[0].split(":", 1)[0]
         redacted = redacted._replace(netloc=f"{user}:***@{netloc[1]}")
     if redacted == parts:
-        return url  # nothing secret: the URL as given
+        return redact_text(url)  # no password where a URL has one; perhaps one in a malformed URL
     out = urlunsplit(redacted)
     # urlunsplit folds an empty host's '//' (postgresql:///db?host=…&password=…): put it back
     return out.replace(":", "://", 1) if "://" in url and "://" not in out else out
@@ -331,7 +366,7 @@ def get_pool(url: str, *, pool_size: int | None = None) -> Any:
         try:  # fail now, with the server's own message, instead of a pool timeout later
             psycopg.connect(url, connect_timeout=10).close()
         except psycopg.Error as e:
-            raise StoreError(f"cannot connect to PostgreSQL: {e}".strip(), path=redact_url(url)) from None
+            raise StoreError(f"cannot connect to PostgreSQL: {pg_error_text(e)}", path=redact_url(url)) from None
         pool = ConnectionPool(
             url,
             min_size=1,
@@ -369,7 +404,7 @@ class PostgresConnection:
     def __init__(self, url: str) -> None:
         if not is_postgres_url(url):
             raise ValueError(f"not a PostgreSQL URL (postgresql://…): {redact_url(str(url))!r}")
-        self.url = url.strip()
+        self.url = libpq_url(url)
         self.where = redact_url(self.url)
         self._pool = get_pool(self.url)
         self._pinned = threading.local()  # .conn: this thread's connection inside atomic()
@@ -381,7 +416,7 @@ class PostgresConnection:
         try:
             yield
         except psycopg.Error as e:
-            raise StoreError(f"PostgreSQL: {str(e).strip()}", path=self.where) from e
+            raise StoreError(f"PostgreSQL: {pg_error_text(e)}", path=self.where) from e
 
     @contextlib.contextmanager
     def connection(self) -> Iterator[Any]:

@@ -46,6 +46,8 @@ from langchain_ragspine.backends.directory.lock import busy_error, check_lock_ti
 from langchain_ragspine.backends.postgres.chunk_store import (
     import_psycopg,
     is_postgres_url,
+    libpq_url,
+    pg_error_text,
     redact_url,
 )
 from langchain_ragspine.errors import StoreError
@@ -76,7 +78,7 @@ def _errors(where: str) -> Iterator[None]:
     try:
         yield
     except psycopg.Error as e:
-        raise StoreError(f"PostgreSQL (the store's writer lock): {str(e).strip()}", path=where) from e
+        raise StoreError(f"PostgreSQL (the store's writer lock): {pg_error_text(e)}", path=where) from e
 
 
 def _connect(url: str, where: str) -> Any:
@@ -87,7 +89,7 @@ def _connect(url: str, where: str) -> Any:
     try:
         conn = psycopg.connect(url, autocommit=True, connect_timeout=10, application_name=name)
     except psycopg.Error as e:
-        raise StoreError(f"cannot connect to PostgreSQL: {e}".strip(), path=where) from None
+        raise StoreError(f"cannot connect to PostgreSQL: {pg_error_text(e)}", path=where) from None
     try:
         with _errors(where):
             conn.execute("SELECT set_config('idle_session_timeout', '0', false)")
@@ -145,7 +147,7 @@ def writer_pid(url: str) -> int | None:
 def _checked(url: str) -> tuple[str, str]:
     if not is_postgres_url(url):
         raise ValueError(f"not a PostgreSQL URL (postgresql://…): {redact_url(str(url))!r}")
-    return url.strip(), redact_url(url.strip())
+    return libpq_url(url), redact_url(libpq_url(url))
 
 
 def _acquire(

@@ -34,6 +34,7 @@ from langchain_ragspine.backends.postgres.chunk_store import (
     PostgresChunkStore,
     PostgresConnection,
     chunk_columns,
+    pg_error_text,
     row_to_stored,
     store_relations,
 )
@@ -123,7 +124,7 @@ def register_vector(conn: Any) -> None:
     try:
         _register(conn)
     except psycopg.ProgrammingError as e:
-        raise StoreError(f"registering pgvector's vector type on this connection failed: {e}") from e
+        raise StoreError(f"registering pgvector's vector type on this connection failed: {pg_error_text(e)}") from e
 
 
 def ensure_vector_schema(db: PostgresConnection) -> None:
@@ -142,7 +143,7 @@ def ensure_vector_schema(db: PostgresConnection) -> None:
                 conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
             except psycopg.Error as e:
                 raise StoreError(
-                    f"the dense channel needs the pgvector extension, and creating it failed ({e}); ask an "
+                    f"the dense channel needs the pgvector extension, and creating it failed ({pg_error_text(e)}); ask an "
                     "administrator to run CREATE EXTENSION vector in this database",
                     path=db.where,
                 ) from e

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -140,3 +141,42 @@ def test_a_store_scoped_by_search_path_never_touches_a_later_schemas_store(
         for c in conns:
             c.close()
     assert keys[0] == keys[1] != keys[2] and keys[0][0] == first  # one lock per store, keyed on its own schema
+
+
+def test_no_retriever_over_a_store_shows_its_password(corpus: Path, pg_url: str) -> None:
+    """Regression (trial of 5d1ab81): ``repr()`` / ``str()`` of ``PostgresBM25Retriever`` / ``PostgresDenseRetriever``
+    — and so of a hybrid over them, and LangChain's ``dumpd`` / ``dumps`` (which carry the repr of a retriever it
+    cannot serialise, as tracers do) — printed the store URL with its password."""
+    from langchain_core.callbacks import BaseCallbackHandler
+    from langchain_core.load import dumpd, dumps
+
+    secret = "pw9secret"
+    assert "postgres:@" in pg_url
+    url = pg_url.replace("postgres:@", f"postgres:{secret}@")  # the test server trusts any password
+    ingest(corpus, url, embedding="hashing")
+
+    class Spy(BaseCallbackHandler):
+        seen: list[str] = []
+
+        def on_retriever_start(self, serialized: Any, query: str, **kw: Any) -> None:
+            self.seen.append(repr(serialized) + repr(kw))
+
+    for mode in ("bm25", "vector", "hybrid", "auto"):
+        retriever = open_retriever(url, mode=mode)
+        for text in (repr(retriever), str(retriever), dumps(retriever), repr(dumpd(retriever))):
+            assert secret not in text, mode
+        assert "postgres:***@" in repr(retriever), mode
+        spy = Spy()
+        assert retriever.invoke("梅雨", config={"callbacks": [spy]})
+        assert spy.seen and secret not in "".join(spy.seen), mode
+
+
+def test_a_psycopg_error_quoting_the_url_never_shows_its_password() -> None:
+    """Regression (trial of 5d1ab81): libpq quotes a malformed URL whole in its error, and the StoreError carried
+    it; an upper-case scheme, taken as PostgreSQL, was such a URL to libpq."""
+    for url in ("postgresql://u:pw9secret@[::1/db", "POSTGRESQL://u:pw9secret@127.0.0.1:9/db?connect_timeout=2"):
+        with pytest.raises(StoreError) as info:
+            PostgresChunkStore(url)
+        assert "pw9secret" not in str(info.value) and "***" in str(info.value)
+    with pytest.raises(StoreError, match="Connection refused|connection failed"):  # reached the server: lowered
+        PostgresChunkStore("POSTGRESQL://u@127.0.0.1:9/db?connect_timeout=2")

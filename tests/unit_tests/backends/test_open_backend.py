@@ -146,3 +146,59 @@ def test_the_vector_store_refuses_another_scheme_and_opens_postgresql(tmp_path: 
     finally:
         store.close()
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("store", ["postgresql:/u:pw9@h/db", "POSTGRES:/h/db", " postgres:u:pw9@h/db", "postgresql:u@h"])
+def test_a_postgresql_url_missing_a_slash_is_refused_not_made_a_directory(
+    store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression (trial of 5d1ab81): ``postgresql:/u:pw@h/db`` (one slash) became a store directory of that name —
+    ``ingest`` wrote it under the working directory, and the search's "no chunk store here" printed the password."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="malformed PostgreSQL URL") as info:
+        open_backend(store)
+    assert "pw9" not in str(info.value)
+    corpus = tmp_path / "c"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("# a\n\n梅雨\n", "utf-8")
+    with pytest.raises(ValueError, match="malformed PostgreSQL URL"):
+        ingest(corpus, store, embedding="none", mode="bm25", progress=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c"]
+
+
+def test_a_postgres_location_never_shows_its_password() -> None:
+    """Regression (trial of 5d1ab81): ``repr(PostgresLocation(...))`` printed the URL as given, password included."""
+    backend = open_backend("postgresql://u:pw9@h/db?sslpassword=k9")
+    for text in (repr(backend), str(backend), backend.shown):
+        assert "pw9" not in text and "k9" not in text and "u:***@h/db" in text
+
+
+@pytest.mark.parametrize("text, shown", [
+    # libpq quotes a malformed URL whole in its own error message
+    ('missing "=" after "POSTGRESQL://u:pw9@h:1/db" in connection info string',
+     'missing "=" after "POSTGRESQL://u:***@h:1/db" in connection info string'),
+    ('in URI: "postgresql://u:pw9@[::1/db"', 'in URI: "postgresql://u:***@[::1/db"'),
+    ("postgresql:/u:pw9@h/db", "postgresql:/u:***@h/db"),
+    ("host=h password=pw9 dbname=d", "host=h password=*** dbname=d"),
+    ("host=h password='pw 9' dbname=d", "host=h password=*** dbname=d"),
+    ("postgresql://h/db?sslpassword=pw9&x=1", "postgresql://h/db?sslpassword=***&x=1"),
+    ("postgresql://u@h/db: no password here", "postgresql://u@h/db: no password here"),
+])
+def test_every_password_in_an_error_text_is_hidden(text: str, shown: str) -> None:
+    from langchain_ragspine.backends.postgres.chunk_store import redact_text, redact_url
+
+    assert redact_text(text) == shown
+    if text.lower().startswith("postgres"):
+        assert "pw9" not in redact_url(text)
+
+
+@pytest.mark.parametrize("url, libpq", [
+    ("  POSTGRESQL://u@h/db ", "postgresql://u@h/db"), ("Postgres://h/DB", "postgres://h/DB"),
+    ("postgresql://h/db", "postgresql://h/db"),
+])
+def test_the_url_libpq_gets_has_a_lower_case_scheme(url: str, libpq: str) -> None:
+    """Regression (trial of 5d1ab81): ``POSTGRESQL://…`` was taken as a PostgreSQL store but handed to libpq as
+    given, which reads it as a malformed keyword/value string (and quoted it, password and all, in its error)."""
+    from langchain_ragspine.backends.postgres.chunk_store import libpq_url
+
+    assert libpq_url(url) == libpq
