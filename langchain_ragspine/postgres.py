@@ -15,6 +15,7 @@ fusion in the package as for the file store.  See ``docs/postgres.md``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import ClassVar
 
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
@@ -241,6 +242,9 @@ class PostgresSource(StoreBackedSource[PostgresChunkStore]):
     Raises:
         StoreError: no store at ``url`` (on entering).
     """
+
+    #: What this backend refuses, by name (:func:`~langchain_ragspine.backends.base.refuse`): its chunk store's.
+    unsupported: ClassVar[Mapping[str, str]] = PostgresChunkStore.unsupported
 
     def __init__(self, url: str, *, embedding: str | Embeddings | None = None) -> None:
         self.url = url

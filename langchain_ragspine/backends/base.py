@@ -55,10 +55,13 @@ from langchain_ragspine.backends.versioning import INGEST_WRITER, StoredChunk
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.served import ServedIds
 
-__all__ = ["MMR", "PARENTS", "ChunkBackend", "SearchBackend", "StoreBackend", "check_vector_model", "refuse"]
+__all__ = ["CONTEXTUAL", "MMR", "PARENTS", "ChunkBackend", "SearchBackend", "StoreBackend", "check_vector_model", "refuse"]
 
 #: The feature name of parent-child chunking's parents (:attr:`ChunkBackend.unsupported`).
 PARENTS = "parents"
+#: The feature name of contextual chunk headers (``ingest(contextual=True)``, ``--contextual``; recorded in a store
+#: directory's ``index.json``).
+CONTEXTUAL = "contextual headers"
 #: The feature name of maximal marginal relevance search (:attr:`StoreBackend.unsupported`; both backends have it).
 MMR = "maximal marginal relevance search"
 

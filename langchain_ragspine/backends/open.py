@@ -21,11 +21,12 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from langchain_ragspine.backends.base import PARENTS
+from langchain_ragspine.backends.base import CONTEXTUAL, PARENTS
 from langchain_ragspine.backends.directory.chunk_store import ChunkStore
 from langchain_ragspine.backends.directory.layout import CHUNKS_DB, has_chunk_store, store_writer
 from langchain_ragspine.backends.postgres.chunk_store import (
@@ -52,8 +53,10 @@ class DirectoryLocation:
 
     root: Path
     kind: ClassVar[str] = "directory"
+    #: What this backend refuses, by name (:func:`~langchain_ragspine.backends.base.refuse`): its chunk store's.
+    unsupported: ClassVar[Mapping[str, str]] = ChunkStore.unsupported
     keeps_parents: ClassVar[bool] = PARENTS not in ChunkStore.unsupported
-    contextual_headers: ClassVar[bool] = True
+    contextual_headers: ClassVar[bool] = CONTEXTUAL not in ChunkStore.unsupported
 
     @property
     def location(self) -> Path:
@@ -100,8 +103,10 @@ class PostgresLocation:
 
     given: str
     kind: ClassVar[str] = "postgresql"
+    #: What this backend refuses, by name (:func:`~langchain_ragspine.backends.base.refuse`): its chunk store's.
+    unsupported: ClassVar[Mapping[str, str]] = PostgresChunkStore.unsupported
     keeps_parents: ClassVar[bool] = PARENTS not in PostgresChunkStore.unsupported
-    contextual_headers: ClassVar[bool] = False
+    contextual_headers: ClassVar[bool] = CONTEXTUAL not in PostgresChunkStore.unsupported
 
     def __repr__(self) -> str:
         return f"PostgresLocation(given={redact_url(self.given)!r})"  # never the password

@@ -30,6 +30,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
 from langchain_ragspine.arguments import DEFAULT_K
+from langchain_ragspine.backends.base import CONTEXTUAL, PARENTS, refuse
 from langchain_ragspine.backends.directory import bm25_parallel
 from langchain_ragspine.backends.directory.bm25_index import SAVE_LAYOUT as BM25_LAYOUT
 from langchain_ragspine.backends.directory.chunk_store import INGEST_WRITER, ChunkStore
@@ -229,12 +230,10 @@ def _ingest(
     if name is None:
         raise ValueError(f"ingest needs a named tokenizer (it is persisted with the index), got {tokenizer!r}")
     backend = open_backend(store_dir)
-    if (not backend.keeps_parents
-            and str(chunker or configured_setting("chunker") or "").strip().lower() == "parent_child"):
-        raise ValueError(  # before the store is touched (its tokenizer, its vectors) or a file is read
-            "chunker 'parent_child' is not supported on a PostgreSQL store (its parents are kept by a store directory's "
-            "chunk store only): ingest into a store directory (--store DIR), or choose another --chunker"
-        )
+    if str(chunker or configured_setting("chunker") or "").strip().lower() == "parent_child":
+        refuse(backend, PARENTS)  # before the store is touched (its tokenizer, its vectors) or a file is read
+    if contextual:
+        refuse(backend, CONTEXTUAL)  # likewise (a recorded header is refused below, once the store is read)
     # one writer at a time, from the first read of the store (its chunker, index state, document count) to the
     # last write (index.json; a PostgreSQL store's last commit): so two ingests run in order, each against the store
     # the other left
@@ -245,8 +244,8 @@ def _ingest(
     recorded = state.get("contextual")
     wanted_header = recorded if contextual is None else dict(CONTEXTUAL_DEFAULT) if contextual else None
     header = contextual_header(wanted_header)
-    if not backend.contextual_headers and wanted_header is not None:
-        raise ValueError("contextual headers are not supported on a PostgreSQL store yet; ingest without --contextual")
+    if wanted_header is not None:
+        refuse(backend, CONTEXTUAL)
     # every file is read and checked before the store is touched
     docs, loader = load_documents(paths, on_error=on_error, progress=progress)
     active_before = backend.active_document_count()

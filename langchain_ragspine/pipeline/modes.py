@@ -43,6 +43,7 @@ from langchain_core.retrievers import BaseRetriever
 
 from langchain_ragspine._stacklevel import user_stacklevel
 from langchain_ragspine.arguments import renamed_keywords, renamed_property
+from langchain_ragspine.backends.base import PARENTS, refuse
 from langchain_ragspine.embeddings.factory import resolve_embedding
 from langchain_ragspine.retrievers.bm25 import BM25Retriever
 from langchain_ragspine.retrievers.dense import DenseRetriever
@@ -598,6 +599,7 @@ PARENT_CHILD_FETCH_K = 50
 
 
 def _parent_child(children: BaseRetriever, ctx: ModeContext) -> BaseRetriever:
+    refuse(ctx.source, PARENTS)  # a backend that keeps no parents (PostgreSQL) says so, as ingest does
     parent_store = getattr(ctx.source, "parent_store", None)
     if parent_store is None:
         raise ValueError(

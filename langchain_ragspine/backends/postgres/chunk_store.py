@@ -62,7 +62,7 @@ from langchain_core.documents import Document
 
 from langchain_ragspine._closing import Closing
 from langchain_ragspine._optional import import_optional
-from langchain_ragspine.backends.base import PARENTS, refuse
+from langchain_ragspine.backends.base import CONTEXTUAL, PARENTS, refuse
 from langchain_ragspine.backends.versioning import (
     INGEST_WRITER,
     VECTORSTORE_WRITER,
@@ -584,6 +584,8 @@ class PostgresChunkStore(Closing, VersionedChunkStore):
     unsupported: Mapping[str, str] = MappingProxyType({
         PARENTS: "a PostgreSQL store keeps no parent passages (parent-child chunking); use a store directory "
                  "(--store DIR) for them, or another chunker",
+        CONTEXTUAL: "a PostgreSQL store records no contextual headers yet; ingest without --contextual "
+                    "(contextual=False), or into a store directory (--store DIR)",
     })
 
     def __init__(self, url: str, *, read_only: bool = False) -> None:

@@ -202,3 +202,29 @@ def test_the_url_libpq_gets_has_a_lower_case_scheme(url: str, libpq: str) -> Non
     from langchain_ragspine.backends.postgres.chunk_store import libpq_url
 
     assert libpq_url(url) == libpq
+
+
+def test_a_feature_postgresql_lacks_is_refused_by_one_rule_before_the_server_is_reached(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Trial of 5d1ab81: parent-child ingest, the parent_child mode and --contextual were refused in three places
+    with three wordings (and --contextual only after connecting).  Now every one is ``refuse(backend, feature)``
+    against the backend's ``unsupported`` mapping: one wording, before any connection (port 9: nothing listens)."""
+    from langchain_ragspine.backends.base import CONTEXTUAL, PARENTS
+    from langchain_ragspine.backends.postgres.chunk_store import PostgresChunkStore
+    from langchain_ragspine.cli import main
+
+    url = "postgresql://nobody@127.0.0.1:9/none?connect_timeout=2"
+    assert set(PostgresChunkStore.unsupported) >= {PARENTS, CONTEXTUAL}
+    assert open_backend(url).unsupported == PostgresChunkStore.unsupported
+    assert not open_backend(url).keeps_parents and not open_backend(url).contextual_headers
+    assert open_backend(str(tmp_path)).keeps_parents and open_backend(str(tmp_path)).contextual_headers
+    for feature, kwargs in ((PARENTS, {"chunker": "parent_child"}), (CONTEXTUAL, {"contextual": True})):
+        why = PostgresChunkStore.unsupported[feature]
+        with pytest.raises(ValueError, match=re.escape(f"does not support {feature}: {why}")):
+            ingest(tmp_path / "absent", url, mode="bm25", **kwargs)
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert main(["ingest", str(tmp_path), "--store", url, "--contextual"]) != 0
+    err = capsys.readouterr().err
+    assert f"does not support {CONTEXTUAL}" in err and "Connection refused" not in err
