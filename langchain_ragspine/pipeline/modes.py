@@ -542,16 +542,27 @@ def mode_factory(
 
 
 # -- the built-in modes -------------------------------------------------------------------------------------------------
+def _one_channel(ctx: ModeContext, channel: BaseRetriever) -> BaseRetriever:
+    """A one-channel mode (``bm25``, ``vector``): the channel; with ``filter=`` (the retriever's own filter, ANDed
+    with every call's, as in every mode) the channel through the fusion that honours it, as ``auto`` does over BM25
+    alone.  Any other option is the fusion's (``alpha``, ``fusion``, …), which one channel does not use: refused."""
+    rest = sorted(set(ctx.options) - {"filter"})
+    if rest:
+        raise TypeError(
+            f"retrieval mode {ctx.mode!r} takes only the option filter, got {rest} (options of the fusion: use mode "
+            "'hybrid' or 'auto')"
+        )
+    return ctx.hybrid([channel]) if ctx.options else channel
+
+
 def _bm25_only(ctx: ModeContext) -> BaseRetriever:
-    ctx.refuse_options()
-    return ctx.bm25()
+    return _one_channel(ctx, ctx.bm25())
 
 
 def _vector(ctx: ModeContext) -> BaseRetriever:
-    ctx.refuse_options()
     dense = ctx.dense(required=True)
     assert dense is not None  # required=True raises instead
-    return dense
+    return _one_channel(ctx, dense)
 
 
 def _hybrid(ctx: ModeContext) -> BaseRetriever:

@@ -460,7 +460,8 @@ def open_retriever(
     Modes (default ``RAGSPINE_RETRIEVAL_MODE``, else ``"auto"``): ``bm25`` / ``lexical`` / ``economy`` — the BM25
     index only, no embedding model is loaded; ``vector`` — the dense channel only; ``hybrid`` — BM25 and dense fused
     by :class:`~langchain_ragspine.retrievers.HybridRetriever` (``fetch_k`` per channel, default 50 —
-    ``candidate_k`` is its old name, deprecated; ``options`` such as ``alpha`` or ``fusion`` go to it); ``auto`` —
+    ``candidate_k`` is its old name, deprecated; ``options`` such as ``alpha`` or ``fusion`` go to it; every built-in mode takes ``filter=``, the retriever's own
+    filter, ANDed with each call's); ``auto`` —
     ``hybrid`` when the store has a vector index and its embedding model can be loaded here, else ``bm25``, and over
     a store ingested with ``--chunker parent_child`` the distinct parents of what that finds (as ``parent_child``: a
     :class:`~langchain_ragspine.retrievers.ParentChildRetriever`, ``k`` parents from 50 children); and any mode

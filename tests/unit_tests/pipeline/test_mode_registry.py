@@ -225,8 +225,10 @@ def test_registry_errors():
     with pytest.raises(TypeError, match="RetrievalMode"):
         register_mode("bm25")  # type: ignore[arg-type]
     docs = [Document(page_content="京都", metadata={"chunk_id": "d#0"})]
-    with pytest.raises(TypeError, match="mode 'bm25' takes no options, got \\['alpha'\\]"):
+    with pytest.raises(TypeError, match="mode 'bm25' takes only the option filter, got \\['alpha'\\]"):
         build_retriever("bm25", DocumentsSource(docs), k=1, alpha=0.5)
+    with pytest.raises(TypeError, match="mode 'vector' takes only the option filter, got \\['fusion'\\]"):
+        build_retriever("vector", DocumentsSource(docs, embedding=HashingEmbeddings()), k=1, filter={}, fusion="rrf")
 
 
 def test_an_alias_is_a_registered_name():
@@ -259,3 +261,23 @@ def test_cli_choices_come_from_library_constants(toy_mode):
     assert set(mode_names()) | {"economy", "lexical", "hyde"} <= set(sub["mode"].choices)
     ev = {a.dest: a for a in parser._subparsers._group_actions[0].choices["eval"]._actions}
     assert ev["ks"].default == list(DEFAULT_KS)
+
+
+@pytest.mark.parametrize("mode", ["bm25", "vector", "hybrid", "auto"])
+def test_every_mode_takes_its_own_filter_and_ands_it_with_the_calls(mode: str, corpus: Path, tmp_path: Path) -> None:
+    """Trial of 5d1ab81: ``open_retriever(store, mode="bm25" | "vector", filter=...)`` was a TypeError ("takes no
+    options") while ``hybrid`` and ``auto`` took it.  Every mode takes the retriever's own filter; a call's filter
+    is ANDed with it (never widens it)."""
+    ingest(corpus, tmp_path / "s", embedding=HashingEmbeddings(), progress=False)
+    for path, text in (("tsuyu.json", '{"lang": "ja", "year": 2020}'), ("kyoto.json", '{"lang": "ja", "year": 2024}'),
+                       ("osaka.json", '{"lang": "ja", "year": 2024}'), ("en.json", '{"lang": "en", "year": 2024}')):
+        (corpus / path).write_text(text, "utf-8")
+    ingest(corpus, tmp_path / "s", embedding=HashingEmbeddings(), progress=False)
+    own = open_retriever(tmp_path / "s", mode=mode, k=4, embedding=HashingEmbeddings(), filter={"lang": "ja"})
+    plain = open_retriever(tmp_path / "s", mode=mode, k=4, embedding=HashingEmbeddings())
+    hits = search(own, "京都 梅雨", k=4)
+    assert hits and {d.metadata["lang"] for d in hits} == {"ja"}
+    assert _ids(hits) == _ids(search(plain, "京都 梅雨", k=4, filter={"lang": "ja"}))
+    anded = search(own, "京都 梅雨 rainy", k=4, filter={"year": 2024})
+    assert anded and all(d.metadata["lang"] == "ja" and d.metadata["year"] == 2024 for d in anded)
+    assert search(own, "rainy season", k=4, filter={"lang": "en"}) == []  # the call cannot widen it
