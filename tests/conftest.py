@@ -61,6 +61,9 @@ def _session_cache_dir(pytestconfig: pytest.Config) -> Path:
 @pytest.fixture(autouse=True)
 def _isolated_settings(monkeypatch: pytest.MonkeyPatch, _session_cache_dir: Path) -> None:
     isolate_settings(monkeypatch, _session_cache_dir)  # again: what an earlier fixture or test changed is undone
+    from langchain_ragspine.filters import reset_filter_warnings
+
+    reset_filter_warnings()  # an unknown filter field warns once per process: once per test here
 
 
 @pytest.fixture

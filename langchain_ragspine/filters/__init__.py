@@ -50,7 +50,8 @@ Semantics (fail closed, because filters often scope access):
   evaluated only as far as decides it, so an operand the result does not depend on may pass.  A field holding
   dates in some chunks and other strings in others is therefore best filtered with ISO dates.  A field that no
   indexed chunk has produces an :class:`UnknownFilterFieldWarning` naming the closest known fields
-  (:class:`FilterMasks`; one warning each for the first :data:`MAX_FIELD_WARNINGS` such fields, one for the rest).
+  (:class:`FilterMasks`; one warning each for the first :data:`MAX_FIELD_WARNINGS` such fields, one for the rest),
+  once per process for each field and set of known fields, on every backend and channel (:func:`unreported_fields`).
 * **Bounded size.**  A filter nests at most :data:`MAX_FILTER_DEPTH` (64) dicts and lists — each ``$and`` /
   ``$or`` level is two (a dict in a list), a ``$not`` or a field's ``not`` one, so about 30 levels of ``$and`` —,
   holds at most :data:`MAX_FILTER_NODES` (1,000) nodes — every key of every dict in it counts one: a field, a
@@ -83,6 +84,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
@@ -124,7 +126,9 @@ __all__ = [
     "parse_filter_expressions",
     "Predicate",
     "Test",
+    "reset_filter_warnings",
     "unknown_field_message",
+    "unreported_fields",
     "UnknownFilterFieldWarning",
     "warn_unknown_fields",
 ]
@@ -954,12 +958,43 @@ def unknown_field_message(field: str, known: Iterable[str]) -> str:
 MAX_FIELD_WARNINGS = 10
 
 
+# (hash of a store's known fields, field) already warned about in this process: see unreported_fields
+_REPORTED: set[tuple[int, str]] = set()
+_REPORTED_LOCK = threading.Lock()
+_REPORTED_MAX = 4096  # then forgotten, all at once (a field may be warned about again)
+
+
+def unreported_fields(unknown: Sequence[str], known: Iterable[str]) -> list[str]:
+    """Those of the unknown filter fields ``unknown`` not yet reported for a store whose chunks have the fields
+    ``known`` (and marks them reported): the one rule of :class:`UnknownFilterFieldWarning`, on every backend and
+    channel — **once per process for each field and set of known fields**.  So a hybrid's BM25 and dense channels
+    (same store, same fields) warn once, not twice; a PostgreSQL retriever warns at its first call, not every call;
+    a store whose fields change (a field added by an ingest) is a new set, and warns again.  At most 4,096 pairs are
+    kept, then all forgotten.  :func:`reset_filter_warnings` forgets them (tests, a long-lived app that wants to be
+    told again)."""
+    known_key = hash(frozenset(known))
+    with _REPORTED_LOCK:
+        if len(_REPORTED) >= _REPORTED_MAX:
+            _REPORTED.clear()
+        fresh = [f for f in dict.fromkeys(unknown) if (known_key, f) not in _REPORTED]
+        _REPORTED.update((known_key, f) for f in fresh)
+    return fresh
+
+
+def reset_filter_warnings() -> None:
+    """Forget which unknown filter fields were warned about (:func:`unreported_fields`): each warns once again."""
+    with _REPORTED_LOCK:
+        _REPORTED.clear()
+
+
 def warn_unknown_fields(unknown: Sequence[str], known: Iterable[str], *, stacklevel: int = 2) -> None:
     """Warn (:class:`UnknownFilterFieldWarning`) for the filter fields ``unknown`` that no indexed chunk has
-    (``known``: the fields the chunks have): one warning each for the first :data:`MAX_FIELD_WARNINGS`
+    (``known``: the fields the chunks have), each once per process and set of known fields
+    (:func:`unreported_fields`): one warning each for the first :data:`MAX_FIELD_WARNINGS`
     (:func:`unknown_field_message`), one more naming a few of the rest and counting them.  ``stacklevel`` as for
     :func:`warnings.warn`, counted from the caller of this function."""
     known = list(known)
+    unknown = unreported_fields(unknown, known)
     for field in unknown[:MAX_FIELD_WARNINGS]:
         warnings.warn(unknown_field_message(field, known), UnknownFilterFieldWarning, stacklevel=stacklevel + 1)
     rest = unknown[MAX_FIELD_WARNINGS:]

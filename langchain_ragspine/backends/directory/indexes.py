@@ -61,6 +61,7 @@ from langchain_ragspine.filters import (
     filter_fields,
     filter_key,
     unknown_field_message,
+    unreported_fields,
 )
 from langchain_ragspine.sensitivity import is_restricted
 from langchain_ragspine.text import index_text
@@ -383,9 +384,8 @@ class IndexSnapshot:
             for part in self.parts:
                 known |= part.known_fields()
             if known:
-                for name in filter_fields(filter):
-                    if name not in known:
-                        self.warn(unknown_field_message(name, known), UnknownFilterFieldWarning)
+                for name in unreported_fields([n for n in filter_fields(filter) if n not in known], known):
+                    self.warn(unknown_field_message(name, known), UnknownFilterFieldWarning)
         out: list[np.ndarray | None] = []
         for part, live in zip(self.parts, self.live, strict=True):
             mask = part.mask(key, predicate)

@@ -180,3 +180,24 @@ def test_a_psycopg_error_quoting_the_url_never_shows_its_password() -> None:
         assert "pw9secret" not in str(info.value) and "***" in str(info.value)
     with pytest.raises(StoreError, match="Connection refused|connection failed"):  # reached the server: lowered
         PostgresChunkStore("POSTGRESQL://u@127.0.0.1:9/db?connect_timeout=2")
+
+
+def test_an_unknown_filter_field_warns_once_on_both_backends(corpus: Path, tmp_path: Path, pg_url: str) -> None:
+    """Trial of 5d1ab81: the directory store warned once per retriever and channel (twice per hybrid); PostgreSQL
+    at every call and channel (six times for three hybrid calls).  Now one rule (filters.unreported_fields): once
+    per process for a field and the store's set of fields, on both backends, whatever the channels or calls."""
+    import warnings
+
+    from langchain_ragspine.filters import UnknownFilterFieldWarning, reset_filter_warnings
+
+    ingest(corpus, tmp_path / "S", embedding="hashing")
+    ingest(corpus, pg_url, embedding="hashing")
+    for store in (str(tmp_path / "S"), pg_url):
+        for mode in ("bm25", "vector", "hybrid"):
+            reset_filter_warnings()
+            with warnings.catch_warnings(record=True) as seen:
+                warnings.simplefilter("always")
+                for _ in range(3):
+                    assert open_retriever(store, mode=mode).invoke("梅雨", filter={"lnag": "ja"}) == []
+            got = [str(w.message) for w in seen if issubclass(w.category, UnknownFilterFieldWarning)]
+            assert len(got) == 1 and "closest known fields: 'lang'" in got[0], (store, mode, got)

@@ -280,8 +280,11 @@ def test_filter_errors_and_warnings_match_the_evaluator(pg_url: str) -> None:
         pg.invoke("", filter={"updated": {"gt": "2024/01/01"}})  # checked before an empty query returns []
     with pytest.warns(UnknownFilterFieldWarning, match="closest known fields: 'dept'") as record:
         assert pg.invoke(QUERY, filter={"dpet": "a"}) == []
+    with warnings.catch_warnings():  # once per process for a field and the store's fields, not every call
+        warnings.simplefilter("error", UnknownFilterFieldWarning)
+        assert pg.invoke(QUERY, filter={"dpet": "a"}) == []
     with pytest.warns(UnknownFilterFieldWarning) as direct:
-        assert pg.search(QUERY, filter={"dpet": "a"}) == []
+        assert pg.search(QUERY, filter={"dpte": "a"}) == []
     # attributed to the caller's line (here), not to a frame inside the package or langchain_core
     assert [w.filename for w in (*record, *direct)] == [__file__, __file__]
     with pytest.raises(TypeError):
