@@ -27,8 +27,10 @@ checked here (:func:`configured_number`).
 
 from __future__ import annotations
 
+import difflib
 import math
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -44,9 +46,11 @@ __all__ = [
     "DEFAULT_OVERLAP_CHARS",
     "MAX_STATEMENT_TIMEOUT",
     "NUMERIC_SETTINGS",
+    "TOOL_VARIABLES",
     "RagSpineSettings",
     "blank_setting",
     "check_count",
+    "check_setting_names",
     "check_timeout",
     "configured_number",
     "from_setting",
@@ -315,6 +319,11 @@ class RagSpineSettings(BaseSettings):
         env_prefix="RAGSPINE_", env_file=".env", extra="ignore", populate_by_name=True
     )
 
+    def __init__(self, **values: Any) -> None:
+        check_setting_names(values, explicit=True)
+        check_setting_names(_environment_names(values.get("_env_file", self.model_config.get("env_file"))))
+        super().__init__(**values)
+
     # the constrained fields (CHECKED_WHERE_USED) hold a bad value as written: read them with configured_setting
     tokenizer: str = "auto"
     chunk_size: int | str = DEFAULT_CHUNK_CHARS
@@ -353,6 +362,8 @@ class RagSpineSettings(BaseSettings):
         # refused where the setting is used (configured_setting), not here: a number that parses is held as its
         # type, anything else as written (stripped), a blank one as what blank means
         field = str(info.field_name)
+        if isinstance(value, bool):  # never from the environment (a string): an explicit RagSpineSettings(k=True)
+            raise ValueError(f"{field} must be {'a number' if field in NUMERIC_SETTINGS else 'a string'}, got {value!r}")
         blank, meaning = blank_setting(field, value)
         if blank:
             return meaning
@@ -362,6 +373,60 @@ class RagSpineSettings(BaseSettings):
             except (TypeError, ValueError):
                 pass
         return value.strip() if isinstance(value, str) else value
+
+
+#: ``RAGSPINE_*`` variables that are not settings: read by this repository's own tools, never by the package —
+#: ``RAGSPINE_DATA`` (the shared evaluation data, for benchmarks, notebooks and data-backed tests),
+#: ``RAGSPINE_NOTEBOOK_LIMIT`` / ``RAGSPINE_NOTEBOOK_OUT`` (the notebooks' run), ``RAGSPINE_RECORD_PINS`` (tests).
+TOOL_VARIABLES = frozenset({"RAGSPINE_DATA", "RAGSPINE_NOTEBOOK_LIMIT", "RAGSPINE_NOTEBOOK_OUT", "RAGSPINE_RECORD_PINS"})
+
+
+def _environment_names(env_file: object) -> list[str]:
+    """The ``RAGSPINE_*`` names of the environment and of ``env_file`` (when it is a file), upper-cased as the
+    settings read them."""
+    names = [n for n in os.environ if n.upper().startswith("RAGSPINE_")]
+    if isinstance(env_file, (str, os.PathLike)) and Path(env_file).is_file():
+        from dotenv import dotenv_values
+
+        names += [n for n in dotenv_values(env_file) if n.upper().startswith("RAGSPINE_")]
+    return names
+
+
+def check_setting_names(names: Iterable[str], *, explicit: bool = False) -> None:
+    """Refuse a setting name that is none: an unknown keyword of ``RagSpineSettings(...)`` (``explicit``), or a
+    ``RAGSPINE_*`` variable of the environment or ``.env`` that no setting reads (:data:`TOOL_VARIABLES` aside) —
+    never ignored, so a misspelt ``RAGSPINE_TOKENISER`` is not silently the default.
+
+    Example:
+        >>> check_setting_names(["RAGSPINE_K", "RAGSPINE_DATA"])
+        >>> check_setting_names(["RAGSPINE_TOKENISER"])
+        Traceback (most recent call last):
+        ValueError: RAGSPINE_TOKENISER is not a langchain-ragspine setting (did you mean RAGSPINE_TOKENIZER?); unset it, or see RagSpineSettings for the settings
+
+    Raises:
+        ValueError: the first such name, with the closest setting (:func:`difflib.get_close_matches`).
+    """
+    fields = RagSpineSettings.model_fields
+    if explicit:
+        known = {*fields, "OLLAMA_HOST"}
+        for name in names:
+            if name not in known and not name.startswith("_"):  # _env_file & co.: pydantic-settings' own
+                close = difflib.get_close_matches(name, sorted(fields), n=1, cutoff=0.6)
+                hint = f" (did you mean {close[0]}?)" if close else ""
+                raise ValueError(f"{name!r} is not a langchain-ragspine setting{hint}; the settings: {', '.join(fields)}")
+        return
+    variables = {setting_variable(f) for f in fields}
+    for name in names:
+        upper = name.upper()
+        if upper not in variables and upper not in TOOL_VARIABLES:
+            unprefixed = upper.removeprefix("RAGSPINE_")
+            by_name = {v.removeprefix("RAGSPINE_"): v for v in variables}  # compare the names, not the prefix
+            close = ([unprefixed] if unprefixed in variables  # RAGSPINE_OLLAMA_HOST: OLLAMA_HOST
+                     else [by_name[c] for c in difflib.get_close_matches(unprefixed, sorted(by_name), n=1, cutoff=0.7)])
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise ValueError(
+                f"{name} is not a langchain-ragspine setting{hint}; unset it, or see RagSpineSettings for the settings"
+            )
 
 
 def get_settings() -> RagSpineSettings:

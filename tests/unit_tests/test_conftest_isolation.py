@@ -54,7 +54,7 @@ def test_garbage_in_every_variable_and_in_dotenv_leaves_the_defaults_and_the_pin
         monkeypatch.setenv(variable, value)
     monkeypatch.setenv("ragspine_tokenizer", "lowercase-garbage")  # read as RAGSPINE_TOKENIZER
     monkeypatch.setenv("RAGSPINE_DATA", "/where/the/shared/data/is")  # not a setting: left alone
-    monkeypatch.setenv("RAGSPINE_NOT_A_SETTING", "kept")
+    monkeypatch.setenv("RAGSPINE_NOTEBOOK_OUT", "kept")  # a tool's variable (settings.TOOL_VARIABLES), no setting
     monkeypatch.setitem(RagSpineSettings.model_config, "env_file", DOTENV)
     defaults = _expected(tmp_path / "cache")
     polluted = get_settings().model_dump()
@@ -68,7 +68,7 @@ def test_garbage_in_every_variable_and_in_dotenv_leaves_the_defaults_and_the_pin
     assert {name.upper() for name in changed} == setting_variables()  # cleared (or pinned): exactly the model's
     assert "ragspine_tokenizer" in changed
     assert os.environ["RAGSPINE_DATA"] == "/where/the/shared/data/is"
-    assert os.environ["RAGSPINE_NOT_A_SETTING"] == "kept"
+    assert os.environ["RAGSPINE_NOTEBOOK_OUT"] == "kept"
     # .env is still there, and would be read: the isolation is what keeps it out
     monkeypatch.setitem(RagSpineSettings.model_config, "env_file", DOTENV)
     reread = get_settings().model_dump()

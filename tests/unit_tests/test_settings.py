@@ -5,6 +5,7 @@ Each test runs in a temporary working directory, so ``.env`` is the one the test
 
 import ast
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -317,11 +318,56 @@ def _environment_reads(path: Path) -> list[str]:
 
 
 def test_the_library_never_reads_the_environment_itself():
+    # the settings module is the one reader: pydantic-settings reads the values, and it lists the RAGSPINE_* names
+    # to refuse one that is no setting (settings.check_setting_names)
     reads = [r for path in sorted(PACKAGE.rglob("*.py")) for r in _environment_reads(path)]
-    assert reads == [], "read configuration through langchain_ragspine.settings.get_settings()"
+    assert [r for r in reads if not r.startswith("settings.py:")] == [], (
+        "read configuration through langchain_ragspine.settings.get_settings()")
+    assert len(reads) == 1  # that one place: the names of the environment
 
 
 def test_the_rule_checker_finds_environment_reads(tmp_path):
     probe = tmp_path / "probe.py"
     probe.write_text("import os\nfrom os import getenv\nx = os.environ.get('A')\n", "utf-8")
     assert len(_environment_reads(probe)) == 2
+
+
+@pytest.mark.parametrize("name, hint", [
+    ("RAGSPINE_TOKENISER", "did you mean RAGSPINE_TOKENIZER?"), ("ragspine_chunksize", "did you mean RAGSPINE_CHUNK_SIZE?"),
+    ("RAGSPINE_OLLAMA_HOST", "did you mean OLLAMA_HOST?"), ("RAGSPINE_ZZZ", "not a langchain-ragspine setting;"),
+])
+def test_an_unknown_ragspine_variable_is_an_error_naming_it(
+    name: str, hint: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Regression (trial of 5d1ab81): a misspelt ``RAGSPINE_TOKENISER=cjk`` was silently ignored (the default
+    tokenizer ran).  An unknown ``RAGSPINE_*`` variable — in the environment or in ``.env`` — is an error naming it
+    and the closest setting; the repository tools' own variables (``RAGSPINE_DATA``, …) are not settings and pass."""
+    from langchain_ragspine.cli import main
+    from langchain_ragspine.settings import TOOL_VARIABLES, get_settings
+
+    for tool in TOOL_VARIABLES:
+        monkeypatch.setenv(tool, "1")
+    get_settings()  # tool variables are fine
+    monkeypatch.setenv(name, "cjk")
+    with pytest.raises(ValueError, match=re.escape(name) + ".*" + re.escape(hint)):
+        get_settings()
+    assert main(["search", "x", "--store", str(tmp_path)]) == 2
+    assert name in capsys.readouterr().err
+    monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".env").write_text(f"{name}=cjk\n", "utf-8")
+    monkeypatch.setitem(RagSpineSettings.model_config, "env_file", ".env")
+    with pytest.raises(ValueError, match=re.escape(name)):
+        get_settings()
+
+
+def test_an_unknown_or_mistyped_keyword_of_the_settings_is_an_error() -> None:
+    """Regression (trial of 5d1ab81): ``RagSpineSettings(kk=3)`` was ignored and ``RagSpineSettings(k=True)`` held
+    ``1``."""
+    with pytest.raises(ValueError, match=r"'kk' is not a langchain-ragspine setting \(did you mean k\?\)"):
+        RagSpineSettings(kk=3)
+    with pytest.raises(ValueError, match="k must be a number, got True"):
+        RagSpineSettings(k=True)
+    with pytest.raises(ValueError, match="tokenizer must be a string, got False"):
+        RagSpineSettings(tokenizer=False)
+    assert RagSpineSettings(k=3).k == 3 and RagSpineSettings(OLLAMA_HOST="http://h:1").ollama_host == "http://h:1"
