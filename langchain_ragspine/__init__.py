@@ -11,7 +11,7 @@ The names are imported when first used (PEP 562), so ``import langchain_ragspine
 what that class needs.
 """
 
-import importlib
+import importlib as _importlib
 from typing import TYPE_CHECKING, Any
 
 from langchain_ragspine._version import __version__ as __version__
@@ -181,10 +181,12 @@ def __getattr__(name: str) -> Any:
             DeprecationWarning,
             stacklevel=user_stacklevel(),
         )
-    value = getattr(importlib.import_module(module), name)
+    value = getattr(_importlib.import_module(module), name)
     globals()[name] = value
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+    """The public names (``__all__``) and the module's dunders — not the helpers this module imports itself
+    (``importlib``, ``Any``, ``TYPE_CHECKING``) nor its lazy-import tables."""
+    return sorted({*__all__, *(n for n in globals() if n.startswith("__") and n.endswith("__"))})

@@ -50,6 +50,7 @@ from langchain_ragspine.documents import check_score_threshold, chunk_key
 from langchain_ragspine.errors import StoreError, StoreWriteError
 from langchain_ragspine.filters import and_filters, compiled_filter
 from langchain_ragspine.retrievers.base import check_query
+from langchain_ragspine.retrievers.bm25 import BM25_SCALE
 from langchain_ragspine.sensitivity import drop_restricted, is_restricted
 from langchain_ragspine.served import ServedIds
 
@@ -64,6 +65,8 @@ __all__ = [
     "as_chunks",
     "as_list",
     "check_records",
+    "check_lambda_mult",
+    "check_search_kwarg_values",
     "check_search_type_kwargs",
     "search_kwargs_for_call",
     "texts_as_documents",
@@ -374,8 +377,7 @@ class MarginalRelevanceStore(TextsAsDocumentsStore):
     ) -> list[Document]:
         flt = self._check_search_arguments(name, kwargs, filter)
         k, fetch_k = check_k(k), check_k(fetch_k, "fetch_k")
-        if isinstance(lambda_mult, bool) or not isinstance(lambda_mult, int | float) or not 0.0 <= lambda_mult <= 1.0:
-            raise ValueError(f"lambda_mult must be a number in [0, 1], got {lambda_mult!r}")
+        check_lambda_mult(lambda_mult)
         if not self._has_mmr():
             raise NotImplementedError(f"{type(self).__name__} has no maximal marginal relevance search")
         if vector is None:  # an empty query
@@ -486,6 +488,35 @@ def check_search_type_kwargs(
         )
 
 
+def check_lambda_mult(value: Any) -> float:
+    """MMR's ``lambda_mult``: a number in ``[0, 1]`` (1: relevance only, 0: diversity only).
+
+    Raises:
+        ValueError: anything else (a ``bool``, a string, a number outside the range), naming it.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
+        raise ValueError(f"lambda_mult must be a number in [0, 1], got {value!r}")
+    return float(value)
+
+
+def check_search_kwarg_values(kwargs: Mapping[str, Any], search_type: str | None = None) -> None:
+    """The values of the search keywords in ``kwargs`` (``None``: not given) checked as the store's search methods
+    check them — ``k`` and ``fetch_k`` ints >= 1, ``lambda_mult`` in [0, 1], ``score_threshold`` a finite number
+    >= 0 (its upper bound depends on the search type's scale, which the store checks when it searches) — so ``as_retriever(search_kwargs={"k": "3"})`` fails when it is built, not at its
+    first ``invoke``.
+
+    Raises:
+        TypeError, ValueError: naming the keyword and the value (as :func:`~langchain_ragspine.arguments.check_k`,
+            :func:`check_lambda_mult`, :func:`~langchain_ragspine.documents.check_score_threshold`).
+    """
+    for name in ("k", "fetch_k"):
+        if kwargs.get(name) is not None:
+            check_k(kwargs[name], name)
+    if kwargs.get("lambda_mult") is not None:
+        check_lambda_mult(kwargs["lambda_mult"])
+    check_score_threshold(kwargs.get("score_threshold"), scale=BM25_SCALE if search_type == "bm25" else "")
+
+
 #: A store retriever's constructor arguments.
 RETRIEVER_FIELDS = ("vectorstore", "search_type", "search_kwargs", "tags", "metadata", "name")
 
@@ -530,6 +561,7 @@ class ScopedVectorStoreRetriever(VectorStoreRetriever):
                         what="key")
         super().__init__(**data)
         check_search_type_kwargs(self.search_type, self.search_kwargs, self.allowed_search_types)
+        check_search_kwarg_values(self.search_kwargs, self.search_type)
 
     def check_call(self, kwargs: Mapping[str, Any]) -> None:
         """Refuse a call keyword this retriever does not take: ``search_type`` / ``search_kwargs`` (fixed when the

@@ -161,3 +161,21 @@ def test_regression_the_store_methods_refuse_a_keyword_their_search_type_does_no
     assert store.as_retriever(search_type="mmr", search_kwargs={"fetch_k": 6, "lambda_mult": 0.2}).invoke(Q)
     assert store.as_retriever(search_type="hybrid", search_kwargs={"fetch_k": 6, "score_threshold": 0.0}).invoke(Q)
     assert store.hybrid_search(Q, fetch_k=6)
+
+
+@pytest.mark.parametrize(("search_type", "search_kwargs", "error", "message"), [
+    ("similarity", {"k": "3"}, TypeError, r"k must be an int >= 1, got str '3'"),
+    ("hybrid", {"k": 0}, ValueError, r"k must be an int >= 1, got 0"),
+    ("similarity", {"k": True}, TypeError, r"k must be an int >= 1, got bool True"),
+    ("mmr", {"fetch_k": 2.5}, TypeError, r"fetch_k must be an int >= 1"),
+    ("mmr", {"lambda_mult": 2}, ValueError, r"lambda_mult must be a number in \[0, 1\], got 2"),
+    ("bm25", {"score_threshold": "x"}, TypeError, r"score_threshold must be a number or None"),
+    ("hybrid", {"score_threshold": -1}, ValueError, r"score_threshold must be a finite number >= 0"),
+])
+def test_regression_a_bad_search_kwargs_value_fails_when_the_retriever_is_built(
+    store: RagSpineVectorStore, search_type: str, search_kwargs: dict, error: type[Exception], message: str
+) -> None:
+    """Trial of 5d1ab81: ``as_retriever(search_kwargs={"k": "3"})`` was built and failed at its first invoke —
+    in a chain, far from the line that made it."""
+    with pytest.raises(error, match=message):
+        store.as_retriever(search_type=search_type, search_kwargs=search_kwargs)
