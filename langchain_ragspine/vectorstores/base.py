@@ -51,7 +51,7 @@ from langchain_ragspine.errors import StoreError, StoreWriteError
 from langchain_ragspine.filters import and_filters, compiled_filter
 from langchain_ragspine.retrievers.base import check_query
 from langchain_ragspine.retrievers.bm25 import BM25_SCALE
-from langchain_ragspine.sensitivity import drop_restricted, is_restricted
+from langchain_ragspine.sensitivity import drop_restricted, is_restricted, is_sensitivity_key, normalize_label
 from langchain_ragspine.served import ServedIds
 
 __all__ = [
@@ -63,6 +63,7 @@ __all__ = [
     "TextsAsDocumentsStore",
     "all_or_nothing",
     "as_chunks",
+    "as_ids",
     "as_list",
     "check_records",
     "check_lambda_mult",
@@ -92,6 +93,27 @@ def as_list(value: Any, name: str, method: str) -> list[Any]:
     return list(value)
 
 
+def as_ids(value: Any, method: str, *, missing: bool = False) -> list[Any]:
+    """``value`` as a list of record ids: :func:`as_list`, then every item a non-empty ``str`` (a LangChain
+    ``Document.id``) — never converted: ``add_texts(ids=[1])`` stored ``'1'`` silently, and ``get_by_ids([1, "1"])``
+    returned that record twice.  ``missing``: a write's ids, where ``None`` / ``""`` means "choose one" (LangChain's
+    ``from_documents`` passes ``[doc.id for doc in documents]``, ``None`` for a document without one).
+
+    Raises:
+        TypeError: as :func:`as_list`; an item that is not a ``str`` (its index named).
+        ValueError: an empty id (unless ``missing``).
+    """
+    ids = as_list(value, "ids", method)
+    for i, rid in enumerate(ids):
+        if missing and not rid and (rid is None or isinstance(rid, str)):
+            continue
+        if not isinstance(rid, str):
+            raise TypeError(f"{method}: ids[{i}] must be a str, got {type(rid).__name__} {rid!r:.60}")
+        if not rid:
+            raise ValueError(f"{method}: ids[{i}] is empty; an id is a non-empty str")
+    return ids
+
+
 def check_records(ids: Sequence[str], documents: Sequence[Document], method: str) -> None:
     """Refuse a write call that could not be stored as given, before anything is written: an id given twice in
     the call (which of the two should win is a guess) or a NaN metadata value (anywhere in it: NaN never equals
@@ -111,6 +133,15 @@ def check_records(ids: Sequence[str], documents: Sequence[Document], method: str
                 "each id once — pass each record once"
             )
         first[rid] = i
+        for key, value in doc.metadata.items():
+            if is_sensitivity_key(key) and (
+                value is None or value == [] or (isinstance(value, str) and not normalize_label(value))
+            ):
+                raise ValueError(
+                    f"{method}: the record at index {i} (id {rid!r}) has metadata {key!r} = {value!r}, which is no "
+                    "sensitivity label; an empty label is never read as the default (as the corpus loader refuses "
+                    "it): write a label such as 'INTERNAL', or remove the key"
+                )
         found = nan_field(doc.metadata)
         if found is not None:
             raise ValueError(

@@ -119,6 +119,7 @@ from langchain_ragspine.vectorstores.base import (
     MarginalRelevanceStore,
     ScopedVectorStoreRetriever,
     all_or_nothing,
+    as_ids,
     as_list,
     check_records,
     check_search_type_kwargs,
@@ -476,7 +477,7 @@ class RagSpineVectorStore(MarginalRelevanceStore):
                     f"{doc!r:.60}; for plain strings use add_texts"
                 )
         ids = kwargs.get("ids")
-        ids = None if ids is None else as_list(ids, "ids", "add_documents")
+        ids = None if ids is None else as_ids(ids, "add_documents", missing=True)
         if ids is not None and len(ids) != len(docs):
             raise ValueError(f"add_documents got {len(docs)} documents and {len(ids)} ids")
         out: list[Document] = []
@@ -510,7 +511,7 @@ class RagSpineVectorStore(MarginalRelevanceStore):
         check_arguments(f"{type(self).__name__}.delete", kwargs, ())
         if ids is None:
             raise ValueError("delete() needs the ids to remove (get them from add_documents or get_by_ids)")
-        wanted = [str(i) for i in as_list(ids, "ids", "delete")]
+        wanted = as_ids(ids, "delete")
         with self._lock, all_or_nothing("delete", self.backend.where):
             self.backend.delete(wanted)
         return True
@@ -521,7 +522,7 @@ class RagSpineVectorStore(MarginalRelevanceStore):
         Raises:
             TypeError: ``ids`` a single ``str`` / ``bytes`` or not a list (:func:`~langchain_ragspine.vectorstores.base.as_list`).
         """
-        wanted = [str(i) for i in as_list(ids, "ids", "get_by_ids")]
+        wanted = as_ids(ids, "get_by_ids")
         return drop_restricted(_copy(d) for d in self.backend.get_by_ids(wanted))
 
     async def aget_by_ids(self, ids: Sequence[str], /) -> list[Document]:

@@ -217,3 +217,30 @@ def test_an_unknown_search_kwargs_key_is_refused_by_both_stores(any_store):
         s.as_retriever(search_kwargs={"kk": 3})
     with pytest.raises(TypeError, match=r"got unexpected argument 'search_kwarg' \(did you mean 'search_kwargs'"):
         s.as_retriever(search_kwarg={"k": 3})
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    (lambda s: s.add_texts(["z"], ids=[1]), r"add_documents: ids\[0\] must be a str, got int 1"),
+    (lambda s: s.add_documents([Document(page_content="z")], ids=[b"z"]), r"ids\[0\] must be a str, got bytes"),
+    (lambda s: s.get_by_ids(["a", 1]), r"get_by_ids: ids\[1\] must be a str, got int 1"),
+    (lambda s: s.delete([2]), r"delete: ids\[0\] must be a str, got int 2"),
+])
+def test_regression_an_id_that_is_not_a_str_is_refused_not_converted(store, call, message):
+    """Trial of 5d1ab81: ``add_texts(ids=[1])`` stored ``'1'`` silently and ``get_by_ids([1, "1"])`` returned that
+    record twice; LangChain's ids are strings."""
+    before = _all_ids(store)
+    with pytest.raises(TypeError, match=message):
+        call(store)
+    assert _all_ids(store) == before
+
+
+@pytest.mark.parametrize("label", ["", "  ", None, []])
+def test_regression_an_empty_sensitivity_label_is_refused_as_the_loader_refuses_it(store, label):
+    """Trial of 5d1ab81: the vector store stored ``{"sensitivity": ""}`` (then served as not RESTRICTED) though the
+    corpus loader refuses an empty label: it is never read as the default."""
+    before = _all_ids(store)
+    for key in ("sensitivity", "Sensitivity"):
+        with pytest.raises(ValueError, match=rf"metadata '{key}' = .*no sensitivity label"):
+            store.add_texts(["秘密の手順"], metadatas=[{key: label}])
+    assert _all_ids(store) == before
+    assert store.add_texts(["公開の手順"], metadatas=[{"sensitivity": "PUBLIC"}])
