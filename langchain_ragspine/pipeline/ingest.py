@@ -22,6 +22,7 @@ import errno
 import os
 import shutil
 import time
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -29,6 +30,7 @@ from typing import Any, Literal
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
+from langchain_ragspine._stacklevel import user_stacklevel
 from langchain_ragspine.arguments import DEFAULT_K
 from langchain_ragspine.backends.base import CONTEXTUAL, PARENTS, refuse
 from langchain_ragspine.backends.directory import bm25_parallel
@@ -52,7 +54,13 @@ from langchain_ragspine.configured import configured_setting
 from langchain_ragspine.embeddings.cache import content_hash, model_key_for
 from langchain_ragspine.embeddings.factory import resolve_embedding
 from langchain_ragspine.errors import StoreError, StoreWriteError
-from langchain_ragspine.pipeline.modes import get_mode, needs_embedding_message, resolve_mode
+from langchain_ragspine.pipeline.modes import (
+    get_mode,
+    needs_embedding_message,
+    resolve_mode,
+    split_mode,
+    transform_mode_message,
+)
 from langchain_ragspine.pipeline.stages import (
     CONTEXTUAL_DEFAULT,
     STORE_UNCHANGED,
@@ -222,6 +230,10 @@ def _ingest(
     workers = configured_setting("workers") if workers is None else workers
     bm25_parallel.resolve_workers(workers, 0)
     mode = resolve_mode(mode)
+    transform = split_mode(mode)[1]
+    if transform is not None:  # as open_retriever / search warn for it: the deprecated spelling of mode auto
+        warnings.warn(f"{transform_mode_message(transform)} (to ingest, it is mode 'auto')", DeprecationWarning,
+                      stacklevel=user_stacklevel())
     use = get_mode(mode).embedding
     emb = None if use == "none" else resolve_embedding(embedding)
     if emb is None and use == "required":

@@ -326,3 +326,15 @@ def test_cli_mode_takes_the_spellings_transform_takes(spelling, demo_store, caps
     spelled, _ = _search(capsys, demo_store, "--mode", spelling, *extra)
     plain, _ = _search(capsys, demo_store, "--mode", canonical, *extra)
     assert spelled == plain
+
+
+def test_regression_ingest_with_a_transformation_as_its_mode_warns_as_search_does(tmp_path: Path) -> None:
+    """Trial of 5d1ab81: ``open_retriever(mode="hyde")`` warned that the spelling is deprecated, ``ingest(mode=
+    "hyde")`` said nothing (and ingested as mode auto)."""
+    corpus = tmp_path / "c"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("# a\n\n梅雨の話\n", "utf-8")
+    with pytest.warns(DeprecationWarning, match=r"'hyde' is a query transformation, not a mode.*to ingest, it is "
+                                                r"mode 'auto'") as record:
+        summary = ingest(corpus, tmp_path / "s", mode="hyde", embedding="none", progress=False)
+    assert summary.documents == 1 and record[0].filename == __file__
