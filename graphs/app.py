@@ -16,6 +16,8 @@ the environment or ``.env``; see :class:`~langchain_ragspine.settings.RagSpineSe
 * ``RAGSPINE_RETRIEVAL_MODE`` / ``RAGSPINE_EMBEDDING`` — the retrieval mode (any registered one, see
   :mod:`langchain_ragspine.pipeline.modes`) and embedding model (default ``auto``);
 * ``RAGSPINE_K`` — passages per search (default 6, as ``ragspine ask``);
+* ``RAGSPINE_QUERY_TRANSFORM``, ``RAGSPINE_RERANKER``, ``RAGSPINE_POSTPROCESSOR`` — the query transformation and
+  the second stage, as ``ragspine graph`` builds them (default none);
 * ``RAGSPINE_LLM`` — a chat model spec (``ollama:qwen2.5:7b``, ``auto``, any ``init_chat_model`` string); unset or
   ``none`` means no LLM: every graph then runs its deterministic path.
 
@@ -63,25 +65,33 @@ def _store_dir() -> Path:
 
 
 @functools.cache
-def _parts() -> tuple[Any, Any]:
-    """``(retriever, chat model or None)``, shared by the three graphs; cached for the process's lifetime, which
-    is safe because the store's retriever (``open_retriever``'s) checks the store before every call (it reloads after a re-ingest
-    and never returns a row the store no longer serves)."""
+def _parts() -> tuple[Any, Any, list[Any]]:
+    """``(retriever, chat model or None, second stage)``, shared by the three graphs; cached for the process's
+    lifetime, which is safe because the store's retriever (``open_retriever``'s) checks the store before every call
+    (it reloads after a re-ingest and never returns a row the store no longer serves)."""
     from langchain_ragspine.chat_models import make_chat_model
+    from langchain_ragspine.configured import configured_setting
     from langchain_ragspine.pipeline.plan import RetrievalPlan, build_retriever
 
-    # the plan of open_retriever: k and mode from RAGSPINE_K / RAGSPINE_RETRIEVAL_MODE, read (and checked) there;
-    # no query transformation and no second stage (RAGSPINE_QUERY_TRANSFORM / _RERANKER are the CLI's)
-    retriever = build_retriever(RetrievalPlan(), _store_dir())
-    return retriever, make_chat_model(None)  # RAGSPINE_LLM; unset: no LLM (the deterministic path)
+    # the plan `ragspine graph` builds from the same settings: mode and k (RAGSPINE_RETRIEVAL_MODE / _K), the query
+    # transformation (RAGSPINE_QUERY_TRANSFORM) and the second stage (RAGSPINE_RERANKER / _POSTPROCESSOR), which the
+    # graph runs after its RESTRICTED gate; the first stage then returns the candidates the second stage chooses from
+    plan = RetrievalPlan.configured()
+    llm = make_chat_model(None)  # RAGSPINE_LLM; unset: no LLM (the deterministic path)
+    k = configured_setting("k")
+    compressors = plan.compressors(k=k, llm=llm)
+    retriever = build_retriever(plan.first_stage(), _store_dir(), k=plan.candidates(k, compressors),
+                                llm="none" if llm is None else llm)
+    return retriever, llm, compressors
 
 
 @functools.cache
 def _graph(name: str) -> Any:
     from langchain_ragspine.graphs import GRAPH_BUILDERS
 
-    retriever, llm = _parts()
-    return GRAPH_BUILDERS[GRAPHS[name]](retriever, llm=llm)
+    retriever, llm, compressors = _parts()
+    options = {"compressors": compressors} if compressors else {}  # none: the graph exactly as without them
+    return GRAPH_BUILDERS[GRAPHS[name]](retriever, llm=llm, **options)
 
 
 async def make_corrective_rag() -> Any:

@@ -53,6 +53,36 @@ def test_langgraph_json_uses_a_configured_store(monkeypatch, tmp_path):
     assert "小笠原諸島" in state["answer"] and state["citations"][0]["doc_id"] == "tsuyu"
 
 
+def test_regression_the_served_graphs_build_the_second_stage_and_transform_of_the_settings(monkeypatch, tmp_path):
+    """Trial of 5d1ab81: ``graphs/app.py`` ignored RAGSPINE_POSTPROCESSOR / RAGSPINE_RERANKER /
+    RAGSPINE_QUERY_TRANSFORM (only a code comment said so), though ``ragspine graph`` builds them.  Now the served
+    graphs run the same plan: here MMR over the candidates, after the RESTRICTED gate, and a bad value is an error
+    naming its variable."""
+    from langchain_ragspine.pipeline.ingest import ingest
+
+    corpus = tmp_path / "c"
+    corpus.mkdir()
+    (corpus / "tsuyu.md").write_text("# 梅雨\n\n日本で梅雨がないのは北海道と小笠原諸島である。", "utf-8")
+    ingest(corpus, tmp_path / "S", progress=False)
+    monkeypatch.setenv("RAGSPINE_STORE", str(tmp_path / "S"))
+    monkeypatch.setenv("RAGSPINE_LLM", "none")
+    question = {"question": "梅雨がないのは北海道とどこか", "filters": None}
+    plain = _load("./app.py:corrective_rag").invoke(question)
+    assert "compress" not in [t["step"] for t in plain["trace"]]
+    monkeypatch.setenv("RAGSPINE_POSTPROCESSOR", "mmr")
+    state = _load("./app.py:corrective_rag").invoke(question)
+    steps = [t for t in state["trace"] if t["step"] == "compress"]
+    assert steps and [c["compressor"] for c in steps[0]["compressors"]] == ["MMRCompressor"]
+    assert "小笠原諸島" in state["answer"]
+    monkeypatch.setenv("RAGSPINE_POSTPROCESSOR", "nope")
+    with pytest.raises(ValueError, match="RAGSPINE_POSTPROCESSOR"):
+        _load("./app.py:corrective_rag")
+    monkeypatch.delenv("RAGSPINE_POSTPROCESSOR")
+    monkeypatch.setenv("RAGSPINE_QUERY_TRANSFORM", "multi_query")  # an LLM transformation, no LLM: skipped, warned
+    with pytest.warns(UserWarning, match="multi_query"):
+        assert "小笠原諸島" in _load("./app.py:corrective_rag").invoke(question)["answer"]
+
+
 def test_regression_the_served_graphs_never_widen_a_filter(monkeypatch, tmp_path):
     """``graphs/app.py`` (what ``langgraph dev`` serves) built the corrective and adaptive graphs with the old
     default ``relax_filters=True``: a question filtered to tenant C came back with tenant A and B documents.  Every
