@@ -30,6 +30,7 @@ from __future__ import annotations
 import difflib
 import math
 import os
+import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -44,9 +45,11 @@ __all__ = [
     "DEFAULT_LLM",
     "DEFAULT_OLLAMA_HOST",
     "DEFAULT_OVERLAP_CHARS",
+    "MALFORMED_POSTGRES_RE",
     "MAX_STATEMENT_TIMEOUT",
     "NUMERIC_SETTINGS",
     "TOOL_VARIABLES",
+    "URL_SCHEME_RE",
     "RagSpineSettings",
     "blank_setting",
     "check_count",
@@ -55,6 +58,7 @@ __all__ = [
     "configured_number",
     "from_setting",
     "get_settings",
+    "looks_like_url",
     "ollama_base_url",
     "setting_variable",
     "settings_error_message",
@@ -220,6 +224,20 @@ def ollama_base_url(settings: RagSpineSettings | None = None) -> str:
     return base_url.rstrip("/")
 
 
+#: ``scheme://`` at the start of a store string (RFC 3986's scheme characters; group 1: the scheme).
+URL_SCHEME_RE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9+.-]*)://")
+#: A PostgreSQL URL missing a slash (``postgresql:/u:pw@h/db``) or both (``postgres:u@h/db``): ``postgresql:`` /
+#: ``postgres:`` then one ``/``, or a user part (``…@``) before any ``/``.  (``postgresql:dir`` is a directory.)
+MALFORMED_POSTGRES_RE = re.compile(r"(?i)^\s*postgres(?:ql)?:(?:/(?!/)|[^/]*@)")
+
+
+def looks_like_url(value: str) -> bool:
+    """Whether a store string is no directory path: a ``scheme://`` URL or a PostgreSQL URL missing a slash — kept
+    as a string (``Path`` would fold its ``//`` and make a directory named after it) for
+    :func:`~langchain_ragspine.backends.open.open_backend` to open or refuse, naming what is wrong."""
+    return bool(URL_SCHEME_RE.match(value) or MALFORMED_POSTGRES_RE.match(value))
+
+
 class RagSpineSettings(BaseSettings):
     """Package settings: every ``RAGSPINE_*`` variable (and ``OLLAMA_HOST``), from the environment or ``.env``.
 
@@ -352,9 +370,9 @@ class RagSpineSettings(BaseSettings):
     def _blank_is_unset(cls, value: object) -> object:
         if isinstance(value, str) and not value.strip():
             return None
-        if isinstance(value, str) and not value.strip().lower().startswith(("postgresql://", "postgres://")):
-            return Path(value)  # a directory; a database URL stays a string (Path would fold its "//")
-        return value
+        if isinstance(value, str) and not looks_like_url(value):
+            return Path(value)  # a directory; a URL stays a string (Path would fold its "//")
+        return value  # backends.open.open_backend decides: a PostgreSQL store, or an error naming what is wrong
 
     @field_validator(*CHECKED_WHERE_USED, mode="before")
     @classmethod

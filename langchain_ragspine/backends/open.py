@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +36,7 @@ from langchain_ragspine.backends.postgres.chunk_store import (
     redact_url,
     store_relations,
 )
+from langchain_ragspine.settings import MALFORMED_POSTGRES_RE, URL_SCHEME_RE
 
 __all__ = ["DirectoryLocation", "PostgresLocation", "StoreLocation", "open_backend"]
 
@@ -172,12 +172,12 @@ def open_backend(store: str | os.PathLike[str]) -> StoreLocation:
     """
     if is_postgres_url(store):
         return PostgresLocation(str(store))
-    if isinstance(store, str) and _MALFORMED_PG_RE.match(store):
+    if isinstance(store, str) and MALFORMED_POSTGRES_RE.match(store):
         raise ValueError(
             f"store {redact_url(store.strip())!r}: a malformed PostgreSQL URL (it needs '://': "
             "postgresql://user@host/db); as a path it would make a directory named after the URL"
         )
-    if isinstance(store, str) and (scheme := _URL_SCHEME_RE.match(store)):
+    if isinstance(store, str) and (scheme := URL_SCHEME_RE.match(store)):
         hint = ""
         if scheme.group(1).lower().startswith(("postgresql+", "postgres+")):
             hint = " (SQLAlchemy's spelling, with a driver: write postgresql://…)"
@@ -186,10 +186,3 @@ def open_backend(store: str | os.PathLike[str]) -> StoreLocation:
             "directory path or a postgresql:// URL"
         )
     return DirectoryLocation(Path(store))
-
-
-#: A PostgreSQL URL missing a slash (``postgresql:/u:pw@h/db``) or both (``postgres:u@h/db``): ``postgresql:`` /
-#: ``postgres:`` then one ``/``, or a user part (``…@``) before any ``/``.  (``postgresql:dir`` stays a directory.)
-_MALFORMED_PG_RE = re.compile(r"(?i)^\s*postgres(?:ql)?:(?:/(?!/)|[^/]*@)")
-#: ``scheme://`` at the start of a string (RFC 3986's scheme characters).
-_URL_SCHEME_RE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9+.-]*)://")

@@ -77,7 +77,6 @@ def test_the_public_api_is_exactly_the_pinned_list():
     assert len(PUBLIC_API) <= 40  # issue 26 R1: what a user composes; helpers live in their subpackages
 
 
-@pytest.mark.subprocess
 def test_dir_of_the_root_shows_the_public_names_not_its_own_helpers() -> None:
     """Regression (trial of 5d1ab81): ``dir(langchain_ragspine)`` listed ``Any``, ``TYPE_CHECKING`` and
     ``importlib`` (and the lazy-import tables) beside the public names."""
@@ -85,6 +84,7 @@ def test_dir_of_the_root_shows_the_public_names_not_its_own_helpers() -> None:
     assert shown == sorted(langchain_ragspine.__all__)
 
 
+@pytest.mark.subprocess
 def test_a_name_the_root_no_longer_exports_still_resolves_once_with_a_warning_naming_its_module(
     tmp_path: Path,
 ) -> None:

@@ -228,3 +228,29 @@ def test_a_feature_postgresql_lacks_is_refused_by_one_rule_before_the_server_is_
     assert main(["ingest", str(tmp_path), "--store", url, "--contextual"]) != 0
     err = capsys.readouterr().err
     assert f"does not support {CONTEXTUAL}" in err and "Connection refused" not in err
+
+
+@pytest.mark.parametrize(("store", "message"), [
+    ("postgresql:/u:pw9@h/db", "malformed PostgreSQL URL"), ("mysql://u:pw9@h/db", "no backend serves mysql://"),
+])
+def test_a_url_in_ragspine_store_is_opened_or_refused_never_made_a_directory(
+    store: str, message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Regression: ``RAGSPINE_STORE`` became a ``Path`` unless it started with ``postgresql://``, so a URL missing a
+    slash or in another scheme was a directory (``ragspine ingest`` made ``./postgresql:`` and ``./mysql:``),
+    bypassing open_backend's refusal."""
+    from langchain_ragspine.cli import main
+    from langchain_ragspine.settings import get_settings
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("RAGSPINE_STORE", store)
+    assert get_settings().store == store  # a string: open_backend decides
+    corpus = tmp_path / "c"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("# a\n\n梅雨\n", "utf-8")
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as info:  # argparse's --store default: a usage error
+        main(["ingest", str(corpus)])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and message in err and "pw9" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c"]
