@@ -723,7 +723,7 @@ def _second_stage_options(p: argparse.ArgumentParser, s: RagSpineSettings) -> No
     p.add_argument(
         "--fetch-k", type=int, default=None, metavar="N",
         help=f"candidates the reranker or mmr chooses the -k results from (at least k; default {DEFAULT_FETCH_K}); "
-        "an error without either",
+        "an error without either (the hybrid's own candidates per channel, 50, are open_retriever(fetch_k=...))",
     )
 
 
