@@ -201,3 +201,15 @@ def test_an_unknown_filter_field_warns_once_on_both_backends(corpus: Path, tmp_p
                     assert open_retriever(store, mode=mode).invoke("梅雨", filter={"lnag": "ja"}) == []
             got = [str(w.message) for w in seen if issubclass(w.category, UnknownFilterFieldWarning)]
             assert len(got) == 1 and "closest known fields: 'lang'" in got[0], (store, mode, got)
+
+
+def test_every_mode_takes_its_own_filter_on_postgresql_too(corpus: Path, pg_url: str) -> None:
+    """Trial of 5d1ab81: ``mode="bm25"`` / ``"vector"`` refused ``filter=`` (hybrid took it); on PostgreSQL as on a
+    store directory every mode now takes it, and a call's filter is ANDed with it."""
+    ingest(corpus, pg_url, embedding="hashing")
+    for mode in ("bm25", "vector", "hybrid", "auto"):
+        own = open_retriever(pg_url, mode=mode, filter={"lang": "ja"})
+        hits = search(own, "梅雨 rainy season", k=5)
+        assert hits and {d.metadata["lang"] for d in hits} == {"ja"}, mode
+        assert search(own, "rainy season", k=5, filter={"lang": "en"}) == [], mode  # never widened
+        assert all(SECRET not in d.page_content for d in hits)
