@@ -265,6 +265,6 @@ def test_served_graphs_build_the_pinned_retriever(stores, monkeypatch):
         monkeypatch.setenv("RAGSPINE_RETRIEVAL_MODE", env_mode)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            retriever, llm = app._parts()
+            retriever, llm, _compressors = app._parts()
         got[env_mode] = {"retriever": describe(retriever), "llm": describe(llm)}
     _check("served", got)
