@@ -17,7 +17,7 @@ the environment or ``.env``; see :class:`~langchain_ragspine.settings.RagSpineSe
   :mod:`langchain_ragspine.pipeline.modes`) and embedding model (default ``auto``);
 * ``RAGSPINE_K`` — passages per search (default 6, as ``ragspine ask``);
 * ``RAGSPINE_QUERY_TRANSFORM``, ``RAGSPINE_RERANKER``, ``RAGSPINE_POSTPROCESSOR`` — the query transformation and
-  the second stage, as ``ragspine graph`` builds them (default none);
+  the second stage, as ``ragspine ask --graph`` builds them (default none);
 * ``RAGSPINE_LLM`` — a chat model spec (``ollama:qwen2.5:7b``, ``auto``, any ``init_chat_model`` string); unset or
   ``none`` means no LLM: every graph then runs its deterministic path.
 
@@ -73,7 +73,7 @@ def _parts() -> tuple[Any, Any, list[Any]]:
     from langchain_ragspine.configured import configured_setting
     from langchain_ragspine.pipeline.plan import RetrievalPlan, build_retriever
 
-    # the plan `ragspine graph` builds from the same settings: mode and k (RAGSPINE_RETRIEVAL_MODE / _K), the query
+    # the plan `ragspine ask --graph` builds from the same settings: mode and k (RAGSPINE_RETRIEVAL_MODE / _K), the query
     # transformation (RAGSPINE_QUERY_TRANSFORM) and the second stage (RAGSPINE_RERANKER / _POSTPROCESSOR), which the
     # graph runs after its RESTRICTED gate; the first stage then returns the candidates the second stage chooses from
     plan = RetrievalPlan.configured()

@@ -32,6 +32,7 @@ from langchain_ragspine.backends.postgres.chunk_store import (
     META,
     PostgresChunkStore,
     PostgresConnection,
+    check_store_schema,
     is_postgres_url,
     redact_url,
     store_relations,
@@ -144,6 +145,7 @@ class PostgresLocation:
         """
         db = PostgresConnection(self.given)
         with db.connection() as conn:
+            check_store_schema(conn, self.shown)
             if not store_relations(conn, META):
                 return 0
         with PostgresChunkStore(self.given, read_only=owner is None) as store:

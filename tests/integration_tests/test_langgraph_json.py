@@ -55,7 +55,7 @@ def test_langgraph_json_uses_a_configured_store(monkeypatch, tmp_path):
 
 def test_regression_the_served_graphs_build_the_second_stage_and_transform_of_the_settings(monkeypatch, tmp_path):
     """Trial of 5d1ab81: ``graphs/app.py`` ignored RAGSPINE_POSTPROCESSOR / RAGSPINE_RERANKER /
-    RAGSPINE_QUERY_TRANSFORM (only a code comment said so), though ``ragspine graph`` builds them.  Now the served
+    RAGSPINE_QUERY_TRANSFORM (only a code comment said so), though ``ragspine ask --graph`` builds them.  Now the served
     graphs run the same plan: here MMR over the candidates, after the RESTRICTED gate, and a bad value is an error
     naming its variable."""
     from langchain_ragspine.pipeline.ingest import ingest

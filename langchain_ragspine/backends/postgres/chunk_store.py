@@ -100,6 +100,7 @@ __all__ = [
     "PostgresChunkStore",
     "PostgresConnection",
     "chunk_columns",
+    "check_store_schema",
     "close_pools",
     "get_pool",
     "import_psycopg",
@@ -239,6 +240,61 @@ _STORE_RELATIONS_SQL = (
     "SELECT u.n FROM unnest(%s::text[]) WITH ORDINALITY AS u(n, i) WHERE EXISTS (SELECT 1 FROM pg_class c "
     "JOIN pg_namespace s ON s.oid = c.relnamespace WHERE s.nspname = current_schema() AND c.relname = u.n) ORDER BY u.i"
 )
+
+
+def _path_schemas(search_path: str) -> list[str]:
+    """The schema names of a ``search_path`` setting, as PostgreSQL reads them: comma-separated, a double-quoted
+    name as written (``""`` for a quote), an unquoted one folded to lower case."""
+    names, name, quoted, i = [], "", False, 0
+    while i < len(search_path):
+        ch = search_path[i]
+        if quoted:
+            if ch == '"' and search_path[i + 1:i + 2] == '"':
+                name, i = name + '"', i + 1
+            elif ch == '"':
+                quoted = False
+            else:
+                name += ch
+        elif ch == '"':
+            quoted = True
+        elif ch == ",":
+            names.append(name.strip())
+            name = ""
+        else:
+            name += ch.lower()
+        i += 1
+    names.append(name.strip())
+    return [n for n in names if n]
+
+
+def check_store_schema(conn: Any, where: str) -> str:
+    """The store's schema (``current_schema()``), after checking it is the one the connection's ``search_path``
+    names first: when that schema does not exist, ``current_schema()`` is the next one (often ``public``, where
+    another store may live), and writing there retracted that store's documents.  A leading ``$user`` that names no
+    schema is skipped, as PostgreSQL skips it.
+
+    Raises:
+        StoreError: the first schema of the ``search_path`` does not exist (the message names it and what to do);
+            no schema of it exists.
+    """
+    current, path, user = conn.execute("SELECT current_schema(), current_setting('search_path'), current_user").fetchone()
+    named = [user if n == "$user" else n for n in _path_schemas(path)]
+    if named and named[0] == user and _path_schemas(path)[0] == "$user" and current != user:
+        named = named[1:]  # "$user" without a schema of that name: PostgreSQL skips it
+    if named and current != named[0]:
+        raise StoreError(
+            f"the store's schema {named[0]!r}, the first of this URL's search_path, does not exist, so PostgreSQL "
+            f"would use {current!r} instead (another store may live there): create it first (CREATE SCHEMA "
+            f"{named[0]}), or correct the search_path",
+            path=where,
+        )
+    if current is None:
+        raise StoreError(
+            "no schema to hold the store: none of the schemas of the connection's search_path exists; create it "
+            "first (CREATE SCHEMA …), or name an existing one (options=-csearch_path=...)",
+            path=where,
+        )
+    return str(current)
 
 
 def store_relations(conn: Any, *names: str) -> list[str]:
@@ -640,6 +696,7 @@ class PostgresChunkStore(Closing, VersionedChunkStore):
 
     def _ensure_schema(self) -> None:
         with self._db.connection() as conn:
+            check_store_schema(conn, self.path)
             version = self._schema_version(conn)
             if version is None:
                 if self._read_only:

@@ -44,6 +44,7 @@ from typing import Any
 
 from langchain_ragspine.backends.directory.lock import busy_error, check_lock_timeout, waiting_message
 from langchain_ragspine.backends.postgres.chunk_store import (
+    check_store_schema,
     import_psycopg,
     is_postgres_url,
     libpq_url,
@@ -105,6 +106,7 @@ def _store_key(conn: Any, where: str) -> tuple[str, int]:
     Raises:
         StoreError: no schema of the connection's ``search_path`` exists (so there is nowhere to write a store).
     """
+    check_store_schema(conn, where)
     row = conn.execute(_SCHEMA_SQL).fetchone()
     if row is None:
         raise StoreError(

@@ -213,3 +213,29 @@ def test_every_mode_takes_its_own_filter_on_postgresql_too(corpus: Path, pg_url:
         assert hits and {d.metadata["lang"] for d in hits} == {"ja"}, mode
         assert search(own, "rainy season", k=5, filter={"lang": "en"}) == [], mode  # never widened
         assert all(SECRET not in d.page_content for d in hits)
+
+
+def test_a_search_path_whose_first_schema_is_missing_is_refused_not_read_as_the_next(
+    corpus: Path, tmp_path: Path, pg_url: str, other_pg_url: str
+) -> None:
+    """Regression (trial of ba5bf07, data loss): with ``search_path=laws,<schema of a store>`` and no schema
+    ``laws``, current_schema() is the next one: ``ragspine ingest`` wrote into that store and retracted its
+    documents.  The first schema of the path must exist; otherwise every open, search and write is refused."""
+    import uuid
+
+    from langchain_ragspine.backends.postgres.lock import writer_lock
+
+    ingest(corpus, other_pg_url, embedding="hashing")
+    second = _schema(other_pg_url)
+    missing = f"absent_{uuid.uuid4().hex[:8]}"
+    url = other_pg_url.replace(f"csearch_path%3D{second},", f"csearch_path%3D{missing},{second},")
+    elsewhere = tmp_path / "elsewhere"
+    _write(elsewhere / "laws.md", "# 法令\n\n民法は私法の一般法である。", lang="ja")
+    refused = rf"the store's schema '{missing}', the first of this URL's search_path, does not exist"
+    for attempt in (lambda: ingest(elsewhere, url, embedding="hashing"), lambda: open_retriever(url, mode="bm25"),
+                    lambda: PostgresChunkStore(url), lambda: writer_lock(url).__enter__()):
+        with pytest.raises(StoreError, match=refused):
+            attempt()
+    with PostgresChunkStore(other_pg_url, read_only=True) as store:
+        assert store.doc_ids() == ["en", "keys", "kyoto", "tsuyu"]  # untouched
+    assert PostgresChunkStore(pg_url).count_chunks() == 0  # an existing first schema is fine
