@@ -245,6 +245,7 @@ class PostgresSource(StoreBackedSource[PostgresChunkStore]):
 
     #: What this backend refuses, by name (:func:`~langchain_ragspine.backends.base.refuse`): its chunk store's.
     unsupported: ClassVar[Mapping[str, str]] = PostgresChunkStore.unsupported
+    backend_name: ClassVar[str] = PostgresChunkStore.backend_name
 
     def __init__(self, url: str, *, embedding: str | Embeddings | None = None) -> None:
         self.url = url

@@ -244,7 +244,10 @@ def refuse(backend: object, feature: str) -> None:
     """Refuse ``feature`` on ``backend`` when its ``unsupported`` mapping lists it (the one place a backend's
     missing feature is refused by name); a backend without the attribute supports everything::
 
-        refuse(store, PARENTS)   # ValueError on PostgreSQL: "… does not support parents: …"
+        refuse(store, PARENTS)   # ValueError on PostgreSQL: "a PostgreSQL store does not support parents: …"
+
+    The subject is the backend's ``backend_name`` (one for every class of a backend: its chunk store, its
+    ``StoreBackend``, its location and its retriever source), else its class name.
 
     Raises:
         ValueError: ``feature`` is in ``backend.unsupported``; the message names the feature, the backend and what
@@ -252,7 +255,8 @@ def refuse(backend: object, feature: str) -> None:
     """
     why = dict(getattr(backend, "unsupported", None) or {}).get(feature)
     if why is not None:
-        raise ValueError(f"{type(backend).__name__} does not support {feature}: {why}")
+        name = getattr(backend, "backend_name", None) or type(backend).__name__
+        raise ValueError(f"{name} does not support {feature}: {why}")
 
 
 def check_vector_model(saved: str | None, key: str, where: str | None) -> None:

@@ -106,6 +106,7 @@ class PostgresLocation:
     kind: ClassVar[str] = "postgresql"
     #: What this backend refuses, by name (:func:`~langchain_ragspine.backends.base.refuse`): its chunk store's.
     unsupported: ClassVar[Mapping[str, str]] = PostgresChunkStore.unsupported
+    backend_name: ClassVar[str] = PostgresChunkStore.backend_name
     keeps_parents: ClassVar[bool] = PARENTS not in PostgresChunkStore.unsupported
     contextual_headers: ClassVar[bool] = CONTEXTUAL not in PostgresChunkStore.unsupported
 

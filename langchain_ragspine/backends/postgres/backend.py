@@ -27,7 +27,7 @@ Parents are refused by name (:attr:`PostgresBackend.unsupported`, as
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from langchain_core.documents import Document
@@ -112,6 +112,7 @@ class PostgresBackend:
 
     #: What PostgreSQL refuses, by name (:func:`~langchain_ragspine.backends.base.refuse`): parents.
     unsupported: Mapping[str, str] = PostgresChunkStore.unsupported
+    backend_name: ClassVar[str] = PostgresChunkStore.backend_name
 
     def __init__(
         self, url: str, embedding: Embeddings, *, ef_search: int | None = None, lock_timeout: float | None = None

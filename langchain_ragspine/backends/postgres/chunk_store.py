@@ -55,7 +55,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import urlsplit, urlunsplit
 
 from langchain_core.documents import Document
@@ -638,11 +638,14 @@ class PostgresChunkStore(Closing, VersionedChunkStore):
 
     #: What this backend refuses, by name (:func:`~langchain_ragspine.backends.base.refuse`).
     unsupported: Mapping[str, str] = MappingProxyType({
-        PARENTS: "a PostgreSQL store keeps no parent passages (parent-child chunking); use a store directory "
-                 "(--store DIR) for them, or another chunker",
-        CONTEXTUAL: "a PostgreSQL store records no contextual headers yet; ingest without --contextual "
-                    "(contextual=False), or into a store directory (--store DIR)",
+        PARENTS: "it keeps no parent passages (parent-child chunking); use a store directory (--store DIR) for "
+                 "them, or another chunker",
+        CONTEXTUAL: "it records no contextual headers yet; ingest without --contextual (contextual=False), or "
+                    "into a store directory (--store DIR)",
     })
+    #: The subject of a refusal (:func:`~langchain_ragspine.backends.base.refuse`), the same for every class of
+    #: this backend.
+    backend_name: ClassVar[str] = "a PostgreSQL store"
 
     def __init__(self, url: str, *, read_only: bool = False) -> None:
         self._db = PostgresConnection(url)

@@ -148,7 +148,7 @@ def test_one_class_over_the_postgres_backend_and_what_it_refuses_by_name(pg_url:
     assert [d.id for d in PostgresVectorStore(pg_url, EMB).similarity_search("梅雨", k=1)] == ["tsuyu"]
     with pytest.raises(ValueError, match="not the backend's model"):
         RagSpineVectorStore(backend, HashingEmbeddings(32))
-    with pytest.raises(ValueError, match="PostgresBackend does not support parents"):
+    with pytest.raises(ValueError, match="a PostgreSQL store does not support parents"):
         refuse(backend, PARENTS)
 
 

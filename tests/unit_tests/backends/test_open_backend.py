@@ -221,8 +221,14 @@ def test_a_feature_postgresql_lacks_is_refused_by_one_rule_before_the_server_is_
     assert open_backend(str(tmp_path)).keeps_parents and open_backend(str(tmp_path)).contextual_headers
     for feature, kwargs in ((PARENTS, {"chunker": "parent_child"}), (CONTEXTUAL, {"contextual": True})):
         why = PostgresChunkStore.unsupported[feature]
-        with pytest.raises(ValueError, match=re.escape(f"does not support {feature}: {why}")):
+        with pytest.raises(ValueError, match="^" + re.escape(f"a PostgreSQL store does not support {feature}: {why}")):
             ingest(tmp_path / "absent", url, mode="bm25", **kwargs)
+    # one subject whichever class of the backend refuses (trial of ba5bf07: PostgresLocation / PostgresSource)
+    from langchain_ragspine.backends.postgres.backend import PostgresBackend
+    from langchain_ragspine.postgres import PostgresSource
+
+    for cls in (PostgresChunkStore, PostgresBackend, open_backend(url).__class__, PostgresSource):
+        assert cls.backend_name == "a PostgreSQL store" and cls.unsupported == PostgresChunkStore.unsupported
     monkeypatch.chdir(tmp_path)
     capsys.readouterr()
     assert main(["ingest", str(tmp_path), "--store", url, "--contextual"]) != 0

@@ -456,7 +456,7 @@ def test_parent_child_on_postgresql_is_refused_before_the_store_is_touched(tmp_p
     """No PostgreSQL store keeps parents: ``--chunker parent_child`` into one is refused by name before any file is
     read or the server is reached (port 9 here: connecting would be a different error)."""
     url = "postgresql://nobody@127.0.0.1:9/none"
-    refused = r"PostgresLocation does not support parents: a PostgreSQL store keeps no parent passages"
+    refused = r"a PostgreSQL store does not support parents: it keeps no parent passages"
     with pytest.raises(ValueError, match=refused):
         ingest(tmp_path / "no-such-corpus", url, chunker="parent_child", mode="bm25")
     monkeypatch.setenv("RAGSPINE_CHUNKER", "parent_child")
@@ -469,7 +469,7 @@ def test_a_postgresql_store_searches_children_in_auto_and_refuses_the_parent_mod
     ingest(corpus, pg_url, mode="bm25", progress=False)
     hits = search(open_retriever(pg_url, k=3), "施行は四月", k=3)
     assert hits and hits[0].metadata["doc_id"] == "law"
-    with pytest.raises(ValueError, match=r"PostgresSource does not support parents: a PostgreSQL store keeps no "
+    with pytest.raises(ValueError, match=r"a PostgreSQL store does not support parents: it keeps no "
                                          r"parent passages"):
         open_retriever(pg_url, mode="parent_child")
 
