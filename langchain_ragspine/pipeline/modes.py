@@ -452,11 +452,20 @@ def _build(
     """The retriever of the resolved mode ``name``; a query transformation's name (deprecated) is ``auto`` wrapped
     in that transformation (``k`` results, the chat model of ``RAGSPINE_LLM``), with a ``DeprecationWarning``."""
     base, transform = split_mode(name)
+    own: dict[str, Any] = {}
+    if transform is not None:  # the transformation's own options (glossary=, llm=, deny_list=) are not the base's
+        own = {n: options[n] for n in _TRANSFORM_OPTIONS if n in options}
+        options = {n: v for n, v in options.items() if n not in own}
     retriever = _REGISTRY[base].build(ModeContext(source, base, k, tokenizer, fetch_k, options))
     if transform is None:
         return retriever
     warnings.warn(transform_mode_message(transform), DeprecationWarning, stacklevel=user_stacklevel())
-    return make_query_transform(transform, retriever, k=k)
+    return make_query_transform(transform, retriever, k=k, **own)
+
+
+#: The options of a query transformation given as the mode (``open_retriever(store, mode="glossary",
+#: glossary=...)``): handed to :func:`~langchain_ragspine.retrievers.transforms.make_query_transform`.
+_TRANSFORM_OPTIONS = ("glossary", "llm", "deny_list")
 
 
 class DocumentsSource:

@@ -338,3 +338,22 @@ def test_regression_ingest_with_a_transformation_as_its_mode_warns_as_search_doe
                                                 r"mode 'auto'") as record:
         summary = ingest(corpus, tmp_path / "s", mode="hyde", embedding="none", progress=False)
     assert summary.documents == 1 and record[0].filename == __file__
+
+
+def test_regression_open_retriever_in_glossary_mode_takes_glossary(tmp_path: Path, monkeypatch) -> None:
+    """Trial of ba5bf07: ``open_retriever(store, mode="glossary", glossary=...)`` was a TypeError (the glossary was
+    handed to the HybridRetriever under it) though ``RAGSPINE_GLOSSARY`` and the CLI's ``--glossary`` worked.  The
+    transformation's own options go to it; the result is the one ``RAGSPINE_GLOSSARY`` gives."""
+    corpus = tmp_path / "c"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("# 梅雨\n\n梅雨は日本の雨季である。\n", "utf-8")
+    ingest(corpus, tmp_path / "s", embedding="none", progress=False)
+    with pytest.warns(DeprecationWarning):
+        given = open_retriever(tmp_path / "s", mode="glossary", glossary=DEMO_GLOSSARY).invoke("梅雨")
+    monkeypatch.setenv("RAGSPINE_GLOSSARY", str(DEMO_GLOSSARY))
+    with pytest.warns(DeprecationWarning):
+        configured = open_retriever(tmp_path / "s", mode="glossary").invoke("梅雨")
+    assert given and [d.id for d in given] == [d.id for d in configured]
+    assert given[0].metadata["query_transform"][0]["transform"] == "glossary"
+    with pytest.raises(TypeError, match="glossary"):  # a mode without the transformation still refuses it
+        open_retriever(tmp_path / "s", mode="bm25", glossary=DEMO_GLOSSARY)
