@@ -133,6 +133,13 @@ def check_records(ids: Sequence[str], documents: Sequence[Document], method: str
                 "each id once — pass each record once"
             )
         first[rid] = i
+        for key in ("doc_id", "chunk_id"):  # lineage a filter sees: as stored, so a str (an id) or absent
+            value = doc.metadata.get(key)
+            if key in doc.metadata and not (isinstance(value, str) and value):
+                raise ValueError(
+                    f"{method}: the record at index {i} (id {rid!r}) has metadata {key!r} = {value!r}; {key} is an "
+                    "id, a non-empty str (a filter on it compares strings): write it as one, or leave it out"
+                )
         for key, value in doc.metadata.items():
             if is_sensitivity_key(key) and (
                 value is None or value == [] or (isinstance(value, str) and not normalize_label(value))
@@ -593,6 +600,7 @@ class ScopedVectorStoreRetriever(VectorStoreRetriever):
         super().__init__(**data)
         check_search_type_kwargs(self.search_type, self.search_kwargs, self.allowed_search_types)
         check_search_kwarg_values(self.search_kwargs, self.search_type)
+        compiled_filter(self.search_kwargs.get("filter"))  # a malformed filter fails here, not at the first invoke
 
     def check_call(self, kwargs: Mapping[str, Any]) -> None:
         """Refuse a call keyword this retriever does not take: ``search_type`` / ``search_kwargs`` (fixed when the

@@ -244,3 +244,21 @@ def test_regression_an_empty_sensitivity_label_is_refused_as_the_loader_refuses_
             store.add_texts(["秘密の手順"], metadatas=[{key: label}])
     assert _all_ids(store) == before
     assert store.add_texts(["公開の手順"], metadatas=[{"sensitivity": "PUBLIC"}])
+
+
+@pytest.mark.parametrize("md", [{"doc_id": 5}, {"doc_id": ""}, {"chunk_id": None}, {"chunk_id": ["a"]}])
+def test_regression_a_lineage_id_in_metadata_must_be_a_str(store, md):
+    """Trial of ba5bf07: ``{"doc_id": 5}`` was stored and returned, yet no filter on it matched (lineage fields
+    compare as strings); it is refused, naming the field, and nothing is written."""
+    before = _all_ids(store)
+    with pytest.raises(ValueError, match=rf"metadata '{next(iter(md))}' = .*non-empty str"):
+        store.add_texts(["年次報告"], metadatas=[md])
+    assert _all_ids(store) == before
+
+
+@pytest.mark.parametrize(("flt", "error"), [("lang=ja", TypeError), ({"lang": {"$regex": "j"}}, ValueError),
+                                            ({"$or": []}, ValueError)])
+def test_regression_a_malformed_filter_fails_when_the_retriever_is_built(store, flt, error):
+    """Trial of ba5bf07: ``as_retriever(search_kwargs={"filter": "lang=ja"})`` was built and failed at invoke."""
+    with pytest.raises(error):
+        store.as_retriever(search_kwargs={"filter": flt})
