@@ -60,6 +60,7 @@ __all__ = [
     "close_names",
     "int_field",
     "rename_arguments",
+    "known_fields",
     "renamed_fields",
     "renamed_keywords",
     "renamed_property",
@@ -320,6 +321,26 @@ def renamed_fields(*old_names: str, kept: Iterable[str] = ()) -> Any:
         return rename_arguments(cls.__name__, data, names, kept=quiet) if isinstance(data, dict) else data
 
     return model_validator(mode="before")(classmethod(rename))  # type: ignore[arg-type]
+
+
+def known_fields(*also: str) -> Any:
+    """A pydantic ``model_validator(mode="before")`` refusing a constructor keyword that is no field (nor alias)
+    of the model, nor one of ``also`` (names another validator takes, such as ``top_n``), with a did-you-mean
+    (:func:`check_arguments`): ``_known = known_fields()`` in the class body of a document compressor, whose
+    LangChain base class ignores unknown keywords (``MMRCompressor(top_n=3)`` kept ``k=6``).
+
+    Raises:
+        TypeError: (at construction) an unknown keyword, naming it and the closest known names.
+    """
+    extra = tuple(also)
+
+    def check(cls: Any, data: Any) -> Any:
+        if isinstance(data, dict):
+            fields = cls.model_fields
+            check_arguments(cls.__name__, data, {*fields, *(f.alias for f in fields.values() if f.alias), *extra})
+        return data
+
+    return model_validator(mode="before")(classmethod(check))  # type: ignore[arg-type]
 
 
 def renamed_property(old: str, *, kept: bool = False) -> property:

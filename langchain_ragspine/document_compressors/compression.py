@@ -23,7 +23,7 @@ from langchain_core.callbacks import Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
 from pydantic import ConfigDict, PrivateAttr
 
-from langchain_ragspine.arguments import PositiveIntField
+from langchain_ragspine.arguments import PositiveIntField, known_fields
 from langchain_ragspine.documents import check_documents
 from langchain_ragspine.sensitivity import drop_restricted
 from langchain_ragspine.text.sentences import line_sentence_spans
@@ -68,6 +68,8 @@ class ExtractiveCompressor(BaseDocumentCompressor):
     Raises:
         TypeError, ValueError: ``max_chars`` not an int ``>= 1``; an unknown tokenizer.
     """
+
+    _known = known_fields()
 
     max_chars: PositiveIntField = 240
     tokenizer: str | Callable[[str], list[str]] = "auto"

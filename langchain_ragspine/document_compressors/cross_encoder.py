@@ -41,6 +41,7 @@ from langchain_ragspine.arguments import (
     DEFAULT_K,
     OptionalPositiveIntField,
     PositiveIntField,
+    known_fields,
     renamed_fields,
 )
 from langchain_ragspine.document_compressors._common import rank_key
@@ -153,6 +154,8 @@ class CrossEncoderReranker(BaseDocumentCompressor):
             logits per pair.
         OSError: the named model cannot be found (sentence-transformers' own error; no network for a Hub name).
     """
+
+    _known = known_fields("top_n")
 
     model: Any
     k: OptionalPositiveIntField = DEFAULT_K

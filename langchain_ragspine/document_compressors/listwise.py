@@ -37,6 +37,7 @@ from langchain_ragspine.arguments import (
     OptionalPositiveIntField,
     PositiveIntField,
     check_int,
+    known_fields,
     renamed_fields,
 )
 from langchain_ragspine.document_compressors._common import instance_of
@@ -240,6 +241,8 @@ class LLMListwiseReranker(BaseDocumentCompressor):
             ``top_n`` and ``k`` with different values.
         ValueError: ``k`` / ``window`` / ``max_chars`` < 1.
     """
+
+    _known = known_fields("top_n")
 
     llm: Annotated[Runnable[Any, Any], instance_of(Runnable, "a BaseChatModel (a Runnable)")]
     k: OptionalPositiveIntField = DEFAULT_K

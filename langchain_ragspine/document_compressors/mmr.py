@@ -35,7 +35,7 @@ from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.embeddings import Embeddings
 from pydantic import ConfigDict, PrivateAttr, field_validator
 
-from langchain_ragspine.arguments import DEFAULT_K, PositiveIntField
+from langchain_ragspine.arguments import DEFAULT_K, PositiveIntField, known_fields
 from langchain_ragspine.documents import check_documents
 from langchain_ragspine.sensitivity import drop_restricted
 from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer
@@ -149,6 +149,8 @@ class MMRCompressor(BaseDocumentCompressor):
         ValueError: ``k < 1``; ``lambda_mult`` outside [0, 1]; an unknown ``relevance``, or ``"query"`` without
             embeddings; an unknown tokenizer; at call time, embeddings of the wrong count.
     """
+
+    _known = known_fields()
 
     embeddings: Embeddings | None = None
     relevance: Literal["retrieval", "query"] = "retrieval"

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from langchain_core.callbacks import Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
 
+from langchain_ragspine.arguments import known_fields
 from langchain_ragspine.documents import check_documents
 from langchain_ragspine.sensitivity import (
     KNOWN_SENSITIVITIES,
@@ -50,6 +51,8 @@ class RestrictedGate(BaseDocumentCompressor):
         >>> [d.metadata["chunk_id"] for d in RestrictedGate().compress_documents(docs, query="鍵")]
         ['a#0']
     """
+
+    _known = known_fields()
 
     def compress_documents(
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
