@@ -5,6 +5,7 @@ names for one release, and importing it warns (``DeprecationWarning``).  Import 
 from langchain_ragspine._stacklevel import warn_moved as _warn_moved
 from langchain_ragspine.backends.directory.lock import (
     LOCK_FILE,
+    NOT_A_DIRECTORY,
     StoreBusyError,
     StoreReplacedError,
     busy_error,
@@ -19,6 +20,7 @@ _warn_moved(__name__, "langchain_ragspine.backends.directory.lock")
 
 __all__ = [
     "LOCK_FILE",
+    "NOT_A_DIRECTORY",
     "StoreBusyError",
     "StoreReplacedError",
     "busy_error",

@@ -31,7 +31,7 @@ from typing import Any
 from langchain_ragspine.backends.directory.chunk_store import ChunkStore
 from langchain_ragspine.backends.directory.embedding_cache import EmbeddingCache
 from langchain_ragspine.backends.directory.index_state import INDEX_STATE, read_index_state
-from langchain_ragspine.backends.directory.lock import LOCK_FILE, writer_lock, writer_pid
+from langchain_ragspine.backends.directory.lock import LOCK_FILE, NOT_A_DIRECTORY, writer_lock, writer_pid
 from langchain_ragspine.backends.directory.regular_files import check_regular
 from langchain_ragspine.document_loaders import corpus as corpus_module
 from langchain_ragspine.errors import (
@@ -77,7 +77,7 @@ def check_store_dir(root: Path) -> None:
             overwrites someone else's ``index.json`` or ``bm25/``).
     """
     if root.exists() and not root.is_dir():
-        raise StoreError("--store must be a directory, but this is a file", path=root)
+        raise StoreError(NOT_A_DIRECTORY, path=root)
     if root.is_dir() and not (root / STORE_MARKER).exists() and not (root / CHUNKS_DB).exists():
         if any(p.name != LOCK_FILE for p in root.iterdir()):
             raise StoreError(

@@ -52,6 +52,7 @@ from langchain_ragspine.errors import StoreError, write_errors
 
 __all__ = [
     "LOCK_FILE",
+    "NOT_A_DIRECTORY",
     "StoreBusyError",
     "StoreReplacedError",
     "busy_error",
@@ -61,6 +62,9 @@ __all__ = [
     "writer_lock",
     "writer_pid",
 ]
+
+#: The message for a store path that is a file (from Python and the CLI alike).
+NOT_A_DIRECTORY = "a store must be a directory (a store path, --store, RAGSPINE_STORE), but this is a file"
 
 #: The lock file inside a store directory.
 LOCK_FILE = ".ragspine.lock"
@@ -332,7 +336,7 @@ def _open_lock_file(root: Path) -> tuple[int, bool]:
                 created = True
             except FileExistsError:
                 if not root.is_dir():
-                    raise StoreError("--store must be a directory, but this is a file", path=root) from None
+                    raise StoreError(NOT_A_DIRECTORY, path=root) from None
         try:
             return _open_regular(root / LOCK_FILE, os.O_RDWR | os.O_CREAT), created
         except BaseException:
@@ -475,7 +479,7 @@ def writer_lock(
         yield root / LOCK_FILE
         return
     if root.exists() and not root.is_dir():
-        raise StoreError("--store must be a directory, but this is a file", path=root)
+        raise StoreError(NOT_A_DIRECTORY, path=root)
     try:
         fd, created = _acquire(root, timeout, on_wait or _LOG.warning)
         home = _identity(root)

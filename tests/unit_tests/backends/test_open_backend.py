@@ -260,3 +260,15 @@ def test_a_url_in_ragspine_store_is_opened_or_refused_never_made_a_directory(
     err = capsys.readouterr().err
     assert info.value.code == 2 and message in err and "pw9" not in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c"]
+
+
+def test_a_store_that_is_a_file_is_named_in_the_python_apis_words_too(tmp_path: Path) -> None:
+    """Trial of ba5bf07: ``ingest(corpus, "README.md")`` said "--store must be a directory" (the CLI's flag) to a
+    Python caller."""
+    from langchain_ragspine.errors import StoreError
+
+    (tmp_path / "file.txt").write_text("x", "utf-8")
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "a.md").write_text("# a\n\n梅雨\n", "utf-8")
+    with pytest.raises(StoreError, match=r"a store must be a directory \(a store path, --store, RAGSPINE_STORE\)"):
+        ingest(tmp_path / "c", tmp_path / "file.txt", embedding="none", mode="bm25", progress=False)
