@@ -168,6 +168,7 @@ def open_backend(store: str | os.PathLike[str]) -> StoreLocation:
 
     Raises:
         TypeError: ``store`` is neither a string nor a path (from ``Path``).
+        ValueError: ``store`` is an empty or blank string (as a path, the working directory).
         ValueError: ``store`` is a string in another URL scheme (``mysql://…``, ``sqlite:///…``, ``https://…``,
             SQLAlchemy's ``postgresql+psycopg://…``): no backend serves it, and as a path it would make a directory
             named after the URL; the message names the scheme (the URL's password hidden); ``store`` is a
@@ -175,6 +176,11 @@ def open_backend(store: str | os.PathLike[str]) -> StoreLocation:
     """
     if is_postgres_url(store):
         return PostgresLocation(str(store))
+    if isinstance(store, str) and not store.strip():
+        raise ValueError(
+            "the store is empty: give a store directory or a postgresql:// URL (an empty string would be the "
+            "working directory)"
+        )
     if isinstance(store, str) and MALFORMED_POSTGRES_RE.match(store):
         raise ValueError(
             f"store {redact_url(store.strip())!r}: a malformed PostgreSQL URL (it needs '://': "

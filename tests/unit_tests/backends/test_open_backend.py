@@ -33,7 +33,7 @@ def test_a_postgresql_url_opens_the_postgres_backend_as_given(store: str) -> Non
     assert backend.recorded_chunker() == (None, False)
 
 
-@pytest.mark.parametrize("store", ["store", "./a/b", "postgresql:dir", "C:/x", ""])  # a URL: refused below
+@pytest.mark.parametrize("store", ["store", "./a/b", "postgresql:dir", "C:/x"])  # a URL: refused below
 def test_anything_else_is_a_store_directory(store: str) -> None:
     backend = open_backend(store)
     assert backend == DirectoryLocation(Path(store))
@@ -272,3 +272,19 @@ def test_a_store_that_is_a_file_is_named_in_the_python_apis_words_too(tmp_path: 
     (tmp_path / "c" / "a.md").write_text("# a\n\n梅雨\n", "utf-8")
     with pytest.raises(StoreError, match=r"a store must be a directory \(a store path, --store, RAGSPINE_STORE\)"):
         ingest(tmp_path / "c", tmp_path / "file.txt", embedding="none", mode="bm25", progress=False)
+
+
+@pytest.mark.parametrize("store", ["", "   "])
+def test_an_empty_store_is_refused_not_the_working_directory(
+    store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Trial of ba5bf07: ``--store ""`` (an unset shell variable) was the working directory — ``ingest`` would
+    write a store there, and a search said ``.: no chunk store here``."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "a.md").write_text("# a\n\n梅雨\n", "utf-8")
+    with pytest.raises(ValueError, match="the store is empty"):
+        open_backend(store)
+    with pytest.raises(ValueError, match="the store is empty"):
+        ingest(tmp_path / "c", store, embedding="none", mode="bm25", progress=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c"]
