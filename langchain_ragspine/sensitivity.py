@@ -65,6 +65,7 @@ __all__ = [
     "label_words",
     "look_alike_capitals",
     "most_restrictive",
+    "is_blank_label",
     "normalize_label",
     "parse_label",
     "readings",
@@ -96,6 +97,13 @@ def normalize_label(value: str) -> str:
         'RESTRICTED'
     """
     return fold(value).upper()
+
+
+def is_blank_label(value: Any) -> bool:
+    """Whether a sensitivity key's value is no label at all: ``None`` or a blank string (after
+    :func:`normalize_label`) — refused by every writer (the corpus loader, the vector store), never read as the
+    default."""
+    return value is None or (isinstance(value, str) and not normalize_label(value))
 
 
 def is_sensitivity_key(key: Any) -> bool:

@@ -84,6 +84,7 @@ from langchain_ragspine.errors import LoaderError, json_type_name, parse_json_ob
 from langchain_ragspine.sensitivity import (
     KNOWN_SENSITIVITIES,
     SENSITIVITY_KEY,
+    is_blank_label,
     is_restricted_label,
     is_sensitivity_key,
     look_alike_capitals,
@@ -1373,7 +1374,7 @@ def _source_label(occurrences: Sequence[_LabelAt], path: Path) -> str | None:
     for key, value, line in occurrences:
         if key != SENSITIVITY_KEY:
             _warn(f"{_at(path, line)}: key {key!r} is read as {SENSITIVITY_KEY!r}")
-        if value is None or (isinstance(value, str) and not normalize_label(value)):
+        if is_blank_label(value):
             raise LoaderError(
                 f"{key!r} has no label ({'null' if value is None else repr(value)}); an empty label is never read as the default: write a "
                 "label such as 'INTERNAL', or remove the key",

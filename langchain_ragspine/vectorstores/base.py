@@ -51,7 +51,7 @@ from langchain_ragspine.errors import StoreError, StoreWriteError
 from langchain_ragspine.filters import and_filters, compiled_filter
 from langchain_ragspine.retrievers.base import check_query
 from langchain_ragspine.retrievers.bm25 import BM25_SCALE
-from langchain_ragspine.sensitivity import drop_restricted, is_restricted, is_sensitivity_key, normalize_label
+from langchain_ragspine.sensitivity import drop_restricted, is_blank_label, is_restricted, is_sensitivity_key
 from langchain_ragspine.served import ServedIds
 
 __all__ = [
@@ -141,9 +141,7 @@ def check_records(ids: Sequence[str], documents: Sequence[Document], method: str
                     "id, a non-empty str (a filter on it compares strings): write it as one, or leave it out"
                 )
         for key, value in doc.metadata.items():
-            if is_sensitivity_key(key) and (
-                value is None or value == [] or (isinstance(value, str) and not normalize_label(value))
-            ):
+            if is_sensitivity_key(key) and (is_blank_label(value) or value == []):
                 raise ValueError(
                     f"{method}: the record at index {i} (id {rid!r}) has metadata {key!r} = {value!r}, which is no "
                     "sensitivity label; an empty label is never read as the default (as the corpus loader refuses "
@@ -540,8 +538,8 @@ def check_lambda_mult(value: Any) -> float:
 def check_search_kwarg_values(kwargs: Mapping[str, Any], search_type: str | None = None) -> None:
     """The values of the search keywords in ``kwargs`` (``None``: not given) checked as the store's search methods
     check them — ``k`` and ``fetch_k`` ints >= 1, ``lambda_mult`` in [0, 1], ``score_threshold`` a finite number
-    >= 0 (its upper bound depends on the search type's scale, which the store checks when it searches) — so ``as_retriever(search_kwargs={"k": "3"})`` fails when it is built, not at its
-    first ``invoke``.
+    >= 0 (its upper bound depends on the search type's scale, which the store checks when it searches) — so
+    ``as_retriever(search_kwargs={"k": "3"})`` fails when it is built, not at its first ``invoke``.
 
     Raises:
         TypeError, ValueError: naming the keyword and the value (as :func:`~langchain_ragspine.arguments.check_k`,

@@ -278,9 +278,9 @@ def check_store_schema(conn: Any, where: str) -> str:
             no schema of it exists.
     """
     current, path, user = conn.execute("SELECT current_schema(), current_setting('search_path'), current_user").fetchone()
-    named = [user if n == "$user" else n for n in _path_schemas(path)]
-    if named and named[0] == user and _path_schemas(path)[0] == "$user" and current != user:
-        named = named[1:]  # "$user" without a schema of that name: PostgreSQL skips it
+    named = _path_schemas(path)
+    if named[:1] == ["$user"]:
+        named = [user, *named[1:]] if current == user else named[1:]  # no schema of that name: PostgreSQL skips it
     if named and current != named[0]:
         raise StoreError(
             f"the store's schema {named[0]!r}, the first of this URL's search_path, does not exist, so PostgreSQL "

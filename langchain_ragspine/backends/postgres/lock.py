@@ -60,9 +60,8 @@ LOCK_CLASS = 0x52475752
 
 _LOG = logging.getLogger("langchain_ragspine.backends.directory.lock")  # the store directory lock's logger: one place to listen
 _APP_RE = re.compile(r"ragspine writer (\d+)@(.*)")
-# The schema of the store behind a connection: current_schema(), where its tables are (or will be created) — the
-# schema every existence check of the backend looks in (chunk_store.store_relations).
-_SCHEMA_SQL = "SELECT n.oid, n.nspname FROM pg_namespace n WHERE n.nspname = current_schema()"
+# The oid of the store's schema (check_store_schema's: current_schema(), where every existence check looks).
+_SCHEMA_OID_SQL = "SELECT oid FROM pg_namespace WHERE nspname = %s"
 _HOLDER_SQL = (
     "SELECT a.application_name FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid "
     "WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 AND l.classid = %s::bigint::oid "
@@ -101,21 +100,15 @@ def _connect(url: str, where: str) -> Any:
 
 
 def _store_key(conn: Any, where: str) -> tuple[str, int]:
-    """``(schema, key)``: the store's schema and its advisory lock key.
+    """``(schema, key)``: the store's schema (:func:`~langchain_ragspine.backends.postgres.chunk_store.
+    check_store_schema`) and its advisory lock key.
 
     Raises:
-        StoreError: no schema of the connection's ``search_path`` exists (so there is nowhere to write a store).
+        StoreError: as ``check_store_schema``: the first schema of the ``search_path`` does not exist, or none does.
     """
-    check_store_schema(conn, where)
-    row = conn.execute(_SCHEMA_SQL).fetchone()
-    if row is None:
-        raise StoreError(
-            "no schema to hold the store: none of the schemas of the connection's search_path exists; create it "
-            "first (CREATE SCHEMA …), or name an existing one (options=-csearch_path=...)",
-            path=where,
-        )
-    oid, schema = row
-    return str(schema), (LOCK_CLASS << 32) | int(oid)
+    schema = check_store_schema(conn, where)
+    (oid,) = conn.execute(_SCHEMA_OID_SQL, (schema,)).fetchone()
+    return schema, (LOCK_CLASS << 32) | int(oid)
 
 
 def _holder(conn: Any, key: int) -> tuple[int, str | None] | None:

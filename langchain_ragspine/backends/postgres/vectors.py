@@ -296,7 +296,7 @@ def chunks_without_vectors(
         )
         params.append(skip_owner)
     with store.db.connection() as conn:
-        if bool(store_relations(conn, EMBEDDINGS)):
+        if store_relations(conn, EMBEDDINGS):
             where.append(
                 f"NOT EXISTS (SELECT 1 FROM {EMBEDDINGS} e WHERE e.model_key = %s AND e.chunk_id = s.chunk_id AND "
                 "e.content_hash = s.content_hash)"
