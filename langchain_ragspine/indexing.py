@@ -3,7 +3,9 @@ warns (``DeprecationWarning``, naming each name's home).  Import them from their
 
 - :mod:`langchain_ragspine.pipeline.ingest` — :func:`ingest`, :data:`PROBE_CHUNKS`;
 - :mod:`langchain_ragspine.pipeline.stages` — the ingest stages (:class:`IngestSummary`, :func:`write_documents`,
-  :func:`build_bm25`, :func:`warm_embedding_cache`, …);
+  :func:`build_bm25`, …);
+- :mod:`langchain_ragspine.embeddings.cache` — the embed stage (:func:`warm_embedding_cache`, :class:`KeyedVectorCache`,
+  :data:`STORE_UNCHANGED`);
 - :mod:`langchain_ragspine.pipeline.sources` — :func:`open_retriever`, :class:`StoreSource`, :func:`open_source`,
   :func:`search`, :func:`check_store_chunker`;
 - :mod:`langchain_ragspine.backends.directory.layout` — a store directory's file names, :func:`check_store_dir`,
@@ -27,6 +29,7 @@ from langchain_ragspine.backends.directory.layout import (
     store_writer,
 )
 from langchain_ragspine.cli import result_record
+from langchain_ragspine.embeddings.cache import STORE_UNCHANGED, KeyedVectorCache, warm_embedding_cache
 from langchain_ragspine.errors import StaleIndexWarning
 from langchain_ragspine.pipeline.ingest import PROBE_CHUNKS, ingest
 from langchain_ragspine.pipeline.sources import (
@@ -38,12 +41,9 @@ from langchain_ragspine.pipeline.sources import (
 )
 from langchain_ragspine.pipeline.stages import (
     CONTEXTUAL_DEFAULT,
-    STORE_UNCHANGED,
     DocumentStore,
     IngestSummary,
-    KeyedVectorCache,
     build_bm25,
-    warm_embedding_cache,
     write_documents,
 )
 
@@ -55,14 +55,14 @@ _warn_moved(
             "check_store_dir", "prepare_store_dir", "store_writer",
         ],
         "langchain_ragspine.cli": ["result_record"],
+        "langchain_ragspine.embeddings.cache": ["KeyedVectorCache", "STORE_UNCHANGED", "warm_embedding_cache"],
         "langchain_ragspine.errors": ["StaleIndexWarning"],
         "langchain_ragspine.pipeline.ingest": ["PROBE_CHUNKS", "ingest"],
         "langchain_ragspine.pipeline.sources": [
             "StoreSource", "check_store_chunker", "open_retriever", "open_source", "search",
         ],
         "langchain_ragspine.pipeline.stages": [
-            "CONTEXTUAL_DEFAULT", "DocumentStore", "IngestSummary", "KeyedVectorCache", "STORE_UNCHANGED",
-            "build_bm25", "warm_embedding_cache", "write_documents",
+            "CONTEXTUAL_DEFAULT", "DocumentStore", "IngestSummary", "build_bm25", "write_documents",
         ],
     },
 )

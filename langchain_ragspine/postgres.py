@@ -33,11 +33,11 @@ from langchain_ragspine.backends.postgres.vectors import (
 )
 from langchain_ragspine.configured import configured_setting
 from langchain_ragspine.documents import has_visible_text
-from langchain_ragspine.embeddings.cache import model_key_for
+from langchain_ragspine.embeddings.cache import model_key_for, warm_embedding_cache
 from langchain_ragspine.embeddings.factory import make_embeddings, resolve_embedding
 from langchain_ragspine.errors import StoreError, warn_stale
 from langchain_ragspine.pipeline.modes import StoreBackedSource
-from langchain_ragspine.pipeline.stages import IngestSummary, Split, warm_embedding_cache, write_documents
+from langchain_ragspine.pipeline.stages import IngestSummary, Split, write_documents
 from langchain_ragspine.retrievers.bm25 import BM25Retriever
 from langchain_ragspine.retrievers.dense import DenseRetriever
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
+from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
 from langchain_ragspine.arguments import check_int
@@ -27,10 +28,22 @@ from langchain_ragspine.embeddings.batching import (
     embed_checked,
     l2_normalize,
 )
-from langchain_ragspine.errors import StoreError
+from langchain_ragspine.errors import RagSpineError, StoreError
 from langchain_ragspine.progress import progress_bar
+from langchain_ragspine.sensitivity import drop_restricted
+from langchain_ragspine.text import index_text
 
-__all__ = ["MODEL_KEY_ATTRIBUTES", "CachedEmbeddings", "ChunkVectorCache", "content_hash", "model_key_for"]
+__all__ = [
+    "MODEL_KEY_ATTRIBUTES",
+    "STORE_UNCHANGED",
+    "CachedEmbeddings",
+    "ChunkVectorCache",
+    "KeyedVectorCache",
+    "content_hash",
+    "model_key_for",
+    "uncached_chunks",
+    "warm_embedding_cache",
+]
 
 
 def content_hash(text: str) -> str:
@@ -250,3 +263,67 @@ class CachedEmbeddings(Embeddings):
             out[row] = found[k]
         self.last_cached = len(items) - sum(1 for k in keys if k in misses)
         return out
+
+
+# -- warming a cache (ingest's stage 5, embed; both backends' ingest and the vector store's writes run it) -------
+class KeyedVectorCache(ChunkVectorCache, Protocol):
+    """A :class:`ChunkVectorCache` that can list its keys without reading a
+    vector (both store backends' caches: :class:`~langchain_ragspine.backends.directory.embedding_cache.EmbeddingCache`,
+    :class:`~langchain_ragspine.backends.postgres.vectors.PostgresEmbeddingCache`)."""
+
+    def keys(self, model_key: str) -> set[tuple[str, str]]: ...
+
+
+#: What an interrupted warm-up keeps, by default: it ran before the chunk store changed.
+STORE_UNCHANGED = "the store was not changed"
+
+
+def warm_embedding_cache(
+    cache: KeyedVectorCache,
+    emb: Embeddings,
+    chunks: Sequence[Document],
+    progress: bool | None,
+    *,
+    limit: int | None = None,
+    on_failure: str = STORE_UNCHANGED,
+) -> CachedEmbeddings:
+    """Stage 5, embed: embed the chunks ``cache`` lacks (RESTRICTED ones never), each key once, in input order, at
+    most ``limit`` of them (``None``: all); the wrapper's ``last_embedded`` tells how many were sent to the model.
+    Misses are found by the cache's keys alone (no vector is read); each batch is committed to the cache as soon
+    as it is embedded, so a killed process loses at most the batch in flight.  Shared by both store backends.
+
+    Raises:
+        RagSpineError: the embedding model failed (unreachable server, bad model), naming it; the message ends
+            with ``on_failure`` (what the failure left behind).
+        StoreError: the model's vectors differ in dimension from those cached for its key.
+    """
+    key = model_key_for(emb)
+    items = uncached_chunks(cache, key, chunks) if chunks else []
+    # a probe that embeds only part of the misses is labelled as the check it is; the "embed" bar is then the rest
+    desc = "embed (model check)" if limit is not None and len(items) > limit else "embed"
+    cached = CachedEmbeddings(emb, cache, model_key=key, progress=progress, progress_desc=desc)
+    if limit is not None:
+        items = items[:limit]
+    if not items:
+        return cached
+    try:
+        cached.embed_chunks(items)
+    except (RagSpineError, ValueError, TypeError):
+        raise
+    except Exception as e:  # a model or its server failed: name it
+        raise RagSpineError(f"embedding model {key} failed: {type(e).__name__}: {e}; {on_failure}") from e
+    return cached
+
+
+def uncached_chunks(cache: KeyedVectorCache, key: str, chunks: Sequence[Document]) -> list[tuple[str, str]]:
+    """``(chunk_id, text)`` of the chunks (RESTRICTED ones never) whose vector under ``key`` is not in ``cache``,
+    each key once, in input order, keyed and embedded by the index text (as DenseRetriever embeds, and the prune
+    keeps, them).  Reads only the cache's keys, no vector."""
+    have = cache.keys(key)
+    out: dict[tuple[str, str], str] = {}
+    for c in drop_restricted(chunks):
+        text = index_text(c)
+        k = (str(c.metadata["chunk_id"]), content_hash(text))
+        if k not in have and k not in out:
+            out[k] = text
+    return [(cid, text) for (cid, _), text in out.items()]

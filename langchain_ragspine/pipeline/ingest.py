@@ -51,7 +51,12 @@ from langchain_ragspine.backends.directory.layout import (
 from langchain_ragspine.backends.directory.lock import check_lock_timeout
 from langchain_ragspine.backends.open import DirectoryLocation, PostgresLocation, StoreLocation, open_backend
 from langchain_ragspine.configured import configured_setting
-from langchain_ragspine.embeddings.cache import content_hash, model_key_for
+from langchain_ragspine.embeddings.cache import (
+    STORE_UNCHANGED,
+    content_hash,
+    model_key_for,
+    warm_embedding_cache,
+)
 from langchain_ragspine.embeddings.factory import resolve_embedding
 from langchain_ragspine.errors import StoreError, StoreWriteError
 from langchain_ragspine.pipeline.modes import (
@@ -63,7 +68,6 @@ from langchain_ragspine.pipeline.modes import (
 )
 from langchain_ragspine.pipeline.stages import (
     CONTEXTUAL_DEFAULT,
-    STORE_UNCHANGED,
     IngestSummary,
     Split,
     build_bm25,
@@ -72,7 +76,6 @@ from langchain_ragspine.pipeline.stages import (
     load_saved_bm25,
     split_documents,
     store_documents,
-    warm_embedding_cache,
     write_documents,
 )
 from langchain_ragspine.progress import reporting
@@ -562,7 +565,7 @@ def _spec_name(spec: str | None) -> str | None:
 def _warm_file_cache(
     root: Path, emb: Embeddings, chunks: Sequence[Document], progress: bool | None, *, limit: int | None = None
 ) -> int:
-    """:func:`~langchain_ragspine.pipeline.stages.warm_embedding_cache` on the file store's cache
+    """:func:`~langchain_ragspine.embeddings.cache.warm_embedding_cache` on the file store's cache
     (``root/embeddings.sqlite``); returns how many chunks were sent to the model.  ``limit`` set: the probe before
     the chunk store changes."""
     if not chunks:

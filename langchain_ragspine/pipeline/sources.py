@@ -41,7 +41,7 @@ from langchain_ragspine.backends.directory.layout import (
 from langchain_ragspine.backends.open import PostgresLocation, StoreLocation, open_backend
 from langchain_ragspine.configured import configured_setting
 from langchain_ragspine.documents import has_visible_text
-from langchain_ragspine.embeddings.cache import model_key_for
+from langchain_ragspine.embeddings.cache import model_key_for, uncached_chunks
 from langchain_ragspine.embeddings.factory import make_embeddings, resolve_embedding
 from langchain_ragspine.errors import RagSpineError, StoreError, warn_stale
 from langchain_ragspine.pipeline.modes import StoreBackedSource, build_retriever, resolve_mode
@@ -50,7 +50,6 @@ from langchain_ragspine.pipeline.stages import (
     contextual_header,
     load_saved_bm25,
     store_documents,
-    uncached_chunks,
 )
 from langchain_ragspine.retrievers.bm25 import BM25Retriever
 from langchain_ragspine.retrievers.contract import invoke_retriever

@@ -7,7 +7,7 @@ lexical index → embed.
     split = split_documents(splitter, docs, progress=False)     # [(document, chunks, parents | None), …]
     write_documents(store, split, summary, retract_missing=True, active_before=0, progress=False)
     bm25 = build_bm25(store, tokenizer="auto")                   # the lexical index of the store's active chunks
-    warm_embedding_cache(cache, embeddings, chunks, progress=False)  # embed what the cache lacks
+    warm_embedding_cache(cache, embeddings, chunks, progress=False)  # embed what the cache lacks (embeddings.cache)
 
 :func:`~langchain_ragspine.pipeline.ingest.ingest` composes them for a store directory (where it also saves the
 derived files: ``bm25/``, ``vector/``, ``index.json``) and hands a PostgreSQL store to
@@ -26,33 +26,22 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from langchain_core.documents import Document
-from langchain_core.embeddings import Embeddings
 
 from langchain_ragspine.arguments import DEFAULT_K
 from langchain_ragspine.backends.directory.chunk_store import INGEST_WRITER, ChunkStore
 from langchain_ragspine.backends.directory.layout import BM25_DIR
 from langchain_ragspine.configured import configured_setting
 from langchain_ragspine.document_loaders import CorpusLoader
-from langchain_ragspine.embeddings.cache import (
-    CachedEmbeddings,
-    ChunkVectorCache,
-    content_hash,
-    model_key_for,
-)
-from langchain_ragspine.errors import RagSpineError, StoreError
+from langchain_ragspine.errors import StoreError
 from langchain_ragspine.progress import progress_bar
 from langchain_ragspine.retrievers.bm25 import BM25Retriever
-from langchain_ragspine.sensitivity import drop_restricted
-from langchain_ragspine.text import index_text
 from langchain_ragspine.text_splitters import ParagraphTextSplitter
 from langchain_ragspine.text_splitters.contextual import DEFAULT_HEADER_FIELDS, ContextualHeader
 
 __all__ = [
     "CONTEXTUAL_DEFAULT",
-    "STORE_UNCHANGED",
     "DocumentStore",
     "IngestSummary",
-    "KeyedVectorCache",
     "Split",
     "build_bm25",
     "contextual_header",
@@ -62,8 +51,6 @@ __all__ = [
     "split_document",
     "split_documents",
     "store_documents",
-    "uncached_chunks",
-    "warm_embedding_cache",
     "write_documents",
 ]
 
@@ -315,67 +302,3 @@ def load_saved_bm25(root: Path, *, k: int, generation: int) -> tuple[BM25Retriev
         return BM25Retriever.load(root / BM25_DIR, k=k, generation=generation), ""
     except (StoreError, OSError, ValueError, EOFError, KeyError, TypeError) as e:
         return None, str(e)
-
-
-# -- embed ------------------------------------------------------------------------------------------------------
-class KeyedVectorCache(ChunkVectorCache, Protocol):
-    """A :class:`~langchain_ragspine.embeddings.cache.ChunkVectorCache` that can list its keys without reading a
-    vector (both store backends' caches: :class:`~langchain_ragspine.backends.directory.embedding_cache.EmbeddingCache`,
-    :class:`~langchain_ragspine.backends.postgres.vectors.PostgresEmbeddingCache`)."""
-
-    def keys(self, model_key: str) -> set[tuple[str, str]]: ...
-
-
-#: What an interrupted warm-up keeps, by default: it ran before the chunk store changed.
-STORE_UNCHANGED = "the store was not changed"
-
-
-def warm_embedding_cache(
-    cache: KeyedVectorCache,
-    emb: Embeddings,
-    chunks: Sequence[Document],
-    progress: bool | None,
-    *,
-    limit: int | None = None,
-    on_failure: str = STORE_UNCHANGED,
-) -> CachedEmbeddings:
-    """Stage 5, embed: embed the chunks ``cache`` lacks (RESTRICTED ones never), each key once, in input order, at
-    most ``limit`` of them (``None``: all); the wrapper's ``last_embedded`` tells how many were sent to the model.
-    Misses are found by the cache's keys alone (no vector is read); each batch is committed to the cache as soon
-    as it is embedded, so a killed process loses at most the batch in flight.  Shared by both store backends.
-
-    Raises:
-        RagSpineError: the embedding model failed (unreachable server, bad model), naming it; the message ends
-            with ``on_failure`` (what the failure left behind).
-        StoreError: the model's vectors differ in dimension from those cached for its key.
-    """
-    key = model_key_for(emb)
-    items = uncached_chunks(cache, key, chunks) if chunks else []
-    # a probe that embeds only part of the misses is labelled as the check it is; the "embed" bar is then the rest
-    desc = "embed (model check)" if limit is not None and len(items) > limit else "embed"
-    cached = CachedEmbeddings(emb, cache, model_key=key, progress=progress, progress_desc=desc)
-    if limit is not None:
-        items = items[:limit]
-    if not items:
-        return cached
-    try:
-        cached.embed_chunks(items)
-    except (RagSpineError, ValueError, TypeError):
-        raise
-    except Exception as e:  # a model or its server failed: name it
-        raise RagSpineError(f"embedding model {key} failed: {type(e).__name__}: {e}; {on_failure}") from e
-    return cached
-
-
-def uncached_chunks(cache: KeyedVectorCache, key: str, chunks: Sequence[Document]) -> list[tuple[str, str]]:
-    """``(chunk_id, text)`` of the chunks (RESTRICTED ones never) whose vector under ``key`` is not in ``cache``,
-    each key once, in input order, keyed and embedded by the index text (as DenseRetriever embeds, and the prune
-    keeps, them).  Reads only the cache's keys, no vector."""
-    have = cache.keys(key)
-    out: dict[tuple[str, str], str] = {}
-    for c in drop_restricted(chunks):
-        text = index_text(c)
-        k = (str(c.metadata["chunk_id"]), content_hash(text))
-        if k not in have and k not in out:
-            out[k] = text
-    return [(cid, text) for (cid, _), text in out.items()]

@@ -116,14 +116,14 @@ INDEXING_MODULE = {
     ),
     **dict.fromkeys(("PROBE_CHUNKS", "ingest"), "langchain_ragspine.pipeline.ingest"),
     **dict.fromkeys(
-        ("CONTEXTUAL_DEFAULT", "STORE_UNCHANGED", "DocumentStore", "IngestSummary", "KeyedVectorCache", "build_bm25",
-         "warm_embedding_cache", "write_documents"),
+        ("CONTEXTUAL_DEFAULT", "DocumentStore", "IngestSummary", "build_bm25", "write_documents"),
         "langchain_ragspine.pipeline.stages",
     ),
     **dict.fromkeys(
         ("StoreSource", "check_store_chunker", "open_retriever", "open_source", "search"),
         "langchain_ragspine.pipeline.sources",
     ),
+    **dict.fromkeys(("KeyedVectorCache", "STORE_UNCHANGED", "warm_embedding_cache"), "langchain_ragspine.embeddings.cache"),
     "result_record": "langchain_ragspine.cli",
     "StaleIndexWarning": "langchain_ragspine.errors",
 }

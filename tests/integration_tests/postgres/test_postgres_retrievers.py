@@ -494,7 +494,7 @@ def test_warmed_vectors_are_those_the_dense_channel_reads(tmp_path: Any) -> None
     text, so chunks with ``metadata["index_text"]`` were embedded twice and their warmed vectors pruned.  The shared
     warm-up (used by both backends) now embeds the index text: the retriever finds every vector cached."""
     from langchain_ragspine.backends.directory.embedding_cache import EmbeddingCache
-    from langchain_ragspine.pipeline.stages import warm_embedding_cache
+    from langchain_ragspine.embeddings.cache import warm_embedding_cache
     from tests.unit_tests.retrievers.test_dense import CountingEmbeddings
 
     docs = corpus_docs()
