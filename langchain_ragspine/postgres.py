@@ -22,18 +22,19 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 
 from langchain_ragspine.backends.directory.chunk_store import INGEST_WRITER
-from langchain_ragspine.backends.open import PostgresLocation
 from langchain_ragspine.backends.postgres.chunk_store import PostgresChunkStore
 from langchain_ragspine.backends.postgres.lock import writer_lock
 from langchain_ragspine.backends.postgres.vectors import (
-    PostgresEmbeddingCache,
     chunks_without_vectors,
-    ensure_hnsw_index,
-    prune_vectors,
 )
-from langchain_ragspine.configured import configured_setting
-from langchain_ragspine.documents import has_visible_text
-from langchain_ragspine.embeddings.cache import model_key_for, warm_embedding_cache
+from langchain_ragspine.backends.postgres.versions import (
+    active_document_count,
+    add_documents,
+    embed_missing,
+    record_vectors,
+    write_versions,
+)
+from langchain_ragspine.embeddings.cache import model_key_for
 from langchain_ragspine.embeddings.factory import make_embeddings, resolve_embedding
 from langchain_ragspine.errors import StoreError, warn_stale
 from langchain_ragspine.pipeline.modes import StoreBackedSource
@@ -42,22 +43,6 @@ from langchain_ragspine.retrievers.bm25 import BM25Retriever
 from langchain_ragspine.retrievers.dense import DenseRetriever
 
 __all__ = ["PostgresSource", "active_document_count", "add_documents", "ingest_postgres", "write_versions"]
-
-_VECTOR_META = ("vector_model_key", "vector_embedding", "vector_dim")
-
-
-def active_document_count(url: str, *, owner: str | None = None) -> int:
-    """Active documents of the store at ``url`` (0 when the database holds none yet); with ``owner`` (e.g.
-    :data:`~langchain_ragspine.backends.directory.chunk_store.INGEST_WRITER`), only those that writer owns — then a
-    store that predates owners is migrated first (opened writable once, as the ingest about to write it would), so
-    the count is of the documents its owners give that writer
-    (:meth:`~langchain_ragspine.backends.open.PostgresLocation.active_document_count`).
-
-    Raises:
-        StoreError: the server cannot be reached.
-    """
-    return PostgresLocation(url).active_document_count(owner=owner)
-
 
 def ingest_postgres(
     url: str,
@@ -110,111 +95,13 @@ def ingest_postgres(
             retracting = retract_missing and not summary.skipped
             to_embed += chunks_without_vectors(store, model_key_for(embedding), skip_doc_ids=written,
                                                skip_owner=INGEST_WRITER if retracting else None)
-        summary.embedded = _embed_first(store, embedding, to_embed, progress)
+        summary.embedded = embed_missing(store, embedding, to_embed, progress)
         write_documents(store, split, summary, retract_missing=retract_missing, active_before=active_before,
                         progress=progress)
-        summary.dense = _record_vectors(store, embedding, spec)
+        summary.dense = record_vectors(store, embedding, spec)
         summary.index_rebuilt = rewritten or store.generation != generation
         if summary.index_rebuilt:
             store.analyze()
-
-
-def add_documents(
-    url: str,
-    documents: Sequence[Document],
-    *,
-    embedding: Embeddings | None = None,
-    spec: str | None = None,
-    progress: bool = False,
-    lock_timeout: float | None = None,
-    writer: str = INGEST_WRITER,
-) -> list[str]:
-    """Write chunk ``Document``\\ s (each with ``metadata["doc_id"]`` and ``chunk_id``) into the store at ``url``:
-    the chunks of each ``doc_id`` become that document's new version, in the order given (documents not named are
-    left alone).  With ``embedding`` their vectors are stored first (as :func:`ingest_postgres`).  Returns the
-    ``chunk_id``\\ s, in order.  Writes under the store's writer lock, as :func:`write_versions`, recorded as
-    ``writer``'s (default :data:`~langchain_ragspine.backends.directory.chunk_store.INGEST_WRITER`: ingest owns
-    the documents and retracts them when a later ingest's paths lack them; pass another name to keep them).
-
-    Raises:
-        ValueError: a document without ``doc_id``; the errors of ``replace_doc_chunks``.
-        StoreError: the database failed; :class:`~langchain_ragspine.backends.directory.lock.StoreBusyError`: another writer
-            held the lock longer than ``lock_timeout``.
-    """
-    groups: dict[str, list[Document]] = {}
-    for i, doc in enumerate(documents):
-        doc_id = doc.metadata.get("doc_id")
-        if not isinstance(doc_id, str) or not doc_id:
-            raise ValueError(f"documents[{i}] has no metadata 'doc_id' (a non-empty string)")
-        groups.setdefault(doc_id, []).append(doc)
-    write_versions(url, groups, embedding=embedding, spec=spec, progress=progress, lock_timeout=lock_timeout,
-                   writer=writer)
-    return [str(d.metadata.get("chunk_id", d.id)) for d in documents]
-
-
-def write_versions(
-    url: str,
-    versions: Mapping[str, Sequence[Document]],
-    *,
-    embedding: Embeddings | None = None,
-    spec: str | None = None,
-    progress: bool = False,
-    lock_timeout: float | None = None,
-    writer: str = INGEST_WRITER,
-) -> None:
-    """Make each ``versions[doc_id]`` (chunk ``Document``\\ s of that ``doc_id``) the next version of its
-    document, all in one transaction (every document's new version, or none); an empty sequence retracts the
-    document.  ``writer`` is recorded with each version and decides the documents' owners
-    (:meth:`~langchain_ragspine.backends.postgres.chunk_store.PostgresChunkStore.replace_doc_chunks`; default
-    :data:`~langchain_ragspine.backends.directory.chunk_store.INGEST_WRITER`,
-    :class:`~langchain_ragspine.vectorstores.PostgresVectorStore` passes ``VECTORSTORE_WRITER``).  With ``embedding`` the
-    searchable chunks' vectors are stored first (a failing model leaves the store as it was), vectors no longer
-    searchable are deleted and the store records the model (as :func:`ingest_postgres`).  All of it holds the
-    store's writer lock (:func:`~langchain_ragspine.backends.postgres.lock.writer_lock`: after another writer — an ingest —
-    has finished, waiting at most ``lock_timeout`` seconds; ``None``: as long as it takes).
-
-    Raises:
-        ValueError, TypeError: the errors of ``replace_doc_chunks``.
-        RagSpineError / StoreError: the embedding model or the database failed.
-        StoreBusyError: another writer held the lock longer than ``lock_timeout``; nothing was written.
-    """
-    with writer_lock(url, timeout=lock_timeout), PostgresChunkStore(url) as store:
-        _embed_first(store, embedding, [c for chunks in versions.values() for c in chunks], progress)
-        with store.db.atomic():  # every version of the call, or none (a failure part way leaves the store as it was)
-            for doc_id, chunks in versions.items():
-                store.replace_doc_chunks(doc_id, list(chunks), writer=writer)
-        _record_vectors(store, embedding, spec)
-        store.analyze()
-
-
-def _embed_first(
-    store: PostgresChunkStore, embedding: Embeddings | None, chunks: Sequence[Document], progress: bool | None
-) -> int:
-    """Embed into the store's vector table the searchable chunks with visible text it lacks; returns how many
-    were sent to the model."""
-    if embedding is None:
-        return 0
-    cache = PostgresEmbeddingCache(store.db)
-    return warm_embedding_cache(cache, embedding, [c for c in chunks if has_visible_text(c)], progress).last_embedded
-
-
-def _record_vectors(store: PostgresChunkStore, embedding: Embeddings | None, spec: str | None) -> str | None:
-    """Delete vectors that are no longer searchable; record ``embedding`` as the store's model (and build its HNSW
-    index at the threshold), or forget the model record without one.  Returns the recorded model key."""
-    prune_vectors(store.db)
-    if embedding is None:
-        if store.meta("vector_model_key") is not None:
-            store.set_meta(dict.fromkeys(_VECTOR_META))
-        return None
-    key = model_key_for(embedding)
-    dim = PostgresEmbeddingCache(store.db).dim(key)
-    if dim is None:
-        return None
-    if spec is None and store.meta("vector_model_key") == key:
-        spec = store.meta("vector_embedding")  # the same model written through the Python API keeps its spec
-    store.set_meta({"vector_model_key": key, "vector_embedding": spec, "vector_dim": str(dim)})
-    ensure_hnsw_index(store.db, key, dim, threshold=configured_setting("pg_hnsw_threshold"))
-    return key
 
 
 class PostgresSource(StoreBackedSource[PostgresChunkStore]):

@@ -29,14 +29,11 @@ from langchain_ragspine.backends.base import CONTEXTUAL, PARENTS
 from langchain_ragspine.backends.directory.chunk_store import ChunkStore
 from langchain_ragspine.backends.directory.layout import CHUNKS_DB, has_chunk_store, store_writer
 from langchain_ragspine.backends.postgres.chunk_store import (
-    META,
     PostgresChunkStore,
-    PostgresConnection,
-    check_store_schema,
     is_postgres_url,
     redact_url,
-    store_relations,
 )
+from langchain_ragspine.backends.postgres.versions import active_document_count
 from langchain_ragspine.settings import MALFORMED_POSTGRES_RE, URL_SCHEME_RE
 
 __all__ = ["DirectoryLocation", "PostgresLocation", "StoreLocation", "open_backend"]
@@ -144,13 +141,7 @@ class PostgresLocation:
         Raises:
             StoreError: the server cannot be reached.
         """
-        db = PostgresConnection(self.given)
-        with db.connection() as conn:
-            check_store_schema(conn, self.shown)
-            if not store_relations(conn, META):
-                return 0
-        with PostgresChunkStore(self.given, read_only=owner is None) as store:
-            return len(store.doc_ids(owner=owner))
+        return active_document_count(self.given, owner=owner)
 
     def recorded_chunker(self) -> tuple[dict[str, Any] | None, bool]:
         """``(None, False)``: a PostgreSQL store records no chunker (any chunker but ``parent_child`` may write it)."""

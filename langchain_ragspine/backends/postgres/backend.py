@@ -9,7 +9,7 @@ PostgreSQL with pgvector (the store ``ragspine ingest PATH --store postgresql://
     backend.get_by_ids(["tsuyu"])                                      # [Document(id="tsuyu", metadata={"lang": "ja"})]
 
 Writes hold the store's writer lock (:mod:`langchain_ragspine.backends.postgres.lock`, as ``ingest`` does) from
-reading the documents' current chunks to the commit, and go through :func:`langchain_ragspine.postgres.write_versions`:
+reading the documents' current chunks to the commit, and go through :func:`~langchain_ragspine.backends.postgres.versions.write_versions`:
 one transaction per call (every document version of an ``upsert`` / ``delete``, or none of them), BM25 postings and
 typed metadata values written with the chunks, vectors cached by ``(model, chunk_id, content hash)``.  The versions
 are merged as the directory store merges them (:func:`~langchain_ragspine.backends.versioning.merged_versions`) and
@@ -38,6 +38,7 @@ from langchain_ragspine.backends.directory.lock import check_lock_timeout
 from langchain_ragspine.backends.postgres.chunk_store import PostgresChunkStore, is_postgres_url, redact_url
 from langchain_ragspine.backends.postgres.lock import writer_lock
 from langchain_ragspine.backends.postgres.search import PostgresSearch
+from langchain_ragspine.backends.postgres.versions import write_versions
 from langchain_ragspine.backends.versioning import (
     READ_BACK_KEYS,
     VECTORSTORE_WRITER,
@@ -181,8 +182,6 @@ class PostgresBackend:
     def _write(self, versions: Mapping[str, list[Document]]) -> None:
         if not versions:
             return
-        from langchain_ragspine.postgres import write_versions
-
         self.check_model()  # another writer may have recorded another model meanwhile
         write_versions(self.url, versions, embedding=self.embedding, lock_timeout=self.lock_timeout,
                        writer=VECTORSTORE_WRITER)
