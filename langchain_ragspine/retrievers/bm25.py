@@ -58,7 +58,9 @@ from langchain_ragspine.backends.directory.bm25_index import (
     save_bm25_index,
 )
 from langchain_ragspine.documents import (
-    check_score_threshold,
+    MAX_QUERY_CHARS,
+    bm25_threshold,
+    check_bm25_query,
     doc_key,
     top_rows,
     with_identities,
@@ -78,52 +80,12 @@ from langchain_ragspine.text import index_text
 from langchain_ragspine.tokenizers import Tokenizer, get_tokenizer
 
 __all__ = [
-    "BM25_SCALE",
     "MAX_QUERY_CHARS",
-    "bm25_threshold",
     "BM25Options",
     "BM25Retriever",
     "BM25TextOptions",
     "check_bm25_query",
 ]
-
-#: The longest query a BM25 retriever takes, in characters (both backends): scoring adds every posting of every
-#: query token, repeats included, so the cost grows with the query's length; a longer one is a ``ValueError``.
-#: (On PostgreSQL a 4,000-character Japanese query, 9,212 tokens, took 10 s on a 617-chunk store.)
-MAX_QUERY_CHARS = 2_000
-
-
-def check_bm25_query(query: str) -> str:
-    """``query``, if it is at most :data:`MAX_QUERY_CHARS` characters long.
-
-    Raises:
-        ValueError: the query is longer; the message gives its length and the limit.
-
-    Example:
-        >>> check_bm25_query("梅雨はいつ")
-        '梅雨はいつ'
-    """
-    if isinstance(query, str) and len(query) > MAX_QUERY_CHARS:
-        raise ValueError(
-            f"the query is {len(query):,} characters long; a BM25 query may be at most {MAX_QUERY_CHARS:,} "
-            "(retrievers.bm25.MAX_QUERY_CHARS), since its cost grows with its length: search with its key sentences"
-        )
-    return query
-
-
-#: How :class:`BM25Retriever`'s ``score_threshold`` is read, for its error messages.
-BM25_SCALE = "the raw BM25 score of metadata['scores']['bm25'], >= 0, unbounded and corpus-dependent"
-
-
-def bm25_threshold(own: Any, given: Any = None) -> float | None:
-    """The BM25 score threshold of one call: the call's ``given`` one, else the retriever's ``own`` (both checked
-    here, since ``model_copy`` does not validate); ``None``: no threshold.  Shared by both BM25 retrievers.
-
-    Raises:
-        TypeError, ValueError: not ``None`` or a finite number ``>= 0`` (the message names the BM25 scale).
-    """
-    return check_score_threshold(own if given is None else given, scale=BM25_SCALE)
-
 
 # Set while load() validates a retriever whose index comes from disk, so model_post_init skips the build.
 # (pydantic's validation context does not reach model_post_init through LangChain's BaseRetriever.)

@@ -46,11 +46,10 @@ from langchain_core.vectorstores.utils import maximal_marginal_relevance
 from langchain_ragspine.arguments import DEFAULT_FETCH_K, DEFAULT_K, check_arguments, check_k
 from langchain_ragspine.backends.directory.chunk_store import nan_field
 from langchain_ragspine.backends.directory.lock import StoreBusyError
-from langchain_ragspine.documents import check_score_threshold, chunk_key
+from langchain_ragspine.documents import BM25_SCALE, check_score_threshold, chunk_key
 from langchain_ragspine.errors import StoreError, StoreWriteError
 from langchain_ragspine.filters import and_filters, compiled_filter
 from langchain_ragspine.retrievers.base import check_query
-from langchain_ragspine.retrievers.bm25 import BM25_SCALE
 from langchain_ragspine.sensitivity import drop_restricted, is_blank_label, is_restricted, is_sensitivity_key
 from langchain_ragspine.served import ServedIds
 

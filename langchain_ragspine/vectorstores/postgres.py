@@ -103,8 +103,3 @@ class PostgresVectorStore(RagSpineVectorStore):
         store = cls(url, embedding, **kwargs)
         store.add_texts(texts, metadatas, ids=ids)
         return store
-
-    def _dense(self) -> Any:
-        """The dense retriever over the store's vectors
-        (:class:`~langchain_ragspine.retrievers.postgres.PostgresDenseRetriever`), or ``None`` while it has none."""
-        return self.backend.search().dense()

@@ -88,7 +88,13 @@ from langchain_ragspine.backends.directory.backend import (
 from langchain_ragspine.backends.directory.indexes import IndexSnapshot, internal_record
 from langchain_ragspine.backends.open import PostgresLocation, open_backend
 from langchain_ragspine.backends.versioning import VECTORSTORE_RECORD_KEY
-from langchain_ragspine.documents import check_score_threshold, copy_metadata, with_scores
+from langchain_ragspine.documents import (
+    bm25_threshold,
+    check_bm25_query,
+    check_score_threshold,
+    copy_metadata,
+    with_scores,
+)
 from langchain_ragspine.embeddings.cache import model_key_for
 from langchain_ragspine.filters import CompiledFilter, compiled_filter
 from langchain_ragspine.retrievers.base import (
@@ -98,7 +104,6 @@ from langchain_ragspine.retrievers.base import (
     SyncCall,
     check_query,
 )
-from langchain_ragspine.retrievers.bm25 import bm25_threshold, check_bm25_query
 from langchain_ragspine.retrievers.contract import gated_exit
 from langchain_ragspine.retrievers.embed_as import (
     BY_VECTOR_SEARCH_TYPES,

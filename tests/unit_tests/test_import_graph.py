@@ -53,8 +53,6 @@ SHIM_IMPORTS: frozenset[str] = frozenset()
 
 #: Rule 5: the imports of a higher layer, ``"importer -> imported"`` -> why it is there today and what removes it.
 LAYER_EXCEPTIONS: dict[str, str] = {
-    "backends.postgres.search -> retrievers.postgres":
-        "PostgresSearch runs the PostgreSQL retrievers' SQL (lazily); B5 moves the queries into backends/postgres",
 }
 
 #: The bottom of the package: modules that import nothing from it (not even under ``TYPE_CHECKING``), so that every

@@ -65,9 +65,10 @@ class _RecordSearch:
         """Whether the store holds vectors of the model (else a vector search finds nothing)."""
         return self._has_vectors
 
-    def dense(self) -> Any:
-        """The dense retriever over the store's vectors, or ``None`` while the store has none."""
-        return self._search.dense_retriever() if self._has_vectors else None
+    @property
+    def uses_hnsw(self) -> bool:
+        """Whether vector searches go through the store's HNSW index (``False`` while it has no vectors)."""
+        return self._has_vectors and self._search.uses_hnsw
 
     def lexical_search(
         self, query: str, k: int, filter: Mapping[str, Any] | None = None, *, score_threshold: float | None = None
@@ -207,7 +208,7 @@ class PostgresBackend:
         if self._search is None or not self._search.has_vectors():
             with PostgresChunkStore(self.url) as store:
                 has_vectors = store.meta("vector_model_key") == self.model_key
-            search = PostgresSearch(self.url, self.embedding, model_key=self.model_key, ef_search=self.ef_search)
+            search = PostgresSearch(self.url, model_key=self.model_key, ef_search=self.ef_search)
             self._search = _RecordSearch(search, has_vectors)
         return self._search
 

@@ -199,6 +199,7 @@ def test_hnsw_queries_walk_the_index(pg_url: str) -> None:
         register_vector,
     )
     from langchain_ragspine.embeddings import HashingEmbeddings
+    from langchain_ragspine.filters.sql import filter_sql
     from langchain_ragspine.postgres import add_documents
     from langchain_ragspine.retrievers.postgres import PostgresDenseRetriever
 
@@ -218,5 +219,7 @@ def test_hnsw_queries_walk_the_index(pg_url: str) -> None:
         with PostgresChunkStore(pg_url, read_only=True) as store, store.db.connection() as conn:
             register_vector(conn)
             spy = _Explaining(conn)
-            dense._search(spy, q, 5, dense._call_filter(flt, "s.chunk_row"))
+            search = dense.backend_search
+            search._vector_rows(spy, q, search.resolved_model_key, search.dimension, 5,
+                                filter_sql(flt, row="s.chunk_row"), with_vectors=False)
         assert hnsw_index_name(key) in spy.plan, spy.plan

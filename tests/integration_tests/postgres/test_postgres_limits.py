@@ -24,6 +24,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
 from langchain_ragspine.arguments import DEFAULT_K
+from langchain_ragspine.backends.postgres import search as pg_search
 from langchain_ragspine.backends.postgres.chunk_store import get_pool
 from langchain_ragspine.embeddings import HashingEmbeddings
 from langchain_ragspine.errors import StoreError
@@ -38,7 +39,6 @@ from langchain_ragspine.filters import (
 from langchain_ragspine.filters.sql import SEMI_JOIN_LIMIT, filter_sql
 from langchain_ragspine.postgres import add_documents
 from langchain_ragspine.retrievers import HybridRetriever
-from langchain_ragspine.retrievers import postgres as pg_retrievers
 from langchain_ragspine.retrievers.bm25 import MAX_QUERY_CHARS
 from langchain_ragspine.retrievers.postgres import PostgresBM25Retriever, PostgresDenseRetriever
 from langchain_ragspine.vectorstores import PostgresVectorStore
@@ -174,8 +174,8 @@ def test_a_filter_of_many_fields_is_planned_as_subplans(store: str) -> None:
 
 
 def test_a_search_running_longer_than_the_statement_timeout_is_cancelled(store, monkeypatch) -> None:
-    slow = "SELECT r.* FROM (" + pg_retrievers._BM25_SQL + ") r CROSS JOIN pg_sleep(1)"
-    monkeypatch.setattr(pg_retrievers, "_BM25_SQL", slow)
+    slow = "SELECT r.* FROM (" + pg_search._BM25_SQL + ") r CROSS JOIN pg_sleep(1)"
+    monkeypatch.setattr(pg_search, "_BM25_SQL", slow)
     monkeypatch.setenv("RAGSPINE_PG_STATEMENT_TIMEOUT", "0.2")
     retriever = PostgresBM25Retriever(url=store, k=3)
     with pytest.raises(StoreError, match=r"cancelled the search after 0\.2 s .*RAGSPINE_PG_STATEMENT_TIMEOUT"):
@@ -191,13 +191,13 @@ def test_a_search_running_longer_than_the_statement_timeout_is_cancelled(store, 
 
 def test_every_search_runs_under_the_statement_timeout(store, monkeypatch) -> None:
     seen: list[str] = []
-    real = PostgresDenseRetriever._search
+    real = pg_search.PostgresSearch._vector_rows
 
-    def spying(self: PostgresDenseRetriever, conn: Any, *args: Any) -> Any:
+    def spying(self: pg_search.PostgresSearch, conn: Any, *args: Any, **kwargs: Any) -> Any:
         seen.append(conn.execute("SHOW statement_timeout").fetchone()[0])
-        return real(self, conn, *args)
+        return real(self, conn, *args, **kwargs)
 
-    monkeypatch.setattr(PostgresDenseRetriever, "_search", spying)
+    monkeypatch.setattr(pg_search.PostgresSearch, "_vector_rows", spying)
     dense = PostgresDenseRetriever(url=store, embedding=EMB, k=2)
     dense.invoke("rainy season")  # the default: 30 s
     monkeypatch.setenv("RAGSPINE_PG_STATEMENT_TIMEOUT", "2.5")

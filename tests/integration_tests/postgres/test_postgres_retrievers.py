@@ -27,6 +27,7 @@ from langchain_core.documents import Document
 
 from langchain_ragspine.arguments import DEFAULT_K
 from langchain_ragspine.backends.postgres.chunk_store import PostgresChunkStore, close_pools
+from langchain_ragspine.backends.postgres.search import PostgresSearch
 from langchain_ragspine.backends.postgres.vectors import ensure_hnsw_index
 from langchain_ragspine.embeddings import HashingEmbeddings
 from langchain_ragspine.errors import StaleIndexWarning
@@ -428,7 +429,7 @@ def test_hnsw_with_a_selective_filter_still_returns_k(pg_url: str, monkeypatch: 
         scores = [d.metadata["scores"]["vector"] for d in got]
         assert scores == sorted(scores, reverse=True)
         assert all(abs(want[d.metadata["chunk_id"]] - d.metadata["scores"]["vector"]) < 1e-5 for d in got)
-    monkeypatch.setattr(PostgresDenseRetriever, "_ITERATIVE_SCAN", "off")
+    monkeypatch.setattr(PostgresSearch, "ITERATIVE_SCAN", "off")
     assert min(len(pg.invoke(q, filter=flt)) for q in queries) < 10
 
 
@@ -443,6 +444,29 @@ def test_bad_k_and_arguments(pg_url: str) -> None:
             r.invoke("梅雨", fetch_k=3)
     with pytest.raises(ValueError, match="k1"):
         PostgresBM25Retriever(url=pg_url, k1=-1)
+
+
+def test_a_reassigned_or_copied_field_is_what_the_next_search_uses(pg_url: str) -> None:
+    """Kept through the move of the SQL into backends.postgres.search (made once per retriever): ``k1`` / ``b`` /
+    ``ef_search`` / ``statement_timeout`` are read at each search, so an assignment or a
+    ``model_copy(update=…)`` is what the next search runs with — the same scores as a retriever made with them."""
+    stored = load(pg_url, corpus_docs(), embedding=EMB)
+    r = PostgresBM25Retriever(url=pg_url, k=5)
+    flat = PostgresBM25Retriever(url=pg_url, k=5, k1=0.0, b=0.0)
+    before = hits(r.invoke("梅雨 六月"), "bm25")
+    assert before != hits(flat.invoke("梅雨 六月"), "bm25")  # k1 = 0: every matching term scores its idf alone
+    copied = r.model_copy(update={"k1": 0.0, "b": 0.0})
+    assert hits(copied.invoke("梅雨 六月"), "bm25") == hits(flat.invoke("梅雨 六月"), "bm25")
+    assert hits(r.invoke("梅雨 六月"), "bm25") == before  # the original keeps its own
+    r.k1, r.b = 0.0, 0.0
+    assert hits(r.invoke("梅雨 六月"), "bm25") == hits(flat.invoke("梅雨 六月"), "bm25")
+    memory = BM25Retriever.from_documents(stored, k=5, k1=0.0, b=0.0)
+    assert_same_ranking(hits(r.invoke("梅雨 六月"), "bm25"), hits(memory.invoke("梅雨 六月"), "bm25"))
+    dense = PostgresDenseRetriever(url=pg_url, embedding=EMB, k=3)
+    assert dense.model_copy(update={"statement_timeout": 0.0}).backend_search.statement_timeout == 0.0
+    assert dense.backend_search.statement_timeout == 30.0 and dense.backend_search is dense.backend_search
+    with pytest.raises(TypeError, match="unexpected keyword.*k2"):
+        dense.backend_search.with_options(k2=1.0)
 
 
 def test_stale_postings_fall_back_to_memory_with_a_warning(pg_url: str) -> None:

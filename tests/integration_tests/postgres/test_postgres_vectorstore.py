@@ -267,7 +267,7 @@ def test_mmr_over_the_hnsw_index_reads_the_same_vectors(pg_url: str, monkeypatch
     monkeypatch.setenv("RAGSPINE_PG_HNSW_THRESHOLD", "1")
     pg = PostgresVectorStore(pg_url, EMB)
     pg.add_documents(MMR_DOCS)
-    assert pg._dense().uses_hnsw
+    assert pg.backend.search().uses_hnsw
     assert _ids(pg.max_marginal_relevance_search(MMR_QUERY, k=2, fetch_k=4, lambda_mult=0.3)) == ["hr1", "sales"]
     assert _ids(pg.max_marginal_relevance_search(MMR_QUERY, k=2, fetch_k=4, lambda_mult=1.0)) == ["hr1", "hr1-copy"]
 

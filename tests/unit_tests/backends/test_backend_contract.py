@@ -83,7 +83,7 @@ def _postgres(url: str) -> Iterator[Backend]:
         def write_corpus(corpus: dict[str, list[Document]]) -> None:
             write_versions(url, corpus, embedding=EMBEDDING)  # the chunks and their vectors, one transaction
 
-        yield Backend("postgres", store, lambda: PostgresSearch(url, EMBEDDING), write_corpus)
+        yield Backend("postgres", store, lambda: PostgresSearch(url), write_corpus)
 
 
 @pytest.fixture(params=["directory", pytest.param("postgres", marks=pytest.mark.postgres)])
