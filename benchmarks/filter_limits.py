@@ -67,7 +67,7 @@ def _store(backend: str, root: Path, n_docs: int, pg_url: str | None) -> str:
     from langchain_core.documents import Document
 
     from langchain_ragspine import make_embeddings
-    from langchain_ragspine.postgres import add_documents
+    from langchain_ragspine.backends.postgres.versions import add_documents
 
     assert pg_url is not None
     docs = [Document(page_content=f"# Doc {i}\n\nfalcon report number {i} about rain and tea {i % 7}.",

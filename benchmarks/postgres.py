@@ -47,12 +47,12 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
 from langchain_ragspine.backends.postgres.chunk_store import close_pools
+from langchain_ragspine.backends.postgres.versions import add_documents
 from langchain_ragspine.configured import configured_setting
 from langchain_ragspine.evaluation import evaluate, load_dataset
 from langchain_ragspine.pipeline.ingest import ingest
 from langchain_ragspine.pipeline.modes import build_retriever, mode_factory
-from langchain_ragspine.pipeline.sources import open_retriever
-from langchain_ragspine.postgres import PostgresSource, add_documents
+from langchain_ragspine.pipeline.sources import PostgresSource, open_retriever
 
 MODES = ("bm25", "vector", "hybrid")
 WORK = REPO / "benchmarks" / "_work"

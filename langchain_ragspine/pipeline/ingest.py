@@ -8,7 +8,7 @@ on the backend :func:`~langchain_ragspine.backends.open.open_backend` chose.  Fo
 (:mod:`langchain_ragspine.backends.directory.layout`) it also saves the derived files after the chunk store
 committed — the BM25 index (``bm25/``), the index record (``index.json``), the embedding cache and the vector index
 (``vector/``) — each write failure named with what was committed and what the next search does; a PostgreSQL store
-is written by :func:`~langchain_ragspine.postgres.ingest_postgres` (the same write-versions and embed stages; its
+is written by :func:`ingest_postgres` (the same write-versions and embed stages; its
 postings are written with each version).
 
 This mirrors LangChain's ``langchain_core.indexing.index`` (a record of what was indexed, so unchanged content is
@@ -50,6 +50,10 @@ from langchain_ragspine.backends.directory.layout import (
 )
 from langchain_ragspine.backends.directory.lock import check_lock_timeout
 from langchain_ragspine.backends.open import DirectoryLocation, PostgresLocation, StoreLocation, open_backend
+from langchain_ragspine.backends.postgres.chunk_store import PostgresChunkStore
+from langchain_ragspine.backends.postgres.lock import writer_lock
+from langchain_ragspine.backends.postgres.vectors import chunks_without_vectors
+from langchain_ragspine.backends.postgres.versions import embed_missing, record_vectors
 from langchain_ragspine.configured import configured_setting
 from langchain_ragspine.embeddings.cache import (
     STORE_UNCHANGED,
@@ -89,7 +93,7 @@ from langchain_ragspine.text_splitters.chunkers import DEFAULT_CHUNKER, chunker_
 from langchain_ragspine.text_splitters.contextual import ContextualHeader
 from langchain_ragspine.tokenizers import tokenizer_name, tokenizer_version
 
-__all__ = ["PROBE_CHUNKS", "IngestSummary", "ingest"]
+__all__ = ["PROBE_CHUNKS", "IngestSummary", "ingest", "ingest_postgres"]
 
 #: Chunks embedded before the chunk store changes, to check that the model works (:func:`ingest`).
 PROBE_CHUNKS = 32
@@ -118,7 +122,7 @@ def ingest(
     Args:
         paths: files or folders (``.md``, ``.txt``, ``.jsonl``; see ``CorpusLoader``).
         store_dir: the store directory (created if missing), or a ``postgresql://`` URL: the same versioned store
-            and search tables in PostgreSQL (:mod:`langchain_ragspine.postgres`, ``docs/postgres.md``).
+            and search tables in PostgreSQL (:func:`ingest_postgres`, :mod:`langchain_ragspine.backends.postgres`, ``docs/postgres.md``).
         chunk_size / chunk_overlap: ``ParagraphTextSplitter`` budgets in characters (default
             ``RAGSPINE_CHUNK_SIZE`` / ``RAGSPINE_CHUNK_OVERLAP``, else 480 / 80).
         tokenizer: BM25 tokenizer name (default ``RAGSPINE_TOKENIZER``, else ``"auto"``).
@@ -281,8 +285,6 @@ def _ingest(
                      owned_before=owned_before)
     spec = _spec_name(embedding if isinstance(embedding, str) or embedding is None else None)
     if isinstance(backend, PostgresLocation):
-        from langchain_ragspine.postgres import ingest_postgres
-
         ingest_postgres(
             backend.url, split, summary, tokenizer=name, embedding=emb, spec=spec,
             retract_missing=retract_missing, active_before=owned_before, progress=show,
@@ -673,3 +675,63 @@ class _StreamingPrefetch:
         """Every document is chunked: the batches are complete (the build may take them)."""
         if self.batches is not None:
             self.batches.finish()
+
+
+def ingest_postgres(
+    url: str,
+    split: Sequence[Split],
+    summary: IngestSummary,
+    *,
+    tokenizer: str,
+    embedding: Embeddings | None,
+    spec: str | None,
+    retract_missing: bool,
+    active_before: int,
+    progress: bool | None,
+    lock_timeout: float | None = None,
+) -> None:
+    """The store-writing half of :func:`ingest` for a ``postgresql://`` URL (the
+    load and split stages and the refusal of an empty run happen there first); the stages of
+    :mod:`~langchain_ragspine.pipeline.stages` that apply to a PostgreSQL store, in this order:
+
+    1. Lexical index: the store's BM25 tokenizer becomes ``tokenizer`` (every posting rewritten, in one
+       transaction, when it differs from the recorded name or version).
+    2. Embed (:func:`~langchain_ragspine.pipeline.stages.warm_embedding_cache`): with ``embedding``, the new or
+       changed chunks that are searchable and have visible text are embedded into ``ragspine_embeddings``
+       *before* the store changes (a failing model leaves the store as it was).
+       So are the searchable chunks of the documents this ingest keeps and does not write — other writers'
+       (the vector store's), and with ``retract_missing=False`` its own absent ones — that lack a vector of the
+       model (a new model), so every document stays visible to the dense channel.
+    3. Write versions: each document becomes a new version in its own transaction, with its postings and typed
+       values (:func:`~langchain_ragspine.pipeline.stages.write_documents`, shared with the file store), written by
+       :data:`~langchain_ragspine.backends.versioning.INGEST_WRITER`; absent documents that ingest owns
+       are retracted (those another writer created and ingest never wrote are kept).
+    4. Vectors no longer searchable are deleted; the store records the model (key, spec, dimension) and gets an
+       HNSW index once it holds ``RAGSPINE_PG_HNSW_THRESHOLD`` vectors.  Without ``embedding`` the model record is
+       dropped (the vectors stay, as the file store keeps its cache).  The planner's statistics are refreshed.
+
+    All of it holds the store's writer lock (:func:`~langchain_ragspine.backends.postgres.lock.writer_lock`, waiting
+    at most ``lock_timeout`` seconds; ``None``: as long as it takes) —
+    :func:`ingest` has taken it before reading the store.
+
+    Raises:
+        RagSpineError / StoreError: the embedding model or the database failed (the store keeps its committed
+            versions).
+        StoreBusyError: another writer held the lock longer than ``lock_timeout``; nothing was written.
+    """
+    with writer_lock(url, timeout=lock_timeout), PostgresChunkStore(url) as store:
+        generation = store.generation
+        rewritten = store.set_tokenizer(tokenizer)
+        to_embed = [c for _, chunks, _ in split for c in chunks]
+        if embedding is not None:  # and the kept documents' chunks the model has no vector of
+            written = [str(doc.metadata["doc_id"]) for doc, _, _ in split]
+            retracting = retract_missing and not summary.skipped
+            to_embed += chunks_without_vectors(store, model_key_for(embedding), skip_doc_ids=written,
+                                               skip_owner=INGEST_WRITER if retracting else None)
+        summary.embedded = embed_missing(store, embedding, to_embed, progress)
+        write_documents(store, split, summary, retract_missing=retract_missing, active_before=active_before,
+                        progress=progress)
+        summary.dense = record_vectors(store, embedding, spec)
+        summary.index_rebuilt = rewritten or store.generation != generation
+        if summary.index_rebuilt:
+            store.analyze()

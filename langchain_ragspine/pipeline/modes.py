@@ -118,7 +118,7 @@ StoreT = TypeVar("StoreT", bound=_Closable)
 
 class StoreBackedSource(Generic[StoreT]):
     """What a :class:`RetrieverSource` over a store shares (:class:`~langchain_ragspine.pipeline.sources.StoreSource`,
-    :class:`~langchain_ragspine.postgres.PostgresSource`): it is a context manager that opens the store on entering
+    :class:`~langchain_ragspine.pipeline.sources.PostgresSource`): it is a context manager that opens the store on entering
     (:meth:`_open`, which subclasses implement) and closes it on leaving, and :attr:`store` is the open store."""
 
     _store: StoreT | None = None

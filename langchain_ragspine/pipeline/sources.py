@@ -5,7 +5,7 @@ written by :func:`~langchain_ragspine.pipeline.ingest.ingest`: for a store direc
 (rebuilding them in memory if they are stale or damaged, e.g. after a crash between the store commit and the index
 write) through :class:`StoreSource`, behind a retriever that follows the store's later writes
 (:mod:`langchain_ragspine.retrievers.live`); for a PostgreSQL store through
-:class:`~langchain_ragspine.postgres.PostgresSource` (:func:`open_source` picks the source by the backend
+:class:`PostgresSource` (:func:`open_source` picks the source by the backend
 :func:`~langchain_ragspine.backends.open.open_backend` opened).  :func:`search` passes every result through the
 RESTRICTED gate::
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, ClassVar
 
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
@@ -39,6 +39,7 @@ from langchain_ragspine.backends.directory.layout import (
     writer_note,
 )
 from langchain_ragspine.backends.open import PostgresLocation, StoreLocation, open_backend
+from langchain_ragspine.backends.postgres.chunk_store import PostgresChunkStore
 from langchain_ragspine.configured import configured_setting
 from langchain_ragspine.documents import has_visible_text
 from langchain_ragspine.embeddings.cache import model_key_for, uncached_chunks
@@ -60,10 +61,7 @@ from langchain_ragspine.settings import get_settings
 from langchain_ragspine.text_splitters.chunkers import CHUNKERS, DEFAULT_CHUNKER, describe_chunker
 from langchain_ragspine.text_splitters.contextual import ContextualHeader
 
-if TYPE_CHECKING:
-    from langchain_ragspine.postgres import PostgresSource
-
-__all__ = ["StoreSource", "check_store_chunker", "open_retriever", "open_source", "search"]
+__all__ = ["PostgresSource", "StoreSource", "check_store_chunker", "open_retriever", "open_source", "search"]
 
 
 def _vector_coverage(
@@ -444,6 +442,129 @@ class StoreSource(StoreBackedSource[ChunkStore]):
 
 
 @renamed_keywords("candidate_k")
+class PostgresSource(StoreBackedSource[PostgresChunkStore]):
+    """The channels of a PostgreSQL store, for the mode registry (:mod:`langchain_ragspine.pipeline.modes`) — the twin of
+    :class:`StoreSource`.
+
+    Use it as a context manager (it holds the store open, read-only)::
+
+        with PostgresSource("postgresql://localhost/rag") as source:
+            retriever = build_retriever("hybrid", source, k=10)
+
+    Args:
+        url: the store's ``postgresql://`` URL.
+        embedding: the query encoder — a spec or an ``Embeddings``; default: the one the vectors were made with
+            (its spec is recorded at ingest).  Given explicitly, it must be that model.
+
+    The BM25 channel is :class:`~langchain_ragspine.retrievers.postgres.PostgresBM25Retriever` for the store's
+    tokenizer (``tokenizer=None`` or its name), or an in-memory
+    :class:`~langchain_ragspine.retrievers.bm25.BM25Retriever` over the store's chunks for another tokenizer
+    (evaluation compares tokenizers this way) and, with a :class:`~langchain_ragspine.errors.StaleIndexWarning`,
+    when the postings were written by another version of the tokenizer.  The dense channel is
+    :class:`~langchain_ragspine.retrievers.postgres.PostgresDenseRetriever`.  Channels are made on first use and
+    kept.
+
+    Raises:
+        StoreError: no store at ``url`` (on entering).
+    """
+
+    #: What this backend refuses, by name (:func:`~langchain_ragspine.backends.base.refuse`): its chunk store's.
+    unsupported: ClassVar[Mapping[str, str]] = PostgresChunkStore.unsupported
+    backend_name: ClassVar[str] = PostgresChunkStore.backend_name
+
+    def __init__(self, url: str, *, embedding: str | Embeddings | None = None) -> None:
+        self.url = url
+        self.embedding = embedding
+        self._bm25: dict[tuple[int, str], BaseRetriever] = {}
+        self._dense: dict[int, BaseRetriever | None] = {}
+
+    def _open(self) -> PostgresChunkStore:
+        return PostgresChunkStore(self.url, read_only=True)
+
+    def documents(self) -> list[Document]:
+        """The store's active chunks (RESTRICTED ones included: retrievers built from them leave those out)."""
+        return [c.to_document() for c in self.store.iter_chunks()]
+
+    def bm25(self, *, k: int, tokenizer: str | None = None) -> BaseRetriever:
+        """BM25 in SQL for the store's tokenizer; in memory for another (see the class docstring)."""
+        from langchain_ragspine.retrievers.postgres import PostgresBM25Retriever
+
+        store = self.store
+        own = store.tokenizer
+        name = own if tokenizer is None else tokenizer.strip().lower()
+        key = (k, name)
+        if key not in self._bm25:
+            if name == own and store.postings_are_current():
+                self._bm25[key] = PostgresBM25Retriever(url=self.url, k=k)
+            else:
+                if name == own:
+                    warn_stale(
+                        f"{store.path}: BM25 postings were written by another version of tokenizer {own!r}; "
+                        "BM25 built in memory from the store — run `ragspine ingest` again to rewrite them "
+                        "(documents other writers added, such as the vector store's, are kept, and their postings "
+                        "rewritten too)"
+                    )
+                self._bm25[key] = BM25Retriever.from_documents(self.documents(), k=k, tokenizer=name)
+        return self._bm25[key]
+
+    def dense(self, *, k: int, required: bool, mode: str) -> BaseRetriever | None:
+        """:class:`~langchain_ragspine.retrievers.postgres.PostgresDenseRetriever`, or ``None`` when the store has
+        no vectors (or their model cannot load here) and ``required`` is false.
+
+        Raises:
+            StoreError: ``required`` and the store has no vectors or their model cannot load here; an explicit
+                ``embedding`` that is not the vectors' model.
+            ValueError: ``required``, no vectors, and no embedding model configured.
+        """
+        if k not in self._dense:
+            self._dense[k] = self._open_dense(k=k, required=required, mode=mode)
+        dense = self._dense[k]
+        if dense is None and required:
+            return self._open_dense(k=k, required=True, mode=mode)
+        return dense
+
+    def _open_dense(self, *, k: int, required: bool, mode: str) -> BaseRetriever | None:
+        from langchain_ragspine.retrievers.postgres import PostgresDenseRetriever
+
+        store = self.store
+        saved_key = store.meta("vector_model_key")
+        emb: Embeddings | None = None
+        if self.embedding is not None:
+            emb = resolve_embedding(self.embedding)
+        elif store.meta("vector_embedding"):
+            try:
+                emb = make_embeddings(str(store.meta("vector_embedding")))
+            except ImportError as e:
+                if required:
+                    raise StoreError(
+                        f"this store's vectors need a model that cannot load here: {e}", path=store.path
+                    ) from e
+        if emb is None:
+            if not required:
+                return None
+            raise StoreError(
+                f"mode {mode!r} needs vectors: run `ragspine ingest PATH --store URL --embedding e5` (or another "
+                "spec) first",
+                path=store.path,
+            )
+        key = model_key_for(emb)
+        if self.embedding is not None and saved_key and saved_key != key:
+            raise StoreError(
+                f"this store's vectors were made with {saved_key}, not {key}; query it with the same model (leave "
+                "out --embedding) or re-ingest with the model you want (documents other writers added, such as "
+                "the vector store's, are kept and embedded too)",
+                path=store.path,
+            )
+        if saved_key != key:  # an explicit model for a store without vectors: embed in memory, as the file store
+            warn_stale(
+                f"{store.path}: the store has no vectors of {key}; the dense channel is built in memory (every "
+                "chunk embedded) — run `ragspine ingest` with this model to store them (documents other writers "
+                "added, such as the vector store's, are kept and embedded too)"
+            )
+            return DenseRetriever(docs=self.documents(), embedding=emb, k=k)
+        return PostgresDenseRetriever(url=self.url, embedding=emb, k=k)
+
+
 def open_retriever(
     store_dir: str | os.PathLike[str],
     *,
@@ -524,7 +645,7 @@ def open_source(
     store: str | os.PathLike[str], *, embedding: str | Embeddings | None = None
 ) -> StoreSource | PostgresSource:
     """The :class:`~langchain_ragspine.pipeline.modes.RetrieverSource` of a store: :class:`StoreSource` for a directory,
-    :class:`~langchain_ragspine.postgres.PostgresSource` for a ``postgresql://`` URL.  Use it as a context manager.
+    :class:`PostgresSource` for a ``postgresql://`` URL.  Use it as a context manager.
 
     Raises:
         ImportError: a URL, and psycopg is not installed (names the ``postgres`` extra).
@@ -535,8 +656,6 @@ def open_source(
 def _source(backend: StoreLocation, *, embedding: str | Embeddings | None) -> StoreSource | PostgresSource:
     """The retrieval source of an opened backend (see :func:`open_source`)."""
     if isinstance(backend, PostgresLocation):
-        from langchain_ragspine.postgres import PostgresSource
-
         return PostgresSource(backend.given, embedding=embedding)
     return StoreSource(backend.root, embedding=embedding)
 

@@ -11,7 +11,7 @@ lexical index → embed.
 
 :func:`~langchain_ragspine.pipeline.ingest.ingest` composes them for a store directory (where it also saves the
 derived files: ``bm25/``, ``vector/``, ``index.json``) and hands a PostgreSQL store to
-:func:`~langchain_ragspine.postgres.ingest_postgres`, which runs the same write-versions and embed stages (its lexical
+:func:`~langchain_ragspine.pipeline.ingest.ingest_postgres`, which runs the same write-versions and embed stages (its lexical
 index is the postings each version writes).  :class:`IngestSummary` is what a run reports.
 """
 

@@ -128,8 +128,18 @@ INDEXING_MODULE = {
     "StaleIndexWarning": "langchain_ragspine.errors",
 }
 
-#: Every shim module: the modules above, the ``stores`` package, ``config`` and ``indexing``.
-SHIM_MODULES = frozenset(SHIMS) | {"langchain_ragspine.stores", "langchain_ragspine.config", "langchain_ragspine.indexing"}
+#: What ``langchain_ragspine.postgres`` held before item 8 of issue 26 moved the PostgreSQL backend into one folder
+#: (and ingest's and the sources' PostgreSQL parts beside their directory twins), and where each name lives now.
+POSTGRES_MODULE = {
+    **dict.fromkeys(("active_document_count", "add_documents", "write_versions"),
+                    "langchain_ragspine.backends.postgres.versions"),
+    "ingest_postgres": "langchain_ragspine.pipeline.ingest",
+    "PostgresSource": "langchain_ragspine.pipeline.sources",
+}
+
+#: Every shim module: the modules above, the ``stores`` package, ``config``, ``indexing`` and ``postgres``.
+SHIM_MODULES = frozenset(SHIMS) | {"langchain_ragspine.stores", "langchain_ragspine.config", "langchain_ragspine.indexing",
+                                   "langchain_ragspine.postgres"}
 
 
 def _defined_public_names(module: ModuleType) -> set[str]:
@@ -193,6 +203,17 @@ def test_the_indexing_module_reexports_what_it_held() -> None:
     assert {n for n in vars(indexing) if not n.startswith("_")} == set(indexing.__all__)
 
 
+def test_the_postgres_module_reexports_what_it_held() -> None:
+    import langchain_ragspine.postgres as postgres
+
+    assert sorted(postgres.__all__) == sorted(POSTGRES_MODULE)
+    for name, home in POSTGRES_MODULE.items():
+        module = importlib.import_module(home)
+        assert name in module.__all__, f"{name} is not a public name of {home}"
+        assert getattr(postgres, name) is getattr(module, name), name
+    assert {n for n in vars(postgres) if not n.startswith("_")} == set(postgres.__all__)
+
+
 def test_old_paths_give_the_same_objects() -> None:
     import langchain_ragspine.stores.chunk_store
     import langchain_ragspine.stores.postgres
@@ -210,6 +231,7 @@ def test_old_paths_give_the_same_objects() -> None:
 #: What each shim's warning says to import instead: a module (all its names), or name -> home.
 INSTEAD: dict[str, str | dict[str, str]] = {
     **SHIMS, "langchain_ragspine.config": CONFIG_NAMES, "langchain_ragspine.indexing": INDEXING_MODULE,
+    "langchain_ragspine.postgres": POSTGRES_MODULE,
 }
 
 
@@ -308,7 +330,8 @@ def test_each_shim_warns_once_in_a_fresh_interpreter_at_the_users_import(tmp_pat
     script.append("print(json.dumps(seen))\n")
     path = tmp_path / "old_user_code.py"
     path.write_text("".join(script), "utf-8")
-    homes = sorted({*SHIMS.values(), *CONFIG_NAMES.values(), *INDEXING_MODULE.values(), *STORES_PACKAGE.values()})
+    homes = sorted({*SHIMS.values(), *CONFIG_NAMES.values(), *INDEXING_MODULE.values(), *POSTGRES_MODULE.values(),
+                    *STORES_PACKAGE.values()})
     proc = subprocess.run([sys.executable, str(path), json.dumps(homes)], capture_output=True, text=True, cwd=REPO,
                           env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}, timeout=300)
     assert proc.returncode == 0, proc.stderr

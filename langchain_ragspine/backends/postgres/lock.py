@@ -3,7 +3,7 @@
 The twin of a store directory's lock (:mod:`langchain_ragspine.backends.directory.lock`), with the same contract: every writer
 of a ``postgresql://`` store — ``ingest`` (Python and CLI), a
 :class:`~langchain_ragspine.vectorstores.PostgresVectorStore` ``add_documents`` / ``delete``,
-:func:`langchain_ragspine.postgres.add_documents` / ``write_versions`` — holds it for its whole write, from its
+:func:`langchain_ragspine.backends.postgres.versions.add_documents` / ``write_versions`` — holds it for its whole write, from its
 first read of the store to its last commit::
 
     with writer_lock("postgresql://rag@db/rag", timeout=None):   # waits for the writer holding it, if any

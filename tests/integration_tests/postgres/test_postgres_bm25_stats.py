@@ -198,9 +198,9 @@ def test_hnsw_queries_walk_the_index(pg_url: str) -> None:
         hnsw_index_name,
         register_vector,
     )
+    from langchain_ragspine.backends.postgres.versions import add_documents
     from langchain_ragspine.embeddings import HashingEmbeddings
     from langchain_ragspine.filters.sql import filter_sql
-    from langchain_ragspine.postgres import add_documents
     from langchain_ragspine.retrievers.postgres import PostgresDenseRetriever
 
     emb = HashingEmbeddings(64)

@@ -26,6 +26,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_ragspine.arguments import DEFAULT_K
 from langchain_ragspine.backends.postgres import search as pg_search
 from langchain_ragspine.backends.postgres.chunk_store import get_pool
+from langchain_ragspine.backends.postgres.versions import add_documents
 from langchain_ragspine.embeddings import HashingEmbeddings
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.filters import (
@@ -37,7 +38,6 @@ from langchain_ragspine.filters import (
     matches,
 )
 from langchain_ragspine.filters.sql import SEMI_JOIN_LIMIT, filter_sql
-from langchain_ragspine.postgres import add_documents
 from langchain_ragspine.retrievers import HybridRetriever
 from langchain_ragspine.retrievers.bm25 import MAX_QUERY_CHARS
 from langchain_ragspine.retrievers.postgres import PostgresBM25Retriever, PostgresDenseRetriever

@@ -27,12 +27,12 @@ from langchain_core.documents import Document
 from langchain_ragspine.backends.directory.lock import StoreBusyError
 from langchain_ragspine.backends.postgres.chunk_store import PostgresChunkStore
 from langchain_ragspine.backends.postgres.lock import writer_lock, writer_pid
+from langchain_ragspine.backends.postgres.versions import add_documents
 from langchain_ragspine.cli import main
 from langchain_ragspine.embeddings import HashingEmbeddings
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.pipeline.ingest import ingest
 from langchain_ragspine.pipeline.sources import open_retriever
-from langchain_ragspine.postgres import add_documents
 from langchain_ragspine.vectorstores import PostgresVectorStore
 from tests.unit_tests._ingest_gate_child import (
     DONE_S,

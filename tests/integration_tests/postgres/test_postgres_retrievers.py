@@ -29,12 +29,12 @@ from langchain_ragspine.arguments import DEFAULT_K
 from langchain_ragspine.backends.postgres.chunk_store import PostgresChunkStore, close_pools
 from langchain_ragspine.backends.postgres.search import PostgresSearch
 from langchain_ragspine.backends.postgres.vectors import ensure_hnsw_index
+from langchain_ragspine.backends.postgres.versions import add_documents
 from langchain_ragspine.embeddings import HashingEmbeddings
 from langchain_ragspine.errors import StaleIndexWarning
 from langchain_ragspine.filters import UnknownFilterFieldWarning, matches
 from langchain_ragspine.pipeline.modes import DocumentsSource, build_retriever
-from langchain_ragspine.pipeline.sources import search
-from langchain_ragspine.postgres import PostgresSource, add_documents
+from langchain_ragspine.pipeline.sources import PostgresSource, search
 from langchain_ragspine.retrievers import BM25Retriever, DenseRetriever
 from langchain_ragspine.retrievers.postgres import PostgresBM25Retriever, PostgresDenseRetriever
 from tests.unit_tests.filters.test_filter_contracts import DOCS, QUERY, TABLE

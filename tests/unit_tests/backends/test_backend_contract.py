@@ -77,7 +77,7 @@ def _directory(tmp_path: Path) -> Iterator[Backend]:
 def _postgres(url: str) -> Iterator[Backend]:
     from langchain_ragspine.backends.postgres.chunk_store import PostgresChunkStore
     from langchain_ragspine.backends.postgres.search import PostgresSearch
-    from langchain_ragspine.postgres import write_versions
+    from langchain_ragspine.backends.postgres.versions import write_versions
 
     with PostgresChunkStore(url) as store:
         def write_corpus(corpus: dict[str, list[Document]]) -> None:

@@ -225,7 +225,7 @@ def test_a_feature_postgresql_lacks_is_refused_by_one_rule_before_the_server_is_
             ingest(tmp_path / "absent", url, mode="bm25", **kwargs)
     # one subject whichever class of the backend refuses (trial of ba5bf07: PostgresLocation / PostgresSource)
     from langchain_ragspine.backends.postgres.backend import PostgresBackend
-    from langchain_ragspine.postgres import PostgresSource
+    from langchain_ragspine.pipeline.sources import PostgresSource
 
     for cls in (PostgresChunkStore, PostgresBackend, open_backend(url).__class__, PostgresSource):
         assert cls.backend_name == "a PostgreSQL store" and cls.unsupported == PostgresChunkStore.unsupported

@@ -319,7 +319,7 @@ def test_withdraw_from_thread_cleans_the_thread_before_a_run(tmp_path):
 
 
 def test_a_postgres_retriever_withdraws_the_reply_too(pg_url):
-    from langchain_ragspine.postgres import add_documents
+    from langchain_ragspine.backends.postgres.versions import add_documents
     from langchain_ragspine.retrievers.postgres import PostgresBM25Retriever
 
     def chunk(doc_id: str, text: str, **label: str) -> Document:

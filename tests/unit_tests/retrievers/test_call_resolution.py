@@ -134,7 +134,7 @@ def test_a_call_filter_never_widens_a_store_backed_retriever(kind, tmp_path):
 
 @pytest.mark.parametrize("cls_name", ["PostgresBM25Retriever", "PostgresDenseRetriever"])
 def test_a_call_filter_never_widens_a_postgres_retriever(cls_name, pg_url):
-    from langchain_ragspine.postgres import add_documents
+    from langchain_ragspine.backends.postgres.versions import add_documents
     from langchain_ragspine.retrievers import postgres
 
     emb = HashingEmbeddings(64)

@@ -137,7 +137,7 @@ def _pg_chunk(doc_id: str, text: str, **label: str) -> Document:
 
 def test_postgres_retrievers_and_vector_store_answer_from_the_tables_now(pg_url):
     from langchain_ragspine.backends.postgres.chunk_store import PostgresChunkStore
-    from langchain_ragspine.postgres import add_documents, write_versions
+    from langchain_ragspine.backends.postgres.versions import add_documents, write_versions
     from langchain_ragspine.retrievers.postgres import PostgresBM25Retriever, PostgresDenseRetriever
     from langchain_ragspine.vectorstores import PostgresVectorStore
 

@@ -245,7 +245,7 @@ def test_postgres_postings_are_stems_and_an_old_store_is_rewritten(pg_url: str, 
 
     from langchain_ragspine.backends.postgres.chunk_store import PostgresChunkStore
     from langchain_ragspine.errors import StoreError
-    from langchain_ragspine.postgres import PostgresSource
+    from langchain_ragspine.pipeline.sources import PostgresSource
     from langchain_ragspine.retrievers.postgres import PostgresBM25Retriever
 
     corpus = _corpus(tmp_path)
