@@ -65,6 +65,7 @@ import shutil
 import tempfile
 import threading
 import uuid
+import warnings
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -77,6 +78,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 
+from langchain_ragspine._stacklevel import user_stacklevel
 from langchain_ragspine.arguments import DEFAULT_K, check_arguments, check_k, rename_arguments
 from langchain_ragspine.backends.base import MMR, SearchBackend, StoreBackend, refuse
 from langchain_ragspine.backends.directory.backend import (
@@ -276,8 +278,10 @@ class RagSpineVectorStore(MarginalRelevanceStore):
 
     Args:
         store_dir: a store directory (created when missing; ``ragspine ingest``'s output works as is), a
-            :class:`~langchain_ragspine.backends.base.StoreBackend`, a custom :class:`RecordBackend` (indexed in
-            memory as the directory store's records are), or ``None`` (default): a temporary store (see above).
+            :class:`~langchain_ragspine.backends.base.StoreBackend` — e.g. a custom record source
+            (:class:`RecordBackend`) as ``DirectoryBackend(records, embedding)``, indexed in memory as the
+            directory store's records are (passing the record source itself is deprecated) — or ``None``
+            (default): a temporary store (see above).
         embedding: the dense channel's model (any ``Embeddings``; required, by keyword or — with no ``store_dir``
             — as the only positional argument; with a ``StoreBackend``, the backend's own by default, and another
             model is refused).  A store records the model its vectors were made with (its first write that
@@ -290,7 +294,7 @@ class RagSpineVectorStore(MarginalRelevanceStore):
             not used with a ``StoreBackend`` (it was opened with its own).
         lock_timeout: seconds a write waits for another writer of the store directory (an ``ingest``, another
             vector store) to finish (:class:`ChunkStoreBackend`); ``None`` (default): as long as it takes, ``0``: not
-            at all.  Searches never wait.  Not used with a :class:`RecordBackend` given as ``store_dir``.
+            at all.  Searches never wait.
 
     Writes: each ``add_documents`` / ``add_texts`` / ``delete`` call is atomic — every document version it writes,
     or none: a failure part way (disk full; a chunk id that is another document's, a ``ValueError``) leaves the
@@ -335,7 +339,7 @@ class RagSpineVectorStore(MarginalRelevanceStore):
 
     def __init__(
         self,
-        store_dir: str | os.PathLike[str] | StoreBackend | RecordBackend | Embeddings | None = None,
+        store_dir: str | os.PathLike[str] | StoreBackend | Embeddings | None = None,
         embedding: Embeddings | None = None,
         *,
         tokenizer: str = "auto",
@@ -371,7 +375,13 @@ class RagSpineVectorStore(MarginalRelevanceStore):
         backend: StoreBackend
         if isinstance(store_dir, StoreBackend):
             backend = store_dir
-        elif isinstance(store_dir, RecordBackend):
+        elif isinstance(store_dir, RecordBackend):  # the old second route: one release, then a TypeError
+            warnings.warn(
+                f"{type(self).__name__}(records, embedding) with a RecordBackend is deprecated and goes in the next "
+                f"release: pass {type(self).__name__}(DirectoryBackend(records, embedding)) (from "
+                "langchain_ragspine.backends.directory.backend), a StoreBackend like any other",
+                DeprecationWarning, stacklevel=user_stacklevel(),
+            )
             backend = DirectoryBackend(store_dir, embedding, tokenizer=tokenizer, index_kind=index_kind)
         elif store_dir is None:
             DirectoryBackend.check_options(embedding, tokenizer, index_kind)  # before a directory is made
