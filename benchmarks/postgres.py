@@ -51,7 +51,8 @@ from langchain_ragspine.backends.postgres.versions import add_documents
 from langchain_ragspine.configured import configured_setting
 from langchain_ragspine.evaluation import evaluate, load_dataset
 from langchain_ragspine.pipeline.ingest import ingest
-from langchain_ragspine.pipeline.modes import build_retriever, mode_factory
+from langchain_ragspine.pipeline.modes import mode_factory
+from langchain_ragspine.pipeline.plan import build_retriever
 from langchain_ragspine.pipeline.sources import PostgresSource, open_retriever
 
 MODES = ("bm25", "vector", "hybrid")

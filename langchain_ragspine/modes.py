@@ -12,7 +12,7 @@ from langchain_ragspine.pipeline.modes import (
     RetrievalMode,
     RetrieverSource,
     StoreBackedSource,
-    build_retriever,
+    build_mode,
     get_mode,
     lexical_mode_names,
     mode_aliases,
@@ -31,6 +31,13 @@ from langchain_ragspine.pipeline.modes import (
 
 _warn_moved(__name__, "langchain_ragspine.pipeline.modes")
 
+
+def __getattr__(name: str) -> object:
+    """``build_retriever`` (the old name of ``build_mode``), from :mod:`langchain_ragspine.pipeline.modes`, which warns."""
+    from langchain_ragspine.pipeline import modes
+
+    return getattr(modes, name)
+
 __all__ = [
     "LEXICAL_MODES",
     "RETRIEVAL_MODES",
@@ -40,7 +47,7 @@ __all__ = [
     "RetrievalMode",
     "RetrieverSource",
     "StoreBackedSource",
-    "build_retriever",
+    "build_mode",
     "get_mode",
     "lexical_mode_names",
     "mode_aliases",

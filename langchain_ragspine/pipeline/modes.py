@@ -62,7 +62,7 @@ __all__ = [
     "RetrievalMode",
     "RetrieverSource",
     "StoreBackedSource",
-    "build_retriever",
+    "build_mode",
     "get_mode",
     "lexical_mode_names",
     "mode_aliases",
@@ -417,7 +417,7 @@ def needs_dense_index(modes: Iterable[str], embedding: str | Embeddings | None =
 
 
 @renamed_keywords("candidate_k")
-def build_retriever(
+def build_mode(
     mode: str | None,
     source: RetrieverSource,
     *,
@@ -426,7 +426,12 @@ def build_retriever(
     fetch_k: int | None = None,
     **options: Any,
 ) -> BaseRetriever:
-    """The retriever of ``mode`` (default ``RAGSPINE_RETRIEVAL_MODE``, else ``"auto"``) over ``source``.
+    """The retriever of one registered ``mode`` (default ``RAGSPINE_RETRIEVAL_MODE``, else ``"auto"``) over
+    ``source``: the registry's primitive, which :func:`~langchain_ragspine.pipeline.plan.build_retriever` (the one
+    builder of a retrieval plan — mode, transformations, second stage — that the CLI, the served graphs and the
+    benchmarks use) and :func:`~langchain_ragspine.pipeline.sources.open_retriever` build the base mode with::
+
+        build_mode("hybrid", DocumentsSource(chunks, embedding=emb), k=6)   # a HybridRetriever
 
     Args:
         mode: a registered mode name.
@@ -542,7 +547,7 @@ def mode_factory(
         raise ValueError(needs_embedding_message(name))
 
     def factory(documents: list[Document]) -> BaseRetriever:
-        return build_retriever(
+        return build_mode(
             name, DocumentsSource(documents, embedding=emb), k=k, tokenizer=tokenizer, fetch_k=fetch_k,
             **options,
         )
@@ -634,3 +639,16 @@ register_mode(RetrievalMode(
     description="auto over the children of a --chunker parent_child store; returns their distinct parents (what "
                 "auto does over such a store)",
 ))
+
+
+def __getattr__(name: str) -> Any:
+    """``build_retriever``, the old name of :func:`build_mode` (one release, with a ``DeprecationWarning``)."""
+    if name == "build_retriever":
+        warnings.warn(
+            "langchain_ragspine.pipeline.modes.build_retriever is deprecated and goes in the next release: build a "
+            "retrieval plan with langchain_ragspine.pipeline.plan.build_retriever (a mode name is a plan), or one "
+            "mode with langchain_ragspine.pipeline.modes.build_mode",
+            DeprecationWarning, stacklevel=2,
+        )
+        return build_mode
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

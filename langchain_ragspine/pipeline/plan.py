@@ -43,12 +43,12 @@ from langchain_ragspine.document_compressors import selects_candidates
 from langchain_ragspine.document_compressors.factory import make_compressors
 from langchain_ragspine.pipeline.modes import (
     RetrieverSource,
+    build_mode,
     mode_factory,
     resolve_mode,
     split_mode,
     transform_mode_message,
 )
-from langchain_ragspine.pipeline.modes import build_retriever as build_mode
 from langchain_ragspine.pipeline.sources import open_retriever
 from langchain_ragspine.retrievers.transforms import make_query_transform
 from langchain_ragspine.specs import (

@@ -45,7 +45,7 @@ from langchain_ragspine.documents import has_visible_text
 from langchain_ragspine.embeddings.cache import model_key_for, uncached_chunks
 from langchain_ragspine.embeddings.factory import make_embeddings, resolve_embedding
 from langchain_ragspine.errors import RagSpineError, StoreError, warn_stale
-from langchain_ragspine.pipeline.modes import StoreBackedSource, build_retriever, resolve_mode
+from langchain_ragspine.pipeline.modes import StoreBackedSource, build_mode, resolve_mode
 from langchain_ragspine.pipeline.stages import (
     build_bm25,
     contextual_header,
@@ -296,7 +296,7 @@ class StoreSource(StoreBackedSource[ChunkStore]):
     Use it as a context manager (it holds the chunk store open, read-only)::
 
         with StoreSource("store") as source:
-            retriever = build_retriever("hybrid", source, k=10)
+            retriever = build_retriever("hybrid", source, k=10)  # langchain_ragspine.pipeline.plan
 
     Args:
         store_dir: a store directory written by :func:`ingest`.
@@ -441,7 +441,6 @@ class StoreSource(StoreBackedSource[ChunkStore]):
             return None
 
 
-@renamed_keywords("candidate_k")
 class PostgresSource(StoreBackedSource[PostgresChunkStore]):
     """The channels of a PostgreSQL store, for the mode registry (:mod:`langchain_ragspine.pipeline.modes`) — the twin of
     :class:`StoreSource`.
@@ -449,7 +448,7 @@ class PostgresSource(StoreBackedSource[PostgresChunkStore]):
     Use it as a context manager (it holds the store open, read-only)::
 
         with PostgresSource("postgresql://localhost/rag") as source:
-            retriever = build_retriever("hybrid", source, k=10)
+            retriever = build_retriever("hybrid", source, k=10)  # langchain_ragspine.pipeline.plan
 
     Args:
         url: the store's ``postgresql://`` URL.
@@ -565,6 +564,7 @@ class PostgresSource(StoreBackedSource[PostgresChunkStore]):
         return PostgresDenseRetriever(url=self.url, embedding=emb, k=k)
 
 
+@renamed_keywords("candidate_k")
 def open_retriever(
     store_dir: str | os.PathLike[str],
     *,
@@ -626,7 +626,7 @@ def open_retriever(
     backend = open_backend(store_dir)
     if isinstance(backend, PostgresLocation):  # its retrievers read the tables at every call: current already
         with _source(backend, embedding=embedding) as source:
-            return build_retriever(mode, source, k=k, fetch_k=fetch_k, **options)
+            return build_mode(mode, source, k=k, fetch_k=fetch_k, **options)
     root = backend.root
     _open_chunk_store(root).close()  # no store (or one being created): open_retriever's own error, at once
     models: dict[str, Embeddings | None] = {}  # a reload reuses the query encoder instead of loading it again
@@ -634,7 +634,7 @@ def open_retriever(
     def build() -> BaseRetriever:
         with StoreSource(root, embedding=embedding, models=models) as source:
             check_store_chunker(source.store, source.root)
-            return build_retriever(mode, source, k=k, fetch_k=fetch_k, **options)
+            return build_mode(mode, source, k=k, fetch_k=fetch_k, **options)
 
     live = LiveStoreRetriever(chunk_store=root / CHUNKS_DB, factory=build, k=k, watch=(root / INDEX_STATE,))
     live.refresh()  # the first build, here: its errors are open_retriever's

@@ -29,7 +29,8 @@ from langchain_ragspine.chains.answer import prepare_context
 from langchain_ragspine.document_compressors import CrossEncoderReranker, LLMListwiseReranker
 from langchain_ragspine.embeddings import HashingEmbeddings
 from langchain_ragspine.pipeline.ingest import ingest
-from langchain_ragspine.pipeline.modes import DocumentsSource, build_retriever, mode_factory
+from langchain_ragspine.pipeline.modes import DocumentsSource, mode_factory
+from langchain_ragspine.pipeline.plan import build_retriever
 from langchain_ragspine.pipeline.sources import open_retriever
 from langchain_ragspine.retrievers import (
     BM25Retriever,

@@ -33,7 +33,8 @@ from langchain_ragspine.backends.postgres.versions import add_documents
 from langchain_ragspine.embeddings import HashingEmbeddings
 from langchain_ragspine.errors import StaleIndexWarning
 from langchain_ragspine.filters import UnknownFilterFieldWarning, matches
-from langchain_ragspine.pipeline.modes import DocumentsSource, build_retriever
+from langchain_ragspine.pipeline.modes import DocumentsSource
+from langchain_ragspine.pipeline.plan import build_retriever
 from langchain_ragspine.pipeline.sources import PostgresSource, search
 from langchain_ragspine.retrievers import BM25Retriever, DenseRetriever
 from langchain_ragspine.retrievers.postgres import PostgresBM25Retriever, PostgresDenseRetriever

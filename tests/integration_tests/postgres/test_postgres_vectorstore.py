@@ -19,7 +19,7 @@ from langchain_ragspine.backends.postgres.chunk_store import PostgresChunkStore
 from langchain_ragspine.embeddings import HashingEmbeddings
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.filters import UnknownFilterFieldWarning
-from langchain_ragspine.pipeline.modes import build_retriever
+from langchain_ragspine.pipeline.plan import build_retriever
 from langchain_ragspine.pipeline.sources import PostgresSource
 from langchain_ragspine.retrievers import DenseRetriever
 from langchain_ragspine.vectorstores import PostgresVectorStore, as_chunks

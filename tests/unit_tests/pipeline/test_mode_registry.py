@@ -27,7 +27,6 @@ from langchain_ragspine.pipeline.modes import (
     RETRIEVAL_MODES,
     DocumentsSource,
     RetrievalMode,
-    build_retriever,
     get_mode,
     lexical_mode_names,
     mode_aliases,
@@ -38,6 +37,7 @@ from langchain_ragspine.pipeline.modes import (
     resolve_mode_name,
     unregister_mode,
 )
+from langchain_ragspine.pipeline.plan import build_retriever
 from langchain_ragspine.pipeline.sources import StoreSource, open_retriever, search
 from langchain_ragspine.retrievers import BM25Retriever, DenseRetriever, HybridRetriever
 
@@ -281,3 +281,23 @@ def test_every_mode_takes_its_own_filter_and_ands_it_with_the_calls(mode: str, c
     anded = search(own, "京都 梅雨 rainy", k=4, filter={"year": 2024})
     assert anded and all(d.metadata["lang"] == "ja" and d.metadata["year"] == 2024 for d in anded)
     assert search(own, "rainy season", k=4, filter={"lang": "en"}) == []  # the call cannot widen it
+
+
+def test_the_old_name_of_build_mode_warns_and_is_build_mode() -> None:
+    """Two public ``build_retriever`` functions (the registry's, the plan's) became one: the plan's; the
+    registry's primitive is ``build_mode``, and its old name still works for one release, warning at the user's
+    line and naming both."""
+    from langchain_ragspine.pipeline import modes
+    from langchain_ragspine.pipeline.plan import build_retriever as plan_build
+
+    with pytest.warns(DeprecationWarning, match=r"pipeline\.plan\.build_retriever.*pipeline\.modes\.build_mode") as w:
+        old = modes.build_retriever
+    assert old is modes.build_mode and w[0].filename == __file__
+    assert "build_retriever" not in modes.__all__
+    docs = [Document(page_content=t, metadata={"chunk_id": f"c{i}", "doc_id": f"d{i}"})
+            for i, t in enumerate(["梅雨は六月", "台風は九月", "北海道の梅雨"])]
+    ids = [[d.id for d in build(mode, DocumentsSource(docs), k=2).invoke("梅雨")] for build in (modes.build_mode, plan_build)
+           for mode in ("bm25",)]
+    assert ids[0] == ids[1] and len(ids[0]) == 2  # a mode name is a plan: the same retriever
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        modes.nothing  # noqa: B018 - the attribute error is what is under test

@@ -239,7 +239,8 @@ def test_auto_without_a_dense_channel_keeps_the_filter(tmp_path):
     from langchain_core.documents import Document
 
     from langchain_ragspine.pipeline.ingest import ingest
-    from langchain_ragspine.pipeline.modes import DocumentsSource, build_retriever
+    from langchain_ragspine.pipeline.modes import DocumentsSource
+    from langchain_ragspine.pipeline.plan import build_retriever
     from langchain_ragspine.pipeline.sources import open_retriever
 
     corpus = tmp_path / "c"
