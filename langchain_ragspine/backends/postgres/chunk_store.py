@@ -56,7 +56,6 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, ClassVar
-from urllib.parse import urlsplit, urlunsplit
 
 from langchain_core.documents import Document
 
@@ -314,18 +313,17 @@ def is_postgres_url(value: object) -> bool:
     return isinstance(value, str) and value.strip().lower().startswith(("postgresql://", "postgres://"))
 
 
-# libpq parameters that carry a secret, in a URL's query string (``?password=…``, ``&sslpassword=…``)
-_SECRET_PARAMS_RE = re.compile(r"(?i)(^|&)((?:ssl)?password=)[^&]*")
 # a libpq keyword/value connection string ("host=db port=5432 dbname=rag"): the start of one
 _CONNINFO_RE = re.compile(
     r"(?i)^\s*(host|hostaddr|port|dbname|user|password|passfile|sslmode|service|connect_timeout|options)\s*="
 )
 
 
-# a password anywhere in a text: in a URL-ish user part ("postgresql://u:PW@", "POSTGRES:/u:PW@", however malformed
-# the rest) and as a libpq parameter ("password=PW", "sslpassword='PW'", in a query string or a conninfo string)
+# a password anywhere in a text: in a URL-ish user part of any scheme ("postgresql://u:PW@", "POSTGRES:/u:PW@",
+# "mysql://u:PW@", however malformed the rest; up to the user part's last "@", so an unencoded "@" in the password
+# is hidden too) and as a libpq parameter ("password=PW", "sslpassword='PW'", in a query string or a conninfo string)
 _TEXT_SECRETS = (
-    (re.compile(r"(?i)(postgres(?:ql)?:/*[^:/@\s\"']*:)[^@\s\"']*@"), r"\1***@"),
+    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*:/*[^:/@\s\"']*:)(?:[^@\s\"']*@)+"), r"\1***@"),
     (re.compile(r"(?i)\b((?:ssl)?password\s*=\s*)('[^']*'|[^&\s\"']*)"), r"\1***"),
 )
 
@@ -354,25 +352,11 @@ def libpq_url(url: str) -> str:
 
 
 def redact_url(url: str) -> str:
-    """``url`` with its password replaced by ``***`` (for messages and logs): the one in the user part
-    (``postgresql://u:***@h/db``) and ``password`` / ``sslpassword`` in the query string (``?password=***``); a
-    string that does not parse as a URL gets :func:`redact_text`."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return redact_text(url)
-    redacted = parts
-    if parts.query:
-        redacted = redacted._replace(query=_SECRET_PARAMS_RE.sub(r"\1\2***", parts.query))
-    if parts.password is not None:
-        netloc = parts.netloc.rsplit("@", 1)
-        user = netloc[0].split(":", 1)[0]
-        redacted = redacted._replace(netloc=f"{user}:***@{netloc[1]}")
-    if redacted == parts:
-        return redact_text(url)  # no password where a URL has one; perhaps one in a malformed URL
-    out = urlunsplit(redacted)
-    # urlunsplit folds an empty host's '//' (postgresql:///db?host=…&password=…): put it back
-    return out.replace(":", "://", 1) if "://" in url and "://" not in out else out
+    """``url`` with its password replaced by ``***`` (for messages, logs and ``repr``): the one in the user part
+    (``postgresql://u:***@h/db``, any scheme, also when the URL is malformed) and ``password`` / ``sslpassword``
+    in the query string (``?password=***``) — :func:`redact_text`, the one rule for a URL and for a message that
+    quotes one."""
+    return redact_text(url)
 
 
 def looks_like_conninfo(value: object) -> bool:

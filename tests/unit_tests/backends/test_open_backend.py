@@ -183,13 +183,19 @@ def test_a_postgres_location_never_shows_its_password() -> None:
     ("host=h password='pw 9' dbname=d", "host=h password=*** dbname=d"),
     ("postgresql://h/db?sslpassword=pw9&x=1", "postgresql://h/db?sslpassword=***&x=1"),
     ("postgresql://u@h/db: no password here", "postgresql://u@h/db: no password here"),
+    # one rule for a URL and a message (redact_url is redact_text): any scheme, an unencoded "@" in the password
+    ("mysql://u:pw9@h/db", "mysql://u:***@h/db"),
+    ("store 'postgresql+psycopg://u:pw9@h/db' is not", "store 'postgresql+psycopg://u:***@h/db' is not"),
+    ("postgresql://u:p@w9@h:5/db", "postgresql://u:***@h:5/db"),
+    ("postgresql://:pw9@h/db", "postgresql://:***@h/db"),
+    ("postgresql://u:pw9@h/db?sslmode=require&PassWord=pw9", "postgresql://u:***@h/db?sslmode=require&PassWord=***"),
+    ("error at line 3: connection refused", "error at line 3: connection refused"),
 ])
 def test_every_password_in_an_error_text_is_hidden(text: str, shown: str) -> None:
     from langchain_ragspine.backends.postgres.chunk_store import redact_text, redact_url
 
-    assert redact_text(text) == shown
-    if text.lower().startswith("postgres"):
-        assert "pw9" not in redact_url(text)
+    assert redact_text(text) == shown == redact_url(text)
+    assert "pw9" not in shown and "w9@" not in shown
 
 
 @pytest.mark.parametrize("url, libpq", [
