@@ -31,6 +31,7 @@ import difflib
 import math
 import os
 import re
+import stat
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -399,14 +400,31 @@ class RagSpineSettings(BaseSettings):
 TOOL_VARIABLES = frozenset({"RAGSPINE_DATA", "RAGSPINE_NOTEBOOK_LIMIT", "RAGSPINE_NOTEBOOK_OUT", "RAGSPINE_RECORD_PINS"})
 
 
+#: The ``RAGSPINE_*`` names of each ``.env`` file read, by path, with the file's identity when read (device, inode,
+#: size, mtime in ns): a file is parsed again only when it changed, so :func:`get_settings` does not parse it twice.
+_ENV_FILE_NAMES: dict[str, tuple[tuple[int, int, int, int], list[str]]] = {}
+
+
 def _environment_names(env_file: object) -> list[str]:
     """The ``RAGSPINE_*`` names of the environment and of ``env_file`` (when it is a file), upper-cased as the
     settings read them."""
     names = [n for n in os.environ if n.upper().startswith("RAGSPINE_")]
-    if isinstance(env_file, (str, os.PathLike)) and Path(env_file).is_file():
-        from dotenv import dotenv_values
+    if isinstance(env_file, (str, os.PathLike)):
+        path = os.fspath(env_file)
+        try:
+            st = os.stat(path)
+        except OSError:
+            return names
+        if not stat.S_ISREG(st.st_mode):
+            return names
+        identity = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        cached = _ENV_FILE_NAMES.get(path)
+        if cached is None or cached[0] != identity:
+            from dotenv import dotenv_values
 
-        names += [n for n in dotenv_values(env_file) if n.upper().startswith("RAGSPINE_")]
+            cached = (identity, [n for n in dotenv_values(path) if n.upper().startswith("RAGSPINE_")])
+            _ENV_FILE_NAMES[path] = cached
+        names += cached[1]
     return names
 
 

@@ -361,6 +361,37 @@ def test_an_unknown_ragspine_variable_is_an_error_naming_it(
         get_settings()
 
 
+def test_the_name_check_parses_an_unchanged_env_file_once_and_an_edited_one_again(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Review of issue 26: the unknown-name check parsed ``.env`` a second time on every ``get_settings()`` (after
+    pydantic-settings' own read).  Its names are kept by the file's identity, so an unchanged file is parsed once,
+    and an edit (even one of the same size) is seen at the next call."""
+    import dotenv
+
+    from langchain_ragspine.settings import get_settings
+
+    parsed: list[str] = []
+    real = dotenv.dotenv_values
+
+    def counting(path: object = None, *args: object, **kwargs: object) -> object:
+        parsed.append(str(path))
+        return real(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(dotenv, "dotenv_values", counting)
+    monkeypatch.chdir(tmp_path)
+    env = tmp_path / ".env"
+    env.write_text("RAGSPINE_K=5\n", "utf-8")
+    monkeypatch.setitem(RagSpineSettings.model_config, "env_file", ".env")
+    assert [get_settings().k for _ in range(3)] == [5, 5, 5]
+    assert parsed.count(".env") == 1  # the name check's parse (pydantic-settings reads the file itself)
+    env.write_text("RAGSPINE_Q=5\n", "utf-8")  # same size, another name
+    with pytest.raises(ValueError, match="RAGSPINE_Q is not a langchain-ragspine setting"):
+        get_settings()
+    env.unlink()
+    assert get_settings().k == 6
+
+
 def test_an_unknown_or_mistyped_keyword_of_the_settings_is_an_error() -> None:
     """Regression (trial of 5d1ab81): ``RagSpineSettings(kk=3)`` was ignored and ``RagSpineSettings(k=True)`` held
     ``1``."""
