@@ -52,6 +52,7 @@ from langchain_text_splitters import TextSplitter
 from pydantic import ConfigDict, Field, field_validator
 
 from langchain_ragspine.arguments import DEFAULT_K, PositiveIntField
+from langchain_ragspine.backends.base import PARENTS, refuse
 from langchain_ragspine.documents import check_documents, doc_key, with_scores
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.filters import matches
@@ -427,6 +428,8 @@ class ParentChildRetriever(ContractRetriever):
     def _check_store(cls, value: Any) -> Any:
         if value is not None and not callable(getattr(value, "get_parents", None)):
             raise ValueError(f"store must have get_parents(ids) (a ChunkStore), got {type(value).__name__}")
+        if value is not None:
+            refuse(value, PARENTS)  # a backend that keeps no parents (PostgreSQL) would find none, silently
         return value
 
     @field_validator("id_key")

@@ -472,6 +472,14 @@ def test_a_postgresql_store_searches_children_in_auto_and_refuses_the_parent_mod
     with pytest.raises(ValueError, match=r"a PostgreSQL store does not support parents: it keeps no "
                                          r"parent passages"):
         open_retriever(pg_url, mode="parent_child")
+    # regression (trial of bf21278): a ParentChildRetriever handed the PostgreSQL chunk store was accepted and
+    # found no parent, silently ([] for every query); it is refused in the same words
+    from langchain_ragspine.backends.postgres.chunk_store import PostgresChunkStore
+
+    with PostgresChunkStore(pg_url, read_only=True) as store, pytest.raises(
+        ValueError, match=r"a PostgreSQL store does not support parents: it keeps no parent passages"
+    ):
+        ParentChildRetriever(child_retriever=open_retriever(pg_url, mode="bm25"), store=store)
 
 
 @pytest.mark.parametrize("name", CHUNKERS)
