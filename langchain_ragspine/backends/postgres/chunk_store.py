@@ -56,6 +56,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, ClassVar
+from urllib.parse import unquote
 
 from langchain_core.documents import Document
 
@@ -337,10 +338,31 @@ def redact_text(text: str) -> str:
     return text
 
 
-def pg_error_text(error: BaseException) -> str:
+def url_secrets(url: str) -> list[str]:
+    """The secrets of a connection URL as a message may echo them alone, longest first: the user part's password as
+    written and percent-decoded (libpq quotes a bad ``%`` token of it: ``invalid percent-encoded token: "…"``) and
+    every ``password=`` / ``sslpassword=`` value of the query string."""
+    found: list[str] = []
+    head, _, query = url.strip().partition("?")
+    _, sep, rest = head.partition("://")
+    userinfo = rest.rpartition("@")[0] if sep else ""
+    if ":" in userinfo:
+        found.append(userinfo.split(":", 1)[1])
+    found += re.findall(r"(?i)(?:^|&)(?:ssl)?password=([^&]*)", query)
+    out = {s for f in found for s in (f, unquote(f)) if s}
+    return sorted(out, key=len, reverse=True)
+
+
+def pg_error_text(error: BaseException, url: str | None = None) -> str:
     """The message of a psycopg error for a :class:`StoreError`: stripped, every password hidden
-    (:func:`redact_text`)."""
-    return redact_text(str(error).strip())
+    (:func:`redact_text`) — and, given the ``url`` it connected with, each of its secrets wherever the message
+    repeats one alone (:func:`url_secrets`; one of fewer than 3 characters only where it stands quoted)."""
+    text = redact_text(str(error).strip())
+    for secret in url_secrets(url) if url else []:
+        text = text.replace(f'"{secret}"', '"***"')
+        if len(secret) >= 3:
+            text = text.replace(secret, "***")
+    return text
 
 
 def libpq_url(url: str) -> str:
@@ -406,7 +428,7 @@ def get_pool(url: str, *, pool_size: int | None = None) -> Any:
         try:  # fail now, with the server's own message, instead of a pool timeout later
             psycopg.connect(url, connect_timeout=10).close()
         except psycopg.Error as e:
-            raise StoreError(f"cannot connect to PostgreSQL: {pg_error_text(e)}", path=redact_url(url)) from None
+            raise StoreError(f"cannot connect to PostgreSQL: {pg_error_text(e, url)}", path=redact_url(url)) from None
         pool = ConnectionPool(
             url,
             min_size=1,
@@ -456,7 +478,7 @@ class PostgresConnection:
         try:
             yield
         except psycopg.Error as e:
-            raise StoreError(f"PostgreSQL: {pg_error_text(e)}", path=self.where) from e
+            raise StoreError(f"PostgreSQL: {pg_error_text(e, self.url)}", path=self.where) from e
 
     @contextlib.contextmanager
     def connection(self) -> Iterator[Any]:

@@ -89,7 +89,7 @@ def _connect(url: str, where: str) -> Any:
     try:
         conn = psycopg.connect(url, autocommit=True, connect_timeout=10, application_name=name)
     except psycopg.Error as e:
-        raise StoreError(f"cannot connect to PostgreSQL: {pg_error_text(e)}", path=where) from None
+        raise StoreError(f"cannot connect to PostgreSQL: {pg_error_text(e, url)}", path=where) from None
     try:
         with _errors(where):
             conn.execute("SELECT set_config('idle_session_timeout', '0', false)")

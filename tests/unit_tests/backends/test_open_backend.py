@@ -294,3 +294,24 @@ def test_an_empty_store_is_refused_not_the_working_directory(
     with pytest.raises(ValueError, match="the store is empty"):
         ingest(tmp_path / "c", store, embedding="none", mode="bm25", progress=False)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c"]
+
+
+@pytest.mark.parametrize("url", [
+    "postgresql://app:Sale50%off@127.0.0.1:9/rag",  # libpq: invalid percent-encoded token: "Sale50%off"
+    "postgresql://app@127.0.0.1:9/rag?password=Sale50%zz",
+])
+def test_a_password_libpq_echoes_alone_is_hidden_too(url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Regression (trial of bf21278): libpq repeats a bad percent-encoded password by itself in its message, where
+    no URL pattern finds it; the connection's own secrets are hidden wherever the message repeats one."""
+    pytest.importorskip("psycopg")
+    from langchain_ragspine.cli import main
+    from langchain_ragspine.embeddings import HashingEmbeddings
+    from langchain_ragspine.errors import StoreError
+    from langchain_ragspine.vectorstores import RagSpineVectorStore
+
+    with pytest.raises(StoreError) as info:
+        RagSpineVectorStore(url, HashingEmbeddings(8))
+    assert "Sale50" not in str(info.value) and "cannot connect to PostgreSQL" in str(info.value)
+    assert main(["search", "x", "--store", url]) == 2
+    err = capsys.readouterr().err
+    assert "Sale50" not in err and "***" in err
