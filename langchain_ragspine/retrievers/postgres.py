@@ -22,15 +22,15 @@ search tables, so they are never scored or returned; an empty query returns ``[]
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar, Self, cast
 
 import numpy as np
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
-from pydantic import ConfigDict, Field, PrivateAttr, field_validator
+from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from langchain_ragspine.arguments import DEFAULT_K, PositiveIntField, check_k
-from langchain_ragspine.backends.postgres.chunk_store import redact_url
+from langchain_ragspine.backends.postgres.chunk_store import redact_text, redact_url
 from langchain_ragspine.backends.postgres.search import PostgresSearch
 from langchain_ragspine.documents import bm25_threshold, with_scores
 from langchain_ragspine.embeddings.batching import l2_normalize
@@ -47,6 +47,23 @@ from langchain_ragspine.settings import check_timeout, configured_number
 
 __all__ = ["PostgresBM25Retriever", "PostgresDenseRetriever"]
 
+def _redacted(error: ValidationError) -> ValidationError:
+    """``error`` with every password in its quoted inputs hidden (:func:`~langchain_ragspine.backends.postgres.
+    chunk_store.redact_text` on each string)."""
+
+    def hide(value: Any) -> Any:
+        if isinstance(value, str):
+            return redact_text(value)
+        if isinstance(value, Mapping):
+            return {k: hide(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return type(value)(hide(v) for v in value)
+        return value
+
+    details: list[Any] = [{**err, "input": hide(err["input"])} for err in error.errors()]
+    return ValidationError.from_exception_data(error.title, details)
+
+
 class _PostgresRetriever(ContractRetriever):
     """What both retrievers share: the store URL, ``k``, the own filter ANDed with a call's, the statement timeout,
     and the store's :class:`~langchain_ragspine.backends.postgres.search.PostgresSearch` that runs the SQL.  The
@@ -59,9 +76,37 @@ class _PostgresRetriever(ContractRetriever):
     filter: dict[str, Any] | None = None
     statement_timeout: float = Field(default_factory=lambda: float(configured_number("pg_statement_timeout")))
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=True)
 
     _pg: PostgresSearch = PrivateAttr()
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as e:  # pydantic quotes the arguments, the URL's password included: hide it
+            raise _redacted(e) from None
+
+    def _fixed_url(self) -> AttributeError:
+        return AttributeError(
+            f"{type(self).__name__}.url cannot be changed (the retriever searches the store it opened): make a new "
+            "retriever for another store"
+        )
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "url" and "_pg" in (self.__pydantic_private__ or {}):
+            raise self._fixed_url()
+        super().__setattr__(name, value)  # validated (validate_assignment), read by the next search
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """``model_copy`` (see :class:`~langchain_ragspine.retrievers.base.ContractRetriever`); ``url`` cannot be
+        updated (the copy searches the same store).
+
+        Raises:
+            AttributeError: ``update`` has ``url``; TypeError: an unknown key.
+        """
+        if update and "url" in update:
+            raise self._fixed_url()
+        return super().model_copy(update=update, deep=deep)
 
     @field_validator("statement_timeout", mode="before")
     @classmethod
@@ -150,6 +195,20 @@ class PostgresBM25Retriever(_PostgresRetriever):
     def _check_threshold(cls, value: Any) -> float | None:
         return bm25_threshold(value)
 
+    @field_validator("k1")
+    @classmethod
+    def _check_k1(cls, value: float) -> float:
+        if not value >= 0:  # NaN too
+            raise ValueError(f"k1 must be >= 0, got {value}")
+        return value
+
+    @field_validator("b")
+    @classmethod
+    def _check_b(cls, value: float) -> float:
+        if not 0.0 <= value <= 1.0:
+            raise ValueError(f"b must be in [0, 1], got {value}")
+        return value
+
     def _open(self) -> PostgresSearch:
         search = PostgresSearch(self.url, statement_timeout=self.statement_timeout, k1=self.k1, b=self.b)
         search.open_lexical()  # no store, stale postings: an error now
@@ -232,7 +291,9 @@ class PostgresDenseRetriever(_PostgresRetriever):
     @field_validator("ef_search", mode="before")
     @classmethod
     def _ef_search_default(cls, value: Any) -> Any:
-        return configured_number("pg_ef_search") if value is None else value  # None: RAGSPINE_PG_EF_SEARCH, now
+        if value is None:
+            return configured_number("pg_ef_search")  # None: RAGSPINE_PG_EF_SEARCH, now
+        return check_k(value, "ef_search")  # an int >= 1
 
     def _open(self) -> PostgresSearch:
         search = PostgresSearch(self.url, model_key=self.model_key, ef_search=self.ef_search,

@@ -13,6 +13,7 @@ import asyncio
 import datetime as dt
 import json
 import math
+import traceback
 import uuid
 import warnings
 from collections.abc import Iterator
@@ -468,6 +469,39 @@ def test_a_reassigned_or_copied_field_is_what_the_next_search_uses(pg_url: str) 
     assert dense.backend_search.statement_timeout == 30.0 and dense.backend_search is dense.backend_search
     with pytest.raises(TypeError, match="unexpected keyword.*k2"):
         dense.backend_search.with_options(k2=1.0)
+
+
+@pytest.mark.parametrize("bad", [{"b": 2}, {"k1": -1}, {"filter": {"$bad": 1}}, {"k": 0}, {"ef_search": 0}])
+def test_an_argument_error_never_shows_the_urls_password(bad: dict[str, Any]) -> None:
+    """Regression (trial of bf21278): pydantic's ValidationError quoted every argument, the URL's password with it
+    (``input_value={'url': 'postgresql://app:hunter2@…', 'b': 2}``); the message still names the bad argument."""
+    url = "postgresql://app:hunter2@127.0.0.1:9/rag?sslmode=disable&password=S3cr3tPw"
+    cls = PostgresDenseRetriever if "ef_search" in bad else PostgresBM25Retriever
+    extra = {"embedding": EMB} if cls is PostgresDenseRetriever else {}
+    with pytest.raises(ValueError) as info:
+        cls(url=url, **extra, **bad)
+    shown = "".join(traceback.format_exception(info.value))  # what a user sees, the chained errors included
+    assert "hunter2" not in shown and "S3cr3tPw" not in shown, shown
+    assert next(iter(bad)) in str(info.value)
+    # (an error of the whole model quotes every argument, shortened in the middle: the end of the URL shows)
+
+
+def test_an_assignment_is_checked_when_made_and_the_url_is_fixed(pg_url: str) -> None:
+    """Regression (trial of bf21278): ``pg.k1 = -1`` / ``pg.b = 5`` / ``pg.k = 0`` were accepted and refused only
+    at the next invoke, and ``pg.url = other`` was accepted while the retriever kept searching the old store."""
+    load(pg_url, corpus_docs())
+    r = PostgresBM25Retriever(url=pg_url, k=3)
+    for name, value in (("k1", -1.0), ("b", 5.0), ("k", 0), ("statement_timeout", -5)):
+        with pytest.raises(ValueError, match=name):
+            setattr(r, name, value)
+        assert getattr(r, name) == {"k1": 1.5, "b": 0.75, "k": 3, "statement_timeout": 30.0}[name]
+    with pytest.raises(AttributeError, match="url cannot be changed"):
+        r.url = "postgresql://other@h/db"
+    with pytest.raises(AttributeError, match="url cannot be changed"):
+        r.model_copy(update={"url": "postgresql://other@h/db"})
+    assert r.url == pg_url and len(r.invoke("梅雨")) == 3
+    r.k = 2
+    assert len(r.invoke("梅雨")) == 2
 
 
 def test_stale_postings_fall_back_to_memory_with_a_warning(pg_url: str) -> None:
