@@ -368,11 +368,14 @@ class RagSpineSettings(BaseSettings):
 
     @field_validator("store", "cache_dir", "glossary", "query_deny_list", mode="before")
     @classmethod
-    def _blank_is_unset(cls, value: object) -> object:
+    def _blank_is_unset(cls, value: object, info: ValidationInfo) -> object:
         if isinstance(value, str) and not value.strip():
             return None
         if isinstance(value, str) and not looks_like_url(value):
             return Path(value)  # a directory; a URL stays a string (Path would fold its "//")
+        if value is not None and not isinstance(value, (str, os.PathLike)):
+            # a TypeError passes pydantic unwrapped: its error would quote the value (a URL's password with it)
+            raise TypeError(f"{info.field_name} must be a string or a path, got {type(value).__name__}")
         return value  # backends.open.open_backend decides: a PostgreSQL store, or an error naming what is wrong
 
     @field_validator(*CHECKED_WHERE_USED, mode="before")

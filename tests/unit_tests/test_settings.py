@@ -402,3 +402,13 @@ def test_an_unknown_or_mistyped_keyword_of_the_settings_is_an_error() -> None:
     with pytest.raises(ValueError, match="tokenizer must be a string, got False"):
         RagSpineSettings(tokenizer=False)
     assert RagSpineSettings(k=3).k == 3 and RagSpineSettings(OLLAMA_HOST="http://h:1").ollama_host == "http://h:1"
+
+
+def test_a_store_that_is_no_string_is_refused_without_quoting_it() -> None:
+    """Regression (review of the trial of bf21278): pydantic's error for ``store=[url]`` quoted the value, the URL's
+    password with it; a path-like setting that is neither a string nor a path is a TypeError naming the field."""
+    for field in ("store", "cache_dir", "glossary", "query_deny_list"):
+        with pytest.raises(TypeError, match=rf"^{field} must be a string or a path, got list$") as info:
+            RagSpineSettings(**{field: ["postgresql://u:pw9@h/db"]})
+        assert "pw9" not in str(info.value)
+    assert RagSpineSettings(store="postgresql://u:pw9@h/db").store == "postgresql://u:pw9@h/db"
