@@ -589,4 +589,10 @@ class RagSpineRetriever(ContractRetriever):
             raise
         if name in type(self).index_fields and self._built:
             self._built = False
-            self.model_post_init(None)  # rebuild from the new value (and mark built again)
+            try:
+                self.model_post_init(None)  # rebuild from the new value (and mark built again)
+            except Exception:
+                self.__dict__[name] = old  # a refused assignment changes nothing: the index of the old value
+                self._built = False
+                self.model_post_init(None)
+                raise

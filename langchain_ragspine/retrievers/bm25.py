@@ -206,6 +206,20 @@ class BM25Retriever(RagSpineRetriever):
     def _check_threshold(cls, value: Any) -> float | None:
         return bm25_threshold(value)
 
+    @field_validator("k1")
+    @classmethod
+    def _check_k1(cls, value: float) -> float:  # per field: an assignment is refused before the index changes
+        if not value >= 0:  # NaN too
+            raise ValueError(f"k1 must be >= 0, got {value}")
+        return value
+
+    @field_validator("b")
+    @classmethod
+    def _check_b(cls, value: float) -> float:
+        if not 0.0 <= value <= 1.0:
+            raise ValueError(f"b must be in [0, 1], got {value}")
+        return value
+
     def model_post_init(self, context: Any, /) -> None:
         """Validate parameters and build the index from ``docs`` (unless :meth:`load` supplies one)."""
         if self.k1 < 0:

@@ -312,3 +312,26 @@ def test_score_threshold_is_refused_by_save_and_taken_by_load(tmp_path: Path):
     assert not (tmp_path / "idx").exists()
     r.model_copy(update={"score_threshold": None}).save(tmp_path / "idx")
     assert BM25Retriever.load(tmp_path / "idx", score_threshold=0.5).invoke("a b") == r.invoke("a b")
+
+
+def test_a_refused_assignment_changes_nothing_and_the_next_one_rebuilds() -> None:
+    """Regression (trial of bf21278, also before issue 26): ``r.k1 = -1`` was refused only by the rebuild, after
+    the value was set and the index marked unbuilt — so ``r.k1`` stayed -1, ``r.b = 5`` was then accepted, and
+    ``r.b = 0.0`` no longer rebuilt the index (old scores).  A refused assignment now changes nothing, whether the
+    field's check or the rebuild refuses it."""
+    from langchain_core.documents import Document
+
+    docs = [Document(page_content="梅雨 雨 台風 雪 風", metadata={"chunk_id": "a#0"}),
+            Document(page_content="雨 晴れ", metadata={"chunk_id": "b#0"})]
+
+    def scores(r: BM25Retriever) -> list[float]:
+        return [d.metadata["scores"]["bm25"] for d in r.invoke("雨")]
+
+    r = BM25Retriever.from_documents(docs)
+    before = scores(r)
+    for name, value in (("k1", -1.0), ("b", 5.0), ("tokenizer", "no-such-tokenizer")):
+        with pytest.raises(ValueError):
+            setattr(r, name, value)
+        assert (r.k1, r.b, r.tokenizer) == (1.5, 0.75, "auto") and scores(r) == before
+    r.b = 0.0
+    assert scores(r) == scores(BM25Retriever.from_documents(docs, b=0.0)) != before
