@@ -37,6 +37,7 @@ __all__ = [
     "MAX_QUERY_CHARS",
     "SCORE_CHANNELS",
     "bm25_threshold",
+    "check_bm25_parameter",
     "check_bm25_query",
     "ChunkScores",
     "check_k",
@@ -351,6 +352,24 @@ def bm25_threshold(own: Any, given: Any = None) -> float | None:
     """
     return check_score_threshold(own if given is None else given, scale=BM25_SCALE)
 
+
+
+def check_bm25_parameter(name: str, value: float) -> float:
+    """``value`` as BM25's ``k1`` (``>= 0``) or ``b`` (in [0, 1]), the rule of both backends and every BM25
+    retriever.
+
+    Raises:
+        ValueError: outside its range, or NaN; the message names the parameter.
+
+    Example:
+        >>> check_bm25_parameter("b", 0.75)
+        0.75
+    """
+    if name == "k1" and not value >= 0:  # NaN too
+        raise ValueError(f"k1 must be >= 0, got {value}")
+    if name == "b" and not 0.0 <= value <= 1.0:
+        raise ValueError(f"b must be in [0, 1], got {value}")
+    return value
 
 
 def scored_at_least(docs: Iterable[Document], threshold: float | None, channel: str) -> list[Document]:

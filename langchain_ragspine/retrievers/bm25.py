@@ -48,7 +48,7 @@ from typing import Any, ClassVar, Unpack, cast
 
 import numpy as np
 from langchain_core.documents import Document
-from pydantic import Field, PrivateAttr, field_validator
+from pydantic import Field, PrivateAttr, ValidationInfo, field_validator
 
 from langchain_ragspine._stacklevel import user_stacklevel
 from langchain_ragspine.arguments import DEFAULT_K, PositiveIntField, check_k
@@ -60,6 +60,7 @@ from langchain_ragspine.backends.directory.bm25_index import (
 from langchain_ragspine.documents import (
     MAX_QUERY_CHARS,
     bm25_threshold,
+    check_bm25_parameter,
     check_bm25_query,
     doc_key,
     top_rows,
@@ -206,26 +207,15 @@ class BM25Retriever(RagSpineRetriever):
     def _check_threshold(cls, value: Any) -> float | None:
         return bm25_threshold(value)
 
-    @field_validator("k1")
+    @field_validator("k1", "b")
     @classmethod
-    def _check_k1(cls, value: float) -> float:  # per field: an assignment is refused before the index changes
-        if not value >= 0:  # NaN too
-            raise ValueError(f"k1 must be >= 0, got {value}")
-        return value
-
-    @field_validator("b")
-    @classmethod
-    def _check_b(cls, value: float) -> float:
-        if not 0.0 <= value <= 1.0:
-            raise ValueError(f"b must be in [0, 1], got {value}")
-        return value
+    def _check_bm25(cls, value: float, info: ValidationInfo) -> float:  # per field: refused before anything changes
+        return check_bm25_parameter(str(info.field_name), value)
 
     def model_post_init(self, context: Any, /) -> None:
         """Validate parameters and build the index from ``docs`` (unless :meth:`load` supplies one)."""
-        if self.k1 < 0:
-            raise ValueError(f"k1 must be >= 0, got {self.k1}")
-        if not 0.0 <= self.b <= 1.0:
-            raise ValueError(f"b must be in [0, 1], got {self.b}")
+        check_bm25_parameter("k1", self.k1)  # also for model_construct / load, which skip the field checks
+        check_bm25_parameter("b", self.b)
         compile_filter(self.filter)
         # each with an identity; RESTRICTED ones never indexed, scored or returned
         docs = self._set_indexed_docs(drop_restricted(with_identities(self.docs)))

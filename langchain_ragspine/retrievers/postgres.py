@@ -27,12 +27,12 @@ from typing import Any, ClassVar, Self, cast
 import numpy as np
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
-from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, ValidationInfo, field_validator
 
 from langchain_ragspine.arguments import DEFAULT_K, PositiveIntField, check_k
 from langchain_ragspine.backends.postgres.chunk_store import redact_text, redact_url
 from langchain_ragspine.backends.postgres.search import PostgresSearch
-from langchain_ragspine.documents import bm25_threshold, with_scores
+from langchain_ragspine.documents import bm25_threshold, check_bm25_parameter, with_scores
 from langchain_ragspine.embeddings.batching import l2_normalize
 from langchain_ragspine.filters import CompiledFilter, compile_filter, compiled_filter
 from langchain_ragspine.retrievers.base import ContractRetriever, SyncCall
@@ -195,19 +195,10 @@ class PostgresBM25Retriever(_PostgresRetriever):
     def _check_threshold(cls, value: Any) -> float | None:
         return bm25_threshold(value)
 
-    @field_validator("k1")
+    @field_validator("k1", "b")
     @classmethod
-    def _check_k1(cls, value: float) -> float:
-        if not value >= 0:  # NaN too
-            raise ValueError(f"k1 must be >= 0, got {value}")
-        return value
-
-    @field_validator("b")
-    @classmethod
-    def _check_b(cls, value: float) -> float:
-        if not 0.0 <= value <= 1.0:
-            raise ValueError(f"b must be in [0, 1], got {value}")
-        return value
+    def _check_bm25(cls, value: float, info: ValidationInfo) -> float:  # per field: refused before anything changes
+        return check_bm25_parameter(str(info.field_name), value)
 
     def _open(self) -> PostgresSearch:
         search = PostgresSearch(self.url, statement_timeout=self.statement_timeout, k1=self.k1, b=self.b)

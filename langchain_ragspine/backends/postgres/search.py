@@ -71,7 +71,7 @@ from langchain_ragspine.backends.postgres.chunk_store import (
 )
 from langchain_ragspine.backends.postgres.vectors import EMBEDDINGS, has_hnsw_index, register_vector
 from langchain_ragspine.backends.versioning import VECTORSTORE_RECORD_KEY
-from langchain_ragspine.documents import bm25_threshold, check_bm25_query
+from langchain_ragspine.documents import bm25_threshold, check_bm25_parameter, check_bm25_query
 from langchain_ragspine.embeddings.batching import l2_normalize
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.filters.sql import SqlFilter, check_filter, filter_sql
@@ -152,11 +152,7 @@ class PostgresSearch:
         self._vectors: tuple[str, int, bool] | None = None  # (model key, dimension, through the HNSW index)
 
     def _set(self, k1: float, b: float, ef_search: int | None, statement_timeout: float | None) -> None:
-        if k1 < 0:
-            raise ValueError(f"k1 must be >= 0, got {k1}")
-        if not 0.0 <= b <= 1.0:
-            raise ValueError(f"b must be in [0, 1], got {b}")
-        self.k1, self.b = k1, b
+        self.k1, self.b = check_bm25_parameter("k1", k1), check_bm25_parameter("b", b)
         self.ef_search = int(configured_number("pg_ef_search")) if ef_search is None else int(ef_search)
         self.statement_timeout = (
             float(configured_number("pg_statement_timeout")) if statement_timeout is None
