@@ -696,7 +696,7 @@ def ingest_postgres(
 
     1. Lexical index: the store's BM25 tokenizer becomes ``tokenizer`` (every posting rewritten, in one
        transaction, when it differs from the recorded name or version).
-    2. Embed (:func:`~langchain_ragspine.pipeline.stages.warm_embedding_cache`): with ``embedding``, the new or
+    2. Embed (:func:`~langchain_ragspine.embeddings.cache.warm_embedding_cache`): with ``embedding``, the new or
        changed chunks that are searchable and have visible text are embedded into ``ragspine_embeddings``
        *before* the store changes (a failing model leaves the store as it was).
        So are the searchable chunks of the documents this ingest keeps and does not write — other writers'

@@ -33,7 +33,6 @@ from langchain_ragspine.arguments import DEFAULT_K, PositiveIntField, check_k
 from langchain_ragspine.backends.postgres.chunk_store import redact_text, redact_url
 from langchain_ragspine.backends.postgres.search import PostgresSearch
 from langchain_ragspine.documents import bm25_threshold, check_bm25_parameter, with_scores
-from langchain_ragspine.embeddings.batching import l2_normalize
 from langchain_ragspine.filters import CompiledFilter, compile_filter, compiled_filter
 from langchain_ragspine.retrievers.base import ContractRetriever, SyncCall
 from langchain_ragspine.retrievers.embed_as import (
@@ -353,7 +352,7 @@ class PostgresDenseRetriever(_PostgresRetriever):
         if not (query and query.strip()):
             self.backend_search.check_filter(filter)
             return []
-        vector = l2_normalize(np.asarray(embed_search_text(self.embedding, query, embed_as), dtype=np.float32))
+        vector = np.asarray(embed_search_text(self.embedding, query, embed_as), dtype=np.float32)  # normalised there
         hits = self.backend_search.vector_search(vector, k, filter)
         return [(with_scores(d, vector=s, fused=s), s) for d, s in hits]
 
