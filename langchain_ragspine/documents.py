@@ -355,7 +355,7 @@ def bm25_threshold(own: Any, given: Any = None) -> float | None:
 
 
 def check_bm25_parameter(name: str, value: float) -> float:
-    """``value`` as BM25's ``k1`` (``>= 0``) or ``b`` (in [0, 1]), the rule of both backends and every BM25
+    """``value`` as BM25's ``k1`` (finite, ``>= 0``) or ``b`` (in [0, 1]), the rule of both backends and every BM25
     retriever.
 
     Raises:
@@ -365,8 +365,8 @@ def check_bm25_parameter(name: str, value: float) -> float:
         >>> check_bm25_parameter("b", 0.75)
         0.75
     """
-    if name == "k1" and not value >= 0:  # NaN too
-        raise ValueError(f"k1 must be >= 0, got {value}")
+    if name == "k1" and not 0 <= value < math.inf:  # NaN and infinity too (an infinite k1 scores every chunk NaN)
+        raise ValueError(f"k1 must be a finite number >= 0, got {value}")
     if name == "b" and not 0.0 <= value <= 1.0:
         raise ValueError(f"b must be in [0, 1], got {value}")
     return value

@@ -87,9 +87,10 @@ import re
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import numpy as np
+from pydantic import AfterValidator
 
 from langchain_ragspine.filters.values import DATE_FORMATS as DATE_FORMATS
 from langchain_ragspine.filters.values import LOGICAL_OPERATORS as LOGICAL_OPERATORS
@@ -118,6 +119,8 @@ __all__ = [
     "compiled_filter",
     "CompiledFilter",
     "Condition",
+    "FilterField",
+    "checked_filter",
     "filter_fields",
     "filter_key",
     "FilterMasks",
@@ -1104,3 +1107,19 @@ def parse_filter_expressions(exprs: Iterable[str]) -> dict[str, Any]:
             slot[op] = operand
     compile_filter(out)
     return dict(out)
+
+
+def checked_filter(filter: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``filter`` unchanged once :func:`compile_filter` accepts it: the check of every retriever's ``filter`` field
+    (:data:`FilterField`), at construction, on assignment and in ``model_copy(update=…)`` alike.
+
+    Raises:
+        ValueError / TypeError: as :func:`compile_filter`, naming the operator, field or value.
+    """
+    compile_filter(filter)
+    return filter
+
+
+#: The type of a retriever's own ``filter`` field: a filter dict (or ``None``) that is checked whenever it is set —
+#: a bad one is refused when it is given, never at the next search.
+FilterField = Annotated[dict[str, Any] | None, AfterValidator(checked_filter)]

@@ -51,7 +51,7 @@ from langchain_ragspine.retrievers.hybrid import HybridRetriever
 from langchain_ragspine.retrievers.parent_child import ParentChildRetriever
 from langchain_ragspine.retrievers.transforms import make_query_transform
 from langchain_ragspine.settings import from_setting, get_settings
-from langchain_ragspine.specs import QUERY_TRANSFORMS
+from langchain_ragspine.specs import QUERY_TRANSFORMS, did_you_mean
 
 __all__ = [
     "LEXICAL_MODES",
@@ -562,11 +562,15 @@ def _one_channel(ctx: ModeContext, channel: BaseRetriever) -> BaseRetriever:
     alone.  Any other option is the fusion's (``alpha``, ``fusion``, …), which one channel does not use: refused."""
     rest = sorted(set(ctx.options) - {"filter"})
     if rest:
-        raise TypeError(
-            f"retrieval mode {ctx.mode!r} takes only the option filter, got {rest} (options of the fusion: use mode "
-            "'hybrid' or 'auto')"
-        )
+        fusion = [name for name in rest if name in HybridRetriever.model_fields]
+        why = f" ({', '.join(fusion)}: options of the fusion: use mode 'hybrid' or 'auto')" if fusion else ""
+        typos = "".join(did_you_mean(name, _MODE_KEYWORDS) for name in rest if name not in fusion)
+        raise TypeError(f"retrieval mode {ctx.mode!r} takes only the option filter, got {rest}{why}{typos}")
     return ctx.hybrid([channel]) if ctx.options else channel
+
+
+#: The keywords of :func:`build_mode` beside a mode's options: a misspelt one gets a did-you-mean.
+_MODE_KEYWORDS = ("filter", "tokenizer", "fetch_k", "k")
 
 
 def _bm25_only(ctx: ModeContext) -> BaseRetriever:

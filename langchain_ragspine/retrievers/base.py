@@ -332,11 +332,12 @@ class ContractRetriever(SyncBackedRetriever):
     call's (checked), else the retriever's own ``k`` field; the filter is the retriever's own ``filter`` field ANDed
     with the call's (filters never widen), compiled once.  A subclass's hooks read ``call.k`` / ``call.filter``.
 
-    A retriever's own ``k`` field (where it has one) is checked again at every call, before any work: pydantic's
-    ``model_copy(update=…)`` and ``model_construct`` skip validation, so ``retriever.model_copy(update={"k": 0})``
-    would otherwise fail later with a message from deep inside (numpy's ``kth(=1) out of bounds``) or quietly
-    return nothing.  :meth:`model_copy` refuses an ``update`` key that is not a field (``{"top_k": 3}`` would
-    otherwise be stored and ignored).
+    Assignments and :meth:`model_copy` updates are validated as the constructor validates (pydantic's own
+    ``model_copy(update=…)`` does not: ``{"k": 0}`` or a malformed ``filter`` would be kept and fail at the next
+    search, or quietly return nothing), then checked across fields (:meth:`_check_fields`); a refused one changes
+    nothing.  :meth:`model_copy` refuses an ``update`` key that is not a field (``{"top_k": 3}`` would otherwise be
+    stored and ignored).  A retriever's own ``k`` field (where it has one) is still checked at every call, before
+    any work, for ``model_construct``, which skips validation.
 
     An unknown constructor argument is a ``TypeError`` of one line with a did-you-mean, e.g. ``MultiQueryRetriever
     got unexpected argument 'num_queries' (did you mean 'n_queries'?); known: ...`` (the model forbids extra fields:
@@ -353,7 +354,7 @@ class ContractRetriever(SyncBackedRetriever):
             class and the value.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid", validate_assignment=True)
 
     call_options: ClassVar[tuple[str, ...]] = ()
     init_arguments: ClassVar[tuple[str, ...]] = ()
@@ -394,15 +395,45 @@ class ContractRetriever(SyncBackedRetriever):
         return set(cls.model_fields) | {f.alias for f in cls.model_fields.values() if f.alias}
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
-        """pydantic's ``model_copy`` (which does not validate the values), refusing an ``update`` key that is not a
-        field.
+        """pydantic's ``model_copy``, with each ``update`` value validated as an assignment of it would be (pydantic's
+        own copy does not validate: ``model_copy(update={"filter": {"$bogus": 1}})`` would be kept and fail at the
+        next search), then the checks across fields (:meth:`_check_fields`).
 
         Raises:
             TypeError: an unknown key, with a did-you-mean (``top_k`` → ``k``).
+            ValueError / TypeError: a value the field refuses (pydantic's ``ValidationError`` is a ``ValueError``),
+                or the fields together; the original is unchanged either way.
         """
-        if update:
-            check_arguments(f"{type(self).__name__}.model_copy", update, self._field_names(), what="update key")
-        return super().model_copy(update=update, deep=deep)
+        if not update:
+            return super().model_copy(deep=deep)
+        check_arguments(f"{type(self).__name__}.model_copy", update, self._field_names(), what="update key")
+        copied = super().model_copy(deep=deep)
+        aliases = {f.alias: name for name, f in type(self).model_fields.items() if f.alias}
+        for key, value in update.items():
+            copied.__pydantic_validator__.validate_assignment(copied, aliases.get(key, key), value)
+        copied._check_fields()
+        return copied
+
+    def _check_fields(self) -> None:
+        """Checks across fields (a list that must not be empty, weights that must match it, …), run after every
+        assignment to a field and every ``model_copy(update=…)`` (each field's own validators have run by then); a
+        subclass with such checks runs them in ``model_post_init`` too.  Default: none.
+
+        Raises:
+            TypeError, ValueError: the subclass's; the assignment is then undone.
+        """
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name not in type(self).model_fields:  # a private attribute, or an error pydantic reports
+            super().__setattr__(name, value)
+            return
+        old = self.__dict__.get(name)
+        super().__setattr__(name, value)  # validates the value (validate_assignment)
+        try:
+            self._check_fields()
+        except Exception:
+            self.__dict__[name] = old  # a refused assignment changes nothing
+            raise
 
     def _check_own_k(self) -> None:
         """Check the retriever's own ``k`` field, if it has one (``None`` passes where ``None`` is the default)."""
@@ -416,8 +447,8 @@ class ContractRetriever(SyncBackedRetriever):
             check_k(value, f"{type(self).__name__}.k")
         except (TypeError, ValueError) as e:
             raise type(e)(
-                f"{e}; model_copy(update=...) and model_construct do not validate, so use the constructor, an "
-                "assignment (retriever.k = 3) or invoke(query, k=3)"
+                f"{e}; model_construct does not validate, so use the constructor, an assignment (retriever.k = 3), "
+                "model_copy(update={'k': 3}) or invoke(query, k=3)"
             ) from None
 
     @gated_exit
@@ -498,8 +529,6 @@ class RagSpineRetriever(ContractRetriever):
         TypeError: an unknown constructor argument (with a did-you-mean); a query that is not a string.
     """
 
-    model_config = ConfigDict(validate_assignment=True)
-
     #: Fields the index is built from: assigning one after construction rebuilds the index.
     index_fields: ClassVar[tuple[str, ...]] = ()
 
@@ -567,26 +596,12 @@ class RagSpineRetriever(ContractRetriever):
             copied.model_post_init(None)
         return copied
 
-    def _check_fields(self) -> None:
-        """Checks across fields (a list that must not be empty, weights that must match it, …), run after every
-        assignment to a field (each field's own validators have run by then); a subclass with such checks runs them
-        in ``model_post_init`` too.  Default: none.
-
-        Raises:
-            TypeError, ValueError: the subclass's; the assignment is then undone.
-        """
-
     def __setattr__(self, name: str, value: Any) -> None:
         if name not in type(self).model_fields:  # a private attribute, or an error pydantic reports
             super().__setattr__(name, value)
             return
         old = self.__dict__.get(name)
-        super().__setattr__(name, value)  # validates the value (validate_assignment)
-        try:
-            self._check_fields()
-        except Exception:
-            self.__dict__[name] = old  # a refused assignment changes nothing
-            raise
+        super().__setattr__(name, value)  # validated, checked across fields, undone if refused (ContractRetriever)
         if name in type(self).index_fields and self._built:
             self._built = False
             try:

@@ -68,7 +68,13 @@ from langchain_ragspine.documents import (
     with_scores,
 )
 from langchain_ragspine.errors import StaleIndexWarning
-from langchain_ragspine.filters import CompiledFilter, FilterMasks, compile_filter, compiled_filter
+from langchain_ragspine.filters import (
+    CompiledFilter,
+    FilterField,
+    FilterMasks,
+    compile_filter,
+    compiled_filter,
+)
 from langchain_ragspine.retrievers.base import (
     RagSpineRetriever,
     RunnableOptions,
@@ -179,7 +185,7 @@ class BM25Retriever(RagSpineRetriever):
     tokenizer: str | Callable[[str], list[str]] = "auto"
     k1: float = 1.5
     b: float = 0.75
-    filter: dict[str, Any] | None = None
+    filter: FilterField = None
     score_threshold: float | None = None
     workers: int | None = Field(default=1, repr=False)
 

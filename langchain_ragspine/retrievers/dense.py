@@ -87,7 +87,7 @@ from langchain_ragspine.documents import doc_key, has_visible_text, with_identit
 from langchain_ragspine.embeddings.batching import embed_in_batches
 from langchain_ragspine.embeddings.cache import CachedEmbeddings, content_hash, model_key_for
 from langchain_ragspine.errors import StoreError
-from langchain_ragspine.filters import FilterMasks, compile_filter, compiled_filter
+from langchain_ragspine.filters import FilterField, FilterMasks, compile_filter, compiled_filter
 from langchain_ragspine.retrievers.base import (
     AsyncCall,
     RagSpineRetriever,
@@ -202,7 +202,7 @@ class DenseRetriever(RagSpineRetriever):
     docs: list[Document] = Field(default_factory=list, repr=False)
     embedding: Embeddings
     k: PositiveIntField = DEFAULT_K
-    filter: dict[str, Any] | None = None
+    filter: FilterField = None
     index_kind: str = "auto"
     cache_path: str | Path | None = None
     cache_read_only: bool = False

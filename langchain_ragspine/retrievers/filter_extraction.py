@@ -36,7 +36,7 @@ from langchain_core.runnables import RunnableConfig
 from pydantic import ConfigDict
 
 from langchain_ragspine.arguments import OptionalPositiveIntField
-from langchain_ragspine.filters import compile_filter, compiled_filter
+from langchain_ragspine.filters import FilterField, compile_filter, compiled_filter
 from langchain_ragspine.retrievers._choices import ChoicePrompter
 from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, SyncCall
 from langchain_ragspine.retrievers.contract import ainvoke_retriever, invoke_retriever
@@ -322,7 +322,7 @@ class FilterExtractionRetriever(ContractRetriever):
     base: BaseRetriever
     extractor: Any = None
     k: OptionalPositiveIntField = None
-    filter: dict[str, Any] | None = None
+    filter: FilterField = None
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 

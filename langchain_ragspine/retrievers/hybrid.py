@@ -104,7 +104,7 @@ from langchain_ragspine.documents import (
     scored_at_least,
     with_scores,
 )
-from langchain_ragspine.filters import CompiledFilter, Predicate, compile_filter
+from langchain_ragspine.filters import CompiledFilter, FilterField, Predicate, compile_filter
 from langchain_ragspine.retrievers.base import (
     AsyncCall,
     RagSpineRetriever,
@@ -666,7 +666,7 @@ class HybridRetriever(RagSpineRetriever):
     c: int = DEFAULT_C
     fetch_k: int = 50
     k: PositiveIntField = DEFAULT_K
-    filter: dict[str, Any] | None = None
+    filter: FilterField = None
     fusion: Fusion = "two_stage"
     alpha: float | None = None
     top_alpha: float | None = None

@@ -59,7 +59,7 @@ from pydantic import ConfigDict, PrivateAttr
 
 from langchain_ragspine.arguments import OptionalPositiveIntField, check_int, close_names
 from langchain_ragspine.documents import dedupe_by, doc_key
-from langchain_ragspine.filters import CompiledFilter, compile_filter
+from langchain_ragspine.filters import CompiledFilter, FilterField, compile_filter
 from langchain_ragspine.retrievers._choices import ChoicePrompter
 from langchain_ragspine.retrievers._term_match import terms_regex
 from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, RetrieverCall, SyncCall
@@ -491,7 +491,7 @@ class MultiIndexRetriever(ContractRetriever):
     descriptions: dict[str, str] | None = None
     k: OptionalPositiveIntField = None
     fetch_k: OptionalPositiveIntField = None
-    filter: dict[str, Any] | None = None
+    filter: FilterField = None
     c: int = DEFAULT_C
 
     model_config = ConfigDict(arbitrary_types_allowed=True)

@@ -33,7 +33,7 @@ from langchain_ragspine.arguments import DEFAULT_K, PositiveIntField, check_k
 from langchain_ragspine.backends.postgres.chunk_store import redact_text, redact_url
 from langchain_ragspine.backends.postgres.search import PostgresSearch
 from langchain_ragspine.documents import bm25_threshold, check_bm25_parameter, with_scores
-from langchain_ragspine.filters import CompiledFilter, compile_filter, compiled_filter
+from langchain_ragspine.filters import CompiledFilter, FilterField, compile_filter, compiled_filter
 from langchain_ragspine.retrievers.base import ContractRetriever, SyncCall
 from langchain_ragspine.retrievers.embed_as import (
     EMBED_AS_OPTION,
@@ -72,39 +72,47 @@ class _PostgresRetriever(ContractRetriever):
 
     url: str
     k: PositiveIntField = DEFAULT_K
-    filter: dict[str, Any] | None = None
+    filter: FilterField = None
     statement_timeout: float = Field(default_factory=lambda: float(configured_number("pg_statement_timeout")))
 
     model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=True)
 
     _pg: PostgresSearch = PrivateAttr()
 
+    #: Fields fixed once the store is opened: the search was set up for them (a new retriever for other values).
+    fixed_fields: ClassVar[tuple[str, ...]] = ("url",)
+
     def __init__(self, **data: Any) -> None:
+        refused: ValidationError | None = None
         try:
             super().__init__(**data)
         except ValidationError as e:  # pydantic quotes the arguments, the URL's password included: hide it
-            raise _redacted(e) from None
+            refused = _redacted(e)
+        if refused is not None:  # raised here, not in the except block: no __context__ holds the unredacted error
+            raise refused
 
-    def _fixed_url(self) -> AttributeError:
+    def _fixed(self, name: str) -> AttributeError:
+        what = "the store it opened" if name == "url" else f"the vectors it opened for its {name}"
         return AttributeError(
-            f"{type(self).__name__}.url cannot be changed (the retriever searches the store it opened): make a new "
-            "retriever for another store"
+            f"{type(self).__name__}.{name} cannot be changed (the retriever searches {what}): make a new "
+            "retriever for another one"
         )
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name == "url" and "_pg" in (self.__pydantic_private__ or {}):
-            raise self._fixed_url()
+        if name in type(self).fixed_fields and "_pg" in (self.__pydantic_private__ or {}):
+            raise self._fixed(name)
         super().__setattr__(name, value)  # validated (validate_assignment), read by the next search
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
-        """``model_copy`` (see :class:`~langchain_ragspine.retrievers.base.ContractRetriever`); ``url`` cannot be
-        updated (the copy searches the same store).
+        """``model_copy`` (see :class:`~langchain_ragspine.retrievers.base.ContractRetriever`); :attr:`fixed_fields`
+        (``url``; ``model_key`` of the dense one) cannot be updated (the copy searches the same store).
 
         Raises:
-            AttributeError: ``update`` has ``url``; TypeError: an unknown key.
+            AttributeError: ``update`` has a fixed field; TypeError: an unknown key.
         """
-        if update and "url" in update:
-            raise self._fixed_url()
+        for name in type(self).fixed_fields:
+            if update and name in update:
+                raise self._fixed(name)
         return super().model_copy(update=update, deep=deep)
 
     @field_validator("statement_timeout", mode="before")
@@ -284,6 +292,8 @@ class PostgresDenseRetriever(_PostgresRetriever):
         if value is None:
             return configured_number("pg_ef_search")  # None: RAGSPINE_PG_EF_SEARCH, now
         return check_k(value, "ef_search")  # an int >= 1
+
+    fixed_fields: ClassVar[tuple[str, ...]] = ("url", "model_key")
 
     def _open(self) -> PostgresSearch:
         search = PostgresSearch(self.url, model_key=self.model_key, ef_search=self.ef_search,

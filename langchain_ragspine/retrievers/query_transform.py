@@ -74,7 +74,7 @@ from pydantic import ConfigDict, Field, field_validator
 from langchain_ragspine._stacklevel import user_stacklevel
 from langchain_ragspine.arguments import OptionalPositiveIntField, check_int, check_k
 from langchain_ragspine.documents import doc_key
-from langchain_ragspine.filters import CompiledFilter, compile_filter, compiled_filter
+from langchain_ragspine.filters import CompiledFilter, FilterField, compile_filter, compiled_filter
 from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, RetrieverCall, SyncCall
 from langchain_ragspine.retrievers.contract import (
     Search,
@@ -227,7 +227,7 @@ class QueryTransformRetriever(ContractRetriever):
     base: BaseRetriever
     k: OptionalPositiveIntField = None
     fetch_k: OptionalPositiveIntField = None
-    filter: dict[str, Any] | None = None
+    filter: FilterField = None
     deny_list: QueryDenyList | None = None
     c: int = DEFAULT_C
 

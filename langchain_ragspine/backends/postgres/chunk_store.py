@@ -425,10 +425,13 @@ def get_pool(url: str, *, pool_size: int | None = None) -> Any:
         pool = _POOLS.get(url)
         if pool is not None and not pool.closed:
             return pool
+        refused: StoreError | None = None
         try:  # fail now, with the server's own message, instead of a pool timeout later
             psycopg.connect(url, connect_timeout=10).close()
-        except psycopg.Error as e:
-            raise StoreError(f"cannot connect to PostgreSQL: {pg_error_text(e, url)}", path=redact_url(url)) from None
+        except psycopg.Error as e:  # libpq may echo the password: the error is raised outside, with no __context__
+            refused = StoreError(f"cannot connect to PostgreSQL: {pg_error_text(e, url)}", path=redact_url(url))
+        if refused is not None:
+            raise refused
         pool = ConnectionPool(
             url,
             min_size=1,

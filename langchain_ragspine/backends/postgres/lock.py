@@ -86,10 +86,13 @@ def _connect(url: str, where: str) -> Any:
     server for idling while the write runs on the pool's connections."""
     psycopg = import_psycopg()
     name = f"ragspine writer {os.getpid()}@{socket.gethostname()}"[:63]  # NAMEDATALEN - 1
+    refused: StoreError | None = None
     try:
         conn = psycopg.connect(url, autocommit=True, connect_timeout=10, application_name=name)
-    except psycopg.Error as e:
-        raise StoreError(f"cannot connect to PostgreSQL: {pg_error_text(e, url)}", path=where) from None
+    except psycopg.Error as e:  # libpq may echo the password: the error is raised outside, with no __context__
+        refused = StoreError(f"cannot connect to PostgreSQL: {pg_error_text(e, url)}", path=where)
+    if refused is not None:
+        raise refused
     try:
         with _errors(where):
             conn.execute("SELECT set_config('idle_session_timeout', '0', false)")

@@ -69,7 +69,12 @@ from langchain_ragspine.backends.postgres.chunk_store import (
     chunk_columns,
     row_to_stored,
 )
-from langchain_ragspine.backends.postgres.vectors import EMBEDDINGS, has_hnsw_index, register_vector
+from langchain_ragspine.backends.postgres.vectors import (
+    EMBEDDINGS,
+    has_hnsw_index,
+    has_vectors,
+    register_vector,
+)
 from langchain_ragspine.backends.versioning import VECTORSTORE_RECORD_KEY
 from langchain_ragspine.documents import bm25_threshold, check_bm25_parameter, check_bm25_query
 from langchain_ragspine.embeddings.batching import l2_normalize
@@ -228,12 +233,20 @@ class PostgresSearch:
         """
         if self._vectors is None:
             with self._store() as store:
-                key = self.model_key or store.meta("vector_model_key")
+                recorded = store.meta("vector_model_key")
+                key = self.model_key or recorded
                 dim = store.meta("vector_dim")
                 if not key or not dim:
                     raise StoreError(
                         "this store has no vectors: run `ragspine ingest PATH --store URL --embedding e5` (or "
                         "another spec)",
+                        path=store.path,
+                    )
+                if key != recorded and not has_vectors(store.db, str(key)):
+                    # an explicit model_key with no vectors would rank nothing, silently
+                    raise StoreError(
+                        f"this store has no vectors of model_key {key!r} (its vectors are {recorded!r}): leave "
+                        "model_key out, or ingest with that model",
                         path=store.path,
                     )
                 self._vectors = (str(key), int(dim), has_hnsw_index(store.db, str(key)))

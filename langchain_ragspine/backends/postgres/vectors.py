@@ -48,6 +48,7 @@ __all__ = [
     "ensure_hnsw_index",
     "ensure_vector_schema",
     "has_hnsw_index",
+    "has_vectors",
     "hnsw_index_name",
     "prune_vectors",
     "register_vector",
@@ -325,6 +326,13 @@ def vector_count(db: PostgresConnection, model_key: str) -> int:
 def hnsw_index_name(model_key: str) -> str:
     """The name of the HNSW index of ``model_key``'s vectors (``ragspine_hnsw_`` + 16 hex digits of its SHA-256)."""
     return "ragspine_hnsw_" + hashlib.sha256(model_key.encode("utf-8")).hexdigest()[:16]
+
+
+def has_vectors(db: PostgresConnection, model_key: str) -> bool:
+    """Whether the store holds any vector of ``model_key``."""
+    with db.connection() as conn:
+        row = conn.execute(f"SELECT 1 FROM {EMBEDDINGS} WHERE model_key = %s LIMIT 1", (model_key,)).fetchone()
+    return row is not None
 
 
 def has_hnsw_index(db: PostgresConnection, model_key: str) -> bool:

@@ -627,3 +627,65 @@ def test_dense_embed_as_and_hyde_probe_as_a_document(pg_url: str) -> None:
                 docs = run(HyDERetriever(base, SpyChatModel(replies=[probe]), k=3))
                 assert docs and all(d.page_content != probe for d in docs)
                 assert sorted(spy.calls) == sorted([("embed_query", "梅雨はいつ"), ("embed_documents", probe)])
+
+
+@pytest.mark.parametrize("cls", [PostgresBM25Retriever, PostgresDenseRetriever])
+def test_every_field_check_holds_on_assignment_and_model_copy(pg_url: str, cls: type) -> None:
+    """Regression (trial of 7b84662): ``r.filter = {"lang": {"$zz": 1}}`` and ``r.k1 = inf`` were accepted (the
+    filter's check ran only when the retriever was made; ``k1`` was checked ``>= 0`` only), and every later search
+    failed or returned ``[]``."""
+    load(pg_url, corpus_docs(), embedding=EMB)
+    extra = {"embedding": EMB} if cls is PostgresDenseRetriever else {}
+    r = cls(url=pg_url, k=3, **extra)
+    before = hits(r.invoke("梅雨"), "fused")
+    bad: list[tuple[str, Any]] = [("filter", {"lang": {"$zz": 1}}), ("filter", {"$bogus": 1})]
+    if cls is PostgresBM25Retriever:
+        bad += [("k1", math.inf), ("k1", math.nan)]
+    for name, value in bad:
+        with pytest.raises(ValueError):
+            setattr(r, name, value)
+        with pytest.raises(ValueError):
+            r.model_copy(update={name: value})
+        assert hits(r.invoke("梅雨"), "fused") == before
+    with pytest.raises(ValueError, match="k1 must be a finite number"):
+        PostgresBM25Retriever(url=pg_url, k1=math.inf)
+
+
+def test_a_dense_retriever_with_a_model_key_without_vectors_is_refused_and_the_key_is_fixed(pg_url: str) -> None:
+    """Regression (trial of 7b84662): ``PostgresDenseRetriever(model_key="other")`` returned ``[]`` silently (its
+    docstring promises a StoreError), and ``r.model_key = "other"`` was accepted and ignored."""
+    from langchain_ragspine.errors import StoreError
+
+    load(pg_url, corpus_docs(), embedding=EMB)
+    with pytest.raises(StoreError, match="no vectors of model_key 'other'"):
+        PostgresDenseRetriever(url=pg_url, embedding=EMB, model_key="other")
+    r = PostgresDenseRetriever(url=pg_url, embedding=EMB, k=2)
+    with pytest.raises(AttributeError, match="model_key cannot be changed"):
+        r.model_key = "other"
+    with pytest.raises(AttributeError, match="model_key cannot be changed"):
+        r.model_copy(update={"model_key": "other"})
+    assert r.model_key is None and len(r.invoke("梅雨")) == 2
+
+
+def test_an_argument_error_keeps_no_unredacted_error_in_its_context() -> None:
+    """Regression (trial of 7b84662): the redacted ValidationError was raised ``from None`` inside the ``except``
+    block, so ``e.__context__`` still held pydantic's original error, which quotes the URL's password."""
+    url = "postgresql://app:hunter2@127.0.0.1:9/rag"
+    with pytest.raises(ValueError) as info:
+        PostgresBM25Retriever(url=url, b=2)
+    chain, e = [], info.value
+    while e is not None:
+        chain.append(e)
+        e = e.__cause__ or e.__context__
+    assert all("hunter2" not in str(x) and "hunter2" not in repr(x) for x in chain) and len(chain) == 1
+
+
+def test_a_connection_error_keeps_no_unredacted_error_in_its_context() -> None:
+    """Regression (trial of 7b84662, the kind of F1's note): a connection error was raised ``from None`` inside the
+    ``except`` block, so ``e.__context__`` held psycopg's error, whose text may echo the password."""
+    from langchain_ragspine.errors import StoreError
+
+    with pytest.raises(StoreError) as info:
+        PostgresBM25Retriever(url="postgresql://app:pa%ZZss@127.0.0.1:9/rag")
+    assert info.value.__context__ is None and info.value.__cause__ is None
+    assert "pa%ZZss" not in str(info.value) and "ZZ" not in str(info.value)

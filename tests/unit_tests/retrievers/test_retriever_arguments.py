@@ -9,6 +9,7 @@ from operator import itemgetter
 import pytest
 from langchain_core.documents import Document
 from langchain_core.runnables import RunnableLambda
+from pydantic import ValidationError
 
 from langchain_ragspine.embeddings import HashingEmbeddings
 from langchain_ragspine.retrievers import BM25Retriever, DenseRetriever, HybridRetriever
@@ -168,14 +169,17 @@ def _with_transform() -> list:
 
 @pytest.mark.parametrize(("bad", "error"), [(0, ValueError), (-2, ValueError), ("3", TypeError), (None, TypeError)])
 @pytest.mark.parametrize("i", range(4))
-def test_a_k_set_by_model_copy_is_checked_at_call_time_with_our_message(i, bad, error):
+def test_a_bad_k_is_refused_by_model_copy_and_caught_at_call_time_past_validation(i, bad, error):
     r = _with_transform()[i]
     name = type(r).__name__
-    broken = r.model_copy(update={"k": bad})  # pydantic does not validate here
     if bad is None and i == 3:  # k=None is a transform's default (the base's own k): valid
-        assert broken.invoke("梅雨")
+        assert r.model_copy(update={"k": None}).invoke("梅雨")
         return
-    pattern = rf"^{name}\.k must be an int >= 1, got .*model_copy\(update=\.\.\.\) and model_construct do not validate"
+    with pytest.raises((error, ValidationError)):  # model_copy validates its update, as an assignment does
+        r.model_copy(update={"k": bad})
+    broken = r.model_copy()
+    broken.__dict__["k"] = bad  # what model_construct leaves: no validation at all
+    pattern = rf"^{name}\.k must be an int >= 1, got .*model_construct does not validate"
     with pytest.raises(error, match=pattern):
         broken.invoke("梅雨")  # BM25 said "kth(=1) out of bounds (1)" (numpy), Dense and Hybrid returned []
     with pytest.raises(error, match=pattern):
@@ -327,3 +331,86 @@ def test_our_vector_stores_as_retriever_still_take_langchain_keywords(tmp_path):
     assert len(ret.invoke("梅雨")) == 1 and "t" in ret.tags and ret.metadata == {"m": 1}
     with pytest.raises(TypeError, match=r"did you mean 'k'"):
         store.as_retriever(search_kwargs={"top_k": 1}).invoke("梅雨")
+
+
+# -- every check of a field holds on assignment and in model_copy (fresh-user trial of 7b84662) -------------------
+def _with_filter_fields() -> list:
+    """One retriever of every class with its own ``filter`` field (BM25, dense, hybrid, a query transform)."""
+    from langchain_ragspine.retrievers import MultiQueryRetriever
+    from tests.unit_tests.spy_models import SpyChatModel
+
+    return [*_all(), MultiQueryRetriever(_all()[0], SpyChatModel(reply="梅雨"))]
+
+
+@pytest.mark.parametrize("i", range(4))
+@pytest.mark.parametrize("bad", [{"$bogus": 1}, {"lang": {"$zz": 1}}, "bad"])
+def test_a_bad_filter_is_refused_when_assigned_or_copied_and_changes_nothing(i, bad):
+    """Regression (trial of 7b84662): ``r.filter = {"$bogus": 1}`` was accepted (the constructor's check ran in
+    ``model_post_init`` only) and every later search failed; ``model_copy(update=…)`` kept it too."""
+    r = _with_filter_fields()[i]
+    before = [d.id for d in r.invoke("梅雨")]
+    with pytest.raises((ValueError, TypeError)):
+        r.filter = bad
+    assert r.filter is None and [d.id for d in r.invoke("梅雨")] == before
+    with pytest.raises((ValueError, TypeError)):
+        r.model_copy(update={"filter": bad})
+    with pytest.raises((ValueError, TypeError)):
+        type(r)(**{**{name: getattr(r, name) for name in type(r).model_fields if name != "filter"}, "filter": bad})
+    r.filter = {"doc_id": "none-such"}  # a good filter is taken at once and narrows the next search
+    assert r.invoke("梅雨") == []
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan")])
+def test_an_infinite_k1_is_refused_everywhere(value):
+    """Regression (trial of 7b84662): ``BM25Retriever(k1=inf)`` and ``r.k1 = inf`` were accepted, and every query
+    then returned ``[]`` (every score NaN)."""
+    with pytest.raises(ValueError, match="k1 must be a finite number >= 0"):
+        BM25Retriever.from_documents(DOCS, k1=value)
+    r = BM25Retriever.from_documents(DOCS)
+    before = r.invoke("梅雨")
+    with pytest.raises(ValueError, match="k1"):
+        r.k1 = value
+    with pytest.raises(ValueError, match="k1"):
+        r.model_copy(update={"k1": value})
+    assert r.k1 == 1.5 and r.invoke("梅雨") == before
+
+
+def test_a_store_without_parents_is_refused_when_assigned_or_copied():
+    """Regression (trial of 7b84662): ``ParentChildRetriever(store=<a PostgreSQL store>)`` was refused, but
+    ``pcr.store = that_store`` and ``pcr.model_copy(update={"store": …})`` were accepted and found nothing."""
+    from langchain_ragspine.retrievers import ParentChildRetriever
+
+    class NoParents:  # what PostgresChunkStore says of itself: backends.base.refuse reads `unsupported`
+        unsupported = {"parents": "a PostgreSQL store keeps no parents"}
+        backend_name = "PostgreSQL"
+
+        def get_parents(self, ids):
+            return {}
+
+    parent = Document(page_content="梅雨は六月から七月。", id="p#0", metadata={"chunk_id": "p#0", "doc_id": "p"})
+    child = Document(page_content="梅雨は六月から七月。", metadata={"chunk_id": "p#0.0", "doc_id": "p", "parent_id": "p#0"})
+
+    class Parents:  # a parent store (a ChunkStore's get_parents)
+        def get_parents(self, ids):
+            return {i: parent for i in ids if i == "p#0"}
+
+    pcr = ParentChildRetriever(BM25Retriever.from_documents([child]), store=Parents(), k=1)
+    assert [d.id for d in pcr.invoke("梅雨")] == ["p#0"]
+    with pytest.raises(ValueError, match="does not support parents"):
+        ParentChildRetriever(BM25Retriever.from_documents([child]), store=NoParents(), k=1)
+    old = pcr.store
+    with pytest.raises(ValueError, match="does not support parents"):
+        pcr.store = NoParents()
+    assert pcr.store is old and [d.id for d in pcr.invoke("梅雨")] == ["p#0"]
+    with pytest.raises(ValueError, match="does not support parents"):
+        pcr.model_copy(update={"store": NoParents()})
+
+
+def test_a_misspelt_keyword_of_a_one_channel_mode_gets_a_did_you_mean():
+    """Trial of 7b84662: ``tokenzier=`` was told "(options of the fusion: use mode 'hybrid' or 'auto')"."""
+    from langchain_ragspine.pipeline.modes import mode_factory
+
+    with pytest.raises(TypeError, match=r"got \['tokenzier'\] \(did you mean 'tokenizer'\?\)$"):
+        mode_factory("bm25", k=3, tokenzier="cjk")(DOCS)
+    with pytest.raises(TypeError, match=r"alpha: options of the fusion: use mode 'hybrid' or 'auto'"):
+        mode_factory("bm25", k=3, alpha=0.5)(DOCS)
