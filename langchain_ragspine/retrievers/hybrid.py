@@ -493,7 +493,7 @@ def fuse(
             e.top.append(tpart)
             e.seen.append(((doc_key(doc) != key[1], -w, ch), doc))  # a document with the chunk's own key first
 
-    ranked: list[tuple[float, Key, Document, float | None, float | None, float]] = []
+    ranked: list[tuple[float, Key, Document, float | None, float | None, float, float | None]] = []
     first_seen: dict[Key, tuple[int, int]] = {}
     for key, e in entries.items():
         if key in restricted:
@@ -501,7 +501,8 @@ def fuse(
         e.seen.sort(key=lambda t: t[0])  # the chunk's own key, then descending weight, then channel order
         bm25 = next((s for s in (score_of(d, "bm25") for _, d in e.seen) if s is not None), None)
         vector = next((s for s in (score_of(d, "vector") for _, d in e.seen) if s is not None), None)
-        ranked.append((math.fsum(e.parts), key, e.seen[0][1], bm25, vector, math.fsum(e.top)))
+        sparse = next((s for s in (score_of(d, "sparse") for _, d in e.seen) if s is not None), None)
+        ranked.append((math.fsum(e.parts), key, e.seen[0][1], bm25, vector, math.fsum(e.top), sparse))
         first_seen[key] = e.first or (n, 0)
     if ties == "lists":
         ranked.sort(key=lambda t: (-t[0], first_seen[t[1]], t[1]))
@@ -516,7 +517,9 @@ def fuse(
         ranked[0] = (max(t[0] for t in ranked), *ranked[0][1:])
     if k is not None:
         ranked = ranked[:k]
-    return [with_scores(doc, bm25=b, vector=v, fused=s, rerank=None) for s, _, doc, b, v, _ in ranked]
+    # a learned-sparse channel's score is kept where one ran (absent otherwise: the four channels as before)
+    return [with_scores(doc, bm25=b, vector=v, fused=s, rerank=None, **({} if sp is None else {"sparse": sp}))
+            for s, _, doc, b, v, _, sp in ranked]
 
 
 # ---------------------------------------------------------------------------------------------------- retriever

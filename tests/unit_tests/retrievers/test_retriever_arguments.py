@@ -335,14 +335,18 @@ def test_our_vector_stores_as_retriever_still_take_langchain_keywords(tmp_path):
 
 # -- every check of a field holds on assignment and in model_copy (fresh-user trial of 7b84662) -------------------
 def _with_filter_fields() -> list:
-    """One retriever of every class with its own ``filter`` field (BM25, dense, hybrid, a query transform)."""
+    """One retriever of every class with its own ``filter`` field (BM25, dense, hybrid, a query transform, the
+    learned-sparse one)."""
     from langchain_ragspine.retrievers import MultiQueryRetriever
+    from langchain_ragspine.retrievers.sparse import SparseRetriever
+    from tests.unit_tests.retrievers.test_sparse import Letters
     from tests.unit_tests.spy_models import SpyChatModel
 
-    return [*_all(), MultiQueryRetriever(_all()[0], SpyChatModel(reply="梅雨"))]
+    return [*_all(), MultiQueryRetriever(_all()[0], SpyChatModel(reply="梅雨")),
+            SparseRetriever.from_documents(DOCS, Letters())]
 
 
-@pytest.mark.parametrize("i", range(4))
+@pytest.mark.parametrize("i", range(5))
 @pytest.mark.parametrize("bad", [{"$bogus": 1}, {"lang": {"$zz": 1}}, "bad"])
 def test_a_bad_filter_is_refused_when_assigned_or_copied_and_changes_nothing(i, bad):
     """Regression (trial of 7b84662): ``r.filter = {"$bogus": 1}`` was accepted (the constructor's check ran in
