@@ -44,14 +44,14 @@ import os
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
-from typing import Any, ClassVar, Unpack, cast
+from typing import Annotated, Any, ClassVar, Unpack, cast
 
 import numpy as np
 from langchain_core.documents import Document
 from pydantic import Field, PrivateAttr, ValidationInfo, field_validator
 
 from langchain_ragspine._stacklevel import user_stacklevel
-from langchain_ragspine.arguments import DEFAULT_K, PositiveIntField, check_k
+from langchain_ragspine.arguments import DEFAULT_K, PositiveIntField, check_k, int_field
 from langchain_ragspine.backends.directory.bm25_index import (
     build_bm25_index,
     load_bm25_index,
@@ -187,7 +187,7 @@ class BM25Retriever(RagSpineRetriever):
     b: float = 0.75
     filter: FilterField = None
     score_threshold: float | None = None
-    workers: int | None = Field(default=1, repr=False)
+    workers: Annotated[int | None, int_field(minimum=0, allow_none=True)] = Field(default=1, repr=False)
 
     #: Assigning one of these after construction rebuilds the index (see :class:`RagSpineRetriever`).
     index_fields = ("docs", "tokenizer", "k1", "b")

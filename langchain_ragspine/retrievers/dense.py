@@ -207,7 +207,7 @@ class DenseRetriever(RagSpineRetriever):
     cache_path: str | Path | None = None
     cache_read_only: bool = False
     model_key: str | None = None
-    batch_size: int = 32
+    batch_size: PositiveIntField = 32
     show_progress: bool | None = None
 
     #: Assigning one of these after construction rebuilds the index (see :class:`RagSpineRetriever`).

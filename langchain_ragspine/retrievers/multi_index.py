@@ -48,7 +48,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Self
+from typing import Annotated, Any, ClassVar, Self
 
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
@@ -57,7 +57,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 from pydantic import ConfigDict, PrivateAttr
 
-from langchain_ragspine.arguments import OptionalPositiveIntField, check_int, close_names
+from langchain_ragspine.arguments import OptionalPositiveIntField, check_int, close_names, int_field
 from langchain_ragspine.documents import dedupe_by, doc_key
 from langchain_ragspine.filters import CompiledFilter, FilterField, compile_filter
 from langchain_ragspine.retrievers._choices import ChoicePrompter
@@ -492,7 +492,7 @@ class MultiIndexRetriever(ContractRetriever):
     k: OptionalPositiveIntField = None
     fetch_k: OptionalPositiveIntField = None
     filter: FilterField = None
-    c: int = DEFAULT_C
+    c: Annotated[int, int_field(minimum=0)] = DEFAULT_C
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 

@@ -416,6 +416,11 @@ class ParentChildRetriever(ContractRetriever):
     def model_post_init(self, context: Any, /) -> None:
         """Refuse a retriever with no children to search or no parents to read (after the argument checks)."""
         super().model_post_init(context)
+        self._check_fields()
+
+    def _check_fields(self) -> None:
+        """No children to search or no parents to read is refused — at construction, on assignment
+        (``retriever.store = None``) and in ``model_copy(update=…)`` alike."""
         if self.child_retriever is None:
             raise TypeError("ParentChildRetriever needs child_retriever= (any retriever over the children) or "
                             "vectorstore= (a VectorStore of the children, as ParentDocumentRetriever takes)")

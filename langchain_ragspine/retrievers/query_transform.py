@@ -60,7 +60,7 @@ import logging
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import langchain_core
 import pydantic
@@ -72,7 +72,7 @@ from langchain_core.runnables import RunnableConfig
 from pydantic import ConfigDict, Field, field_validator
 
 from langchain_ragspine._stacklevel import user_stacklevel
-from langchain_ragspine.arguments import OptionalPositiveIntField, check_int, check_k
+from langchain_ragspine.arguments import OptionalPositiveIntField, check_int, check_k, int_field
 from langchain_ragspine.documents import doc_key
 from langchain_ragspine.filters import CompiledFilter, FilterField, compile_filter, compiled_filter
 from langchain_ragspine.retrievers.base import AsyncCall, ContractRetriever, RetrieverCall, SyncCall
@@ -229,7 +229,7 @@ class QueryTransformRetriever(ContractRetriever):
     fetch_k: OptionalPositiveIntField = None
     filter: FilterField = None
     deny_list: QueryDenyList | None = None
-    c: int = DEFAULT_C
+    c: Annotated[int, int_field(minimum=0)] = DEFAULT_C
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 

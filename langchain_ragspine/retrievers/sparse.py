@@ -220,7 +220,7 @@ class SparseRetriever(RagSpineRetriever):
     filter: FilterField = None
     cache_path: str | Path | None = None
     cache_read_only: bool = False
-    batch_size: int = 32
+    batch_size: PositiveIntField = 32
     show_progress: bool | None = None
 
     #: Assigning one of these after construction rebuilds the index (see :class:`RagSpineRetriever`).

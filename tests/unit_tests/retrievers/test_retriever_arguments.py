@@ -418,3 +418,56 @@ def test_a_misspelt_keyword_of_a_one_channel_mode_gets_a_did_you_mean():
         mode_factory("bm25", k=3, tokenzier="cjk")(DOCS)
     with pytest.raises(TypeError, match=r"alpha: options of the fusion: use mode 'hybrid' or 'auto'"):
         mode_factory("bm25", k=3, alpha=0.5)(DOCS)
+
+
+def _constructor_checked_fields() -> list[tuple[object, str, object]]:
+    """``(retriever, field, a value its constructor refuses)`` for the checks that ran in ``model_post_init`` only
+    (second re-check trial of 7b84662's fixes)."""
+    from langchain_ragspine.retrievers import MultiIndexRetriever, MultiQueryRetriever
+    from langchain_ragspine.retrievers.sparse import SparseRetriever
+    from tests.unit_tests.retrievers.test_sparse import Letters
+    from tests.unit_tests.spy_models import SpyChatModel
+
+    bm25, dense = _all()[:2]
+    multi = MultiIndexRetriever(indexes={"a": bm25, "b": dense}, k=2)
+    transform = MultiQueryRetriever(bm25, SpyChatModel(reply="梅雨"))
+    sparse = SparseRetriever.from_documents(DOCS, Letters())
+    return [(multi, "c", -1), (transform, "c", -1), (bm25, "workers", -3), (dense, "batch_size", 0),
+            (sparse, "batch_size", 0), (bm25, "workers", 1.5)]
+
+
+@pytest.mark.parametrize("i", range(6))
+def test_a_value_the_constructor_refuses_is_refused_when_assigned_or_copied(i):
+    """Regression (re-check trial of 9e10150): ``MultiIndexRetriever.c = -1`` (every call then failed),
+    ``BM25Retriever.workers = -3`` and ``DenseRetriever.batch_size = 0`` (the next rebuild failed on them) were
+    accepted by assignment and ``model_copy``: their checks ran in ``model_post_init`` only."""
+    r, name, bad = _constructor_checked_fields()[i]
+    before = [d.id for d in r.invoke("梅雨")]
+    old = getattr(r, name)
+    with pytest.raises((ValueError, TypeError), match=name):
+        setattr(r, name, bad)
+    with pytest.raises((ValueError, TypeError), match=name):
+        r.model_copy(update={name: bad})
+    assert getattr(r, name) == old and [d.id for d in r.invoke("梅雨")] == before
+
+
+def test_parent_child_refuses_none_for_its_children_or_parents_on_assignment():
+    """Regression (re-check trial of 9e10150): ``r.store = None`` / ``r.child_retriever = None`` were accepted,
+    and the next invoke raised an AttributeError / a bare AssertionError."""
+    from langchain_ragspine.retrievers import ParentChildRetriever
+
+    parent = Document(page_content="梅雨は六月から七月。", id="p#0", metadata={"chunk_id": "p#0", "doc_id": "p"})
+    child = Document(page_content="梅雨は六月から七月。", metadata={"chunk_id": "p#0.0", "doc_id": "p", "parent_id": "p#0"})
+
+    class Parents:
+        def get_parents(self, ids):
+            return {i: parent for i in ids if i == "p#0"}
+
+    r = ParentChildRetriever(BM25Retriever.from_documents([child]), store=Parents(), k=1)
+    for name, match in (("store", "needs store="), ("child_retriever", "needs child_retriever=")):
+        old = getattr(r, name)
+        with pytest.raises(TypeError, match=match):
+            setattr(r, name, None)
+        with pytest.raises(TypeError, match=match):
+            r.model_copy(update={name: None})
+        assert getattr(r, name) is old and [d.id for d in r.invoke("梅雨")] == ["p#0"]
