@@ -43,10 +43,13 @@ from langchain_core.retrievers import BaseRetriever
 
 from langchain_ragspine._stacklevel import user_stacklevel
 from langchain_ragspine.arguments import renamed_keywords, renamed_property
-from langchain_ragspine.backends.base import PARENTS, refuse
+from langchain_ragspine.backends.base import GRAPH, PARENTS, refuse
 from langchain_ragspine.embeddings.factory import resolve_embedding
 from langchain_ragspine.retrievers.bm25 import BM25Retriever
+from langchain_ragspine.relations.extractors import CooccurrenceExtractor, build_graph
+from langchain_ragspine.relations.store import GraphStore
 from langchain_ragspine.retrievers.dense import DenseRetriever
+from langchain_ragspine.retrievers.graph import GraphRetriever
 from langchain_ragspine.retrievers.hybrid import HybridRetriever
 from langchain_ragspine.retrievers.parent_child import ParentChildRetriever
 from langchain_ragspine.retrievers.transforms import make_query_transform
@@ -490,6 +493,7 @@ class DocumentsSource:
         self._embedding = embedding
         self._bm25: dict[tuple[int, str], BM25Retriever] = {}
         self._dense: dict[int, DenseRetriever] = {}
+        self._graph: GraphStore | None = None
 
     def documents(self) -> list[Document]:
         """The documents, as given."""
@@ -515,6 +519,13 @@ class DocumentsSource:
         if k not in self._dense:
             self._dense[k] = DenseRetriever.from_documents(self._documents, self._embedding, k=k)
         return self._dense[k]
+
+    def graph(self, *, k: int) -> GraphRetriever:
+        """A :class:`~langchain_ragspine.retrievers.graph.GraphRetriever` over the documents' co-occurrence graph
+        (:class:`~langchain_ragspine.relations.CooccurrenceExtractor`, built on first use and kept)."""
+        if self._graph is None:
+            self._graph = build_graph(self._documents, CooccurrenceExtractor())
+        return GraphRetriever(graph=self._graph, docs=self._documents, k=k)
 
 
 RetrieverFactory = Callable[[list[Document]], BaseRetriever]
@@ -638,6 +649,29 @@ register_mode(RetrievalMode(
     "parent_child", lambda ctx: _parent_child(_auto_channels(ctx), ctx), embedding="optional",
     description="auto over the children of a --chunker parent_child store; returns their distinct parents (what "
                 "auto does over such a store)",
+))
+
+
+def _graph(ctx: ModeContext) -> BaseRetriever:
+    """``graph``: ``auto``'s channels (BM25, and the dense channel when there is one) and the relation graph's local
+    search (:class:`~langchain_ragspine.retrievers.graph.GraphRetriever`), fused by :class:`HybridRetriever` (the
+    graph channel last; the options are the fusion's)."""
+    refuse(ctx.source, GRAPH)  # a backend that keeps no graph (PostgreSQL) says so, as ingest does
+    make = getattr(ctx.source, "graph", None)
+    if not callable(make):
+        raise ValueError(
+            f"mode {ctx.mode!r} needs a relation graph: a store directory ingested with --graph "
+            "(graph='cooccurrence'), or documents in memory (DocumentsSource)"
+        )
+    channel = make(k=ctx.k)
+    dense = ctx.dense(required=False)
+    return ctx.hybrid([ctx.bm25(), *([] if dense is None else [dense]), channel])
+
+
+register_mode(RetrievalMode(
+    "graph", _graph, embedding="optional",
+    description="auto's channels fused with the relation graph's local search (GraphRAG, Edge et al. 2024); a "
+                "store ingested with --graph, or documents in memory",
 ))
 
 
