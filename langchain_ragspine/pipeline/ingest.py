@@ -62,13 +62,13 @@ from langchain_ragspine.backends.postgres.lock import writer_lock
 from langchain_ragspine.backends.postgres.vectors import chunks_without_vectors
 from langchain_ragspine.backends.postgres.versions import embed_missing, record_vectors
 from langchain_ragspine.configured import configured_setting
+from langchain_ragspine.documents import has_visible_text
 from langchain_ragspine.embeddings.cache import (
     STORE_UNCHANGED,
     content_hash,
     model_key_for,
     warm_embedding_cache,
 )
-from langchain_ragspine.documents import has_visible_text
 from langchain_ragspine.embeddings.factory import resolve_embedding
 from langchain_ragspine.errors import StoreError, StoreWriteError
 from langchain_ragspine.pipeline.modes import (

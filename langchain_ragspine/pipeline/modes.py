@@ -45,9 +45,9 @@ from langchain_ragspine._stacklevel import user_stacklevel
 from langchain_ragspine.arguments import renamed_keywords, renamed_property
 from langchain_ragspine.backends.base import GRAPH, PARENTS, refuse
 from langchain_ragspine.embeddings.factory import resolve_embedding
-from langchain_ragspine.retrievers.bm25 import BM25Retriever
 from langchain_ragspine.relations.extractors import CooccurrenceExtractor, build_graph
 from langchain_ragspine.relations.store import GraphStore
+from langchain_ragspine.retrievers.bm25 import BM25Retriever
 from langchain_ragspine.retrievers.dense import DenseRetriever
 from langchain_ragspine.retrievers.graph import GraphRetriever
 from langchain_ragspine.retrievers.hybrid import HybridRetriever

@@ -53,8 +53,6 @@ from langchain_ragspine.pipeline.stages import (
     load_saved_bm25,
     store_documents,
 )
-from langchain_ragspine.retrievers.bm25 import BM25Retriever
-from langchain_ragspine.retrievers.contract import invoke_retriever
 from langchain_ragspine.relations.extractors import (
     build_graph,
     chunk_fingerprint,
@@ -63,6 +61,8 @@ from langchain_ragspine.relations.extractors import (
     graph_of,
 )
 from langchain_ragspine.relations.store import GraphStore
+from langchain_ragspine.retrievers.bm25 import BM25Retriever
+from langchain_ragspine.retrievers.contract import invoke_retriever
 from langchain_ragspine.retrievers.dense import DenseRetriever
 from langchain_ragspine.retrievers.graph import GraphRetriever
 from langchain_ragspine.retrievers.live import LiveStoreRetriever
