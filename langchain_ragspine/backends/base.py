@@ -55,7 +55,7 @@ from langchain_ragspine.backends.versioning import INGEST_WRITER, StoredChunk
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.served import ServedIds
 
-__all__ = ["CONTEXTUAL", "MMR", "PARENTS", "ChunkBackend", "SearchBackend", "StoreBackend", "check_vector_model", "refuse"]
+__all__ = ["CONTEXTUAL", "GRAPH", "MMR", "PARENTS", "ChunkBackend", "SearchBackend", "StoreBackend", "check_vector_model", "refuse"]
 
 #: The feature name of parent-child chunking's parents (:attr:`ChunkBackend.unsupported`).
 PARENTS = "parents"
@@ -64,6 +64,8 @@ PARENTS = "parents"
 CONTEXTUAL = "contextual headers"
 #: The feature name of maximal marginal relevance search (:attr:`StoreBackend.unsupported`; both backends have it).
 MMR = "maximal marginal relevance search"
+#: The feature name of the relation graph (``ingest(graph=...)``, mode ``graph``; a store directory's ``graph.json``).
+GRAPH = "relation graph"
 
 
 @runtime_checkable

@@ -32,11 +32,18 @@ from langchain_core.embeddings import Embeddings
 
 from langchain_ragspine._stacklevel import user_stacklevel
 from langchain_ragspine.arguments import DEFAULT_K
-from langchain_ragspine.backends.base import CONTEXTUAL, PARENTS, refuse
+from langchain_ragspine.backends.base import CONTEXTUAL, GRAPH, PARENTS, refuse
 from langchain_ragspine.backends.directory import bm25_parallel
 from langchain_ragspine.backends.directory.bm25_index import SAVE_LAYOUT as BM25_LAYOUT
 from langchain_ragspine.backends.directory.chunk_store import INGEST_WRITER, ChunkStore
 from langchain_ragspine.backends.directory.files import RETRIEVER_CONFIG, discard_unsaved
+from langchain_ragspine.backends.directory.graph_file import (
+    GRAPH_FILE,
+    SavedGraph,
+    read_graph_file,
+    remove_graph_file,
+    write_graph_file,
+)
 from langchain_ragspine.backends.directory.index_state import INDEX_STATE, write_index_state
 from langchain_ragspine.backends.directory.layout import (
     BM25_DIR,
@@ -55,6 +62,7 @@ from langchain_ragspine.backends.postgres.lock import writer_lock
 from langchain_ragspine.backends.postgres.vectors import chunks_without_vectors
 from langchain_ragspine.backends.postgres.versions import embed_missing, record_vectors
 from langchain_ragspine.configured import configured_setting
+from langchain_ragspine.documents import has_visible_text
 from langchain_ragspine.embeddings.cache import (
     STORE_UNCHANGED,
     content_hash,
@@ -83,6 +91,17 @@ from langchain_ragspine.pipeline.stages import (
     write_documents,
 )
 from langchain_ragspine.progress import reporting
+from langchain_ragspine.relations.extractors import (
+    Extraction,
+    RelationExtractor,
+    chunk_fingerprint,
+    extract_chunks,
+    extractions_of,
+    extractor_from_config,
+    graph_of,
+    make_extractor,
+)
+from langchain_ragspine.relations.store import InMemoryGraphStore
 from langchain_ragspine.retrievers.dense import SAVE_LAYOUT as DENSE_LAYOUT
 from langchain_ragspine.retrievers.dense import DenseRetriever
 from langchain_ragspine.sensitivity import drop_restricted, is_restricted
@@ -116,6 +135,7 @@ def ingest(
     contextual: bool | None = None,
     workers: int | None = None,
     lock_timeout: float | None = None,
+    graph: bool | str | RelationExtractor | None = None,
 ) -> IngestSummary:
     """Load, chunk and store a corpus under ``store_dir``, then (re)build its BM25 index.
 
@@ -171,6 +191,18 @@ def ingest(
             advisory lock on its schema (:mod:`langchain_ragspine.backends.postgres.lock`); ``0``: refuse at once.  One
             writer at a time holds that lock for the whole run, so two ingests into one store run one after the
             other, each against the store the other left.  Searches never wait for it.
+        graph: the relation-extractor slot (GraphRAG's indexing step, Edge et al. 2024; mode ``graph``,
+            :class:`~langchain_ragspine.retrievers.graph.GraphRetriever`): ``"cooccurrence"`` or ``True`` (the
+            deterministic :class:`~langchain_ragspine.relations.CooccurrenceExtractor`) or any
+            :class:`~langchain_ragspine.relations.RelationExtractor` (e.g. ``LLMRelationExtractor(chat_model)``)
+            builds the store's relation graph over its active, non-RESTRICTED chunks and saves it as
+            ``DIR/graph.json`` after the chunk store committed (an LLM extractor is asked only about chunks that
+            are new or changed since the saved graph); ``False`` removes it.  Default ``None``: the store's own —
+            nothing for a store without ``graph.json`` (every file is then exactly what it was without this
+            argument), else the saved graph brought up to date with its recorded extractor (co-occurrence:
+            rebuilt; an LLM graph, whose model is not saved: chunks no longer there, changed or RESTRICTED lose
+            their nodes and edges, new ones get none until an ingest passes the model — a note says how many).
+            A ``postgresql://`` store refuses a graph by name (``backends.base.refuse``).
 
     Returns:
         An :class:`IngestSummary`.  Re-running on an unchanged corpus writes nothing and reports every document
@@ -204,7 +236,7 @@ def ingest(
             paths, store_dir, chunk_size=chunk_size, chunk_overlap=chunk_overlap, tokenizer=tokenizer,
             on_error=on_error, retract_missing=retract_missing, progress=progress, embedding=embedding, mode=mode,
             allow_empty=allow_empty, chunker=chunker, contextual=contextual, workers=workers,
-            hold=lambda backend: held.enter_context(backend.writer_lock(lock_timeout)),
+            hold=lambda backend: held.enter_context(backend.writer_lock(lock_timeout)), graph=graph,
         )
 
 
@@ -225,6 +257,7 @@ def _ingest(
     contextual: bool | None,
     workers: int | None = None,
     hold: Callable[[StoreLocation], object] = lambda backend: None,
+    graph: bool | str | RelationExtractor | None = None,
 ) -> IngestSummary:
     """:func:`ingest`; ``hold(backend)`` takes the store's writer lock (a store directory's, or a ``postgresql://``
     store's) until :func:`ingest` returns (after the arguments are checked, before the store is first read)."""
@@ -253,6 +286,9 @@ def _ingest(
         refuse(backend, PARENTS)  # before the store is touched (its tokenizer, its vectors) or a file is read
     if contextual:
         refuse(backend, CONTEXTUAL)  # likewise (a recorded header is refused below, once the store is read)
+    make_extractor(graph)  # an unknown extractor spec: refused before the store is touched
+    if graph is not None and graph is not False:
+        refuse(backend, GRAPH)
     # one writer at a time, from the first read of the store (its chunker, index state, document count) to the
     # last write (index.json; a PostgreSQL store's last commit): so two ingests run in order, each against the store
     # the other left
@@ -294,7 +330,7 @@ def _ingest(
             backend.root, split, summary, state=state, damaged=damaged, contextual=contextual,
             wanted_header=wanted_header, emb=emb, spec=spec, tokenizer=name, workers=workers,
             chunker_config=chunker_config, retract_missing=retract_missing, active_before=active_before,
-            owned_before=owned_before, streaming=streaming, progress=show,
+            owned_before=owned_before, streaming=streaming, progress=show, graph=graph,
         )
     summary.seconds = time.perf_counter() - t0
     return summary
@@ -370,6 +406,7 @@ def _into_directory(
     owned_before: int,
     streaming: _StreamingPrefetch | None,
     progress: bool | None,
+    graph: bool | str | RelationExtractor | None = None,
 ) -> None:
     """The store-writing half of :func:`ingest` for store directory ``root``: probe the model (before anything
     changes), write the versions, prune the embedding cache, save the lexical index, embed the rest and save the
@@ -419,6 +456,47 @@ def _into_directory(
             shutil.rmtree(root / VECTOR_DIR, ignore_errors=True)  # no longer matches; the embedding cache stays
         with _after_commit(root, store, summary, f"the index record {root / INDEX_STATE}"):
             write_index_state(root, state)
+        with _after_commit(root, store, summary, f"the relation graph {root / GRAPH_FILE}", then=_GRAPH_NEXT):
+            _save_graph(root, store, summary, graph)
+
+
+def _save_graph(root: Path, store: ChunkStore, summary: IngestSummary, spec: Any) -> None:
+    """The relation-graph stage on a store directory (see :func:`ingest`'s ``graph``): nothing without a graph
+    asked for or saved; else ``graph.json`` rebuilt over the active non-RESTRICTED chunks unless the saved one
+    matches the store's generation, the extractor and every chunk's fingerprint."""
+    saved, damaged = read_graph_file(root)
+    if spec is False:
+        if remove_graph_file(root):
+            summary.notes.append(f"relation graph switched off: {root / GRAPH_FILE} removed")
+        return
+    extractor = make_extractor(spec)
+    if extractor is None:
+        if saved is None:
+            if damaged is not None:  # its extractor cannot be read: fail closed, never keep a graph of unknown age
+                remove_graph_file(root)
+                summary.notes.append(f"{damaged}; removed — ingest with --graph to build it again")
+            return
+        extractor = extractor_from_config(saved.extractor)
+    config = extractor.config() if extractor is not None else dict(saved.extractor if saved else {})
+    chunks = [c for c in drop_restricted(store_documents(store)) if has_visible_text(c)]
+    prints = {str(c.metadata["chunk_id"]): chunk_fingerprint(c) for c in chunks}
+    if (saved is not None and saved.generation == store.generation and saved.extractor == config
+            and saved.chunks == prints):
+        return
+    reuse: dict[str, Extraction] = {}
+    if saved is not None and saved.extractor == config and (extractor is None or extractor.incremental):
+        same = [cid for cid, fp in prints.items() if saved.chunks.get(cid) == fp]
+        reuse = extractions_of(saved.graph, same)
+    extractions = extract_chunks(chunks, extractor, reuse=reuse)
+    built = graph_of(extractions)
+    assert isinstance(built, InMemoryGraphStore)
+    write_graph_file(root, SavedGraph(built, store.generation, config,
+                                      {cid: prints[cid] for cid in extractions}))
+    if extractor is None and len(extractions) < len(prints):
+        summary.notes.append(
+            f"relation graph ({config.get('name')}): {len(prints) - len(extractions)} new or changed chunks have no "
+            "relations yet — pass graph=<the extractor> (its model) to extract them"
+        )
 
 
 def _write_versions(
@@ -508,6 +586,7 @@ _NOT_EMBEDDED = (
     "no vector was embedded for this run's new chunks yet, so until the next ingest embeds them mode auto searches "
     "with BM25 only and modes hybrid and vector refuse"
 )
+_GRAPH_NEXT = "the chunk store and its indexes are updated; mode graph reads the previous relation graph (rebuilt in memory when it can be)"
 _VECTOR_NEXT = (
     "the next search rebuilds the vector index in memory from the cached vectors (with a StaleIndexWarning)"
 )

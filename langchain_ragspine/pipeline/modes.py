@@ -43,11 +43,14 @@ from langchain_core.retrievers import BaseRetriever
 
 from langchain_ragspine._stacklevel import user_stacklevel
 from langchain_ragspine.arguments import renamed_keywords, renamed_property
-from langchain_ragspine.backends.base import PARENTS, refuse
+from langchain_ragspine.backends.base import GRAPH, PARENTS, refuse
 from langchain_ragspine.embeddings.factory import resolve_embedding
 from langchain_ragspine.embeddings.sparse import SparseEmbeddings, make_sparse_embeddings
+from langchain_ragspine.relations.extractors import CooccurrenceExtractor, build_graph
+from langchain_ragspine.relations.store import GraphStore
 from langchain_ragspine.retrievers.bm25 import BM25Retriever
 from langchain_ragspine.retrievers.dense import DenseRetriever
+from langchain_ragspine.retrievers.graph import GraphRetriever
 from langchain_ragspine.retrievers.hybrid import HybridRetriever
 from langchain_ragspine.retrievers.parent_child import ParentChildRetriever
 from langchain_ragspine.retrievers.sparse import SparseRetriever
@@ -533,6 +536,7 @@ class DocumentsSource:
         self._bm25: dict[tuple[int, str], BM25Retriever] = {}
         self._dense: dict[int, DenseRetriever] = {}
         self._sparse: dict[int, SparseRetriever] = {}
+        self._graph: GraphStore | None = None
 
     def documents(self) -> list[Document]:
         """The documents, as given."""
@@ -573,6 +577,13 @@ class DocumentsSource:
         if k not in self._sparse:
             self._sparse[k] = SparseRetriever.from_documents(self._documents, self._sparse_encoder, k=k)
         return self._sparse[k]
+
+    def graph(self, *, k: int) -> GraphRetriever:
+        """A :class:`~langchain_ragspine.retrievers.graph.GraphRetriever` over the documents' co-occurrence graph
+        (:class:`~langchain_ragspine.relations.CooccurrenceExtractor`, built on first use and kept)."""
+        if self._graph is None:
+            self._graph = build_graph(self._documents, CooccurrenceExtractor())
+        return GraphRetriever(graph=self._graph, docs=self._documents, k=k)
 
 
 RetrieverFactory = Callable[[list[Document]], BaseRetriever]
@@ -724,6 +735,29 @@ register_mode(RetrievalMode(
 register_mode(RetrievalMode(
     "sparse", _sparse_only, uses_tokenizer=False,
     description="the learned-sparse channel only (a store ingested with --sparse e5; SparseRetriever)",
+))
+
+
+def _graph(ctx: ModeContext) -> BaseRetriever:
+    """``graph``: ``auto``'s channels (BM25, and the dense channel when there is one) and the relation graph's local
+    search (:class:`~langchain_ragspine.retrievers.graph.GraphRetriever`), fused by :class:`HybridRetriever` (the
+    graph channel last; the options are the fusion's)."""
+    refuse(ctx.source, GRAPH)  # a backend that keeps no graph (PostgreSQL) says so, as ingest does
+    make = getattr(ctx.source, "graph", None)
+    if not callable(make):
+        raise ValueError(
+            f"mode {ctx.mode!r} needs a relation graph: a store directory ingested with --graph "
+            "(graph='cooccurrence'), or documents in memory (DocumentsSource)"
+        )
+    channel = make(k=ctx.k)
+    dense = ctx.dense(required=False)
+    return ctx.hybrid([ctx.bm25(), *([] if dense is None else [dense]), channel])
+
+
+register_mode(RetrievalMode(
+    "graph", _graph, embedding="optional",
+    description="auto's channels fused with the relation graph's local search (GraphRAG, Edge et al. 2024); a "
+                "store ingested with --graph, or documents in memory",
 ))
 
 

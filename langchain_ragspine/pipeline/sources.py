@@ -27,6 +27,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_ragspine.arguments import check_k, renamed_keywords
 from langchain_ragspine.backends.directory.chunk_store import VECTORSTORE_RECORD_KEY, ChunkStore
 from langchain_ragspine.backends.directory.embedding_cache import EmbeddingCache
+from langchain_ragspine.backends.directory.graph_file import GRAPH_FILE, read_graph_file
 from langchain_ragspine.backends.directory.layout import (
     BM25_DIR,
     CHUNKS_DB,
@@ -52,9 +53,18 @@ from langchain_ragspine.pipeline.stages import (
     load_saved_bm25,
     store_documents,
 )
+from langchain_ragspine.relations.extractors import (
+    build_graph,
+    chunk_fingerprint,
+    extractions_of,
+    extractor_from_config,
+    graph_of,
+)
+from langchain_ragspine.relations.store import GraphStore
 from langchain_ragspine.retrievers.bm25 import BM25Retriever
 from langchain_ragspine.retrievers.contract import invoke_retriever
 from langchain_ragspine.retrievers.dense import DenseRetriever
+from langchain_ragspine.retrievers.graph import GraphRetriever
 from langchain_ragspine.retrievers.live import LiveStoreRetriever
 from langchain_ragspine.sensitivity import drop_restricted
 from langchain_ragspine.settings import get_settings
@@ -375,6 +385,39 @@ class StoreSource(StoreBackedSource[ChunkStore]):
             )
         return ChunkStore(self.root / CHUNKS_DB, read_only=True)  # outlives this source: the retriever reads it
 
+    def graph(self, *, k: int) -> GraphRetriever:
+        """The graph channel (mode ``graph``): a :class:`~langchain_ragspine.retrievers.graph.GraphRetriever` over
+        the saved relation graph (``DIR/graph.json``) and the store's active chunks.  A saved graph that does not
+        match the store (written by another process since: the vector store) is rebuilt in memory with its
+        recorded co-occurrence extractor, or, for an LLM graph, keeps only the extractions of chunks whose
+        fingerprint still matches — with a :class:`StaleIndexWarning` either way.
+
+        Raises:
+            StoreError: the store has no relation graph (ingest with ``--graph`` / ``graph="cooccurrence"``).
+        """
+        saved, damaged = read_graph_file(self.root)
+        if saved is None:
+            raise StoreError(
+                "this store has no relation graph" + (f" ({damaged})" if damaged else "") + ": run `ragspine "
+                "ingest PATH --store DIR --graph` (Python: ingest(..., graph='cooccurrence')) first",
+                path=self.root,
+            )
+        docs = [d for d in drop_restricted(store_documents(self.store)) if has_visible_text(d)]
+        prints = {str(d.metadata["chunk_id"]): chunk_fingerprint(d) for d in docs}
+        graph: GraphStore = saved.graph
+        if saved.generation != self.store.generation or any(prints.get(c) != fp for c, fp in saved.chunks.items()):
+            extractor = extractor_from_config(saved.extractor)
+            if extractor is not None:
+                graph = build_graph(docs, extractor)
+                how = "rebuilt in memory from the chunk store"
+            else:
+                same = [c for c, fp in saved.chunks.items() if prints.get(c) == fp]
+                graph = graph_of(extractions_of(saved.graph, same))
+                how = "used for the chunks it still matches (new or changed chunks have no relations)"
+            warn_stale(f"{self.root / GRAPH_FILE}: saved relation graph {how} ({_lag(saved.generation, self.store)}) "
+                       f"— {_rewrite_advice(self.root)}")
+        return GraphRetriever(graph=graph, docs=docs, k=k)
+
     def bm25(self, *, k: int, tokenizer: str | None = None) -> BaseRetriever:
         """The saved BM25 index (``tokenizer=None``), or one built in memory with ``tokenizer`` (and the store's
         contextual headers)."""
@@ -636,7 +679,8 @@ def open_retriever(
             check_store_chunker(source.store, source.root)
             return build_mode(mode, source, k=k, fetch_k=fetch_k, **options)
 
-    live = LiveStoreRetriever(chunk_store=root / CHUNKS_DB, factory=build, k=k, watch=(root / INDEX_STATE,))
+    live = LiveStoreRetriever(chunk_store=root / CHUNKS_DB, factory=build, k=k,
+                              watch=(root / INDEX_STATE, root / GRAPH_FILE))
     live.refresh()  # the first build, here: its errors are open_retriever's
     return live
 

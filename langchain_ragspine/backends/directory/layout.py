@@ -7,6 +7,8 @@ A store directory holds::
     DIR/bm25/                 BM25_DIR: the BM25 index of its active chunks
     DIR/vector/               VECTOR_DIR: the FAISS vector index (with an embedding model)
     DIR/embeddings.sqlite     EMBEDDING_CACHE: chunk vectors by chunk_id + content hash, for every model
+    DIR/graph.json            the relation graph, only when ingested with a graph
+                              (:mod:`~langchain_ragspine.backends.directory.graph_file`)
     DIR/index.json            INDEX_STATE: which generation, tokenizer, headers and model the indexes were built
                               with (:mod:`~langchain_ragspine.backends.directory.index_state`)
     DIR/.ragspine.lock        LOCK_FILE: the writer lock (:mod:`~langchain_ragspine.backends.directory.lock`)

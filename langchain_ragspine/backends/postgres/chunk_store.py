@@ -62,7 +62,7 @@ from langchain_core.documents import Document
 
 from langchain_ragspine._closing import Closing
 from langchain_ragspine._optional import import_optional
-from langchain_ragspine.backends.base import CONTEXTUAL, PARENTS, refuse
+from langchain_ragspine.backends.base import CONTEXTUAL, GRAPH, PARENTS, refuse
 from langchain_ragspine.backends.versioning import (
     INGEST_WRITER,
     VECTORSTORE_WRITER,
@@ -651,6 +651,8 @@ class PostgresChunkStore(Closing, VersionedChunkStore):
                  "them, or another chunker",
         CONTEXTUAL: "it records no contextual headers yet; ingest without --contextual (contextual=False), or "
                     "into a store directory (--store DIR)",
+        GRAPH: "it keeps no relation graph yet; ingest without --graph (graph=None), or into a store directory "
+               "(--store DIR), whose graph.json holds it",
     })
     #: The subject of a refusal (:func:`~langchain_ragspine.backends.base.refuse`), the same for every class of
     #: this backend.

@@ -342,11 +342,15 @@ def _with_filter_fields() -> list:
     from tests.unit_tests.retrievers.test_sparse import Letters
     from tests.unit_tests.spy_models import SpyChatModel
 
+    from langchain_ragspine.relations import CooccurrenceExtractor, build_graph
+    from langchain_ragspine.retrievers.graph import GraphRetriever
+
+    graph = GraphRetriever(graph=build_graph(DOCS, CooccurrenceExtractor()), docs=DOCS)
     return [*_all(), MultiQueryRetriever(_all()[0], SpyChatModel(reply="梅雨")),
-            SparseRetriever.from_documents(DOCS, Letters())]
+            SparseRetriever.from_documents(DOCS, Letters()), graph]
 
 
-@pytest.mark.parametrize("i", range(5))
+@pytest.mark.parametrize("i", range(6))
 @pytest.mark.parametrize("bad", [{"$bogus": 1}, {"lang": {"$zz": 1}}, "bad"])
 def test_a_bad_filter_is_refused_when_assigned_or_copied_and_changes_nothing(i, bad):
     """Regression (trial of 7b84662): ``r.filter = {"$bogus": 1}`` was accepted (the constructor's check ran in

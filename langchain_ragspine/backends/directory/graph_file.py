@@ -1,0 +1,113 @@
+"""``DIR/graph.json``: a store directory's relation graph, a derived file like ``bm25/`` (rebuilt by ingest when a
+graph is switched on; absent otherwise).
+
+One JSON object, written to a temporary name and renamed into place (a reader sees the old file or the new one)::
+
+    {"format": "ragspine-graph-file/1", "generation": 12, "extractor": {"name": "cooccurrence", ...},
+     "chunks": {chunk_id: fingerprint}, "graph": {InMemoryGraphStore.to_json()}, "sha256": "..."}
+
+``chunks`` are the chunks the graph was extracted from (none RESTRICTED) with their
+:func:`~langchain_ragspine.relations.extractors.chunk_fingerprint`; ``sha256`` covers the rest (a damaged or
+edited file is read as absent).  Keys are sorted and the text is compact, so the same store gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from langchain_ragspine.backends.directory.regular_files import check_regular
+from langchain_ragspine.errors import write_errors
+from langchain_ragspine.relations.store import InMemoryGraphStore
+
+__all__ = ["GRAPH_FILE", "GRAPH_FILE_FORMAT", "SavedGraph", "read_graph_file", "remove_graph_file", "write_graph_file"]
+
+#: The file name inside a store directory.
+GRAPH_FILE = "graph.json"
+GRAPH_FILE_FORMAT = "ragspine-graph-file/1"
+
+
+@dataclass
+class SavedGraph:
+    """What ``graph.json`` holds: the graph, the store generation it was built from, the extractor's config and
+    the fingerprints of the chunks it came from."""
+
+    graph: InMemoryGraphStore
+    generation: int | None
+    extractor: dict[str, Any]
+    chunks: dict[str, str] = field(default_factory=dict)
+
+
+def _digest(body: Mapping[str, Any]) -> str:
+    text = json.dumps(body, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def write_graph_file(root: str | os.PathLike[str], saved: SavedGraph) -> None:
+    """Write ``saved`` as ``root/graph.json`` atomically.
+
+    Raises:
+        StoreWriteError: the file could not be written (disk full, …); the previous ``graph.json`` is intact and
+            no temporary file is left.
+    """
+    target = Path(root) / GRAPH_FILE
+    body = {"format": GRAPH_FILE_FORMAT, "generation": saved.generation, "extractor": saved.extractor,
+            "chunks": dict(sorted(saved.chunks.items())), "graph": saved.graph.to_json()}
+    body["sha256"] = _digest(body)
+    tmp = target.with_name(f".{GRAPH_FILE}.tmp-{os.getpid()}")
+    with write_errors(target, kept=f"the previous {GRAPH_FILE} is intact"):
+        try:
+            tmp.write_text(json.dumps(body, ensure_ascii=False, sort_keys=True, separators=(",", ":")), "utf-8")
+            os.replace(tmp, target)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+
+
+def read_graph_file(root: str | os.PathLike[str]) -> tuple[SavedGraph | None, str | None]:
+    """``(the saved graph, None)``, ``(None, None)`` when there is none, or ``(None, why)`` when ``graph.json`` is
+    damaged (not JSON, another format, a checksum that does not match): then it is treated as absent.
+
+    Raises:
+        StoreError: ``graph.json`` is there but not a regular file (a FIFO, a folder).
+    """
+    path = Path(root) / GRAPH_FILE
+    if not check_regular(path):
+        return None, None
+    try:
+        body = json.loads(path.read_text("utf-8"))
+        if not isinstance(body, dict) or body.get("format") != GRAPH_FILE_FORMAT:
+            return None, f"{path}: not a {GRAPH_FILE_FORMAT} file"
+        digest = body.pop("sha256", None)
+        if digest != _digest(body):
+            return None, f"{path}: its checksum does not match (damaged or edited)"
+        generation = body["generation"]
+        if generation is not None and (isinstance(generation, bool) or not isinstance(generation, int)):
+            return None, f"{path}: field 'generation' is not an integer"
+        return SavedGraph(InMemoryGraphStore.from_json(body["graph"]), generation, dict(body["extractor"]),
+                          {str(k): str(v) for k, v in dict(body["chunks"]).items()}), None
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as e:
+        return None, f"{path}: unreadable ({type(e).__name__}: {e})"
+
+
+def remove_graph_file(root: str | os.PathLike[str]) -> bool:
+    """Remove ``root/graph.json``; whether there was one.
+
+    Raises:
+        StoreError: it is not a regular file.
+    """
+    path = Path(root) / GRAPH_FILE
+    if not check_regular(path):
+        return False
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    return True
+
+
+
