@@ -54,6 +54,7 @@ KS = (1, 5)
 EVAL_SETS = ("jsquad-valid", "cmrc2018-dev")
 TUNE_SETS = ("jaquad-train", "cmrc2018-trial")
 ROWS = ("all", "content")
+LATENCY_QUESTIONS = 200
 
 
 class E5TokenStates:
@@ -160,10 +161,13 @@ def run_set(name: str, encoders: dict[str, E5TokenStates], sample: int | None) -
     latency: dict[str, float] = {}
     for rows, enc in encoders.items():
         reranker = ColBERTReranker(model=enc, k=None)
-        t1 = time.perf_counter()
         ranks[f"+ ColBERT MaxSim, e5 token states ({rows})"] = [
             rank(reranker.compress_documents(c, q.question), q) for q, c in zip(questions, cands, strict=True)]
-        latency[rows] = (time.perf_counter() - t1) * 1000 / len(questions)
+        timed = list(zip(questions, cands, strict=True))[:LATENCY_QUESTIONS]  # again, every state cached now
+        t1 = time.perf_counter()
+        for q, c in timed:
+            reranker.compress_documents(c, q.question)
+        latency[rows] = (time.perf_counter() - t1) * 1000 / max(len(timed), 1)
     pooled_ranks = []
     for q, c in zip(questions, cands, strict=True):
         qv = first.pooled(q.question, True)
@@ -214,7 +218,8 @@ def main() -> int:
                    if result["n"] < result["total"] else f"all {result['n']} questions")
         latency = ", ".join(f"{rows} {ms:.1f} ms" for rows, ms in result["latency"].items())  # type: ignore[attr-defined]
         lines = [f"**{name}**: {sampled}; {result['chunks']} chunks, {result['distinct']} distinct candidates, "
-                 f"their token states in {result['embed_s']:.0f} s; MaxSim rerank per query (states cached): "
+                 f"their token states in {result['embed_s']:.0f} s; MaxSim rerank of 20 per query (states cached, "
+                 f"first {LATENCY_QUESTIONS} questions): "
                  f"{latency}", "", *table(result), ""]
         print("\n".join(lines), flush=True)
         parts += lines
