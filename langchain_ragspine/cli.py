@@ -714,7 +714,8 @@ def _second_stage_options(p: argparse.ArgumentParser, s: RagSpineSettings) -> No
 
     p.add_argument(
         "--rerank", default=None, metavar="SPEC",
-        help="second-stage reranker: none, cross_encoder:<model>, llm, llm:<chat model> (RAGSPINE_RERANKER, else none)",
+        help="second-stage reranker: none, cross_encoder:<model>, llm, llm:<chat model>, colbert:<path> "
+             "(RAGSPINE_RERANKER, else none)",
     )
     p.add_argument(
         "--postprocess", default=None, metavar="STEPS",

@@ -215,16 +215,17 @@ def configured_query_transform(settings: RagSpineSettings | None = None) -> str:
 
 # -- second stage: rerankers and post-processing ----------------------------------------------------------------------
 #: The reranker specs :func:`~langchain_ragspine.document_compressors.factory.make_reranker` accepts.
-RERANKER_SPECS = ("none", "cross_encoder:<model name or path>", "llm", "llm:<chat model spec>")
+RERANKER_SPECS = ("none", "cross_encoder:<model name or path>", "llm", "llm:<chat model spec>",
+                  "colbert:<local checkpoint path>")
 #: The post-processing steps :func:`~langchain_ragspine.document_compressors.factory.make_postprocessor` accepts,
 #: in the order they are usually chained.
 POSTPROCESSORS = ("mmr", "lost_in_middle", "compress")
 
 
 def parse_reranker_spec(spec: str, *, setting: str | None = None) -> tuple[str, str]:
-    """``(scheme, argument)`` of a reranker spec: ``("none", "")``, ``("cross_encoder", model)``, ``("llm", "")`` or
-    ``("llm", chat model spec)``.  The scheme is case-insensitive (``cross-encoder`` is accepted); an empty spec is
-    ``none``.
+    """``(scheme, argument)`` of a reranker spec: ``("none", "")``, ``("cross_encoder", model)``, ``("llm", "")``,
+    ``("llm", chat model spec)`` or ``("colbert", checkpoint path)``.  The scheme is case-insensitive
+    (``cross-encoder`` is accepted); an empty spec is ``none``.
 
     Args:
         spec: the spec as written.
@@ -232,7 +233,7 @@ def parse_reranker_spec(spec: str, *, setting: str | None = None) -> tuple[str, 
 
     Raises:
         ValueError: an unknown scheme (the message suggests the closest one and lists :data:`RERANKER_SPECS`), or
-            ``cross_encoder`` without a model.
+            ``cross_encoder`` without a model, ``colbert`` without a path.
         TypeError: not a string.
     """
     if not isinstance(spec, str):
@@ -250,7 +251,12 @@ def parse_reranker_spec(spec: str, *, setting: str | None = None) -> tuple[str, 
         return scheme, arg
     if scheme == "llm":
         return scheme, arg
-    hint = did_you_mean(scheme, ("none", "cross_encoder", "llm"))
+    if scheme == "colbert":
+        if not arg:
+            raise ValueError(f"{from_setting(setting, spec)}malformed reranker spec {raw!r}: write "
+                             "colbert:<local checkpoint path>")
+        return scheme, arg
+    hint = did_you_mean(scheme, ("none", "cross_encoder", "llm", "colbert"))
     raise ValueError(f"{from_setting(setting, spec)}unknown reranker {raw!r}{hint}; use one of: "
                      f"{', '.join(RERANKER_SPECS)}")
 

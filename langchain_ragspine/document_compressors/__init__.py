@@ -1,12 +1,13 @@
 """Document compressors (LangChain ``BaseDocumentCompressor``\\ s) and the contextual-header transform.
 
-``RestrictedGate`` (the gate), ``CrossEncoderReranker``, ``LLMListwiseReranker``, ``MMRCompressor``,
-``LostInTheMiddleReorder``, ``ExtractiveCompressor``; ``ContextualHeader`` (a ``BaseDocumentTransformer`` applied
+``RestrictedGate`` (the gate), ``CrossEncoderReranker``, ``ColBERTReranker`` (late interaction),
+``LLMListwiseReranker``, ``MMRCompressor``, ``LostInTheMiddleReorder``, ``ExtractiveCompressor``; ``ContextualHeader`` (a ``BaseDocumentTransformer`` applied
 before indexing); ``gated_pipeline`` / ``gated_compression_retriever`` chain them behind the gate (LangChain's classes);
 ``SecondStageRetriever`` does the same for the CLI's ``--rerank`` / ``--postprocess`` (fetches a candidate pool,
 honours ``k`` and ``filter``).
 """
 
+from langchain_ragspine.document_compressors.colbert import ColBERTReranker
 from langchain_ragspine.document_compressors.compression import ExtractiveCompressor
 from langchain_ragspine.document_compressors.cross_encoder import CrossEncoderReranker
 from langchain_ragspine.document_compressors.listwise import (
@@ -31,6 +32,7 @@ from langchain_ragspine.text_splitters.contextual import ContextualHeader, conte
 
 __all__ = [
     "RESTRICTED_SENSITIVITY",
+    "ColBERTReranker",
     "ContextualHeader",
     "CrossEncoderReranker",
     "ExtractiveCompressor",

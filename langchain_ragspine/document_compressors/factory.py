@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from langchain_ragspine import chat_models
+from langchain_ragspine.document_compressors.colbert import ColBERTReranker
 from langchain_ragspine.document_compressors.compression import ExtractiveCompressor
 from langchain_ragspine.document_compressors.cross_encoder import CrossEncoderReranker
 from langchain_ragspine.document_compressors.listwise import LLMListwiseReranker
@@ -54,20 +55,27 @@ def make_reranker(
     * ``llm`` — :class:`~langchain_ragspine.document_compressors.LLMListwiseReranker` (RankGPT) with ``llm``, else
       the chat model of ``RAGSPINE_LLM`` (:func:`~langchain_ragspine.chat_models.make_chat_model`).
     * ``llm:<chat model spec>`` — the same with ``make_chat_model(<spec>)``, e.g. ``llm:ollama:qwen2.5:7b``.
+    * ``colbert:<path>`` — :class:`~langchain_ragspine.document_compressors.colbert.ColBERTReranker` (late
+      interaction, MaxSim) with the ColBERT checkpoint in that local folder (a ``transformers`` model, pylate or
+      Stanford ColBERT layout); never downloaded.  Needs ``transformers`` and ``torch`` (the ``st`` extra).
 
     ``kwargs`` go to the reranker's constructor (``k``, ``max_length``, ``window``, …).
 
     Raises:
         ValueError: an unknown spec (the message lists :data:`~langchain_ragspine.specs.RERANKER_SPECS`; from ``RAGSPINE_RERANKER`` it names
             the variable); ``llm`` with no chat model given or configured.
-        ImportError: ``cross_encoder`` without sentence-transformers (the message names the ``st`` extra).
-        OSError: the cross-encoder model cannot be found.
+        ImportError: ``cross_encoder`` without sentence-transformers (the message names the ``st`` extra);
+            ``colbert`` without transformers / torch.
+        OSError: the cross-encoder model cannot be found; the ColBERT path is no loadable checkpoint folder (the
+            message names it).
     """
     scheme, arg = parse_reranker_spec(spec if spec is not None else configured_reranker())
     if scheme == "none":
         return None
     if scheme == "cross_encoder":
         return CrossEncoderReranker(model=arg, **kwargs)
+    if scheme == "colbert":
+        return ColBERTReranker(model=arg, **kwargs)
     chat = chat_models.make_chat_model(arg or llm)  # the spec's model, else llm, else RAGSPINE_LLM's
     if chat is None:
         raise ValueError(

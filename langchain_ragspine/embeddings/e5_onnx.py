@@ -86,13 +86,16 @@ def default_cache_dir() -> Path:
 
 
 # -- graph ------------------------------------------------------------------------------------------------------------
-def build_model(checkpoint: E5Checkpoint, precision: Precision = "int8") -> Any:
+def build_model(checkpoint: E5Checkpoint, precision: Precision = "int8", *, token_states: bool = False) -> Any:
     """The e5 encoder as an ``onnx.ModelProto`` (opset 17 + ``com.microsoft``).
 
     Inputs: ``inputs_embeds`` float32 ``(batch, length, hidden)`` (word embeddings only; positions, token type and
     the embedding LayerNorm are in the graph) and ``attention_mask`` int32 ``(batch, length)`` (1 = token,
     0 = padding, padding at the end).  Output: ``pooled`` float32 ``(batch, hidden)``, the mean of the final hidden
-    states over the unmasked tokens (not normalised).
+    states over the unmasked tokens (not normalised).  ``token_states=True`` adds a second output, ``hidden``
+    float32 ``(batch, length, hidden)``: the final hidden states of every token (not normalised; what late
+    interaction compares, see :meth:`OnnxE5Engine.token_states`).  Its graph is the default graph with one
+    ``Identity`` node and that output appended — the default graph (``token_states=False``) is unchanged.
 
     Raises:
         ValueError: an unknown ``precision``.
@@ -175,6 +178,10 @@ def build_model(checkpoint: E5Checkpoint, precision: Precision = "int8") -> Any:
     total = node("ReduceSum", [node("Mul", [x, mask]), axis1], keepdims=0)
     count = node("ReduceSum", [mask, axis1], keepdims=0)
     nodes.append(helper.make_node("Div", [total, count], ["pooled"]))
+    outputs = [helper.make_tensor_value_info("pooled", TensorProto.FLOAT, ["batch", hidden])]
+    if token_states:
+        nodes.append(helper.make_node("Identity", [x], ["hidden"]))
+        outputs.append(helper.make_tensor_value_info("hidden", TensorProto.FLOAT, ["batch", "length", hidden]))
     graph = helper.make_graph(
         nodes,
         "multilingual-e5-small",
@@ -182,7 +189,7 @@ def build_model(checkpoint: E5Checkpoint, precision: Precision = "int8") -> Any:
             helper.make_tensor_value_info("inputs_embeds", TensorProto.FLOAT, ["batch", "length", hidden]),
             helper.make_tensor_value_info("attention_mask", TensorProto.INT32, ["batch", "length"]),
         ],
-        [helper.make_tensor_value_info("pooled", TensorProto.FLOAT, ["batch", hidden])],
+        outputs,
         initializers,
     )
     return helper.make_model(
@@ -194,16 +201,24 @@ def build_model(checkpoint: E5Checkpoint, precision: Precision = "int8") -> Any:
 
 
 # -- cache ------------------------------------------------------------------------------------------------------------
-def _source_key(checkpoint: E5Checkpoint, precision: str) -> str:
+def _source_key(checkpoint: E5Checkpoint, precision: str, token_states: bool = False) -> str:
     st = checkpoint.path.stat()
-    ident = f"{GRAPH_FORMAT}|{precision}|{checkpoint.path.resolve()}|{st.st_size}|{st.st_mtime_ns}"
+    graph = f"{GRAPH_FORMAT}+hidden" if token_states else GRAPH_FORMAT
+    ident = f"{graph}|{precision}|{checkpoint.path.resolve()}|{st.st_size}|{st.st_mtime_ns}"
     return hashlib.sha256(ident.encode()).hexdigest()[:16]
 
 
 def load_or_build_model(
-    checkpoint: E5Checkpoint, precision: Precision = "int8", cache_dir: str | Path | None = None
+    checkpoint: E5Checkpoint,
+    precision: Precision = "int8",
+    cache_dir: str | Path | None = None,
+    *,
+    token_states: bool = False,
 ) -> bytes:
     """The serialised ONNX model for ``checkpoint`` at ``precision``, from the cache when its SHA-256 checks out.
+
+    ``token_states=True``: the graph with the per-token ``hidden`` output (:func:`build_model`), cached as
+    ``e5-small-<precision>-hidden-<key>.onnx`` beside the default one (whose file, key and bytes it leaves alone).
 
     A missing, unreadable or corrupted cache entry (digest differs from its sidecar) is rebuilt with
     :func:`build_model` and written atomically (temporary file + rename).  When the cache dir cannot be written,
@@ -213,7 +228,8 @@ def load_or_build_model(
         ImportError: the model must be built and ``onnx`` is not installed.
     """
     root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    stem = f"e5-small-{precision}-{_source_key(checkpoint, precision)}"
+    variant = f"{precision}-hidden" if token_states else precision
+    stem = f"e5-small-{variant}-{_source_key(checkpoint, precision, token_states)}"
     model_path, meta_path = root / f"{stem}.onnx", root / f"{stem}.json"
     try:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
@@ -223,7 +239,8 @@ def load_or_build_model(
         logger.warning("cached e5 model %s failed its checksum; rebuilding it", model_path)
     except (OSError, ValueError, AttributeError):
         pass
-    data = build_model(checkpoint, precision).SerializeToString()
+    built = build_model(checkpoint, precision, token_states=True) if token_states else build_model(checkpoint, precision)
+    data = built.SerializeToString()
     meta = {
         "format": GRAPH_FORMAT,
         "precision": precision,
@@ -306,7 +323,9 @@ class OnnxE5Engine:
         options.log_severity_level = 3
         self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
         model = load_or_build_model(self._checkpoint, precision, self.cache_dir)
+        self._options = options
         self._session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+        self._hidden_session: Any = None  # the graph with per-token states, built on first token_states()
 
     def token_count(self, text: str, is_query: bool = False) -> int:
         """Tokens (``<s>``/``</s>`` included) the model reads for ``text`` with its role prefix, before windowing."""
@@ -327,6 +346,48 @@ class OnnxE5Engine:
     def passage(self, texts: str | Iterable[str]) -> np.ndarray:
         """Embed text(s) with the ``"passage: "`` prefix."""
         return self.encode(texts, False)
+
+    def token_states(self, texts: str | Iterable[str], is_query: bool = False) -> list[np.ndarray]:
+        """Final hidden states of every token, for late interaction (ColBERT-style MaxSim over e5's own tokens).
+
+        Usage: ``engine.token_states(["東京の天気"], is_query=True)[0]`` → float32 array ``(tokens, 384)``.
+
+        Each text gets its role prefix (``"query: "`` / ``"passage: "``) and is cut into the same windows as
+        :meth:`encode` (510 content tokens each, ``<s>`` and ``</s>`` around each); the rows are the windows' tokens
+        in order, ``<s>``/``</s>`` of every window included: ``token_count(text)`` rows for a text of one window.
+        Not normalised; the mean of a one-window text's rows is the (unnormalised) vector :meth:`encode` pools.
+        Runs a second ONNX graph (:func:`build_model` with ``token_states=True``, cached beside the default one,
+        built on first use); :meth:`encode` keeps its own graph, so its vectors are unchanged byte for byte.
+
+        Returns:
+            One array per text, in input order (a list even for one string).
+        """
+        items = [texts] if isinstance(texts, str) else list(texts)
+        prefix = QUERY_PREFIX if is_query else PASSAGE_PREFIX
+        if self._hidden_session is None:
+            import onnxruntime as ort
+
+            model = load_or_build_model(self._checkpoint, self.precision, self.cache_dir, token_states=True)
+            self._hidden_session = ort.InferenceSession(model, self._options, providers=["CPUExecutionProvider"])
+        owners: list[int] = []
+        windows: list[list[int]] = []
+        for i, text in enumerate(items):
+            for window in self._split(prefix + text):
+                owners.append(i)
+                windows.append(window)
+        order = sorted(range(len(windows)), key=lambda j: -len(windows[j]))  # longest first
+        states: list[np.ndarray] = [np.zeros((0, self.dim), np.float32)] * len(windows)
+        if self.num_threads > 1 and len(windows) > 1:
+            with ThreadPoolExecutor(self.num_threads, thread_name_prefix="e5") as pool:
+                for j, hidden in pool.map(lambda j: (j, self._run_hidden(windows[j])), order):
+                    states[j] = hidden
+        else:
+            for j in order:
+                states[j] = self._run_hidden(windows[j])
+        per_text: list[list[np.ndarray]] = [[] for _ in items]
+        for j, owner in enumerate(owners):
+            per_text[owner].append(states[j])
+        return [np.concatenate(parts, axis=0) for parts in per_text]
 
     # -- internals ------------------------------------------------------------------------------------------------
     def _embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -378,3 +439,9 @@ class OnnxE5Engine:
         ids = np.asarray([window], np.int64)
         feeds = {"inputs_embeds": self._checkpoint.embed_tokens(ids), "attention_mask": np.ones(ids.shape, np.int32)}
         return index, self._session.run(["pooled"], feeds)[0][0]
+
+    def _run_hidden(self, window: list[int]) -> np.ndarray:
+        """The final hidden states of one window's tokens, shape ``(len(window), 384)``."""
+        ids = np.asarray([window], np.int64)
+        feeds = {"inputs_embeds": self._checkpoint.embed_tokens(ids), "attention_mask": np.ones(ids.shape, np.int32)}
+        return np.asarray(self._hidden_session.run(["hidden"], feeds)[0][0], np.float32)
