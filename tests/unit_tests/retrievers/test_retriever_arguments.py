@@ -337,13 +337,12 @@ def test_our_vector_stores_as_retriever_still_take_langchain_keywords(tmp_path):
 def _with_filter_fields() -> list:
     """One retriever of every class with its own ``filter`` field (BM25, dense, hybrid, a query transform, the
     learned-sparse one)."""
+    from langchain_ragspine.relations import CooccurrenceExtractor, build_graph
     from langchain_ragspine.retrievers import MultiQueryRetriever
+    from langchain_ragspine.retrievers.graph import GraphRetriever
     from langchain_ragspine.retrievers.sparse import SparseRetriever
     from tests.unit_tests.retrievers.test_sparse import Letters
     from tests.unit_tests.spy_models import SpyChatModel
-
-    from langchain_ragspine.relations import CooccurrenceExtractor, build_graph
-    from langchain_ragspine.retrievers.graph import GraphRetriever
 
     graph = GraphRetriever(graph=build_graph(DOCS, CooccurrenceExtractor()), docs=DOCS)
     return [*_all(), MultiQueryRetriever(_all()[0], SpyChatModel(reply="梅雨")),
