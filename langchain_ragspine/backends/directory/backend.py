@@ -56,6 +56,7 @@ from langchain_ragspine.backends.directory.chunk_store import VECTORSTORE_WRITER
 from langchain_ragspine.backends.directory.embedding_cache import EmbeddingCache
 from langchain_ragspine.backends.directory.faiss_index import INDEX_KINDS
 from langchain_ragspine.backends.directory.follow import FollowedChunkStore, StoreState
+from langchain_ragspine.backends.directory.graph_file import remove_graph_file, withdraw_unserved
 from langchain_ragspine.backends.directory.indexes import (
     IndexConfig,
     IndexSnapshot,
@@ -281,6 +282,8 @@ class ChunkStoreBackend:
                     with store.atomic():
                         change(store)
                     written = self._chunks.holds(store)
+                    if written:
+                        _withdraw_from_graph(self.root, store)
             except StoreReplacedError:
                 if not written:
                     continue  # the directory was replaced while this attempt held its (old) lock: write again
@@ -391,6 +394,17 @@ class ChunkStoreBackend:
 
     def close(self) -> None:
         self._chunks.close()
+
+
+def _withdraw_from_graph(root: Path, store: ChunkStore) -> None:
+    """After a committed write: the relation graph (``graph.json``, when the store has one) loses what it held of
+    chunks the write retracted, changed or relabelled RESTRICTED (:func:`~langchain_ragspine.backends.directory.
+    graph_file.withdraw_unserved`); if that cannot be written, the file is removed — a derived file never keeps a
+    withdrawn chunk's entities."""
+    try:
+        withdraw_unserved(root, store)
+    except OSError:
+        remove_graph_file(root)
 
 
 def _warn_at_caller(message: str, category: type[Warning]) -> None:

@@ -24,9 +24,19 @@ from typing import Any
 
 from langchain_ragspine.backends.directory.regular_files import check_regular
 from langchain_ragspine.errors import write_errors
+from langchain_ragspine.relations.extractors import chunk_fingerprint, extractions_of, graph_of
 from langchain_ragspine.relations.store import InMemoryGraphStore
+from langchain_ragspine.sensitivity import is_restricted
 
-__all__ = ["GRAPH_FILE", "GRAPH_FILE_FORMAT", "SavedGraph", "read_graph_file", "remove_graph_file", "write_graph_file"]
+__all__ = [
+    "GRAPH_FILE",
+    "GRAPH_FILE_FORMAT",
+    "SavedGraph",
+    "read_graph_file",
+    "remove_graph_file",
+    "withdraw_unserved",
+    "write_graph_file",
+]
 
 #: The file name inside a store directory.
 GRAPH_FILE = "graph.json"
@@ -110,4 +120,36 @@ def remove_graph_file(root: str | os.PathLike[str]) -> bool:
     return True
 
 
+def withdraw_unserved(root: str | os.PathLike[str], store: Any) -> int:
+    """Drop from ``root/graph.json`` every extraction of a chunk the store no longer serves as it was extracted —
+    retracted, changed, or relabelled RESTRICTED — so the derived file never holds their entities or edges; what a
+    write that is not an ingest (the vector store's) runs after it commits.  The rest of the graph is kept as it
+    was (its ``generation`` too, so search still sees it is behind the store and brings it up to date in memory).
+    A damaged ``graph.json`` (which cannot be filtered) is removed.  Returns the chunks withdrawn.
 
+    ``store`` is the open :class:`~langchain_ragspine.backends.directory.chunk_store.ChunkStore`.  Cost: one
+    ``get_chunks`` over the graph's chunks, only when there is a ``graph.json``.
+
+    Raises:
+        StoreWriteError: the filtered file could not be written (the caller removes the file then).
+    """
+    saved, damaged = read_graph_file(root)
+    if saved is None:
+        if damaged is not None:
+            remove_graph_file(root)
+        return 0
+    current = store.get_chunks(sorted(saved.chunks))
+    keep: dict[str, str] = {}
+    for cid, fingerprint in saved.chunks.items():
+        chunk = current.get(cid)
+        if chunk is None:
+            continue
+        doc = chunk.to_document()
+        if not is_restricted(doc) and chunk_fingerprint(doc) == fingerprint:
+            keep[cid] = fingerprint
+    withdrawn = len(saved.chunks) - len(keep)
+    if withdrawn:
+        graph = graph_of(extractions_of(saved.graph, keep))
+        assert isinstance(graph, InMemoryGraphStore)
+        write_graph_file(root, SavedGraph(graph, saved.generation, saved.extractor, keep))
+    return withdrawn

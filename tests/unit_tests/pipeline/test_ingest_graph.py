@@ -199,3 +199,33 @@ def test_unknown_extractor_is_refused_before_the_store_is_touched(tmp_path: Path
     with pytest.raises(ValueError, match="unknown relation extractor"):
         ingest(_corpus(tmp_path / "corpus"), tmp_path / "store", graph="triples", progress=False)
     assert not (tmp_path / "store").exists()
+
+
+def test_a_vector_store_write_withdraws_a_relabelled_chunk_from_the_graph_file(tmp_path: Path) -> None:
+    """Regression (review of the i28-graph branch): a write that is not an ingest — the vector store's — relabelled
+    a chunk RESTRICTED or retracted it, and ``graph.json`` kept its entities and edges on disk until the next ingest
+    (search never used them, but a derived file must never hold them)."""
+    from langchain_core.documents import Document
+
+    from langchain_ragspine.embeddings import HashingEmbeddings
+    from langchain_ragspine.vectorstores import RagSpineVectorStore
+
+    corpus = _corpus(tmp_path / "corpus")
+    store = tmp_path / "store"
+    ingest(corpus, store, progress=False, embedding="none", graph="cooccurrence")
+    saved, _ = read_graph_file(store)
+    assert saved is not None and "zetaproject" in saved.graph.nodes()
+    plan = [c for c in saved.chunks if c.startswith("plan")]
+    vs = RagSpineVectorStore(str(store), HashingEmbeddings(64))
+    (old,) = vs.get_by_ids(plan[:1])
+    vs.add_documents([Document(page_content=old.page_content, metadata={**old.metadata, "sensitivity": "RESTRICTED"},
+                               id=old.id)])
+    text = (store / GRAPH_FILE).read_text("utf-8")
+    assert "zetaproject" not in text.lower() and plan[0] not in json.loads(text)["chunks"]
+    saved, _ = read_graph_file(store)  # still a valid file, the other chunks' extractions kept
+    assert saved is not None and saved.chunks and "osaka" in saved.graph.nodes()
+    kyoto = [c for c in saved.chunks if c.startswith("kyoto")]
+    vs.delete(kyoto)
+    saved, _ = read_graph_file(store)
+    assert saved is not None and not set(kyoto) & set(saved.chunks)
+    assert not any(set(kyoto) & set(e.chunks) for e in saved.graph.edges())
