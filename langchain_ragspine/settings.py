@@ -173,10 +173,11 @@ def _number_checker(field: str) -> Callable[..., Any]:
 CHECKED_WHERE_USED = (
     "tokenizer", "chunk_size", "chunk_overlap", "chunker", "k", "retrieval_mode", "pg_pool_size",
     "pg_hnsw_threshold", "pg_ef_search", "pg_statement_timeout", "query_transform", "reranker", "postprocessor",
-    "workers",
+    "workers", "sparse",
 )
 #: What a blank value of a :data:`CHECKED_WHERE_USED` setting means, where it means anything (else it is refused).
-_BLANK: dict[str, object] = {"chunker": None, "query_transform": "none", "reranker": "none", "postprocessor": "none"}
+_BLANK: dict[str, object] = {"chunker": None, "query_transform": "none", "reranker": "none", "postprocessor": "none",
+                              "sparse": "none"}
 
 def blank_setting(field: str, value: object) -> tuple[bool, object]:
     """``(True, meaning)`` when ``value`` is a blank (or ``None``) value of a setting for which blank means something
@@ -328,6 +329,12 @@ class RagSpineSettings(BaseSettings):
             a BM25 index (``RAGSPINE_WORKERS``: an integer >= 0; default 0: automatic, every usable core for a large
             corpus; 1: one process).  The index is the same whatever the number; see
             :mod:`langchain_ragspine.backends.directory.bm25_parallel`.
+        sparse: the learned-sparse encoder ``ingest`` builds the sparse channel of a store directory with
+            (``RAGSPINE_SPARSE``; :data:`~langchain_ragspine.specs.SPARSE_SPECS`: ``none``, ``e5``,
+            ``splade:<path>``; default and blank: ``"none"``, no sparse channel).  Search follows the store's record
+            (a store ingested with it fuses the channel in ``auto`` / ``hybrid``), never this setting.  An unknown
+            spec is kept as written and refused where ingest reads it
+            (:func:`~langchain_ragspine.specs.configured_sparse`).
 
     Raises:
         pydantic.ValidationError: only for a value no field can hold (a non-string path); every constrained value
@@ -365,6 +372,7 @@ class RagSpineSettings(BaseSettings):
     reranker: str = "none"
     postprocessor: str = "none"
     workers: int | str = 0
+    sparse: str = "none"
 
     @field_validator("store", "cache_dir", "glossary", "query_deny_list", mode="before")
     @classmethod

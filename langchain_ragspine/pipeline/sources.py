@@ -25,6 +25,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 
 from langchain_ragspine.arguments import check_k, renamed_keywords
+from langchain_ragspine.backends.base import SPARSE, refuse
 from langchain_ragspine.backends.directory.chunk_store import VECTORSTORE_RECORD_KEY, ChunkStore
 from langchain_ragspine.backends.directory.embedding_cache import EmbeddingCache
 from langchain_ragspine.backends.directory.graph_file import GRAPH_FILE, read_graph_file
@@ -45,8 +46,14 @@ from langchain_ragspine.configured import configured_setting
 from langchain_ragspine.documents import has_visible_text
 from langchain_ragspine.embeddings.cache import model_key_for, uncached_chunks
 from langchain_ragspine.embeddings.factory import make_embeddings, resolve_embedding
+from langchain_ragspine.embeddings.sparse import SparseEmbeddings, make_sparse_embeddings
 from langchain_ragspine.errors import RagSpineError, StoreError, warn_stale
-from langchain_ragspine.pipeline.modes import StoreBackedSource, build_mode, resolve_mode
+from langchain_ragspine.pipeline.modes import (
+    StoreBackedSource,
+    build_mode,
+    needs_sparse_message,
+    resolve_mode,
+)
 from langchain_ragspine.pipeline.stages import (
     build_bm25,
     contextual_header,
@@ -66,6 +73,7 @@ from langchain_ragspine.retrievers.contract import invoke_retriever
 from langchain_ragspine.retrievers.dense import DenseRetriever
 from langchain_ragspine.retrievers.graph import GraphRetriever
 from langchain_ragspine.retrievers.live import LiveStoreRetriever
+from langchain_ragspine.retrievers.sparse import SparseRetriever
 from langchain_ragspine.sensitivity import drop_restricted
 from langchain_ragspine.settings import get_settings
 from langchain_ragspine.text_splitters.chunkers import CHUNKERS, DEFAULT_CHUNKER, describe_chunker
@@ -340,6 +348,8 @@ class StoreSource(StoreBackedSource[ChunkStore]):
         self._state: dict[str, Any] = {}
         self._damaged: StoreError | None = None
         self._dense: dict[int, DenseRetriever | None] = {}
+        self._sparse: dict[int, SparseRetriever] = {}
+        self._sparse_models: dict[str, SparseEmbeddings | None] = {}
 
     def _open(self) -> ChunkStore:
         store = _open_chunk_store(self.root)
@@ -424,6 +434,36 @@ class StoreSource(StoreBackedSource[ChunkStore]):
         if tokenizer is not None:
             return build_bm25(self.store, tokenizer=tokenizer, k=k, header=contextual_header(self._state.get("contextual")))
         return _open_bm25(self.root, self.store, self._state, k=k, damaged=self._damaged)
+
+    def sparse(self, *, k: int, required: bool, mode: str) -> BaseRetriever | None:
+        """The learned-sparse channel (:class:`~langchain_ragspine.retrievers.sparse.SparseRetriever`) when the
+        store was ingested with one (``index.json``'s ``sparse`` record names its encoder), else ``None`` — or, when
+        ``required``, a :class:`StoreError` saying how to build it.  Chunk vectors come from the store's cache
+        (read-only); a chunk written since the last ingest (the vector store's) is encoded at open, with a
+        :class:`StaleIndexWarning`.
+
+        Raises:
+            StoreError: ``required`` and the store has no sparse channel.
+        """
+        record = self._state.get("sparse")
+        if not isinstance(record, Mapping) or not isinstance(record.get("spec"), str):
+            if required:
+                raise StoreError(needs_sparse_message(mode), path=self.root)
+            return None
+        if k not in self._sparse:
+            spec = str(record["spec"])
+            if spec not in self._sparse_models:
+                self._sparse_models[spec] = make_sparse_embeddings(spec)
+            encoder = self._sparse_models[spec]
+            if record.get("generation") != self.store.generation:
+                warn_stale(f"the learned-sparse vectors were encoded for another version of this store; chunks "
+                           f"written since are encoded now — {_rewrite_advice(self.root)}")
+            cache = self.root / EMBEDDING_CACHE
+            self._sparse[k] = SparseRetriever(
+                docs=store_documents(self.store, contextual_header(self._state.get("contextual"))),
+                embedding=encoder, k=k, cache_path=str(cache) if cache.is_file() else None, cache_read_only=True,
+            )
+        return self._sparse[k]
 
     def dense(self, *, k: int, required: bool, mode: str) -> BaseRetriever | None:
         """The saved vector index (or its in-memory rebuild), or ``None`` when the store has none, its model cannot
@@ -548,6 +588,13 @@ class PostgresSource(StoreBackedSource[PostgresChunkStore]):
                     )
                 self._bm25[key] = BM25Retriever.from_documents(self.documents(), k=k, tokenizer=name)
         return self._bm25[key]
+
+    def sparse(self, *, k: int, required: bool, mode: str) -> BaseRetriever | None:
+        """``None``: a PostgreSQL store keeps no learned-sparse vectors yet — refused by name when ``required``
+        (mode ``sparse``), as ingest refuses ``sparse=``."""
+        if required:
+            refuse(self, SPARSE)
+        return None
 
     def dense(self, *, k: int, required: bool, mode: str) -> BaseRetriever | None:
         """:class:`~langchain_ragspine.retrievers.postgres.PostgresDenseRetriever`, or ``None`` when the store has

@@ -48,6 +48,7 @@ CASES: dict[str, tuple[object, str, str, object]] = {
     "reranker": ("none", "llm", "cross_encoder:/from/env", "llm:ollama:argument"),
     "postprocessor": ("none", "mmr", "lost_in_middle,compress", "compress"),
     "workers": (0, "3", "2", 1),
+    "sparse": ("none", "e5", "splade:/from/env", "splade:/from/argument"),
 }
 
 

