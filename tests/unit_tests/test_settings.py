@@ -49,6 +49,9 @@ CASES: dict[str, tuple[object, str, str, object]] = {
     "postprocessor": ("none", "mmr", "lost_in_middle,compress", "compress"),
     "workers": (0, "3", "2", 1),
     "sparse": ("none", "e5", "splade:/from/env", "splade:/from/argument"),
+    "contextual": (None, "on", "off", "true"),
+    "answer_graph": ("corrective", "adaptive", "simple", "self_rag"),
+    "relation_graph": ("none", "cooccurrence", "Cooccurrence", "COOCCURRENCE"),
 }
 
 
@@ -413,3 +416,68 @@ def test_a_store_that_is_no_string_is_refused_without_quoting_it() -> None:
             RagSpineSettings(**{field: ["postgresql://u:pw9@h/db"]})
         assert "pw9" not in str(info.value)
     assert RagSpineSettings(store="postgresql://u:pw9@h/db").store == "postgresql://u:pw9@h/db"
+
+
+# -- the design's switches (issue 28, part 5): one setting each, the design's other names refused naming it --------
+@pytest.mark.parametrize(("name", "use"), [("RAGSPINE_ADAPTIVE", "RAGSPINE_ANSWER_GRAPH=adaptive"),
+                                           ("RAGSPINE_CORRECTIVE", "RAGSPINE_ANSWER_GRAPH=corrective"),
+                                           ("RAGSPINE_QUERY_DECOMPOSE", "RAGSPINE_QUERY_TRANSFORM=decompose"),
+                                           ("RAGSPINE_COLPALI", "out of this package's scope")])
+def test_a_design_switch_name_is_refused_naming_the_one_setting(monkeypatch, name, use):
+    """They were silently ignored (before the name check) — now each names the setting that does it."""
+    monkeypatch.setenv(name, "1")
+    with pytest.raises(ValueError, match=f"{name} is the RAGSpine design's name.*{use}"):
+        get_settings()
+
+
+def test_contextual_and_answer_graph_are_settings_checked_where_used(monkeypatch, tmp_path):
+    from langchain_ragspine.configured import configured_setting
+    from langchain_ragspine.graphs import GRAPH_BUILDERS
+    from langchain_ragspine.specs import ANSWER_GRAPHS
+
+    assert tuple(GRAPH_BUILDERS) == ANSWER_GRAPHS
+    assert configured_setting("contextual") is None and configured_setting("answer_graph") == "corrective"
+    for raw, want in (("on", True), ("OFF", False), ("1", True), ("no", False), ("", None)):
+        monkeypatch.setenv("RAGSPINE_CONTEXTUAL", raw)
+        assert configured_setting("contextual") is want
+    monkeypatch.setenv("RAGSPINE_CONTEXTUAL", "maybe")
+    with pytest.raises(ValueError, match="RAGSPINE_CONTEXTUAL='maybe': expected on or off"):
+        configured_setting("contextual")
+    monkeypatch.setenv("RAGSPINE_ANSWER_GRAPH", "Self-RAG")
+    assert configured_setting("answer_graph") == "self_rag"
+    monkeypatch.setenv("RAGSPINE_ANSWER_GRAPH", "adaptiv")
+    with pytest.raises(ValueError, match=r"RAGSPINE_ANSWER_GRAPH='adaptiv': unknown answer graph .*'adaptive'"):
+        configured_setting("answer_graph")
+
+
+def test_ragspine_contextual_switches_ingest_headers_on(monkeypatch, tmp_path):
+    import json
+
+    from langchain_ragspine.pipeline.ingest import ingest
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("# 梅雨\n\n梅雨は六月に始まる。\n", "utf-8")
+    monkeypatch.setenv("RAGSPINE_CONTEXTUAL", "on")
+    ingest(corpus, tmp_path / "on", progress=False, embedding="none")
+    assert "contextual" in json.loads((tmp_path / "on" / "index.json").read_text("utf-8"))
+    ingest(corpus, tmp_path / "off", progress=False, embedding="none", contextual=False)  # the argument wins
+    assert "contextual" not in json.loads((tmp_path / "off" / "index.json").read_text("utf-8"))
+
+
+def test_the_readme_switch_table_names_real_settings_and_every_design_name():
+    """The README's one table of switches (issue 28, part 5) cannot drift: each setting it names is a setting, each
+    alias it lists parses to its spec, and every refused design name is in the text."""
+    from langchain_ragspine.settings import DESIGN_SWITCHES, RagSpineSettings, setting_variable
+    from langchain_ragspine.specs import EMBEDDING_ALIASES, RERANKER_ALIASES
+
+    readme = (PACKAGE.parent / "README.md").read_text("utf-8")
+    section = readme.split("## Switches: every opt-in stage, one setting", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ") and not line.startswith("| stage")]
+    named = {m for row in rows for m in re.findall(r"`(RAGSPINE_[A-Z_]+)`", row.split("|")[2])}
+    variables = {setting_variable(f) for f in RagSpineSettings.model_fields}
+    assert len(rows) >= 10 and named <= variables, named - variables
+    for name in DESIGN_SWITCHES:
+        assert f"`{name}`" in section, name
+    for alias in (*EMBEDDING_ALIASES, *RERANKER_ALIASES):
+        assert f"`{alias.replace('_', '-')}" in section, alias  # sentence_transformers: a spelling of the dashed one

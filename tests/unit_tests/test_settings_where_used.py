@@ -46,13 +46,18 @@ BAD: dict[str, tuple[str, str]] = {
     "RAGSPINE_RERANKER": ("bogus", "RAGSPINE_RERANKER='bogus': unknown reranker 'bogus'"),
     "RAGSPINE_POSTPROCESSOR": ("mmx", "RAGSPINE_POSTPROCESSOR='mmx': unknown post-processing step 'mmx'"),
     "RAGSPINE_WORKERS": ("two", "RAGSPINE_WORKERS='two': workers must be an integer >= 0"),
+    "RAGSPINE_CONTEXTUAL": ("maybe", "RAGSPINE_CONTEXTUAL='maybe': expected on or off"),
+    "RAGSPINE_ANSWER_GRAPH": ("adaptiv", "RAGSPINE_ANSWER_GRAPH='adaptiv': unknown answer graph 'adaptiv'"),
+    "RAGSPINE_RELATION_GRAPH": ("coocurrence", "RAGSPINE_RELATION_GRAPH='coocurrence': unknown relation extractor "
+                                               "'coocurrence' (did you mean 'cooccurrence'?)"),
     "RAGSPINE_SPARSE": ("spalde", "RAGSPINE_SPARSE='spalde': unknown sparse encoder 'spalde' (did you mean 'splade'?)"),
 }
 #: what each entry point reads (and so may fail on)
 INGEST_USES = {"RAGSPINE_TOKENIZER", "RAGSPINE_CHUNK_SIZE", "RAGSPINE_CHUNK_OVERLAP", "RAGSPINE_CHUNKER",
-               "RAGSPINE_RETRIEVAL_MODE", "RAGSPINE_WORKERS", "RAGSPINE_SPARSE"}
+               "RAGSPINE_RETRIEVAL_MODE", "RAGSPINE_WORKERS", "RAGSPINE_SPARSE",
+               "RAGSPINE_CONTEXTUAL", "RAGSPINE_RELATION_GRAPH"}
 SEARCH_USES = {"RAGSPINE_K", "RAGSPINE_RETRIEVAL_MODE", "RAGSPINE_CHUNKER", "RAGSPINE_QUERY_TRANSFORM",
-               "RAGSPINE_RERANKER", "RAGSPINE_POSTPROCESSOR"}
+               "RAGSPINE_RERANKER", "RAGSPINE_POSTPROCESSOR", "RAGSPINE_ANSWER_GRAPH"}  # the last: ask's only
 
 
 def _field(variable: str) -> str:
@@ -182,7 +187,7 @@ def test_an_explicit_option_or_argument_does_not_read_the_bad_setting(clean, mon
 
 def test_a_bad_embedding_setting_is_named_where_it_is_used(clean, monkeypatch):
     monkeypatch.setenv("RAGSPINE_EMBEDDING", "bogus")
-    with pytest.raises(ValueError, match=r"^RAGSPINE_EMBEDDING='bogus': unknown embedding spec 'bogus'; use none"):
+    with pytest.raises(ValueError, match=r"^RAGSPINE_EMBEDDING='bogus': unknown embedding spec 'bogus'; use one of none"):
         make_embeddings()
     with pytest.raises(ValueError, match=r"^unknown embedding spec 'bogus'"):  # an argument is not a variable
         make_embeddings("bogus")

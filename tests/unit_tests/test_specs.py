@@ -19,7 +19,7 @@ def test_an_embedding_spec_is_a_scheme_and_its_argument(spec, parsed):
 
 
 @pytest.mark.parametrize(("spec", "message"), [
-    ("bogus", "unknown embedding spec 'bogus'; use none, auto"),
+    ("bogus", "unknown embedding spec 'bogus'; use one of none, auto"),
     ("e5:x", "unknown embedding spec 'e5:x'"),
     ("st:", "malformed embedding spec 'st:': write st:<model path or name>"),
     ("hashing:x", "malformed embedding spec 'hashing:x': write hashing or hashing:<dimensions>"),
@@ -60,3 +60,40 @@ def test_the_settings_check_their_numbers_and_know_ollamas_url(monkeypatch):
         configured_number("tokenizer")
     assert ollama_base_url(RagSpineSettings(ollama_host="gpu:11434/")) == "http://gpu:11434"
     assert ollama_base_url(RagSpineSettings(ollama_host=" ")) == "http://localhost:11434"
+
+
+# -- the RAGSpine design's names (issue 28, part 5): one spec, and the design's spelling of it ---------------------
+def test_the_design_embedding_names_build_their_model():
+    from langchain_ragspine.embeddings import HashingEmbeddings, make_embeddings
+    from langchain_ragspine.embeddings.e5 import E5SmallEmbeddings
+    from langchain_ragspine.specs import parse_embedding_spec
+
+    assert parse_embedding_spec("deterministic") == ("hashing", "")
+    assert parse_embedding_spec("Sentence-Transformers: m") == ("st", "m")
+    assert parse_embedding_spec("onnx") == ("onnx", "") and parse_embedding_spec("MiniLM") == ("minilm", "")
+    assert isinstance(make_embeddings("deterministic"), HashingEmbeddings)
+    onnx = make_embeddings("onnx")
+    assert isinstance(onnx, E5SmallEmbeddings) and onnx.engine == "onnxruntime"
+    minilm = make_embeddings("minilm")
+    assert minilm is not None and len(minilm.embed_query("rainy season")) == 384
+    with pytest.raises(ValueError, match="write st:<model path or name>"):
+        parse_embedding_spec("sentence-transformers")
+    with pytest.raises(ValueError, match=r"unknown embedding spec 'onx' \(did you mean 'onnx'\?\)"):
+        parse_embedding_spec("onx")
+
+
+def test_the_design_reranker_names_build_their_reranker(monkeypatch):
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+    from langchain_ragspine.document_compressors.factory import make_reranker
+    from langchain_ragspine.document_compressors.listwise import LLMListwiseReranker
+    from langchain_ragspine.specs import parse_reranker_spec
+
+    assert parse_reranker_spec("ce:some/model") == ("cross_encoder", "some/model")
+    assert parse_reranker_spec("CE:m") == parse_reranker_spec("cross_encoder:m")
+    monkeypatch.delenv("RAGSPINE_LLM", raising=False)
+    assert make_reranker("auto") is None  # offline, no chat model: no reranker, nothing changes
+    chat = FakeListChatModel(responses=["[1] > [2]"])
+    assert isinstance(make_reranker("auto", llm=chat), LLMListwiseReranker)
+    with pytest.raises(ValueError, match="write cross_encoder:<model name or path>"):
+        parse_reranker_spec("ce")

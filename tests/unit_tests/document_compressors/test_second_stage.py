@@ -59,7 +59,7 @@ def test_make_reranker_none_builds_nothing(spec):
 
 def test_make_reranker_unknown_name_lists_the_valid_ones():
     with pytest.raises(ValueError) as e:
-        make_reranker("splade")
+        make_reranker("rankzephyr")
     for valid in RERANKER_SPECS:
         assert valid in str(e.value)
     with pytest.raises(ValueError, match="cross_encoder:<model"):
@@ -135,12 +135,12 @@ def test_settings_choose_the_second_stage(monkeypatch):
 
 BAD_STAGE_SETTINGS = [
     ("RAGSPINE_RERANKER", "bogus", make_reranker,
-     "RAGSPINE_RERANKER='bogus': unknown reranker 'bogus'; use one of: none, cross_encoder:<model name or path>, "
-     "llm, llm:<chat model spec>, colbert:<local checkpoint path>"),
+     "RAGSPINE_RERANKER='bogus': unknown reranker 'bogus'; use one of: none, auto, cross_encoder:<model name or "
+     "path>, llm, llm:<chat model spec>, colbert:<local checkpoint path>, splade:<local path>"),
     ("RAGSPINE_RERANKER", "cross-encodr:m", make_reranker,
      "RAGSPINE_RERANKER='cross-encodr:m': unknown reranker 'cross-encodr:m' (did you mean 'cross_encoder'?); use "
-     "one of: none, cross_encoder:<model name or path>, llm, llm:<chat model spec>, colbert:<local checkpoint "
-     "path>"),
+     "one of: none, auto, cross_encoder:<model name or path>, llm, llm:<chat model spec>, colbert:<local "
+     "checkpoint path>, splade:<local path>"),
     ("RAGSPINE_RERANKER", "cross_encoder:", make_reranker,
      "RAGSPINE_RERANKER='cross_encoder:': malformed reranker spec 'cross_encoder:': write cross_encoder:<model name "
      "or path>"),
@@ -187,8 +187,8 @@ def test_an_explicit_spec_does_not_read_the_bad_setting(monkeypatch):
     monkeypatch.setenv("RAGSPINE_POSTPROCESSOR", "dedupe")
     assert make_reranker("none") is None
     assert [type(c) for c in make_compressors("none", "mmr", k=2)] == [MMRCompressor]
-    with pytest.raises(ValueError, match="^unknown reranker 'splade'"):  # an argument is not named as a variable
-        make_reranker("splade")
+    with pytest.raises(ValueError, match="^unknown reranker 'rankzephyr'"):  # an argument is not named as a variable
+        make_reranker("rankzephyr")
 
 
 @pytest.mark.parametrize(("name", "value"), [("RAGSPINE_RERANKER", "bogus"), ("RAGSPINE_POSTPROCESSOR", "mmx")])
@@ -389,9 +389,9 @@ def test_search_unknown_second_stage_is_a_usage_error(store, capsys, flag, value
 
 @pytest.mark.parametrize("command", ["search", "ask", "eval"])
 @pytest.mark.parametrize(("name", "value", "message"), [
-    ("RAGSPINE_RERANKER", "splade", "ragspine: error: RAGSPINE_RERANKER='splade': unknown reranker 'splade'; use "
-     "one of: none, cross_encoder:<model name or path>, llm, llm:<chat model spec>, colbert:<local checkpoint "
-     "path>\n"),
+    ("RAGSPINE_RERANKER", "rankzephyr", "ragspine: error: RAGSPINE_RERANKER='rankzephyr': unknown reranker "
+     "'rankzephyr'; use one of: none, auto, cross_encoder:<model name or path>, llm, llm:<chat model spec>, "
+     "colbert:<local checkpoint path>, splade:<local path>\n"),
     ("RAGSPINE_POSTPROCESSOR", "mmr,dedupe", "ragspine: error: RAGSPINE_POSTPROCESSOR='mmr,dedupe': unknown "
      "post-processing step 'dedupe' in 'mmr,dedupe'; use none or a comma-separated list of: mmr, lost_in_middle, "
      "compress\n"),
@@ -409,7 +409,7 @@ def test_bad_second_stage_setting_is_a_usage_error_where_used(store, capsys, mon
 def test_a_second_stage_flag_overrides_a_bad_setting(store, capsys, monkeypatch):
     expected = [json.dumps(result_record(i, d), ensure_ascii=False, default=str)
                 for i, d in enumerate(search(open_retriever(store, k=5), QUERY, k=5), 1)]
-    monkeypatch.setenv("RAGSPINE_RERANKER", "splade")
+    monkeypatch.setenv("RAGSPINE_RERANKER", "rankzephyr")
     monkeypatch.setenv("RAGSPINE_POSTPROCESSOR", "dedupe")
     assert main(["search", QUERY, "--store", store, "-k", "5", "--json", "--rerank", "none", "--postprocess",
                  "none"]) == 0

@@ -230,3 +230,17 @@ def test_a_vector_store_write_withdraws_a_relabelled_chunk_from_the_graph_file(t
     saved, _ = read_graph_file(store)
     assert saved is not None and not set(kyoto) & set(saved.chunks)
     assert not any(set(kyoto) & set(e.chunks) for e in saved.graph.edges())
+
+
+def test_ragspine_relation_graph_switches_the_graph_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 28, part 5: the relation graph has one setting, RAGSPINE_RELATION_GRAPH (graph= wins)."""
+    corpus = _corpus(tmp_path / "corpus")
+    monkeypatch.setenv("RAGSPINE_RELATION_GRAPH", "Cooccurrence")
+    ingest(corpus, tmp_path / "on", progress=False, embedding="none")
+    assert (tmp_path / "on" / GRAPH_FILE).is_file()
+    ingest(corpus, tmp_path / "off", progress=False, embedding="none", graph=False)
+    assert not (tmp_path / "off" / GRAPH_FILE).exists()
+    monkeypatch.setenv("RAGSPINE_RELATION_GRAPH", "llm")
+    with pytest.raises(ValueError, match="RAGSPINE_RELATION_GRAPH='llm': unknown relation extractor"):
+        ingest(corpus, tmp_path / "bad", progress=False, embedding="none")
+    assert not (tmp_path / "bad").exists()

@@ -66,7 +66,7 @@ def test_a_plan_checks_its_parts_when_made():
     with pytest.raises(TypeError, match="tuple of query transformation names"):
         RetrievalPlan(transforms="hyde")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="unknown reranker"):
-        RetrievalPlan(reranker="splade")
+        RetrievalPlan(reranker="rankzephyr")
     with pytest.raises(ValueError, match="unknown post-processing step"):
         RetrievalPlan(postprocessor="mmmr")
     with pytest.raises(ValueError, match="fetch_k"):
