@@ -98,3 +98,7 @@ def test_e5_latent_terms_are_offline_sparse_and_the_same_recipe_for_queries():
         E5SparseEmbeddings(top_k=20000)
     with pytest.raises(TypeError):
         E5SparseEmbeddings(top_k=True)
+    one = E5SparseEmbeddings(top_k=32, query_top_k=32, num_threads=1)
+    assert one.embed_documents(["東京は日本の首都である。"])[0] == doc  # threads change the speed, not the vector
+    with pytest.raises(ValueError, match="num_threads must be an int >= 1"):
+        E5SparseEmbeddings(num_threads=0)
