@@ -145,6 +145,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
         contextual=args.contextual,
         lock_timeout=args.lock_timeout,
         sparse=args.sparse,
+        graph=args.graph,
     )
     for note in summary.notes:
         print(f"note: {note}", file=sys.stderr)
@@ -719,8 +720,8 @@ def _second_stage_options(p: argparse.ArgumentParser, s: RagSpineSettings) -> No
 
     p.add_argument(
         "--rerank", default=None, metavar="SPEC",
-        help="second-stage reranker: none, cross_encoder:<model>, llm, llm:<chat model>, colbert:<path> "
-             "(RAGSPINE_RERANKER, else none)",
+        help="second-stage reranker: none, auto, cross_encoder:<model> (ce:<model>), llm, llm:<chat model>, "
+             "colbert:<path>, splade:<path> (RAGSPINE_RERANKER, else none)",
     )
     p.add_argument(
         "--postprocess", default=None, metavar="STEPS",
@@ -808,6 +809,11 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
         "--contextual", action=argparse.BooleanOptionalAction, default=None,
         help="index and embed each chunk with a title / heading header (results and citations unchanged); "
         "recorded in the store; default: the store's setting (off for a new store); changing it rebuilds the indexes",
+    )
+    p.add_argument(
+        "--graph", default=None, choices=("none", "cooccurrence"), metavar="EXTRACTOR",
+        help="relation graph for --mode graph: cooccurrence (deterministic, offline), none (off: graph.json removed); "
+        "default: RAGSPINE_RELATION_GRAPH, else the store's (off for a new store); a store directory only",
     )
     p.add_argument(
         "--sparse", default=None, metavar="SPEC",

@@ -286,6 +286,8 @@ def _ingest(
     # checked before the store is touched, whichever build uses it (a new store's, or a rebuild after the writes)
     workers = configured_setting("workers") if workers is None else workers
     bm25_parallel.resolve_workers(workers, 0)
+    if contextual is not None and not isinstance(contextual, bool):  # "off" would be truthy
+        raise TypeError(f"contextual takes True, False or None (the store's own), got {contextual!r}")
     contextual = configured_setting("contextual") if contextual is None else contextual  # None: the store's own
     mode = resolve_mode(mode)
     transform = split_mode(mode)[1]
@@ -306,6 +308,8 @@ def _ingest(
         refuse(backend, CONTEXTUAL)  # likewise (a recorded header is refused below, once the store is read)
     if graph is None and configured_setting("relation_graph") != "none":  # RAGSPINE_RELATION_GRAPH
         graph = configured_setting("relation_graph")
+    if isinstance(graph, str) and graph.strip().lower() == "none":  # by name: off, as sparse="none"
+        graph = False
     make_extractor(graph)  # an unknown extractor spec: refused before the store is touched
     if graph is not None and graph is not False:
         refuse(backend, GRAPH)

@@ -25,7 +25,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 
 from langchain_ragspine.arguments import check_k, renamed_keywords
-from langchain_ragspine.backends.base import SPARSE, refuse
+from langchain_ragspine.backends.base import GRAPH, PARENTS, SPARSE, refuse
 from langchain_ragspine.backends.directory.chunk_store import VECTORSTORE_RECORD_KEY, ChunkStore
 from langchain_ragspine.backends.directory.embedding_cache import EmbeddingCache
 from langchain_ragspine.backends.directory.graph_file import GRAPH_FILE, read_graph_file
@@ -53,6 +53,7 @@ from langchain_ragspine.pipeline.modes import (
     build_mode,
     needs_sparse_message,
     resolve_mode,
+    split_mode,
 )
 from langchain_ragspine.pipeline.stages import (
     build_bm25,
@@ -714,6 +715,9 @@ def open_retriever(
     mode = resolve_mode(mode)
     k = check_k(k) if k is not None else configured_setting("k")
     backend = open_backend(store_dir)
+    feature = _MODE_FEATURES.get(split_mode(mode)[0])
+    if feature is not None:
+        refuse(backend, feature)  # a backend without it says so by name, before connecting
     if isinstance(backend, PostgresLocation):  # its retrievers read the tables at every call: current already
         with _source(backend, embedding=embedding) as source:
             return build_mode(mode, source, k=k, fetch_k=fetch_k, **options)
@@ -730,6 +734,10 @@ def open_retriever(
                               watch=(root / INDEX_STATE, root / GRAPH_FILE))
     live.refresh()  # the first build, here: its errors are open_retriever's
     return live
+
+
+#: The backend feature a built-in mode needs (refused by name, before connecting, where a backend lacks it).
+_MODE_FEATURES = {"sparse": SPARSE, "graph": GRAPH, "parent_child": PARENTS}
 
 
 def open_source(

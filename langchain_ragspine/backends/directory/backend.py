@@ -263,9 +263,10 @@ class ChunkStoreBackend:
             out += [_stored_record(c) for c in store.iter_chunks(doc_id=wanted[start : start + _READ_BATCH])]
         return out
 
-    def _write(self, change: Callable[[ChunkStore], None]) -> None:
+    def _write(self, change: Callable[[ChunkStore], None], touched: Sequence[str] = ()) -> None:
         """``change(store)`` as one transaction under the writer lock, on the store at the path; written again on
-        the new store when the file was replaced while it committed."""
+        the new store when the file was replaced while it committed.  Afterwards the derived files lose what they
+        held of the ``touched`` chunk ids that are now RESTRICTED or gone (:func:`_withdraw`)."""
         if self.read_only:
             code = errno.EROFS if read_only_mount(self.root) else errno.EACCES
             raise StoreWriteError(
@@ -283,7 +284,7 @@ class ChunkStoreBackend:
                         change(store)
                     written = self._chunks.holds(store)
                     if written:
-                        _withdraw_from_graph(self.root, store)
+                        _withdraw(self.root, store, touched)
             except StoreReplacedError:
                 if not written:
                     continue  # the directory was replaced while this attempt held its (old) lock: write again
@@ -338,7 +339,7 @@ class ChunkStoreBackend:
                     store.set_vector_model_key(model_key)
             self._upsert(store, docs)
 
-        self._write(change)
+        self._write(change, touched=[str(d.id) for d in docs])
 
     def vector_model_key(self, store: ChunkStore | None = None) -> str | None:
         """The model the store's vectors were made with: the chunk store's record
@@ -380,7 +381,7 @@ class ChunkStoreBackend:
                 self._rewrite(store, active, doc_id, set(), put)
 
     def delete(self, ids: Sequence[str]) -> None:
-        self._write(lambda store: self._delete(store, ids))
+        self._write(lambda store: self._delete(store, ids), touched=[str(i) for i in ids])
 
     def _delete(self, store: ChunkStore, ids: Sequence[str]) -> None:
         wanted = {str(i) for i in ids}
@@ -396,11 +397,24 @@ class ChunkStoreBackend:
         self._chunks.close()
 
 
-def _withdraw_from_graph(root: Path, store: ChunkStore) -> None:
-    """After a committed write: the relation graph (``graph.json``, when the store has one) loses what it held of
-    chunks the write retracted, changed or relabelled RESTRICTED (:func:`~langchain_ragspine.backends.directory.
-    graph_file.withdraw_unserved`); if that cannot be written, the file is removed — a derived file never keeps a
-    withdrawn chunk's entities."""
+def _withdraw(root: Path, store: ChunkStore, touched: Sequence[str]) -> None:
+    """After a committed write, the derived files lose what they held of chunks the write withdrew:
+
+    * the embedding cache (``embeddings.sqlite``: dense and learned-sparse vectors) every row of a ``touched``
+      chunk that is now RESTRICTED or no longer active (what ``ingest`` prunes; a write of the vector store's
+      relabelled or deleted it);
+    * the relation graph (``graph.json``, when the store has one) what it held of chunks retracted, changed or
+      relabelled RESTRICTED (:func:`~langchain_ragspine.backends.directory.graph_file.withdraw_unserved`); if that
+      cannot be written, the file is removed.
+
+    A derived file never keeps a withdrawn chunk's vectors or entities."""
+    cache = root / EMBEDDING_CACHE
+    if touched and cache.is_file():
+        active = store.get_chunks(sorted(set(touched)))
+        gone = [c for c in touched if c not in active or is_restricted(active[c].to_document())]
+        if gone:
+            with EmbeddingCache(cache) as embeddings:
+                embeddings.delete_chunks(gone)
     try:
         withdraw_unserved(root, store)
     except OSError:

@@ -213,6 +213,31 @@ class EmbeddingCache(SQLiteFile):
                 conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return int(deleted)
 
+    def delete_chunks(self, chunk_ids: Sequence[str]) -> int:
+        """Delete every row of ``chunk_ids`` (every model, every content hash), leaving no trace in the file (as
+        :meth:`prune`: ``secure_delete``, the write-ahead log checkpointed).  What a write that is not an ingest
+        (the vector store's) runs for chunks it relabelled RESTRICTED or retracted.  Returns the rows deleted.
+
+        Raises:
+            StoreError: the cache is read-only, or SQLite fails.
+        """
+        self._require_writable()
+        ids = sorted({str(c) for c in chunk_ids})
+        if not ids:
+            return 0
+        deleted = 0
+        with self._lock, self._sql_errors():
+            conn = self._connection()
+            conn.execute("PRAGMA secure_delete = ON")
+            with self._write_transaction() as cur:
+                for start in range(0, len(ids), _SQL_PAIRS_PER_QUERY):
+                    part = ids[start : start + _SQL_PAIRS_PER_QUERY]
+                    cur.execute(f"DELETE FROM embeddings WHERE chunk_id IN ({', '.join('?' * len(part))})", part)
+                    deleted += cur.rowcount
+            if deleted:
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return int(deleted)
+
     def keys(self, model_key: str) -> set[tuple[str, str]]:
         """The ``(chunk_id, content_hash)`` keys cached under ``model_key`` (no vector is read)."""
         if not isinstance(model_key, str):

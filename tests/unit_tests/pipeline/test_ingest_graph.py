@@ -244,3 +244,34 @@ def test_ragspine_relation_graph_switches_the_graph_on(tmp_path: Path, monkeypat
     with pytest.raises(ValueError, match="RAGSPINE_RELATION_GRAPH='llm': unknown relation extractor"):
         ingest(corpus, tmp_path / "bad", progress=False, embedding="none")
     assert not (tmp_path / "bad").exists()
+
+
+def test_the_cli_builds_the_graph_and_none_switches_it_off(tmp_path: Path) -> None:
+    """Trial of 2751fdc: the README named a CLI for the relation graph, but `ragspine ingest --graph` did not exist
+    (the refusals and the mode's message pointed at it), and ingest(graph="none") was an unknown extractor."""
+    from langchain_ragspine.cli import main
+
+    corpus = _corpus(tmp_path / "corpus")
+    store = tmp_path / "store"
+    assert main(["ingest", str(corpus), "--store", str(store), "--embedding", "none", "--graph", "cooccurrence"]) == 0
+    assert (store / GRAPH_FILE).is_file()
+    assert open_retriever(store, mode="graph", k=3).invoke(QUESTION)
+    ingest(corpus, store, progress=False, embedding="none", graph="none")
+    assert not (store / GRAPH_FILE).exists()
+
+
+def test_a_mode_a_postgresql_store_lacks_is_refused_before_connecting() -> None:
+    """Trial of 2751fdc: open_retriever(<postgresql url>, mode="sparse" | "graph") connected first and failed with
+    a connection error instead of the named refusal."""
+    url = "postgresql://u@127.0.0.1:9/none"  # nothing listens there: a connection attempt would fail otherwise
+    with pytest.raises(ValueError, match="a PostgreSQL store does not support learned sparse retrieval"):
+        open_retriever(url, mode="sparse")
+    with pytest.raises(ValueError, match="a PostgreSQL store does not support relation graph"):
+        open_retriever(url, mode="graph")
+
+
+def test_contextual_takes_a_bool_not_a_word(tmp_path: Path) -> None:
+    """Trial of 2751fdc: ingest(contextual="off") (any non-empty string) switched the headers on."""
+    with pytest.raises(TypeError, match="contextual takes True, False or None"):
+        ingest(_corpus(tmp_path / "corpus"), tmp_path / "store", progress=False, embedding="none", contextual="off")  # type: ignore[arg-type]
+    assert not (tmp_path / "store").exists()

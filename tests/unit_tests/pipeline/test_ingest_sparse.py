@@ -141,3 +141,33 @@ def test_the_cli_takes_sparse(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     capsys.readouterr()
     assert main(["search", "梅雨", "--store", str(store), "--mode", "sparse", "--json"]) == 0
     assert "tsuyu" in capsys.readouterr().out
+
+
+def test_a_vector_store_relabel_or_delete_removes_the_chunk_from_the_cache(tmp_path: Path) -> None:
+    """Regression (trial of 2751fdc): a RagSpineVectorStore write that relabelled a chunk RESTRICTED (or deleted
+    it) left its dense and learned-sparse vectors in embeddings.sqlite; only ingest pruned the cache."""
+    from langchain_core.documents import Document
+
+    from langchain_ragspine.embeddings import HashingEmbeddings
+    from langchain_ragspine.vectorstores import RagSpineVectorStore
+
+    corpus = _corpus(tmp_path / "corpus", restricted=False)
+    store = tmp_path / "store"
+    ingest(corpus, store, progress=False, embedding="hashing:64", sparse="e5")
+
+    def cached(prefix: str) -> set[str]:
+        with EmbeddingCache(store / "embeddings.sqlite", read_only=True) as cache:
+            return {m for m in ("sparse:letters", "HashingEmbeddings(size=64)")
+                    if any(c.startswith(prefix) for c, _ in cache.keys(m))}
+
+    assert cached("plan") == {"sparse:letters", "HashingEmbeddings(size=64)"}
+    vs = RagSpineVectorStore(str(store), HashingEmbeddings(64))
+    plan = [d for d in vs.get_by_ids([f"plan#{i}" for i in range(5)])]
+    assert plan
+    vs.add_documents([Document(page_content=d.page_content, metadata={**d.metadata, "sensitivity": "RESTRICTED"},
+                               id=d.id) for d in plan])
+    assert cached("plan") == set()  # neither model keeps a vector of the relabelled chunk
+    assert cached("beijing") == {"sparse:letters", "HashingEmbeddings(size=64)"}  # the others are kept
+    vs.delete([f"beijing#{i}" for i in range(5)])
+    assert cached("beijing") == set()
+    assert cached("tsuyu") == {"sparse:letters", "HashingEmbeddings(size=64)"}
