@@ -34,6 +34,7 @@ from langchain_ragspine.settings import (
 from langchain_ragspine.specs import (
     known_name,
     normalise_postprocessor_spec,
+    normalise_raptor_spec,
     normalise_reranker_spec,
     normalise_sparse_spec,
     resolve_query_transform,
@@ -68,6 +69,7 @@ _CHECKS: dict[str, Callable[..., Any]] = {
     "reranker": normalise_reranker_spec,
     "postprocessor": normalise_postprocessor_spec,
     "sparse": normalise_sparse_spec,
+    "raptor": normalise_raptor_spec,
 }
 
 

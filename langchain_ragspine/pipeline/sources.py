@@ -29,6 +29,7 @@ from langchain_ragspine.backends.base import SPARSE, refuse
 from langchain_ragspine.backends.directory.chunk_store import VECTORSTORE_RECORD_KEY, ChunkStore
 from langchain_ragspine.backends.directory.embedding_cache import EmbeddingCache
 from langchain_ragspine.backends.directory.graph_file import GRAPH_FILE, read_graph_file
+from langchain_ragspine.backends.directory.raptor_file import RAPTOR_FILE, read_raptor_file
 from langchain_ragspine.backends.directory.layout import (
     BM25_DIR,
     CHUNKS_DB,
@@ -67,12 +68,14 @@ from langchain_ragspine.relations.extractors import (
     extractor_from_config,
     graph_of,
 )
+from langchain_ragspine.raptor.tree import chunk_fingerprint as leaf_fingerprint
 from langchain_ragspine.relations.store import GraphStore
 from langchain_ragspine.retrievers.bm25 import BM25Retriever
 from langchain_ragspine.retrievers.contract import invoke_retriever
 from langchain_ragspine.retrievers.dense import DenseRetriever
 from langchain_ragspine.retrievers.graph import GraphRetriever
 from langchain_ragspine.retrievers.live import LiveStoreRetriever
+from langchain_ragspine.retrievers.raptor import RaptorRetriever
 from langchain_ragspine.retrievers.sparse import SparseRetriever
 from langchain_ragspine.sensitivity import drop_restricted
 from langchain_ragspine.settings import get_settings
@@ -428,6 +431,43 @@ class StoreSource(StoreBackedSource[ChunkStore]):
                        f"— {_rewrite_advice(self.root)}")
         return GraphRetriever(graph=graph, docs=docs, k=k)
 
+    def raptor(self, *, k: int) -> RaptorRetriever:
+        """The RAPTOR channel (mode ``raptor``): a :class:`~langchain_ragspine.retrievers.raptor.RaptorRetriever`
+        over the saved tree (``DIR/raptor.json``; collapsed tree) and the store's active chunks, the query embedded
+        by the model the tree records.  A saved tree behind the store (written to by another process since: the
+        vector store) is used for the chunks it still matches — a changed or retracted chunk's leaf and every
+        summary above it left out, new chunks absent until the next ingest — with a :class:`StaleIndexWarning`.
+
+        Raises:
+            StoreError: the store has no tree (ingest with ``--raptor``), or its recorded model gives no model
+                here or another model key.
+        """
+        saved, damaged = read_raptor_file(self.root)
+        if saved is None:
+            raise StoreError(
+                "this store has no RAPTOR tree" + (f" ({damaged})" if damaged else "") + ": run `ragspine ingest "
+                "PATH --store DIR --raptor` (Python: ingest(..., raptor='e5')) first",
+                path=self.root,
+            )
+        tree = saved.tree
+        spec = tree.config.get("embedding")
+        model = self._model(spec) if isinstance(spec, str) else None
+        if model is None or model_key_for(model) != tree.config.get("model_key"):
+            raise StoreError(
+                f"the RAPTOR tree was built with the embedding {spec!r} ({tree.config.get('model_key')}), which "
+                f"{'gives no model here' if model is None else 'gives another model here: ' + model_key_for(model)}; "
+                "install it, or ingest again with --raptor <spec> to rebuild the tree",
+                path=self.root,
+            )
+        docs = store_documents(self.store, contextual_header(self._state.get("contextual")))
+        prints = {str(d.metadata["chunk_id"]): leaf_fingerprint(d) for d in drop_restricted(docs)}
+        stale = [c for c, fp in tree.chunks.items() if prints.get(c) != fp]
+        if saved.generation != self.store.generation or stale:
+            tree = tree.without(stale)
+            warn_stale(f"{self.root / RAPTOR_FILE}: saved RAPTOR tree used for the chunks it still matches "
+                       f"({_lag(saved.generation, self.store)}; new chunks are not in it) — {_rewrite_advice(self.root)}")
+        return RaptorRetriever(tree=tree, docs=docs, embedding=model, k=k)
+
     def bm25(self, *, k: int, tokenizer: str | None = None) -> BaseRetriever:
         """The saved BM25 index (``tokenizer=None``), or one built in memory with ``tokenizer`` (and the store's
         contextual headers)."""
@@ -727,7 +767,7 @@ def open_retriever(
             return build_mode(mode, source, k=k, fetch_k=fetch_k, **options)
 
     live = LiveStoreRetriever(chunk_store=root / CHUNKS_DB, factory=build, k=k,
-                              watch=(root / INDEX_STATE, root / GRAPH_FILE))
+                              watch=(root / INDEX_STATE, root / GRAPH_FILE, root / RAPTOR_FILE))
     live.refresh()  # the first build, here: its errors are open_retriever's
     return live
 

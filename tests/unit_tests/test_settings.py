@@ -49,6 +49,7 @@ CASES: dict[str, tuple[object, str, str, object]] = {
     "postprocessor": ("none", "mmr", "lost_in_middle,compress", "compress"),
     "workers": (0, "3", "2", 1),
     "sparse": ("none", "e5", "splade:/from/env", "splade:/from/argument"),
+    "raptor": ("none", "hashing", "hashing:16", "e5"),
 }
 
 

@@ -47,10 +47,11 @@ BAD: dict[str, tuple[str, str]] = {
     "RAGSPINE_POSTPROCESSOR": ("mmx", "RAGSPINE_POSTPROCESSOR='mmx': unknown post-processing step 'mmx'"),
     "RAGSPINE_WORKERS": ("two", "RAGSPINE_WORKERS='two': workers must be an integer >= 0"),
     "RAGSPINE_SPARSE": ("spalde", "RAGSPINE_SPARSE='spalde': unknown sparse encoder 'spalde' (did you mean 'splade'?)"),
+    "RAGSPINE_RAPTOR": ("hashng", "RAGSPINE_RAPTOR='hashng': unknown RAPTOR spec 'hashng' (did you mean 'hashing'?)"),
 }
 #: what each entry point reads (and so may fail on)
 INGEST_USES = {"RAGSPINE_TOKENIZER", "RAGSPINE_CHUNK_SIZE", "RAGSPINE_CHUNK_OVERLAP", "RAGSPINE_CHUNKER",
-               "RAGSPINE_RETRIEVAL_MODE", "RAGSPINE_WORKERS", "RAGSPINE_SPARSE"}
+               "RAGSPINE_RETRIEVAL_MODE", "RAGSPINE_WORKERS", "RAGSPINE_SPARSE", "RAGSPINE_RAPTOR"}
 SEARCH_USES = {"RAGSPINE_K", "RAGSPINE_RETRIEVAL_MODE", "RAGSPINE_CHUNKER", "RAGSPINE_QUERY_TRANSFORM",
                "RAGSPINE_RERANKER", "RAGSPINE_POSTPROCESSOR"}
 

@@ -57,6 +57,8 @@ from langchain_ragspine.backends.directory.embedding_cache import EmbeddingCache
 from langchain_ragspine.backends.directory.faiss_index import INDEX_KINDS
 from langchain_ragspine.backends.directory.follow import FollowedChunkStore, StoreState
 from langchain_ragspine.backends.directory.graph_file import remove_graph_file, withdraw_unserved
+from langchain_ragspine.backends.directory.raptor_file import remove_raptor_file
+from langchain_ragspine.backends.directory.raptor_file import withdraw_unserved as withdraw_from_raptor
 from langchain_ragspine.backends.directory.indexes import (
     IndexConfig,
     IndexSnapshot,
@@ -284,6 +286,7 @@ class ChunkStoreBackend:
                     written = self._chunks.holds(store)
                     if written:
                         _withdraw_from_graph(self.root, store)
+                        _withdraw_from_raptor(self.root, store)
             except StoreReplacedError:
                 if not written:
                     continue  # the directory was replaced while this attempt held its (old) lock: write again
@@ -405,6 +408,17 @@ def _withdraw_from_graph(root: Path, store: ChunkStore) -> None:
         withdraw_unserved(root, store)
     except OSError:
         remove_graph_file(root)
+
+
+def _withdraw_from_raptor(root: Path, store: ChunkStore) -> None:
+    """After a committed write: the RAPTOR tree (``raptor.json``, when the store has one) loses the leaves of
+    chunks the write retracted, changed or relabelled RESTRICTED and every summary above them
+    (:func:`~langchain_ragspine.backends.directory.raptor_file.withdraw_unserved`); if that cannot be written, the
+    file is removed — a derived file never keeps a withdrawn chunk's vector or text."""
+    try:
+        withdraw_from_raptor(root, store)
+    except OSError:
+        remove_raptor_file(root)
 
 
 def _warn_at_caller(message: str, category: type[Warning]) -> None:
