@@ -45,13 +45,6 @@ from langchain_ragspine.backends.directory.graph_file import (
     write_graph_file,
 )
 from langchain_ragspine.backends.directory.index_state import INDEX_STATE, write_index_state
-from langchain_ragspine.backends.directory.raptor_file import (
-    RAPTOR_FILE,
-    SavedRaptor,
-    read_raptor_file,
-    remove_raptor_file,
-    write_raptor_file,
-)
 from langchain_ragspine.backends.directory.layout import (
     BM25_DIR,
     CHUNKS_DB,
@@ -63,6 +56,13 @@ from langchain_ragspine.backends.directory.layout import (
     read_index_record,
 )
 from langchain_ragspine.backends.directory.lock import check_lock_timeout
+from langchain_ragspine.backends.directory.raptor_file import (
+    RAPTOR_FILE,
+    SavedRaptor,
+    read_raptor_file,
+    remove_raptor_file,
+    write_raptor_file,
+)
 from langchain_ragspine.backends.open import DirectoryLocation, PostgresLocation, StoreLocation, open_backend
 from langchain_ragspine.backends.postgres.chunk_store import PostgresChunkStore
 from langchain_ragspine.backends.postgres.lock import writer_lock
@@ -99,6 +99,8 @@ from langchain_ragspine.pipeline.stages import (
     write_documents,
 )
 from langchain_ragspine.progress import reporting
+from langchain_ragspine.raptor.tree import RaptorBuilder
+from langchain_ragspine.raptor.tree import chunk_fingerprint as leaf_fingerprint
 from langchain_ragspine.relations.extractors import (
     Extraction,
     RelationExtractor,
@@ -109,14 +111,18 @@ from langchain_ragspine.relations.extractors import (
     graph_of,
     make_extractor,
 )
-from langchain_ragspine.raptor.tree import RaptorBuilder, chunk_fingerprint as leaf_fingerprint
 from langchain_ragspine.relations.store import InMemoryGraphStore
 from langchain_ragspine.retrievers.dense import SAVE_LAYOUT as DENSE_LAYOUT
 from langchain_ragspine.retrievers.dense import DenseRetriever
 from langchain_ragspine.retrievers.sparse import SparseRetriever, sparse_cache_key
 from langchain_ragspine.sensitivity import drop_restricted, is_restricted
 from langchain_ragspine.settings import get_settings
-from langchain_ragspine.specs import configured_raptor, configured_sparse, normalise_raptor_spec, normalise_sparse_spec
+from langchain_ragspine.specs import (
+    configured_raptor,
+    configured_sparse,
+    normalise_raptor_spec,
+    normalise_sparse_spec,
+)
 from langchain_ragspine.text import index_text
 from langchain_ragspine.text_splitters import ParagraphTextSplitter
 from langchain_ragspine.text_splitters.chunkers import DEFAULT_CHUNKER, chunker_mismatch, make_chunker

@@ -29,7 +29,6 @@ from langchain_ragspine.backends.base import SPARSE, refuse
 from langchain_ragspine.backends.directory.chunk_store import VECTORSTORE_RECORD_KEY, ChunkStore
 from langchain_ragspine.backends.directory.embedding_cache import EmbeddingCache
 from langchain_ragspine.backends.directory.graph_file import GRAPH_FILE, read_graph_file
-from langchain_ragspine.backends.directory.raptor_file import RAPTOR_FILE, read_raptor_file
 from langchain_ragspine.backends.directory.layout import (
     BM25_DIR,
     CHUNKS_DB,
@@ -41,6 +40,7 @@ from langchain_ragspine.backends.directory.layout import (
     read_index_record,
     writer_note,
 )
+from langchain_ragspine.backends.directory.raptor_file import RAPTOR_FILE, read_raptor_file
 from langchain_ragspine.backends.open import PostgresLocation, StoreLocation, open_backend
 from langchain_ragspine.backends.postgres.chunk_store import PostgresChunkStore
 from langchain_ragspine.configured import configured_setting
@@ -61,6 +61,7 @@ from langchain_ragspine.pipeline.stages import (
     load_saved_bm25,
     store_documents,
 )
+from langchain_ragspine.raptor.tree import chunk_fingerprint as leaf_fingerprint
 from langchain_ragspine.relations.extractors import (
     build_graph,
     chunk_fingerprint,
@@ -68,7 +69,6 @@ from langchain_ragspine.relations.extractors import (
     extractor_from_config,
     graph_of,
 )
-from langchain_ragspine.raptor.tree import chunk_fingerprint as leaf_fingerprint
 from langchain_ragspine.relations.store import GraphStore
 from langchain_ragspine.retrievers.bm25 import BM25Retriever
 from langchain_ragspine.retrievers.contract import invoke_retriever

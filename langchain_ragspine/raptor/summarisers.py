@@ -94,7 +94,7 @@ class ExtractiveSummariser(Summariser):
         if not sentences:
             return ""
         n = max(len(texts), 1)
-        share = {}
+        share: dict[str, int] = {}
         for terms in child_terms:
             for t in terms:
                 share[t] = share.get(t, 0) + 1

@@ -57,8 +57,6 @@ from langchain_ragspine.backends.directory.embedding_cache import EmbeddingCache
 from langchain_ragspine.backends.directory.faiss_index import INDEX_KINDS
 from langchain_ragspine.backends.directory.follow import FollowedChunkStore, StoreState
 from langchain_ragspine.backends.directory.graph_file import remove_graph_file, withdraw_unserved
-from langchain_ragspine.backends.directory.raptor_file import remove_raptor_file
-from langchain_ragspine.backends.directory.raptor_file import withdraw_unserved as withdraw_from_raptor
 from langchain_ragspine.backends.directory.indexes import (
     IndexConfig,
     IndexSnapshot,
@@ -74,6 +72,8 @@ from langchain_ragspine.backends.directory.layout import (
     store_writer,
 )
 from langchain_ragspine.backends.directory.lock import StoreReplacedError, check_lock_timeout, writer_lock
+from langchain_ragspine.backends.directory.raptor_file import remove_raptor_file
+from langchain_ragspine.backends.directory.raptor_file import withdraw_unserved as withdraw_from_raptor
 from langchain_ragspine.backends.versioning import (
     filter_metadata,
     mark_record,
