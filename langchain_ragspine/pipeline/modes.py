@@ -43,9 +43,10 @@ from langchain_core.retrievers import BaseRetriever
 
 from langchain_ragspine._stacklevel import user_stacklevel
 from langchain_ragspine.arguments import renamed_keywords, renamed_property
-from langchain_ragspine.backends.base import GRAPH, PARENTS, refuse
+from langchain_ragspine.backends.base import GRAPH, PARENTS, RAPTOR, refuse
 from langchain_ragspine.embeddings.factory import resolve_embedding
 from langchain_ragspine.embeddings.sparse import SparseEmbeddings, make_sparse_embeddings
+from langchain_ragspine.raptor.tree import RaptorBuilder
 from langchain_ragspine.relations.extractors import CooccurrenceExtractor, build_graph
 from langchain_ragspine.relations.store import GraphStore
 from langchain_ragspine.retrievers.bm25 import BM25Retriever
@@ -53,6 +54,7 @@ from langchain_ragspine.retrievers.dense import DenseRetriever
 from langchain_ragspine.retrievers.graph import GraphRetriever
 from langchain_ragspine.retrievers.hybrid import HybridRetriever
 from langchain_ragspine.retrievers.parent_child import ParentChildRetriever
+from langchain_ragspine.retrievers.raptor import RaptorRetriever
 from langchain_ragspine.retrievers.sparse import SparseRetriever
 from langchain_ragspine.retrievers.transforms import make_query_transform
 from langchain_ragspine.settings import from_setting, get_settings
@@ -585,6 +587,21 @@ class DocumentsSource:
             self._graph = build_graph(self._documents, CooccurrenceExtractor())
         return GraphRetriever(graph=self._graph, docs=self._documents, k=k)
 
+    def raptor(self, *, k: int) -> RaptorRetriever:
+        """A :class:`~langchain_ragspine.retrievers.raptor.RaptorRetriever` over a RAPTOR tree of the documents
+        built with the source's embedding model (:class:`~langchain_ragspine.raptor.RaptorBuilder`, extractive
+        summaries; built on first use and kept).
+
+        Raises:
+            ValueError: the source has no embedding model.
+        """
+        if self._embedding is None:
+            raise ValueError(needs_embedding_message("raptor"))
+        tree = self.__dict__.get("_raptor_tree")
+        if tree is None:
+            tree = self.__dict__["_raptor_tree"] = RaptorBuilder(self._embedding).build(self._documents)
+        return RaptorRetriever(tree=tree, docs=self._documents, embedding=self._embedding, k=k)
+
 
 RetrieverFactory = Callable[[list[Document]], BaseRetriever]
 
@@ -758,6 +775,29 @@ register_mode(RetrievalMode(
     "graph", _graph, embedding="optional",
     description="auto's channels fused with the relation graph's local search (GraphRAG, Edge et al. 2024); a "
                 "store ingested with --graph, or documents in memory",
+))
+
+
+def _raptor(ctx: ModeContext) -> BaseRetriever:
+    """``raptor``: ``auto``'s channels (BM25, and the dense channel when there is one) and the RAPTOR tree's
+    collapsed-tree search (:class:`~langchain_ragspine.retrievers.raptor.RaptorRetriever`), fused by
+    :class:`HybridRetriever` (the tree channel last; the options are the fusion's)."""
+    refuse(ctx.source, RAPTOR)  # a backend that keeps no tree (PostgreSQL) says so, as ingest does
+    make = getattr(ctx.source, "raptor", None)
+    if not callable(make):
+        raise ValueError(
+            f"mode {ctx.mode!r} needs a RAPTOR tree: a store directory ingested with --raptor (raptor='e5'), or "
+            "documents in memory with an embedding model (DocumentsSource(chunks, embedding=...))"
+        )
+    channel = make(k=ctx.k)
+    dense = ctx.dense(required=False)
+    return ctx.hybrid([ctx.bm25(), *([] if dense is None else [dense]), channel])
+
+
+register_mode(RetrievalMode(
+    "raptor", _raptor, embedding="optional",
+    description="auto's channels fused with a RAPTOR tree of summaries (Sarthi et al. 2024; collapsed tree); a "
+                "store ingested with --raptor, or documents in memory with an embedding model",
 ))
 
 

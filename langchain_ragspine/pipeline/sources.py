@@ -25,7 +25,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 
 from langchain_ragspine.arguments import check_k, renamed_keywords
-from langchain_ragspine.backends.base import GRAPH, PARENTS, SPARSE, refuse
+from langchain_ragspine.backends.base import GRAPH, PARENTS, RAPTOR, SPARSE, refuse
 from langchain_ragspine.backends.directory.chunk_store import VECTORSTORE_RECORD_KEY, ChunkStore
 from langchain_ragspine.backends.directory.embedding_cache import EmbeddingCache
 from langchain_ragspine.backends.directory.graph_file import GRAPH_FILE, read_graph_file
@@ -40,6 +40,7 @@ from langchain_ragspine.backends.directory.layout import (
     read_index_record,
     writer_note,
 )
+from langchain_ragspine.backends.directory.raptor_file import RAPTOR_FILE, read_raptor_file
 from langchain_ragspine.backends.open import PostgresLocation, StoreLocation, open_backend
 from langchain_ragspine.backends.postgres.chunk_store import PostgresChunkStore
 from langchain_ragspine.configured import configured_setting
@@ -61,6 +62,7 @@ from langchain_ragspine.pipeline.stages import (
     load_saved_bm25,
     store_documents,
 )
+from langchain_ragspine.raptor.tree import chunk_fingerprint as leaf_fingerprint
 from langchain_ragspine.relations.extractors import (
     build_graph,
     chunk_fingerprint,
@@ -74,6 +76,7 @@ from langchain_ragspine.retrievers.contract import invoke_retriever
 from langchain_ragspine.retrievers.dense import DenseRetriever
 from langchain_ragspine.retrievers.graph import GraphRetriever
 from langchain_ragspine.retrievers.live import LiveStoreRetriever
+from langchain_ragspine.retrievers.raptor import RaptorRetriever
 from langchain_ragspine.retrievers.sparse import SparseRetriever
 from langchain_ragspine.sensitivity import drop_restricted
 from langchain_ragspine.settings import get_settings
@@ -429,6 +432,43 @@ class StoreSource(StoreBackedSource[ChunkStore]):
                        f"— {_rewrite_advice(self.root)}")
         return GraphRetriever(graph=graph, docs=docs, k=k)
 
+    def raptor(self, *, k: int) -> RaptorRetriever:
+        """The RAPTOR channel (mode ``raptor``): a :class:`~langchain_ragspine.retrievers.raptor.RaptorRetriever`
+        over the saved tree (``DIR/raptor.json``; collapsed tree) and the store's active chunks, the query embedded
+        by the model the tree records.  A saved tree behind the store (written to by another process since: the
+        vector store) is used for the chunks it still matches — a changed or retracted chunk's leaf and every
+        summary above it left out, new chunks absent until the next ingest — with a :class:`StaleIndexWarning`.
+
+        Raises:
+            StoreError: the store has no tree (ingest with ``--raptor``), or its recorded model gives no model
+                here or another model key.
+        """
+        saved, damaged = read_raptor_file(self.root)
+        if saved is None:
+            raise StoreError(
+                "this store has no RAPTOR tree" + (f" ({damaged})" if damaged else "") + ": run `ragspine ingest "
+                "PATH --store DIR --raptor` (Python: ingest(..., raptor='e5')) first",
+                path=self.root,
+            )
+        tree = saved.tree
+        spec = tree.config.get("embedding")
+        model = self._model(spec) if isinstance(spec, str) else None
+        if model is None or model_key_for(model) != tree.config.get("model_key"):
+            raise StoreError(
+                f"the RAPTOR tree was built with the embedding {spec!r} ({tree.config.get('model_key')}), which "
+                f"{'gives no model here' if model is None else 'gives another model here: ' + model_key_for(model)}; "
+                "install it, or ingest again with --raptor <spec> to rebuild the tree",
+                path=self.root,
+            )
+        docs = store_documents(self.store, contextual_header(self._state.get("contextual")))
+        prints = {str(d.metadata["chunk_id"]): leaf_fingerprint(d) for d in drop_restricted(docs)}
+        stale = [c for c, fp in tree.chunks.items() if prints.get(c) != fp]
+        if saved.generation != self.store.generation or stale:
+            tree = tree.without(stale)
+            warn_stale(f"{self.root / RAPTOR_FILE}: saved RAPTOR tree used for the chunks it still matches "
+                       f"({_lag(saved.generation, self.store)}; new chunks are not in it) — {_rewrite_advice(self.root)}")
+        return RaptorRetriever(tree=tree, docs=docs, embedding=model, k=k)
+
     def bm25(self, *, k: int, tokenizer: str | None = None) -> BaseRetriever:
         """The saved BM25 index (``tokenizer=None``), or one built in memory with ``tokenizer`` (and the store's
         contextual headers)."""
@@ -731,13 +771,13 @@ def open_retriever(
             return build_mode(mode, source, k=k, fetch_k=fetch_k, **options)
 
     live = LiveStoreRetriever(chunk_store=root / CHUNKS_DB, factory=build, k=k,
-                              watch=(root / INDEX_STATE, root / GRAPH_FILE))
+                              watch=(root / INDEX_STATE, root / GRAPH_FILE, root / RAPTOR_FILE))
     live.refresh()  # the first build, here: its errors are open_retriever's
     return live
 
 
 #: The backend feature a built-in mode needs (refused by name, before connecting, where a backend lacks it).
-_MODE_FEATURES = {"sparse": SPARSE, "graph": GRAPH, "parent_child": PARENTS}
+_MODE_FEATURES = {"sparse": SPARSE, "graph": GRAPH, "raptor": RAPTOR, "parent_child": PARENTS}
 
 
 def open_source(

@@ -52,6 +52,7 @@ CASES: dict[str, tuple[object, str, str, object]] = {
     "contextual": (None, "on", "off", "true"),
     "answer_graph": ("corrective", "adaptive", "simple", "self_rag"),
     "relation_graph": ("none", "cooccurrence", "Cooccurrence", "COOCCURRENCE"),
+    "raptor": ("none", "hashing", "hashing:16", "e5"),
 }
 
 

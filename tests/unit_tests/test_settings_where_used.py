@@ -51,11 +51,12 @@ BAD: dict[str, tuple[str, str]] = {
     "RAGSPINE_RELATION_GRAPH": ("coocurrence", "RAGSPINE_RELATION_GRAPH='coocurrence': unknown relation extractor "
                                                "'coocurrence' (did you mean 'cooccurrence'?)"),
     "RAGSPINE_SPARSE": ("spalde", "RAGSPINE_SPARSE='spalde': unknown sparse encoder 'spalde' (did you mean 'splade'?)"),
+    "RAGSPINE_RAPTOR": ("hashng", "RAGSPINE_RAPTOR='hashng': unknown RAPTOR spec 'hashng' (did you mean 'hashing'?)"),
 }
 #: what each entry point reads (and so may fail on)
 INGEST_USES = {"RAGSPINE_TOKENIZER", "RAGSPINE_CHUNK_SIZE", "RAGSPINE_CHUNK_OVERLAP", "RAGSPINE_CHUNKER",
                "RAGSPINE_RETRIEVAL_MODE", "RAGSPINE_WORKERS", "RAGSPINE_SPARSE",
-               "RAGSPINE_CONTEXTUAL", "RAGSPINE_RELATION_GRAPH"}
+               "RAGSPINE_CONTEXTUAL", "RAGSPINE_RELATION_GRAPH", "RAGSPINE_RAPTOR"}
 SEARCH_USES = {"RAGSPINE_K", "RAGSPINE_RETRIEVAL_MODE", "RAGSPINE_CHUNKER", "RAGSPINE_QUERY_TRANSFORM",
                "RAGSPINE_RERANKER", "RAGSPINE_POSTPROCESSOR", "RAGSPINE_ANSWER_GRAPH"}  # the last: ask's only
 

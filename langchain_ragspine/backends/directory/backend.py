@@ -72,6 +72,8 @@ from langchain_ragspine.backends.directory.layout import (
     store_writer,
 )
 from langchain_ragspine.backends.directory.lock import StoreReplacedError, check_lock_timeout, writer_lock
+from langchain_ragspine.backends.directory.raptor_file import remove_raptor_file
+from langchain_ragspine.backends.directory.raptor_file import withdraw_unserved as withdraw_from_raptor
 from langchain_ragspine.backends.versioning import (
     filter_metadata,
     mark_record,
@@ -285,6 +287,7 @@ class ChunkStoreBackend:
                     written = self._chunks.holds(store)
                     if written:
                         _withdraw(self.root, store, touched)
+                        _withdraw_from_raptor(self.root, store)
             except StoreReplacedError:
                 if not written:
                     continue  # the directory was replaced while this attempt held its (old) lock: write again
@@ -419,6 +422,17 @@ def _withdraw(root: Path, store: ChunkStore, touched: Sequence[str]) -> None:
         withdraw_unserved(root, store)
     except OSError:
         remove_graph_file(root)
+
+
+def _withdraw_from_raptor(root: Path, store: ChunkStore) -> None:
+    """After a committed write: the RAPTOR tree (``raptor.json``, when the store has one) loses the leaves of
+    chunks the write retracted, changed or relabelled RESTRICTED and every summary above them
+    (:func:`~langchain_ragspine.backends.directory.raptor_file.withdraw_unserved`); if that cannot be written, the
+    file is removed — a derived file never keeps a withdrawn chunk's vector or text."""
+    try:
+        withdraw_from_raptor(root, store)
+    except OSError:
+        remove_raptor_file(root)
 
 
 def _warn_at_caller(message: str, category: type[Warning]) -> None:

@@ -62,7 +62,7 @@ from langchain_core.documents import Document
 
 from langchain_ragspine._closing import Closing
 from langchain_ragspine._optional import import_optional
-from langchain_ragspine.backends.base import CONTEXTUAL, GRAPH, PARENTS, SPARSE, refuse
+from langchain_ragspine.backends.base import CONTEXTUAL, GRAPH, PARENTS, RAPTOR, SPARSE, refuse
 from langchain_ragspine.backends.versioning import (
     INGEST_WRITER,
     VECTORSTORE_WRITER,
@@ -655,6 +655,8 @@ class PostgresChunkStore(Closing, VersionedChunkStore):
                "(--store DIR), whose graph.json holds it",
         SPARSE: "it keeps no learned-sparse vectors yet; ingest without --sparse (RAGSPINE_SPARSE=none), or into a "
                 "store directory (--store DIR), whose embeddings.sqlite holds them",
+        RAPTOR: "it keeps no RAPTOR tree yet; ingest without --raptor (RAGSPINE_RAPTOR=none), or into a store "
+                "directory (--store DIR), whose raptor.json holds it",
     })
     #: The subject of a refusal (:func:`~langchain_ragspine.backends.base.refuse`), the same for every class of
     #: this backend.

@@ -268,6 +268,8 @@ def test_a_mode_a_postgresql_store_lacks_is_refused_before_connecting() -> None:
         open_retriever(url, mode="sparse")
     with pytest.raises(ValueError, match="a PostgreSQL store does not support relation graph"):
         open_retriever(url, mode="graph")
+    with pytest.raises(ValueError, match="a PostgreSQL store does not support RAPTOR tree"):
+        open_retriever(url, mode="raptor")
 
 
 def test_contextual_takes_a_bool_not_a_word(tmp_path: Path) -> None:
