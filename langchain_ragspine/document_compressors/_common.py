@@ -3,14 +3,16 @@ integer checks are :mod:`langchain_ragspine.arguments`'s)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.documents import Document
 from pydantic import BeforeValidator, ValidationInfo
 
-from langchain_ragspine.documents import doc_key
+from langchain_ragspine.documents import check_documents, doc_key, with_scores
+from langchain_ragspine.sensitivity import drop_restricted
 
-__all__ = ["instance_of", "rank_key"]
+__all__ = ["instance_of", "rank_key", "reranked"]
 
 
 def instance_of(kind: type, what: str) -> BeforeValidator:
@@ -30,3 +32,22 @@ def rank_key(doc: Document, position: int) -> tuple[int, str, int]:
     in input ``position`` order."""
     key = doc_key(doc)
     return (0, key, position) if key is not None else (1, "", position)
+
+
+#: A reranker's scoring: ``(query, texts) -> (order key per text, higher first; scores["rerank"] per text)``.
+Scorer = Callable[[str, list[str]], tuple[Any, Any]]  # two sequences of floats (lists or 1-D arrays)
+
+
+def reranked(documents: Sequence[Document], query: str, owner: str, k: int | None, score: Scorer) -> list[Document]:
+    """What every model reranker's ``compress_documents`` does around its model: check the input, drop RESTRICTED
+    documents (before the model sees them), score the rest on their ``page_content``, order best first with ties
+    by :func:`rank_key`, keep ``k`` (``None``: all), and return copies with ``scores["rerank"]``.  An empty input
+    (or one of RESTRICTED documents only) returns ``[]`` without calling ``score``."""
+    docs = drop_restricted(check_documents(documents, f"{owner}.compress_documents"))
+    if not docs:
+        return []
+    order_by, rerank = score(query, [d.page_content for d in docs])
+    order = sorted(range(len(docs)), key=lambda i: (-order_by[i], rank_key(docs[i], i)))
+    if k is not None:
+        order = order[:k]
+    return [with_scores(docs[i], rerank=float(rerank[i])) for i in order]

@@ -44,10 +44,7 @@ from langchain_ragspine.arguments import (
     known_fields,
     renamed_fields,
 )
-from langchain_ragspine.document_compressors._common import rank_key
-from langchain_ragspine.documents import check_documents
-from langchain_ragspine.retrievers.bm25 import with_scores
-from langchain_ragspine.sensitivity import drop_restricted
+from langchain_ragspine.document_compressors._common import reranked
 
 __all__ = ["CrossEncoderReranker", "normalize_logits"]
 
@@ -235,11 +232,4 @@ class CrossEncoderReranker(BaseDocumentCompressor):
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
     ) -> Sequence[Document]:
         """The ``k`` most relevant non-RESTRICTED ``documents``, best first, with ``scores["rerank"]``."""
-        docs = drop_restricted(check_documents(documents, f"{type(self).__name__}.compress_documents"))
-        if not docs:
-            return []
-        margin, score = self._margins_and_scores(query, [d.page_content for d in docs])
-        order = sorted(range(len(docs)), key=lambda i: (-margin[i], rank_key(docs[i], i)))
-        if self.k is not None:
-            order = order[: self.k]
-        return [with_scores(docs[i], rerank=float(score[i])) for i in order]
+        return reranked(documents, query, type(self).__name__, self.k, self._margins_and_scores)

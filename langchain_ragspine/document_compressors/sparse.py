@@ -24,10 +24,8 @@ from langchain_core.documents import BaseDocumentCompressor, Document
 from pydantic import ConfigDict
 
 from langchain_ragspine.arguments import DEFAULT_K, OptionalPositiveIntField, known_fields
-from langchain_ragspine.document_compressors._common import rank_key
-from langchain_ragspine.documents import check_documents, with_scores
+from langchain_ragspine.document_compressors._common import reranked
 from langchain_ragspine.embeddings.sparse import SparseEmbeddings, check_sparse_vector, encode_documents
-from langchain_ragspine.sensitivity import drop_restricted
 
 __all__ = ["SparseReranker"]
 
@@ -66,13 +64,9 @@ class SparseReranker(BaseDocumentCompressor):
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
     ) -> Sequence[Document]:
         """The ``k`` best non-RESTRICTED ``documents`` by the sparse dot product, with ``scores["rerank"]``."""
-        docs = drop_restricted(check_documents(documents, f"{type(self).__name__}.compress_documents"))
-        if not docs:
-            return []
+        return reranked(documents, query, type(self).__name__, self.k, self._dots_and_scores)
+
+    def _dots_and_scores(self, query: str, texts: list[str]) -> tuple[list[float], list[float]]:
         q = check_sparse_vector(self.embedding.embed_query(query), owner=f"{type(self.embedding).__name__}.embed_query")
-        vectors = encode_documents(self.embedding, [d.page_content for d in docs])
-        dots = [sum(w * v.get(t, 0.0) for t, w in q.items()) for v in vectors]
-        order = sorted(range(len(docs)), key=lambda i: (-dots[i], rank_key(docs[i], i)))
-        if self.k is not None:
-            order = order[: self.k]
-        return [with_scores(docs[i], rerank=dots[i] / (1.0 + dots[i])) for i in order]
+        dots = [sum(w * v.get(t, 0.0) for t, w in q.items()) for v in encode_documents(self.embedding, texts)]
+        return dots, [d / (1.0 + d) for d in dots]
