@@ -13,17 +13,16 @@ edited file is read as absent).  Keys are sorted and the text is compact, so the
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import json
 import os
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from langchain_ragspine.backends.directory.regular_files import check_regular
-from langchain_ragspine.errors import write_errors
+from langchain_ragspine.backends.directory.checked_json import (
+    read_checked_json,
+    remove_derived_file,
+    write_checked_json,
+)
 from langchain_ragspine.relations.extractors import chunk_fingerprint, extractions_of, graph_of
 from langchain_ragspine.relations.store import InMemoryGraphStore
 from langchain_ragspine.sensitivity import is_restricted
@@ -54,9 +53,6 @@ class SavedGraph:
     chunks: dict[str, str] = field(default_factory=dict)
 
 
-def _digest(body: Mapping[str, Any]) -> str:
-    text = json.dumps(body, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def write_graph_file(root: str | os.PathLike[str], saved: SavedGraph) -> None:
@@ -66,18 +62,10 @@ def write_graph_file(root: str | os.PathLike[str], saved: SavedGraph) -> None:
         StoreWriteError: the file could not be written (disk full, …); the previous ``graph.json`` is intact and
             no temporary file is left.
     """
-    target = Path(root) / GRAPH_FILE
-    body = {"format": GRAPH_FILE_FORMAT, "generation": saved.generation, "extractor": saved.extractor,
-            "chunks": dict(sorted(saved.chunks.items())), "graph": saved.graph.to_json()}
-    body["sha256"] = _digest(body)
-    tmp = target.with_name(f".{GRAPH_FILE}.tmp-{os.getpid()}")
-    with write_errors(target, kept=f"the previous {GRAPH_FILE} is intact"):
-        try:
-            tmp.write_text(json.dumps(body, ensure_ascii=False, sort_keys=True, separators=(",", ":")), "utf-8")
-            os.replace(tmp, target)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
+    write_checked_json(Path(root) / GRAPH_FILE, {
+        "format": GRAPH_FILE_FORMAT, "generation": saved.generation, "extractor": saved.extractor,
+        "chunks": dict(sorted(saved.chunks.items())), "graph": saved.graph.to_json(),
+    })
 
 
 def read_graph_file(root: str | os.PathLike[str]) -> tuple[SavedGraph | None, str | None]:
@@ -88,21 +76,13 @@ def read_graph_file(root: str | os.PathLike[str]) -> tuple[SavedGraph | None, st
         StoreError: ``graph.json`` is there but not a regular file (a FIFO, a folder).
     """
     path = Path(root) / GRAPH_FILE
-    if not check_regular(path):
-        return None, None
+    body, why = read_checked_json(path, GRAPH_FILE_FORMAT)
+    if body is None:
+        return None, why
     try:
-        body = json.loads(path.read_text("utf-8"))
-        if not isinstance(body, dict) or body.get("format") != GRAPH_FILE_FORMAT:
-            return None, f"{path}: not a {GRAPH_FILE_FORMAT} file"
-        digest = body.pop("sha256", None)
-        if digest != _digest(body):
-            return None, f"{path}: its checksum does not match (damaged or edited)"
-        generation = body["generation"]
-        if generation is not None and (isinstance(generation, bool) or not isinstance(generation, int)):
-            return None, f"{path}: field 'generation' is not an integer"
-        return SavedGraph(InMemoryGraphStore.from_json(body["graph"]), generation, dict(body["extractor"]),
+        return SavedGraph(InMemoryGraphStore.from_json(body["graph"]), body["generation"], dict(body["extractor"]),
                           {str(k): str(v) for k, v in dict(body["chunks"]).items()}), None
-    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as e:
+    except (ValueError, KeyError, TypeError) as e:
         return None, f"{path}: unreadable ({type(e).__name__}: {e})"
 
 
@@ -112,12 +92,7 @@ def remove_graph_file(root: str | os.PathLike[str]) -> bool:
     Raises:
         StoreError: it is not a regular file.
     """
-    path = Path(root) / GRAPH_FILE
-    if not check_regular(path):
-        return False
-    with contextlib.suppress(FileNotFoundError):
-        path.unlink()
-    return True
+    return remove_derived_file(Path(root) / GRAPH_FILE)
 
 
 def withdraw_unserved(root: str | os.PathLike[str], store: Any) -> int:

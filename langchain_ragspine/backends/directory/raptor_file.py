@@ -13,17 +13,16 @@ so the same store gives the same bytes.
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import json
 import os
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from langchain_ragspine.backends.directory.regular_files import check_regular
-from langchain_ragspine.errors import write_errors
+from langchain_ragspine.backends.directory.checked_json import (
+    read_checked_json,
+    remove_derived_file,
+    write_checked_json,
+)
 from langchain_ragspine.raptor.tree import RaptorTree, chunk_fingerprint
 from langchain_ragspine.sensitivity import is_restricted
 
@@ -50,9 +49,6 @@ class SavedRaptor:
     generation: int | None
 
 
-def _digest(body: Mapping[str, Any]) -> str:
-    text = json.dumps(body, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def write_raptor_file(root: str | os.PathLike[str], saved: SavedRaptor) -> None:
@@ -62,17 +58,8 @@ def write_raptor_file(root: str | os.PathLike[str], saved: SavedRaptor) -> None:
         StoreWriteError: the file could not be written (disk full, …); the previous ``raptor.json`` is intact and
             no temporary file is left.
     """
-    target = Path(root) / RAPTOR_FILE
-    body: dict[str, Any] = {"format": RAPTOR_FILE_FORMAT, "generation": saved.generation, "tree": saved.tree.to_json()}
-    body["sha256"] = _digest(body)
-    tmp = target.with_name(f".{RAPTOR_FILE}.tmp-{os.getpid()}")
-    with write_errors(target, kept=f"the previous {RAPTOR_FILE} is intact"):
-        try:
-            tmp.write_text(json.dumps(body, ensure_ascii=False, sort_keys=True, separators=(",", ":")), "utf-8")
-            os.replace(tmp, target)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
+    write_checked_json(Path(root) / RAPTOR_FILE,
+                       {"format": RAPTOR_FILE_FORMAT, "generation": saved.generation, "tree": saved.tree.to_json()})
 
 
 def read_raptor_file(root: str | os.PathLike[str]) -> tuple[SavedRaptor | None, str | None]:
@@ -84,20 +71,12 @@ def read_raptor_file(root: str | os.PathLike[str]) -> tuple[SavedRaptor | None, 
         StoreError: ``raptor.json`` is there but not a regular file (a FIFO, a folder).
     """
     path = Path(root) / RAPTOR_FILE
-    if not check_regular(path):
-        return None, None
+    body, why = read_checked_json(path, RAPTOR_FILE_FORMAT)
+    if body is None:
+        return None, why
     try:
-        body = json.loads(path.read_text("utf-8"))
-        if not isinstance(body, dict) or body.get("format") != RAPTOR_FILE_FORMAT:
-            return None, f"{path}: not a {RAPTOR_FILE_FORMAT} file"
-        digest = body.pop("sha256", None)
-        if digest != _digest(body):
-            return None, f"{path}: its checksum does not match (damaged or edited)"
-        generation = body["generation"]
-        if generation is not None and (isinstance(generation, bool) or not isinstance(generation, int)):
-            return None, f"{path}: field 'generation' is not an integer"
-        return SavedRaptor(RaptorTree.from_json(body["tree"]), generation), None
-    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as e:
+        return SavedRaptor(RaptorTree.from_json(body["tree"]), body["generation"]), None
+    except (ValueError, KeyError, TypeError) as e:
         return None, f"{path}: unreadable ({type(e).__name__}: {e})"
 
 
@@ -107,12 +86,7 @@ def remove_raptor_file(root: str | os.PathLike[str]) -> bool:
     Raises:
         StoreError: it is not a regular file.
     """
-    path = Path(root) / RAPTOR_FILE
-    if not check_regular(path):
-        return False
-    with contextlib.suppress(FileNotFoundError):
-        path.unlink()
-    return True
+    return remove_derived_file(Path(root) / RAPTOR_FILE)
 
 
 def withdraw_unserved(root: str | os.PathLike[str], store: Any) -> int:
