@@ -112,7 +112,8 @@ def result_record(rank: int, doc: Document) -> dict[str, Any]:
         "sensitivity": md.get("sensitivity"),
         "metadata": md,
         "scores": {"bm25": scores.get("bm25"), "vector": scores.get("vector"), "fused": scores.get("fused")}
-        | ({"rerank": scores["rerank"]} if scores.get("rerank") is not None else {}),
+        | ({"rerank": scores["rerank"]} if scores.get("rerank") is not None else {})
+        | ({"sparse": scores["sparse"]} if scores.get("sparse") is not None else {}),  # where that channel ran
     }
 
 

@@ -140,7 +140,10 @@ def test_the_cli_takes_sparse(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert json.loads((store / "index.json").read_text("utf-8"))["sparse"]["spec"] == "e5"
     capsys.readouterr()
     assert main(["search", "梅雨", "--store", str(store), "--mode", "sparse", "--json"]) == 0
-    assert "tsuyu" in capsys.readouterr().out
+    first = json.loads(capsys.readouterr().out.splitlines()[0])
+    assert first["doc_id"] == "tsuyu" and first["scores"]["sparse"] > 0  # trial of 2751fdc: --json dropped it
+    assert main(["search", "梅雨", "--store", str(store), "--mode", "bm25", "--json"]) == 0
+    assert "sparse" not in json.loads(capsys.readouterr().out.splitlines()[0])["scores"]  # absent where it did not run
 
 
 def test_a_vector_store_relabel_or_delete_removes_the_chunk_from_the_cache(tmp_path: Path) -> None:
