@@ -480,5 +480,10 @@ def test_the_readme_switch_table_names_real_settings_and_every_design_name():
     assert len(rows) >= 10 and named <= variables, named - variables
     for name in DESIGN_SWITCHES:
         assert f"`{name}`" in section, name
+    from langchain_ragspine.pipeline.modes import mode_aliases, mode_names
+
+    (mode_row,) = [row for row in rows if "`RAGSPINE_RETRIEVAL_MODE`" in row]
+    for name in (*mode_names(), *mode_aliases()):  # a mode added without its row fails here (RAPTOR's did, once)
+        assert f"`{name}`" in mode_row, name
     for alias in (*EMBEDDING_ALIASES, *RERANKER_ALIASES):
         assert f"`{alias.replace('_', '-')}" in section, alias  # sentence_transformers: a spelling of the dashed one
