@@ -755,20 +755,25 @@ register_mode(RetrievalMode(
 ))
 
 
-def _graph(ctx: ModeContext) -> BaseRetriever:
-    """``graph``: ``auto``'s channels (BM25, and the dense channel when there is one) and the relation graph's local
-    search (:class:`~langchain_ragspine.retrievers.graph.GraphRetriever`), fused by :class:`HybridRetriever` (the
-    graph channel last; the options are the fusion's)."""
-    refuse(ctx.source, GRAPH)  # a backend that keeps no graph (PostgreSQL) says so, as ingest does
-    make = getattr(ctx.source, "graph", None)
+def _fused_with(ctx: ModeContext, feature: str, method: str, needs: str) -> BaseRetriever:
+    """``auto``'s channels (BM25, and the dense channel when there is one) fused by :class:`HybridRetriever` with
+    the source's ``method(k=)`` channel last (the options are the fusion's): what the ``graph`` and ``raptor``
+    modes are.  A backend without ``feature`` (PostgreSQL) says so by name, as ingest does; a source without the
+    method is refused with ``needs``."""
+    refuse(ctx.source, feature)
+    make = getattr(ctx.source, method, None)
     if not callable(make):
-        raise ValueError(
-            f"mode {ctx.mode!r} needs a relation graph: a store directory ingested with --graph "
-            "(graph='cooccurrence'), or documents in memory (DocumentsSource)"
-        )
+        raise ValueError(f"mode {ctx.mode!r} needs {needs}")
     channel = make(k=ctx.k)
     dense = ctx.dense(required=False)
     return ctx.hybrid([ctx.bm25(), *([] if dense is None else [dense]), channel])
+
+
+def _graph(ctx: ModeContext) -> BaseRetriever:
+    """``graph``: :func:`_fused_with` the relation graph's local search
+    (:class:`~langchain_ragspine.retrievers.graph.GraphRetriever`)."""
+    return _fused_with(ctx, GRAPH, "graph", "a relation graph: a store directory ingested with --graph "
+                       "(graph='cooccurrence'), or documents in memory (DocumentsSource)")
 
 
 register_mode(RetrievalMode(
@@ -779,19 +784,11 @@ register_mode(RetrievalMode(
 
 
 def _raptor(ctx: ModeContext) -> BaseRetriever:
-    """``raptor``: ``auto``'s channels (BM25, and the dense channel when there is one) and the RAPTOR tree's
-    collapsed-tree search (:class:`~langchain_ragspine.retrievers.raptor.RaptorRetriever`), fused by
-    :class:`HybridRetriever` (the tree channel last; the options are the fusion's)."""
-    refuse(ctx.source, RAPTOR)  # a backend that keeps no tree (PostgreSQL) says so, as ingest does
-    make = getattr(ctx.source, "raptor", None)
-    if not callable(make):
-        raise ValueError(
-            f"mode {ctx.mode!r} needs a RAPTOR tree: a store directory ingested with --raptor (raptor='e5'), or "
-            "documents in memory with an embedding model (DocumentsSource(chunks, embedding=...))"
-        )
-    channel = make(k=ctx.k)
-    dense = ctx.dense(required=False)
-    return ctx.hybrid([ctx.bm25(), *([] if dense is None else [dense]), channel])
+    """``raptor``: :func:`_fused_with` the RAPTOR tree's collapsed-tree search
+    (:class:`~langchain_ragspine.retrievers.raptor.RaptorRetriever`)."""
+    return _fused_with(ctx, RAPTOR, "raptor", "a RAPTOR tree: a store directory ingested with --raptor "
+                       "(raptor='e5'), or documents in memory with an embedding model "
+                       "(DocumentsSource(chunks, embedding=...))")
 
 
 register_mode(RetrievalMode(
