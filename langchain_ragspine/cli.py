@@ -416,6 +416,94 @@ def _check_baseline(baseline: str | None, names: Sequence[str]) -> None:
         raise ValueError(f"--baseline {baseline!r} is not one of the configurations: {list(names)}")
 
 
+#: ``eval`` options that only ``--answers`` reads (flag → ``args`` attribute): given without it, an error.
+_ANSWER_ONLY_OPTIONS = {"--graph": "graph", "--llm": "llm", "--judge": "judge", "--ragas": "ragas", "-k": "answer_k"}
+
+
+def _check_answer_options(args: argparse.Namespace) -> None:
+    """``eval``'s answer options are read by ``--answers`` only, and ``--ks`` / ``--plot`` by retrieval only: a
+    flag given to the mode that ignores it is an error naming it.
+
+    Raises:
+        ValueError: an answer option without ``--answers``, or ``--plot`` / ``--ks`` with it.
+    """
+    from langchain_ragspine.arguments import DEFAULT_KS, check_k
+
+    if not args.answers:
+        given = [flag for flag, attr in _ANSWER_ONLY_OPTIONS.items() if getattr(args, attr, None) not in (None, [])]
+        if given:
+            raise ValueError(f"{', '.join(given)}: answer evaluation options, read only with --answers")
+        return
+    if args.plot:
+        raise ValueError("--plot draws retrieval recall curves; with --answers write --json and plot it "
+                         "(langchain_ragspine.evaluation.plots.plot_answer_metrics)")
+    if args.ks != list(DEFAULT_KS):
+        raise ValueError("--ks: retrieval cutoffs, not read with --answers (-k sets the passages per search)")
+    if args.answer_k is not None:
+        check_k(args.answer_k, "-k")
+
+
+def _cmd_eval_answers(args: argparse.Namespace, dataset: Any) -> int:
+    """``ragspine eval DATASET --answers``: every ``--graph`` × ``--mode`` (× ``--tokenizer``) configuration answers
+    every question over one ingested store, scored by
+    :func:`~langchain_ragspine.evaluation.answers.evaluate_answers`; prints the table and the paired difference of
+    every pair, and writes ``--json`` and ``--ragas``."""
+    from langchain_ragspine.chat_models import resolve_chat_model
+    from langchain_ragspine.configured import configured_setting
+    from langchain_ragspine.evaluation import BEIRDataset, compare_paired
+    from langchain_ragspine.evaluation.answers import answers_markdown, evaluate_answers, write_ragas
+    from langchain_ragspine.pipeline.ingest import ingest
+    from langchain_ragspine.pipeline.modes import needs_dense_index
+
+    if isinstance(dataset, BEIRDataset):
+        raise ValueError(f"--answers needs gold answers: {args.dataset} is a BEIR folder (a QA folder has "
+                         "docs/ and questions.jsonl with answers)")
+    llm, how = _resolve_llm(args.llm)
+    judge = None
+    if args.judge is not None:
+        judge = resolve_chat_model(args.judge, setting="--judge").llm
+        if judge is None:
+            raise ValueError(f"--judge {args.judge!r}: no judge model (give a provider:model spec)")
+    graphs = args.graph or [configured_setting("answer_graph")]
+    k = args.answer_k if args.answer_k is not None else configured_setting("k")
+    compressors = _second_stage(args, k=k, llm=llm)
+    _fetch_k(args, compressors)
+    print(f"answers: {how}", file=sys.stderr)
+    results = []
+    with tempfile.TemporaryDirectory(prefix="ragspine-eval-") as tmp:
+        store_dir = _store_arg(args.store) if args.store else Path(tmp)
+        needs_dense = needs_dense_index(args.mode, args.embedding)
+        summary = ingest(
+            Path(args.dataset) / "docs", store_dir, tokenizer=args.tokenizer[0],
+            embedding=args.embedding, mode="hybrid" if needs_dense else "bm25",
+        )
+        print(f"ingest: {summary.line()}", file=sys.stderr)
+        runs = _eval_runs(args)
+        for graph_name in graphs:
+            for mode, tok in runs:
+                label = graph_name if len(runs) == 1 else (
+                    f"{graph_name} {_mode_label(mode, tok, len(args.tokenizer), _label_transform(args, mode))}")
+                graph = _answer_graph(args, graph_name, mode, store_dir, k=k, llm=llm, compressors=compressors,
+                                      tokenizer=tok)
+                results.append(evaluate_answers(graph, dataset, limit=args.limit, name=label, judge=judge))
+    print(answers_markdown(results))
+    if args.json:
+        paired = [c.to_dict() for i, a in enumerate(results) for b in results[i + 1:] for c in compare_paired(a, b)]
+        Path(args.json).write_text(
+            json.dumps({"results": [r.to_dict() for r in results], "paired": paired}, ensure_ascii=False, indent=1),
+            "utf-8",
+        )
+        print(f"wrote {args.json}", file=sys.stderr)
+    if args.ragas:
+        out = Path(args.ragas)
+        out.mkdir(parents=True, exist_ok=True)
+        for r in results:
+            path = write_ragas(r, out / f"{re.sub(r'[^A-Za-z0-9_.-]+', '-', r.name).strip('-')}.jsonl",
+                               layout=args.ragas_layout)
+            print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
 def _cmd_eval(args: argparse.Namespace) -> int:
     from langchain_ragspine.evaluation import (
         BEIRDataset,
@@ -428,9 +516,12 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     from langchain_ragspine.pipeline.modes import needs_dense_index
     from langchain_ragspine.pipeline.plan import retriever_factory
 
+    _check_answer_options(args)
     _check_glossary_used(args, args.mode)  # args.mode and args.tokenizer: lists (see _settings_defaults)
     _note_transform_modes(args.mode)
     dataset = load_dataset(args.dataset)
+    if args.answers:
+        return _cmd_eval_answers(args, dataset)
     depth = max(args.ks)
     stage, suffix = _second_stage(args, k=depth), _stage_label(args)
     fetch_k = _fetch_k(args, stage)
@@ -527,36 +618,50 @@ def _print_answer(state: Mapping[str, Any], how: str) -> None:
     print(f"\n({how})", file=sys.stderr)
 
 
+def _answer_graph(
+    args: argparse.Namespace, name: str, mode: str | None, store: Any, *, k: int, llm: Any,
+    compressors: Sequence[Any], relax_filters: bool = False, tokenizer: str | None = None,
+) -> Any:
+    """The compiled graph ``name`` (:data:`~langchain_ragspine.graphs.GRAPH_BUILDERS`) over the store, as ``ask``
+    and ``eval --answers`` build it: the retriever is the plan's first stage and the graph runs the second stage
+    (``compressors``, which choose the ``k`` passages among ``max(k, --fetch-k)`` candidates).
+
+    Raises:
+        ValueError: ``relax_filters`` or ``compressors`` for a graph that takes none.
+    """
+    from langchain_ragspine.graphs import GRAPH_BUILDERS
+    from langchain_ragspine.pipeline.plan import build_retriever
+
+    builder = GRAPH_BUILDERS[name]
+    options: dict[str, Any] = {}
+    if "relax_filters" in inspect.signature(builder).parameters:
+        options["relax_filters"] = relax_filters  # filters scope access: kept unless the user opts in
+    elif relax_filters:
+        raise ValueError(f"--relax-filters: the {name} graph never drops filters (corrective and adaptive do)")
+    if compressors:  # only when asked: without them the graph is built exactly as before
+        if "compressors" not in inspect.signature(builder).parameters:
+            raise ValueError(f"--rerank / --postprocess: the {name} graph takes no compressors= here")
+        options["compressors"] = list(compressors)
+    plan = _staged_plan(_plan(args, mode), args, compressors)
+    retriever = build_retriever(plan.first_stage(), store, k=plan.candidates(k, compressors), tokenizer=tokenizer,
+                                embedding=args.embedding, llm=_transform_llm(plan, llm), glossary=args.glossary)
+    return builder(retriever, llm=llm, **options)
+
+
 def _cmd_ask(args: argparse.Namespace) -> int:
     from langchain_ragspine.cli import result_record
     from langchain_ragspine.filters import parse_filter_expressions
-    from langchain_ragspine.graphs import GRAPH_BUILDERS
-    from langchain_ragspine.pipeline.plan import build_retriever
 
     llm, how = _resolve_llm(args.llm)
     if args.graph is None:
         from langchain_ragspine.configured import configured_setting
 
         args.graph = configured_setting("answer_graph")  # RAGSPINE_ANSWER_GRAPH, else corrective
-    builder = GRAPH_BUILDERS[args.graph]
-    options: dict[str, Any] = {}
-    if "relax_filters" in inspect.signature(builder).parameters:
-        options["relax_filters"] = args.relax_filters  # filters scope access: kept unless the user opts in
-    elif args.relax_filters:
-        raise ValueError(f"--relax-filters: the {args.graph} graph never drops filters (corrective and adaptive do)")
     compressors = _second_stage(args, k=args.k, llm=llm)
-    if compressors:  # only when asked: without them the graph is built exactly as before
-        if "compressors" not in inspect.signature(builder).parameters:
-            raise ValueError(f"--rerank / --postprocess: the {args.graph} graph takes no compressors= here")
-        options["compressors"] = compressors
-    # a reranker or MMR chooses the k passages among max(k, --fetch-k) candidates (default DEFAULT_FETCH_K): the
-    # graph runs the second stage, so the retriever is the plan's first stage, returning that many
     _check_glossary_used(args, [args.mode])
     _note_transform_modes([args.mode])
-    plan = _staged_plan(_plan(args, args.mode), args, compressors)
-    retriever = build_retriever(plan.first_stage(), args.store, k=plan.candidates(args.k, compressors),
-                                embedding=args.embedding, llm=_transform_llm(plan, llm), glossary=args.glossary)
-    graph = builder(retriever, llm=llm, **options)
+    graph = _answer_graph(args, args.graph, args.mode, args.store, k=args.k, llm=llm, compressors=compressors,
+                          relax_filters=args.relax_filters)
     flt = parse_filter_expressions(args.filter) if args.filter else None
     inputs = {"question": args.question, "filters": flt}
     if args.stream:
@@ -883,6 +988,26 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
     )
     p.add_argument("--json", default=None, metavar="OUT", help="write every result as JSON")
     p.add_argument("--plot", default=None, metavar="OUT.png", help="recall@k curves (and OUT-latency.png)")
+    p.add_argument(
+        "--answers", action="store_true",
+        help="evaluate answers, not only passages: each --graph answers every question (correctness, citations, "
+        "faithfulness, refusals, LLM calls, latency; paired comparison of every pair)",
+    )
+    p.add_argument(
+        "--graph", nargs="+", default=None, choices=_GraphNames(), metavar="GRAPH",
+        help="with --answers: the graphs to compare, %(choices)s (RAGSPINE_ANSWER_GRAPH, else corrective)",
+    )
+    p.add_argument("--llm", default=None, metavar="SPEC",
+                   help="with --answers: the graphs' chat model, as for ask (RAGSPINE_LLM, else none: extractive)")
+    p.add_argument("--judge", default=None, metavar="SPEC",
+                   help="with --answers: an LLM judge (provider:model) adding judged faithfulness and relevance")
+    p.add_argument("-k", dest="answer_k", type=int, default=None,
+                   help=f"with --answers: passages retrieved per search (RAGSPINE_K, else {DEFAULT_K})")
+    p.add_argument("--ragas", default=None, metavar="DIR",
+                   help="with --answers: write each configuration's run as DIR/<name>.jsonl in RAGAS's columns")
+    p.add_argument("--ragas-layout", default="ragas", choices=["ragas", "ragas-legacy"],
+                   help="user_input/retrieved_contexts/response/reference (ragas, RAGAS 0.2+) or "
+                   "question/contexts/answer/ground_truth (ragas-legacy, RAGAS 0.1)")
     _add_transform_options(p, s)
     _second_stage_options(p, s)
     p.set_defaults(func=_cmd_eval)

@@ -32,7 +32,7 @@ import logging
 import math
 import re
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, Literal, cast
+from typing import Any, Literal, NamedTuple, cast
 
 from langchain_core.callbacks import AsyncCallbackManagerForChainRun, CallbackManagerForChainRun
 from langchain_core.documents import Document
@@ -61,6 +61,7 @@ __all__ = [
     "INSUFFICIENT_CONTEXT",
     "MAX_CITATION_RANGE",
     "NO_RETRIEVAL_NOTE",
+    "SentenceSupport",
     "UNCITED_WARNING",
     "attribute_citations",
     "citation_for",
@@ -76,7 +77,9 @@ __all__ = [
     "normalize_citations",
     "parse_citation_numbers",
     "prepare_context",
+    "prompt_text",
     "rewrite_citation_markers",
+    "sentence_supports",
     "strip_citation_markers",
     "strip_think",
 ]
@@ -188,7 +191,9 @@ def strip_think(text: str) -> str:
 
 
 # -- context --------------------------------------------------------------------------------------------------------
-def _prompt_text(doc: Document) -> str:
+def prompt_text(doc: Document) -> str:
+    """The text of ``doc`` a model is shown: ``metadata["prompt_text"]`` (a compressed passage), else
+    ``metadata["window_text"]`` (a sentence's window), else ``page_content``."""
     for key in ("prompt_text", "window_text"):  # a compressed passage, else a sentence's window, else the chunk
         text = doc.metadata.get(key)
         if isinstance(text, str) and text.strip():
@@ -212,7 +217,7 @@ def format_context(documents: Sequence[Document]) -> str:
         title = md.get("title") or md.get("doc_id") or "untitled"
         locator = md.get("source_locator")
         head = f"[{n}] {title}" + (f" ({locator})" if locator else "")
-        blocks.append(f"{head}\n{_prompt_text(doc).strip()}")
+        blocks.append(f"{head}\n{prompt_text(doc).strip()}")
     return "\n\n".join(blocks)
 
 
@@ -461,6 +466,53 @@ _ANSWER_BOILERPLATE = frozenset(
 _ANSWER_BOILERPLATE_CJK = ("根据", "答案", "文中", "文章", "上下文", "提到", "によると", "によれば", "文書", "本文", "回答")
 
 
+class SentenceSupport(NamedTuple):
+    """One answer sentence and how much each passage supports it (see :func:`sentence_supports`)."""
+
+    start: int
+    end: int
+    sentence: str
+    support: list[float]
+
+
+def sentence_supports(
+    text: str, documents: Sequence[Document], *, tokenizer: str | Tokenizer = "auto"
+) -> list[SentenceSupport]:
+    """How much each passage supports each sentence of ``text``: the lexical support behind
+    :func:`attribute_citations` and the offline faithfulness of :mod:`langchain_ragspine.evaluation.answers`.
+
+    ``sentence_supports(answer, docs)[0].support[n - 1]`` is how much passage ``n`` supports the answer's first
+    sentence (1.0: the passage holds every content term of it).  ``documents`` are numbered from 1 in the order given, after the RESTRICTED gate
+    (:func:`~langchain_ragspine.document_compressors.restricted.drop_restricted`), so ``support[n - 1]`` is passage
+    ``n``'s.  A sentence's support by a passage is the share of its content terms
+    (:func:`~langchain_ragspine.stopwords.content_terms`; character unigrams and bigrams for CJK text) that the
+    passage's text (``prompt_text``, else ``window_text``, else ``page_content``: what a model read) contains, each
+    term weighted by its BM25 IDF over the passages, so a term no passage has weighs most; words that talk about the
+    context ("according to the passage", 根据文章) are not counted.  Sentences are split as
+    :func:`~langchain_ragspine.text.sentences.line_sentence_spans` splits them (headings skipped); a sentence with no
+    content term ("Yes.") is left out.
+
+    Returns:
+        One :class:`SentenceSupport` ``(start, end, sentence, support)`` per sentence with a content term, in text
+        order: ``text[start:end] == sentence``; ``support`` has one value in [0, 1] per passage (empty without
+        passages).
+    """
+    docs = drop_restricted(documents)
+    tokenize = get_tokenizer(tokenizer)
+    passages = [set(tokenize(prompt_text(d))) for d in docs]
+    boilerplate = _ANSWER_BOILERPLATE | {t for w in _ANSWER_BOILERPLATE_CJK for t in tokenize(w)}
+    out: list[SentenceSupport] = []
+    for s, e in line_sentence_spans(text, skip_headings=True):
+        sentence = text[s:e]
+        terms = content_terms(sentence, tokenize) - boilerplate
+        if not terms:
+            continue
+        weight = _idf(terms, passages)
+        total = sum(weight.values())
+        out.append(SentenceSupport(s, e, sentence, [sum(weight[t] for t in terms & p) / total for p in passages]))
+    return out
+
+
 def attribute_citations(
     answer: str,
     documents: Sequence[Document],
@@ -495,28 +547,19 @@ def attribute_citations(
     if not 0.0 <= min_support <= 1.0:
         raise ValueError(f"min_support must be in [0, 1], got {min_support}")
     docs = drop_restricted(documents)
-    tokenize = get_tokenizer(tokenizer)
-    passages = [set(tokenize(_prompt_text(d))) for d in docs]
-    boilerplate = _ANSWER_BOILERPLATE | {t for w in _ANSWER_BOILERPLATE_CJK for t in tokenize(w)}
     pieces: list[str] = []
     cited: list[int] = []
     unsupported: list[str] = []
     pos = 0
-    for s, e in line_sentence_spans(answer, skip_headings=True):
-        sentence = answer[s:e]
-        terms = content_terms(sentence, tokenize) - boilerplate
-        if not terms:
-            continue
-        weight = _idf(terms, passages)
-        total = sum(weight.values())
-        support = [sum(weight[t] for t in terms & p) / total for p in passages]
+    for item in sentence_supports(answer, docs, tokenizer=tokenizer):
+        support = item.support
         best = max(range(len(support)), key=lambda i: (support[i], -i)) if support else -1
         if best < 0 or support[best] < min_support:
-            unsupported.append(sentence)
+            unsupported.append(item.sentence)
             continue
-        space = " " if sentence[-1].isalnum() else ""  # "…tall.[2]", "…です。[1]", "…m [2]"
-        pieces.append(answer[pos:e] + f"{space}[{best + 1}]")
-        pos = e
+        space = " " if item.sentence[-1].isalnum() else ""  # "…tall.[2]", "…です。[1]", "…m [2]"
+        pieces.append(answer[pos:item.end] + f"{space}[{best + 1}]")
+        pos = item.end
         if best + 1 not in cited:
             cited.append(best + 1)
     pieces.append(answer[pos:])

@@ -7,9 +7,31 @@
   latency and index time as JSON or Markdown;
 * :mod:`.significance` — paired differences between two configurations on the same questions, with a paired
   bootstrap interval and a randomisation-test p-value;
+* :mod:`.answers` — :func:`evaluate_answers` scores what a graph or chain answers: correctness (gold in answer,
+  exact match, token F1 with CJK-aware normalisation), citation precision / recall, faithfulness (lexical offline,
+  an LLM judge when given), answer relevance (judge), refusals and false refusals, model calls and latency; and
+  the export in RAGAS's columns (:func:`write_ragas`);
 * :mod:`.plots` — recall@k curves and latency-vs-quality scatter plots (matplotlib, extra ``eval``).
 """
 
+from langchain_ragspine.evaluation.answers import (
+    ANSWER_METRICS,
+    RAGAS_COLUMNS,
+    AnswerJudge,
+    answer_tokens,
+    answers_markdown,
+    citation_scores,
+    contains_answer,
+    evaluate_answers,
+    exact_match,
+    lexical_faithfulness,
+    normalize_answer,
+    parse_relevance_verdict,
+    parse_support_verdicts,
+    ragas_rows,
+    token_f1,
+    write_ragas,
+)
 from langchain_ragspine.evaluation.datasets import (
     BEIRDataset,
     QADataset,
@@ -32,7 +54,7 @@ from langchain_ragspine.evaluation.metrics import (
     ndcg_at_k,
     recall_at_k,
 )
-from langchain_ragspine.evaluation.plots import plot_latency_quality, plot_recall_curves
+from langchain_ragspine.evaluation.plots import plot_answer_metrics, plot_latency_quality, plot_recall_curves
 from langchain_ragspine.evaluation.runner import (
     DEFAULT_KS,
     EvalResult,
@@ -48,6 +70,22 @@ from langchain_ragspine.evaluation.significance import (
 )
 
 __all__ = [
+    "ANSWER_METRICS",
+    "AnswerJudge",
+    "RAGAS_COLUMNS",
+    "answer_tokens",
+    "answers_markdown",
+    "citation_scores",
+    "contains_answer",
+    "evaluate_answers",
+    "exact_match",
+    "lexical_faithfulness",
+    "normalize_answer",
+    "parse_relevance_verdict",
+    "parse_support_verdicts",
+    "ragas_rows",
+    "token_f1",
+    "write_ragas",
     "BEIRDataset",
     "DEFAULT_KS",
     "EvalResult",
@@ -74,6 +112,7 @@ __all__ = [
     "paragraph_id",
     "paragraph_ids_for",
     "paragraph_spans_of",
+    "plot_answer_metrics",
     "plot_latency_quality",
     "plot_recall_curves",
     "recall_at_k",

@@ -23,7 +23,7 @@ from typing import Any
 from langchain_ragspine._optional import import_optional
 from langchain_ragspine.evaluation.runner import EvalResult
 
-__all__ = ["DPI", "FIGSIZE", "plot_latency_quality", "plot_recall_curves"]
+__all__ = ["ANSWER_PLOT_METRICS", "DPI", "FIGSIZE", "plot_answer_metrics", "plot_latency_quality", "plot_recall_curves"]
 
 #: Fonts tried in order (those installed are used; matplotlib falls back per glyph, 3.6+).
 _FONT_PREFERENCE = (
@@ -198,4 +198,66 @@ def plot_latency_quality(
         ax.set_ylabel(metric)
         ax.set_title(title or f"{metric} vs latency (up and left is better)")
         ax.grid(True, alpha=0.3)
+        return _save(fig, path)
+
+
+#: The measures :func:`plot_answer_metrics` draws by default (those a result has).
+ANSWER_PLOT_METRICS = (
+    "answer_contains", "f1", "citation_precision", "citation_recall", "faithfulness", "judge_faithfulness",
+    "judge_relevance", "refusal_rate", "false_refusal_rate",
+)
+
+
+def plot_answer_metrics(
+    results: Sequence[EvalResult],
+    path: str | os.PathLike[str],
+    metrics: Sequence[str] | None = None,
+    *,
+    title: str | None = None,
+) -> Path:
+    """Grouped bars of answer measures (one group per measure, one bar per result) from
+    :func:`~langchain_ragspine.evaluation.answers.evaluate_answers`; save a PNG.
+
+    Usage: ``plot_answer_metrics([simple, corrective], "answers.png")``.  Every measure is a share in [0, 1]; the
+    y axis runs from 0 to 1.  A measure a result does not have (no judge, say) leaves its bar out.
+
+    Args:
+        results: answer results (their ``aggregate`` holds the measures).
+        path: the PNG file to write (parent folders are created).
+        metrics: ``aggregate`` keys to draw (default: those of :data:`ANSWER_PLOT_METRICS` some result has).
+        title: plot title.
+
+    Returns:
+        The written path.
+
+    Raises:
+        ValueError: ``results`` is empty, or no result has any of ``metrics``.
+        ImportError: matplotlib is missing (``pip install 'langchain-ragspine[eval]'``).
+    """
+    if not results:
+        raise ValueError("plot_answer_metrics needs at least one result")
+    wanted = list(metrics) if metrics is not None else list(ANSWER_PLOT_METRICS)
+
+    def value(r: EvalResult, m: str) -> float | None:
+        v = r.aggregate.get(m)
+        return None if v is None or not math.isfinite(v) else float(v)
+
+    shown = [m for m in wanted if any(value(r, m) is not None for r in results)]
+    if not shown:
+        raise ValueError(f"no result has any of {wanted} (the first has {sorted(results[0].aggregate)})")
+    width = 0.8 / len(results)
+    with _style():
+        fig = _figure()
+        ax = fig.add_subplot()
+        for i, r in enumerate(results):
+            xs = [j + (i - (len(results) - 1) / 2) * width for j, m in enumerate(shown) if value(r, m) is not None]
+            ys = [value(r, m) for m in shown if value(r, m) is not None]
+            ax.bar(xs, ys, width=width * 0.95, label=r.name)
+        ax.set_xticks(list(range(len(shown))))
+        ax.set_xticklabels(shown, rotation=30, ha="right", fontsize="small")
+        ax.set_ylim(0.0, 1.0)
+        ax.set_ylabel("share of questions (answers)")
+        ax.set_title(title or "answer evaluation")
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.legend(loc="upper right", fontsize="small")
         return _save(fig, path)

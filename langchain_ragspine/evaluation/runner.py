@@ -58,7 +58,15 @@ from langchain_ragspine.retrievers.contract import invoke_retriever, retriever_p
 from langchain_ragspine.text_splitters import ParagraphTextSplitter
 from langchain_ragspine.tokenizers import tokenizer_name
 
-__all__ = ["DEFAULT_KS", "EvalResult", "RetrieverFactory", "compare_markdown", "evaluate", "paired_markdown"]
+__all__ = [
+    "DEFAULT_KS",
+    "EvalResult",
+    "RetrieverFactory",
+    "compare_markdown",
+    "evaluate",
+    "latency_percentiles",
+    "paired_markdown",
+]
 
 #: Cutoff of the nDCG and MRR columns (BEIR's headline nDCG@10).
 RANK_CUTOFF = 10
@@ -395,7 +403,9 @@ class _ParagraphMap:
         return [paragraph_id(key, n) for n in hits]
 
 
-def _percentiles(values_ms: Sequence[float]) -> dict[str, float]:
+def latency_percentiles(values_ms: Sequence[float]) -> dict[str, float]:
+    """``{"p50", "p95", "mean"}`` of ``values_ms`` (linear-interpolated percentiles, ``numpy.percentile``); NaN for
+    an empty sequence."""
     if not values_ms:
         return {"p50": math.nan, "p95": math.nan, "mean": math.nan}
     arr = np.asarray(values_ms, dtype=np.float64)
@@ -598,6 +608,6 @@ def _evaluate(
         config=config,
         per_query=per_query,
         aggregate=aggregate,
-        latency_ms=_percentiles(latencies),
+        latency_ms=latency_percentiles(latencies),
         index_seconds=index_seconds,
     )

@@ -259,7 +259,12 @@ def paired_randomization_test(
 # ---------------------------------------------------------------------------------------------------- results
 def significance_metrics(result: EvalResult) -> list[str]:
     """The metrics compared by default: every ``answer_recall@k`` and ``ndcg@10`` of ``result.aggregate``; for a
-    result without answer recall (BEIR), ``ndcg@10`` and every ``recall@k``."""
+    result without answer recall (BEIR), ``ndcg@10`` and every ``recall@k``; for a result of
+    :func:`~langchain_ragspine.evaluation.answers.evaluate_answers`, every measure named in ``config["metrics"]``
+    that some question has."""
+    named = result.config.get("metrics")
+    if isinstance(named, list):  # evaluate_answers names its per-question measures
+        return [m for m in named if any(q.get(m) is not None for q in result.per_query)]
     answer = [m for m in result.aggregate if m.startswith("answer_recall@")]
     ndcg = [m for m in result.aggregate if m == "ndcg@10"]
     if answer:

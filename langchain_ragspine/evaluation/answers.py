@@ -1,0 +1,713 @@
+"""Answer evaluation: score what a graph or chain *answers*, not only what it retrieves.
+
+:func:`evaluate_answers` runs every question of a QA dataset through a LangChain ``Runnable`` that takes
+``{"question": str}`` and returns a state with ``answer`` (a compiled graph of :mod:`langchain_ragspine.graphs`, or
+any chain shaped like one) and scores each answer on the measures RAG evaluation uses:
+
+* **correctness** against the gold answers: ``answer_contains`` (a gold answer occurs in the answer, NFKC and case
+  folded, citation markers removed — the "gold in answer" of open-domain QA), ``exact_match`` and ``f1`` (the SQuAD
+  measures, Rajpurkar et al., EMNLP 2016, max over the gold answers) over :func:`answer_tokens`: Latin, digit and
+  Hangul runs are words, every Han / kana character is a token of its own — the character-level scoring of CMRC 2018
+  (Cui et al., EMNLP 2019) and JSQuAD (Kurihara et al., LREC 2022) with SQuAD's normalisation (punctuation removed,
+  English articles dropped).  CMRC's own script takes the longest common substring for F1; ours is the bag-of-tokens
+  F1 of SQuAD, so F1 here can be a little higher than CMRC's on the same answers.
+* **citations**: ``citation_precision`` — the share of cited passages that support the answer (the passage is from
+  the question's document and contains a gold answer, NFKC: the rule of answer recall); ``citation_recall`` — 1 when
+  such a passage is among the cited ones (None after a refusal).  Cf. ALCE's citation precision / recall (Gao et
+  al., EMNLP 2023), which check entailment per sentence; these check the gold passage.
+* **faithfulness** — the share of answer sentences the cited passages support.  Offline (always): the lexical
+  support of :func:`~langchain_ragspine.chains.answer.sentence_supports` (IDF-weighted content-term overlap,
+  character n-grams for CJK) reaching ``min_support`` (default 0.5) for at least one cited passage.  With a
+  ``judge`` model, also ``judge_faithfulness``: the judge says, sentence by sentence, whether the passages support
+  it (RAGAS's faithfulness, Es et al., EACL 2024 demos, with the answer's own sentences as statements).
+* **answer relevance** — ``judge_relevance``, with a judge only: does the answer address the question (yes = 1,
+  partly = 0.5, no = 0).  There is no offline proxy: lexical overlap with the question rewards echoing it, and
+  RAGAS's embedding proxy needs a model to write questions back from the answer.
+* **refusals**: ``refused`` (the graph refused, or the answer is an "I don't know"), ``gold_retrieved`` (a
+  retriever call of the run returned a gold passage) and ``false_refusal`` (refused although it did).
+* **cost**: ``llm_calls`` (chat-model and LLM calls the run made, counted by a callback; the judge's are
+  ``judge_calls``) and ``latency_ms`` (wall time of ``invoke``).
+
+A judge reply that cannot be parsed is *unknown*: the metric is ``None`` for that question (left out of the mean)
+and ``judge_unknown`` counts it — it never counts as a pass.  The judge sees what the graph's prompt saw and nothing
+more: the question, the answer and the passages of the final state (``documents``, after the RESTRICTED gate —
+gated again here), numbered as the graph numbered them.
+
+:func:`ragas_rows` / :func:`write_ragas` export a run in the columns RAGAS reads, so a team can run its own RAGAS or
+LLM-judge suite on it without this package depending on RAGAS.  The result is an
+:class:`~langchain_ragspine.evaluation.runner.EvalResult` (``config["kind"] == "answers"``), so
+:func:`~langchain_ragspine.evaluation.significance.compare_paired` gives the paired differences with intervals, and
+:func:`answers_markdown` the table of several configurations with every pair compared.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import threading
+import time
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+from uuid import UUID
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.documents import Document
+from langchain_core.language_models import BaseChatModel, BaseLanguageModel
+from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.runnables import Runnable
+
+from langchain_ragspine.arguments import check_int
+from langchain_ragspine.chains.answer import (
+    DEFAULT_MIN_SUPPORT,
+    format_context,
+    is_dont_know,
+    prompt_text,
+    sentence_supports,
+    strip_citation_markers,
+    strip_think,
+)
+from langchain_ragspine.document_compressors.restricted import drop_restricted
+from langchain_ragspine.documents import doc_key
+from langchain_ragspine.evaluation.datasets import QADataset, QAQuestion
+from langchain_ragspine.evaluation.metrics import first_answer_rank, mean
+from langchain_ragspine.evaluation.runner import EvalResult, latency_percentiles, paired_markdown
+from langchain_ragspine.evaluation.significance import DEFAULT_RESAMPLES, DEFAULT_SEED
+from langchain_ragspine.progress import progress_bar
+from langchain_ragspine.tokenizers import Tokenizer
+
+__all__ = [
+    "ANSWER_METRICS",
+    "RAGAS_COLUMNS",
+    "AnswerJudge",
+    "answer_tokens",
+    "answers_markdown",
+    "citation_scores",
+    "contains_answer",
+    "evaluate_answers",
+    "exact_match",
+    "lexical_faithfulness",
+    "normalize_answer",
+    "parse_relevance_verdict",
+    "parse_support_verdicts",
+    "ragas_rows",
+    "token_f1",
+    "write_ragas",
+]
+
+#: The per-question metrics of :func:`evaluate_answers`, in table order (``judge_*`` only with a judge).  Each is
+#: a value in [0, 1] or ``None`` (not defined for that question: see the module docstring).
+ANSWER_METRICS = (
+    "answer_contains",
+    "exact_match",
+    "f1",
+    "citation_precision",
+    "citation_recall",
+    "faithfulness",
+    "judge_faithfulness",
+    "judge_relevance",
+    "refused",
+    "false_refusal",
+    "gold_retrieved",
+)
+
+#: The columns of :func:`ragas_rows` by layout: ``"ragas"`` is RAGAS 0.2+'s ``SingleTurnSample`` /
+#: ``EvaluationDataset.from_list``; ``"ragas-legacy"`` the ``datasets.Dataset`` columns of RAGAS 0.1.
+RAGAS_COLUMNS: dict[str, tuple[str, str, str, str]] = {
+    "ragas": ("user_input", "retrieved_contexts", "response", "reference"),
+    "ragas-legacy": ("question", "contexts", "answer", "ground_truth"),
+}
+
+RagasLayout = Literal["ragas", "ragas-legacy"]
+
+
+# ---------------------------------------------------------------------------------------------- correctness
+_ARTICLES = frozenset({"a", "an", "the"})
+
+
+def _is_cjk_char(ch: str) -> bool:
+    """A Han ideograph or a kana: a token of its own (Hangul, like Latin, is written with spaces)."""
+    o = ord(ch)
+    return (
+        0x3040 <= o <= 0x30FF  # hiragana, katakana (with ー)
+        or 0x31F0 <= o <= 0x31FF  # katakana phonetic extensions
+        or 0x3400 <= o <= 0x4DBF  # CJK extension A
+        or 0x4E00 <= o <= 0x9FFF  # CJK unified ideographs
+        or 0xF900 <= o <= 0xFAFF  # compatibility ideographs
+        or 0x20000 <= o <= 0x3FFFF  # extensions B-H
+        or ch == "々"
+    )
+
+
+def answer_tokens(text: str) -> list[str]:
+    """The tokens :func:`exact_match` and :func:`token_f1` compare.
+
+    ``answer_tokens("The Tokyo Tower は 333 メートル。[1]") == ["tokyo", "tower", "は", "333", "メ", "ー", "ト", "ル"]``.
+    Citation markers (``[1]``, ``【2】``) are removed; the text is NFKC-normalised and case folded; punctuation and
+    symbols (Unicode categories P and S) separate tokens and are dropped; every Han or kana character is one token;
+    other letters and digits form word tokens (Latin, digits, Hangul); the English articles a / an / the are dropped
+    (SQuAD's normalisation).  A non-string gives ``[]``.
+    """
+    if not isinstance(text, str):
+        return []
+    folded = unicodedata.normalize("NFKC", strip_citation_markers(strip_think(text))).casefold()
+    tokens: list[str] = []
+    word: list[str] = []
+
+    def flush() -> None:
+        if word:
+            w = "".join(word)
+            if w not in _ARTICLES:
+                tokens.append(w)
+            word.clear()
+
+    for ch in folded:
+        if _is_cjk_char(ch):
+            flush()
+            tokens.append(ch)
+        elif ch.isalnum() or unicodedata.category(ch) in ("Mn", "Mc"):
+            word.append(ch)
+        else:  # space, punctuation, symbol
+            flush()
+    flush()
+    return tokens
+
+
+def normalize_answer(text: str) -> str:
+    """:func:`answer_tokens` joined by single spaces: the form :func:`exact_match` compares
+    (``normalize_answer("「東京」です。") == "東 京 で す"``)."""
+    return " ".join(answer_tokens(text))
+
+
+def _golds(answers: Sequence[str] | str) -> list[str]:
+    if isinstance(answers, str):
+        return [answers]
+    return [a for a in answers if isinstance(a, str)]
+
+
+def exact_match(prediction: str, answers: Sequence[str] | str) -> float:
+    """1.0 when ``prediction`` equals one of ``answers`` after :func:`normalize_answer`, else 0.0 (SQuAD's EM).
+
+    A gold answer that normalises to nothing (only punctuation) is ignored; with none left, 0.0.
+    """
+    pred = normalize_answer(prediction)
+    golds = [g for g in (normalize_answer(a) for a in _golds(answers)) if g]
+    return 1.0 if golds and pred in golds else 0.0
+
+
+def token_f1(prediction: str, answers: Sequence[str] | str) -> float:
+    """SQuAD's F1 over :func:`answer_tokens` (bag of tokens: precision and recall of the shared tokens, counted
+    with multiplicity), the maximum over ``answers``; 0.0 when either side has no token.
+
+    ``token_f1("東京タワー", ["東京"]) == 2 * (2/5 * 1) / (2/5 + 1) ≈ 0.571``.
+    """
+    pred = answer_tokens(prediction)
+    best = 0.0
+    for gold in _golds(answers):
+        ref = answer_tokens(gold)
+        if not pred or not ref:
+            continue
+        common = sum((Counter(pred) & Counter(ref)).values())
+        if common == 0:
+            continue
+        p, r = common / len(pred), common / len(ref)
+        best = max(best, 2 * p * r / (p + r))
+    return best
+
+
+def _folded(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+def contains_answer(prediction: str, answers: Sequence[str] | str) -> float:
+    """1.0 when one of ``answers`` occurs in ``prediction`` (both NFKC-normalised and case folded, citation markers
+    and ``<think>`` blocks removed from the prediction), else 0.0; empty gold answers are ignored."""
+    if not isinstance(prediction, str):
+        return 0.0
+    text = _folded(strip_citation_markers(strip_think(prediction)))
+    return 1.0 if any(g and g in text for g in (_folded(a) for a in _golds(answers))) else 0.0
+
+
+# ---------------------------------------------------------------------------------------------- citations
+def _is_gold_passage(doc: Document, question: QAQuestion) -> bool:
+    return first_answer_rank([doc], question.doc_id, question.answers) is not None
+
+
+def _cited_numbers(citations: Any, n_docs: int) -> list[int]:
+    out: list[int] = []
+    for c in citations or []:
+        n = c.get("n") if isinstance(c, Mapping) else None
+        if isinstance(n, int) and 1 <= n <= n_docs and n not in out:
+            out.append(n)
+    return out
+
+
+def citation_scores(
+    citations: Sequence[Mapping[str, Any]], documents: Sequence[Document], question: QAQuestion, *, refused: bool
+) -> tuple[float | None, float | None]:
+    """``(citation_precision, citation_recall)`` of one answer.
+
+    ``citations`` are the answer's ``[{"n", …}]`` records, ``n`` numbering ``documents`` (the passages the answer was
+    given) from 1; a number outside them is ignored.  Precision: the share of cited passages that are gold passages
+    (from ``question.doc_id`` and containing one of its answers, NFKC), ``None`` when nothing is cited.  Recall: 1.0
+    when a gold passage is cited, else 0.0; ``None`` for a refusal (``refused``), which cites nothing by design.
+    """
+    cited = _cited_numbers(citations, len(documents))
+    gold = [_is_gold_passage(documents[n - 1], question) for n in cited]
+    precision = sum(gold) / len(gold) if gold else None
+    recall = None if refused else (1.0 if any(gold) else 0.0)
+    return precision, recall
+
+
+def lexical_faithfulness(
+    answer: str,
+    documents: Sequence[Document],
+    cited: Sequence[int],
+    *,
+    tokenizer: str | Tokenizer = "auto",
+    min_support: float = DEFAULT_MIN_SUPPORT,
+) -> float | None:
+    """The share of the answer's sentences that one of the ``cited`` passages supports lexically.
+
+    ``documents`` are the passages the answer was given (numbered from 1; RESTRICTED ones are dropped first, as the
+    prompt dropped them); ``cited`` the passage numbers the answer cites.  A sentence (citation markers removed) is
+    supported when :func:`~langchain_ragspine.chains.answer.sentence_supports` gives one cited passage a support of
+    at least ``min_support`` (default 0.5); with nothing cited, no sentence is.  ``None`` when the answer has no
+    sentence with a content term.
+
+    Raises:
+        ValueError: ``min_support`` outside [0, 1].
+    """
+    if not 0.0 <= min_support <= 1.0:
+        raise ValueError(f"min_support must be in [0, 1], got {min_support}")
+    text = strip_citation_markers(strip_think(answer)) if isinstance(answer, str) else ""
+    items = sentence_supports(text, documents, tokenizer=tokenizer)
+    if not items:
+        return None
+    wanted = [n - 1 for n in cited]
+    supported = sum(1 for it in items if any(0 <= i < len(it.support) and it.support[i] >= min_support
+                                               for i in wanted))
+    return supported / len(items)
+
+
+# ---------------------------------------------------------------------------------------------- the judge
+JUDGE_FAITHFULNESS_PROMPT = """\
+You check whether statements are supported by passages. Use only the passages, not outside knowledge.
+For each numbered statement, reply on its own line with the statement's number, a colon and one word: \
+"yes" if the passages state it or directly imply it, "no" otherwise. Reply with nothing else.
+
+Passages:
+{passages}
+
+Question: {question}
+
+Statements:
+{statements}"""
+
+JUDGE_RELEVANCE_PROMPT = """\
+Does the answer respond to the question (whether or not it is correct)? Reply with exactly one word: \
+"yes" (it answers the question), "partly" (it answers only part of it or is vague) or "no" (it does not answer it).
+
+Question: {question}
+
+Answer: {answer}"""
+
+_VERDICT_LINE = re.compile(
+    r"^\s*[\[(]?\s*(\d+)\s*[\])]?\s*[:：.)\-–]\s*\**\s*(yes|no|supported|unsupported|not supported)\b", re.I
+)
+_RELEVANCE = {"yes": 1.0, "partly": 0.5, "partially": 0.5, "partial": 0.5, "no": 0.0}
+
+
+def parse_support_verdicts(reply: Any, n_statements: int) -> list[bool] | None:
+    """The judge's per-statement verdicts (``True`` = supported), or ``None`` when the reply cannot be read.
+
+    Reads lines ``"1: yes"`` (also ``"1. no"``, ``"[2] - yes"``, ``"3) supported"``, ``"4: not supported"``, any
+    case, after a ``<think>`` block is removed).  Every statement 1..``n_statements`` needs exactly one verdict; a
+    missing, repeated-and-conflicting or out-of-range number makes the whole reply unknown (``None``), never a pass.
+    """
+    if not isinstance(reply, str) or n_statements < 1:
+        return None
+    verdicts: dict[int, bool] = {}
+    for line in strip_think(reply).splitlines():
+        m = _VERDICT_LINE.match(line)
+        if not m:
+            continue
+        n, word = int(m.group(1)), m.group(2).lower()
+        value = word in ("yes", "supported")
+        if not 1 <= n <= n_statements or verdicts.get(n, value) != value:
+            return None
+        verdicts[n] = value
+    if set(verdicts) != set(range(1, n_statements + 1)):
+        return None
+    return [verdicts[i] for i in range(1, n_statements + 1)]
+
+
+def parse_relevance_verdict(reply: Any) -> float | None:
+    """``yes`` → 1.0, ``partly`` / ``partially`` → 0.5, ``no`` → 0.0: the first word of the reply (after a
+    ``<think>`` block, quotes, bold marks and a leading "Answer:" are removed, any case); anything else is unknown
+    (``None``)."""
+    if not isinstance(reply, str):
+        return None
+    text = strip_think(reply).strip().strip("*\"'` ").casefold()
+    text = re.sub(r"^(answer|verdict|reply)\s*[:：]\s*", "", text).strip("*\"'` ")
+    m = re.match(r"([a-z]+)", text)
+    if not m or m.group(1) not in _RELEVANCE:
+        return None
+    rest = text[m.end():].strip(" .!*\"'`\n")
+    if rest and re.match(r"^(or|/)\b", rest):  # "yes or no": not a verdict
+        return None
+    return _RELEVANCE[m.group(1)]
+
+
+class AnswerJudge:
+    """An LLM judge of faithfulness and answer relevance for :func:`evaluate_answers`.
+
+    Usage::
+
+        judge = AnswerJudge(ChatOllama(model="qwen2.5:7b", temperature=0))
+        verdicts = judge.faithfulness(question, statements, passages)   # [True, False, …] or None
+        score = judge.relevance(question, answer)                        # 1.0 / 0.5 / 0.0 or None
+
+    One model call per measure and answer (:data:`JUDGE_FAITHFULNESS_PROMPT`, :data:`JUDGE_RELEVANCE_PROMPT`),
+    each a single human message.  Passages are numbered as :func:`~langchain_ragspine.chains.answer.format_context`
+    numbers them for the answer prompt, RESTRICTED ones dropped first, so the judge never sees more than the graph's
+    prompt did.  A reply that cannot be parsed (:func:`parse_support_verdicts`, :func:`parse_relevance_verdict`) or
+    a model error gives ``None`` (unknown).  ``calls`` counts the model calls made.
+
+    Args:
+        llm: a LangChain chat model (or LLM).
+
+    Raises:
+        TypeError: ``llm`` is not a LangChain language model.
+    """
+
+    def __init__(self, llm: BaseLanguageModel[Any]) -> None:
+        if not isinstance(llm, BaseLanguageModel):
+            raise TypeError(f"judge must be a LangChain chat model, got {type(llm).__name__}")
+        self.llm = llm
+        self.calls = 0
+        self.errors = 0
+
+    def _ask(self, prompt: str) -> str | None:
+        self.calls += 1
+        try:
+            if isinstance(self.llm, BaseChatModel):
+                out: Any = self.llm.invoke([
+                    SystemMessage(content="You are a careful, strict evaluator."), HumanMessage(content=prompt),
+                ])
+            else:
+                out = self.llm.invoke(prompt)
+        except Exception:  # noqa: BLE001 - a judge failure is an unknown verdict, not a crash of the evaluation
+            self.errors += 1
+            return None
+        content = getattr(out, "content", out)
+        return content if isinstance(content, str) else None
+
+    def faithfulness(self, question: str, statements: Sequence[str], passages: Sequence[Document]) -> list[bool] | None:
+        """Per-statement verdicts (``True`` = the passages support it), or ``None`` (unknown)."""
+        if not statements:
+            return None
+        numbered = "\n".join(f"{i}. {s.strip()}" for i, s in enumerate(statements, 1))
+        context = format_context(passages) or "(no passages)"
+        reply = self._ask(JUDGE_FAITHFULNESS_PROMPT.format(passages=context, question=question, statements=numbered))
+        return parse_support_verdicts(reply, len(statements))
+
+    def relevance(self, question: str, answer: str) -> float | None:
+        """1.0 / 0.5 / 0.0 (yes / partly / no), or ``None`` (unknown)."""
+        return parse_relevance_verdict(self._ask(JUDGE_RELEVANCE_PROMPT.format(question=question, answer=answer)))
+
+
+# ---------------------------------------------------------------------------------------------- the runner
+class _RunRecorder(BaseCallbackHandler):
+    """Counts the model calls of one run and keeps what its retriever calls returned (gated)."""
+
+    def __init__(self) -> None:
+        self.llm_calls = 0
+        self.retrieved: list[Document] = []
+        self._lock = threading.Lock()
+
+    def on_chat_model_start(self, serialized: Any, messages: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        with self._lock:
+            self.llm_calls += 1
+
+    def on_llm_start(self, serialized: Any, prompts: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        with self._lock:
+            self.llm_calls += 1
+
+    def on_retriever_end(self, documents: Sequence[Document], *, run_id: UUID, **kwargs: Any) -> None:
+        docs = drop_restricted([d for d in documents if isinstance(d, Document)])
+        with self._lock:
+            self.retrieved.extend(docs)
+
+
+def _statements(answer: str, documents: Sequence[Document], tokenizer: str | Tokenizer) -> list[str]:
+    return [it.sentence for it in sentence_supports(strip_citation_markers(strip_think(answer)), documents,
+                                                    tokenizer=tokenizer)]
+
+
+def evaluate_answers(
+    graph: Runnable[Any, Any],
+    dataset: QADataset,
+    *,
+    limit: int | None = None,
+    name: str | None = None,
+    judge: BaseLanguageModel[Any] | AnswerJudge | None = None,
+    tokenizer: str | Tokenizer = "auto",
+    min_support: float = DEFAULT_MIN_SUPPORT,
+    progress: bool | None = None,
+    questions: Iterable[QAQuestion] | None = None,
+) -> EvalResult:
+    """Answer every question of ``dataset`` with ``graph`` and score the answers (see the module docstring).
+
+    Usage::
+
+        graph = build_corrective_rag(open_retriever("store/"), llm=None)
+        result = evaluate_answers(graph, load_dataset("data/jsquad-valid"), limit=200, name="corrective")
+        result.aggregate["answer_contains"], result.aggregate["faithfulness"], result.latency_ms["p50"]
+        compare_paired(result, other, ANSWER_METRICS)        # paired differences with 95% intervals
+
+    Args:
+        graph: a ``Runnable`` taking ``{"question": str}`` and returning a mapping with ``answer`` and, as every graph
+            of :mod:`langchain_ragspine.graphs` returns, ``citations`` (``n`` numbering ``documents``), ``documents``
+            (the passages the answer was given) and ``refused``.  Without ``documents`` in the output, the last
+            retriever call of the run stands for them.
+        dataset: a :class:`~langchain_ragspine.evaluation.datasets.QADataset` (gold answers and documents).
+        limit: the first ``limit`` questions only (default: all).
+        name: the configuration's name in tables (default: the graph's ``name`` or class name).
+        judge: a chat model (wrapped in :class:`AnswerJudge`) or an :class:`AnswerJudge`: adds ``judge_faithfulness``
+            and ``judge_relevance``; refusals are not judged.  Default ``None``: offline metrics only.
+        tokenizer: the tokenizer of the lexical faithfulness check (default ``"auto"``).
+        min_support: the lexical support a sentence needs (default 0.5, as the answer chain's attribution).
+        progress: show a progress bar (default: on a terminal).
+        questions: the questions to run, instead of the dataset's (e.g. a seeded sample of them).
+
+    Returns:
+        An :class:`~langchain_ragspine.evaluation.runner.EvalResult`: ``per_query`` holds, per question, ``id``,
+        ``question``, ``answer``, ``mode``, ``ground_truths``, ``contexts`` (the passages' prompt text), ``cited``
+        (their ``chunk_id``), every metric of :data:`ANSWER_METRICS` (``None`` where undefined), ``llm_calls``,
+        ``judge_calls``, ``judge_unknown`` and ``latency_ms``; ``aggregate`` the mean of each metric over the questions
+        where it is defined, plus ``refusal_rate``, ``false_refusal_rate``, ``llm_calls`` (mean per question),
+        ``judge_unknown_rate`` (unknown verdicts / judge calls) with a judge; ``latency_ms`` p50 / p95 / mean of
+        ``invoke``.
+
+    Raises:
+        TypeError: ``graph`` is not a ``Runnable``, ``dataset`` is not a QA dataset, or ``judge`` is not a model.
+        ValueError: ``limit < 0`` or ``min_support`` outside [0, 1].
+    """
+    if not isinstance(graph, Runnable):
+        raise TypeError(f"graph must be a LangChain Runnable (a compiled graph or a chain), got {type(graph).__name__}")
+    if not isinstance(dataset, QADataset):
+        raise TypeError(f"answers are scored against gold answers: a QADataset is needed, got {type(dataset).__name__}")
+    check_int(limit, "limit", minimum=0, allow_none=True)
+    if not 0.0 <= min_support <= 1.0:
+        raise ValueError(f"min_support must be in [0, 1], got {min_support}")
+    the_judge = judge if isinstance(judge, AnswerJudge) or judge is None else AnswerJudge(judge)
+    todo = list(questions) if questions is not None else list(dataset.questions)
+    if limit is not None:
+        todo = todo[:limit]
+    label = name or getattr(graph, "name", None) or type(graph).__name__
+    per_query: list[dict[str, Any]] = []
+    for q in progress_bar(todo, desc=f"answers {label}", unit="q", show=progress):
+        per_query.append(_score_one(graph, q, the_judge, tokenizer=tokenizer, min_support=min_support))
+    aggregate: dict[str, float] = {}
+    for metric in ANSWER_METRICS:
+        if metric.startswith("judge_") and the_judge is None:
+            continue
+        aggregate[metric] = mean(r[metric] for r in per_query if r.get(metric) is not None)
+    aggregate["refusal_rate"] = aggregate.pop("refused")
+    aggregate["false_refusal_rate"] = aggregate.pop("false_refusal")
+    aggregate["llm_calls"] = mean(r["llm_calls"] for r in per_query)
+    if the_judge is not None:
+        calls = sum(r["judge_calls"] for r in per_query)
+        aggregate["judge_unknown_rate"] = sum(r["judge_unknown"] for r in per_query) / calls if calls else math.nan
+    config: dict[str, Any] = {
+        "kind": "answers",
+        "metrics": [m for m in ANSWER_METRICS if the_judge is not None or not m.startswith("judge_")],
+        "graph": f"{type(graph).__module__}.{type(graph).__qualname__}",
+        "dataset": dataset.name,
+        "dataset_kind": "qa",
+        "n_questions": len(per_query),
+        "judge": None if the_judge is None else _model_name(the_judge.llm),
+        "min_support": min_support,
+        "tokenizer": tokenizer if isinstance(tokenizer, str) else getattr(tokenizer, "__name__", "callable"),
+    }
+    return EvalResult(
+        name=label, config=config, per_query=per_query, aggregate=aggregate,
+        latency_ms=latency_percentiles([r["latency_ms"] for r in per_query]),
+    )
+
+
+def _model_name(llm: Any) -> str:
+    for attr in ("model", "model_name"):
+        value = getattr(llm, attr, None)
+        if isinstance(value, str) and value:
+            return f"{type(llm).__name__}({value})"
+    return type(llm).__name__
+
+
+def _score_one(
+    graph: Runnable[Any, Any], q: QAQuestion, judge: AnswerJudge | None, *, tokenizer: str | Tokenizer,
+    min_support: float,
+) -> dict[str, Any]:
+    recorder = _RunRecorder()
+    t0 = time.perf_counter()
+    state = graph.invoke({"question": q.question}, config={"callbacks": [recorder]})
+    ms = (time.perf_counter() - t0) * 1000.0
+    if not isinstance(state, Mapping):
+        raise TypeError(f"the graph returned {type(state).__name__}, not a mapping with 'answer' (question {q.id})")
+    answer = state.get("answer")
+    answer = answer if isinstance(answer, str) else ""
+    given = state.get("documents")
+    if isinstance(given, Sequence) and not isinstance(given, str) and all(isinstance(d, Document) for d in given):
+        documents = drop_restricted(list(given))
+    else:  # a chain that does not return its passages: its last retrieval stands for them
+        documents = list(recorder.retrieved)
+    refused = bool(state.get("refused")) or is_dont_know(answer)
+    gold_retrieved = any(_is_gold_passage(d, q) for d in [*recorder.retrieved, *documents])
+    citations = state.get("citations") or []
+    cited = [] if refused else _cited_numbers(citations, len(documents))
+    precision, recall = citation_scores(citations if not refused else [], documents, q, refused=refused)
+    faithful = None if refused else lexical_faithfulness(
+        answer, documents, cited, tokenizer=tokenizer, min_support=min_support
+    )
+    record: dict[str, Any] = {
+        "id": q.id,
+        "question": q.question,
+        "answer": answer,
+        "mode": state.get("mode"),
+        "ground_truths": list(q.answers),
+        "contexts": [prompt_text(d) for d in documents],
+        "cited": [doc_key(documents[n - 1]) for n in cited],
+        "answer_contains": 0.0 if refused else contains_answer(answer, q.answers),
+        "exact_match": 0.0 if refused else exact_match(answer, q.answers),
+        "f1": 0.0 if refused else token_f1(answer, q.answers),
+        "citation_precision": precision,
+        "citation_recall": recall,
+        "faithfulness": faithful,
+        "judge_faithfulness": None,
+        "judge_relevance": None,
+        "refused": 1.0 if refused else 0.0,
+        "false_refusal": 1.0 if refused and gold_retrieved else 0.0,
+        "gold_retrieved": 1.0 if gold_retrieved else 0.0,
+        "llm_calls": recorder.llm_calls,
+        "judge_calls": 0,
+        "judge_unknown": 0,
+        "latency_ms": ms,
+    }
+    if judge is not None and not refused:
+        before = judge.calls
+        statements = _statements(answer, documents, tokenizer)
+        unknown = 0
+        if statements:
+            verdicts = judge.faithfulness(q.question, statements, documents)
+            if verdicts is None:
+                unknown += 1
+            else:
+                record["judge_faithfulness"] = sum(verdicts) / len(verdicts)
+        relevance = judge.relevance(q.question, strip_citation_markers(strip_think(answer)))
+        if relevance is None:
+            unknown += 1
+        record["judge_relevance"] = relevance
+        record["judge_calls"] = judge.calls - before
+        record["judge_unknown"] = unknown
+    return record
+
+
+# ---------------------------------------------------------------------------------------------- export, tables
+def ragas_rows(result: EvalResult, *, layout: RagasLayout = "ragas") -> list[dict[str, Any]]:
+    """The run as rows in RAGAS's columns, one per question: the question, the passages the answer was given (their
+    prompt text, as the model read them), the answer (citation markers kept) and the first gold answer.
+
+    ``layout="ragas"`` (default) names them ``user_input``, ``retrieved_contexts``, ``response``, ``reference``
+    (RAGAS 0.2+: ``EvaluationDataset.from_list(rows)``); ``"ragas-legacy"`` names them ``question``, ``contexts``,
+    ``answer``, ``ground_truth`` (RAGAS 0.1: ``datasets.Dataset.from_list(rows)``).
+
+    Raises:
+        ValueError: an unknown ``layout``, or ``result`` is not from :func:`evaluate_answers`.
+    """
+    if layout not in RAGAS_COLUMNS:
+        raise ValueError(f"unknown layout {layout!r}: expected one of {sorted(RAGAS_COLUMNS)}")
+    if result.config.get("kind") != "answers":
+        raise ValueError(f"{result.name!r} is a retrieval result; ragas_rows needs one from evaluate_answers")
+    q_col, c_col, a_col, g_col = RAGAS_COLUMNS[layout]
+    return [
+        {
+            q_col: r["question"],
+            c_col: list(r["contexts"]),
+            a_col: r["answer"],
+            g_col: (r["ground_truths"] or [""])[0],
+        }
+        for r in result.per_query
+    ]
+
+
+def write_ragas(result: EvalResult, path: str | Path, *, layout: RagasLayout = "ragas") -> Path:
+    """Write :func:`ragas_rows` to ``path`` as JSON Lines (UTF-8, one row a line; ``.json`` writes one JSON
+    array instead) and return the path.  Read it back with ``pandas.read_json(path, lines=True)`` or
+    ``datasets.load_dataset("json", data_files=path)``.
+
+    Raises:
+        ValueError: see :func:`ragas_rows`.
+    """
+    rows = ragas_rows(result, layout=layout)
+    out = Path(path)
+    if out.suffix == ".json":
+        out.write_text(json.dumps(rows, ensure_ascii=False, indent=1) + "\n", "utf-8")
+    else:
+        out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
+    return out
+
+
+#: The metrics :func:`answers_markdown` compares pairwise (the judge's when present).
+_PAIRED = (
+    "answer_contains", "f1", "citation_precision", "citation_recall", "faithfulness", "judge_faithfulness",
+    "judge_relevance", "refused", "false_refusal",
+)
+
+
+def _cell(value: float | None, digits: int = 3) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    return f"{value:.{digits}f}"
+
+
+def answers_markdown(
+    results: Sequence[EvalResult], *, significance: bool = True, n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+) -> str:
+    """A Markdown table of answer results (a row per configuration, a column per measure), then, for two or more
+    results and ``significance``, the paired difference of every pair on the same questions with its 95% bootstrap
+    interval and randomisation p-value (:func:`~langchain_ragspine.evaluation.runner.paired_markdown`).
+
+    Raises:
+        ValueError: ``results`` is empty or holds a retrieval result.
+    """
+    if not results:
+        raise ValueError("answers_markdown needs at least one result")
+    for r in results:
+        if r.config.get("kind") != "answers":
+            raise ValueError(f"{r.name!r} is a retrieval result; answers_markdown needs results of evaluate_answers")
+    columns = [m for m in (
+        "answer_contains", "exact_match", "f1", "citation_precision", "citation_recall", "faithfulness",
+        "judge_faithfulness", "judge_relevance", "judge_unknown_rate", "refusal_rate", "false_refusal_rate",
+        "llm_calls",
+    ) if any(m in r.aggregate for r in results)]
+    lines = [
+        "| configuration | n | " + " | ".join(columns) + " | p50 ms | p95 ms |",
+        "|---|---:|" + "---:|" * (len(columns) + 2),
+    ]
+    for r in results:
+        cells = [_cell(r.aggregate.get(m), 2 if m == "llm_calls" else 3) for m in columns]
+        lines.append(
+            f"| {r.name} | {r.config.get('n_questions', len(r.per_query))} | " + " | ".join(cells)
+            + f" | {_cell(r.latency_ms.get('p50'), 1)} | {_cell(r.latency_ms.get('p95'), 1)} |"
+        )
+    text = "\n".join(lines) + "\n"
+    if significance and len(results) > 1:
+        metrics = [m for m in _PAIRED if any(x.get(m) is not None for r in results for x in r.per_query)]
+        for i, base in enumerate(results[:-1]):
+            text += "\n" + paired_markdown(base, results[i + 1:], metrics=metrics, n_resamples=n_resamples, seed=seed)
+    return text

@@ -1,0 +1,69 @@
+"""`ragspine eval DATASET --answers`: graphs compared on answers over a small QA folder built in tmp_path."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from langchain_ragspine.cli import main
+from tests.unit_tests.test_eval_cli import _qa_folder
+
+
+def test_eval_answers_compares_graphs_and_writes_json_and_ragas(tmp_path: Path, capsys):
+    ds = _qa_folder(tmp_path / "ds")
+    out, ragas = tmp_path / "r.json", tmp_path / "ragas"
+    args = ["eval", str(ds), "--answers", "--graph", "simple", "corrective", "--mode", "bm25",
+            "--json", str(out), "--ragas", str(ragas)]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert "| configuration | n | answer_contains |" in text
+    assert "| simple | 3 |" in text and "| corrective | 3 |" in text
+    assert "| metric | corrective − simple |" in text
+    data = json.loads(out.read_text("utf-8"))
+    assert [r["name"] for r in data["results"]] == ["simple", "corrective"]
+    for r in data["results"]:
+        assert r["config"]["kind"] == "answers"
+        # q1 and q2 are answered from their article; q3's gold answer is in no document
+        assert r["aggregate"]["answer_contains"] == pytest.approx(2 / 3)
+    assert {p["metric"] for p in data["paired"]} >= {"answer_contains", "faithfulness", "refused"}
+    assert all(p["baseline"] == "simple" and p["other"] == "corrective" for p in data["paired"])
+    rows = [json.loads(line) for line in (ragas / "simple.jsonl").read_text("utf-8").splitlines()]
+    assert len(rows) == 3 and list(rows[0]) == ["user_input", "retrieved_contexts", "response", "reference"]
+    assert (ragas / "corrective.jsonl").is_file()
+
+
+def test_eval_answers_legacy_ragas_layout(tmp_path: Path):
+    ds = _qa_folder(tmp_path / "ds")
+    ragas = tmp_path / "ragas"
+    assert main(["eval", str(ds), "--answers", "--graph", "simple", "--mode", "bm25", "--ragas", str(ragas),
+                 "--ragas-layout", "ragas-legacy", "--limit", "1"]) == 0
+    rows = [json.loads(line) for line in (ragas / "simple.jsonl").read_text("utf-8").splitlines()]
+    assert len(rows) == 1 and list(rows[0]) == ["question", "contexts", "answer", "ground_truth"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--graph", "simple"], "--graph: answer evaluation options, read only with --answers"),
+        (["--judge", "ollama:x"], "--judge: answer evaluation options"),
+        (["-k", "3"], "-k: answer evaluation options"),
+        (["--answers", "--plot", "x.png"], "--plot draws retrieval recall curves"),
+        (["--answers", "--ks", "1", "5"], "--ks: retrieval cutoffs"),
+        (["--answers", "-k", "0"], "-k must be an int >= 1"),
+        (["--answers", "--judge", "none"], "--judge 'none': no judge model"),
+    ],
+)
+def test_eval_answer_options_are_refused_where_they_are_not_read(tmp_path: Path, capsys, extra, message):
+    ds = _qa_folder(tmp_path / "ds")
+    assert main(["eval", str(ds), "--mode", "bm25", *extra]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_eval_answers_refuses_a_beir_folder(tmp_path: Path, capsys):
+    root = tmp_path / "beir"
+    root.mkdir()
+    (root / "corpus.jsonl").write_text(json.dumps({"_id": "d1", "title": "t", "text": "東京"}) + "\n", "utf-8")
+    (root / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "東京"}) + "\n", "utf-8")
+    (root / "qrels.tsv").write_text("q1\td1\t1\n", "utf-8")
+    assert main(["eval", str(root), "--answers"]) == 2
+    assert "--answers needs gold answers" in capsys.readouterr().err
