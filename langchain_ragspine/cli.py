@@ -448,7 +448,7 @@ def _cmd_eval_answers(args: argparse.Namespace, dataset: Any) -> int:
     every question over one ingested store, scored by
     :func:`~langchain_ragspine.evaluation.answers.evaluate_answers`; prints the table and the paired difference of
     every pair, and writes ``--json`` and ``--ragas``."""
-    from langchain_ragspine.chat_models import resolve_chat_model
+    from langchain_ragspine.chat_models import llm_is_reachable, make_chat_model
     from langchain_ragspine.configured import configured_setting
     from langchain_ragspine.evaluation import BEIRDataset, compare_paired
     from langchain_ragspine.evaluation.answers import answers_markdown, evaluate_answers, write_ragas
@@ -460,10 +460,15 @@ def _cmd_eval_answers(args: argparse.Namespace, dataset: Any) -> int:
                          "docs/ and questions.jsonl with answers)")
     llm, how = _resolve_llm(args.llm)
     judge = None
-    if args.judge is not None:
-        judge = resolve_chat_model(args.judge, setting="--judge").llm
-        if judge is None:
-            raise ValueError(f"--judge {args.judge!r}: no judge model (give a provider:model spec)")
+    if args.judge is not None:  # asked for by name: a judge that cannot answer is an error, not a quiet fallback
+        if args.judge.strip().lower() in ("", "none", "auto"):
+            raise ValueError(f"--judge {args.judge!r}: name the judge model (provider:model, e.g. ollama:qwen2.5:7b)")
+        try:
+            judge = make_chat_model(args.judge)
+        except (ImportError, ValueError) as e:
+            raise ValueError(f"--judge {args.judge!r}: {e}") from e
+        if judge is None or not llm_is_reachable(judge):
+            raise ValueError(f"--judge {args.judge!r}: the judge model is not reachable")
     graphs = args.graph or [configured_setting("answer_graph")]
     k = args.answer_k if args.answer_k is not None else configured_setting("k")
     compressors = _second_stage(args, k=k, llm=llm)

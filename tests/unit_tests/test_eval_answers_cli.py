@@ -50,7 +50,8 @@ def test_eval_answers_legacy_ragas_layout(tmp_path: Path):
         (["--answers", "--plot", "x.png"], "--plot draws retrieval recall curves"),
         (["--answers", "--ks", "1", "5"], "--ks: retrieval cutoffs"),
         (["--answers", "-k", "0"], "-k must be an int >= 1"),
-        (["--answers", "--judge", "none"], "--judge 'none': no judge model"),
+        (["--answers", "--judge", "none"], "--judge 'none': name the judge model"),
+        (["--answers", "--judge", "nosuchprovider:m"], "--judge 'nosuchprovider:m': "),
     ],
 )
 def test_eval_answer_options_are_refused_where_they_are_not_read(tmp_path: Path, capsys, extra, message):
@@ -67,3 +68,13 @@ def test_eval_answers_refuses_a_beir_folder(tmp_path: Path, capsys):
     (root / "qrels.tsv").write_text("q1\td1\t1\n", "utf-8")
     assert main(["eval", str(root), "--answers"]) == 2
     assert "--answers needs gold answers" in capsys.readouterr().err
+
+
+def test_eval_answers_refuses_an_unreachable_judge_by_name(tmp_path: Path, capsys, monkeypatch):
+    pytest.importorskip("langchain_ollama")
+    monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")  # nothing listens on the discard port
+    ds = _qa_folder(tmp_path / "ds")
+    args = ["eval", str(ds), "--answers", "--graph", "simple", "--mode", "bm25", "--judge", "ollama:qwen2.5:7b"]
+    # judged measures were asked for by name: no run with every verdict unknown, an error before any work
+    assert main(args) == 2
+    assert "--judge 'ollama:qwen2.5:7b': the judge model is not reachable" in capsys.readouterr().err

@@ -1,0 +1,151 @@
+"""Answer evaluation of every graph on the shared sets (issue 29): ``evaluate_answers`` with and without an LLM.
+
+Over a BM25 store of each set in ``../shared/data`` (JSQuAD valid, Japanese; CMRC 2018 dev, Chinese), built by
+:func:`langchain_ragspine.ingest` (``embedding="none"``, default chunking), every graph of
+:data:`~langchain_ragspine.graphs.GRAPH_BUILDERS` answers over ``open_retriever(store, k=6, mode="bm25")``:
+
+* ``--llm none`` (default): the offline path (lexical graders, extractive answers), every question of both sets;
+* ``--llm SPEC`` (e.g. ``ollama:qwen2.5:7b`` served by ``../shared/tools/local-llm``): the graphs with that chat
+  model on a seeded sample (``--n`` questions per set, ``random.Random(--seed)``), judged by ``--judge`` (default
+  the same model).  Model replies are cached on disk by prompt (``benchmarks/_work/answer-eval-llm-cache.json``),
+  so a rerun costs nothing and a partial run continues where it stopped.
+
+Each run writes ``benchmarks/_work/answer-eval-<label>.json``; ``--report`` turns the ``none`` and ``llm`` files
+into the ``answer-evaluation`` section of ``benchmarks/RESULTS.md`` (the table and the paired difference of every
+pair of graphs)::
+
+    RAGSPINE_DATA=../shared/data python benchmarks/answer_eval.py                       # label none
+    RAGSPINE_DATA=../shared/data python benchmarks/answer_eval.py --llm ollama:qwen2.5:7b --n 10 --graphs simple corrective
+    python benchmarks/answer_eval.py --report
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from _common import DATA, REPO, update_results_section
+from answers import JSONFileCache
+
+from langchain_ragspine import ingest, open_retriever
+from langchain_ragspine.evaluation import EvalResult, answers_markdown, evaluate_answers, load_dataset
+from langchain_ragspine.evaluation.datasets import QADataset
+from langchain_ragspine.graphs import GRAPH_BUILDERS
+
+WORK = REPO / "benchmarks" / "_work"
+SETS = ("jsquad-valid", "cmrc2018-dev")
+SECTION = "answer-evaluation"
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    llm = judge = None
+    if args.llm:
+        from langchain_ragspine import make_chat_model
+
+        cache = JSONFileCache(WORK / "answer-eval-llm-cache.json")
+        llm = make_chat_model(args.llm, cache=cache)
+        judge = make_chat_model(args.judge or args.llm, cache=cache)
+    out: dict[str, Any] = {"llm": args.llm, "judge": (args.judge or args.llm) if args.llm else None, "seed": args.seed,
+                           "n": args.n, "k": args.k, "sets": {}}
+    with tempfile.TemporaryDirectory(prefix="ragspine-answer-eval-") as tmp:
+        for name in args.sets:
+            ds = load_dataset(DATA / name)
+            assert isinstance(ds, QADataset), name
+            store = Path(tmp) / name
+            ingest(DATA / name / "docs", store, embedding="none", mode="bm25", progress=False)
+            questions = list(ds.questions)
+            if args.n is not None and args.n < len(questions):
+                picked = sorted(random.Random(args.seed).sample(range(len(questions)), args.n))
+                questions = [questions[i] for i in picked]
+            results = []
+            for graph_name in args.graphs:
+                graph = GRAPH_BUILDERS[graph_name](open_retriever(store, k=args.k, mode="bm25"), llm=llm)
+                t0 = time.perf_counter()
+                r = evaluate_answers(graph, ds, name=graph_name, judge=judge, questions=questions)
+                r.config["seconds"] = time.perf_counter() - t0
+                data = r.to_dict()
+                for q in data["per_query"]:
+                    q.pop("contexts", None)  # the passages' text: not needed for the report, and large
+                results.append(data)
+                agg = ", ".join(f"{k} {v:.3f}" for k, v in r.aggregate.items() if v is not None)
+                print(f"{name} {graph_name}: {agg} ({r.config['seconds']:.0f}s)", file=sys.stderr)
+            out["sets"][name] = results
+    return out
+
+
+def report() -> int:
+    parts = []
+    for label in ("none", "llm"):
+        path = WORK / f"answer-eval-{label}.json"
+        if not path.exists():
+            continue
+        run_ = json.loads(path.read_text("utf-8"))
+        if label == "none":
+            parts.append(
+                "**No LLM** (`llm=None`: lexical graders and the extractive answer, the default `ask` path), every "
+                f"question, BM25 store (`embedding=\"none\"`, default chunking), `k={run_['k']}`."
+            )
+        else:
+            parts.append(
+                f"**With a local model**: `{run_['llm']}` served by `../shared/tools/local-llm` "
+                "(Qwen2.5-Coder-1.5B-Instruct Q4_K_M, llama.cpp, 2 CPU cores), judged by the same model "
+                f"(`{run_['judge']}`), on a sample of {run_['n']} questions per set (`random.Random({run_['seed']})`), "
+                f"same store, `k={run_['k']}`. Latency is the model's on this machine (replies are cached by prompt; "
+                "a cached rerun is not timed here)."
+            )
+        for name, results in run_["sets"].items():
+            res = [EvalResult.from_json(json.dumps(r)) for r in results]
+            parts += ["", f"*{name}*", "", answers_markdown(res)]
+        parts.append("")
+    parts.append(
+        "Measures (`langchain_ragspine.evaluation.answers`): *answer_contains* a gold answer occurs in the answer "
+        "(NFKC, case folded); *exact_match* / *f1* SQuAD's, over CJK characters (an extractive answer is a whole "
+        "sentence, so EM is ~0 and F1 low by construction); *citation_precision* cited passages that are gold "
+        "passages (the question's article, holding a gold answer); *citation_recall* a gold passage is cited "
+        "(answered questions); *faithfulness* answer sentences lexically supported by a cited passage (support >= "
+        "0.5); *judge_faithfulness* / *judge_relevance* the judge's verdicts, *judge_unknown_rate* replies it could "
+        "not parse (never counted as a pass); *refusal_rate*; *false_refusal_rate* refusals although a retriever "
+        "call returned a gold passage; *llm_calls* per question; p50 / p95 ms per question."
+    )
+    update_results_section(
+        SECTION,
+        "Answer evaluation: every graph, with and without an LLM (issue 29)",
+        "RAGSPINE_DATA=../shared/data python benchmarks/answer_eval.py [--llm ollama:qwen2.5:7b --n N --graphs …]; "
+        "python benchmarks/answer_eval.py --report",
+        "\n".join(parts),
+    )
+    print(f"updated {SECTION} in benchmarks/RESULTS.md", file=sys.stderr)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    ap.add_argument("--sets", nargs="+", default=list(SETS))
+    ap.add_argument("--graphs", nargs="+", default=list(GRAPH_BUILDERS), choices=list(GRAPH_BUILDERS))
+    ap.add_argument("--llm", default=None, metavar="SPEC", help="chat model of the graphs (default none)")
+    ap.add_argument("--judge", default=None, metavar="SPEC", help="judge model (default: --llm; none without it)")
+    ap.add_argument("--n", type=int, default=None, help="questions per set (default: all)")
+    ap.add_argument("--k", type=int, default=6)
+    ap.add_argument("--seed", type=int, default=20261204)
+    ap.add_argument("--report", action="store_true")
+    args = ap.parse_args(argv)
+    WORK.mkdir(parents=True, exist_ok=True)
+    if args.report:
+        return report()
+    result = run(args)
+    label = "llm" if args.llm else "none"
+    path = WORK / f"answer-eval-{label}.json"
+    path.write_text(json.dumps(result, ensure_ascii=False), "utf-8")
+    print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
