@@ -554,7 +554,11 @@ def _score_one(
 ) -> dict[str, Any]:
     recorder = _RunRecorder()
     t0 = time.perf_counter()
-    state = graph.invoke({"question": q.question}, config={"callbacks": [recorder]})
+    try:
+        state = graph.invoke({"question": q.question}, config={"callbacks": [recorder]})
+    except Exception as e:
+        e.add_note(f"evaluate_answers: raised by the graph on question {q.id!r}")
+        raise
     ms = (time.perf_counter() - t0) * 1000.0
     if not isinstance(state, Mapping):
         raise TypeError(f"the graph returned {type(state).__name__}, not a mapping with 'answer' (question {q.id})")

@@ -342,3 +342,12 @@ def test_plot_answer_metrics_draws_the_measures_results_have(tmp_path: Path):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
     with pytest.raises(ValueError, match="no result has any of"):
         plot_answer_metrics([simple], tmp_path / "b.png", metrics=["judge_relevance"])
+
+
+def test_a_graph_error_names_the_question():
+    def boom(inputs: dict[str, Any]) -> dict[str, Any]:
+        raise ConnectionError("model down")
+
+    with pytest.raises(ConnectionError, match="model down") as info:
+        evaluate_answers(RunnableLambda(boom), DATASET)
+    assert "question 'q1'" in "".join(info.value.__notes__)
