@@ -7,7 +7,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: demo test test-unit bench lint clean
+.PHONY: demo test test-unit bench lint notebooks clean
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required, found " + sys.version.split()[0]'
@@ -44,6 +44,10 @@ bench: $(VENV)/.installed-bench
 	$(BIN)/python benchmarks/quality.py
 	$(BIN)/python benchmarks/speed.py
 	$(BIN)/python benchmarks/hybrid_speed.py
+
+# re-executes notebooks/walkthrough.ipynb (offline: run it without RAGSPINE_LLM) and saves its outputs in place
+notebooks: $(VENV)/.installed-test
+	$(BIN)/python notebooks/execute.py
 
 lint: $(VENV)/.installed-test
 	$(PIP) install ruff mypy
