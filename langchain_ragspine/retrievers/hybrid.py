@@ -635,7 +635,8 @@ class HybridRetriever(RagSpineRetriever):
     class declares it (the dense ones), not to the others (BM25, a foreign retriever): HyDE passes
     ``embed_as="document"`` for its hypothetical document.  Not given: no channel is passed it.
 
-    Results: at most ``k`` documents, best first, ties broken by ``chunk_id`` (else ``Document.id``), each a copy
+    Results: at most ``k`` documents, best first, ties broken by ``chunk_id`` (else ``Document.id``) — with
+    ``fusion="rrf"`` first by the better rank in the earlier channel (:func:`fuse`'s ``ties="lists"``), each a copy
     with ``metadata["scores"] = {"bm25", "vector", "fused", "rerank"}`` (see :func:`fuse`).  RESTRICTED documents
     are dropped even when a foreign channel returns them.
 
@@ -799,6 +800,10 @@ class HybridRetriever(RagSpineRetriever):
         fused = fuse(
             lists, weights=self.weights, c=self.c, k=params.k, fusion=self.fusion, alpha=self.effective_alpha,
             top_alpha=self.effective_top_alpha, id_key=self.id_key,
+            # RRF scores are ranks only, so exact ties are common (each channel's #1 scores 1/61): the earlier
+            # (stronger: the lexical channel first) list's better rank wins, as LlamaIndex's and Haystack's RRF keep
+            # the earlier list's document; the score-based fusions tie rarely and break ties on the key
+            ties="lists" if self.fusion == "rrf" else "key",
         )
         return scored_at_least(fused, params.score_threshold, "fused")
 

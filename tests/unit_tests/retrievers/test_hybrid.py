@@ -822,3 +822,23 @@ def test_id_key_and_score_threshold_are_saved(tmp_path):
     loaded = HybridRetriever.load(tmp_path / "H", embedding=emb)
     assert (loaded.id_key, loaded.score_threshold) == ("doc_id", 0.2)
     assert loaded.invoke("梅雨の季節") == h.invoke("梅雨の季節")
+
+
+def test_rrf_ties_go_to_the_earlier_channels_better_rank_then_the_chunk_id():
+    # issue 30: each channel's #1 scores 1/61.  By chunk_id alone "a#0" (the dense #1) would come first; the
+    # earlier (lexical) channel's #1 wins the tie, as LlamaIndex's and Haystack's RRF keep the earlier list's document.
+    z, a, m, y = _d("z#0"), _d("a#0"), _d("m#0"), _d("y#0")
+    lexical, dense = FixedRetriever(docs=[z, m]), FixedRetriever(docs=[a, y])
+    out = HybridRetriever(retrievers=[lexical, dense], k=4, fusion="rrf").invoke("q")
+    assert [d.metadata["scores"]["fused"] for d in out] == pytest.approx([1 / 61, 1 / 61, 1 / 62, 1 / 62])
+    assert _ids(out) == ["z#0", "a#0", "m#0", "y#0"]
+    # a tie between two documents of the earlier list: its better rank first (x: lexical #2 + dense #3;
+    # w: lexical #3 + dense #2 — equal sums)
+    x, w = _d("x#0"), _d("w#0")
+    lexical, dense = FixedRetriever(docs=[z, x, w]), FixedRetriever(docs=[a, w, x])
+    out = HybridRetriever(retrievers=[lexical, dense], k=5, fusion="rrf").invoke("q")
+    assert _ids(out)[:2] == ["x#0", "w#0"]
+    # the score-based fusions still break exact ties on the key
+    same = [with_scores(_d("b#0"), bm25=1.0), with_scores(_d("c#0"), bm25=1.0)]
+    out = HybridRetriever(retrievers=[FixedRetriever(docs=same[::-1])], k=2, fusion="convex").invoke("q")
+    assert _ids(out) == ["b#0", "c#0"]
