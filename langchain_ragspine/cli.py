@@ -443,6 +443,19 @@ def _check_answer_options(args: argparse.Namespace) -> None:
         check_k(args.answer_k, "-k")
 
 
+def _write_eval_json(path: str, results: Sequence[Any], pairs: Sequence[tuple[Any, Any]]) -> None:
+    """``eval --json``: ``{"results": [...], "paired": [...]}``, the paired comparisons of ``pairs`` (baseline,
+    other) with their intervals (:func:`~langchain_ragspine.evaluation.significance.compare_paired`)."""
+    from langchain_ragspine.evaluation import compare_paired
+
+    paired = [c.to_dict() for a, b in pairs for c in compare_paired(a, b)]
+    Path(path).write_text(
+        json.dumps({"results": [r.to_dict() for r in results], "paired": paired}, ensure_ascii=False, indent=1),
+        "utf-8",
+    )
+    print(f"wrote {path}", file=sys.stderr)
+
+
 def _cmd_eval_answers(args: argparse.Namespace, dataset: Any) -> int:
     """``ragspine eval DATASET --answers``: every ``--graph`` × ``--mode`` (× ``--tokenizer``) configuration answers
     every question over one ingested store, scored by
@@ -450,7 +463,7 @@ def _cmd_eval_answers(args: argparse.Namespace, dataset: Any) -> int:
     every pair, and writes ``--json`` and ``--ragas``."""
     from langchain_ragspine.chat_models import llm_is_reachable, make_chat_model
     from langchain_ragspine.configured import configured_setting
-    from langchain_ragspine.evaluation import BEIRDataset, compare_paired
+    from langchain_ragspine.evaluation import BEIRDataset
     from langchain_ragspine.evaluation.answers import answers_markdown, evaluate_answers, write_ragas
     from langchain_ragspine.pipeline.ingest import ingest
     from langchain_ragspine.pipeline.modes import needs_dense_index
@@ -493,12 +506,7 @@ def _cmd_eval_answers(args: argparse.Namespace, dataset: Any) -> int:
                 results.append(evaluate_answers(graph, dataset, limit=args.limit, name=label, judge=judge))
     print(answers_markdown(results))
     if args.json:
-        paired = [c.to_dict() for i, a in enumerate(results) for b in results[i + 1:] for c in compare_paired(a, b)]
-        Path(args.json).write_text(
-            json.dumps({"results": [r.to_dict() for r in results], "paired": paired}, ensure_ascii=False, indent=1),
-            "utf-8",
-        )
-        print(f"wrote {args.json}", file=sys.stderr)
+        _write_eval_json(args.json, results, [(a, b) for i, a in enumerate(results) for b in results[i + 1:]])
     if args.ragas:
         out = Path(args.ragas)
         out.mkdir(parents=True, exist_ok=True)
@@ -513,7 +521,6 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     from langchain_ragspine.evaluation import (
         BEIRDataset,
         compare_markdown,
-        compare_paired,
         evaluate,
         load_dataset,
     )
@@ -564,12 +571,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     print(compare_markdown(results, baseline=args.baseline))
     if args.json:
         base = next((r for r in results if r.name == args.baseline), results[0])
-        paired = [c.to_dict() for r in results if r is not base for c in compare_paired(base, r)]
-        Path(args.json).write_text(
-            json.dumps({"results": [r.to_dict() for r in results], "paired": paired}, ensure_ascii=False, indent=1),
-            "utf-8",
-        )
-        print(f"wrote {args.json}", file=sys.stderr)
+        _write_eval_json(args.json, results, [(base, r) for r in results if r is not base])
     if args.plot:
         from langchain_ragspine.evaluation.plots import plot_latency_quality, plot_recall_curves
 
