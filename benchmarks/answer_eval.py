@@ -7,8 +7,9 @@ Over a BM25 store of each set in ``../shared/data`` (JSQuAD valid, Japanese; CMR
 * ``--llm none`` (default): the offline path (lexical graders, extractive answers), every question of both sets;
 * ``--llm SPEC`` (e.g. ``ollama:qwen2.5:7b`` served by ``../shared/tools/local-llm``): the graphs with that chat
   model on a seeded sample (``--n`` questions per set, ``random.Random(--seed)``), judged by ``--judge`` (default
-  the same model).  Model replies are cached on disk by prompt (``benchmarks/_work/answer-eval-llm-cache.json``),
-  so a rerun costs nothing and a partial run continues where it stopped.
+  the same model).  Model replies are cached on disk by prompt, one cache per graph
+  (``benchmarks/_work/answer-eval-llm-cache-<graph>.json``) and one for the judge, so a rerun costs nothing, a
+  partial run continues where it stopped, and the first run times each graph's own calls (the JSON keeps them).
 
 Each run writes ``benchmarks/_work/answer-eval-<label>.json``; ``--report`` turns the ``none`` and ``llm`` files
 into the ``answer-evaluation`` section of ``benchmarks/RESULTS.md`` (the table and the paired difference of every
@@ -45,13 +46,21 @@ SECTION = "answer-evaluation"
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    llm = judge = None
+    judge = None
     if args.llm:
         from langchain_ragspine import make_chat_model
 
-        cache = JSONFileCache(WORK / "answer-eval-llm-cache.json")
-        llm = make_chat_model(args.llm, cache=cache)
-        judge = make_chat_model(args.judge or args.llm, cache=cache)
+        judge = make_chat_model(args.judge or args.llm, cache=JSONFileCache(WORK / "answer-eval-judge-cache.json"))
+
+    def graph_llm(graph_name: str) -> Any:
+        """The graphs' model, with a reply cache per graph: two graphs sending the same prompt each pay for it,
+        so the first (uncached) run times every graph's own model calls."""
+        if not args.llm:
+            return None
+        from langchain_ragspine import make_chat_model
+
+        return make_chat_model(args.llm, cache=JSONFileCache(WORK / f"answer-eval-llm-cache-{graph_name}.json"))
+
     out: dict[str, Any] = {"llm": args.llm, "judge": (args.judge or args.llm) if args.llm else None, "seed": args.seed,
                            "n": args.n, "k": args.k, "sets": {}}
     with tempfile.TemporaryDirectory(prefix="ragspine-answer-eval-") as tmp:
@@ -66,7 +75,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 questions = [questions[i] for i in picked]
             results = []
             for graph_name in args.graphs:
-                graph = GRAPH_BUILDERS[graph_name](open_retriever(store, k=args.k, mode="bm25"), llm=llm)
+                graph = GRAPH_BUILDERS[graph_name](open_retriever(store, k=args.k, mode="bm25"), llm=graph_llm(graph_name))
                 t0 = time.perf_counter()
                 r = evaluate_answers(graph, ds, name=graph_name, judge=judge, questions=questions)
                 r.config["seconds"] = time.perf_counter() - t0
@@ -97,8 +106,8 @@ def report() -> int:
                 f"**With a local model**: `{run_['llm']}` served by `../shared/tools/local-llm` "
                 "(Qwen2.5-Coder-1.5B-Instruct Q4_K_M, llama.cpp, 2 CPU cores), judged by the same model "
                 f"(`{run_['judge']}`), on a sample of {run_['n']} questions per set (`random.Random({run_['seed']})`), "
-                f"same store, `k={run_['k']}`. Latency is the model's on this machine (replies are cached by prompt; "
-                "a cached rerun is not timed here)."
+                f"same store, `k={run_['k']}`. Latency is the model's on this machine, timed on the first, uncached run "
+                "(each graph has its own reply cache; the judge's calls are not in it)."
             )
         for name, results in run_["sets"].items():
             res = [EvalResult.from_json(json.dumps(r)) for r in results]

@@ -318,6 +318,7 @@ Answer: {answer}"""
 _VERDICT_LINE = re.compile(
     r"^\s*[\[(]?\s*(\d+)\s*[\])]?\s*[:：.)\-–]\s*\**\s*(yes|no|supported|unsupported|not supported)\b", re.I
 )
+_BARE_VERDICT = re.compile(r"[*\"'`]*(yes|no|supported|unsupported|not supported)[*\"'`.!]*", re.I)
 _RELEVANCE = {"yes": 1.0, "partly": 0.5, "partially": 0.5, "partial": 0.5, "no": 0.0}
 
 
@@ -327,11 +328,17 @@ def parse_support_verdicts(reply: Any, n_statements: int) -> list[bool] | None:
     Reads lines ``"1: yes"`` (also ``"1. no"``, ``"[2] - yes"``, ``"3) supported"``, ``"4: not supported"``, any
     case, after a ``<think>`` block is removed).  Every statement 1..``n_statements`` needs exactly one verdict; a
     missing, repeated-and-conflicting or out-of-range number makes the whole reply unknown (``None``), never a pass.
+    A reply made only of bare verdicts, one a line, exactly as many as there are statements (``"yes"`` for one
+    statement — small models drop the number), is read in order.
     """
     if not isinstance(reply, str) or n_statements < 1:
         return None
+    lines = [line.strip() for line in strip_think(reply).splitlines() if line.strip()]
+    bare = [_BARE_VERDICT.fullmatch(line) for line in lines]
+    if lines and all(bare) and len(lines) == n_statements:  # one verdict a line, in order, without the numbers
+        return [m.group(1).lower() in ("yes", "supported") for m in bare if m]
     verdicts: dict[int, bool] = {}
-    for line in strip_think(reply).splitlines():
+    for line in lines:
         m = _VERDICT_LINE.match(line)
         if not m:
             continue

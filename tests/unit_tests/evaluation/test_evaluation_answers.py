@@ -138,6 +138,12 @@ def test_a_restricted_passage_never_supports_a_sentence():
         ("All statements are supported.", 2, None),
         ("", 1, None),
         (None, 1, None),
+        ("yes", 1, [True]),  # a bare verdict for the one statement (the local 1.5B model's usual reply)
+        ("No.", 1, [False]),
+        ("yes\nno", 2, [True, False]),  # bare verdicts, one a line, as many as the statements: in order
+        ("yes", 2, None),  # fewer bare verdicts than statements: unknown
+        ("1", 1, None),  # a number alone is no verdict
+        ("yes, it is supported", 1, None),
     ],
 )
 def test_parse_support_verdicts(reply: Any, n: int, verdicts: list[bool] | None):
