@@ -417,7 +417,31 @@ def _check_baseline(baseline: str | None, names: Sequence[str]) -> None:
 
 
 #: ``eval`` options that only ``--answers`` reads (flag → ``args`` attribute): given without it, an error.
-_ANSWER_ONLY_OPTIONS = {"--graph": "graph", "--llm": "llm", "--judge": "judge", "--ragas": "ragas", "-k": "answer_k"}
+_ANSWER_ONLY_OPTIONS = {
+    "--graph": "graph", "--llm": "llm", "--judge": "judge", "--ragas": "ragas", "--ragas-layout": "ragas_layout",
+    "-k": "answer_k",
+}
+
+
+def _check_output_paths(args: argparse.Namespace) -> None:
+    """``--json FILE`` and ``--ragas DIR`` are checked before any question is answered (a run with a model can take
+    hours): a ``--json`` that is a directory or has no parent directory, a ``--ragas`` that is a file or lies under
+    one, is an error naming the flag.
+
+    Raises:
+        ValueError: an output path that cannot be written.
+    """
+    if args.json:
+        target = Path(args.json)
+        if target.is_dir() or not target.parent.is_dir():
+            raise ValueError(f"--json {args.json}: not a file in an existing directory")
+    if getattr(args, "ragas", None):
+        target = Path(args.ragas)
+        for part in (target, *target.parents):
+            if part.exists():
+                if not part.is_dir():
+                    raise ValueError(f"--ragas {args.ragas}: {part} is a file, not a directory")
+                break
 
 
 def _check_answer_options(args: argparse.Namespace) -> None:
@@ -439,6 +463,9 @@ def _check_answer_options(args: argparse.Namespace) -> None:
                          "(langchain_ragspine.evaluation.plots.plot_answer_metrics)")
     if args.ks != list(DEFAULT_KS):
         raise ValueError("--ks: retrieval cutoffs, not read with --answers (-k sets the passages per search)")
+    if args.graph and len(set(args.graph)) < len(args.graph):
+        repeated = sorted({g for g in args.graph if args.graph.count(g) > 1})
+        raise ValueError(f"--graph {' '.join(repeated)}: named twice (each configuration runs once)")
     if args.answer_k is not None:
         check_k(args.answer_k, "-k")
 
@@ -503,7 +530,10 @@ def _cmd_eval_answers(args: argparse.Namespace, dataset: Any) -> int:
                     f"{graph_name} {_mode_label(mode, tok, len(args.tokenizer), _label_transform(args, mode))}")
                 graph = _answer_graph(args, graph_name, mode, store_dir, k=k, llm=llm, compressors=compressors,
                                       tokenizer=tok)
-                results.append(evaluate_answers(graph, dataset, limit=args.limit, name=label, judge=judge))
+                result = evaluate_answers(graph, dataset, limit=args.limit, name=label, judge=judge)
+                result.config.update(graph_name=graph_name, mode=mode, tokenizer=tok, k=k, llm=how,
+                                     judge_spec=args.judge)
+                results.append(result)
     print(answers_markdown(results))
     if args.json:
         _write_eval_json(args.json, results, [(a, b) for i, a in enumerate(results) for b in results[i + 1:]])
@@ -512,7 +542,7 @@ def _cmd_eval_answers(args: argparse.Namespace, dataset: Any) -> int:
         out.mkdir(parents=True, exist_ok=True)
         for r in results:
             path = write_ragas(r, out / f"{re.sub(r'[^A-Za-z0-9_.-]+', '-', r.name).strip('-')}.jsonl",
-                               layout=args.ragas_layout)
+                               layout=args.ragas_layout or "ragas")
             print(f"wrote {path}", file=sys.stderr)
     return 0
 
@@ -529,6 +559,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     from langchain_ragspine.pipeline.plan import retriever_factory
 
     _check_answer_options(args)
+    _check_output_paths(args)
     _check_glossary_used(args, args.mode)  # args.mode and args.tokenizer: lists (see _settings_defaults)
     _note_transform_modes(args.mode)
     dataset = load_dataset(args.dataset)
@@ -1012,7 +1043,7 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
                    help=f"with --answers: passages retrieved per search (RAGSPINE_K, else {DEFAULT_K})")
     p.add_argument("--ragas", default=None, metavar="DIR",
                    help="with --answers: write each configuration's run as DIR/<name>.jsonl in RAGAS's columns")
-    p.add_argument("--ragas-layout", default="ragas", choices=["ragas", "ragas-legacy"],
+    p.add_argument("--ragas-layout", default=None, choices=["ragas", "ragas-legacy"],
                    help="user_input/retrieved_contexts/response/reference (ragas, RAGAS 0.2+) or "
                    "question/contexts/answer/ground_truth (ragas-legacy, RAGAS 0.1)")
     _add_transform_options(p, s)

@@ -218,13 +218,22 @@ def token_f1(prediction: str, answers: Sequence[str] | str) -> float:
     return best
 
 
+#: Whitespace next to a Han or kana character: optional in CJK text ("480 文字" = "480文字"), so dropped.
+_CJK_SPACE = re.compile(
+    r"\s+(?=[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff])"
+    r"|(?<=[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff])\s+"
+)
+
+
 def _folded(text: str) -> str:
-    return unicodedata.normalize("NFKC", text).casefold()
+    return _CJK_SPACE.sub("", unicodedata.normalize("NFKC", text).casefold())
 
 
 def contains_answer(prediction: str, answers: Sequence[str] | str) -> float:
-    """1.0 when one of ``answers`` occurs in ``prediction`` (both NFKC-normalised and case folded, citation markers
-    and ``<think>`` blocks removed from the prediction), else 0.0; empty gold answers are ignored."""
+    """1.0 when one of ``answers`` occurs in ``prediction`` (both NFKC-normalised and case folded, whitespace next to a
+    Han or kana character dropped — ``"480 文字"`` matches ``"480文字"`` —, citation markers and ``<think>`` blocks
+    removed from the prediction), else 0.0; empty gold answers are ignored.  Spaces between Latin words still count
+    (``"Eiffel Tower"`` is not in ``"EiffelTower"``)."""
     if not isinstance(prediction, str):
         return 0.0
     text = _folded(strip_citation_markers(strip_think(prediction)))
@@ -315,47 +324,65 @@ Question: {question}
 
 Answer: {answer}"""
 
-_VERDICT_LINE = re.compile(
-    r"^\s*[\[(]?\s*(\d+)\s*[\])]?\s*[:：.)\-–]\s*\**\s*(yes|no|supported|unsupported|not supported)\b", re.I
-)
+#: A line that opens with a statement number: ``1:``, ``1.``, ``[2] -``, ``**3**:``, ``4)``.
+_NUMBERED_LINE = re.compile(r"^\s*[\[(]?\s*\**\s*(\d+)\s*\**\s*[\])]?\s*[:：.)\-–]\s*(.*)$")
+#: A numbered verdict anywhere in a line ("Actually 1: no"): a line that is not itself numbered but holds one.
+_INNER_VERDICT = re.compile(r"\b\d+\s*[:：]\s*\**\s*(?:yes|no|supported|unsupported|not supported)\b", re.I)
+_SUPPORT_WORD = re.compile(r"\b(not supported|unsupported|supported|yes|no)\b", re.I)
 _BARE_VERDICT = re.compile(r"[*\"'`]*(yes|no|supported|unsupported|not supported)[*\"'`.!]*", re.I)
 _RELEVANCE = {"yes": 1.0, "partly": 0.5, "partially": 0.5, "partial": 0.5, "no": 0.0}
+_RELEVANCE_WORD = re.compile(r"\b(yes|no|partly|partially|partial)\b")
+
+
+def _polarity(text: str) -> bool | None:
+    """``True`` / ``False`` when every support word of ``text`` agrees (yes / supported vs no / unsupported / not
+    supported), ``None`` when there is none or they disagree ("yes or no", "yes - though not supported")."""
+    found = {w.lower() in ("yes", "supported") for w in _SUPPORT_WORD.findall(text)}
+    return found.pop() if len(found) == 1 else None
 
 
 def parse_support_verdicts(reply: Any, n_statements: int) -> list[bool] | None:
     """The judge's per-statement verdicts (``True`` = supported), or ``None`` when the reply cannot be read.
 
-    Reads lines ``"1: yes"`` (also ``"1. no"``, ``"[2] - yes"``, ``"3) supported"``, ``"4: not supported"``, any
-    case, after a ``<think>`` block is removed).  Every statement 1..``n_statements`` needs exactly one verdict; a
-    missing, repeated-and-conflicting or out-of-range number makes the whole reply unknown (``None``), never a pass.
-    A reply made only of bare verdicts, one a line, exactly as many as there are statements (``"yes"`` for one
-    statement — small models drop the number), is read in order.
+    Reads lines ``"1: yes"`` (also ``"1. no"``, ``"[2] - yes"``, ``"**3**: supported"``, ``"4) not supported"``, any
+    case, after a ``<think>`` block is removed); a numbered line may explain its verdict, but every support word in
+    it must agree.  Every statement 1..``n_statements`` needs exactly one verdict.  The whole reply is unknown
+    (``None``), never a pass, when a numbered line has no verdict or contradicts itself ("1: yes or no",
+    ``"1: maybe"``), a number repeats with another verdict or names no statement, a statement has none, or a line
+    that is not numbered holds a numbered verdict ("Actually 1: no").  A reply made only of bare verdicts, one a line,
+    exactly as many as there are statements (``"yes"`` for one statement — small models drop the number), is read
+    in order.  Other lines (a preamble) are ignored.
     """
     if not isinstance(reply, str) or n_statements < 1:
         return None
     lines = [line.strip() for line in strip_think(reply).splitlines() if line.strip()]
-    bare = [_BARE_VERDICT.fullmatch(line) for line in lines]
-    if lines and all(bare) and len(lines) == n_statements:  # one verdict a line, in order, without the numbers
-        return [m.group(1).lower() in ("yes", "supported") for m in bare if m]
+    bare: list[bool] = []
     verdicts: dict[int, bool] = {}
     for line in lines:
-        m = _VERDICT_LINE.match(line)
-        if not m:
-            continue
-        n, word = int(m.group(1)), m.group(2).lower()
-        value = word in ("yes", "supported")
-        if not 1 <= n <= n_statements or verdicts.get(n, value) != value:
+        numbered = _NUMBERED_LINE.match(line)
+        if numbered:
+            n, value = int(numbered.group(1)), _polarity(numbered.group(2))
+            if value is None or not 1 <= n <= n_statements or verdicts.get(n, value) != value:
+                return None
+            verdicts[n] = value
+        elif (m := _BARE_VERDICT.fullmatch(line)) is not None:
+            bare.append(m.group(1).lower() in ("yes", "supported"))
+        elif _INNER_VERDICT.search(line):
             return None
-        verdicts[n] = value
+    if bare and verdicts:  # both forms: which verdict is which statement's is not clear
+        return None
+    if bare:
+        return bare if len(bare) == n_statements else None
     if set(verdicts) != set(range(1, n_statements + 1)):
         return None
     return [verdicts[i] for i in range(1, n_statements + 1)]
 
 
 def parse_relevance_verdict(reply: Any) -> float | None:
-    """``yes`` → 1.0, ``partly`` / ``partially`` → 0.5, ``no`` → 0.0: the first word of the reply (after a
-    ``<think>`` block, quotes, bold marks and a leading "Answer:" are removed, any case); anything else is unknown
-    (``None``)."""
+    """``yes`` → 1.0, ``partly`` / ``partially`` → 0.5, ``no`` → 0.0: the reply's first word (after a ``<think>``
+    block, quotes, bold marks and a leading "Answer:" are removed, any case), when no other verdict word anywhere in
+    the reply disagrees with it ("Yes. Actually, no.", "yes or no", "yes\\nno" are unknown); anything else is unknown
+    (``None``), never a pass."""
     if not isinstance(reply, str):
         return None
     text = strip_think(reply).strip().strip("*\"'` ").casefold()
@@ -363,8 +390,7 @@ def parse_relevance_verdict(reply: Any) -> float | None:
     m = re.match(r"([a-z]+)", text)
     if not m or m.group(1) not in _RELEVANCE:
         return None
-    rest = text[m.end():].strip(" .!*\"'`\n")
-    if rest and re.match(r"^(or|/)\b", rest):  # "yes or no": not a verdict
+    if len({_RELEVANCE[w] for w in _RELEVANCE_WORD.findall(text)}) != 1:
         return None
     return _RELEVANCE[m.group(1)]
 
@@ -429,12 +455,22 @@ class AnswerJudge:
 
 # ---------------------------------------------------------------------------------------------- the runner
 class _RunRecorder(BaseCallbackHandler):
-    """Counts the model calls of one run and keeps what its retriever calls returned (gated)."""
+    """Counts the model calls of one run and keeps, per outermost retriever call, what it returned (gated).
+
+    A retriever that calls others (a hybrid's channels, a live store's BM25) reports each inner call too: only calls
+    whose parent is not itself a retriever call are kept, so a passage is recorded once per search."""
 
     def __init__(self) -> None:
         self.llm_calls = 0
-        self.retrieved: list[Document] = []
+        self.calls: list[list[Document]] = []
+        self._retriever_runs: set[UUID] = set()
+        self._nested: set[UUID] = set()
         self._lock = threading.Lock()
+
+    @property
+    def retrieved(self) -> list[Document]:
+        """Every outermost retriever call's documents, in call order."""
+        return [d for call in self.calls for d in call]
 
     def on_chat_model_start(self, serialized: Any, messages: Any, *, run_id: UUID, **kwargs: Any) -> None:
         with self._lock:
@@ -444,10 +480,19 @@ class _RunRecorder(BaseCallbackHandler):
         with self._lock:
             self.llm_calls += 1
 
+    def on_retriever_start(
+        self, serialized: Any, query: str, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
+    ) -> None:
+        with self._lock:
+            self._retriever_runs.add(run_id)
+            if parent_run_id is not None and parent_run_id in self._retriever_runs:
+                self._nested.add(run_id)
+
     def on_retriever_end(self, documents: Sequence[Document], *, run_id: UUID, **kwargs: Any) -> None:
         docs = drop_restricted([d for d in documents if isinstance(d, Document)])
         with self._lock:
-            self.retrieved.extend(docs)
+            if run_id not in self._nested:
+                self.calls.append(docs)
 
 
 def _statements(answer: str, documents: Sequence[Document], tokenizer: str | Tokenizer) -> list[str]:
@@ -575,7 +620,7 @@ def _score_one(
     if isinstance(given, Sequence) and not isinstance(given, str) and all(isinstance(d, Document) for d in given):
         documents = drop_restricted(list(given))
     else:  # a chain that does not return its passages: its last retrieval stands for them
-        documents = list(recorder.retrieved)
+        documents = list(recorder.calls[-1]) if recorder.calls else []
     refused = bool(state.get("refused")) or is_dont_know(answer)
     gold_retrieved = any(_is_gold_passage(d, q) for d in [*recorder.retrieved, *documents])
     citations = state.get("citations") or []

@@ -51,6 +51,8 @@ def test_eval_answers_legacy_ragas_layout(tmp_path: Path):
         (["--answers", "--ks", "1", "5"], "--ks: retrieval cutoffs"),
         (["--answers", "-k", "0"], "-k must be an int >= 1"),
         (["--answers", "--judge", "none"], "--judge 'none': name the judge model"),
+        (["--ragas-layout", "ragas-legacy"], "--ragas-layout: answer evaluation options"),  # trial of issue 29
+        (["--answers", "--graph", "simple", "simple"], "--graph simple: named twice"),
         (["--answers", "--judge", "nosuchprovider:m"], "--judge 'nosuchprovider:m': "),
     ],
 )
@@ -78,3 +80,37 @@ def test_eval_answers_refuses_an_unreachable_judge_by_name(tmp_path: Path, capsy
     # judged measures were asked for by name: no run with every verdict unknown, an error before any work
     assert main(args) == 2
     assert "--judge 'ollama:qwen2.5:7b': the judge model is not reachable" in capsys.readouterr().err
+
+
+def test_eval_output_paths_are_checked_before_any_question_is_answered(tmp_path: Path, capsys, monkeypatch):
+    # trial of issue 29: a --ragas that was a file failed only after every question had been answered
+    import langchain_ragspine.evaluation.answers as answers
+
+    ds = _qa_folder(tmp_path / "ds")
+    afile = tmp_path / "afile.txt"
+    afile.write_text("x", "utf-8")
+    called = []
+    monkeypatch.setattr(answers, "evaluate_answers", lambda *a, **k: called.append(1))
+    cases = [
+        (["--ragas", str(afile)], f"--ragas {afile}: {afile} is a file, not a directory"),
+        (["--ragas", str(afile / "sub")], f"--ragas {afile / 'sub'}: {afile} is a file, not a directory"),
+        (["--json", str(tmp_path)], f"--json {tmp_path}: not a file in an existing directory"),
+        (["--json", str(tmp_path / "no" / "r.json")], "not a file in an existing directory"),
+    ]
+    for extra, message in cases:
+        assert main(["eval", str(ds), "--answers", "--mode", "bm25", *extra]) == 2
+        assert message in capsys.readouterr().err
+    assert not called and not (tmp_path / "no").exists()
+    # the retrieval evaluation checks its --json the same way
+    assert main(["eval", str(ds), "--mode", "bm25", "--json", str(tmp_path)]) == 2
+    assert "--json" in capsys.readouterr().err
+
+
+def test_eval_answers_records_the_configuration(tmp_path: Path):
+    ds = _qa_folder(tmp_path / "ds")
+    out = tmp_path / "r.json"
+    assert main(["eval", str(ds), "--answers", "--graph", "simple", "--mode", "bm25", "-k", "3", "--json", str(out),
+                 "--limit", "1"]) == 0
+    config = json.loads(out.read_text("utf-8"))["results"][0]["config"]
+    assert config["graph_name"] == "simple" and config["mode"] == "bm25" and config["k"] == 3
+    assert config["llm"].startswith("deterministic path")  # no --llm, no RAGSPINE_LLM: the offline path, said so

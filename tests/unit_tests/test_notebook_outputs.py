@@ -25,9 +25,29 @@ def _outputs_text(path: Path) -> str:
     return json.dumps([c.get("outputs", []) for c in _cells(path)], ensure_ascii=False)
 
 
+def _restricted_pieces() -> list[str]:
+    """The title and every sentence-long line of each RESTRICTED page of the demo corpus (read from the corpus,
+    so a new RESTRICTED page is covered too)."""
+    pieces = []
+    for sidecar in (REPO / "docs" / "demo").rglob("*.json"):
+        meta = json.loads(sidecar.read_text("utf-8"))
+        if str(meta.get("sensitivity", "")).upper() != "RESTRICTED":
+            continue
+        pieces.append(meta["title"])
+        text = sidecar.with_suffix(".md").read_text("utf-8")
+        pieces += [line.strip() for line in text.splitlines() if len(line.strip()) >= 12 and not line.startswith("#")]
+    assert pieces, "the demo corpus has a RESTRICTED page"
+    return pieces
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_saved_outputs_hold_no_restricted_text_and_no_error(path: Path):
-    assert RESTRICTED_MARKER not in path.read_text("utf-8")
+    saved = path.read_text("utf-8")
+    assert RESTRICTED_MARKER not in saved
+    # trial of issue 29: the load listing printed the RESTRICTED page's title
+    decoded = json.dumps(json.loads(saved), ensure_ascii=False)
+    leaked = [piece for piece in _restricted_pieces() if piece in decoded]
+    assert not leaked, leaked[:3]
     for cell in _cells(path):
         for out in cell.get("outputs", []):
             assert out.get("output_type") != "error", out

@@ -85,6 +85,10 @@ def test_contains_answer_folds_width_and_case_and_ignores_markers():
     assert contains_answer("It is the ＥＩＦＦＥＬ tower [2]", ["Eiffel"]) == 1.0
     assert contains_answer("大阪です", ["東京", ""]) == 0.0  # an empty gold is ignored, not contained everywhere
     assert contains_answer(None, ["東京"]) == 0.0  # type: ignore[arg-type]
+    # trial of issue 29: spaces next to CJK are optional in CJK text (EM / F1 already ignored them)
+    assert contains_answer("既定は480文字です。", ["480 文字"]) == 1.0
+    assert contains_answer("サイドカー JSON を読みます", ["サイドカーJSON"]) == 1.0
+    assert contains_answer("the EiffelTower", ["Eiffel Tower"]) == 0.0  # between Latin words a space counts
 
 
 # ---------------------------------------------------------------------------------------------- citations
@@ -131,7 +135,14 @@ def test_a_restricted_passage_never_supports_a_sentence():
         ("1: yes\n2: no", 2, [True, False]),
         ("1. Yes\n2) NO\n", 2, [True, False]),
         ("<think>1: no</think>\n[1] - supported\n2: not supported", 2, [True, False]),
-        ("Here you go:\n1: yes\n**2**: yes", 2, None),  # "**2**" is not read: 2 is missing → unknown
+        ("Here you go:\n1: yes\n**2**: yes", 2, [True, True]),  # a preamble is ignored; bold numbers are read
+        ("1: yes - the passage states it\n2: no", 2, [True, False]),  # an explanation that agrees
+        # trial of issue 29: each of these was read as a pass
+        ("1: yes or no", 1, None),
+        ("1: Yes - though not supported", 1, None),
+        ("1: maybe\n1: yes", 1, None),  # a numbered line without a verdict
+        ("1: yes\n2: no\nActually 1: no", 2, None),  # a numbered verdict inside another line
+        ("yes\n1: no", 1, None),  # bare and numbered verdicts mixed
         ("1: yes", 2, None),  # a statement without a verdict
         ("1: yes\n1: no\n2: yes", 2, None),  # conflicting verdicts
         ("1: yes\n2: yes\n3: yes", 2, None),  # a number that names no statement
@@ -155,7 +166,9 @@ def test_parse_support_verdicts(reply: Any, n: int, verdicts: list[bool] | None)
     [
         ("Yes.", 1.0), ("**yes**", 1.0), ("Answer: partly", 0.5), ("Partially", 0.5), ("no", 0.0),
         ("<think>maybe yes</think>No", 0.0), ("yes or no", None), ("maybe", None), ("", None), (None, None),
-        ("はい", None),
+        ("はい", None), ("Yes, it answers the question.", 1.0),
+        # trial of issue 29: each of these was read as a pass
+        ("yes\nno", None), ("Yes. Actually, no.", None), ("yes and no", None),
     ],
 )
 def test_parse_relevance_verdict(reply: Any, score: float | None):
@@ -357,3 +370,35 @@ def test_a_graph_error_names_the_question():
     with pytest.raises(ConnectionError, match="model down") as info:
         evaluate_answers(RunnableLambda(boom), DATASET)
     assert "question 'q1'" in "".join(info.value.__notes__)
+
+
+def test_a_chain_without_documents_is_scored_on_its_last_outermost_retrieval():
+    # trial of issue 29: a retriever wrapping another reported every passage twice, and the passages of all calls
+    # were numbered together; the chain's citations number its last call's passages only
+    from operator import itemgetter
+
+    from langchain_core.callbacks import CallbackManagerForRetrieverRun
+    from langchain_core.retrievers import BaseRetriever
+
+    from langchain_ragspine.chains import make_answer_chain
+
+    class Wrapper(BaseRetriever):  # an outer retriever calling an inner one, as a live store does
+        inner: BaseRetriever
+
+        def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
+            return self.inner.invoke(query, config={"callbacks": run_manager.get_child()})
+
+    wrapped = Wrapper(inner=_retriever())
+    chain = {"documents": itemgetter("question") | wrapped, "question": itemgetter("question")} | make_answer_chain(None)
+    record = evaluate_answers(chain, DATASET, questions=[QUESTIONS[1]]).per_query[0]
+    assert len(record["contexts"]) == len(set(record["contexts"])) == 3  # once each, not twice
+    assert record["citation_precision"] == 1.0 and record["gold_retrieved"] == 1.0
+
+    def two_searches(inputs: dict[str, Any]) -> dict[str, Any]:
+        wrapped.invoke("大阪の人口は")  # a first search, then the one the answer is made from
+        docs = wrapped.invoke(inputs["question"])
+        return make_answer_chain(None).invoke({"question": inputs["question"], "documents": docs})
+
+    record = evaluate_answers(RunnableLambda(two_searches), DATASET, questions=[QUESTIONS[1]]).per_query[0]
+    assert len(record["contexts"]) == 3 and any("清水寺" in c for c in record["contexts"][:1])
+    assert record["citation_precision"] == 1.0  # [1] is the last search's first passage
