@@ -45,6 +45,7 @@ from langchain_ragspine.text.graphemes import Graphemes, Span, lstrip_span, stri
 
 __all__ = [
     "CHUNK_SENTENCE_RULES",
+    "CJK_BRACKETS",
     "CJK_FULL_STOPS",
     "CLOSERS",
     "LATIN_FULL_STOPS",
@@ -64,6 +65,9 @@ CJK_FULL_STOPS = "。！？"
 LATIN_FULL_STOPS = ".!?"
 #: Closing quotes and brackets kept with the sentence they close (both rule sets; :data:`SENTENCE_RULES` adds ``]``).
 CLOSERS = "」』）)】〕〉》\"'”’"
+#: CJK brackets and quotes, opener → closer: a sentence end inside a pair that closes later on the line is no end
+#: (``（既定 6。LangChain では 4）、…`` is one sentence; :func:`sentence_spans`).
+CJK_BRACKETS = {"（": "）", "「": "」", "『": "』", "【": "】", "〔": "〕", "〈": "〉", "《": "》"}
 #: The characters ``str.splitlines()`` splits on.
 LINE_BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
 
@@ -120,6 +124,18 @@ SENTENCE_RULES = SentenceRules(CJK_FULL_STOPS + "；", LATIN_FULL_STOPS + ";", C
 CHUNK_SENTENCE_RULES = SentenceRules(CJK_FULL_STOPS, LATIN_FULL_STOPS, CLOSERS)
 
 
+def _inside_brackets(text: str, start: int, at: int, end: int) -> bool:
+    """Whether offset ``at`` lies inside a CJK bracket (:data:`CJK_BRACKETS`) opened in ``text[start:at]`` that
+    closes in ``text[at:end]`` (an unclosed bracket does not hold the sentence open)."""
+    stack: list[str] = []
+    for ch in text[start:at]:
+        if ch in CJK_BRACKETS:
+            stack.append(CJK_BRACKETS[ch])
+        elif stack and ch == stack[-1]:
+            stack.pop()
+    return bool(stack) and stack[-1] in text[at:end]
+
+
 def sentence_spans(
     text: str, start: int = 0, end: int | None = None, *, rules: SentenceRules = SENTENCE_RULES
 ) -> list[Span]:
@@ -128,8 +144,10 @@ def sentence_spans(
     The spans tile the range exactly: the first starts at ``start``, each next one starts where the previous ended, and
     the last ends at ``end`` (the whitespace after a sentence end stays with that sentence; trailing text without
     an end mark is its own sentence).  An empty range gives ``[]``.  Sentence ends are those of ``rules`` (default
-    :data:`SENTENCE_RULES`: ``。！？；`` always, ``.!?;`` before whitespace, closers kept); line breaks are not
-    boundaries of their own (:func:`line_sentence_spans` adds them).
+    :data:`SENTENCE_RULES`: ``。！？；`` always, ``.!?;`` before whitespace, closers kept), except inside a CJK
+    bracket or quote (:data:`CJK_BRACKETS`) that closes later in the range — ``（既定 6。LangChain では 4）、…。`` is one
+    sentence, ``「はい。そうです。」と答えた。`` ends after ``」`` —; line breaks are not boundaries of their own
+    (:func:`line_sentence_spans` adds them), so a bracket never holds a sentence across lines there.
 
     Example:
         >>> text = "One. Two!三つ。四つ"
@@ -142,6 +160,8 @@ def sentence_spans(
     spans: list[Span] = []
     pos = start
     for m in rules.end_re.finditer(text, start, end):
+        if _inside_brackets(text, pos, m.end(), end):
+            continue
         cut = m.end()
         # keep whitespace that follows the mark with the finished sentence, so the next one starts on a character
         while cut < end and text[cut].isspace():

@@ -155,3 +155,21 @@ def test_line_sentences_drop_headings_and_code_when_asked() -> None:
     assert line_sentences(text) == ["# 梅雨", "梅雨は六月。", "七月まで。", "```", "x = 1.", "y = 2.", "```", "End."]
     # a passage that begins inside a code block (an odd number of fences, the first a bare one)
     assert line_sentences("x = 1.\n```\nAfter.", skip_code=True) == ["After."]
+
+
+def test_a_full_stop_inside_a_cjk_bracket_that_closes_later_ends_no_sentence():
+    # trial of issue 29: the extractive answer began mid-sentence ("…既定は 4）、…") because "。" inside "（…）" ended one
+    from langchain_ragspine.text.sentences import line_sentences, sentence_spans
+
+    text = "返す件数 k（既定 6。LangChain の既定は 4）、引数も受け付けます。次の文です。"
+    assert line_sentences(text) == ["返す件数 k（既定 6。LangChain の既定は 4）、引数も受け付けます。", "次の文です。"]
+    quoted = "「はい。そうです。」と答えた。"
+    assert [quoted[s:e] for s, e in sentence_spans(quoted)] == ["「はい。そうです。」", "と答えた。"]
+    nested = "（注：『甲。乙』を見よ。）次。"
+    assert [nested[s:e] for s, e in sentence_spans(nested)] == ["（注：『甲。乙』を見よ。）", "次。"]
+    # a bracket that never closes holds nothing open, nor does one that closes only on a later line
+    assert [t[s:e] for t in ["括弧（閉じない。次の文。"] for s, e in sentence_spans(t)] == ["括弧（閉じない。", "次の文。"]
+    assert line_sentences("前（一行目。\n二行目）の文。") == ["前（一行目。", "二行目）の文。"]
+    # English parentheses are unchanged (Latin ends need whitespace after them; only CJK brackets are pairs here)
+    assert line_sentences("It works (see the FAQ. It helps) well. Next.") == [
+        "It works (see the FAQ.", "It helps) well.", "Next."]
