@@ -52,7 +52,7 @@ DEFAULT_PARAMS: dict[str, Any] = {
     "objective": "lambdarank",
     "metric": "ndcg",
     "eval_at": [1, 5],
-    "learning_rate": 0.05,
+    "learning_rate": 0.1,
     "num_leaves": 15,
     "min_data_in_leaf": 50,
     "lambdarank_truncation_level": 10,

@@ -312,3 +312,17 @@ def test_second_stage_fetches_the_candidate_pool_for_it(model_file):
                                k=3, fetch_k=25)
     out = two.invoke("tokyo weather")
     assert asked == [25] and len(out) == 3 and all(d.metadata["scores"]["rerank"] is not None for d in out)
+
+
+def test_a_model_of_a_feature_subset_reads_its_own_columns(tmp_path):
+    names = ("term_share", "rank", "char_share")
+    x, y, groups = synthetic()
+    cols = [COL[n] for n in names]
+    model = train_lambdarank(x[:, cols], y, groups, feature_names=names, num_boost_round=20,
+                             params={"min_data_in_leaf": 5})
+    path = model.save(tmp_path / "subset.txt")
+    rerank = LearnedReranker(model=path, k=None)
+    assert rerank.learned_model.features == names and list(rerank.learned_model.columns()) == cols
+    docs = [doc("tokyo", cid="a#0", bm25=1.0), doc("tokyo weather", cid="b#0", bm25=2.0)]
+    full = candidate_features("weather in tokyo", docs)
+    assert rerank.scores(docs, "weather in tokyo") == [float(s) for s in model.score(full[:, cols])]
