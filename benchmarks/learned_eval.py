@@ -80,13 +80,13 @@ def training_summary() -> str:
         f"{t['trees']} trees of at most {t['params']['num_leaves']} leaves over {len(meta['features'])} features "
         f"({', '.join(meta['features'])}); held-out answer recall@1 {held['before']:.4f} (BM25 auto) -> "
         f"{held['after']:.4f}. {TRAINING_TIME}. Rebuild bit for bit: `{t['rebuild']}` (built twice, `cmp` equal).\n\n"
-        "Feature selection (`python benchmarks/learned_reranker.py ablation`, held-out training questions only, learning rate 0.05; "
-        "the combinations run by hand; recall@1): all 23 features 0.8833; without the raw channel scores 0.8856, without length and position "
-        "0.8864, without both 0.8866 (kept out); without the normalised score 0.8845, the window 0.8844, the longest "
-        "common substring 0.8849, rank 0.8833, title 0.8827, character overlap 0.8817, term shares 0.8781 (kept); "
-        "dropping the longest common substring, the window or the normalised score as well as the two lost (0.8817, "
-        "0.8814, 0.8794). Learning rate 0.1 (191 trees) 0.8889 against 0.05 (373 trees) 0.8866; 31 leaves 0.8874, "
-        "7 leaves 0.8845."
+        "Feature selection (`python benchmarks/learned_reranker.py ablation`, held-out training questions "
+        "only, learning rate 0.05; recall@1): all 23 features 0.8833; without the raw channel scores 0.8856, "
+        "without length and position 0.8864, without both 0.8866 (kept out); without the normalised score 0.8845, "
+        "the window 0.8844, the longest common substring 0.8849, rank 0.8833, title 0.8827, character overlap "
+        "0.8817, term shares 0.8781 (kept); dropping the longest common substring, the window or the normalised "
+        "score as well as the two lost (0.8817, 0.8814, 0.8794). Learning rate 0.1 (191 trees) 0.8889 against "
+        "0.05 (373 trees) 0.8866; 31 leaves 0.8874, 7 leaves 0.8845."
     )
 
 
