@@ -287,7 +287,8 @@ def test_specs_and_factory(model_file):
 def test_the_bundled_model_loads_and_ships_with_its_sidecar():
     assert DEFAULT_MODEL.is_file() and sidecar_path(DEFAULT_MODEL).is_file()
     built = make_reranker("learned")
-    assert isinstance(built, LearnedReranker) and built.learned_model.features == FEATURE_NAMES
+    assert isinstance(built, LearnedReranker) and set(built.learned_model.features) <= set(FEATURE_NAMES)
+    assert "bm25" not in built.learned_model.features  # chosen without the raw channel scores (RESULTS.md)
     meta = json.loads(sidecar_path(DEFAULT_MODEL).read_text())
     assert "benchmarks/learned_reranker.py build" in meta["training"]["rebuild"]
     assert set(meta["training"]["datasets"]) == {"jaquad-train", "cmrc2018-trial"}
@@ -326,3 +327,22 @@ def test_a_model_of_a_feature_subset_reads_its_own_columns(tmp_path):
     docs = [doc("tokyo", cid="a#0", bm25=1.0), doc("tokyo weather", cid="b#0", bm25=2.0)]
     full = candidate_features("weather in tokyo", docs)
     assert rerank.scores(docs, "weather in tokyo") == [float(s) for s in model.score(full[:, cols])]
+
+
+def test_in_a_graphs_compressors_behind_the_gate():
+    from langchain_ragspine.graphs import build_corrective_rag
+    from langchain_ragspine.retrievers import BM25Retriever
+
+    docs = [Document(page_content="Mount Fuji is 3776 m high, the highest mountain of Japan.",
+                     metadata={"chunk_id": "fuji#0", "doc_id": "fuji", "title": "Mount Fuji", "start_index": 0}),
+            Document(page_content="Mount Fuji secret survey: the highest mountain of Japan.",
+                     metadata={"chunk_id": "s#0", "doc_id": "s", "sensitivity": "RESTRICTED", "start_index": 0}),
+            Document(page_content="Mount Takao is a small mountain near Tokyo.",
+                     metadata={"chunk_id": "takao#0", "doc_id": "takao", "title": "Mount Takao", "start_index": 0})]
+    rerank = LearnedReranker(k=2)  # the bundled model
+    final = build_corrective_rag(BM25Retriever.from_documents(docs, k=3), compressors=[rerank]).invoke(
+        {"question": "How high is Mount Fuji, the highest mountain of Japan?"})
+    compress = next(t for t in final["trace"] if t["step"] == "compress")
+    assert compress["compressors"][0]["compressor"] == "LearnedReranker"
+    assert "secret" not in json.dumps(final, default=str)
+    assert "3776" in final["answer"]
