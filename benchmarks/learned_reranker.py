@@ -5,7 +5,7 @@
     python benchmarks/learned_reranker.py eval [--sets jsquad-valid cmrc2018-dev] [--hybrid] [--no-results]
 
 ``build`` trains ONLY on the training splits ``jaquad-train`` (31,748 Japanese questions) and ``cmrc2018-trial``
-(1,001 Simplified-Chinese questions with text; one line of the file has an empty question and is skipped): the
+(1,000 Simplified-Chinese questions with text; two lines of the file have an empty question and are skipped): the
 first stage is BM25 ``auto`` over ``ParagraphTextSplitter`` chunks, top 30 candidates per question, labels by the
 answer-recall rule, 20% of each set's articles held out for early stopping (selection uses nothing else).  The
 feature rows are cached in ``benchmarks/_work/learned-groups-<set>.npz``; the build is deterministic (LightGBM
