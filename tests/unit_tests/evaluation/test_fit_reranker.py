@@ -133,3 +133,23 @@ def test_fit_reranker_function_without_writing(dataset):
     report = fit_reranker([load_qa(dataset)], None, depth=8)
     assert report.path is None and report.n_train + report.n_held_out == 90 and report.trees >= 1
     assert 0.0 <= report.before_at_1 <= 1.0 and 0.0 <= report.after_at_1 <= 1.0
+
+
+def test_restricted_candidates_never_become_training_rows(dataset, monkeypatch):
+    from langchain_core.documents import Document
+
+    import langchain_ragspine.evaluation.fit_reranker as fit
+
+    secret = Document(page_content="answer0x1 secret", metadata={"doc_id": "doc0", "chunk_id": "s#0",
+                                                                  "sensitivity": "RESTRICTED"})
+    real = fit.invoke_retriever
+    seen: list[int] = []
+
+    def with_secret(retriever, query, **kw):  # type: ignore[no-untyped-def]
+        docs = [secret, *real(retriever, query, **kw)]
+        seen.append(len(docs) - 1)
+        return docs
+
+    monkeypatch.setattr(fit, "invoke_retriever", with_secret)
+    groups = training_groups(load_qa(dataset), depth=8)
+    assert groups.groups == [min(n, 8) for n in seen]  # the secret is dropped before any row is made
