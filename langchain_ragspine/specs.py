@@ -232,7 +232,7 @@ def configured_query_transform(settings: RagSpineSettings | None = None) -> str:
 # -- second stage: rerankers and post-processing ----------------------------------------------------------------------
 #: The reranker specs :func:`~langchain_ragspine.document_compressors.factory.make_reranker` accepts.
 RERANKER_SPECS = ("none", "auto", "cross_encoder:<model name or path>", "llm", "llm:<chat model spec>",
-                  "colbert:<local checkpoint path>", "splade:<local path>")
+                  "colbert:<local checkpoint path>", "splade:<local path>", "learned", "learned:<model file>")
 #: The RAGSpine design's other names for reranker schemes: ``ce:<model>`` is ``cross_encoder:<model>``.
 RERANKER_ALIASES = {"ce": "cross_encoder"}
 #: The post-processing steps :func:`~langchain_ragspine.document_compressors.factory.make_postprocessor` accepts,
@@ -243,7 +243,8 @@ POSTPROCESSORS = ("mmr", "lost_in_middle", "compress")
 def parse_reranker_spec(spec: str, *, setting: str | None = None) -> tuple[str, str]:
     """``(scheme, argument)`` of a reranker spec: ``("none", "")``, ``("auto", "")``, ``("cross_encoder", model)``
     (also written ``ce:<model>``), ``("llm", "")``, ``("llm", chat model spec)``, ``("colbert", checkpoint path)``
-    or ``("splade", path)``.  The scheme is case-insensitive (``cross-encoder`` is accepted); an empty spec is
+    , ``("splade", path)``, ``("learned", "")`` (the bundled model) or ``("learned", model file)``.  The scheme is
+    case-insensitive (``cross-encoder`` is accepted); an empty spec is
     ``none``.
 
     Args:
@@ -274,14 +275,15 @@ def parse_reranker_spec(spec: str, *, setting: str | None = None) -> tuple[str, 
             raise ValueError(f"{from_setting(setting, spec)}malformed reranker spec {raw!r}: write "
                              "cross_encoder:<model name or path>")
         return scheme, arg
-    if scheme == "llm":
+    if scheme in ("llm", "learned"):
         return scheme, arg
     if scheme == "colbert":
         if not arg:
             raise ValueError(f"{from_setting(setting, spec)}malformed reranker spec {raw!r}: write "
                              "colbert:<local checkpoint path>")
         return scheme, arg
-    hint = did_you_mean(scheme, ("none", "auto", "cross_encoder", "llm", "colbert", "splade", *RERANKER_ALIASES))
+    hint = did_you_mean(scheme, ("none", "auto", "cross_encoder", "llm", "colbert", "splade", "learned",
+                                *RERANKER_ALIASES))
     raise ValueError(f"{from_setting(setting, spec)}unknown reranker {raw!r}{hint}; use one of: "
                      f"{', '.join(RERANKER_SPECS)}")
 

@@ -20,6 +20,7 @@ from langchain_ragspine import chat_models
 from langchain_ragspine.document_compressors.colbert import ColBERTReranker
 from langchain_ragspine.document_compressors.compression import ExtractiveCompressor
 from langchain_ragspine.document_compressors.cross_encoder import CrossEncoderReranker
+from langchain_ragspine.document_compressors.learned.reranker import LearnedReranker
 from langchain_ragspine.document_compressors.listwise import LLMListwiseReranker
 from langchain_ragspine.document_compressors.mmr import MMRCompressor
 from langchain_ragspine.document_compressors.reorder import LostInTheMiddleReorder
@@ -65,6 +66,9 @@ def make_reranker(
       Stanford ColBERT layout); never downloaded.  Needs ``transformers`` and ``torch`` (the ``st`` extra).
     * ``splade:<path>`` — :class:`~langchain_ragspine.document_compressors.sparse.SparseReranker` over the SPLADE
       model in that local folder (:class:`~langchain_ragspine.embeddings.sparse.SentenceTransformerSparseEmbeddings`).
+    * ``learned`` — :class:`~langchain_ragspine.document_compressors.learned.LearnedReranker` with the bundled
+      LambdaMART model (offline; needs LightGBM, the ``learn`` extra); ``learned:<model file>`` — with a model of
+      ``ragspine fit-reranker``.
 
     ``kwargs`` go to the reranker's constructor (``k``, ``max_length``, ``window``, …).
 
@@ -73,6 +77,7 @@ def make_reranker(
             the variable); ``llm`` with no chat model given or configured.
         ImportError: ``cross_encoder`` without sentence-transformers (the message names the ``st`` extra);
             ``colbert`` without transformers / torch.
+        ModelFileError (a RagSpineError): the ``learned`` model file is missing, foreign or truncated (naming it).
         OSError: the cross-encoder model cannot be found; the ColBERT path is no loadable checkpoint folder (the
             message names it).
     """
@@ -85,6 +90,8 @@ def make_reranker(
         return ColBERTReranker(model=arg, **kwargs)
     if scheme == "splade":
         return SparseReranker(embedding=SentenceTransformerSparseEmbeddings(arg), **kwargs)
+    if scheme == "learned":
+        return LearnedReranker(model=arg or None, **kwargs)
     if scheme == "auto":
         chat = chat_models.make_chat_model(llm)  # llm, else RAGSPINE_LLM's, else None
         return None if chat is None else LLMListwiseReranker(llm=chat, **kwargs)

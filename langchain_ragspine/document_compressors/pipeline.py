@@ -97,15 +97,16 @@ def gated_compression_retriever(base_retriever: BaseRetriever, transformers: Seq
 
 def _selects(step: object) -> bool:
     from langchain_ragspine.document_compressors.cross_encoder import CrossEncoderReranker
+    from langchain_ragspine.document_compressors.learned.reranker import LearnedReranker
     from langchain_ragspine.document_compressors.listwise import LLMListwiseReranker
     from langchain_ragspine.document_compressors.mmr import MMRCompressor
 
-    return isinstance(step, (CrossEncoderReranker, LLMListwiseReranker, MMRCompressor))
+    return isinstance(step, (CrossEncoderReranker, LLMListwiseReranker, MMRCompressor, LearnedReranker))
 
 
 def selects_candidates(compressors: Sequence[object]) -> bool:
     """Whether a second stage chooses among more candidates than it returns — it holds a reranker
-    (``CrossEncoderReranker``, ``LLMListwiseReranker``) or ``MMRCompressor`` — so the first stage should fetch
+    (``CrossEncoderReranker``, ``LLMListwiseReranker``, ``LearnedReranker``) or ``MMRCompressor`` — so the first stage should fetch
     ``max(k, fetch_k)`` candidates; reordering and compression alone need no more than ``k``."""
     return any(_selects(c) for c in compressors)
 

@@ -68,7 +68,7 @@ def test_the_check_can_fail_a_command_imports_the_stack():
 def test_the_top_level_help_is_the_full_parsers():
     light, _ = command_parser(command_help=False)
     assert light.format_help() == build_parser().format_help()
-    assert [name for name, _ in COMMANDS] == ["ingest", "search", "eval", "ask", "demo"]
+    assert [name for name, _ in COMMANDS] == ["ingest", "search", "eval", "ask", "demo", "fit-reranker"]
 
 
 @pytest.mark.subprocess

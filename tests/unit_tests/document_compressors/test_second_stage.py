@@ -136,11 +136,11 @@ def test_settings_choose_the_second_stage(monkeypatch):
 BAD_STAGE_SETTINGS = [
     ("RAGSPINE_RERANKER", "bogus", make_reranker,
      "RAGSPINE_RERANKER='bogus': unknown reranker 'bogus'; use one of: none, auto, cross_encoder:<model name or "
-     "path>, llm, llm:<chat model spec>, colbert:<local checkpoint path>, splade:<local path>"),
+     "path>, llm, llm:<chat model spec>, colbert:<local checkpoint path>, splade:<local path>, learned, learned:<model file>"),
     ("RAGSPINE_RERANKER", "cross-encodr:m", make_reranker,
      "RAGSPINE_RERANKER='cross-encodr:m': unknown reranker 'cross-encodr:m' (did you mean 'cross_encoder'?); use "
      "one of: none, auto, cross_encoder:<model name or path>, llm, llm:<chat model spec>, colbert:<local "
-     "checkpoint path>, splade:<local path>"),
+     "checkpoint path>, splade:<local path>, learned, learned:<model file>"),
     ("RAGSPINE_RERANKER", "cross_encoder:", make_reranker,
      "RAGSPINE_RERANKER='cross_encoder:': malformed reranker spec 'cross_encoder:': write cross_encoder:<model name "
      "or path>"),
@@ -391,7 +391,7 @@ def test_search_unknown_second_stage_is_a_usage_error(store, capsys, flag, value
 @pytest.mark.parametrize(("name", "value", "message"), [
     ("RAGSPINE_RERANKER", "rankzephyr", "ragspine: error: RAGSPINE_RERANKER='rankzephyr': unknown reranker "
      "'rankzephyr'; use one of: none, auto, cross_encoder:<model name or path>, llm, llm:<chat model spec>, "
-     "colbert:<local checkpoint path>, splade:<local path>\n"),
+     "colbert:<local checkpoint path>, splade:<local path>, learned, learned:<model file>\n"),
     ("RAGSPINE_POSTPROCESSOR", "mmr,dedupe", "ragspine: error: RAGSPINE_POSTPROCESSOR='mmr,dedupe': unknown "
      "post-processing step 'dedupe' in 'mmr,dedupe'; use none or a comma-separated list of: mmr, lost_in_middle, "
      "compress\n"),
