@@ -23,6 +23,7 @@ import time
 from typing import Any
 
 from _common import DATA, REPO, update_results_section
+from learned_reranker import load_training_set
 
 from langchain_ragspine.evaluation import compare_paired, evaluate, load_dataset
 from langchain_ragspine.evaluation.datasets import QADataset
@@ -56,13 +57,19 @@ def main() -> int:
     args = ap.parse_args()
     WORK.mkdir(parents=True, exist_ok=True)
     grid: dict[tuple[float, float], dict[str, dict[str, float]]] = {}
+    saved = WORK / f"bm25-params-grid-{args.train_n}-{args.seed}.json"  # resumable: one entry per (set, k1, b)
+    done: dict[str, dict[str, float]] = json.loads(saved.read_text("utf-8")) if saved.exists() else {}
     t0 = time.perf_counter()
     for name in TRAIN:
-        ds = sampled(load_dataset(DATA / name), args.train_n, args.seed)  # type: ignore[arg-type]
+        ds = sampled(load_training_set(name), args.train_n, args.seed)  # skips cmrc2018-trial's empty questions
         for k1, b in itertools.product(K1S, BS):
-            r = evaluate(factory(k1, b), ds, ks=KS, name=f"k1={k1} b={b}", progress=False)
-            grid.setdefault((k1, b), {})[name] = {f"R@{k}": r.aggregate[f"answer_recall@{k}"] for k in KS}
-            print(f"{name} k1={k1} b={b}: R@1 {r.aggregate['answer_recall@1']:.4f}", file=sys.stderr, flush=True)
+            entry = f"{name} {k1} {b}"
+            if entry not in done:
+                r = evaluate(factory(k1, b), ds, ks=KS, name=f"k1={k1} b={b}", progress=False)
+                done[entry] = {f"R@{k}": r.aggregate[f"answer_recall@{k}"] for k in KS}
+                saved.write_text(json.dumps(done), "utf-8")
+            grid.setdefault((k1, b), {})[name] = done[entry]
+            print(f"{name} k1={k1} b={b}: R@1 {done[entry]['R@1']:.4f}", file=sys.stderr, flush=True)
     select_seconds = time.perf_counter() - t0
 
     def key(p: tuple[float, float]) -> tuple[float, float, float]:
@@ -75,7 +82,7 @@ def main() -> int:
         f"Selection on the training splits only ({', '.join(TRAIN)}; a seeded sample of {args.train_n:,} questions "
         f"of each, `random.Random({args.seed})`, all of a smaller split), BM25 `auto`, default chunking. Answer "
         "recall@1 / @5 of each split, and their mean (the criterion: mean R@1, then mean R@5); selection took "
-        f"{select_seconds / 60:.0f} min.",
+        f"{select_seconds / 60:.0f} min (this run; resumed runs reuse saved grid points).",
         "",
         "| k1 | b | " + " | ".join(f"{n} R@1 | {n} R@5" for n in TRAIN) + " | mean R@1 |",
         "|---:|---:|" + "---:|---:|" * len(TRAIN) + "---:|",
