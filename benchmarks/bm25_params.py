@@ -32,8 +32,8 @@ from langchain_ragspine.retrievers import BM25Retriever
 WORK = REPO / "benchmarks" / "_work"
 TRAIN = ("jaquad-train", "cmrc2018-trial")
 EVAL = ("jsquad-valid", "cmrc2018-dev")
-K1S = (0.9, 1.2, 1.5, 1.8)
-BS = (0.6, 0.75, 0.9)
+K1S = (0.5, 0.7, 0.9, 1.2, 1.5, 1.8)
+BS = (0.3, 0.45, 0.6, 0.75, 0.9)
 DEFAULT = (1.5, 0.75)
 LUCENE = (1.2, 0.75)
 KS = (1, 5, 10)

@@ -423,25 +423,47 @@ _ANSWER_ONLY_OPTIONS = {
 }
 
 
+def _writable_dir(path: Path) -> bool:
+    """Whether a file can be created in ``path`` (tried, then removed: permission bits do not tell for root or
+    ``/proc``)."""
+    try:
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".ragspine-check-"):
+            return True
+    except OSError:
+        return False
+
+
 def _check_output_paths(args: argparse.Namespace) -> None:
     """``--json FILE`` and ``--ragas DIR`` are checked before any question is answered (a run with a model can take
-    hours): a ``--json`` that is a directory or has no parent directory, a ``--ragas`` that is a file or lies under
-    one, is an error naming the flag.
+    hours): an empty path, a ``--json`` that is a directory or whose directory is missing or not writable, a
+    ``--ragas`` that is a file, lies under one or under a directory that is not writable, a ``--json`` inside the
+    ``--ragas`` directory (its ``<name>.jsonl`` files would overwrite it), and ``--ragas-layout`` without ``--ragas``
+    are errors naming the flag.
 
     Raises:
         ValueError: an output path that cannot be written.
     """
-    if args.json:
+    if args.json is not None:
         target = Path(args.json)
-        if target.is_dir() or not target.parent.is_dir():
-            raise ValueError(f"--json {args.json}: not a file in an existing directory")
-    if getattr(args, "ragas", None):
-        target = Path(args.ragas)
+        if not args.json.strip() or target.is_dir() or not target.parent.is_dir() or not _writable_dir(target.parent):
+            raise ValueError(f"--json {args.json!r}: not a writable file in an existing directory")
+    ragas = getattr(args, "ragas", None)
+    if ragas is not None:
+        if not ragas.strip():
+            raise ValueError("--ragas '': name the directory to write the RAGAS files in")
+        target = Path(ragas)
         for part in (target, *target.parents):
             if part.exists():
                 if not part.is_dir():
-                    raise ValueError(f"--ragas {args.ragas}: {part} is a file, not a directory")
+                    raise ValueError(f"--ragas {ragas}: {part} is a file, not a directory")
+                if not _writable_dir(part):
+                    raise ValueError(f"--ragas {ragas}: {part} is not writable")
                 break
+        if args.json is not None and Path(args.json).resolve().parent == target.resolve():
+            raise ValueError(f"--json {args.json}: inside the --ragas directory, whose <name>.jsonl files it would "
+                             "share; write it elsewhere")
+    elif getattr(args, "ragas_layout", None) is not None:
+        raise ValueError("--ragas-layout: the layout of the --ragas files, read only with --ragas")
 
 
 def _check_answer_options(args: argparse.Namespace) -> None:

@@ -72,6 +72,7 @@ from langchain_ragspine.chains.answer import (
 )
 from langchain_ragspine.document_compressors.restricted import drop_restricted
 from langchain_ragspine.documents import doc_key
+from langchain_ragspine.errors import RagSpineError
 from langchain_ragspine.evaluation.datasets import QADataset, QAQuestion
 from langchain_ragspine.evaluation.metrics import first_answer_rank, mean
 from langchain_ragspine.evaluation.runner import EvalResult, latency_percentiles, paired_markdown
@@ -220,20 +221,23 @@ def token_f1(prediction: str, answers: Sequence[str] | str) -> float:
 
 #: Whitespace next to a Han or kana character: optional in CJK text ("480 文字" = "480文字"), so dropped.
 _CJK_SPACE = re.compile(
-    r"\s+(?=[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff])"
-    r"|(?<=[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff])\s+"
+    r"\s+(?=[\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff])"
+    r"|(?<=[\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff])\s+"
 )
+_SPACES = re.compile(r"\s+")
 
 
 def _folded(text: str) -> str:
-    return _CJK_SPACE.sub("", unicodedata.normalize("NFKC", text).casefold())
+    text = _SPACES.sub(" ", unicodedata.normalize("NFKC", text).casefold())  # a line wrap, a double space: one space
+    return _CJK_SPACE.sub("", text)
 
 
 def contains_answer(prediction: str, answers: Sequence[str] | str) -> float:
     """1.0 when one of ``answers`` occurs in ``prediction`` (both NFKC-normalised and case folded, whitespace next to a
-    Han or kana character dropped — ``"480 文字"`` matches ``"480文字"`` —, citation markers and ``<think>`` blocks
-    removed from the prediction), else 0.0; empty gold answers are ignored.  Spaces between Latin words still count
-    (``"Eiffel Tower"`` is not in ``"EiffelTower"``)."""
+    Han or kana character or CJK punctuation dropped — ``"480 文字"`` matches ``"480文字"``, ``"480 〜 500"``
+    ``"480〜500"`` —, every other run of whitespace one space, citation markers and ``<think>`` blocks removed from
+    the prediction), else 0.0; empty gold answers are ignored.  A space between Latin words still counts
+    (``"Eiffel Tower"`` is not in ``"EiffelTower"``, but is in ``"Eiffel\\nTower"``)."""
     if not isinstance(prediction, str):
         return 0.0
     text = _folded(strip_citation_markers(strip_think(prediction)))
@@ -332,6 +336,8 @@ _SUPPORT_WORD = re.compile(r"\b(not supported|unsupported|supported|yes|no)\b", 
 _BARE_VERDICT = re.compile(r"[*\"'`]*(yes|no|supported|unsupported|not supported)[*\"'`.!]*", re.I)
 _RELEVANCE = {"yes": 1.0, "partly": 0.5, "partially": 0.5, "partial": 0.5, "no": 0.0}
 _RELEVANCE_WORD = re.compile(r"\b(yes|no|partly|partially|partial)\b")
+#: Words after a relevance verdict that take it back or hedge it.
+_HEDGE = re.compile(r"\b(not|nope|nah|never|none|but|however|although|though|except|incorrect|wrong)\b|n't\b")
 
 
 def _polarity(text: str) -> bool | None:
@@ -348,10 +354,11 @@ def parse_support_verdicts(reply: Any, n_statements: int) -> list[bool] | None:
     case, after a ``<think>`` block is removed); a numbered line may explain its verdict, but every support word in
     it must agree.  Every statement 1..``n_statements`` needs exactly one verdict.  The whole reply is unknown
     (``None``), never a pass, when a numbered line has no verdict or contradicts itself ("1: yes or no",
-    ``"1: maybe"``), a number repeats with another verdict or names no statement, a statement has none, or a line
-    that is not numbered holds a numbered verdict ("Actually 1: no").  A reply made only of bare verdicts, one a line,
-    exactly as many as there are statements (``"yes"`` for one statement — small models drop the number), is read
-    in order.  Other lines (a preamble) are ignored.
+    ``"1: maybe"``), a number repeats with another verdict or names no statement, a statement has none, or any other
+    line holds a support word ("Actually 1: no", "On reflection 1 is not supported", "There is no mention…": strict
+    on purpose).  A reply made only of bare verdicts, one a line, exactly as many as there are statements (``"yes"``
+    for one statement — small models drop the number), is read in order.  Other lines (a preamble without a support
+    word) are ignored.
     """
     if not isinstance(reply, str) or n_statements < 1:
         return None
@@ -367,8 +374,8 @@ def parse_support_verdicts(reply: Any, n_statements: int) -> list[bool] | None:
             verdicts[n] = value
         elif (m := _BARE_VERDICT.fullmatch(line)) is not None:
             bare.append(m.group(1).lower() in ("yes", "supported"))
-        elif _INNER_VERDICT.search(line):
-            return None
+        elif _SUPPORT_WORD.search(line) or _INNER_VERDICT.search(line):
+            return None  # a verdict outside the verdict lines ("Actually 1: no", "On reflection 1 is not supported")
     if bare and verdicts:  # both forms: which verdict is which statement's is not clear
         return None
     if bare:
@@ -381,8 +388,9 @@ def parse_support_verdicts(reply: Any, n_statements: int) -> list[bool] | None:
 def parse_relevance_verdict(reply: Any) -> float | None:
     """``yes`` → 1.0, ``partly`` / ``partially`` → 0.5, ``no`` → 0.0: the reply's first word (after a ``<think>``
     block, quotes, bold marks and a leading "Answer:" are removed, any case), when no other verdict word anywhere in
-    the reply disagrees with it ("Yes. Actually, no.", "yes or no", "yes\\nno" are unknown); anything else is unknown
-    (``None``), never a pass."""
+    the reply disagrees with it ("Yes. Actually, no.", "yes or no", "yes\\nno" are unknown) and nothing after it
+    negates or hedges it ("Yes; nope", "yes — not at all", "Yes, but…"); anything else is unknown (``None``), never
+    a pass."""
     if not isinstance(reply, str):
         return None
     text = strip_think(reply).strip().strip("*\"'` ").casefold()
@@ -391,6 +399,8 @@ def parse_relevance_verdict(reply: Any) -> float | None:
     if not m or m.group(1) not in _RELEVANCE:
         return None
     if len({_RELEVANCE[w] for w in _RELEVANCE_WORD.findall(text)}) != 1:
+        return None
+    if _HEDGE.search(text[m.end():]):  # "Yes; nope", "yes — not at all", "Yes, but it does not fully answer"
         return None
     return _RELEVANCE[m.group(1)]
 
@@ -457,41 +467,71 @@ class AnswerJudge:
 class _RunRecorder(BaseCallbackHandler):
     """Counts the model calls of one run and keeps, per outermost retriever call, what it returned (gated).
 
-    A retriever that calls others (a hybrid's channels, a live store's BM25) reports each inner call too: only calls
-    whose parent is not itself a retriever call are kept, so a passage is recorded once per search."""
+    A retriever that calls others (a hybrid's channels, a live store's BM25, a retriever running a chain of them)
+    reports each inner call too: every run's parent is recorded, and only retriever calls with no retriever among
+    their ancestors are kept, so a passage is recorded once per search."""
 
     def __init__(self) -> None:
         self.llm_calls = 0
         self.calls: list[list[Document]] = []
+        self._parent: dict[UUID, UUID | None] = {}
         self._retriever_runs: set[UUID] = set()
-        self._nested: set[UUID] = set()
         self._lock = threading.Lock()
 
     @property
     def retrieved(self) -> list[Document]:
-        """Every outermost retriever call's documents, in call order."""
+        """Every outermost retriever call's documents, in the order the calls ended."""
         return [d for call in self.calls for d in call]
 
-    def on_chat_model_start(self, serialized: Any, messages: Any, *, run_id: UUID, **kwargs: Any) -> None:
+    def _started(self, run_id: UUID, parent_run_id: UUID | None) -> None:
+        with self._lock:
+            self._parent[run_id] = parent_run_id
+
+    def _inside_a_retriever(self, run_id: UUID) -> bool:
+        seen: set[UUID] = set()
+        up = self._parent.get(run_id)
+        while up is not None and up not in seen:
+            if up in self._retriever_runs:
+                return True
+            seen.add(up)
+            up = self._parent.get(up)
+        return False
+
+    def on_chain_start(
+        self, serialized: Any, inputs: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
+    ) -> None:
+        self._started(run_id, parent_run_id)
+
+    def on_tool_start(
+        self, serialized: Any, input_str: str, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
+    ) -> None:
+        self._started(run_id, parent_run_id)
+
+    def on_chat_model_start(
+        self, serialized: Any, messages: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
+    ) -> None:
+        self._started(run_id, parent_run_id)
         with self._lock:
             self.llm_calls += 1
 
-    def on_llm_start(self, serialized: Any, prompts: Any, *, run_id: UUID, **kwargs: Any) -> None:
+    def on_llm_start(
+        self, serialized: Any, prompts: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
+    ) -> None:
+        self._started(run_id, parent_run_id)
         with self._lock:
             self.llm_calls += 1
 
     def on_retriever_start(
         self, serialized: Any, query: str, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
     ) -> None:
+        self._started(run_id, parent_run_id)
         with self._lock:
             self._retriever_runs.add(run_id)
-            if parent_run_id is not None and parent_run_id in self._retriever_runs:
-                self._nested.add(run_id)
 
     def on_retriever_end(self, documents: Sequence[Document], *, run_id: UUID, **kwargs: Any) -> None:
         docs = drop_restricted([d for d in documents if isinstance(d, Document)])
         with self._lock:
-            if run_id not in self._nested:
+            if not self._inside_a_retriever(run_id):
                 self.calls.append(docs)
 
 
@@ -525,7 +565,9 @@ def evaluate_answers(
         graph: a ``Runnable`` taking ``{"question": str}`` and returning a mapping with ``answer`` and, as every graph
             of :mod:`langchain_ragspine.graphs` returns, ``citations`` (``n`` numbering ``documents``), ``documents``
             (the passages the answer was given) and ``refused``.  Without ``documents`` in the output, the last
-            retriever call of the run stands for them.
+            outermost retriever call of the run to end stands for them (with calls in parallel, return
+            ``documents`` for exact numbering).  The graph is called with ``invoke`` (sync): an async-only graph
+            raises LangChain's ``TypeError``.
         dataset: a :class:`~langchain_ragspine.evaluation.datasets.QADataset` (gold answers and documents).
         limit: the first ``limit`` questions only (default: all).
         name: the configuration's name in tables (default: the graph's ``name`` or class name).
@@ -548,6 +590,7 @@ def evaluate_answers(
     Raises:
         TypeError: ``graph`` is not a ``Runnable``, ``dataset`` is not a QA dataset, or ``judge`` is not a model.
         ValueError: ``limit < 0`` or ``min_support`` outside [0, 1].
+        RagSpineError: the graph's output ``documents`` hold a RESTRICTED passage (its answer may quote it).
     """
     if not isinstance(graph, Runnable):
         raise TypeError(f"graph must be a LangChain Runnable (a compiled graph or a chain), got {type(graph).__name__}")
@@ -618,7 +661,13 @@ def _score_one(
     answer = answer if isinstance(answer, str) else ""
     given = state.get("documents")
     if isinstance(given, Sequence) and not isinstance(given, str) and all(isinstance(d, Document) for d in given):
-        documents = drop_restricted(list(given))
+        documents = list(given)
+        if len(drop_restricted(documents)) != len(documents):  # the answer may quote it: nothing of it is written
+            raise RagSpineError(
+                f"the graph returned a RESTRICTED passage among the documents of its answer (question {q.id!r}): "
+                "gate before the prompt (RestrictedGate / drop_restricted); the run is not scored, so nothing "
+                "derived from it reaches a judge, a result or an export"
+            )
     else:  # a chain that does not return its passages: its last retrieval stands for them
         documents = list(recorder.calls[-1]) if recorder.calls else []
     refused = bool(state.get("refused")) or is_dont_know(answer)

@@ -89,18 +89,26 @@ def test_eval_output_paths_are_checked_before_any_question_is_answered(tmp_path:
     ds = _qa_folder(tmp_path / "ds")
     afile = tmp_path / "afile.txt"
     afile.write_text("x", "utf-8")
+    (tmp_path / "r").mkdir()
     called = []
     monkeypatch.setattr(answers, "evaluate_answers", lambda *a, **k: called.append(1))
     cases = [
         (["--ragas", str(afile)], f"--ragas {afile}: {afile} is a file, not a directory"),
         (["--ragas", str(afile / "sub")], f"--ragas {afile / 'sub'}: {afile} is a file, not a directory"),
-        (["--json", str(tmp_path)], f"--json {tmp_path}: not a file in an existing directory"),
-        (["--json", str(tmp_path / "no" / "r.json")], "not a file in an existing directory"),
+        (["--json", str(tmp_path)], f"--json {str(tmp_path)!r}: not a writable file in an existing directory"),
+        (["--json", str(tmp_path / "no" / "r.json")], "not a writable file in an existing directory"),
+        # re-check trial of issue 29
+        (["--json", ""], "--json '': not a writable file"),
+        (["--ragas", ""], "--ragas '': name the directory"),
+        (["--ragas-layout", "ragas-legacy"], "--ragas-layout: the layout of the --ragas files, read only with --ragas"),
+        (["--ragas", str(tmp_path / "r"), "--json", str(tmp_path / "r" / "simple.jsonl")],
+         "inside the --ragas directory"),
+        (["--json", "/proc/x.json"], "--json '/proc/x.json': not a writable file"),
     ]
     for extra, message in cases:
         assert main(["eval", str(ds), "--answers", "--mode", "bm25", *extra]) == 2
         assert message in capsys.readouterr().err
-    assert not called and not (tmp_path / "no").exists()
+    assert not called and not (tmp_path / "no").exists() and list((tmp_path / "r").iterdir()) == []
     # the retrieval evaluation checks its --json the same way
     assert main(["eval", str(ds), "--mode", "bm25", "--json", str(tmp_path)]) == 2
     assert "--json" in capsys.readouterr().err
