@@ -41,6 +41,7 @@ def test_there_are_notebooks_to_run():
     assert {p.name for p in NOTEBOOKS} >= {"evaluation.ipynb", "walkthrough.ipynb"}
 
 
+@pytest.mark.subprocess  # a Jupyter kernel is a process of its own
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_notebook_runs(path: Path, tmp_path: Path, monkeypatch):
     needs = NEEDS_DATA.get(path.name)
