@@ -116,12 +116,12 @@ def call_seconds(log: Path) -> str:
 
 def report(server_log: Path) -> int:
     parts = []
-    for label in ("none", "llm"):
-        path = WORK / f"answer-eval-{label}.json"
-        if not path.exists():
+    runs = [WORK / "answer-eval-none.json", *sorted(WORK.glob("answer-eval-llm*.json"))]
+    for path in runs:
+        if not path.exists() or "cache" in path.name:
             continue
         run_ = json.loads(path.read_text("utf-8"))
-        if label == "none":
+        if run_.get("llm") is None:
             parts.append(
                 "**No LLM** (`llm=None`: lexical graders and the extractive answer, the default `ask` path), every "
                 f"question, BM25 store (`embedding=\"none\"`, default chunking), `k={run_['k']}`."
@@ -185,6 +185,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--k", type=int, default=6)
     ap.add_argument("--seed", type=int, default=20261204)
     ap.add_argument("--report", action="store_true")
+    ap.add_argument("--label", default=None, help="names answer-eval-<label>.json (default: none, or llm with --llm; "
+                    "--report reads answer-eval-none.json and every answer-eval-llm*.json)")
     ap.add_argument("--server-log", type=Path, default=Path("/tmp/ollama_api_server.log"),
                     help="the local-llm server's log, for the model's time per call (--report)")
     args = ap.parse_args(argv)
@@ -192,7 +194,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.report:
         return report(args.server_log)
     result = run(args)
-    label = "llm" if args.llm else "none"
+    label = args.label or ("llm" if args.llm else "none")
     path = WORK / f"answer-eval-{label}.json"
     path.write_text(json.dumps(result, ensure_ascii=False), "utf-8")
     print(f"wrote {path}", file=sys.stderr)
