@@ -130,7 +130,9 @@ def report(server_log: Path) -> int:
             parts.append(
                 f"**With a local model**: `{run_['llm']}` served by `../shared/tools/local-llm` "
                 "(Qwen2.5-Coder-1.5B-Instruct Q4_K_M, llama.cpp, 2 CPU cores), judged by the same model "
-                f"(`{run_['judge']}`), on a sample of {run_['n']} questions per set (`random.Random({run_['seed']})`), "
+                f"(`{run_['judge']}`), graphs {', '.join(r['name'] for r in next(iter(run_['sets'].values())))}, on a "
+                f"sample of {run_['n']} questions per set (`random.Random({run_['seed']})`; a smaller sample is the "
+                "first questions drawn for a larger one), "
                 f"same store, `k={run_['k']}`. The p50 / p95 columns include replies served from the on-disk reply "
                 f"cache (a rerun), so they are not the model's latency: {call_seconds(server_log)}"
             )
