@@ -63,6 +63,7 @@ from langchain_core.runnables import Runnable
 from langchain_ragspine.arguments import check_int
 from langchain_ragspine.chains.answer import (
     DEFAULT_MIN_SUPPORT,
+    SentenceSupport,
     format_context,
     is_dont_know,
     prompt_text,
@@ -74,8 +75,13 @@ from langchain_ragspine.document_compressors.restricted import drop_restricted
 from langchain_ragspine.documents import doc_key
 from langchain_ragspine.errors import RagSpineError
 from langchain_ragspine.evaluation.datasets import QADataset, QAQuestion
-from langchain_ragspine.evaluation.metrics import first_answer_rank, mean
-from langchain_ragspine.evaluation.runner import EvalResult, latency_percentiles, paired_markdown
+from langchain_ragspine.evaluation.metrics import is_answer_passage, mean
+from langchain_ragspine.evaluation.runner import (
+    EvalResult,
+    format_metric,
+    latency_percentiles,
+    paired_markdown,
+)
 from langchain_ragspine.evaluation.significance import DEFAULT_RESAMPLES, DEFAULT_SEED
 from langchain_ragspine.progress import progress_bar
 from langchain_ragspine.tokenizers import Tokenizer
@@ -143,6 +149,11 @@ def _is_cjk_char(ch: str) -> bool:
     )
 
 
+def _answer_text(answer: Any) -> str:
+    """The answer's own words: ``<think>`` blocks and citation markers removed (``""`` for a non-string)."""
+    return strip_citation_markers(strip_think(answer)) if isinstance(answer, str) else ""
+
+
 def answer_tokens(text: str) -> list[str]:
     """The tokens :func:`exact_match` and :func:`token_f1` compare.
 
@@ -154,7 +165,7 @@ def answer_tokens(text: str) -> list[str]:
     """
     if not isinstance(text, str):
         return []
-    folded = unicodedata.normalize("NFKC", strip_citation_markers(strip_think(text))).casefold()
+    folded = unicodedata.normalize("NFKC", _answer_text(text)).casefold()
     tokens: list[str] = []
     word: list[str] = []
 
@@ -240,13 +251,13 @@ def contains_answer(prediction: str, answers: Sequence[str] | str) -> float:
     (``"Eiffel Tower"`` is not in ``"EiffelTower"``, but is in ``"Eiffel\\nTower"``)."""
     if not isinstance(prediction, str):
         return 0.0
-    text = _folded(strip_citation_markers(strip_think(prediction)))
+    text = _folded(_answer_text(prediction))
     return 1.0 if any(g and g in text for g in (_folded(a) for a in _golds(answers))) else 0.0
 
 
 # ---------------------------------------------------------------------------------------------- citations
 def _is_gold_passage(doc: Document, question: QAQuestion) -> bool:
-    return first_answer_rank([doc], question.doc_id, question.answers) is not None
+    return is_answer_passage(doc, question.doc_id, question.answers)
 
 
 def _cited_numbers(citations: Any, n_docs: int) -> list[int]:
@@ -296,8 +307,19 @@ def lexical_faithfulness(
     """
     if not 0.0 <= min_support <= 1.0:
         raise ValueError(f"min_support must be in [0, 1], got {min_support}")
-    text = strip_citation_markers(strip_think(answer)) if isinstance(answer, str) else ""
-    items = sentence_supports(text, documents, tokenizer=tokenizer)
+    return _supported_share(_answer_sentences(answer, documents, tokenizer), cited, min_support)
+
+
+def _answer_sentences(
+    answer: Any, documents: Sequence[Document], tokenizer: str | Tokenizer
+) -> list[SentenceSupport]:
+    """The answer's sentences with a content term and each passage's support of them."""
+    return sentence_supports(_answer_text(answer), documents, tokenizer=tokenizer)
+
+
+def _supported_share(items: Sequence[SentenceSupport], cited: Sequence[int], min_support: float) -> float | None:
+    """The share of ``items`` one of the ``cited`` passages (numbers from 1) supports by ``min_support`` or more;
+    ``None`` without items."""
     if not items:
         return None
     wanted = [n - 1 for n in cited]
@@ -535,11 +557,6 @@ class _RunRecorder(BaseCallbackHandler):
                 self.calls.append(docs)
 
 
-def _statements(answer: str, documents: Sequence[Document], tokenizer: str | Tokenizer) -> list[str]:
-    return [it.sentence for it in sentence_supports(strip_citation_markers(strip_think(answer)), documents,
-                                                    tokenizer=tokenizer)]
-
-
 def evaluate_answers(
     graph: Runnable[Any, Any],
     dataset: QADataset,
@@ -675,9 +692,8 @@ def _score_one(
     citations = state.get("citations") or []
     cited = [] if refused else _cited_numbers(citations, len(documents))
     precision, recall = citation_scores(citations if not refused else [], documents, q, refused=refused)
-    faithful = None if refused else lexical_faithfulness(
-        answer, documents, cited, tokenizer=tokenizer, min_support=min_support
-    )
+    sentences = [] if refused else _answer_sentences(answer, documents, tokenizer)  # faithfulness and the judge's
+    faithful = None if refused else _supported_share(sentences, cited, min_support)
     record: dict[str, Any] = {
         "id": q.id,
         "question": q.question,
@@ -704,7 +720,7 @@ def _score_one(
     }
     if judge is not None and not refused:
         before = judge.calls
-        statements = _statements(answer, documents, tokenizer)
+        statements = [it.sentence for it in sentences]
         unknown = 0
         if statements:
             verdicts = judge.faithfulness(q.question, statements, documents)
@@ -712,7 +728,7 @@ def _score_one(
                 unknown += 1
             else:
                 record["judge_faithfulness"] = sum(verdicts) / len(verdicts)
-        relevance = judge.relevance(q.question, strip_citation_markers(strip_think(answer)))
+        relevance = judge.relevance(q.question, _answer_text(answer))
         if relevance is None:
             unknown += 1
         record["judge_relevance"] = relevance
@@ -722,6 +738,12 @@ def _score_one(
 
 
 # ---------------------------------------------------------------------------------------------- export, tables
+def _check_answer_result(result: EvalResult, needs: str) -> None:
+    """Refuse a retrieval result where an answer result (:func:`evaluate_answers`) is needed."""
+    if result.config.get("kind") != "answers":
+        raise ValueError(f"{result.name!r} is a retrieval result; {needs}")
+
+
 def ragas_rows(result: EvalResult, *, layout: RagasLayout = "ragas") -> list[dict[str, Any]]:
     """The run as rows in RAGAS's columns, one per question: the question, the passages the answer was given (their
     prompt text, as the model read them), the answer (citation markers kept) and the first gold answer.
@@ -735,8 +757,7 @@ def ragas_rows(result: EvalResult, *, layout: RagasLayout = "ragas") -> list[dic
     """
     if layout not in RAGAS_COLUMNS:
         raise ValueError(f"unknown layout {layout!r}: expected one of {sorted(RAGAS_COLUMNS)}")
-    if result.config.get("kind") != "answers":
-        raise ValueError(f"{result.name!r} is a retrieval result; ragas_rows needs one from evaluate_answers")
+    _check_answer_result(result, "ragas_rows needs one from evaluate_answers")
     q_col, c_col, a_col, g_col = RAGAS_COLUMNS[layout]
     return [
         {
@@ -773,12 +794,6 @@ _PAIRED = (
 )
 
 
-def _cell(value: float | None, digits: int = 3) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "–"
-    return f"{value:.{digits}f}"
-
-
 def answers_markdown(
     results: Sequence[EvalResult], *, significance: bool = True, n_resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
@@ -793,8 +808,7 @@ def answers_markdown(
     if not results:
         raise ValueError("answers_markdown needs at least one result")
     for r in results:
-        if r.config.get("kind") != "answers":
-            raise ValueError(f"{r.name!r} is a retrieval result; answers_markdown needs results of evaluate_answers")
+        _check_answer_result(r, "answers_markdown needs results of evaluate_answers")
     columns = [m for m in (
         "answer_contains", "exact_match", "f1", "citation_precision", "citation_recall", "faithfulness",
         "judge_faithfulness", "judge_relevance", "judge_unknown_rate", "refusal_rate", "false_refusal_rate",
@@ -805,10 +819,10 @@ def answers_markdown(
         "|---|---:|" + "---:|" * (len(columns) + 2),
     ]
     for r in results:
-        cells = [_cell(r.aggregate.get(m), 2 if m == "llm_calls" else 3) for m in columns]
+        cells = [format_metric(r.aggregate.get(m), 2 if m == "llm_calls" else 3) for m in columns]
         lines.append(
             f"| {r.name} | {r.config.get('n_questions', len(r.per_query))} | " + " | ".join(cells)
-            + f" | {_cell(r.latency_ms.get('p50'), 1)} | {_cell(r.latency_ms.get('p95'), 1)} |"
+            + f" | {format_metric(r.latency_ms.get('p50'), 1)} | {format_metric(r.latency_ms.get('p95'), 1)} |"
         )
     text = "\n".join(lines) + "\n"
     if significance and len(results) > 1:

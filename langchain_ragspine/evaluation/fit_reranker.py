@@ -40,7 +40,7 @@ from langchain_ragspine.document_compressors.learned.features import (
 )
 from langchain_ragspine.document_compressors.learned.model import LearnedModel, train_lambdarank
 from langchain_ragspine.evaluation.datasets import QADataset
-from langchain_ragspine.evaluation.metrics import first_answer_rank
+from langchain_ragspine.evaluation.metrics import is_answer_passage
 from langchain_ragspine.pipeline.modes import mode_factory
 from langchain_ragspine.progress import progress_bar
 from langchain_ragspine.retrievers.contract import invoke_retriever
@@ -124,7 +124,7 @@ def training_groups(
         if not docs:
             continue
         rows.append(candidate_features(query_terms(q.question, tokenizer), docs, tokenizer=tokenizer))
-        labels.append(np.array([1.0 if first_answer_rank([d], q.doc_id, q.answers) == 1 else 0.0 for d in docs]))
+        labels.append(np.array([1.0 if is_answer_passage(d, q.doc_id, q.answers) else 0.0 for d in docs]))
         out.groups.append(len(docs))
         out.question_ids.append(q.id)
         out.doc_ids.append(q.doc_id)

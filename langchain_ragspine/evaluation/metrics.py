@@ -66,6 +66,7 @@ __all__ = [
     "dedupe",
     "first_answer_rank",
     "hit_rate_at_k",
+    "is_answer_passage",
     "mean",
     "mrr_at_k",
     "ndcg_at_k",
@@ -212,6 +213,13 @@ def first_answer_rank(docs: Sequence[Document], doc_id: str, answers: Sequence[s
         if any(a in text for a in wanted):
             return rank
     return None
+
+
+def is_answer_passage(doc: Document, doc_id: str, answers: Sequence[str]) -> bool:
+    """Whether ``doc`` is a gold passage of a question: from document ``doc_id`` and holding one of ``answers``
+    verbatim after NFKC — the hit of :func:`first_answer_rank` and answer recall, the label of the learned
+    reranker's training rows and the gold passage of answer evaluation's citation measures."""
+    return first_answer_rank([doc], doc_id, answers) is not None
 
 
 def answer_recall_at_k(docs: Sequence[Document], *, doc_id: str, answers: Sequence[str], k: int) -> float:

@@ -64,6 +64,7 @@ __all__ = [
     "RetrieverFactory",
     "compare_markdown",
     "evaluate",
+    "format_metric",
     "latency_percentiles",
     "paired_markdown",
 ]
@@ -94,7 +95,8 @@ def _md_escape(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def _fmt(value: float | None, digits: int = 4) -> str:
+def format_metric(value: float | None, digits: int = 4) -> str:
+    """``value`` with ``digits`` decimals for a Markdown table; ``"–"`` for ``None`` or NaN."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "–"
     return f"{value:.{digits}f}"
@@ -174,10 +176,10 @@ class EvalResult:
             "| metric | value |",
             "|---|---:|",
         ]
-        lines += [f"| {m} | {_fmt(v)} |" for m, v in self.aggregate.items()]
-        lines.append(f"| latency p50 (ms) | {_fmt(self.latency_ms.get('p50'), 2)} |")
-        lines.append(f"| latency p95 (ms) | {_fmt(self.latency_ms.get('p95'), 2)} |")
-        lines.append(f"| index time (s) | {_fmt(self.index_seconds, 2)} |")
+        lines += [f"| {m} | {format_metric(v)} |" for m, v in self.aggregate.items()]
+        lines.append(f"| latency p50 (ms) | {format_metric(self.latency_ms.get('p50'), 2)} |")
+        lines.append(f"| latency p95 (ms) | {format_metric(self.latency_ms.get('p95'), 2)} |")
+        lines.append(f"| index time (s) | {format_metric(self.index_seconds, 2)} |")
         return "\n".join(lines) + "\n"
 
 
@@ -228,7 +230,7 @@ def compare_markdown(
         best = (max(ok) if higher_better else min(ok)) if len(ok) > 1 else None
         cells = []
         for v in values:
-            cell = _fmt(v, digits)
+            cell = format_metric(v, digits)
             if best is not None and v == best:
                 cell = f"**{cell}**"
             cells.append(cell)
