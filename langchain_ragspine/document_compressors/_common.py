@@ -4,7 +4,7 @@ integer checks are :mod:`langchain_ragspine.arguments`'s)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.documents import Document
 from pydantic import BeforeValidator, ValidationInfo
@@ -34,20 +34,29 @@ def rank_key(doc: Document, position: int) -> tuple[int, str, int]:
     return (0, key, position) if key is not None else (1, "", position)
 
 
-#: A reranker's scoring: ``(query, texts) -> (order key per text, higher first; scores["rerank"] per text)``.
-Scorer = Callable[[str, list[str]], tuple[Any, Any]]  # two sequences of floats (lists or 1-D arrays)
+#: A reranker's scoring: ``(query, texts) -> (order key per text, higher first; scores["rerank"] per text)``; with
+#: ``whole_documents``, ``(query, documents) -> …`` (a model that reads metadata too).
+Scorer = Callable[[str, list[Any]], tuple[Any, Any]]  # two sequences of floats (lists or 1-D arrays)
 
 
-def reranked(documents: Sequence[Document], query: str, owner: str, k: int | None, score: Scorer) -> list[Document]:
+def reranked(
+    documents: Sequence[Document], query: str, owner: str, k: int | None, score: Scorer, *,
+    whole_documents: bool = False, ties: Literal["key", "input"] = "key",
+) -> list[Document]:
     """What every model reranker's ``compress_documents`` does around its model: check the input, drop RESTRICTED
-    documents (before the model sees them), score the rest on their ``page_content``, order best first with ties
-    by :func:`rank_key`, keep ``k`` (``None``: all), and return copies with ``scores["rerank"]``.  An empty input
-    (or one of RESTRICTED documents only) returns ``[]`` without calling ``score``."""
+    documents (before the model sees them), score the rest on their ``page_content`` (``whole_documents``: on the
+    documents themselves), order best first with ties by :func:`rank_key` (``ties="input"``: by input order, for a
+    model whose input order is itself evidence), keep ``k`` (``None``: all), and return copies with
+    ``scores["rerank"]``.  An empty input (or one of RESTRICTED documents only) returns ``[]`` without calling
+    ``score``."""
     docs = drop_restricted(check_documents(documents, f"{owner}.compress_documents"))
     if not docs:
         return []
-    order_by, rerank = score(query, [d.page_content for d in docs])
-    order = sorted(range(len(docs)), key=lambda i: (-order_by[i], rank_key(docs[i], i)))
+    order_by, rerank = score(query, list(docs) if whole_documents else [d.page_content for d in docs])
+    if ties == "input":
+        order = sorted(range(len(docs)), key=lambda i: (-order_by[i], i))
+    else:
+        order = sorted(range(len(docs)), key=lambda i: (-order_by[i], rank_key(docs[i], i)))
     if k is not None:
         order = order[:k]
     return [with_scores(docs[i], rerank=float(rerank[i])) for i in order]

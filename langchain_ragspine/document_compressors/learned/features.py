@@ -49,11 +49,11 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from langchain_core.documents import Document
 
+from langchain_ragspine.documents import score_of
 from langchain_ragspine.stopwords import CJK_QUESTION_WORDS, content_terms
 from langchain_ragspine.text import normalize
 from langchain_ragspine.text.chinese import fold_to_simplified
@@ -184,17 +184,6 @@ def smallest_window(text: str, terms: Sequence[str]) -> tuple[int, int]:
     return found, best
 
 
-def _score(scores: Any, name: str) -> float | None:
-    value = scores.get(name) if isinstance(scores, dict) else None
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        return None
-    return out if math.isfinite(out) else None
-
-
 def candidate_features(
     question: str | QueryTerms, documents: Sequence[Document], *, tokenizer: str | Tokenizer = "auto"
 ) -> np.ndarray:
@@ -223,7 +212,7 @@ def candidate_features(
     core_len = len(q.core) or 1
     n_bigrams = len(q.bigrams) or 1
     n_chars = len(q.chars) or 1
-    raw = [[_score(d.metadata.get("scores"), c) for c in ("bm25", "vector", "fused")] for d in documents]
+    raw = [[score_of(d, c) for c in ("bm25", "vector", "fused")] for d in documents]
     primary = [next((s for s in (r[2], r[0], r[1]) if s is not None), 0.0) for r in raw]
     top = max(primary)
     scale = abs(top) or 1.0

@@ -36,10 +36,9 @@ from langchain_core.documents import BaseDocumentCompressor, Document
 from pydantic import ConfigDict, PrivateAttr
 
 from langchain_ragspine.arguments import DEFAULT_K, OptionalPositiveIntField, known_fields
+from langchain_ragspine.document_compressors._common import reranked
 from langchain_ragspine.document_compressors.learned.features import candidate_features, query_terms
 from langchain_ragspine.document_compressors.learned.model import LearnedModel
-from langchain_ragspine.documents import check_documents, with_scores
-from langchain_ragspine.sensitivity import drop_restricted
 
 __all__ = ["DEFAULT_MODEL", "LearnedReranker"]
 
@@ -98,11 +97,10 @@ class LearnedReranker(BaseDocumentCompressor):
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
     ) -> Sequence[Document]:
         """The ``k`` best non-RESTRICTED ``documents`` by the model's score, with ``scores["rerank"]``."""
-        docs = drop_restricted(check_documents(documents, f"{type(self).__name__}.compress_documents"))
-        if not docs:
-            return []
+        # ties keep the first stage's order (its rank is one of the model's features)
+        return reranked(documents, query, type(self).__name__, self.k, self._scores_and_probabilities,
+                        whole_documents=True, ties="input")
+
+    def _scores_and_probabilities(self, query: str, docs: list[Document]) -> tuple[list[float], list[float]]:
         raw = self.scores(docs, query)
-        order = sorted(range(len(docs)), key=lambda i: (-raw[i], i))  # ties keep the first stage's order
-        if self.k is not None:
-            order = order[: self.k]
-        return [with_scores(docs[i], rerank=0.5 * (1.0 + math.tanh(raw[i] / 2.0))) for i in order]
+        return raw, [0.5 * (1.0 + math.tanh(r / 2.0)) for r in raw]
