@@ -43,6 +43,7 @@ __all__ = [
     "check_k",
     "check_score_threshold",
     "chunk_key",
+    "chunk_positions",
     "content_chunk_id",
     "check_documents",
     "copy_metadata",
@@ -111,6 +112,23 @@ def chunk_key(doc: Document) -> str | None:
     if cid is not None and cid != "":
         return str(cid)
     return doc.id or None
+
+
+def chunk_positions(docs: Iterable[Document]) -> dict[str, int]:
+    """``{chunk_key: position}`` of ``docs``: where each chunk id first occurs (documents without one are left out)
+    — how a retriever over derived files (a relation graph, a RAPTOR tree) finds the indexed chunk a node names.
+
+    Example:
+        >>> from langchain_core.documents import Document
+        >>> chunk_positions([Document(page_content="x", metadata={"chunk_id": "a#0"}), Document(page_content="y")])
+        {'a#0': 0}
+    """
+    out: dict[str, int] = {}
+    for i, d in enumerate(docs):
+        key = chunk_key(d)
+        if key is not None:
+            out.setdefault(key, i)
+    return out
 
 
 #: Separates ``index_id`` from the chunk's id in :func:`doc_key` (a control character: no id contains it).

@@ -36,7 +36,7 @@ from langchain_core.documents import Document
 from pydantic import Field, PrivateAttr
 
 from langchain_ragspine.arguments import DEFAULT_K, PositiveIntField
-from langchain_ragspine.documents import chunk_key, with_identities, with_scores
+from langchain_ragspine.documents import chunk_positions, with_identities, with_scores
 from langchain_ragspine.filters import FilterField, compile_filter
 from langchain_ragspine.relations.extractors import CooccurrenceExtractor, RelationExtractor
 from langchain_ragspine.relations.store import GraphStore
@@ -93,11 +93,7 @@ class GraphRetriever(RagSpineRetriever):
         self._check_fields()
         compile_filter(self.filter)
         docs = self._set_indexed_docs(drop_restricted(with_identities(self.docs)))
-        self._by_id = {}
-        for i, d in enumerate(docs):
-            key = chunk_key(d)
-            if key is not None:
-                self._by_id.setdefault(key, i)
+        self._by_id = chunk_positions(docs)
         self._mark_built()
 
     def _query_extractor(self) -> RelationExtractor:

@@ -41,7 +41,7 @@ from langchain_core.embeddings import Embeddings
 from pydantic import Field, PrivateAttr
 
 from langchain_ragspine.arguments import DEFAULT_K, PositiveIntField
-from langchain_ragspine.documents import chunk_key, with_identities, with_scores
+from langchain_ragspine.documents import chunk_positions, with_identities, with_scores
 from langchain_ragspine.filters import FilterField, compile_filter
 from langchain_ragspine.raptor.tree import RaptorTree
 from langchain_ragspine.retrievers.base import AsyncCall, RagSpineRetriever, SyncCall
@@ -109,11 +109,7 @@ class RaptorRetriever(RagSpineRetriever):
             raise ValueError(f"strategy must be one of {RAPTOR_STRATEGIES}, got {self.strategy!r}")
         compile_filter(self.filter)
         docs = self._set_indexed_docs(drop_restricted(with_identities(self.docs)))
-        self._by_id = {}
-        for i, d in enumerate(docs):
-            key = chunk_key(d)
-            if key is not None:
-                self._by_id.setdefault(key, i)
+        self._by_id = chunk_positions(docs)
         tree: RaptorTree = self.tree
         self._members = {}
         for node_id in sorted(tree.nodes):
