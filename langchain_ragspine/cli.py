@@ -18,6 +18,7 @@ numpy, FAISS, the settings) is imported; each command imports what it uses when 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import inspect
 import json
 import os
@@ -26,7 +27,7 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from importlib import resources
 from pathlib import Path
@@ -505,6 +506,24 @@ def _write_eval_json(path: str, results: Sequence[Any], pairs: Sequence[tuple[An
     print(f"wrote {path}", file=sys.stderr)
 
 
+@contextlib.contextmanager
+def _eval_store(args: argparse.Namespace) -> Iterator[Path | str]:
+    """The store a QA evaluation searches: the dataset's ``docs/`` ingested into ``--store`` (kept) or a temporary
+    directory (removed afterwards), with a dense index when a ``--mode`` needs one; prints ingest's line."""
+    from langchain_ragspine.pipeline.ingest import ingest
+    from langchain_ragspine.pipeline.modes import needs_dense_index
+
+    needs_dense = needs_dense_index(args.mode, args.embedding)
+    with tempfile.TemporaryDirectory(prefix="ragspine-eval-") as tmp:
+        store_dir = _store_arg(args.store) if args.store else Path(tmp)
+        summary = ingest(
+            Path(args.dataset) / "docs", store_dir, tokenizer=args.tokenizer[0],
+            embedding=args.embedding, mode="hybrid" if needs_dense else "bm25",
+        )
+        print(f"ingest: {summary.line()}", file=sys.stderr)
+        yield store_dir
+
+
 def _cmd_eval_answers(args: argparse.Namespace, dataset: Any) -> int:
     """``ragspine eval DATASET --answers``: every ``--graph`` × ``--mode`` (× ``--tokenizer``) configuration answers
     every question over one ingested store, scored by
@@ -514,8 +533,6 @@ def _cmd_eval_answers(args: argparse.Namespace, dataset: Any) -> int:
     from langchain_ragspine.configured import configured_setting
     from langchain_ragspine.evaluation import BEIRDataset
     from langchain_ragspine.evaluation.answers import answers_markdown, evaluate_answers, write_ragas
-    from langchain_ragspine.pipeline.ingest import ingest
-    from langchain_ragspine.pipeline.modes import needs_dense_index
 
     if isinstance(dataset, BEIRDataset):
         raise ValueError(f"--answers needs gold answers: {args.dataset} is a BEIR folder (a QA folder has "
@@ -537,14 +554,7 @@ def _cmd_eval_answers(args: argparse.Namespace, dataset: Any) -> int:
     _fetch_k(args, compressors)
     print(f"answers: {how}", file=sys.stderr)
     results = []
-    with tempfile.TemporaryDirectory(prefix="ragspine-eval-") as tmp:
-        store_dir = _store_arg(args.store) if args.store else Path(tmp)
-        needs_dense = needs_dense_index(args.mode, args.embedding)
-        summary = ingest(
-            Path(args.dataset) / "docs", store_dir, tokenizer=args.tokenizer[0],
-            embedding=args.embedding, mode="hybrid" if needs_dense else "bm25",
-        )
-        print(f"ingest: {summary.line()}", file=sys.stderr)
+    with _eval_store(args) as store_dir:
         runs = _eval_runs(args)
         for graph_name in graphs:
             for mode, tok in runs:
@@ -576,8 +586,6 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         evaluate,
         load_dataset,
     )
-    from langchain_ragspine.pipeline.ingest import ingest
-    from langchain_ragspine.pipeline.modes import needs_dense_index
     from langchain_ragspine.pipeline.plan import retriever_factory
 
     _check_answer_options(args)
@@ -606,14 +614,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         for (mode, tok), label in zip(runs, labels, strict=True):
             results.append(evaluate(factory(mode, tok), dataset, ks=args.ks, limit=args.limit, name=label))
     else:
-        needs_dense = needs_dense_index(args.mode, args.embedding)
-        with tempfile.TemporaryDirectory(prefix="ragspine-eval-") as tmp:
-            store_dir = _store_arg(args.store) if args.store else Path(tmp)
-            summary = ingest(
-                Path(args.dataset) / "docs", store_dir, tokenizer=args.tokenizer[0],
-                embedding=args.embedding, mode="hybrid" if needs_dense else "bm25",
-            )
-            print(f"ingest: {summary.line()}", file=sys.stderr)
+        with _eval_store(args) as store_dir:
             results = []
             retrievers = _eval_qa_retrievers(args, store_dir, stage, fetch_k)
             _check_baseline(args.baseline, [name + suffix for name, _, _ in retrievers])
@@ -786,7 +787,6 @@ def _demo_ingest(corpus: Path, store: Path, embedding: Any) -> Any:
     """Ingest the demo corpus into the (new, temporary) ``store``, taking chunk vectors from and saving them to
     ``<cache dir>/demo-embeddings.sqlite``, so only the first run on a machine embeds (the store is temporary,
     the vectors are not).  The saved file is only a cache: if it cannot be read or written, the demo embeds."""
-    import contextlib
     import shutil
     import sqlite3
 
