@@ -489,6 +489,8 @@ def _check_answer_options(args: argparse.Namespace) -> None:
     if args.graph and len(set(args.graph)) < len(args.graph):
         repeated = sorted({g for g in args.graph if args.graph.count(g) > 1})
         raise ValueError(f"--graph {' '.join(repeated)}: named twice (each configuration runs once)")
+    if args.llm and len({spec.strip().lower() for spec in args.llm}) < len(args.llm):
+        raise ValueError(f"--llm {' '.join(args.llm)}: a model named twice (each configuration runs once)")
     if args.answer_k is not None:
         check_k(args.answer_k, "-k")
 
@@ -537,7 +539,7 @@ def _cmd_eval_answers(args: argparse.Namespace, dataset: Any) -> int:
     if isinstance(dataset, BEIRDataset):
         raise ValueError(f"--answers needs gold answers: {args.dataset} is a BEIR folder (a QA folder has "
                          "docs/ and questions.jsonl with answers)")
-    llm, how = _resolve_llm(args.llm)
+    models = [(spec, *_resolve_llm(spec)) for spec in (args.llm or [None])]
     judge = None
     if args.judge is not None:  # asked for by name: a judge that cannot answer is an error, not a quiet fallback
         if args.judge.strip().lower() in ("", "none", "auto"):
@@ -550,22 +552,27 @@ def _cmd_eval_answers(args: argparse.Namespace, dataset: Any) -> int:
             raise ValueError(f"--judge {args.judge!r}: the judge model is not reachable")
     graphs = args.graph or [configured_setting("answer_graph")]
     k = args.answer_k if args.answer_k is not None else configured_setting("k")
-    compressors = _second_stage(args, k=k, llm=llm)
-    _fetch_k(args, compressors)
-    print(f"answers: {how}", file=sys.stderr)
+    stages = [_second_stage(args, k=k, llm=llm) for _, llm, _ in models]
+    for compressors in stages:
+        _fetch_k(args, compressors)
+    for spec, _, how in models:
+        print(f"answers{f' ({spec})' if len(models) > 1 else ''}: {how}", file=sys.stderr)
     results = []
     with _eval_store(args) as store_dir:
         runs = _eval_runs(args)
         for graph_name in graphs:
-            for mode, tok in runs:
-                label = graph_name if len(runs) == 1 else (
-                    f"{graph_name} {_mode_label(mode, tok, len(args.tokenizer), _label_transform(args, mode))}")
-                graph = _answer_graph(args, graph_name, mode, store_dir, k=k, llm=llm, compressors=compressors,
-                                      tokenizer=tok)
-                result = evaluate_answers(graph, dataset, limit=args.limit, name=label, judge=judge)
-                result.config.update(graph_name=graph_name, mode=mode, tokenizer=tok, k=k, llm=how,
-                                     judge_spec=args.judge)
-                results.append(result)
+            for (spec, llm, how), compressors in zip(models, stages, strict=True):
+                for mode, tok in runs:
+                    label = graph_name if len(runs) == 1 else (
+                        f"{graph_name} {_mode_label(mode, tok, len(args.tokenizer), _label_transform(args, mode))}")
+                    if len(models) > 1:  # two models compared: each configuration names its model
+                        label = f"{label} llm={spec}"
+                    graph = _answer_graph(args, graph_name, mode, store_dir, k=k, llm=llm,
+                                          compressors=compressors, tokenizer=tok)
+                    result = evaluate_answers(graph, dataset, limit=args.limit, name=label, judge=judge)
+                    result.config.update(graph_name=graph_name, mode=mode, tokenizer=tok, k=k, llm=how,
+                                         llm_spec=spec, judge_spec=args.judge)
+                    results.append(result)
     print(answers_markdown(results))
     if args.json:
         _write_eval_json(args.json, results, [(a, b) for i, a in enumerate(results) for b in results[i + 1:]])
@@ -1092,8 +1099,9 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
         "--graph", nargs="+", default=None, choices=_GraphNames(), metavar="GRAPH",
         help="with --answers: the graphs to compare, %(choices)s (RAGSPINE_ANSWER_GRAPH, else corrective)",
     )
-    p.add_argument("--llm", default=None, metavar="SPEC",
-                   help="with --answers: the graphs' chat model, as for ask (RAGSPINE_LLM, else none: extractive)")
+    p.add_argument("--llm", nargs="+", default=None, metavar="SPEC",
+                   help="with --answers: the graphs' chat model, as for ask (RAGSPINE_LLM, else none: extractive); "
+                   "several (e.g. none ollama:qwen2.5:7b) compare the models, paired, each graph with each")
     p.add_argument("--judge", default=None, metavar="SPEC",
                    help="with --answers: an LLM judge (provider:model) adding judged faithfulness and relevance")
     p.add_argument("-k", dest="answer_k", type=int, default=None,

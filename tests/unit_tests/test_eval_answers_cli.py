@@ -122,3 +122,40 @@ def test_eval_answers_records_the_configuration(tmp_path: Path):
     config = json.loads(out.read_text("utf-8"))["results"][0]["config"]
     assert config["graph_name"] == "simple" and config["mode"] == "bm25" and config["k"] == 3
     assert config["llm"].startswith("deterministic path")  # no --llm, no RAGSPINE_LLM: the offline path, said so
+
+
+def test_eval_answers_compares_two_models_paired(tmp_path: Path, monkeypatch):
+    # issue 29: "a user choosing between two models" compares them in one run, each graph with each model
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+    import langchain_ragspine.cli as cli
+    from langchain_ragspine.chat_models import DETERMINISTIC_PATH
+
+    fake = FakeListChatModel(responses=["清水寺 [1]"])
+
+    def resolve(spec):
+        return (fake, "LLM path: fake") if spec == "fake" else (None, DETERMINISTIC_PATH)
+
+    monkeypatch.setattr(cli, "_resolve_llm", resolve)
+    ds = _qa_folder(tmp_path / "ds")
+    out = tmp_path / "r.json"
+    assert main(["eval", str(ds), "--answers", "--graph", "simple", "--mode", "bm25", "--llm", "none", "fake",
+                 "--json", str(out)]) == 0
+    data = json.loads(out.read_text("utf-8"))
+    by_name = {r["name"]: r for r in data["results"]}
+    assert list(by_name) == ["simple llm=none", "simple llm=fake"]
+    assert by_name["simple llm=none"]["config"]["llm_spec"] == "none"
+    assert by_name["simple llm=none"]["aggregate"]["llm_calls"] == 0
+    assert by_name["simple llm=fake"]["aggregate"]["llm_calls"] > 0  # the fake model answered
+    # the fake answers 清水寺 to every question: right on q2 only; the extractive path is right on q1 and q2
+    assert by_name["simple llm=fake"]["aggregate"]["answer_contains"] == pytest.approx(1 / 3)
+    assert by_name["simple llm=none"]["aggregate"]["answer_contains"] == pytest.approx(2 / 3)
+    paired = [p for p in data["paired"] if p["metric"] == "answer_contains"]
+    assert [(p["baseline"], p["other"]) for p in paired] == [("simple llm=none", "simple llm=fake")]
+    assert paired[0]["difference"] == pytest.approx(-1 / 3)
+
+
+def test_eval_answers_refuses_a_model_named_twice(tmp_path: Path, capsys):
+    ds = _qa_folder(tmp_path / "ds")
+    assert main(["eval", str(ds), "--answers", "--mode", "bm25", "--llm", "none", "None"]) == 2
+    assert "--llm none None: a model named twice" in capsys.readouterr().err
