@@ -539,7 +539,7 @@ def _cmd_eval_answers(args: argparse.Namespace, dataset: Any) -> int:
     if isinstance(dataset, BEIRDataset):
         raise ValueError(f"--answers needs gold answers: {args.dataset} is a BEIR folder (a QA folder has "
                          "docs/ and questions.jsonl with answers)")
-    models = [(spec, *_resolve_llm(spec)) for spec in (args.llm or [None])]
+    models = [(spec, *_eval_answer_llm(spec)) for spec in (args.llm or [None])]
     judge = None
     if args.judge is not None:  # asked for by name: a judge that cannot answer is an error, not a quiet fallback
         if args.judge.strip().lower() in ("", "none", "auto"):
@@ -558,21 +558,27 @@ def _cmd_eval_answers(args: argparse.Namespace, dataset: Any) -> int:
     for spec, _, how in models:
         print(f"answers{f' ({spec})' if len(models) > 1 else ''}: {how}", file=sys.stderr)
     results = []
+    runs = _eval_runs(args)
+    configs = []  # (label, graph, (spec, llm, how), compressors, mode, tokenizer), each graph with each model
+    for graph_name in graphs:
+        for model, compressors in zip(models, stages, strict=True):
+            for mode, tok in runs:
+                label = graph_name if len(runs) == 1 else (
+                    f"{graph_name} {_mode_label(mode, tok, len(args.tokenizer), _label_transform(args, mode))}")
+                if len(models) > 1:  # models compared: each configuration names its model
+                    label = f"{label} llm={model[0]}"
+                configs.append((label, graph_name, model, compressors, mode, tok))
+    _check_baseline(args.baseline, [c[0] for c in configs])
+    if args.baseline is not None:  # first in every table, so every other is paired against it first
+        configs.sort(key=lambda c: c[0] != args.baseline)
     with _eval_store(args) as store_dir:
-        runs = _eval_runs(args)
-        for graph_name in graphs:
-            for (spec, llm, how), compressors in zip(models, stages, strict=True):
-                for mode, tok in runs:
-                    label = graph_name if len(runs) == 1 else (
-                        f"{graph_name} {_mode_label(mode, tok, len(args.tokenizer), _label_transform(args, mode))}")
-                    if len(models) > 1:  # two models compared: each configuration names its model
-                        label = f"{label} llm={spec}"
-                    graph = _answer_graph(args, graph_name, mode, store_dir, k=k, llm=llm,
-                                          compressors=compressors, tokenizer=tok)
-                    result = evaluate_answers(graph, dataset, limit=args.limit, name=label, judge=judge)
-                    result.config.update(graph_name=graph_name, mode=mode, tokenizer=tok, k=k, llm=how,
-                                         llm_spec=spec, judge_spec=args.judge)
-                    results.append(result)
+        for label, graph_name, (spec, llm, how), compressors, mode, tok in configs:
+            graph = _answer_graph(args, graph_name, mode, store_dir, k=k, llm=llm, compressors=compressors,
+                                  tokenizer=tok)
+            result = evaluate_answers(graph, dataset, limit=args.limit, name=label, judge=judge)
+            result.config.update(graph_name=graph_name, mode=mode, tokenizer=tok, k=k, llm=how, llm_spec=spec,
+                                 judge_spec=args.judge)
+            results.append(result)
     print(answers_markdown(results))
     if args.json:
         _write_eval_json(args.json, results, [(a, b) for i, a in enumerate(results) for b in results[i + 1:]])
@@ -584,6 +590,24 @@ def _cmd_eval_answers(args: argparse.Namespace, dataset: Any) -> int:
                                layout=args.ragas_layout or "ragas")
             print(f"wrote {path}", file=sys.stderr)
     return 0
+
+
+def _eval_answer_llm(spec: str | None) -> tuple[Any, str]:
+    """``eval --answers``' model for ``spec`` (``None``: ``RAGSPINE_LLM``): as ``ask`` resolves it, except that a
+    model named explicitly that cannot be reached is an error — scoring the offline path under its name would
+    report a comparison that never ran (``auto`` still falls back, and says so in the result's ``llm``).
+
+    Raises:
+        ValueError: the named model is unreachable (or cannot be built).
+    """
+    from langchain_ragspine.chat_models import resolve_chat_model
+
+    choice = resolve_chat_model(spec, setting="--llm")
+    if choice.warning:
+        where = f"--llm {spec!r}" if spec is not None else "RAGSPINE_LLM"
+        raise ValueError(f"{where}: {choice.warning} (an evaluation does not fall back: start the model's server, "
+                         "or name none for the offline path)")
+    return choice.llm, choice.how
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
@@ -1086,7 +1110,8 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
     p.add_argument("--store", default=None, help="keep the ingested store here (default: a temporary one)")
     p.add_argument(
         "--baseline", default=None, metavar="NAME",
-        help="configuration the others are compared with, paired, with 95%% intervals (default: the first)",
+        help="configuration the others are compared with, paired, with 95%% intervals (default: the first; with "
+        "--answers every pair is compared, the baseline first)",
     )
     p.add_argument("--json", default=None, metavar="OUT", help="write every result as JSON")
     p.add_argument("--plot", default=None, metavar="OUT.png", help="recall@k curves (and OUT-latency.png)")
@@ -1099,7 +1124,7 @@ def build_parser(settings: RagSpineSettings | None = None) -> argparse.ArgumentP
         "--graph", nargs="+", default=None, choices=_GraphNames(), metavar="GRAPH",
         help="with --answers: the graphs to compare, %(choices)s (RAGSPINE_ANSWER_GRAPH, else corrective)",
     )
-    p.add_argument("--llm", nargs="+", default=None, metavar="SPEC",
+    p.add_argument("--llm", nargs="+", action="extend", default=None, metavar="SPEC",
                    help="with --answers: the graphs' chat model, as for ask (RAGSPINE_LLM, else none: extractive); "
                    "several (e.g. none ollama:qwen2.5:7b) compare the models, paired, each graph with each")
     p.add_argument("--judge", default=None, metavar="SPEC",

@@ -29,6 +29,7 @@ from langchain_ragspine.evaluation.answers import (
     parse_relevance_verdict,
     parse_support_verdicts,
     ragas_rows,
+    reads_as_refusal,
     token_f1,
     write_ragas,
 )
@@ -85,6 +86,7 @@ __all__ = [
     "parse_relevance_verdict",
     "parse_support_verdicts",
     "ragas_rows",
+    "reads_as_refusal",
     "token_f1",
     "write_ragas",
     "BEIRDataset",

@@ -101,6 +101,7 @@ __all__ = [
     "parse_relevance_verdict",
     "parse_support_verdicts",
     "ragas_rows",
+    "reads_as_refusal",
     "token_f1",
     "write_ragas",
 ]
@@ -256,6 +257,57 @@ def contains_answer(prediction: str, answers: Sequence[str] | str) -> float:
 
 
 # ---------------------------------------------------------------------------------------------- citations
+# ---------------------------------------------------------------------------------------------- refusals
+#: Refusal wording a model writes in its own words, matched in an answer's first sentence (NFKC, case folded):
+#: "I cannot answer…", "the context does not mention…", 資料からは分かりません, 文書には記載がありません,
+#: 根据提供的资料，无法回答.  Statements about the *world* ("生年は不明です", "原因尚不清楚") are not refusals and
+#: are left out on purpose.
+_REFUSAL_PATTERNS = tuple(re.compile(p) for p in (
+    r"\b(?:i|we)\s+(?:do not|don't|cannot|can't|can not|am unable to|am not able to|are unable to|could not|"
+    r"couldn't)\s+(?:know|answer|find|determine|tell|say|provide|confirm)\b",
+    r"\b(?:cannot|can't|can not|could not|couldn't|unable to)\s+(?:be\s+)?(?:answer(?:ed)?|determined?|found)\b",
+    r"\b(?:context|contexts|documents?|passages?|sources?|information|text)\s+(?:provided\s+|given\s+)?"
+    r"(?:does|do|did)\s+not\s+(?:contain|mention|say|provide|include|specify|state|answer|give|cover)\b",
+    r"\bno\s+(?:relevant\s+|such\s+)?information\b",
+    r"\bnot\s+(?:mentioned|stated|specified|provided|given|found|available)\s+in\s+the\s+(?:provided\s+|given\s+)?"
+    r"(?:context|documents?|passages?|sources?|text)\b",
+    r"わかりません|分かりません|わからない|分からない|答えられません|回答できません|お答えできません|判断できません|"
+    r"特定できません",
+    r"(?:資料|文書|文脈|コンテキスト|本文|パッセージ|提供され)[^。]*?(?:記載|言及|記述|情報|書かれ|含まれ|見当たら|"
+    r"見つから|見つかり)[^。]*?(?:ありません|ない|ません)",
+    r"不知道|无法回答|無法回答|无法确定|無法確定|无法得知|無法得知|不能回答|无从得知|無從得知",
+    r"(?:资料|資料|文档|文檔|文件|上下文|文本|段落|提供的)[^。]*?(?:没有|沒有|未|无|無)"
+    r"(?:提到|提及|记载|記載|说明|說明|相关|相關|包含|涉及|给出|給出|信息|資訊)",
+))
+_FIRST_SENTENCE_END = re.compile(r"[。．！？!?\n]|\.(?:\s|$)")
+
+
+def reads_as_refusal(answer: Any) -> bool:
+    """Whether a model's ``answer`` opens with a refusal in its own words.
+
+    Usage::
+
+        reads_as_refusal("根据提供的资料，无法回答该问题。")          # True
+        reads_as_refusal("提供された文書には記載がありません。")       # True
+        reads_as_refusal("I cannot answer from the context.")          # True
+        reads_as_refusal("Tokyo [1]. The documents do not say more.")  # False: it answers first
+
+    :func:`~langchain_ragspine.chains.answer.is_dont_know` knows the package's own refusals (わかりません, the
+    "insufficient context" sentence) as whole answers; a real model words them freely.  This reads the answer's
+    first sentence (after ``<think>`` blocks and citation markers are removed, NFKC, case folded) against refusal
+    wording in English, Japanese and Chinese (:data:`_REFUSAL_PATTERNS`): "I cannot answer / do not know", "the
+    context does not mention", "no information", 分かりません / 答えられません, 資料に記載がありません, 无法回答 /
+    不知道, 资料中没有提到.  A statement about the world ("生年は不明です") is not a refusal.  Non-strings are
+    ``False`` (:func:`evaluate_answers` counts those as refusals through ``is_dont_know``).
+    """
+    if not isinstance(answer, str):
+        return False
+    text = unicodedata.normalize("NFKC", strip_citation_markers(strip_think(answer))).casefold().replace("’", "'")
+    text = text.strip()
+    first = _FIRST_SENTENCE_END.split(text, maxsplit=1)[0] if text else ""
+    return any(p.search(first) for p in _REFUSAL_PATTERNS)
+
+
 def _is_gold_passage(doc: Document, question: QAQuestion) -> bool:
     return is_answer_passage(doc, question.doc_id, question.answers)
 
@@ -360,6 +412,8 @@ _RELEVANCE = {"yes": 1.0, "partly": 0.5, "partially": 0.5, "partial": 0.5, "no":
 _RELEVANCE_WORD = re.compile(r"\b(yes|no|partly|partially|partial)\b")
 #: Words after a relevance verdict that take it back or hedge it.
 _HEDGE = re.compile(r"\b(not|nope|nah|never|none|but|however|although|though|except|incorrect|wrong)\b|n't\b")
+#: Words after a "no" that hedge it (a negation after "no" agrees with it).
+_CONTRAST = re.compile(r"\b(but|however|although|though|except|yet)\b")
 
 
 def _polarity(text: str) -> bool | None:
@@ -422,9 +476,12 @@ def parse_relevance_verdict(reply: Any) -> float | None:
         return None
     if len({_RELEVANCE[w] for w in _RELEVANCE_WORD.findall(text)}) != 1:
         return None
-    if _HEDGE.search(text[m.end():]):  # "Yes; nope", "yes — not at all", "Yes, but it does not fully answer"
+    value = _RELEVANCE[m.group(1)]
+    # "Yes; nope", "yes — not at all", "Yes, but it does not fully answer": taken back.  After "no" a negation
+    # agrees ("No, it does not answer the question"); only a contrast ("No, but…") hedges it.
+    if (_CONTRAST if value == 0.0 else _HEDGE).search(text[m.end():]):
         return None
-    return _RELEVANCE[m.group(1)]
+    return value
 
 
 class AnswerJudge:
@@ -687,7 +744,9 @@ def _score_one(
             )
     else:  # a chain that does not return its passages: its last retrieval stands for them
         documents = list(recorder.calls[-1]) if recorder.calls else []
-    refused = bool(state.get("refused")) or is_dont_know(answer)
+    # a model's refusal in its own words counts too (the offline path's answers are verbatim sentences: not read)
+    refused = (bool(state.get("refused")) or is_dont_know(answer)
+               or (recorder.llm_calls > 0 and reads_as_refusal(answer)))
     gold_retrieved = any(_is_gold_passage(d, q) for d in [*recorder.retrieved, *documents])
     citations = state.get("citations") or []
     cited = [] if refused else _cited_numbers(citations, len(documents))
@@ -789,8 +848,8 @@ def write_ragas(result: EvalResult, path: str | Path, *, layout: RagasLayout = "
 
 #: The metrics :func:`answers_markdown` compares pairwise (the judge's when present).
 _PAIRED = (
-    "answer_contains", "f1", "citation_precision", "citation_recall", "faithfulness", "judge_faithfulness",
-    "judge_relevance", "refused", "false_refusal",
+    "answer_contains", "exact_match", "f1", "citation_precision", "citation_recall", "faithfulness",
+    "judge_faithfulness", "judge_relevance", "refused", "false_refusal", "llm_calls", "latency_ms",
 )
 
 

@@ -136,7 +136,7 @@ def test_eval_answers_compares_two_models_paired(tmp_path: Path, monkeypatch):
     def resolve(spec):
         return (fake, "LLM path: fake") if spec == "fake" else (None, DETERMINISTIC_PATH)
 
-    monkeypatch.setattr(cli, "_resolve_llm", resolve)
+    monkeypatch.setattr(cli, "_eval_answer_llm", resolve)
     ds = _qa_folder(tmp_path / "ds")
     out = tmp_path / "r.json"
     assert main(["eval", str(ds), "--answers", "--graph", "simple", "--mode", "bm25", "--llm", "none", "fake",
@@ -159,3 +159,44 @@ def test_eval_answers_refuses_a_model_named_twice(tmp_path: Path, capsys):
     ds = _qa_folder(tmp_path / "ds")
     assert main(["eval", str(ds), "--answers", "--mode", "bm25", "--llm", "none", "None"]) == 2
     assert "--llm none None: a model named twice" in capsys.readouterr().err
+
+
+def test_eval_answers_refuses_an_unreachable_model_named_by_llm(tmp_path: Path, capsys, monkeypatch):
+    # audit of issue 29: an unreachable --llm warned, then scored the offline path under the graph's name (rc 0)
+    pytest.importorskip("langchain_ollama")
+    monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")
+    ds = _qa_folder(tmp_path / "ds")
+    out = tmp_path / "r.json"
+    assert main(["eval", str(ds), "--answers", "--mode", "bm25", "--llm", "ollama:b", "--json", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "--llm 'ollama:b':" in err and "does not fall back" in err
+    assert not out.exists()
+
+
+def test_eval_answers_llm_given_twice_compares_both(tmp_path: Path, monkeypatch):
+    # audit of issue 29: --llm a --llm b kept only b
+    import langchain_ragspine.cli as cli
+    from langchain_ragspine.chat_models import DETERMINISTIC_PATH
+
+    seen = []
+    monkeypatch.setattr(cli, "_eval_answer_llm", lambda spec: seen.append(spec) or (None, DETERMINISTIC_PATH))
+    ds = _qa_folder(tmp_path / "ds")
+    out = tmp_path / "r.json"
+    assert main(["eval", str(ds), "--answers", "--graph", "simple", "--mode", "bm25", "--llm", "none", "--llm", "x",
+                 "--limit", "1", "--json", str(out)]) == 0
+    assert seen == ["none", "x"]
+    assert [r["name"] for r in json.loads(out.read_text("utf-8"))["results"]] == ["simple llm=none", "simple llm=x"]
+
+
+def test_eval_answers_baseline_is_checked_and_listed_first(tmp_path: Path, capsys):
+    # audit of issue 29: --baseline was ignored with --answers (an unknown name ran, rc 0)
+    ds = _qa_folder(tmp_path / "ds")
+    base = ["eval", str(ds), "--answers", "--graph", "simple", "corrective", "--mode", "bm25", "--limit", "2"]
+    assert main([*base, "--baseline", "nosuch"]) == 2
+    assert "--baseline 'nosuch' is not one of the configurations: ['simple', 'corrective']" in capsys.readouterr().err
+    out = tmp_path / "r.json"
+    assert main([*base, "--baseline", "corrective", "--json", str(out)]) == 0
+    assert "| metric | simple − corrective |" in capsys.readouterr().out
+    data = json.loads(out.read_text("utf-8"))
+    assert [r["name"] for r in data["results"]] == ["corrective", "simple"]
+    assert {(p["baseline"], p["other"]) for p in data["paired"]} == {("corrective", "simple")}

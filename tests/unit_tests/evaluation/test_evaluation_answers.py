@@ -33,6 +33,7 @@ from langchain_ragspine.evaluation import (
     parse_relevance_verdict,
     parse_support_verdicts,
     ragas_rows,
+    reads_as_refusal,
     token_f1,
     write_ragas,
 )
@@ -179,6 +180,9 @@ def test_parse_support_verdicts(reply: Any, n: int, verdicts: list[bool] | None)
         ("yes\nno", None), ("Yes. Actually, no.", None), ("yes and no", None),
         # re-check trial of issue 29: hedged or negated after the verdict
         ("Yes; nope", None), ("Yes!!! Nah", None), ("yes — not at all", None), ("Yes, it does not fully answer", None),
+        # audit of issue 29: a "no" explained by a negation was unknown, so judged relevance leaned high
+        ("No, it does not answer the question.", 0.0), ("No. The answer doesn't address it.", 0.0),
+        ("No, but it is related.", None), ("No; however, it names the city.", None),
     ],
 )
 def test_parse_relevance_verdict(reply: Any, score: float | None):
@@ -247,6 +251,42 @@ def test_an_i_dont_know_answer_counts_as_a_refusal_even_unflagged():
     graph = RunnableLambda(lambda _: {"answer": "I don't know.", "citations": [], "documents": []})
     result = evaluate_answers(graph, DATASET, limit=1)
     assert result.per_query[0]["refused"] == 1.0
+
+
+@pytest.mark.parametrize(
+    ("answer", "refusal"),
+    [
+        # audit of issue 29: a real model's own wording was not counted as a refusal
+        ("根据提供的资料，无法回答该问题。", True), ("資料からは分かりません。", True),
+        ("提供された文書には記載がありません。", True), ("I cannot answer from the context.", True),
+        ("The context does not mention the year [1].", True), ("文档中没有提到这个人。", True),
+        ("There is no information about it in the passages.", True), ("<think>hmm</think>我不知道。", True),
+        # answers first, or a statement about the world: not refusals
+        ("Tokyo [1]. The documents do not say more.", False), ("生年は不明です。", False),
+        ("具体原因尚不清楚。", False), ("小笠原諸島には梅雨がない [1]。", False), ("清水寺です。", False),
+        ("", False), (None, False),
+    ],
+)
+def test_reads_as_refusal(answer: Any, refusal: bool):
+    assert reads_as_refusal(answer) is refusal
+
+
+def test_a_model_refusal_in_its_own_words_is_a_refusal_and_a_false_one_when_the_gold_was_retrieved():
+    llm = GenericFakeChatModel(messages=iter([AIMessage(content="資料からは分かりません。")] * 10))
+    result = evaluate_answers(build_simple_rag(_retriever(), llm=llm), DATASET, limit=2)
+    for r in result.per_query:
+        assert r["llm_calls"] > 0 and r["refused"] == 1.0 and r["false_refusal"] == 1.0  # gold passage retrieved
+        assert r["answer_contains"] == 0.0 and r["faithfulness"] is None
+
+
+def test_the_offline_path_never_reads_refusal_wording_into_a_verbatim_sentence():
+    # an extractive answer is a sentence of the corpus: "…わからない…" in it is content, not a refusal
+    docs = [Document(page_content="火山の正確な数はわからないとされる。", metadata={"doc_id": "v", "chunk_id": "v#0"})]
+    ds = QADataset(name="v", docs=docs, questions=[
+        QAQuestion(id="v1", question="火山の正確な数は", answers=["わからない"], doc_id="v")])
+    graph = build_simple_rag(BM25Retriever.from_documents(docs, k=1), llm=None)
+    record = evaluate_answers(graph, ds).per_query[0]
+    assert record["llm_calls"] == 0 and record["refused"] == 0.0 and record["answer_contains"] == 1.0
 
 
 def test_llm_calls_are_counted_and_the_judge_sees_only_what_the_prompt_saw():
@@ -344,6 +384,9 @@ def test_paired_comparison_of_answer_results_and_every_pair_in_the_table():
     table = answers_markdown([simple, never, again], n_resamples=100)
     assert table.count("Paired difference to **") == 2  # simple vs (never, again); never vs again
     assert "| never − simple | again − simple |" in table and "| again − never |" in table
+    # audit of issue 29: the cost side is paired too (exact match, model calls, latency)
+    for metric in ("| exact_match |", "| llm_calls |", "| latency_ms |"):
+        assert metric in table
     with pytest.raises(ValueError, match="retrieval result"):
         answers_markdown([evaluate(_retriever(), DATASET, ks=(1,))])
 
