@@ -71,8 +71,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {"llm": args.llm, "judge": (args.judge or args.llm) if args.llm else None, "seed": args.seed,
                            "n": args.n, "k": args.k, "sets": {}, "no_llm": list(args.no_llm),
                            "cached_at_start": {g: _cached(g) for g in args.graphs} if args.llm else {}}
-    configs = [(g, g, graph_llm(g)) for g in args.graphs]
-    configs += [(g, f"{g} (no LLM)", None) for g in args.no_llm]  # the same sample without a model: models compared
+    configs = [(g, g, graph_llm(g), judge) for g in args.graphs]
+    # the same sample without a model, so the two models are compared; not judged (the judge's calls are the cost)
+    configs += [(g, f"{g} (no LLM)", None, None) for g in args.no_llm]
     with tempfile.TemporaryDirectory(prefix="ragspine-answer-eval-") as tmp:
         for name in args.sets:
             ds = load_dataset(DATA / name)
@@ -84,10 +85,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 picked = sorted(random.Random(args.seed).sample(range(len(questions)), args.n))
                 questions = [questions[i] for i in picked]
             results = []
-            for graph_name, label, llm in configs:
+            for graph_name, label, llm, judged_by in configs:
                 graph = GRAPH_BUILDERS[graph_name](open_retriever(store, k=args.k, mode="bm25"), llm=llm)
                 t0 = time.perf_counter()
-                r = evaluate_answers(graph, ds, name=label, judge=judge, questions=questions)
+                r = evaluate_answers(graph, ds, name=label, judge=judged_by, questions=questions)
                 r.config["seconds"] = time.perf_counter() - t0
                 data = r.to_dict()
                 for q in data["per_query"]:
@@ -151,9 +152,11 @@ def report(server_log: Path) -> int:
             f"**With a local model**: `{run_['llm']}` served by `../shared/tools/local-llm` "
             "(Qwen2.5-Coder-1.5B-Instruct Q4_K_M, llama.cpp, 2 CPU cores), judged by the same model "
             f"(`{run_['judge']}`), configurations {', '.join(names)}, on one sample of {run_['n']} questions per set "
-            f"(`random.Random({run_['seed']}).sample`, sorted), the same BM25 store as the no-LLM rows, `k={run_['k']}`. "
-            "A configuration marked *(no LLM)* is the graph's offline path on the same questions, so its pairs "
-            f"compare the two models (none and the local one). {latency}; {call_seconds(server_log)} "
+            f"(`random.Random({run_['seed']}).sample`, sorted), the same BM25 store as the no-LLM rows, `k={run_['k']}`"
+            + (" (fewer passages than the no-LLM rows' 6: shorter prompts, so more questions fit the run)"
+               if run_["k"] < 6 else "") + ". "
+            "A configuration marked *(no LLM)* is the graph's offline path on the same questions (not judged), so "
+            f"its pairs compare the two models (none and the local one). {latency}; {call_seconds(server_log)} "
             "With this many questions an interval is wide and a 1.5B model's answers are weak: the rows show what "
             "the measures report with a real model, not how good a production model is.",
             *_tables(run_),
@@ -161,7 +164,7 @@ def report(server_log: Path) -> int:
         update_results_section(
             f"{SECTION}-llm",
             "Answer evaluation with a real local model: every graph on one sample (issue 29)",
-            f"RAGSPINE_DATA=../shared/data python benchmarks/answer_eval.py --llm {run_['llm']} --n {run_['n']} "
+            f"RAGSPINE_DATA=../shared/data python benchmarks/answer_eval.py --llm {run_['llm']} --n {run_['n']} --k {run_['k']} "
             f"--no-llm {' '.join(run_.get('no_llm') or [])}; python benchmarks/answer_eval.py --report".replace(
                 " --no-llm ;", ";"),
             "\n".join(body),
