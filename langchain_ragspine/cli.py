@@ -518,12 +518,29 @@ def _eval_store(args: argparse.Namespace) -> Iterator[Path | str]:
     needs_dense = needs_dense_index(args.mode, args.embedding)
     with tempfile.TemporaryDirectory(prefix="ragspine-eval-") as tmp:
         store_dir = _store_arg(args.store) if args.store else Path(tmp)
+        embedding = args.embedding
+        if args.store and embedding is None:
+            # an existing store keeps its vector index and model: an evaluation never turns a channel off (a BM25
+            # eval ingested with mode bm25 and so dropped the index every app on the store searched with)
+            embedding = _recorded_embedding(store_dir)
         summary = ingest(
             Path(args.dataset) / "docs", store_dir, tokenizer=args.tokenizer[0],
-            embedding=args.embedding, mode="hybrid" if needs_dense else "bm25",
+            embedding=embedding, mode="hybrid" if needs_dense or embedding is not None else "bm25",
         )
         print(f"ingest: {summary.line()}", file=sys.stderr)
         yield store_dir
+
+
+def _recorded_embedding(store: Path | str) -> str | None:
+    """The embedding spec an existing store's vector index was built with; ``None`` for no store yet or no index."""
+    from langchain_ragspine.errors import StoreError
+    from langchain_ragspine.pipeline.sources import open_source
+
+    try:
+        with open_source(store) as source:
+            return source.recorded_embedding()
+    except StoreError:  # nothing ingested there yet
+        return None
 
 
 def _cmd_eval_answers(args: argparse.Namespace, dataset: Any) -> int:

@@ -374,6 +374,12 @@ class StoreSource(StoreBackedSource[ChunkStore]):
             self._models[spec] = make_embeddings(spec)
         return self._models[spec]
 
+    def recorded_embedding(self) -> str | None:
+        """The spec of the model the store's vector index was built with (``index.json``), ``None`` without one."""
+        self.store  # noqa: B018 -- opened: the index record is read with the chunk store
+        spec = (self._state.get("vector") or {}).get("embedding")
+        return str(spec) if spec else None
+
     def documents(self) -> list[Document]:
         """The store's active chunks (with ``metadata["index_text"]`` when the store has contextual headers)."""
         return store_documents(self.store, contextual_header(self._state.get("contextual")))
@@ -603,6 +609,11 @@ class PostgresSource(StoreBackedSource[PostgresChunkStore]):
 
     def _open(self) -> PostgresChunkStore:
         return PostgresChunkStore(self.url, read_only=True)
+
+    def recorded_embedding(self) -> str | None:
+        """The spec of the model the store's vectors were made with, ``None`` when it has none."""
+        spec = self.store.meta("vector_embedding")
+        return str(spec) if spec else None
 
     def documents(self) -> list[Document]:
         """The store's active chunks (RESTRICTED ones included: retrievers built from them leave those out)."""

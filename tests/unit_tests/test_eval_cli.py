@@ -111,3 +111,25 @@ def test_eval_on_jsquad(tmp_path: Path, capsys):
         assert f"| {metric} |" in table
     agg = json.loads(out.read_text("utf-8"))["results"][0]["aggregate"]
     assert agg["answer_recall@1"] > 0.85 and agg["answer_recall@10"] > 0.97
+
+
+def test_eval_into_an_existing_store_keeps_its_vector_index(tmp_path: Path, capsys):
+    # trial of issue 30: `eval --store S --mode bm25` re-ingested S with mode bm25, which dropped its vector index
+    # (and `search --mode hybrid` on S failed afterwards, for every app on that store)
+    from langchain_ragspine.pipeline.sources import open_source
+
+    ds = _qa_folder(tmp_path / "ds")
+    store = tmp_path / "S"
+    assert main(["ingest", str(ds / "docs"), "--store", str(store), "--embedding", "hashing:32"]) == 0
+    assert main(["eval", str(ds), "--store", str(store), "--mode", "bm25"]) == 0
+    with open_source(store) as source:
+        assert source.recorded_embedding() == "hashing:32"
+    capsys.readouterr()
+    assert main(["search", "京都の名所", "--store", str(store), "--mode", "hybrid", "--json"]) == 0
+    hits = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert hits and hits[0]["metadata"]["doc_id"] == "b"
+    # a store without a vector index stays without one
+    bare = tmp_path / "B"
+    assert main(["eval", str(ds), "--store", str(bare), "--mode", "bm25"]) == 0
+    with open_source(bare) as source:
+        assert source.recorded_embedding() is None

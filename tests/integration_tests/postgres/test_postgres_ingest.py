@@ -239,3 +239,17 @@ def test_a_search_path_whose_first_schema_is_missing_is_refused_not_read_as_the_
     with PostgresChunkStore(other_pg_url, read_only=True) as store:
         assert store.doc_ids() == ["en", "keys", "kyoto", "tsuyu"]  # untouched
     assert PostgresChunkStore(pg_url).count_chunks() == 0  # an existing first schema is fine
+
+
+def test_eval_into_an_existing_postgres_store_keeps_its_vectors(tmp_path: Path, pg_url: str, capsys) -> None:
+    # trial of issue 30: `eval --store URL --mode bm25` re-ingested with mode bm25 and dropped the store's vectors
+    from langchain_ragspine.pipeline.sources import open_source
+
+    ds = _qa_folder(tmp_path / "ds")
+    assert main(["ingest", str(ds / "docs"), "--store", pg_url, "--embedding", "hashing:32"]) == 0
+    assert main(["eval", str(ds), "--store", pg_url, "--mode", "bm25"]) == 0
+    with open_source(pg_url) as source:
+        assert source.recorded_embedding() == "hashing:32"
+    capsys.readouterr()
+    assert main(["search", "京都の名所", "--store", pg_url, "--mode", "hybrid", "--json"]) == 0
+    assert [json.loads(x)["doc_id"] for x in capsys.readouterr().out.splitlines() if x.startswith("{")][:1] == ["b"]
