@@ -874,6 +874,13 @@ def _cmd_fit_reranker(args: argparse.Namespace) -> int:
     held_out = DEFAULT_HELD_OUT if args.held_out is None else args.held_out
     if not 0.0 < held_out < 1.0:
         raise ValueError(f"--held-out must be a share between 0 and 1, got {held_out}")
+    from langchain_ragspine.document_compressors.learned.model import check_model_path
+
+    check_model_path(args.out)  # before any work: a fit over a few hundred questions takes minutes
+    seen = [Path(p).resolve() for p in args.dataset]
+    twice = sorted({p for p, r in zip(args.dataset, seen, strict=True) if seen.count(r) > 1})
+    if twice:
+        raise ValueError(f"{' '.join(twice)}: the same dataset named twice (its questions would count twice)")
     datasets = []
     for path in args.dataset:
         ds = load_dataset(path)
@@ -881,16 +888,28 @@ def _cmd_fit_reranker(args: argparse.Namespace) -> int:
             raise ValueError(f"{path}: fit-reranker needs a QA dataset (docs/ + questions.jsonl), not a BEIR folder")
         datasets.append(ds)
     command = "ragspine fit-reranker " + " ".join(args.dataset) + f" --out {args.out}"
-    report = fit_reranker(datasets, args.out, depth=depth, held_out=held_out,
-                          training={"rebuild": command}, progress=not args.json)
+    try:
+        report = fit_reranker(datasets, args.out, depth=depth, held_out=held_out,
+                              training={"rebuild": command}, progress=not args.json)
+    except ImportError as e:  # LightGBM missing: one line naming the extra, before any question is read
+        raise ValueError(str(e)) from e
+    if report.n_without_answer:
+        print(f"note: {report.n_without_answer} of {sum(len(d.questions) for d in datasets)} questions have no "
+              f"candidate in the first {depth} holding a gold answer (the answer is in no chunk of its document, "
+              "the document is RESTRICTED, or BM25 does not reach it): they teach the ranker nothing", file=sys.stderr)
     record = {"out": str(report.path), "held_out_recall@1_before": report.before_at_1,
               "held_out_recall@1_after": report.after_at_1, "train_questions": report.n_train,
+              "questions_without_answer": report.n_without_answer,
               "held_out_questions": report.n_held_out, "trees": report.trees, "seconds": round(report.seconds, 3)}
     if args.json:
         print(json.dumps(record, ensure_ascii=False))
     else:
         print(f"wrote {report.path} ({report.trees} trees; {report.n_train} training, {report.n_held_out} held-out "
               f"questions, {report.seconds:.1f} s)")
+        if report.trees < 5:
+            print(f"note: {report.trees} tree(s): the held-out questions' nDCG@1 stopped improving after that, so the "
+                  "model stays close to the first stage's order; more labelled questions (over more documents) let "
+                  "it learn more", file=sys.stderr)
         print(f"held-out answer recall@1: first stage {report.before_at_1:.4f} -> reranked {report.after_at_1:.4f}")
         print(f"use it: --rerank learned:{report.path}")
     return 0

@@ -1,7 +1,7 @@
 """Document compressors (LangChain ``BaseDocumentCompressor``\\ s) and the contextual-header transform.
 
 ``RestrictedGate`` (the gate), ``CrossEncoderReranker``, ``ColBERTReranker`` (late interaction),
-``LLMListwiseReranker``, ``MMRCompressor``, ``LostInTheMiddleReorder``, ``ExtractiveCompressor``; ``ContextualHeader`` (a ``BaseDocumentTransformer`` applied
+``LLMListwiseReranker``, ``LearnedReranker`` (LambdaMART over cheap features), ``MMRCompressor``, ``LostInTheMiddleReorder``, ``ExtractiveCompressor``; ``ContextualHeader`` (a ``BaseDocumentTransformer`` applied
 before indexing); ``gated_pipeline`` / ``gated_compression_retriever`` chain them behind the gate (LangChain's classes);
 ``SecondStageRetriever`` does the same for the CLI's ``--rerank`` / ``--postprocess`` (fetches a candidate pool,
 honours ``k`` and ``filter``).
@@ -10,6 +10,7 @@ honours ``k`` and ``filter``).
 from langchain_ragspine.document_compressors.colbert import ColBERTReranker
 from langchain_ragspine.document_compressors.compression import ExtractiveCompressor
 from langchain_ragspine.document_compressors.cross_encoder import CrossEncoderReranker
+from langchain_ragspine.document_compressors.learned import LearnedReranker
 from langchain_ragspine.document_compressors.listwise import (
     LLMListwiseReranker,
     build_listwise_prompt,
@@ -37,6 +38,7 @@ __all__ = [
     "CrossEncoderReranker",
     "ExtractiveCompressor",
     "LLMListwiseReranker",
+    "LearnedReranker",
     "LostInTheMiddleReorder",
     "MMRCompressor",
     "RestrictedGate",

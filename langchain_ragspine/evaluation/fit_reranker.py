@@ -38,7 +38,12 @@ from langchain_ragspine.document_compressors.learned.features import (
     candidate_features,
     query_terms,
 )
-from langchain_ragspine.document_compressors.learned.model import LearnedModel, train_lambdarank
+from langchain_ragspine.document_compressors.learned.model import (
+    LearnedModel,
+    check_model_path,
+    require_lightgbm,
+    train_lambdarank,
+)
 from langchain_ragspine.evaluation.datasets import QADataset
 from langchain_ragspine.evaluation.metrics import is_answer_passage
 from langchain_ragspine.pipeline.modes import mode_factory
@@ -158,7 +163,10 @@ def recall_at_1(groups: TrainingGroups, scores: np.ndarray | None = None) -> flo
 
 @dataclass
 class FitReport:
-    """What :func:`fit_reranker` did: the model file, the held-out answer recall@1 before and after, sizes, time."""
+    """What :func:`fit_reranker` did: the model file, the held-out answer recall@1 before and after, sizes, time,
+    and ``n_without_answer``: questions none of whose first-stage candidates holds a gold answer (the answer is in
+    no chunk of its document, the document is RESTRICTED, or BM25 does not reach it within ``depth``) — they teach
+    the ranker nothing."""
 
     path: Path | None
     model: LearnedModel
@@ -168,6 +176,7 @@ class FitReport:
     n_held_out: int
     trees: int
     seconds: float
+    n_without_answer: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -203,6 +212,9 @@ def fit_reranker(
         ImportError: LightGBM is not installed (the ``learn`` extra).
     """
     t0 = time.perf_counter()
+    require_lightgbm()  # before the first stage runs over every question
+    if out is not None:
+        check_model_path(out)
     if groups is None:
         groups = TrainingGroups.concat([training_groups(d, depth=depth, tokenizer=tokenizer, progress=progress)
                                         for d in datasets])
@@ -223,6 +235,9 @@ def fit_reranker(
     before, after = recall_at_1(valid), recall_at_1(valid, model.score(valid.features[:, cols]))
     model.training["held_out_recall@1"] = {"before": round(before, 6), "after": round(after, 6)}
     path = model.save(out) if out is not None else None
+    starts = np.concatenate([[0], np.cumsum(groups.groups)]).astype(int)
+    answered = sum(bool(groups.labels[a:b].any()) for a, b in zip(starts[:-1], starts[1:], strict=True))
+    asked = sum(len(d.questions) for d in datasets) if datasets else len(groups.groups)
     return FitReport(path=path, model=model, before_at_1=before, after_at_1=after, n_train=len(train.groups),
                      n_held_out=len(valid.groups), trees=int(model.booster.num_trees()),
-                     seconds=time.perf_counter() - t0)
+                     seconds=time.perf_counter() - t0, n_without_answer=max(0, asked - answered))

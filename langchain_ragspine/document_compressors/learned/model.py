@@ -38,8 +38,10 @@ import numpy as np
 from langchain_ragspine._optional import import_optional
 from langchain_ragspine.document_compressors.learned.features import FEATURE_NAMES, FEATURE_VERSION
 from langchain_ragspine.errors import RagSpineError
+from langchain_ragspine.tokenizers import TOKENIZERS
 
-__all__ = ["DEFAULT_PARAMS", "MODEL_FORMAT", "MODEL_VERSION", "LearnedModel", "ModelFileError", "sidecar_path",
+__all__ = ["DEFAULT_PARAMS", "MODEL_FORMAT", "MODEL_VERSION", "LearnedModel", "ModelFileError", "check_model_path",
+           "require_lightgbm", "sidecar_path",
            "train_lambdarank"]
 
 #: The sidecar's ``format`` value: what marks a file pair as a RAGSpine learned reranker.
@@ -77,8 +79,34 @@ def sidecar_path(path: str | os.PathLike[str]) -> Path:
     return p.with_name(p.name + ".json")
 
 
-def _lightgbm() -> Any:
+def require_lightgbm() -> Any:
+    """The ``lightgbm`` module.
+
+    Raises:
+        ImportError: LightGBM is not installed; the message names the ``learn`` extra.
+    """
     return import_optional("lightgbm", "the learned reranker needs LightGBM: pip install 'langchain-ragspine[learn]'")
+
+
+def check_model_path(path: str | os.PathLike[str]) -> Path:
+    """``path`` as a model file :meth:`LearnedModel.save` can write, checked before any work (a fit can take
+    minutes): not empty, not a directory, not named ``*.json`` (the sidecar is ``<path>.json``: a model named
+    ``x.txt.json`` would overwrite the sidecar of a model ``x.txt``), its sidecar path not a directory.
+
+    Raises:
+        ValueError: naming the path and why.
+    """
+    if not str(path).strip():
+        raise ValueError("the model path is empty: name a file (e.g. .ragspine/reranker.txt)")
+    p = Path(path)
+    if p.is_dir():
+        raise ValueError(f"{p}: a directory; name the model file to write in it (e.g. {p / 'reranker.txt'})")
+    if p.suffix.lower() == ".json":
+        raise ValueError(f"{p}: a model file named *.json would read as another model's sidecar ({p.stem}'s); "
+                         f"name it e.g. {p.with_suffix('.txt')} (its sidecar is then {p.with_suffix('.txt')}.json)")
+    if sidecar_path(p).is_dir():
+        raise ValueError(f"{sidecar_path(p)}: a directory where the model's sidecar goes")
+    return p
 
 
 @dataclass
@@ -115,11 +143,9 @@ class LearnedModel:
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write the model to ``path`` (LightGBM text) and its sidecar ``<path>.json``; returns ``path``."""
-        p = Path(path)
+        p = check_model_path(path)
         text = self.model_text()
         data = text.encode("utf-8")
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_bytes(data)
         meta = {
             "format": MODEL_FORMAT,
             "version": MODEL_VERSION,
@@ -131,8 +157,19 @@ class LearnedModel:
             "model_bytes": len(data),
             "training": self.training,
         }
-        sidecar_path(p).write_text(json.dumps(meta, ensure_ascii=False, indent=1, sort_keys=True) + "\n",
-                                   encoding="utf-8")
+        side = sidecar_path(p)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        # both files are written in full before either replaces the old pair: a failed write leaves the previous
+        # model and sidecar as they were (and a crash between the two renames, a pair whose checksum refuses it)
+        tmp_model, tmp_side = p.with_name(f".{p.name}.tmp"), side.with_name(f".{side.name}.tmp")
+        try:
+            tmp_model.write_bytes(data)
+            tmp_side.write_text(json.dumps(meta, ensure_ascii=False, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+            os.replace(tmp_model, p)
+            os.replace(tmp_side, side)
+        finally:
+            tmp_model.unlink(missing_ok=True)
+            tmp_side.unlink(missing_ok=True)
         return p
 
     @classmethod
@@ -147,6 +184,8 @@ class LearnedModel:
         """
         p = Path(path)
         side = sidecar_path(p)
+        if p.is_dir():
+            raise ModelFileError(path=p, reason="a directory, not a learned reranker model file")
         if not p.is_file():
             raise ModelFileError(path=p, reason="learned reranker model file not found")
         if not side.is_file():
@@ -166,14 +205,21 @@ class LearnedModel:
             raise ModelFileError(path=p, reason="the model file does not match its sidecar's checksum "
                                  f"(truncated or changed; {len(data)} bytes, the sidecar says {meta.get('model_bytes')!r})")
         features = meta.get("features")
-        if meta.get("feature_version") != FEATURE_VERSION or not isinstance(features, list):
+        if meta.get("feature_version") != FEATURE_VERSION:
             raise ModelFileError(path=p, reason="trained on feature version "
                                  f"{meta.get('feature_version')!r}; this package computes version {FEATURE_VERSION}")
+        if not isinstance(features, list) or not features:
+            raise ModelFileError(path=side, reason=f"field 'features': {features!r} is not the list of feature names "
+                                 "the model reads")
+        tokenizer = meta.get("tokenizer", "auto")
+        if tokenizer not in TOKENIZERS:
+            raise ModelFileError(path=side, reason=f"field 'tokenizer': {tokenizer!r} is not a tokenizer of this "
+                                 f"package ({', '.join(sorted(TOKENIZERS))})")
         unknown = [f for f in features if f not in FEATURE_NAMES]
         if unknown:
             raise ModelFileError(path=p, reason="reads features this package does not compute: "
                                  f"{', '.join(map(str, unknown))}")
-        lgb = _lightgbm()
+        lgb = require_lightgbm()
         try:
             booster = lgb.Booster(model_str=data.decode("utf-8"))
         except (UnicodeDecodeError, lgb.basic.LightGBMError) as e:
@@ -182,7 +228,7 @@ class LearnedModel:
             raise ModelFileError(path=p, reason=f"the model reads {booster.num_feature()} features, its sidecar names "
                                  f"{len(features)}")
         depth = meta.get("depth", 30)
-        return cls(booster=booster, features=tuple(features), tokenizer=str(meta.get("tokenizer", "auto")),
+        return cls(booster=booster, features=tuple(features), tokenizer=str(tokenizer),
                    depth=int(depth) if isinstance(depth, int) else 30, training=dict(meta.get("training") or {}),
                    path=p)
 
@@ -221,7 +267,7 @@ def train_lambdarank(
     Raises:
         ValueError: shapes that do not agree.  ImportError: LightGBM is not installed.
     """
-    lgb = _lightgbm()
+    lgb = require_lightgbm()
     x = np.asarray(features, dtype=np.float64)
     y = np.asarray(labels, dtype=np.float64)
     if x.ndim != 2 or x.shape[1] != len(feature_names) or y.shape != (x.shape[0],) or sum(groups) != x.shape[0]:

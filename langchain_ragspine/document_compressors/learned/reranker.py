@@ -1,4 +1,4 @@
-"""Rerank a first stage's candidates with a learned LambdaMART model over cheap features — offline, ~1 ms a list.
+"""Rerank a first stage's candidates with a learned LambdaMART model over cheap features — offline, ~2–4 ms a list of 30.
 
 ::
 
@@ -8,14 +8,14 @@
     top = rerank.compress_documents(candidates, "日本で梅雨がないのは北海道とどこか。")
     LearnedReranker(model="my-reranker.txt")            # a model of `ragspine fit-reranker`
 
-    make_reranker("learned")  /  ragspine search DIR "…" --rerank learned  /  --rerank learned:my-reranker.txt
+    make_reranker("learned")  /  ragspine search "…" --store DIR --rerank learned  /  --rerank learned:my-reranker.txt
 
 The classic learning-to-rank second stage (LambdaMART, Burges 2010, as Anserini / Pyserini ship it): each candidate
 becomes a row of :mod:`~langchain_ragspine.document_compressors.learned.features` (its channel scores, rank, the
 share of the question's content terms in its text and title, longest common substring, the tightest window of the
 question's terms, character-bigram overlap, length and position), and a gradient-boosted tree ensemble
 (:mod:`~langchain_ragspine.document_compressors.learned.model`) scores it.  Where a cross-encoder needs a
-transformer and weights this machine cannot download, this needs LightGBM (the ``learn`` extra) and a 100-kB text
+transformer and weights this machine cannot download, this needs LightGBM (the ``learn`` extra) and a 345-kB text
 file shipped in the package; see ``docs/postprocessing.md`` for what it gains and costs on the shared sets.
 
 The bundled model was trained on BM25 ``auto`` candidates (top 30); over another first stage (the hybrid's

@@ -215,6 +215,19 @@ def test_truncated_changed_or_mismatched_model_files_are_refused(model_file):
         sidecar_path(model_file).write_text(json.dumps(bad))
         with pytest.raises(ModelFileError, match=pattern):
             LearnedModel.load(model_file)
+    # trial of issue 30: a missing or non-list 'features' read "trained on feature version 1; this package
+    # computes version 1", and an unknown tokenizer was an error naming neither the sidecar nor the field
+    for change, pattern in ((lambda m: m.pop("features"), r"model\.txt\.json: field 'features': None"),
+                            (lambda m: m.update(features="bm25"), r"field 'features': 'bm25' is not the list"),
+                            (lambda m: m.update(tokenizer="nonexistent"),
+                             r"model\.txt\.json: field 'tokenizer': 'nonexistent' is not a tokenizer")):
+        bad = dict(meta)
+        change(bad)
+        sidecar_path(model_file).write_text(json.dumps(bad))
+        with pytest.raises(ModelFileError, match=pattern):
+            LearnedModel.load(model_file)
+    with pytest.raises(ModelFileError, match="a directory, not a learned reranker model file"):
+        LearnedModel.load(model_file.parent)
     # a file whose checksum matches but which LightGBM cannot read
     import hashlib
 
@@ -346,3 +359,32 @@ def test_in_a_graphs_compressors_behind_the_gate():
     assert compress["compressors"][0]["compressor"] == "LearnedReranker"
     assert "secret" not in json.dumps(final, default=str)
     assert "3776" in final["answer"]
+
+
+def test_save_refuses_a_path_that_would_clash_and_keeps_the_old_pair_when_a_write_fails(tmp_path, monkeypatch):
+    # trial of issue 30: --out keep.txt.json overwrote keep.txt's sidecar; a sidecar that could not be written
+    # left a new model beside the old sidecar
+    model = tiny_model()
+    keep = model.save(tmp_path / "keep.txt")
+    before = (keep.read_bytes(), sidecar_path(keep).read_bytes())
+    with pytest.raises(ValueError, match=r"keep\.txt\.json: a model file named \*\.json would read as"):
+        model.save(tmp_path / "keep.txt.json")
+    with pytest.raises(ValueError, match="a directory; name the model file"):
+        model.save(tmp_path)
+    with pytest.raises(ValueError, match="the model path is empty"):
+        model.save("")
+    (tmp_path / "x.txt.json").mkdir()
+    with pytest.raises(ValueError, match=r"x\.txt\.json: a directory where the model's sidecar goes"):
+        model.save(tmp_path / "x.txt")
+    other = tiny_model(seed=1)
+
+    def disk_full(self, *args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", disk_full)
+    with pytest.raises(OSError, match="No space left"):
+        other.save(keep)
+    monkeypatch.undo()
+    assert (keep.read_bytes(), sidecar_path(keep).read_bytes()) == before  # the previous pair, untouched
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.txt", "keep.txt.json", "x.txt.json"]  # no temp file
+    assert LearnedModel.load(keep).model_text() == model.model_text()

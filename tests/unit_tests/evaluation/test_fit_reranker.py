@@ -153,3 +153,47 @@ def test_restricted_candidates_never_become_training_rows(dataset, monkeypatch):
     monkeypatch.setattr(fit, "invoke_retriever", with_secret)
     groups = training_groups(load_qa(dataset), depth=8)
     assert groups.groups == [min(n, 8) for n in seen]  # the secret is dropped before any row is made
+
+
+def test_fit_checks_its_output_and_lightgbm_before_any_work(dataset, tmp_path, capsys, monkeypatch):
+    # trial of issue 30: a bad --out failed after the whole fit, and a missing LightGBM was a traceback after it
+    import sys
+
+    import langchain_ragspine.evaluation.fit_reranker as fit
+
+    calls = []
+    monkeypatch.setattr(fit, "training_groups", lambda *a, **k: calls.append(1))
+    (tmp_path / "side.txt.json").mkdir()
+    cases = [
+        ([str(tmp_path)], "a directory; name the model file"),
+        ([""], "the model path is empty"),
+        ([str(tmp_path / "keep.txt.json")], "a model file named *.json would read as another model's sidecar"),
+        ([str(tmp_path / "side.txt")], "a directory where the model's sidecar goes"),
+    ]
+    for out, message in cases:
+        assert main(["fit-reranker", str(dataset), "--out", *out]) == 2
+        assert message in capsys.readouterr().err
+    assert main(["fit-reranker", str(dataset), str(dataset), "--out", str(tmp_path / "m.txt")]) == 2
+    assert "the same dataset named twice" in capsys.readouterr().err
+    monkeypatch.setitem(sys.modules, "lightgbm", None)  # as if it were not installed
+    assert main(["fit-reranker", str(dataset), "--out", str(tmp_path / "m.txt")]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == "ragspine: error: the learned reranker needs LightGBM: pip install 'langchain-ragspine[learn]'"
+    assert not calls and not (tmp_path / "m.txt").exists()
+
+
+def test_fit_says_how_many_questions_cannot_teach_it(tmp_path, capsys):
+    # trial of issue 30: questions whose answer is in no document were used without a word
+    root = tiny_dataset(tmp_path / "qa")
+    lines = (root / "questions.jsonl").read_text("utf-8").splitlines()
+    spoilt = [json.loads(x) for x in lines]
+    for q in spoilt[::3]:
+        q["answers"] = ["no such answer anywhere"]
+    (root / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in spoilt), "utf-8")
+    out = tmp_path / "m.txt"
+    assert main(["fit-reranker", str(root), "--out", str(out), "--depth", "8", "--json"]) == 0
+    captured = capsys.readouterr()
+    record = json.loads(captured.out)
+    n_spoilt = len(spoilt[::3])
+    assert record["questions_without_answer"] >= n_spoilt
+    assert f"note: {record['questions_without_answer']} of {len(spoilt)} questions have no candidate" in captured.err
