@@ -307,6 +307,25 @@ def test_llm_calls_are_counted_and_the_judge_sees_only_what_the_prompt_saw():
     assert "judge_relevance" in result.config["metrics"]
 
 
+def test_judged_faithfulness_is_the_share_of_supported_statements():
+    # audit of issue 29: judged faithfulness was only ever tested at 1.0
+    two = "清水寺です。[1] 金閣寺もあります。[1]"
+    llm = GenericFakeChatModel(messages=iter([AIMessage(content=two)] * 10))
+    replies = iter(["1: yes\n2: no", "partly"])
+
+    class Judge(SpyChatModel):
+        def _generate(self, messages, stop=None, run_manager=None, **kwargs):  # type: ignore[no-untyped-def]
+            self.reply = next(replies)
+            return super()._generate(messages, stop, run_manager, **kwargs)
+
+    judge = Judge()
+    record = evaluate_answers(build_simple_rag(_retriever(), llm=llm), DATASET, judge=judge, questions=[
+        QUESTIONS[1]]).per_query[0]
+    assert "1. 清水寺です。" in judge.prompts[0] and "2. 金閣寺もあります。" in judge.prompts[0]
+    assert record["judge_faithfulness"] == pytest.approx(0.5)  # one of the two statements supported
+    assert record["judge_relevance"] == pytest.approx(0.5) and record["judge_unknown"] == 0
+
+
 def test_an_unparseable_or_failing_judge_is_unknown_never_a_pass():
     graph = build_simple_rag(_retriever(), llm=None)
     garbled = evaluate_answers(graph, DATASET, judge=SpyChatModel(reply="Looks fine to me!"))
