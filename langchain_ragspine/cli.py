@@ -518,27 +518,30 @@ def _eval_store(args: argparse.Namespace) -> Iterator[Path | str]:
     needs_dense = needs_dense_index(args.mode, args.embedding)
     with tempfile.TemporaryDirectory(prefix="ragspine-eval-") as tmp:
         store_dir = _store_arg(args.store) if args.store else Path(tmp)
-        embedding = args.embedding
-        if args.store and embedding is None:
-            # an existing store keeps its vector index and model: an evaluation never turns a channel off (a BM25
-            # eval ingested with mode bm25 and so dropped the index every app on the store searched with)
-            embedding = _recorded_embedding(store_dir)
-        summary = ingest(
-            Path(args.dataset) / "docs", store_dir, tokenizer=args.tokenizer[0],
-            embedding=embedding, mode="hybrid" if needs_dense or embedding is not None else "bm25",
-        )
+        embedding, mode, tokenizer = args.embedding, "hybrid" if needs_dense else "bm25", args.tokenizer[0]
+        kept = _recorded_index(store_dir) if args.store else None
+        if kept is not None:
+            # an existing store keeps its index as it was: an evaluation never turns a channel off nor re-tokenizes
+            # what other apps search (a BM25 eval ingested with mode bm25 and so dropped the vector index; the
+            # tokenizers compared are built in memory from the chunks, so the saved index keeps the store's)
+            kept_embedding, tokenizer = kept
+            if kept_embedding is not None and (embedding is None or embedding.strip().lower() != "none"):
+                mode, embedding = "hybrid", embedding if embedding is not None else kept_embedding
+        summary = ingest(Path(args.dataset) / "docs", store_dir, tokenizer=tokenizer, embedding=embedding, mode=mode)
         print(f"ingest: {summary.line()}", file=sys.stderr)
         yield store_dir
 
 
-def _recorded_embedding(store: Path | str) -> str | None:
-    """The embedding spec an existing store's vector index was built with; ``None`` for no store yet or no index."""
+def _recorded_index(store: Path | str) -> tuple[str | None, str] | None:
+    """``(embedding spec or None, tokenizer)`` an existing store's indexes were built with; ``None`` when nothing
+    was ingested there yet."""
     from langchain_ragspine.errors import StoreError
     from langchain_ragspine.pipeline.sources import open_source
 
     try:
         with open_source(store) as source:
-            return source.recorded_embedding()
+            tokenizer = source.recorded_tokenizer()
+            return None if tokenizer is None else (source.recorded_embedding(), tokenizer)
     except StoreError:  # nothing ingested there yet
         return None
 
@@ -882,17 +885,26 @@ def _cmd_fit_reranker(args: argparse.Namespace) -> int:
     if twice:
         raise ValueError(f"{' '.join(twice)}: the same dataset named twice (its questions would count twice)")
     datasets = []
+    asked: dict[tuple[str, str], str] = {}  # (question id, text) -> the dataset that has it
     for path in args.dataset:
         ds = load_dataset(path)
         if not isinstance(ds, QADataset):
             raise ValueError(f"{path}: fit-reranker needs a QA dataset (docs/ + questions.jsonl), not a BEIR folder")
+        for q in ds.questions:  # a copy or a symlinked alias: the same questions on both sides of the split
+            if asked.setdefault((q.id, q.question), path) != path:
+                raise ValueError(f"{path}: question {q.id!r} is also in {asked[(q.id, q.question)]} (the same "
+                                 "questions twice would count twice and reach the held-out side too)")
         datasets.append(ds)
-    command = "ragspine fit-reranker " + " ".join(args.dataset) + f" --out {args.out}"
+    command = " ".join(["ragspine fit-reranker", *args.dataset, "--out", args.out,
+                        *(["--depth", str(depth)] if args.depth is not None else []),
+                        *(["--held-out", str(held_out)] if args.held_out is not None else [])])
     try:
         report = fit_reranker(datasets, args.out, depth=depth, held_out=held_out,
                               training={"rebuild": command}, progress=not args.json)
     except ImportError as e:  # LightGBM missing: one line naming the extra, before any question is read
         raise ValueError(str(e)) from e
+    except OSError as e:  # the model pair could not be written (disk full, read-only): the old pair is intact
+        raise ValueError(f"--out {args.out}: {e}") from e
     if report.n_without_answer:
         print(f"note: {report.n_without_answer} of {sum(len(d.questions) for d in datasets)} questions have no "
               f"candidate in the first {depth} holding a gold answer (the answer is in no chunk of its document, "

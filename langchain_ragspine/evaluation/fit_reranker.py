@@ -224,7 +224,7 @@ def fit_reranker(
     if not train.labels.any() or not valid.labels.any():
         raise ValueError(f"cannot fit: {len(train.groups)} training and {len(valid.groups)} held-out questions, and "
                          "one side has no question whose candidates hold its answer; label more questions (over "
-                         "more documents)")
+                         f"more documents), or change the held-out share (--held-out, now {held_out})")
     cols = [FEATURE_NAMES.index(f) for f in feature_names]
     info = {"datasets": list(dict.fromkeys(groups.datasets)), "questions": len(groups.groups), "depth": depth,
             "held_out_share": held_out, "train_questions": len(train.groups),

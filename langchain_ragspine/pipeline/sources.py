@@ -380,6 +380,12 @@ class StoreSource(StoreBackedSource[ChunkStore]):
         spec = (self._state.get("vector") or {}).get("embedding")
         return str(spec) if spec else None
 
+    def recorded_tokenizer(self) -> str | None:
+        """The tokenizer the store's BM25 index was built with (``index.json``), ``None`` without a record."""
+        self.store  # noqa: B018 -- opened: the index record is read with the chunk store
+        name = self._state.get("tokenizer")
+        return str(name) if name else None
+
     def documents(self) -> list[Document]:
         """The store's active chunks (with ``metadata["index_text"]`` when the store has contextual headers)."""
         return store_documents(self.store, contextual_header(self._state.get("contextual")))
@@ -614,6 +620,10 @@ class PostgresSource(StoreBackedSource[PostgresChunkStore]):
         """The spec of the model the store's vectors were made with, ``None`` when it has none."""
         spec = self.store.meta("vector_embedding")
         return str(spec) if spec else None
+
+    def recorded_tokenizer(self) -> str | None:
+        """The tokenizer the store's BM25 postings were written with."""
+        return self.store.tokenizer
 
     def documents(self) -> list[Document]:
         """The store's active chunks (RESTRICTED ones included: retrievers built from them leave those out)."""

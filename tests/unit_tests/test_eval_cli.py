@@ -128,8 +128,24 @@ def test_eval_into_an_existing_store_keeps_its_vector_index(tmp_path: Path, caps
     assert main(["search", "京都の名所", "--store", str(store), "--mode", "hybrid", "--json"]) == 0
     hits = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert hits and hits[0]["metadata"]["doc_id"] == "b"
+    # nor is its tokenizer changed: the tokenizers compared are built in memory (re-check of issue 30)
+    assert main(["eval", str(ds), "--store", str(store), "--mode", "bm25", "--tokenizer", "cjk", "auto"]) == 0
+    with open_source(store) as source:
+        assert source.recorded_tokenizer() == "auto" and source.recorded_embedding() == "hashing:32"
     # a store without a vector index stays without one
     bare = tmp_path / "B"
     assert main(["eval", str(ds), "--store", str(bare), "--mode", "bm25"]) == 0
     with open_source(bare) as source:
         assert source.recorded_embedding() is None
+
+
+def test_eval_embedding_none_and_a_bm25_eval_with_a_model_named_embed_nothing(tmp_path: Path, capsys):
+    # re-check of issue 30: `--embedding none` read as a model (mode hybrid needs an embedding model), and
+    # `--mode bm25 --embedding hashing` embedded every chunk of a temporary store it never searched with
+    ds = _qa_folder(tmp_path / "ds")
+    assert main(["eval", str(ds), "--mode", "bm25", "--embedding", "none"]) == 0
+    assert main(["eval", str(ds), "--mode", "bm25", "--embedding", "hashing:32"]) == 0
+    err = capsys.readouterr().err
+    assert "needs an embedding model" not in err
+    assert [line for line in err.splitlines() if line.startswith("ingest:")] and " embedded" not in err.replace(
+        "0 embedded", "")

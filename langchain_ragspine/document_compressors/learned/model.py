@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,6 +107,16 @@ def check_model_path(path: str | os.PathLike[str]) -> Path:
                          f"name it e.g. {p.with_suffix('.txt')} (its sidecar is then {p.with_suffix('.txt')}.json)")
     if sidecar_path(p).is_dir():
         raise ValueError(f"{sidecar_path(p)}: a directory where the model's sidecar goes")
+    for parent in p.parents:  # the nearest existing ancestor must be a directory we can write in
+        if parent.exists():
+            if not parent.is_dir():
+                raise ValueError(f"{p}: {parent} is a file, not a directory")
+            try:
+                with tempfile.NamedTemporaryFile(dir=parent, prefix=".ragspine-check-"):
+                    pass
+            except OSError as e:
+                raise ValueError(f"{p}: cannot write in {parent} ({e.strerror or e})") from None
+            break
     return p
 
 
@@ -212,7 +223,7 @@ class LearnedModel:
             raise ModelFileError(path=side, reason=f"field 'features': {features!r} is not the list of feature names "
                                  "the model reads")
         tokenizer = meta.get("tokenizer", "auto")
-        if tokenizer not in TOKENIZERS:
+        if not isinstance(tokenizer, str) or tokenizer not in TOKENIZERS:
             raise ModelFileError(path=side, reason=f"field 'tokenizer': {tokenizer!r} is not a tokenizer of this "
                                  f"package ({', '.join(sorted(TOKENIZERS))})")
         unknown = [f for f in features if f not in FEATURE_NAMES]
@@ -227,6 +238,8 @@ class LearnedModel:
         if booster.num_feature() != len(features):
             raise ModelFileError(path=p, reason=f"the model reads {booster.num_feature()} features, its sidecar names "
                                  f"{len(features)}")
+        if not isinstance(meta.get("training", {}), Mapping):
+            raise ModelFileError(path=side, reason=f"field 'training': {meta.get('training')!r} is not an object")
         depth = meta.get("depth", 30)
         return cls(booster=booster, features=tuple(features), tokenizer=str(tokenizer),
                    depth=int(depth) if isinstance(depth, int) else 30, training=dict(meta.get("training") or {}),

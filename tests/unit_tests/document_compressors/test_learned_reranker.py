@@ -220,7 +220,10 @@ def test_truncated_changed_or_mismatched_model_files_are_refused(model_file):
     for change, pattern in ((lambda m: m.pop("features"), r"model\.txt\.json: field 'features': None"),
                             (lambda m: m.update(features="bm25"), r"field 'features': 'bm25' is not the list"),
                             (lambda m: m.update(tokenizer="nonexistent"),
-                             r"model\.txt\.json: field 'tokenizer': 'nonexistent' is not a tokenizer")):
+                             r"model\.txt\.json: field 'tokenizer': 'nonexistent' is not a tokenizer"),
+                            # re-check of issue 30: these were tracebacks (TypeError)
+                            (lambda m: m.update(tokenizer=["auto"]), r"field 'tokenizer': \['auto'\] is not a"),
+                            (lambda m: m.update(training=[1]), r"field 'training': \[1\] is not an object")):
         bad = dict(meta)
         change(bad)
         sidecar_path(model_file).write_text(json.dumps(bad))

@@ -122,7 +122,7 @@ def test_fit_errors_are_one_line(tmp_path, capsys):
     small = tiny_dataset(tmp_path / "small", n_docs=1)
     assert main(["fit-reranker", str(small), "--out", str(tmp_path / "m.txt")]) == 2
     err = capsys.readouterr().err
-    assert "ragspine: error: cannot fit" in err and "label more questions" in err
+    assert "ragspine: error: cannot fit" in err and "label more questions" in err and "--held-out, now 0.2" in err
     assert main(["fit-reranker", str(small), "--out", str(tmp_path / "m.txt"), "--held-out", "1.5"]) == 2
     assert "--held-out" in capsys.readouterr().err
     assert main(["search", "x", "--store", str(tmp_path / "nostore"), "--rerank", f"learned:{tmp_path}/none.txt"]) == 2
@@ -175,11 +175,35 @@ def test_fit_checks_its_output_and_lightgbm_before_any_work(dataset, tmp_path, c
         assert message in capsys.readouterr().err
     assert main(["fit-reranker", str(dataset), str(dataset), "--out", str(tmp_path / "m.txt")]) == 2
     assert "the same dataset named twice" in capsys.readouterr().err
+    # re-check of issue 30: an alias (symlinked docs/ and questions.jsonl) or a copy put the same questions in
+    # training and held out (held-out recall@1 1.0000)
+    alias = tmp_path / "alias"
+    alias.mkdir()
+    (alias / "docs").symlink_to(dataset / "docs")
+    (alias / "questions.jsonl").symlink_to(dataset / "questions.jsonl")
+    assert main(["fit-reranker", str(dataset), str(alias), "--out", str(tmp_path / "m.txt")]) == 2
+    assert f"{alias}: question 'q0-1' is also in {dataset}" in capsys.readouterr().err
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    assert main(["fit-reranker", str(dataset), "--out", str(afile / "m.txt")]) == 2
+    assert f"{afile} is a file, not a directory" in capsys.readouterr().err
     monkeypatch.setitem(sys.modules, "lightgbm", None)  # as if it were not installed
     assert main(["fit-reranker", str(dataset), "--out", str(tmp_path / "m.txt")]) == 2
     err = capsys.readouterr().err
     assert err.strip() == "ragspine: error: the learned reranker needs LightGBM: pip install 'langchain-ragspine[learn]'"
     assert not calls and not (tmp_path / "m.txt").exists()
+
+
+def test_the_recorded_rebuild_command_names_the_options_used(dataset, tmp_path, capsys):
+    # re-check of issue 30: the sidecar's rebuild command left out --depth and --held-out, so it did not rebuild
+    out = tmp_path / "m.txt"
+    assert main(["fit-reranker", str(dataset), "--out", str(out), "--depth", "8", "--held-out", "0.3"]) == 0
+    rebuild = json.loads(sidecar_path(out).read_text())["training"]["rebuild"]
+    assert rebuild == f"ragspine fit-reranker {dataset} --out {out} --depth 8 --held-out 0.3"
+    capsys.readouterr()
+    again = tmp_path / "again.txt"
+    assert main(rebuild.replace(str(out), str(again)).split()[1:]) == 0
+    assert again.read_bytes() == out.read_bytes()
 
 
 def test_fit_says_how_many_questions_cannot_teach_it(tmp_path, capsys):
