@@ -204,7 +204,8 @@ def report(server_log: Path) -> int:
         "0.5); *judge_faithfulness* / *judge_relevance* the judge's verdicts, *judge_unknown_rate* replies it could "
         "not parse (never counted as a pass); *refusal_rate*; *false_refusal_rate* refusals although a retriever "
         "call returned a gold passage; *llm_calls* per question; p50 / p95 ms per question. The rows with a "
-        "real model are in the next section."
+        "real model are in the section \"Answer evaluation with a real local model\" below (every graph on one sample, "
+        "real latencies)."
     )
     update_results_section(
         SECTION,
