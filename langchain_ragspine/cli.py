@@ -495,12 +495,15 @@ def _check_answer_options(args: argparse.Namespace) -> None:
         check_k(args.answer_k, "-k")
 
 
-def _write_eval_json(path: str, results: Sequence[Any], pairs: Sequence[tuple[Any, Any]]) -> None:
+def _write_eval_json(
+    path: str, results: Sequence[Any], pairs: Sequence[tuple[Any, Any]], metrics: Sequence[str] | None = None
+) -> None:
     """``eval --json``: ``{"results": [...], "paired": [...]}``, the paired comparisons of ``pairs`` (baseline,
-    other) with their intervals (:func:`~langchain_ragspine.evaluation.significance.compare_paired`)."""
+    other) over ``metrics`` (default: each result's own) with their intervals
+    (:func:`~langchain_ragspine.evaluation.significance.compare_paired`)."""
     from langchain_ragspine.evaluation import compare_paired
 
-    paired = [c.to_dict() for a, b in pairs for c in compare_paired(a, b)]
+    paired = [c.to_dict() for a, b in pairs for c in compare_paired(a, b, metrics)]
     Path(path).write_text(
         json.dumps({"results": [r.to_dict() for r in results], "paired": paired}, ensure_ascii=False, indent=1),
         "utf-8",
@@ -554,12 +557,21 @@ def _cmd_eval_answers(args: argparse.Namespace, dataset: Any) -> int:
     from langchain_ragspine.chat_models import llm_is_reachable, make_chat_model
     from langchain_ragspine.configured import configured_setting
     from langchain_ragspine.evaluation import BEIRDataset
-    from langchain_ragspine.evaluation.answers import answers_markdown, evaluate_answers, write_ragas
+    from langchain_ragspine.evaluation.answers import (
+        answers_markdown,
+        evaluate_answers,
+        paired_answer_metrics,
+        write_ragas,
+    )
 
     if isinstance(dataset, BEIRDataset):
         raise ValueError(f"--answers needs gold answers: {args.dataset} is a BEIR folder (a QA folder has "
                          "docs/ and questions.jsonl with answers)")
     models = [(spec, *_eval_answer_llm(spec)) for spec in (args.llm or [None])]
+    offline = [spec for spec, llm, _ in models if llm is None]
+    if len(offline) > 1:  # e.g. none and an auto that found no server: the same path twice, compared as two
+        raise ValueError(f"--llm {' '.join(str(s) for s in offline)}: each of these answers on the offline path "
+                         "(auto found no model server), so the comparison would be of one path with itself")
     judge = None
     if args.judge is not None:  # asked for by name: a judge that cannot answer is an error, not a quiet fallback
         if args.judge.strip().lower() in ("", "none", "auto"):
@@ -600,14 +612,21 @@ def _cmd_eval_answers(args: argparse.Namespace, dataset: Any) -> int:
                                  judge_spec=args.judge)
             results.append(result)
     print(answers_markdown(results))
-    if args.json:
-        _write_eval_json(args.json, results, [(a, b) for i, a in enumerate(results) for b in results[i + 1:]])
+    if args.json:  # the pairs of the table, cost included
+        _write_eval_json(args.json, results, [(a, b) for i, a in enumerate(results) for b in results[i + 1:]],
+                         paired_answer_metrics(results))
     if args.ragas:
         out = Path(args.ragas)
         out.mkdir(parents=True, exist_ok=True)
+        used: set[str] = set()
         for r in results:
-            path = write_ragas(r, out / f"{re.sub(r'[^A-Za-z0-9_.-]+', '-', r.name).strip('-')}.jsonl",
-                               layout=args.ragas_layout or "ragas")
+            stem = base = re.sub(r"[^A-Za-z0-9_.-]+", "-", r.name).strip("-") or "run"
+            n = 1
+            while stem.lower() in used:  # two names that fold to one file name ("a:b" and "a-b")
+                n += 1
+                stem = f"{base}-{n}"
+            used.add(stem.lower())
+            path = write_ragas(r, out / f"{stem}.jsonl", layout=args.ragas_layout or "ragas")
             print(f"wrote {path}", file=sys.stderr)
     return 0
 

@@ -99,6 +99,7 @@ __all__ = [
     "lexical_faithfulness",
     "normalize_answer",
     "parse_relevance_verdict",
+    "paired_answer_metrics",
     "parse_support_verdicts",
     "ragas_rows",
     "reads_as_refusal",
@@ -267,18 +268,23 @@ _REFUSAL_PATTERNS = tuple(re.compile(p) for p in (
     r"couldn't)\s+(?:know|answer|find|determine|tell|say|provide|confirm)\b",
     r"\b(?:cannot|can't|can not|could not|couldn't|unable to)\s+(?:be\s+)?(?:answer(?:ed)?|determined?|found)\b",
     r"\b(?:context|contexts|documents?|passages?|sources?|information|text)\s+(?:provided\s+|given\s+)?"
-    r"(?:does|do|did)\s+not\s+(?:contain|mention|say|provide|include|specify|state|answer|give|cover)\b",
-    r"\bno\s+(?:relevant\s+|such\s+)?information\b",
-    r"\bnot\s+(?:mentioned|stated|specified|provided|given|found|available)\s+in\s+the\s+(?:provided\s+|given\s+)?"
-    r"(?:context|documents?|passages?|sources?|text)\b",
+    r"(?:(?:does|do|did)\s+not|doesn't|don't|didn't)\s+"
+    r"(?:contain|mention|say|provide|include|specify|state|answer|give|cover)\b",
+    r"\b(?:there is|there's|contains?|provides?|gives?|i have|i found)\s+no\s+(?:relevant\s+|such\s+)?information\b",
+    r"^no\s+(?:relevant\s+)?information\s+(?:about|on|regarding|is\s+(?:given|provided|available))\b",
+    r"\bnot\s+(?:(?:mentioned|stated|specified|provided|given|found|available)\s+)?in\s+the\s+"
+    r"(?:provided\s+|given\s+)?(?:context|documents?|passages?|sources?|text)\b",
     r"わかりません|分かりません|わからない|分からない|答えられません|回答できません|お答えできません|判断できません|"
     r"特定できません",
     r"(?:資料|文書|文脈|コンテキスト|本文|パッセージ|提供され)[^。]*?(?:記載|言及|記述|情報|書かれ|含まれ|見当たら|"
-    r"見つから|見つかり)[^。]*?(?:ありません|ない|ません)",
+    r"見当たり|見つから|見つかり)[^。]*?(?:ありません|ない|ません)",
     r"不知道|无法回答|無法回答|无法确定|無法確定|无法得知|無法得知|不能回答|无从得知|無從得知",
+    r"(?:无法|無法|不能)[^。，,]{0,12}(?:回答|确定|確定|得知|判断|判斷)",
     r"(?:资料|資料|文档|文檔|文件|上下文|文本|段落|提供的)[^。]*?(?:没有|沒有|未|无|無)"
     r"(?:提到|提及|记载|記載|说明|說明|相关|相關|包含|涉及|给出|給出|信息|資訊)",
 ))
+#: Quoted spans (a title, a quotation) are not the answer's own words: 《我不知道》, 「わからない」, "I don't know".
+_QUOTED = re.compile(r"《[^》]*》|「[^」]*」|『[^』]*』|“[^”]*”|\"[^\"]*\"")
 _FIRST_SENTENCE_END = re.compile(r"[。．！？!?\n]|\.(?:\s|$)")
 
 
@@ -296,15 +302,16 @@ def reads_as_refusal(answer: Any) -> bool:
     "insufficient context" sentence) as whole answers; a real model words them freely.  This reads the answer's
     first sentence (after ``<think>`` blocks and citation markers are removed, NFKC, case folded) against refusal
     wording in English, Japanese and Chinese (:data:`_REFUSAL_PATTERNS`): "I cannot answer / do not know", "the
-    context does not mention", "no information", 分かりません / 答えられません, 資料に記載がありません, 无法回答 /
-    不知道, 资料中没有提到.  A statement about the world ("生年は不明です") is not a refusal.  Non-strings are
+    context does not mention", "there is no information", "not in the passages", 分かりません / 答えられません,
+    資料に記載がありません, 无法回答 / 不知道, 资料中没有提到.  Quoted spans (a title: 《我不知道》, 「わからない」)
+    are not read, and a statement about the world ("生年は不明です") is not a refusal.  Non-strings are
     ``False`` (:func:`evaluate_answers` counts those as refusals through ``is_dont_know``).
     """
     if not isinstance(answer, str):
         return False
     text = unicodedata.normalize("NFKC", strip_citation_markers(strip_think(answer))).casefold().replace("’", "'")
     text = text.strip()
-    first = _FIRST_SENTENCE_END.split(text, maxsplit=1)[0] if text else ""
+    first = _FIRST_SENTENCE_END.split(_QUOTED.sub(" ", text).strip(), maxsplit=1)[0] if text else ""
     return any(p.search(first) for p in _REFUSAL_PATTERNS)
 
 
@@ -853,6 +860,13 @@ _PAIRED = (
 )
 
 
+def paired_answer_metrics(results: Sequence[EvalResult]) -> list[str]:
+    """The metrics :func:`answers_markdown` pairs for ``results``: the answer measures, the judge's when a result
+    has them, and the cost side (``llm_calls``, ``latency_ms``) — pass them to
+    :func:`~langchain_ragspine.evaluation.significance.compare_paired` for the same comparisons as data."""
+    return [m for m in _PAIRED if any(x.get(m) is not None for r in results for x in r.per_query)]
+
+
 def answers_markdown(
     results: Sequence[EvalResult], *, significance: bool = True, n_resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
@@ -885,7 +899,7 @@ def answers_markdown(
         )
     text = "\n".join(lines) + "\n"
     if significance and len(results) > 1:
-        metrics = [m for m in _PAIRED if any(x.get(m) is not None for r in results for x in r.per_query)]
+        metrics = paired_answer_metrics(results)
         for i, base in enumerate(results[:-1]):
             text += "\n" + paired_markdown(base, results[i + 1:], metrics=metrics, n_resamples=n_resamples, seed=seed)
     return text

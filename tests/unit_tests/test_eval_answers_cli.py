@@ -175,11 +175,15 @@ def test_eval_answers_refuses_an_unreachable_model_named_by_llm(tmp_path: Path, 
 
 def test_eval_answers_llm_given_twice_compares_both(tmp_path: Path, monkeypatch):
     # audit of issue 29: --llm a --llm b kept only b
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
     import langchain_ragspine.cli as cli
     from langchain_ragspine.chat_models import DETERMINISTIC_PATH
 
     seen = []
-    monkeypatch.setattr(cli, "_eval_answer_llm", lambda spec: seen.append(spec) or (None, DETERMINISTIC_PATH))
+    fake = FakeListChatModel(responses=["清水寺 [1]"])
+    monkeypatch.setattr(cli, "_eval_answer_llm", lambda spec: seen.append(spec) or (
+        (None, DETERMINISTIC_PATH) if spec == "none" else (fake, "LLM path: x")))
     ds = _qa_folder(tmp_path / "ds")
     out = tmp_path / "r.json"
     assert main(["eval", str(ds), "--answers", "--graph", "simple", "--mode", "bm25", "--llm", "none", "--llm", "x",
@@ -200,3 +204,35 @@ def test_eval_answers_baseline_is_checked_and_listed_first(tmp_path: Path, capsy
     data = json.loads(out.read_text("utf-8"))
     assert [r["name"] for r in data["results"]] == ["corrective", "simple"]
     assert {(p["baseline"], p["other"]) for p in data["paired"]} == {("corrective", "simple")}
+
+
+def test_eval_answers_json_pairs_the_cost_too(tmp_path: Path):
+    # re-audit of issue 29: --json's paired list left out llm_calls and latency (the printed table had them)
+    ds = _qa_folder(tmp_path / "ds")
+    out, ragas = tmp_path / "r.json", tmp_path / "ragas"
+    assert main(["eval", str(ds), "--answers", "--graph", "simple", "corrective", "--mode", "bm25", "--limit", "2",
+                 "--json", str(out), "--ragas", str(ragas)]) == 0
+    metrics = {p["metric"] for p in json.loads(out.read_text("utf-8"))["paired"]}
+    assert {"llm_calls", "latency_ms", "exact_match", "answer_contains"} <= metrics
+
+
+def test_eval_answers_refuses_two_models_that_are_both_the_offline_path(tmp_path: Path, capsys, monkeypatch):
+    # re-audit of issue 29: --llm none auto with no server compared the offline path with itself
+    monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")
+    ds = _qa_folder(tmp_path / "ds")
+    assert main(["eval", str(ds), "--answers", "--mode", "bm25", "--llm", "none", "auto"]) == 2
+    assert "--llm none auto: each of these answers on the offline path" in capsys.readouterr().err
+
+
+def test_ragas_file_names_of_two_models_that_fold_alike_stay_apart(tmp_path: Path, monkeypatch):
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+    import langchain_ragspine.cli as cli
+
+    models = {"x:y": FakeListChatModel(responses=["清水寺 [1]"]), "x-y": FakeListChatModel(responses=["大阪 [1]"])}
+    monkeypatch.setattr(cli, "_eval_answer_llm", lambda spec: (models[spec], f"LLM path: {spec}"))
+    ds = _qa_folder(tmp_path / "ds")
+    ragas = tmp_path / "ragas"
+    assert main(["eval", str(ds), "--answers", "--graph", "simple", "--mode", "bm25", "--llm", "x:y", "x-y",
+                 "--limit", "1", "--ragas", str(ragas)]) == 0
+    assert sorted(p.name for p in ragas.iterdir()) == ["simple-llm-x-y-2.jsonl", "simple-llm-x-y.jsonl"]

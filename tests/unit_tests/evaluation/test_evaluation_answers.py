@@ -265,6 +265,11 @@ def test_an_i_dont_know_answer_counts_as_a_refusal_even_unflagged():
         ("Tokyo [1]. The documents do not say more.", False), ("生年は不明です。", False),
         ("具体原因尚不清楚。", False), ("小笠原諸島には梅雨がない [1]。", False), ("清水寺です。", False),
         ("", False), (None, False),
+        # re-audit of issue 29: missed, and read into titles or a statement about the world
+        ("該当する情報は資料に見当たりません。", True), ("抱歉，我无法根据提供的信息回答。", True),
+        ("The context doesn't say.", True), ("Sorry, the answer is not in the passages.", True),
+        ("《我不知道》的作者是张三。", False), ("「わからない」は2001年の曲です。", False),
+        ("No information was lost during the migration.", False), ('"I don\'t know" is a song by X.', False),
     ],
 )
 def test_reads_as_refusal(answer: Any, refusal: bool):
