@@ -28,12 +28,15 @@ def git_rev() -> str:
         return "unknown"
 
 
-def update_results_section(name: str, title: str, command: str, body: str) -> None:
-    """Replace (or append) the section ``name`` of RESULTS.md with ``body``, stamped with command, date and commit."""
-    stamp = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+def update_results_section(
+    name: str, title: str, command: str, body: str, *, measured: str | None = None, commit: str | None = None
+) -> None:
+    """Replace (or append) the section ``name`` of RESULTS.md with ``body``, stamped with command, date and commit
+    (default: now and HEAD; a report written later from a saved run passes the run's own)."""
+    stamp = measured or _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     section = (
         f"<!-- BEGIN {name} -->\n## {title}\n\n"
-        f"Command: `{command}`  \nMeasured: {stamp}, commit {git_rev()}, {machine()}\n\n"
+        f"Command: `{command}`  \nMeasured: {stamp}, commit {commit or git_rev()}, {machine()}\n\n"
         f"{body.rstrip()}\n<!-- END {name} -->"
     )
     text = RESULTS.read_text("utf-8") if RESULTS.exists() else "# Benchmark results\n\nRegenerate with `make bench`.\n"

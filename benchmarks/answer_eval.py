@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from _common import DATA, REPO, update_results_section
+from _common import DATA, REPO, git_rev, update_results_section
 from answers import JSONFileCache
 
 from langchain_ragspine import ingest, open_retriever
@@ -68,7 +68,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
         return make_chat_model(args.llm, cache=JSONFileCache(WORK / f"answer-eval-llm-cache-{graph_name}.json"))
 
-    out: dict[str, Any] = {"llm": args.llm, "judge": (args.judge or args.llm) if args.llm else None, "seed": args.seed,
+    import datetime as dt
+
+    out: dict[str, Any] = {"commit": git_rev(), "measured": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+                           "llm": args.llm, "judge": (args.judge or args.llm) if args.llm else None, "seed": args.seed,
                            "n": args.n, "k": args.k, "sets": {}, "no_llm": list(args.no_llm),
                            "cached_at_start": {g: _cached(g) for g in args.graphs} if args.llm else {}}
     configs = [(g, g, graph_llm(g), judge) for g in args.graphs]
@@ -167,13 +170,14 @@ def report(server_log: Path) -> int:
             f"RAGSPINE_DATA=../shared/data python benchmarks/answer_eval.py --llm {run_['llm']} --n {run_['n']} --k {run_['k']} "
             f"--no-llm {' '.join(run_.get('no_llm') or [])}; python benchmarks/answer_eval.py --report".replace(
                 " --no-llm ;", ";"),
-            "\n".join(body),
+            "\n".join(body), measured=run_.get("measured"), commit=run_.get("commit"),
         )
         print(f"updated {SECTION}-llm in benchmarks/RESULTS.md", file=sys.stderr)
     if not (WORK / "answer-eval-none.json").exists():
         print("answer-eval-none.json not found: the no-LLM section is left as it is", file=sys.stderr)
         return 0
     run_ = json.loads((WORK / "answer-eval-none.json").read_text("utf-8"))
+    stamp = {"measured": run_.get("measured"), "commit": run_.get("commit")}
     parts = [
         "**No LLM** (`llm=None`: lexical graders and the extractive answer, the default `ask` path), every "
         f"question, BM25 store (`embedding=\"none\"`, default chunking), `k={run_['k']}`.",
@@ -211,7 +215,7 @@ def report(server_log: Path) -> int:
         SECTION,
         "Answer evaluation: every graph, with and without an LLM (issue 29)",
         "RAGSPINE_DATA=../shared/data python benchmarks/answer_eval.py; python benchmarks/answer_eval.py --report",
-        "\n".join(parts),
+        "\n".join(parts), **stamp,
     )
     print(f"updated {SECTION} in benchmarks/RESULTS.md", file=sys.stderr)
     return 0
