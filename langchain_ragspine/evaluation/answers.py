@@ -84,6 +84,7 @@ from langchain_ragspine.evaluation.runner import (
 )
 from langchain_ragspine.evaluation.significance import DEFAULT_RESAMPLES, DEFAULT_SEED
 from langchain_ragspine.progress import progress_bar
+from langchain_ragspine.text.sentences import line_sentence_spans
 from langchain_ragspine.tokenizers import Tokenizer
 
 __all__ = [
@@ -285,7 +286,6 @@ _REFUSAL_PATTERNS = tuple(re.compile(p) for p in (
 ))
 #: Quoted spans (a title, a quotation) are not the answer's own words: 《我不知道》, 「わからない」, "I don't know".
 _QUOTED = re.compile(r"《[^》]*》|「[^」]*」|『[^』]*』|“[^”]*”|\"[^\"]*\"")
-_FIRST_SENTENCE_END = re.compile(r"[。．！？!?\n]|\.(?:\s|$)")
 
 
 def reads_as_refusal(answer: Any) -> bool:
@@ -310,8 +310,9 @@ def reads_as_refusal(answer: Any) -> bool:
     if not isinstance(answer, str):
         return False
     text = unicodedata.normalize("NFKC", strip_citation_markers(strip_think(answer))).casefold().replace("’", "'")
-    text = text.strip()
-    first = _FIRST_SENTENCE_END.split(_QUOTED.sub(" ", text).strip(), maxsplit=1)[0] if text else ""
+    text = _QUOTED.sub(" ", text)
+    spans = line_sentence_spans(text)  # the package's sentence splitter, line by line
+    first = text[spans[0][0]:spans[0][1]] if spans else ""
     return any(p.search(first) for p in _REFUSAL_PATTERNS)
 
 
