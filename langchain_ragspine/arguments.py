@@ -1,4 +1,5 @@
-"""Argument checks shared by every public entry point: unknown keyword arguments and integer arguments.
+"""Argument checks shared by every public entry point: unknown keyword arguments, integer arguments and the
+directories output goes to.
 
 **Unknown arguments** are an error with a did-you-mean, never silently dropped.
 
@@ -27,6 +28,9 @@ old attribute), functions through :func:`renamed_keywords` (a decorator).  Where
 LangChain class a class stands in for (``top_n`` of LangChain's ``CrossEncoderReranker`` and
 ``LLMListwiseRerank``), it is *kept*: accepted without a warning, a conflict still an error.
 
+**Output locations** (a CLI's ``--json`` / ``--ragas``, a model file) are checked before the work that fills them
+with :func:`unwritable_reason`.
+
 The module imports nothing from the package but :mod:`langchain_ragspine._stacklevel` (a leaf), so any module may
 use it.
 """
@@ -36,8 +40,11 @@ from __future__ import annotations
 import difflib
 import functools
 import numbers
+import os
+import tempfile
 import warnings
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar, cast, overload
 
 import pydantic
@@ -59,6 +66,7 @@ __all__ = [
     "check_k",
     "close_names",
     "int_field",
+    "unwritable_reason",
     "rename_arguments",
     "known_fields",
     "renamed_fields",
@@ -215,6 +223,31 @@ def check_k(value: Any, name: str = "k") -> int:
         ValueError: top_n must be an int >= 1, got 0
     """
     return check_int(value, name)
+
+
+def unwritable_reason(directory: str | os.PathLike[str]) -> str | None:
+    """Why no file could be created in ``directory`` — or, when it does not exist yet, under its nearest existing
+    ancestor (where ``mkdir -p`` would create it) — or ``None`` when one can.
+
+    Usage::
+
+        reason = unwritable_reason(Path(args.out).parent)   # None, "a.txt is a file, not a directory",
+        if reason:                                          # or "/proc is not writable (No such file …)"
+            raise ValueError(f"--out {args.out}: {reason}")
+
+    A file is created there and removed: permission bits do not tell for root or ``/proc``.
+    """
+    start = Path(directory)
+    for part in (start, *start.parents):
+        if part.exists():
+            if not part.is_dir():
+                return f"{part} is a file, not a directory"
+            try:
+                with tempfile.NamedTemporaryFile(dir=part, prefix=".ragspine-check-"):
+                    return None
+            except OSError as e:
+                return f"{part} is not writable ({e.strerror or e})"
+    return None
 
 
 def int_field(*, minimum: int = 1, allow_none: bool = False, hint: str = "") -> BeforeValidator:

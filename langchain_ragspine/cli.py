@@ -424,16 +424,6 @@ _ANSWER_ONLY_OPTIONS = {
 }
 
 
-def _writable_dir(path: Path) -> bool:
-    """Whether a file can be created in ``path`` (tried, then removed: permission bits do not tell for root or
-    ``/proc``)."""
-    try:
-        with tempfile.NamedTemporaryFile(dir=path, prefix=".ragspine-check-"):
-            return True
-    except OSError:
-        return False
-
-
 def _check_output_paths(args: argparse.Namespace) -> None:
     """``--json FILE`` and ``--ragas DIR`` are checked before any question is answered (a run with a model can take
     hours): an empty path, a ``--json`` that is a directory or whose directory is missing or not writable, a
@@ -444,22 +434,20 @@ def _check_output_paths(args: argparse.Namespace) -> None:
     Raises:
         ValueError: an output path that cannot be written.
     """
+    from langchain_ragspine.arguments import unwritable_reason
+
     if args.json is not None:
         target = Path(args.json)
-        if not args.json.strip() or target.is_dir() or not target.parent.is_dir() or not _writable_dir(target.parent):
+        if not args.json.strip() or target.is_dir() or not target.parent.is_dir() or unwritable_reason(target.parent):
             raise ValueError(f"--json {args.json!r}: not a writable file in an existing directory")
     ragas = getattr(args, "ragas", None)
     if ragas is not None:
         if not ragas.strip():
             raise ValueError("--ragas '': name the directory to write the RAGAS files in")
         target = Path(ragas)
-        for part in (target, *target.parents):
-            if part.exists():
-                if not part.is_dir():
-                    raise ValueError(f"--ragas {ragas}: {part} is a file, not a directory")
-                if not _writable_dir(part):
-                    raise ValueError(f"--ragas {ragas}: {part} is not writable")
-                break
+        reason = unwritable_reason(target)
+        if reason is not None:
+            raise ValueError(f"--ragas {ragas}: {reason}")
         if args.json is not None and Path(args.json).resolve().parent == target.resolve():
             raise ValueError(f"--json {args.json}: inside the --ragas directory, whose <name>.jsonl files it would "
                              "share; write it elsewhere")
@@ -517,6 +505,7 @@ def _eval_store(args: argparse.Namespace) -> Iterator[Path | str]:
     directory (removed afterwards), with a dense index when a ``--mode`` needs one; prints ingest's line."""
     from langchain_ragspine.pipeline.ingest import ingest
     from langchain_ragspine.pipeline.modes import needs_dense_index
+    from langchain_ragspine.specs import parse_embedding_spec
 
     needs_dense = needs_dense_index(args.mode, args.embedding)
     with tempfile.TemporaryDirectory(prefix="ragspine-eval-") as tmp:
@@ -528,7 +517,7 @@ def _eval_store(args: argparse.Namespace) -> Iterator[Path | str]:
             # what other apps search (a BM25 eval ingested with mode bm25 and so dropped the vector index; the
             # tokenizers compared are built in memory from the chunks, so the saved index keeps the store's)
             kept_embedding, tokenizer = kept
-            if kept_embedding is not None and (embedding is None or embedding.strip().lower() != "none"):
+            if kept_embedding is not None and (embedding is None or parse_embedding_spec(embedding)[0] != "none"):
                 mode, embedding = "hybrid", embedding if embedding is not None else kept_embedding
         summary = ingest(Path(args.dataset) / "docs", store_dir, tokenizer=tokenizer, embedding=embedding, mode=mode)
         print(f"ingest: {summary.line()}", file=sys.stderr)

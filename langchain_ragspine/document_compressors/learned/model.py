@@ -28,7 +28,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from langchain_ragspine._optional import import_optional
+from langchain_ragspine.arguments import unwritable_reason
 from langchain_ragspine.document_compressors.learned.features import FEATURE_NAMES, FEATURE_VERSION
 from langchain_ragspine.errors import RagSpineError
 from langchain_ragspine.tokenizers import TOKENIZERS
@@ -107,16 +107,9 @@ def check_model_path(path: str | os.PathLike[str]) -> Path:
                          f"name it e.g. {p.with_suffix('.txt')} (its sidecar is then {p.with_suffix('.txt')}.json)")
     if sidecar_path(p).is_dir():
         raise ValueError(f"{sidecar_path(p)}: a directory where the model's sidecar goes")
-    for parent in p.parents:  # the nearest existing ancestor must be a directory we can write in
-        if parent.exists():
-            if not parent.is_dir():
-                raise ValueError(f"{p}: {parent} is a file, not a directory")
-            try:
-                with tempfile.NamedTemporaryFile(dir=parent, prefix=".ragspine-check-"):
-                    pass
-            except OSError as e:
-                raise ValueError(f"{p}: cannot write in {parent} ({e.strerror or e})") from None
-            break
+    reason = unwritable_reason(p.parent)  # the nearest existing ancestor must be a directory we can write in
+    if reason is not None:
+        raise ValueError(f"{p}: {reason}")
     return p
 
 
